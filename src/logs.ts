@@ -1,0 +1,67 @@
+/**
+ * The three activity logs of the service (spec 4.5 and 6) and what each one accepts.
+ * Everything that differs between the logs is declared here, once.
+ */
+export type LogKind = 'career' | 'skill' | 'identityProvider';
+
+export const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvider'];
+
+export type ActivityFilter = 'event' | 'from' | 'to' | 'performedBy' | 'relatedPersonId' | 'bulkGroupId';
+
+export interface LogDescriptor {
+  readonly kind: LogKind;
+  /** Short name used in event types, event ids and metrics labels. */
+  readonly slug: 'career' | 'skill' | 'identity_provider';
+  /** Whether the log is per object (career, skill) or company-wide. */
+  readonly perObject: boolean;
+  /** The scope a key needs to read it (spec 4.5). */
+  readonly scope: string;
+  /** Filters the log accepts; any other filter is rejected by the service (4.5 rules 1-4). */
+  readonly filters: ReadonlySet<ActivityFilter>;
+  /** Whether the log can be read in time windows; the skill log cannot (4.5 rule 6). */
+  readonly windowed: boolean;
+  path(objectId: string | undefined): string;
+}
+
+const encode = (id: string | undefined): string => {
+  if (id === undefined || id === '') throw new Error('a per-object log needs an object id');
+  return encodeURIComponent(id);
+};
+
+export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
+  career: {
+    kind: 'career',
+    slug: 'career',
+    perObject: true,
+    scope: 'careers:read',
+    filters: new Set<ActivityFilter>(['event', 'from', 'to', 'performedBy', 'relatedPersonId', 'bulkGroupId']),
+    windowed: true,
+    path: (id) => `/api/v1/careers/${encode(id)}/activity`,
+  },
+  skill: {
+    kind: 'skill',
+    slug: 'skill',
+    perObject: true,
+    scope: 'skills:read',
+    // The skill log rejects relatedPersonId, and offers no date filter for polling (4.5 rules 2, 6).
+    filters: new Set<ActivityFilter>(['event', 'performedBy']),
+    windowed: false,
+    path: (id) => `/api/v1/skills/${encode(id)}/activity`,
+  },
+  identityProvider: {
+    kind: 'identityProvider',
+    slug: 'identity_provider',
+    perObject: false,
+    scope: 'people:read',
+    // The identity-provider log rejects performedBy (4.5 rule 3).
+    filters: new Set<ActivityFilter>(['event', 'from', 'to', 'relatedPersonId']),
+    windowed: true,
+    path: () => '/api/v1/identity-provider-events',
+  },
+};
+
+/** The spec's hard pagination caps (section 8). */
+export const MAX_PAGE_LIMIT = 200;
+export const MAX_OFFSET = 10_000;
+/** How many entries one window can reach: the last page starts at the largest offset. */
+export const MAX_REACHABLE_ENTRIES = MAX_OFFSET + MAX_PAGE_LIMIT;
