@@ -1,0 +1,90 @@
+import { LOGS, MAX_OFFSET, MAX_PAGE_LIMIT, type ActivityFilter, type LogKind } from '../logs.js';
+import { ChangefeedError } from '../errors.js';
+import { ApiMalformedResponseError } from './apiErrors.js';
+import { activityEntrySchema, type ActivityEntry } from './activityEntry.js';
+import type { RequestPriority, ServiceClient } from './serviceClient.js';
+import type { ResponseMeta } from './responseHeaders.js';
+
+export interface ActivityPageRequest {
+  log: LogKind;
+  objectId?: string | undefined;
+  offset: number;
+  limit: number;
+  /** ISO 8601 UTC; only on windowed logs. */
+  from?: string;
+  to?: string;
+  /** Extra filters (event, performedBy, relatedPersonId, bulkGroupId). */
+  filters?: Partial<Record<Exclude<ActivityFilter, 'from' | 'to'>, string>>;
+}
+
+export interface ActivityPage {
+  entries: ActivityEntry[];
+  meta: ResponseMeta;
+}
+
+/** A request our own code built wrongly; a programming error, never sent to the service. */
+export class ForbiddenFilterError extends ChangefeedError {
+  constructor(message: string) {
+    super('FORBIDDEN_FILTER', message);
+  }
+}
+
+/**
+ * Reads one page of an activity log. Strict where the spec speaks: never sends a filter the log
+ * rejects (4.5 rules 1-3, 6), nor a limit or offset beyond the caps. Tolerant where it is silent:
+ * the list envelope may carry any extra keys; only `data` is read.
+ */
+export async function readActivityPage(
+  client: ServiceClient,
+  request: ActivityPageRequest,
+  signal?: AbortSignal,
+): Promise<ActivityPage> {
+  const log = LOGS[request.log];
+  const query: Record<string, string | number | undefined> = {};
+  const filters: [ActivityFilter, string | undefined][] = [
+    ['from', request.from],
+    ['to', request.to],
+    ...Object.entries(request.filters ?? {}).map(([k, v]) => [k as ActivityFilter, v] as [ActivityFilter, string | undefined]),
+  ];
+  for (const [name, value] of filters) {
+    if (value === undefined) continue;
+    if (!log.filters.has(name)) throw new ForbiddenFilterError(`the ${log.slug} log rejects the filter "${name}"`);
+    query[name] = value;
+  }
+  if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_PAGE_LIMIT) {
+    throw new ForbiddenFilterError(`limit ${request.limit} is outside 1..${MAX_PAGE_LIMIT}`);
+  }
+  if (!Number.isInteger(request.offset) || request.offset < 0 || request.offset > MAX_OFFSET) {
+    throw new ForbiddenFilterError(`offset ${request.offset} is outside 0..${MAX_OFFSET}`);
+  }
+  query.limit = request.limit;
+  query.offset = request.offset;
+  const priority: RequestPriority = request.log === 'identityProvider' ? 'identityProvider' : 'poll';
+  const path = log.path(request.objectId);
+  const { body, meta } = await client.getJson(path, query, priority, signal);
+  return { entries: parseEntries(body, path, meta.requestId), meta };
+}
+
+function parseEntries(body: unknown, path: string, requestId: string | undefined): ActivityEntry[] {
+  const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined;
+  if (!Array.isArray(data)) {
+    throw new ApiMalformedResponseError(
+      `response to GET ${path} has no "data" array (request ${requestId ?? 'without id'})`,
+      path,
+      requestId,
+    );
+  }
+  return data.map((item, index) => {
+    const parsed = activityEntrySchema.safeParse(item);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = issue ? issue.path.join('.') || '(entry)' : '(entry)';
+      throw new ApiMalformedResponseError(
+        `response to GET ${path} has an invalid entry at data[${index}].${field}: ${issue?.message ?? 'invalid'} (request ${requestId ?? 'without id'})`,
+        path,
+        requestId,
+      );
+    }
+    return parsed.data;
+  });
+}

@@ -1,0 +1,71 @@
+import { ChangefeedError } from '../errors.js';
+import type { ProblemDetails } from './problemDetails.js';
+
+/**
+ * Errors of calls to the service. Each carries a stable `code`; the poller decides what to do
+ * from the code alone (see poll/failurePolicy.ts), never from the message.
+ */
+export type ApiErrorCode =
+  | 'API_INVALID_CREDENTIAL'
+  | 'API_INSUFFICIENT_SCOPE'
+  | 'API_INSUFFICIENT_PERMISSIONS'
+  | 'API_TRIAL_EXPIRED'
+  | 'API_NOT_FOUND'
+  | 'API_VALIDATION'
+  | 'API_RATE_LIMITED'
+  | 'API_SERVER_ERROR'
+  | 'API_HTTP_ERROR'
+  | 'API_TIMEOUT'
+  | 'API_CONNECTION'
+  | 'API_MALFORMED_RESPONSE';
+
+export abstract class ApiError extends ChangefeedError {
+  declare readonly code: ApiErrorCode;
+  /** The service's X-Request-Id, when a response arrived: quote it to the service's support. */
+  readonly requestId: string | undefined;
+  /** Request path without query string and without the key. */
+  readonly path: string;
+
+  protected constructor(code: ApiErrorCode, message: string, path: string, requestId?: string, cause?: unknown) {
+    super(code, message, { cause });
+    this.path = path;
+    this.requestId = requestId;
+  }
+}
+
+/** The service answered with an error status (usually an RFC 9457 problem document). */
+export class ApiProblemError extends ApiError {
+  readonly status: number;
+  readonly problem: ProblemDetails;
+  /** Seconds from Retry-After, on 429. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(args: {
+    code: ApiErrorCode;
+    message: string;
+    path: string;
+    status: number;
+    problem: ProblemDetails;
+    requestId?: string;
+    retryAfterSeconds?: number;
+  }) {
+    super(args.code, args.message, args.path, args.requestId ?? args.problem.requestId);
+    this.status = args.status;
+    this.problem = args.problem;
+    this.retryAfterSeconds = args.retryAfterSeconds;
+  }
+}
+
+/** No usable answer: timeout, refused or reset connection, DNS failure. */
+export class ApiTransportError extends ApiError {
+  constructor(code: 'API_TIMEOUT' | 'API_CONNECTION', message: string, path: string, cause?: unknown) {
+    super(code, message, path, undefined, cause);
+  }
+}
+
+/** A 2xx answer whose body is not what the spec describes (not JSON, `data` not an array, entry without id). */
+export class ApiMalformedResponseError extends ApiError {
+  constructor(message: string, path: string, requestId?: string) {
+    super('API_MALFORMED_RESPONSE', message, path, requestId);
+  }
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
+import { ApiMalformedResponseError } from './apiErrors.js';
+import type { ServiceClient } from './serviceClient.js';
+
+/**
+ * The list envelope of `GET /careers` and `GET /skills` is not shown in the spec (4.6), so its
+ * shape is configuration. The default matches the single-resource envelope: `{ data: [...] }`.
+ */
+export const listEnvelopeSchema = z
+  .object({
+    itemsPath: z
+      .string()
+      .default('data')
+      .describe('Dotted path of the array of items in a list response, e.g. "data" or "data.items".'),
+    idField: z.string().default('id').describe('Field of each item that holds its id.'),
+    pageSize: z.number().int().min(1).max(MAX_PAGE_LIMIT).default(MAX_PAGE_LIMIT).describe('`limit` sent per page.'),
+  })
+  .strict();
+
+export type ListEnvelope = z.infer<typeof listEnvelopeSchema>;
+
+export interface ListResult {
+  ids: string[];
+  /** True when more items exist than offsets can reach (offset cap 10,000). */
+  truncated: boolean;
+}
+
+/** Pages through a list endpoint with limit/offset until a short page, returning every id. */
+export async function readAllIds(
+  client: ServiceClient,
+  path: string,
+  envelope: ListEnvelope,
+  signal?: AbortSignal,
+): Promise<ListResult> {
+  const ids: string[] = [];
+  for (let offset = 0; ; offset += envelope.pageSize) {
+    if (offset > MAX_OFFSET) return { ids, truncated: true };
+    const { body, meta } = await client.getJson(path, { limit: envelope.pageSize, offset }, 'discovery', signal);
+    const items = pick(body, envelope.itemsPath);
+    if (!Array.isArray(items)) {
+      throw new ApiMalformedResponseError(
+        `list response of GET ${path} has no array at "${envelope.itemsPath}" (set discovery.envelope.itemsPath; request ${meta.requestId ?? 'without id'})`,
+        path,
+        meta.requestId,
+      );
+    }
+    items.forEach((item, index) => {
+      const id = typeof item === 'object' && item !== null ? (item as Record<string, unknown>)[envelope.idField] : undefined;
+      if (typeof id !== 'string' || id === '') {
+        throw new ApiMalformedResponseError(
+          `list response of GET ${path} has no string "${envelope.idField}" at ${envelope.itemsPath}[${index}] (request ${meta.requestId ?? 'without id'})`,
+          path,
+          meta.requestId,
+        );
+      }
+      ids.push(id);
+    });
+    if (items.length < envelope.pageSize) return { ids, truncated: false };
+  }
+}
+
+function pick(body: unknown, dottedPath: string): unknown {
+  let current: unknown = body;
+  for (const key of dottedPath.split('.')) {
+    if (typeof current !== 'object' || current === null) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}

@@ -1,0 +1,55 @@
+/**
+ * What the service tells about its clock and the reads bucket in every response (spec 8 rules 1-2).
+ * Unparseable values become undefined rather than errors: a missing header must not fail a poll.
+ */
+export interface ResponseMeta {
+  status: number;
+  requestId: string | undefined;
+  /** RateLimit-Limit: the bucket's hourly allowance. */
+  limit: number | undefined;
+  /** RateLimit-Remaining: requests left in the window. */
+  remaining: number | undefined;
+  /** RateLimit-Reset: seconds until the window resets. */
+  resetSeconds: number | undefined;
+  /** Retry-After in seconds (integer or HTTP-date form). */
+  retryAfterSeconds: number | undefined;
+  /** The service's clock (Date header), epoch ms. */
+  serverDate: number | undefined;
+  /** Our clock when the response arrived, epoch ms. */
+  receivedAt: number;
+}
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+function header(headers: HeaderBag, name: string): string | undefined {
+  const value = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function nonNegativeInteger(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\s*\d+\s*$/.test(value)) return undefined;
+  return Number.parseInt(value, 10);
+}
+
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = nonNegativeInteger(value);
+  if (seconds !== undefined) return seconds;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+export function readResponseMeta(status: number, headers: HeaderBag, receivedAt: number): ResponseMeta {
+  const date = header(headers, 'date');
+  const parsedDate = date === undefined ? Number.NaN : Date.parse(date);
+  return {
+    status,
+    requestId: header(headers, 'x-request-id'),
+    limit: nonNegativeInteger(header(headers, 'ratelimit-limit')),
+    remaining: nonNegativeInteger(header(headers, 'ratelimit-remaining')),
+    resetSeconds: nonNegativeInteger(header(headers, 'ratelimit-reset')),
+    retryAfterSeconds: parseRetryAfter(header(headers, 'retry-after'), receivedAt),
+    serverDate: Number.isNaN(parsedDate) ? undefined : parsedDate,
+    receivedAt,
+  };
+}
