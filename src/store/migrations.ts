@@ -1,0 +1,100 @@
+/**
+ * The store schema, as numbered migrations applied in order and recorded in `PRAGMA user_version`.
+ * Never edit a released migration; append a new one.
+ *
+ * Tables:
+ * - `watched_logs`: one row per log being polled: (log, object_id) with object_id '' for the
+ *   company-wide identity-provider log. Holds the cursor (`window_end`: exclusive end, in the
+ *   service's clock, of the last window read completely; `coverage_start`: where continuous
+ *   coverage began), the detected sort order of the skill log, status (active | disabled | gone)
+ *   with a reason, and poll bookkeeping for the scheduler and `changefeed status`.
+ * - `seen_entries`: entry ids already ingested, per (log, object_id). Pruned for windowed logs once
+ *   older than the overlap horizon plus a margin; kept for the skill log, which has no dates to
+ *   filter on and must recognise what it has seen.
+ * - `events`: the outbox and journal. One row per ingested entry, its CloudEvent JSON in `payload`,
+ *   `seq` giving the ingestion order that every sink follows per object.
+ * - `sinks`: sinks known to this store; `active` ones receive a `deliveries` row for each new event.
+ * - `deliveries`: per (sink, event) progress: state pending | delivered | dead, attempts, the next
+ *   attempt time and the last error. Retry state lives here so it survives restarts.
+ * - `sink_state`: per-sink connection and circuit state shown by `changefeed status`.
+ * - `meta`: small named values, such as when discovery last completed.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE watched_logs (
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active',
+    status_reason TEXT,
+    coverage_start INTEGER,
+    window_end INTEGER,
+    sort_order TEXT,
+    last_poll_at INTEGER,
+    last_success_at INTEGER,
+    last_error TEXT,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    next_poll_at INTEGER NOT NULL DEFAULT 0,
+    entries_ingested INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (log, object_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE seen_entries (
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    performed_at INTEGER,
+    seen_at INTEGER NOT NULL,
+    PRIMARY KEY (log, object_id, entry_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    performed_at INTEGER,
+    ingested_at INTEGER NOT NULL,
+    payload TEXT NOT NULL
+  );
+  CREATE INDEX events_by_ingested_at ON events (ingested_at);
+
+  CREATE TABLE sinks (
+    name TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    active INTEGER NOT NULL,
+    registered_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE deliveries (
+    sink TEXT NOT NULL,
+    seq INTEGER NOT NULL REFERENCES events (seq) ON DELETE CASCADE,
+    state TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL DEFAULT 0,
+    first_attempt_at INTEGER,
+    last_error TEXT,
+    updated_at INTEGER,
+    PRIMARY KEY (sink, seq)
+  ) WITHOUT ROWID;
+  CREATE INDEX deliveries_by_state ON deliveries (sink, state, seq);
+  CREATE INDEX deliveries_by_seq ON deliveries (seq);
+
+  CREATE TABLE sink_state (
+    sink TEXT PRIMARY KEY,
+    connected INTEGER NOT NULL DEFAULT 0,
+    paused_until INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    last_error_at INTEGER,
+    last_delivery_at INTEGER
+  ) WITHOUT ROWID;
+
+  CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  ) WITHOUT ROWID;
+  `,
+];

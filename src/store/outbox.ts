@@ -1,0 +1,163 @@
+import type { LogKind } from '../logs.js';
+import type { ChangeCloudEvent } from '../events/cloudEvent.js';
+import type { Db } from './database.js';
+
+/** A delivery that is due or waiting, joined with its event, in ingestion (`seq`) order. */
+export interface PendingDelivery {
+  seq: number;
+  eventId: string;
+  log: LogKind;
+  objectId: string;
+  type: string;
+  payload: string;
+  attempts: number;
+  nextAttemptAt: number;
+  firstAttemptAt: number | null;
+  ingestedAt: number;
+}
+
+export interface DeliveryCounts {
+  pending: number;
+  delivered: number;
+  dead: number;
+  oldestPendingIngestedAt: number | null;
+}
+
+/**
+ * The outbox: events in ingestion order and, per active sink, one delivery row each.
+ * Every state change of a delivery is one short transaction, so a crash at any point leaves each
+ * event either delivered or still pending (at-least-once).
+ */
+export class Outbox {
+  private readonly insertEventStmt;
+  private readonly insertDeliveriesStmt;
+  private readonly pendingStmt;
+  private readonly deliveredStmt;
+  private readonly retryStmt;
+  private readonly deadStmt;
+  private readonly countsStmt;
+  private readonly pruneStmt;
+  private readonly requeueDeadStmt;
+
+  constructor(private readonly db: Db) {
+    this.insertEventStmt = db.prepare(
+      `INSERT INTO events (event_id, log, object_id, type, performed_at, ingested_at, payload)
+       VALUES (@eventId, @log, @objectId, @type, @performedAt, @ingestedAt, @payload)
+       ON CONFLICT (event_id) DO NOTHING`,
+    );
+    this.insertDeliveriesStmt = db.prepare(
+      `INSERT INTO deliveries (sink, seq, updated_at) SELECT name, ?, ? FROM sinks WHERE active = 1`,
+    );
+    this.pendingStmt = db.prepare<[string, number, number], {
+      seq: number; event_id: string; log: LogKind; object_id: string; type: string; payload: string;
+      attempts: number; next_attempt_at: number; first_attempt_at: number | null; ingested_at: number;
+    }>(
+      `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, e.payload, d.attempts, d.next_attempt_at,
+              d.first_attempt_at, e.ingested_at
+       FROM deliveries d JOIN events e ON e.seq = d.seq
+       WHERE d.sink = ? AND d.state = 'pending' AND d.seq > ?
+       ORDER BY d.seq LIMIT ?`,
+    );
+    this.deliveredStmt = db.prepare(
+      `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = @now,
+         first_attempt_at = COALESCE(first_attempt_at, @now)
+       WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+    );
+    this.retryStmt = db.prepare(
+      `UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = @nextAttemptAt, last_error = @error,
+         updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
+       WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+    );
+    this.deadStmt = db.prepare(
+      `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, updated_at = @now,
+         first_attempt_at = COALESCE(first_attempt_at, @now)
+       WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+    );
+    this.countsStmt = db.prepare<[string], { state: string; n: number; oldest: number | null }>(
+      `SELECT d.state, COUNT(*) AS n, MIN(e.ingested_at) AS oldest
+       FROM deliveries d JOIN events e ON e.seq = d.seq WHERE d.sink = ? GROUP BY d.state`,
+    );
+    this.pruneStmt = db.prepare(
+      `DELETE FROM events WHERE ingested_at < ?
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = events.seq AND d.state = 'pending')`,
+    );
+    this.requeueDeadStmt = db.prepare(
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = ?
+       WHERE sink = ? AND state = 'dead'`,
+    );
+  }
+
+  /**
+   * Appends one event and a pending delivery for every active sink. Call inside the ingest
+   * transaction. Returns false when the event id already exists (a replayed entry).
+   */
+  append(event: ChangeCloudEvent, args: { log: LogKind; objectId: string; performedAt: number | null; now: number }): boolean {
+    const info = this.insertEventStmt.run({
+      eventId: event.id,
+      log: args.log,
+      objectId: args.objectId,
+      type: event.type,
+      performedAt: args.performedAt,
+      ingestedAt: args.now,
+      payload: JSON.stringify(event),
+    });
+    if (info.changes === 0) return false;
+    this.insertDeliveriesStmt.run(info.lastInsertRowid, args.now);
+    return true;
+  }
+
+  /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order. */
+  pending(sink: string, afterSeq: number, limit: number): PendingDelivery[] {
+    return this.pendingStmt.all(sink, afterSeq, limit).map((r) => ({
+      seq: r.seq,
+      eventId: r.event_id,
+      log: r.log,
+      objectId: r.object_id,
+      type: r.type,
+      payload: r.payload,
+      attempts: r.attempts,
+      nextAttemptAt: r.next_attempt_at,
+      firstAttemptAt: r.first_attempt_at,
+      ingestedAt: r.ingested_at,
+    }));
+  }
+
+  markDelivered(sink: string, seqs: readonly number[], now: number): void {
+    this.db.transaction(() => {
+      for (const seq of seqs) this.deliveredStmt.run({ sink, seq, now });
+    })();
+  }
+
+  scheduleRetry(sink: string, retries: readonly { seq: number; nextAttemptAt: number; error: string }[], now: number): void {
+    this.db.transaction(() => {
+      for (const r of retries) this.retryStmt.run({ sink, seq: r.seq, nextAttemptAt: r.nextAttemptAt, error: r.error, now });
+    })();
+  }
+
+  markDead(sink: string, dead: readonly { seq: number; error: string }[], now: number): void {
+    this.db.transaction(() => {
+      for (const d of dead) this.deadStmt.run({ sink, seq: d.seq, error: d.error, now });
+    })();
+  }
+
+  requeueDead(sink: string, now: number): number {
+    return this.requeueDeadStmt.run(now, sink).changes;
+  }
+
+  counts(sink: string): DeliveryCounts {
+    const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, oldestPendingIngestedAt: null };
+    for (const row of this.countsStmt.all(sink)) {
+      if (row.state === 'pending') {
+        counts.pending = row.n;
+        counts.oldestPendingIngestedAt = row.oldest;
+      } else if (row.state === 'delivered') counts.delivered = row.n;
+      else if (row.state === 'dead') counts.dead = row.n;
+    }
+    return counts;
+  }
+
+  /** Drops journal entries older than `before` that no sink still waits for. */
+  prune(before: number): number {
+    return this.pruneStmt.run(before).changes;
+  }
+}
