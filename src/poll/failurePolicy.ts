@@ -1,0 +1,51 @@
+import { ApiError, ApiProblemError } from '../api/apiErrors.js';
+import { formatFieldErrors } from '../api/problemDetails.js';
+import { LOGS, type LogKind } from '../logs.js';
+
+/**
+ * What a failed poll means for the poller, decided from the error's code alone.
+ * - `retry`: the same log again after a backoff (5xx, timeouts, malformed bodies, 429).
+ * - `pauseAll`: every poll on this key waits (rejected credential, expired trial).
+ * - `disableKind`: the key lacks the scope for this kind of log; other logs go on.
+ * - `disableLog`: this one log is dropped until restart (404 gone, 403 permissions, 400 invalid).
+ */
+export type FailureAction =
+  | { kind: 'retry'; reason: string; budgetPause: boolean }
+  | { kind: 'pauseAll'; reason: string; pauseMs: number }
+  | { kind: 'disableKind'; reason: string }
+  | { kind: 'disableLog'; status: 'gone' | 'disabled'; reason: string };
+
+const MINUTE = 60_000;
+
+export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAuthFailures: number): FailureAction {
+  if (!(error instanceof ApiError)) {
+    return { kind: 'retry', reason: error instanceof Error ? error.message : String(error), budgetPause: false };
+  }
+  switch (error.code) {
+    case 'API_INVALID_CREDENTIAL':
+      // Slow, growing retries: the key may be rotated back in, but a hot loop helps nobody.
+      return { kind: 'pauseAll', reason: error.message, pauseMs: Math.min(15 * MINUTE, MINUTE * 2 ** Math.min(consecutiveAuthFailures, 4)) };
+    case 'API_TRIAL_EXPIRED':
+      return { kind: 'pauseAll', reason: error.message, pauseMs: 60 * MINUTE };
+    case 'API_INSUFFICIENT_SCOPE':
+      return { kind: 'disableKind', reason: `the API key lacks the scope ${LOGS[log].scope} needed for the ${LOGS[log].slug} log; grant it and restart` };
+    case 'API_INSUFFICIENT_PERMISSIONS':
+      return { kind: 'disableLog', status: 'disabled', reason: error.message };
+    case 'API_NOT_FOUND':
+      return { kind: 'disableLog', status: 'gone', reason: `${error.path} answered 404: the object was deleted or is not visible to this key; no longer watched` };
+    case 'API_VALIDATION': {
+      const fields = error instanceof ApiProblemError ? formatFieldErrors(error.problem) : '';
+      return { kind: 'disableLog', status: 'disabled', reason: `the service rejected the poll request as invalid (${fields || error.message}); not repeated until restart` };
+    }
+    case 'API_RATE_LIMITED':
+      return { kind: 'retry', reason: error.message, budgetPause: true };
+    default:
+      return { kind: 'retry', reason: error.message, budgetPause: false };
+  }
+}
+
+/** Backoff for a log whose polls keep failing: exponential from 5 s, capped at 5 min, full jitter. */
+export function pollRetryDelayMs(consecutiveFailures: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(300_000, 5_000 * 2 ** Math.max(0, consecutiveFailures - 1));
+  return Math.max(1_000, Math.floor(random() * ceiling));
+}

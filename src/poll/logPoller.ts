@@ -1,0 +1,146 @@
+import type { Logger } from 'pino';
+import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import type { ServiceClient } from '../api/serviceClient.js';
+import type { Clock } from '../clock.js';
+import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
+import { LOGS } from '../logs.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
+import { inIngestionOrder } from './sortOrder.js';
+import type { ServerClock } from './serverClock.js';
+import { nextWindow } from './timeWindow.js';
+import { readVersionLog } from './versionLogWalker.js';
+import type { WatchConfig } from './watchConfig.js';
+import { walkWindow } from './windowWalker.js';
+
+export interface PollResult {
+  emitted: number;
+  duplicates: number;
+  requests: number;
+  /** performedAt of every emitted entry, for detection-delay metrics and rate estimates. */
+  emittedPerformedAt: number[];
+}
+
+export interface LogPollerDeps {
+  client: ServiceClient;
+  store: ChangefeedStore;
+  serverClock: ServerClock;
+  clock: Clock;
+  watch: WatchConfig;
+  events: EventsConfig;
+  baseUrl: string;
+  logger: Logger;
+}
+
+/**
+ * Polls one watched log once: reads what is new since its cursor and ingests it together with
+ * the cursor advance. Throws the API's typed errors; the poll loop decides what they mean.
+ */
+export class LogPoller {
+  constructor(private readonly deps: LogPollerDeps) {}
+
+  async poll(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
+    return LOGS[watched.log].windowed ? this.pollWindowed(watched, signal) : this.pollVersionLog(watched, signal);
+  }
+
+  private configuredOrder(watched: WatchedLog): SortOrder | undefined {
+    const configured = this.deps.watch.sortOrder[watched.log];
+    return configured === 'auto' ? undefined : configured;
+  }
+
+  private async pollWindowed(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
+    const { store, serverClock, watch } = this.deps;
+    const overlapMs = watch.overlapSeconds * 1000;
+    const coverageStart = watched.coverageStart ?? watched.createdAt;
+    const window = nextWindow({
+      windowEnd: watched.windowEnd ?? coverageStart,
+      coverageStart,
+      overlapMs,
+      serverNow: serverClock.now(),
+    });
+    const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
+    if (!window) return result;
+    const stats = await walkWindow(
+      {
+        client: this.deps.client,
+        log: watched.log,
+        objectId: watched.objectId,
+        sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
+        signal,
+        commit: (entries, windowEnd) => {
+          const ordered = inIngestionOrder(entries);
+          const ingested = store.ingest({
+            log: watched.log,
+            objectId: watched.objectId,
+            entries: ordered,
+            windowEnd,
+            // Windows never reach further back than one overlap; keep a second one as margin.
+            pruneSeenBefore: windowEnd - 2 * overlapMs,
+            toEvent: (entry) => this.toEvent(watched, entry),
+            now: this.deps.clock.now(),
+          });
+          this.account(result, ingested, ordered);
+        },
+      },
+      window,
+    );
+    result.requests = stats.requests;
+    if (stats.detectedOrder && !watched.sortOrder) store.watchedLogs.setSortOrder(watched.log, watched.objectId, stats.detectedOrder);
+    if (stats.splits > 0) {
+      this.deps.logger.info({ log: watched.log, objectId: watched.objectId, splits: stats.splits, requests: stats.requests }, 'dense window narrowed to stay within the offset cap');
+    }
+    return result;
+  }
+
+  private async pollVersionLog(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
+    const { store } = this.deps;
+    const read = await readVersionLog({
+      client: this.deps.client,
+      objectId: watched.objectId,
+      sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
+      isSeen: (id) => store.seen.has(watched.log, watched.objectId, id),
+      signal,
+    });
+    if (read.detectedOrder && !watched.sortOrder) store.watchedLogs.setSortOrder(watched.log, watched.objectId, read.detectedOrder);
+    // The first read of a version log is its baseline: what happened before coverage started is
+    // recorded as seen but not emitted. Undated entries count as history unless a startFrom
+    // timestamp asked for a backfill.
+    const baseline = watched.windowEnd === null;
+    const coverageStart = watched.coverageStart ?? watched.createdAt;
+    const emitUndated = this.deps.watch.startFrom !== 'now';
+    const emit: ActivityEntry[] = [];
+    const silent: ActivityEntry[] = [];
+    for (const entry of read.unseen) {
+      const t = performedAtMs(entry);
+      const isNew = !baseline || (t === null ? emitUndated : t >= coverageStart);
+      (isNew ? emit : silent).push(entry);
+    }
+    const ordered = inIngestionOrder(emit);
+    const ingested = store.ingest({
+      log: watched.log,
+      objectId: watched.objectId,
+      entries: ordered,
+      silentEntries: silent,
+      windowEnd: this.deps.serverClock.now(),
+      toEvent: (entry) => this.toEvent(watched, entry),
+      now: this.deps.clock.now(),
+    });
+    const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
+    this.account(result, ingested, ordered);
+    return result;
+  }
+
+  private toEvent(watched: WatchedLog, entry: ActivityEntry) {
+    return buildCloudEvent({ log: watched.log, objectId: watched.objectId, entry, baseUrl: this.deps.baseUrl }, this.deps.events);
+  }
+
+  private account(result: PollResult, ingested: { emitted: number; duplicates: number }, ordered: readonly ActivityEntry[]): void {
+    result.emitted += ingested.emitted;
+    result.duplicates += ingested.duplicates;
+    if (ingested.emitted === 0) return;
+    for (const entry of ordered) {
+      const t = performedAtMs(entry);
+      if (t !== null) result.emittedPerformedAt.push(t);
+    }
+  }
+}

@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import type { RequestGate, RequestPriority } from '../api/serviceClient.js';
+import type { ResponseMeta } from '../api/responseHeaders.js';
+
+export const budgetConfigSchema = z
+  .object({
+    readsPerHour: z
+      .number()
+      .int()
+      .min(1)
+      .default(1000)
+      .describe('Cap on GET requests per hour for this key (spec: 1,000). The server\'s RateLimit-Limit wins when lower.'),
+    reserve: z
+      .number()
+      .min(0)
+      .max(0.9)
+      .default(0.1)
+      .describe('Share of the bucket left unused for other clients of the same key.'),
+    retryAfterFallbackSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .default(60)
+      .describe('Pause after a 429 that carries no Retry-After header.'),
+  })
+  .strict();
+
+export type BudgetConfig = z.infer<typeof budgetConfigSchema>;
+
+const PRIORITY_RANK: Record<RequestPriority, number> = { identityProvider: 0, poll: 1, discovery: 2 };
+const HOUR_MS = 3_600_000;
+
+interface Waiter {
+  priority: RequestPriority;
+  order: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  signal: AbortSignal | undefined;
+}
+
+export interface BudgetSnapshot {
+  allowancePerHour: number;
+  serverLimit: number | undefined;
+  serverRemaining: number | undefined;
+  resetAt: number | undefined;
+  blockedUntil: number;
+  intervalMs: number;
+  sent: number;
+}
+
+/**
+ * Paces every GET of one API key. Requests leave one at a time, spaced so that what the server
+ * says is left (RateLimit-Remaining, minus the reserve) lasts until RateLimit-Reset, and never
+ * closer than the configured hourly cap allows. After a 429 nothing leaves until Retry-After has
+ * passed. Waiters are served by priority: identity-provider log, then polls, then discovery.
+ */
+export class ReadBudget implements RequestGate {
+  private readonly waiters: Waiter[] = [];
+  private order = 0;
+  private lastSentAt = Number.NEGATIVE_INFINITY;
+  private blockedUntil = 0;
+  private serverLimit: number | undefined;
+  private serverRemaining: number | undefined;
+  private resetAt: number | undefined;
+  private sentSinceSync = 0;
+  private sent = 0;
+  private pumping = false;
+
+  constructor(
+    private readonly config: BudgetConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const waiter: Waiter = { priority, order: this.order++, resolve, reject, signal };
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) {
+            this.waiters.splice(i, 1);
+            reject(signal.reason);
+          }
+        },
+        { once: true },
+      );
+      this.waiters.push(waiter);
+      void this.pump();
+    });
+  }
+
+  observe(meta: ResponseMeta): void {
+    if (meta.limit !== undefined) this.serverLimit = meta.limit;
+    if (meta.remaining !== undefined) {
+      this.serverRemaining = meta.remaining;
+      this.sentSinceSync = 0;
+    }
+    if (meta.resetSeconds !== undefined) this.resetAt = meta.receivedAt + meta.resetSeconds * 1000;
+    if (meta.status === 429) {
+      const seconds = meta.retryAfterSeconds ?? meta.resetSeconds ?? this.config.retryAfterFallbackSeconds;
+      this.blockedUntil = Math.max(this.blockedUntil, meta.receivedAt + seconds * 1000);
+    }
+  }
+
+  /** Requests per hour this daemon allows itself: min(cap, server limit) less the reserve. */
+  allowancePerHour(): number {
+    const limit = Math.min(this.config.readsPerHour, this.serverLimit ?? this.config.readsPerHour);
+    return Math.max(1, Math.floor(limit * (1 - this.config.reserve)));
+  }
+
+  snapshot(): BudgetSnapshot {
+    return {
+      allowancePerHour: this.allowancePerHour(),
+      serverLimit: this.serverLimit,
+      serverRemaining: this.serverRemaining,
+      resetAt: this.resetAt,
+      blockedUntil: this.blockedUntil,
+      intervalMs: this.intervalMs(this.clock.now()),
+      sent: this.sent,
+    };
+  }
+
+  /** Milliseconds to leave between two requests at time `now`. */
+  intervalMs(now: number): number {
+    const steady = HOUR_MS / this.allowancePerHour();
+    const usable = this.usableUntilReset(now);
+    if (usable === undefined || this.resetAt === undefined) return steady;
+    if (usable <= 0) return Math.max(steady, this.resetAt - now);
+    return Math.max(steady, (this.resetAt - now) / usable);
+  }
+
+  /** When the next request may leave, considering pace, the server's window and any 429 pause. */
+  earliestSendAt(now: number): number {
+    const usable = this.usableUntilReset(now);
+    const paced = usable !== undefined && usable <= 0 && this.resetAt !== undefined
+      ? this.resetAt
+      : this.lastSentAt + this.intervalMs(now);
+    return Math.max(paced, this.blockedUntil);
+  }
+
+  /** Requests left for us in the server's current window, or undefined when the window is unknown or over. */
+  private usableUntilReset(now: number): number | undefined {
+    if (this.serverRemaining === undefined || this.resetAt === undefined || this.resetAt <= now) return undefined;
+    const reserved = Math.ceil((this.serverLimit ?? this.config.readsPerHour) * this.config.reserve);
+    return this.serverRemaining - this.sentSinceSync - reserved;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.waiters.length > 0) {
+        const now = this.clock.now();
+        const sendAt = this.earliestSendAt(now);
+        if (sendAt > now) {
+          await this.clock.sleep(Math.min(sendAt - now, 1000));
+          continue;
+        }
+        this.waiters.sort((a, b) => PRIORITY_RANK[a.priority] - PRIORITY_RANK[b.priority] || a.order - b.order);
+        const next = this.waiters.shift();
+        if (!next) break;
+        this.lastSentAt = now;
+        this.sentSinceSync++;
+        this.sent++;
+        next.resolve();
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import type { ActivityEntry } from '../api/activityEntry.js';
+import { readActivityPage } from '../api/activityReader.js';
+import type { ServiceClient } from '../api/serviceClient.js';
+import { ChangefeedError } from '../errors.js';
+import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
+import type { SortOrder } from '../store/watchedLogs.js';
+import { detectSortOrder } from './sortOrder.js';
+
+export class VersionLogTooLongError extends ChangefeedError {
+  constructor(objectId: string) {
+    super(
+      'VERSION_LOG_TOO_LONG',
+      `the skill log ${objectId} is longer than offsets can reach (${MAX_OFFSET + MAX_PAGE_LIMIT} entries) and is not sorted newest-first; ` +
+        'entries past the offset cap cannot be read',
+    );
+  }
+}
+
+export interface VersionLogWalk {
+  client: ServiceClient;
+  objectId: string;
+  /** Configured order, or the order detected on an earlier read of this log. */
+  sortOrder: SortOrder | undefined;
+  isSeen: (entryId: string) => boolean;
+  signal?: AbortSignal | undefined;
+}
+
+export interface VersionLogRead {
+  /** Entries not seen before, in read order. */
+  unseen: ActivityEntry[];
+  requests: number;
+  detectedOrder: SortOrder | undefined;
+  /** True when the read went to the end of the log (short page). */
+  complete: boolean;
+}
+
+/**
+ * Reads a skill's version log, which has no date filter (spec 4.5 rule 6, 6 rule 4): pages from
+ * offset 0. When the log is known to be newest-first, a page holding only entries already seen
+ * ends the read, since everything after it is older. Otherwise the order cannot be relied on and
+ * the log is read to its end; version logs are short, so that costs few requests.
+ */
+export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRead> {
+  const unseen: ActivityEntry[] = [];
+  const all: ActivityEntry[] = [];
+  let requests = 0;
+  for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
+    const page = await readActivityPage(
+      walk.client,
+      { log: 'skill', objectId: walk.objectId, offset, limit: MAX_PAGE_LIMIT },
+      walk.signal,
+    );
+    requests++;
+    all.push(...page.entries);
+    const fresh = page.entries.filter((e) => !walk.isSeen(e.id));
+    unseen.push(...fresh);
+    const order = walk.sortOrder ?? detectSortOrder(all);
+    if (page.entries.length < MAX_PAGE_LIMIT) return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true };
+    if (order === 'newest-first' && fresh.length === 0) {
+      return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false };
+    }
+  }
+  if ((walk.sortOrder ?? detectSortOrder(all)) !== 'newest-first') throw new VersionLogTooLongError(walk.objectId);
+  return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false };
+}

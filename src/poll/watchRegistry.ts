@@ -1,0 +1,79 @@
+import type { Logger } from 'pino';
+import { readAllIds } from '../api/listReader.js';
+import type { ServiceClient } from '../api/serviceClient.js';
+import type { Clock } from '../clock.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { ServerClock } from './serverClock.js';
+import type { WatchConfig } from './watchConfig.js';
+
+const LAST_DISCOVERY_KEY = 'discovery.lastCompletedAt';
+
+/**
+ * Decides which logs are watched: the configured ids, the identity-provider log, and what
+ * discovery finds. A log registered once keeps its cursor across restarts.
+ */
+export class WatchRegistry {
+  constructor(
+    private readonly deps: {
+      client: ServiceClient;
+      store: ChangefeedStore;
+      serverClock: ServerClock;
+      clock: Clock;
+      watch: WatchConfig;
+      logger: Logger;
+    },
+  ) {}
+
+  /** Where coverage of a log registered now starts: the service's now, or the configured startFrom. */
+  configuredStart(): number {
+    const { startFrom } = this.deps.watch;
+    return startFrom === 'now' ? this.deps.serverClock.now() : Date.parse(startFrom);
+  }
+
+  registerConfigured(): number {
+    const { store, watch, clock } = this.deps;
+    const coverageStart = this.configuredStart();
+    let added = 0;
+    const register = (log: 'career' | 'skill' | 'identityProvider', objectId: string): void => {
+      if (store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now: clock.now() })) added++;
+    };
+    if (watch.identityProviderEvents) register('identityProvider', '');
+    for (const id of watch.careers.ids) register('career', id);
+    for (const id of watch.skills.ids) register('skill', id);
+    return added;
+  }
+
+  get discoveryEnabled(): boolean {
+    return this.deps.watch.careers.discover || this.deps.watch.skills.discover;
+  }
+
+  /**
+   * Reads the career and skill lists and watches what is new. Objects found by a later discovery
+   * were created (or became visible) since the previous one, so their coverage starts at the
+   * previous discovery: their first entries are emitted, not skipped as history.
+   */
+  async discover(signal?: AbortSignal): Promise<{ added: number }> {
+    const { store, watch, clock, client } = this.deps;
+    const previous = store.getMeta(LAST_DISCOVERY_KEY);
+    const startedAt = this.deps.serverClock.now();
+    const coverageStart = previous === undefined ? this.configuredStart() : Number(previous);
+    let added = 0;
+    const sets = [
+      { log: 'career' as const, path: '/api/v1/careers', enabled: watch.careers.discover },
+      { log: 'skill' as const, path: '/api/v1/skills', enabled: watch.skills.discover },
+    ];
+    for (const set of sets) {
+      if (!set.enabled) continue;
+      const list = await readAllIds(client, set.path, watch.discovery.envelope, signal);
+      if (list.truncated) {
+        this.deps.logger.warn({ log: set.log, found: list.ids.length }, `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`);
+      }
+      for (const id of list.ids) {
+        if (store.watchedLogs.register({ log: set.log, objectId: id, origin: 'discovered', coverageStart, now: clock.now() })) added++;
+      }
+    }
+    store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));
+    if (added > 0) this.deps.logger.info({ added }, 'discovery found new objects to watch');
+    return { added };
+  }
+}

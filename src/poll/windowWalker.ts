@@ -1,0 +1,103 @@
+import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import { readActivityPage } from '../api/activityReader.js';
+import type { ServiceClient } from '../api/serviceClient.js';
+import { ChangefeedError } from '../errors.js';
+import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
+import type { SortOrder } from '../store/watchedLogs.js';
+import { detectSortOrder } from './sortOrder.js';
+import { splitWindow, toIso, type TimeWindow } from './timeWindow.js';
+
+/** A window so dense that even a 1 ms slice holds more entries than offsets can reach. */
+export class WindowTooDenseError extends ChangefeedError {
+  constructor(log: LogKind, objectId: string, window: TimeWindow) {
+    super(
+      'WINDOW_TOO_DENSE',
+      `the ${log} log ${objectId || '(company-wide)'} holds more than ${MAX_REACHABLE_ENTRIES} entries in ${toIso(window.from)}..${toIso(window.to)}, ` +
+        'which offsets cannot reach; entries beyond the offset cap in that millisecond cannot be read',
+    );
+  }
+}
+
+export interface WindowWalk {
+  client: ServiceClient;
+  log: LogKind;
+  objectId: string;
+  /** Configured sort order, or undefined to detect it from the data. */
+  sortOrder: SortOrder | undefined;
+  signal?: AbortSignal | undefined;
+  /**
+   * Receives each completely read part of the window, in chronological order: every entry with
+   * performedAt in [part.from, windowEnd). The caller commits it with the cursor in one transaction.
+   */
+  commit: (entries: ActivityEntry[], windowEnd: number) => void;
+}
+
+export interface WalkStats {
+  requests: number;
+  entriesRead: number;
+  splits: number;
+  detectedOrder: SortOrder | undefined;
+}
+
+/**
+ * Reads a window of a time-filtered log (career, identity provider) completely.
+ *
+ * Pages are read with offsets up to the cap. A window that holds more than offsets can reach
+ * (10,000 + 200 entries) is narrowed: when the log is known to be oldest-first, what was read
+ * covers [from, last performedAt) exactly, so that part is committed and the walk continues from
+ * there without wasting a read; otherwise the window is halved and each half read on its own.
+ */
+export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<WalkStats> {
+  const stats: WalkStats = { requests: 0, entriesRead: 0, splits: 0, detectedOrder: walk.sortOrder };
+  const stack: TimeWindow[] = [window];
+  while (stack.length > 0) {
+    const current = stack.pop() as TimeWindow;
+    const read = await readWholeWindow(walk, current, stats);
+    if (!read.overflow) {
+      walk.commit(read.entries, current.to);
+      continue;
+    }
+    stats.splits++;
+    const order = walk.sortOrder ?? detectSortOrder(read.entries);
+    const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries) : undefined;
+    if (boundary !== undefined && boundary > current.from) {
+      walk.commit(read.entries.filter((e) => (performedAtMs(e) ?? current.from) < boundary), boundary);
+      stack.push({ from: boundary, to: current.to });
+      continue;
+    }
+    const halves = splitWindow(current);
+    if (!halves) throw new WindowTooDenseError(walk.log, walk.objectId, current);
+    stack.push(halves[1], halves[0]);
+  }
+  return stats;
+}
+
+async function readWholeWindow(
+  walk: WindowWalk,
+  window: TimeWindow,
+  stats: WalkStats,
+): Promise<{ entries: ActivityEntry[]; overflow: boolean }> {
+  const entries: ActivityEntry[] = [];
+  for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
+    const page = await readActivityPage(
+      walk.client,
+      { log: walk.log, objectId: walk.objectId || undefined, offset, limit: MAX_PAGE_LIMIT, from: toIso(window.from), to: toIso(window.to) },
+      walk.signal,
+    );
+    stats.requests++;
+    stats.entriesRead += page.entries.length;
+    entries.push(...page.entries);
+    stats.detectedOrder ??= detectSortOrder(page.entries);
+    if (page.entries.length < MAX_PAGE_LIMIT) return { entries, overflow: false };
+  }
+  return { entries, overflow: true };
+}
+
+function latestPerformedAt(entries: readonly ActivityEntry[]): number | undefined {
+  let latest: number | undefined;
+  for (const e of entries) {
+    const t = performedAtMs(e);
+    if (t !== null && (latest === undefined || t > latest)) latest = t;
+  }
+  return latest;
+}
