@@ -1,0 +1,21 @@
+import type { RetryConfig } from './deliveryConfig.js';
+
+/** Longest wait a destination's Retry-After may impose, so a bogus header cannot stall a sink for days. */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/**
+ * Delay before attempt `attempt + 1` after `attempt` failures: exponential backoff with full jitter
+ * (uniform in [0, min(max, initial * 2^(attempt-1))]), which spreads retries of many events
+ * instead of sending them in waves. A destination's Retry-After is a floor, capped at one hour.
+ */
+export function retryDelayMs(attempt: number, config: RetryConfig, retryAfterMs?: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(config.maxDelayMs, config.initialDelayMs * 2 ** Math.max(0, attempt - 1));
+  const jittered = Math.floor(random() * ceiling);
+  return retryAfterMs === undefined ? jittered : Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
+}
+
+/** True when an event that has failed `attempts` times, first tried at `firstAttemptAt`, is out of chances. */
+export function isExhausted(attempts: number, firstAttemptAt: number, now: number, config: RetryConfig): boolean {
+  if (config.maxAttempts > 0 && attempts >= config.maxAttempts) return true;
+  return config.maxAgeSeconds > 0 && now - firstAttemptAt >= config.maxAgeSeconds * 1000;
+}

@@ -1,0 +1,62 @@
+import type { LogKind } from '../logs.js';
+
+/**
+ * One event handed to a sink. `json` is the CloudEvent in structured JSON mode, exactly as
+ * stored; sinks send it (or its parts) and never rebuild it, so every sink and every replay
+ * carries byte-identical events.
+ */
+export interface OutboundEvent {
+  /** Ingestion order; per ordering key, the engine hands events over in increasing seq. */
+  readonly seq: number;
+  /** CloudEvent id: stable across retries, replays and restarts; use it to deduplicate. */
+  readonly id: string;
+  /** CloudEvent type, `<prefix>.<log>.<event>`. */
+  readonly type: string;
+  readonly log: LogKind;
+  /** Career or skill id; '' for the identity-provider log. */
+  readonly objectId: string;
+  /** `<log>:<objectId>`: events with the same key must reach the destination in order. */
+  readonly orderingKey: string;
+  readonly json: string;
+  /** 1 on the first attempt of this event on this sink. */
+  readonly attempt: number;
+}
+
+/**
+ * A destination for events. A sink only connects, writes and closes: it never retries, never
+ * sleeps and never reorders. It reports every failure by throwing one of the errors in
+ * sinkErrors.ts, and the delivery engine decides what happens next:
+ *
+ * - `SinkUnavailableError`: not connected or connection lost; the engine reconnects with backoff
+ *   and resends the batch. Does not count as an attempt of the events.
+ * - `SinkBackoffError(ms)`: the destination asked to slow down; nothing is sent for `ms`.
+ * - `SinkPartialFailureError`: some events of the batch failed (each transient or permanent);
+ *   the rest were written.
+ * - `SinkRejectedError`: the whole batch was refused for good; its events become dead letters.
+ * - anything else: a transient failure of the whole batch, retried with backoff.
+ *
+ * Contract:
+ * - `connect` is called before the first write and after any SinkUnavailableError; it may be
+ *   called again after `close`.
+ * - `write` resolves only once the destination has durably accepted every event of the batch
+ *   (fsync, publisher confirm, 2xx). Resolving early breaks at-least-once.
+ * - `write` is never called concurrently for two batches holding the same ordering key, and a
+ *   batch lists events of one key in seq order. With `maxInFlight` > 1, batches of other keys may
+ *   be written at the same time.
+ * - `close` releases everything and must not throw; it is called once on shutdown.
+ */
+export interface Sink {
+  readonly name: string;
+  readonly type: string;
+  readonly limits: SinkLimits;
+  connect(signal: AbortSignal): Promise<void>;
+  write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SinkLimits {
+  /** Most events in one `write`. */
+  maxBatchSize: number;
+  /** Most `write` calls in flight at once. */
+  maxInFlight: number;
+}

@@ -1,0 +1,47 @@
+import { ChangefeedError } from '../errors.js';
+
+/** Base of the errors sinks throw; see the Sink contract in sink.ts for what each one means. */
+export abstract class SinkError extends ChangefeedError {}
+
+export class SinkUnavailableError extends SinkError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SINK_UNAVAILABLE', message, options);
+  }
+}
+
+export class SinkBackoffError extends SinkError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('SINK_BACKOFF', message);
+  }
+}
+
+export interface ItemFailure {
+  error: string;
+  /** True when retrying cannot help (the destination refused this event for good). */
+  permanent: boolean;
+  /** Destination's requested wait before this item is tried again. */
+  retryAfterMs?: number;
+  /** Status code or similar from the destination, kept with a dead letter. */
+  status?: number;
+  /** Truncated response body, kept with a dead letter. */
+  response?: string;
+}
+
+export class SinkPartialFailureError extends SinkError {
+  constructor(
+    message: string,
+    /** Failed items by event id; ids not listed were written. */
+    readonly failures: ReadonlyMap<string, ItemFailure>,
+  ) {
+    super('SINK_PARTIAL_FAILURE', message);
+  }
+}
+
+export class SinkRejectedError extends SinkError {
+  constructor(message: string) {
+    super('SINK_REJECTED', message);
+  }
+}
