@@ -1,0 +1,96 @@
+import type { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import { getAtPath, isPlainObject, objectAtPath, parseDottedPath } from './configPath.js';
+import { coerceScalars } from './coerceScalars.js';
+import { toConfigJsonSchema } from './configJsonSchema.js';
+import { deepMerge } from './deepMerge.js';
+import { formatConfigIssues } from './formatConfigIssues.js';
+import { interpolateEnv } from './interpolateEnv.js';
+import { readConfigFile, type ConfigFile } from './readConfigFile.js';
+
+export interface ConfigSources {
+  /** A YAML config file. Without one, the config comes from defaults, environment and overrides. */
+  file?: string;
+  /** Read by `envMapping` and by `${VAR}` references in the file; defaults to `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Dotted config path -> value, typically from CLI flags. `undefined` values are ignored. */
+  overrides?: Record<string, unknown>;
+  /** Environment variable name -> dotted config path, e.g. `{ CHANGEFEED_API_KEY: 'api.apiKey' }`. */
+  envMapping?: Record<string, string>;
+  /** Defaults shipped with the program that are not part of the schema (a plain object). */
+  embeddedDefaults?: unknown;
+}
+
+interface Origin {
+  readonly path: readonly string[];
+  readonly label: string;
+}
+
+/**
+ * Builds the configuration from its layers and validates it against `schema`, which the
+ * application composes from the per-component schemas. Later layers win:
+ *
+ *   schema defaults < embeddedDefaults < YAML file < environment (envMapping) < overrides
+ *
+ * Plain objects merge key by key; arrays replace. Strings are coerced to numbers or booleans
+ * where the schema expects only those, because environment values are always strings. An
+ * empty environment variable counts as unset, as a blank `export X=` in a compose file usually
+ * means "not configured" rather than "the empty string".
+ *
+ * Every failure is a ConfigError whose message names the setting, its source and what is
+ * wrong; values of secret fields never appear in it.
+ */
+export function loadConfig<S extends z.ZodTypeAny>(schema: S, sources: ConfigSources): z.output<S> {
+  const env = sources.env ?? process.env;
+  const jsonSchema = toConfigJsonSchema(schema);
+
+  const embedded = sources.embeddedDefaults ?? {};
+  if (!isPlainObject(embedded)) {
+    throw new ConfigError('embedded defaults must be a plain object of settings', [
+      { path: '(root)', message: 'embedded defaults must be a plain object' },
+    ]);
+  }
+
+  let file: ConfigFile | undefined;
+  let fileValue: unknown = {};
+  if (sources.file !== undefined) {
+    file = readConfigFile(sources.file);
+    fileValue = interpolateEnv(file.value, env, `config file ${file.path}`);
+  }
+
+  const origins: Origin[] = [];
+  let envLayer: unknown = {};
+  for (const [name, dotted] of Object.entries(sources.envMapping ?? {})) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    const path = parseDottedPath(dotted, `envMapping for ${name}`);
+    envLayer = deepMerge(envLayer, objectAtPath(path, value));
+    origins.push({ path, label: `from environment variable ${name}` });
+  }
+
+  let overrideLayer: unknown = {};
+  for (const [dotted, value] of Object.entries(sources.overrides ?? {})) {
+    if (value === undefined) continue;
+    const path = parseDottedPath(dotted, 'override');
+    overrideLayer = deepMerge(overrideLayer, objectAtPath(path, value));
+    origins.push({ path, label: `from override ${dotted}` });
+  }
+
+  const merged = [embedded, fileValue, envLayer, overrideLayer].reduce<unknown>(deepMerge, {});
+  const input = coerceScalars(jsonSchema, merged);
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+
+  const describeOrigin = (path: readonly PropertyKey[]): string | undefined => {
+    // Overrides were pushed last, so searching from the end finds the layer that won.
+    const winner = origins.findLast((o) => o.path.every((segment, i) => path[i] === segment));
+    if (winner) return winner.label;
+    if (file && (getAtPath(fileValue, path) !== undefined || getAtPath(input, path) === undefined)) {
+      const at = file.locate(path);
+      if (at) return `at ${file.path}:${at.line}:${at.col}`;
+    }
+    if (getAtPath(embedded, path) !== undefined) return 'from the built-in defaults';
+    return undefined;
+  };
+  throw formatConfigIssues(result.error.issues, { input, jsonSchema, describeOrigin });
+}

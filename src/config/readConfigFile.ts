@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node as YamlNode } from 'yaml';
+import { ConfigError } from '../errors.js';
+import { isPlainObject } from './configPath.js';
+
+export interface SourcePosition {
+  /** 1-based. */
+  readonly line: number;
+  /** 1-based. */
+  readonly col: number;
+}
+
+/** A parsed YAML config file, before `${VAR}` interpolation. */
+export interface ConfigFile {
+  /** Absolute path, as shown in errors. */
+  readonly path: string;
+  readonly value: Record<string, unknown>;
+  /**
+   * Where the value at `path` is written (its key, for mapping entries), or the nearest
+   * ancestor that is in the file when the value itself is missing. Lets validation errors
+   * point at a line.
+   */
+  locate(path: readonly PropertyKey[]): SourcePosition | undefined;
+}
+
+/**
+ * Reads and parses a YAML config file. Syntax errors name the file, line and column but never
+ * quote the offending line: it may hold a secret.
+ */
+export function readConfigFile(file: string): ConfigFile {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message =
+      code === 'ENOENT'
+        ? `config file ${path} does not exist; check the path, or omit the file to run on defaults and environment variables`
+        : `cannot read config file ${path} (${code ?? 'unknown error'}); check that it is a readable file`;
+    throw new ConfigError(message, [{ path: '(file)', message }]);
+  }
+
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const issues = doc.errors.map((error) => {
+      const { line, col } = lineCounter.linePos(error.pos[0]);
+      return { path: `${path}:${line}:${col}`, message: `${firstLine(error.message)} (line ${line}, column ${col})` };
+    });
+    const listed = issues.map((issue) => `  ${issue.message}`).join('\n');
+    throw new ConfigError(`config file ${path} is not valid YAML:\n${listed}`, issues);
+  }
+
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (value !== null && value !== undefined && !isPlainObject(value)) {
+    const message = `config file ${path} must contain a mapping of settings at the top level, not ${Array.isArray(value) ? 'a list' : 'a single value'}`;
+    throw new ConfigError(message, [{ path: '(root)', message }]);
+  }
+
+  return {
+    path,
+    value: value ?? {},
+    locate(segments) {
+      let node: unknown = doc.contents;
+      let offset: number | undefined;
+      for (const segment of segments) {
+        if (isMap(node)) {
+          const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
+          if (!pair) break;
+          offset = (pair.key as YamlNode).range?.[0];
+          node = pair.value;
+        } else if (isSeq(node) && typeof segment === 'number') {
+          const item: unknown = node.items[segment];
+          if (!item) break;
+          offset = (item as YamlNode).range?.[0];
+          node = item;
+        } else {
+          break;
+        }
+      }
+      return offset === undefined ? undefined : lineCounter.linePos(offset);
+    },
+  };
+}
+
+function firstLine(message: string): string {
+  return message.split('\n', 1)[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? message;
+}

@@ -1,0 +1,151 @@
+import type { z } from 'zod';
+import { isPlainObject } from './configPath.js';
+import { resolveRef, toConfigJsonSchema, type JsonSchema } from './configJsonSchema.js';
+import { describeDefault, describeSchemaType, findDiscriminator, isObjectSchema, tagValue } from './describeSchemaType.js';
+
+export interface ConfigReferenceOptions {
+  /** The page's `#` heading. */
+  title: string;
+  /** Markdown placed under the title, e.g. how layering works. */
+  intro?: string;
+  /** Environment variable name -> dotted config path, listed in their own table. */
+  envMapping?: Record<string, string>;
+}
+
+interface Section {
+  readonly heading: string;
+  /** The union variant this level sits in, to tell apart same-path levels that differ. */
+  readonly variant: string | undefined;
+  readonly description: string | undefined;
+  readonly rows: string[][];
+}
+
+/**
+ * Renders the Markdown configuration reference from the schema, via zod's JSON Schema (so it
+ * sees exactly what validation sees, defaults included). One table per object level; a
+ * `type`-tagged union gets one section per variant, headed by its tag.
+ */
+export function renderConfigReference(schema: z.ZodType, options: ConfigReferenceOptions): string {
+  const root = toConfigJsonSchema(schema);
+  if (!root) throw new Error('the config schema cannot be expressed as JSON Schema, so no reference can be generated');
+
+  const sections: Section[] = [];
+  const visiting = new Set<JsonSchema>();
+
+  const visitObject = (path: string, object: JsonSchema, heading: string, variant: string | undefined): void => {
+    if (visiting.has(object)) return;
+    visiting.add(object);
+    const section: Section = { heading, variant, description: object.description, rows: [] };
+    sections.push(section);
+    const required = new Set(object.required ?? []);
+    const nested: (() => void)[] = [];
+    for (const [key, raw] of Object.entries(object.properties ?? {})) {
+      if (!isPlainObject(raw)) continue;
+      const property = resolveRef(root, raw);
+      const name = path === '' ? key : `${path}.${key}`;
+      section.rows.push([
+        code(name),
+        escapeCell(describeSchemaType(root, property)),
+        defaultCell(root, property, required.has(key)),
+        escapeCell([property.description, variantsNote(root, property)].filter(Boolean).join(' ')),
+      ]);
+      nested.push(() => visitNested(name, property, variant));
+    }
+    for (const visit of nested) visit();
+    visiting.delete(object);
+  };
+
+  // Finds the object levels below a property: plain objects, list items, map values, the
+  // non-null side of a nullable, and each variant of a union.
+  const visitNested = (path: string, input: JsonSchema, variant: string | undefined): void => {
+    const schema = resolveRef(root, input);
+    const branches = (schema.anyOf ?? schema.oneOf ?? []).map((b) => resolveRef(root, b));
+    const objects = branches.filter(isObjectSchema);
+    if (objects.length > 1) {
+      const tag = findDiscriminator(objects);
+      objects.forEach((object, index) => {
+        const label = tag ? `${tag}: ${JSON.stringify(tagValue(object, tag))}` : `variant ${index + 1}`;
+        visitObject(path, object, `${code(path)} with ${code(label)}`, label);
+      });
+      return;
+    }
+    for (const branch of branches) visitNested(path, branch, variant);
+    if (isObjectSchema(schema)) visitObject(path, schema, code(path), variant);
+    else if (schema.type === 'array' && isPlainObject(schema.items)) visitNested(`${path}[]`, schema.items, variant);
+    else if (schema.type === 'object' && isPlainObject(schema.additionalProperties)) {
+      visitNested(`${path}.<name>`, schema.additionalProperties, variant);
+    }
+  };
+
+  const top = resolveRef(root, root);
+  if (isObjectSchema(top)) visitObject('', top, 'Top level', undefined);
+  else visitNested('', top, undefined);
+
+  const out: string[] = [`# ${options.title}`, ''];
+  out.push('<!-- Generated from the zod schema by scripts/generateConfigReference.ts; do not edit by hand. -->', '');
+  if (options.intro) out.push(options.intro.trim(), '');
+  if (top.description && !isObjectSchema(top)) out.push(top.description, '');
+  const env = Object.entries(options.envMapping ?? {});
+  if (env.length > 0) {
+    out.push('## Environment variables', '', '| Variable | Sets |', '|---|---|');
+    for (const [name, path] of env) out.push(`| ${code(name)} | ${code(path)} |`);
+    out.push('');
+  }
+  for (const section of distinctSections(sections)) {
+    out.push(`## ${section.heading}`, '');
+    if (section.description) out.push(section.description, '');
+    if (section.rows.length === 0) {
+      out.push('No settings.', '');
+      continue;
+    }
+    out.push('| Path | Type | Default | Description |', '|---|---|---|---|');
+    for (const row of section.rows) out.push(`| ${row.join(' | ')} |`);
+    out.push('');
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+/**
+ * Levels shared by every variant of a union (e.g. each sink's `delivery`) are listed once;
+ * same-path levels that differ get their variant in the heading so anchors stay unique.
+ */
+function distinctSections(sections: readonly Section[]): Section[] {
+  const body = (s: Section): string => JSON.stringify([s.description, s.rows]);
+  const kept: Section[] = [];
+  for (const section of sections) {
+    const samePath = sections.filter((other) => other.heading === section.heading);
+    if (samePath.length === 1) kept.push(section);
+    else if (samePath.every((other) => body(other) === body(section))) {
+      if (samePath[0] === section) kept.push(section);
+    } else {
+      kept.push({ ...section, heading: `${section.heading} (with ${code(section.variant ?? 'variant')})` });
+    }
+  }
+  return kept;
+}
+
+// Object defaults are spelled out field by field in the level's own table; repeating them as
+// one long JSON blob would only be truncated noise.
+function defaultCell(root: JsonSchema, property: JsonSchema, required: boolean): string {
+  if (property.default === undefined) return required ? '*required*' : '—';
+  if (isPlainObject(property.default) && isObjectSchema(resolveRef(root, property))) return '*see fields*';
+  return escapeCell(code(describeDefault(property.default)));
+}
+
+/** For a union of objects (or a list of them): which tag picks the variant, and its values. */
+function variantsNote(root: JsonSchema, property: JsonSchema): string | undefined {
+  const schema = property.type === 'array' && isPlainObject(property.items) ? resolveRef(root, property.items) : property;
+  const variants = (schema.anyOf ?? schema.oneOf ?? []).map((b) => resolveRef(root, b)).filter(isObjectSchema);
+  if (variants.length < 2) return undefined;
+  const tag = findDiscriminator(variants);
+  if (!tag) return 'One of the variants below.';
+  return `Variants by ${code(tag)}: ${variants.map((v) => code(String(tagValue(v, tag)))).join(', ')}.`;
+}
+
+function code(text: string): string {
+  return `\`${text.replace(/`/g, "'")}\``;
+}
+
+function escapeCell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, '<br>');
+}
