@@ -1,0 +1,41 @@
+/**
+ * Secret strings known at runtime (the API key, sink signing secrets) that must be cut out of
+ * every log line wherever they appear, whatever key they sit under. Process-wide on purpose:
+ * a secret is secret for every logger, including child loggers created before it was loaded.
+ */
+
+const REPLACEMENT = '[redacted]';
+
+// Shorter values would cut ordinary words and numbers out of every line, and a credential
+// that short is not worth the damage.
+const MIN_SECRET_LENGTH = 4;
+
+const secrets = new Set<string>();
+let pattern: RegExp | undefined;
+
+/**
+ * Registers a value to scrub from all log output from now on. Call it as soon as a secret is
+ * loaded, before anything logs it. Values shorter than 4 characters are ignored.
+ */
+export function registerSecret(value: string): void {
+  if (value.length < MIN_SECRET_LENGTH || secrets.has(value)) return;
+  secrets.add(value);
+  // Longest first, so a secret that contains another is replaced whole.
+  const alternatives = [...secrets].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  pattern = new RegExp(alternatives.join('|'), 'g');
+}
+
+export function hasRegisteredSecrets(): boolean {
+  return pattern !== undefined;
+}
+
+/** `text` with every registered secret replaced by `[redacted]`; free when none is registered. */
+export function scrubSecrets(text: string): string {
+  if (pattern === undefined || text.length < MIN_SECRET_LENGTH) return text;
+  pattern.lastIndex = 0;
+  return pattern.test(text) ? text.replace(pattern, REPLACEMENT) : text;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
