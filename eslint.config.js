@@ -1,6 +1,7 @@
 // Type-aware linting: the rules that catch real bugs in async daemon code
 // (floating promises, misused promises, unsafe any) rather than style nits.
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -29,4 +30,5 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js', 'bin/*.js'], ...tseslint.configs.disableTypeChecked },
+  { files: ['bin/*.js'], languageOptions: { globals: globals.node } },
 );

@@ -32,6 +32,10 @@ export interface BatchOutcome {
   error?: string;
 }
 
+/** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
+const IN_FLIGHT = 'in-flight' as const;
+/** With nothing due, look again after this long even without a notify (events from a replay, say). */
+const IDLE_WAIT_MS = 5_000;
 const SCAN_PAGE = 500;
 const SCAN_LIMIT = 20_000;
 const RECONNECT_INITIAL_MS = 500;
@@ -72,16 +76,7 @@ export class SinkWorker {
 
   /** Runs until `signal` aborts, then waits for in-flight writes. */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      const waitMs = await this.step(signal);
-      if (waitMs === 0) continue;
-      this.wake = new AbortController();
-      try {
-        await this.options.clock.sleep(waitMs, AbortSignal.any([signal, this.wake.signal]));
-      } catch (error) {
-        if (!isAbortError(error)) throw error;
-      }
-    }
+    while (!signal.aborted) await this.pause(await this.step(signal), signal);
     await Promise.allSettled(this.inFlight);
   }
 
@@ -91,18 +86,29 @@ export class SinkWorker {
    */
   async drain(signal: AbortSignal, deadline: number): Promise<boolean> {
     while (!signal.aborted && this.options.clock.now() < deadline) {
-      if (this.options.store.outbox.counts(this.name).pending === 0 && this.inFlight.size === 0) return true;
-      const waitMs = await this.step(signal);
-      if (waitMs > 0) {
-        this.wake = new AbortController();
-        const until = Math.min(waitMs, deadline - this.options.clock.now());
-        await this.options.clock.sleep(Math.max(0, until), AbortSignal.any([signal, this.wake.signal])).catch((e: unknown) => {
-          if (!isAbortError(e)) throw e;
-        });
-      }
+      if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;
+      const wait = await this.step(signal);
+      await this.pause(wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())), signal);
     }
     await Promise.allSettled(this.inFlight);
     return this.options.store.outbox.counts(this.name).pending === 0;
+  }
+
+  /** Waits `wait` ms, or until an in-flight write settles, whichever was asked; `notify` cuts either short. */
+  private async pause(wait: number | typeof IN_FLIGHT, signal: AbortSignal): Promise<void> {
+    if (wait === 0) return;
+    this.wake = new AbortController();
+    const woken = AbortSignal.any([signal, this.wake.signal]);
+    if (wait === IN_FLIGHT) {
+      const aborted = new Promise<void>((resolve) => woken.addEventListener('abort', () => resolve(), { once: true }));
+      await Promise.race([...this.inFlight, aborted]);
+      return;
+    }
+    try {
+      await this.options.clock.sleep(wait, woken);
+    } catch (error) {
+      if (!isAbortError(error)) throw error;
+    }
   }
 
   async close(): Promise<void> {
@@ -113,7 +119,7 @@ export class SinkWorker {
   }
 
   /** One round: connect if needed, launch what can go. Returns how long to wait before the next round. */
-  private async step(signal: AbortSignal): Promise<number> {
+  private async step(signal: AbortSignal): Promise<number | typeof IN_FLIGHT> {
     const { clock, sink } = this.options;
     const now = clock.now();
     if (this.pausedUntil > now) return this.pausedUntil - now;
@@ -132,7 +138,7 @@ export class SinkWorker {
       }
     }
     const free = this.options.maxInFlight - this.inFlight.size;
-    if (free <= 0) return 60_000;
+    if (free <= 0) return IN_FLIGHT;
     const plan = planBatches({
       pages: this.scanPending(),
       now,
@@ -141,9 +147,9 @@ export class SinkWorker {
       maxBatchSize: this.options.batchSize,
     });
     for (const batch of plan.batches) this.launch(batch, signal);
-    if (plan.batches.length > 0) return this.inFlight.size >= this.options.maxInFlight ? 60_000 : 0;
-    if (this.inFlight.size > 0) return 60_000;
-    return plan.nextDueAt === undefined ? 60_000 : Math.max(1, plan.nextDueAt - now);
+    if (plan.batches.length > 0) return this.inFlight.size >= this.options.maxInFlight ? IN_FLIGHT : 0;
+    if (this.inFlight.size > 0) return IN_FLIGHT;
+    return plan.nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, plan.nextDueAt - now);
   }
 
   private *scanPending(): Generator<PendingDelivery> {

@@ -103,7 +103,10 @@ export class PollLoop {
           } catch (error) {
             if (isAbortError(error)) return;
             this.deps.onPolled?.(w, { error });
-            this.applyFailure(w, classifyPollFailure(error, w.log, this.authFailures), error);
+            const action = classifyPollFailure(error, w.log, this.authFailures);
+            this.applyFailure(w, action, error);
+            // An object that vanished is handled (no longer watched), not a failed sweep.
+            if (action.kind === 'disableLog' && action.status === 'gone') return;
             summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(error) });
           }
         }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
+import { AbortedError } from '../errors.js';
 import type { RequestGate, RequestPriority } from '../api/serviceClient.js';
 import type { ResponseMeta } from '../api/responseHeaders.js';
 
@@ -66,6 +67,8 @@ export class ReadBudget implements RequestGate {
   private sentSinceSync = 0;
   private sent = 0;
   private pumping = false;
+  /** Aborted when a response changes what is known, so a long wait is re-evaluated at once. */
+  private wake = new AbortController();
 
   constructor(
     private readonly config: BudgetConfig,
@@ -75,7 +78,7 @@ export class ReadBudget implements RequestGate {
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
-        reject(signal.reason);
+        reject(new AbortedError('request cancelled while waiting for the read budget'));
         return;
       }
       const waiter: Waiter = { priority, order: this.order++, resolve, reject, signal };
@@ -85,7 +88,7 @@ export class ReadBudget implements RequestGate {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) {
             this.waiters.splice(i, 1);
-            reject(signal.reason);
+            reject(new AbortedError('request cancelled while waiting for the read budget'));
           }
         },
         { once: true },
@@ -106,6 +109,7 @@ export class ReadBudget implements RequestGate {
       const seconds = meta.retryAfterSeconds ?? meta.resetSeconds ?? this.config.retryAfterFallbackSeconds;
       this.blockedUntil = Math.max(this.blockedUntil, meta.receivedAt + seconds * 1000);
     }
+    this.wake.abort();
   }
 
   /** Requests per hour this daemon allows itself: min(cap, server limit) less the reserve. */
@@ -159,7 +163,8 @@ export class ReadBudget implements RequestGate {
         const now = this.clock.now();
         const sendAt = this.earliestSendAt(now);
         if (sendAt > now) {
-          await this.clock.sleep(Math.min(sendAt - now, 1000));
+          this.wake = new AbortController();
+          await this.clock.sleep(sendAt - now, this.wake.signal).catch(() => undefined);
           continue;
         }
         this.waiters.sort((a, b) => PRIORITY_RANK[a.priority] - PRIORITY_RANK[b.priority] || a.order - b.order);

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+
+export const apiConfigSchema = z
+  .object({
+    baseUrl: z
+      .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://skills.example.com' })
+      .describe('Base address of the service; request paths (/api/v1/...) are appended to it.'),
+    apiKey: z.string().min(1).optional().describe('Secret: the API key, treated as opaque. Prefer apiKeyFile or CHANGEFEED_API_KEY.'),
+    apiKeyFile: z.string().min(1).optional().describe('File holding the API key (a mounted secret); re-read when it changes.'),
+    timeoutMs: z.number().int().min(100).max(300_000).default(15_000).describe('Time limit of one request, headers and body.'),
+  })
+  .strict()
+  .refine((api) => (api.apiKey === undefined) !== (api.apiKeyFile === undefined), {
+    message: 'set exactly one of api.apiKey (or CHANGEFEED_API_KEY) and api.apiKeyFile',
+    path: ['apiKey'],
+  });
+
+export type ApiConfig = z.infer<typeof apiConfigSchema>;

@@ -1,0 +1,201 @@
+import type { Logger } from 'pino';
+import { createApiKeyProvider } from './api/apiKeyProvider.js';
+import { ServiceClient } from './api/serviceClient.js';
+import { systemClock, type Clock } from './clock.js';
+import { appConfigSchema, type AppConfig } from './config/appConfigSchema.js';
+import { listConfigSecrets } from './config/secretFields.js';
+import { registerSecret } from './observe/secretRegistry.js';
+import { DeliveryEngine, type DrainReport } from './deliver/deliveryEngine.js';
+import type { BatchOutcome } from './deliver/sinkWorker.js';
+import { describeError, isAbortError } from './errors.js';
+import { LogPoller } from './poll/logPoller.js';
+import { PollLoop, type SweepSummary } from './poll/pollLoop.js';
+import { ReadBudget } from './poll/readBudget.js';
+import { ServerClock } from './poll/serverClock.js';
+import { WatchRegistry } from './poll/watchRegistry.js';
+import { createSink } from './sinks/sinkRegistry.js';
+import { ChangefeedStore } from './store/changefeedStore.js';
+import { storePath } from './store/database.js';
+
+export interface DaemonOptions {
+  logger: Logger;
+  clock?: Clock;
+  /** Where stdout sinks write. */
+  stdout?: NodeJS.WritableStream;
+  env?: NodeJS.ProcessEnv;
+  onBatchOutcome?: (outcome: BatchOutcome) => void;
+}
+
+export interface OnceReport {
+  sweep: SweepSummary;
+  sinks: DrainReport[];
+  ok: boolean;
+}
+
+const PRUNE_INTERVAL_MS = 3_600_000;
+
+/**
+ * The daemon: polls the watched logs into the store and delivers the outbox to the sinks.
+ * Polling and delivery only meet in the store, so either can stall without blocking the other.
+ */
+export class ChangefeedDaemon {
+  readonly store: ChangefeedStore;
+  readonly client: ServiceClient;
+  readonly budget: ReadBudget;
+  readonly serverClock: ServerClock;
+  readonly engine: DeliveryEngine;
+  readonly pollLoop: PollLoop;
+  readonly registry: WatchRegistry;
+  private readonly clock: Clock;
+  private readonly abort = new AbortController();
+  private pruning: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    readonly config: AppConfig,
+    private readonly options: DaemonOptions,
+  ) {
+    const logger = options.logger;
+    for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
+    this.clock = options.clock ?? systemClock;
+    this.store = ChangefeedStore.open(storePath(config.stateDir));
+    this.serverClock = new ServerClock(this.clock);
+    this.budget = new ReadBudget(config.budget, this.clock);
+    this.client = createServiceClient(config, { clock: this.clock, logger, budget: this.budget, serverClock: this.serverClock, env: options.env });
+    const serverClock = this.serverClock;
+    this.engine = new DeliveryEngine(
+      config.sinks.map((sinkConfig) => ({ sink: createSink(sinkConfig, { stdout: options.stdout }), delivery: sinkConfig.delivery })),
+      { store: this.store, clock: this.clock, logger, onOutcome: options.onBatchOutcome },
+    );
+    this.registry = new WatchRegistry({ client: this.client, store: this.store, serverClock, clock: this.clock, watch: config.watch, logger });
+    const poller = new LogPoller({
+      client: this.client,
+      store: this.store,
+      serverClock,
+      clock: this.clock,
+      watch: config.watch,
+      events: config.events,
+      baseUrl: config.api.baseUrl,
+      logger,
+    });
+    this.pollLoop = new PollLoop({
+      poller,
+      registry: this.registry,
+      store: this.store,
+      clock: this.clock,
+      watch: config.watch,
+      logger,
+      onPolled: (_watched, outcome) => {
+        if ((outcome.result?.emitted ?? 0) > 0) this.engine.notify();
+      },
+    });
+  }
+
+  /**
+   * Prepares the store: sinks seen for the first time start from now, logs disabled by an earlier
+   * run (missing scope, rejected request) get another chance, configured logs are registered.
+   */
+  private async prepare(): Promise<void> {
+    const now = this.clock.now();
+    const added = this.store.sinks.activate(this.config.sinks.map((s) => ({ name: s.name, type: s.type })), now);
+    if (added.length > 0) this.options.logger.info({ sinks: added }, 'new sinks start from now');
+    for (const w of this.store.watchedLogs.list()) {
+      if (w.status === 'disabled') this.store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
+    }
+    await this.ping();
+    this.registry.registerConfigured();
+  }
+
+  /** One request to learn the service's clock and check the key before anything is registered. */
+  async ping(): Promise<boolean> {
+    try {
+      await pingService(this.client, this.abort.signal);
+      return true;
+    } catch (error) {
+      if (isAbortError(error)) throw error;
+      this.options.logger.error({ err: describeError(error) }, 'ping failed; polling will retry');
+      return false;
+    }
+  }
+
+  async start(): Promise<void> {
+    await this.prepare();
+    this.engine.start();
+    this.pollLoop.start();
+    this.pruning = this.pruneLoop();
+    this.options.logger.info(
+      { sinks: this.engine.sinkNames, watched: this.store.watchedLogs.list().length, stateDir: this.config.stateDir },
+      'changefeed running',
+    );
+  }
+
+  /** `run --once`: one sweep of every watched log, then delivery of everything pending. */
+  async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
+    await this.prepare();
+    const sweep = await this.pollLoop.sweepOnce();
+    const sinks = await this.engine.drain(this.clock.now() + deliveryTimeoutMs);
+    const ok = sweep.failures.length === 0 && sinks.every((s) => s.drained && s.dead === 0);
+    return { sweep, sinks, ok };
+  }
+
+  /** Stops polling, lets in-flight deliveries finish, closes sinks and the store. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.abort.abort();
+    await this.pollLoop.stop();
+    await this.engine.stop();
+    await this.pruning;
+    await this.client.close();
+    this.store.close();
+  }
+
+  private async pruneLoop(): Promise<void> {
+    const retentionMs = this.config.journal.retentionDays * 86_400_000;
+    while (!this.abort.signal.aborted) {
+      try {
+        const removed = this.store.outbox.prune(this.clock.now() - retentionMs);
+        if (removed > 0) this.options.logger.info({ removed }, 'pruned delivered events past the journal retention');
+      } catch (error) {
+        this.options.logger.error({ err: describeError(error) }, 'journal pruning failed; next attempt in an hour');
+      }
+      try {
+        await this.clock.sleep(PRUNE_INTERVAL_MS, this.abort.signal);
+      } catch (error) {
+        if (isAbortError(error)) return;
+        throw error;
+      }
+    }
+  }
+}
+
+/**
+ * The client every command uses: requests are paced by the read budget, and every response
+ * updates the budget, the service clock, and (on 401) makes a key file be read again.
+ */
+export function createServiceClient(
+  config: AppConfig,
+  deps: { clock: Clock; logger: Logger; budget: ReadBudget; serverClock: ServerClock; env?: NodeJS.ProcessEnv | undefined },
+): ServiceClient {
+  const apiKey = createApiKeyProvider(config.api, deps.env);
+  return new ServiceClient({
+    baseUrl: config.api.baseUrl,
+    apiKey: () => apiKey.current(),
+    credentialSource: apiKey.source,
+    timeoutMs: config.api.timeoutMs,
+    clock: deps.clock,
+    logger: deps.logger,
+    gate: {
+      acquire: (priority, signal) => deps.budget.acquire(priority, signal),
+      observe: (meta) => {
+        deps.budget.observe(meta);
+        deps.serverClock.observe(meta);
+        if (meta.status === 401) apiKey.invalidate();
+      },
+    },
+  });
+}
+
+export async function pingService(client: ServiceClient, signal?: AbortSignal): Promise<void> {
+  await client.getJson('/api/v1/ping', {}, 'identityProvider', signal);
+}

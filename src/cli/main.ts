@@ -1,0 +1,56 @@
+import { ChangefeedError, ConfigError, describeError } from '../errors.js';
+import { scrubSecrets } from '../observe/secretRegistry.js';
+import { CHECK_USAGE, checkCommand } from './checkCommand.js';
+import { DEMO_USAGE, demoCommand } from './demoCommand.js';
+import { RUN_USAGE, runCommand } from './runCommand.js';
+import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
+import { STATUS_USAGE, statusCommand } from './statusCommand.js';
+
+const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise<number> | number }> = {
+  run: { usage: RUN_USAGE, run: runCommand },
+  demo: { usage: DEMO_USAGE, run: demoCommand },
+  simulate: { usage: SIMULATE_USAGE, run: simulateCommand },
+  check: { usage: CHECK_USAGE, run: checkCommand },
+  status: { usage: STATUS_USAGE, run: statusCommand },
+};
+
+const USAGE = `usage: changefeed <command> [options]
+
+${Object.values(COMMANDS)
+  .map((c) => c.usage)
+  .join('\n\n')}
+
+Environment: CHANGEFEED_CONFIG, CHANGEFEED_API_KEY, CHANGEFEED_BASE_URL, CHANGEFEED_STATE_DIR, CHANGEFEED_LOG_LEVEL`;
+
+/** Exit codes: 0 ok, 1 failure at run time, 2 bad usage or configuration. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`changefeed: unknown command "${name}"\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${command.usage}\n`);
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`changefeed: invalid configuration\n${scrubSecrets(error.message)}\n`);
+      return 2;
+    }
+    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`changefeed ${name}: ${error.message}\n\n${command.usage}\n`);
+      return 2;
+    }
+    const message = error instanceof ChangefeedError ? describeError(error) : (error as Error).stack ?? String(error);
+    process.stderr.write(`changefeed ${name}: ${scrubSecrets(message)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,46 @@
+import { parseArgs } from 'node:util';
+import { ChangefeedDaemon } from '../changefeedDaemon.js';
+import { createLogger } from '../observe/createLogger.js';
+import { loadAppConfig } from './loadAppConfig.js';
+import { onShutdownSignals } from './shutdownSignals.js';
+
+export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS]
+  Polls the service and delivers events until stopped (SIGINT/SIGTERM drain; a second signal exits).
+  --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink failed)`;
+
+export async function runCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string', short: 'c' },
+      once: { type: 'boolean', default: false },
+      'shutdown-timeout': { type: 'string', default: '20' },
+    },
+    strict: true,
+  });
+  const { config } = loadAppConfig({ configFlag: values.config });
+  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  const daemon = new ChangefeedDaemon(config, { logger });
+  if (values.once) return runOnce(daemon, logger);
+  onShutdownSignals(() => daemon.stop(), logger, Number(values['shutdown-timeout']) * 1000);
+  await daemon.start();
+  return new Promise<number>(() => undefined);
+}
+
+async function runOnce(daemon: ChangefeedDaemon, logger: ReturnType<typeof createLogger>): Promise<number> {
+  try {
+    const report = await daemon.runOnce();
+    logger.info(
+      {
+        polled: report.sweep.polled,
+        emitted: report.sweep.emitted,
+        failures: report.sweep.failures,
+        sinks: report.sinks,
+      },
+      report.ok ? 'sweep complete' : 'sweep finished with failures',
+    );
+    return report.ok ? 0 : 1;
+  } finally {
+    await daemon.stop();
+  }
+}

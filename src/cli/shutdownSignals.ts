@@ -1,0 +1,35 @@
+import type { Logger } from 'pino';
+
+/**
+ * Two-stage shutdown: the first SIGINT/SIGTERM asks `stop` to drain and exit 0; a second signal,
+ * or `timeoutMs` passing first, exits 1 at once. Either way the store is consistent: every event
+ * not acknowledged by a sink is still pending and is delivered after the restart.
+ */
+export function onShutdownSignals(stop: () => Promise<void>, logger: Logger, timeoutMs: number): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight work');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs }, 'shutdown timed out: exiting now');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    stop().then(
+      () => {
+        clearTimeout(timer);
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+}

@@ -1,0 +1,117 @@
+import type { LogKind } from '../logs.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+
+export interface LogStatus {
+  log: LogKind;
+  objectId: string;
+  status: string;
+  statusReason: string | null;
+  /** End of the last completely read window (service clock), ISO. */
+  coveredUntil: string | null;
+  /** Seconds between now and coveredUntil: how far behind the feed may be. */
+  lagSeconds: number | null;
+  lastSuccessAt: string | null;
+  lastError: string | null;
+  consecutiveFailures: number;
+  entriesIngested: number;
+  sortOrder: string | null;
+}
+
+export interface SinkStatus {
+  name: string;
+  type: string;
+  active: boolean;
+  connected: boolean;
+  pending: number;
+  delivered: number;
+  dead: number;
+  oldestPendingAgeSeconds: number | null;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastDeliveryAt: string | null;
+}
+
+/** What `changefeed status --json` prints; documented in docs/operations.md. */
+export interface StatusReport {
+  generatedAt: string;
+  logs: LogStatus[];
+  sinks: SinkStatus[];
+  journalEvents: number;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function buildStatusReport(store: ChangefeedStore, now: number): StatusReport {
+  const logs = store.watchedLogs.list().map((w) => ({
+    log: w.log,
+    objectId: w.objectId,
+    status: w.status,
+    statusReason: w.statusReason,
+    coveredUntil: iso(w.windowEnd),
+    lagSeconds: w.windowEnd === null ? null : Math.max(0, Math.round((now - w.windowEnd) / 1000)),
+    lastSuccessAt: iso(w.lastSuccessAt),
+    lastError: w.lastError,
+    consecutiveFailures: w.consecutiveFailures,
+    entriesIngested: w.entriesIngested,
+    sortOrder: w.sortOrder,
+  }));
+  const sinks = store.sinks.list().map((s) => {
+    const counts = store.outbox.counts(s.name);
+    return {
+      name: s.name,
+      type: s.type,
+      active: s.active,
+      connected: s.connected,
+      pending: counts.pending,
+      delivered: counts.delivered,
+      dead: counts.dead,
+      oldestPendingAgeSeconds: counts.oldestPendingIngestedAt === null ? null : Math.round((now - counts.oldestPendingIngestedAt) / 1000),
+      consecutiveFailures: s.consecutiveFailures,
+      lastError: s.lastError,
+      lastDeliveryAt: iso(s.lastDeliveryAt),
+    };
+  });
+  const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents };
+}
+
+export function formatStatusReport(report: StatusReport): string {
+  const lines: string[] = [`changefeed status at ${report.generatedAt}`, '', 'LOGS'];
+  lines.push(table(
+    ['log', 'object', 'status', 'covered until', 'lag s', 'ingested', 'failures', 'last error'],
+    report.logs.map((l) => [
+      l.log,
+      l.objectId || '-',
+      l.status,
+      l.coveredUntil ?? '-',
+      l.lagSeconds?.toString() ?? '-',
+      String(l.entriesIngested),
+      String(l.consecutiveFailures),
+      l.statusReason ?? l.lastError ?? '',
+    ]),
+  ));
+  lines.push('', 'SINKS');
+  lines.push(table(
+    ['sink', 'type', 'active', 'connected', 'pending', 'delivered', 'dead', 'oldest pending s', 'last error'],
+    report.sinks.map((s) => [
+      s.name,
+      s.type,
+      s.active ? 'yes' : 'no',
+      s.connected ? 'yes' : 'no',
+      String(s.pending),
+      String(s.delivered),
+      String(s.dead),
+      s.oldestPendingAgeSeconds?.toString() ?? '-',
+      s.lastError ?? '',
+    ]),
+  ));
+  lines.push('', `journal: ${report.journalEvents} events`);
+  return lines.join('\n');
+}
+
+function table(header: string[], rows: string[][]): string {
+  if (rows.length === 0) return '  (none)';
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const fmt = (r: string[]): string => `  ${r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ')}`.trimEnd();
+  return [fmt(header), ...rows.map(fmt)].join('\n');
+}

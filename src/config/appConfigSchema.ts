@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { apiConfigSchema } from '../api/apiConfig.js';
+import { eventsConfigSchema } from '../events/cloudEvent.js';
+import { budgetConfigSchema } from '../poll/readBudget.js';
+import { watchConfigSchema } from '../poll/watchConfig.js';
+import { sinkConfigSchema } from '../sinks/sinkRegistry.js';
+
+/**
+ * The whole configuration, composed from the schemas each component declares next to itself.
+ * Layering (lowest first): these defaults < embedded defaults (demo) < YAML file < environment
+ * < command-line flags. docs/configuration-reference.md is generated from this schema.
+ */
+export const appConfigSchema = z
+  .object({
+    api: apiConfigSchema.describe('The service to poll.'),
+    watch: watchConfigSchema.default(watchConfigSchema.parse({})).describe('Which activity logs to poll, and how.'),
+    budget: budgetConfigSchema.default(budgetConfigSchema.parse({})).describe('The reads bucket: 1,000 GET requests per hour per key.'),
+    events: eventsConfigSchema.default(eventsConfigSchema.parse({})).describe('Shape of the emitted CloudEvents.'),
+    sinks: z
+      .array(sinkConfigSchema)
+      .min(1, 'configure at least one sink')
+      .superRefine((sinks, ctx) => {
+        const seen = new Set<string>();
+        sinks.forEach((sink, index) => {
+          if (seen.has(sink.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate sink name "${sink.name}"` });
+          seen.add(sink.name);
+        });
+      })
+      .describe('Where events go; each sink is delivered to independently.'),
+    journal: z
+      .object({
+        retentionDays: z.number().min(0).default(7).describe('Delivered events stay in the store this long (for replay), then are pruned.'),
+      })
+      .strict()
+      .default({ retentionDays: 7 })
+      .describe('The event journal in the store.'),
+    stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
+    log: z
+      .object({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (CHANGEFEED_LOG_LEVEL overrides).'),
+        pretty: z.boolean().default(false).describe('Readable logs for terminals instead of JSON lines.'),
+      })
+      .strict()
+      .default({ level: 'info', pretty: false })
+      .describe('Logging to stderr.'),
+  })
+  .strict();
+
+export type AppConfig = z.infer<typeof appConfigSchema>;
+
+/** Environment variables and the config paths they set. */
+export const ENV_MAPPING: Readonly<Record<string, string>> = {
+  CHANGEFEED_API_KEY: 'api.apiKey',
+  CHANGEFEED_BASE_URL: 'api.baseUrl',
+  CHANGEFEED_STATE_DIR: 'stateDir',
+  CHANGEFEED_LOG_LEVEL: 'log.level',
+};
