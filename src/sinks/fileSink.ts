@@ -1,4 +1,4 @@
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, truncate, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { sinkCommonSchema } from '../deliver/deliveryConfig.js';
@@ -30,6 +30,7 @@ export class FileSink implements Sink {
     if (this.handle) return;
     try {
       await mkdir(dirname(this.config.path), { recursive: true });
+      await cutTornTail(this.config.path);
       this.handle = await open(this.config.path, 'a');
     } catch (error) {
       throw new SinkUnavailableError(`cannot open ${this.config.path} for appending: ${(error as Error).message}`, { cause: error });
@@ -55,5 +56,41 @@ export class FileSink implements Sink {
     const handle = this.handle;
     this.handle = undefined;
     await handle?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * A crash in the middle of an append can leave half a line at the end of the file. That batch was
+ * never acknowledged, so it will be written again; cut the torn tail so the file stays valid
+ * JSON Lines instead of gaining a corrupt line.
+ */
+async function cutTornTail(path: string): Promise<void> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size === 0) return;
+    const chunk = Buffer.alloc(Math.min(size, 64 * 1024));
+    let end = size;
+    while (end > 0) {
+      const start = Math.max(0, end - chunk.length);
+      const { bytesRead } = await handle.read(chunk, 0, end - start, start);
+      const view = chunk.subarray(0, bytesRead);
+      if (end === size && view[view.length - 1] === 0x0a) return;
+      const newline = view.lastIndexOf(0x0a);
+      if (newline >= 0) {
+        await truncate(path, start + newline + 1);
+        return;
+      }
+      end = start;
+    }
+    await truncate(path, 0);
+  } finally {
+    await handle.close();
   }
 }

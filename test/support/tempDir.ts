@@ -6,6 +6,7 @@ import { afterEach } from 'vitest';
 const created: string[] = [];
 
 afterEach(() => {
+  if (process.env.KEEP_TEMP) return;
   for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
