@@ -36,8 +36,6 @@ interface Waiter {
   priority: RequestPriority;
   order: number;
   resolve: () => void;
-  reject: (error: unknown) => void;
-  signal: AbortSignal | undefined;
 }
 
 export interface BudgetSnapshot {
@@ -81,18 +79,23 @@ export class ReadBudget implements RequestGate {
         reject(new AbortedError('request cancelled while waiting for the read budget'));
         return;
       }
-      const waiter: Waiter = { priority, order: this.order++, resolve, reject, signal };
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) {
-            this.waiters.splice(i, 1);
-            reject(new AbortedError('request cancelled while waiting for the read budget'));
-          }
+      const onAbort = (): void => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) {
+          this.waiters.splice(i, 1);
+          reject(new AbortedError('request cancelled while waiting for the read budget'));
+        }
+      };
+      // The signal outlives many requests: the listener must go once the request is granted.
+      const waiter: Waiter = {
+        priority,
+        order: this.order++,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(waiter);
       void this.pump();
     });

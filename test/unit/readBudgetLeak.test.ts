@@ -1,0 +1,16 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { ReadBudget } from '../../src/poll/readBudget.js';
+import { withVirtualTime } from '../support/virtualTime.js';
+
+describe('read budget and long-lived abort signals', () => {
+  it('leaves no abort listener behind on the caller signal once requests are granted', async () => {
+    const clock = new ManualClock();
+    const budget = new ReadBudget({ readsPerHour: 3_600, reserve: 0, retryAfterFallbackSeconds: 60 }, clock);
+    const controller = new AbortController();
+    const grants = Array.from({ length: 50 }, () => budget.acquire('poll', controller.signal));
+    await withVirtualTime(clock, Promise.all(grants));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});
