@@ -1,0 +1,35 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildCloudEvent, eventsConfigSchema } from '../src/events/cloudEvent.js';
+import { ChangefeedStore } from '../src/store/changefeedStore.js';
+
+/** A store in a fresh temp dir whose outbox holds `count` events for the given sinks. */
+export function prefilledStore(count: number, sinks: { name: string; type: string }[], objects = 500): { store: ChangefeedStore; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
+  const store = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));
+  store.sinks.activate(sinks, Date.now());
+  const events = eventsConfigSchema.parse({});
+  const perObject = Math.ceil(count / objects);
+  const start = Date.UTC(2026, 0, 1);
+  for (let o = 0; o < objects && o * perObject < count; o++) {
+    const objectId = `car_${o}`;
+    const entries = Array.from({ length: Math.min(perObject, count - o * perObject) }, (_, i) => ({
+      id: `act_${o}_${i}`,
+      event: 'level_added',
+      description: `Level ${i} added`,
+      performedById: `per_${i % 50}`,
+      performedAt: new Date(start + i * 1000).toISOString(),
+      relatedLevelId: `lvl_${i}`,
+    }));
+    store.ingest({
+      log: 'career',
+      objectId,
+      entries,
+      windowEnd: start + perObject * 1000,
+      toEvent: (entry) => buildCloudEvent({ log: 'career', objectId, entry, baseUrl: 'https://skills.example' }, events),
+      now: Date.now(),
+    });
+  }
+  return { store, dir };
+}

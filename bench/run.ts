@@ -1,0 +1,12 @@
+/**
+ * `npm run bench`: throughput and memory of the pipeline's stages, printed as tables.
+ * Figures are for this machine (2 cores); compare runs on the same machine only.
+ */
+import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
+import { pollIngest } from './cases/pollIngest.js';
+import { printTable, type BenchRow } from './benchTable.js';
+
+const rows: BenchRow[] = [];
+rows.push(await pollIngest(20_000));
+rows.push(await fileSinkDelivery(100_000));
+printTable('Pipeline', rows);
