@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
+
+let simulator: Simulator | undefined;
+afterEach(async () => {
+  await simulator?.close();
+  simulator = undefined;
+});
+
+/** Runs the CLI as a real process; async so the in-process simulator keeps serving meanwhile. */
+async function changefeed(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, CHANGEFEED_CONFIG: '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+describe('the changefeed command', () => {
+  it('rejects an invalid config with exit code 2 and names each bad field', async () => {
+    const dir = makeTempDir();
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, ['api:', '  baseUrl: not-a-url', '  apiKey: sekret-value-123', 'watch:', '  overlapSecond: 10', 'sinks:', '  - { name: out, type: file }'].join('\n'));
+    const result = await changefeed(['check', '--config', file]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('api.baseUrl');
+    expect(result.stderr).toContain('overlapSecond');
+    expect(result.stderr).toContain('overlapSeconds');
+    expect(result.stderr).toContain('sinks[0].path');
+    expect(result.stderr).not.toContain('sekret-value-123');
+  });
+
+  it('check pings the service and status reports cursors and sink progress after run --once', async () => {
+    simulator = await startSimulator({ seed: 4, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
+    const dir = makeTempDir();
+    const file = join(dir, 'changefeed.yaml');
+    writeFileSync(
+      file,
+      [
+        'api:',
+        `  baseUrl: ${simulator.url}`,
+        'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z" }',
+        'budget: { readsPerHour: 3600000, reserve: 0 }',
+        `stateDir: ${join(dir, 'state')}`,
+        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+      ].join('\n'),
+    );
+    const env = { CHANGEFEED_API_KEY: simulator.apiKey };
+    const check = await changefeed(['check', '--config', file], env);
+    expect(check.status).toBe(0);
+    expect(check.stdout).toContain('ping: the service accepted the key');
+    const badKey = await changefeed(['check', '--config', file], { CHANGEFEED_API_KEY: 'sim_live_wrongwrongwrongwrongwrongwrong12' });
+    expect(badKey.status).toBe(1);
+    expect(badKey.stdout).toContain('check CHANGEFEED_API_KEY');
+    expect(badKey.stdout + badKey.stderr).not.toContain('wrongwrongwrong');
+    const once = await changefeed(['run', '--config', file, '--once'], env);
+    expect(once.status, once.stderr).toBe(0);
+    const status = await changefeed(['status', '--config', file, '--json']);
+    expect(status.status).toBe(0);
+    const report = JSON.parse(status.stdout) as { logs: { log: string; status: string }[]; sinks: { name: string; pending: number; delivered: number }[] };
+    expect(report.logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
+    expect(report.sinks).toEqual([expect.objectContaining({ name: 'out', pending: 0 })]);
+    expect(report.sinks[0]?.delivered).toBeGreaterThan(0);
+  });
+});
