@@ -64,7 +64,7 @@ export class ChangefeedDaemon {
     this.client = createServiceClient(config, { clock: this.clock, logger, budget: this.budget, serverClock: this.serverClock, env: options.env });
     const serverClock = this.serverClock;
     this.engine = new DeliveryEngine(
-      config.sinks.map((sinkConfig) => ({ sink: createSink(sinkConfig, { stdout: options.stdout }), delivery: sinkConfig.delivery })),
+      config.sinks.map((sinkConfig) => ({ sink: createSink(sinkConfig, { stdout: options.stdout }), delivery: sinkConfig.delivery, filter: sinkConfig.filter })),
       { store: this.store, clock: this.clock, logger, onOutcome: options.onBatchOutcome },
     );
     this.registry = new WatchRegistry({ client: this.client, store: this.store, serverClock, clock: this.clock, watch: config.watch, logger });

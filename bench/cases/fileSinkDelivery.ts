@@ -3,7 +3,7 @@ import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
 import { systemClock } from '../../src/clock.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
-import { prefilledStore } from '../benchStore.js';
+import { prefilledStore } from '../../test/support/prefilledStore.js';
 import { withPeakRss, type BenchRow } from '../benchTable.js';
 
 /** Events per second from a pre-filled outbox into the file sink (one fsync per batch). */

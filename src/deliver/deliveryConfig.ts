@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { CIRCUIT_DEFAULTS, circuitBreakerConfigSchema } from './circuitBreaker.js';
+import { sinkFilterSchema } from './sinkFilter.js';
 
 export const retryConfigSchema = z
   .object({
@@ -11,26 +13,38 @@ export const retryConfigSchema = z
 
 export type RetryConfig = z.infer<typeof retryConfigSchema>;
 
-const RETRY_DEFAULTS: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 0, maxAgeSeconds: 0 };
+export const RETRY_DEFAULTS: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 0, maxAgeSeconds: 0 };
 
 /**
- * Fields every sink has, whatever its type. The delivery engine reads `delivery`; the sink itself
- * never sees it, because retries, batching and in-flight limits are the engine's job.
+ * The `delivery` block of a sink. Sink types differ in what a sane retry schedule is (a broker that
+ * is down should be waited for; a webhook endpoint gets a bounded schedule), so the retry
+ * defaults are a parameter.
+ */
+export function deliverySchema(retryDefaults: RetryConfig) {
+  return z
+    .object({
+      batchSize: z.number().int().min(1).max(10_000).optional().describe('Most events per write; defaults to what the sink type handles best.'),
+      maxInFlight: z.number().int().min(1).max(256).optional().describe('Writes in flight at once (concurrency); only different objects are written in parallel. Defaults per sink type.'),
+      retry: retryConfigSchema.default(retryDefaults).describe('Retry schedule of failed events.'),
+      circuitBreaker: circuitBreakerConfigSchema.default(CIRCUIT_DEFAULTS).describe('Pausing a destination that keeps failing.'),
+    })
+    .strict()
+    .default({ retry: retryDefaults, circuitBreaker: CIRCUIT_DEFAULTS })
+    .describe('How the engine delivers to this sink.');
+}
+
+/**
+ * Fields every sink has, whatever its type. The delivery engine reads `delivery` and `filter`;
+ * the sink itself never sees them, because retries, batching, in-flight limits and filtering are
+ * the engine's job.
  */
 export const sinkCommonSchema = z.object({
   name: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1-64 letters, digits, _ or -')
     .describe('Unique name; delivery progress in the store is kept under it, so renaming a sink starts it afresh.'),
-  delivery: z
-    .object({
-      batchSize: z.number().int().min(1).max(10_000).optional().describe('Most events per write; defaults to what the sink type handles best.'),
-      maxInFlight: z.number().int().min(1).max(256).optional().describe('Batches written at once (different objects only); defaults per sink type.'),
-      retry: retryConfigSchema.default(RETRY_DEFAULTS).describe('Retry schedule of failed events.'),
-    })
-    .strict()
-    .default({ retry: RETRY_DEFAULTS })
-    .describe('How the engine delivers to this sink.'),
+  delivery: deliverySchema(RETRY_DEFAULTS),
+  filter: sinkFilterSchema.optional().describe('Which events this sink receives; all when absent.'),
 });
 
 export type SinkDeliveryConfig = z.infer<typeof sinkCommonSchema>['delivery'];

@@ -4,11 +4,13 @@ import { describeError } from '../errors.js';
 import type { Sink } from '../sinks/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { SinkDeliveryConfig } from './deliveryConfig.js';
+import { compileSinkFilter, type SinkFilter } from './sinkFilter.js';
 import { SinkWorker, type BatchOutcome } from './sinkWorker.js';
 
 export interface EngineSink {
   sink: Sink;
   delivery: SinkDeliveryConfig;
+  filter?: SinkFilter | undefined;
 }
 
 export interface DrainReport {
@@ -33,13 +35,15 @@ export class DeliveryEngine {
     private readonly deps: { store: ChangefeedStore; clock: Clock; logger: Logger; random?: () => number; onOutcome?: (o: BatchOutcome) => void },
   ) {
     this.workers = sinks.map(
-      ({ sink, delivery }) =>
+      ({ sink, delivery, filter }) =>
         new SinkWorker({
           sink,
           store: deps.store,
           clock: deps.clock,
           logger: deps.logger,
           retry: delivery.retry,
+          circuitBreaker: delivery.circuitBreaker,
+          accepts: compileSinkFilter(filter),
           batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
           maxInFlight: delivery.maxInFlight ?? sink.limits.maxInFlight,
           random: deps.random,

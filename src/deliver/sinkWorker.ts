@@ -1,13 +1,16 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
+import type { LogKind } from '../logs.js';
 import type { OutboundEvent, Sink } from '../sinks/sink.js';
-import { SinkBackoffError, SinkPartialFailureError, SinkRejectedError, SinkUnavailableError } from '../sinks/sinkErrors.js';
+import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinks/sinkErrors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { PendingDelivery } from '../store/outbox.js';
+import { classifyBatchFailure } from './batchFailure.js';
 import { orderingKeyOf, planBatches } from './batchPlanner.js';
+import { CircuitBreaker, type CircuitBreakerConfig } from './circuitBreaker.js';
 import type { RetryConfig } from './deliveryConfig.js';
-import { isExhausted, retryDelayMs } from './retryPolicy.js';
+import { SinkHealth } from './sinkHealth.js';
 
 export interface SinkWorkerOptions {
   sink: Sink;
@@ -15,8 +18,11 @@ export interface SinkWorkerOptions {
   clock: Clock;
   logger: Logger;
   retry: RetryConfig;
+  circuitBreaker: CircuitBreakerConfig;
   batchSize: number;
   maxInFlight: number;
+  /** False for events this sink must not receive (its filter). */
+  accepts?: (event: { log: LogKind; type: string }) => boolean;
   random?: () => number;
   /** Called after each batch outcome, for metrics. */
   onOutcome?: (outcome: BatchOutcome) => void;
@@ -34,39 +40,42 @@ export interface BatchOutcome {
 
 /** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
 const IN_FLIGHT = 'in-flight' as const;
-/** With nothing due, look again after this long even without a notify (events from a replay, say). */
+/** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
 const IDLE_WAIT_MS = 5_000;
 const SCAN_PAGE = 500;
 const SCAN_LIMIT = 20_000;
-const RECONNECT_INITIAL_MS = 500;
-const RECONNECT_MAX_MS = 60_000;
+/** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
+const PLAN_AHEAD = 4;
 
 /**
  * Delivers one sink's pending events: connects, plans batches that keep each object's events in
- * order, writes them with up to `maxInFlight` in flight, and records every outcome in the store.
+ * order, writes them with up to `maxInFlight` in flight, records every outcome in the store, and
+ * pauses the sink (circuit breaker, backoff, reconnect) when the destination keeps failing.
  * A failing sink only ever waits on itself: each sink has its own worker.
  */
 export class SinkWorker {
   private readonly inFlightKeys = new Set<string>();
   private readonly inFlight = new Set<Promise<void>>();
-  private connected = false;
-  private pausedUntil = 0;
-  private connectFailures = 0;
-  private consecutiveFailures = 0;
-  private lastError: string | null = null;
-  private lastErrorAt: number | null = null;
-  private lastDeliveryAt: number | null = null;
+  private readonly circuit: CircuitBreaker;
+  private readonly health: SinkHealth;
+  /** Planned batches not yet launched: independent of each other and of what is in flight. */
+  private ready: PendingDelivery[][] = [];
+  /** Deliveries the last scan settled as filtered: something changed, so look again at once. */
+  private filteredInLastScan = 0;
   private wake: AbortController | undefined;
 
-  constructor(private readonly options: SinkWorkerOptions) {}
+  constructor(private readonly options: SinkWorkerOptions) {
+    this.circuit = new CircuitBreaker(options.circuitBreaker);
+    this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
+  }
 
   get name(): string {
     return this.options.sink.name;
   }
 
-  /** True when connected, or still inside its reconnect backoff (for readiness). */
+  /** Connected and not disabled (readiness). */
   get isConnected(): boolean {
-    return this.connected;
+    return this.health.connected && !this.health.disabled;
   }
 
   /** Wakes the worker: new events were ingested. */
@@ -76,16 +85,13 @@ export class SinkWorker {
 
   /** Runs until `signal` aborts, then waits for in-flight writes. */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) await this.pause(await this.step(signal), signal);
+    while (!signal.aborted && !this.health.disabled) await this.pause(await this.step(signal), signal);
     await Promise.allSettled(this.inFlight);
   }
 
-  /**
-   * Delivers until nothing is pending or `deadline` passes (for `run --once`). Returns true when
-   * the sink's outbox is empty.
-   */
+  /** Delivers until nothing is pending or `deadline` passes (`run --once`). True when the outbox is empty. */
   async drain(signal: AbortSignal, deadline: number): Promise<boolean> {
-    while (!signal.aborted && this.options.clock.now() < deadline) {
+    while (!signal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
       if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;
       const wait = await this.step(signal);
       await this.pause(wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())), signal);
@@ -94,7 +100,13 @@ export class SinkWorker {
     return this.options.store.outbox.counts(this.name).pending === 0;
   }
 
-  /** Waits `wait` ms, or until an in-flight write settles, whichever was asked; `notify` cuts either short. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.inFlight);
+    await this.options.sink.close();
+    this.health.markDisconnected();
+  }
+
+  /** Waits `wait` ms, or until an in-flight write settles; `notify` cuts either short. */
   private async pause(wait: number | typeof IN_FLIGHT, signal: AbortSignal): Promise<void> {
     if (wait === 0) return;
     this.wake = new AbortController();
@@ -111,55 +123,61 @@ export class SinkWorker {
     }
   }
 
-  async close(): Promise<void> {
-    await Promise.allSettled(this.inFlight);
-    await this.options.sink.close();
-    this.connected = false;
-    this.persistState();
-  }
-
-  /** One round: connect if needed, launch what can go. Returns how long to wait before the next round. */
+  /** One round: connect if needed, launch what may go. Returns how long to wait before the next round. */
   private async step(signal: AbortSignal): Promise<number | typeof IN_FLIGHT> {
     const { clock, sink } = this.options;
     const now = clock.now();
-    if (this.pausedUntil > now) return this.pausedUntil - now;
-    if (!this.connected) {
+    if (this.health.pausedUntil > now) return this.health.pausedUntil - now;
+    if (!this.health.connected) {
       try {
         await sink.connect(signal);
-        this.connected = true;
-        this.connectFailures = 0;
-        this.persistState();
+        this.health.markConnected();
       } catch (error) {
         if (signal.aborted) return 0;
-        this.connectFailures++;
-        const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1));
-        this.recordSinkError(error, delay);
-        return delay;
+        return this.health.connectFailed(error);
       }
     }
-    const free = this.options.maxInFlight - this.inFlight.size;
+    const allowance = this.circuit.allowance(now, this.options.maxInFlight);
+    if (allowance === 0) return Math.max(1, this.circuit.reopensAt - now);
+    const free = allowance - this.inFlight.size;
     if (free <= 0) return IN_FLIGHT;
-    const plan = planBatches({
-      pages: this.scanPending(),
-      now,
-      inFlightKeys: this.inFlightKeys,
-      maxBatches: free,
-      maxBatchSize: this.options.batchSize,
-    });
-    for (const batch of plan.batches) this.launch(batch, signal);
-    if (plan.batches.length > 0) return this.inFlight.size >= this.options.maxInFlight ? IN_FLIGHT : 0;
-    if (this.inFlight.size > 0) return IN_FLIGHT;
-    return plan.nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, plan.nextDueAt - now);
+    let nextDueAt: number | undefined;
+    if (this.ready.length === 0) {
+      const plan = planBatches({
+        pages: this.scanPending(now),
+        now,
+        inFlightKeys: this.inFlightKeys,
+        maxBatches: Math.max(free, this.options.maxInFlight * PLAN_AHEAD),
+        maxBatchSize: this.options.batchSize,
+      });
+      this.ready = plan.batches;
+      nextDueAt = plan.nextDueAt;
+    }
+    for (const batch of this.ready.splice(0, free)) this.launch(batch, signal);
+    if (this.inFlight.size > 0) return this.ready.length > 0 && this.inFlight.size < allowance ? 0 : IN_FLIGHT;
+    if (this.filteredInLastScan > 0) return 0;
+    return nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, nextDueAt - now);
   }
 
-  private *scanPending(): Generator<PendingDelivery> {
+  /** Pending deliveries in seq order; those the sink's filter excludes are settled on the way. */
+  private *scanPending(now: number): Generator<PendingDelivery> {
+    const accepts = this.options.accepts;
+    const filtered: number[] = [];
     let after = 0;
-    for (let scanned = 0; scanned < SCAN_LIMIT; ) {
-      const page = this.options.store.outbox.pending(this.name, after, SCAN_PAGE);
-      for (const d of page) yield d;
-      scanned += page.length;
-      if (page.length < SCAN_PAGE) return;
-      after = page[page.length - 1]?.seq ?? after;
+    try {
+      for (let scanned = 0; scanned < SCAN_LIMIT; ) {
+        const page = this.options.store.outbox.pending(this.name, after, SCAN_PAGE);
+        for (const d of page) {
+          if (accepts && !accepts(d)) filtered.push(d.seq);
+          else yield d;
+        }
+        scanned += page.length;
+        if (page.length < SCAN_PAGE) return;
+        after = page[page.length - 1]?.seq ?? after;
+      }
+    } finally {
+      this.filteredInLastScan = filtered.length;
+      if (filtered.length > 0) this.options.store.outbox.markFiltered(this.name, filtered, now);
     }
   }
 
@@ -175,7 +193,6 @@ export class SinkWorker {
   }
 
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
-    const { sink, store, clock } = this.options;
     const events: OutboundEvent[] = batch.map((d) => ({
       seq: d.seq,
       id: d.eventId,
@@ -187,10 +204,11 @@ export class SinkWorker {
       attempt: d.attempts + 1,
     }));
     try {
-      await sink.write(events, signal);
-      const now = clock.now();
-      store.outbox.markDelivered(this.name, batch.map((d) => d.seq), now);
-      this.succeeded(now);
+      await this.options.sink.write(events, signal);
+      const now = this.options.clock.now();
+      this.options.store.outbox.markDelivered(this.name, batch.map((d) => d.seq), now);
+      this.circuit.recordSuccess();
+      this.health.delivered(now);
       this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
     } catch (error) {
       if (signal.aborted && isAbortError(error)) return;
@@ -199,88 +217,34 @@ export class SinkWorker {
   }
 
   private handleFailure(batch: PendingDelivery[], error: unknown): void {
-    const { store, clock, retry } = this.options;
+    const { store, clock } = this.options;
     const now = clock.now();
     const message = describeError(error);
+    // Batches planned before this failure may hold events the failure should now hold back.
+    this.ready = [];
+    if (error instanceof SinkDisabledError) {
+      this.health.disable(message);
+      this.report({ retried: batch.length, error: message });
+      return;
+    }
     if (error instanceof SinkUnavailableError) {
       // The connection, not the events, failed: reconnect; the events keep their attempt count.
-      this.connected = false;
-      this.connectFailures++;
-      this.recordSinkError(error, Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1)));
+      this.health.connectionLost(error);
       this.report({ retried: batch.length, error: message });
       return;
     }
     if (error instanceof SinkBackoffError) {
-      this.recordSinkError(error, error.retryAfterMs);
+      this.health.backOff(error, error.retryAfterMs);
       this.report({ retried: batch.length, error: message });
       return;
     }
-    const delivered: number[] = [];
-    const retries: { seq: number; nextAttemptAt: number; error: string }[] = [];
-    const dead: { seq: number; error: string }[] = [];
-    const failedKeys = new Set<string>();
-    for (const d of batch) {
-      const key = orderingKeyOf(d);
-      const failure =
-        error instanceof SinkPartialFailureError
-          ? error.failures.get(d.eventId)
-          : { error: message, permanent: error instanceof SinkRejectedError };
-      if (!failure) {
-        // Written, but behind a failed event of the same object: it is sent again after that one,
-        // so the destination's last copy of each event still arrives in order.
-        if (!failedKeys.has(key)) delivered.push(d.seq);
-        continue;
-      }
-      failedKeys.add(key);
-      const attempts = d.attempts + 1;
-      if (failure.permanent || isExhausted(attempts, d.firstAttemptAt ?? now, now, retry)) {
-        dead.push({ seq: d.seq, error: failure.permanent ? `rejected: ${failure.error}` : `gave up after ${attempts} attempts: ${failure.error}` });
-      } else {
-        retries.push({ seq: d.seq, nextAttemptAt: now + retryDelayMs(attempts, retry, failure.retryAfterMs, this.options.random), error: failure.error });
-      }
-    }
-    store.outbox.markDelivered(this.name, delivered, now);
-    store.outbox.scheduleRetry(this.name, retries, now);
-    store.outbox.markDead(this.name, dead, now);
-    this.consecutiveFailures++;
-    this.lastError = message;
-    this.lastErrorAt = now;
-    this.persistState();
-    if (dead.length > 0) this.options.logger.error({ sink: this.name, dead: dead.length, err: message }, 'events moved to dead letters');
-    else this.options.logger.warn({ sink: this.name, retried: retries.length, err: message }, 'delivery failed; retrying with backoff');
-    this.report({ delivered: delivered.length, retried: batch.length - delivered.length - dead.length, dead: dead.length, error: message });
-  }
-
-  private succeeded(now: number): void {
-    const persistedLongAgo = this.lastDeliveryAt === null || now - this.lastDeliveryAt >= 1000;
-    this.lastDeliveryAt = now;
-    if (this.consecutiveFailures !== 0 || this.lastError !== null || persistedLongAgo) {
-      this.consecutiveFailures = 0;
-      this.lastError = null;
-      this.persistState();
-    }
-  }
-
-  private recordSinkError(error: unknown, pauseMs: number): void {
-    const now = this.options.clock.now();
-    this.pausedUntil = now + pauseMs;
-    this.consecutiveFailures++;
-    this.lastError = describeError(error);
-    this.lastErrorAt = now;
-    this.persistState();
-    this.options.logger.warn({ sink: this.name, retryInMs: pauseMs, err: this.lastError }, 'sink unavailable; backing off');
-  }
-
-  private persistState(): void {
-    this.options.store.sinks.recordState({
-      sink: this.name,
-      connected: this.connected,
-      pausedUntil: this.pausedUntil,
-      consecutiveFailures: this.consecutiveFailures,
-      lastError: this.lastError,
-      lastErrorAt: this.lastErrorAt,
-      lastDeliveryAt: this.lastDeliveryAt,
-    });
+    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random);
+    store.outbox.markDelivered(this.name, outcome.delivered, now);
+    store.outbox.scheduleRetry(this.name, outcome.retries, now);
+    store.outbox.markDead(this.name, outcome.dead, now);
+    const opened = this.circuit.recordFailure(now);
+    this.health.writeFailed(message, { opened, circuit: this.circuit.state(now), reopensAt: this.circuit.reopensAt, dead: outcome.dead.length, retried: outcome.retries.length });
+    this.report({ delivered: outcome.delivered.length, retried: batch.length - outcome.delivered.length - outcome.dead.length, dead: outcome.dead.length, error: message });
   }
 
   private report(partial: Partial<Omit<BatchOutcome, 'sink'>>): void {

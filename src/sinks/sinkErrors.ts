@@ -45,3 +45,13 @@ export class SinkRejectedError extends SinkError {
     super('SINK_REJECTED', message);
   }
 }
+
+/**
+ * The destination says it is gone for good (HTTP 410). The engine stops delivering to this sink
+ * and reports it; its events stay pending, so nothing is lost if it is re-enabled.
+ */
+export class SinkDisabledError extends SinkError {
+  constructor(message: string) {
+    super('SINK_DISABLED', message);
+  }
+}

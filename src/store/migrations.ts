@@ -18,6 +18,10 @@
  *   attempt time and the last error. Retry state lives here so it survives restarts.
  * - `sink_state`: per-sink connection and circuit state shown by `changefeed status`.
  * - `meta`: small named values, such as when discovery last completed.
+ *
+ * Migration 2 adds what dead letters and circuit breaking need: the destination's last status
+ * and a truncated response body per delivery, a `filtered` delivery state for events a sink's
+ * filter excludes, and per-sink circuit state and the reason a sink was disabled (410 Gone).
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -96,5 +100,12 @@ export const MIGRATIONS: readonly string[] = [
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
   ) WITHOUT ROWID;
+  `,
+  `
+  ALTER TABLE deliveries ADD COLUMN last_status INTEGER;
+  ALTER TABLE deliveries ADD COLUMN last_response TEXT;
+  ALTER TABLE sink_state ADD COLUMN circuit TEXT NOT NULL DEFAULT 'closed';
+  ALTER TABLE sink_state ADD COLUMN disabled_reason TEXT;
+  CREATE INDEX deliveries_dead ON deliveries (sink, state) WHERE state = 'dead';
   `,
 ];

@@ -16,10 +16,50 @@ export interface PendingDelivery {
   ingestedAt: number;
 }
 
+/** A failed attempt as the engine records it: the error, and what the destination answered. */
+export interface FailedDelivery {
+  seq: number;
+  error: string;
+  status?: number | undefined;
+  /** Truncated response body. */
+  response?: string | undefined;
+}
+
+export interface DeadLetter {
+  sink: string;
+  seq: number;
+  eventId: string;
+  type: string;
+  log: LogKind;
+  objectId: string;
+  attempts: number;
+  lastError: string | null;
+  lastStatus: number | null;
+  lastResponse: string | null;
+  firstAttemptAt: number | null;
+  deadAt: number | null;
+}
+
+interface DeadLetterRow {
+  sink: string;
+  seq: number;
+  event_id: string;
+  type: string;
+  log: LogKind;
+  object_id: string;
+  attempts: number;
+  last_error: string | null;
+  last_status: number | null;
+  last_response: string | null;
+  first_attempt_at: number | null;
+  updated_at: number | null;
+}
+
 export interface DeliveryCounts {
   pending: number;
   delivered: number;
   dead: number;
+  filtered: number;
   oldestPendingIngestedAt: number | null;
 }
 
@@ -38,6 +78,9 @@ export class Outbox {
   private readonly countsStmt;
   private readonly pruneStmt;
   private readonly requeueDeadStmt;
+  private readonly filteredStmt;
+  private readonly deadListStmt;
+  private readonly requeueOneStmt;
 
   constructor(private readonly db: Db) {
     this.insertEventStmt = db.prepare(
@@ -65,13 +108,27 @@ export class Outbox {
     );
     this.retryStmt = db.prepare(
       `UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = @nextAttemptAt, last_error = @error,
-         updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
+         last_status = @status, last_response = @response, updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
        WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
     );
     this.deadStmt = db.prepare(
-      `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, updated_at = @now,
-         first_attempt_at = COALESCE(first_attempt_at, @now)
+      `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, last_status = @status,
+         last_response = @response, updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
        WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+    );
+    this.filteredStmt = db.prepare(
+      `UPDATE deliveries SET state = 'filtered', updated_at = @now WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+    );
+    this.deadListStmt = db.prepare<[{ sink: string | null; eventId: string | null; limit: number }], DeadLetterRow>(
+      `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
+              d.last_response, d.first_attempt_at, d.updated_at
+       FROM deliveries d JOIN events e ON e.seq = d.seq
+       WHERE d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink) AND (@eventId IS NULL OR e.event_id = @eventId)
+       ORDER BY d.sink, d.seq LIMIT @limit`,
+    );
+    this.requeueOneStmt = db.prepare(
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = @now
+       WHERE state = 'dead' AND (@sink IS NULL OR sink = @sink) AND seq IN (SELECT seq FROM events WHERE event_id = @eventId)`,
     );
     this.countsStmt = db.prepare<[string], { state: string; n: number; oldest: number | null }>(
       `SELECT d.state, COUNT(*) AS n, MIN(e.ingested_at) AS oldest
@@ -128,30 +185,64 @@ export class Outbox {
     })();
   }
 
-  scheduleRetry(sink: string, retries: readonly { seq: number; nextAttemptAt: number; error: string }[], now: number): void {
+  scheduleRetry(sink: string, retries: readonly (FailedDelivery & { nextAttemptAt: number })[], now: number): void {
     this.db.transaction(() => {
-      for (const r of retries) this.retryStmt.run({ sink, seq: r.seq, nextAttemptAt: r.nextAttemptAt, error: r.error, now });
+      for (const r of retries) {
+        this.retryStmt.run({ sink, seq: r.seq, nextAttemptAt: r.nextAttemptAt, error: r.error, status: r.status ?? null, response: r.response ?? null, now });
+      }
     })();
   }
 
-  markDead(sink: string, dead: readonly { seq: number; error: string }[], now: number): void {
+  markDead(sink: string, dead: readonly FailedDelivery[], now: number): void {
     this.db.transaction(() => {
-      for (const d of dead) this.deadStmt.run({ sink, seq: d.seq, error: d.error, now });
+      for (const d of dead) this.deadStmt.run({ sink, seq: d.seq, error: d.error, status: d.status ?? null, response: d.response ?? null, now });
     })();
   }
 
+  /** Events the sink's filter excludes: settled without being sent. */
+  markFiltered(sink: string, seqs: readonly number[], now: number): void {
+    this.db.transaction(() => {
+      for (const seq of seqs) this.filteredStmt.run({ sink, seq, now });
+    })();
+  }
+
+  /** Dead letters, optionally of one sink or one event id. */
+  deadLetters(filter: { sink?: string; eventId?: string; limit?: number } = {}): DeadLetter[] {
+    return this.deadListStmt.all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 }).map((r) => ({
+      sink: r.sink,
+      seq: r.seq,
+      eventId: r.event_id,
+      type: r.type,
+      log: r.log,
+      objectId: r.object_id,
+      attempts: r.attempts,
+      lastError: r.last_error,
+      lastStatus: r.last_status,
+      lastResponse: r.last_response,
+      firstAttemptAt: r.first_attempt_at,
+      deadAt: r.updated_at,
+    }));
+  }
+
+  /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
   requeueDead(sink: string, now: number): number {
     return this.requeueDeadStmt.run(now, sink).changes;
   }
 
+  /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
+  requeueDeadEvent(eventId: string, sink: string | undefined, now: number): number {
+    return this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes;
+  }
+
   counts(sink: string): DeliveryCounts {
-    const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, oldestPendingIngestedAt: null };
+    const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
     for (const row of this.countsStmt.all(sink)) {
       if (row.state === 'pending') {
         counts.pending = row.n;
         counts.oldestPendingIngestedAt = row.oldest;
       } else if (row.state === 'delivered') counts.delivered = row.n;
       else if (row.state === 'dead') counts.dead = row.n;
+      else if (row.state === 'filtered') counts.filtered = row.n;
     }
     return counts;
   }

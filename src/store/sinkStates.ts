@@ -11,7 +11,13 @@ export interface SinkStateRow {
   lastError: string | null;
   lastErrorAt: number | null;
   lastDeliveryAt: number | null;
+  /** closed: normal; open: paused after repeated failures; half-open: one probe allowed. */
+  circuit: CircuitState;
+  /** Why the sink was disabled (a 410 Gone, say); null while enabled. */
+  disabledReason: string | null;
 }
+
+export type CircuitState = 'closed' | 'open' | 'half-open';
 
 /**
  * Which sinks the store feeds, and their connection state. A sink seen for the first time starts
@@ -30,19 +36,20 @@ export class SinkStates {
        ON CONFLICT (name) DO UPDATE SET active = 1, type = excluded.type`,
     );
     this.stateStmt = db.prepare(
-      `INSERT INTO sink_state (sink, connected, paused_until, consecutive_failures, last_error, last_error_at, last_delivery_at)
-       VALUES (@sink, @connected, @pausedUntil, @consecutiveFailures, @lastError, @lastErrorAt, @lastDeliveryAt)
+      `INSERT INTO sink_state (sink, connected, paused_until, consecutive_failures, last_error, last_error_at, last_delivery_at, circuit, disabled_reason)
+       VALUES (@sink, @connected, @pausedUntil, @consecutiveFailures, @lastError, @lastErrorAt, @lastDeliveryAt, @circuit, @disabledReason)
        ON CONFLICT (sink) DO UPDATE SET connected = excluded.connected, paused_until = excluded.paused_until,
          consecutive_failures = excluded.consecutive_failures, last_error = excluded.last_error,
-         last_error_at = excluded.last_error_at, last_delivery_at = COALESCE(excluded.last_delivery_at, last_delivery_at)`,
+         last_error_at = excluded.last_error_at, last_delivery_at = COALESCE(excluded.last_delivery_at, last_delivery_at),
+         circuit = excluded.circuit, disabled_reason = excluded.disabled_reason`,
     );
     this.listStmt = db.prepare<[], {
       name: string; type: string; active: number; registered_at: number; connected: number | null;
       paused_until: number | null; consecutive_failures: number | null; last_error: string | null;
-      last_error_at: number | null; last_delivery_at: number | null;
+      last_error_at: number | null; last_delivery_at: number | null; circuit: CircuitState | null; disabled_reason: string | null;
     }>(
       `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until, t.consecutive_failures,
-              t.last_error, t.last_error_at, t.last_delivery_at
+              t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason
        FROM sinks s LEFT JOIN sink_state t ON t.sink = s.name ORDER BY s.name`,
     );
   }
@@ -65,8 +72,10 @@ export class SinkStates {
     lastError: string | null;
     lastErrorAt: number | null;
     lastDeliveryAt: number | null;
+    circuit?: CircuitState;
+    disabledReason?: string | null;
   }): void {
-    this.stateStmt.run({ ...state, connected: state.connected ? 1 : 0 });
+    this.stateStmt.run({ circuit: 'closed', disabledReason: null, ...state, connected: state.connected ? 1 : 0 });
   }
 
   list(): SinkStateRow[] {
@@ -81,6 +90,8 @@ export class SinkStates {
       lastError: r.last_error,
       lastErrorAt: r.last_error_at,
       lastDeliveryAt: r.last_delivery_at,
+      circuit: r.circuit ?? 'closed',
+      disabledReason: r.disabled_reason,
     }));
   }
 }

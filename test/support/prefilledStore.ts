@@ -1,12 +1,16 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildCloudEvent, eventsConfigSchema } from '../src/events/cloudEvent.js';
-import { ChangefeedStore } from '../src/store/changefeedStore.js';
+import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
+import type { LogKind } from '../../src/logs.js';
+import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 
-/** A store in a fresh temp dir whose outbox holds `count` events for the given sinks. */
-export function prefilledStore(count: number, sinks: { name: string; type: string }[], objects = 500): { store: ChangefeedStore; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
+/**
+ * A store whose outbox holds `count` career events spread over `objects` careers, each ingested
+ * as one poll would, for the given sinks. In a fresh temp dir unless `dir` is given.
+ */
+export function prefilledStore(count: number, sinks: { name: string; type: string }[], objects = 500, dir?: string): { store: ChangefeedStore; dir: string } {
+  dir ??= mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
   const store = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));
   store.sinks.activate(sinks, Date.now());
   const events = eventsConfigSchema.parse({});
@@ -14,6 +18,7 @@ export function prefilledStore(count: number, sinks: { name: string; type: strin
   const start = Date.UTC(2026, 0, 1);
   for (let o = 0; o < objects && o * perObject < count; o++) {
     const objectId = `car_${o}`;
+    const log: LogKind = 'career';
     const entries = Array.from({ length: Math.min(perObject, count - o * perObject) }, (_, i) => ({
       id: `act_${o}_${i}`,
       event: 'level_added',
@@ -23,11 +28,11 @@ export function prefilledStore(count: number, sinks: { name: string; type: strin
       relatedLevelId: `lvl_${i}`,
     }));
     store.ingest({
-      log: 'career',
+      log,
       objectId,
       entries,
       windowEnd: start + perObject * 1000,
-      toEvent: (entry) => buildCloudEvent({ log: 'career', objectId, entry, baseUrl: 'https://skills.example' }, events),
+      toEvent: (entry) => buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, events),
       now: Date.now(),
     });
   }

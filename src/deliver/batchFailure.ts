@@ -1,0 +1,56 @@
+import { describeError } from '../errors.js';
+import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '../sinks/sinkErrors.js';
+import type { FailedDelivery, PendingDelivery } from '../store/outbox.js';
+import { orderingKeyOf } from './batchPlanner.js';
+import type { RetryConfig } from './deliveryConfig.js';
+import { isExhausted, retryDelayMs } from './retryPolicy.js';
+
+export interface BatchFailureOutcome {
+  delivered: number[];
+  retries: (FailedDelivery & { nextAttemptAt: number })[];
+  dead: FailedDelivery[];
+  /** Deliveries neither delivered nor failed: held behind a failed event of the same object. */
+  heldBack: number;
+}
+
+/**
+ * What a failed write means for each delivery of the batch.
+ *
+ * A SinkPartialFailureError names the failed events; any other error fails the whole batch
+ * (SinkRejectedError for good). A failed event is retried after a full-jitter backoff, or becomes
+ * a dead letter when rejected for good or out of attempts or age. An event written after a failed
+ * event of the same object is not counted as delivered: it is sent again after that one, so the
+ * last copy of each event reaches the destination in order (at the price of a duplicate).
+ */
+export function classifyBatchFailure(
+  batch: readonly PendingDelivery[],
+  error: unknown,
+  now: number,
+  retry: RetryConfig,
+  random?: () => number,
+): BatchFailureOutcome {
+  const message = describeError(error);
+  const outcome: BatchFailureOutcome = { delivered: [], retries: [], dead: [], heldBack: 0 };
+  const failedKeys = new Set<string>();
+  for (const d of batch) {
+    const key = orderingKeyOf(d);
+    const failure: ItemFailure | undefined =
+      error instanceof SinkPartialFailureError ? error.failures.get(d.eventId) : { error: message, permanent: error instanceof SinkRejectedError };
+    if (!failure) {
+      if (failedKeys.has(key)) outcome.heldBack++;
+      else outcome.delivered.push(d.seq);
+      continue;
+    }
+    failedKeys.add(key);
+    const attempts = d.attempts + 1;
+    const detail = { status: failure.status, response: failure.response };
+    if (failure.permanent) {
+      outcome.dead.push({ seq: d.seq, error: `rejected: ${failure.error}`, ...detail });
+    } else if (isExhausted(attempts, d.firstAttemptAt ?? now, now, retry)) {
+      outcome.dead.push({ seq: d.seq, error: `gave up after ${attempts} attempts: ${failure.error}`, ...detail });
+    } else {
+      outcome.retries.push({ seq: d.seq, nextAttemptAt: now + retryDelayMs(attempts, retry, failure.retryAfterMs, random), error: failure.error, ...detail });
+    }
+  }
+  return outcome;
+}

@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { CircuitState } from '../store/sinkStates.js';
+
+const RECONNECT_INITIAL_MS = 500;
+const RECONNECT_MAX_MS = 60_000;
+
+/**
+ * A sink's connection and failure state as `changefeed status` and readiness see it, kept in the
+ * store: connected or not, paused until when, the circuit, the last error, disabled or not.
+ */
+export class SinkHealth {
+  connected = false;
+  disabled = false;
+  pausedUntil = 0;
+  private connectFailures = 0;
+  private consecutiveFailures = 0;
+  private circuit: CircuitState = 'closed';
+  private lastError: string | null = null;
+  private lastErrorAt: number | null = null;
+  private lastDeliveryAt: number | null = null;
+  private disabledReason: string | null = null;
+
+  constructor(
+    private readonly sink: string,
+    private readonly store: ChangefeedStore,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  markConnected(): void {
+    this.connected = true;
+    this.connectFailures = 0;
+    this.persist();
+  }
+
+  markDisconnected(): void {
+    this.connected = false;
+    this.persist();
+  }
+
+  /** Connecting failed: back off exponentially. Returns the wait in ms. */
+  connectFailed(error: unknown): number {
+    this.connectFailures++;
+    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1));
+    this.pause(error, delay, 'sink unavailable; reconnecting with backoff');
+    return delay;
+  }
+
+  connectionLost(error: unknown): void {
+    this.connected = false;
+    this.connectFailures++;
+    this.pause(error, Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1)), 'sink connection lost; reconnecting with backoff');
+  }
+
+  backOff(error: unknown, ms: number): void {
+    this.pause(error, ms, 'sink asked to back off');
+  }
+
+  disable(reason: string): void {
+    this.disabled = true;
+    this.disabledReason = reason;
+    this.lastError = reason;
+    this.lastErrorAt = this.clock.now();
+    this.persist();
+    this.logger.error({ sink: this.sink, err: reason }, 'sink disabled; its events stay pending until it is enabled again (fix the destination and restart)');
+  }
+
+  delivered(now: number): void {
+    const persistedLongAgo = this.lastDeliveryAt === null || now - this.lastDeliveryAt >= 1000;
+    this.lastDeliveryAt = now;
+    if (this.consecutiveFailures !== 0 || this.lastError !== null || this.circuit !== 'closed' || persistedLongAgo) {
+      this.consecutiveFailures = 0;
+      this.lastError = null;
+      this.circuit = 'closed';
+      this.persist();
+    }
+  }
+
+  writeFailed(message: string, detail: { opened: boolean; circuit: CircuitState; reopensAt: number; dead: number; retried: number }): void {
+    this.consecutiveFailures++;
+    this.lastError = message;
+    this.lastErrorAt = this.clock.now();
+    this.circuit = detail.circuit;
+    if (detail.opened) this.pausedUntil = detail.reopensAt;
+    this.persist();
+    const context = { sink: this.sink, err: message, consecutiveFailures: this.consecutiveFailures };
+    if (detail.dead > 0) this.logger.error({ ...context, dead: detail.dead }, 'events moved to dead letters');
+    else this.logger.warn({ ...context, retried: detail.retried }, 'delivery failed; retrying with backoff');
+    if (detail.opened) this.logger.warn({ sink: this.sink, until: new Date(detail.reopensAt).toISOString() }, 'circuit opened: sink paused, then one probe');
+  }
+
+  private pause(error: unknown, ms: number, message: string): void {
+    const now = this.clock.now();
+    this.pausedUntil = now + ms;
+    this.consecutiveFailures++;
+    this.lastError = describeError(error);
+    this.lastErrorAt = now;
+    this.persist();
+    this.logger.warn({ sink: this.sink, retryInMs: ms, err: this.lastError }, message);
+  }
+
+  private persist(): void {
+    this.store.sinks.recordState({
+      sink: this.sink,
+      connected: this.connected,
+      pausedUntil: this.pausedUntil,
+      consecutiveFailures: this.consecutiveFailures,
+      lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
+      lastDeliveryAt: this.lastDeliveryAt,
+      circuit: this.circuit,
+      disabledReason: this.disabledReason,
+    });
+  }
+}
