@@ -1,7 +1,9 @@
 import { ChangefeedError, ConfigError, describeError } from '../errors.js';
 import { scrubSecrets } from '../observe/secretRegistry.js';
 import { CHECK_USAGE, checkCommand } from './checkCommand.js';
+import { DEAD_LETTERS_USAGE, deadLettersCommand } from './deadLettersCommand.js';
 import { DEMO_USAGE, demoCommand } from './demoCommand.js';
+import { RECEIVE_USAGE, receiveCommand } from './receiveCommand.js';
 import { RUN_USAGE, runCommand } from './runCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
@@ -12,6 +14,8 @@ const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise
   simulate: { usage: SIMULATE_USAGE, run: simulateCommand },
   check: { usage: CHECK_USAGE, run: checkCommand },
   status: { usage: STATUS_USAGE, run: statusCommand },
+  'dead-letters': { usage: DEAD_LETTERS_USAGE, run: deadLettersCommand },
+  receive: { usage: RECEIVE_USAGE, run: receiveCommand },
 };
 
 const USAGE = `usage: changefeed <command> [options]
@@ -45,7 +49,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`changefeed: invalid configuration\n${scrubSecrets(error.message)}\n`);
       return 2;
     }
-    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    const usageError = error instanceof ChangefeedError && error.code === 'USAGE';
+    if (usageError || (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
       process.stderr.write(`changefeed ${name}: ${error.message}\n\n${command.usage}\n`);
       return 2;
     }

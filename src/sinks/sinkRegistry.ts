@@ -2,25 +2,31 @@ import { z } from 'zod';
 import { FileSink, fileSinkConfigSchema } from './fileSink.js';
 import type { Sink } from './sink.js';
 import { StdoutSink, stdoutSinkConfigSchema } from './stdoutSink.js';
+import { WebhookSink, webhookSinkConfigSchema } from './webhookSink.js';
 
 /**
  * Every sink type, in one literal registry: its config schema (a variant of the `type`-tagged
- * union) and how to build it. Adding a sink means adding one file and one line here.
+ * union) and how to build it. Adding a sink means adding one file and one entry here.
  */
-export const sinkConfigSchema = z.discriminatedUnion('type', [fileSinkConfigSchema, stdoutSinkConfigSchema]);
+export const sinkConfigSchema = z.discriminatedUnion('type', [fileSinkConfigSchema, stdoutSinkConfigSchema, webhookSinkConfigSchema]);
 
 export type SinkConfig = z.infer<typeof sinkConfigSchema>;
+export type SinkType = SinkConfig['type'];
 
 export interface SinkContext {
   /** Where stdout-like sinks write; tests pass a stream. */
-  stdout?: NodeJS.WritableStream;
+  stdout?: NodeJS.WritableStream | undefined;
 }
 
+type SinkFactories = { [T in SinkType]: (config: Extract<SinkConfig, { type: T }>, context: SinkContext) => Sink };
+
+export const SINK_FACTORIES: SinkFactories = {
+  file: (config) => new FileSink(config),
+  stdout: (config, context) => new StdoutSink(config, context.stdout),
+  webhook: (config) => new WebhookSink(config),
+};
+
 export function createSink(config: SinkConfig, context: SinkContext = {}): Sink {
-  switch (config.type) {
-    case 'file':
-      return new FileSink(config);
-    case 'stdout':
-      return new StdoutSink(config, context.stdout);
-  }
+  const factory = SINK_FACTORIES[config.type] as (config: SinkConfig, context: SinkContext) => Sink;
+  return factory(config, context);
 }

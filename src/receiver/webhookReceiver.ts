@@ -1,0 +1,112 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+/** One request as the receiver saw it. */
+export interface ReceivedWebhook {
+  id: string;
+  timestamp: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** True when a configured secret verified the signature (always false without secrets). */
+  verified: boolean;
+  /** Why verification failed, when it did. */
+  verifyError?: string;
+  receivedAt: number;
+}
+
+/** What to answer; tests use it to script failures. `drop` destroys the socket without answering. */
+export interface ReceiverReply {
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+  delayMs?: number;
+  drop?: boolean;
+}
+
+export interface ReceiverOptions {
+  host?: string;
+  port?: number;
+  /** Secrets a signature may match (several during a rotation). Unverified requests get 401. */
+  secrets?: readonly string[];
+  /** Decides the answer per request, after verification; default 204 for verified ones. */
+  respond?: (request: ReceivedWebhook, count: number) => ReceiverReply | undefined;
+  onWebhook?: (request: ReceivedWebhook) => void;
+}
+
+export interface WebhookReceiver {
+  readonly url: string;
+  readonly received: readonly ReceivedWebhook[];
+  close(): Promise<void>;
+}
+
+/**
+ * A webhook endpoint that verifies Standard Webhooks signatures with the `standardwebhooks`
+ * package (not our own signing code), for `changefeed receive`, the demo and the tests.
+ */
+export async function startWebhookReceiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
+  const received: ReceivedWebhook[] = [];
+  const verifiers = (options.secrets ?? []).map((s) => new Webhook(s));
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const request: ReceivedWebhook = {
+        id: String(req.headers['webhook-id'] ?? ''),
+        timestamp: Number(req.headers['webhook-timestamp'] ?? 0),
+        headers: req.headers,
+        body,
+        verified: false,
+        receivedAt: Date.now(),
+      };
+      if (verifiers.length > 0) verify(request, verifiers);
+      received.push(request);
+      options.onWebhook?.(request);
+      const reply = options.respond?.(request, received.length) ?? { status: verifiers.length === 0 || request.verified ? 204 : 401 };
+      answer(res, reply);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}/webhooks`,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function verify(request: ReceivedWebhook, verifiers: readonly Webhook[]): void {
+  const headers = {
+    'webhook-id': request.id,
+    'webhook-timestamp': String(request.headers['webhook-timestamp'] ?? ''),
+    'webhook-signature': String(request.headers['webhook-signature'] ?? ''),
+  };
+  for (const verifier of verifiers) {
+    try {
+      verifier.verify(request.body, headers);
+      request.verified = true;
+      delete request.verifyError;
+      return;
+    } catch (error) {
+      request.verifyError = error instanceof Error ? error.message : String(error);
+    }
+  }
+}
+
+function answer(res: ServerResponse, reply: ReceiverReply): void {
+  const send = (): void => {
+    if (reply.drop) {
+      res.socket?.destroy();
+      return;
+    }
+    res.writeHead(reply.status ?? 204, reply.headers);
+    res.end(reply.body);
+  };
+  if (reply.delayMs) setTimeout(send, reply.delayMs);
+  else send();
+}

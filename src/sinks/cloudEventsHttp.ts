@@ -1,0 +1,22 @@
+/**
+ * CloudEvents HTTP binding, binary mode: every context attribute becomes a `ce-<name>` header.
+ * Values are percent-encoded where the binding requires it (space, double quote, percent and
+ * anything outside printable ASCII), so non-ASCII subjects survive HTTP header rules.
+ */
+export function ceBinaryHeaders(event: Record<string, unknown>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event)) {
+    if (name === 'data' || name === 'datacontenttype' || value === undefined || value === null) continue;
+    headers[`ce-${name}`] = encodeHeaderValue(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+  return headers;
+}
+
+function encodeHeaderValue(value: string): string {
+  return Array.from(value)
+    .map((ch) => {
+      const code = ch.codePointAt(0) ?? 0;
+      return code <= 0x20 || code >= 0x7f || ch === '"' || ch === '%' ? encodeURIComponent(ch).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`) : ch;
+    })
+    .join('');
+}

@@ -1,0 +1,209 @@
+import { readFileSync } from 'node:fs';
+import { Pool, errors as undiciErrors } from 'undici';
+import { z } from 'zod';
+import { readSecretFile } from '../config/readSecretFile.js';
+import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/deliveryConfig.js';
+import { registerSecret } from '../observe/secretRegistry.js';
+import { ceBinaryHeaders } from './cloudEventsHttp.js';
+import type { OutboundEvent, Sink } from './sink.js';
+import { SinkDisabledError, SinkPartialFailureError, type ItemFailure } from './sinkErrors.js';
+import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
+
+/**
+ * Retries for about a day (some 25 attempts with full jitter under a 2-hour ceiling), in line with
+ * webhook services such as Svix (about 28 hours) before an event becomes a dead letter.
+ */
+export const WEBHOOK_RETRY_DEFAULTS: RetryConfig = { initialDelayMs: 5_000, maxDelayMs: 7_200_000, maxAttempts: 30, maxAgeSeconds: 86_400 };
+
+const secretSchema = z.string().refine(isWebhookSecret, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
+
+export const webhookSinkConfigSchema = sinkCommonSchema
+  .extend({
+    type: z.literal('webhook'),
+    url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).describe('Endpoint that receives one POST per event.'),
+    secret: secretSchema.optional().describe('Secret: signs every request (Standard Webhooks, `whsec_...`).'),
+    secrets: z.array(secretSchema).min(1).optional().describe('Secret: several signing secrets during a rotation; each request carries a signature for each.'),
+    secretFile: z.string().min(1).optional().describe('File holding the signing secret (one per line for a rotation); re-read when it changes.'),
+    mode: z
+      .enum(['structured', 'binary'])
+      .default('structured')
+      .describe('`structured`: the CloudEvent as the JSON body (application/cloudevents+json); `binary`: attributes as ce-* headers and the entry as the body.'),
+    timeoutMs: z.number().int().min(100).max(300_000).default(15_000).describe('A request that has not answered 2xx within this time counts as failed.'),
+    headers: z.record(z.string(), z.string()).default({}).describe('Static headers added to every request.'),
+    retryClientErrors: z.boolean().default(false).describe('Retry 4xx answers (other than 408, 410, 429) instead of dead-lettering them at once.'),
+    caFile: z.string().min(1).optional().describe('PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.'),
+    delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
+  })
+  .strict()
+  .refine((c) => [c.secret, c.secrets, c.secretFile].filter((v) => v !== undefined).length <= 1, {
+    message: 'set at most one of secret, secrets and secretFile',
+    path: ['secret'],
+  });
+
+export type WebhookSinkConfig = z.infer<typeof webhookSinkConfigSchema>;
+
+const RESPONSE_SNIPPET = 512;
+const RETRYABLE = new Set([408, 429]);
+
+/**
+ * Posts each event to an HTTP endpoint, signed per Standard Webhooks (`webhook-id` is the event id,
+ * identical on every retry and replay). One event per request; the engine decides concurrency,
+ * ordering and retries from what this sink reports: 2xx is success, 410 disables the sink,
+ * 408/429/5xx/timeouts/connection errors are retried (honouring Retry-After), other answers are
+ * permanent (redirects are not followed).
+ */
+export class WebhookSink implements Sink {
+  readonly type = 'webhook';
+  readonly limits = { maxBatchSize: 1, maxInFlight: 8 };
+  private pool: Pool | undefined;
+  private readonly url: URL;
+  private readonly secrets: () => string[];
+
+  constructor(
+    private readonly config: WebhookSinkConfig,
+    /** Wall clock for `webhook-timestamp`: receivers compare it with their own clock. */
+    private readonly wallClock: () => number = Date.now,
+  ) {
+    this.url = new URL(config.url);
+    this.secrets = secretSource(config);
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  async connect(): Promise<void> {
+    if (this.pool) return;
+    const ca = this.config.caFile ? readFileSync(this.config.caFile, 'utf8') : undefined;
+    this.pool = new Pool(this.url.origin, {
+      connections: this.config.delivery.maxInFlight ?? this.limits.maxInFlight,
+      headersTimeout: this.config.timeoutMs,
+      bodyTimeout: this.config.timeoutMs,
+      keepAliveTimeout: 30_000,
+      connect: ca ? { ca } : undefined,
+    });
+    return Promise.resolve();
+  }
+
+  async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
+    const failures = new Map<string, ItemFailure>();
+    for (const event of batch) {
+      const failure = await this.post(event, signal);
+      if (failure) {
+        failures.set(event.id, failure);
+        break;
+      }
+    }
+    if (failures.size > 0) {
+      const [first] = failures.values();
+      throw new SinkPartialFailureError(`POST ${this.url.origin}${this.url.pathname}: ${first?.error ?? 'failed'}`, failures);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.close().catch(() => undefined);
+  }
+
+  private async post(event: OutboundEvent, signal: AbortSignal): Promise<ItemFailure | undefined> {
+    const pool = this.pool;
+    if (!pool) return { error: 'not connected', permanent: false };
+    const { body, headers } = this.render(event);
+    let status: number;
+    let responseHeaders: Record<string, string | string[] | undefined>;
+    let text: string;
+    try {
+      const res = await pool.request({
+        method: 'POST',
+        path: `${this.url.pathname}${this.url.search}`,
+        headers,
+        body,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(this.config.timeoutMs)]),
+      });
+      status = res.statusCode;
+      responseHeaders = res.headers;
+      text = await readSnippet(res.body);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      return { error: transportMessage(error, this.config.timeoutMs), permanent: false };
+    }
+    if (status >= 200 && status < 300) return undefined;
+    const response = text.slice(0, RESPONSE_SNIPPET);
+    if (status === 410) throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
+    const retryAfterMs = status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after']) : undefined;
+    const retryable = RETRYABLE.has(status) || status >= 500 || (this.config.retryClientErrors && status >= 400);
+    const redirect = status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
+    return { error: `HTTP ${status}${redirect}`, permanent: !retryable, status, response, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+  }
+
+  private render(event: OutboundEvent): { body: string; headers: Record<string, string> } {
+    const timestamp = Math.floor(this.wallClock() / 1000);
+    let body: string;
+    let typed: Record<string, string>;
+    if (this.config.mode === 'binary') {
+      const ce = JSON.parse(event.json) as Record<string, unknown>;
+      body = JSON.stringify(ce.data);
+      typed = { ...ceBinaryHeaders(ce), 'content-type': 'application/json' };
+    } else {
+      body = event.json;
+      typed = { 'content-type': 'application/cloudevents+json' };
+    }
+    const secrets = this.secrets();
+    return {
+      body,
+      headers: {
+        ...this.config.headers,
+        ...typed,
+        'user-agent': 'skills-changefeed',
+        'webhook-id': event.id,
+        'webhook-timestamp': String(timestamp),
+        ...(secrets.length > 0 ? { 'webhook-signature': signWebhook(secrets, event.id, timestamp, body) } : {}),
+      },
+    };
+  }
+}
+
+function secretSource(config: WebhookSinkConfig): () => string[] {
+  const fixed = config.secrets ?? (config.secret ? [config.secret] : []);
+  for (const s of fixed) registerSecret(s);
+  if (!config.secretFile) return () => fixed;
+  const file = config.secretFile;
+  let cached: { text: string; secrets: string[] } | undefined;
+  return () => {
+    const text = readSecretFile(file);
+    if (cached?.text !== text) {
+      const secrets = text.split(/\s+/).filter((s) => s !== '');
+      for (const s of secrets) registerSecret(s);
+      if (!secrets.every(isWebhookSecret)) throw new SinkDisabledError(`the secret file ${file} does not hold whsec_ secrets`);
+      cached = { text, secrets };
+    }
+    return cached.secrets;
+  };
+}
+
+async function readSnippet(body: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size < RESPONSE_SNIPPET * 4) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function retryAfter(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined) return undefined;
+  if (/^\s*\d+\s*$/.test(text)) return Number.parseInt(text, 10) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function transportMessage(error: unknown, timeoutMs: number): string {
+  if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError || (error instanceof Error && error.name === 'TimeoutError')) {
+    return `no answer within ${timeoutMs} ms`;
+  }
+  const code = (error as { code?: string }).code;
+  return `connection failed: ${code ?? (error instanceof Error ? error.message : String(error))}`;
+}

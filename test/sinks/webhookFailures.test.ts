@@ -1,0 +1,183 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { ManualClock, systemClock } from '../../src/clock.js';
+import { createLogger } from '../../src/observe/createLogger.js';
+import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
+import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { withVirtualTime } from '../support/virtualTime.js';
+import { receiver, SECRET, storeFile, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
+
+const entryOf = (r: ReceivedWebhook): { object: number; index: number } => {
+  const [, object, index] = (JSON.parse(r.body) as { data: { id: string } }).data.id.split('_').map(Number);
+  return { object: object as number, index: index as number };
+};
+const fastRetry = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
+
+describe('webhook sink, when the endpoint fails', () => {
+  it('retries on the configured schedule: full jitter doubling from initialDelayMs', async () => {
+    const clock = new ManualClock();
+    const times: number[] = [];
+    const hook = await receiver({ respond: (_r, n) => (times.push(clock.now()), { status: n <= 4 ? 500 : 204 }) });
+    const { store } = storeWithEvents(1, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { maxInFlight: 1, retry: fastRetry } } });
+    await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
+    await engine.stop();
+    const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
+    // random() = 0.5: half of 1 s, 2 s, 4 s, 8 s.
+    expect(gaps).toEqual([500, 1_000, 2_000, 4_000]);
+    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 1 });
+    store.close();
+  });
+
+  it('waits at least Retry-After after a 429', async () => {
+    const clock = new ManualClock();
+    const times: number[] = [];
+    const hook = await receiver({ respond: (_r, n) => (times.push(clock.now()), n === 1 ? { status: 429, headers: { 'retry-after': '30' } } : { status: 200 }) });
+    const { store } = storeWithEvents(1, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
+    await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
+    await engine.stop();
+    expect(times).toHaveLength(2);
+    expect((times[1] as number) - (times[0] as number)).toBe(30_000);
+    store.close();
+  });
+
+  it('dead-letters an event after maxAttempts with status and response, and delivers it once re-queued', async () => {
+    const clock = new ManualClock();
+    let healthy = false;
+    const hook = await receiver({ respond: () => (healthy ? { status: 204 } : { status: 503, body: 'upstream exploded' }) });
+    const { store } = storeWithEvents(2, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: { ...fastRetry, maxAttempts: 3 } } } });
+    await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
+    const [dead, ...more] = store.outbox.deadLetters({ sink: 'hook' });
+    expect(more).toHaveLength(1);
+    expect(dead).toMatchObject({ attempts: 3, lastStatus: 503, lastResponse: 'upstream exploded' });
+    expect(dead?.lastError).toMatch(/gave up after 3 attempts: HTTP 503/);
+    expect(hook.received).toHaveLength(6);
+    healthy = true;
+    expect(store.outbox.requeueDead('hook', clock.now())).toBe(2);
+    await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
+    await engine.stop();
+    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 2, dead: 0 });
+    store.close();
+  });
+
+  it('dead-letters a 4xx at once and lets the next event of the same object go', async () => {
+    const hook = await receiver({ respond: (_r, n) => ({ status: n === 1 ? 422 : 204, body: n === 1 ? '{"error":"bad shape"}' : '' }) });
+    const { store } = storeWithEvents(3, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock: systemClock });
+    await engine.drain(Date.now() + 10_000);
+    await engine.stop();
+    expect(hook.received.map((r) => entryOf(r).index)).toEqual([0, 1, 2]);
+    expect(store.outbox.deadLetters()).toEqual([expect.objectContaining({ attempts: 1, lastStatus: 422, lastResponse: '{"error":"bad shape"}' })]);
+    store.close();
+  });
+
+  it('disables the sink on 410 Gone and keeps its events pending', async () => {
+    const hook = await receiver({ respond: () => ({ status: 410 }) });
+    const { store } = storeWithEvents(4, 2);
+    const engine = webhookEngine({ store, url: hook.url, clock: systemClock });
+    const [report] = await engine.drain(Date.now() + 10_000);
+    await engine.stop();
+    expect(report?.drained).toBe(false);
+    expect(hook.received.length).toBeLessThanOrEqual(2);
+    expect(store.outbox.counts('hook')).toMatchObject({ pending: 4, dead: 0 });
+    expect(store.sinks.list()[0]?.disabledReason).toMatch(/410 Gone/);
+    store.close();
+  });
+
+  it('opens the circuit after repeated failures: no request during the cool-down, then one probe', async () => {
+    const clock = new ManualClock();
+    const times: number[] = [];
+    const hook = await receiver({ respond: () => (times.push(clock.now()), { status: 500 }) });
+    const { store } = storeWithEvents(20, 20);
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock,
+      sink: { delivery: { maxInFlight: 1, retry: { ...fastRetry, initialDelayMs: 10 }, circuitBreaker: { failureThreshold: 3, cooldownMs: 10_000, maxCooldownMs: 40_000 } } },
+    });
+    const start = clock.now();
+    await withVirtualTime(clock, engine.drain(start + 60_000));
+    await engine.stop();
+    const offsets = times.map((t) => t - start);
+    expect(offsets.slice(0, 3).every((t) => t < 100)).toBe(true);
+    // Open for 10 s, probe fails, open for 20 s, probe fails, open for 40 s (past the deadline).
+    expect(offsets.slice(3)).toEqual([offsets[2]! + 10_000, offsets[2]! + 30_000]);
+    expect(store.sinks.list()[0]?.circuit).toBe('open');
+    store.close();
+  });
+
+  it('retries timeouts and dropped connections', async () => {
+    const hook = await receiver({ respond: (_r, n) => (n === 1 ? { delayMs: 1_000 } : n === 2 ? { drop: true } : { status: 204 }) });
+    const { store } = storeWithEvents(1, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { timeoutMs: 200, delivery: { retry: { ...fastRetry, initialDelayMs: 20 } } } });
+    await engine.drain(Date.now() + 10_000);
+    await engine.stop();
+    expect(hook.received).toHaveLength(3);
+    const [row] = store.db.prepare('SELECT attempts, state FROM deliveries').all() as { attempts: number; state: string }[];
+    expect(row).toEqual({ attempts: 3, state: 'delivered' });
+    store.close();
+  });
+
+  it('keeps each object in order under concurrency and failures: nothing overtakes an unacknowledged event', async () => {
+    const acknowledged = new Map<number, number>();
+    const violations: string[] = [];
+    const hook = await receiver({
+      respond: (r, n) => {
+        const { object, index } = entryOf(r);
+        const next = (acknowledged.get(object) ?? -1) + 1;
+        if (index !== next) violations.push(`object ${object}: got ${index} before ${next} was acknowledged`);
+        if (n % 3 === 0) return { status: 503 };
+        acknowledged.set(object, index);
+        return { status: 204 };
+      },
+    });
+    const { store } = storeWithEvents(200, 10);
+    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { delivery: { maxInFlight: 8, retry: { ...fastRetry, initialDelayMs: 5 }, circuitBreaker: { failureThreshold: 0 } } } });
+    await engine.drain(Date.now() + 30_000);
+    await engine.stop();
+    expect(violations).toEqual([]);
+    expect([...acknowledged.values()].every((last) => last === 19)).toBe(true);
+    store.close();
+  });
+
+  it('resumes a retry after a restart: retry state lives in the store', async () => {
+    const clock = new ManualClock();
+    let healthy = false;
+    const hook = await receiver({ respond: () => ({ status: healthy ? 204 : 500 }) });
+    const { store, dir } = storeWithEvents(1, 1);
+    const first = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
+    await withVirtualTime(clock, first.drain(clock.now() + 100));
+    await first.stop();
+    store.close();
+    healthy = true;
+    const reopened = ChangefeedStore.open(storeFile(dir));
+    const row = reopened.db.prepare('SELECT attempts, next_attempt_at AS nextAttemptAt, last_error AS lastError FROM deliveries').get() as { attempts: number; nextAttemptAt: number; lastError: string };
+    expect(row.attempts).toBe(1);
+    expect(row.nextAttemptAt).toBeGreaterThan(clock.now() - 100);
+    expect(row.lastError).toBe('HTTP 500');
+    const second = webhookEngine({ store: reopened, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
+    await withVirtualTime(clock, second.drain(clock.now() + 3_600_000));
+    await second.stop();
+    expect(hook.received).toHaveLength(2);
+    expect(reopened.outbox.counts('hook')).toMatchObject({ delivered: 1, pending: 0 });
+    reopened.close();
+  });
+
+  it('never logs the signing secret or the signature', async () => {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c: Buffer) => (text += c.toString()));
+    const hook = await receiver({ respond: (_r, n) => ({ status: n <= 2 ? 500 : 422, body: 'nope' }) });
+    const { store } = storeWithEvents(2, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, logger: createLogger({ level: 'trace', destination: out }), sink: { delivery: { retry: { ...fastRetry, initialDelayMs: 5 } } } });
+    await engine.drain(Date.now() + 10_000);
+    await engine.stop();
+    expect(text).toContain('delivery failed');
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(SECRET.slice('whsec_'.length));
+    expect(text).not.toMatch(/v1,[A-Za-z0-9+/=]{20,}/);
+    store.close();
+  });
+});

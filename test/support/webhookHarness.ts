@@ -1,0 +1,43 @@
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import type { Clock } from '../../src/clock.js';
+import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
+import { noopLogger, type Logger } from '../../src/observe/createLogger.js';
+import { startWebhookReceiver, type ReceiverOptions, type WebhookReceiver } from '../../src/receiver/webhookReceiver.js';
+import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { prefilledStore } from './prefilledStore.js';
+import { makeTempDir } from './tempDir.js';
+
+export const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+export const ROTATED_SECRET = 'whsec_c2Vjb25kLXNlY3JldC1vZi1zaXh0ZWVuIGJ5dGVz';
+
+const receivers: WebhookReceiver[] = [];
+afterEach(async () => {
+  for (const r of receivers.splice(0)) await r.close();
+});
+
+/** A verifying receiver on loopback, closed after the test. */
+export async function receiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
+  const r = await startWebhookReceiver({ secrets: [SECRET], ...options });
+  receivers.push(r);
+  return r;
+}
+
+/** A store in a temp dir with `count` events over `objects` careers, for one sink named `hook`. */
+export function storeWithEvents(count: number, objects: number): { store: ChangefeedStore; dir: string } {
+  return prefilledStore(count, [{ name: 'hook', type: 'webhook' }], objects, makeTempDir());
+}
+
+/** A delivery engine with one webhook sink named `hook`; `sink` settings are merged over url and secret. */
+export function webhookEngine(args: { store: ChangefeedStore; url: string; clock: Clock; sink?: Record<string, unknown>; logger?: Logger; random?: () => number }) {
+  const config = sinkConfigSchema.parse({ name: 'hook', type: 'webhook', url: args.url, secret: SECRET, ...args.sink });
+  return new DeliveryEngine([{ sink: createSink(config), delivery: config.delivery, filter: config.filter }], {
+    store: args.store,
+    clock: args.clock,
+    logger: args.logger ?? noopLogger,
+    random: args.random ?? (() => 0.5),
+  });
+}
+
+export const storeFile = (dir: string): string => join(dir, 'changefeed.sqlite');
