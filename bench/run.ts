@@ -4,9 +4,15 @@
  */
 import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
 import { pollIngest } from './cases/pollIngest.js';
+import { webhookDelivery } from './cases/webhookDelivery.js';
 import { printTable, type BenchRow } from './benchTable.js';
 
 const rows: BenchRow[] = [];
 rows.push(await pollIngest(20_000));
 rows.push(await fileSinkDelivery(100_000));
 printTable('Pipeline', rows);
+
+const webhookRows: BenchRow[] = [];
+webhookRows.push(await webhookDelivery(5_000, 1));
+webhookRows.push(await webhookDelivery(20_000, 16));
+printTable('Webhook sink (target: at least 2,000 events/s at concurrency 16)', webhookRows);

@@ -3,16 +3,21 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ChangefeedDaemon } from '../changefeedDaemon.js';
 import { createLogger } from '../observe/createLogger.js';
+import { startWebhookReceiver } from '../receiver/webhookReceiver.js';
 import { startSimulator } from '../simulator/index.js';
 import { loadAppConfig } from './loadAppConfig.js';
 import { onShutdownSignals } from './shutdownSignals.js';
 
 export const DEMO_USAGE = `changefeed demo [--seed N] [--events-per-hour N]
-  Starts the built-in simulator on loopback and runs the daemon against it: each delivered event
-  is printed as one line and appended to state/events.jsonl. Ctrl-C stops both.`;
+  Starts the built-in simulator and a webhook receiver on loopback and runs the daemon against
+  them: each delivered event is printed as one line, appended to state/events.jsonl and posted,
+  signed, to the receiver, which verifies every signature. Ctrl-C stops all three.`;
 
 const DEMO_CONFIG = fileURLToPath(new URL('../../config/demo.yaml', import.meta.url));
 const BACKFILL_MS = 5 * 60_000;
+const RECEIVER_REPORT_MS = 15_000;
+/** A fixed demo secret: the demo shows signing, it protects nothing. */
+const DEMO_WEBHOOK_SECRET = 'whsec_ZGVtby1vbmx5LXdlYmhvb2stc2VjcmV0';
 
 export async function demoCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -28,8 +33,19 @@ export async function demoCommand(argv: string[]): Promise<number> {
     historyHours: 1,
     readsPerHour: 36_000,
   });
+  let verified = 0;
+  let rejected = 0;
+  const receiver = await startWebhookReceiver({
+    secrets: [DEMO_WEBHOOK_SECRET],
+    keepReceived: false,
+    onWebhook: (r) => (r.verified ? verified++ : rejected++),
+  });
+  const report = setInterval(() => {
+    process.stderr.write(`webhook receiver: ${verified} signed deliveries verified, ${rejected} rejected\n`);
+  }, RECEIVER_REPORT_MS);
   const { config } = loadAppConfig({
     configFlag: DEMO_CONFIG,
+    env: { ...process.env, CHANGEFEED_DEMO_WEBHOOK_URL: receiver.url, CHANGEFEED_DEMO_WEBHOOK_SECRET: DEMO_WEBHOOK_SECRET },
     overrides: {
       'api.baseUrl': simulator.url,
       'api.apiKey': simulator.apiKey,
@@ -40,12 +56,15 @@ export async function demoCommand(argv: string[]): Promise<number> {
   // Each demo talks to a fresh simulator, so it starts from a fresh store.
   rmSync(config.stateDir, { recursive: true, force: true });
   const logger = createLogger({ level: config.log.level, pretty: true });
-  process.stderr.write(`changefeed demo: simulator at ${simulator.url}; events below and in state/events.jsonl (Ctrl-C stops)\n`);
+  process.stderr.write(
+    `changefeed demo: simulator at ${simulator.url}, webhook receiver at ${receiver.url}; events below and in state/events.jsonl (Ctrl-C stops)\n`,
+  );
   const daemon = new ChangefeedDaemon(config, { logger });
   onShutdownSignals(
     async () => {
+      clearInterval(report);
       await daemon.stop();
-      await simulator.close();
+      await Promise.all([simulator.close(), receiver.close()]);
     },
     logger,
     20_000,

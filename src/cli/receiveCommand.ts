@@ -3,20 +3,22 @@ import { createLogger } from '../observe/createLogger.js';
 import { startWebhookReceiver, type ReceivedWebhook } from '../receiver/webhookReceiver.js';
 import { onShutdownSignals } from './shutdownSignals.js';
 
-export const RECEIVE_USAGE = `changefeed receive [--port N] [--secret whsec_...]...
+export const RECEIVE_USAGE = `changefeed receive [--port N] [--secret whsec_...]... [--quiet]
   A webhook endpoint on 127.0.0.1 that verifies Standard Webhooks signatures and prints one line
-  per request (✓ verified, ✗ rejected with 401). Point a webhook sink at http://127.0.0.1:N/webhooks.`;
+  per request (✓ verified, ✗ rejected with 401; --quiet prints none). Point a webhook sink at
+  http://127.0.0.1:N/webhooks.`;
 
 export async function receiveCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { port: { type: 'string', default: '9000' }, secret: { type: 'string', multiple: true } },
+    options: { port: { type: 'string', default: '9000' }, secret: { type: 'string', multiple: true }, quiet: { type: 'boolean', default: false } },
     strict: true,
   });
   const receiver = await startWebhookReceiver({
     port: Number(values.port),
     secrets: values.secret ?? [],
-    onWebhook: (r) => process.stdout.write(`${describeWebhook(r)}\n`),
+    keepReceived: false,
+    onWebhook: values.quiet ? undefined : (r) => process.stdout.write(`${describeWebhook(r)}\n`),
   });
   process.stdout.write(`receiving webhooks at ${receiver.url}\n`);
   onShutdownSignals(() => receiver.close(), createLogger({}), 5_000);

@@ -29,6 +29,11 @@ export interface SinkStatus {
   consecutiveFailures: number;
   lastError: string | null;
   lastDeliveryAt: string | null;
+  /** closed, open (paused after repeated failures) or half-open (one probe). */
+  circuit: string;
+  /** Set when the sink was disabled (410 Gone); its events stay pending. */
+  disabledReason: string | null;
+  filtered: number;
 }
 
 /** What `changefeed status --json` prints; documented in docs/operations.md. */
@@ -69,6 +74,9 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
       consecutiveFailures: s.consecutiveFailures,
       lastError: s.lastError,
       lastDeliveryAt: iso(s.lastDeliveryAt),
+      circuit: s.circuit,
+      disabledReason: s.disabledReason,
+      filtered: counts.filtered,
     };
   });
   const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
@@ -92,17 +100,19 @@ export function formatStatusReport(report: StatusReport): string {
   ));
   lines.push('', 'SINKS');
   lines.push(table(
-    ['sink', 'type', 'active', 'connected', 'pending', 'delivered', 'dead', 'oldest pending s', 'last error'],
+    ['sink', 'type', 'active', 'connected', 'circuit', 'pending', 'delivered', 'dead', 'filtered', 'oldest pending s', 'last error'],
     report.sinks.map((s) => [
       s.name,
       s.type,
       s.active ? 'yes' : 'no',
       s.connected ? 'yes' : 'no',
+      s.disabledReason ? 'disabled' : s.circuit,
       String(s.pending),
       String(s.delivered),
       String(s.dead),
+      String(s.filtered),
       s.oldestPendingAgeSeconds?.toString() ?? '-',
-      s.lastError ?? '',
+      s.disabledReason ?? s.lastError ?? '',
     ]),
   ));
   lines.push('', `journal: ${report.journalEvents} events`);

@@ -8,6 +8,7 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { PendingDelivery } from '../store/outbox.js';
 import { classifyBatchFailure } from './batchFailure.js';
 import { orderingKeyOf, planBatches } from './batchPlanner.js';
+import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker, type CircuitBreakerConfig } from './circuitBreaker.js';
 import type { RetryConfig } from './deliveryConfig.js';
 import { SinkHealth } from './sinkHealth.js';
@@ -42,8 +43,8 @@ export interface BatchOutcome {
 const IN_FLIGHT = 'in-flight' as const;
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
 const IDLE_WAIT_MS = 5_000;
-const SCAN_PAGE = 500;
-const SCAN_LIMIT = 20_000;
+/** Pending deliveries held in memory per sink for planning. */
+const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
 const PLAN_AHEAD = 4;
 
@@ -58,15 +59,19 @@ export class SinkWorker {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly circuit: CircuitBreaker;
   private readonly health: SinkHealth;
+  private readonly window: PendingWindow;
   /** Planned batches not yet launched: independent of each other and of what is in flight. */
   private ready: PendingDelivery[][] = [];
-  /** Deliveries the last scan settled as filtered: something changed, so look again at once. */
+  /** Deliveries the last top-up settled as filtered: something changed, so look again at once. */
   private filteredInLastScan = 0;
   private wake: AbortController | undefined;
 
   constructor(private readonly options: SinkWorkerOptions) {
     this.circuit = new CircuitBreaker(options.circuitBreaker);
     this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
+    this.window = new PendingWindow(options.store.outbox, options.sink.name, WINDOW_CAPACITY, options.accepts, (seqs) =>
+      options.store.outbox.markFiltered(options.sink.name, seqs, options.clock.now()),
+    );
   }
 
   get name(): string {
@@ -143,8 +148,9 @@ export class SinkWorker {
     if (free <= 0) return IN_FLIGHT;
     let nextDueAt: number | undefined;
     if (this.ready.length === 0) {
+      this.filteredInLastScan = this.window.topUp();
       const plan = planBatches({
-        pages: this.scanPending(now),
+        pages: this.window.candidates(this.options.batchSize),
         now,
         inFlightKeys: this.inFlightKeys,
         maxBatches: Math.max(free, this.options.maxInFlight * PLAN_AHEAD),
@@ -159,28 +165,6 @@ export class SinkWorker {
     return nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, nextDueAt - now);
   }
 
-  /** Pending deliveries in seq order; those the sink's filter excludes are settled on the way. */
-  private *scanPending(now: number): Generator<PendingDelivery> {
-    const accepts = this.options.accepts;
-    const filtered: number[] = [];
-    let after = 0;
-    try {
-      for (let scanned = 0; scanned < SCAN_LIMIT; ) {
-        const page = this.options.store.outbox.pending(this.name, after, SCAN_PAGE);
-        for (const d of page) {
-          if (accepts && !accepts(d)) filtered.push(d.seq);
-          else yield d;
-        }
-        scanned += page.length;
-        if (page.length < SCAN_PAGE) return;
-        after = page[page.length - 1]?.seq ?? after;
-      }
-    } finally {
-      this.filteredInLastScan = filtered.length;
-      if (filtered.length > 0) this.options.store.outbox.markFiltered(this.name, filtered, now);
-    }
-  }
-
   private launch(batch: PendingDelivery[], signal: AbortSignal): void {
     const keys = new Set(batch.map(orderingKeyOf));
     for (const k of keys) this.inFlightKeys.add(k);
@@ -193,6 +177,7 @@ export class SinkWorker {
   }
 
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
+    const payloads = this.options.store.outbox.payloads(batch.map((d) => d.seq));
     const events: OutboundEvent[] = batch.map((d) => ({
       seq: d.seq,
       id: d.eventId,
@@ -200,13 +185,14 @@ export class SinkWorker {
       log: d.log,
       objectId: d.objectId,
       orderingKey: orderingKeyOf(d),
-      json: d.payload,
+      json: payloads.get(d.seq) ?? '',
       attempt: d.attempts + 1,
     }));
     try {
       await this.options.sink.write(events, signal);
       const now = this.options.clock.now();
       this.options.store.outbox.markDelivered(this.name, batch.map((d) => d.seq), now);
+      this.window.settle(batch);
       this.circuit.recordSuccess();
       this.health.delivered(now);
       this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
@@ -242,6 +228,13 @@ export class SinkWorker {
     store.outbox.markDelivered(this.name, outcome.delivered, now);
     store.outbox.scheduleRetry(this.name, outcome.retries, now);
     store.outbox.markDead(this.name, outcome.dead, now);
+    const bySeq = new Map(batch.map((d) => [d.seq, d]));
+    const settled = new Set([...outcome.delivered, ...outcome.dead.map((d) => d.seq)]);
+    this.window.settle(batch.filter((d) => settled.has(d.seq)));
+    for (const r of outcome.retries) {
+      const row = bySeq.get(r.seq);
+      if (row) this.window.retryLater(row, r.nextAttemptAt, now);
+    }
     const opened = this.circuit.recordFailure(now);
     this.health.writeFailed(message, { opened, circuit: this.circuit.state(now), reopensAt: this.circuit.reopensAt, dead: outcome.dead.length, retried: outcome.retries.length });
     this.report({ delivered: outcome.delivered.length, retried: batch.length - outcome.delivered.length - outcome.dead.length, dead: outcome.dead.length, error: message });

@@ -32,11 +32,16 @@ export interface ReceiverOptions {
   /** Decides the answer per request, after verification; default 204 for verified ones. */
   respond?: (request: ReceivedWebhook, count: number) => ReceiverReply | undefined;
   onWebhook?: (request: ReceivedWebhook) => void;
+  /** Keep every request in `received` (tests); off for a long-running receiver, whose memory must not grow. */
+  keepReceived?: boolean;
 }
 
 export interface WebhookReceiver {
   readonly url: string;
+  /** Every request so far when `keepReceived` is on (the default); empty otherwise. */
   readonly received: readonly ReceivedWebhook[];
+  /** Requests so far, kept or not. */
+  readonly count: number;
   close(): Promise<void>;
 }
 
@@ -46,6 +51,8 @@ export interface WebhookReceiver {
  */
 export async function startWebhookReceiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
   const received: ReceivedWebhook[] = [];
+  const keep = options.keepReceived ?? true;
+  let count = 0;
   const verifiers = (options.secrets ?? []).map((s) => new Webhook(s));
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -61,9 +68,10 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
         receivedAt: Date.now(),
       };
       if (verifiers.length > 0) verify(request, verifiers);
-      received.push(request);
+      count++;
+      if (keep) received.push(request);
       options.onWebhook?.(request);
-      const reply = options.respond?.(request, received.length) ?? { status: verifiers.length === 0 || request.verified ? 204 : 401 };
+      const reply = options.respond?.(request, count) ?? { status: verifiers.length === 0 || request.verified ? 204 : 401 };
       answer(res, reply);
     });
   });
@@ -72,6 +80,9 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}/webhooks`,
     received,
+    get count() {
+      return count;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

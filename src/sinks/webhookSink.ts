@@ -119,7 +119,8 @@ export class WebhookSink implements Sink {
         path: `${this.url.pathname}${this.url.search}`,
         headers,
         body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(this.config.timeoutMs)]),
+        // The pool's headersTimeout and bodyTimeout enforce timeoutMs without a timer per request.
+        signal,
       });
       status = res.statusCode;
       responseHeaders = res.headers;

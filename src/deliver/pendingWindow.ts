@@ -1,0 +1,92 @@
+import type { LogKind } from '../logs.js';
+import type { Outbox, PendingDelivery } from '../store/outbox.js';
+import { orderingKeyOf } from './batchPlanner.js';
+
+const LOAD_PAGE = 1_000;
+
+/**
+ * A sink's pending deliveries held in memory, queued per object in seq order, so planning reads
+ * each outbox row once instead of rescanning deep per-object backlogs for every batch.
+ *
+ * Rows are loaded in seq order up to `capacity`; rows ingested later have higher seqs and are
+ * loaded on the next top-up. The worker reports every outcome here as it records it in the store.
+ * Rows that change state outside the worker (dead letters re-queued by the CLI) have old seqs;
+ * they are picked up when the window has emptied and restarts from the beginning of the outbox.
+ */
+export class PendingWindow {
+  private readonly queues = new Map<string, PendingDelivery[]>();
+  private loadedUpTo = 0;
+  private size = 0;
+
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly sink: string,
+    private readonly capacity: number,
+    /** False for deliveries this sink's filter excludes; they are settled as filtered on load. */
+    private readonly accepts: ((event: { log: LogKind; type: string }) => boolean) | undefined,
+    private readonly onFiltered: (seqs: number[]) => void,
+  ) {}
+
+  get held(): number {
+    return this.size;
+  }
+
+  /** Loads rows ingested since the last load, up to capacity; returns how many were filtered out. */
+  topUp(): number {
+    if (this.size === 0) this.loadedUpTo = 0;
+    let filtered = 0;
+    while (this.size < this.capacity) {
+      const page = this.outbox.pending(this.sink, this.loadedUpTo, Math.min(LOAD_PAGE, this.capacity - this.size));
+      const rejected: number[] = [];
+      for (const d of page) {
+        this.loadedUpTo = d.seq;
+        if (this.accepts && !this.accepts(d)) {
+          rejected.push(d.seq);
+          continue;
+        }
+        const key = orderingKeyOf(d);
+        const queue = this.queues.get(key);
+        if (queue) queue.push(d);
+        else this.queues.set(key, [d]);
+        this.size++;
+      }
+      if (rejected.length > 0) this.onFiltered(rejected);
+      filtered += rejected.length;
+      if (page.length < LOAD_PAGE) break;
+    }
+    return filtered;
+  }
+
+  /**
+   * Candidates for planning: each object's first `perKey` deliveries, objects in the order their
+   * first delivery was loaded. Enough for a planner that takes at most `perKey` per object.
+   */
+  *candidates(perKey: number): Generator<PendingDelivery> {
+    for (const queue of this.queues.values()) {
+      for (let i = 0; i < queue.length && i < perKey + 1; i++) yield queue[i] as PendingDelivery;
+    }
+  }
+
+  /** Delivered, dead or otherwise settled: no longer pending. */
+  settle(deliveries: readonly { log: LogKind; objectId: string; seq: number }[]): void {
+    for (const d of deliveries) {
+      const key = orderingKeyOf(d);
+      const queue = this.queues.get(key);
+      if (!queue) continue;
+      const index = queue.findIndex((q) => q.seq === d.seq);
+      if (index < 0) continue;
+      queue.splice(index, 1);
+      this.size--;
+      if (queue.length === 0) this.queues.delete(key);
+    }
+  }
+
+  /** A failed attempt: the delivery stays, with its new attempt count and next attempt time. */
+  retryLater(delivery: PendingDelivery, nextAttemptAt: number, now: number): void {
+    const row = this.queues.get(orderingKeyOf(delivery))?.find((q) => q.seq === delivery.seq);
+    if (!row) return;
+    row.attempts++;
+    row.nextAttemptAt = nextAttemptAt;
+    row.firstAttemptAt ??= now;
+  }
+}
