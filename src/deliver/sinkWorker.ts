@@ -94,14 +94,27 @@ export class SinkWorker {
     await Promise.allSettled(this.inFlight);
   }
 
-  /** Delivers until nothing is pending or `deadline` passes (`run --once`). True when the outbox is empty. */
+  /**
+   * Delivers until nothing is pending or `deadline` passes (`run --once`). Writes still in flight
+   * at the deadline are aborted and their events stay pending. True when the outbox is empty.
+   */
   async drain(signal: AbortSignal, deadline: number): Promise<boolean> {
-    while (!signal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
-      if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;
-      const wait = await this.step(signal);
-      await this.pause(wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())), signal);
+    const cutOff = new AbortController();
+    const drainSignal = AbortSignal.any([signal, cutOff.signal]);
+    // A write that hangs must not hold the drain past its deadline. A real timer, not the clock:
+    // a clock sleeper would let virtual time in tests jump to the deadline during every write.
+    const timer = setTimeout(() => cutOff.abort(), Math.max(0, deadline - this.options.clock.now()));
+    try {
+      while (!drainSignal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
+        if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;
+        const wait = await this.step(drainSignal);
+        await this.pause(wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())), drainSignal);
+      }
+    } finally {
+      clearTimeout(timer);
+      cutOff.abort();
+      await Promise.allSettled(this.inFlight);
     }
-    await Promise.allSettled(this.inFlight);
     return this.options.store.outbox.counts(this.name).pending === 0;
   }
 
@@ -111,7 +124,7 @@ export class SinkWorker {
     this.health.markDisconnected();
   }
 
-  /** Waits `wait` ms, or until an in-flight write settles; `notify` cuts either short. */
+  /** Waits `wait` ms, or until an in-flight write settles; `notify` or `signal` cut either short. */
   private async pause(wait: number | typeof IN_FLIGHT, signal: AbortSignal): Promise<void> {
     if (wait === 0) return;
     this.wake = new AbortController();
@@ -197,7 +210,8 @@ export class SinkWorker {
       this.health.delivered(now);
       this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
     } catch (error) {
-      if (signal.aborted && isAbortError(error)) return;
+      // Shutting down or past a drain's deadline: the events simply stay pending.
+      if (signal.aborted) return;
       this.handleFailure(batch, error);
     }
   }

@@ -1,0 +1,64 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig } from '../support/daemonHarness.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { receiver, SECRET } from '../support/webhookHarness.js';
+
+let simulator: Simulator | undefined;
+afterEach(async () => {
+  await simulator?.close();
+  simulator = undefined;
+});
+
+describe('sink isolation', () => {
+  it('a webhook endpoint that never answers holds up neither polling nor the file sink', async () => {
+    simulator = await startSimulator({ seed: 31, careers: 4, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 300, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
+    const hanging = await receiver({ respond: () => ({ delayMs: 60_000 }) });
+    const stateDir = makeTempDir();
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      startFrom: '2000-01-01T00:00:00Z',
+      overrides: {
+        sinks: [
+          { name: 'file', type: 'file', path: join(stateDir, 'events.jsonl') },
+          { name: 'stuck', type: 'webhook', url: hanging.url, secret: SECRET, timeoutMs: 30_000 },
+        ],
+      },
+    });
+    const started = Date.now();
+    const daemon = (await import('../support/daemonHarness.js')).createDaemon(config);
+    const report = await daemon.runOnce(2_000);
+    await daemon.stop();
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(report.sweep.failures).toEqual([]);
+    expect(new Set(deliveredEvents(stateDir).map((e) => e.id))).toEqual(new Set(expectedEventIds(simulator)));
+    const stuck = report.sinks.find((s) => s.sink === 'stuck');
+    expect(stuck?.drained).toBe(false);
+    expect(stuck?.pending).toBe(300);
+    expect(report.ok).toBe(false);
+  });
+
+  it('run --once reports dead letters as a failure; dead-letters retry sends them again', async () => {
+    simulator = await startSimulator({ seed: 37, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 3, { from: Date.now() - 60_000, to: Date.now() - 5_000 });
+    let accept = false;
+    const hook = await receiver({ respond: () => ({ status: accept ? 204 : 400, body: 'schema mismatch' }) });
+    const stateDir = makeTempDir();
+    const config = simulatorConfig({ simulator, stateDir, startFrom: '2000-01-01T00:00:00Z', overrides: { sinks: [{ name: 'hook', type: 'webhook', url: hook.url, secret: SECRET }] } });
+    const first = await runOnce(config);
+    expect(first.ok).toBe(false);
+    expect(first.sinks).toEqual([expect.objectContaining({ sink: 'hook', dead: 3, pending: 0 })]);
+    const { ChangefeedStore } = await import('../../src/store/changefeedStore.js');
+    const store = ChangefeedStore.open(join(stateDir, 'changefeed.sqlite'));
+    expect(store.outbox.deadLetters().map((d) => [d.lastStatus, d.lastResponse])).toEqual(Array(3).fill([400, 'schema mismatch']));
+    accept = true;
+    expect(store.outbox.requeueDead('hook', Date.now())).toBe(3);
+    store.close();
+    const second = await runOnce(config);
+    expect(second.ok).toBe(true);
+    expect(hook.received.filter((r) => r.verified)).toHaveLength(6);
+  });
+});
