@@ -1,0 +1,175 @@
+/**
+ * The conformance suite every sink passes, each against its real destination. A sink's test file
+ * calls `runSinkConformance(target)`; the target says how to configure the sink, how to read back
+ * what it wrote with a real consumer, and which cases apply to it.
+ *
+ * Brokers sit behind a TCP proxy (test/support/tcpProxy.ts) so the suite can cut connections
+ * mid-batch and take the broker "down" at start without restarting the broker itself.
+ */
+import { CloudEvent } from 'cloudevents';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import { createSink, sinkConfigSchema, type SinkContext } from '../../src/sinks/sinkRegistry.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { prefilledStore } from '../support/prefilledStore.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+/** One message as a real consumer of the destination read it. */
+export interface ReadMessage {
+  /** The event id the message carries (message id, header or body). */
+  id: string;
+  /** The CloudEvent JSON as written. */
+  body: string;
+  /** Transport headers/properties, stringified, for the secret check. */
+  headers: Record<string, string>;
+}
+
+export interface ConformanceReader {
+  /** Resolves with everything read so far once at least `count` messages arrived, or at the timeout. */
+  waitFor(count: number, timeoutMs: number): Promise<ReadMessage[]>;
+  close(): Promise<void>;
+}
+
+export interface ConformanceTarget {
+  /** Sink type under test, e.g. `nats`. */
+  type: string;
+  /**
+   * Port of the real destination on 127.0.0.1, fronted by a proxy in the tests; undefined when the
+   * sink has no network destination. Read at each test's setup, so it may be set in `unavailable`.
+   */
+  brokerPort?: number;
+  /** Whether the sink holds a connection it can report as lost (brokers), rather than one request per write. */
+  connectionOriented?: boolean;
+  /** Where stdout-like sinks write. */
+  sinkContext?: SinkContext;
+  /** Why the destination cannot be used here, or undefined when it can. Checked once. */
+  unavailable(): Promise<string | undefined>;
+  /** Raw config of a sink writing to a destination unique to `tag`, reaching the broker at `port`. */
+  sinkConfig(args: { name: string; tag: string; port: number }): Record<string, unknown>;
+  /** A real consumer of that destination, started before delivery; `port` is the broker's own. */
+  openReader(args: { tag: string; port: number }): Promise<ConformanceReader>;
+  /** Values that must appear in no message (credentials in the config). */
+  secrets?: string[];
+  cases: { readBack: boolean; orderedReadBack: boolean; dropConnections: boolean; downAtStart: boolean };
+  /** Removes what the test created (stream, exchange, key). */
+  cleanup?(tag: string): Promise<void>;
+}
+
+const FAST_RETRY = { initialDelayMs: 50, maxDelayMs: 500, maxAttempts: 0, maxAgeSeconds: 0 };
+/** A dropped connection fails several writes at once; the default 30 s cool-down would only slow the suite. */
+const FAST_CIRCUIT = { failureThreshold: 5, cooldownMs: 300, maxCooldownMs: 1_000 };
+let tagCounter = 0;
+const newTag = (): string => `cf${process.pid}x${Date.now().toString(36)}x${tagCounter++}`;
+
+/** What the broker must give back: ids and per-object order of the events in a pre-filled store. */
+function expectedEvents(store: ChangefeedStore): { id: string; subject: string; index: number }[] {
+  return (store.db.prepare('SELECT event_id AS id, object_id AS subject FROM events ORDER BY seq').all() as { id: string; subject: string }[]).map((e, i) => ({ ...e, index: i }));
+}
+
+export function runSinkConformance(target: ConformanceTarget): void {
+  describe(`${target.type} sink conformance`, () => {
+    let skipReason: string | undefined;
+    const cleanups: (() => Promise<void>)[] = [];
+
+    beforeAll(async () => {
+      skipReason = await target.unavailable();
+      if (skipReason && process.env.CI) throw new Error(`${target.type}: ${skipReason} (CI is set: broker tests must not be skipped)`);
+      if (skipReason) console.warn(`skipping ${target.type} conformance: ${skipReason}`);
+    });
+    afterEach(async () => {
+      for (const c of cleanups.splice(0).reverse()) await c();
+    });
+
+    const setup = async (count: number, objects: number, options: { maxInFlight?: number; proxyDown?: boolean } = {}) => {
+      const tag = newTag();
+      let proxy: TcpProxy | undefined;
+      if (target.brokerPort !== undefined) {
+        proxy = await startTcpProxy(target.brokerPort);
+        const p = proxy;
+        cleanups.push(() => p.close());
+        if (options.proxyDown) await proxy.stop();
+      }
+      const reader = await target.openReader({ tag, port: target.brokerPort ?? 0 });
+      cleanups.push(() => reader.close());
+      if (target.cleanup) cleanups.push(() => target.cleanup!(tag));
+      const raw = target.sinkConfig({ name: 'conformance', tag, port: proxy?.port ?? 0 });
+      const config = sinkConfigSchema.parse({ ...raw, delivery: { retry: FAST_RETRY, circuitBreaker: FAST_CIRCUIT, ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}), ...(raw.delivery as object | undefined) } });
+      const { store } = prefilledStore(count, [{ name: 'conformance', type: target.type }], objects, makeTempDir());
+      cleanups.push(async () => store.close());
+      const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], { store, clock: systemClock, logger: noopLogger });
+      cleanups.push(() => engine.stop());
+      return { tag, proxy, reader, store, engine, expected: expectedEvents(store) };
+    };
+
+    it('connects and closes cleanly, and close is idempotent', async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const sink = createSink(sinkConfigSchema.parse(target.sinkConfig({ name: 'conformance', tag, port: target.brokerPort ?? 0 })), target.sinkContext);
+      await sink.connect(new AbortController().signal);
+      await sink.close();
+      await sink.close();
+      if (target.cleanup) await target.cleanup(tag);
+    });
+
+    it('delivers a batch that a real consumer reads back intact, each carrying its event id', async (ctx) => {
+      if (skipReason || !target.cases.readBack) return ctx.skip();
+      const { reader, engine, expected } = await setup(300, 10);
+      const [report] = await engine.drain(Date.now() + 20_000);
+      expect(report?.drained).toBe(true);
+      const read = await reader.waitFor(300, 10_000);
+      expect(new Set(read.map((m) => m.id))).toEqual(new Set(expected.map((e) => e.id)));
+      for (const m of read) {
+        const event = new CloudEvent(JSON.parse(m.body) as Record<string, unknown>);
+        expect(event.validate()).toBe(true);
+        expect(event.id).toBe(m.id);
+      }
+      for (const secret of target.secrets ?? []) {
+        for (const m of read) expect(`${m.body}${JSON.stringify(m.headers)}`).not.toContain(secret);
+      }
+    });
+
+    it('preserves the order of each object\'s events', async (ctx) => {
+      if (skipReason || !target.cases.orderedReadBack) return ctx.skip();
+      const { reader, engine, expected } = await setup(400, 8, { maxInFlight: 4 });
+      await engine.drain(Date.now() + 20_000);
+      const read = await reader.waitFor(400, 10_000);
+      const indexOf = new Map(expected.map((e) => [e.id, e]));
+      const lastIndex = new Map<string, number>();
+      for (const m of read) {
+        const e = indexOf.get(m.id)!;
+        expect(e.index, `event ${e.index} of ${e.subject} arrived after ${lastIndex.get(e.subject)}`).toBeGreaterThan(lastIndex.get(e.subject) ?? -1);
+        lastIndex.set(e.subject, e.index);
+      }
+    });
+
+    it('delivers every event at least once when connections drop mid-batch', async (ctx) => {
+      if (skipReason || !target.cases.dropConnections) return ctx.skip();
+      const { reader, engine, proxy, expected } = await setup(3_000, 30);
+      engine.start();
+      await reader.waitFor(300, 10_000);
+      proxy!.dropConnections();
+      await reader.waitFor(1_500, 15_000);
+      proxy!.dropConnections();
+      const read = await reader.waitFor(3_000, 30_000);
+      const ids = new Set(read.map((m) => m.id));
+      expect(expected.filter((e) => !ids.has(e.id))).toEqual([]);
+      expect(proxy!.accepted).toBeGreaterThanOrEqual(2);
+    });
+
+    it('keeps events pending while the broker is down at start and delivers them when it comes up', async (ctx) => {
+      if (skipReason || !target.cases.downAtStart) return ctx.skip();
+      const { reader, engine, proxy, store, expected } = await setup(200, 5, { proxyDown: true });
+      engine.start();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(store.outbox.counts('conformance').pending).toBe(200);
+      if (target.connectionOriented) expect(store.sinks.list()[0]).toMatchObject({ connected: false });
+      expect(store.sinks.list()[0]?.lastError).toBeTruthy();
+      await proxy!.start();
+      const read = await reader.waitFor(200, 30_000);
+      expect(new Set(read.map((m) => m.id))).toEqual(new Set(expected.map((e) => e.id)));
+    });
+  });
+}
