@@ -45,7 +45,7 @@ export class DeliveryEngine {
           circuitBreaker: delivery.circuitBreaker,
           accepts: compileSinkFilter(filter),
           batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
-          maxInFlight: delivery.maxInFlight ?? sink.limits.maxInFlight,
+          maxInFlight: Math.min(delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight, sink.limits.maxInFlight),
           random: deps.random,
           onOutcome: deps.onOutcome,
         }),

@@ -55,8 +55,10 @@ export interface Sink {
 }
 
 export interface SinkLimits {
-  /** Most events in one `write`. */
+  /** Most events in one `write`; a configured batch size is capped to it. */
   maxBatchSize: number;
-  /** Most `write` calls in flight at once. */
+  /** Most `write` calls the sink supports in flight at once; a configured concurrency is capped to it. */
   maxInFlight: number;
+  /** Concurrency when the config sets none; maxInFlight when absent. */
+  defaultInFlight?: number;
 }

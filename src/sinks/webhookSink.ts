@@ -54,7 +54,7 @@ const RETRYABLE = new Set([408, 429]);
  */
 export class WebhookSink implements Sink {
   readonly type = 'webhook';
-  readonly limits = { maxBatchSize: 1, maxInFlight: 8 };
+  readonly limits = { maxBatchSize: 1, maxInFlight: 256, defaultInFlight: 8 };
   private pool: Pool | undefined;
   private readonly url: URL;
   private readonly secrets: () => string[];
@@ -76,7 +76,7 @@ export class WebhookSink implements Sink {
     if (this.pool) return;
     const ca = this.config.caFile ? readFileSync(this.config.caFile, 'utf8') : undefined;
     this.pool = new Pool(this.url.origin, {
-      connections: this.config.delivery.maxInFlight ?? this.limits.maxInFlight,
+      connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
       headersTimeout: this.config.timeoutMs,
       bodyTimeout: this.config.timeoutMs,
       keepAliveTimeout: 30_000,
