@@ -1,0 +1,119 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ForbiddenFilterError, readActivityPage, type ActivityPageRequest } from '../../src/api/activityReader.js';
+import type { ApiError } from '../../src/api/apiErrors.js';
+import type { ServiceClient } from '../../src/api/serviceClient.js';
+import { LoopbackService, RecordingGate, clientFor, type CannedReply } from './loopbackService.js';
+
+let service: LoopbackService | undefined;
+let client: ServiceClient | undefined;
+afterEach(async () => {
+  await client?.close();
+  await service?.close();
+  client = service = undefined;
+});
+
+async function serve(reply: CannedReply) {
+  service = await LoopbackService.start(() => reply);
+  const gate = new RecordingGate();
+  client = clientFor(service.url, gate);
+  return { gate, client, service };
+}
+
+const page = (over: Partial<ActivityPageRequest> = {}): ActivityPageRequest => ({ log: 'career', objectId: 'c-1', offset: 0, limit: 200, ...over });
+
+async function rejection(c: ServiceClient, request: ActivityPageRequest): Promise<Error> {
+  try {
+    await readActivityPage(c, request);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected the read to be refused');
+}
+
+describe('readActivityPage', () => {
+  it('reads a windowed career page with its filters, tolerating extra envelope keys', async () => {
+    const entries = [
+      { id: 'e-1', event: 'level_added', performedAt: '2026-03-01T10:00:00Z', relatedPersonId: 'p-1', somethingNew: { x: 1 } },
+      { id: 'e-2', event: null, performedAt: null },
+    ];
+    const { gate, client: c, service: s } = await serve({
+      status: 200,
+      headers: { 'x-request-id': 'req-1' },
+      body: { data: entries, pagination: { limit: 200, offset: 0, total: 2 }, links: {}, _debug: 'x' },
+    });
+    const result = await readActivityPage(
+      c,
+      page({ from: '2026-03-01T00:00:00.000Z', to: '2026-03-02T00:00:00.000Z', offset: 400, filters: { event: 'level_added', bulkGroupId: 'b-1' } }),
+    );
+    expect(result.entries).toEqual(entries);
+    expect(result.meta.requestId).toBe('req-1');
+    const url = s.requests[0]!.url;
+    expect(url.pathname).toBe('/api/v1/careers/c-1/activity');
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      from: '2026-03-01T00:00:00.000Z',
+      to: '2026-03-02T00:00:00.000Z',
+      event: 'level_added',
+      bulkGroupId: 'b-1',
+      limit: '200',
+      offset: '400',
+    });
+    expect(gate.acquired).toEqual(['poll']);
+  });
+
+  it('reads the identity-provider log with its own priority and no object id', async () => {
+    const { gate, client: c, service: s } = await serve({ status: 200, body: { data: [] } });
+    await readActivityPage(c, { log: 'identityProvider', offset: 0, limit: 50, filters: { relatedPersonId: 'p-9' } });
+    expect(s.requests[0]!.url.pathname).toBe('/api/v1/identity-provider-events');
+    expect(s.requests[0]!.url.searchParams.get('relatedPersonId')).toBe('p-9');
+    expect(gate.acquired).toEqual(['identityProvider']);
+  });
+
+  it('accepts the largest limit and offset the spec allows', async () => {
+    const { service: s, client: c } = await serve({ status: 200, body: { data: [] } });
+    await readActivityPage(c, page({ limit: 200, offset: 10_000 }));
+    expect(s.requests[0]!.url.searchParams.get('offset')).toBe('10000');
+  });
+
+  const refused: [string, ActivityPageRequest, RegExp][] = [
+    ['from on the skill log', page({ log: 'skill', objectId: 's-1', from: '2026-03-01T00:00:00Z' }), /skill log rejects the filter "from"/],
+    ['to on the skill log', page({ log: 'skill', objectId: 's-1', to: '2026-03-01T00:00:00Z' }), /skill log rejects the filter "to"/],
+    ['relatedPersonId on the skill log', page({ log: 'skill', objectId: 's-1', filters: { relatedPersonId: 'p-1' } }), /skill log rejects the filter "relatedPersonId"/],
+    ['performedBy on the identity-provider log', { log: 'identityProvider', offset: 0, limit: 10, filters: { performedBy: 'p-1' } }, /identity_provider log rejects the filter "performedBy"/],
+    ['limit 201', page({ limit: 201 }), /limit 201 is outside 1..200/],
+    ['limit 0', page({ limit: 0 }), /limit 0 is outside/],
+    ['offset 10001', page({ offset: 10_001 }), /offset 10001 is outside 0..10000/],
+    ['a negative offset', page({ offset: -1 }), /offset -1 is outside/],
+    ['a fractional limit', page({ limit: 10.5 }), /limit 10.5 is outside/],
+  ];
+  for (const [what, request, message] of refused) {
+    it(`refuses ${what} without sending anything`, async () => {
+      const { gate, client: c, service: s } = await serve({ status: 200, body: { data: [] } });
+      const error = await rejection(c, request);
+      expect(error).toBeInstanceOf(ForbiddenFilterError);
+      expect((error as ForbiddenFilterError).code).toBe('FORBIDDEN_FILTER');
+      expect(error.message).toMatch(message);
+      expect(gate.acquired).toEqual([]);
+      expect(s.requests).toEqual([]);
+    });
+  }
+
+  it('reports a body without a data array as API_MALFORMED_RESPONSE', async () => {
+    const { client: c } = await serve({ status: 200, headers: { 'x-request-id': 'req-9' }, body: { data: { items: [] } } });
+    const error = (await rejection(c, page())) as ApiError;
+    expect(error.code).toBe('API_MALFORMED_RESPONSE');
+    expect(error.message).toContain('has no "data" array (request req-9)');
+    expect(error.requestId).toBe('req-9');
+  });
+
+  it('names the entry and field when an entry has no id', async () => {
+    const { client: c } = await serve({ status: 200, body: { data: [{ id: 'e-1' }, { event: 'x' }] } });
+    const error = (await rejection(c, page())) as ApiError;
+    expect(error.code).toBe('API_MALFORMED_RESPONSE');
+    expect(error.message).toContain('invalid entry at data[1].id');
+  });
+
+  it('names the field when a timestamp does not parse', async () => {
+    const { client: c } = await serve({ status: 200, body: { data: [{ id: 'e-1', performedAt: 'last tuesday' }] } });
+    expect((await rejection(c, page())).message).toContain('data[0].performedAt: performedAt is not an ISO 8601 timestamp');
+  });
+});

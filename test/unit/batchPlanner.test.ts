@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { orderingKeyOf, planBatches } from '../../src/deliver/batchPlanner.js';
+import type { LogKind } from '../../src/logs.js';
+import type { PendingDelivery } from '../../src/store/outbox.js';
+
+const NOW = 1_000_000;
+let nextSeq = 1;
+
+/** A pending delivery of object `key` ("c1", "s2", or "idp" for the identity-provider log). */
+function d(key: string, over: Partial<PendingDelivery> = {}): PendingDelivery {
+  const log: LogKind = key === 'idp' ? 'identityProvider' : key.startsWith('s') ? 'skill' : 'career';
+  const seq = over.seq ?? nextSeq++;
+  return {
+    seq,
+    eventId: `${key}#${seq}`,
+    log,
+    objectId: key === 'idp' ? '' : key,
+    type: 'com.test.x.y',
+    attempts: 0,
+    nextAttemptAt: 0,
+    firstAttemptAt: null,
+    ingestedAt: 0,
+    ...over,
+  };
+}
+
+function plan(pages: PendingDelivery[], opts: { inFlight?: string[]; maxBatches?: number; maxBatchSize?: number } = {}) {
+  const result = planBatches({
+    pages,
+    now: NOW,
+    inFlightKeys: new Set(opts.inFlight ?? []),
+    maxBatches: opts.maxBatches ?? 10,
+    maxBatchSize: opts.maxBatchSize ?? 100,
+  });
+  return { ...result, ids: result.batches.map((b) => b.map((x) => x.eventId)) };
+}
+
+describe('planBatches', () => {
+  it('keys deliveries by log and object', () => {
+    expect(orderingKeyOf({ log: 'career', objectId: 'c1' })).toBe('career:c1');
+    expect(orderingKeyOf({ log: 'skill', objectId: 'c1' })).not.toBe(orderingKeyOf({ log: 'career', objectId: 'c1' }));
+    expect(orderingKeyOf({ log: 'identityProvider', objectId: '' })).toBe('identityProvider:');
+  });
+
+  it('keeps each key in seq order and fills one batch while it has room', () => {
+    const pages = [d('c1', { seq: 1 }), d('c2', { seq: 2 }), d('c1', { seq: 3 }), d('idp', { seq: 4 }), d('c2', { seq: 5 })];
+    expect(plan(pages).ids).toEqual([['c1#1', 'c2#2', 'c1#3', 'idp#4', 'c2#5']]);
+  });
+
+  it('skips every delivery of a key that is in flight', () => {
+    const pages = [d('c1', { seq: 1 }), d('c2', { seq: 2 }), d('c1', { seq: 3 })];
+    expect(plan(pages, { inFlight: ['career:c1'] }).ids).toEqual([['c2#2']]);
+  });
+
+  it('holds a key back from its first delivery that is not yet due, even when later ones are', () => {
+    const pages = [
+      d('c1', { seq: 1 }),
+      d('c1', { seq: 2, nextAttemptAt: NOW + 5_000 }),
+      d('c1', { seq: 3 }),
+      d('c2', { seq: 4 }),
+    ];
+    const result = plan(pages);
+    expect(result.ids).toEqual([['c1#1', 'c2#4']]);
+    expect(result.nextDueAt).toBe(NOW + 5_000);
+  });
+
+  it('treats a delivery due exactly now as due', () => {
+    expect(plan([d('c1', { seq: 1, nextAttemptAt: NOW })]).ids).toEqual([['c1#1']]);
+  });
+
+  it('reports the earliest waiting head as nextDueAt, and undefined when nothing waits', () => {
+    const pages = [d('c1', { seq: 1, nextAttemptAt: NOW + 9_000 }), d('c2', { seq: 2, nextAttemptAt: NOW + 3_000 }), d('c2', { seq: 3, nextAttemptAt: NOW + 1_000 })];
+    expect(plan(pages).nextDueAt).toBe(NOW + 3_000);
+    expect(plan([d('c1', { seq: 4 })]).nextDueAt).toBeUndefined();
+  });
+
+  it('never splits a key across batches: a key whose batch is full waits for the next plan', () => {
+    const pages = [d('c1', { seq: 1 }), d('c1', { seq: 2 }), d('c1', { seq: 3 }), d('c2', { seq: 4 }), d('c1', { seq: 5 }), d('c2', { seq: 6 })];
+    const result = plan(pages, { maxBatchSize: 2 });
+    expect(result.ids).toEqual([
+      ['c1#1', 'c1#2'],
+      ['c2#4', 'c2#6'],
+    ]);
+    const batchesOfKey = (key: string) => result.batches.filter((b) => b.some((x) => orderingKeyOf(x) === key)).length;
+    expect(batchesOfKey('career:c1')).toBe(1);
+    expect(batchesOfKey('career:c2')).toBe(1);
+  });
+
+  it('respects maxBatches and maxBatchSize, blocking keys that no longer fit', () => {
+    const pages = ['c1', 'c2', 'c3', 'c4', 'c5', 'c1', 'c5'].map((key, i) => d(key, { seq: i + 1 }));
+    const result = plan(pages, { maxBatches: 2, maxBatchSize: 2 });
+    expect(result.ids).toEqual([
+      ['c1#1', 'c2#2'],
+      ['c3#3', 'c4#4'],
+    ]);
+    for (const batch of result.batches) expect(batch.length).toBeLessThanOrEqual(2);
+  });
+
+  it('stops reading pages once every batch is full', () => {
+    let read = 0;
+    function* pages(): Generator<PendingDelivery> {
+      for (let seq = 1; seq <= 1_000; seq++) {
+        read++;
+        yield d(`c${seq}`, { seq });
+      }
+    }
+    const result = planBatches({ pages: pages(), now: NOW, inFlightKeys: new Set(), maxBatches: 2, maxBatchSize: 3 });
+    expect(result.batches.flat()).toHaveLength(6);
+    expect(read).toBeLessThan(10);
+  });
+
+  it('plans nothing from an empty outbox', () => {
+    expect(plan([])).toMatchObject({ batches: [], nextDueAt: undefined });
+  });
+});

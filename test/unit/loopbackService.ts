@@ -1,0 +1,89 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ManualClock } from '../../src/clock.js';
+import { ServiceClient, type RequestGate, type RequestPriority } from '../../src/api/serviceClient.js';
+import type { ResponseMeta } from '../../src/api/responseHeaders.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+
+export interface RecordedRequest {
+  method: string;
+  url: URL;
+  headers: IncomingHttpHeaders;
+}
+
+/** What the loopback service answers; `hang` never answers (for timeouts). */
+export type CannedReply = { status: number; headers?: Record<string, string>; body?: unknown; raw?: string } | 'hang';
+
+/**
+ * A real HTTP server on 127.0.0.1 with a scripted answer per request, recording what it received.
+ * Bodies given as objects are sent as JSON; `raw` is sent verbatim.
+ */
+export class LoopbackService {
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+    /** Every request received, in arrival order. */
+    readonly requests: RecordedRequest[],
+  ) {}
+
+  static async start(reply: (request: RecordedRequest) => CannedReply): Promise<LoopbackService> {
+    const requests: RecordedRequest[] = [];
+    const server = createServer((req, res) => {
+      const recorded = { method: req.method ?? '', url: new URL(req.url ?? '/', 'http://loopback'), headers: req.headers };
+      requests.push(recorded);
+      const answer = reply(recorded);
+      if (answer === 'hang') return;
+      const text = answer.raw ?? (answer.body === undefined ? '' : JSON.stringify(answer.body));
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+      res.end(text);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return new LoopbackService(server, `http://127.0.0.1:${port}`, requests);
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** A RequestGate that lets everything through and remembers each call, in order. */
+export class RecordingGate implements RequestGate {
+  readonly acquired: RequestPriority[] = [];
+  readonly observed: ResponseMeta[] = [];
+
+  acquire(priority: RequestPriority): Promise<void> {
+    this.acquired.push(priority);
+    return Promise.resolve();
+  }
+
+  observe(meta: ResponseMeta): void {
+    this.observed.push(meta);
+  }
+}
+
+export const TEST_KEY = 'sk_test_0123456789abcdef0123456789abcdef';
+/** The clock the client stamps responses with: fixed, so HTTP-date Retry-After is exact. */
+export const CLIENT_NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
+
+export function clientFor(baseUrl: string, gate: RequestGate, options: { timeoutMs?: number; credentialSource?: string } = {}): ServiceClient {
+  return new ServiceClient({
+    baseUrl,
+    apiKey: () => TEST_KEY,
+    credentialSource: options.credentialSource ?? 'CHANGEFEED_API_KEY',
+    timeoutMs: options.timeoutMs ?? 5_000,
+    clock: new ManualClock(CLIENT_NOW),
+    gate,
+    logger: noopLogger,
+  });
+}
+
+/** An RFC 9457 problem document as the service sends it (spec 7). */
+export function problem(status: number, slug: string, extra: Record<string, unknown> = {}): { status: number; headers: Record<string, string>; body: unknown } {
+  return {
+    status,
+    headers: { 'content-type': 'application/problem+json', 'x-request-id': `req-${status}` },
+    body: { type: `https://errors.example/${slug}`, title: slug, status, detail: `detail of ${slug}`, instance: '/api/v1/x', requestId: `req-${status}`, ...extra },
+  };
+}

@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import type { ResponseMeta } from '../../src/api/responseHeaders.js';
+import type { RequestPriority } from '../../src/api/serviceClient.js';
+import { ManualClock } from '../../src/clock.js';
+import { AbortedError } from '../../src/errors.js';
+import { ReadBudget, type BudgetConfig } from '../../src/poll/readBudget.js';
+import { withVirtualTime } from '../support/virtualTime.js';
+
+const T0 = Date.UTC(2026, 0, 1, 8, 0, 0);
+
+function setup(config: Partial<BudgetConfig> = {}) {
+  const clock = new ManualClock(T0);
+  const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, ...config }, clock);
+  /** Milliseconds after T0 at which each of `n` requests (queued now) was let through. */
+  const grantOffsets = async (n: number, priority: RequestPriority = 'poll'): Promise<number[]> => {
+    const offsets: number[] = [];
+    const grants = Array.from({ length: n }, () => budget.acquire(priority).then(() => offsets.push(clock.now() - T0)));
+    await withVirtualTime(clock, Promise.all(grants));
+    return offsets;
+  };
+  const observe = (meta: Partial<ResponseMeta>): void =>
+    budget.observe({
+      status: 200,
+      requestId: undefined,
+      limit: undefined,
+      remaining: undefined,
+      resetSeconds: undefined,
+      retryAfterSeconds: undefined,
+      serverDate: undefined,
+      receivedAt: clock.now(),
+      ...meta,
+    });
+  return { clock, budget, grantOffsets, observe };
+}
+
+describe('ReadBudget pacing', () => {
+  it('spaces requests 3,600,000 / (cap * (1 - reserve)) ms apart, the first at once', async () => {
+    const { grantOffsets, budget } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    expect(await grantOffsets(4)).toEqual([0, 4_000, 8_000, 12_000]);
+    expect(budget.snapshot()).toMatchObject({ allowancePerHour: 900, intervalMs: 4_000, sent: 4 });
+  });
+
+  it('uses the whole cap when no reserve is kept', async () => {
+    const { grantOffsets } = setup({ readsPerHour: 3600, reserve: 0 });
+    expect(await grantOffsets(3)).toEqual([0, 1_000, 2_000]);
+  });
+
+  it('follows a server RateLimit-Limit lower than the cap', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    observe({ limit: 100 });
+    expect(await grantOffsets(3)).toEqual([0, 40_000, 80_000]);
+  });
+
+  it('keeps to the cap when the server allows more', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    observe({ limit: 5000 });
+    expect(await grantOffsets(2)).toEqual([0, 4_000]);
+  });
+
+  it('spreads what the server says is left evenly until RateLimit-Reset', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    observe({ limit: 3600, remaining: 4, resetSeconds: 40 });
+    const offsets = await grantOffsets(4);
+    // One goes now; the other three share the 40 s left, the last exactly at the reset.
+    [0, 40_000 / 3, 80_000 / 3, 40_000].forEach((expected, i) => expect(offsets[i]).toBeCloseTo(expected, 3));
+  });
+
+  it('returns to the steady pace once the server window has reset', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    observe({ limit: 3600, remaining: 2, resetSeconds: 10 });
+    const offsets = await grantOffsets(4);
+    expect(offsets[1]).toBeCloseTo(10_000, 3);
+    expect(offsets[2]! - offsets[1]!).toBeCloseTo(1_000, 3);
+    expect(offsets[3]! - offsets[2]!).toBeCloseTo(1_000, 3);
+  });
+
+  it('waits for the reset when nothing usable is left', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    observe({ limit: 3600, remaining: 0, resetSeconds: 30 });
+    expect((await grantOffsets(1))[0]).toBe(30_000);
+  });
+
+  it('leaves the reserve to other clients of the key: waits for the reset when only the reserve is left', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    observe({ limit: 1000, remaining: 100, resetSeconds: 600 });
+    expect((await grantOffsets(1))[0]).toBe(600_000);
+  });
+});
+
+describe('ReadBudget after a 429', () => {
+  it('lets nothing through until Retry-After has passed, then paces again', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    observe({ status: 429, retryAfterSeconds: 120 });
+    expect(await grantOffsets(3)).toEqual([120_000, 121_000, 122_000]);
+  });
+
+  it('pauses for the fallback when the 429 carries no Retry-After', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, retryAfterFallbackSeconds: 45 });
+    observe({ status: 429 });
+    expect(await grantOffsets(1)).toEqual([45_000]);
+  });
+
+  it('holds back a waiter that is already queued when a 429 arrives', async () => {
+    const { clock, budget, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    await budget.acquire('poll');
+    let grantedAt: number | undefined;
+    const second = budget.acquire('poll').then(() => (grantedAt = clock.now() - T0));
+    await clock.advance(500);
+    expect(grantedAt).toBeUndefined();
+    observe({ status: 429, retryAfterSeconds: 10 });
+    await withVirtualTime(clock, second);
+    expect(grantedAt).toBe(10_500);
+  });
+});
+
+describe('ReadBudget waiters', () => {
+  it('wakes a waiter early when a response shows budget again', async () => {
+    const { clock, budget, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    observe({ limit: 3600, remaining: 0, resetSeconds: 1800 });
+    let grantedAt: number | undefined;
+    const waiting = budget.acquire('poll').then(() => (grantedAt = clock.now() - T0));
+    await clock.advance(1_000);
+    expect(grantedAt).toBeUndefined();
+    // Another request's response: the server's window has reset and has plenty left.
+    observe({ limit: 3600, remaining: 3000, resetSeconds: 3600 });
+    await withVirtualTime(clock, waiting);
+    expect(grantedAt).toBe(1_000);
+  });
+
+
+  it('serves the identity-provider log first, then polls, then discovery', async () => {
+    const { clock, budget } = setup({ readsPerHour: 3600, reserve: 0 });
+    await budget.acquire('discovery');
+    const order: string[] = [];
+    const queue: [string, RequestPriority][] = [
+      ['discovery-1', 'discovery'],
+      ['poll-1', 'poll'],
+      ['idp-1', 'identityProvider'],
+      ['poll-2', 'poll'],
+      ['idp-2', 'identityProvider'],
+    ];
+    const grants = queue.map(([label, priority]) => budget.acquire(priority).then(() => order.push(label)));
+    await withVirtualTime(clock, Promise.all(grants));
+    expect(order).toEqual(['idp-1', 'idp-2', 'poll-1', 'poll-2', 'discovery-1']);
+  });
+
+  it('drops an aborted waiter with AbortedError and serves the next in its place', async () => {
+    const { clock, budget } = setup({ readsPerHour: 3600, reserve: 0 });
+    await budget.acquire('poll');
+    const controller = new AbortController();
+    const cancelled = budget.acquire('identityProvider', controller.signal);
+    let otherAt: number | undefined;
+    const other = budget.acquire('discovery').then(() => (otherAt = clock.now() - T0));
+    controller.abort();
+    await expect(cancelled).rejects.toBeInstanceOf(AbortedError);
+    await withVirtualTime(clock, other);
+    expect(otherAt).toBe(1_000);
+    expect(budget.snapshot().sent).toBe(2);
+  });
+
+  it('refuses at once on a signal that is already aborted, without using a slot', async () => {
+    const { clock, budget } = setup({ readsPerHour: 3600, reserve: 0 });
+    const controller = new AbortController();
+    controller.abort();
+    await expect(budget.acquire('poll', controller.signal)).rejects.toBeInstanceOf(AbortedError);
+    await budget.acquire('poll');
+    expect(clock.now()).toBe(T0);
+  });
+});

@@ -1,0 +1,126 @@
+import { ManualClock, type Clock } from '../../src/clock.js';
+import { buildCloudEvent, type EventsConfig } from '../../src/events/cloudEvent.js';
+import type { LogKind } from '../../src/logs.js';
+import type { OutboundEvent, Sink } from '../../src/sinks/sink.js';
+import { SinkPartialFailureError } from '../../src/sinks/sinkErrors.js';
+import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+
+/** Decides the fate of one write: return to accept the batch, throw a sink error to fail it. */
+export type WriteScript = (batch: readonly OutboundEvent[], writeIndex: number) => void;
+
+/**
+ * A Sink that accepts in memory what `script` lets through. It records every batch it was handed,
+ * failed or not, and every connect, so tests can see exactly what a destination would have seen.
+ */
+export class ScriptedSink implements Sink {
+  readonly type = 'scripted';
+  readonly limits = { maxBatchSize: 100, maxInFlight: 4 };
+  /** Every batch handed to write, including the ones that failed. */
+  readonly batches: (readonly OutboundEvent[])[] = [];
+  /** When each batch was handed over, by the clock given (if any). */
+  readonly writeTimes: number[] = [];
+  /** Ids of the events the destination holds, in the order it received them (re-sent ones again). */
+  readonly accepted: string[] = [];
+  connects = 0;
+  closed = false;
+  /** Real milliseconds each write takes; above 0, several writes can be in flight at once. */
+  latencyMs = 0;
+  /** Ordering keys that were handed over while a write holding the same key was still open. */
+  readonly overlappingKeys: string[] = [];
+  maxConcurrentWrites = 0;
+  private concurrentWrites = 0;
+  private readonly openKeys = new Set<string>();
+
+  constructor(
+    readonly name: string,
+    /** Decides each write; tests may replace it once they know the event ids. */
+    public script: WriteScript = () => undefined,
+    private readonly clock?: Clock,
+  ) {}
+
+  /** Every batch handed to write, as event ids. */
+  get writes(): string[][] {
+    return this.batches.map((b) => b.map((e) => e.id));
+  }
+
+  connect(): Promise<void> {
+    this.connects++;
+    return Promise.resolve();
+  }
+
+  write(batch: readonly OutboundEvent[]): Promise<void> {
+    const index = this.batches.length;
+    this.batches.push(batch);
+    if (this.clock) this.writeTimes.push(this.clock.now());
+    const keys = [...new Set(batch.map((e) => e.orderingKey))];
+    for (const key of keys) {
+      if (this.openKeys.has(key)) this.overlappingKeys.push(key);
+      this.openKeys.add(key);
+    }
+    this.maxConcurrentWrites = Math.max(this.maxConcurrentWrites, ++this.concurrentWrites);
+    return new Promise<void>((resolve, reject) => {
+      const answer = (): void => {
+        this.concurrentWrites--;
+        for (const key of keys) this.openKeys.delete(key);
+        try {
+          this.script(batch, index);
+        } catch (error) {
+          // A partial failure means the destination did write the events it does not name.
+          if (error instanceof SinkPartialFailureError) this.accepted.push(...batch.map((e) => e.id).filter((id) => !error.failures.has(id)));
+          reject(error instanceof Error ? error : new Error(String(error)));
+          return;
+        }
+        this.accepted.push(...batch.map((e) => e.id));
+        resolve();
+      };
+      if (this.latencyMs > 0) setTimeout(answer, this.latencyMs);
+      else answer();
+    });
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    return Promise.resolve();
+  }
+}
+
+export const EVENTS: EventsConfig = { typePrefix: 'com.test', nullEventName: 'unspecified' };
+export const BASE_URL = 'https://svc.example';
+export const START = Date.UTC(2026, 2, 1, 9, 0, 0);
+
+export function testClock(): ManualClock {
+  return new ManualClock(START);
+}
+
+/** A store in `file` whose sinks are active before anything is ingested. */
+export function openStore(file: string, sinks: readonly string[], now = START): ChangefeedStore {
+  const store = ChangefeedStore.open(file);
+  store.sinks.activate(
+    sinks.map((name) => ({ name, type: 'scripted' })),
+    now,
+  );
+  return store;
+}
+
+/**
+ * Ingests one read of an object's log (through the real ingest transaction) and returns the event
+ * ids in ingestion order. Calls for several objects interleave their events by seq as called.
+ */
+export function ingestEntries(store: ChangefeedStore, log: LogKind, objectId: string, entryIds: readonly string[], now = START): string[] {
+  const built = entryIds.map((id, i) =>
+    buildCloudEvent(
+      { log, objectId, baseUrl: BASE_URL, entry: { id, event: 'level_added', performedAt: new Date(now - 60_000 + i).toISOString() } },
+      EVENTS,
+    ),
+  );
+  const byEntry = new Map(built.map((e) => [e.entryid, e]));
+  store.ingest({
+    log,
+    objectId,
+    entries: built.map((e) => e.data),
+    windowEnd: now,
+    now,
+    toEvent: (entry) => byEntry.get(entry.id)!,
+  });
+  return built.map((e) => e.id);
+}

@@ -1,0 +1,178 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiProblemError, ApiTransportError, type ApiError } from '../../src/api/apiErrors.js';
+import type { ServiceClient } from '../../src/api/serviceClient.js';
+import { isAbortError } from '../../src/errors.js';
+import { CLIENT_NOW, LoopbackService, RecordingGate, TEST_KEY, clientFor, problem, type CannedReply } from './loopbackService.js';
+
+let service: LoopbackService | undefined;
+let client: ServiceClient | undefined;
+afterEach(async () => {
+  await client?.close();
+  await service?.close();
+  client = service = undefined;
+});
+
+async function serve(reply: CannedReply, options: { credentialSource?: string; timeoutMs?: number; basePath?: string } = {}) {
+  service = await LoopbackService.start(() => reply);
+  const gate = new RecordingGate();
+  client = clientFor(`${service.url}${options.basePath ?? ''}`, gate, options);
+  return { gate, client, service };
+}
+
+/** The ApiError a GET fails with; fails the test when the GET succeeds. */
+async function failure(c: ServiceClient, path = '/api/v1/careers/c-1/activity'): Promise<ApiError> {
+  try {
+    await c.getJson(path, { limit: 10 }, 'poll');
+  } catch (error) {
+    return error as ApiError;
+  }
+  throw new Error('expected the request to fail');
+}
+
+describe('ServiceClient.getJson', () => {
+  it('sends the key as a bearer token with the query, and reports the response to the gate', async () => {
+    const { gate, client: c, service: s } = await serve(
+      { status: 200, headers: { 'x-request-id': 'req-ok', 'ratelimit-remaining': '42' }, body: { data: [{ id: 'e-1' }] } },
+      { basePath: '/tenant-a/' },
+    );
+    const res = await c.getJson('/api/v1/skills/s%201/activity', { limit: 5, offset: 0, event: undefined }, 'discovery');
+    expect(res.body).toEqual({ data: [{ id: 'e-1' }] });
+    expect(res.meta).toMatchObject({ status: 200, requestId: 'req-ok', remaining: 42, receivedAt: CLIENT_NOW });
+    const [request] = s.requests;
+    expect(request?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+    expect(request?.headers.accept).toBe('application/json');
+    expect(request?.url.pathname).toBe('/tenant-a/api/v1/skills/s%201/activity');
+    expect([...request!.url.searchParams]).toEqual([
+      ['limit', '5'],
+      ['offset', '0'],
+    ]);
+    expect(gate.acquired).toEqual(['discovery']);
+    expect(gate.observed.map((m) => m.requestId)).toEqual(['req-ok']);
+  });
+
+  it('maps 401 to API_INVALID_CREDENTIAL naming where the key came from, never the key', async () => {
+    const { client: c } = await serve(problem(401, 'invalid-credential'), { credentialSource: 'the key file /run/secrets/key (api.apiKeyFile)' });
+    const error = await failure(c);
+    expect(error).toBeInstanceOf(ApiProblemError);
+    expect(error.code).toBe('API_INVALID_CREDENTIAL');
+    expect(error.message).toContain('check the key file /run/secrets/key (api.apiKeyFile)');
+    expect(error.message).not.toContain(TEST_KEY);
+    expect(error.requestId).toBe('req-401');
+    expect((error as ApiProblemError).status).toBe(401);
+  });
+
+  it('tells a missing scope, missing permissions and an expired trial apart on 403', async () => {
+    await serve(problem(403, 'insufficient-scope'));
+    const scope = await failure(client!);
+    expect(scope.code).toBe('API_INSUFFICIENT_SCOPE');
+    expect(scope.message).toContain('lacks the scope to read /api/v1/careers/c-1/activity');
+    await client!.close();
+    await service!.close();
+
+    await serve(problem(403, 'insufficient-permissions'));
+    expect((await failure(client!)).code).toBe('API_INSUFFICIENT_PERMISSIONS');
+    await client!.close();
+    await service!.close();
+
+    await serve(problem(403, 'forbidden', { error: 'trial_expired', upgrade_url: 'https://svc.example/upgrade' }));
+    const trial = await failure(client!);
+    expect(trial.code).toBe('API_TRIAL_EXPIRED');
+    expect(trial.message).toContain('upgrade at https://svc.example/upgrade');
+  });
+
+  it('maps 404 to API_NOT_FOUND', async () => {
+    const { client: c } = await serve(problem(404, 'not-found'));
+    const error = await failure(c);
+    expect(error.code).toBe('API_NOT_FOUND');
+    expect(error.path).toBe('/api/v1/careers/c-1/activity');
+  });
+
+  it('puts the field errors of a 400 in the message', async () => {
+    const { client: c } = await serve(problem(400, 'validation-error', { errors: [{ field: 'from', code: 'invalid_timestamp', message: 'not ISO 8601' }] }));
+    const error = await failure(c);
+    expect(error.code).toBe('API_VALIDATION');
+    expect(error.message).toContain('from: invalid_timestamp (not ISO 8601)');
+    expect((error as ApiProblemError).problem.errors).toHaveLength(1);
+  });
+
+  it('maps 429 to API_RATE_LIMITED with Retry-After, and lets the gate see it', async () => {
+    const reply = problem(429, 'rate-limit-exceeded');
+    const { gate, client: c } = await serve({ ...reply, headers: { ...reply.headers, 'retry-after': '120', 'ratelimit-remaining': '0' } });
+    const error = (await failure(c)) as ApiProblemError;
+    expect(error.code).toBe('API_RATE_LIMITED');
+    expect(error.retryAfterSeconds).toBe(120);
+    expect(error.message).toContain('retry after 120 s');
+    expect(gate.observed).toMatchObject([{ status: 429, retryAfterSeconds: 120, remaining: 0 }]);
+  });
+
+  it('maps 5xx to API_SERVER_ERROR, with an excerpt when a proxy answers in HTML', async () => {
+    await serve(problem(503, 'internal-error'));
+    const problemError = await failure(client!);
+    expect(problemError.code).toBe('API_SERVER_ERROR');
+    expect(problemError.message).toContain('failed with 503: detail of internal-error');
+    await client!.close();
+    await service!.close();
+
+    await serve({ status: 502, headers: { 'content-type': 'text/html' }, raw: '<html><h1>Bad Gateway</h1></html>' });
+    const html = await failure(client!);
+    expect(html.code).toBe('API_SERVER_ERROR');
+    expect(html.message).toContain('non-problem body: <html><h1>Bad Gateway</h1></html>');
+    expect(html.requestId).toBeUndefined();
+  });
+
+  it('maps a status the spec does not list to API_HTTP_ERROR', async () => {
+    const { client: c } = await serve(problem(418, 'teapot'));
+    expect((await failure(c)).code).toBe('API_HTTP_ERROR');
+  });
+
+  it('takes the request id from the problem body when the header is missing', async () => {
+    const reply = problem(500, 'internal-error');
+    const { client: c } = await serve({ ...reply, headers: { 'content-type': 'application/problem+json' } });
+    const error = await failure(c);
+    expect(error.requestId).toBe('req-500');
+    expect(error.message).toContain('(request req-500)');
+  });
+
+  it('reports a 200 that is not JSON as API_MALFORMED_RESPONSE with the request id', async () => {
+    const { client: c } = await serve({ status: 200, headers: { 'x-request-id': 'req-html' }, raw: '<html>maintenance</html>' });
+    const error = await failure(c);
+    expect(error.code).toBe('API_MALFORMED_RESPONSE');
+    expect(error.requestId).toBe('req-html');
+    expect(error.message).toContain('is not JSON (request req-html)');
+  });
+
+  it('gives up on a service that does not answer with API_TIMEOUT', async () => {
+    const { client: c } = await serve('hang', { timeoutMs: 100 });
+    const error = await failure(c);
+    expect(error).toBeInstanceOf(ApiTransportError);
+    expect(error.code).toBe('API_TIMEOUT');
+    expect(error.message).toContain('timed out after 100 ms');
+  });
+
+  it('reports a refused connection as API_CONNECTION', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    client = clientFor(`http://127.0.0.1:${port}`, new RecordingGate());
+    const error = await failure(client);
+    expect(error.code).toBe('API_CONNECTION');
+    expect(error.message).toContain('ECONNREFUSED');
+  });
+
+  it('passes a shutdown abort through instead of calling it a timeout', async () => {
+    const { client: c, service: s } = await serve('hang');
+    const controller = new AbortController();
+    const pending = c.getJson('/api/v1/ping', {}, 'poll', controller.signal);
+    while (s.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    const error = await pending.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isAbortError(error)).toBe(true);
+    expect(error).not.toBeInstanceOf(ApiTransportError);
+  });
+});

@@ -1,0 +1,243 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SinkWorker } from '../../src/deliver/sinkWorker.js';
+import type { RetryConfig } from '../../src/deliver/deliveryConfig.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import { SinkBackoffError, SinkPartialFailureError, SinkRejectedError, SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
+import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import type { ManualClock } from '../../src/clock.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { withVirtualTime } from '../support/virtualTime.js';
+import { ScriptedSink, START, ingestEntries, openStore, testClock, type WriteScript } from './scriptedSink.js';
+
+const RETRY: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
+
+function worker(store: ChangefeedStore, sink: ScriptedSink, clock: ManualClock, over: { retry?: Partial<RetryConfig>; batchSize?: number; maxInFlight?: number } = {}) {
+  return new SinkWorker({
+    sink,
+    store,
+    clock,
+    logger: noopLogger,
+    retry: { ...RETRY, ...over.retry },
+    circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+    batchSize: over.batchSize ?? 10,
+    maxInFlight: over.maxInFlight ?? 1,
+    random: () => 0.5,
+  });
+}
+
+function setup(script?: WriteScript) {
+  const file = join(makeTempDir(), 's.sqlite');
+  const clock = testClock();
+  const store = openStore(file, ['out']);
+  const sink = new ScriptedSink('out', script, clock);
+  const drain = (w: SinkWorker, forMs = 3_600_000) => withVirtualTime(clock, w.drain(new AbortController().signal, clock.now() + forMs));
+  return { file, clock, store, sink, drain };
+}
+
+interface DeliveryRow {
+  event_id: string;
+  state: string;
+  attempts: number;
+  next_attempt_at: number;
+  first_attempt_at: number | null;
+  last_error: string | null;
+}
+const deliveryOf = (store: ChangefeedStore, eventId: string): DeliveryRow =>
+  store.db
+    .prepare<[string], DeliveryRow>(
+      `SELECT e.event_id, d.state, d.attempts, d.next_attempt_at, d.first_attempt_at, d.last_error
+       FROM deliveries d JOIN events e ON e.seq = d.seq WHERE d.sink = 'out' AND e.event_id = ?`,
+    )
+    .get(eventId)!;
+
+/** Ids in the order the destination last received them: a re-sent event counts where it was re-sent. */
+const lastCopies = (accepted: readonly string[]): string[] => accepted.filter((id, i) => accepted.indexOf(id, i + 1) === -1);
+const only = (ids: readonly string[], of: readonly string[]) => ids.filter((id) => of.includes(id));
+const failWhen = (eventId: string, times: number, error: () => Error): WriteScript => {
+  let failures = 0;
+  return (batch) => {
+    if (failures < times && batch.some((e) => e.id === eventId)) {
+      failures++;
+      throw error();
+    }
+  };
+};
+
+describe('SinkWorker with a real store', () => {
+  it('delivers everything once, each object in ingestion order, across several batches', async () => {
+    const { store, sink, clock, drain } = setup();
+    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
+    const idp = ingestEntries(store, 'identityProvider', '', ['x', 'y']);
+    const c2 = ingestEntries(store, 'career', 'c-2', ['a', 'b', 'c', 'd']);
+    const s1 = ingestEntries(store, 'skill', 's-1', ['a']);
+    expect(await drain(worker(store, sink, clock, { batchSize: 2, maxInFlight: 3 }))).toBe(true);
+    expect([...sink.accepted].sort()).toEqual([...c1, ...idp, ...c2, ...s1].sort());
+    for (const key of [c1, idp, c2, s1]) expect(only(sink.accepted, key)).toEqual(key);
+    for (const batch of sink.batches) expect(batch.length).toBeLessThanOrEqual(2);
+    expect(store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 10, dead: 0 });
+    expect(deliveryOf(store, c2[3]!)).toMatchObject({ state: 'delivered', attempts: 1, first_attempt_at: START, last_error: null });
+    store.close();
+  });
+
+  it('never has two writes of one object in flight at once, while writing several objects in parallel', async () => {
+    const { store, sink, clock, drain } = setup();
+    sink.latencyMs = 2;
+    const keys = ['c-1', 'c-2', 'c-3'].map((id) => ingestEntries(store, 'career', id, ['a', 'b', 'c', 'd']));
+    expect(await drain(worker(store, sink, clock, { batchSize: 1, maxInFlight: 3 }))).toBe(true);
+    expect(sink.maxConcurrentWrites).toBe(3);
+    expect(sink.overlappingKeys).toEqual([]);
+    for (const ids of keys) expect(only(sink.accepted, ids)).toEqual(ids);
+    expect(sink.accepted).toHaveLength(12);
+    store.close();
+  });
+
+  it("holds back only the failing object's later events", async () => {
+    const { store, sink, clock, drain } = setup();
+    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b']);
+    const c2 = ingestEntries(store, 'career', 'c-2', ['a', 'b']);
+    sink.script = failWhen(c1[0]!, 2, () => new Error('HTTP 502'));
+    expect(await drain(worker(store, sink, clock, { batchSize: 1 }))).toBe(true);
+    // c-2 flows while c-1 waits: both of its events go before c-1's second event.
+    expect(sink.accepted).toEqual([c2[0], c2[1], c1[0], c1[1]]);
+    expect(sink.writes.filter((w) => w.includes(c1[1]!))).toHaveLength(1);
+    expect(deliveryOf(store, c1[0]!)).toMatchObject({ state: 'delivered', attempts: 3 });
+    store.close();
+  });
+
+  it('records attempts, next attempt time and last error in the store', async () => {
+    const { store, sink, clock, drain } = setup(() => {
+      throw new Error('destination answered 503');
+    });
+    const [id] = ingestEntries(store, 'career', 'c-1', ['a']);
+    // random 0.5: attempt 1 fails at +0 and waits 500 ms; attempt 2 fails at +500 and waits 1000 ms.
+    expect(await drain(worker(store, sink, clock), 1_000)).toBe(false);
+    expect(sink.writeTimes).toEqual([START, START + 500]);
+    expect(deliveryOf(store, id!)).toMatchObject({
+      state: 'pending',
+      attempts: 2,
+      next_attempt_at: START + 1_500,
+      first_attempt_at: START,
+      last_error: 'destination answered 503',
+    });
+    expect(sink.batches.map((b) => b[0]!.attempt)).toEqual([1, 2]);
+    store.close();
+  });
+
+  it('moves an event to the dead letters after maxAttempts, then delivers the rest of its object', async () => {
+    const { store, sink, clock, drain } = setup();
+    const [a, b] = ingestEntries(store, 'career', 'c-1', ['a', 'b']);
+    sink.script = failWhen(a!, 99, () => new Error('HTTP 500'));
+    expect(await drain(worker(store, sink, clock, { retry: { maxAttempts: 3 }, batchSize: 1 }))).toBe(true);
+    expect(sink.writes.filter((w) => w.includes(a!))).toHaveLength(3);
+    expect(store.outbox.deadLetters()).toMatchObject([{ sink: 'out', eventId: a, attempts: 3, lastError: 'gave up after 3 attempts: HTTP 500' }]);
+    expect(sink.accepted).toEqual([b]);
+    store.close();
+  });
+
+  it('dead-letters a rejected batch at once, without retrying', async () => {
+    const { store, sink, clock, drain } = setup(() => {
+      throw new SinkRejectedError('schema mismatch');
+    });
+    const [a] = ingestEntries(store, 'skill', 's-1', ['a']);
+    expect(await drain(worker(store, sink, clock))).toBe(true);
+    expect(sink.batches).toHaveLength(1);
+    expect(store.outbox.deadLetters()).toMatchObject([{ eventId: a, attempts: 1, lastError: 'rejected: SINK_REJECTED: schema mismatch' }]);
+    store.close();
+  });
+
+  it('reconnects after SinkUnavailableError and resends without counting an attempt', async () => {
+    const { store, sink, clock, drain } = setup();
+    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    sink.script = failWhen(a!, 1, () => new SinkUnavailableError('connection reset'));
+    expect(await drain(worker(store, sink, clock))).toBe(true);
+    expect(sink.connects).toBe(2);
+    expect(sink.batches.map((b) => b[0]!.attempt)).toEqual([1, 1]);
+    expect(sink.writeTimes[1]! - sink.writeTimes[0]!).toBeGreaterThan(0);
+    expect(deliveryOf(store, a!)).toMatchObject({ state: 'delivered', attempts: 1 });
+    store.close();
+  });
+
+  it('pauses for the time a SinkBackoffError asks, without reconnecting or counting an attempt', async () => {
+    const { store, sink, clock, drain } = setup();
+    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    sink.script = failWhen(a!, 1, () => new SinkBackoffError('slow down', 30_000));
+    expect(await drain(worker(store, sink, clock))).toBe(true);
+    expect(sink.writeTimes).toEqual([START, START + 30_000]);
+    expect(sink.connects).toBe(1);
+    expect(deliveryOf(store, a!)).toMatchObject({ state: 'delivered', attempts: 1 });
+    store.close();
+  });
+
+  it('after a partial failure, re-sends the later events of the same object after the failed one', async () => {
+    const { store, sink, clock, drain } = setup();
+    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
+    const c2 = ingestEntries(store, 'career', 'c-2', ['a']);
+    sink.script = failWhen(c1[1]!, 1, () => new SinkPartialFailureError('1 of 4 failed', new Map([[c1[1]!, { error: 'HTTP 502', permanent: false }]])));
+    const w = worker(store, sink, clock);
+    // Drain for less than the retry delay (500 ms): the first write fails in part, the retry is not due yet.
+    expect(await drain(w, 400)).toBe(false);
+    expect(sink.writes).toEqual([[...c1, ...c2]]);
+    expect(deliveryOf(store, c1[0]!)).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(deliveryOf(store, c2[0]!)).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(deliveryOf(store, c1[1]!)).toMatchObject({ state: 'pending', attempts: 1, next_attempt_at: START + 500, last_error: 'HTTP 502' });
+    expect(deliveryOf(store, c1[2]!)).toMatchObject({ state: 'pending', attempts: 0, last_error: null });
+
+    expect(await drain(w)).toBe(true);
+    expect(sink.writes[1]).toEqual([c1[1], c1[2]]);
+    // The destination got c1: a, c, then b, c again; its last copies are in order.
+    expect(only(sink.accepted, c1)).toEqual([c1[0], c1[2], c1[1], c1[2]]);
+    expect(lastCopies(only(sink.accepted, c1))).toEqual(c1);
+    store.close();
+  });
+
+  it('picks up events ingested while it runs, keeping them behind a retrying event of their object', async () => {
+    const { store, sink, clock, drain } = setup();
+    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    let later: { b: string[]; other: string[] } | undefined;
+    sink.script = (batch, index) => {
+      if (index > 0) return;
+      // While the first write is out, the poller ingests more for the same object and another one.
+      later = { b: ingestEntries(store, 'career', 'c-1', ['b']), other: ingestEntries(store, 'career', 'c-2', ['a']) };
+      throw new Error('HTTP 503');
+    };
+    expect(await drain(worker(store, sink, clock))).toBe(true);
+    expect(sink.accepted).toEqual([later!.other[0], a, later!.b[0]]);
+    store.close();
+  });
+
+  it('delivers dead letters requeued after the outbox had emptied', async () => {
+    const { store, sink, clock, drain } = setup();
+    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    sink.script = failWhen(a!, 1, () => new SinkRejectedError('no'));
+    const w = worker(store, sink, clock);
+    expect(await drain(w)).toBe(true);
+    expect(store.outbox.counts('out').dead).toBe(1);
+    expect(store.outbox.requeueDead('out', clock.now())).toBe(1);
+    expect(await drain(w)).toBe(true);
+    expect(sink.accepted).toEqual([a]);
+    expect(store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 1, dead: 0 });
+    store.close();
+  });
+
+  it('resumes pending deliveries after a restart with a new worker and a reopened store', async () => {
+    const first = setup(() => {
+      throw new Error('down');
+    });
+    const c1 = ingestEntries(first.store, 'career', 'c-1', ['a', 'b']);
+    const idp = ingestEntries(first.store, 'identityProvider', '', ['x']);
+    expect(await first.drain(worker(first.store, first.sink, first.clock), 1_000)).toBe(false);
+    first.store.close();
+
+    const store = ChangefeedStore.open(first.file);
+    const sink = new ScriptedSink('out', undefined, first.clock);
+    const resumedAt = first.clock.now();
+    expect(await withVirtualTime(first.clock, worker(store, sink, first.clock).drain(new AbortController().signal, resumedAt + 60_000))).toBe(true);
+    expect(only(sink.accepted, c1)).toEqual(c1);
+    expect(only(sink.accepted, idp)).toEqual(idp);
+    // The retry schedule survived the restart: nothing went before the stored next attempt time.
+    expect(Math.min(...sink.writeTimes)).toBe(START + 1_500);
+    expect(deliveryOf(store, c1[0]!)).toMatchObject({ state: 'delivered', attempts: 3 });
+    store.close();
+  });
+});
