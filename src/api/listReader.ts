@@ -34,8 +34,10 @@ export async function readAllIds(
   signal?: AbortSignal,
 ): Promise<ListResult> {
   const ids: string[] = [];
-  for (let offset = 0; ; offset += envelope.pageSize) {
-    if (offset > MAX_OFFSET) return { ids, truncated: true };
+  const seen = new Set<string>();
+  // The last page starts exactly at the cap even when the page size does not divide it: pages
+  // then overlap, and `seen` drops the ids read twice.
+  for (let offset = 0; ; offset = Math.min(offset + envelope.pageSize, MAX_OFFSET)) {
     const { body, meta } = await client.getJson(path, { limit: envelope.pageSize, offset }, 'discovery', signal);
     const items = pick(body, envelope.itemsPath);
     if (!Array.isArray(items)) {
@@ -54,9 +56,13 @@ export async function readAllIds(
           meta.requestId,
         );
       }
-      ids.push(id);
+      if (!seen.has(id)) {
+        seen.add(id);
+        ids.push(id);
+      }
     });
     if (items.length < envelope.pageSize) return { ids, truncated: false };
+    if (offset === MAX_OFFSET) return { ids, truncated: true };
   }
 }
 

@@ -71,6 +71,8 @@ export class ServiceClient {
     for (const [k, v] of Object.entries(query)) if (v !== undefined) search.set(k, String(v));
     const qs = search.toString();
     const fullPath = `${this.basePath}${path}${qs ? `?${qs}` : ''}`;
+    // Outside the transport try: a missing key file is a credential problem, not a network one.
+    const authorization = `Bearer ${this.options.apiKey()}`;
     await this.options.gate.acquire(priority, signal);
     const started = this.options.clock.now();
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
@@ -82,7 +84,7 @@ export class ServiceClient {
       const res = await this.pool.request({
         method: 'GET',
         path: fullPath,
-        headers: { authorization: `Bearer ${this.options.apiKey()}`, accept: 'application/json' },
+        headers: { authorization, accept: 'application/json' },
         signal: combined,
       });
       status = res.statusCode;

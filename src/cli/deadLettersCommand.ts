@@ -1,8 +1,9 @@
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { storePath } from '../store/database.js';
-import { loadAppConfig } from './loadAppConfig.js';
+import { loadInspectionConfig } from './loadAppConfig.js';
 
 export const DEAD_LETTERS_USAGE = `changefeed dead-letters list [--config FILE] [--sink S] [--json]
 changefeed dead-letters retry [--config FILE] [--sink S] (--id EVENT_ID | --all)
@@ -24,11 +25,13 @@ export function deadLettersCommand(argv: string[]): number {
     },
     strict: true,
   });
-  const { config } = loadAppConfig({ configFlag: values.config, overrides: { 'api.apiKey': 'dead-letters-need-no-key', 'api.apiKeyFile': undefined } });
+  const { config } = loadInspectionConfig({ configFlag: values.config });
   if (values.sink !== undefined && !config.sinks.some((s) => s.name === values.sink)) {
     throw new ChangefeedError('USAGE', `no sink named "${values.sink}" in the config (sinks: ${config.sinks.map((s) => s.name).join(', ')})`);
   }
-  const store = ChangefeedStore.open(storePath(config.stateDir));
+  const file = storePath(config.stateDir);
+  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  const store = ChangefeedStore.open(file);
   try {
     if (action === 'list') {
       const letters = store.outbox.deadLetters({ sink: values.sink, eventId: values.id });

@@ -15,6 +15,7 @@ export const DEMO_USAGE = `changefeed demo [--seed N] [--events-per-hour N]
 
 const DEMO_CONFIG = fileURLToPath(new URL('../../config/demo.yaml', import.meta.url));
 const BACKFILL_MS = 5 * 60_000;
+const DEMO_STATE_DIR = 'state/demo';
 const RECEIVER_REPORT_MS = 15_000;
 /** A fixed demo secret: the demo shows signing, it protects nothing. */
 const DEMO_WEBHOOK_SECRET = 'whsec_ZGVtby1vbmx5LXdlYmhvb2stc2VjcmV0';
@@ -51,6 +52,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
       'api.apiKey': simulator.apiKey,
       // Show the last few minutes straight away rather than waiting for the first new change.
       'watch.startFrom': new Date(Date.now() - BACKFILL_MS).toISOString(),
+      // The demo wipes its store at start: never let CHANGEFEED_STATE_DIR point that at real state.
+      stateDir: DEMO_STATE_DIR,
     },
   });
   // Each demo talks to a fresh simulator, so it starts from a fresh store.

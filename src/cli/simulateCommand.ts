@@ -1,4 +1,6 @@
 import { parseArgs } from 'node:util';
+import { ZodError } from 'zod';
+import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { startSimulator } from '../simulator/index.js';
 import { onShutdownSignals } from './shutdownSignals.js';
@@ -23,16 +25,26 @@ export async function simulateCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+  const num = (flag: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n)) throw new ChangefeedError('USAGE', `--${flag} must be a number, got "${v}"`);
+    return n;
+  };
   const simulator = await startSimulator({
-    port: Number(values.port),
-    seed: Number(values.seed),
-    careers: num(values.careers),
-    skills: num(values.skills),
-    eventsPerHour: num(values['events-per-hour']),
+    port: num('port', values.port),
+    seed: num('seed', values.seed),
+    careers: num('careers', values.careers),
+    skills: num('skills', values.skills),
+    eventsPerHour: num('events-per-hour', values['events-per-hour']),
     sortOrder: values['sort-order'] as 'newest-first' | 'oldest-first' | undefined,
-    readsPerHour: num(values['reads-per-hour']),
-    faults: values['error-rate'] === undefined ? undefined : { errorRate: Number(values['error-rate']) },
+    readsPerHour: num('reads-per-hour', values['reads-per-hour']),
+    faults: values['error-rate'] === undefined ? undefined : { errorRate: num('error-rate', values['error-rate']) },
+  }).catch((error: unknown) => {
+    if (error instanceof ZodError) {
+      throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    }
+    throw error;
   });
   process.stdout.write(`simulator listening at ${simulator.url}\nCHANGEFEED_BASE_URL=${simulator.url}\nCHANGEFEED_API_KEY=${simulator.apiKey}\n`);
   onShutdownSignals(() => simulator.close(), createLogger({}), 5_000);

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';
-import { loadAppConfig } from './loadAppConfig.js';
+import { loadInspectionConfig } from './loadAppConfig.js';
 import { buildStatusReport, formatStatusReport } from './statusReport.js';
 
 export const STATUS_USAGE = `changefeed status [--config FILE] [--json]
@@ -15,8 +15,7 @@ export function statusCommand(argv: string[]): number {
     options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean', default: false } },
     strict: true,
   });
-  // Status needs only stateDir: a config whose secrets are not mounted here must still work.
-  const { config } = loadAppConfig({ configFlag: values.config, overrides: { 'api.apiKey': 'status-needs-no-key', 'api.apiKeyFile': undefined } });
+  const { config } = loadInspectionConfig({ configFlag: values.config });
   const file = storePath(config.stateDir);
   if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
   const store = new ChangefeedStore(openDatabase(file, { readonly: true }));

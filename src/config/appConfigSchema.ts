@@ -48,6 +48,14 @@ export const appConfigSchema = z
 
 export type AppConfig = z.infer<typeof appConfigSchema>;
 
+/**
+ * The same configuration for commands that only read the store (`status`, `dead-letters`): they
+ * need stateDir and the sinks, not the credential, which may not even be mounted where they run.
+ */
+export const inspectionConfigSchema = appConfigSchema.extend({
+  api: z.unknown().describe('Not read by inspection commands.'),
+});
+
 /** Environment variables and the config paths they set. */
 export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_API_KEY: 'api.apiKey',

@@ -1,4 +1,5 @@
 import { ApiError, ApiProblemError } from '../api/apiErrors.js';
+import { ChangefeedError } from '../errors.js';
 import { formatFieldErrors } from '../api/problemDetails.js';
 import { LOGS, type LogKind } from '../logs.js';
 
@@ -19,6 +20,13 @@ const MINUTE = 60_000;
 
 export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAuthFailures: number): FailureAction {
   if (!(error instanceof ApiError)) {
+    const code = error instanceof ChangefeedError ? error.code : undefined;
+    // The key file is missing or empty: nothing can be read until it is fixed.
+    if (code === 'CONFIG_INVALID') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: MINUTE };
+    // Retrying cannot make a window sparser or a version log shorter, and each try costs reads.
+    if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG') {
+      return { kind: 'disableLog', status: 'disabled', reason: `${(error as Error).message}; not retried until restart` };
+    }
     return { kind: 'retry', reason: error instanceof Error ? error.message : String(error), budgetPause: false };
   }
   switch (error.code) {
@@ -32,6 +40,11 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
     case 'API_INSUFFICIENT_PERMISSIONS':
       return { kind: 'disableLog', status: 'disabled', reason: error.message };
     case 'API_NOT_FOUND':
+      // The company-wide log cannot be deleted: a 404 there means a wrong base URL or a proxy
+      // in the way, which a restart with a fixed config should retry.
+      if (log === 'identityProvider') {
+        return { kind: 'disableLog', status: 'disabled', reason: `${error.path} answered 404: check api.baseUrl (the company-wide log cannot have been deleted); retried after restart` };
+      }
       return { kind: 'disableLog', status: 'gone', reason: `${error.path} answered 404: the object was deleted or is not visible to this key; no longer watched` };
     case 'API_VALIDATION': {
       const fields = error instanceof ApiProblemError ? formatFieldErrors(error.problem) : '';

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -55,6 +55,8 @@ describe('the changefeed command', () => {
         `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
       ].join('\n'),
     );
+    const keyFile = join(dir, 'api-key');
+    writeFileSync(keyFile, `${simulator.apiKey}\n`);
     const env = { CHANGEFEED_API_KEY: simulator.apiKey };
     const check = await changefeed(['check', '--config', file], env);
     expect(check.status).toBe(0);
@@ -65,11 +67,25 @@ describe('the changefeed command', () => {
     expect(badKey.stdout + badKey.stderr).not.toContain('wrongwrongwrong');
     const once = await changefeed(['run', '--config', file, '--once'], env);
     expect(once.status, once.stderr).toBe(0);
-    const status = await changefeed(['status', '--config', file, '--json']);
+    // Inspection commands need no credential: a config with an unreadable key file still works.
+    const inspectConfig = join(dir, 'inspect.yaml');
+    writeFileSync(inspectConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${join(dir, 'not-mounted-here')}`));
+    const status = await changefeed(['status', '--config', inspectConfig, '--json']);
     expect(status.status).toBe(0);
     const report = JSON.parse(status.stdout) as { logs: { log: string; status: string }[]; sinks: { name: string; pending: number; delivered: number }[] };
     expect(report.logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
     expect(report.sinks).toEqual([expect.objectContaining({ name: 'out', pending: 0 })]);
     expect(report.sinks[0]?.delivered).toBeGreaterThan(0);
+    const letters = await changefeed(['dead-letters', 'list', '--config', inspectConfig]);
+    expect(letters.stdout).toBe('no dead letters\n');
+    // The key from a file (trailing newline dropped), with no CHANGEFEED_API_KEY around.
+    const keyFileConfig = join(dir, 'keyfile.yaml');
+    writeFileSync(keyFileConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${keyFile}`));
+    const viaKeyFile = await changefeed(['run', '--config', keyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
+    expect(viaKeyFile.status, viaKeyFile.stderr).toBe(0);
+    const missingKeyFile = await changefeed(['run', '--config', inspectConfig, '--once'], { CHANGEFEED_API_KEY: '' });
+    expect(missingKeyFile.status).toBe(1);
+    expect(missingKeyFile.stderr).toContain('not-mounted-here');
+    expect(missingKeyFile.stderr).not.toContain('API_CONNECTION');
   });
 });
