@@ -98,7 +98,11 @@ export class ChangefeedDaemon {
   private async prepare(): Promise<void> {
     const now = this.clock.now();
     const added = this.store.sinks.activate(this.config.sinks.map((s) => ({ name: s.name, type: s.type })), now);
-    if (added.length > 0) this.options.logger.info({ sinks: added }, 'new sinks start from now');
+    for (const name of added) {
+      const fromJournal = this.config.sinks.find((s) => s.name === name)?.startFrom === 'journal';
+      const queued = fromJournal ? this.store.outbox.enqueueFromJournal(name, {}, now) : 0;
+      this.options.logger.info({ sink: name, queued }, fromJournal ? 'new sink starts from the journal' : 'new sink starts from now');
+    }
     for (const w of this.store.watchedLogs.list()) {
       if (w.status === 'disabled') this.store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
     }

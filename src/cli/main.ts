@@ -4,6 +4,7 @@ import { CHECK_USAGE, checkCommand } from './checkCommand.js';
 import { DEAD_LETTERS_USAGE, deadLettersCommand } from './deadLettersCommand.js';
 import { DEMO_USAGE, demoCommand } from './demoCommand.js';
 import { RECEIVE_USAGE, receiveCommand } from './receiveCommand.js';
+import { REPLAY_USAGE, replayCommand } from './replayCommand.js';
 import { RUN_USAGE, runCommand } from './runCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
@@ -15,6 +16,7 @@ const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise
   check: { usage: CHECK_USAGE, run: checkCommand },
   status: { usage: STATUS_USAGE, run: statusCommand },
   'dead-letters': { usage: DEAD_LETTERS_USAGE, run: deadLettersCommand },
+  replay: { usage: REPLAY_USAGE, run: replayCommand },
   receive: { usage: RECEIVE_USAGE, run: receiveCommand },
 };
 

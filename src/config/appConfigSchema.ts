@@ -53,7 +53,7 @@ export type AppConfig = z.infer<typeof appConfigSchema>;
  * need stateDir and the sinks, not the credential, which may not even be mounted where they run.
  */
 export const inspectionConfigSchema = appConfigSchema.extend({
-  api: z.unknown().describe('Not read by inspection commands.'),
+  api: z.unknown().optional().describe('Not read by inspection commands.'),
 });
 
 /** Environment variables and the config paths they set. */

@@ -45,6 +45,10 @@ export const sinkCommonSchema = z.object({
     .describe('Unique name; delivery progress in the store is kept under it, so renaming a sink starts it afresh.'),
   delivery: deliverySchema(RETRY_DEFAULTS),
   filter: sinkFilterSchema.optional().describe('Which events this sink receives; all when absent.'),
+  startFrom: z
+    .enum(['now', 'journal'])
+    .default('now')
+    .describe('Where a sink added to an existing store starts: `now` receives what is ingested from then on; `journal` first receives every event still in the journal.'),
 });
 
 export type SinkDeliveryConfig = z.infer<typeof sinkCommonSchema>['delivery'];

@@ -79,6 +79,7 @@ export class Outbox {
   private readonly requeueDeadStmt;
   private readonly filteredStmt;
   private readonly payloadsStmt;
+  private readonly enqueueStmt;
   private readonly deadListStmt;
   private readonly requeueOneStmt;
 
@@ -115,6 +116,14 @@ export class Outbox {
       `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, last_status = @status,
          last_response = @response, updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
        WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+    );
+    this.enqueueStmt = db.prepare(
+      `INSERT INTO deliveries (sink, seq, state, updated_at)
+       SELECT @sink, seq, 'pending', @now FROM events
+       WHERE (@since IS NULL OR ingested_at >= @since) AND (@until IS NULL OR ingested_at < @until) AND (@log IS NULL OR log = @log)
+       ORDER BY seq
+       ON CONFLICT (sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL,
+         last_error = NULL, last_status = NULL, last_response = NULL, updated_at = @now`,
     );
     this.payloadsStmt = db.prepare<[string], { seq: number; payload: string }>(
       'SELECT seq, payload FROM events WHERE seq IN (SELECT value FROM json_each(?))',
@@ -230,6 +239,15 @@ export class Outbox {
       firstAttemptAt: r.first_attempt_at,
       deadAt: r.updated_at,
     }));
+  }
+
+  /**
+   * Queues journal events for `sink` again (replay), with a fresh attempt budget, whatever their
+   * delivery state: events ingested in [since, until), optionally of one log. Adds deliveries for
+   * events the sink never had (a sink added later). Returns how many were queued.
+   */
+  enqueueFromJournal(sink: string, range: { since?: number; until?: number; log?: LogKind }, now: number): number {
+    return this.enqueueStmt.run({ sink, since: range.since ?? null, until: range.until ?? null, log: range.log ?? null, now }).changes;
   }
 
   /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */

@@ -1,0 +1,65 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { systemClock } from '../clock.js';
+import { DeliveryEngine } from '../deliver/deliveryEngine.js';
+import { ChangefeedError } from '../errors.js';
+import { LOG_KINDS, type LogKind } from '../logs.js';
+import { createLogger } from '../observe/createLogger.js';
+import { createSink } from '../sinks/sinkRegistry.js';
+import { ChangefeedStore } from '../store/changefeedStore.js';
+import { storePath } from '../store/database.js';
+import { loadInspectionConfig } from './loadAppConfig.js';
+
+export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--queue-only]
+  Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
+  any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
+  times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
+  is running (two processes delivering to one sink at once would not keep per-object order).`;
+
+export async function replayCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string', short: 'c' },
+      sink: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      log: { type: 'string' },
+      'queue-only': { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const { config } = loadInspectionConfig({ configFlag: values.config });
+  const sinkConfig = config.sinks.find((s) => s.name === values.sink);
+  if (!sinkConfig) throw new ChangefeedError('USAGE', `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`);
+  const since = parseTime('--since', values.since, true);
+  const until = parseTime('--until', values.until, false);
+  if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind)) throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
+  const file = storePath(config.stateDir);
+  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  const store = ChangefeedStore.open(file);
+  try {
+    store.sinks.activate(config.sinks.map((s) => ({ name: s.name, type: s.type })), Date.now());
+    const queued = store.outbox.enqueueFromJournal(sinkConfig.name, { since, until, log: values.log as LogKind | undefined }, Date.now());
+    process.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
+    if (values['queue-only'] || queued === 0) return 0;
+    const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+    const engine = new DeliveryEngine([{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }], { store, clock: systemClock, logger });
+    const [report] = await engine.drain(Date.now() + 3_600_000);
+    await engine.stop();
+    process.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
+    return report?.drained ? 0 : 1;
+  } finally {
+    store.close();
+  }
+}
+
+function parseTime(flag: string, value: string | undefined, required: boolean): number | undefined {
+  if (value === undefined) {
+    if (required) throw new ChangefeedError('USAGE', `${flag} is required (an ISO 8601 time such as 2026-11-20T00:00:00Z)`);
+    return undefined;
+  }
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new ChangefeedError('USAGE', `${flag} must be an ISO 8601 time, got "${value}"`);
+  return ms;
+}
