@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createApiKeyProvider } from './api/apiKeyProvider.js';
+import { createApiKeyProvider, type ApiKeyProvider } from './api/apiKeyProvider.js';
 import { ServiceClient } from './api/serviceClient.js';
 import { systemClock, type Clock } from './clock.js';
 import { appConfigSchema, type AppConfig } from './config/appConfigSchema.js';
@@ -16,6 +16,9 @@ import { WatchRegistry } from './poll/watchRegistry.js';
 import { createSink } from './sinks/sinkRegistry.js';
 import { ChangefeedStore } from './store/changefeedStore.js';
 import { storePath } from './store/database.js';
+import type { ResponseMeta } from './api/responseHeaders.js';
+import { ChangefeedMetrics } from './observe/changefeedMetrics.js';
+import { startHealthServer, type HealthServer, type ReadinessCheck } from './observe/healthServer.js';
 
 export interface DaemonOptions {
   logger: Logger;
@@ -46,8 +49,13 @@ export class ChangefeedDaemon {
   readonly engine: DeliveryEngine;
   readonly pollLoop: PollLoop;
   readonly registry: WatchRegistry;
+  readonly metrics: ChangefeedMetrics;
   private readonly clock: Clock;
   private readonly abort = new AbortController();
+  /** Whether the service accepted the key on the last request: undefined before any answer. */
+  private credentialAccepted: boolean | undefined;
+  private credentialProblem: string | undefined;
+  private healthServer: HealthServer | undefined;
   private pruning: Promise<void> | undefined;
   private stopped = false;
 
@@ -61,11 +69,31 @@ export class ChangefeedDaemon {
     this.store = ChangefeedStore.open(storePath(config.stateDir));
     this.serverClock = new ServerClock(this.clock);
     this.budget = new ReadBudget(config.budget, this.clock);
-    this.client = createServiceClient(config, { clock: this.clock, logger, budget: this.budget, serverClock: this.serverClock, env: options.env });
+    this.metrics = new ChangefeedMetrics(this.store, { now: () => this.clock.now(), allowancePerHour: () => this.budget.allowancePerHour() });
+    const apiKey = createApiKeyProvider(config.api, options.env);
+    this.client = createServiceClient(config, {
+      apiKey,
+      clock: this.clock,
+      logger,
+      budget: this.budget,
+      serverClock: this.serverClock,
+      onResponse: (meta, path) => {
+        this.metrics.observeResponse(meta, path);
+        this.trackCredential(meta.status);
+      },
+    });
     const serverClock = this.serverClock;
     this.engine = new DeliveryEngine(
       config.sinks.map((sinkConfig) => ({ sink: createSink(sinkConfig, { stdout: options.stdout }), delivery: sinkConfig.delivery, filter: sinkConfig.filter })),
-      { store: this.store, clock: this.clock, logger, onOutcome: options.onBatchOutcome },
+      {
+        store: this.store,
+        clock: this.clock,
+        logger,
+        onOutcome: (outcome) => {
+          this.metrics.observeDelivery(outcome);
+          options.onBatchOutcome?.(outcome);
+        },
+      },
     );
     this.registry = new WatchRegistry({ client: this.client, store: this.store, serverClock, clock: this.clock, watch: config.watch, logger });
     const poller = new LogPoller({
@@ -85,7 +113,9 @@ export class ChangefeedDaemon {
       clock: this.clock,
       watch: config.watch,
       logger,
-      onPolled: (_watched, outcome) => {
+      credentialChanged: () => apiKey.hasChanged(),
+      onPolled: (watched, outcome) => {
+        this.metrics.observePoll(watched.log, outcome, this.clock.now());
         if ((outcome.result?.emitted ?? 0) > 0) this.engine.notify();
       },
     });
@@ -123,6 +153,14 @@ export class ChangefeedDaemon {
   }
 
   async start(): Promise<void> {
+    if (this.config.http.port !== null) {
+      this.healthServer = await startHealthServer(this.config.http, {
+        alive: () => !this.stopped && this.pollLoop.state !== 'stopped',
+        readiness: () => this.readiness(),
+        metrics: this.metrics.registry,
+      });
+      this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
+    }
     await this.prepare();
     this.engine.start();
     this.pollLoop.start();
@@ -153,7 +191,41 @@ export class ChangefeedDaemon {
     await this.engine.stop();
     await this.pruning;
     await this.client.close();
+    await this.healthServer?.close();
     this.store.close();
+  }
+
+  /** What /readyz reports: store open, key accepted, polling running, every sink connected or reconnecting briefly. */
+  readiness(): ReadinessCheck[] {
+    const now = this.clock.now();
+    const graceMs = this.config.http.sinkGraceSeconds * 1000;
+    const checks: ReadinessCheck[] = [
+      { name: 'store', ok: this.store.db.open },
+      {
+        name: 'credential',
+        ok: this.credentialAccepted === true,
+        detail: this.credentialAccepted === undefined ? 'no answer from the service yet' : this.credentialProblem,
+      },
+      { name: 'polling', ok: this.pollLoop.state === 'running', detail: this.pollLoop.state === 'running' ? undefined : `poll loop ${this.pollLoop.state}` },
+    ];
+    for (const sink of this.engine.connectionStates()) {
+      const down = sink.disconnectedSince === null ? 0 : now - sink.disconnectedSince;
+      const ok = !sink.disabled && down <= graceMs;
+      const detail = sink.disabled ? `disabled: ${sink.lastError ?? ''}` : sink.disconnectedSince === null ? undefined : `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`;
+      checks.push({ name: `sink:${sink.sink}`, ok, ...(detail ? { detail } : {}) });
+    }
+    return checks;
+  }
+
+  /** Other statuses (a 403 for a missing scope, a 5xx) say nothing about the key itself. */
+  private trackCredential(status: number): void {
+    if (status >= 200 && status < 300) {
+      this.credentialAccepted = true;
+      this.credentialProblem = undefined;
+    } else if (status === 401) {
+      this.credentialAccepted = false;
+      this.credentialProblem = `the service rejected the key (401); check ${this.client.credentialSource}`;
+    }
   }
 
   private async pruneLoop(): Promise<void> {
@@ -181,9 +253,16 @@ export class ChangefeedDaemon {
  */
 export function createServiceClient(
   config: AppConfig,
-  deps: { clock: Clock; logger: Logger; budget: ReadBudget; serverClock: ServerClock; env?: NodeJS.ProcessEnv | undefined },
+  deps: {
+    apiKey: ApiKeyProvider;
+    clock: Clock;
+    logger: Logger;
+    budget: ReadBudget;
+    serverClock: ServerClock;
+    onResponse?: (meta: ResponseMeta, path: string) => void;
+  },
 ): ServiceClient {
-  const apiKey = createApiKeyProvider(config.api, deps.env);
+  const apiKey = deps.apiKey;
   return new ServiceClient({
     baseUrl: config.api.baseUrl,
     apiKey: () => apiKey.current(),
@@ -193,10 +272,10 @@ export function createServiceClient(
     logger: deps.logger,
     gate: {
       acquire: (priority, signal) => deps.budget.acquire(priority, signal),
-      observe: (meta) => {
+      observe: (meta, path) => {
         deps.budget.observe(meta);
         deps.serverClock.observe(meta);
-        if (meta.status === 401) apiKey.invalidate();
+        deps.onResponse?.(meta, path);
       },
     },
   });

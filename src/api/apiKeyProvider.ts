@@ -8,8 +8,11 @@ export interface ApiKeyProvider {
   current(): string;
   /** Where it comes from, for error messages; never the key itself. */
   readonly source: string;
-  /** Forget the cached key so the next request re-reads the file (after a 401). */
-  invalidate(): void;
+  /**
+   * True when the key file was replaced since the key last sent was read from it (a rotation):
+   * after a 401 the caller then retries at once instead of waiting out its backoff. Cheap (a stat).
+   */
+  hasChanged(): boolean;
 }
 
 /**
@@ -21,7 +24,7 @@ export function createApiKeyProvider(api: ApiConfig, env: NodeJS.ProcessEnv = pr
   if (api.apiKey !== undefined) {
     registerSecret(api.apiKey);
     const source = env.CHANGEFEED_API_KEY === api.apiKey ? 'CHANGEFEED_API_KEY' : 'api.apiKey in the config';
-    return { current: () => api.apiKey as string, source, invalidate: () => undefined };
+    return { current: () => api.apiKey as string, source, hasChanged: () => false };
   }
   const file = api.apiKeyFile as string;
   let cached: { key: string; stamp: string } | undefined;
@@ -44,8 +47,6 @@ export function createApiKeyProvider(api: ApiConfig, env: NodeJS.ProcessEnv = pr
       }
       return cached.key;
     },
-    invalidate: () => {
-      cached = undefined;
-    },
+    hasChanged: () => cached !== undefined && stampOf() !== cached.stamp,
   };
 }

@@ -15,7 +15,8 @@ export type RequestPriority = 'identityProvider' | 'poll' | 'discovery';
  */
 export interface RequestGate {
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void>;
-  observe(meta: ResponseMeta): void;
+  /** Every response; `path` is the request path without query string. */
+  observe(meta: ResponseMeta, path: string): void;
 }
 
 export interface ServiceClientOptions {
@@ -95,7 +96,7 @@ export class ServiceClient {
       throw this.transportError(error, path);
     }
     const meta = readResponseMeta(status, headers, this.options.clock.now());
-    this.options.gate.observe(meta);
+    this.options.gate.observe(meta, path);
     this.options.logger.debug(
       { path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining },
       'service request',

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { createApiKeyProvider } from '../api/apiKeyProvider.js';
 import { createServiceClient, pingService } from '../changefeedDaemon.js';
 import { systemClock } from '../clock.js';
 import { describeError } from '../errors.js';
@@ -19,6 +20,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
   out(`  watching: careers ${describeSet(config.watch.careers)}, skills ${describeSet(config.watch.skills)}, identity-provider log ${config.watch.identityProviderEvents ? 'on' : 'off'}`);
   out(`  sinks: ${config.sinks.map((s) => `${s.name} (${s.type})`).join(', ')}`);
   const client = createServiceClient(config, {
+    apiKey: createApiKeyProvider(config.api),
     clock: systemClock,
     logger: createLogger({ level: 'silent' }),
     budget: new ReadBudget(config.budget, systemClock),

@@ -1,11 +1,14 @@
 import { parseArgs } from 'node:util';
+import type { Logger } from 'pino';
 import { ChangefeedDaemon } from '../changefeedDaemon.js';
+import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { loadAppConfig } from './loadAppConfig.js';
 import { onShutdownSignals } from './shutdownSignals.js';
 
 export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS]
   Polls the service and delivers events until stopped (SIGINT/SIGTERM drain; a second signal exits).
+  SIGHUP reloads the configuration; an invalid one is reported and the running one kept.
   --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink failed)`;
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -20,23 +23,41 @@ export async function runCommand(argv: string[]): Promise<number> {
   });
   const { config } = loadAppConfig({ configFlag: values.config });
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
-  const daemon = new ChangefeedDaemon(config, { logger });
+  let daemon = new ChangefeedDaemon(config, { logger });
   if (values.once) return runOnce(daemon, logger);
-  onShutdownSignals(() => daemon.stop(), logger, Number(values['shutdown-timeout']) * 1000);
+  let reloading: Promise<void> = Promise.resolve();
+  onShutdownSignals(
+    async () => {
+      await reloading;
+      await daemon.stop();
+    },
+    logger,
+    Number(values['shutdown-timeout']) * 1000,
+  );
+  process.on('SIGHUP', () => {
+    reloading = reloading.then(async () => {
+      let next;
+      try {
+        next = loadAppConfig({ configFlag: values.config }).config;
+      } catch (error) {
+        logger.error({ err: describeError(error) }, 'SIGHUP: the new configuration is invalid; still running on the previous one');
+        return;
+      }
+      logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
+      await daemon.stop();
+      daemon = new ChangefeedDaemon(next, { logger });
+      await daemon.start();
+    });
+  });
   await daemon.start();
   return new Promise<number>(() => undefined);
 }
 
-async function runOnce(daemon: ChangefeedDaemon, logger: ReturnType<typeof createLogger>): Promise<number> {
+async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number> {
   try {
     const report = await daemon.runOnce();
     logger.info(
-      {
-        polled: report.sweep.polled,
-        emitted: report.sweep.emitted,
-        failures: report.sweep.failures,
-        sinks: report.sinks,
-      },
+      { polled: report.sweep.polled, emitted: report.sweep.emitted, failures: report.sweep.failures, sinks: report.sinks },
       report.ok ? 'sweep complete' : 'sweep finished with failures',
     );
     return report.ok ? 0 : 1;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { apiConfigSchema } from '../api/apiConfig.js';
 import { eventsConfigSchema } from '../events/cloudEvent.js';
+import { httpConfigSchema } from '../observe/healthServer.js';
 import { budgetConfigSchema } from '../poll/readBudget.js';
 import { watchConfigSchema } from '../poll/watchConfig.js';
 import { sinkConfigSchema } from '../sinks/sinkRegistry.js';
@@ -35,6 +36,7 @@ export const appConfigSchema = z
       .default({ retentionDays: 7 })
       .describe('The event journal in the store.'),
     stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
+    http: httpConfigSchema.default(httpConfigSchema.parse({})).describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
     log: z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (CHANGEFEED_LOG_LEVEL overrides).'),
@@ -62,4 +64,6 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_BASE_URL: 'api.baseUrl',
   CHANGEFEED_STATE_DIR: 'stateDir',
   CHANGEFEED_LOG_LEVEL: 'log.level',
+  CHANGEFEED_HTTP_PORT: 'http.port',
+  CHANGEFEED_HTTP_HOST: 'http.host',
 };

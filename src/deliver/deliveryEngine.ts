@@ -56,9 +56,9 @@ export class DeliveryEngine {
     return this.workers.map((w) => w.name);
   }
 
-  /** Readiness: names of sinks that are not connected. */
-  disconnectedSinks(): string[] {
-    return this.workers.filter((w) => !w.isConnected).map((w) => w.name);
+  /** Per sink, for readiness: disabled, and since when not connected. */
+  connectionStates(): { sink: string; disabled: boolean; disconnectedSince: number | null; lastError: string | null }[] {
+    return this.workers.map((w) => ({ sink: w.name, ...w.connectionState }));
   }
 
   start(): void {

@@ -15,6 +15,8 @@ export class SinkHealth {
   connected = false;
   disabled = false;
   pausedUntil = 0;
+  /** When the sink last went from connected (or created) to not connected; null while connected. */
+  disconnectedSince: number | null;
   private connectFailures = 0;
   private consecutiveFailures = 0;
   private circuit: CircuitState = 'closed';
@@ -28,16 +30,20 @@ export class SinkHealth {
     private readonly store: ChangefeedStore,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.disconnectedSince = clock.now();
+  }
 
   markConnected(): void {
     this.connected = true;
+    this.disconnectedSince = null;
     this.connectFailures = 0;
     this.persist();
   }
 
   markDisconnected(): void {
     this.connected = false;
+    this.disconnectedSince ??= this.clock.now();
     this.persist();
   }
 
@@ -51,6 +57,7 @@ export class SinkHealth {
 
   connectionLost(error: unknown): void {
     this.connected = false;
+    this.disconnectedSince ??= this.clock.now();
     this.connectFailures++;
     this.pause(error, Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1)), 'sink connection lost; reconnecting with backoff');
   }

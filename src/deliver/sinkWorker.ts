@@ -78,9 +78,15 @@ export class SinkWorker {
     return this.options.sink.name;
   }
 
-  /** Connected and not disabled (readiness). */
+  /** Connected and not disabled. */
   get isConnected(): boolean {
     return this.health.connected && !this.health.disabled;
+  }
+
+  /** For readiness: disabled, or since when not connected (null while connected). */
+  get connectionState(): { disabled: boolean; disconnectedSince: number | null; lastError: string | null } {
+    const row = this.options.store.sinks.list().find((s) => s.name === this.name);
+    return { disabled: this.health.disabled, disconnectedSince: this.health.disconnectedSince, lastError: row?.lastError ?? null };
   }
 
   /** Wakes the worker: new events were ingested. */

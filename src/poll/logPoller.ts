@@ -4,7 +4,7 @@ import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
 import { LOGS } from '../logs.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { ChangefeedStore, IngestResult } from '../store/changefeedStore.js';
 import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
@@ -79,7 +79,7 @@ export class LogPoller {
             toEvent: (entry) => this.toEvent(watched, entry),
             now: this.deps.clock.now(),
           });
-          this.account(result, ingested, ordered);
+          this.account(result, ingested);
         },
       },
       window,
@@ -126,7 +126,7 @@ export class LogPoller {
       now: this.deps.clock.now(),
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
-    this.account(result, ingested, ordered);
+    this.account(result, ingested);
     return result;
   }
 
@@ -134,13 +134,9 @@ export class LogPoller {
     return buildCloudEvent({ log: watched.log, objectId: watched.objectId, entry, baseUrl: this.deps.baseUrl }, this.deps.events);
   }
 
-  private account(result: PollResult, ingested: { emitted: number; duplicates: number }, ordered: readonly ActivityEntry[]): void {
+  private account(result: PollResult, ingested: IngestResult): void {
     result.emitted += ingested.emitted;
     result.duplicates += ingested.duplicates;
-    if (ingested.emitted === 0) return;
-    for (const entry of ordered) {
-      const t = performedAtMs(entry);
-      if (t !== null) result.emittedPerformedAt.push(t);
-    }
+    result.emittedPerformedAt.push(...ingested.emittedPerformedAt);
   }
 }

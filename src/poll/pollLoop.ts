@@ -20,6 +20,8 @@ export interface PollLoopDeps {
   clock: Clock;
   watch: WatchConfig;
   logger: Logger;
+  /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
+  credentialChanged?: () => boolean;
   /** Called after every poll, successful or not (metrics, the scheduler's rate estimates). */
   onPolled?: (watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void;
 }
@@ -45,6 +47,8 @@ export class PollLoop {
   private readonly nextPollAt = new Map<string, number>();
   private readonly inFlight = new Set<string>();
   private pausedUntil = 0;
+  /** The pause is for a rejected key: it ends as soon as the key file changes. */
+  private pausedForCredential = false;
   private authFailures = 0;
   private wake: AbortController | undefined;
   private running: Promise<void> | undefined;
@@ -140,8 +144,13 @@ export class PollLoop {
     while (this.stateValue === 'running') {
       const now = clock.now();
       let wakeAt = now + 60_000;
+      if (this.pausedUntil > now && this.pausedForCredential && this.deps.credentialChanged?.()) {
+        this.deps.logger.info('the key file changed; resuming polls with the new key');
+        this.pausedUntil = 0;
+      }
       if (this.pausedUntil > now) {
-        wakeAt = this.pausedUntil;
+        // A rejected key may be replaced any moment; look at the key file every second meanwhile.
+        wakeAt = this.pausedForCredential ? Math.min(this.pausedUntil, now + 1_000) : this.pausedUntil;
       } else {
         if (this.nextDiscoveryAt !== undefined && this.nextDiscoveryAt <= now && !this.inFlight.has('discovery')) {
           this.launchDiscovery();
@@ -217,7 +226,15 @@ export class PollLoop {
         return;
       }
       case 'pauseAll':
-        if (error instanceof Error && (error as { code?: string }).code === 'API_INVALID_CREDENTIAL') this.authFailures++;
+        if (error instanceof Error && (error as { code?: string }).code === 'API_INVALID_CREDENTIAL') {
+          if (this.deps.credentialChanged?.()) {
+            logger.info({ ...target }, 'the key file changed since the rejected request; retrying with the new key now');
+            this.nextPollAt.set(key, now);
+            return;
+          }
+          this.authFailures++;
+        }
+        this.pausedForCredential = (error as { code?: string }).code === 'API_INVALID_CREDENTIAL';
         this.pausedUntil = Math.max(this.pausedUntil, now + action.pauseMs);
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
         return;

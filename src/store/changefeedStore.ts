@@ -26,6 +26,8 @@ export interface IngestRequest {
 export interface IngestResult {
   emitted: number;
   duplicates: number;
+  /** performedAt of each emitted entry that has one (detection-delay metrics, rate estimates). */
+  emittedPerformedAt: number[];
 }
 
 /**
@@ -48,6 +50,7 @@ export class ChangefeedStore {
     this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {
       let emitted = 0;
       let duplicates = 0;
+      const emittedPerformedAt: number[] = [];
       for (const entry of req.silentEntries ?? []) {
         this.seen.add(req.log, req.objectId, entry.id, performedAtMs(entry), req.now);
       }
@@ -57,12 +60,14 @@ export class ChangefeedStore {
           duplicates++;
           continue;
         }
-        if (this.outbox.append(req.toEvent(entry), { log: req.log, objectId: req.objectId, performedAt, now: req.now })) emitted++;
-        else duplicates++;
+        if (this.outbox.append(req.toEvent(entry), { log: req.log, objectId: req.objectId, performedAt, now: req.now })) {
+          emitted++;
+          if (performedAt !== null) emittedPerformedAt.push(performedAt);
+        } else duplicates++;
       }
       this.watchedLogs.advance({ log: req.log, objectId: req.objectId, windowEnd: req.windowEnd, ingested: emitted, now: req.now });
       if (req.pruneSeenBefore !== undefined) this.seen.prune(req.log, req.objectId, req.pruneSeenBefore);
-      return { emitted, duplicates };
+      return { emitted, duplicates, emittedPerformedAt };
     });
   }
 

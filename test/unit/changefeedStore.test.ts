@@ -57,7 +57,7 @@ function pendingEntryIds(store: ChangefeedStore, sink: string): string[] {
 describe('ChangefeedStore.ingest', () => {
   it('commits the entries, one delivery per active sink and the cursor together', () => {
     const { store } = openFresh(['a', 'b']);
-    expect(ingest(store, [entry('e-1'), entry('e-2')], { windowEnd: T + 5_000 })).toEqual({ emitted: 2, duplicates: 0 });
+    expect(ingest(store, [entry('e-1'), entry('e-2')], { windowEnd: T + 5_000 })).toMatchObject({ emitted: 2, duplicates: 0 });
     expect(entryIdsInJournal(store)).toEqual(['e-1', 'e-2']);
     expect(pendingEntryIds(store, 'a')).toEqual(['e-1', 'e-2']);
     expect(pendingEntryIds(store, 'b')).toEqual(['e-1', 'e-2']);
@@ -83,33 +83,41 @@ describe('ChangefeedStore.ingest', () => {
     expect(store.seen.has('career', 'c-1', 'e-1')).toBe(false);
     expect(store.watchedLogs.get('career', 'c-1')).toEqual(before);
     // The same read succeeds afterwards, as if the failed one never happened.
-    expect(ingest(store, [entry('e-1'), entry('e-2'), entry('e-3')])).toEqual({ emitted: 3, duplicates: 0 });
+    expect(ingest(store, [entry('e-1'), entry('e-2'), entry('e-3')])).toMatchObject({ emitted: 3, duplicates: 0 });
     store.close();
   });
 
   it('counts entries read again (overlapping windows, or twice in one page) as duplicates', () => {
     const { store } = openFresh();
     ingest(store, [entry('e-1'), entry('e-2')]);
-    expect(ingest(store, [entry('e-2'), entry('e-3')])).toEqual({ emitted: 1, duplicates: 1 });
-    expect(ingest(store, [entry('e-4'), entry('e-4')])).toEqual({ emitted: 1, duplicates: 1 });
+    expect(ingest(store, [entry('e-2'), entry('e-3')])).toMatchObject({ emitted: 1, duplicates: 1 });
+    expect(ingest(store, [entry('e-4'), entry('e-4')])).toMatchObject({ emitted: 1, duplicates: 1 });
     expect(entryIdsInJournal(store)).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
+    store.close();
+  });
+
+  it('reports the performedAt of emitted entries only, not of duplicates or undated ones', () => {
+    const { store } = openFresh();
+    ingest(store, [entry('e-1', T - 3_000)]);
+    const result = ingest(store, [entry('e-1', T - 3_000), entry('e-2', T - 2_000), { ...entry('e-3'), performedAt: null }]);
+    expect(result).toEqual({ emitted: 2, duplicates: 1, emittedPerformedAt: [T - 2_000] });
     store.close();
   });
 
   it('keeps entry ids apart per log and object', () => {
     const { store } = openFresh();
     ingest(store, [entry('e-1')]);
-    expect(ingest(store, [entry('e-1')], { objectId: 'c-2' })).toEqual({ emitted: 1, duplicates: 0 });
-    expect(ingest(store, [entry('e-1')], { log: 'skill', objectId: 'c-1' })).toEqual({ emitted: 1, duplicates: 0 });
+    expect(ingest(store, [entry('e-1')], { objectId: 'c-2' })).toMatchObject({ emitted: 1, duplicates: 0 });
+    expect(ingest(store, [entry('e-1')], { log: 'skill', objectId: 'c-1' })).toMatchObject({ emitted: 1, duplicates: 0 });
     store.close();
   });
 
   it('records silent entries as seen without emitting them', () => {
     const { store } = openFresh();
-    expect(ingest(store, [entry('new-1')], { silentEntries: [entry('old-1'), entry('old-2')] })).toEqual({ emitted: 1, duplicates: 0 });
+    expect(ingest(store, [entry('new-1')], { silentEntries: [entry('old-1'), entry('old-2')] })).toMatchObject({ emitted: 1, duplicates: 0 });
     expect(entryIdsInJournal(store)).toEqual(['new-1']);
     expect(store.seen.has('career', 'c-1', 'old-1')).toBe(true);
-    expect(ingest(store, [entry('old-2')])).toEqual({ emitted: 0, duplicates: 1 });
+    expect(ingest(store, [entry('old-2')])).toMatchObject({ emitted: 0, duplicates: 1 });
     store.close();
   });
 
@@ -134,7 +142,7 @@ describe('ChangefeedStore.ingest', () => {
     const { store } = openFresh();
     ingest(store, [entry('e-1', T - 10 * HOUR)], { pruneSeenBefore: T - HOUR });
     expect(store.seen.has('career', 'c-1', 'e-1')).toBe(false);
-    expect(ingest(store, [entry('e-1', T - 10 * HOUR)])).toEqual({ emitted: 0, duplicates: 1 });
+    expect(ingest(store, [entry('e-1', T - 10 * HOUR)])).toMatchObject({ emitted: 0, duplicates: 1 });
     expect(entryIdsInJournal(store)).toEqual(['e-1']);
     store.close();
   });
@@ -195,7 +203,7 @@ describe('opening the store', () => {
     expect(reopened.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(entryIdsInJournal(reopened)).toEqual(['e-1']);
     expect(reopened.getMeta('discovery.completedAt')).toBe('123');
-    expect(ingest(reopened, [entry('e-1')])).toEqual({ emitted: 0, duplicates: 1 });
+    expect(ingest(reopened, [entry('e-1')])).toMatchObject({ emitted: 0, duplicates: 1 });
     reopened.close();
   });
 

@@ -1,0 +1,91 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import type { Registry } from 'prom-client';
+
+export const httpConfigSchema = z
+  .object({
+    port: z
+      .number()
+      .int()
+      .min(0)
+      .max(65_535)
+      .nullable()
+      .default(null)
+      .describe('Port of the health, readiness and metrics server; null (the default) keeps it off. The container image sets 9464.'),
+    host: z.string().default('127.0.0.1').describe('Interface it binds to; loopback unless set (the container image sets 0.0.0.0).'),
+    sinkGraceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .default(300)
+      .describe('A sink that lost its connection still counts as ready for this long while it reconnects.'),
+  })
+  .strict();
+
+export type HttpConfig = z.infer<typeof httpConfigSchema>;
+
+export interface ReadinessCheck {
+  name: string;
+  ok: boolean;
+  detail?: string;
+}
+
+export interface HealthSource {
+  /** True while the daemon's loops run: liveness. */
+  alive(): boolean;
+  /** Every readiness check, each with what fails. */
+  readiness(): ReadinessCheck[];
+  metrics: Registry;
+}
+
+export interface HealthServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `/healthz` (liveness: 200 while the daemon's loops run), `/readyz` (200 only when every check
+ * passes; the JSON body says which fails) and `/metrics` (Prometheus text format).
+ */
+export async function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET' }).end();
+      return;
+    }
+    if (path === '/healthz') {
+      const alive = source.alive();
+      res.writeHead(alive ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: alive ? 'alive' : 'stopped' }));
+      return;
+    }
+    if (path === '/readyz') {
+      const checks = source.readiness();
+      const ready = checks.every((c) => c.ok);
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ready, checks }));
+      return;
+    }
+    if (path === '/metrics') {
+      source.metrics.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': source.metrics.contentType }).end(text),
+        (error: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`),
+      );
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port ?? 0, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,175 @@
+import { renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ALL_SCOPES, startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
+import { deliveredEvents } from '../support/daemonHarness.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { receiver, SECRET } from '../support/webhookHarness.js';
+
+let simulator: Simulator | undefined;
+let daemon: DaemonProcess | undefined;
+afterEach(async () => {
+  if (daemon && daemon.child.exitCode === null) {
+    daemon.child.kill('SIGKILL');
+    await daemon.exited();
+  }
+  daemon = undefined;
+  await simulator?.close();
+  simulator = undefined;
+});
+
+function writeConfig(file: string, lines: string[]): void {
+  writeFileSync(file, lines.join('\n'));
+}
+
+function baseConfig(dir: string, sim: Simulator, httpPort: number, sinks: string[]): string[] {
+  return [
+    'api:',
+    `  baseUrl: ${sim.url}`,
+    `  apiKeyFile: ${join(dir, 'api-key')}`,
+    'watch: { careers: { discover: true }, skills: { discover: true }, pollIntervalSeconds: 0.3, startFrom: "2000-01-01T00:00:00Z" }',
+    'budget: { readsPerHour: 3600000, reserve: 0 }',
+    `stateDir: ${join(dir, 'state')}`,
+    `http: { port: ${httpPort} }`,
+    'sinks:',
+    ...sinks,
+  ];
+}
+
+/** Writes the key the way a Kubernetes secret update does: a new file renamed over the old one. */
+function rotateKey(dir: string, key: string): void {
+  writeFileSync(join(dir, 'api-key.tmp'), `${key}\n`);
+  renameSync(join(dir, 'api-key.tmp'), join(dir, 'api-key'));
+}
+
+const readyz = async (port: number): Promise<{ status: number; body: { ready: boolean; checks: { name: string; ok: boolean; detail?: string }[] } }> => {
+  const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+  return { status: res.status, body: (await res.json()) as never };
+};
+
+const metricValue = (text: string, name: string, labels: Record<string, string> = {}): number => {
+  const family = parsePrometheusTextFormat(text).find((f) => f.name === name);
+  if (!family) return 0;
+  return family.metrics
+    .filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))
+    .reduce((sum, m) => sum + Number(m.value ?? 0), 0);
+};
+
+/** Observations in a histogram family: its +Inf bucket (the parser keeps no labels on histograms). */
+const histogramCount = (text: string, name: string): number => {
+  const family = parsePrometheusTextFormat(text).find((f) => f.name === name);
+  return (family?.metrics ?? []).reduce((sum, m) => sum + Number(m.buckets?.['+Inf'] ?? 0), 0);
+};
+
+describe('running as a sidecar', () => {
+  it('readiness fails when the key is revoked and recovers when a new key is written to the key file', async () => {
+    simulator = await startSimulator({ seed: 51, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 0, readsPerHour: 10_000_000 });
+    const dir = makeTempDir();
+    const port = await freePort();
+    const config = join(dir, 'changefeed.yaml');
+    rotateKey(dir, simulator.apiKey);
+    writeConfig(config, baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]));
+    daemon = startDaemonProcess(['--config', config]);
+    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+
+    const newKey = `sim_live_${'R'.repeat(32)}`;
+    simulator.addApiKey(newKey, [...ALL_SCOPES]);
+    simulator.revokeApiKey(simulator.apiKey);
+    await until(async () => (await readyz(port)).status === 503, 10_000, 'readiness 503 after revocation');
+    const failing = await readyz(port);
+    expect(failing.body.checks.find((c) => c.name === 'credential')).toMatchObject({ ok: false });
+    expect(failing.body.checks.find((c) => c.name === 'credential')?.detail).toContain('api.apiKeyFile');
+
+    rotateKey(dir, newKey);
+    await until(async () => (await readyz(port)).status === 200, 10_000, 'readiness 200 after the key file changed');
+    expect(daemon.logs()).not.toContain(newKey);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+  });
+
+  it('exposes Prometheus metrics whose counters move as events flow', async () => {
+    simulator = await startSimulator({ seed: 52, careers: 2, skills: 1, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const dir = makeTempDir();
+    const port = await freePort();
+    const config = join(dir, 'changefeed.yaml');
+    rotateKey(dir, simulator.apiKey);
+    writeConfig(config, baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]));
+    daemon = startDaemonProcess(['--config', config]);
+    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
+    const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const before = await scrape();
+    expect(parsePrometheusTextFormat(before).map((f) => f.name)).toEqual(
+      expect.arrayContaining(['changefeed_polls_total', 'changefeed_api_requests_total', 'changefeed_budget_allowance_per_hour', 'changefeed_outbox_pending', 'changefeed_watermark_age_seconds', 'changefeed_coverage_gaps']),
+    );
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 25, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    await until(() => deliveredEvents(dir).length === 25, 10_000, '25 events in the file');
+    const after = await scrape();
+    expect(metricValue(after, 'changefeed_entries_ingested_total', { log: 'career' }) - metricValue(before, 'changefeed_entries_ingested_total', { log: 'career' })).toBe(25);
+    expect(metricValue(after, 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' })).toBe(25);
+    expect(histogramCount(after, 'changefeed_detection_delay_seconds')).toBe(25);
+    expect(histogramCount(after, 'changefeed_delivery_latency_seconds')).toBe(25);
+    expect(metricValue(after, 'changefeed_api_requests_total')).toBeGreaterThan(metricValue(before, 'changefeed_api_requests_total'));
+    expect(metricValue(after, 'changefeed_outbox_pending', { sink: 'out' })).toBe(0);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+  });
+
+  it('exits 0 on SIGTERM in the middle of deliveries, and a restart delivers what was in flight', async () => {
+    simulator = await startSimulator({ seed: 53, careers: 3, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    for (const id of simulator.careerIds) simulator.appendBurst('career', id, 10, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    const slow = await receiver({ respond: () => ({ status: 204, delayMs: 3_000 }) });
+    const dir = makeTempDir();
+    const port = await freePort();
+    const config = join(dir, 'changefeed.yaml');
+    rotateKey(dir, simulator.apiKey);
+    const hookSink = (url: string) => `  - { name: hook, type: webhook, url: ${url}, secret: ${SECRET}, timeoutMs: 10000 }`;
+    writeConfig(config, baseConfig(dir, simulator, port, [hookSink(slow.url)]));
+    daemon = startDaemonProcess(['--config', config, '--shutdown-timeout', '8']);
+    await until(() => slow.received.length >= 3, 20_000, 'three deliveries in flight');
+    const signalled = Date.now();
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(8_000);
+
+    const fast = await receiver();
+    writeConfig(config, baseConfig(dir, simulator, port, [hookSink(fast.url)]));
+    daemon = startDaemonProcess(['--config', config]);
+    await until(() => new Set(fast.received.map((r) => r.id)).size === 30, 20_000, 'all 30 events at the new endpoint');
+    const inFlight = new Set(slow.received.map((r) => r.id));
+    for (const id of inFlight) expect(fast.received.some((r) => r.id === id)).toBe(true);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+  });
+
+  it('keeps running on the old config when SIGHUP brings a broken one, and applies a valid one', async () => {
+    simulator = await startSimulator({ seed: 54, careers: 2, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const dir = makeTempDir();
+    const port = await freePort();
+    const config = join(dir, 'changefeed.yaml');
+    rotateKey(dir, simulator.apiKey);
+    const fileSink = (name: string) => `  - { name: ${name}, type: file, path: ${join(dir, `${name}.jsonl`)} }`;
+    writeConfig(config, baseConfig(dir, simulator, port, [fileSink('first')]));
+    daemon = startDaemonProcess(['--config', config]);
+    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
+
+    writeConfig(config, [...baseConfig(dir, simulator, port, [fileSink('first')]), 'watch: { overlapSecond: 3 }']);
+    daemon.child.kill('SIGHUP');
+    await daemon.waitForLog('SIGHUP: the new configuration is invalid; still running on the previous one');
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 5, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    await until(() => deliveredEvents(dir, 'first.jsonl').length === 5, 10_000, 'delivery on the old config');
+
+    writeConfig(config, baseConfig(dir, simulator, port, [fileSink('first'), fileSink('second')]));
+    daemon.child.kill('SIGHUP');
+    await daemon.waitForLog('SIGHUP: configuration is valid');
+    await daemon.waitForLog('new sink starts from now');
+    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200 after reload');
+    simulator.appendBurst('career', simulator.careerIds[1] as string, 4, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    await until(() => deliveredEvents(dir, 'second.jsonl').length === 4, 10_000, 'the new sink receiving events');
+    expect(deliveredEvents(dir, 'first.jsonl')).toHaveLength(9);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+  });
+});
