@@ -1,13 +1,21 @@
 import type { LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { WatchedLog } from '../store/watchedLogs.js';
 
 export interface LogStatus {
   log: LogKind;
   objectId: string;
   status: string;
   statusReason: string | null;
+  /** Start of continuous coverage: every entry from here to coveredUntil was read (service clock), ISO. */
+  coveredFrom: string | null;
   /** End of the last completely read window (service clock), ISO. */
   coveredUntil: string | null;
+  /**
+   * What is not covered after coveredUntil and why: a log that is disabled or gone, or whose polls
+   * keep failing. Null while the log is polled normally (its lag is then only the poll interval).
+   */
+  gap: { from: string; reason: string } | null;
   /** Seconds between now and coveredUntil: how far behind the feed may be. */
   lagSeconds: number | null;
   lastSuccessAt: string | null;
@@ -46,13 +54,22 @@ export interface StatusReport {
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+function gapOf(w: WatchedLog): LogStatus['gap'] {
+  const from = iso(w.windowEnd ?? w.coverageStart) ?? 'the start';
+  if (w.status !== 'active') return { from, reason: `${w.status}: ${w.statusReason ?? 'no reason recorded'}` };
+  if (w.consecutiveFailures > 0) return { from, reason: `${w.consecutiveFailures} failed polls in a row: ${w.lastError ?? ''}` };
+  return null;
+}
+
 export function buildStatusReport(store: ChangefeedStore, now: number): StatusReport {
   const logs = store.watchedLogs.list().map((w) => ({
     log: w.log,
     objectId: w.objectId,
     status: w.status,
     statusReason: w.statusReason,
+    coveredFrom: iso(w.coverageStart),
     coveredUntil: iso(w.windowEnd),
+    gap: gapOf(w),
     lagSeconds: w.windowEnd === null ? null : Math.max(0, Math.round((now - w.windowEnd) / 1000)),
     lastSuccessAt: iso(w.lastSuccessAt),
     lastError: w.lastError,
@@ -86,16 +103,16 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
 export function formatStatusReport(report: StatusReport): string {
   const lines: string[] = [`changefeed status at ${report.generatedAt}`, '', 'LOGS'];
   lines.push(table(
-    ['log', 'object', 'status', 'covered until', 'lag s', 'ingested', 'failures', 'last error'],
+    ['log', 'object', 'status', 'covered from', 'covered until', 'lag s', 'ingested', 'gap'],
     report.logs.map((l) => [
       l.log,
       l.objectId || '-',
       l.status,
+      l.coveredFrom ?? '-',
       l.coveredUntil ?? '-',
       l.lagSeconds?.toString() ?? '-',
       String(l.entriesIngested),
-      String(l.consecutiveFailures),
-      l.statusReason ?? l.lastError ?? '',
+      l.gap ? `since ${l.gap.from}: ${l.gap.reason}` : '',
     ]),
   ));
   lines.push('', 'SINKS');
@@ -115,7 +132,9 @@ export function formatStatusReport(report: StatusReport): string {
       s.disabledReason ?? s.lastError ?? '',
     ]),
   ));
-  lines.push('', `journal: ${report.journalEvents} events`);
+  const gaps = report.logs.filter((l) => l.gap).length;
+  lines.push('', gaps === 0 ? 'coverage: every watched log is read without gaps' : `coverage: ${gaps} log${gaps === 1 ? '' : 's'} with a gap (see the gap column)`);
+  lines.push(`journal: ${report.journalEvents} events`);
   return lines.join('\n');
 }
 

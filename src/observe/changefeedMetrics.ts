@@ -81,12 +81,14 @@ export class ChangefeedMetrics {
     });
     new Gauge({
       name: 'changefeed_coverage_gaps',
-      help: 'Watched logs not being read (disabled for a missing scope or a rejected request, or gone), by log.',
+      help: 'Watched logs with a gap in coverage, as changefeed status shows it: disabled (missing scope, rejected request), gone, or failing every poll; by log.',
       labelNames: ['log'],
       registers,
       collect() {
         const counts = new Map<string, number>(Object.values(LOGS).map((l) => [l.slug, 0]));
-        for (const w of store.watchedLogs.list()) if (w.status !== 'active') counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
+        for (const w of store.watchedLogs.list()) {
+          if (w.status !== 'active' || w.consecutiveFailures > 0) counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
+        }
         for (const [log, n] of counts) this.set({ log }, n);
       },
     });

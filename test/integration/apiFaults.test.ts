@@ -3,6 +3,7 @@ import { eventIdFor } from '../../src/events/eventId.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/database.js';
+import { buildStatusReport } from '../../src/cli/statusReport.js';
 import { deliveredEvents, duplicatesOf, expectedEventIds, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -104,6 +105,13 @@ describe('polling through what goes wrong in production', () => {
     store.close();
     expect(watched?.status).toBe('gone');
     expect(watched?.statusReason).toMatch(/404/);
+    const reopened = ChangefeedStore.open(storePath(stateDir));
+    const logs = buildStatusReport(reopened, clock.now()).logs;
+    reopened.close();
+    const coverage = logs.find((l) => l.objectId === gone);
+    expect(coverage?.gap?.reason).toMatch(/^gone: .*404/);
+    expect(coverage?.gap?.from).toBe(coverage?.coveredUntil);
+    expect(logs.filter((l) => l.gap)).toHaveLength(1);
     const delivered = new Set(deliveredEvents(stateDir).map((e) => e.id));
     const keptCareerEntries = simulator.visibleEntries().filter((v) => v.log === 'career' && kept.includes(v.objectId as string));
     expect(keptCareerEntries.length).toBeGreaterThan(0);
