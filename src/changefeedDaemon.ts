@@ -147,7 +147,7 @@ export class ChangefeedDaemon {
       return true;
     } catch (error) {
       if (isAbortError(error)) throw error;
-      this.options.logger.error({ err: describeError(error) }, 'ping failed; polling will retry');
+      this.options.logger.error({ err: describeError(error), requestId: (error as { requestId?: string }).requestId }, 'ping failed; polling will retry');
       return false;
     }
   }

@@ -126,7 +126,7 @@ export class PollLoop {
       } catch (error) {
         const action = classifyPollFailure(error, 'career', 0);
         if (isAbortError(error) || action.kind !== 'retry' || attempt >= ONCE_ATTEMPTS) throw error;
-        this.deps.logger.warn({ what, attempt, err: describeError(error) }, 'poll failed; retrying');
+        this.deps.logger.warn({ what, attempt, err: describeError(error), requestId: (error as { requestId?: string }).requestId }, 'poll failed; retrying');
         if (!action.budgetPause) await this.deps.clock.sleep(Math.min(10_000, 250 * 2 ** attempt), this.signal);
       }
     }
@@ -202,7 +202,9 @@ export class PollLoop {
         try {
           await this.deps.registry.discover(this.signal);
         } catch (error) {
-          if (!isAbortError(error)) this.deps.logger.error({ err: describeError(error) }, 'discovery failed; next attempt on schedule');
+          if (!isAbortError(error)) {
+            this.deps.logger.error({ err: describeError(error), requestId: (error as { requestId?: string }).requestId }, 'discovery failed; next attempt on schedule');
+          }
         }
       })
       .finally(() => {
