@@ -31,7 +31,9 @@ export interface OutboundEvent {
  *   and resends the batch. Does not count as an attempt of the events.
  * - `SinkBackoffError(ms)`: the destination asked to slow down; nothing is sent for `ms`.
  * - `SinkPartialFailureError`: some events of the batch failed (each transient or permanent);
- *   the rest were written.
+ *   the rest were written, except that events after a failed one of the same ordering key may be
+ *   held back unsent: the engine treats every event after the first failure of a key as not
+ *   written and sends it again after the failed one (so they need not be listed).
  * - `SinkRejectedError`: the whole batch was refused for good; its events become dead letters.
  * - anything else: a transient failure of the whole batch, retried with backoff.
  *

@@ -33,7 +33,10 @@ export interface ItemFailure {
 export class SinkPartialFailureError extends SinkError {
   constructor(
     message: string,
-    /** Failed items by event id; ids not listed were written. */
+    /**
+     * Failed items by event id. Ids not listed were written, or were held back unsent behind a
+     * failed event of the same ordering key; the engine sends those again after it either way.
+     */
     readonly failures: ReadonlyMap<string, ItemFailure>,
   ) {
     super('SINK_PARTIAL_FAILURE', message);

@@ -1,20 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { describe, expect, it } from 'vitest';
+import type { Simulator } from '../../src/simulator/index.js';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
 const KILLS = 20;
-
-let simulator: Simulator | undefined;
-afterEach(async () => {
-  await simulator?.close();
-  simulator = undefined;
-});
 
 function writeConfig(dir: string, sim: Simulator): string {
   const file = join(dir, 'changefeed.yaml');
@@ -55,7 +50,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 describe('crash safety', () => {
   it(`loses no entry when the daemon is killed with SIGKILL ${KILLS} times while it polls and delivers`, async () => {
-    simulator = await startSimulator({ seed: 23, careers: 6, skills: 4, eventsPerHour: 20_000, historyHours: 2, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({ seed: 23, careers: 6, skills: 4, eventsPerHour: 20_000, historyHours: 2, readsPerHour: 10_000_000 });
     const dir = makeTempDir();
     const config = writeConfig(dir, simulator);
     const logFile = join(dir, 'daemon.log');

@@ -1,17 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import { deliveredEvents, duplicatesOf, expectedEventIds, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
-
-let simulator: Simulator | undefined;
-afterEach(async () => {
-  await simulator?.close();
-  simulator = undefined;
-});
 
 const BACKFILL_ALL = '2000-01-01T00:00:00Z';
 const quiet = { eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 } as const;
@@ -20,7 +14,7 @@ describe('polling through what goes wrong in production', () => {
   for (const sortOrder of ['newest-first', 'oldest-first'] as const) {
     it(`reads a burst of 12,000 entries in one career window completely (${sortOrder})`, async () => {
       const clock = testClock();
-      simulator = await startSimulator({ clock, seed: 5, careers: 2, skills: 0, identityProviderShare: 0, sortOrder, ...quiet });
+      const simulator = await startTestSimulator({ clock, seed: 5, careers: 2, skills: 0, identityProviderShare: 0, sortOrder, ...quiet });
       const careerId = simulator.careerIds[0] as string;
       const stateDir = makeTempDir();
       const config = simulatorConfig({ simulator, stateDir, overrides: { watch: { identityProviderEvents: false } } });
@@ -38,7 +32,7 @@ describe('polling through what goes wrong in production', () => {
 
   it('catches entries that arrive late with a performedAt inside the overlap', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 9, careers: 3, skills: 2, eventsPerHour: 3_000, historyHours: 0, readsPerHour: 1_000_000, lateArrivals: { share: 0.3, maxDelaySeconds: 120 } });
+    const simulator = await startTestSimulator({ clock, seed: 9, careers: 3, skills: 2, eventsPerHour: 3_000, historyHours: 0, readsPerHour: 1_000_000, lateArrivals: { share: 0.3, maxDelaySeconds: 120 } });
     const stateDir = makeTempDir();
     const config = simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL, overrides: { watch: { overlapSeconds: 300 } } });
     for (let i = 0; i < 10; i++) {
@@ -60,7 +54,7 @@ describe('polling through what goes wrong in production', () => {
 
   it('emits entries with null performedAt or event, and keeps unknown fields verbatim', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 21, careers: 3, skills: 3, eventsPerHour: 2_000, historyHours: 1, readsPerHour: 1_000_000, nullPerformedAtShare: 0.1, nullEventShare: 0.1, unknownFieldsShare: 0.2 });
+    const simulator = await startTestSimulator({ clock, seed: 21, careers: 3, skills: 3, eventsPerHour: 2_000, historyHours: 1, readsPerHour: 1_000_000, nullPerformedAtShare: 0.1, nullEventShare: 0.1, unknownFieldsShare: 0.2 });
     const visible = simulator.visibleEntries();
     const stateDir = makeTempDir();
     expect((await runOnce(simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL }), { clock })).ok).toBe(true);
@@ -78,7 +72,7 @@ describe('polling through what goes wrong in production', () => {
 
   it('retries transient 5xx faults and malformed bodies until every entry is delivered', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 13, careers: 5, skills: 4, eventsPerHour: 1_500, historyHours: 1, readsPerHour: 1_000_000, faults: { errorRate: 0.25, malformedRate: 0.1 } });
+    const simulator = await startTestSimulator({ clock, seed: 13, careers: 5, skills: 4, eventsPerHour: 1_500, historyHours: 1, readsPerHour: 1_000_000, faults: { errorRate: 0.25, malformedRate: 0.1 } });
     const expected = expectedEventIds(simulator);
     const stateDir = makeTempDir();
     const report = await runOnce(simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL }), { clock });
@@ -91,7 +85,7 @@ describe('polling through what goes wrong in production', () => {
 
   it('stops watching a deleted career, says why, and keeps polling the others', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 17, careers: 3, skills: 1, eventsPerHour: 1_000, historyHours: 1, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({ clock, seed: 17, careers: 3, skills: 1, eventsPerHour: 1_000, historyHours: 1, readsPerHour: 1_000_000 });
     const [gone, ...kept] = simulator.careerIds as string[];
     const stateDir = makeTempDir();
     const config = simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL });
@@ -123,7 +117,7 @@ describe('polling through what goes wrong in production', () => {
 
   it('sends nothing while a 429 Retry-After runs, then delivers everything', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 19, careers: 3, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 300 });
+    const simulator = await startTestSimulator({ clock, seed: 19, careers: 3, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 300 });
     simulator.appendBurst('career', simulator.careerIds[0] as string, 450, { from: clock.now() - 3_600_000, to: clock.now() - 1_000 });
     simulator.appendBurst('identityProvider', null, 50, { from: clock.now() - 3_600_000, to: clock.now() - 1_000 });
     const expected = expectedEventIds(simulator);

@@ -1,37 +1,16 @@
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { describe, expect, it } from 'vitest';
+import { startTestSimulator } from '../support/testSimulator.js';
+import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
-
-const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
-
-let simulator: Simulator | undefined;
-afterEach(async () => {
-  await simulator?.close();
-  simulator = undefined;
-});
-
-/** Runs the CLI as a real process; async so the in-process simulator keeps serving meanwhile. */
-async function changefeed(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, CHANGEFEED_CONFIG: '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 describe('the changefeed command', () => {
   it('rejects an invalid config with exit code 2 and names each bad field', async () => {
     const dir = makeTempDir();
     const file = join(dir, 'bad.yaml');
     writeFileSync(file, ['api:', '  baseUrl: not-a-url', '  apiKey: sekret-value-123', 'watch:', '  overlapSecond: 10', 'sinks:', '  - { name: out, type: file }'].join('\n'));
-    const result = await changefeed(['check', '--config', file]);
+    const result = await runCli(['check', '--config', file]);
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('api.baseUrl');
     expect(result.stderr).toContain('overlapSecond');
@@ -41,7 +20,7 @@ describe('the changefeed command', () => {
   });
 
   it('check pings the service and status reports cursors and sink progress after run --once', async () => {
-    simulator = await startSimulator({ seed: 4, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({ seed: 4, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
     const dir = makeTempDir();
     const file = join(dir, 'changefeed.yaml');
     writeFileSync(
@@ -58,32 +37,32 @@ describe('the changefeed command', () => {
     const keyFile = join(dir, 'api-key');
     writeFileSync(keyFile, `${simulator.apiKey}\n`);
     const env = { CHANGEFEED_API_KEY: simulator.apiKey };
-    const check = await changefeed(['check', '--config', file], env);
+    const check = await runCli(['check', '--config', file], env);
     expect(check.status).toBe(0);
     expect(check.stdout).toContain('ping: the service accepted the key');
-    const badKey = await changefeed(['check', '--config', file], { CHANGEFEED_API_KEY: 'sim_live_wrongwrongwrongwrongwrongwrong12' });
+    const badKey = await runCli(['check', '--config', file], { CHANGEFEED_API_KEY: 'sim_live_wrongwrongwrongwrongwrongwrong12' });
     expect(badKey.status).toBe(1);
     expect(badKey.stdout).toContain('check CHANGEFEED_API_KEY');
     expect(badKey.stdout + badKey.stderr).not.toContain('wrongwrongwrong');
-    const once = await changefeed(['run', '--config', file, '--once'], env);
+    const once = await runCli(['run', '--config', file, '--once'], env);
     expect(once.status, once.stderr).toBe(0);
     // Inspection commands need no credential: a config with an unreadable key file still works.
     const inspectConfig = join(dir, 'inspect.yaml');
     writeFileSync(inspectConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${join(dir, 'not-mounted-here')}`));
-    const status = await changefeed(['status', '--config', inspectConfig, '--json']);
+    const status = await runCli(['status', '--config', inspectConfig, '--json']);
     expect(status.status).toBe(0);
     const report = JSON.parse(status.stdout) as { logs: { log: string; status: string }[]; sinks: { name: string; pending: number; delivered: number }[] };
     expect(report.logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
     expect(report.sinks).toEqual([expect.objectContaining({ name: 'out', pending: 0 })]);
     expect(report.sinks[0]?.delivered).toBeGreaterThan(0);
-    const letters = await changefeed(['dead-letters', 'list', '--config', inspectConfig]);
+    const letters = await runCli(['dead-letters', 'list', '--config', inspectConfig]);
     expect(letters.stdout).toBe('no dead letters\n');
     // The key from a file (trailing newline dropped), with no CHANGEFEED_API_KEY around.
     const keyFileConfig = join(dir, 'keyfile.yaml');
     writeFileSync(keyFileConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${keyFile}`));
-    const viaKeyFile = await changefeed(['run', '--config', keyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
+    const viaKeyFile = await runCli(['run', '--config', keyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
     expect(viaKeyFile.status, viaKeyFile.stderr).toBe(0);
-    const missingKeyFile = await changefeed(['run', '--config', inspectConfig, '--once'], { CHANGEFEED_API_KEY: '' });
+    const missingKeyFile = await runCli(['run', '--config', inspectConfig, '--once'], { CHANGEFEED_API_KEY: '' });
     expect(missingKeyFile.status).toBe(1);
     expect(missingKeyFile.stderr).toContain('not-mounted-here');
     expect(missingKeyFile.stderr).not.toContain('API_CONNECTION');

@@ -1,33 +1,15 @@
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { describe, expect, it } from 'vitest';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig } from '../support/daemonHarness.js';
+import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-
-let simulator: Simulator | undefined;
-afterEach(async () => {
-  await simulator?.close();
-  simulator = undefined;
-});
-
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'changefeed.ts'), ...args], { cwd: ROOT, env: { ...process.env, CHANGEFEED_CONFIG: '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 describe('the journal', () => {
   it('a sink added later starts from now, replay fills it from the journal without any API read, startFrom: journal fills a new sink', async () => {
-    simulator = await startSimulator({ seed: 41, careers: 3, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({ seed: 41, careers: 3, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
     simulator.appendBurst('career', simulator.careerIds[0] as string, 40, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
     simulator.appendBurst('identityProvider', null, 10, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
     const dir = makeTempDir();
@@ -45,19 +27,19 @@ describe('the journal', () => {
     const config = join(dir, 'changefeed.yaml');
     writeFileSync(config, [`stateDir: ${dir}`, 'sinks:', ...['a', 'b', 'c'].map((n) => `  - { name: ${n}, type: file, path: ${join(dir, `${n}.jsonl`)} }`)].join('\n'));
     const requestsBefore = simulator.requests.length;
-    const careersOnly = await cli(['replay', '--config', config, '--sink', 'b', '--since', '2000-01-01T00:00:00Z', '--log', 'career']);
+    const careersOnly = await runCli(['replay', '--config', config, '--sink', 'b', '--since', '2000-01-01T00:00:00Z', '--log', 'career']);
     expect(careersOnly.status, careersOnly.stderr).toBe(0);
     expect(careersOnly.stdout).toContain('queued 40 events');
     expect(deliveredEvents(dir, 'b.jsonl')).toHaveLength(40);
-    const future = await cli(['replay', '--config', config, '--sink', 'b', '--since', new Date(Date.now() + 60_000).toISOString()]);
+    const future = await runCli(['replay', '--config', config, '--sink', 'b', '--since', new Date(Date.now() + 60_000).toISOString()]);
     expect(future.stdout).toContain('queued 0 events');
-    const all = await cli(['replay', '--config', config, '--sink', 'b', '--since', '2000-01-01T00:00:00Z']);
+    const all = await runCli(['replay', '--config', config, '--sink', 'b', '--since', '2000-01-01T00:00:00Z']);
     expect(all.status).toBe(0);
     const replayed = deliveredEvents(dir, 'b.jsonl').map((e) => e.id);
     expect(new Set(replayed)).toEqual(expected);
     expect(replayed).toHaveLength(40 + 50);
     expect(simulator.requests.length).toBe(requestsBefore);
-    const badSink = await cli(['replay', '--config', config, '--sink', 'nope', '--since', '2000-01-01T00:00:00Z']);
+    const badSink = await runCli(['replay', '--config', config, '--sink', 'nope', '--since', '2000-01-01T00:00:00Z']);
     expect(badSink.status).toBe(2);
     expect(badSink.stderr).toContain('--sink must name a configured sink (a, b, c)');
   });

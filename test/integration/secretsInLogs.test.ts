@@ -1,15 +1,9 @@
 import { PassThrough } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observe/createLogger.js';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
-
-let simulator: Simulator | undefined;
-afterEach(async () => {
-  await simulator?.close();
-  simulator = undefined;
-});
 
 function capturedLogger(): { logger: ReturnType<typeof createLogger>; text: () => string } {
   const stream = new PassThrough();
@@ -21,7 +15,7 @@ function capturedLogger(): { logger: ReturnType<typeof createLogger>; text: () =
 describe('secrets in logs', () => {
   it('never logs the API key, whether the service accepts it or rejects it', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 2, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({ clock, seed: 2, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
     const accepted = capturedLogger();
     const stateDir = makeTempDir();
     const good = simulatorConfig({ simulator, stateDir, startFrom: '2000-01-01T00:00:00Z' });

@@ -1,19 +1,13 @@
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { describe, expect, it } from 'vitest';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { receiver, SECRET } from '../support/webhookHarness.js';
 
-let simulator: Simulator | undefined;
-afterEach(async () => {
-  await simulator?.close();
-  simulator = undefined;
-});
-
 describe('sink isolation', () => {
   it('a webhook endpoint that never answers holds up neither polling nor the file sink', async () => {
-    simulator = await startSimulator({ seed: 31, careers: 4, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({ seed: 31, careers: 4, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
     simulator.appendBurst('career', simulator.careerIds[0] as string, 300, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
     const hanging = await receiver({ respond: () => ({ delayMs: 60_000 }) });
     const stateDir = makeTempDir();
@@ -42,7 +36,7 @@ describe('sink isolation', () => {
   });
 
   it('run --once reports dead letters as a failure; dead-letters retry sends them again', async () => {
-    simulator = await startSimulator({ seed: 37, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({ seed: 37, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
     simulator.appendBurst('career', simulator.careerIds[0] as string, 3, { from: Date.now() - 60_000, to: Date.now() - 5_000 });
     let accept = false;
     const hook = await receiver({ respond: () => ({ status: accept ? 204 : 400, body: 'schema mismatch' }) });

@@ -2,13 +2,13 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { ALL_SCOPES, type Simulator } from '../../src/simulator/index.js';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { deliveredEvents } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { receiver, SECRET } from '../support/webhookHarness.js';
 
-let simulator: Simulator | undefined;
 let daemon: DaemonProcess | undefined;
 afterEach(async () => {
   if (daemon && daemon.child.exitCode === null) {
@@ -16,8 +16,6 @@ afterEach(async () => {
     await daemon.exited();
   }
   daemon = undefined;
-  await simulator?.close();
-  simulator = undefined;
 });
 
 function writeConfig(file: string, lines: string[]): void {
@@ -65,7 +63,7 @@ const histogramCount = (text: string, name: string): number => {
 
 describe('running as a sidecar', () => {
   it('readiness fails when the key is revoked and recovers when a new key is written to the key file', async () => {
-    simulator = await startSimulator({ seed: 51, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({ seed: 51, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 0, readsPerHour: 10_000_000 });
     const dir = makeTempDir();
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');
@@ -91,7 +89,7 @@ describe('running as a sidecar', () => {
   });
 
   it('exposes Prometheus metrics whose counters move as events flow', async () => {
-    simulator = await startSimulator({ seed: 52, careers: 2, skills: 1, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({ seed: 52, careers: 2, skills: 1, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
     const dir = makeTempDir();
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');
@@ -118,7 +116,7 @@ describe('running as a sidecar', () => {
   });
 
   it('exits 0 on SIGTERM in the middle of deliveries, and a restart delivers what was in flight', async () => {
-    simulator = await startSimulator({ seed: 53, careers: 3, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({ seed: 53, careers: 3, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
     for (const id of simulator.careerIds) simulator.appendBurst('career', id, 10, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
     const slow = await receiver({ respond: () => ({ status: 204, delayMs: 3_000 }) });
     const dir = makeTempDir();
@@ -145,7 +143,7 @@ describe('running as a sidecar', () => {
   });
 
   it('keeps running on the old config when SIGHUP brings a broken one, and applies a valid one', async () => {
-    simulator = await startSimulator({ seed: 54, careers: 2, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({ seed: 54, careers: 2, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
     const dir = makeTempDir();
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');

@@ -92,13 +92,14 @@ export function runSinkConformance(target: ConformanceTarget): void {
         cleanups.push(() => p.close());
         if (options.proxyDown) await proxy.stop();
       }
+      // Cleanups run in reverse: the reader closes before its stream, exchange or key is removed.
+      if (target.cleanup) cleanups.push(() => target.cleanup!(tag));
       const reader = await target.openReader({ tag, port: target.brokerPort ?? 0 });
       cleanups.push(() => reader.close());
-      if (target.cleanup) cleanups.push(() => target.cleanup!(tag));
       const raw = target.sinkConfig({ name: 'conformance', tag, port: proxy?.port ?? 0 });
       const config = sinkConfigSchema.parse({ ...raw, delivery: { retry: FAST_RETRY, circuitBreaker: FAST_CIRCUIT, ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}), ...(raw.delivery as object | undefined) } });
       const { store } = prefilledStore(count, [{ name: 'conformance', type: target.type }], objects, makeTempDir());
-      cleanups.push(async () => store.close());
+      cleanups.push(() => Promise.resolve(store.close()));
       const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], { store, clock: systemClock, logger: noopLogger });
       cleanups.push(() => engine.stop());
       return { tag, proxy, reader, store, engine, expected: expectedEvents(store) };
@@ -108,10 +109,13 @@ export function runSinkConformance(target: ConformanceTarget): void {
       if (skipReason) return ctx.skip();
       const tag = newTag();
       const sink = createSink(sinkConfigSchema.parse(target.sinkConfig({ name: 'conformance', tag, port: target.brokerPort ?? 0 })), target.sinkContext);
-      await sink.connect(new AbortController().signal);
-      await sink.close();
-      await sink.close();
-      if (target.cleanup) await target.cleanup(tag);
+      try {
+        await sink.connect(new AbortController().signal);
+        await sink.close();
+        await sink.close();
+      } finally {
+        if (target.cleanup) await target.cleanup(tag);
+      }
     });
 
     it('delivers a batch that a real consumer reads back intact, each carrying its event id', async (ctx) => {
