@@ -62,6 +62,8 @@ export class SinkWorker {
   private readonly window: PendingWindow;
   /** Planned batches not yet launched: independent of each other and of what is in flight. */
   private ready: PendingDelivery[][] = [];
+  /** The sink lost its connection since it last connected: close it before connecting again. */
+  private reconnecting = false;
   /** Deliveries the last top-up settled as filtered: something changed, so look again at once. */
   private filteredInLastScan = 0;
   private wake: AbortController | undefined;
@@ -154,7 +156,10 @@ export class SinkWorker {
     if (this.health.pausedUntil > now) return this.health.pausedUntil - now;
     if (!this.health.connected) {
       try {
+        // After a lost connection, release what is left of it before connecting afresh.
+        if (this.reconnecting) await sink.close();
         await sink.connect(signal);
+        this.reconnecting = false;
         this.health.markConnected();
       } catch (error) {
         if (signal.aborted) return 0;
@@ -235,6 +240,7 @@ export class SinkWorker {
     }
     if (error instanceof SinkUnavailableError) {
       // The connection, not the events, failed: reconnect; the events keep their attempt count.
+      this.reconnecting = true;
       this.health.connectionLost(error);
       this.report({ retried: batch.length, error: message });
       return;

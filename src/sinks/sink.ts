@@ -38,14 +38,15 @@ export interface OutboundEvent {
  * - anything else: a transient failure of the whole batch, retried with backoff.
  *
  * Contract:
- * - `connect` is called before the first write and after any SinkUnavailableError; it may be
- *   called again after `close`.
+ * - `connect` is called before the first write and, after a SinkUnavailableError, again once
+ *   `close` has been called to release what is left of the lost connection.
  * - `write` resolves only once the destination has durably accepted every event of the batch
  *   (fsync, publisher confirm, 2xx). Resolving early breaks at-least-once.
  * - `write` is never called concurrently for two batches holding the same ordering key, and a
  *   batch lists events of one key in seq order. With `maxInFlight` > 1, batches of other keys may
  *   be written at the same time.
- * - `close` releases everything and must not throw; it is called once on shutdown.
+ * - `close` releases everything, must not throw and must be idempotent: it is called on shutdown
+ *   and before every reconnect.
  */
 export interface Sink {
   readonly name: string;

@@ -64,6 +64,21 @@ const FAST_CIRCUIT = { failureThreshold: 5, cooldownMs: 300, maxCooldownMs: 1_00
 let tagCounter = 0;
 const newTag = (): string => `cf${process.pid}x${Date.now().toString(36)}x${tagCounter++}`;
 
+/**
+ * Reads until every expected id has arrived or the time is up. Re-sends after a dropped
+ * connection are duplicates, so a count of messages alone could stop before the last id came.
+ */
+async function readUntilAll(reader: ConformanceReader, ids: readonly string[], timeoutMs: number): Promise<ReadMessage[]> {
+  const deadline = Date.now() + timeoutMs;
+  const wanted = new Set(ids);
+  for (let count = ids.length; ; ) {
+    const read = await reader.waitFor(count, Math.max(0, deadline - Date.now()));
+    const seen = new Set(read.map((m) => m.id));
+    if ([...wanted].every((id) => seen.has(id)) || Date.now() >= deadline) return read;
+    count = read.length + 1;
+  }
+}
+
 /** What the broker must give back: ids and per-object order of the events in a pre-filled store. */
 function expectedEvents(store: ChangefeedStore): { id: string; subject: string; index: number }[] {
   return (store.db.prepare('SELECT event_id AS id, object_id AS subject FROM events ORDER BY seq').all() as { id: string; subject: string }[]).map((e, i) => ({ ...e, index: i }));
@@ -123,7 +138,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
       const { reader, engine, expected } = await setup(300, 10);
       const [report] = await engine.drain(Date.now() + 20_000);
       expect(report?.drained).toBe(true);
-      const read = await reader.waitFor(300, 10_000);
+      const read = await readUntilAll(reader, expected.map((e) => e.id), 10_000);
       expect(new Set(read.map((m) => m.id))).toEqual(new Set(expected.map((e) => e.id)));
       for (const m of read) {
         const event = new CloudEvent(JSON.parse(m.body) as Record<string, unknown>);
@@ -139,7 +154,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
       if (skipReason || !target.cases.orderedReadBack) return ctx.skip();
       const { reader, engine, expected } = await setup(400, 8, { maxInFlight: 4 });
       await engine.drain(Date.now() + 20_000);
-      const read = await reader.waitFor(400, 10_000);
+      const read = await readUntilAll(reader, expected.map((e) => e.id), 10_000);
       const indexOf = new Map(expected.map((e) => [e.id, e]));
       const lastIndex = new Map<string, number>();
       for (const m of read) {
@@ -157,7 +172,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
       proxy!.dropConnections();
       await reader.waitFor(1_500, 15_000);
       proxy!.dropConnections();
-      const read = await reader.waitFor(3_000, 30_000);
+      const read = await readUntilAll(reader, expected.map((e) => e.id), 30_000);
       const ids = new Set(read.map((m) => m.id));
       expect(expected.filter((e) => !ids.has(e.id))).toEqual([]);
       expect(proxy!.accepted).toBeGreaterThanOrEqual(2);
@@ -172,7 +187,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
       if (target.connectionOriented) expect(store.sinks.list()[0]).toMatchObject({ connected: false });
       expect(store.sinks.list()[0]?.lastError).toBeTruthy();
       await proxy!.start();
-      const read = await reader.waitFor(200, 30_000);
+      const read = await readUntilAll(reader, expected.map((e) => e.id), 30_000);
       expect(new Set(read.map((m) => m.id))).toEqual(new Set(expected.map((e) => e.id)));
     });
   });
