@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import { FileSink, fileSinkConfigSchema } from './fileSink.js';
+import { MqttSink, mqttSinkConfigSchema } from './mqttSink.js';
+import { NatsSink, natsSinkConfigSchema } from './natsSink.js';
+import { RabbitmqSink, rabbitmqSinkConfigSchema } from './rabbitmqSink.js';
+import { RedisStreamsSink, redisStreamsSinkConfigSchema } from './redisStreamsSink.js';
 import type { Sink } from './sink.js';
 import { StdoutSink, stdoutSinkConfigSchema } from './stdoutSink.js';
 import { WebhookSink, webhookSinkConfigSchema } from './webhookSink.js';
@@ -8,7 +12,7 @@ import { WebhookSink, webhookSinkConfigSchema } from './webhookSink.js';
  * Every sink type, in one literal registry: its config schema (a variant of the `type`-tagged
  * union) and how to build it. Adding a sink means adding one file and one entry here.
  */
-export const sinkConfigSchema = z.discriminatedUnion('type', [fileSinkConfigSchema, stdoutSinkConfigSchema, webhookSinkConfigSchema]);
+export const sinkConfigSchema = z.discriminatedUnion('type', [fileSinkConfigSchema, mqttSinkConfigSchema, natsSinkConfigSchema, rabbitmqSinkConfigSchema, redisStreamsSinkConfigSchema, stdoutSinkConfigSchema, webhookSinkConfigSchema]);
 
 export type SinkConfig = z.infer<typeof sinkConfigSchema>;
 export type SinkType = SinkConfig['type'];
@@ -22,6 +26,10 @@ type SinkFactories = { [T in SinkType]: (config: Extract<SinkConfig, { type: T }
 
 export const SINK_FACTORIES: SinkFactories = {
   file: (config) => new FileSink(config),
+  mqtt: (config) => new MqttSink(config),
+  nats: (config) => new NatsSink(config),
+  rabbitmq: (config) => new RabbitmqSink(config),
+  'redis-streams': (config) => new RedisStreamsSink(config),
   stdout: (config, context) => new StdoutSink(config, context.stdout),
   webhook: (config) => new WebhookSink(config),
 };

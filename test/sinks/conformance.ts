@@ -98,7 +98,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
       for (const c of cleanups.splice(0).reverse()) await c();
     });
 
-    const setup = async (count: number, objects: number, options: { maxInFlight?: number; proxyDown?: boolean } = {}) => {
+    const setup = async (count: number, objects: number, options: { maxInFlight?: number; batchSize?: number; proxyDown?: boolean } = {}) => {
       const tag = newTag();
       let proxy: TcpProxy | undefined;
       if (target.brokerPort !== undefined) {
@@ -112,7 +112,9 @@ export function runSinkConformance(target: ConformanceTarget): void {
       const reader = await target.openReader({ tag, port: target.brokerPort ?? 0 });
       cleanups.push(() => reader.close());
       const raw = target.sinkConfig({ name: 'conformance', tag, port: proxy?.port ?? 0 });
-      const config = sinkConfigSchema.parse({ ...raw, delivery: { retry: FAST_RETRY, circuitBreaker: FAST_CIRCUIT, ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}), ...(raw.delivery as object | undefined) } });
+      // The case's own settings win over the target's: the ordering case needs concurrency, the drop case small batches.
+      const delivery = { retry: FAST_RETRY, circuitBreaker: FAST_CIRCUIT, ...(raw.delivery as object | undefined), ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}), ...(options.batchSize ? { batchSize: options.batchSize } : {}) };
+      const config = sinkConfigSchema.parse({ ...raw, delivery });
       const { store } = prefilledStore(count, [{ name: 'conformance', type: target.type }], objects, makeTempDir());
       cleanups.push(() => Promise.resolve(store.close()));
       const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], { store, clock: systemClock, logger: noopLogger });
@@ -166,7 +168,8 @@ export function runSinkConformance(target: ConformanceTarget): void {
 
     it('delivers every event at least once when connections drop mid-batch', async (ctx) => {
       if (skipReason || !target.cases.dropConnections) return ctx.skip();
-      const { reader, engine, proxy, expected } = await setup(3_000, 30);
+      // Small batches: a fast broker must still be mid-stream when the connections are cut.
+      const { reader, engine, proxy, expected } = await setup(3_000, 30, { batchSize: 50 });
       engine.start();
       await reader.waitFor(300, 10_000);
       proxy!.dropConnections();

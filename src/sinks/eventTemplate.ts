@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { LOGS } from '../logs.js';
+import type { OutboundEvent } from './sink.js';
+
+/**
+ * Templates that name where an event goes (NATS subject, routing key, stream key, MQTT topic).
+ * Placeholders: `{prefix}` (the sink's own prefix, where it has one), `{type}` the CloudEvent type,
+ * `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or
+ * skill id ('' for the identity-provider log). Each sink escapes values for its destination.
+ */
+export type TemplatePlaceholder = 'prefix' | 'type' | 'log' | 'event' | 'subject';
+
+const PLACEHOLDER = /\{([^{}]*)\}/g;
+
+/**
+ * A template string that may use only `allowed` placeholders; `check` validates what is left once
+ * each placeholder is replaced by a sample value, and returns a message when that is wrong.
+ */
+export function templateSchema(allowed: readonly TemplatePlaceholder[], check?: (sample: string) => string | undefined) {
+  return z.string().superRefine((template, ctx) => {
+    const unknown = [...template.matchAll(PLACEHOLDER)].map((m) => m[1] ?? '').filter((p) => !(allowed as readonly string[]).includes(p));
+    if (unknown.length > 0) {
+      ctx.addIssue({ code: 'custom', message: `unknown placeholder {${unknown[0]}}; use ${allowed.map((p) => `{${p}}`).join(', ')}` });
+      return;
+    }
+    const problem = check?.(template.replace(PLACEHOLDER, 'x'));
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+}
+
+/** The raw placeholder values of an event. */
+export function templateValues(event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>, prefix = ''): Record<TemplatePlaceholder, string> {
+  const slug = LOGS[event.log].slug;
+  // The type is `<typePrefix>.<slug>.<event>` and the prefix may hold dots: the event name starts after the last `.<slug>.`.
+  const marker = event.type.lastIndexOf(`.${slug}.`);
+  return {
+    prefix,
+    type: event.type,
+    log: slug,
+    event: marker < 0 ? event.type : event.type.slice(marker + slug.length + 2),
+    subject: event.objectId,
+  };
+}
+
+/** Replaces each placeholder by its value, escaped for the destination. */
+export function renderTemplate(
+  template: string,
+  values: Record<TemplatePlaceholder, string>,
+  escape: (value: string, name: TemplatePlaceholder) => string = (value) => value,
+): string {
+  return template.replace(PLACEHOLDER, (_, name: TemplatePlaceholder) => escape(values[name], name));
+}

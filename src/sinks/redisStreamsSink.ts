@@ -1,0 +1,232 @@
+import { readFileSync } from 'node:fs';
+import { Redis, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
+import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
+import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
+import type { OutboundEvent, Sink } from './sink.js';
+import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+
+/** What `{placeholder}` in a key template may stand for; see renderKey. */
+export const KEY_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
+
+/**
+ * Server replies that say this server cannot take writes right now (a replica after a failover,
+ * still loading, a script hogging it), rather than that one event is wrong: reconnect and back off
+ * instead of burning the events' attempts. A reconnect also re-resolves the host after a failover.
+ */
+const SERVER_NOT_WRITABLE = /^(READONLY|LOADING|MASTERDOWN|BUSY)\b/;
+
+const keyTemplateSchema = templateSchema(KEY_PLACEHOLDERS).min(1);
+
+export const redisStreamsSinkConfigSchema = sinkCommonSchema
+  .extend({
+    type: z.literal('redis-streams'),
+    url: z
+      .url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' })
+      .refine((u) => new URL(u).username === '' && new URL(u).password === '', 'put credentials in username and password, not in the URL')
+      .refine((u) => /^\/?\d*$/.test(new URL(u).pathname), 'the path can only be a database number, e.g. redis://host:6379/2')
+      .default('redis://127.0.0.1:6379')
+      .describe('Redis server, `redis://host:port/db` (database 0 when no path); `rediss://` connects with TLS.'),
+    username: z.string().min(1).optional().describe('Redis ACL user (Redis 6+); the `default` user when absent. Not a secret.'),
+    password: z.string().min(1).optional().describe('Secret: password of `username`, or the server\'s `requirepass`.'),
+    prefix: z.string().min(1).default('changefeed').describe('What `{prefix}` stands for in `key`.'),
+    key: keyTemplateSchema
+      .default('{prefix}:{log}')
+      .describe(
+        'Stream key each event is added to. Placeholders: `{prefix}`, `{type}` the CloudEvent type, `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for the identity-provider log). A consumer sees an object\'s events in order only when they share a key: keep `{type}` and `{event}` out of it if order matters.',
+      ),
+    maxLen: z.number().int().min(1).optional().describe('Trim each stream to about this many entries on every add (`MAXLEN ~ n`); Redis may keep somewhat more. Trimming drops entries whether or not consumers have read them. No trimming when absent.'),
+    connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('A connection not ready within this time counts as failed.'),
+    timeoutMs: z.number().int().min(100).max(300_000).default(10_000).describe('A batch Redis has not answered within this time counts as a lost connection: the connection is closed and the batch sent again.'),
+    tls: z.boolean().default(false).describe('Connect with TLS (also implied by a `rediss://` URL). Certificate checks stay on.'),
+    caFile: z.string().min(1).optional().describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    delivery: deliverySchema(RETRY_DEFAULTS),
+  })
+  .strict();
+
+export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema>;
+
+/** The stream key of an event. */
+export function renderKey(config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
+  return renderTemplate(config.key, templateValues(event, config.prefix), (value, name) => (name === 'subject' && value === '' ? '_' : value));
+}
+
+/**
+ * The entry's fields: `id` (the CloudEvent id, to deduplicate on), `type`, `source`, `subject` and
+ * `time` (empty when the event has none), then `event`, the CloudEvent JSON exactly as stored.
+ * The attributes are copies, so consumers can route and deduplicate without parsing `event`.
+ */
+export function streamFields(event: OutboundEvent): string[] {
+  const ce = JSON.parse(event.json) as { source?: string; subject?: string; time?: string };
+  return ['id', event.id, 'type', event.type, 'source', ce.source ?? '', 'subject', ce.subject ?? '', 'time', ce.time ?? '', 'event', event.json];
+}
+
+interface Connection {
+  client: Redis;
+  /** Last error the client reported (connection refused, reset, WRONGPASS): the reason a command failed. */
+  lastError?: string;
+}
+
+/**
+ * Adds each event to a Redis stream with `XADD`, one pipeline per batch: one round trip, and a
+ * reply per event, so a refused event fails alone. Commands on one connection run in order, so
+ * events of one object that share a stream key land in seq order.
+ *
+ * Redis does not deduplicate: an event re-sent after a lost connection is a second entry.
+ * Consumers deduplicate on the `id` field.
+ */
+export class RedisStreamsSink implements Sink {
+  readonly type = 'redis-streams';
+  // A pipeline of 1,000 XADDs of ~1 KB events is about 1 MB in one round trip: big enough to
+  // amortise it, small enough that single-threaded Redis answers within milliseconds without
+  // stalling its other clients. Writes share one connection, so parallel writes only overlap the
+  // engine's bookkeeping with the round trip: two by default, four at most.
+  readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
+  private connection: Connection | undefined;
+  private readonly options: RedisOptions;
+  private readonly trim: string[];
+  /** The server, for messages: no credentials. */
+  private readonly server: string;
+
+  constructor(private readonly config: RedisStreamsSinkConfig) {
+    if (config.password) registerSecret(config.password);
+    const url = new URL(config.url);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
+    const port = Number(url.port || 6379);
+    const db = Number(url.pathname.slice(1) || 0);
+    const tls = config.tls || url.protocol === 'rediss:';
+    this.server = `${url.protocol}//${url.host}/${db}`;
+    this.trim = config.maxLen === undefined ? [] : ['MAXLEN', '~', String(config.maxLen)];
+    this.options = {
+      host,
+      port,
+      db,
+      username: config.username,
+      password: config.password,
+      // Node checks the certificate against `host` (and sends it as SNI) unless told otherwise.
+      tls: tls ? (config.caFile ? { ca: readFileSync(config.caFile, 'utf8') } : {}) : undefined,
+      connectionName: `changefeed-${config.name}`,
+      connectTimeout: config.connectTimeoutMs,
+      // Connect only when the engine says so, and never reconnect on our own: the engine owns
+      // reconnect backoff. Without an offline queue, a command while disconnected fails at once
+      // instead of waiting for a connection that may never come; without resending, a command
+      // cut off by a lost connection fails rather than being sent again behind the engine's back.
+      lazyConnect: true,
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      autoResendUnfulfilledCommands: false,
+      // The ready check needs INFO, which a least-privilege user (`+xadd` only) may not run; a
+      // server still loading answers XADD with LOADING, which counts as unavailable anyway.
+      enableReadyCheck: false,
+    };
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  async connect(signal: AbortSignal): Promise<void> {
+    if (this.connection?.client.status === 'ready') return;
+    if (this.connection) this.drop(this.connection);
+    const client = new Redis(this.options);
+    const connection: Connection = { client };
+    // Errors reach us through the commands; this listener keeps the reason for the message and
+    // stops an 'error' event without listeners from crashing the process.
+    client.on('error', (error: Error) => {
+      connection.lastError = scrubSecrets(error.message);
+    });
+    try {
+      // ioredis bounds only the TCP connect; a server that accepts and then stays silent would
+      // keep its handshake (HELLO, ready check) waiting forever.
+      await settle(client.connect(), signal, this.config.connectTimeoutMs, () => new Error(`not ready within ${this.config.connectTimeoutMs} ms`));
+    } catch (error) {
+      client.disconnect();
+      if (signal.aborted) throw error;
+      const reason = connection.lastError ?? (error as Error).message;
+      const hint = /WRONGPASS|NOAUTH|NOPERM/.test(reason) ? '; check username and password' : '';
+      throw new SinkUnavailableError(`cannot connect to Redis at ${this.server}: ${reason}${hint}`);
+    }
+    this.connection = connection;
+  }
+
+  async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
+    const connection = this.connection;
+    if (connection?.client.status !== 'ready') {
+      throw new SinkUnavailableError(`not connected to Redis at ${this.server}${connection?.lastError ? `: ${connection.lastError}` : ''}`);
+    }
+    signal.throwIfAborted();
+    const keys = batch.map((event) => renderKey(this.config, event));
+    const pipeline = connection.client.pipeline();
+    batch.forEach((event, i) => pipeline.xadd(keys[i] as string, ...this.trim, '*', ...streamFields(event)));
+    const replies = await this.execute(connection, pipeline.exec(), signal);
+
+    const failures = new Map<string, ItemFailure>();
+    let lost: string | undefined = replies.length === batch.length ? undefined : 'incomplete reply';
+    replies.forEach(([error], i) => {
+      if (!error) return;
+      // A ReplyError is Redis refusing this command; anything else ("Connection is closed.") is
+      // the connection failing under it, and says nothing about whether Redis applied it.
+      if (error.name !== 'ReplyError' || SERVER_NOT_WRITABLE.test(error.message)) {
+        lost ??= connection.lastError ?? error.message;
+        return;
+      }
+      const event = batch[i] as OutboundEvent;
+      // Transient: what makes Redis refuse an XADD (a key of another type, OOM, an ACL rule) is
+      // for an operator to fix, after which the event goes through; retry.maxAttempts and
+      // retry.maxAgeSeconds decide when to give up.
+      failures.set(event.id, { error: `XADD ${keys[i]}: ${scrubSecrets(error.message)}`, permanent: false });
+    });
+    if (lost !== undefined) {
+      // Some entries may have been added: the engine sends the whole batch again (duplicates).
+      this.drop(connection);
+      throw new SinkUnavailableError(`connection to Redis at ${this.server} failed during a batch of ${batch.length}: ${scrubSecrets(lost)}`);
+    }
+    if (failures.size > 0) {
+      const [first] = failures.values();
+      throw new SinkPartialFailureError(`Redis refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`, failures);
+    }
+  }
+
+  close(): Promise<void> {
+    if (this.connection) this.drop(this.connection);
+    return Promise.resolve();
+  }
+
+  /** The pipeline's replies; a lost connection, a timeout or an abort reject instead. */
+  private async execute(connection: Connection, exec: Promise<[Error | null, unknown][] | null>, signal: AbortSignal): Promise<[Error | null, unknown][]> {
+    const timeoutMs = this.config.timeoutMs;
+    try {
+      return (await settle(exec, signal, timeoutMs, () => new SinkUnavailableError(`Redis at ${this.server} did not answer a batch within ${timeoutMs} ms`))) ?? [];
+    } catch (error) {
+      if (signal.aborted) throw error;
+      // Timed out (the replies may still come, or never) or failed: start afresh on a new connection.
+      this.drop(connection);
+      if (error instanceof SinkUnavailableError) throw error;
+      throw new SinkUnavailableError(`connection to Redis at ${this.server} failed: ${scrubSecrets(connection.lastError ?? (error as Error).message)}`);
+    }
+  }
+
+  /** Closes `connection`; a write still holding an older connection cannot close a newer one. */
+  private drop(connection: Connection): void {
+    if (this.connection === connection) this.connection = undefined;
+    connection.client.disconnect();
+  }
+}
+
+/** `promise`, or a rejection with `timeoutError()` after `timeoutMs`, or with the abort reason on abort. */
+function settle<T>(promise: Promise<T>, signal: AbortSignal, timeoutMs: number, timeoutError: () => Error): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const cut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeoutError()), timeoutMs);
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([promise, cut]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort as () => void);
+  });
+}
