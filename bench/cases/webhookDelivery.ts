@@ -1,11 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { systemClock } from '../../src/clock.js';
-import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
-import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
-import { prefilledStore } from '../../test/support/prefilledStore.js';
-import { withPeakRss, type BenchRow } from '../benchTable.js';
+import type { BenchRow } from '../benchTable.js';
+import { drainThroughput } from '../drainThroughput.js';
 
 const SECRET = 'whsec_YmVuY2htYXJrLXdlYmhvb2stc2VjcmV0';
 
@@ -31,15 +27,9 @@ async function startReceiverProcess(): Promise<{ url: string; child: ChildProces
 /** Events per second from a pre-filled outbox to a local receiver that answers at once. */
 export async function webhookDelivery(count: number, concurrency: number): Promise<BenchRow> {
   const receiver = await startReceiverProcess();
-  const { store } = prefilledStore(count, [{ name: 'hook', type: 'webhook' }]);
-  const config = sinkConfigSchema.parse({ name: 'hook', type: 'webhook', url: receiver.url, secret: SECRET, delivery: { maxInFlight: concurrency } });
-  const engine = new DeliveryEngine([{ sink: createSink(config), delivery: config.delivery }], { store, clock: systemClock, logger: noopLogger });
-  const started = performance.now();
-  const { result, peakRssMiB } = await withPeakRss(() => engine.drain(Date.now() + 600_000));
-  const seconds = (performance.now() - started) / 1000;
-  await engine.stop();
-  store.close();
-  receiver.child.kill();
-  if (!result.every((r) => r.drained)) throw new Error('webhook sink did not drain');
-  return { case: `webhook, concurrency ${concurrency}`, events: count, 'events/s': Math.round(count / seconds), 'peak RSS MiB': Math.round(peakRssMiB) };
+  try {
+    return await drainThroughput(`webhook, concurrency ${concurrency}`, { name: 'hook', type: 'webhook', url: receiver.url, secret: SECRET, delivery: { maxInFlight: concurrency } }, count);
+  } finally {
+    receiver.child.kill();
+  }
 }

@@ -116,11 +116,12 @@ class BrokerSession {
 export class RabbitmqSink implements Sink {
   readonly type = 'rabbitmq';
   /**
-   * One confirm channel carries every write, and whatever breaks it (a dropped connection, a
-   * deleted exchange) fails every batch on it at once; a batch of 500 already gets its confirms in
-   * about one round trip. write() stays correct if called concurrently: each message has its own callback.
+   * One confirm channel carries every write; each message has its own confirm callback, so
+   * concurrent writes are safe. Two batches in flight let the broker persist one while the next is
+   * on the wire (confirms for durable queues wait for its fsync); more only widens what a broken
+   * channel fails at once, since whatever breaks it fails every batch on it.
    */
-  readonly limits = { maxBatchSize: 500, maxInFlight: 1 };
+  readonly limits = { maxBatchSize: 500, maxInFlight: 4, defaultInFlight: 2 };
   private session: BrokerSession | undefined;
   private readonly endpoint: string;
   private readonly vhost: string;
