@@ -33,19 +33,20 @@ const target = {
     headers: { 'x-conformance-tag': tag },
     delivery: { maxInFlight: 8 },
   }),
-  async openReader({ tag }: { tag: string }): Promise<ConformanceReader> {
+  openReader({ tag }: { tag: string }): Promise<ConformanceReader> {
     const messages: ReadMessage[] = [];
     readers.set(tag, messages);
-    return {
+    return Promise.resolve({
       async waitFor(count, timeoutMs) {
         const until = Date.now() + timeoutMs;
         while (messages.length < count && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
         return [...messages];
       },
-      close: async () => {
+      close: () => {
         readers.delete(tag);
+        return Promise.resolve();
       },
-    };
+    });
   },
 };
 
