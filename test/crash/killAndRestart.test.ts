@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, openSync, writeFileSync } from 'node:fs';
+import { appendFileSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
+import { until } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -48,6 +49,11 @@ const exited = (child: ChildProcess): Promise<number | null> =>
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Waits until the log shows the `n`th start-up: kills are timed from there, not from spawn, so a slow machine still kills mid-work. */
+async function waitForStart(logFile: string, n: number): Promise<void> {
+  await until(() => (readFileSync(logFile, 'utf8').match(/"msg":"changefeed running"/g) ?? []).length >= n, 60_000, `start-up ${n} in ${logFile}`);
+}
+
 describe('crash safety', () => {
   it(`loses no entry when the daemon is killed with SIGKILL ${KILLS} times while it polls and delivers`, async () => {
     const simulator = await startTestSimulator({ seed: 23, careers: 6, skills: 4, eventsPerHour: 20_000, historyHours: 2, readsPerHour: 10_000_000 });
@@ -60,15 +66,21 @@ describe('crash safety', () => {
       return random / 2 ** 31;
     };
     let deliveredBeforeLastKill = 0;
+    let killsWithWorkLeft = 0;
     for (let i = 0; i < KILLS; i++) {
       const child = startDaemon(config, simulator.apiKey, logFile);
-      // tsx needs ~0.5-1 s to start; kill somewhere in the following work.
-      await sleep(700 + Math.floor(nextRandom() * 900));
+      await waitForStart(logFile, i + 1);
+      // Somewhere in the first second of work: discovery, backfill windows, batches to the file.
+      await sleep(Math.floor(nextRandom() * 1_000));
+      const before = deliveredEvents(dir).length;
       child.kill('SIGKILL');
       await exited(child);
       appendFileSync(logFile, `\n--- SIGKILL ${i + 1} ---\n`);
       deliveredBeforeLastKill = deliveredEvents(dir).length;
+      // The backlog takes several lives to deliver: those kills land mid-poll or mid-batch.
+      if (before < expectedEventIds(simulator).length) killsWithWorkLeft++;
     }
+    expect(killsWithWorkLeft).toBeGreaterThanOrEqual(5);
     expect(deliveredBeforeLastKill).toBeGreaterThan(0);
     // Windows end on the service's clock, to the second: compare with what existed a second before the final sweep.
     const expected = expectedEventIds(simulator);

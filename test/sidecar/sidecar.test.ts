@@ -104,7 +104,9 @@ describe('running as a sidecar', () => {
     );
     simulator.appendBurst('career', simulator.careerIds[0] as string, 25, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
     await until(() => deliveredEvents(dir).length === 25, 10_000, '25 events in the file');
-    const after = await scrape();
+    // The counters move right after the sink acknowledged the batch, so wait for them, not the file.
+    let after = '';
+    await until(async () => metricValue((after = await scrape()), 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' }) === 25, 10_000, 'the delivered counter at 25');
     expect(metricValue(after, 'changefeed_entries_ingested_total', { log: 'career' }) - metricValue(before, 'changefeed_entries_ingested_total', { log: 'career' })).toBe(25);
     expect(metricValue(after, 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' })).toBe(25);
     expect(histogramCount(after, 'changefeed_detection_delay_seconds')).toBe(25);
