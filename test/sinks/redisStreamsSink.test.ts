@@ -1,4 +1,3 @@
-import { connect as netConnect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
@@ -7,6 +6,7 @@ import { scrubSecrets } from '../../src/observe/secretRegistry.js';
 import { RedisStreamsSink, redisStreamsSinkConfigSchema } from '../../src/sinks/redisStreamsSink.js';
 import type { OutboundEvent } from '../../src/sinks/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
+import { rejection } from '../support/rejection.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 
 const REDIS_PORT = 6379;
@@ -61,32 +61,11 @@ async function entries(key: string): Promise<Record<string, string>[]> {
   return (await admin!.xrange(key, '-', '+')).map(([, flat]) => Object.fromEntries(Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]])) as Record<string, string>);
 }
 
-/** A TCP proxy that can go silent: it keeps the connections open but forwards nothing more. */
-async function startFreezableProxy(targetPort: number): Promise<{ port: number; freeze(): void }> {
-  const sockets = new Set<Socket>();
-  let frozen = false;
-  const server = createServer((client) => {
-    const upstream = netConnect(targetPort, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk) => frozen || upstream.write(chunk));
-    upstream.on('data', (chunk) => frozen || client.write(chunk));
-    for (const s of [client, upstream]) s.on('error', () => undefined).on('close', () => (client.destroy(), upstream.destroy()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return { port: (server.address() as AddressInfo).port, freeze: () => void (frozen = true) };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<{ error: Error; ms: number }> {
-  const started = Date.now();
-  const error = await promise.then(
-    () => new Error('expected a rejection'),
-    (e: unknown) => e as Error,
-  );
-  return { error, ms: Date.now() - started };
+/** A proxy to the broker that the test can freeze (a broker gone silent), closed after the test. */
+async function silentCapableProxy(targetPort: number) {
+  const proxy = await startTcpProxy(targetPort);
+  cleanups.push(() => proxy.close());
+  return proxy;
 }
 
 describe('redis-streams sink', () => {
@@ -195,7 +174,7 @@ describe('redis-streams sink', () => {
 
   it('counts a batch Redis does not answer within timeoutMs as a lost connection', async (ctx) => {
     if (skipReason) return ctx.skip();
-    const proxy = await startFreezableProxy(REDIS_PORT);
+    const proxy = await silentCapableProxy(REDIS_PORT);
     const sink = newSink(newTag(), { url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 300 });
     await sink.connect(never);
     proxy.freeze();
@@ -209,7 +188,7 @@ describe('redis-streams sink', () => {
 
   it('gives up connecting to a server that accepts the connection but never answers', async (ctx) => {
     if (skipReason) return ctx.skip();
-    const proxy = await startFreezableProxy(REDIS_PORT);
+    const proxy = await silentCapableProxy(REDIS_PORT);
     proxy.freeze();
     const sink = newSink(newTag(), { url: `redis://127.0.0.1:${proxy.port}`, connectTimeoutMs: 300 });
     const { error, ms } = await rejection(sink.connect(never));
@@ -220,7 +199,7 @@ describe('redis-streams sink', () => {
 
   it('stops waiting for a batch when the write is aborted', async (ctx) => {
     if (skipReason) return ctx.skip();
-    const proxy = await startFreezableProxy(REDIS_PORT);
+    const proxy = await silentCapableProxy(REDIS_PORT);
     const sink = newSink(newTag(), { url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 60_000 });
     await sink.connect(never);
     proxy.freeze();

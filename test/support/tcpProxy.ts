@@ -12,6 +12,8 @@ export interface TcpProxy {
   readonly accepted: number;
   /** Cuts every open connection (both sides), as a broker restart would. */
   dropConnections(): void;
+  /** Keeps connections open but forwards nothing more, in either direction: a broker gone silent. */
+  freeze(): void;
   /** Stops listening and cuts open connections: the broker looks down. */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -22,6 +24,7 @@ export interface TcpProxy {
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let accepted = 0;
+  let frozen = false;
   let server: Server | undefined;
   let port = 0;
   const listen = async (): Promise<void> => {
@@ -38,8 +41,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       };
       client.on('error', cleanup).on('close', cleanup);
       upstream.on('error', cleanup).on('close', cleanup);
-      client.pipe(upstream);
-      upstream.pipe(client);
+      client.on('data', (chunk: Buffer) => frozen || upstream.write(chunk));
+      upstream.on('data', (chunk: Buffer) => frozen || client.write(chunk));
     });
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject);
@@ -67,6 +70,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       return accepted;
     },
     dropConnections,
+    freeze: () => {
+      frozen = true;
+    },
     stop,
     start: listen,
     close: stop,
