@@ -114,6 +114,7 @@ export class ChangefeedDaemon {
       watch: config.watch,
       logger,
       credentialChanged: () => apiKey.hasChanged(),
+      budget: this.budget,
       onPolled: (watched, outcome) => {
         this.metrics.observePoll(watched.log, outcome, this.clock.now());
         if ((outcome.result?.emitted ?? 0) > 0) this.engine.notify();

@@ -4,6 +4,7 @@ import { CHECK_USAGE, checkCommand } from './checkCommand.js';
 import { DEAD_LETTERS_USAGE, deadLettersCommand } from './deadLettersCommand.js';
 import { DEMO_USAGE, demoCommand } from './demoCommand.js';
 import { RECEIVE_USAGE, receiveCommand } from './receiveCommand.js';
+import { PLAN_USAGE, planCommand } from './planCommand.js';
 import { REPLAY_USAGE, replayCommand } from './replayCommand.js';
 import { RUN_USAGE, runCommand } from './runCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise
   status: { usage: STATUS_USAGE, run: statusCommand },
   'dead-letters': { usage: DEAD_LETTERS_USAGE, run: deadLettersCommand },
   replay: { usage: REPLAY_USAGE, run: replayCommand },
+  plan: { usage: PLAN_USAGE, run: planCommand },
   receive: { usage: RECEIVE_USAGE, run: receiveCommand },
 };
 

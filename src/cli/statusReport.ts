@@ -1,5 +1,7 @@
 import type { LogKind } from '../logs.js';
+import { BUDGET_META_KEY } from '../poll/pollLoop.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
+import { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 
 export interface LogStatus {
@@ -23,6 +25,10 @@ export interface LogStatus {
   consecutiveFailures: number;
   entriesIngested: number;
   sortOrder: string | null;
+  /** Changes per hour the scheduler planned with after the last poll (learned rate plus burst term). */
+  estimatedRatePerHour: number | null;
+  /** When the scheduler expected to poll the log next, as of its last poll, ISO. */
+  nextPollAt: string | null;
 }
 
 export interface SinkStatus {
@@ -50,6 +56,36 @@ export interface StatusReport {
   logs: LogStatus[];
   sinks: SinkStatus[];
   journalEvents: number;
+  /** The read budget as the daemon last saw it (written every 30 s while polling); null before that. */
+  budget: BudgetStatus | null;
+}
+
+export interface BudgetStatus {
+  /** When the daemon recorded this, ISO. */
+  at: string;
+  /** Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve. */
+  allowancePerHour: number;
+  /** RateLimit-Remaining of the last response, and when the server's window resets (ISO). */
+  serverRemaining: number | null;
+  resetAt: string | null;
+  /** Requests per hour the scheduler could give to polls at the pace of that moment. */
+  pollBudgetPerHour: number | null;
+  /** Set while a 429 pause runs. */
+  blockedUntil: string | null;
+}
+
+function budgetOf(store: ChangefeedStore): BudgetStatus | null {
+  const raw = store.getMeta(BUDGET_META_KEY);
+  if (!raw) return null;
+  const b = JSON.parse(raw) as { at: number; allowancePerHour: number; serverRemaining?: number; resetAt?: number; pollBudgetPerHour?: number; blockedUntil: number };
+  return {
+    at: new Date(b.at).toISOString(),
+    allowancePerHour: b.allowancePerHour,
+    serverRemaining: b.serverRemaining ?? null,
+    resetAt: iso(b.resetAt ?? null),
+    pollBudgetPerHour: b.pollBudgetPerHour === undefined ? null : Math.round(b.pollBudgetPerHour),
+    blockedUntil: b.blockedUntil > b.at ? iso(b.blockedUntil) : null,
+  };
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -62,6 +98,7 @@ function gapOf(w: WatchedLog): LogStatus['gap'] {
 }
 
 export function buildStatusReport(store: ChangefeedStore, now: number): StatusReport {
+  const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
   const logs = store.watchedLogs.list().map((w) => ({
     log: w.log,
     objectId: w.objectId,
@@ -76,6 +113,8 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
     consecutiveFailures: w.consecutiveFailures,
     entriesIngested: w.entriesIngested,
     sortOrder: w.sortOrder,
+    estimatedRatePerHour: estimates.get(`${w.log}:${w.objectId}`)?.plannedRate ?? null,
+    nextPollAt: iso(estimates.get(`${w.log}:${w.objectId}`)?.nextPollAt ?? null),
   }));
   const sinks = store.sinks.list().map((s) => {
     const counts = store.outbox.counts(s.name);
@@ -97,13 +136,13 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
     };
   });
   const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
-  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents };
+  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents, budget: budgetOf(store) };
 }
 
 export function formatStatusReport(report: StatusReport): string {
   const lines: string[] = [`changefeed status at ${report.generatedAt}`, '', 'LOGS'];
   lines.push(table(
-    ['log', 'object', 'status', 'covered from', 'covered until', 'lag s', 'ingested', 'gap'],
+    ['log', 'object', 'status', 'covered from', 'covered until', 'lag s', 'ingested', 'rate/h', 'next poll', 'gap'],
     report.logs.map((l) => [
       l.log,
       l.objectId || '-',
@@ -112,6 +151,8 @@ export function formatStatusReport(report: StatusReport): string {
       l.coveredUntil ?? '-',
       l.lagSeconds?.toString() ?? '-',
       String(l.entriesIngested),
+      l.estimatedRatePerHour === null ? '-' : l.estimatedRatePerHour.toFixed(2),
+      l.nextPollAt ?? '-',
       l.gap ? `since ${l.gap.from}: ${l.gap.reason}` : '',
     ]),
   ));
@@ -135,6 +176,12 @@ export function formatStatusReport(report: StatusReport): string {
   const gaps = report.logs.filter((l) => l.gap).length;
   lines.push('', gaps === 0 ? 'coverage: every watched log is read without gaps' : `coverage: ${gaps} log${gaps === 1 ? '' : 's'} with a gap (see the gap column)`);
   lines.push(`journal: ${report.journalEvents} events`);
+  const b = report.budget;
+  lines.push(
+    b
+      ? `budget (as of ${b.at}): ${b.allowancePerHour} requests/h allowed, ${b.pollBudgetPerHour ?? '-'} /h for polls now, ${b.serverRemaining ?? '?'} left in the server's window until ${b.resetAt ?? '?'}${b.blockedUntil ? `, paused after a 429 until ${b.blockedUntil}` : ''}`
+      : 'budget: not recorded yet (the daemon writes it while polling)',
+  );
   return lines.join('\n');
 }
 

@@ -1,13 +1,16 @@
-import { CronTime } from 'cron';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
+import { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
+import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
 import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
+import { PollScheduler, scheduleKey as keyOf } from './pollScheduler.js';
+import type { BudgetSnapshot } from './readBudget.js';
 import type { WatchConfig } from './watchConfig.js';
 import type { WatchRegistry } from './watchRegistry.js';
 
@@ -22,9 +25,17 @@ export interface PollLoopDeps {
   logger: Logger;
   /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
   credentialChanged?: () => boolean;
-  /** Called after every poll, successful or not (metrics, the scheduler's rate estimates). */
+  /** Called after every poll, successful or not (metrics). */
   onPolled?: (watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void;
+  /** The key's read budget: polls are chosen when it lets the next request leave. */
+  budget?: { intervalMs(now: number): number; earliestSendAt(now: number): number; waiting(): number; snapshot(): BudgetSnapshot };
+  /** Benchmark only: plan with these rates instead of learned ones (the square-root optimum). */
+  knownRates?: (key: string) => number | undefined;
 }
+
+/** Meta key under which the loop leaves the budget's state for `changefeed status`. */
+export const BUDGET_META_KEY = 'budget.snapshot';
+const BUDGET_META_EVERY_MS = 30_000;
 
 export interface SweepSummary {
   polled: number;
@@ -32,19 +43,26 @@ export interface SweepSummary {
   failures: { log: LogKind; objectId: string; error: string }[];
 }
 
-const keyOf = (w: { log: LogKind; objectId: string }): string => `${w.log}:${w.objectId}`;
 const ONCE_ATTEMPTS = 6;
+const ACTIVE_REFRESH_MS = 30_000;
 
 /**
- * Polls every active watched log on its schedule, a few at a time, and runs discovery on its cron
- * schedule. Explicit states; `stop()` is idempotent and waits for the running loop and its polls.
+ * Polls the active watched logs in the order the scheduler picks, one choice per slot the read
+ * budget allows, a few at a time, and runs discovery on its cron schedule. Explicit states; `stop()` is idempotent and waits for the running loop and its polls.
  * No hot loop after an error: failures back off per log, or pause every poll on the key.
  */
 export class PollLoop {
   private stateValue: PollLoopState = 'created';
   private readonly abort = new AbortController();
   private readonly queue: PQueue;
-  private readonly nextPollAt = new Map<string, number>();
+  /** Per-log retry backoff after a failure: not polled again before this time. */
+  private readonly notBefore = new Map<string, number>();
+  readonly scheduler: PollScheduler;
+  private discoveryRunsPerHour = 0;
+  private budgetWrittenAt = Number.NEGATIVE_INFINITY;
+  private activeCache: WatchedLog[] = [];
+  private activeReadAt = Number.NEGATIVE_INFINITY;
+  private activeStale = true;
   private readonly inFlight = new Set<string>();
   private pausedUntil = 0;
   /** The pause is for a rejected key: it ends as soon as the key file changes. */
@@ -56,6 +74,15 @@ export class PollLoop {
 
   constructor(private readonly deps: PollLoopDeps) {
     this.queue = new PQueue({ concurrency: deps.watch.concurrency });
+    this.scheduler = new PollScheduler({
+      config: deps.watch.schedule,
+      minIntervalMs: deps.watch.pollIntervalSeconds * 1000,
+      budget: deps.budget,
+      estimates: new RateEstimates(deps.store.db),
+      discoveryPerHour: () => this.discoveryPerHour(),
+      knownRates: deps.knownRates,
+    });
+    if (deps.registry.discoveryEnabled) this.discoveryRunsPerHour = cronRunsPerHour(deps.watch.discovery.schedule, deps.clock.now());
   }
 
   get state(): PollLoopState {
@@ -103,6 +130,7 @@ export class PollLoop {
             const result = await this.withRetries(() => this.deps.poller.poll(w, this.signal), keyOf(w));
             summary.polled++;
             summary.emitted += result.emitted;
+            this.scheduler.recordPoll(w, this.deps.clock.now(), result);
             this.deps.onPolled?.(w, { result });
           } catch (error) {
             if (isAbortError(error)) return;
@@ -155,21 +183,71 @@ export class PollLoop {
         if (this.nextDiscoveryAt !== undefined && this.nextDiscoveryAt <= now && !this.inFlight.has('discovery')) {
           this.launchDiscovery();
         }
-        for (const w of this.activeLogs()) {
-          const key = keyOf(w);
-          if (this.inFlight.has(key)) continue;
-          const due = this.nextPollAt.get(key) ?? now;
-          if (due <= now && this.queue.size === 0) this.launchPoll(w);
-          else wakeAt = Math.min(wakeAt, Math.max(due, now + 50));
-        }
-        if (this.nextDiscoveryAt !== undefined) wakeAt = Math.min(wakeAt, Math.max(this.nextDiscoveryAt, now + 50));
+        wakeAt = Math.min(wakeAt, this.launchDuePoll(now));
+        // While discovery runs, its end (finally) wakes the loop; its past due time must not.
+        if (this.nextDiscoveryAt !== undefined && !this.inFlight.has('discovery')) wakeAt = Math.min(wakeAt, Math.max(this.nextDiscoveryAt, now + 50));
       }
+      // stop() aborts the wake controller too; checking the state first means a stop that came
+      // during this pass is not slept through (and no signal is combined per pass).
+      if (this.stateValue !== 'running') break;
       this.wake = new AbortController();
       try {
-        await clock.sleep(Math.max(0, wakeAt - now), AbortSignal.any([this.wake.signal, this.abort.signal]));
+        await clock.sleep(Math.max(0, wakeAt - now), this.wake.signal);
       } catch (error) {
         if (!isAbortError(error)) throw error;
       }
+    }
+  }
+
+  /**
+   * Launches the scheduler's choice when the budget would let a request leave now; returns when
+   * to look again. One choice per pass, so each slot goes to the log most urgent at that moment.
+   */
+  private launchDuePoll(now: number): number {
+    // Re-reading 500 rows for every slot would cost more than the choice; half a minute's lag in
+    // seeing a new log is fine (discovery and failures mark the list stale at once).
+    if (this.activeStale || now - this.activeReadAt >= ACTIVE_REFRESH_MS) {
+      this.activeCache = this.activeLogs();
+      this.activeReadAt = now;
+      this.activeStale = false;
+      this.scheduler.sync(this.activeCache, now);
+    }
+    // A full queue is woken by the finishing poll; the cap is only a safety net.
+    if (this.queue.pending + this.queue.size >= this.deps.watch.concurrency) return now + 60_000;
+    const budget = this.deps.budget;
+    const sendAt = budget?.earliestSendAt(now) ?? now;
+    if (sendAt > now) return sendAt;
+    // Requests already waiting (discovery pages, a poll launched a moment ago) take this slot;
+    // adding a poll now would starve discovery, which has the lowest priority.
+    if (budget && budget.waiting() > 0) return Math.max(now + 50, budget.earliestSendAt(now) + 1);
+    let backoffEnds = Number.POSITIVE_INFINITY;
+    const choice = this.scheduler.pick(now, (key) => {
+      if (this.inFlight.has(key)) return false;
+      const until = this.notBefore.get(key) ?? 0;
+      if (until > now) backoffEnds = Math.min(backoffEnds, until);
+      return until <= now;
+    });
+    if ('wakeAt' in choice) return Math.max(now + 50, Math.min(choice.wakeAt, backoffEnds));
+    this.launchPoll(choice.poll);
+    // Look again at once: the next free slot (concurrency, budget) goes to the next choice.
+    return now;
+  }
+
+  /** Requests per hour discovery is expected to spend, left out of what polls may use. */
+  private discoveryPerHour(): number {
+    if (this.discoveryRunsPerHour === 0) return 0;
+    const count = (kind: LogKind): number => this.activeCache.filter((w) => w.log === kind).length;
+    return discoveryPagesPerRun(this.deps.watch, { careers: count('career'), skills: count('skill') }) * this.discoveryRunsPerHour;
+  }
+
+  private recordSuccess(w: WatchedLog, result: PollResult): void {
+    const now = this.deps.clock.now();
+    this.notBefore.delete(keyOf(w));
+    this.scheduler.recordPoll(w, now, result);
+    const budget = this.deps.budget;
+    if (budget && now - this.budgetWrittenAt >= BUDGET_META_EVERY_MS) {
+      this.budgetWrittenAt = now;
+      this.deps.store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour: this.scheduler.pollBudgetPerHour(now) }));
     }
   }
 
@@ -181,7 +259,7 @@ export class PollLoop {
         try {
           const result = await this.deps.poller.poll(w, this.signal);
           this.authFailures = 0;
-          this.nextPollAt.set(key, this.deps.clock.now() + this.deps.watch.pollIntervalSeconds * 1000);
+          this.recordSuccess(w, result);
           this.deps.onPolled?.(w, { result });
         } catch (error) {
           if (isAbortError(error) && this.stateValue !== 'running') return;
@@ -209,6 +287,7 @@ export class PollLoop {
       })
       .finally(() => {
         this.inFlight.delete('discovery');
+        this.activeStale = true;
         this.nextDiscoveryAt = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
         this.wake?.abort();
       });
@@ -219,11 +298,12 @@ export class PollLoop {
     const now = clock.now();
     const key = keyOf(w);
     store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
+    this.activeStale = true;
     const target = { log: w.log, objectId: w.objectId || undefined, requestId: (error as { requestId?: string }).requestId };
     switch (action.kind) {
       case 'retry': {
         const failures = (store.watchedLogs.get(w.log, w.objectId)?.consecutiveFailures ?? 1);
-        this.nextPollAt.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
+        this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
         logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
         return;
       }
@@ -231,7 +311,7 @@ export class PollLoop {
         if (error instanceof Error && (error as { code?: string }).code === 'API_INVALID_CREDENTIAL') {
           if (this.deps.credentialChanged?.()) {
             logger.info({ ...target }, 'the key file changed since the rejected request; retrying with the new key now');
-            this.nextPollAt.set(key, now);
+            this.notBefore.set(key, now);
             return;
           }
           this.authFailures++;
@@ -254,6 +334,5 @@ export class PollLoop {
   }
 }
 
-export function nextCronTime(expression: string, now: number): number {
-  return new CronTime(expression, 'UTC').getNextDateFrom(new Date(now)).toMillis();
-}
+/** Kept for importers of the earlier location. */
+export { nextCronTime } from './discoverySchedule.js';

@@ -115,6 +115,11 @@ export class ReadBudget implements RequestGate {
     this.wake.abort();
   }
 
+  /** Requests waiting for their turn (a poll loop leaves the slot to them rather than add one). */
+  waiting(): number {
+    return this.waiters.length;
+  }
+
   /** Requests per hour this daemon allows itself: min(cap, server limit) less the reserve. */
   allowancePerHour(): number {
     const limit = Math.min(this.config.readsPerHour, this.serverLimit ?? this.config.readsPerHour);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema } from '../api/listReader.js';
+import { scheduleConfigSchema } from './scheduleConfig.js';
 
 const objectSetSchema = z
   .object({
@@ -52,6 +53,7 @@ export const watchConfigSchema = z
       .strict()
       .default({ schedule: '*/15 * * * *', envelope: { itemsPath: 'data', idField: 'id', pageSize: 200 } })
       .describe('Finding careers and skills to watch.'),
+    schedule: scheduleConfigSchema.prefault({}).describe('How the read budget is spread over the watched logs: adaptive to their change rates, or round-robin.'),
   })
   .strict();
 

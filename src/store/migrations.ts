@@ -22,6 +22,10 @@
  * Migration 2 adds what dead letters and circuit breaking need: the destination's last status
  * and a truncated response body per delivery, a `filtered` delivery state for events a sink's
  * filter excludes, and per-sink circuit state and the reason a sink was disabled (410 Gone).
+ *
+ * Migration 3 adds `rate_estimates`: per watched log, the scheduler's learned change rate (decayed
+ * event count and observed hours, burst term), the average requests per poll, and the planned
+ * rate and next poll time that `changefeed status` shows. Kept so a restart keeps what was learned.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -107,5 +111,19 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sink_state ADD COLUMN circuit TEXT NOT NULL DEFAULT 'closed';
   ALTER TABLE sink_state ADD COLUMN disabled_reason TEXT;
   CREATE INDEX deliveries_dead ON deliveries (sink, state) WHERE state = 'dead';
+  `,
+  `
+  CREATE TABLE rate_estimates (
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    events REAL NOT NULL DEFAULT 0,
+    hours REAL NOT NULL DEFAULT 0,
+    burst REAL NOT NULL DEFAULT 0,
+    updated_at INTEGER,
+    poll_cost REAL NOT NULL DEFAULT 1,
+    planned_rate REAL,
+    next_poll_at INTEGER,
+    PRIMARY KEY (log, object_id)
+  ) WITHOUT ROWID;
   `,
 ];

@@ -1,0 +1,109 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { LogKind } from '../logs.js';
+import { allocateFrequencies, expectedDelay } from '../poll/pollAllocation.js';
+import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
+import { RateEstimator, emptyRateState, type RateState } from '../poll/rateEstimator.js';
+import { ChangefeedStore } from '../store/changefeedStore.js';
+import { openDatabase, storePath } from '../store/database.js';
+import { RateEstimates } from '../store/rateEstimates.js';
+import { loadInspectionConfig } from './loadAppConfig.js';
+
+export const PLAN_USAGE = `changefeed plan [--config FILE] [--json]
+  Prints, without polling, the requests per hour the scheduler would spend and the expected mean
+  and p95 detection delay for the watched logs, from the rates learned so far (or the prior).`;
+
+interface PlannedLog {
+  log: LogKind;
+  objectId: string;
+  ratePerHour: number;
+  pollsPerHour: number;
+  learned: boolean;
+}
+
+export interface PlanReport {
+  watchedLogs: number;
+  /** Logs whose rate comes from polls rather than the prior. */
+  learnedLogs: number;
+  allowancePerHour: number;
+  discoveryRequestsPerHour: number;
+  expectedRequestsPerHour: number;
+  expectedMeanDelayMinutes: number;
+  expectedP95DelayMinutes: number;
+  busiest: PlannedLog[];
+}
+
+export function planCommand(argv: string[]): number {
+  const { values } = parseArgs({
+    args: argv,
+    options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean', default: false } },
+    strict: true,
+  });
+  const { config } = loadInspectionConfig({ configFlag: values.config });
+  const { watch, budget } = config;
+  const schedule = watch.schedule;
+  const logs: Array<{ log: LogKind; objectId: string; state: RateState; cost: number }> = [];
+  const file = storePath(config.stateDir);
+  if (existsSync(file)) {
+    const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
+    try {
+      const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
+      for (const w of store.watchedLogs.list().filter((l) => l.status === 'active')) {
+        const e = estimates.get(`${w.log}:${w.objectId}`);
+        logs.push({ log: w.log, objectId: w.objectId, state: e ? { events: e.events, hours: e.hours, burst: 0, updatedAt: e.updatedAt } : emptyRateState(), cost: e?.pollCost ?? 1 });
+      }
+    } finally {
+      store.close();
+    }
+  }
+  if (logs.length === 0) {
+    // No store yet: the configured logs with the prior (discovered ones are unknown until discovery runs).
+    if (watch.identityProviderEvents) logs.push({ log: 'identityProvider', objectId: '', state: emptyRateState(), cost: 1 });
+    for (const id of watch.careers.ids) logs.push({ log: 'career', objectId: id, state: emptyRateState(), cost: 1 });
+    for (const id of watch.skills.ids) logs.push({ log: 'skill', objectId: id, state: emptyRateState(), cost: 1 });
+  }
+  const estimator = new RateEstimator(schedule);
+  const rates = logs.map((l) => estimator.longRunRate(l.state));
+  const allowancePerHour = Math.max(1, Math.floor(budget.readsPerHour * (1 - budget.reserve)));
+  const count = (kind: LogKind): number => logs.filter((l) => l.log === kind).length;
+  const pages = discoveryPagesPerRun(watch, { careers: count('career'), skills: count('skill') });
+  const discoveryRequestsPerHour = pages > 0 ? pages * cronRunsPerHour(watch.discovery.schedule, Date.now()) : 0;
+  const maxFrequency = watch.pollIntervalSeconds > 0 ? 3600 / watch.pollIntervalSeconds : Number.POSITIVE_INFINITY;
+  const { frequencies } = allocateFrequencies({
+    weights: logs.map((l, i) => (schedule.policy === 'round-robin' ? 1 : Math.pow((rates[i] ?? 0) / l.cost, schedule.alpha))),
+    costs: logs.map((l) => l.cost),
+    budgetPerHour: Math.max(1, allowancePerHour - discoveryRequestsPerHour),
+    minFrequency: Math.min(maxFrequency, 60 / schedule.maxIntervalMinutes),
+    maxFrequency,
+  });
+  const delay = expectedDelay(rates, frequencies);
+  const planned = logs.map((l, i) => ({ log: l.log, objectId: l.objectId, ratePerHour: rates[i] ?? 0, pollsPerHour: frequencies[i] ?? 0, learned: l.state.updatedAt !== null }));
+  const report: PlanReport = {
+    watchedLogs: logs.length,
+    learnedLogs: planned.filter((p) => p.learned).length,
+    allowancePerHour,
+    discoveryRequestsPerHour: round(discoveryRequestsPerHour),
+    expectedRequestsPerHour: round(logs.reduce((sum, l, i) => sum + l.cost * (frequencies[i] ?? 0), 0) + discoveryRequestsPerHour),
+    expectedMeanDelayMinutes: round(delay.meanHours * 60),
+    expectedP95DelayMinutes: round(delay.p95Hours * 60),
+    busiest: [...planned].sort((a, b) => b.ratePerHour - a.ratePerHour).slice(0, 10).map((p) => ({ ...p, ratePerHour: round(p.ratePerHour), pollsPerHour: round(p.pollsPerHour) })),
+  };
+  process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatPlan(report, schedule.policy)}\n`);
+  return 0;
+}
+
+const round = (x: number): number => (Number.isFinite(x) ? Math.round(x * 100) / 100 : x);
+
+function formatPlan(r: PlanReport, policy: string): string {
+  const lines = [
+    `plan (${policy}) for ${r.watchedLogs} watched logs, ${r.learnedLogs} with learned rates (the others use the prior)`,
+    `  allowance:           ${r.allowancePerHour} requests/h (cap less reserve)`,
+    `  expected requests:   ${r.expectedRequestsPerHour} /h, of which discovery ${r.discoveryRequestsPerHour} /h`,
+    `  expected delay:      mean ${r.expectedMeanDelayMinutes} min, p95 ${r.expectedP95DelayMinutes} min (Poisson changes, regular polls)`,
+    '',
+    '  busiest logs:        rate/h   polls/h',
+  ];
+  for (const p of r.busiest) lines.push(`    ${`${p.log}:${p.objectId || '-'}`.padEnd(28)} ${String(p.ratePerHour).padStart(7)}  ${String(p.pollsPerHour).padStart(8)}`);
+  if (r.watchedLogs === 0) lines.push('    (none: configure careers/skills ids or run the daemon once so discovery finds them)');
+  return lines.join('\n');
+}

@@ -1,0 +1,91 @@
+/**
+ * How many polls per hour each log gets, and what delay that buys: the arithmetic of the
+ * scheduler and of `changefeed plan`, kept pure so it can be tested and printed without polling.
+ */
+
+export interface AllocationInput {
+  /** Relative weight of each log: rate^alpha (1 for round-robin). */
+  weights: readonly number[];
+  /** Requests one poll of each log costs on average (pages). */
+  costs: readonly number[];
+  /** Requests per hour the polls may spend. */
+  budgetPerHour: number;
+  /** Polls per hour every log gets at least (1 / maxInterval). */
+  minFrequency: number;
+  /** Polls per hour no log exceeds (1 / pollIntervalSeconds; Infinity when that is 0). */
+  maxFrequency: number;
+}
+
+export interface Allocation {
+  /** Polls per hour = clamp(scale * weight, min, max). */
+  scale: number;
+  frequencies: number[];
+}
+
+const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, x));
+
+/**
+ * Frequencies proportional to the weights, clamped to [min, max], spending the budget exactly.
+ * When even the minimum does not fit, every log gets an equal share of what there is: no log
+ * starves, they all slow down together.
+ */
+export function allocateFrequencies(input: AllocationInput): Allocation {
+  const { weights, costs, budgetPerHour, minFrequency, maxFrequency } = input;
+  const n = weights.length;
+  if (n === 0) return { scale: 0, frequencies: [] };
+  const cost = (i: number): number => costs[i] ?? 1;
+  const spend = (scale: number): number => weights.reduce((sum, w, i) => sum + cost(i) * clamp(scale * w, minFrequency, maxFrequency), 0);
+  const totalCost = weights.reduce((sum, _, i) => sum + cost(i), 0);
+  if (!Number.isFinite(budgetPerHour) || totalCost * maxFrequency <= budgetPerHour) {
+    return { scale: Number.POSITIVE_INFINITY, frequencies: weights.map(() => maxFrequency) };
+  }
+  if (totalCost * minFrequency >= budgetPerHour) {
+    const each = budgetPerHour / totalCost;
+    return { scale: 0, frequencies: weights.map(() => each) };
+  }
+  // spend() is monotone in scale: bisect in log space between a scale that underspends and one that overspends.
+  let lo = 1e-9;
+  let hi = 1;
+  while (spend(hi) < budgetPerHour && hi < 1e12) hi *= 4;
+  for (let i = 0; i < 60; i++) {
+    const mid = Math.sqrt(lo * hi);
+    if (spend(mid) < budgetPerHour) lo = mid;
+    else hi = mid;
+  }
+  return { scale: lo, frequencies: weights.map((w) => clamp(lo * w, minFrequency, maxFrequency)) };
+}
+
+export interface DelayEstimate {
+  /** Event-weighted mean detection delay, hours. */
+  meanHours: number;
+  /** Event-weighted 95th percentile, hours. */
+  p95Hours: number;
+}
+
+/**
+ * Expected detection delay when log i (changing at rate λi, Poisson) is polled regularly every
+ * 1/fi hours: a change waits uniformly in [0, 1/fi], so the mean is Σ λi/(2 fi) / Σ λi and the
+ * tail is P(D > d) = Σ λi · max(0, 1 − d·fi) / Σ λi.
+ */
+export function expectedDelay(rates: readonly number[], frequencies: readonly number[]): DelayEstimate {
+  const total = rates.reduce((a, b) => a + b, 0);
+  if (total <= 0) return { meanHours: 0, p95Hours: 0 };
+  const period = (i: number): number => 1 / Math.max(1e-12, frequencies[i] ?? 0);
+  const meanHours = rates.reduce((sum, r, i) => sum + r * period(i) / 2, 0) / total;
+  const tail = (d: number): number => rates.reduce((sum, r, i) => sum + r * Math.max(0, 1 - d / period(i)), 0) / total;
+  let lo = 0;
+  let hi = Math.max(...rates.map((_, i) => period(i)));
+  for (let i = 0; i < 60; i++) {
+    const mid = (lo + hi) / 2;
+    if (tail(mid) > 0.05) lo = mid;
+    else hi = mid;
+  }
+  return { meanHours, p95Hours: hi };
+}
+
+/** The square-root optimum's mean delay for a budget B (polls per hour): (Σ√λ)² / (2·B·Σλ). */
+export function squareRootOptimumMeanHours(rates: readonly number[], budgetPerHour: number): number {
+  const sumSqrt = rates.reduce((a, r) => a + Math.sqrt(r), 0);
+  const sum = rates.reduce((a, r) => a + r, 0);
+  return sum <= 0 ? 0 : (sumSqrt * sumSqrt) / (2 * budgetPerHour * sum);
+}

@@ -1,0 +1,226 @@
+import type { LogKind } from '../logs.js';
+import type { RateEstimates } from '../store/rateEstimates.js';
+import type { WatchedLog } from '../store/watchedLogs.js';
+import { allocateFrequencies } from './pollAllocation.js';
+import { RateEstimator, emptyRateState, type RateState } from './rateEstimator.js';
+import type { ScheduleConfig } from './scheduleConfig.js';
+
+const HOUR_MS = 3_600_000;
+/** How often the budget is re-divided; burst terms move frequencies in between without it. */
+const REALLOCATE_MS = 60_000;
+
+/** What the scheduler needs of the read budget (ReadBudget implements it). */
+export interface SchedulerBudget {
+  /** Milliseconds between two requests at the current pace (follows the server's headers). */
+  intervalMs(now: number): number;
+}
+
+export interface PollSchedulerDeps {
+  config: ScheduleConfig;
+  /** watch.pollIntervalSeconds in ms: no log is polled more often. */
+  minIntervalMs: number;
+  budget?: SchedulerBudget;
+  /** Where learned rates persist across restarts. */
+  estimates?: RateEstimates;
+  /** Requests per hour discovery is expected to spend, left out of what polls may use. */
+  discoveryPerHour?: () => number;
+  /** Benchmark only: plan with these rates (per hour) instead of learned ones, without burst term. */
+  knownRates?: (key: string) => number | undefined;
+}
+
+export interface PlannedLog {
+  log: LogKind;
+  objectId: string;
+  /** Changes per hour the plan uses (learned long-run rate plus burst term). */
+  rate: number;
+  /** Planned polls per hour. */
+  frequency: number;
+  /** When the log becomes due. */
+  nextPollAt: number;
+}
+
+interface Scheduled {
+  watched: WatchedLog;
+  rate: RateState;
+  lastPollAt: number | null;
+  /** When a log never polled by this process becomes due (an early first poll). */
+  firstDueAt: number;
+  cost: number;
+}
+
+export const scheduleKey = (w: { log: LogKind; objectId: string }): string => `${w.log}:${w.objectId}`;
+
+/**
+ * Decides which log to poll next. Each log gets a target frequency proportional to its effective
+ * change rate to the power alpha (cost-aware, clamped between 1/maxInterval and 1/pollInterval),
+ * scaled so the polls spend the budget left after discovery. Whenever the loop may send, the log
+ * with the highest urgency (time since its last poll × its target frequency) goes first, if it is
+ * due: like stride scheduling, this gives each log its share at regular spacing, which halves the
+ * mean delay of random spacing.
+ */
+export class PollScheduler {
+  private readonly estimator: RateEstimator;
+  private readonly logs = new Map<string, Scheduled>();
+  private readonly persisted = new Map<string, { rate: RateState; cost: number }>();
+  private scale = 0;
+  private allocatedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: PollSchedulerDeps) {
+    this.estimator = new RateEstimator(deps.config);
+    for (const row of deps.estimates?.list() ?? []) {
+      this.persisted.set(scheduleKey(row), {
+        rate: { events: row.events, hours: row.hours, burst: row.burst, updatedAt: row.updatedAt },
+        cost: row.pollCost,
+      });
+    }
+  }
+
+  /** Brings the scheduled set in line with the active watched logs. */
+  sync(active: readonly WatchedLog[], now: number): void {
+    const keys = new Set<string>();
+    for (const w of active) {
+      const key = scheduleKey(w);
+      keys.add(key);
+      const known = this.logs.get(key);
+      if (known) {
+        known.watched = w;
+        continue;
+      }
+      const saved = this.persisted.get(key);
+      this.logs.set(key, {
+        watched: w,
+        rate: saved?.rate ?? emptyRateState(),
+        lastPollAt: w.lastPollAt,
+        firstDueAt: now + this.deps.config.firstPollWithinSeconds * 1000,
+        cost: saved?.cost ?? 1,
+      });
+      this.allocatedAt = Number.NEGATIVE_INFINITY;
+    }
+    for (const key of this.logs.keys()) {
+      if (!keys.has(key)) {
+        this.logs.delete(key);
+        this.allocatedAt = Number.NEGATIVE_INFINITY;
+      }
+    }
+  }
+
+  /**
+   * The log to poll now among those `eligible` allows (not in flight, not backing off), or when
+   * the next one becomes due. The caller asks only when the budget would let a request leave, so
+   * a slot is never left unused while some log may be polled (past its minimum interval), even if
+   * none is due yet: slots lost to rounding would otherwise stretch every interval a little.
+   */
+  pick(now: number, eligible: (key: string) => boolean): { poll: WatchedLog } | { wakeAt: number } {
+    this.reallocate(now);
+    let best: Scheduled | undefined;
+    let bestScore = Number.NEGATIVE_INFINITY;
+    let wakeAt = Number.POSITIVE_INFINITY;
+    const starvingMs = 0.9 * this.deps.config.maxIntervalMinutes * 60_000;
+    for (const [key, s] of this.logs) {
+      if (!eligible(key)) continue;
+      const interval = this.intervalMs(s, now);
+      const anchor = s.lastPollAt ?? s.firstDueAt - interval;
+      const earliest = s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs;
+      if (earliest > now) {
+        wakeAt = Math.min(wakeAt, earliest);
+        continue;
+      }
+      // Urgency; an interval of 0 (no minimum, budget to spare) makes every log due, oldest first.
+      // A log about to exceed maxIntervalMinutes goes before any other: the floor is a promise,
+      // and bursts elsewhere may have raised the others' urgency above its own.
+      const waited = now - anchor;
+      const score = interval <= 0 ? 1e12 + waited : waited >= starvingMs ? 1e6 + waited / starvingMs : waited / interval;
+      if (score > bestScore) {
+        bestScore = score;
+        best = s;
+      }
+    }
+    return best ? { poll: best.watched } : { wakeAt };
+  }
+
+  /** Records a poll: a successful one updates the rate estimate and the cost of a poll. */
+  recordPoll(w: WatchedLog, now: number, result?: { requests: number; emittedPerformedAt: readonly number[] }): void {
+    const s = this.logs.get(scheduleKey(w));
+    if (!s || !result) return;
+    s.lastPollAt = now;
+    s.rate = this.estimator.observe(s.rate, now, result.emittedPerformedAt);
+    if (result.requests > 0) s.cost = 0.9 * s.cost + 0.1 * result.requests;
+    this.deps.estimates?.save({
+      log: w.log,
+      objectId: w.objectId,
+      ...s.rate,
+      pollCost: s.cost,
+      plannedRate: this.rateOf(s, now),
+      nextPollAt: now + this.intervalMs(s, now),
+    });
+  }
+
+  /** The current plan of every scheduled log. */
+  plan(now: number): PlannedLog[] {
+    this.reallocate(now);
+    return [...this.logs.values()].map((s) => {
+      const interval = this.intervalMs(s, now);
+      return {
+        log: s.watched.log,
+        objectId: s.watched.objectId,
+        rate: this.rateOf(s, now),
+        frequency: interval > 0 ? HOUR_MS / interval : Number.POSITIVE_INFINITY,
+        nextPollAt: (s.lastPollAt ?? s.firstDueAt - interval) + interval,
+      };
+    });
+  }
+
+  /** Requests per hour the polls may spend now. */
+  pollBudgetPerHour(now: number): number {
+    const budget = this.deps.budget;
+    if (!budget) return Number.POSITIVE_INFINITY;
+    const pace = HOUR_MS / Math.max(1e-9, budget.intervalMs(now));
+    return Math.max(1, pace - (this.deps.discoveryPerHour?.() ?? 0));
+  }
+
+  private rateOf(s: Scheduled, now: number): number {
+    const known = this.deps.knownRates?.(scheduleKey(s.watched));
+    return known ?? this.estimator.effectiveRate(s.rate, now);
+  }
+
+  private weightOf(s: Scheduled, now: number): number {
+    if (this.deps.config.policy === 'round-robin') return 1;
+    return Math.pow(Math.max(1e-9, this.rateOf(s, now) / s.cost), this.deps.config.alpha);
+  }
+
+  private bounds(): { min: number; max: number } {
+    const max = this.deps.minIntervalMs > 0 ? HOUR_MS / this.deps.minIntervalMs : Number.POSITIVE_INFINITY;
+    return { min: Math.min(max, 60 / this.deps.config.maxIntervalMinutes), max };
+  }
+
+  /** Polls per hour each log gets when the budget does not even cover every minimum. */
+  private equalShare = Number.POSITIVE_INFINITY;
+
+  /** Milliseconds between polls of `s` at its current target frequency. */
+  private intervalMs(s: Scheduled, now: number): number {
+    const { min, max } = this.bounds();
+    let frequency: number;
+    if (this.scale === Number.POSITIVE_INFINITY) frequency = max;
+    else if (this.scale === 0) frequency = Math.min(max, this.equalShare);
+    else frequency = Math.min(max, Math.max(min, this.scale * this.weightOf(s, now)));
+    return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
+  }
+
+  private reallocate(now: number): void {
+    if (now - this.allocatedAt < REALLOCATE_MS) return;
+    this.allocatedAt = now;
+    const list = [...this.logs.values()];
+    const { min, max } = this.bounds();
+    const budgetPerHour = this.pollBudgetPerHour(now);
+    const allocation = allocateFrequencies({
+      weights: list.map((s) => this.weightOf(s, now)),
+      costs: list.map((s) => s.cost),
+      budgetPerHour,
+      minFrequency: min,
+      maxFrequency: max,
+    });
+    this.scale = allocation.scale;
+    const totalCost = list.reduce((sum, s) => sum + s.cost, 0);
+    this.equalShare = allocation.scale === 0 && totalCost > 0 ? budgetPerHour / totalCost : Number.POSITIVE_INFINITY;
+  }
+}

@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ChangefeedDaemon } from '../../src/changefeedDaemon.js';
+import type { ManualClock } from '../../src/clock.js';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { withVirtualTime } from '../support/virtualTime.js';
+
+let simulator: Simulator | undefined;
+let daemon: ChangefeedDaemon | undefined;
+afterEach(async () => {
+  await daemon?.stop();
+  await simulator?.close();
+  daemon = undefined;
+  simulator = undefined;
+});
+
+const MINUTE = 60_000;
+
+/** Runs the daemon (the real poll loop, scheduler and budget) for `ms` of virtual time. */
+async function runFor(clock: ManualClock, d: ChangefeedDaemon, ms: number): Promise<void> {
+  await withVirtualTime(clock, (async () => {
+    await d.start();
+    await clock.sleep(ms);
+  })());
+}
+
+describe('scheduling within the read budget', { timeout: 180_000 }, () => {
+  it('a 429 pauses every poller of the key for exactly Retry-After, then pace resumes', async () => {
+    const clock = testClock();
+    simulator = await startSimulator({ clock, seed: 31, careers: 4, skills: 2, eventsPerHour: 200, historyHours: 0, readsPerHour: 120 });
+    const config = simulatorConfig({ simulator, stateDir: makeTempDir(), overrides: { budget: { readsPerHour: 120, reserve: 0 } } });
+    daemon = createDaemon(config, { clock });
+    // Another client of the key spends most of the bucket after the daemon's first minutes.
+    const other = (async () => {
+      await clock.sleep(5 * MINUTE);
+      simulator?.spendReads(simulator.apiKey, 110);
+    })();
+    await runFor(clock, daemon, 90 * MINUTE);
+    await other;
+    const requests = simulator.requests.filter((r) => r.path !== '/api/v1/ping');
+    const limited = requests.filter((r) => r.status === 429);
+    expect(limited.length).toBeGreaterThanOrEqual(1);
+    expect(limited.length).toBeLessThanOrEqual(2);
+    const first = limited[0]!;
+    // The simulator's window opened with the daemon's first request (the ping); Retry-After runs to its reset.
+    const resetAt = (simulator.requests[0]?.at ?? 0) + 60 * MINUTE;
+    const during = requests.filter((r) => r.at > first.at && r.at < resetAt);
+    expect(during).toEqual([]);
+    const after = requests.filter((r) => r.at >= resetAt);
+    expect(after.length).toBeGreaterThan(10);
+    // Pace resumes at once (within one budget interval), for careers and skills alike.
+    expect(after[0]!.at - resetAt).toBeLessThanOrEqual(31_000);
+    expect(after.some((r) => r.path.includes('/careers/'))).toBe(true);
+    expect(after.some((r) => r.path.includes('/skills/'))).toBe(true);
+  });
+
+  it('follows the server\'s RateLimit-Limit when it is lower than the configured cap, without a 429', async () => {
+    const clock = testClock();
+    simulator = await startSimulator({ clock, seed: 32, careers: 8, skills: 4, eventsPerHour: 300, historyHours: 0, readsPerHour: 200 });
+    const config = simulatorConfig({ simulator, stateDir: makeTempDir(), overrides: { budget: { readsPerHour: 1000, reserve: 0.1 } } });
+    daemon = createDaemon(config, { clock });
+    await runFor(clock, daemon, 2 * 60 * MINUTE);
+    expect(daemon.budget.allowancePerHour()).toBe(180);
+    expect(simulator.requests.filter((r) => r.status === 429)).toEqual([]);
+    const start = simulator.requests[0]!.at;
+    for (let hour = 0; hour < 2; hour++) {
+      const inHour = simulator.requests.filter((r) => r.at >= start + hour * 60 * MINUTE && r.at < start + (hour + 1) * 60 * MINUTE);
+      expect(inHour.length).toBeLessThanOrEqual(200);
+      expect(inHour.length).toBeGreaterThan(150);
+    }
+  });
+
+  it('still polls a quiet object within maxIntervalMinutes while a busy one takes most of the budget', async () => {
+    const clock = testClock();
+    simulator = await startSimulator({ clock, seed: 33, careers: 10, skills: 0, skillShare: 0, identityProviderShare: 0, workload: { kind: 'zipf', s: 3 }, eventsPerHour: 2_000, historyHours: 0, readsPerHour: 1_000 });
+    const config = simulatorConfig({
+      simulator,
+      stateDir: makeTempDir(),
+      overrides: { watch: { identityProviderEvents: false, schedule: { maxIntervalMinutes: 10 } }, budget: { readsPerHour: 120, reserve: 0 } },
+    });
+    daemon = createDaemon(config, { clock });
+    await runFor(clock, daemon, 3 * 60 * MINUTE);
+    const rates = simulator.trueRates();
+    const ids = [...simulator.careerIds].sort((a, b) => (rates.get(`career:${b}`) ?? 0) - (rates.get(`career:${a}`) ?? 0));
+    const pollsOf = (id: string) => simulator!.requests.filter((r) => r.path.includes(`/careers/${id}/`)).map((r) => r.at);
+    // The busiest career gets far more polls than the quietest ...
+    expect(pollsOf(ids[0]!).length).toBeGreaterThan(3 * pollsOf(ids.at(-1)!).length);
+    // ... yet after the first hour of learning no career waits longer than 10 minutes (plus one budget interval).
+    const settled = simulator.requests[0]!.at + 60 * MINUTE;
+    for (const id of ids) {
+      const times = pollsOf(id).filter((t) => t >= settled);
+      expect(times.length).toBeGreaterThan(5);
+      const gaps = times.slice(1).map((t, i) => t - times[i]!);
+      expect(Math.max(...gaps), id).toBeLessThanOrEqual(10 * MINUTE + 30_000);
+    }
+  });
+});

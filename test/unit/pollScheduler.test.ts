@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import type { LogKind } from '../../src/logs.js';
+import { allocateFrequencies, expectedDelay, squareRootOptimumMeanHours } from '../../src/poll/pollAllocation.js';
+import { PollScheduler } from '../../src/poll/pollScheduler.js';
+import { ReadBudget } from '../../src/poll/readBudget.js';
+import { scheduleConfigSchema } from '../../src/poll/scheduleConfig.js';
+import type { WatchedLog } from '../../src/store/watchedLogs.js';
+
+const T0 = Date.UTC(2026, 0, 1, 8);
+const HOUR = 3_600_000;
+
+const watched = (log: LogKind, objectId: string): WatchedLog => ({
+  log, objectId, origin: 'config', status: 'active', statusReason: null, coverageStart: T0, windowEnd: T0, sortOrder: null,
+  lastPollAt: null, lastSuccessAt: null, lastError: null, consecutiveFailures: 0, nextPollAt: T0, entriesIngested: 0, createdAt: T0,
+});
+
+describe('allocateFrequencies', () => {
+  it('spends the budget exactly, proportionally to the weights', () => {
+    const { frequencies } = allocateFrequencies({ weights: [4, 2, 1, 1], costs: [1, 1, 1, 1], budgetPerHour: 80, minFrequency: 0, maxFrequency: Infinity });
+    expect(frequencies.map((f) => Math.round(f))).toEqual([40, 20, 10, 10]);
+  });
+
+  it('keeps every log at the minimum and gives the rest to the busy ones', () => {
+    const { frequencies } = allocateFrequencies({ weights: [100, 1e-6, 1e-6], costs: [1, 1, 1], budgetPerHour: 10, minFrequency: 1, maxFrequency: Infinity });
+    expect(frequencies[1]).toBe(1);
+    expect(frequencies[2]).toBe(1);
+    expect(frequencies[0]).toBeCloseTo(8, 5);
+  });
+
+  it('divides the budget equally when even the minimums do not fit: nobody starves', () => {
+    const { frequencies } = allocateFrequencies({ weights: [100, 1, 1, 1], costs: [1, 1, 1, 1], budgetPerHour: 2, minFrequency: 1, maxFrequency: 60 });
+    expect(frequencies).toEqual([0.5, 0.5, 0.5, 0.5]);
+  });
+
+  it('counts a poll that takes several pages as several requests', () => {
+    const { frequencies } = allocateFrequencies({ weights: [1, 1], costs: [3, 1], budgetPerHour: 40, minFrequency: 0, maxFrequency: Infinity });
+    expect(3 * (frequencies[0] ?? 0) + (frequencies[1] ?? 0)).toBeCloseTo(40, 5);
+  });
+});
+
+describe('expected delay', () => {
+  it('square-root allocation reaches the analytic optimum (Σ√λ)² / (2·B·Σλ)', () => {
+    const rates = [16, 4, 1, 1, 0.25];
+    const budget = 30;
+    const { frequencies } = allocateFrequencies({ weights: rates.map(Math.sqrt), costs: rates.map(() => 1), budgetPerHour: budget, minFrequency: 0, maxFrequency: Infinity });
+    expect(expectedDelay(rates, frequencies).meanHours).toBeCloseTo(squareRootOptimumMeanHours(rates, budget), 6);
+    // Round-robin is worse on skewed rates.
+    const equal = rates.map(() => budget / rates.length);
+    expect(expectedDelay(rates, equal).meanHours).toBeGreaterThan(squareRootOptimumMeanHours(rates, budget));
+  });
+
+  it('p95 of a regular poll every T hours is 0.95·T', () => {
+    expect(expectedDelay([3], [2]).p95Hours).toBeCloseTo(0.95 * 0.5, 6);
+  });
+});
+
+describe('PollScheduler', () => {
+  const config = scheduleConfigSchema.parse({ firstPollWithinSeconds: 0 });
+
+  function pollAll(scheduler: PollScheduler, clock: ManualClock, hours: number, changes: (log: WatchedLog, from: number, to: number) => number[]) {
+    const counts = new Map<string, number>();
+    const last = new Map<string, number>();
+    for (let t = clock.now(); t < T0 + hours * HOUR; t += 10_000) {
+      const choice = scheduler.pick(t, () => true);
+      if (!('poll' in choice)) continue;
+      const key = `${choice.poll.log}:${choice.poll.objectId}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      scheduler.recordPoll(choice.poll, t, { requests: 1, emittedPerformedAt: changes(choice.poll, last.get(key) ?? T0, t) });
+      last.set(key, t);
+    }
+    return counts;
+  }
+
+  it('polls busy logs more often than quiet ones, roughly as the square root of their rates', () => {
+    const clock = new ManualClock(T0);
+    // 360 requests per hour for polls.
+    const scheduler = new PollScheduler({ config: { ...config, alpha: 0.5, burstFollowUps: 0 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const logs = [watched('career', 'hot'), watched('career', 'warm'), ...Array.from({ length: 20 }, (_, i) => watched('career', `cold${i}`))];
+    scheduler.sync(logs, T0);
+    const rate = (w: WatchedLog): number => (w.objectId === 'hot' ? 64 : w.objectId === 'warm' ? 4 : 0.25);
+    // Changes at exactly the log's rate: the fractional part carries over to the next poll.
+    const carry = new Map<string, number>();
+    const counts = pollAll(scheduler, clock, 24, (w, from, to) => {
+      const due = (carry.get(w.objectId) ?? 0) + ((to - from) / HOUR) * rate(w);
+      const n = Math.floor(due);
+      carry.set(w.objectId, due - n);
+      return Array.from({ length: n }, (_, i) => from + ((i + 0.5) * (to - from)) / n);
+    });
+    const hot = counts.get('career:hot') ?? 0;
+    const warm = counts.get('career:warm') ?? 0;
+    const cold = counts.get('career:cold0') ?? 0;
+    expect(hot / warm).toBeGreaterThan(2.5);
+    expect(hot / warm).toBeLessThan(6);
+    expect(warm / cold).toBeGreaterThan(2);
+    expect(cold).toBeGreaterThanOrEqual(24);
+  });
+
+  it('polls every log at least every maxIntervalMinutes, however quiet', () => {
+    const clock = new ManualClock(T0);
+    const scheduler = new PollScheduler({ config: { ...config, maxIntervalMinutes: 30 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const logs = [watched('career', 'hot'), ...Array.from({ length: 10 }, (_, i) => watched('skill', `quiet${i}`))];
+    scheduler.sync(logs, T0);
+    const counts = pollAll(scheduler, clock, 6, (w, from, to) => (w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 6_000) }, () => to - 1) : []));
+    for (let i = 0; i < 10; i++) expect(counts.get(`skill:quiet${i}`)).toBeGreaterThanOrEqual(12);
+  });
+
+  it('reacts to a burst: a log that just changed is polled again soon', () => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
+    const logs = Array.from({ length: 30 }, (_, i) => watched('career', `c${i}`));
+    scheduler.sync(logs, T0);
+    for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
+    const t = T0 + 10 * 60_000;
+    for (const w of logs) scheduler.recordPoll(w, t, { requests: 1, emittedPerformedAt: w.objectId === 'c7' ? [t - 20_000, t - 10_000, t - 5_000] : [] });
+    const plan = scheduler.plan(t);
+    const busy = plan.find((p) => p.objectId === 'c7');
+    const other = plan.find((p) => p.objectId === 'c8');
+    expect(busy!.frequency).toBeGreaterThan(3 * other!.frequency);
+    expect(busy!.nextPollAt).toBeLessThan(other!.nextPollAt);
+  });
+
+  it('follows the read budget: fewer polls per hour when the server says the bucket is shared', () => {
+    const clock = new ManualClock(T0);
+    const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60 }, clock);
+    const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget });
+    expect(scheduler.pollBudgetPerHour(T0)).toBeCloseTo(900, 0);
+    // Another client spent 600 of this window's 1,000: 300 left less the 100 reserve, over 30 minutes.
+    budget.observe({ status: 200, requestId: undefined, limit: 1000, remaining: 300, resetSeconds: 1800, retryAfterSeconds: undefined, serverDate: T0, receivedAt: T0 });
+    expect(scheduler.pollBudgetPerHour(T0)).toBeCloseTo(400, 0);
+  });
+});
