@@ -4,6 +4,7 @@
  */
 import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
 import { pollIngest } from './cases/pollIngest.js';
+import { mqttDelivery, natsDelivery, rabbitmqDelivery, redisDelivery } from './cases/queueSinkDelivery.js';
 import { webhookDelivery } from './cases/webhookDelivery.js';
 import { printTable, type BenchRow } from './benchTable.js';
 
@@ -16,3 +17,11 @@ const webhookRows: BenchRow[] = [];
 webhookRows.push(await webhookDelivery(5_000, 1));
 webhookRows.push(await webhookDelivery(20_000, 16));
 printTable('Webhook sink (target: at least 2,000 events/s at concurrency 16)', webhookRows);
+
+const queueRows: BenchRow[] = [];
+for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelivery]) queueRows.push(await measure(100_000));
+printTable('Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)', queueRows);
+
+// Scheduling: the real poll loop, scheduler and read budget on a simulated day per row.
+const { runSchedulingBench } = await import('./scheduling.js');
+await runSchedulingBench();

@@ -176,6 +176,7 @@ watch:
   skills: { discover: true }
   startFrom: "$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)"
   pollIntervalSeconds: 1
+  schedule: { firstPollWithinSeconds: 0 }
 budget:
   readsPerHour: 3600000
   reserve: 0
@@ -210,7 +211,7 @@ else
   echo "== probe skipped (--no-probe)"
 fi
 
-# The scheduler may hold a newly watched log back for up to a minute before its first poll.
+# First polls are immediate here (schedule.firstPollWithinSeconds: 0); the wait allows for a slow machine.
 step "delivery: the first events reach the file sink"
 for _ in $(seq 600); do
   [ -s "$STATE/events.jsonl" ] && break

@@ -24,6 +24,7 @@ function writeConfig(dir: string, sim: Simulator): string {
       '  skills: { discover: true }',
       '  startFrom: "2000-01-01T00:00:00Z"',
       '  pollIntervalSeconds: 0',
+      '  schedule: { firstPollWithinSeconds: 0 }',
       'budget: { readsPerHour: 3600000, reserve: 0 }',
       `stateDir: ${join(dir, 'state')}`,
       'sinks:',

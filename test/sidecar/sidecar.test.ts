@@ -27,7 +27,8 @@ function baseConfig(dir: string, sim: Simulator, httpPort: number, sinks: string
     'api:',
     `  baseUrl: ${sim.url}`,
     `  apiKeyFile: ${join(dir, 'api-key')}`,
-    'watch: { careers: { discover: true }, skills: { discover: true }, pollIntervalSeconds: 0.3, startFrom: "2000-01-01T00:00:00Z" }',
+    // First polls at once: the default spreads a start-up's first polls over a minute.
+    'watch: { careers: { discover: true }, skills: { discover: true }, pollIntervalSeconds: 0.3, startFrom: "2000-01-01T00:00:00Z", schedule: { firstPollWithinSeconds: 0 } }',
     'budget: { readsPerHour: 3600000, reserve: 0 }',
     `stateDir: ${join(dir, 'state')}`,
     `http: { port: ${httpPort} }`,
