@@ -62,16 +62,23 @@ const histogramCount = (text: string, name: string): number => {
   return (family?.metrics ?? []).reduce((sum, m) => sum + Number(m.buckets?.['+Inf'] ?? 0), 0);
 };
 
+/** A daemon with one file sink (events.jsonl) as a child process, once its readiness answers 200. */
+async function startReadyDaemon(simulator: Simulator): Promise<{ dir: string; port: number; proc: DaemonProcess }> {
+  const dir = makeTempDir();
+  const port = await freePort();
+  const config = join(dir, 'changefeed.yaml');
+  rotateKey(dir, simulator.apiKey);
+  writeConfig(config, baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]));
+  const proc = startDaemonProcess(['--config', config]);
+  daemon = proc;
+  await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
+  return { dir, port, proc };
+}
+
 describe('running as a sidecar', () => {
   it('readiness fails when the key is revoked and recovers when a new key is written to the key file', async () => {
     const simulator = await startTestSimulator({ seed: 51, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 0, readsPerHour: 10_000_000 });
-    const dir = makeTempDir();
-    const port = await freePort();
-    const config = join(dir, 'changefeed.yaml');
-    rotateKey(dir, simulator.apiKey);
-    writeConfig(config, baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]));
-    daemon = startDaemonProcess(['--config', config]);
-    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
+    const { dir, port, proc } = await startReadyDaemon(simulator);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
 
     const newKey = `sim_live_${'R'.repeat(32)}`;
@@ -84,20 +91,14 @@ describe('running as a sidecar', () => {
 
     rotateKey(dir, newKey);
     await until(async () => (await readyz(port)).status === 200, 10_000, 'readiness 200 after the key file changed');
-    expect(daemon.logs()).not.toContain(newKey);
-    daemon.child.kill('SIGTERM');
-    expect(await daemon.exited()).toBe(0);
+    expect(proc.logs()).not.toContain(newKey);
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited()).toBe(0);
   });
 
   it('exposes Prometheus metrics whose counters move as events flow', async () => {
     const simulator = await startTestSimulator({ seed: 52, careers: 2, skills: 1, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
-    const dir = makeTempDir();
-    const port = await freePort();
-    const config = join(dir, 'changefeed.yaml');
-    rotateKey(dir, simulator.apiKey);
-    writeConfig(config, baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]));
-    daemon = startDaemonProcess(['--config', config]);
-    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
+    const { dir, port, proc } = await startReadyDaemon(simulator);
     const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const before = await scrape();
     expect(parsePrometheusTextFormat(before).map((f) => f.name)).toEqual(
@@ -114,8 +115,8 @@ describe('running as a sidecar', () => {
     expect(histogramCount(after, 'changefeed_delivery_latency_seconds')).toBe(25);
     expect(metricValue(after, 'changefeed_api_requests_total')).toBeGreaterThan(metricValue(before, 'changefeed_api_requests_total'));
     expect(metricValue(after, 'changefeed_outbox_pending', { sink: 'out' })).toBe(0);
-    daemon.child.kill('SIGTERM');
-    expect(await daemon.exited()).toBe(0);
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited()).toBe(0);
   });
 
   it('exits 0 on SIGTERM in the middle of deliveries, and a restart delivers what was in flight', async () => {
