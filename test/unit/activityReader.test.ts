@@ -1,21 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ForbiddenFilterError, readActivityPage, type ActivityPageRequest } from '../../src/api/activityReader.js';
 import type { ApiError } from '../../src/api/apiErrors.js';
 import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { LoopbackService, RecordingGate, clientFor, type CannedReply } from './loopbackService.js';
 
-let service: LoopbackService | undefined;
-let client: ServiceClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await service?.close();
-  client = service = undefined;
-});
 
 async function serve(reply: CannedReply) {
-  service = await LoopbackService.start(() => reply);
+  const service = await LoopbackService.start(() => reply);
   const gate = new RecordingGate();
-  client = clientFor(service.url, gate);
+  const client = clientFor(service.url, gate);
   return { gate, client, service };
 }
 

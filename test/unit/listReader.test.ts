@@ -1,21 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ApiError } from '../../src/api/apiErrors.js';
 import { listEnvelopeSchema, readAllIds } from '../../src/api/listReader.js';
-import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { LoopbackService, RecordingGate, clientFor, type CannedReply, type RecordedRequest } from './loopbackService.js';
 
-let service: LoopbackService | undefined;
-let client: ServiceClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await service?.close();
-  client = service = undefined;
-});
 
 async function serve(reply: (request: RecordedRequest) => CannedReply) {
-  service = await LoopbackService.start(reply);
+  const service = await LoopbackService.start(reply);
   const gate = new RecordingGate();
-  client = clientFor(service.url, gate);
+  const client = clientFor(service.url, gate);
   return { gate, client, service };
 }
 

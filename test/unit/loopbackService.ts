@@ -4,6 +4,15 @@ import { ManualClock } from '../../src/clock.js';
 import { ServiceClient, type RequestGate, type RequestPriority } from '../../src/api/serviceClient.js';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
+import { afterEach } from 'vitest';
+
+/** Clients first, then the servers they talk to: everything started in a test is closed after it. */
+const openClients: ServiceClient[] = [];
+const openServices: LoopbackService[] = [];
+afterEach(async () => {
+  for (const client of openClients.splice(0)) await client.close();
+  for (const service of openServices.splice(0)) await service.close();
+});
 
 export interface RecordedRequest {
   method: string;
@@ -39,7 +48,9 @@ export class LoopbackService {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    return new LoopbackService(server, `http://127.0.0.1:${port}`, requests);
+    const service = new LoopbackService(server, `http://127.0.0.1:${port}`, requests);
+    openServices.push(service);
+    return service;
   }
 
   async close(): Promise<void> {
@@ -67,8 +78,9 @@ export const TEST_KEY = 'sk_test_0123456789abcdef0123456789abcdef';
 /** The clock the client stamps responses with: fixed, so HTTP-date Retry-After is exact. */
 export const CLIENT_NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 
+/** A client of a loopback service, closed after the test. */
 export function clientFor(baseUrl: string, gate: RequestGate, options: { timeoutMs?: number; credentialSource?: string } = {}): ServiceClient {
-  return new ServiceClient({
+  const client = new ServiceClient({
     baseUrl,
     apiKey: () => TEST_KEY,
     credentialSource: options.credentialSource ?? 'CHANGEFEED_API_KEY',
@@ -77,6 +89,8 @@ export function clientFor(baseUrl: string, gate: RequestGate, options: { timeout
     gate,
     logger: noopLogger,
   });
+  openClients.push(client);
+  return client;
 }
 
 /** An RFC 9457 problem document as the service sends it (spec 7). */

@@ -1,23 +1,16 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiProblemError, ApiTransportError, type ApiError } from '../../src/api/apiErrors.js';
 import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { isAbortError } from '../../src/errors.js';
 import { CLIENT_NOW, LoopbackService, RecordingGate, TEST_KEY, clientFor, problem, type CannedReply } from './loopbackService.js';
 
-let service: LoopbackService | undefined;
-let client: ServiceClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await service?.close();
-  client = service = undefined;
-});
 
 async function serve(reply: CannedReply, options: { credentialSource?: string; timeoutMs?: number; basePath?: string } = {}) {
-  service = await LoopbackService.start(() => reply);
+  const service = await LoopbackService.start(() => reply);
   const gate = new RecordingGate();
-  client = clientFor(`${service.url}${options.basePath ?? ''}`, gate, options);
+  const client = clientFor(`${service.url}${options.basePath ?? ''}`, gate, options);
   return { gate, client, service };
 }
 
@@ -64,20 +57,16 @@ describe('ServiceClient.getJson', () => {
   });
 
   it('tells a missing scope, missing permissions and an expired trial apart on 403', async () => {
-    await serve(problem(403, 'insufficient-scope'));
-    const scope = await failure(client!);
+    const served1 = await serve(problem(403, 'insufficient-scope'));
+    const scope = await failure(served1.client);
     expect(scope.code).toBe('API_INSUFFICIENT_SCOPE');
     expect(scope.message).toContain('lacks the scope to read /api/v1/careers/c-1/activity');
-    await client!.close();
-    await service!.close();
 
-    await serve(problem(403, 'insufficient-permissions'));
-    expect((await failure(client!)).code).toBe('API_INSUFFICIENT_PERMISSIONS');
-    await client!.close();
-    await service!.close();
+    const served2 = await serve(problem(403, 'insufficient-permissions'));
+    expect((await failure(served2.client)).code).toBe('API_INSUFFICIENT_PERMISSIONS');
 
-    await serve(problem(403, 'forbidden', { error: 'trial_expired', upgrade_url: 'https://svc.example/upgrade' }));
-    const trial = await failure(client!);
+    const served3 = await serve(problem(403, 'forbidden', { error: 'trial_expired', upgrade_url: 'https://svc.example/upgrade' }));
+    const trial = await failure(served3.client);
     expect(trial.code).toBe('API_TRIAL_EXPIRED');
     expect(trial.message).toContain('upgrade at https://svc.example/upgrade');
   });
@@ -108,15 +97,13 @@ describe('ServiceClient.getJson', () => {
   });
 
   it('maps 5xx to API_SERVER_ERROR, with an excerpt when a proxy answers in HTML', async () => {
-    await serve(problem(503, 'internal-error'));
-    const problemError = await failure(client!);
+    const served4 = await serve(problem(503, 'internal-error'));
+    const problemError = await failure(served4.client);
     expect(problemError.code).toBe('API_SERVER_ERROR');
     expect(problemError.message).toContain('failed with 503: detail of internal-error');
-    await client!.close();
-    await service!.close();
 
-    await serve({ status: 502, headers: { 'content-type': 'text/html' }, raw: '<html><h1>Bad Gateway</h1></html>' });
-    const html = await failure(client!);
+    const served5 = await serve({ status: 502, headers: { 'content-type': 'text/html' }, raw: '<html><h1>Bad Gateway</h1></html>' });
+    const html = await failure(served5.client);
     expect(html.code).toBe('API_SERVER_ERROR');
     expect(html.message).toContain('non-problem body: <html><h1>Bad Gateway</h1></html>');
     expect(html.requestId).toBeUndefined();
@@ -156,7 +143,7 @@ describe('ServiceClient.getJson', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    client = clientFor(`http://127.0.0.1:${port}`, new RecordingGate());
+    const client = clientFor(`http://127.0.0.1:${port}`, new RecordingGate());
     const error = await failure(client);
     expect(error.code).toBe('API_CONNECTION');
     expect(error.message).toContain('ECONNREFUSED');
