@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { LogKind } from '../logs.js';
-import { allocateFrequencies, expectedDelay } from '../poll/pollAllocation.js';
+import { allocateFrequencies, chooseAlpha, expectedDelay } from '../poll/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
 import { RateEstimator, emptyRateState, type RateState } from '../poll/rateEstimator.js';
+import { priorsByKind } from '../poll/sessionPrior.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';
 import { RateEstimates } from '../store/rateEstimates.js';
@@ -22,6 +23,8 @@ interface PlannedLog {
 }
 
 export interface PlanReport {
+  /** The exponent of the allocation (0 for round-robin; `auto` resolved for the current rates). */
+  alpha: number;
   watchedLogs: number;
   /** Logs whose rate comes from polls rather than the prior. */
   learnedLogs: number;
@@ -50,7 +53,7 @@ export function planCommand(argv: string[]): number {
       const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
       for (const w of store.watchedLogs.list().filter((l) => l.status === 'active')) {
         const e = estimates.get(`${w.log}:${w.objectId}`);
-        logs.push({ log: w.log, objectId: w.objectId, state: e ? { events: e.events, hours: e.hours, burst: 0, updatedAt: e.updatedAt } : emptyRateState(), cost: e?.pollCost ?? 1 });
+        logs.push({ log: w.log, objectId: w.objectId, state: e ? { events: e.events, sessions: e.sessions, hours: e.hours, lastEventAt: e.lastEventAt, updatedAt: e.updatedAt } : emptyRateState(), cost: e?.pollCost ?? 1 });
       }
     } finally {
       store.close();
@@ -63,22 +66,25 @@ export function planCommand(argv: string[]): number {
     for (const id of watch.skills.ids) logs.push({ log: 'skill', objectId: id, state: emptyRateState(), cost: 1 });
   }
   const estimator = new RateEstimator(schedule);
-  const rates = logs.map((l) => estimator.longRunRate(l.state));
+  const priorOf = priorsByKind(logs, schedule);
+  const rates = logs.map((l) => estimator.rate(l.state, priorOf(l.log)));
   const allowancePerHour = Math.max(1, Math.floor(budget.readsPerHour * (1 - budget.reserve)));
   const count = (kind: LogKind): number => logs.filter((l) => l.log === kind).length;
   const pages = discoveryPagesPerRun(watch, { careers: count('career'), skills: count('skill') });
   const discoveryRequestsPerHour = pages > 0 ? pages * cronRunsPerHour(watch.discovery.schedule, Date.now()) : 0;
   const maxFrequency = watch.pollIntervalSeconds > 0 ? 3600 / watch.pollIntervalSeconds : Number.POSITIVE_INFINITY;
-  const { frequencies } = allocateFrequencies({
-    weights: logs.map((l, i) => (schedule.policy === 'round-robin' ? 1 : Math.pow((rates[i] ?? 0) / l.cost, schedule.alpha))),
+  const input = {
     costs: logs.map((l) => l.cost),
     budgetPerHour: Math.max(1, allowancePerHour - discoveryRequestsPerHour),
     minFrequency: Math.min(maxFrequency, 60 / schedule.maxIntervalMinutes),
     maxFrequency,
-  });
+  };
+  const alpha = schedule.policy === 'round-robin' ? 0 : schedule.alpha === 'auto' ? chooseAlpha(rates, input).alpha : schedule.alpha;
+  const { frequencies } = allocateFrequencies({ ...input, weights: logs.map((l, i) => Math.pow(Math.max(1e-9, (rates[i] ?? 0) / l.cost), alpha)) });
   const delay = expectedDelay(rates, frequencies);
   const planned = logs.map((l, i) => ({ log: l.log, objectId: l.objectId, ratePerHour: rates[i] ?? 0, pollsPerHour: frequencies[i] ?? 0, learned: l.state.updatedAt !== null }));
   const report: PlanReport = {
+    alpha,
     watchedLogs: logs.length,
     learnedLogs: planned.filter((p) => p.learned).length,
     allowancePerHour,
@@ -96,7 +102,7 @@ const round = (x: number): number => (Number.isFinite(x) ? Math.round(x * 100) /
 
 function formatPlan(r: PlanReport, policy: string): string {
   const lines = [
-    `plan (${policy}) for ${r.watchedLogs} watched logs, ${r.learnedLogs} with learned rates (the others use the prior)`,
+    `plan (${policy}, alpha ${r.alpha}) for ${r.watchedLogs} watched logs, ${r.learnedLogs} with learned rates (the others use the prior)`,
     `  allowance:           ${r.allowancePerHour} requests/h (cap less reserve)`,
     `  expected requests:   ${r.expectedRequestsPerHour} /h, of which discovery ${r.discoveryRequestsPerHour} /h`,
     `  expected delay:      mean ${r.expectedMeanDelayMinutes} min, p95 ${r.expectedP95DelayMinutes} min (Poisson changes, regular polls)`,

@@ -25,7 +25,7 @@ export interface LogStatus {
   consecutiveFailures: number;
   entriesIngested: number;
   sortOrder: string | null;
-  /** Changes per hour the scheduler planned with after the last poll (learned rate plus burst term). */
+  /** Changes per hour the scheduler planned with after the last poll (the learned rate). */
   estimatedRatePerHour: number | null;
   /** When the scheduler expected to poll the log next, as of its last poll, ISO. */
   nextPollAt: string | null;

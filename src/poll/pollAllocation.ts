@@ -89,3 +89,32 @@ export function squareRootOptimumMeanHours(rates: readonly number[], budgetPerHo
   const sum = rates.reduce((a, r) => a + r, 0);
   return sum <= 0 ? 0 : (sumSqrt * sumSqrt) / (2 * budgetPerHour * sum);
 }
+
+/** The exponents `chooseAlpha` tries: from close to round-robin up to the mean-optimal 0.5. */
+const ALPHA_CANDIDATES = [0.5, 0.475, 0.45, 0.425, 0.4, 0.375, 0.35, 0.325, 0.3, 0.25, 0.2, 0.1, 0];
+
+export interface AlphaChoice {
+  alpha: number;
+  expected: DelayEstimate;
+  /** What round-robin (alpha 0) would give with the same rates and budget. */
+  roundRobin: DelayEstimate;
+}
+
+/**
+ * The largest exponent whose expected p95 delay is no worse than round-robin's, for the rates
+ * as estimated now: the best mean this budget buys without making the slowest changes wait
+ * longer than polling every log in turn would. With skewed rates that is 0.5 or close (busy
+ * logs take what quiet ones do not need); with even rates the tail decides and it is lower.
+ */
+export function chooseAlpha(rates: readonly number[], input: Omit<AllocationInput, 'weights'>): AlphaChoice {
+  const delayFor = (alpha: number): DelayEstimate => {
+    const { frequencies } = allocateFrequencies({ ...input, weights: rates.map((r, i) => Math.pow(Math.max(1e-9, r / (input.costs[i] ?? 1)), alpha)) });
+    return expectedDelay(rates, frequencies);
+  };
+  const roundRobin = delayFor(0);
+  for (const alpha of ALPHA_CANDIDATES) {
+    const expected = alpha === 0 ? roundRobin : delayFor(alpha);
+    if (expected.p95Hours <= roundRobin.p95Hours) return { alpha, expected, roundRobin };
+  }
+  return { alpha: 0, expected: roundRobin, roundRobin };
+}

@@ -1,13 +1,16 @@
 import type { LogKind } from '../logs.js';
 import type { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
-import { allocateFrequencies } from './pollAllocation.js';
+import { allocateFrequencies, chooseAlpha } from './pollAllocation.js';
 import { RateEstimator, emptyRateState, type RateState } from './rateEstimator.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
+import { configuredPrior, priorsByKind, type RatePrior } from './sessionPrior.js';
 
 const HOUR_MS = 3_600_000;
-/** How often the budget is re-divided; burst terms move frequencies in between without it. */
+/** How often the budget is re-divided and the priors refitted. */
 const REALLOCATE_MS = 60_000;
+/** How often the priors are refitted to the watched logs (the population changes slowly). */
+const REFIT_MS = 10 * 60_000;
 
 /** What the scheduler needs of the read budget (ReadBudget implements it). */
 export interface SchedulerBudget {
@@ -24,14 +27,16 @@ export interface PollSchedulerDeps {
   estimates?: RateEstimates;
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */
   discoveryPerHour?: () => number;
-  /** Benchmark only: plan with these rates (per hour) instead of learned ones, without burst term. */
+  /** Benchmark only: plan with these rates (per hour) instead of learned ones, without follow-ups. */
   knownRates?: (key: string) => number | undefined;
+  /** The service's clock, against which performedAt is compared (defaults to the local one). */
+  serviceNow?: () => number;
 }
 
 export interface PlannedLog {
   log: LogKind;
   objectId: string;
-  /** Changes per hour the plan uses (learned long-run rate plus burst term). */
+  /** Changes per hour the plan uses (the learned rate). */
   rate: number;
   /** Planned polls per hour. */
   frequency: number;
@@ -46,6 +51,11 @@ interface Scheduled {
   /** When a log never polled by this process becomes due (an early first poll). */
   firstDueAt: number;
   cost: number;
+  /** When a follow-up poll is due (the last poll found a session in progress), and how many ran in a row. */
+  followUpAt: number | null;
+  followUps: number;
+  /** The planned rate, kept until the estimate or the prior changes (it takes a sum over a grid). */
+  plannedRate: number | undefined;
 }
 
 export const scheduleKey = (w: { log: LogKind; objectId: string }): string => `${w.log}:${w.objectId}`;
@@ -64,12 +74,21 @@ export class PollScheduler {
   private readonly persisted = new Map<string, { rate: RateState; cost: number }>();
   private scale = 0;
   private allocatedAt = Number.NEGATIVE_INFINITY;
+  private priors: (kind: LogKind) => RatePrior;
+  private fittedAt = Number.NEGATIVE_INFINITY;
+  /** The exponent in use: the configured one, or the last choice of `auto`. */
+  private alpha: number;
+  /** When the follow-up polls of the last hour ran: left out of what the allocation divides. */
+  private readonly followUpTimes: number[] = [];
 
   constructor(private readonly deps: PollSchedulerDeps) {
     this.estimator = new RateEstimator(deps.config);
+    const prior = configuredPrior(deps.config);
+    this.priors = () => prior;
+    this.alpha = deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
     for (const row of deps.estimates?.list() ?? []) {
       this.persisted.set(scheduleKey(row), {
-        rate: { events: row.events, hours: row.hours, burst: row.burst, updatedAt: row.updatedAt },
+        rate: { events: row.events, sessions: row.sessions, hours: row.hours, lastEventAt: row.lastEventAt, updatedAt: row.updatedAt },
         cost: row.pollCost,
       });
     }
@@ -93,6 +112,9 @@ export class PollScheduler {
         lastPollAt: w.lastPollAt,
         firstDueAt: now + this.deps.config.firstPollWithinSeconds * 1000,
         cost: saved?.cost ?? 1,
+        followUpAt: null,
+        followUps: 0,
+        plannedRate: undefined,
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
     }
@@ -115,10 +137,13 @@ export class PollScheduler {
     let best: Scheduled | undefined;
     let bestScore = Number.NEGATIVE_INFINITY;
     let wakeAt = Number.POSITIVE_INFINITY;
-    const starvingMs = 0.9 * this.deps.config.maxIntervalMinutes * 60_000;
+    // Late enough that a log at the floor is not polled early (which would take polls from the
+    // others), early enough that the slots before the deadline can serve every log reaching it.
+    const maxIntervalMs = this.deps.config.maxIntervalMinutes * 60_000;
+    const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
     for (const [key, s] of this.logs) {
       if (!eligible(key)) continue;
-      const interval = this.intervalMs(s, now);
+      const interval = this.intervalMs(s);
       const anchor = s.lastPollAt ?? s.firstDueAt - interval;
       const earliest = s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs;
       if (earliest > now) {
@@ -129,7 +154,9 @@ export class PollScheduler {
       // A log about to exceed maxIntervalMinutes goes before any other: the floor is a promise,
       // and bursts elsewhere may have raised the others' urgency above its own.
       const waited = now - anchor;
-      const score = interval <= 0 ? 1e12 + waited : waited >= starvingMs ? 1e6 + waited / starvingMs : waited / interval;
+      // A follow-up comes next: the session it follows is likely still going on.
+      const followUp = s.followUpAt !== null && s.followUpAt <= now;
+      const score = interval <= 0 ? 1e12 + waited : waited >= starvingMs ? 1e6 + waited / starvingMs : followUp ? 1e5 + waited / interval : waited / interval;
       if (score > bestScore) {
         bestScore = score;
         best = s;
@@ -143,15 +170,19 @@ export class PollScheduler {
     const s = this.logs.get(scheduleKey(w));
     if (!s || !result) return;
     s.lastPollAt = now;
+    if (s.followUpAt !== null && s.followUpAt <= now) this.followUpTimes.push(now);
+    const hadSession = s.rate.lastEventAt;
     s.rate = this.estimator.observe(s.rate, now, result.emittedPerformedAt);
+    s.plannedRate = undefined;
+    this.planFollowUp(s, now, hadSession);
     if (result.requests > 0) s.cost = 0.9 * s.cost + 0.1 * result.requests;
     this.deps.estimates?.save({
       log: w.log,
       objectId: w.objectId,
       ...s.rate,
       pollCost: s.cost,
-      plannedRate: this.rateOf(s, now),
-      nextPollAt: now + this.intervalMs(s, now),
+      plannedRate: this.rateOf(s),
+      nextPollAt: now + this.intervalMs(s),
     });
   }
 
@@ -159,11 +190,11 @@ export class PollScheduler {
   plan(now: number): PlannedLog[] {
     this.reallocate(now);
     return [...this.logs.values()].map((s) => {
-      const interval = this.intervalMs(s, now);
+      const interval = this.intervalMs(s);
       return {
         log: s.watched.log,
         objectId: s.watched.objectId,
-        rate: this.rateOf(s, now),
+        rate: this.rateOf(s),
         frequency: interval > 0 ? HOUR_MS / interval : Number.POSITIVE_INFINITY,
         nextPollAt: (s.lastPollAt ?? s.firstDueAt - interval) + interval,
       };
@@ -175,17 +206,54 @@ export class PollScheduler {
     const budget = this.deps.budget;
     if (!budget) return Number.POSITIVE_INFINITY;
     const pace = HOUR_MS / Math.max(1e-9, budget.intervalMs(now));
-    return Math.max(1, pace - (this.deps.discoveryPerHour?.() ?? 0));
+    while (this.followUpTimes.length > 0 && (this.followUpTimes[0] as number) <= now - HOUR_MS) this.followUpTimes.shift();
+    return Math.max(1, pace - (this.deps.discoveryPerHour?.() ?? 0) - this.followUpTimes.length);
   }
 
-  private rateOf(s: Scheduled, now: number): number {
-    const known = this.deps.knownRates?.(scheduleKey(s.watched));
-    return known ?? this.estimator.effectiveRate(s.rate, now);
+  /**
+   * After a poll that found a change performed within sessionGapSeconds, on a log whose sessions
+   * bring several changes, the session is probably still going on: poll again as soon as the
+   * minimum interval allows, up to followUpPolls times in a row, instead of waiting a whole
+   * period while its changes pile up. A poll that finds nothing new ends the chain.
+   */
+  private planFollowUp(s: Scheduled, now: number, previousNewest: number | null): void {
+    const { followUpPolls, sessionGapSeconds } = this.deps.config;
+    const newest = s.rate.lastEventAt;
+    const serviceNow = this.deps.serviceNow?.() ?? now;
+    const inSession = newest !== null && newest !== previousNewest && newest >= serviceNow - sessionGapSeconds * 1000 && this.clusters(s);
+    const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;
+    if (adaptive && inSession && s.followUps < followUpPolls) {
+      s.followUpAt = now + this.deps.minIntervalMs;
+      s.followUps++;
+    } else {
+      s.followUpAt = null;
+      s.followUps = 0;
+    }
   }
 
-  private weightOf(s: Scheduled, now: number): number {
+  /**
+   * True when the log's changes come in sessions beyond chance: at rate λ, independent changes
+   * less than a gap G apart form runs of e^(λG) on average, so a busy log's changes run together
+   * without any session behind them. Follow-ups pay off only for real sessions.
+   */
+  private clusters(s: Scheduled): boolean {
+    const prior = this.priorOf(s);
+    const perHourGap = this.deps.config.sessionGapSeconds / 3600;
+    return this.estimator.changesPerSession(s.rate, prior) >= 2 * Math.exp(this.rateOf(s) * perHourGap);
+  }
+
+  private priorOf(s: Scheduled): RatePrior {
+    return this.priors(s.watched.log);
+  }
+
+  private rateOf(s: Scheduled): number {
+    s.plannedRate ??= this.deps.knownRates?.(scheduleKey(s.watched)) ?? this.estimator.rate(s.rate, this.priorOf(s));
+    return s.plannedRate;
+  }
+
+  private weightOf(s: Scheduled): number {
     if (this.deps.config.policy === 'round-robin') return 1;
-    return Math.pow(Math.max(1e-9, this.rateOf(s, now) / s.cost), this.deps.config.alpha);
+    return Math.pow(Math.max(1e-9, this.rateOf(s) / s.cost), this.alpha);
   }
 
   private bounds(): { min: number; max: number } {
@@ -197,12 +265,12 @@ export class PollScheduler {
   private equalShare = Number.POSITIVE_INFINITY;
 
   /** Milliseconds between polls of `s` at its current target frequency. */
-  private intervalMs(s: Scheduled, now: number): number {
+  private intervalMs(s: Scheduled): number {
     const { min, max } = this.bounds();
     let frequency: number;
     if (this.scale === Number.POSITIVE_INFINITY) frequency = max;
     else if (this.scale === 0) frequency = Math.min(max, this.equalShare);
-    else frequency = Math.min(max, Math.max(min, this.scale * this.weightOf(s, now)));
+    else frequency = Math.min(max, Math.max(min, this.scale * this.weightOf(s)));
     return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
   }
 
@@ -210,10 +278,21 @@ export class PollScheduler {
     if (now - this.allocatedAt < REALLOCATE_MS) return;
     this.allocatedAt = now;
     const list = [...this.logs.values()];
+    if (now - this.fittedAt >= REFIT_MS) {
+      this.fittedAt = now;
+      this.priors = priorsByKind(list.map((s) => ({ log: s.watched.log, state: s.rate })), this.deps.config, this.priors);
+      for (const s of list) s.plannedRate = undefined;
+      if (this.deps.config.alpha === 'auto') {
+        const bounds = this.bounds();
+        const costs = list.map((s) => s.cost);
+        const input = { costs, budgetPerHour: this.pollBudgetPerHour(now), minFrequency: bounds.min, maxFrequency: bounds.max };
+        this.alpha = chooseAlpha(list.map((s) => this.rateOf(s)), input).alpha;
+      }
+    }
     const { min, max } = this.bounds();
     const budgetPerHour = this.pollBudgetPerHour(now);
     const allocation = allocateFrequencies({
-      weights: list.map((s) => this.weightOf(s, now)),
+      weights: list.map((s) => this.weightOf(s)),
       costs: list.map((s) => s.cost),
       budgetPerHour,
       minFrequency: min,

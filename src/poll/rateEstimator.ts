@@ -1,4 +1,5 @@
 import type { ScheduleConfig } from './scheduleConfig.js';
+import { posteriorSessionRate, type RatePrior } from './sessionPrior.js';
 
 const HOUR_MS = 3_600_000;
 const LN2 = Math.log(2);
@@ -7,35 +8,39 @@ const LN2 = Math.log(2);
 export interface RateState {
   /** Decayed count of changes seen. */
   events: number;
-  /** Decayed hours of observation behind `events`. */
+  /** Decayed count of edit sessions among them: changes closer than sessionGapSeconds are one. */
+  sessions: number;
+  /** Decayed hours of observation behind the counts. */
   hours: number;
-  /** Burst term in changes per hour, as of `updatedAt`. */
-  burst: number;
+  /** performedAt of the newest change seen, so a session spanning two polls is counted once. */
+  lastEventAt: number | null;
   /** Clock ms of the last update; null before the first poll. */
   updatedAt: number | null;
 }
 
-export const emptyRateState = (): RateState => ({ events: 0, hours: 0, burst: 0, updatedAt: null });
+export const emptyRateState = (): RateState => ({ events: 0, sessions: 0, hours: 0, lastEventAt: null, updatedAt: null });
+
+export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessionGapSeconds'>;
 
 /**
  * Online change-rate estimate of one log, from what each poll returns. A poll of an append-only
  * log returns every change since the previous one, so counts over observed time are exact.
  *
- * Long-run rate: a Gamma-Poisson posterior, (priorEvents + n) / (priorHours + t), with n and t
- * decayed by `rateHalfLifeHours` so the estimate follows slow drift. Burst term: each change just
- * seen adds a rate that decays with `burstHalfLifeMinutes` and integrates to `burstFollowUps`
- * further changes, because an administrator editing an object makes many changes in minutes.
+ * Changes come in edit sessions (an administrator makes many in minutes), so the count of
+ * changes is far noisier than a Poisson count of the same size. The estimator therefore counts
+ * sessions (changes less than `sessionGapSeconds` apart are one) and changes per session
+ * separately: rate = changes per session × (prior sessions + sessions) / (prior hours + hours),
+ * a Gamma-Poisson posterior on the session rate. Counts and hours decay with `rateHalfLifeHours`
+ * so the estimate follows slow drift. For a log whose changes are independent, sessions equal
+ * changes and this is the plain posterior (priorEvents + n) / (priorHours + t).
  */
 export class RateEstimator {
-  private readonly longDecayPerMs: number;
-  private readonly burstDecayPerMs: number;
-  /** Rate (per hour) added by one change seen at age 0: integrates to burstFollowUps changes. */
-  private readonly burstGain: number;
+  private readonly decayPerMs: number;
+  private readonly gapMs: number;
 
-  constructor(private readonly config: Pick<ScheduleConfig, 'priorEvents' | 'priorHours' | 'rateHalfLifeHours' | 'burstHalfLifeMinutes' | 'burstFollowUps'>) {
-    this.longDecayPerMs = LN2 / (config.rateHalfLifeHours * HOUR_MS);
-    this.burstDecayPerMs = LN2 / (config.burstHalfLifeMinutes * 60_000);
-    this.burstGain = (config.burstFollowUps * LN2) / (config.burstHalfLifeMinutes / 60);
+  constructor(config: EstimatorConfig) {
+    this.decayPerMs = LN2 / (config.rateHalfLifeHours * HOUR_MS);
+    this.gapMs = config.sessionGapSeconds * 1000;
   }
 
   /**
@@ -43,35 +48,37 @@ export class RateEstimator {
    * The first poll of a log only starts the observation: what it returns may be a backfill.
    */
   observe(state: RateState, now: number, performedAt: readonly number[]): RateState {
-    if (state.updatedAt === null) return { ...state, updatedAt: now };
+    const newest = performedAt.reduce((a, b) => Math.max(a, b), state.lastEventAt ?? Number.NEGATIVE_INFINITY);
+    const lastEventAt = Number.isFinite(newest) ? newest : null;
+    if (state.updatedAt === null) return { ...state, lastEventAt, updatedAt: now };
     const dt = Math.max(0, now - state.updatedAt);
-    const keep = Math.exp(-this.longDecayPerMs * dt);
+    const keep = Math.exp(-this.decayPerMs * dt);
     // Exposure accrued over dt, itself decayed: the integral of exp(-decay * age) over the gap.
-    const exposureHours = this.longDecayPerMs > 0 ? (1 - keep) / this.longDecayPerMs / HOUR_MS : dt / HOUR_MS;
-    let burst = state.burst * Math.exp(-this.burstDecayPerMs * dt);
-    let fresh = 0;
-    for (const t of performedAt) {
-      // Changes older than the previous poll are late arrivals or a backfill: not this interval's.
-      if (t < state.updatedAt - HOUR_MS) continue;
-      fresh++;
-      burst += this.burstGain * Math.exp(-this.burstDecayPerMs * Math.max(0, now - t));
+    const exposureHours = (1 - keep) / this.decayPerMs / HOUR_MS;
+    // Changes older than an hour before the previous poll are late arrivals or a backfill.
+    const fresh = performedAt.filter((t) => t >= state.updatedAt! - HOUR_MS).sort((a, b) => a - b);
+    let sessions = 0;
+    let previous = state.lastEventAt ?? Number.NEGATIVE_INFINITY;
+    for (const t of fresh) {
+      if (t - previous > this.gapMs) sessions++;
+      previous = Math.max(previous, t);
     }
-    return { events: state.events * keep + fresh, hours: state.hours * keep + exposureHours, burst, updatedAt: now };
+    return {
+      events: state.events * keep + fresh.length,
+      sessions: state.sessions * keep + sessions,
+      hours: state.hours * keep + exposureHours,
+      lastEventAt,
+      updatedAt: now,
+    };
   }
 
-  /** Long-run changes per hour. */
-  longRunRate(state: RateState): number {
-    return (this.config.priorEvents + state.events) / (this.config.priorHours + state.hours);
+  /** Changes an edit session of this log brings, shrunk toward the prior's by one session's worth. */
+  changesPerSession(state: RateState, prior: RatePrior): number {
+    return (state.events + prior.changesPerSession) / (state.sessions + 1);
   }
 
-  /** Burst term at `now`, in changes per hour. */
-  burstRate(state: RateState, now: number): number {
-    if (state.updatedAt === null || state.burst === 0) return 0;
-    return state.burst * Math.exp(-this.burstDecayPerMs * Math.max(0, now - state.updatedAt));
-  }
-
-  /** The rate the scheduler plans with: long-run plus burst. */
-  effectiveRate(state: RateState, now: number): number {
-    return this.longRunRate(state) + this.burstRate(state, now);
+  /** Long-run changes per hour under `prior`. */
+  rate(state: RateState, prior: RatePrior): number {
+    return this.changesPerSession(state, prior) * posteriorSessionRate(prior, state.sessions, state.hours);
   }
 }

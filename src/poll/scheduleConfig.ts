@@ -12,11 +12,9 @@ export const scheduleConfigSchema = z
       .default('adaptive')
       .describe('`adaptive` polls each log at a frequency that grows with its learned change rate; `round-robin` polls every log equally often.'),
     alpha: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0.4)
-      .describe('Poll frequency is proportional to rate^alpha. 0.5 minimises the mean detection delay for steady rates; a little below trades mean for a better p95.'),
+      .union([z.literal('auto'), z.number().min(0).max(1)])
+      .default('auto')
+      .describe('Poll frequency is proportional to rate^alpha. 0.5 minimises the mean detection delay for steady rates; lower values poll quiet logs more and shorten the tail. `auto` takes the largest alpha up to 0.5 whose expected p95 delay, for the rates learned so far, is no worse than round-robin\'s.'),
     maxIntervalMinutes: z
       .number()
       .min(1)
@@ -26,7 +24,7 @@ export const scheduleConfigSchema = z
       .number()
       .positive()
       .default(1)
-      .describe('Prior of the rate estimate: a new log is assumed to have seen this many changes ...'),
+      .describe('Prior of the rate estimate until the prior can be fitted to the watched logs: a new log is assumed to have seen this many changes ...'),
     priorHours: z
       .number()
       .positive()
@@ -37,16 +35,21 @@ export const scheduleConfigSchema = z
       .positive()
       .default(24)
       .describe('Half-life of the counts behind the long-run rate estimate: older activity weighs less.'),
-    burstHalfLifeMinutes: z
-      .number()
-      .positive()
-      .default(5)
-      .describe('Half-life of the burst term: how long a log that just changed is polled more often.'),
-    burstFollowUps: z
+    sessionGapSeconds: z
       .number()
       .min(0)
-      .default(1)
-      .describe('Changes expected to follow each change just seen (0 turns burst reaction off).'),
+      .default(120)
+      .describe('Changes to one log less than this apart count as one edit session: the estimator counts sessions, so a burst of changes is not mistaken for a busy log.'),
+    followUpPolls: z
+      .number()
+      .int()
+      .min(0)
+      .default(10)
+      .describe('A poll that finds a change performed within sessionGapSeconds, on a log whose sessions bring several changes, is followed by another poll after pollIntervalSeconds, up to this many in a row (0 turns follow-ups off).'),
+    learnPrior: z
+      .boolean()
+      .default(true)
+      .describe('Fit the prior of each log kind to the watched logs once they have shown some activity (empirical Bayes); false keeps priorEvents/priorHours.'),
     firstPollWithinSeconds: z
       .number()
       .min(0)

@@ -24,8 +24,11 @@
  * filter excludes, and per-sink circuit state and the reason a sink was disabled (410 Gone).
  *
  * Migration 3 adds `rate_estimates`: per watched log, the scheduler's learned change rate (decayed
- * event count and observed hours, burst term), the average requests per poll, and the planned
- * rate and next poll time that `changefeed status` shows. Kept so a restart keeps what was learned.
+ * event count and observed hours), the average requests per poll, and the planned rate and next
+ * poll time that `changefeed status` shows. Kept so a restart keeps what was learned.
+ *
+ * Migration 4 replaces the burst term by what the session-aware estimator keeps: the decayed
+ * count of edit sessions and the newest change's performedAt.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -125,5 +128,11 @@ export const MIGRATIONS: readonly string[] = [
     next_poll_at INTEGER,
     PRIMARY KEY (log, object_id)
   ) WITHOUT ROWID;
+  `,
+  `
+  ALTER TABLE rate_estimates ADD COLUMN sessions REAL NOT NULL DEFAULT 0;
+  ALTER TABLE rate_estimates ADD COLUMN last_event_at INTEGER;
+  UPDATE rate_estimates SET sessions = events;
+  ALTER TABLE rate_estimates DROP COLUMN burst;
   `,
 ];

@@ -8,8 +8,9 @@ export interface RateEstimateRow {
   /** Decayed count of changes seen, and the decayed hours of observation behind it. */
   events: number;
   hours: number;
-  /** Burst term (changes per hour) as of updatedAt. */
-  burst: number;
+  /** Decayed count of edit sessions among the changes, and performedAt of the newest change. */
+  sessions: number;
+  lastEventAt: number | null;
   /** Clock ms of the last poll that updated the estimate; null before the first. */
   updatedAt: number | null;
   /** Average requests one poll of this log costs. */
@@ -25,7 +26,8 @@ interface Row {
   object_id: string;
   events: number;
   hours: number;
-  burst: number;
+  sessions: number;
+  last_event_at: number | null;
   updated_at: number | null;
   poll_cost: number;
   planned_rate: number | null;
@@ -40,9 +42,10 @@ export class RateEstimates {
   constructor(db: Db) {
     this.listStmt = db.prepare<[], Row>('SELECT * FROM rate_estimates');
     this.upsertStmt = db.prepare(
-      `INSERT INTO rate_estimates (log, object_id, events, hours, burst, updated_at, poll_cost, planned_rate, next_poll_at)
-       VALUES (@log, @objectId, @events, @hours, @burst, @updatedAt, @pollCost, @plannedRate, @nextPollAt)
-       ON CONFLICT (log, object_id) DO UPDATE SET events = excluded.events, hours = excluded.hours, burst = excluded.burst,
+      `INSERT INTO rate_estimates (log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost, planned_rate, next_poll_at)
+       VALUES (@log, @objectId, @events, @sessions, @hours, @lastEventAt, @updatedAt, @pollCost, @plannedRate, @nextPollAt)
+       ON CONFLICT (log, object_id) DO UPDATE SET events = excluded.events, sessions = excluded.sessions, hours = excluded.hours,
+         last_event_at = excluded.last_event_at,
          updated_at = excluded.updated_at, poll_cost = excluded.poll_cost, planned_rate = excluded.planned_rate,
          next_poll_at = excluded.next_poll_at`,
     );
@@ -54,7 +57,8 @@ export class RateEstimates {
       objectId: r.object_id,
       events: r.events,
       hours: r.hours,
-      burst: r.burst,
+      sessions: r.sessions,
+      lastEventAt: r.last_event_at,
       updatedAt: r.updated_at,
       pollCost: r.poll_cost,
       plannedRate: r.planned_rate,

@@ -7,6 +7,7 @@ import type { LogKind } from '../../src/logs.js';
 import { ChangefeedStore, type IngestRequest } from '../../src/store/changefeedStore.js';
 import { StoreError } from '../../src/store/database.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
+import { RateEstimates } from '../../src/store/rateEstimates.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { BASE_URL, EVENTS } from './scriptedSink.js';
 
@@ -205,6 +206,19 @@ describe('opening the store', () => {
     expect(reopened.getMeta('discovery.completedAt')).toBe('123');
     expect(ingest(reopened, [entry('e-1')])).toMatchObject({ emitted: 0, duplicates: 1 });
     reopened.close();
+  });
+
+  it('upgrades learned rates of a version-3 store: counts kept, every change taken as its own session', () => {
+    const file = join(makeTempDir(), 'v3.sqlite');
+    const raw = new Database(file);
+    for (const sql of MIGRATIONS.slice(0, 3)) raw.exec(sql);
+    raw.pragma('user_version = 3');
+    raw.prepare('INSERT INTO rate_estimates (log, object_id, events, hours, burst, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run('career', 'c-1', 7.5, 20, 3, T);
+    raw.close();
+    const store = ChangefeedStore.open(file);
+    const rows = new RateEstimates(store.db).list();
+    expect(rows).toEqual([expect.objectContaining({ log: 'career', objectId: 'c-1', events: 7.5, sessions: 7.5, hours: 20, lastEventAt: null, updatedAt: T })]);
+    store.close();
   });
 
   it('refuses a store written by a newer version', () => {

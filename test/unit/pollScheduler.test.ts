@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { LogKind } from '../../src/logs.js';
-import { allocateFrequencies, expectedDelay, squareRootOptimumMeanHours } from '../../src/poll/pollAllocation.js';
+import { allocateFrequencies, chooseAlpha, expectedDelay, squareRootOptimumMeanHours } from '../../src/poll/pollAllocation.js';
 import { PollScheduler } from '../../src/poll/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/poll/scheduleConfig.js';
@@ -55,6 +55,28 @@ describe('expected delay', () => {
   });
 });
 
+describe('chooseAlpha', () => {
+  const zipf = (n: number, s: number): number[] => Array.from({ length: n }, (_, i) => 100 / Math.pow(i + 1, s));
+  const input = (n: number) => ({ costs: Array.from({ length: n }, () => 1), budgetPerHour: 400, minFrequency: 1, maxFrequency: 60 });
+
+  it('takes the mean-optimal 0.5 when the rates are skewed enough that the tail does not suffer', () => {
+    const choice = chooseAlpha(zipf(300, 1.5), input(300));
+    expect(choice.alpha).toBe(0.5);
+    expect(choice.expected.p95Hours).toBeLessThan(choice.roundRobin.p95Hours);
+    expect(choice.expected.meanHours).toBeLessThan(choice.roundRobin.meanHours / 2);
+  });
+
+  it('backs off toward round-robin when a higher alpha would make the slowest changes wait longer', () => {
+    const rates = zipf(300, 0.6);
+    const choice = chooseAlpha(rates, input(300));
+    expect(choice.alpha).toBeLessThan(0.5);
+    expect(choice.expected.p95Hours).toBeLessThanOrEqual(choice.roundRobin.p95Hours);
+    // 0.5 would have broken the p95 promise.
+    const { frequencies } = allocateFrequencies({ ...input(300), weights: rates.map(Math.sqrt) });
+    expect(expectedDelay(rates, frequencies).p95Hours).toBeGreaterThan(choice.roundRobin.p95Hours);
+  });
+});
+
 describe('PollScheduler', () => {
   const config = scheduleConfigSchema.parse({ firstPollWithinSeconds: 0 });
 
@@ -75,7 +97,7 @@ describe('PollScheduler', () => {
   it('polls busy logs more often than quiet ones, roughly as the square root of their rates', () => {
     const clock = new ManualClock(T0);
     // 360 requests per hour for polls.
-    const scheduler = new PollScheduler({ config: { ...config, alpha: 0.5, burstFollowUps: 0 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const scheduler = new PollScheduler({ config: { ...config, alpha: 0.5, followUpPolls: 0 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
     const logs = [watched('career', 'hot'), watched('career', 'warm'), ...Array.from({ length: 20 }, (_, i) => watched('career', `cold${i}`))];
     scheduler.sync(logs, T0);
     const rate = (w: WatchedLog): number => (w.objectId === 'hot' ? 64 : w.objectId === 'warm' ? 4 : 0.25);
@@ -105,18 +127,45 @@ describe('PollScheduler', () => {
     for (let i = 0; i < 10; i++) expect(counts.get(`skill:quiet${i}`)).toBeGreaterThanOrEqual(12);
   });
 
-  it('reacts to a burst: a log that just changed is polled again soon', () => {
-    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
+  it('follows up a session in progress: polls again after pollIntervalSeconds, until a poll finds nothing new', () => {
+    const scheduler = new PollScheduler({ config: { ...config, maxIntervalMinutes: 600 }, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
     const logs = Array.from({ length: 30 }, (_, i) => watched('career', `c${i}`));
     scheduler.sync(logs, T0);
     for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
-    const t = T0 + 10 * 60_000;
-    for (const w of logs) scheduler.recordPoll(w, t, { requests: 1, emittedPerformedAt: w.objectId === 'c7' ? [t - 20_000, t - 10_000, t - 5_000] : [] });
-    const plan = scheduler.plan(t);
-    const busy = plan.find((p) => p.objectId === 'c7');
-    const other = plan.find((p) => p.objectId === 'c8');
-    expect(busy!.frequency).toBeGreaterThan(3 * other!.frequency);
-    expect(busy!.nextPollAt).toBeLessThan(other!.nextPollAt);
+    // Two hours later, c7 shows a session of eight changes a few seconds apart, c8 one change.
+    const t = T0 + 2 * HOUR;
+    const session = (end: number): number[] => Array.from({ length: 8 }, (_, i) => end - i * 5_000);
+    for (const w of logs) {
+      const found = w.objectId === 'c7' ? session(t - 1_000) : w.objectId === 'c8' ? [t - 1_000] : [];
+      scheduler.recordPoll(w, t, { requests: 1, emittedPerformedAt: found });
+    }
+    // Before the minimum interval nothing is due; then c7 goes first though every log waited as long.
+    expect(scheduler.pick(t + 30_000, () => true)).toEqual({ wakeAt: t + 60_000 });
+    const next = scheduler.pick(t + 60_000, () => true);
+    expect('poll' in next && next.poll.objectId).toBe('c7');
+    // The follow-up finds more of the session: another one follows.
+    scheduler.recordPoll(logs[7]!, t + 60_000, { requests: 1, emittedPerformedAt: session(t + 55_000) });
+    const again = scheduler.pick(t + 120_000, () => true);
+    expect('poll' in again && again.poll.objectId).toBe('c7');
+    // It finds nothing new: the session is over and c7 waits its regular turn like the others.
+    scheduler.recordPoll(logs[7]!, t + 120_000, { requests: 1, emittedPerformedAt: [] });
+    const after = scheduler.pick(t + 180_000, () => true);
+    expect('poll' in after && after.poll.objectId).not.toBe('c7');
+  });
+
+  it('does not follow up a log whose changes are independent (one change, no session)', () => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
+    const logs = Array.from({ length: 5 }, (_, i) => watched('career', `c${i}`));
+    scheduler.sync(logs, T0);
+    for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
+    const t = T0 + 3_600_000;
+    // c0 is polled last, so it has waited least; a follow-up would put it first all the same.
+    for (const w of logs) {
+      const order = w.objectId === 'c0' ? 4 : Number(w.objectId.slice(1)) - 1;
+      scheduler.recordPoll(w, t + order * 1_000, { requests: 1, emittedPerformedAt: w.objectId === 'c0' ? [t - 1_000] : [] });
+    }
+    const next = scheduler.pick(t + 70_000, () => true);
+    expect('poll' in next && next.poll.objectId).toBe('c1');
   });
 
   it('follows the read budget: fewer polls per hour when the server says the bucket is shared', () => {
