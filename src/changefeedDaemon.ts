@@ -115,6 +115,7 @@ export class ChangefeedDaemon {
       logger,
       credentialChanged: () => apiKey.hasChanged(),
       budget: this.budget,
+      serviceNow: () => serverClock.now(),
       onPolled: (watched, outcome) => {
         this.metrics.observePoll(watched.log, outcome, this.clock.now());
         if ((outcome.result?.emitted ?? 0) > 0) this.engine.notify();

@@ -7,8 +7,9 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
-import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
+import { classifyPollFailure } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
+import { PollFailures } from './pollFailures.js';
 import { PollScheduler, scheduleKey as keyOf } from './pollScheduler.js';
 import type { BudgetSnapshot } from './readBudget.js';
 import type { WatchConfig } from './watchConfig.js';
@@ -31,6 +32,8 @@ export interface PollLoopDeps {
   budget?: { intervalMs(now: number): number; earliestSendAt(now: number): number; waiting(): number; snapshot(): BudgetSnapshot };
   /** Benchmark only: plan with these rates instead of learned ones (the square-root optimum). */
   knownRates?: (key: string) => number | undefined;
+  /** The service's clock (from its Date header): performedAt is compared with it, not ours. */
+  serviceNow?: () => number;
 }
 
 /** Meta key under which the loop leaves the budget's state for `changefeed status`. */
@@ -55,8 +58,7 @@ export class PollLoop {
   private stateValue: PollLoopState = 'created';
   private readonly abort = new AbortController();
   private readonly queue: PQueue;
-  /** Per-log retry backoff after a failure: not polled again before this time. */
-  private readonly notBefore = new Map<string, number>();
+  private readonly failures: PollFailures;
   readonly scheduler: PollScheduler;
   private discoveryRunsPerHour = 0;
   private budgetWrittenAt = Number.NEGATIVE_INFINITY;
@@ -64,16 +66,13 @@ export class PollLoop {
   private activeReadAt = Number.NEGATIVE_INFINITY;
   private activeStale = true;
   private readonly inFlight = new Set<string>();
-  private pausedUntil = 0;
-  /** The pause is for a rejected key: it ends as soon as the key file changes. */
-  private pausedForCredential = false;
-  private authFailures = 0;
   private wake: AbortController | undefined;
   private running: Promise<void> | undefined;
   private nextDiscoveryAt: number | undefined;
 
   constructor(private readonly deps: PollLoopDeps) {
     this.queue = new PQueue({ concurrency: deps.watch.concurrency });
+    this.failures = new PollFailures(deps);
     this.scheduler = new PollScheduler({
       config: deps.watch.schedule,
       minIntervalMs: deps.watch.pollIntervalSeconds * 1000,
@@ -81,6 +80,7 @@ export class PollLoop {
       estimates: new RateEstimates(deps.store.db),
       discoveryPerHour: () => this.discoveryPerHour(),
       knownRates: deps.knownRates,
+      serviceNow: deps.serviceNow,
     });
     if (deps.registry.discoveryEnabled) this.discoveryRunsPerHour = cronRunsPerHour(deps.watch.discovery.schedule, deps.clock.now());
   }
@@ -135,8 +135,8 @@ export class PollLoop {
           } catch (error) {
             if (isAbortError(error)) return;
             this.deps.onPolled?.(w, { error });
-            const action = classifyPollFailure(error, w.log, this.authFailures);
-            this.applyFailure(w, action, error);
+            const action = this.failures.failed(w, error, this.deps.clock.now());
+            this.activeStale = true;
             // An object that vanished is handled (no longer watched), not a failed sweep.
             if (action.kind === 'disableLog' && action.status === 'gone') return;
             summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(error) });
@@ -172,13 +172,9 @@ export class PollLoop {
     while (this.stateValue === 'running') {
       const now = clock.now();
       let wakeAt = now + 60_000;
-      if (this.pausedUntil > now && this.pausedForCredential && this.deps.credentialChanged?.()) {
-        this.deps.logger.info('the key file changed; resuming polls with the new key');
-        this.pausedUntil = 0;
-      }
-      if (this.pausedUntil > now) {
-        // A rejected key may be replaced any moment; look at the key file every second meanwhile.
-        wakeAt = this.pausedForCredential ? Math.min(this.pausedUntil, now + 1_000) : this.pausedUntil;
+      const pauseWakeAt = this.failures.pauseWakeAt(now);
+      if (pauseWakeAt !== undefined) {
+        wakeAt = pauseWakeAt;
       } else {
         if (this.nextDiscoveryAt !== undefined && this.nextDiscoveryAt <= now && !this.inFlight.has('discovery')) {
           this.launchDiscovery();
@@ -223,7 +219,7 @@ export class PollLoop {
     let backoffEnds = Number.POSITIVE_INFINITY;
     const choice = this.scheduler.pick(now, (key) => {
       if (this.inFlight.has(key)) return false;
-      const until = this.notBefore.get(key) ?? 0;
+      const until = this.failures.backoffUntil(key);
       if (until > now) backoffEnds = Math.min(backoffEnds, until);
       return until <= now;
     });
@@ -242,7 +238,7 @@ export class PollLoop {
 
   private recordSuccess(w: WatchedLog, result: PollResult): void {
     const now = this.deps.clock.now();
-    this.notBefore.delete(keyOf(w));
+    this.failures.succeeded(w);
     this.scheduler.recordPoll(w, now, result);
     const budget = this.deps.budget;
     if (budget && now - this.budgetWrittenAt >= BUDGET_META_EVERY_MS) {
@@ -258,13 +254,13 @@ export class PollLoop {
       .add(async () => {
         try {
           const result = await this.deps.poller.poll(w, this.signal);
-          this.authFailures = 0;
           this.recordSuccess(w, result);
           this.deps.onPolled?.(w, { result });
         } catch (error) {
           if (isAbortError(error) && this.stateValue !== 'running') return;
           this.deps.onPolled?.(w, { error });
-          this.applyFailure(w, classifyPollFailure(error, w.log, this.authFailures), error);
+          this.failures.failed(w, error, this.deps.clock.now());
+          this.activeStale = true;
         }
       })
       .finally(() => {
@@ -292,47 +288,4 @@ export class PollLoop {
         this.wake?.abort();
       });
   }
-
-  private applyFailure(w: WatchedLog, action: FailureAction, error: unknown): void {
-    const { store, clock, logger } = this.deps;
-    const now = clock.now();
-    const key = keyOf(w);
-    store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
-    this.activeStale = true;
-    const target = { log: w.log, objectId: w.objectId || undefined, requestId: (error as { requestId?: string }).requestId };
-    switch (action.kind) {
-      case 'retry': {
-        const failures = (store.watchedLogs.get(w.log, w.objectId)?.consecutiveFailures ?? 1);
-        this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
-        logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
-        return;
-      }
-      case 'pauseAll':
-        if (error instanceof Error && (error as { code?: string }).code === 'API_INVALID_CREDENTIAL') {
-          if (this.deps.credentialChanged?.()) {
-            logger.info({ ...target }, 'the key file changed since the rejected request; retrying with the new key now');
-            this.notBefore.set(key, now);
-            return;
-          }
-          this.authFailures++;
-        }
-        this.pausedForCredential = (error as { code?: string }).code === 'API_INVALID_CREDENTIAL';
-        this.pausedUntil = Math.max(this.pausedUntil, now + action.pauseMs);
-        logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
-        return;
-      case 'disableKind':
-        for (const other of store.watchedLogs.list()) {
-          if (other.log === w.log && other.status === 'active') store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
-        }
-        logger.error({ log: w.log }, action.reason);
-        return;
-      case 'disableLog':
-        store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
-        logger.warn(target, action.reason);
-        return;
-    }
-  }
 }
-
-/** Kept for importers of the earlier location. */
-export { nextCronTime } from './discoverySchedule.js';

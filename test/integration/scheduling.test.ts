@@ -95,4 +95,45 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
       expect(Math.max(...gaps), id).toBeLessThanOrEqual(10 * MINUTE + 30_000);
     }
   });
+
+  /** Runs the daemon with a 20-minute edit session on one career; returns the times that career was polled. */
+  async function pollsDuringSession(schedule: Record<string, unknown>) {
+    const clock = testClock();
+    simulator = await startSimulator({ clock, seed: 34, careers: 30, skills: 0, skillShare: 0, identityProviderShare: 0, eventsPerHour: 0.1, historyHours: 0, readsPerHour: 1_000 });
+    const config = simulatorConfig({
+      simulator,
+      stateDir: makeTempDir(),
+      overrides: { watch: { identityProviderEvents: false, schedule }, budget: { readsPerHour: 120, reserve: 0 } },
+    });
+    daemon = createDaemon(config, { clock });
+    const career = [...simulator.careerIds][3]!;
+    const start = clock.now();
+    const session = { from: start + 40 * MINUTE, to: start + 60 * MINUTE };
+    const edits = (async () => {
+      // After every career has been polled once, so the session is counted, not taken for a backfill.
+      await clock.sleep(39 * MINUTE);
+      simulator?.appendBurst('career', career, 40, session);
+    })();
+    await runFor(clock, daemon, 90 * MINUTE);
+    await edits;
+    const polls = simulator.requests.filter((r) => r.path.includes(`/careers/${career}/`)).map((r) => r.at);
+    return { during: polls.filter((t) => t >= session.from && t <= session.to + MINUTE), after: polls.filter((t) => t > session.to + 3 * MINUTE) };
+  }
+
+  it('follows up an edit session in progress: polls that career every pollIntervalSeconds until the session ends', async () => {
+    const { during, after } = await pollsDuringSession({});
+    // 120 requests/h over 30 careers is a poll every 15 minutes; the session lasts 20 minutes,
+    // so a regular poll lands in it and the follow-ups, a minute apart, take it from there.
+    expect(during.length).toBeGreaterThanOrEqual(5);
+    const gaps = during.slice(1).map((t, i) => t - during[i]!);
+    expect(gaps.filter((g) => g <= 75_000).length).toBeGreaterThanOrEqual(4);
+    // Once a poll finds nothing new the follow-ups stop: no two polls a few minutes apart afterwards.
+    const later = after.slice(1).map((t, i) => t - after[i]!);
+    expect(later.every((g) => g > 3 * MINUTE)).toBe(true);
+  });
+
+  it('with followUpPolls 0 the session waits for the regular polls', async () => {
+    const { during } = await pollsDuringSession({ followUpPolls: 0 });
+    expect(during.length).toBeLessThanOrEqual(3);
+  });
 });

@@ -1,0 +1,98 @@
+import type { Logger } from 'pino';
+import { describeError } from '../errors.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { WatchedLog } from '../store/watchedLogs.js';
+import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
+import { scheduleKey as keyOf } from './pollScheduler.js';
+
+export interface PollFailuresDeps {
+  store: ChangefeedStore;
+  logger: Logger;
+  /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
+  credentialChanged?: () => boolean;
+}
+
+const codeOf = (error: unknown): string | undefined => (error as { code?: string } | undefined)?.code;
+
+/**
+ * What failed polls do to the poll loop: a per-log backoff before the next attempt, a pause of
+ * every poll on the key (rejected key, expired trial), or no more polls of a log or a whole kind
+ * (404, missing scope). The failure policy classifies; this applies, records and logs.
+ */
+export class PollFailures {
+  /** Per-log retry backoff after a failure: not polled again before this time. */
+  private readonly notBefore = new Map<string, number>();
+  private pausedUntil = 0;
+  /** The pause is for a rejected key: it ends as soon as the key file changes. */
+  private pausedForCredential = false;
+  /** Rejected-key failures in a row, so each pause is longer than the last. */
+  private authFailures = 0;
+
+  constructor(private readonly deps: PollFailuresDeps) {}
+
+  /** When a key-wide pause ends (undefined when there is none): while it lasts no poll leaves. */
+  pauseWakeAt(now: number): number | undefined {
+    if (this.pausedUntil > now && this.pausedForCredential && this.deps.credentialChanged?.()) {
+      this.deps.logger.info('the key file changed; resuming polls with the new key');
+      this.pausedUntil = 0;
+    }
+    if (this.pausedUntil <= now) return undefined;
+    // A rejected key may be replaced any moment; look at the key file every second meanwhile.
+    return this.pausedForCredential ? Math.min(this.pausedUntil, now + 1_000) : this.pausedUntil;
+  }
+
+  /** When the log (by its schedule key) may be polled again after a failure (0 when it may now). */
+  backoffUntil(key: string): number {
+    return this.notBefore.get(key) ?? 0;
+  }
+
+  succeeded(w: WatchedLog): void {
+    this.notBefore.delete(keyOf(w));
+    this.authFailures = 0;
+  }
+
+  /** Classifies a failed poll, applies what it calls for and returns it. */
+  failed(w: WatchedLog, error: unknown, now: number): FailureAction {
+    const action = classifyPollFailure(error, w.log, this.authFailures);
+    this.apply(w, action, error, now);
+    return action;
+  }
+
+  private apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): void {
+    const { store, logger } = this.deps;
+    const key = keyOf(w);
+    store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
+    const target = { log: w.log, objectId: w.objectId || undefined, requestId: (error as { requestId?: string }).requestId };
+    switch (action.kind) {
+      case 'retry': {
+        const failures = store.watchedLogs.get(w.log, w.objectId)?.consecutiveFailures ?? 1;
+        this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
+        logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
+        return;
+      }
+      case 'pauseAll':
+        if (codeOf(error) === 'API_INVALID_CREDENTIAL') {
+          if (this.deps.credentialChanged?.()) {
+            logger.info({ ...target }, 'the key file changed since the rejected request; retrying with the new key now');
+            this.notBefore.set(key, now);
+            return;
+          }
+          this.authFailures++;
+        }
+        this.pausedForCredential = codeOf(error) === 'API_INVALID_CREDENTIAL';
+        this.pausedUntil = Math.max(this.pausedUntil, now + action.pauseMs);
+        logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
+        return;
+      case 'disableKind':
+        for (const other of store.watchedLogs.list()) {
+          if (other.log === w.log && other.status === 'active') store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
+        }
+        logger.error({ log: w.log }, action.reason);
+        return;
+      case 'disableLog':
+        store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
+        logger.warn(target, action.reason);
+        return;
+    }
+  }
+}
