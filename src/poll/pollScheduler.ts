@@ -4,6 +4,7 @@ import type { WatchedLog } from '../store/watchedLogs.js';
 import { allocateFrequencies, chooseAlpha } from './pollAllocation.js';
 import { RateEstimator, emptyRateState, type RateState } from './rateEstimator.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
+import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollowUps.js';
 import { configuredPrior, priorsByKind, type RatePrior } from './sessionPrior.js';
 
 const HOUR_MS = 3_600_000;
@@ -51,9 +52,7 @@ interface Scheduled {
   /** When a log never polled by this process becomes due (an early first poll). */
   firstDueAt: number;
   cost: number;
-  /** When a follow-up poll is due (the last poll found a session in progress), and how many ran in a row. */
-  followUpAt: number | null;
-  followUps: number;
+  followUp: FollowUpState;
   /** The planned rate, kept until the estimate or the prior changes (it takes a sum over a grid). */
   plannedRate: number | undefined;
 }
@@ -78,11 +77,11 @@ export class PollScheduler {
   private fittedAt = Number.NEGATIVE_INFINITY;
   /** The exponent in use: the configured one, or the last choice of `auto`. */
   private alpha: number;
-  /** When the follow-up polls of the last hour ran: left out of what the allocation divides. */
-  private readonly followUpTimes: number[] = [];
+  private readonly followUps: SessionFollowUps;
 
   constructor(private readonly deps: PollSchedulerDeps) {
     this.estimator = new RateEstimator(deps.config);
+    this.followUps = new SessionFollowUps(deps.config, deps.minIntervalMs);
     const prior = configuredPrior(deps.config);
     this.priors = () => prior;
     this.alpha = deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
@@ -112,8 +111,7 @@ export class PollScheduler {
         lastPollAt: w.lastPollAt,
         firstDueAt: now + this.deps.config.firstPollWithinSeconds * 1000,
         cost: saved?.cost ?? 1,
-        followUpAt: null,
-        followUps: 0,
+        followUp: noFollowUp(),
         plannedRate: undefined,
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
@@ -155,7 +153,7 @@ export class PollScheduler {
       // and bursts elsewhere may have raised the others' urgency above its own.
       const waited = now - anchor;
       // A follow-up comes next: the session it follows is likely still going on.
-      const followUp = s.followUpAt !== null && s.followUpAt <= now;
+      const followUp = this.followUps.isDue(s.followUp, now);
       const score = interval <= 0 ? 1e12 + waited : waited >= starvingMs ? 1e6 + waited / starvingMs : followUp ? 1e5 + waited / interval : waited / interval;
       if (score > bestScore) {
         bestScore = score;
@@ -170,11 +168,21 @@ export class PollScheduler {
     const s = this.logs.get(scheduleKey(w));
     if (!s || !result) return;
     s.lastPollAt = now;
-    if (s.followUpAt !== null && s.followUpAt <= now) this.followUpTimes.push(now);
-    const hadSession = s.rate.lastEventAt;
+    const previousNewest = s.rate.lastEventAt;
     s.rate = this.estimator.observe(s.rate, now, result.emittedPerformedAt);
     s.plannedRate = undefined;
-    this.planFollowUp(s, now, hadSession);
+    // Follow-ups belong to the adaptive policy; the benchmark's optimum plans with known rates alone.
+    const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;
+    const inSession =
+      adaptive &&
+      this.followUps.inProgress({
+        previousNewest,
+        newest: s.rate.lastEventAt,
+        serviceNow: this.deps.serviceNow?.() ?? now,
+        changesPerSession: this.estimator.changesPerSession(s.rate, this.priorOf(s)),
+        ratePerHour: this.rateOf(s),
+      });
+    s.followUp = this.followUps.afterPoll(s.followUp, now, inSession);
     if (result.requests > 0) s.cost = 0.9 * s.cost + 0.1 * result.requests;
     this.deps.estimates?.save({
       log: w.log,
@@ -182,7 +190,7 @@ export class PollScheduler {
       ...s.rate,
       pollCost: s.cost,
       plannedRate: this.rateOf(s),
-      nextPollAt: now + this.intervalMs(s),
+      nextPollAt: s.followUp.dueAt ?? now + this.intervalMs(s),
     });
   }
 
@@ -196,7 +204,7 @@ export class PollScheduler {
         objectId: s.watched.objectId,
         rate: this.rateOf(s),
         frequency: interval > 0 ? HOUR_MS / interval : Number.POSITIVE_INFINITY,
-        nextPollAt: (s.lastPollAt ?? s.firstDueAt - interval) + interval,
+        nextPollAt: s.followUp.dueAt ?? (s.lastPollAt ?? s.firstDueAt - interval) + interval,
       };
     });
   }
@@ -206,40 +214,7 @@ export class PollScheduler {
     const budget = this.deps.budget;
     if (!budget) return Number.POSITIVE_INFINITY;
     const pace = HOUR_MS / Math.max(1e-9, budget.intervalMs(now));
-    while (this.followUpTimes.length > 0 && (this.followUpTimes[0] as number) <= now - HOUR_MS) this.followUpTimes.shift();
-    return Math.max(1, pace - (this.deps.discoveryPerHour?.() ?? 0) - this.followUpTimes.length);
-  }
-
-  /**
-   * After a poll that found a change performed within sessionGapSeconds, on a log whose sessions
-   * bring several changes, the session is probably still going on: poll again as soon as the
-   * minimum interval allows, up to followUpPolls times in a row, instead of waiting a whole
-   * period while its changes pile up. A poll that finds nothing new ends the chain.
-   */
-  private planFollowUp(s: Scheduled, now: number, previousNewest: number | null): void {
-    const { followUpPolls, sessionGapSeconds } = this.deps.config;
-    const newest = s.rate.lastEventAt;
-    const serviceNow = this.deps.serviceNow?.() ?? now;
-    const inSession = newest !== null && newest !== previousNewest && newest >= serviceNow - sessionGapSeconds * 1000 && this.clusters(s);
-    const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;
-    if (adaptive && inSession && s.followUps < followUpPolls) {
-      s.followUpAt = now + this.deps.minIntervalMs;
-      s.followUps++;
-    } else {
-      s.followUpAt = null;
-      s.followUps = 0;
-    }
-  }
-
-  /**
-   * True when the log's changes come in sessions beyond chance: at rate λ, independent changes
-   * less than a gap G apart form runs of e^(λG) on average, so a busy log's changes run together
-   * without any session behind them. Follow-ups pay off only for real sessions.
-   */
-  private clusters(s: Scheduled): boolean {
-    const prior = this.priorOf(s);
-    const perHourGap = this.deps.config.sessionGapSeconds / 3600;
-    return this.estimator.changesPerSession(s.rate, prior) >= 2 * Math.exp(this.rateOf(s) * perHourGap);
+    return Math.max(1, pace - (this.deps.discoveryPerHour?.() ?? 0) - this.followUps.lastHour(now));
   }
 
   private priorOf(s: Scheduled): RatePrior {

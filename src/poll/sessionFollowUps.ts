@@ -1,0 +1,68 @@
+import type { ScheduleConfig } from './scheduleConfig.js';
+
+const HOUR_MS = 3_600_000;
+
+/** Per log: when a follow-up poll is due, and how many ran in a row. */
+export interface FollowUpState {
+  dueAt: number | null;
+  inRow: number;
+}
+
+export const noFollowUp = (): FollowUpState => ({ dueAt: null, inRow: 0 });
+
+export interface PollEvidence {
+  /** performedAt (service clock) of the newest change seen before this poll, and after it. */
+  previousNewest: number | null;
+  newest: number | null;
+  serviceNow: number;
+  /** The log's changes per session and change rate (per hour), as estimated now. */
+  changesPerSession: number;
+  ratePerHour: number;
+}
+
+/**
+ * Follow-up polls of edit sessions in progress. An administrator editing a career makes many
+ * changes in a few minutes; a poll that lands in the middle of such a session would otherwise
+ * leave the rest of it waiting a whole regular interval. So after a poll that found a change
+ * performed less than sessionGapSeconds ago, on a log whose changes come in sessions, the log is
+ * polled again as soon as the minimum interval allows, up to followUpPolls times in a row; a poll
+ * that finds nothing new ends the chain. Follow-ups spent in the last hour are left out of what
+ * the allocation divides, so they never push the key over its budget.
+ */
+export class SessionFollowUps {
+  private readonly recent: number[] = [];
+
+  constructor(
+    private readonly config: Pick<ScheduleConfig, 'followUpPolls' | 'sessionGapSeconds'>,
+    private readonly minIntervalMs: number,
+  ) {}
+
+  isDue(state: FollowUpState, now: number): boolean {
+    return state.dueAt !== null && state.dueAt <= now;
+  }
+
+  /**
+   * True when the poll found a session still going on: a new change, performed within the gap,
+   * on a log whose changes cluster beyond chance. At rate λ, independent changes less than a gap
+   * G apart form runs of e^(λG) on average, so a busy log's changes run together without any
+   * session behind them; follow-ups pay off only for real sessions.
+   */
+  inProgress(e: PollEvidence): boolean {
+    const gapMs = this.config.sessionGapSeconds * 1000;
+    if (e.newest === null || e.newest === e.previousNewest || e.newest < e.serviceNow - gapMs) return false;
+    return e.changesPerSession >= 2 * Math.exp((e.ratePerHour * gapMs) / HOUR_MS);
+  }
+
+  /** The log's follow-up state after a poll at `now`. */
+  afterPoll(state: FollowUpState, now: number, sessionInProgress: boolean): FollowUpState {
+    if (this.isDue(state, now)) this.recent.push(now);
+    if (!sessionInProgress || state.inRow >= this.config.followUpPolls) return noFollowUp();
+    return { dueAt: now + this.minIntervalMs, inRow: state.inRow + 1 };
+  }
+
+  /** Follow-up polls sent in the hour before `now`. */
+  lastHour(now: number): number {
+    while (this.recent.length > 0 && (this.recent[0] as number) <= now - HOUR_MS) this.recent.shift();
+    return this.recent.length;
+  }
+}
