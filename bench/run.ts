@@ -22,6 +22,6 @@ const queueRows: BenchRow[] = [];
 for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelivery]) queueRows.push(await measure(100_000));
 printTable('Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)', queueRows);
 
-// Scheduling: the real poll loop, scheduler and read budget on a simulated day per row.
+// Scheduling: the real poll loop, scheduler and read budget, three simulated days per row.
 const { runSchedulingBench } = await import('./scheduling.js');
 await runSchedulingBench();
