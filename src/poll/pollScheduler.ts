@@ -8,7 +8,7 @@ import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollo
 import { configuredPrior, priorsByKind, type RatePrior } from './sessionPrior.js';
 
 const HOUR_MS = 3_600_000;
-/** How often the budget is re-divided and the priors refitted. */
+/** How often the budget is re-divided among the logs. */
 const REALLOCATE_MS = 60_000;
 /** How often the priors are refitted to the watched logs (the population changes slowly). */
 const REFIT_MS = 10 * 60_000;
@@ -150,7 +150,7 @@ export class PollScheduler {
       }
       // Urgency; an interval of 0 (no minimum, budget to spare) makes every log due, oldest first.
       // A log about to exceed maxIntervalMinutes goes before any other: the floor is a promise,
-      // and bursts elsewhere may have raised the others' urgency above its own.
+      // and follow-ups elsewhere may have raised the others' urgency above its own.
       const waited = now - anchor;
       // A follow-up comes next: the session it follows is likely still going on.
       const followUp = this.followUps.isDue(s.followUp, now);

@@ -29,10 +29,11 @@ export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessio
  * Changes come in edit sessions (an administrator makes many in minutes), so the count of
  * changes is far noisier than a Poisson count of the same size. The estimator therefore counts
  * sessions (changes less than `sessionGapSeconds` apart are one) and changes per session
- * separately: rate = changes per session × (prior sessions + sessions) / (prior hours + hours),
- * a Gamma-Poisson posterior on the session rate. Counts and hours decay with `rateHalfLifeHours`
- * so the estimate follows slow drift. For a log whose changes are independent, sessions equal
- * changes and this is the plain posterior (priorEvents + n) / (priorHours + t).
+ * separately: rate = changes per session × the posterior mean of the session rate, under the
+ * configured Gamma prior or the one fitted to the watched logs (sessionPrior.ts). Counts and hours
+ * decay with `rateHalfLifeHours` so the estimate follows slow drift. For a log whose changes are
+ * independent under the configured prior, sessions equal changes and this is the plain
+ * Gamma-Poisson posterior (priorEvents + n) / (priorHours + t).
  */
 export class RateEstimator {
   private readonly decayPerMs: number;
