@@ -15,6 +15,8 @@ export interface ActivityPageRequest {
   to?: string;
   /** Extra filters (event, performedBy, relatedPersonId, bulkGroupId). */
   filters?: Partial<Record<Exclude<ActivityFilter, 'from' | 'to'>, string>>;
+  /** Read-budget priority; by default the identity-provider log's, or a poll's. */
+  priority?: RequestPriority;
 }
 
 export interface ActivityPage {
@@ -59,7 +61,7 @@ export async function readActivityPage(
   }
   query.limit = request.limit;
   query.offset = request.offset;
-  const priority: RequestPriority = request.log === 'identityProvider' ? 'identityProvider' : 'poll';
+  const priority: RequestPriority = request.priority ?? (request.log === 'identityProvider' ? 'identityProvider' : 'poll');
   const path = log.path(request.objectId);
   const { body, meta } = await client.getJson(path, query, priority, signal);
   return { entries: parseEntries(body, path, meta.requestId), meta };

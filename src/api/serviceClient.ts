@@ -6,8 +6,12 @@ import { ApiMalformedResponseError, ApiProblemError, ApiTransportError, type Api
 import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './problemDetails.js';
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
 
-/** Who gets a request first when the budget is tight (issue: budget governor). */
-export type RequestPriority = 'identityProvider' | 'poll' | 'discovery';
+/**
+ * Who gets a request first when the budget is tight: the identity-provider log, then polls of
+ * career and skill logs, then discovery lists, then backfill (reading history older than any
+ * regular poll would), which takes only what the others leave.
+ */
+export type RequestPriority = 'identityProvider' | 'poll' | 'discovery' | 'backfill';
 
 /**
  * Decides when a request may leave. The read budget implements it; the client calls `acquire`

@@ -52,11 +52,12 @@ export class LogPoller {
     const { store, serverClock, watch } = this.deps;
     const overlapMs = watch.overlapSeconds * 1000;
     const coverageStart = watched.coverageStart ?? watched.createdAt;
+    const serverNow = serverClock.now();
     const window = nextWindow({
       windowEnd: watched.windowEnd ?? coverageStart,
       coverageStart,
       overlapMs,
-      serverNow: serverClock.now(),
+      serverNow,
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
     if (!window) return result;
@@ -67,6 +68,7 @@ export class LogPoller {
         objectId: watched.objectId,
         sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
         signal,
+        priority: isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined,
         commit: (entries, windowEnd) => {
           const ordered = inIngestionOrder(entries);
           const ingested = store.ingest({
@@ -139,4 +141,13 @@ export class LogPoller {
     result.duplicates += ingested.duplicates;
     result.emittedPerformedAt.push(...ingested.emittedPerformedAt);
   }
+}
+
+/**
+ * A window that starts further back than twice the longest regular interval reads history no
+ * regular poll would (a log watched from a past timestamp, or catching up after downtime): its
+ * pages take only the read budget that regular polls leave.
+ */
+export function isBackfill(windowFrom: number, serverNow: number, watch: Pick<WatchConfig, 'schedule'>): boolean {
+  return serverNow - windowFrom > 2 * watch.schedule.maxIntervalMinutes * 60_000;
 }

@@ -1,4 +1,5 @@
 import PQueue from 'p-queue';
+import type { RequestPriority } from '../api/serviceClient.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
@@ -29,7 +30,13 @@ export interface PollLoopDeps {
   /** Called after every poll, successful or not (metrics). */
   onPolled?: (watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void;
   /** The key's read budget: polls are chosen when it lets the next request leave. */
-  budget?: { intervalMs(now: number): number; earliestSendAt(now: number): number; waiting(): number; snapshot(): BudgetSnapshot };
+  budget?: {
+    intervalMs(now: number): number;
+    earliestSendAt(now: number): number;
+    waiting(): number;
+    waitingAtLeast(priority: RequestPriority): number;
+    snapshot(): BudgetSnapshot;
+  };
   /** Benchmark only: plan with these rates instead of learned ones (the square-root optimum). */
   knownRates?: (key: string) => number | undefined;
   /** The service's clock (from its Date header): performedAt is compared with it, not ours. */
@@ -212,17 +219,23 @@ export class PollLoop {
     if (this.queue.pending + this.queue.size >= this.deps.watch.concurrency) return now + 60_000;
     const budget = this.deps.budget;
     const sendAt = budget?.earliestSendAt(now) ?? now;
-    if (sendAt > now) return sendAt;
-    // Requests already waiting (discovery pages, a poll launched a moment ago) take this slot;
-    // adding a poll now would starve discovery, which has the lowest priority.
-    if (budget && budget.waiting() > 0) return Math.max(now + 50, budget.earliestSendAt(now) + 1);
+    // Requests already waiting (discovery pages, a poll launched a moment ago) take the next slot;
+    // adding a poll now would starve discovery.
+    if (budget && budget.waitingAtLeast('discovery') > 0) return Math.max(now + 50, sendAt + 1);
+    // Backfill pages take only what regular polls leave: while they wait, a poll is launched as
+    // soon as it is due, ahead of the slot, so its request is queued (and served first) when the
+    // slot comes; the budget grants the slot the moment it opens, and a loop that waited for it
+    // would always find it taken.
+    const backfillWaiting = (budget?.waiting() ?? 0) > 0;
+    if (sendAt > now && !backfillWaiting) return sendAt;
     let backoffEnds = Number.POSITIVE_INFINITY;
-    const choice = this.scheduler.pick(now, (key) => {
+    const eligible = (key: string): boolean => {
       if (this.inFlight.has(key)) return false;
       const until = this.failures.backoffUntil(key);
       if (until > now) backoffEnds = Math.min(backoffEnds, until);
       return until <= now;
-    });
+    };
+    const choice = this.scheduler.pick(now, eligible, { dueOnly: backfillWaiting });
     if ('wakeAt' in choice) return Math.max(now + 50, Math.min(choice.wakeAt, backoffEnds));
     this.launchPoll(choice.poll);
     // Look again at once: the next free slot (concurrency, budget) goes to the next choice.

@@ -129,8 +129,9 @@ export class PollScheduler {
    * the next one becomes due. The caller asks only when the budget would let a request leave, so
    * a slot is never left unused while some log may be polled (past its minimum interval), even if
    * none is due yet: slots lost to rounding would otherwise stretch every interval a little.
+   * With `dueOnly` (backfill is waiting for the slot) only a log that is due counts.
    */
-  pick(now: number, eligible: (key: string) => boolean): { poll: WatchedLog } | { wakeAt: number } {
+  pick(now: number, eligible: (key: string) => boolean, options: { dueOnly?: boolean } = {}): { poll: WatchedLog } | { wakeAt: number } {
     this.reallocate(now);
     let best: Scheduled | undefined;
     let bestScore = Number.NEGATIVE_INFINITY;
@@ -155,6 +156,10 @@ export class PollScheduler {
       // A follow-up comes next: the session it follows is likely still going on.
       const followUp = this.followUps.isDue(s.followUp, now);
       const score = interval <= 0 ? 1e12 + waited : waited >= starvingMs ? 1e6 + waited / starvingMs : followUp ? 1e5 + waited / interval : waited / interval;
+      if (options.dueOnly && score < 1) {
+        wakeAt = Math.min(wakeAt, anchor + interval, s.followUp.dueAt ?? Number.POSITIVE_INFINITY, anchor + starvingMs);
+        continue;
+      }
       if (score > bestScore) {
         bestScore = score;
         best = s;

@@ -29,7 +29,7 @@ export const budgetConfigSchema = z
 
 export type BudgetConfig = z.infer<typeof budgetConfigSchema>;
 
-const PRIORITY_RANK: Record<RequestPriority, number> = { identityProvider: 0, poll: 1, discovery: 2 };
+const PRIORITY_RANK: Record<RequestPriority, number> = { identityProvider: 0, poll: 1, discovery: 2, backfill: 3 };
 const HOUR_MS = 3_600_000;
 
 interface Waiter {
@@ -52,7 +52,8 @@ export interface BudgetSnapshot {
  * Paces every GET of one API key. Requests leave one at a time, spaced so that what the server
  * says is left (RateLimit-Remaining, minus the reserve) lasts until RateLimit-Reset, and never
  * closer than the configured hourly cap allows. After a 429 nothing leaves until Retry-After has
- * passed. Waiters are served by priority: identity-provider log, then polls, then discovery.
+ * passed. Waiters are served by priority: identity-provider log, then polls, then discovery,
+ * then backfill.
  */
 export class ReadBudget implements RequestGate {
   private readonly waiters: Waiter[] = [];
@@ -118,6 +119,11 @@ export class ReadBudget implements RequestGate {
   /** Requests waiting for their turn (a poll loop leaves the slot to them rather than add one). */
   waiting(): number {
     return this.waiters.length;
+  }
+
+  /** Requests waiting whose priority is `priority` or higher. */
+  waitingAtLeast(priority: RequestPriority): number {
+    return this.waiters.filter((w) => PRIORITY_RANK[w.priority] <= PRIORITY_RANK[priority]).length;
   }
 
   /** Requests per hour this daemon allows itself: min(cap, server limit) less the reserve. */

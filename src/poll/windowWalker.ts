@@ -1,6 +1,6 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
 import { readActivityPage } from '../api/activityReader.js';
-import type { ServiceClient } from '../api/serviceClient.js';
+import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/watchedLogs.js';
@@ -25,6 +25,8 @@ export interface WindowWalk {
   /** Configured sort order, or undefined to detect it from the data. */
   sortOrder: SortOrder | undefined;
   signal?: AbortSignal | undefined;
+  /** Read-budget priority of every page (a backfill yields to regular polls). */
+  priority?: RequestPriority | undefined;
   /**
    * Receives each completely read part of the window, in chronological order: every entry with
    * performedAt in [part.from, windowEnd). The caller commits it with the cursor in one transaction.
@@ -81,7 +83,15 @@ async function readWholeWindow(
   for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
     const page = await readActivityPage(
       walk.client,
-      { log: walk.log, objectId: walk.objectId || undefined, offset, limit: MAX_PAGE_LIMIT, from: toIso(window.from), to: toIso(window.to) },
+      {
+        log: walk.log,
+        objectId: walk.objectId || undefined,
+        offset,
+        limit: MAX_PAGE_LIMIT,
+        from: toIso(window.from),
+        to: toIso(window.to),
+        ...(walk.priority ? { priority: walk.priority } : {}),
+      },
       walk.signal,
     );
     stats.requests++;

@@ -136,4 +136,35 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
     const { during } = await pollsDuringSession({ followUpPolls: 0 });
     expect(during.length).toBeLessThanOrEqual(3);
   });
+
+  it('a backfill takes only the reads that regular polls leave: the other careers keep their pace', async () => {
+    const clock = testClock();
+    simulator = await startSimulator({ clock, seed: 35, careers: 6, skills: 0, skillShare: 0, identityProviderShare: 0, eventsPerHour: 30, historyHours: 0, readsPerHour: 1_000 });
+    const [heavy, ...others] = [...simulator.careerIds];
+    // 6,000 changes five hours ago: 30 pages that only a backfill from six hours back reads.
+    simulator.appendBurst('career', heavy!, 6_000, { from: clock.now() - 5 * 60 * MINUTE, to: clock.now() - 4 * 60 * MINUTE });
+    const config = simulatorConfig({
+      simulator,
+      stateDir: makeTempDir(),
+      startFrom: new Date(clock.now() - 6 * 60 * MINUTE).toISOString(),
+      overrides: { watch: { identityProviderEvents: false, discovery: { schedule: '0 0 1 1 *' }, schedule: { maxIntervalMinutes: 10 } }, budget: { readsPerHour: 120, reserve: 0 } },
+    });
+    daemon = createDaemon(config, { clock });
+    await runFor(clock, daemon, 60 * MINUTE);
+    const pollsOf = (id: string) => simulator!.requests.filter((r) => r.path.includes(`/careers/${id}/`)).map((r) => r.at);
+    const pages = pollsOf(heavy!);
+    // The whole history is read: 30 pages of 200, plus the regular polls after it.
+    expect(pages.length).toBeGreaterThanOrEqual(31);
+    const [start, end] = [pages[0]!, pages[29]!];
+    // At 120 reads an hour the 30 pages alone take 15 minutes; the other careers, due every few
+    // minutes, are polled all the while instead of waiting for the backfill to finish.
+    expect(end - start).toBeGreaterThan(15 * MINUTE);
+    for (const id of others) {
+      const during = pollsOf(id).filter((t) => t > start && t < end);
+      const times = [start, ...during, end];
+      const gaps = times.slice(1).map((t, i) => t - times[i]!);
+      expect(during.length, id).toBeGreaterThanOrEqual(2);
+      expect(Math.max(...gaps), id).toBeLessThanOrEqual(10 * MINUTE + 30_000);
+    }
+  });
 });

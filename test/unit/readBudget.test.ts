@@ -128,11 +128,12 @@ describe('ReadBudget waiters', () => {
   });
 
 
-  it('serves the identity-provider log first, then polls, then discovery', async () => {
+  it('serves the identity-provider log first, then polls, then discovery, then backfill', async () => {
     const { clock, budget } = setup({ readsPerHour: 3600, reserve: 0 });
     await budget.acquire('discovery');
     const order: string[] = [];
     const queue: [string, RequestPriority][] = [
+      ['backfill-1', 'backfill'],
       ['discovery-1', 'discovery'],
       ['poll-1', 'poll'],
       ['idp-1', 'identityProvider'],
@@ -140,8 +141,11 @@ describe('ReadBudget waiters', () => {
       ['idp-2', 'identityProvider'],
     ];
     const grants = queue.map(([label, priority]) => budget.acquire(priority).then(() => order.push(label)));
+    expect(budget.waiting()).toBe(6);
+    expect(budget.waitingAtLeast('discovery')).toBe(5);
+    expect(budget.waitingAtLeast('identityProvider')).toBe(2);
     await withVirtualTime(clock, Promise.all(grants));
-    expect(order).toEqual(['idp-1', 'idp-2', 'poll-1', 'poll-2', 'discovery-1']);
+    expect(order).toEqual(['idp-1', 'idp-2', 'poll-1', 'poll-2', 'discovery-1', 'backfill-1']);
   });
 
   it('drops an aborted waiter with AbortedError and serves the next in its place', async () => {
