@@ -69,7 +69,11 @@ export class ChangefeedDaemon {
     this.store = ChangefeedStore.open(storePath(config.stateDir));
     this.serverClock = new ServerClock(this.clock);
     this.budget = new ReadBudget(config.budget, this.clock);
-    this.metrics = new ChangefeedMetrics(this.store, { now: () => this.clock.now(), allowancePerHour: () => this.budget.allowancePerHour() });
+    this.metrics = new ChangefeedMetrics(this.store, {
+      now: () => this.clock.now(),
+      allowancePerHour: () => this.budget.allowancePerHour(),
+      schedule: () => this.pollLoop.scheduler.snapshot(this.clock.now()),
+    });
     const apiKey = createApiKeyProvider(config.api, options.env);
     this.client = createServiceClient(config, {
       apiKey,

@@ -26,7 +26,16 @@ export class ChangefeedMetrics {
   private readonly deliveryLatency: Histogram<'sink'>;
   private readonly detectionDelay: Histogram<'log'>;
 
-  constructor(store: ChangefeedStore, options: { now: () => number; allowancePerHour: () => number; defaultMetrics?: boolean }) {
+  constructor(
+    store: ChangefeedStore,
+    options: {
+      now: () => number;
+      allowancePerHour: () => number;
+      /** The scheduler's current choices (absent in tests that run no poll loop). */
+      schedule?: () => { alpha: number; pollBudgetPerHour: number; followUpsLastHour: number };
+      defaultMetrics?: boolean;
+    },
+  ) {
     const registers = [this.registry];
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'changefeed_process_' });
     this.polls = new Counter({ name: 'changefeed_polls_total', help: 'Polls of a watched log, by log and outcome (ok or an error code).', labelNames: ['log', 'outcome'], registers });
@@ -41,6 +50,33 @@ export class ChangefeedMetrics {
         this.set(options.allowancePerHour());
       },
     });
+    const schedule = options.schedule;
+    if (schedule) {
+      new Gauge({
+        name: 'changefeed_schedule_alpha',
+        help: 'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one chosen for the current rates.',
+        registers,
+        collect() {
+          this.set(schedule().alpha);
+        },
+      });
+      new Gauge({
+        name: 'changefeed_schedule_poll_budget_per_hour',
+        help: 'Requests per hour the scheduler divides among the watched logs: the pace less discovery and follow-ups.',
+        registers,
+        collect() {
+          this.set(schedule().pollBudgetPerHour);
+        },
+      });
+      new Gauge({
+        name: 'changefeed_schedule_follow_ups_last_hour',
+        help: 'Follow-up polls of edit sessions in progress sent in the last hour.',
+        registers,
+        collect() {
+          this.set(schedule().followUpsLastHour);
+        },
+      });
+    }
     this.ingested = new Counter({ name: 'changefeed_entries_ingested_total', help: 'New activity entries stored as events, by log.', labelNames: ['log'], registers });
     this.duplicates = new Counter({ name: 'changefeed_duplicates_dropped_total', help: 'Entries read again (window overlap, retries) and dropped by id, by log.', labelNames: ['log'], registers });
     this.deliveries = new Counter({ name: 'changefeed_deliveries_total', help: 'Event deliveries by sink and outcome (delivered, retried, dead).', labelNames: ['sink', 'outcome'], registers });

@@ -214,6 +214,11 @@ export class PollScheduler {
     });
   }
 
+  /** What the scheduler has decided, for metrics: the exponent in use, and where the budget goes. */
+  snapshot(now: number): { alpha: number; pollBudgetPerHour: number; followUpsLastHour: number } {
+    return { alpha: this.alpha, pollBudgetPerHour: this.pollBudgetPerHour(now), followUpsLastHour: this.followUps.lastHour(now) };
+  }
+
   /** Requests per hour the polls may spend now. */
   pollBudgetPerHour(now: number): number {
     const budget = this.deps.budget;

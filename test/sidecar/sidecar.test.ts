@@ -102,7 +102,7 @@ describe('running as a sidecar', () => {
     const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const before = await scrape();
     expect(parsePrometheusTextFormat(before).map((f) => f.name)).toEqual(
-      expect.arrayContaining(['changefeed_polls_total', 'changefeed_api_requests_total', 'changefeed_budget_allowance_per_hour', 'changefeed_outbox_pending', 'changefeed_watermark_age_seconds', 'changefeed_coverage_gaps']),
+      expect.arrayContaining(['changefeed_polls_total', 'changefeed_api_requests_total', 'changefeed_budget_allowance_per_hour', 'changefeed_schedule_alpha', 'changefeed_schedule_poll_budget_per_hour', 'changefeed_schedule_follow_ups_last_hour', 'changefeed_outbox_pending', 'changefeed_watermark_age_seconds', 'changefeed_coverage_gaps']),
     );
     simulator.appendBurst('career', simulator.careerIds[0] as string, 25, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
     await until(() => deliveredEvents(dir).length === 25, 10_000, '25 events in the file');
@@ -113,6 +113,10 @@ describe('running as a sidecar', () => {
     expect(metricValue(after, 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' })).toBe(25);
     expect(histogramCount(after, 'changefeed_detection_delay_seconds')).toBe(25);
     expect(histogramCount(after, 'changefeed_delivery_latency_seconds')).toBe(25);
+    // The scheduler's choices: an exponent up to 0.5 and a positive share of the budget for polls.
+    expect(metricValue(after, 'changefeed_schedule_alpha')).toBeGreaterThanOrEqual(0);
+    expect(metricValue(after, 'changefeed_schedule_alpha')).toBeLessThanOrEqual(0.5);
+    expect(metricValue(after, 'changefeed_schedule_poll_budget_per_hour')).toBeGreaterThan(0);
     expect(metricValue(after, 'changefeed_api_requests_total')).toBeGreaterThan(metricValue(before, 'changefeed_api_requests_total'));
     expect(metricValue(after, 'changefeed_outbox_pending', { sink: 'out' })).toBe(0);
     proc.child.kill('SIGTERM');
