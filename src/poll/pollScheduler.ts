@@ -270,7 +270,10 @@ export class PollScheduler {
       if (this.deps.config.alpha === 'auto') {
         const bounds = this.bounds();
         const costs = list.map((s) => s.cost);
-        const input = { costs, budgetPerHour: this.pollBudgetPerHour(now), minFrequency: bounds.min, maxFrequency: bounds.max };
+        const budgetPerHour = this.pollBudgetPerHour(now);
+        // Round-robin has no follow-ups: it divides their share too.
+        const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
+        const input = { costs, budgetPerHour, roundRobinBudgetPerHour, minFrequency: bounds.min, maxFrequency: bounds.max };
         this.alpha = chooseAlpha(list.map((s) => this.rateOf(s)), input).alpha;
       }
     }

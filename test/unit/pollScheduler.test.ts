@@ -75,6 +75,16 @@ describe('chooseAlpha', () => {
     const { frequencies } = allocateFrequencies({ ...input(300), weights: rates.map(Math.sqrt) });
     expect(expectedDelay(rates, frequencies).p95Hours).toBeGreaterThan(choice.roundRobin.p95Hours);
   });
+
+  it('judges round-robin with its own budget: follow-ups taking a share make the choice stricter', () => {
+    const rates = zipf(300, 1);
+    const same = chooseAlpha(rates, input(300));
+    // Follow-ups took 10 of the 400 requests an hour; round-robin would have had all 400.
+    const fairer = chooseAlpha(rates, { ...input(300), budgetPerHour: 390, roundRobinBudgetPerHour: 400 });
+    expect(fairer.roundRobin.p95Hours).toBeCloseTo(same.roundRobin.p95Hours, 6);
+    expect(fairer.alpha).toBeLessThan(same.alpha);
+    expect(fairer.expected.p95Hours).toBeLessThanOrEqual(fairer.roundRobin.p95Hours);
+  });
 });
 
 describe('PollScheduler', () => {
