@@ -1,5 +1,14 @@
 import { existsSync } from 'node:fs';
-import { appConfigSchema, ENV_MAPPING, inspectionConfigSchema, type AppConfig } from '../config/appConfigSchema.js';
+import {
+  appConfigSchema,
+  ENV_MAPPING,
+  INSPECTION_UNREAD_SECTIONS,
+  inspectionConfigSchema,
+  replayConfigSchema,
+  type AppConfig,
+  type InspectionConfig,
+  type ReplayConfig,
+} from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
@@ -18,10 +27,19 @@ export function loadAppConfig(args: ConfigArgs): { config: AppConfig; file: stri
   return { config: loadConfig(appConfigSchema, sources(args, file)), file };
 }
 
-/** As loadAppConfig, for commands that only read the store: the `api` section is not validated. */
-export function loadInspectionConfig(args: ConfigArgs): { config: Omit<AppConfig, 'api'>; file: string | undefined } {
+/**
+ * As loadAppConfig, for commands that only read the store: neither `api` nor the sinks beyond
+ * their names and types are validated, and unset `${VAR}` references there are no error.
+ */
+export function loadInspectionConfig(args: ConfigArgs): { config: InspectionConfig; file: string | undefined } {
   const file = configFile(args);
-  return { config: loadConfig(inspectionConfigSchema, sources(args, file)), file };
+  return { config: loadConfig(inspectionConfigSchema, { ...sources(args, file), keepUnsetEnvUnder: INSPECTION_UNREAD_SECTIONS }), file };
+}
+
+/** As loadAppConfig, for commands that deliver from the store without polling: `api` is not read. */
+export function loadReplayConfig(args: ConfigArgs): { config: ReplayConfig; file: string | undefined } {
+  const file = configFile(args);
+  return { config: loadConfig(replayConfigSchema, { ...sources(args, file), keepUnsetEnvUnder: ['api'] }), file };
 }
 
 function configFile(args: ConfigArgs): string | undefined {

@@ -8,7 +8,7 @@ import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { storePath } from '../store/database.js';
-import { loadInspectionConfig } from './loadAppConfig.js';
+import { loadReplayConfig } from './loadAppConfig.js';
 
 export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--queue-only]
   Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
@@ -29,7 +29,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const { config } = loadInspectionConfig({ configFlag: values.config });
+  const { config } = loadReplayConfig({ configFlag: values.config });
   const sinkConfig = config.sinks.find((s) => s.name === values.sink);
   if (!sinkConfig) throw new ChangefeedError('USAGE', `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`);
   const since = parseTime('--since', values.since, true);

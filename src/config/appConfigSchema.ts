@@ -51,12 +51,31 @@ export const appConfigSchema = z
 export type AppConfig = z.infer<typeof appConfigSchema>;
 
 /**
- * The same configuration for commands that only read the store (`status`, `dead-letters`): they
- * need stateDir and the sinks, not the credential, which may not even be mounted where they run.
+ * The configuration for commands that deliver from the store without polling (`replay`): the
+ * sinks in full, but not the credential, which may not even be mounted where they run.
+ */
+export const replayConfigSchema = appConfigSchema.extend({
+  api: z.unknown().optional().describe('Not read by commands that do not poll.'),
+});
+
+/**
+ * The configuration for commands that only read the store (`status`, `dead-letters`, `plan`):
+ * stateDir, the watch and budget settings and the sinks' names, not the credential nor the
+ * sinks' destinations and secrets.
  */
 export const inspectionConfigSchema = appConfigSchema.extend({
   api: z.unknown().optional().describe('Not read by inspection commands.'),
+  sinks: z
+    .array(z.object({ name: z.string().min(1), type: z.string() }).passthrough())
+    .min(1, 'configure at least one sink')
+    .describe('Only the names and types are read by inspection commands.'),
 });
+
+/** Sections an inspection command does not read: an unset `${VAR}` in them is no error there. */
+export const INSPECTION_UNREAD_SECTIONS = ['api', 'sinks'] as const;
+
+export type InspectionConfig = z.infer<typeof inspectionConfigSchema>;
+export type ReplayConfig = z.infer<typeof replayConfigSchema>;
 
 /** Environment variables and the config paths they set. */
 export const ENV_MAPPING: Readonly<Record<string, string>> = {

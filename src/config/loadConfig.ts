@@ -19,6 +19,8 @@ export interface ConfigSources {
   envMapping?: Record<string, string>;
   /** Defaults shipped with the program that are not part of the schema (a plain object). */
   embeddedDefaults?: unknown;
+  /** Top-level sections whose unset `${VAR}` references are kept as written: what the command does not read. */
+  keepUnsetEnvUnder?: readonly string[];
 }
 
 interface Origin {
@@ -55,7 +57,7 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, sources: ConfigSou
   let fileValue: unknown = {};
   if (sources.file !== undefined) {
     file = readConfigFile(sources.file);
-    fileValue = interpolateEnv(file.value, env, `config file ${file.path}`);
+    fileValue = interpolateEnv(file.value, env, `config file ${file.path}`, { keepUnsetUnder: sources.keepUnsetEnvUnder });
   }
 
   const origins: Origin[] = [];

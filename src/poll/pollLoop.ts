@@ -130,6 +130,9 @@ export class PollLoop {
       }
     }
     const targets = this.activeLogs();
+    // So each poll updates (and persists) the log's learned rate: `run --once` from a cron job
+    // learns across runs, and `plan` and `status` show what it learned.
+    this.scheduler.sync(targets, this.deps.clock.now());
     await Promise.all(
       targets.map((w) =>
         this.queue.add(async () => {

@@ -46,9 +46,11 @@ describe('the changefeed command', () => {
     expect(badKey.stdout + badKey.stderr).not.toContain('wrongwrongwrong');
     const once = await runCli(['run', '--config', file, '--once'], env);
     expect(once.status, once.stderr).toBe(0);
-    // Inspection commands need no credential: a config with an unreadable key file still works.
+    // Inspection commands need no credential and no sink secrets: a config with an unreadable key
+    // file and a webhook whose URL and secret come from variables not set here still works.
+    const keyNotMounted = readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${join(dir, 'not-mounted-here')}`);
     const inspectConfig = join(dir, 'inspect.yaml');
-    writeFileSync(inspectConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${join(dir, 'not-mounted-here')}`));
+    writeFileSync(inspectConfig, keyNotMounted.replace('sinks: [', 'sinks: [{ name: hook, type: webhook, url: "${HOOK_URL}", secret: "${HOOK_SECRET}" }, '));
     const status = await runCli(['status', '--config', inspectConfig, '--json']);
     expect(status.status).toBe(0);
     const report = JSON.parse(status.stdout) as { logs: { log: string; status: string }[]; sinks: { name: string; pending: number; delivered: number }[] };
@@ -57,12 +59,22 @@ describe('the changefeed command', () => {
     expect(report.sinks[0]?.delivered).toBeGreaterThan(0);
     const letters = await runCli(['dead-letters', 'list', '--config', inspectConfig]);
     expect(letters.stdout).toBe('no dead letters\n');
+    const plan = await runCli(['plan', '--config', inspectConfig]);
+    expect(plan.status, plan.stderr).toBe(0);
+    // run --once recorded what each poll saw, so the plan starts from learned state, not the prior.
+    expect(plan.stdout).toMatch(/^plan \(adaptive, alpha [0-9.]+\) for 4 watched logs, 4 with learned rates/);
+    // A command that delivers still needs them, and says which.
+    const replay = await runCli(['replay', '--config', inspectConfig, '--sink', 'hook', '--since', '2000-01-01T00:00:00Z']);
+    expect(replay.status).toBe(2);
+    expect(replay.stderr).toContain('HOOK_URL');
     // The key from a file (trailing newline dropped), with no CHANGEFEED_API_KEY around.
     const keyFileConfig = join(dir, 'keyfile.yaml');
     writeFileSync(keyFileConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${keyFile}`));
     const viaKeyFile = await runCli(['run', '--config', keyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
     expect(viaKeyFile.status, viaKeyFile.stderr).toBe(0);
-    const missingKeyFile = await runCli(['run', '--config', inspectConfig, '--once'], { CHANGEFEED_API_KEY: '' });
+    const missingKeyFileConfig = join(dir, 'missing-key-file.yaml');
+    writeFileSync(missingKeyFileConfig, keyNotMounted);
+    const missingKeyFile = await runCli(['run', '--config', missingKeyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
     expect(missingKeyFile.status).toBe(1);
     expect(missingKeyFile.stderr).toContain('not-mounted-here');
     expect(missingKeyFile.stderr).not.toContain('API_CONNECTION');
