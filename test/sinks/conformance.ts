@@ -11,9 +11,13 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
+import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
+import type { OutboundEvent } from '../../src/sinks/sink.js';
+import { SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
 import { createSink, sinkConfigSchema, type SinkContext } from '../../src/sinks/sinkRegistry.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { prefilledStore } from '../support/prefilledStore.js';
+import { rejection } from '../support/rejection.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -54,6 +58,12 @@ export interface ConformanceTarget {
   /** Values that must appear in no message (credentials in the config). */
   secrets?: string[];
   cases: { readBack: boolean; orderedReadBack: boolean; dropConnections: boolean; downAtStart: boolean };
+  /**
+   * The sink's own settings that bound connecting and waiting for acknowledgements, all set to
+   * `ms`: for the cases of a broker that accepts the connection and then goes silent. Absent for
+   * sinks without a connection to a broker.
+   */
+  timeouts?(ms: number): Record<string, unknown>;
   /** Removes what the test created (stream, exchange, key). */
   cleanup?(tag: string): Promise<void>;
 }
@@ -63,6 +73,13 @@ const FAST_RETRY = { initialDelayMs: 50, maxDelayMs: 500, maxAttempts: 0, maxAge
 const FAST_CIRCUIT = { failureThreshold: 5, cooldownMs: 300, maxCooldownMs: 1_000 };
 let tagCounter = 0;
 const newTag = (): string => `cf${process.pid}x${Date.now().toString(36)}x${tagCounter++}`;
+
+/** One event to write by hand, outside the delivery engine. */
+function conformanceEvent(): OutboundEvent {
+  const entry = { id: 'act_conformance', event: 'level_added', description: 'Level added', performedAt: '2026-01-01T00:00:00Z' };
+  const ce = buildCloudEvent({ log: 'career', objectId: 'car_1', entry, baseUrl: 'https://skills.example' }, eventsConfigSchema.parse({}));
+  return { seq: 1, id: ce.id, type: ce.type, log: 'career', objectId: 'car_1', orderingKey: 'career:car_1', json: JSON.stringify(ce), attempt: 1 };
+}
 
 /**
  * Reads until every expected id has arrived or the time is up. Re-sends after a dropped
@@ -179,6 +196,41 @@ export function runSinkConformance(target: ConformanceTarget): void {
       const ids = new Set(read.map((m) => m.id));
       expect(expected.filter((e) => !ids.has(e.id))).toEqual([]);
       expect(proxy!.accepted).toBeGreaterThanOrEqual(2);
+    });
+
+    /** A sink reaching the broker through a proxy the test can freeze, with every timeout at `timeoutMs`. */
+    const silentBrokerSink = async (timeoutMs: number) => {
+      const tag = newTag();
+      const proxy = await startTcpProxy(target.brokerPort!);
+      cleanups.push(() => proxy.close());
+      if (target.cleanup) cleanups.push(() => target.cleanup!(tag));
+      const sink = createSink(sinkConfigSchema.parse({ ...target.sinkConfig({ name: 'conformance', tag, port: proxy.port }), ...target.timeouts!(timeoutMs) }), target.sinkContext);
+      cleanups.push(() => sink.close());
+      return { proxy, sink };
+    };
+
+    it('gives up connecting to a broker that accepts the connection but never answers', async (ctx) => {
+      if (skipReason || !target.timeouts || target.brokerPort === undefined) return ctx.skip();
+      const { proxy, sink } = await silentBrokerSink(300);
+      proxy.freeze();
+      const { error, ms } = await rejection(sink.connect(new AbortController().signal));
+      expect(error).toBeInstanceOf(SinkUnavailableError);
+      expect(ms).toBeLessThan(3_000);
+    });
+
+    it('stops waiting for acknowledgements at once when a write is aborted', async (ctx) => {
+      if (skipReason || !target.timeouts || target.brokerPort === undefined) return ctx.skip();
+      const { proxy, sink } = await silentBrokerSink(60_000);
+      await sink.connect(new AbortController().signal);
+      proxy.freeze();
+      const abort = new AbortController();
+      const write = rejection(sink.write([conformanceEvent()], abort.signal));
+      setTimeout(() => abort.abort(new Error('shutting down')), 50);
+      // The contract asks only that the write stop waiting and reject: what it throws after its
+      // signal aborted is ignored, and the events stay pending.
+      const { error, ms } = await write;
+      expect(error.message).not.toBe('expected a rejection');
+      expect(ms).toBeLessThan(1_000);
     });
 
     it('keeps events pending while the broker is down at start and delivers them when it comes up', async (ctx) => {

@@ -17,6 +17,7 @@ runSinkConformance({
   // one type, so each object's events share the topic `<tag>/career/level_added`: order applies.
   // (Across topics MQTT promises no order; docs/sinks.md says to put `{subject}` in the topic.)
   cases: { readBack: true, orderedReadBack: true, dropConnections: true, downAtStart: true },
+  timeouts: (ms) => ({ connectTimeoutMs: ms, timeoutMs: ms }),
   async unavailable() {
     try {
       const probe = await connectAsync(`mqtt://127.0.0.1:${MQTT_PORT}`, { reconnectPeriod: 0, connectTimeout: 2_000 });

@@ -46,6 +46,8 @@ runSinkConformance({
   brokerPort: NATS_PORT,
   connectionOriented: true,
   cases: { readBack: true, orderedReadBack: true, dropConnections: true, downAtStart: true },
+  // One setting bounds connecting and each publish acknowledgement.
+  timeouts: (ms) => ({ timeoutMs: ms }),
   async unavailable() {
     let nc: NatsConnection;
     try {

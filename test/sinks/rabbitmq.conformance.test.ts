@@ -27,6 +27,7 @@ runSinkConformance({
   connectionOriented: true,
   secrets: ['guest'],
   cases: { readBack: true, orderedReadBack: true, dropConnections: true, downAtStart: true },
+  timeouts: (ms) => ({ connectTimeoutMs: ms, confirmTimeoutMs: ms }),
   async unavailable() {
     try {
       await adminConnection(BROKER_PORT);

@@ -197,20 +197,6 @@ describe('redis-streams sink', () => {
     expect(ms).toBeLessThan(2_000);
   });
 
-  it('stops waiting for a batch when the write is aborted', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const proxy = await silentCapableProxy(REDIS_PORT);
-    const sink = newSink(newTag(), { url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 60_000 });
-    await sink.connect(never);
-    proxy.freeze();
-    const abort = new AbortController();
-    const write = rejection(sink.write(events(1), abort.signal));
-    setTimeout(() => abort.abort(new Error('shutting down')), 50);
-    const { error, ms } = await write;
-    expect(error.message).toBe('shutting down');
-    expect(ms).toBeLessThan(1_000);
-  });
-
   it('authenticates as an ACL user with the least privilege, and never shows the password in errors', async (ctx) => {
     if (skipReason) return ctx.skip();
     const tag = newTag();
