@@ -1,6 +1,6 @@
 import PQueue from 'p-queue';
-import type { RequestPriority } from '../api/serviceClient.js';
 import type { Logger } from 'pino';
+import type { RequestPriority } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { LogKind } from '../logs.js';

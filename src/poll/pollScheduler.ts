@@ -263,22 +263,19 @@ export class PollScheduler {
     if (now - this.allocatedAt < REALLOCATE_MS) return;
     this.allocatedAt = now;
     const list = [...this.logs.values()];
+    const { min, max } = this.bounds();
+    const budgetPerHour = this.pollBudgetPerHour(now);
     if (now - this.fittedAt >= REFIT_MS) {
       this.fittedAt = now;
       this.priors = priorsByKind(list.map((s) => ({ log: s.watched.log, state: s.rate })), this.deps.config, this.priors);
       for (const s of list) s.plannedRate = undefined;
       if (this.deps.config.alpha === 'auto') {
-        const bounds = this.bounds();
-        const costs = list.map((s) => s.cost);
-        const budgetPerHour = this.pollBudgetPerHour(now);
         // Round-robin has no follow-ups: it divides their share too.
         const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
-        const input = { costs, budgetPerHour, roundRobinBudgetPerHour, minFrequency: bounds.min, maxFrequency: bounds.max };
+        const input = { costs: list.map((s) => s.cost), budgetPerHour, roundRobinBudgetPerHour, minFrequency: min, maxFrequency: max };
         this.alpha = chooseAlpha(list.map((s) => this.rateOf(s)), input).alpha;
       }
     }
-    const { min, max } = this.bounds();
-    const budgetPerHour = this.pollBudgetPerHour(now);
     const allocation = allocateFrequencies({
       weights: list.map((s) => this.weightOf(s)),
       costs: list.map((s) => s.cost),
