@@ -90,6 +90,14 @@ export function squareRootOptimumMeanHours(rates: readonly number[], budgetPerHo
   return sum <= 0 ? 0 : (sumSqrt * sumSqrt) / (2 * budgetPerHour * sum);
 }
 
+/**
+ * A log's weight in the allocation: its change rate per request a poll costs, to the power alpha
+ * (floored so a log that never changed still gets its minimum share, not a zero weight).
+ */
+export function allocationWeight(ratePerHour: number, cost: number, alpha: number): number {
+  return Math.pow(Math.max(1e-9, ratePerHour / cost), alpha);
+}
+
 /** The exponents `chooseAlpha` tries: from close to round-robin up to the mean-optimal 0.5. */
 const ALPHA_CANDIDATES = [0.5, 0.475, 0.45, 0.425, 0.4, 0.375, 0.35, 0.325, 0.3, 0.25, 0.2, 0.1, 0];
 
@@ -112,7 +120,7 @@ export interface AlphaChoice {
  */
 export function chooseAlpha(rates: readonly number[], input: Omit<AllocationInput, 'weights'> & { roundRobinBudgetPerHour?: number }): AlphaChoice {
   const delayFor = (alpha: number, budgetPerHour = input.budgetPerHour): DelayEstimate => {
-    const weights = rates.map((r, i) => Math.pow(Math.max(1e-9, r / (input.costs[i] ?? 1)), alpha));
+    const weights = rates.map((r, i) => allocationWeight(r, input.costs[i] ?? 1, alpha));
     const { frequencies } = allocateFrequencies({ ...input, budgetPerHour, weights });
     return expectedDelay(rates, frequencies);
   };

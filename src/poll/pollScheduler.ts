@@ -1,7 +1,7 @@
 import type { LogKind } from '../logs.js';
 import type { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
-import { allocateFrequencies, chooseAlpha } from './pollAllocation.js';
+import { allocateFrequencies, allocationWeight, chooseAlpha } from './pollAllocation.js';
 import { RateEstimator, emptyRateState, type RateState } from './rateEstimator.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
 import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollowUps.js';
@@ -238,7 +238,7 @@ export class PollScheduler {
 
   private weightOf(s: Scheduled): number {
     if (this.deps.config.policy === 'round-robin') return 1;
-    return Math.pow(Math.max(1e-9, this.rateOf(s) / s.cost), this.alpha);
+    return allocationWeight(this.rateOf(s), s.cost, this.alpha);
   }
 
   private bounds(): { min: number; max: number } {
