@@ -22,9 +22,9 @@ function logMarginal(rate: number, sessions: number, hours: number): number {
   return SHAPE * Math.log(b / (b + hours)) + (hours > 0 ? sessions * Math.log(hours / (b + hours)) : 0);
 }
 
-/** Marginal likelihoods of one log under every grid component, scaled so the largest is 1. */
-function marginals(sessions: number, hours: number): number[] {
-  const logs = GRID.map((r) => logMarginal(r, sessions, hours));
+/** Marginal likelihoods of one log under each component (centred on `rates`), scaled so the largest is 1. */
+function marginals(rates: readonly number[], sessions: number, hours: number): number[] {
+  const logs = rates.map((r) => logMarginal(r, sessions, hours));
   const top = Math.max(...logs);
   return logs.map((x) => Math.exp(x - top));
 }
@@ -50,7 +50,7 @@ export const configuredPrior = (config: Pick<ScheduleConfig, 'priorEvents' | 'pr
 export function posteriorSessionRate(prior: RatePrior, sessions: number, hours: number): number {
   if (prior.kind === 'gamma') return (prior.sessions + sessions) / (prior.hours + hours);
   // A mixture of Gamma posteriors, weighted by each component's prior weight and marginal likelihood.
-  const likelihood = marginals(sessions, hours);
+  const likelihood = marginals(prior.rates, sessions, hours);
   let mass = 0;
   let mean = 0;
   prior.rates.forEach((r, g) => {
@@ -81,7 +81,7 @@ export function fitSessionPrior(states: readonly RateState[], fallback: RatePrio
   const sparseSessions = sparse.reduce((sum, s) => sum + s.sessions, 0);
   const changesPerSession = sparseSessions >= MIN_SESSIONS / 2 ? sparse.reduce((sum, s) => sum + s.events, 0) / sparseSessions : 1;
   // Likelihood of each log under each component, scaled per log (the scale cancels in EM).
-  const likelihood = observed.map((s) => marginals(s.sessions, s.hours));
+  const likelihood = observed.map((s) => marginals(GRID, s.sessions, s.hours));
   const warm = previous?.kind === 'fitted';
   let weights = warm ? [...previous.weights] : GRID.map(() => 1 / GRID.length);
   for (let round = 0; round < (warm ? EM_ROUNDS_WARM : EM_ROUNDS); round++) {
