@@ -3,6 +3,7 @@ import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
+import type { ScheduleSnapshot } from '../poll/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -32,7 +33,7 @@ export class ChangefeedMetrics {
       now: () => number;
       allowancePerHour: () => number;
       /** The scheduler's current choices (absent in tests that run no poll loop). */
-      schedule?: () => { alpha: number; pollBudgetPerHour: number; followUpsLastHour: number };
+      schedule?: () => ScheduleSnapshot;
       defaultMetrics?: boolean;
     },
   ) {
@@ -50,32 +51,23 @@ export class ChangefeedMetrics {
         this.set(options.allowancePerHour());
       },
     });
+    const scheduleGauges: [string, string, (s: ScheduleSnapshot) => number][] = [
+      ['changefeed_schedule_alpha', 'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one chosen for the current rates.', (s) => s.alpha],
+      ['changefeed_schedule_poll_budget_per_hour', 'Requests per hour the scheduler divides among the watched logs: the pace less discovery and follow-ups.', (s) => s.pollBudgetPerHour],
+      ['changefeed_schedule_follow_ups_last_hour', 'Follow-up polls of edit sessions in progress sent in the last hour.', (s) => s.followUpsLastHour],
+    ];
     const schedule = options.schedule;
     if (schedule) {
-      new Gauge({
-        name: 'changefeed_schedule_alpha',
-        help: 'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one chosen for the current rates.',
-        registers,
-        collect() {
-          this.set(schedule().alpha);
-        },
-      });
-      new Gauge({
-        name: 'changefeed_schedule_poll_budget_per_hour',
-        help: 'Requests per hour the scheduler divides among the watched logs: the pace less discovery and follow-ups.',
-        registers,
-        collect() {
-          this.set(schedule().pollBudgetPerHour);
-        },
-      });
-      new Gauge({
-        name: 'changefeed_schedule_follow_ups_last_hour',
-        help: 'Follow-up polls of edit sessions in progress sent in the last hour.',
-        registers,
-        collect() {
-          this.set(schedule().followUpsLastHour);
-        },
-      });
+      for (const [name, help, pick] of scheduleGauges) {
+        new Gauge({
+          name,
+          help,
+          registers,
+          collect() {
+            this.set(pick(schedule()));
+          },
+        });
+      }
     }
     this.ingested = new Counter({ name: 'changefeed_entries_ingested_total', help: 'New activity entries stored as events, by log.', labelNames: ['log'], registers });
     this.duplicates = new Counter({ name: 'changefeed_duplicates_dropped_total', help: 'Entries read again (window overlap, retries) and dropped by id, by log.', labelNames: ['log'], registers });

@@ -57,6 +57,12 @@ interface Scheduled {
   plannedRate: number | undefined;
 }
 
+export interface ScheduleSnapshot {
+  alpha: number;
+  pollBudgetPerHour: number;
+  followUpsLastHour: number;
+}
+
 export const scheduleKey = (w: { log: LogKind; objectId: string }): string => `${w.log}:${w.objectId}`;
 
 /**
@@ -215,7 +221,7 @@ export class PollScheduler {
   }
 
   /** What the scheduler has decided, for metrics: the exponent in use, and where the budget goes. */
-  snapshot(now: number): { alpha: number; pollBudgetPerHour: number; followUpsLastHour: number } {
+  snapshot(now: number): ScheduleSnapshot {
     return { alpha: this.alpha, pollBudgetPerHour: this.pollBudgetPerHour(now), followUpsLastHour: this.followUps.lastHour(now) };
   }
 
