@@ -6,8 +6,10 @@ import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
 import { LOGS } from '../logs.js';
 import type { ChangefeedStore, IngestResult } from '../store/changefeedStore.js';
 import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
+import { probeHistory, versionLogHistory } from './logHistory.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
+import type { LogHistory } from './rateEstimator.js';
 import { nextWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
@@ -19,6 +21,8 @@ export interface PollResult {
   requests: number;
   /** performedAt of every emitted entry, for detection-delay metrics and rate estimates. */
   emittedPerformedAt: number[];
+  /** On a log's first poll: the changes it held before, for the rate estimate (not emitted). */
+  history?: LogHistory;
 }
 
 export interface LogPollerDeps {
@@ -61,37 +65,50 @@ export class LogPoller {
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
     if (!window) return result;
-    const stats = await walkWindow(
-      {
-        client: this.deps.client,
+    const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;
+    const commit = (entries: ActivityEntry[], windowEnd: number): void => {
+      const ingested = store.ingest({
         log: watched.log,
         objectId: watched.objectId,
-        sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
-        signal,
-        priority: isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined,
-        commit: (entries, windowEnd) => {
-          const ordered = inIngestionOrder(entries);
-          const ingested = store.ingest({
-            log: watched.log,
-            objectId: watched.objectId,
-            entries: ordered,
-            windowEnd,
-            // Windows never reach further back than one overlap; keep a second one as margin.
-            pruneSeenBefore: windowEnd - 2 * overlapMs,
-            toEvent: (entry) => this.toEvent(watched, entry),
-            now: this.deps.clock.now(),
-          });
-          this.account(result, ingested);
-        },
-      },
-      window,
-    );
-    result.requests = stats.requests;
-    if (stats.detectedOrder && !watched.sortOrder) store.watchedLogs.setSortOrder(watched.log, watched.objectId, stats.detectedOrder);
-    if (stats.splits > 0) {
-      this.deps.logger.info({ log: watched.log, objectId: watched.objectId, splits: stats.splits, requests: stats.requests }, 'dense window narrowed to stay within the offset cap');
+        entries: inIngestionOrder(entries),
+        windowEnd,
+        // Windows never reach further back than one overlap; keep a second one as margin.
+        pruneSeenBefore: windowEnd - 2 * overlapMs,
+        toEvent: (entry) => this.toEvent(watched, entry),
+        now: this.deps.clock.now(),
+      });
+      this.account(result, ingested);
+    };
+    const sortOrder = this.configuredOrder(watched) ?? watched.sortOrder ?? undefined;
+    let detectedOrder = sortOrder;
+    let firstWindowRead = false;
+    // An object that appeared since the previous discovery has no history before its coverage.
+    if (watched.lastSuccessAt === null && watched.origin !== 'appeared' && this.historyMs() > 0) {
+      const probe = await probeHistory({ client: this.deps.client, log: watched.log, objectId: watched.objectId, window, historyMs: this.historyMs(), priority, signal });
+      result.requests++;
+      result.history = probe.history;
+      detectedOrder ??= probe.detectedOrder;
+      if (probe.firstWindow) {
+        commit(probe.firstWindow, window.to);
+        firstWindowRead = true;
+      }
     }
+    if (!firstWindowRead) {
+      const stats = await walkWindow({ client: this.deps.client, log: watched.log, objectId: watched.objectId, sortOrder, signal, priority, commit }, window);
+      result.requests += stats.requests;
+      detectedOrder ??= stats.detectedOrder;
+      if (stats.splits > 0) {
+        this.deps.logger.info({ log: watched.log, objectId: watched.objectId, splits: stats.splits, requests: stats.requests }, 'dense window narrowed to stay within the offset cap');
+      }
+    }
+    if (detectedOrder && !watched.sortOrder) store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
     return result;
+  }
+
+  /** How far back a log's first poll reads for its rate (only the adaptive policy uses rates). */
+  private historyMs(): number {
+    const { schedule } = this.deps.watch;
+    return schedule.policy === 'adaptive' ? schedule.historyHours * 3_600_000 : 0;
   }
 
   private async pollVersionLog(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
@@ -128,6 +145,7 @@ export class LogPoller {
       now: this.deps.clock.now(),
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
+    if (baseline && this.historyMs() > 0) result.history = versionLogHistory(read.unseen, this.deps.serverClock.now(), this.historyMs());
     this.account(result, ingested);
     return result;
   }

@@ -2,7 +2,7 @@ import type { LogKind } from '../logs.js';
 import type { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { allocateFrequencies, allocationWeight, chooseAlpha } from './pollAllocation.js';
-import { RateEstimator, emptyRateState, type RateState } from './rateEstimator.js';
+import { RateEstimator, emptyRateState, type LogHistory, type RateState } from './rateEstimator.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
 import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollowUps.js';
 import { configuredPrior, priorsByKind, type RatePrior } from './sessionPrior.js';
@@ -175,12 +175,15 @@ export class PollScheduler {
   }
 
   /** Records a poll: a successful one updates the rate estimate and the cost of a poll. */
-  recordPoll(w: WatchedLog, now: number, result?: { requests: number; emittedPerformedAt: readonly number[] }): void {
+  recordPoll(w: WatchedLog, now: number, result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory }): void {
     const s = this.logs.get(scheduleKey(w));
     if (!s || !result) return;
     s.lastPollAt = now;
     const previousNewest = s.rate.lastEventAt;
-    s.rate = this.estimator.observe(s.rate, now, result.emittedPerformedAt);
+    s.rate =
+      result.history && s.rate.updatedAt === null
+        ? this.estimator.observeHistory(now, result.history)
+        : this.estimator.observe(s.rate, now, result.emittedPerformedAt);
     s.plannedRate = undefined;
     // Follow-ups belong to the adaptive policy; the benchmark's optimum plans with known rates alone.
     const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;

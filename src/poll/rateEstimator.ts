@@ -18,6 +18,13 @@ export interface RateState {
   updatedAt: number | null;
 }
 
+/** Changes a log's first poll found in [fromMs, toMs] (the service's clock), for a rate alone. */
+export interface LogHistory {
+  fromMs: number;
+  toMs: number;
+  performedAt: readonly number[];
+}
+
 export const emptyRateState = (): RateState => ({ events: 0, sessions: 0, hours: 0, lastEventAt: null, updatedAt: null });
 
 export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessionGapSeconds'>;
@@ -71,6 +78,26 @@ export class RateEstimator {
       lastEventAt,
       updatedAt: now,
     };
+  }
+
+  /**
+   * Starts a log's record at its first poll (at `now`) from the history that poll read: the
+   * changes performed in [fromMs, toMs] (the service's clock), each weighted by its age as if it
+   * had been seen live, over the equally decayed hours of that span.
+   */
+  observeHistory(now: number, history: LogHistory): RateState {
+    const times = [...history.performedAt].sort((a, b) => a - b);
+    const weight = (t: number): number => Math.exp(-this.decayPerMs * Math.max(0, history.toMs - t));
+    let events = 0;
+    let sessions = 0;
+    let previous = Number.NEGATIVE_INFINITY;
+    for (const t of times) {
+      events += weight(t);
+      if (t - previous > this.gapMs) sessions += weight(t);
+      previous = t;
+    }
+    const hours = (1 - weight(history.fromMs)) / this.decayPerMs / HOUR_MS;
+    return { events, sessions, hours, lastEventAt: times.at(-1) ?? null, updatedAt: now };
   }
 
   /** Changes an edit session of this log brings, shrunk toward the prior's by one session's worth. */

@@ -33,8 +33,13 @@ export const scheduleConfigSchema = z
     rateHalfLifeHours: z
       .number()
       .positive()
-      .default(24)
-      .describe('Half-life of the counts behind the long-run rate estimate: older activity weighs less.'),
+      .default(168)
+      .describe('Half-life of the counts behind the long-run rate estimate: older activity weighs less. A week spans the weekday and weekend cycle of editing work, so the estimate does not swing with it.'),
+    historyHours: z
+      .number()
+      .min(0)
+      .default(168)
+      .describe('The first poll of a log also reads the changes of this many hours before its coverage starts, for the rate estimate only (nothing of it is emitted): one request for a quiet log, where it reads the first window too, one more for a busy one. 0 turns it off.'),
     sessionGapSeconds: z
       .number()
       .min(0)

@@ -57,6 +57,7 @@ export class WatchRegistry {
     const previous = store.getMeta(LAST_DISCOVERY_KEY);
     const startedAt = this.deps.serverClock.now();
     const coverageStart = previous === undefined ? this.configuredStart() : Number(previous);
+    const origin = previous === undefined ? 'discovered' : 'appeared';
     let added = 0;
     const sets = [
       { log: 'career' as const, path: '/api/v1/careers', enabled: watch.careers.discover },
@@ -69,7 +70,7 @@ export class WatchRegistry {
         this.deps.logger.warn({ log: set.log, found: list.ids.length }, `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`);
       }
       for (const id of list.ids) {
-        if (store.watchedLogs.register({ log: set.log, objectId: id, origin: 'discovered', coverageStart, now: clock.now() })) added++;
+        if (store.watchedLogs.register({ log: set.log, objectId: id, origin, coverageStart, now: clock.now() })) added++;
       }
     }
     store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));

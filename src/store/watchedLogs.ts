@@ -3,12 +3,18 @@ import type { Db } from './database.js';
 
 export type WatchStatus = 'active' | 'disabled' | 'gone';
 export type SortOrder = 'newest-first' | 'oldest-first';
+/**
+ * How a log came to be watched: listed in the config, found by the first discovery run (the
+ * object existed before the daemon watched it), or found by a later one (`appeared`: the object
+ * was created since the previous run, so its log holds no history from before that run).
+ */
+export type WatchOrigin = 'config' | 'discovered' | 'appeared';
 
 /** One polled log: a career's, a skill's, or the company-wide identity-provider log (objectId ''). */
 export interface WatchedLog {
   log: LogKind;
   objectId: string;
-  origin: 'config' | 'discovered';
+  origin: WatchOrigin;
   status: WatchStatus;
   statusReason: string | null;
   /** Service-clock ms from which the log is covered without gaps. */
@@ -28,7 +34,7 @@ export interface WatchedLog {
 interface Row {
   log: LogKind;
   object_id: string;
-  origin: 'config' | 'discovered';
+  origin: WatchOrigin;
   status: WatchStatus;
   status_reason: string | null;
   coverage_start: number | null;
@@ -107,7 +113,7 @@ export class WatchedLogs {
    * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
    * is where emission starts: the service's "now" by default, or a configured startFrom.
    */
-  register(args: { log: LogKind; objectId: string; origin: 'config' | 'discovered'; coverageStart: number; now: number }): boolean {
+  register(args: { log: LogKind; objectId: string; origin: WatchOrigin; coverageStart: number; now: number }): boolean {
     const windowed = args.log !== 'skill';
     const info = this.insertStmt.run({
       log: args.log,

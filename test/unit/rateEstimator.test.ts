@@ -80,4 +80,30 @@ describe('RateEstimator', () => {
     // the estimate rises in proportion, not beyond (a Poisson count of 20 would say 2 per hour).
     expect(estimator.rate(burst, prior)).toBeLessThan(20 * estimator.rate(lone, prior));
   });
+
+  it('history read on the first poll weighs as the same changes seen live over the same hours', () => {
+    const estimator = new RateEstimator(config);
+    // Three sessions a day for a week, 4 changes a minute apart each.
+    const changes: number[] = [];
+    for (let day = 0; day < 7; day++) {
+      for (const hour of [9, 13, 16]) for (let i = 0; i < 4; i++) changes.push(T0 + (day * 24 + hour) * HOUR + i * 60_000);
+    }
+    const end = T0 + 168 * HOUR;
+    let live = estimator.observe(emptyRateState(), T0, []);
+    for (let t = T0 + 600_000; t <= end; t += 600_000) live = estimator.observe(live, t, changes.filter((c) => c < t && c >= t - 600_000));
+    const history = estimator.observeHistory(end, { fromMs: T0, toMs: end, performedAt: changes });
+    // Live counts are weighed from the poll that saw them, history from the change itself: minutes apart.
+    for (const field of ['sessions', 'events', 'hours'] as const) expect(Math.abs(history[field] / live[field] - 1), field).toBeLessThan(0.005);
+    expect(history).toMatchObject({ lastEventAt: changes.at(-1), updatedAt: end });
+    // 21 sessions over a week, 4 changes each: half a change an hour.
+    expect(estimator.rate(history, prior)).toBeGreaterThan(0.4);
+    expect(estimator.rate(history, prior)).toBeLessThan(0.6);
+  });
+
+  it('a week of history without a change pulls the prior rate down at once', () => {
+    const estimator = new RateEstimator(config);
+    const quiet = estimator.observeHistory(T0 + 168 * HOUR, { fromMs: T0, toMs: T0 + 168 * HOUR, performedAt: [] });
+    expect(estimator.rate(quiet, prior)).toBeLessThan(0.02);
+    expect(estimator.rate(emptyRateState(), prior)).toBeCloseTo(0.5);
+  });
 });

@@ -1,0 +1,101 @@
+import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import { readActivityPage } from '../api/activityReader.js';
+import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
+import { MAX_PAGE_LIMIT, type LogKind } from '../logs.js';
+import type { SortOrder } from '../store/watchedLogs.js';
+import type { LogHistory } from './rateEstimator.js';
+import { detectSortOrder } from './sortOrder.js';
+import { toIso, type TimeWindow } from './timeWindow.js';
+
+/*
+ * A log the daemon starts to watch has usually been changing for a long time, and its log holds
+ * that record. A day of polls shows most logs zero or one edit session, while a week of history
+ * tells a busy log from a quiet one before the first allocation. So the first poll of a log also
+ * reads what happened in the `historyHours` before its coverage starts, for the rate estimate
+ * only: none of it is emitted.
+ */
+
+export interface HistoryProbe {
+  client: ServiceClient;
+  log: LogKind;
+  objectId: string;
+  /** The log's first window, [coverage start, service now). */
+  window: TimeWindow;
+  historyMs: number;
+  priority?: RequestPriority | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface HistoryProbeResult {
+  /** Undefined when the page held too few dated entries to measure a span. */
+  history: LogHistory | undefined;
+  /**
+   * Every entry of the first window, when the page held the whole span (it was not full and
+   * every entry was dated): the first window needs no read of its own.
+   */
+  firstWindow: ActivityEntry[] | undefined;
+  detectedOrder: SortOrder | undefined;
+}
+
+/**
+ * One page of a date-filtered log over [window.from − historyMs, window.to). A quiet log's page
+ * holds the whole span, so the history and the first window cost one request together. A busy
+ * log fills the page: its entries, oldest-first or newest-first, cover exactly the span from the
+ * first to the last of them, which is a sample large enough for a rate; the caller then reads
+ * the first window as usual.
+ */
+export async function probeHistory(probe: HistoryProbe): Promise<HistoryProbeResult> {
+  const from = probe.window.from - probe.historyMs;
+  const page = await readActivityPage(
+    probe.client,
+    {
+      log: probe.log,
+      objectId: probe.objectId || undefined,
+      offset: 0,
+      limit: MAX_PAGE_LIMIT,
+      from: toIso(from),
+      to: toIso(probe.window.to),
+      ...(probe.priority ? { priority: probe.priority } : {}),
+    },
+    probe.signal,
+  );
+  const dated = page.entries.map(performedAtMs).filter((t): t is number => t !== null);
+  const detectedOrder = detectSortOrder(page.entries);
+  const whole = page.entries.length < MAX_PAGE_LIMIT;
+  if (whole && dated.length === page.entries.length) {
+    return {
+      history: { fromMs: from, toMs: probe.window.to, performedAt: dated },
+      // The server filtered [from, to); the first window is its tail.
+      firstWindow: page.entries.filter((e) => (performedAtMs(e) as number) >= probe.window.from),
+      detectedOrder,
+    };
+  }
+  // Undated entries cannot be placed in the span, and a full page covers only its own entries' span.
+  if (whole) return { history: { fromMs: from, toMs: probe.window.to, performedAt: dated }, firstWindow: undefined, detectedOrder };
+  return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
+}
+
+/**
+ * The history in a skill's version log, which has no date filter: its first read (the baseline)
+ * returns the whole log anyway, so this costs nothing. A log that begins within the lookback is
+ * observed from its first entry (the skill's creation) on.
+ */
+export function versionLogHistory(entries: readonly ActivityEntry[], serviceNow: number, historyMs: number): LogHistory | undefined {
+  const dated = entries
+    .map(performedAtMs)
+    .filter((t): t is number => t !== null && t <= serviceNow)
+    .sort((a, b) => a - b);
+  const oldest = dated[0];
+  if (oldest === undefined) return undefined;
+  const lookbackFrom = serviceNow - historyMs;
+  if (oldest < lookbackFrom) return { fromMs: lookbackFrom, toMs: serviceNow, performedAt: dated.filter((t) => t >= lookbackFrom) };
+  return { fromMs: oldest, toMs: serviceNow, performedAt: dated.slice(1) };
+}
+
+/** A full page's entries cover exactly the span between the first and the last of them. */
+function spanOf(dated: readonly number[]): LogHistory | undefined {
+  if (dated.length < 2) return undefined;
+  const sorted = [...dated].sort((a, b) => a - b);
+  // The first entry opens the span; the changes inside it are the others.
+  return { fromMs: sorted[0] as number, toMs: sorted.at(-1) as number, performedAt: sorted.slice(1) };
+}
