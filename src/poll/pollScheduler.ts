@@ -197,7 +197,8 @@ export class PollScheduler {
         ratePerHour: this.rateOf(s),
       });
     s.followUp = this.followUps.afterPoll(s.followUp, now, inSession);
-    if (result.requests > 0) s.cost = 0.9 * s.cost + 0.1 * result.requests;
+    // A first poll that read history costs a page more than the polls the cost is meant for.
+    if (result.requests > 0 && !result.history) s.cost = 0.9 * s.cost + 0.1 * result.requests;
     this.deps.estimates?.save({
       log: w.log,
       objectId: w.objectId,

@@ -128,6 +128,26 @@ describe('PollScheduler', () => {
     expect(cold).toBeGreaterThanOrEqual(24);
   });
 
+  it('a first poll that read history sets the rate at once, and its extra page is not taken for the cost of a poll', () => {
+    const plan = (busyRequests: number) => {
+      const scheduler = new PollScheduler({ config: { ...config, alpha: 0.5, followUpPolls: 0 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+      const busy = watched('career', 'busy');
+      const quiet = watched('career', 'quiet');
+      scheduler.sync([busy, quiet], T0);
+      const week = { fromMs: T0 - 168 * HOUR, toMs: T0 };
+      // Ten independent changes an hour (six minutes apart: each its own session) for a week.
+      const changes = Array.from({ length: 1680 }, (_, i) => week.fromMs + (i + 0.5) * 360_000);
+      scheduler.recordPoll(busy, T0, { requests: busyRequests, emittedPerformedAt: [], history: { ...week, performedAt: changes } });
+      scheduler.recordPoll(quiet, T0, { requests: 1, emittedPerformedAt: [], history: { ...week, performedAt: [] } });
+      return new Map(scheduler.plan(T0).map((p) => [p.objectId, p]));
+    };
+    const withProbe = plan(2);
+    expect(withProbe.get('busy')!.rate).toBeGreaterThan(8);
+    expect(withProbe.get('busy')!.rate).toBeLessThan(12);
+    expect(withProbe.get('quiet')!.rate).toBeLessThan(0.05);
+    expect(withProbe.get('busy')!.frequency).toBeCloseTo(plan(1).get('busy')!.frequency, 9);
+  });
+
   it('polls every log at least every maxIntervalMinutes, however quiet', () => {
     const clock = new ManualClock(T0);
     const scheduler = new PollScheduler({ config: { ...config, maxIntervalMinutes: 30 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
