@@ -38,6 +38,8 @@ export interface DayOptions {
   schedule: Record<string, unknown>;
   /** Plan with the true rates (the square-root optimum row). */
   useTrueRates?: boolean;
+  /** Hours of changes the logs already hold when the daemon starts (0: the service starts with the daemon). */
+  serviceHistoryHours: number;
 }
 
 export interface DayResult {
@@ -61,8 +63,10 @@ function generateArrivals(o: DayOptions, start: number, careerIds: string[], ski
   const byKey = new Map<string, number[]>();
   const rates = new Map<string, number>();
   for (const [k, rate] of model.trueRates()) rates.set(k.replace(/:null$/, ':'), rate);
+  const historyFrom = start - o.serviceHistoryHours * HOUR_MS;
   for (const log of ['career', 'skill', 'identityProvider'] as const) {
-    for (const a of model.arrivals(log, start, start + o.hours * HOUR_MS, Random.derive(o.seed, 'arrivals', log))) {
+    const history = model.arrivals(log, historyFrom, start, Random.derive(o.seed, 'history', log));
+    for (const a of [...history, ...model.arrivals(log, start, start + o.hours * HOUR_MS, Random.derive(o.seed, 'arrivals', log))]) {
       const key = `${log}:${a.objectId ?? ''}`;
       const list = byKey.get(key) ?? [];
       list.push(a.at);
@@ -109,6 +113,8 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
     }
   };
 
+  const watch = watchConfigSchema.parse({ careers: { discover: true }, skills: { discover: true }, schedule: o.schedule });
+  const historyMs = watch.schedule.policy === 'adaptive' ? watch.schedule.historyHours * HOUR_MS : 0;
   const measureFrom = start + o.warmupHours * HOUR_MS;
   // Changes of the last hour may still be waiting for their poll when the day ends: leave them out.
   const measureUntil = start + (o.hours - 1) * HOUR_MS;
@@ -120,12 +126,27 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
       const key = `${w.log}:${w.objectId}`;
       const now = clock.now();
       const from = cursor.get(key) ?? start;
+      const first = !cursor.has(key);
       cursor.set(key, now);
       const list = byKey.get(key) ?? [];
+      // A first poll reads the log's history as LogPoller does: one page of 200 (newest first
+      // here) over the lookback, which is also the first window unless the page is full.
+      let history: PollResult['history'];
+      let requests = 1;
+      if (first && historyMs > 0) {
+        const held = list.slice(lowerBound(list, now - historyMs), lowerBound(list, now));
+        const full = held.length >= 200 && w.log !== 'skill';
+        const page = full ? held.slice(-200) : held;
+        if (full) {
+          await request('poll', signal);
+          requests++;
+        }
+        history = full ? { fromMs: page[0] as number, toMs: page.at(-1) as number, performedAt: page.slice(1) } : { fromMs: now - historyMs, toMs: now, performedAt: page };
+      }
       const found: number[] = [];
       for (let i = lowerBound(list, from); i < list.length && (list[i] as number) < now; i++) found.push(list[i] as number);
       for (const at of found) if (at >= measureFrom && at < measureUntil) delays.push(now - at);
-      return { emitted: found.length, duplicates: 0, requests: 1, emittedPerformedAt: found };
+      return { emitted: found.length, duplicates: 0, requests, emittedPerformedAt: found, history };
     },
   };
   const registry = {
@@ -136,7 +157,6 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
       for (let i = 0; i < pages; i++) await request('discovery', signal);
     },
   };
-  const watch = watchConfigSchema.parse({ careers: { discover: true }, skills: { discover: true }, schedule: o.schedule });
   const loop = new PollLoop({
     poller: poller as unknown as LogPoller,
     registry: registry as unknown as WatchRegistry,

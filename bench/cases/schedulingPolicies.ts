@@ -9,7 +9,11 @@ import { simulateDay, type DayOptions, type DayResult } from './schedulingDay.js
  */
 export const SEEDS = [7, 8, 9];
 
-/** The issue's setting: 500 careers and skills plus the identity-provider log, 900 requests/hour, 300 events/hour. */
+/**
+ * The issue's setting: 500 careers and skills plus the identity-provider log, 900 requests/hour,
+ * 300 events/hour. The daemon starts cold (an empty store) against a service whose logs hold the
+ * week before, as a service in use does.
+ */
 const BASE: Omit<DayOptions, 'workload' | 'schedule' | 'seed'> = {
   careers: 400,
   skills: 100,
@@ -18,6 +22,7 @@ const BASE: Omit<DayOptions, 'workload' | 'schedule' | 'seed'> = {
   otherClientPerHour: 0,
   hours: 24,
   warmupHours: 2,
+  serviceHistoryHours: 168,
 };
 const ALLOWANCE = BASE.bucketPerHour * 0.9;
 
@@ -28,13 +33,21 @@ export const SCHEDULING_WORKLOADS: Array<{ name: string; workload: Workload }> =
   { name: 'bursty (sessions of 5-30 in 5 min, zipf s=1.0)', workload: { kind: 'bursty', s: 1, sessionMin: 5, sessionMax: 30, sessionMinutes: 5 } },
 ];
 
-export const POLICY = { roundRobin: 'round-robin', formula: 'sqrt-optimum (formula)', trueRates: 'sqrt-optimum (true rates)', ours: 'ours (adaptive, defaults)' } as const;
+export const POLICY = {
+  roundRobin: 'round-robin',
+  formula: 'sqrt-optimum (formula)',
+  trueRates: 'sqrt-optimum (true rates)',
+  ours: 'ours (adaptive, defaults)',
+  oursNoHistory: 'ours, historyHours: 0',
+} as const;
 
 const POLICIES: Array<{ name: string; schedule: Record<string, unknown>; useTrueRates?: boolean }> = [
   { name: POLICY.roundRobin, schedule: { policy: 'round-robin' } },
   // The optimum knows the true rates, uses α = 0.5, no follow-ups and no floor.
   { name: POLICY.trueRates, schedule: { alpha: 0.5, followUpPolls: 0, maxIntervalMinutes: 1440 }, useTrueRates: true },
   { name: POLICY.ours, schedule: {} },
+  // What reading the logs' history on the first poll buys: the same without it.
+  { name: POLICY.oursNoHistory, schedule: { historyHours: 0 } },
 ];
 
 /** The seeds' days of one policy, summarised as one row. */
