@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
@@ -96,10 +97,22 @@ export class SinkWorker {
     this.wake?.abort();
   }
 
-  /** Runs until `signal` aborts, then waits for in-flight writes. */
-  async run(signal: AbortSignal): Promise<void> {
+  /** Runs until `engineSignal` aborts, then waits for in-flight writes. */
+  async run(engineSignal: AbortSignal): Promise<void> {
+    const signal = this.writesSignal(engineSignal);
     while (!signal.aborted && !this.health.disabled) await this.pause(await this.step(signal), signal);
     await Promise.allSettled(this.inFlight);
+  }
+
+  /**
+   * The signal this worker's writes listen on. Every write in flight adds a listener to it (the
+   * HTTP or broker client's), so up to maxInFlight of them is the design, not the leak Node warns
+   * about past ten; the signal is the worker's own so that bound does not hide a leak elsewhere.
+   */
+  private writesSignal(parent: AbortSignal): AbortSignal {
+    const signal = AbortSignal.any([parent]);
+    setMaxListeners(this.options.maxInFlight + 2, signal);
+    return signal;
   }
 
   /**
@@ -108,7 +121,7 @@ export class SinkWorker {
    */
   async drain(signal: AbortSignal, deadline: number): Promise<boolean> {
     const cutOff = new AbortController();
-    const drainSignal = AbortSignal.any([signal, cutOff.signal]);
+    const drainSignal = this.writesSignal(AbortSignal.any([signal, cutOff.signal]));
     // A write that hangs must not hold the drain past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
     const timer = setTimeout(() => cutOff.abort(), Math.max(0, deadline - this.options.clock.now()));

@@ -48,8 +48,11 @@ export class ScriptedSink implements Sink {
     return Promise.resolve();
   }
 
-  write(batch: readonly OutboundEvent[]): Promise<void> {
+  write(batch: readonly OutboundEvent[], signal?: AbortSignal): Promise<void> {
     const index = this.batches.length;
+    // Like a real sink's client (undici, a broker library), listen on the signal while the write is open.
+    const onAbort = (): void => undefined;
+    signal?.addEventListener('abort', onAbort, { once: true });
     this.batches.push(batch);
     if (this.clock) this.writeTimes.push(this.clock.now());
     const keys = [...new Set(batch.map((e) => e.orderingKey))];
@@ -60,6 +63,7 @@ export class ScriptedSink implements Sink {
     this.maxConcurrentWrites = Math.max(this.maxConcurrentWrites, ++this.concurrentWrites);
     return new Promise<void>((resolve, reject) => {
       const answer = (): void => {
+        signal?.removeEventListener('abort', onAbort);
         this.concurrentWrites--;
         for (const key of keys) this.openKeys.delete(key);
         try {

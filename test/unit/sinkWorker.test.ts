@@ -92,6 +92,32 @@ describe('SinkWorker with a real store', () => {
     store.close();
   });
 
+  it('many writes in flight listen on one signal without a listener-leak warning, in run and in drain', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const { store, sink, clock, drain } = setup();
+      sink.latencyMs = 20;
+      for (let i = 0; i < 32; i++) ingestEntries(store, 'career', `c-${i}`, ['a', 'b']);
+      expect(await drain(worker(store, sink, clock, { batchSize: 1, maxInFlight: 32 }))).toBe(true);
+      expect(sink.maxConcurrentWrites).toBe(32);
+      for (let i = 0; i < 32; i++) ingestEntries(store, 'career', `d-${i}`, ['a']);
+      const running = new AbortController();
+      const w = worker(store, sink, clock, { batchSize: 1, maxInFlight: 32 });
+      const run = withVirtualTime(clock, w.run(running.signal));
+      while (store.outbox.counts('out').pending > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      running.abort();
+      await run;
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+      store.close();
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it("holds back only the failing object's later events", async () => {
     const { store, sink, clock, drain } = setup();
     const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b']);
