@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { LogKind } from '../logs.js';
-import { allocateFrequencies, allocationWeight, chooseAlpha, expectedDelay } from '../poll/pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../poll/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
 import { RateEstimator, emptyRateState, type RateState } from '../poll/rateEstimator.js';
 import { priorsByKind } from '../poll/sessionPrior.js';
@@ -79,7 +79,7 @@ export function planCommand(argv: string[]): number {
     minFrequency: Math.min(maxFrequency, 60 / schedule.maxIntervalMinutes),
     maxFrequency,
   };
-  const alpha = schedule.policy === 'round-robin' ? 0 : schedule.alpha === 'auto' ? chooseAlpha(rates, input).alpha : schedule.alpha;
+  const alpha = alphaFor(schedule, () => rates, input);
   const { frequencies } = allocateFrequencies({ ...input, weights: logs.map((l, i) => allocationWeight(rates[i] ?? 0, l.cost, alpha)) });
   const delay = expectedDelay(rates, frequencies);
   const planned = logs.map((l, i) => ({ log: l.log, objectId: l.objectId, ratePerHour: rates[i] ?? 0, pollsPerHour: frequencies[i] ?? 0, learned: l.state.updatedAt !== null }));

@@ -52,7 +52,7 @@ export class ChangefeedMetrics {
       },
     });
     const scheduleGauges: [string, string, (s: ScheduleSnapshot) => number][] = [
-      ['changefeed_schedule_alpha', 'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one chosen for the current rates.', (s) => s.alpha],
+      ['changefeed_schedule_alpha', 'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one chosen for the current rates; 0 under round-robin.', (s) => s.alpha],
       ['changefeed_schedule_poll_budget_per_hour', 'Requests per hour the scheduler divides among the watched logs: the pace less discovery and follow-ups.', (s) => s.pollBudgetPerHour],
       ['changefeed_schedule_follow_ups_last_hour', 'Follow-up polls of edit sessions in progress sent in the last hour.', (s) => s.followUpsLastHour],
     ];

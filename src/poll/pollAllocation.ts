@@ -1,3 +1,5 @@
+import type { ScheduleConfig } from './scheduleConfig.js';
+
 /**
  * How many polls per hour each log gets, and what delay that buys: the arithmetic of the
  * scheduler and of `changefeed plan`, kept pure so it can be tested and printed without polling.
@@ -130,4 +132,17 @@ export function chooseAlpha(rates: readonly number[], input: Omit<AllocationInpu
     if (expected.p95Hours <= roundRobin.p95Hours) return { alpha, expected, roundRobin };
   }
   return { alpha: 0, expected: delayFor(0), roundRobin };
+}
+
+/**
+ * The exponent a schedule uses: 0 for round-robin (every weight 1), the configured number, or the
+ * choice of `auto` for these rates (asked for only then: they take a sum over a grid per log).
+ */
+export function alphaFor(
+  schedule: Pick<ScheduleConfig, 'policy' | 'alpha'>,
+  rates: () => readonly number[],
+  input: Parameters<typeof chooseAlpha>[1],
+): number {
+  if (schedule.policy === 'round-robin') return 0;
+  return schedule.alpha === 'auto' ? chooseAlpha(rates(), input).alpha : schedule.alpha;
 }

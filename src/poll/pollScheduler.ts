@@ -1,7 +1,7 @@
 import type { LogKind } from '../logs.js';
 import type { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
-import { allocateFrequencies, allocationWeight, chooseAlpha } from './pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor } from './pollAllocation.js';
 import { RateEstimator, emptyRateState, type LogHistory, type RateState } from './rateEstimator.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
 import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollowUps.js';
@@ -90,7 +90,7 @@ export class PollScheduler {
     this.followUps = new SessionFollowUps(deps.config, deps.minIntervalMs);
     const prior = configuredPrior(deps.config);
     this.priors = () => prior;
-    this.alpha = deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
+    this.alpha = deps.config.policy === 'round-robin' ? 0 : deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
     for (const row of deps.estimates?.list() ?? []) {
       this.persisted.set(scheduleKey(row), {
         rate: { events: row.events, sessions: row.sessions, hours: row.hours, lastEventAt: row.lastEventAt, updatedAt: row.updatedAt },
@@ -247,8 +247,8 @@ export class PollScheduler {
   }
 
   private weightOf(s: Scheduled): number {
-    if (this.deps.config.policy === 'round-robin') return 1;
-    return allocationWeight(this.rateOf(s), s.cost, this.alpha);
+    // At alpha 0 (round-robin) every weight is 1, whatever the rate: no need to compute one.
+    return this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), s.cost, this.alpha);
   }
 
   private bounds(): { min: number; max: number } {
@@ -279,12 +279,10 @@ export class PollScheduler {
       this.fittedAt = now;
       this.priors = priorsByKind(list.map((s) => ({ log: s.watched.log, state: s.rate })), this.deps.config, this.priors);
       for (const s of list) s.plannedRate = undefined;
-      if (this.deps.config.alpha === 'auto') {
-        // Round-robin has no follow-ups: it divides their share too.
-        const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
-        const input = { costs: list.map((s) => s.cost), budgetPerHour, roundRobinBudgetPerHour, minFrequency: min, maxFrequency: max };
-        this.alpha = chooseAlpha(list.map((s) => this.rateOf(s)), input).alpha;
-      }
+      // Round-robin has no follow-ups: it divides their share too.
+      const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
+      const input = { costs: list.map((s) => s.cost), budgetPerHour, roundRobinBudgetPerHour, minFrequency: min, maxFrequency: max };
+      this.alpha = alphaFor(this.deps.config, () => list.map((s) => this.rateOf(s)), input);
     }
     const allocation = allocateFrequencies({
       weights: list.map((s) => this.weightOf(s)),

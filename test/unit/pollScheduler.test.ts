@@ -148,6 +148,15 @@ describe('PollScheduler', () => {
     expect(withProbe.get('busy')!.frequency).toBeCloseTo(plan(1).get('busy')!.frequency, 9);
   });
 
+  it('round-robin polls every log equally often and reports alpha 0, whatever alpha says', () => {
+    const clock = new ManualClock(T0);
+    const scheduler = new PollScheduler({ config: { ...config, policy: 'round-robin' }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    scheduler.sync([watched('career', 'hot'), watched('career', 'cold')], T0);
+    const counts = pollAll(scheduler, clock, 2, (w, from, to) => (w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 60_000) }, () => to - 1) : []));
+    expect(Math.abs((counts.get('career:hot') ?? 0) - (counts.get('career:cold') ?? 0))).toBeLessThanOrEqual(1);
+    expect(scheduler.snapshot(T0 + 2 * HOUR).alpha).toBe(0);
+  });
+
   it('polls every log at least every maxIntervalMinutes, however quiet', () => {
     const clock = new ManualClock(T0);
     const scheduler = new PollScheduler({ config: { ...config, maxIntervalMinutes: 30 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
