@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import type { RequestPriority } from '../api/serviceClient.js';
@@ -79,6 +80,9 @@ export class PollLoop {
 
   constructor(private readonly deps: PollLoopDeps) {
     this.queue = new PQueue({ concurrency: deps.watch.concurrency });
+    // Each poll in flight listens on the loop's signal (waiting for the budget, then its request),
+    // as does discovery: up to twice the concurrency is the design, not a leak.
+    setMaxListeners(2 * deps.watch.concurrency + 2, this.abort.signal);
     this.failures = new PollFailures(deps);
     this.scheduler = new PollScheduler({
       config: deps.watch.schedule,

@@ -55,4 +55,20 @@ describe('run --once against the simulator', () => {
     expect(duplicatesOf(ids)).toEqual([]);
     expect(new Set(ids)).toEqual(new Set(expected));
   });
+
+  it('sixteen polls waiting for the read budget on one signal draw no listener-leak warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const clock = testClock();
+      const simulator = await startTestSimulator({ clock, seed: 12, careers: 40, skills: 0, skillShare: 0, identityProviderShare: 0, eventsPerHour: 60, historyHours: 1, readsPerHour: 1_000 });
+      const config = simulatorConfig({ simulator, stateDir: makeTempDir(), overrides: { watch: { identityProviderEvents: false, concurrency: 16 }, budget: { readsPerHour: 3_600, reserve: 0 } } });
+      expect((await runOnce(config, { clock })).ok).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { getEventListeners } from 'node:events';
+import { getEventListeners, setMaxListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
@@ -9,6 +9,8 @@ describe('read budget and long-lived abort signals', () => {
     const clock = new ManualClock();
     const budget = new ReadBudget({ readsPerHour: 3_600, reserve: 0, retryAfterFallbackSeconds: 60 }, clock);
     const controller = new AbortController();
+    // Fifty waiters on one signal at once is this test's point, not a leak to warn about.
+    setMaxListeners(60, controller.signal);
     const grants = Array.from({ length: 50 }, () => budget.acquire('poll', controller.signal));
     await withVirtualTime(clock, Promise.all(grants));
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
