@@ -6,6 +6,7 @@ import type { RequestPriority } from '../../src/api/serviceClient.js';
 import { ManualClock } from '../../src/clock.js';
 import type { LogKind } from '../../src/logs.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
+import { historyLookbackMs } from '../../src/poll/logHistory.js';
 import type { LogPoller, PollResult } from '../../src/poll/logPoller.js';
 import { PollLoop } from '../../src/poll/pollLoop.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
@@ -114,7 +115,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   };
 
   const watch = watchConfigSchema.parse({ careers: { discover: true }, skills: { discover: true }, schedule: o.schedule });
-  const historyMs = watch.schedule.policy === 'adaptive' ? watch.schedule.historyHours * HOUR_MS : 0;
+  const historyMs = historyLookbackMs(watch.schedule);
   const measureFrom = start + o.warmupHours * HOUR_MS;
   // Changes of the last hour may still be waiting for their poll when the day ends: leave them out.
   const measureUntil = start + (o.hours - 1) * HOUR_MS;

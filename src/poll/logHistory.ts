@@ -1,11 +1,12 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
-import { readActivityPage } from '../api/activityReader.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { MAX_PAGE_LIMIT, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/watchedLogs.js';
 import type { LogHistory } from './rateEstimator.js';
 import { detectSortOrder } from './sortOrder.js';
-import { toIso, type TimeWindow } from './timeWindow.js';
+import type { ScheduleConfig } from './scheduleConfig.js';
+import type { TimeWindow } from './timeWindow.js';
+import { readWindowPage } from './windowWalker.js';
 
 /*
  * A log the daemon starts to watch has usually been changing for a long time, and its log holds
@@ -46,33 +47,23 @@ export interface HistoryProbeResult {
  */
 export async function probeHistory(probe: HistoryProbe): Promise<HistoryProbeResult> {
   const from = probe.window.from - probe.historyMs;
-  const page = await readActivityPage(
-    probe.client,
-    {
-      log: probe.log,
-      objectId: probe.objectId || undefined,
-      offset: 0,
-      limit: MAX_PAGE_LIMIT,
-      from: toIso(from),
-      to: toIso(probe.window.to),
-      ...(probe.priority ? { priority: probe.priority } : {}),
-    },
-    probe.signal,
-  );
+  const page = await readWindowPage(probe, { from, to: probe.window.to }, 0);
   const dated = page.entries.map(performedAtMs).filter((t): t is number => t !== null);
   const detectedOrder = detectSortOrder(page.entries);
-  const whole = page.entries.length < MAX_PAGE_LIMIT;
-  if (whole && dated.length === page.entries.length) {
-    return {
-      history: { fromMs: from, toMs: probe.window.to, performedAt: dated },
-      // The server filtered [from, to); the first window is its tail.
-      firstWindow: page.entries.filter((e) => (performedAtMs(e) as number) >= probe.window.from),
-      detectedOrder,
-    };
-  }
-  // Undated entries cannot be placed in the span, and a full page covers only its own entries' span.
-  if (whole) return { history: { fromMs: from, toMs: probe.window.to, performedAt: dated }, firstWindow: undefined, detectedOrder };
-  return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
+  if (page.entries.length >= MAX_PAGE_LIMIT) return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
+  // The server filtered [from, to), so the first window is the page's tail; an undated entry
+  // cannot be placed in it, and the first window is then read on its own.
+  const allDated = dated.length === page.entries.length;
+  return {
+    history: { fromMs: from, toMs: probe.window.to, performedAt: dated },
+    firstWindow: allDated ? page.entries.filter((e) => (performedAtMs(e) as number) >= probe.window.from) : undefined,
+    detectedOrder,
+  };
+}
+
+/** How far back a log's first poll reads for its rate: only the adaptive policy uses rates. */
+export function historyLookbackMs(schedule: Pick<ScheduleConfig, 'policy' | 'historyHours'>): number {
+  return schedule.policy === 'adaptive' ? schedule.historyHours * 3_600_000 : 0;
 }
 
 /**

@@ -6,7 +6,7 @@ import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
 import { LOGS } from '../logs.js';
 import type { ChangefeedStore, IngestResult } from '../store/changefeedStore.js';
 import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
-import { probeHistory, versionLogHistory } from './logHistory.js';
+import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from './rateEstimator.js';
@@ -105,10 +105,8 @@ export class LogPoller {
     return result;
   }
 
-  /** How far back a log's first poll reads for its rate (only the adaptive policy uses rates). */
   private historyMs(): number {
-    const { schedule } = this.deps.watch;
-    return schedule.policy === 'adaptive' ? schedule.historyHours * 3_600_000 : 0;
+    return historyLookbackMs(this.deps.watch.schedule);
   }
 
   private async pollVersionLog(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {

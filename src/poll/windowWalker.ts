@@ -1,5 +1,5 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
-import { readActivityPage } from '../api/activityReader.js';
+import { readActivityPage, type ActivityPage } from '../api/activityReader.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
@@ -81,19 +81,7 @@ async function readWholeWindow(
 ): Promise<{ entries: ActivityEntry[]; overflow: boolean }> {
   const entries: ActivityEntry[] = [];
   for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
-    const page = await readActivityPage(
-      walk.client,
-      {
-        log: walk.log,
-        objectId: walk.objectId || undefined,
-        offset,
-        limit: MAX_PAGE_LIMIT,
-        from: toIso(window.from),
-        to: toIso(window.to),
-        ...(walk.priority ? { priority: walk.priority } : {}),
-      },
-      walk.signal,
-    );
+    const page = await readWindowPage(walk, window, offset);
     stats.requests++;
     stats.entriesRead += page.entries.length;
     entries.push(...page.entries);
@@ -101,6 +89,27 @@ async function readWholeWindow(
     if (page.entries.length < MAX_PAGE_LIMIT) return { entries, overflow: false };
   }
   return { entries, overflow: true };
+}
+
+/** One page of `window` of a date-filtered log, at the walk's priority. */
+export function readWindowPage(
+  walk: Pick<WindowWalk, 'client' | 'log' | 'objectId' | 'priority' | 'signal'>,
+  window: TimeWindow,
+  offset: number,
+): Promise<ActivityPage> {
+  return readActivityPage(
+    walk.client,
+    {
+      log: walk.log,
+      objectId: walk.objectId || undefined,
+      offset,
+      limit: MAX_PAGE_LIMIT,
+      from: toIso(window.from),
+      to: toIso(window.to),
+      ...(walk.priority ? { priority: walk.priority } : {}),
+    },
+    walk.signal,
+  );
 }
 
 function latestPerformedAt(entries: readonly ActivityEntry[]): number | undefined {
