@@ -10,15 +10,15 @@
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
-# better-sqlite3 is built from source (.npmrc: build-from-source): node-gyp needs these.
+# better-sqlite3 is built from source (.prebuild-installrc): node-gyp needs these.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-# The repo's .npmrc points nodedir at /usr, where the development machines keep the Node headers;
-# the official image has them under /usr/local. The environment wins over a project .npmrc.
-ENV npm_config_nodedir=/usr/local
-COPY package.json package-lock.json .npmrc ./
+# node-gyp takes the Node headers from here instead of downloading them; the official image keeps
+# them under /usr/local. (An npm_config_ variable would make npm 11 warn about an unknown config.)
+ENV npm_package_config_node_gyp_nodedir=/usr/local
+COPY package.json package-lock.json .npmrc .prebuild-installrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src

@@ -15,7 +15,7 @@
 # The Dockerfile's file lists come from the Dockerfile itself (stageDockerfile.ts); its RUN
 # steps are replayed here: npm ci, npm run build, npm prune --omit=dev. Every step runs with a
 # clean environment, as in a build, plus what this machine needs to reach the npm registry.
-# Node headers: npm_config_nodedir if set, else the prefix of the running node (the image uses
+# Node headers: npm_package_config_node_gyp_nodedir if set, else the prefix of the running node (the image uses
 # /usr/local). Exit codes: 0 the replay passed, 1 a step failed, 2 bad usage.
 set -euo pipefail
 
@@ -41,7 +41,7 @@ BUILD=$WORK/build APP=$WORK/app STATE=$WORK/state CONFIG=$WORK/config SECRETS=$W
 mkdir -p "$STATE" "$CONFIG" "$SECRETS" "$LOGS"
 SIM_PID='' DAEMON_PID='' EXIT_CODE=''
 
-NODEDIR=${npm_config_nodedir:-$(node -p 'require("path").resolve(process.execPath, "../..")')}
+NODEDIR=${npm_package_config_node_gyp_nodedir:-$(node -p 'require("path").resolve(process.execPath, "../..")')}
 
 # A build sees only the Dockerfile's ENV; keep what this machine needs to reach the registry.
 HOST_ENV=()
@@ -87,12 +87,12 @@ cleanup() {
 trap cleanup EXIT
 
 stage_dockerfile() { (cd "$ROOT" && node --import tsx scripts/container/stageDockerfile.ts "$@"); }
-in_build() { (cd "$BUILD" && env -i "${HOST_ENV[@]}" npm_config_nodedir="$NODEDIR" "$@"); }
+in_build() { (cd "$BUILD" && env -i "${HOST_ENV[@]}" npm_package_config_node_gyp_nodedir="$NODEDIR" "$@"); }
 
 # --- build stage ---------------------------------------------------------------------------
 echo "== replaying $CONTEXT/Dockerfile in $WORK (node $(node --version), Node headers from $NODEDIR)"
 [ -f "$NODEDIR/include/node/node_api.h" ] \
-  || fail "no Node headers under $NODEDIR/include/node; set npm_config_nodedir to the prefix that has them"
+  || fail "no Node headers under $NODEDIR/include/node; set npm_package_config_node_gyp_nodedir to the prefix that has them"
 
 step "build stage: copy the build context (.dockerignore honoured)"
 stage_dockerfile context "$CONTEXT" "$BUILD"

@@ -36,10 +36,10 @@ describe('the Dockerfile', () => {
     for (const tool of ['python3', 'make', 'g++']) expect(install!.split(/\s+/)).toContain(tool);
     expect(install).toContain('--no-install-recommends');
     expect(install).toMatch(/rm -rf \/var\/lib\/apt\/lists/);
-    // The repo's .npmrc says nodedir=/usr (the development machines); the image keeps them in /usr/local.
-    expect(build.env.npm_config_nodedir).toBe('/usr/local');
+    // node-gyp reads npm_package_config_node_gyp_nodedir; the image keeps the headers in /usr/local.
+    expect(build.env.npm_package_config_node_gyp_nodedir).toBe('/usr/local');
     expect(runtime.instructions.filter((i) => i.keyword === 'RUN' && BUILD_TOOLS.test(i.args)).map((i) => i.args)).toEqual([]);
-    expect(runtime.env.npm_config_nodedir).toBeUndefined();
+    expect(runtime.env.npm_package_config_node_gyp_nodedir).toBeUndefined();
   });
 
   it('runs npm ci, npm run build and npm prune --omit=dev, in that order, in the build stage', () => {
@@ -52,7 +52,7 @@ describe('the Dockerfile', () => {
 
   it('copies only what the build needs from the context, and .dockerignore lets all of it through', () => {
     const sources = named(build, 'COPY').filter((c) => c.flags.from === undefined).flatMap((c) => copyOperands(c).sources);
-    expect(sources.sort()).toEqual(['.npmrc', 'bin', 'package-lock.json', 'package.json', 'src', 'tsconfig.build.json', 'tsconfig.json']);
+    expect(sources.sort()).toEqual(['.npmrc', '.prebuild-installrc', 'bin', 'package-lock.json', 'package.json', 'src', 'tsconfig.build.json', 'tsconfig.json']);
     for (const source of sources) expect(isIgnored(dockerignore, source), source).toBe(false);
     expect(named(build, 'ADD')).toEqual([]);
   });
