@@ -6,7 +6,9 @@ import { createLogger } from '../observe/createLogger.js';
 import { startWebhookReceiver } from '../receiver/webhookReceiver.js';
 import { startSimulator } from '../simulator/index.js';
 import { loadAppConfig } from './loadAppConfig.js';
+import { requiredNumericFlag, SEED_FLAG } from './numericFlag.js';
 import { onShutdownSignals } from './shutdownSignals.js';
+import { RATE_FLAG } from './simulateCommand.js';
 
 export const DEMO_USAGE = `changefeed demo [--seed N] [--events-per-hour N]
   Starts the built-in simulator and a webhook receiver on loopback and runs the daemon against
@@ -26,11 +28,13 @@ export async function demoCommand(argv: string[]): Promise<number> {
     options: { seed: { type: 'string', default: '1' }, 'events-per-hour': { type: 'string', default: '1800' } },
     strict: true,
   });
+  const seed = requiredNumericFlag('seed', values.seed, SEED_FLAG);
+  const eventsPerHour = requiredNumericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG);
   const simulator = await startSimulator({
-    seed: Number(values.seed),
+    seed,
     careers: 12,
     skills: 8,
-    eventsPerHour: Number(values['events-per-hour']),
+    eventsPerHour,
     historyHours: 1,
     readsPerHour: 36_000,
   });

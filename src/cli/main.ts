@@ -54,6 +54,10 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     const usageError = error instanceof ChangefeedError && error.code === 'USAGE';
+    if (error instanceof ChangefeedError && error.code === 'PORT_IN_USE') {
+      process.stderr.write(`changefeed ${name}: ${error.message}\n`);
+      return 2;
+    }
     if (usageError || (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
       process.stderr.write(`changefeed ${name}: ${error.message}\n\n${command.usage}\n`);
       return 2;

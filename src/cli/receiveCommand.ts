@@ -1,6 +1,10 @@
 import { parseArgs } from 'node:util';
+import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
+import { isWebhookSecret } from '../sinks/standardWebhookSignature.js';
 import { startWebhookReceiver, type ReceivedWebhook } from '../receiver/webhookReceiver.js';
+import { PORT_FLAG, requiredNumericFlag } from './numericFlag.js';
+import { bindPort } from './portInUse.js';
 import { onShutdownSignals } from './shutdownSignals.js';
 
 export const RECEIVE_USAGE = `changefeed receive [--port N] [--secret whsec_...]... [--quiet]
@@ -14,12 +18,20 @@ export async function receiveCommand(argv: string[]): Promise<number> {
     options: { port: { type: 'string', default: '9000' }, secret: { type: 'string', multiple: true }, quiet: { type: 'boolean', default: false } },
     strict: true,
   });
-  const receiver = await startWebhookReceiver({
-    port: Number(values.port),
-    secrets: values.secret ?? [],
-    keepReceived: false,
-    onWebhook: values.quiet ? undefined : (r) => process.stdout.write(`${describeWebhook(r)}\n`),
-  });
+  const port = requiredNumericFlag('port', values.port, PORT_FLAG);
+  // A secret the sink could never have (the config refuses it) would reject every request as forged.
+  const badSecret = (values.secret ?? []).findIndex((secret) => !isWebhookSecret(secret));
+  if (badSecret >= 0) {
+    throw new ChangefeedError('USAGE', `--secret number ${badSecret + 1} is not a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes`);
+  }
+  const receiver = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
+    startWebhookReceiver({
+      port,
+      secrets: values.secret ?? [],
+      keepReceived: false,
+      onWebhook: values.quiet ? undefined : (r) => process.stdout.write(`${describeWebhook(r)}\n`),
+    }),
+  );
   process.stdout.write(`receiving webhooks at ${receiver.url}\n`);
   onShutdownSignals(() => receiver.close(), createLogger({}), 5_000);
   return new Promise<number>(() => undefined);

@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ChangefeedDaemon } from '../changefeedDaemon.js';
+import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { loadAppConfig } from './loadAppConfig.js';
+import { requiredNumericFlag } from './numericFlag.js';
+import { bindPort, type PortBinding } from './portInUse.js';
 import { onShutdownSignals } from './shutdownSignals.js';
 
 export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS]
@@ -21,6 +24,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
+  // Checked before anything starts: a bad value must not surface only at the first SIGTERM.
+  const shutdownTimeoutMs = requiredNumericFlag('shutdown-timeout', values['shutdown-timeout'], { min: 0, max: 3_600 }) * 1000;
   const { config } = loadAppConfig({ configFlag: values.config });
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
   let daemon = new ChangefeedDaemon(config, { logger });
@@ -32,7 +37,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       await daemon.stop();
     },
     logger,
-    Number(values['shutdown-timeout']) * 1000,
+    shutdownTimeoutMs,
   );
   process.on('SIGHUP', () => {
     reloading = reloading.then(async () => {
@@ -49,8 +54,12 @@ export async function runCommand(argv: string[]): Promise<number> {
       await daemon.start();
     });
   });
-  await daemon.start();
+  await bindPort(httpBinding(config), () => daemon.start());
   return new Promise<number>(() => undefined);
+}
+
+function httpBinding(config: AppConfig): PortBinding {
+  return { port: config.http.port ?? 0, host: config.http.host, setting: 'http.port (or CHANGEFEED_HTTP_PORT)' };
 }
 
 async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number> {

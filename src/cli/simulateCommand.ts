@@ -3,7 +3,13 @@ import { ZodError } from 'zod';
 import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { startSimulator } from '../simulator/index.js';
+import { numericFlag, PORT_FLAG, requiredNumericFlag, SEED_FLAG, type NumericFlagRule } from './numericFlag.js';
+import { bindPort } from './portInUse.js';
 import { onShutdownSignals } from './shutdownSignals.js';
+
+const COUNT_FLAG: NumericFlagRule = { min: 0, max: 100_000, integer: true };
+/** Events per hour across all logs; beyond a million an hour the simulator is no longer a stand-in. */
+export const RATE_FLAG: NumericFlagRule = { min: 0, max: 1_000_000 };
 
 export const SIMULATE_USAGE = `changefeed simulate [--port N] [--seed N] [--careers N] [--skills N] [--events-per-hour N]
                     [--sort-order newest-first|oldest-first] [--reads-per-hour N] [--error-rate P]
@@ -25,27 +31,26 @@ export async function simulateCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const num = (flag: string, v: string | undefined): number | undefined => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isFinite(n)) throw new ChangefeedError('USAGE', `--${flag} must be a number, got "${v}"`);
-    return n;
-  };
-  const simulator = await startSimulator({
-    port: num('port', values.port),
-    seed: num('seed', values.seed),
-    careers: num('careers', values.careers),
-    skills: num('skills', values.skills),
-    eventsPerHour: num('events-per-hour', values['events-per-hour']),
-    sortOrder: values['sort-order'] as 'newest-first' | 'oldest-first' | undefined,
-    readsPerHour: num('reads-per-hour', values['reads-per-hour']),
-    faults: values['error-rate'] === undefined ? undefined : { errorRate: num('error-rate', values['error-rate']) },
+  const sortOrder = values['sort-order'];
+  if (sortOrder !== undefined && sortOrder !== 'newest-first' && sortOrder !== 'oldest-first') {
+    throw new ChangefeedError('USAGE', `--sort-order must be newest-first or oldest-first, got "${sortOrder}"`);
+  }
+  const port = requiredNumericFlag('port', values.port, PORT_FLAG);
+  const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () => startSimulator({
+    port,
+    seed: numericFlag('seed', values.seed, SEED_FLAG),
+    careers: numericFlag('careers', values.careers, COUNT_FLAG),
+    skills: numericFlag('skills', values.skills, COUNT_FLAG),
+    eventsPerHour: numericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG),
+    sortOrder,
+    readsPerHour: numericFlag('reads-per-hour', values['reads-per-hour'], { min: 0, max: 10_000_000, integer: true }),
+    faults: values['error-rate'] === undefined ? undefined : { errorRate: numericFlag('error-rate', values['error-rate'], { min: 0, max: 1 }) },
   }).catch((error: unknown) => {
     if (error instanceof ZodError) {
       throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     }
     throw error;
-  });
+  }));
   process.stdout.write(`simulator listening at ${simulator.url}\nCHANGEFEED_BASE_URL=${simulator.url}\nCHANGEFEED_API_KEY=${simulator.apiKey}\n`);
   onShutdownSignals(() => simulator.close(), createLogger({}), 5_000);
   return new Promise<number>(() => undefined);

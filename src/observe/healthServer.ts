@@ -77,7 +77,10 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port ?? 0, config.host, () => resolve());
+    server.listen(config.port ?? 0, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   const { port } = server.address() as AddressInfo;
   return {

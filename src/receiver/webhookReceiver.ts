@@ -75,7 +75,14 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       answer(res, reply);
     });
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    // Without this the bind failure (EADDRINUSE) is an 'error' event nobody hears: a crash.
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}/webhooks`,
