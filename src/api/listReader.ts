@@ -26,18 +26,23 @@ export interface ListResult {
   truncated: boolean;
 }
 
-/** Pages through a list endpoint with limit/offset until a short page, returning every id. */
+/**
+ * Pages through a list endpoint with limit/offset until a short page, returning every id.
+ * `maxPages` stops early (`check` reads one page to prove the list and its envelope work);
+ * `truncated` then says whether more were there.
+ */
 export async function readAllIds(
   client: ServiceClient,
   path: string,
   envelope: ListEnvelope,
   signal?: AbortSignal,
+  maxPages = Number.POSITIVE_INFINITY,
 ): Promise<ListResult> {
   const ids: string[] = [];
   const seen = new Set<string>();
   // The last page starts exactly at the cap even when the page size does not divide it: pages
   // then overlap, and `seen` drops the ids read twice.
-  for (let offset = 0; ; offset = Math.min(offset + envelope.pageSize, MAX_OFFSET)) {
+  for (let offset = 0, page = 1; ; offset = Math.min(offset + envelope.pageSize, MAX_OFFSET), page++) {
     const { body, meta } = await client.getJson(path, { limit: envelope.pageSize, offset }, 'discovery', signal);
     const items = pick(body, envelope.itemsPath);
     if (!Array.isArray(items)) {
@@ -62,7 +67,7 @@ export async function readAllIds(
       }
     });
     if (items.length < envelope.pageSize) return { ids, truncated: false };
-    if (offset === MAX_OFFSET) return { ids, truncated: true };
+    if (offset === MAX_OFFSET || page >= maxPages) return { ids, truncated: true };
   }
 }
 

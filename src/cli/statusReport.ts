@@ -48,6 +48,11 @@ export interface SinkStatus {
   /** Set when the sink was disabled (410 Gone); its events stay pending. */
   disabledReason: string | null;
   filtered: number;
+  /**
+   * Where `active` and `connected` come from: `live` (the running daemon's /readyz) or `recorded`
+   * (connected is the last value the daemon stored; active follows the current config).
+   */
+  stateSource: 'live' | 'recorded';
 }
 
 /** What `changefeed status --json` prints; documented in docs/operations.md. */
@@ -58,6 +63,8 @@ export interface StatusReport {
   journalEvents: number;
   /** The read budget as the daemon last saw it (written every 30 s while polling); null before that. */
   budget: BudgetStatus | null;
+  /** Whether the running daemon answered on http.port; sink state is live only when it did. */
+  daemon: { reachable: true; url: string } | { reachable: false; url: string | null; reason: string };
 }
 
 export interface BudgetStatus {
@@ -133,10 +140,12 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
       circuit: s.circuit,
       disabledReason: s.disabledReason,
       filtered: counts.filtered,
+      stateSource: 'recorded' as const,
     };
   });
   const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
-  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents, budget: budgetOf(store) };
+  const daemon = { reachable: false as const, url: null, reason: 'not asked' };
+  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents, budget: budgetOf(store), daemon };
 }
 
 export function formatStatusReport(report: StatusReport): string {
@@ -163,7 +172,7 @@ export function formatStatusReport(report: StatusReport): string {
       s.name,
       s.type,
       s.active ? 'yes' : 'no',
-      s.connected ? 'yes' : 'no',
+      `${s.connected ? 'yes' : 'no'}${s.stateSource === 'recorded' ? ' (recorded)' : ''}`,
       s.disabledReason ? 'disabled' : s.circuit,
       String(s.pending),
       String(s.delivered),
@@ -173,6 +182,13 @@ export function formatStatusReport(report: StatusReport): string {
       s.disabledReason ?? s.lastError ?? '',
     ]),
   ));
+  const d = report.daemon;
+  lines.push(
+    '',
+    d.reachable
+      ? `sink state: live from the running daemon at ${d.url}`
+      : `sink state: ${d.reason}${d.url ? ` at ${d.url}` : ''}; "(recorded)" marks the last value the daemon stored, active follows the current config`,
+  );
   const gaps = report.logs.filter((l) => l.gap).length;
   lines.push('', gaps === 0 ? 'coverage: every watched log is read without gaps' : `coverage: ${gaps} log${gaps === 1 ? '' : 's'} with a gap (see the gap column)`);
   lines.push(`journal: ${report.journalEvents} events`);

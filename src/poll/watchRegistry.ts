@@ -6,6 +6,15 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { ServerClock } from './serverClock.js';
 import type { WatchConfig } from './watchConfig.js';
 
+/** The lists discovery reads (spec 4.1, 4.2), those that `watch` turns on. */
+export function discoveryLists(watch: WatchConfig): { log: 'career' | 'skill'; path: string }[] {
+  const lists = [
+    { log: 'career' as const, path: '/api/v1/careers', enabled: watch.careers.discover },
+    { log: 'skill' as const, path: '/api/v1/skills', enabled: watch.skills.discover },
+  ];
+  return lists.filter((l) => l.enabled).map(({ log, path }) => ({ log, path }));
+}
+
 const LAST_DISCOVERY_KEY = 'discovery.lastCompletedAt';
 
 /**
@@ -59,12 +68,7 @@ export class WatchRegistry {
     const coverageStart = previous === undefined ? this.configuredStart() : Number(previous);
     const origin = previous === undefined ? 'discovered' : 'appeared';
     let added = 0;
-    const sets = [
-      { log: 'career' as const, path: '/api/v1/careers', enabled: watch.careers.discover },
-      { log: 'skill' as const, path: '/api/v1/skills', enabled: watch.skills.discover },
-    ];
-    for (const set of sets) {
-      if (!set.enabled) continue;
+    for (const set of discoveryLists(watch)) {
       const list = await readAllIds(client, set.path, watch.discovery.envelope, signal);
       if (list.truncated) {
         this.deps.logger.warn({ log: set.log, found: list.ids.length }, `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`);

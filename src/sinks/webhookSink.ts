@@ -5,8 +5,9 @@ import { readSecretFile } from '../config/readSecretFile.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/deliveryConfig.js';
 import { registerSecret } from '../observe/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
+import { checkReachable, isUnreachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from './sink.js';
-import { SinkDisabledError, SinkPartialFailureError, type ItemFailure } from './sinkErrors.js';
+import { SinkDisabledError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
 
 /**
@@ -72,9 +73,20 @@ export class WebhookSink implements Sink {
     return this.config.name;
   }
 
-  async connect(): Promise<void> {
+  /**
+   * Proves the endpoint accepts connections (one TCP connection, with the TLS handshake for
+   * https, no request), so a receiver that refuses them shows as not connected rather than as
+   * events failing one by one.
+   */
+  async connect(signal: AbortSignal): Promise<void> {
     if (this.pool) return;
     const ca = this.config.caFile ? readFileSync(this.config.caFile, 'utf8') : undefined;
+    try {
+      await checkReachable(this.url, this.config.timeoutMs, signal, ca);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new SinkUnavailableError(`cannot connect to ${this.url.origin}: ${transportMessage(error, this.config.timeoutMs)}`, { cause: error });
+    }
     this.pool = new Pool(this.url.origin, {
       connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
       headersTimeout: this.config.timeoutMs,
@@ -87,8 +99,16 @@ export class WebhookSink implements Sink {
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const failures = new Map<string, ItemFailure>();
-    for (const event of batch) {
-      const failure = await this.post(event, signal);
+    for (const [index, event] of batch.entries()) {
+      let failure: ItemFailure | undefined;
+      try {
+        failure = await this.post(event, signal);
+      } catch (error) {
+        // The events before this one were delivered: report this one as failed rather than the
+        // whole batch as unsent, which would send them again.
+        if (!(error instanceof SinkUnavailableError) || index === 0) throw error;
+        failure = { error: error.message, permanent: false };
+      }
       if (failure) {
         failures.set(event.id, failure);
         break;
@@ -106,6 +126,7 @@ export class WebhookSink implements Sink {
     await pool?.close().catch(() => undefined);
   }
 
+  /** Throws SinkUnavailableError when the receiver takes no connections: the endpoint is down, not this event. */
   private async post(event: OutboundEvent, signal: AbortSignal): Promise<ItemFailure | undefined> {
     const pool = this.pool;
     if (!pool) return { error: 'not connected', permanent: false };
@@ -127,7 +148,9 @@ export class WebhookSink implements Sink {
       text = await readSnippet(res.body);
     } catch (error) {
       if (signal.aborted) throw error;
-      return { error: transportMessage(error, this.config.timeoutMs), permanent: false };
+      const message = transportMessage(error, this.config.timeoutMs);
+      if (isUnreachable(error)) throw new SinkUnavailableError(`POST ${this.url.origin}${this.url.pathname}: ${message}`, { cause: error });
+      return { error: message, permanent: false };
     }
     if (status >= 200 && status < 300) return undefined;
     const response = text.slice(0, RESPONSE_SNIPPET);
