@@ -32,6 +32,8 @@ export interface DaemonOptions {
 export interface OnceReport {
   sweep: SweepSummary;
   sinks: DrainReport[];
+  /** Configured ids the service does not know (404): a typo or a deleted object. */
+  gone: { log: string; objectId: string; reason: string }[];
   ok: boolean;
 }
 
@@ -184,8 +186,9 @@ export class ChangefeedDaemon {
     const sweep = await this.pollLoop.sweepOnce();
     const sinks = await this.engine.drain(this.clock.now() + deliveryTimeoutMs);
     // Dead letters left by an earlier run were reported then; only new ones fail this run.
-    const ok = sweep.failures.length === 0 && sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
-    return { sweep, sinks, ok };
+    const gone = this.registry.configuredGone();
+    const ok = sweep.failures.length === 0 && gone.length === 0 && sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
+    return { sweep, sinks, gone, ok };
   }
 
   /** Stops polling, lets in-flight deliveries finish, closes sinks and the store. Idempotent. */

@@ -9,6 +9,7 @@ import { REPLAY_USAGE, replayCommand } from './replayCommand.js';
 import { RUN_USAGE, runCommand } from './runCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
+import { WATCH_USAGE, watchCommand } from './watchCommand.js';
 
 const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise<number> | number }> = {
   run: { usage: RUN_USAGE, run: runCommand },
@@ -20,6 +21,7 @@ const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise
   replay: { usage: REPLAY_USAGE, run: replayCommand },
   plan: { usage: PLAN_USAGE, run: planCommand },
   receive: { usage: RECEIVE_USAGE, run: receiveCommand },
+  watch: { usage: WATCH_USAGE, run: watchCommand },
 };
 
 const USAGE = `usage: changefeed <command> [options]

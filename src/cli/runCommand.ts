@@ -12,7 +12,8 @@ import { onShutdownSignals } from './shutdownSignals.js';
 export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS]
   Polls the service and delivers events until stopped (SIGINT/SIGTERM drain; a second signal exits).
   SIGHUP reloads the configuration; an invalid one is reported and the running one kept.
-  --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink failed)`;
+  --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink
+           failed, or a configured career or skill id does not exist)`;
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -65,6 +66,9 @@ function httpBinding(config: AppConfig): PortBinding {
 async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number> {
   try {
     const report = await daemon.runOnce();
+    for (const g of report.gone) {
+      logger.error({ log: g.log, objectId: g.objectId, reason: g.reason }, `configured ${g.log} ${g.objectId} does not exist or is not visible to the key; remove it from watch.${g.log}s.ids, or \`changefeed watch retry ${g.log} ${g.objectId}\` once it is back`);
+    }
     logger.info(
       { polled: report.sweep.polled, emitted: report.sweep.emitted, failures: report.sweep.failures, sinks: report.sinks },
       report.ok ? 'sweep complete' : 'sweep finished with failures',

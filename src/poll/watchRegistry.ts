@@ -52,6 +52,19 @@ export class WatchRegistry {
     return added;
   }
 
+  /** Configured careers and skills the service answered 404 for: `run --once` fails on these. */
+  configuredGone(): { log: 'career' | 'skill'; objectId: string; reason: string }[] {
+    const { store, watch } = this.deps;
+    const configured = [
+      ...watch.careers.ids.map((id) => ({ log: 'career' as const, objectId: id })),
+      ...watch.skills.ids.map((id) => ({ log: 'skill' as const, objectId: id })),
+    ];
+    return configured.flatMap(({ log, objectId }) => {
+      const watched = store.watchedLogs.get(log, objectId);
+      return watched?.status === 'gone' ? [{ log, objectId, reason: watched.statusReason ?? 'answered 404' }] : [];
+    });
+  }
+
   get discoveryEnabled(): boolean {
     return this.deps.watch.careers.discover || this.deps.watch.skills.discover;
   }

@@ -1,0 +1,55 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { readActivityPage } from '../api/activityReader.js';
+import { ChangefeedError, describeError } from '../errors.js';
+import type { LogKind } from '../logs.js';
+import { ChangefeedStore } from '../store/changefeedStore.js';
+import { storePath } from '../store/database.js';
+import { loadAppConfig } from './loadAppConfig.js';
+import { openServiceSession } from './serviceSession.js';
+
+export const WATCH_USAGE = `changefeed watch retry [--config FILE] <career|skill> <ID>
+  Re-checks a career or skill marked gone (the service answered 404) with one read of its log. If
+  the service answers now, the log is watched again from where its cursor stopped (a running daemon
+  picks it up within 30 s); if it still answers 404, nothing changes and the exit code is 1.`;
+
+/** `watch retry`: the way back for a log marked gone, which is otherwise never polled again. */
+export async function watchCommand(argv: string[]): Promise<number> {
+  const [action, ...rest] = argv;
+  if (action !== 'retry') throw new ChangefeedError('USAGE', `expected "retry"\n\n${WATCH_USAGE}`);
+  const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' } }, allowPositionals: true, strict: true });
+  const [log, objectId, ...extra] = positionals;
+  if ((log !== 'career' && log !== 'skill') || objectId === undefined || objectId === '' || extra.length > 0) {
+    throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
+  }
+  const { config } = loadAppConfig({ configFlag: values.config });
+  const file = storePath(config.stateDir);
+  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  const store = ChangefeedStore.open(file);
+  const session = openServiceSession(config);
+  const out = (line: string): boolean => process.stdout.write(`${line}\n`);
+  try {
+    const watched = store.watchedLogs.get(log as LogKind, objectId);
+    if (!watched) {
+      out(`${log} ${objectId} is not watched by this store; list it in watch.${log}s.ids (or turn discovery on) and run the daemon`);
+      return 1;
+    }
+    if (watched.status !== 'gone') {
+      out(`${log} ${objectId} is ${watched.status}, not gone: nothing to retry${watched.status === 'disabled' ? ' (disabled logs get another chance at every start)' : ''}`);
+      return watched.status === 'active' ? 0 : 1;
+    }
+    try {
+      await readActivityPage(session.client, { log, objectId, offset: 0, limit: 1 });
+    } catch (error) {
+      const stillGone = (error as { code?: string }).code === 'API_NOT_FOUND';
+      out(`${log} ${objectId} ${stillGone ? 'still answers 404: it stays gone' : `could not be read: ${describeError(error)}`} (${session.describeSpend()})`);
+      return 1;
+    }
+    store.watchedLogs.setStatus(log, objectId, 'active', null);
+    out(`${log} ${objectId} answers again: watched again from ${watched.windowEnd === null ? 'its start' : new Date(watched.windowEnd).toISOString()} (${session.describeSpend()})`);
+    return 0;
+  } finally {
+    await session.close();
+    store.close();
+  }
+}

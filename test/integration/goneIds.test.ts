@@ -1,0 +1,55 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/daemonProcess.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { startTestSimulator } from '../support/testSimulator.js';
+
+// A configured id the service does not know used to be marked gone silently, with run --once
+// exiting 0, and a gone log had no way back.
+describe('a configured career that does not exist', () => {
+  it('fails run --once naming the id, and watch retry brings it back once the service knows it', async () => {
+    const simulator = await startTestSimulator({ seed: 12, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const dir = makeTempDir();
+    const config = join(dir, 'changefeed.yaml');
+    const known = simulator.careerIds[0] as string;
+    writeFileSync(
+      config,
+      [
+        `api: { baseUrl: "${simulator.url}" }`,
+        `watch: { careers: { ids: ["${known}", "career_typo"] }, identityProviderEvents: false }`,
+        'budget: { readsPerHour: 3600000, reserve: 0 }',
+        `stateDir: ${join(dir, 'state')}`,
+        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+      ].join('\n'),
+    );
+    const env = { CHANGEFEED_API_KEY: simulator.apiKey };
+    const once = await runCli(['run', '--config', config, '--once'], env);
+    expect(once.status, once.stderr).toBe(1);
+    expect(once.stderr).toContain('configured career career_typo does not exist');
+    expect(once.stderr).toContain('changefeed watch retry career career_typo');
+
+    const stillGone = await runCli(['watch', 'retry', 'career', 'career_typo', '--config', config], env);
+    expect(stillGone.status, stillGone.stderr).toBe(1);
+    expect(stillGone.stdout).toContain('still answers 404');
+    expect(stillGone.stdout).toContain('1 request of the key');
+
+    const notGone = await runCli(['watch', 'retry', 'career', known, '--config', config], env);
+    expect(notGone.stdout).toContain('is active, not gone');
+
+    simulator.addObject('career', 'career_typo');
+    const back = await runCli(['watch', 'retry', 'career', 'career_typo', '--config', config], env);
+    expect(back.status, back.stdout + back.stderr).toBe(0);
+    expect(back.stdout).toContain('answers again');
+    const again = await runCli(['run', '--config', config, '--once'], env);
+    expect(again.status, again.stderr).toBe(0);
+    const status = JSON.parse((await runCli(['status', '--config', config, '--json'])).stdout) as { logs: { objectId: string; status: string }[] };
+    expect(status.logs.find((l) => l.objectId === 'career_typo')?.status).toBe('active');
+  }, 180_000);
+
+  it('watch retry refuses a log kind that cannot be gone', async () => {
+    const result = await runCli(['watch', 'retry', 'identityProvider', 'x']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('career or skill');
+  }, 60_000);
+});
