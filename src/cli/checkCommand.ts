@@ -1,41 +1,56 @@
 import { parseArgs } from 'node:util';
-import { createApiKeyProvider } from '../api/apiKeyProvider.js';
-import { createServiceClient, pingService } from '../changefeedDaemon.js';
-import { systemClock } from '../clock.js';
-import { describeError } from '../errors.js';
-import { createLogger } from '../observe/createLogger.js';
-import { ReadBudget } from '../poll/readBudget.js';
-import { ServerClock } from '../poll/serverClock.js';
+import { type CheckResult, formatCheck } from './checkResult.js';
 import { loadAppConfig } from './loadAppConfig.js';
+import { checkConfiguredIds, checkDiscoveryLists, checkPing } from './serviceChecks.js';
+import { openServiceSession } from './serviceSession.js';
+import { checkSinks } from './sinkChecks.js';
 
-export const CHECK_USAGE = `changefeed check [--config FILE]
-  Validates the configuration and pings the service once with the configured key.`;
+export const CHECK_USAGE = `changefeed check [--config FILE] [--no-ids] [--probe-sinks]
+  Validates the configuration, pings the service, reads each configured career and skill log once
+  (--no-ids skips these reads), reads one page of each list discovery uses, and connects to every
+  sink (--probe-sinks also sends each webhook one signed test event). One line per check; exits 1
+  on any problem. The reads it spends from the key's bucket are counted and shown.`;
 
 export async function checkCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: 'string', short: 'c' } }, strict: true });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string', short: 'c' },
+      'no-ids': { type: 'boolean', default: false },
+      'probe-sinks': { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
   const { config, file } = loadAppConfig({ configFlag: values.config });
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   out(`config ${file ?? '(defaults and environment only)'} is valid`);
   out(`  service: ${config.api.baseUrl}`);
   out(`  watching: careers ${describeSet(config.watch.careers)}, skills ${describeSet(config.watch.skills)}, identity-provider log ${config.watch.identityProviderEvents ? 'on' : 'off'}`);
   out(`  sinks: ${config.sinks.map((s) => `${s.name} (${s.type})`).join(', ')}`);
-  const client = createServiceClient(config, {
-    apiKey: createApiKeyProvider(config.api),
-    clock: systemClock,
-    logger: createLogger({ level: 'silent' }),
-    budget: new ReadBudget(config.budget, systemClock),
-    serverClock: new ServerClock(systemClock),
-  });
+  const results: CheckResult[] = [];
+  const report = (found: CheckResult[]): void => {
+    for (const r of found) out(formatCheck(r));
+    results.push(...found);
+  };
+  const session = openServiceSession(config);
   try {
-    await pingService(client);
-    out('ping: the service accepted the key');
-    return 0;
-  } catch (error) {
-    out(`ping: FAILED: ${describeError(error)}`);
-    return 1;
+    const ping = await checkPing(session);
+    report([ping]);
+    if (ping.ok) {
+      if (values['no-ids']) out('skipped: reading the configured ids (--no-ids)');
+      else report(await checkConfiguredIds(config, session));
+      report(await checkDiscoveryLists(config, session));
+    } else {
+      out('skipped: the configured ids and discovery lists (the ping failed)');
+    }
+    out(`reads: ${session.describeSpend()}`);
   } finally {
-    await client.close();
+    await session.close();
   }
+  report(await checkSinks(config, { probeWebhooks: values['probe-sinks'] }));
+  const problems = results.filter((r) => !r.ok).length;
+  out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
+  return problems === 0 ? 0 : 1;
 }
 
 function describeSet(set: { ids: string[]; discover: boolean }): string {

@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readActivityPage } from '../api/activityReader.js';
 import { ChangefeedError, describeError } from '../errors.js';
-import type { LogKind } from '../logs.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { storePath } from '../store/database.js';
 import { loadAppConfig } from './loadAppConfig.js';
@@ -29,7 +28,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   const session = openServiceSession(config);
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   try {
-    const watched = store.watchedLogs.get(log as LogKind, objectId);
+    const watched = store.watchedLogs.get(log, objectId);
     if (!watched) {
       out(`${log} ${objectId} is not watched by this store; list it in watch.${log}s.ids (or turn discovery on) and run the daemon`);
       return 1;
