@@ -5,14 +5,18 @@ import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
 import { RateEstimator, emptyRateState, type RateState } from '../poll/rateEstimator.js';
 import { priorsByKind } from '../poll/sessionPrior.js';
+import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';
 import { RateEstimates } from '../store/rateEstimates.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
+import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
 
-export const PLAN_USAGE = `changefeed plan [--config FILE] [--json]
+export const PLAN_USAGE = `changefeed plan [--config FILE] [--json] [--no-discover]
   Prints, without polling, the requests per hour the scheduler would spend and the expected mean
-  and p95 detection delay for the watched logs, from the rates learned so far (or the prior).`;
+  and p95 detection delay for the watched logs, from the rates learned so far (or the prior). With
+  discovery on and none recorded in the store, it first reads the discovery lists (shown against
+  the budget; needs the key), unless --no-discover, which plans the configured logs only.`;
 
 interface PlannedLog {
   log: LogKind;
@@ -34,12 +38,13 @@ export interface PlanReport {
   expectedMeanDelayMinutes: number;
   expectedP95DelayMinutes: number;
   busiest: PlannedLog[];
+  discovery: PlanDiscovery;
 }
 
-export function planCommand(argv: string[]): number {
+export async function planCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean', default: false } },
+    options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean', default: false }, 'no-discover': { type: 'boolean', default: false } },
     strict: true,
   });
   const { config } = loadInspectionConfig({ configFlag: values.config });
@@ -47,9 +52,11 @@ export function planCommand(argv: string[]): number {
   const schedule = watch.schedule;
   const logs: Array<{ log: LogKind; objectId: string; state: RateState; cost: number }> = [];
   const file = storePath(config.stateDir);
+  let discoveredInStore = false;
   if (existsSync(file)) {
     const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
     try {
+      discoveredInStore = store.getMeta(LAST_DISCOVERY_KEY) !== undefined;
       const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
       for (const w of store.watchedLogs.list().filter((l) => l.status === 'active')) {
         const e = estimates.get(`${w.log}:${w.objectId}`);
@@ -64,6 +71,13 @@ export function planCommand(argv: string[]): number {
     if (watch.identityProviderEvents) logs.push({ log: 'identityProvider', objectId: '', state: emptyRateState(), cost: 1 });
     for (const id of watch.careers.ids) logs.push({ log: 'career', objectId: id, state: emptyRateState(), cost: 1 });
     for (const id of watch.skills.ids) logs.push({ log: 'skill', objectId: id, state: emptyRateState(), cost: 1 });
+  }
+  const discovery = await discoverForPlan({ watch, discoveredInStore, skip: values['no-discover'], configFlag: values.config });
+  if (discovery.state === 'read') {
+    const known = new Set(logs.map((l) => `${l.log}:${l.objectId}`));
+    for (const log of ['career', 'skill'] as const) {
+      for (const id of discovery.found[log]) if (!known.has(`${log}:${id}`)) logs.push({ log, objectId: id, state: emptyRateState(), cost: 1 });
+    }
   }
   const estimator = new RateEstimator(schedule);
   const priorOf = priorsByKind(logs, schedule);
@@ -92,6 +106,7 @@ export function planCommand(argv: string[]): number {
     expectedRequestsPerHour: round(logs.reduce((sum, l, i) => sum + l.cost * (frequencies[i] ?? 0), 0) + discoveryRequestsPerHour),
     expectedMeanDelayMinutes: round(delay.meanHours * 60),
     expectedP95DelayMinutes: round(delay.p95Hours * 60),
+    discovery,
     busiest: [...planned].sort((a, b) => b.ratePerHour - a.ratePerHour).slice(0, 10).map((p) => ({ ...p, ratePerHour: round(p.ratePerHour), pollsPerHour: round(p.pollsPerHour) })),
   };
   process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatPlan(report, schedule.policy)}\n`);
@@ -106,6 +121,7 @@ function formatPlan(r: PlanReport, policy: string): string {
     `  allowance:           ${r.allowancePerHour} requests/h (cap less reserve)`,
     `  expected requests:   ${r.expectedRequestsPerHour} /h, of which discovery ${r.discoveryRequestsPerHour} /h`,
     `  expected delay:      mean ${r.expectedMeanDelayMinutes} min, p95 ${r.expectedP95DelayMinutes} min (Poisson changes, regular polls)`,
+    ...[describePlanDiscovery(r.discovery, r.allowancePerHour)].filter((line) => line !== undefined),
     '',
     '  busiest logs:        rate/h   polls/h',
   ];

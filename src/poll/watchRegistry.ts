@@ -15,7 +15,8 @@ export function discoveryLists(watch: WatchConfig): { log: 'career' | 'skill'; p
   return lists.filter((l) => l.enabled).map(({ log, path }) => ({ log, path }));
 }
 
-const LAST_DISCOVERY_KEY = 'discovery.lastCompletedAt';
+/** The store's meta key recording when discovery last completed. */
+export const LAST_DISCOVERY_KEY = 'discovery.lastCompletedAt';
 
 /**
  * Decides which logs are watched: the configured ids, the identity-provider log, and what
