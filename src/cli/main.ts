@@ -1,3 +1,4 @@
+import { ENV_MAPPING } from '../config/appConfigSchema.js';
 import { ChangefeedError, ConfigError, describeError } from '../errors.js';
 import { scrubSecrets } from '../observe/secretRegistry.js';
 import { CHECK_USAGE, checkCommand } from './checkCommand.js';
@@ -11,7 +12,8 @@ import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
 import { WATCH_USAGE, watchCommand } from './watchCommand.js';
 
-const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise<number> | number }> = {
+/** Every command, by name; README.md's command table lists each (test/unit/docsMatchCode.test.ts). */
+export const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise<number> | number }> = {
   run: { usage: RUN_USAGE, run: runCommand },
   demo: { usage: DEMO_USAGE, run: demoCommand },
   simulate: { usage: SIMULATE_USAGE, run: simulateCommand },
@@ -30,7 +32,7 @@ ${Object.values(COMMANDS)
   .map((c) => c.usage)
   .join('\n\n')}
 
-Environment: CHANGEFEED_CONFIG, CHANGEFEED_API_KEY, CHANGEFEED_BASE_URL, CHANGEFEED_STATE_DIR, CHANGEFEED_LOG_LEVEL`;
+Environment: ${['CHANGEFEED_CONFIG', ...Object.keys(ENV_MAPPING)].join(', ')}`;
 
 /** Exit codes: 0 ok, 1 failure at run time, 2 bad usage or configuration. */
 export async function main(argv: string[]): Promise<number> {
