@@ -11,6 +11,18 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * The longest delay a Node timer takes: beyond it Node warns (TimeoutOverflowWarning) and fires
+ * after 1 ms instead, which turned a huge delay from a header into a busy loop.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A delay safe to hand to setTimeout: NaN and negatives are 0, anything longer is MAX_TIMER_MS. */
+export function timerDelayMs(ms: number): number {
+  if (!(ms > 0)) return 0;
+  return Math.min(ms, MAX_TIMER_MS);
+}
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
@@ -19,14 +31,24 @@ export const systemClock: Clock = {
         reject(new AbortedError());
         return;
       }
+      // A sleep longer than one timer can hold is a chain of timers: it still lasts `ms`.
+      const wakeAt = Date.now() + (Number.isFinite(ms) ? Math.max(0, ms) : ms > 0 ? MAX_TIMER_MS : 0);
+      let timer: NodeJS.Timeout;
       const onAbort = (): void => {
         clearTimeout(timer);
         reject(new AbortedError());
       };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, Math.max(0, ms));
+      const arm = (): void => {
+        timer = setTimeout(() => {
+          if (Date.now() < wakeAt) {
+            arm();
+            return;
+          }
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        }, timerDelayMs(wakeAt - Date.now()));
+      };
+      arm();
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
 };

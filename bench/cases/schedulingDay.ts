@@ -97,7 +97,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   for (const id of careerIds) register('career', id);
   for (const id of skillIds) register('skill', id);
 
-  const budget = new ReadBudget({ readsPerHour: o.bucketPerHour, reserve: 0.1, retryAfterFallbackSeconds: 60 }, clock);
+  const budget = new ReadBudget({ readsPerHour: o.bucketPerHour, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 }, clock);
   const bucket = new ReadBuckets(o.bucketPerHour);
   const sentAt: number[] = [];
   let rateLimited = 0;

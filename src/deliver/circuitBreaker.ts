@@ -4,8 +4,8 @@ import type { CircuitState } from '../store/sinkStates.js';
 export const circuitBreakerConfigSchema = z
   .object({
     failureThreshold: z.number().int().min(0).default(5).describe('Consecutive failed writes that open the circuit (pause the sink); 0 turns circuit breaking off.'),
-    cooldownMs: z.number().int().min(1).default(30_000).describe('First pause once the circuit opens; after it, one probe write decides.'),
-    maxCooldownMs: z.number().int().min(1).default(600_000).describe('Longest pause: each failed probe doubles the previous one up to this.'),
+    cooldownMs: z.number().int().min(1).max(86_400_000).default(30_000).describe('First pause once the circuit opens; after it, one probe write decides.'),
+    maxCooldownMs: z.number().int().min(1).max(86_400_000).default(600_000).describe('Longest pause: each failed probe doubles the previous one up to this.'),
   })
   .strict();
 

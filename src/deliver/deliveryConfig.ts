@@ -4,10 +4,10 @@ import { sinkFilterSchema } from './sinkFilter.js';
 
 export const retryConfigSchema = z
   .object({
-    initialDelayMs: z.number().int().min(1).default(1_000).describe('Ceiling of the first retry delay; each attempt doubles it (full jitter: the actual delay is random below the ceiling).'),
-    maxDelayMs: z.number().int().min(1).default(300_000).describe('Largest ceiling of a retry delay.'),
+    initialDelayMs: z.number().int().min(1).max(86_400_000).default(1_000).describe('Ceiling of the first retry delay; each attempt doubles it (full jitter: the actual delay is random below the ceiling).'),
+    maxDelayMs: z.number().int().min(1).max(604_800_000).default(300_000).describe('Largest ceiling of a retry delay.'),
     maxAttempts: z.number().int().min(0).default(0).describe('Attempts before an event becomes a dead letter; 0 retries forever.'),
-    maxAgeSeconds: z.number().int().min(0).default(0).describe('Age after its first attempt at which an event becomes a dead letter; 0 means no limit.'),
+    maxAgeSeconds: z.number().int().min(0).max(31_536_000).default(0).describe('Age after its first attempt at which an event becomes a dead letter; 0 means no limit.'),
   })
   .strict();
 

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { LogKind } from '../logs.js';
 import type { OutboundEvent, Sink } from '../sinks/sink.js';
@@ -124,7 +124,7 @@ export class SinkWorker {
     const drainSignal = this.writesSignal(AbortSignal.any([signal, cutOff.signal]));
     // A write that hangs must not hold the drain past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
-    const timer = setTimeout(() => cutOff.abort(), Math.max(0, deadline - this.options.clock.now()));
+    const timer = setTimeout(() => cutOff.abort(), timerDelayMs(deadline - this.options.clock.now()));
     try {
       while (!drainSignal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
         if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;

@@ -18,6 +18,7 @@ export const httpConfigSchema = z
       .number()
       .int()
       .min(0)
+      .max(604_800)
       .default(300)
       .describe('A sink that lost its connection still counts as ready for this long while it reconnects.'),
   })

@@ -22,8 +22,16 @@ export const budgetConfigSchema = z
       .number()
       .int()
       .min(1)
+      .max(3600)
       .default(60)
-      .describe('Pause after a 429 that carries no Retry-After header.'),
+      .describe('Pause after a 429 that carries no usable Retry-After header (missing, negative or not a number or date).'),
+    maxServerPauseSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(3600)
+      .describe('Longest pause a Retry-After or RateLimit-Reset header can impose; longer values are clamped to it (the bucket\'s window is an hour).'),
   })
   .strict();
 
@@ -108,9 +116,11 @@ export class ReadBudget implements RequestGate {
       this.serverRemaining = meta.remaining;
       this.sentSinceSync = 0;
     }
-    if (meta.resetSeconds !== undefined) this.resetAt = meta.receivedAt + meta.resetSeconds * 1000;
+    const cap = this.config.maxServerPauseSeconds;
+    const resetSeconds = meta.resetSeconds === undefined ? undefined : Math.min(meta.resetSeconds, cap);
+    if (resetSeconds !== undefined) this.resetAt = meta.receivedAt + resetSeconds * 1000;
     if (meta.status === 429) {
-      const seconds = meta.retryAfterSeconds ?? meta.resetSeconds ?? this.config.retryAfterFallbackSeconds;
+      const seconds = Math.min(meta.retryAfterSeconds ?? resetSeconds ?? this.config.retryAfterFallbackSeconds, cap);
       this.blockedUntil = Math.max(this.blockedUntil, meta.receivedAt + seconds * 1000);
     }
     this.wake.abort();

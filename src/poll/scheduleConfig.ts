@@ -18,6 +18,7 @@ export const scheduleConfigSchema = z
     maxIntervalMinutes: z
       .number()
       .min(1)
+      .max(10_080)
       .default(60)
       .describe('Every watched log is polled at least this often when the budget allows, however quiet it is.'),
     priorEvents: z
@@ -28,21 +29,25 @@ export const scheduleConfigSchema = z
     priorHours: z
       .number()
       .positive()
+      .max(8_760)
       .default(2)
       .describe('... over this many hours (prior rate = priorEvents / priorHours).'),
     rateHalfLifeHours: z
       .number()
       .positive()
+      .max(8_760)
       .default(168)
       .describe('Half-life of the counts behind the long-run rate estimate: older activity weighs less. A week spans the weekday and weekend cycle of editing work, so the estimate does not swing with it.'),
     historyHours: z
       .number()
       .min(0)
+      .max(2_160)
       .default(168)
       .describe('The first poll of a log also reads the changes of this many hours before its coverage starts, for the rate estimate only (nothing of it is emitted): one request for a quiet log, where it reads the first window too, one more for a busy one. 0 turns it off.'),
     sessionGapSeconds: z
       .number()
       .min(0)
+      .max(86_400)
       .default(120)
       .describe('Changes to one log less than this apart count as one edit session: the estimator counts sessions, so a burst of changes is not mistaken for a busy log.'),
     followUpPolls: z
@@ -58,6 +63,7 @@ export const scheduleConfigSchema = z
     firstPollWithinSeconds: z
       .number()
       .min(0)
+      .max(86_400)
       .default(60)
       .describe('A newly watched log is first polled within about this long.'),
   })

@@ -37,6 +37,7 @@ export const watchConfigSchema = z
     pollIntervalSeconds: z
       .number()
       .min(0)
+      .max(86_400)
       .default(60)
       .describe('Shortest time between two polls of one log. The read budget may space polls further apart.'),
     concurrency: z.number().int().min(1).max(16).default(2).describe('Polls in flight at once (requests still leave one at a time, paced by the budget).'),

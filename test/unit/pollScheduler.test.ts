@@ -209,7 +209,7 @@ describe('PollScheduler', () => {
 
   it('follows the read budget: fewer polls per hour when the server says the bucket is shared', () => {
     const clock = new ManualClock(T0);
-    const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60 }, clock);
+    const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 }, clock);
     const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget });
     expect(scheduler.pollBudgetPerHour(T0)).toBeCloseTo(900, 0);
     // Another client spent 600 of this window's 1,000: 300 left less the 100 reserve, over 30 minutes.

@@ -10,7 +10,7 @@ const T0 = Date.UTC(2026, 0, 1, 8, 0, 0);
 
 function setup(config: Partial<BudgetConfig> = {}) {
   const clock = new ManualClock(T0);
-  const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, ...config }, clock);
+  const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600, ...config }, clock);
   /** Milliseconds after T0 at which each of `n` requests (queued now) was let through. */
   const grantOffsets = async (n: number, priority: RequestPriority = 'poll'): Promise<number[]> => {
     const offsets: number[] = [];
@@ -95,9 +95,21 @@ describe('ReadBudget after a 429', () => {
   });
 
   it('pauses for the fallback when the 429 carries no Retry-After', async () => {
-    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, retryAfterFallbackSeconds: 45 });
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, retryAfterFallbackSeconds: 45, maxServerPauseSeconds: 3600 });
     observe({ status: 429 });
     expect(await grantOffsets(1)).toEqual([45_000]);
+  });
+
+  it('clamps a Retry-After beyond maxServerPauseSeconds to it', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, maxServerPauseSeconds: 600 });
+    observe({ status: 429, retryAfterSeconds: 99_999_999 });
+    expect(await grantOffsets(1)).toEqual([600_000]);
+  });
+
+  it('clamps a RateLimit-Reset beyond maxServerPauseSeconds when nothing is left', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
+    observe({ limit: 3600, remaining: 0, resetSeconds: 99_999_999_999 });
+    expect(await grantOffsets(1)).toEqual([3_600_000]);
   });
 
   it('holds back a waiter that is already queued when a 429 arrives', async () => {

@@ -83,4 +83,9 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('in a minute', NOW)).toBeUndefined();
     expect(parseRetryAfter('', NOW)).toBeUndefined();
   });
+
+  // "-5" parsed as the year -5 by Date.parse, so a 429 with it meant no pause at all.
+  it.each(['-5', '-2026', '1e3', '12.5', 'Infinity', '99999999999999999999'])('is undefined for the nonsense %j, so the fallback pause applies', (value) => {
+    expect(parseRetryAfter(value, NOW)).toBeUndefined();
+  });
 });
