@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { createApiKeyProvider, type ApiKeyProvider } from './api/apiKeyProvider.js';
-import { ServiceClient } from './api/serviceClient.js';
+import { createApiKeyProvider } from './api/apiKeyProvider.js';
+import type { ServiceClient } from './api/serviceClient.js';
 import { systemClock, type Clock } from './clock.js';
 import { appConfigSchema, type AppConfig } from './config/appConfigSchema.js';
 import { listConfigSecrets } from './config/secretFields.js';
@@ -16,8 +16,8 @@ import { WatchRegistry } from './poll/watchRegistry.js';
 import { createSink } from './sinks/sinkRegistry.js';
 import { ChangefeedStore } from './store/changefeedStore.js';
 import { storePath } from './store/database.js';
-import type { ResponseMeta } from './api/responseHeaders.js';
 import { ChangefeedMetrics } from './observe/changefeedMetrics.js';
+import { createServiceClient, pingService } from './serviceConnection.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './observe/healthServer.js';
 
 export interface DaemonOptions {
@@ -69,11 +69,21 @@ export class ChangefeedDaemon {
     for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
     this.clock = options.clock ?? systemClock;
     this.store = ChangefeedStore.open(storePath(config.stateDir));
-    this.serverClock = new ServerClock(this.clock);
+    this.serverClock = new ServerClock(this.clock, {
+      toleranceMs: config.api.clockToleranceSeconds * 1000,
+      onRejected: (rejected) => {
+        this.metrics.observeClockRejected();
+        logger.warn(
+          { skewSeconds: Math.round(rejected.offsetMs / 1000), jumpSeconds: Math.round(rejected.jumpMs / 1000), agreeing: rejected.agreeing },
+          "the service's Date header jumped beyond api.clockToleranceSeconds; not believed: windows end at the last believable service time",
+        );
+      },
+    });
     this.budget = new ReadBudget(config.budget, this.clock);
     this.metrics = new ChangefeedMetrics(this.store, {
       now: () => this.clock.now(),
       allowancePerHour: () => this.budget.allowancePerHour(),
+      serviceClockSkewSeconds: () => this.serverClock.skewMs / 1000,
       schedule: () => this.pollLoop.scheduler.snapshot(this.clock.now()),
     });
     const apiKey = createApiKeyProvider(config.api, options.env);
@@ -216,6 +226,7 @@ export class ChangefeedDaemon {
         detail: this.credentialAccepted === undefined ? 'no answer from the service yet' : this.credentialProblem,
       },
       { name: 'polling', ok: this.pollLoop.state === 'running', detail: this.pollLoop.state === 'running' ? undefined : `poll loop ${this.pollLoop.state}` },
+      clockCheck(this.serverClock.problem()),
     ];
     for (const sink of this.engine.connectionStates()) {
       const down = sink.disconnectedSince === null ? 0 : now - sink.disconnectedSince;
@@ -256,40 +267,6 @@ export class ChangefeedDaemon {
   }
 }
 
-/**
- * The client every command uses: requests are paced by the read budget, and every response
- * updates the budget, the service clock, and (on 401) makes a key file be read again.
- */
-export function createServiceClient(
-  config: AppConfig,
-  deps: {
-    apiKey: ApiKeyProvider;
-    clock: Clock;
-    logger: Logger;
-    budget: ReadBudget;
-    serverClock: ServerClock;
-    onResponse?: (meta: ResponseMeta, path: string) => void;
-  },
-): ServiceClient {
-  const apiKey = deps.apiKey;
-  return new ServiceClient({
-    baseUrl: config.api.baseUrl,
-    apiKey: () => apiKey.current(),
-    credentialSource: apiKey.source,
-    timeoutMs: config.api.timeoutMs,
-    clock: deps.clock,
-    logger: deps.logger,
-    gate: {
-      acquire: (priority, signal) => deps.budget.acquire(priority, signal),
-      observe: (meta, path) => {
-        deps.budget.observe(meta);
-        deps.serverClock.observe(meta);
-        deps.onResponse?.(meta, path);
-      },
-    },
-  });
-}
-
-export async function pingService(client: ServiceClient, signal?: AbortSignal): Promise<void> {
-  await client.getJson('/api/v1/ping', {}, 'identityProvider', signal);
+function clockCheck(problem: string | undefined): ReadinessCheck {
+  return problem === undefined ? { name: 'clock', ok: true } : { name: 'clock', ok: false, detail: problem };
 }

@@ -8,6 +8,13 @@ export const apiConfigSchema = z
     apiKey: z.string().min(1).optional().describe('Secret: the API key, treated as opaque. Prefer apiKeyFile or CHANGEFEED_API_KEY.'),
     apiKeyFile: z.string().min(1).optional().describe('File holding the API key (a mounted secret); re-read when it changes.'),
     timeoutMs: z.number().int().min(100).max(300_000).default(15_000).describe('Time limit of one request, headers and body.'),
+    clockToleranceSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(300)
+      .describe('A `Date` header that jumps further than this from the service clock believed so far (at first: the local clock) is not believed until three answers in a row agree: windows end at the last believable service time, so one wrong answer cannot move a cursor into the future.'),
   })
   .strict()
   .refine((api) => (api.apiKey === undefined) !== (api.apiKeyFile === undefined), {

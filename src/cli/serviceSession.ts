@@ -1,6 +1,6 @@
 import { createApiKeyProvider } from '../api/apiKeyProvider.js';
 import type { ServiceClient } from '../api/serviceClient.js';
-import { createServiceClient } from '../changefeedDaemon.js';
+import { createServiceClient } from '../serviceConnection.js';
 import { systemClock } from '../clock.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { createLogger } from '../observe/createLogger.js';
@@ -24,7 +24,7 @@ export function openServiceSession(config: AppConfig): ServiceSession {
     clock: systemClock,
     logger: createLogger({ level: 'silent' }),
     budget: new ReadBudget(config.budget, systemClock),
-    serverClock: new ServerClock(systemClock),
+    serverClock: new ServerClock(systemClock, { toleranceMs: config.api.clockToleranceSeconds * 1000 }),
     onResponse: () => requests++,
   });
   return {

@@ -20,6 +20,11 @@ export interface LogStatus {
   gap: { from: string; reason: string } | null;
   /** Seconds between now and coveredUntil: how far behind the feed may be. */
   lagSeconds: number | null;
+  /**
+   * Local time minus coveredUntil, not clamped: negative when the cursor is ahead of the local
+   * clock (a service clock believed too far ahead), which lagSeconds (never below 0) would hide.
+   */
+  localLagSeconds: number | null;
   lastSuccessAt: string | null;
   lastError: string | null;
   consecutiveFailures: number;
@@ -115,6 +120,7 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
     coveredUntil: iso(w.windowEnd),
     gap: gapOf(w),
     lagSeconds: w.windowEnd === null ? null : Math.max(0, Math.round((now - w.windowEnd) / 1000)),
+    localLagSeconds: w.windowEnd === null ? null : Math.round((now - w.windowEnd) / 1000),
     lastSuccessAt: iso(w.lastSuccessAt),
     lastError: w.lastError,
     consecutiveFailures: w.consecutiveFailures,
@@ -158,7 +164,7 @@ export function formatStatusReport(report: StatusReport): string {
       l.status,
       l.coveredFrom ?? '-',
       l.coveredUntil ?? '-',
-      l.lagSeconds?.toString() ?? '-',
+      l.localLagSeconds !== null && l.localLagSeconds < 0 ? `${l.localLagSeconds} (cursor ahead of local time!)` : (l.lagSeconds?.toString() ?? '-'),
       String(l.entriesIngested),
       l.estimatedRatePerHour === null ? '-' : l.estimatedRatePerHour.toFixed(2),
       l.nextPollAt ?? '-',

@@ -26,6 +26,7 @@ export class ChangefeedMetrics {
   private readonly deliveries: Counter<'sink' | 'outcome'>;
   private readonly deliveryLatency: Histogram<'sink'>;
   private readonly detectionDelay: Histogram<'log'>;
+  private readonly clockRejected: Counter;
 
   constructor(
     store: ChangefeedStore,
@@ -34,6 +35,8 @@ export class ChangefeedMetrics {
       allowancePerHour: () => number;
       /** The scheduler's current choices (absent in tests that run no poll loop). */
       schedule?: () => ScheduleSnapshot;
+      /** The believed offset of the service's clock from ours, seconds. */
+      serviceClockSkewSeconds?: () => number;
       defaultMetrics?: boolean;
     },
   ) {
@@ -42,6 +45,18 @@ export class ChangefeedMetrics {
     this.polls = new Counter({ name: 'changefeed_polls_total', help: 'Polls of a watched log, by log and outcome (ok or an error code).', labelNames: ['log', 'outcome'], registers });
     this.requests = new Counter({ name: 'changefeed_api_requests_total', help: 'GET requests to the service, by endpoint and HTTP status.', labelNames: ['endpoint', 'status'], registers });
     this.rateLimited = new Counter({ name: 'changefeed_api_rate_limited_total', help: '429 answers from the service.', registers });
+    this.clockRejected = new Counter({ name: 'changefeed_service_clock_rejected_total', help: 'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.', registers });
+    const skew = options.serviceClockSkewSeconds;
+    if (skew) {
+      new Gauge({
+        name: 'changefeed_service_clock_skew_seconds',
+        help: 'Believed offset of the service clock from the local clock (positive: the service is ahead).',
+        registers,
+        collect() {
+          this.set(skew());
+        },
+      });
+    }
     this.budgetRemaining = new Gauge({ name: 'changefeed_budget_remaining', help: 'RateLimit-Remaining from the last response: reads left in the window.', registers });
     this.budgetAllowance = new Gauge({
       name: 'changefeed_budget_allowance_per_hour',
@@ -126,6 +141,10 @@ export class ChangefeedMetrics {
     this.requests.inc({ endpoint: endpointOf(path), status: String(meta.status) });
     if (meta.status === 429) this.rateLimited.inc();
     if (meta.remaining !== undefined) this.budgetRemaining.set(meta.remaining);
+  }
+
+  observeClockRejected(): void {
+    this.clockRejected.inc();
   }
 
   observePoll(log: LogKind, outcome: { result?: PollResult; error?: unknown }, now: number): void {

@@ -10,7 +10,7 @@ import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from './rateEstimator.js';
-import { nextWindow } from './timeWindow.js';
+import { believableCursor, nextWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
 import { walkWindow } from './windowWalker.js';
@@ -57,8 +57,16 @@ export class LogPoller {
     const overlapMs = watch.overlapSeconds * 1000;
     const coverageStart = watched.coverageStart ?? watched.createdAt;
     const serverNow = serverClock.now();
+    const stored = watched.windowEnd ?? coverageStart;
+    const cursor = believableCursor(stored, serverNow, watched.lastSuccessAt === null ? undefined : serverClock.toServerTime(watched.lastSuccessAt));
+    if (cursor < stored) {
+      this.deps.logger.warn(
+        { log: watched.log, objectId: watched.objectId, cursor: new Date(stored).toISOString(), aheadSeconds: Math.round((stored - serverNow) / 1000) },
+        "cursor is ahead of the service's clock; reading again from the last successful poll",
+      );
+    }
     const window = nextWindow({
-      windowEnd: watched.windowEnd ?? coverageStart,
+      windowEnd: cursor,
       coverageStart,
       overlapMs,
       serverNow,

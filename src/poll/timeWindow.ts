@@ -17,6 +17,17 @@ export function nextWindow(args: { windowEnd: number; coverageStart: number; ove
   return to > from ? { from, to } : undefined;
 }
 
+/**
+ * The cursor to read from. A cursor later than the service's now claims coverage of time that has
+ * not come (a Date header once believed 30 days ahead put it there, before the clock was judged):
+ * read again from when the log was last polled successfully, in the service's time, so what was
+ * written since then is read; what was read twice is dropped by id.
+ */
+export function believableCursor(cursor: number, serverNow: number, lastSuccessServerTime: number | undefined): number {
+  if (cursor <= serverNow) return cursor;
+  return Math.min(serverNow, lastSuccessServerTime ?? serverNow);
+}
+
 /** Halves a window that holds more entries than offsets can reach; undefined when it cannot be split. */
 export function splitWindow(window: TimeWindow): [TimeWindow, TimeWindow] | undefined {
   if (window.to - window.from < 2) return undefined;

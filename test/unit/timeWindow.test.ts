@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextWindow, splitWindow, toIso } from '../../src/poll/timeWindow.js';
+import { believableCursor, nextWindow, splitWindow, toIso } from '../../src/poll/timeWindow.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 
@@ -76,5 +76,17 @@ describe('splitWindow', () => {
 describe('toIso', () => {
   it('formats epoch milliseconds as ISO 8601 UTC for the from/to query', () => {
     expect(toIso(T + 7)).toBe('2026-01-10T12:00:00.007Z');
+  });
+});
+
+describe('believableCursor', () => {
+  it.each([
+    ['a cursor in the past stays', 1_000, 5_000, 900, 1_000],
+    ['a cursor at the service now stays', 5_000, 5_000, 900, 5_000],
+    ['a cursor in the future goes back to the last successful poll', 9_999_999, 5_000, 900, 900],
+    ['without a successful poll, to the service now', 9_999_999, 5_000, undefined, 5_000],
+    ['never later than the service now', 9_999_999, 5_000, 7_000, 5_000],
+  ])('%s', (_name, cursor, serverNow, lastSuccess, expected) => {
+    expect(believableCursor(cursor, serverNow, lastSuccess)).toBe(expected);
   });
 });

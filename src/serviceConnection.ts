@@ -1,0 +1,46 @@
+import type { Logger } from 'pino';
+import type { ApiKeyProvider } from './api/apiKeyProvider.js';
+import type { ResponseMeta } from './api/responseHeaders.js';
+import { ServiceClient } from './api/serviceClient.js';
+import type { Clock } from './clock.js';
+import type { AppConfig } from './config/appConfigSchema.js';
+import type { ReadBudget } from './poll/readBudget.js';
+import type { ServerClock } from './poll/serverClock.js';
+
+/**
+ * The client every command uses: requests are paced by the read budget, and every response
+ * updates the budget, the service clock, and (on 401) makes a key file be read again.
+ */
+export function createServiceClient(
+  config: AppConfig,
+  deps: {
+    apiKey: ApiKeyProvider;
+    clock: Clock;
+    logger: Logger;
+    budget: ReadBudget;
+    serverClock: ServerClock;
+    onResponse?: (meta: ResponseMeta, path: string) => void;
+  },
+): ServiceClient {
+  const apiKey = deps.apiKey;
+  return new ServiceClient({
+    baseUrl: config.api.baseUrl,
+    apiKey: () => apiKey.current(),
+    credentialSource: apiKey.source,
+    timeoutMs: config.api.timeoutMs,
+    clock: deps.clock,
+    logger: deps.logger,
+    gate: {
+      acquire: (priority, signal) => deps.budget.acquire(priority, signal),
+      observe: (meta, path) => {
+        deps.budget.observe(meta);
+        deps.serverClock.observe(meta);
+        deps.onResponse?.(meta, path);
+      },
+    },
+  });
+}
+
+export async function pingService(client: ServiceClient, signal?: AbortSignal): Promise<void> {
+  await client.getJson('/api/v1/ping', {}, 'identityProvider', signal);
+}
