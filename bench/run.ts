@@ -3,6 +3,7 @@
  * Figures are for this machine (2 cores); compare runs on the same machine only.
  */
 import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
+import { hostilePage } from './cases/hostilePages.js';
 import { pollIngest } from './cases/pollIngest.js';
 import { mqttDelivery, natsDelivery, rabbitmqDelivery, redisDelivery } from './cases/queueSinkDelivery.js';
 import { webhookDelivery } from './cases/webhookDelivery.js';
@@ -21,6 +22,13 @@ printTable('Webhook sink (target: at least 2,000 events/s at concurrency 16)', w
 const queueRows: BenchRow[] = [];
 for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelivery]) queueRows.push(await measure(100_000));
 printTable('Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)', queueRows);
+
+// Hostile answers: peak RSS of the compiled CLI (npm run build first) polling a hostile service.
+printTable('Hostile service answers (target: peak RSS under 200 MiB)', [
+  await hostilePage('page of 100,000 entries'),
+  await hostilePage('body of 200 MB'),
+  await hostilePage('body of 200 MB, padding before data'),
+]);
 
 // Scheduling: the real poll loop, scheduler and read budget, three simulated days per row.
 const { runSchedulingBench } = await import('./scheduling.js');

@@ -28,6 +28,8 @@ export function createServiceClient(
     apiKey: () => apiKey.current(),
     credentialSource: apiKey.source,
     timeoutMs: config.api.timeoutMs,
+    maxResponseBytes: config.api.maxResponseBytes,
+    maxEntryBytes: config.api.maxEntryBytes,
     clock: deps.clock,
     logger: deps.logger,
     gate: {

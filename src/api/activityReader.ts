@@ -4,6 +4,8 @@ import { ApiMalformedResponseError } from './apiErrors.js';
 import { activityEntrySchema, type ActivityEntry } from './activityEntry.js';
 import type { RequestPriority, ServiceClient } from './serviceClient.js';
 import type { ResponseMeta } from './responseHeaders.js';
+import { activityPageReader } from './activityPageBody.js';
+import { RAW_KEPT_BYTES, type QuarantinedEntry } from './quarantinedEntry.js';
 
 export interface ActivityPageRequest {
   log: LogKind;
@@ -21,7 +23,14 @@ export interface ActivityPageRequest {
 
 export interface ActivityPage {
   entries: ActivityEntry[];
+  /** Entries that cannot become events; the page's others are in `entries`. */
+  quarantined: QuarantinedEntry[];
   meta: ResponseMeta;
+}
+
+/** Entries the service sent on the page, quarantined ones included: what says whether it was full. */
+export function pageItemCount(page: Pick<ActivityPage, 'entries' | 'quarantined'>): number {
+  return page.entries.length + page.quarantined.length;
 }
 
 /** A request our own code built wrongly; a programming error, never sent to the service. */
@@ -63,30 +72,46 @@ export async function readActivityPage(
   query.offset = request.offset;
   const priority: RequestPriority = request.priority ?? (request.log === 'identityProvider' ? 'identityProvider' : 'poll');
   const path = log.path(request.objectId);
-  const { body, meta } = await client.getJson(path, query, priority, signal);
-  return { entries: parseEntries(body, path, meta.requestId), meta };
+  const { body, meta } = await client.getJson(path, query, priority, signal, activityPageReader(request.limit));
+  return { ...parseEntries(body, { path, requestId: meta.requestId, limit: request.limit, maxEntryBytes: client.maxEntryBytes }), meta };
 }
 
-function parseEntries(body: unknown, path: string, requestId: string | undefined): ActivityEntry[] {
+function parseEntries(
+  body: unknown,
+  page: { path: string; requestId: string | undefined; limit: number; maxEntryBytes: number },
+): { entries: ActivityEntry[]; quarantined: QuarantinedEntry[] } {
+  const { path, requestId } = page;
   const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined;
   if (!Array.isArray(data)) {
-    throw new ApiMalformedResponseError(
-      `response to GET ${path} has no "data" array (request ${requestId ?? 'without id'})`,
-      path,
-      requestId,
-    );
+    throw new ApiMalformedResponseError(`response to GET ${path} has no "data" array (request ${requestId ?? 'without id'})`, path, requestId);
   }
-  return data.map((item, index) => {
+  // More than was asked for is a protocol violation, not something to swallow: the page is retried.
+  // (activityPageReader refuses it while streaming; this guards any other body reader.)
+  if (data.length > page.limit) {
+    throw new ApiMalformedResponseError(`response to GET ${path} holds more than the ${page.limit} entries the limit asked for (request ${requestId ?? 'without id'})`, path, requestId);
+  }
+  const entries: ActivityEntry[] = [];
+  const quarantined: QuarantinedEntry[] = [];
+  data.forEach((item: unknown, index) => {
+    const json = JSON.stringify(item) ?? 'undefined';
+    const rawBytes = Buffer.byteLength(json);
+    const raw = rawBytes > RAW_KEPT_BYTES ? Buffer.from(json).subarray(0, RAW_KEPT_BYTES).toString('utf8') : json;
+    const id = typeof item === 'object' && item !== null ? (item as { id?: unknown }).id : undefined;
+    const entryId = typeof id === 'string' && id !== '' ? id : undefined;
+    const quarantine = (reason: string): void => {
+      quarantined.push({ raw, rawBytes, entryId, reason: `data[${index}]: ${reason}`, requestId });
+    };
+    if (rawBytes > page.maxEntryBytes) {
+      quarantine(`the entry is ${rawBytes} bytes, more than api.maxEntryBytes (${page.maxEntryBytes})`);
+      return;
+    }
     const parsed = activityEntrySchema.safeParse(item);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      const field = issue ? issue.path.join('.') || '(entry)' : '(entry)';
-      throw new ApiMalformedResponseError(
-        `response to GET ${path} has an invalid entry at data[${index}].${field}: ${issue?.message ?? 'invalid'} (request ${requestId ?? 'without id'})`,
-        path,
-        requestId,
-      );
+      quarantine(`${issue ? issue.path.join('.') || '(entry)' : '(entry)'}: ${issue?.message ?? 'invalid'}`);
+      return;
     }
-    return parsed.data;
+    entries.push(parsed.data);
   });
+  return { entries, quarantined };
 }

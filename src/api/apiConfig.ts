@@ -8,6 +8,20 @@ export const apiConfigSchema = z
     apiKey: z.string().min(1).optional().describe('Secret: the API key, treated as opaque. Prefer apiKeyFile or CHANGEFEED_API_KEY.'),
     apiKeyFile: z.string().min(1).optional().describe('File holding the API key (a mounted secret); re-read when it changes.'),
     timeoutMs: z.number().int().min(100).max(300_000).default(15_000).describe('Time limit of one request, headers and body.'),
+    maxResponseBytes: z
+      .number()
+      .int()
+      .min(65_536)
+      .max(268_435_456)
+      .default(16 * 1024 * 1024)
+      .describe('Largest answer read from the service; reading stops beyond it (API_RESPONSE_TOO_LARGE, retried). A full page of 200 entries is far below the default 16 MiB.'),
+    maxEntryBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(16 * 1024 * 1024)
+      .default(1024 * 1024)
+      .describe('Largest single entry (as JSON) that is emitted; a larger one is quarantined (`changefeed quarantine list`) and the rest of its page processed.'),
     clockToleranceSeconds: z
       .number()
       .int()

@@ -17,7 +17,8 @@ export type ApiErrorCode =
   | 'API_HTTP_ERROR'
   | 'API_TIMEOUT'
   | 'API_CONNECTION'
-  | 'API_MALFORMED_RESPONSE';
+  | 'API_MALFORMED_RESPONSE'
+  | 'API_RESPONSE_TOO_LARGE';
 
 export abstract class ApiError extends ChangefeedError {
   declare readonly code: ApiErrorCode;
@@ -67,5 +68,12 @@ export class ApiTransportError extends ApiError {
 export class ApiMalformedResponseError extends ApiError {
   constructor(message: string, path: string, requestId?: string) {
     super('API_MALFORMED_RESPONSE', message, path, requestId);
+  }
+}
+
+/** A 2xx answer larger than api.maxResponseBytes: reading stopped at the cap, retried like a malformed one. */
+export class ApiResponseTooLargeError extends ApiError {
+  constructor(message: string, path: string, requestId?: string) {
+    super('API_RESPONSE_TOO_LARGE', message, path, requestId);
   }
 }

@@ -2,7 +2,8 @@ import { Pool, errors as undiciErrors } from 'undici';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { isAbortError } from '../errors.js';
-import { ApiMalformedResponseError, ApiProblemError, ApiTransportError, type ApiErrorCode } from './apiErrors.js';
+import { ApiError, ApiProblemError, ApiTransportError, type ApiErrorCode } from './apiErrors.js';
+import { ERROR_BODY_BYTES, headerValue, readCappedBody, readJsonBody, type BodyReader } from './responseBody.js';
 import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './problemDetails.js';
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
 
@@ -30,6 +31,10 @@ export interface ServiceClientOptions {
   /** Where the key came from, for error messages ("CHANGEFEED_API_KEY", "api.apiKeyFile /run/key"). */
   credentialSource: string;
   timeoutMs: number;
+  /** Largest body read; beyond it reading stops (API_RESPONSE_TOO_LARGE). */
+  maxResponseBytes: number;
+  /** Largest entry emitted; larger ones are quarantined (read by readActivityPage). */
+  maxEntryBytes?: number;
   clock: Clock;
   gate: RequestGate;
   logger: Logger;
@@ -61,16 +66,26 @@ export class ServiceClient {
     });
   }
 
+  get maxEntryBytes(): number {
+    return this.options.maxEntryBytes ?? 1024 * 1024;
+  }
+
   get credentialSource(): string {
     return this.options.credentialSource;
   }
 
-  /** GET `path` (starting with /api/v1) and parse its JSON body; throws an ApiError otherwise. */
+  /**
+   * GET `path` (starting with /api/v1) and parse its JSON body; throws an ApiError otherwise.
+   * `readBody` replaces the default reading of a 2xx body (capped at maxResponseBytes, then
+   * JSON.parse): the activity reader streams the page instead, so a hostile one never sits whole
+   * in memory.
+   */
   async getJson(
     path: string,
     query: Record<string, string | number | undefined>,
     priority: RequestPriority,
     signal?: AbortSignal,
+    readBody: BodyReader = readJsonBody,
   ): Promise<JsonResponse> {
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) search.set(k, String(v));
@@ -82,42 +97,35 @@ export class ServiceClient {
     const started = this.options.clock.now();
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    let status: number;
-    let headers: Record<string, string | string[] | undefined>;
-    let text: string;
+    let res;
     try {
-      const res = await this.pool.request({
-        method: 'GET',
-        path: fullPath,
-        headers: { authorization, accept: 'application/json' },
-        signal: combined,
-      });
-      status = res.statusCode;
-      headers = res.headers;
-      text = await res.body.text();
+      res = await this.pool.request({ method: 'GET', path: fullPath, headers: { authorization, accept: 'application/json' }, signal: combined });
     } catch (error) {
       if (signal?.aborted) throw error;
       throw this.transportError(error, path);
     }
-    const meta = readResponseMeta(status, headers, this.options.clock.now());
-    this.options.gate.observe(meta, path);
-    this.options.logger.debug(
-      { path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining },
-      'service request',
-    );
-    if (status >= 200 && status < 300) {
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new ApiMalformedResponseError(
-          `response to GET ${path} is not JSON (request ${meta.requestId ?? 'without id'})`,
-          path,
-          meta.requestId,
-        );
-      }
-      return { body, meta, path };
+    const status = res.statusCode;
+    const ok = status >= 200 && status < 300;
+    let body: unknown;
+    let text = '';
+    let bodyError: unknown;
+    try {
+      const context = { path, requestId: headerValue(res.headers['x-request-id']), maxBytes: this.options.maxResponseBytes };
+      if (ok) body = await readBody(res.body, res.headers, context);
+      else text = await readCappedBody(res.body, res.headers, ERROR_BODY_BYTES, { path, truncate: true });
+    } catch (error) {
+      bodyError = error;
     }
+    // The headers arrived, so the budget and the clock learn from them whatever the body was.
+    const meta = readResponseMeta(status, res.headers, this.options.clock.now());
+    this.options.gate.observe(meta, path);
+    this.options.logger.debug({ path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining }, 'service request');
+    if (bodyError instanceof ApiError) throw bodyError;
+    if (bodyError !== undefined) {
+      if (signal?.aborted) throw bodyError as Error;
+      throw this.transportError(bodyError, path);
+    }
+    if (ok) return { body, meta, path };
     throw this.problemError(status, text, meta, path);
   }
 
@@ -126,7 +134,9 @@ export class ServiceClient {
   }
 
   private problemError(status: number, text: string, meta: ResponseMeta, path: string): ApiProblemError {
-    const problem = parseProblemDetails(status, text);
+    // A service that echoes the request (detail: "bad token Bearer sk_...") must not put the key
+    // into messages, which reach the store (last_error), status and logs.
+    const problem = parseProblemDetails(status, redactKey(text, this.options.apiKey()));
     const [code, message] = describeProblem(status, problem, path, this.options.credentialSource, meta);
     return new ApiProblemError({
       code,
@@ -151,6 +161,14 @@ export class ServiceClient {
     const reason = error instanceof Error ? ((error as { code?: string }).code ?? error.message) : String(error);
     return new ApiTransportError('API_CONNECTION', `GET ${path} failed to connect: ${reason}`, path, error);
   }
+}
+
+function redactKey(text: string, key: string): string {
+  if (key.length < 4) return text;
+  const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), Buffer.from(key).toString('base64')]);
+  let redacted = text;
+  for (const form of forms) redacted = redacted.split(form).join('<redacted>');
+  return redacted;
 }
 
 function describeProblem(

@@ -9,6 +9,7 @@ import { PLAN_USAGE, planCommand } from './planCommand.js';
 import { REPLAY_USAGE, replayCommand } from './replayCommand.js';
 import { RUN_USAGE, runCommand } from './runCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
+import { QUARANTINE_USAGE, quarantineCommand } from './quarantineCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
 import { WATCH_USAGE, watchCommand } from './watchCommand.js';
 
@@ -24,6 +25,7 @@ export const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => 
   plan: { usage: PLAN_USAGE, run: planCommand },
   receive: { usage: RECEIVE_USAGE, run: receiveCommand },
   watch: { usage: WATCH_USAGE, run: watchCommand },
+  quarantine: { usage: QUARANTINE_USAGE, run: quarantineCommand },
 };
 
 const USAGE = `usage: changefeed <command> [options]

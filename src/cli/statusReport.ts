@@ -66,6 +66,8 @@ export interface StatusReport {
   logs: LogStatus[];
   sinks: SinkStatus[];
   journalEvents: number;
+  /** Entries the service sent that could not become events (`changefeed quarantine list`). */
+  quarantinedEntries: number;
   /** The read budget as the daemon last saw it (written every 30 s while polling); null before that. */
   budget: BudgetStatus | null;
   /** Whether the running daemon answered on http.port; sink state is live only when it did. */
@@ -151,7 +153,7 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
   });
   const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
   const daemon = { reachable: false as const, url: null, reason: 'not asked' };
-  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents, budget: budgetOf(store), daemon };
+  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents, quarantinedEntries: store.quarantine.count(), budget: budgetOf(store), daemon };
 }
 
 export function formatStatusReport(report: StatusReport): string {
@@ -198,6 +200,11 @@ export function formatStatusReport(report: StatusReport): string {
   const gaps = report.logs.filter((l) => l.gap).length;
   lines.push('', gaps === 0 ? 'coverage: every watched log is read without gaps' : `coverage: ${gaps} log${gaps === 1 ? '' : 's'} with a gap (see the gap column)`);
   lines.push(`journal: ${report.journalEvents} events`);
+  lines.push(
+    report.quarantinedEntries === 0
+      ? 'quarantine: empty'
+      : `quarantine: ${report.quarantinedEntries} entries the service sent could not become events (see changefeed quarantine list)`,
+  );
   const b = report.budget;
   lines.push(
     b

@@ -27,6 +27,7 @@ export class ChangefeedMetrics {
   private readonly deliveryLatency: Histogram<'sink'>;
   private readonly detectionDelay: Histogram<'log'>;
   private readonly clockRejected: Counter;
+  private readonly quarantined: Counter<'log'>;
 
   constructor(
     store: ChangefeedStore,
@@ -45,6 +46,7 @@ export class ChangefeedMetrics {
     this.polls = new Counter({ name: 'changefeed_polls_total', help: 'Polls of a watched log, by log and outcome (ok or an error code).', labelNames: ['log', 'outcome'], registers });
     this.requests = new Counter({ name: 'changefeed_api_requests_total', help: 'GET requests to the service, by endpoint and HTTP status.', labelNames: ['endpoint', 'status'], registers });
     this.rateLimited = new Counter({ name: 'changefeed_api_rate_limited_total', help: '429 answers from the service.', registers });
+    this.quarantined = new Counter({ name: 'changefeed_entries_quarantined_total', help: 'Entries that could not become events (no id, bad performedAt, too large), by log; see changefeed quarantine list.', labelNames: ['log'], registers });
     this.clockRejected = new Counter({ name: 'changefeed_service_clock_rejected_total', help: 'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.', registers });
     const skew = options.serviceClockSkewSeconds;
     if (skew) {
@@ -153,6 +155,7 @@ export class ChangefeedMetrics {
       this.polls.inc({ log: slug, outcome: 'ok' });
       this.ingested.inc({ log: slug }, outcome.result.emitted);
       this.duplicates.inc({ log: slug }, outcome.result.duplicates);
+      if (outcome.result.quarantined) this.quarantined.inc({ log: slug }, outcome.result.quarantined);
       for (const t of outcome.result.emittedPerformedAt) this.detectionDelay.observe({ log: slug }, Math.max(0, (now - t) / 1000));
     } else {
       const code = (outcome.error as { code?: unknown } | undefined)?.code;

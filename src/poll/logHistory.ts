@@ -1,4 +1,5 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import { pageItemCount } from '../api/activityReader.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { MAX_PAGE_LIMIT, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/watchedLogs.js';
@@ -50,10 +51,11 @@ export async function probeHistory(probe: HistoryProbe): Promise<HistoryProbeRes
   const page = await readWindowPage(probe, { from, to: probe.window.to }, 0);
   const dated = page.entries.map(performedAtMs).filter((t): t is number => t !== null);
   const detectedOrder = detectSortOrder(page.entries);
-  if (page.entries.length >= MAX_PAGE_LIMIT) return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
+  if (pageItemCount(page) >= MAX_PAGE_LIMIT) return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
   // The server filtered [from, to), so the first window is the page's tail; an undated entry
   // cannot be placed in it, and the first window is then read on its own.
-  const allDated = dated.length === page.entries.length;
+  // A quarantined entry cannot be placed either; the window's own read quarantines it.
+  const allDated = dated.length === page.entries.length && page.quarantined.length === 0;
   return {
     history: { fromMs: from, toMs: probe.window.to, performedAt: dated },
     firstWindow: allDated ? page.entries.filter((e) => (performedAtMs(e) as number) >= probe.window.from) : undefined,

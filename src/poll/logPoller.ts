@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
@@ -23,6 +24,8 @@ export interface PollResult {
   emittedPerformedAt: number[];
   /** On a log's first poll: the changes it held before, for the rate estimate (not emitted). */
   history?: LogHistory;
+  /** Entries quarantined for the first time by this poll (not emitted; the cursor advanced). */
+  quarantined?: number;
 }
 
 export interface LogPollerDeps {
@@ -73,19 +76,22 @@ export class LogPoller {
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
     if (!window) return result;
+    // Quarantined entries of the pages read so far, stored with the next commit.
+    const held: QuarantinedEntry[] = [];
     const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;
     const commit = (entries: ActivityEntry[], windowEnd: number): void => {
       const ingested = store.ingest({
         log: watched.log,
         objectId: watched.objectId,
         entries: inIngestionOrder(entries),
+        quarantined: held.splice(0),
         windowEnd,
         // Windows never reach further back than one overlap; keep a second one as margin.
         pruneSeenBefore: windowEnd - 2 * overlapMs,
         toEvent: (entry) => this.toEvent(watched, entry),
         now: this.deps.clock.now(),
       });
-      this.account(result, ingested);
+      this.account(result, ingested, watched);
     };
     const sortOrder = this.configuredOrder(watched) ?? watched.sortOrder ?? undefined;
     let detectedOrder = sortOrder;
@@ -102,7 +108,10 @@ export class LogPoller {
       }
     }
     if (!firstWindowRead) {
-      const stats = await walkWindow({ client: this.deps.client, log: watched.log, objectId: watched.objectId, sortOrder, signal, priority, commit }, window);
+      const quarantine = (entries: QuarantinedEntry[]): void => {
+        held.push(...entries);
+      };
+      const stats = await walkWindow({ client: this.deps.client, log: watched.log, objectId: watched.objectId, sortOrder, signal, priority, commit, quarantine }, window);
       result.requests += stats.requests;
       detectedOrder ??= stats.detectedOrder;
       if (stats.splits > 0) {
@@ -146,13 +155,14 @@ export class LogPoller {
       objectId: watched.objectId,
       entries: ordered,
       silentEntries: silent,
+      quarantined: read.quarantined,
       windowEnd: this.deps.serverClock.now(),
       toEvent: (entry) => this.toEvent(watched, entry),
       now: this.deps.clock.now(),
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
     if (baseline && this.historyMs() > 0) result.history = versionLogHistory(read.unseen, this.deps.serverClock.now(), this.historyMs());
-    this.account(result, ingested);
+    this.account(result, ingested, watched);
     return result;
   }
 
@@ -160,10 +170,17 @@ export class LogPoller {
     return buildCloudEvent({ log: watched.log, objectId: watched.objectId, entry, baseUrl: this.deps.baseUrl }, this.deps.events);
   }
 
-  private account(result: PollResult, ingested: IngestResult): void {
+  private account(result: PollResult, ingested: IngestResult, watched: WatchedLog): void {
+    if (ingested.quarantined > 0) {
+      this.deps.logger.warn(
+        { log: watched.log, objectId: watched.objectId, quarantined: ingested.quarantined },
+        'entries that cannot become events were quarantined (not emitted; the log goes on): see `changefeed quarantine list`',
+      );
+    }
     result.emitted += ingested.emitted;
     result.duplicates += ingested.duplicates;
     result.emittedPerformedAt.push(...ingested.emittedPerformedAt);
+    if (ingested.quarantined > 0) result.quarantined = (result.quarantined ?? 0) + ingested.quarantined;
   }
 }
 

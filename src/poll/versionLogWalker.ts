@@ -1,5 +1,6 @@
 import type { ActivityEntry } from '../api/activityEntry.js';
-import { readActivityPage } from '../api/activityReader.js';
+import { pageItemCount, readActivityPage } from '../api/activityReader.js';
+import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
@@ -32,6 +33,8 @@ export interface VersionLogRead {
   detectedOrder: SortOrder | undefined;
   /** True when the read went to the end of the log (short page). */
   complete: boolean;
+  /** Entries that cannot become events, to be stored with the read. */
+  quarantined: QuarantinedEntry[];
 }
 
 /**
@@ -43,6 +46,7 @@ export interface VersionLogRead {
 export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRead> {
   const unseen: ActivityEntry[] = [];
   const all: ActivityEntry[] = [];
+  const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
   for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
     const page = await readActivityPage(
@@ -52,14 +56,15 @@ export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRe
     );
     requests++;
     all.push(...page.entries);
+    quarantined.push(...page.quarantined);
     const fresh = page.entries.filter((e) => !walk.isSeen(e.id));
     unseen.push(...fresh);
     const order = walk.sortOrder ?? detectSortOrder(all);
-    if (page.entries.length < MAX_PAGE_LIMIT) return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true };
-    if (order === 'newest-first' && fresh.length === 0) {
-      return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false };
+    if (pageItemCount(page) < MAX_PAGE_LIMIT) return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true, quarantined };
+    if (order === 'newest-first' && fresh.length === 0 && page.quarantined.length === 0) {
+      return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };
     }
   }
   if ((walk.sortOrder ?? detectSortOrder(all)) !== 'newest-first') throw new VersionLogTooLongError(walk.objectId);
-  return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false };
+  return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };
 }

@@ -1,5 +1,6 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
-import { readActivityPage, type ActivityPage } from '../api/activityReader.js';
+import { pageItemCount, readActivityPage, type ActivityPage } from '../api/activityReader.js';
+import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
@@ -32,6 +33,8 @@ export interface WindowWalk {
    * performedAt in [part.from, windowEnd). The caller commits it with the cursor in one transaction.
    */
   commit: (entries: ActivityEntry[], windowEnd: number) => void;
+  /** Receives the entries of each page that cannot become events; the caller stores them with the next commit. */
+  quarantine?: (entries: QuarantinedEntry[]) => void;
 }
 
 export interface WalkStats {
@@ -83,10 +86,12 @@ async function readWholeWindow(
   for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
     const page = await readWindowPage(walk, window, offset);
     stats.requests++;
-    stats.entriesRead += page.entries.length;
+    stats.entriesRead += pageItemCount(page);
     entries.push(...page.entries);
+    if (page.quarantined.length > 0) walk.quarantine?.(page.quarantined);
     stats.detectedOrder ??= detectSortOrder(page.entries);
-    if (page.entries.length < MAX_PAGE_LIMIT) return { entries, overflow: false };
+    // A page is full by what the service sent, quarantined entries included.
+    if (pageItemCount(page) < MAX_PAGE_LIMIT) return { entries, overflow: false };
   }
   return { entries, overflow: true };
 }

@@ -1,9 +1,11 @@
 import type { ActivityEntry } from '../api/activityEntry.js';
+import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import { performedAtMs } from '../api/activityEntry.js';
 import type { ChangeCloudEvent } from '../events/cloudEvent.js';
 import type { LogKind } from '../logs.js';
 import { openDatabase, type Db } from './database.js';
 import { Outbox } from './outbox.js';
+import { Quarantine } from './quarantine.js';
 import { SeenEntries } from './seenEntries.js';
 import { SinkStates } from './sinkStates.js';
 import { WatchedLogs } from './watchedLogs.js';
@@ -15,6 +17,8 @@ export interface IngestRequest {
   entries: readonly ActivityEntry[];
   /** Entries that must be recorded as seen but not emitted (history before the start point). */
   silentEntries?: readonly ActivityEntry[];
+  /** Entries of the read that cannot become events: kept aside in the same transaction. */
+  quarantined?: readonly QuarantinedEntry[];
   /** The new cursor: exclusive end of what this read covered, in the service's clock. */
   windowEnd: number;
   /** Forget seen ids older than this (windowed logs only). */
@@ -28,6 +32,8 @@ export interface IngestResult {
   duplicates: number;
   /** performedAt of each emitted entry that has one (detection-delay metrics, rate estimates). */
   emittedPerformedAt: number[];
+  /** Entries quarantined for the first time by this read. */
+  quarantined: number;
 }
 
 /**
@@ -40,6 +46,7 @@ export class ChangefeedStore {
   readonly seen: SeenEntries;
   readonly outbox: Outbox;
   readonly sinks: SinkStates;
+  readonly quarantine: Quarantine;
   private readonly ingestTx;
 
   constructor(readonly db: Db) {
@@ -47,10 +54,13 @@ export class ChangefeedStore {
     this.seen = new SeenEntries(db);
     this.outbox = new Outbox(db);
     this.sinks = new SinkStates(db);
+    this.quarantine = new Quarantine(db);
     this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {
       let emitted = 0;
       let duplicates = 0;
       const emittedPerformedAt: number[] = [];
+      let quarantined = 0;
+      for (const entry of req.quarantined ?? []) if (this.quarantine.add(req.log, req.objectId, entry, req.now)) quarantined++;
       for (const entry of req.silentEntries ?? []) {
         this.seen.add(req.log, req.objectId, entry.id, performedAtMs(entry), req.now);
       }
@@ -67,7 +77,7 @@ export class ChangefeedStore {
       }
       this.watchedLogs.advance({ log: req.log, objectId: req.objectId, windowEnd: req.windowEnd, ingested: emitted, now: req.now });
       if (req.pruneSeenBefore !== undefined) this.seen.prune(req.log, req.objectId, req.pruneSeenBefore);
-      return { emitted, duplicates, emittedPerformedAt };
+      return { emitted, duplicates, emittedPerformedAt, quarantined };
     });
   }
 

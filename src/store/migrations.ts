@@ -29,6 +29,11 @@
  *
  * Migration 4 replaces the burst term by what the session-aware estimator keeps: the decayed
  * count of edit sessions and the newest change's performedAt.
+ *
+ * Migration 5 adds `quarantine`: entries the service sent that cannot become events (no id, an
+ * unparseable performedAt, larger than api.maxEntryBytes), kept with their raw JSON, log and
+ * reason for `changefeed quarantine list`. Keyed by a fingerprint of the raw JSON, so a page read
+ * again does not record them twice.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -134,5 +139,19 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE rate_estimates ADD COLUMN last_event_at INTEGER;
   UPDATE rate_estimates SET sessions = events;
   ALTER TABLE rate_estimates DROP COLUMN burst;
+  `,
+  `
+  CREATE TABLE quarantine (
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    entry_id TEXT,
+    reason TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    raw_bytes INTEGER NOT NULL,
+    request_id TEXT,
+    first_seen_at INTEGER NOT NULL,
+    PRIMARY KEY (log, object_id, fingerprint)
+  ) WITHOUT ROWID;
   `,
 ];

@@ -98,15 +98,30 @@ describe('readActivityPage', () => {
     expect(error.requestId).toBe('req-9');
   });
 
-  it('names the entry and field when an entry has no id', async () => {
+  it('quarantines an entry without an id, naming the entry and field, and keeps the rest of the page', async () => {
     const { client: c } = await serve({ status: 200, body: { data: [{ id: 'e-1' }, { event: 'x' }] } });
-    const error = (await rejection(c, page())) as ApiError;
-    expect(error.code).toBe('API_MALFORMED_RESPONSE');
-    expect(error.message).toContain('invalid entry at data[1].id');
+    const read = await readActivityPage(c, page());
+    expect(read.entries.map((e) => e.id)).toEqual(['e-1']);
+    expect(read.quarantined).toEqual([expect.objectContaining({ reason: expect.stringMatching(/^data\[1\]: id: /), raw: '{"event":"x"}', entryId: undefined })]);
   });
 
-  it('names the field when a timestamp does not parse', async () => {
+  it('quarantines an entry whose timestamp does not parse, naming the field', async () => {
     const { client: c } = await serve({ status: 200, body: { data: [{ id: 'e-1', performedAt: 'last tuesday' }] } });
-    expect((await rejection(c, page())).message).toContain('data[0].performedAt: performedAt is not an ISO 8601 timestamp');
+    const read = await readActivityPage(c, page());
+    expect(read.entries).toEqual([]);
+    expect(read.quarantined[0]?.reason).toBe('data[0]: performedAt: performedAt is not an ISO 8601 timestamp');
+    expect(read.quarantined[0]?.entryId).toBe('e-1');
+  });
+
+  it('refuses a page with more entries than the limit asked for while it streams in', async () => {
+    const { client: c } = await serve({ status: 200, body: { data: Array.from({ length: 11 }, (_, i) => ({ id: `e-${i}` })) } });
+    const error = (await rejection(c, { ...page(), limit: 10 })) as ApiError;
+    expect(error.code).toBe('API_MALFORMED_RESPONSE');
+    expect(error.message).toContain('holds more than the 10 entries the limit asked for');
+  });
+
+  it('reads a body that is not JSON as API_MALFORMED_RESPONSE', async () => {
+    const { client: c } = await serve({ status: 200, raw: '{"data": [ {"id": "e-1"}, oops' });
+    expect(((await rejection(c, page())) as ApiError).code).toBe('API_MALFORMED_RESPONSE');
   });
 });

@@ -101,7 +101,7 @@ describe('ChangefeedStore.ingest', () => {
     const { store } = openFresh();
     ingest(store, [entry('e-1', T - 3_000)]);
     const result = ingest(store, [entry('e-1', T - 3_000), entry('e-2', T - 2_000), { ...entry('e-3'), performedAt: null }]);
-    expect(result).toEqual({ emitted: 2, duplicates: 1, emittedPerformedAt: [T - 2_000] });
+    expect(result).toEqual({ emitted: 2, duplicates: 1, emittedPerformedAt: [T - 2_000], quarantined: 0 });
     store.close();
   });
 

@@ -79,12 +79,13 @@ export const TEST_KEY = 'sk_test_0123456789abcdef0123456789abcdef';
 export const CLIENT_NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 
 /** A client of a loopback service, closed after the test. */
-export function clientFor(baseUrl: string, gate: RequestGate, options: { timeoutMs?: number; credentialSource?: string } = {}): ServiceClient {
+export function clientFor(baseUrl: string, gate: RequestGate, options: { timeoutMs?: number; credentialSource?: string; maxResponseBytes?: number } = {}): ServiceClient {
   const client = new ServiceClient({
     baseUrl,
     apiKey: () => TEST_KEY,
     credentialSource: options.credentialSource ?? 'CHANGEFEED_API_KEY',
     timeoutMs: options.timeoutMs ?? 5_000,
+    maxResponseBytes: options.maxResponseBytes ?? 16 * 1024 * 1024,
     clock: new ManualClock(CLIENT_NOW),
     gate,
     logger: noopLogger,

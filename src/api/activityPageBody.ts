@@ -1,0 +1,62 @@
+import { JSONParser } from '@streamparser/json';
+import { ApiMalformedResponseError, ApiResponseTooLargeError } from './apiErrors.js';
+import { headerValue, type BodyReader } from './responseBody.js';
+
+/**
+ * Reads an activity page as it streams in, keeping only the elements of its `data` array (other
+ * envelope keys may be anything and are dropped; once `data` is complete the rest of the body is
+ * not read at all). A page holding more entries than the
+ * `limit` asked for is refused at entry limit + 1, before the rest is parsed: a hostile
+ * 100,000-entry page never becomes 100,000 objects. The body is capped at maxBytes as it arrives.
+ */
+export function activityPageReader(limit: number): BodyReader {
+  return async (body, headers, context) => {
+    const { path, requestId, maxBytes } = context;
+    const where = `response to GET ${path}`;
+    const request = `request ${requestId ?? 'without id'}`;
+    const declared = Number(headerValue(headers['content-length']));
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      body.destroy();
+      throw new ApiResponseTooLargeError(`${where} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`, path, requestId);
+    }
+    const data: unknown[] = [];
+    let dataIsArray: boolean | undefined;
+    // Set once `data` is complete: nothing after it is needed, so the rest is not read.
+    let dataDone = false;
+    let refusal: Error | undefined;
+    const parser = new JSONParser({ paths: ['$.data', '$.data.*'], keepStack: false });
+    parser.onValue = ({ value, stack, parent }) => {
+      if (stack.length === 1) {
+        dataIsArray = Array.isArray(value);
+        dataDone = true;
+        return;
+      }
+      if (!Array.isArray(parent)) return;
+      data.push(value);
+      if (data.length > limit) {
+        refusal ??= new ApiMalformedResponseError(`${where} holds more than the ${limit} entries the limit asked for (${request})`, path, requestId);
+      }
+    };
+    let total = 0;
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        total += chunk.length;
+        if (total > maxBytes) {
+          refusal ??= new ApiResponseTooLargeError(`${where} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there (${request})`, path, requestId);
+        }
+        if (refusal) break;
+        parser.write(chunk);
+        if (refusal || dataDone) break;
+      }
+      if (!refusal && !dataDone && !parser.isEnded) parser.end();
+    } catch (error) {
+      if (refusal) throw refusal;
+      throw new ApiMalformedResponseError(`${where} is not JSON: ${(error as Error).message} (${request})`, path, requestId);
+    } finally {
+      body.destroy();
+    }
+    if (refusal) throw refusal;
+    if (dataIsArray !== true) throw new ApiMalformedResponseError(`${where} has no "data" array (${request})`, path, requestId);
+    return { data };
+  };
+}

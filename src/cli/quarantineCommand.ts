@@ -1,0 +1,52 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ChangefeedError } from '../errors.js';
+import type { LogKind } from '../logs.js';
+import { scrubSecrets } from '../observe/secretRegistry.js';
+import { ChangefeedStore } from '../store/changefeedStore.js';
+import { openDatabase, storePath } from '../store/database.js';
+import { loadInspectionConfig } from './loadAppConfig.js';
+import { numericFlag } from './numericFlag.js';
+import { terminalSafe } from './terminalText.js';
+
+export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--log career|skill|identityProvider] [--limit N] [--json]
+  Shows entries the service sent that could not become events (no id, a performedAt that does not
+  parse, larger than api.maxEntryBytes): their log, the reason and the raw JSON. They were not
+  emitted; the rest of their page was, and the log went on. Safe while the daemon runs.`;
+
+const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvider'];
+
+export function quarantineCommand(argv: string[]): number {
+  const [action, ...rest] = argv;
+  if (action !== 'list') throw new ChangefeedError('USAGE', `expected "list"\n\n${QUARANTINE_USAGE}`);
+  const { values } = parseArgs({
+    args: rest,
+    options: { config: { type: 'string', short: 'c' }, log: { type: 'string' }, limit: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
+    strict: true,
+  });
+  const log = values.log as LogKind | undefined;
+  if (log !== undefined && !LOG_KINDS.includes(log)) throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
+  const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
+  const { config } = loadInspectionConfig({ configFlag: values.config });
+  const file = storePath(config.stateDir);
+  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
+  try {
+    const records = store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+    if (values.json) {
+      process.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
+    } else if (records.length === 0) {
+      process.stdout.write('no quarantined entries\n');
+    } else {
+      for (const r of records) {
+        const raw = r.raw.length > 300 ? `${r.raw.slice(0, 300)}... (${r.rawBytes} bytes)` : r.raw;
+        process.stdout.write(
+          terminalSafe(`${new Date(r.firstSeenAt).toISOString()}  ${r.log} ${r.objectId || '-'}  entry ${r.entryId ?? '(no id)'}  request ${r.requestId ?? '-'}\n    reason: ${r.reason}\n    raw: ${scrubSecrets(raw)}`) + '\n',
+        );
+      }
+    }
+    return 0;
+  } finally {
+    store.close();
+  }
+}
