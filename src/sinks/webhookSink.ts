@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
 import { z } from 'zod';
+import { parseRetryAfter } from '../api/responseHeaders.js';
 import { readSecretFile } from '../config/readSecretFile.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/deliveryConfig.js';
 import { registerSecret } from '../observe/secretRegistry.js';
@@ -44,6 +45,10 @@ export const webhookSinkConfigSchema = sinkCommonSchema
 export type WebhookSinkConfig = z.infer<typeof webhookSinkConfigSchema>;
 
 const RESPONSE_SNIPPET = 512;
+/** The most of a response body read (for the dead-letter snippet); the rest is discarded unread. */
+export const RESPONSE_READ_CAP = 2048;
+/** The longest Retry-After a receiver can impose on one event. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
 const RETRYABLE = new Set([408, 429]);
 
 /**
@@ -134,20 +139,25 @@ export class WebhookSink implements Sink {
     let status: number;
     let responseHeaders: Record<string, string | string[] | undefined>;
     let text: string;
+    // One deadline for the whole exchange: the pool's headers and body timeouts restart with every
+    // byte, so a receiver that drips its answer held the sink for ever.
+    const deadline = AbortSignal.timeout(this.config.timeoutMs);
     try {
       const res = await pool.request({
         method: 'POST',
         path: `${this.url.pathname}${this.url.search}`,
         headers,
         body,
-        // The pool's headersTimeout and bodyTimeout enforce timeoutMs without a timer per request.
-        signal,
+        signal: AbortSignal.any([signal, deadline]),
       });
       status = res.statusCode;
       responseHeaders = res.headers;
-      text = await readSnippet(res.body);
+      // A 2xx is decided by its status: its body is not read at all. Another answer's body is read
+      // up to a small cap, within the same deadline, for the dead-letter snippet.
+      text = status >= 200 && status < 300 ? discard(res.body) : await readSnippet(res.body, AbortSignal.any([signal, deadline]));
     } catch (error) {
       if (signal.aborted) throw error;
+      if (deadline.aborted) return { error: `no complete answer within timeoutMs (${this.config.timeoutMs} ms)`, permanent: false };
       const message = transportMessage(error, this.config.timeoutMs);
       if (isUnreachable(error)) throw new SinkUnavailableError(`POST ${this.url.origin}${this.url.pathname}: ${message}`, { cause: error });
       return { error: message, permanent: false };
@@ -206,22 +216,35 @@ function secretSource(config: WebhookSinkConfig): () => string[] {
   };
 }
 
-async function readSnippet(body: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    if (size < RESPONSE_SNIPPET * 4) chunks.push(chunk);
-    size += chunk.length;
-  }
-  return Buffer.concat(chunks).toString('utf8');
+type ResponseBody = AsyncIterable<Buffer> & { destroy(): void };
+
+function discard(body: ResponseBody): string {
+  body.destroy();
+  return '';
 }
 
+/** Up to RESPONSE_READ_CAP bytes of the body, or what arrived before `signal` aborted; the rest is dropped. */
+async function readSnippet(body: ResponseBody, signal: AbortSignal): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= RESPONSE_READ_CAP || signal.aborted) break;
+    }
+  } catch (error) {
+    if (!signal.aborted) throw error;
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, RESPONSE_READ_CAP).toString('utf8');
+}
+
+/** Retry-After as ms: delay-seconds or an HTTP-date, at most an hour; nonsense ("-5") is ignored. */
 function retryAfter(value: string | string[] | undefined): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined) return undefined;
-  if (/^\s*\d+\s*$/.test(text)) return Number.parseInt(text, 10) * 1000;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  const seconds = parseRetryAfter(Array.isArray(value) ? value[0] : value, Date.now());
+  return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
 }
 
 function transportMessage(error: unknown, timeoutMs: number): string {

@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OutboundEvent } from '../../src/sinks/sink.js';
+import { SinkPartialFailureError } from '../../src/sinks/sinkErrors.js';
+import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+async function receiver(handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const server = createServer(handler);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+}
+
+const event: OutboundEvent = { seq: 1, id: 'ev-1', type: 't', log: 'career', objectId: 'c', orderingKey: 'career:c', json: '{"id":"ev-1"}', attempt: 1 };
+
+async function writeOnce(url: string, timeoutMs = 1_000): Promise<{ ms: number; error?: unknown }> {
+  const sink = createSink(sinkConfigSchema.parse({ name: 'hook', type: 'webhook', url, timeoutMs }));
+  const signal = new AbortController().signal;
+  await sink.connect(signal);
+  const started = performance.now();
+  try {
+    await sink.write([event], signal);
+    return { ms: performance.now() - started };
+  } catch (error) {
+    return { ms: performance.now() - started, error };
+  } finally {
+    await sink.close();
+  }
+}
+
+/** Writes a little of an endless body every 50 ms, for ever. */
+const drip = (status: number) => (_req: unknown, res: import('node:http').ServerResponse) => {
+  res.writeHead(status, { 'content-type': 'text/plain' });
+  const timer = setInterval(() => res.write('.'), 50);
+  res.on('close', () => clearInterval(timer));
+};
+
+// A receiver that answered and then dripped or never ended its body blocked the sink for ever:
+// the pool's body timeout restarts with every byte.
+describe('a hostile webhook receiver', () => {
+  it('a 200 whose body never ends is a delivery: the status decides, the body is not read', async () => {
+    const result = await writeOnce(await receiver(drip(200)));
+    expect(result.error).toBeUndefined();
+  });
+
+  it('a 500 whose body drips for ever is a failed attempt within timeoutMs, with the snippet it sent', async () => {
+    const result = await writeOnce(await receiver(drip(500)), 1_000);
+    expect(result.error).toBeInstanceOf(SinkPartialFailureError);
+    const failure = (result.error as SinkPartialFailureError).failures.get('ev-1');
+    expect(failure).toMatchObject({ error: 'HTTP 500', permanent: false, status: 500 });
+    expect(failure?.response).toMatch(/^\.+$/);
+  });
+
+  it('an endless body is read up to the cap and no further', async () => {
+    let written = 0;
+    const url = await receiver((_req, res) => {
+      res.writeHead(503);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = (): void => {
+        while (written < 10_000) {
+          written++;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.on('error', () => undefined);
+      pump();
+    });
+    const result = await writeOnce(url, 5_000);
+    const failure = (result.error as SinkPartialFailureError).failures.get('ev-1');
+    expect(failure?.status).toBe(503);
+    expect(written).toBeLessThan(10_000);
+  });
+
+  it('headers that never come are a failed attempt after timeoutMs', async () => {
+    const result = await writeOnce(await receiver(() => undefined), 800);
+    const failure = (result.error as SinkPartialFailureError).failures.get('ev-1');
+    expect(failure).toMatchObject({ permanent: false });
+    expect(failure?.error).toContain('within timeoutMs (800 ms)');
+  });
+});
