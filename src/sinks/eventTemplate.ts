@@ -50,3 +50,17 @@ export function renderTemplate(
 ): string {
   return template.replace(PLACEHOLDER, (_, name: TemplatePlaceholder) => escape(values[name], name));
 }
+
+/**
+ * Makes a value taken from event data safe inside a destination name: every character that
+ * `forbidden` matches, and `%` itself, becomes its UTF-8 bytes as %XX, so distinct values stay
+ * distinct and the name can be decoded. Lone surrogates (not valid UTF-8) become U+FFFD first; an
+ * empty value becomes `_`. Before, an event name holding `\r\n` or `\u0001` made mosquitto drop
+ * the connection, and the sink resent the same batch for ever.
+ */
+export function escapeTemplateValue(value: string, forbidden: RegExp): string {
+  if (value === '') return '_';
+  const pattern = new RegExp(`${forbidden.source}|%`, 'gu');
+  const wellFormed = value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+  return wellFormed.replace(pattern, (c: string) => [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+}

@@ -3,7 +3,7 @@ import { connect as mqttConnect, ReasonCodes, type IClientOptions, type IClientP
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
-import { renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
+import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 
@@ -75,8 +75,12 @@ export function renderTopic(config: Pick<MqttSinkConfig, 'topic' | 'prefix'>, ev
   return renderTemplate(config.topic, templateValues(event, config.prefix), (value, name) => (name === 'prefix' || name === 'log' ? value : level(value)));
 }
 
+/** What a topic level built from event data may not hold: separators, wildcards and the control characters MQTT forbids or discourages (MQTT 5 1.5.4, 4.7). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const TOPIC_LEVEL_FORBIDDEN = /[/+#\u0000-\u001f\u007f-\u009f\ufffe\uffff]/;
+
 function level(value: string): string {
-  return value === '' ? '_' : value.replace(/[/+#]/g, '_').replaceAll('\u0000', '_');
+  return escapeTemplateValue(value, TOPIC_LEVEL_FORBIDDEN);
 }
 
 interface Connection {

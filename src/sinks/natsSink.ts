@@ -7,7 +7,7 @@ import { registerSecret } from '../observe/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
-import { renderTemplate, templateSchema as templateSchema_, templateValues } from './eventTemplate.js';
+import { escapeTemplateValue, renderTemplate, templateSchema as templateSchema_, templateValues } from './eventTemplate.js';
 
 /** What `{placeholder}` in a subject template may stand for; see renderSubject. */
 export const SUBJECT_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
@@ -84,8 +84,9 @@ export function renderSubject(template: string, event: Pick<OutboundEvent, 'type
   return renderTemplate(template, templateValues(event), (value, name) => (name === 'type' ? value.split('.').map(token).join('.') : token(value)));
 }
 
+/** A subject token built from event data keeps to the characters NATS recommends; the rest is %-escaped. */
 function token(value: string): string {
-  return value === '' ? '_' : value.replace(/[\s.*>]/g, '_');
+  return escapeTemplateValue(value, /[^A-Za-z0-9_-]/);
 }
 
 /**

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { AbortedError } from '../errors.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
-import { renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
+import { templateSchema } from './eventTemplate.js';
+import { routingKeyFor } from './rabbitmqRoutingKey.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkBackoffError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 
@@ -254,7 +255,7 @@ export class RabbitmqSink implements Sink {
   }
 
   private routingKey(event: OutboundEvent): string {
-    return renderTemplate(this.config.routingKey, templateValues(event));
+    return routingKeyFor(this.config.routingKey, event);
   }
 
   /** An amqplib or socket error as an operator-facing sentence; never holds the password. */
@@ -314,3 +315,4 @@ function settleWithin<T>(promise: Promise<T>, timeoutMs: number, signals: AbortS
 async function closeQuietly(model: ChannelModel): Promise<void> {
   await settleWithin(model.close(), CLOSE_GRACE_MS, []).catch(() => undefined);
 }
+

@@ -3,7 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
-import { renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
+import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 
@@ -47,9 +47,13 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
 
 export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema>;
 
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const KEY_FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]/;
+
 /** The stream key of an event. */
 export function renderKey(config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
-  return renderTemplate(config.key, templateValues(event, config.prefix), (value, name) => (name === 'subject' && value === '' ? '_' : value));
+  // Keys are binary-safe, but control characters in them break every tool that shows them.
+  return renderTemplate(config.key, templateValues(event, config.prefix), (value, name) => (name === 'prefix' ? value : escapeTemplateValue(value, KEY_FORBIDDEN)));
 }
 
 /**

@@ -99,7 +99,7 @@ describe('mqtt sink', () => {
     await sink.connect(never);
     await sink.write([event(1, { objectId: 'car/3+#' }), event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }), event(3, { log: 'identityProvider', name: 'user_added' })], never);
     expect((await reader.waitFor(3)).map((p) => p.topic)).toEqual([
-      `${tag}/career/car_3__/level_added/com.skills.changefeed.career.level_added`,
+      `${tag}/career/car%2F3%2B%23/level_added/com.skills.changefeed.career.level_added`,
       `${tag}/skill/sk_9/version_created/com.skills.changefeed.skill.version_created`,
       `${tag}/identity_provider/_/user_added/com.skills.changefeed.identity_provider.user_added`,
     ]);
@@ -291,5 +291,26 @@ describe('mqtt sink', () => {
     expect(scrubSecrets(`x ${password} y`)).toBe('x [redacted] y');
     // A user name is not a secret: scrubbing a common word from every log line would do harm.
     expect(scrubSecrets(`x ${username} y`)).toBe(`x ${username} y`);
+  });
+});
+
+// An event name holding \r\n or \u0001 made mosquitto drop the connection; the sink reconnected
+// and resent the same batch for ever: 0 delivered.
+describe('mqtt sink with hostile event names', () => {
+  it('escapes every byte MQTT forbids or reserves in a topic level, and delivers every event', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const tag = newTag();
+    const received = await subscribe(tag);
+    const sink = newSink(tag);
+    await sink.connect(never);
+    const names = ['line\r\nbreak', 'bell\u0001', 'nul\u0000', 'wild+#/card', 'del\u007f', 'lone\ud800', 'fine'];
+    const batch = Array.from({ length: 20 }, (_, i) => event(i + 1, { name: names[i % names.length] }));
+    await sink.write(batch, never);
+    const packets = await received.waitFor(20);
+    expect(packets).toHaveLength(20);
+    const topics = new Set(packets.map((p) => p.topic));
+    expect([...topics].every((t) => !/[\u0000-\u001f\u007f+#]/.test(t))).toBe(true);
+    expect(topics).toContain(`${tag}/career/line%0D%0Abreak`);
+    expect(topics).toContain(`${tag}/career/lone\ufffd`);
   });
 });

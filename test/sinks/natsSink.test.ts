@@ -128,7 +128,7 @@ describe('nats sink against a real JetStream server', () => {
     const sink = await openSink(tag, { subject: `${tag}.{log}.{event}.{subject}`, stream: { name: `CF_${tag}`, create: true } });
     expect((await jsm.streams.info(`CF_${tag}`)).config.subjects).toEqual([`${tag}.*.*.*`]);
     await sink.write([event(1, { objectId: 'car.7 x' }), event(2, { log: 'identityProvider', name: 'user_created' }), event(3, { log: 'skill', objectId: 'sk_1', name: 'version_created' })], signal());
-    expect((await storedMessages(`CF_${tag}`)).map((m) => m.subject)).toEqual([`${tag}.career.level_added.car_7_x`, `${tag}.identity_provider.user_created._`, `${tag}.skill.version_created.sk_1`]);
+    expect((await storedMessages(`CF_${tag}`)).map((m) => m.subject)).toEqual([`${tag}.career.level_added.car%2E7%20x`, `${tag}.identity_provider.user_created._`, `${tag}.skill.version_created.sk_1`]);
 
     const typed = await openSink(`${tag}t`);
     await typed.write([event(1)], signal());
