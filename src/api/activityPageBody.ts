@@ -1,6 +1,6 @@
 import { JSONParser } from '@streamparser/json';
 import { ApiMalformedResponseError, ApiResponseTooLargeError } from './apiErrors.js';
-import { headerValue, type BodyReader } from './responseBody.js';
+import { discardBody, headerValue, type BodyReader } from './responseBody.js';
 
 /**
  * Reads an activity page as it streams in, keeping only the elements of its `data` array (other
@@ -16,7 +16,7 @@ export function activityPageReader(limit: number): BodyReader {
     const request = `request ${requestId ?? 'without id'}`;
     const declared = Number(headerValue(headers['content-length']));
     if (Number.isFinite(declared) && declared > maxBytes) {
-      body.destroy();
+      discardBody(body);
       throw new ApiResponseTooLargeError(`${where} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`, path, requestId);
     }
     const data: unknown[] = [];
@@ -53,7 +53,7 @@ export function activityPageReader(limit: number): BodyReader {
       if (refusal) throw refusal;
       throw new ApiMalformedResponseError(`${where} is not JSON: ${(error as Error).message} (${request})`, path, requestId);
     } finally {
-      body.destroy();
+      discardBody(body);
     }
     if (refusal) throw refusal;
     if (dataIsArray !== true) throw new ApiMalformedResponseError(`${where} has no "data" array (${request})`, path, requestId);

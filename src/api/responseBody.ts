@@ -18,6 +18,12 @@ export function headerValue(value: string | string[] | undefined): string | unde
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** Drops the rest of a body unread; an abort undici reports on it later must not go unheard (a crash). */
+export function discardBody(body: Body): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
 /** The default reader: the whole body up to the cap, then JSON.parse. */
 export const readJsonBody: BodyReader = async (body, headers, context) => {
   const text = await readCappedBody(body, headers, context.maxBytes, { path: context.path });
@@ -45,7 +51,7 @@ export async function readCappedBody(
 ): Promise<string> {
   const declared = Number(headerValue(headers['content-length']));
   if (!describe.truncate && Number.isFinite(declared) && declared > maxBytes) {
-    body.destroy();
+    discardBody(body);
     throw new ApiResponseTooLargeError(`response to GET ${describe.path} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`, describe.path);
   }
   const chunks: Buffer[] = [];
@@ -55,10 +61,10 @@ export async function readCappedBody(
     if (total > maxBytes) {
       if (describe.truncate) {
         chunks.push(chunk.subarray(0, chunk.length - (total - maxBytes)));
-        body.destroy();
+        discardBody(body);
         break;
       }
-      body.destroy();
+      discardBody(body);
       throw new ApiResponseTooLargeError(`response to GET ${describe.path} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there`, describe.path);
     }
     chunks.push(chunk);

@@ -3,6 +3,7 @@ import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '..
 import type { FailedDelivery, PendingDelivery } from '../store/outbox.js';
 import { orderingKeyOf } from './batchPlanner.js';
 import type { RetryConfig } from './deliveryConfig.js';
+import { isPoison } from './poisonSearch.js';
 import { isExhausted, retryDelayMs } from './retryPolicy.js';
 
 export interface BatchFailureOutcome {
@@ -11,6 +12,8 @@ export interface BatchFailureOutcome {
   dead: FailedDelivery[];
   /** Deliveries neither delivered nor failed: held behind a failed event of the same object. */
   heldBack: number;
+  /** Every failure was the destination refusing those events for good: the endpoint itself works. */
+  perEventRejections: boolean;
 }
 
 /**
@@ -28,9 +31,10 @@ export function classifyBatchFailure(
   now: number,
   retry: RetryConfig,
   random?: () => number,
+  poison: { strikes: number; lastSuccessAt: number | null } = { strikes: 0, lastSuccessAt: null },
 ): BatchFailureOutcome {
   const message = describeError(error);
-  const outcome: BatchFailureOutcome = { delivered: [], retries: [], dead: [], heldBack: 0 };
+  const outcome: BatchFailureOutcome = { delivered: [], retries: [], dead: [], heldBack: 0, perEventRejections: error instanceof SinkPartialFailureError };
   const failedKeys = new Set<string>();
   for (const d of batch) {
     const key = orderingKeyOf(d);
@@ -42,10 +46,13 @@ export function classifyBatchFailure(
       continue;
     }
     failedKeys.add(key);
+    if (!failure.permanent) outcome.perEventRejections = false;
     const attempts = d.attempts + 1;
     const detail = { status: failure.status, response: failure.response };
     if (failure.permanent) {
       outcome.dead.push({ seq: d.seq, error: `rejected: ${failure.error}`, ...detail });
+    } else if (isPoison({ batchLength: batch.length, attempts, strikes: poison.strikes, firstAttemptAt: d.firstAttemptAt, lastSuccessAt: poison.lastSuccessAt })) {
+      outcome.dead.push({ seq: d.seq, error: `poison: failed alone ${attempts} times while the destination took other events: ${failure.error}`, ...detail });
     } else if (isExhausted(attempts, d.firstAttemptAt ?? now, now, retry)) {
       outcome.dead.push({ seq: d.seq, error: `gave up after ${attempts} attempts: ${failure.error}`, ...detail });
     } else {

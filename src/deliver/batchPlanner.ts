@@ -23,10 +23,16 @@ export function planBatches(args: {
   inFlightKeys: ReadonlySet<string>;
   maxBatches: number;
   maxBatchSize: number;
+  /** The largest batch a delivery may join (smaller for an event under poison search). */
+  batchCap?: (d: PendingDelivery) => number;
 }): PlannedBatches {
   const batches: PendingDelivery[][] = [];
   const batchOfKey = new Map<string, PendingDelivery[]>();
+  // A batch is as large as its most restricted member allows.
+  const capOf = new Map<PendingDelivery[], number>();
   const blocked = new Set<string>(args.inFlightKeys);
+  const capFor = (d: PendingDelivery): number => Math.max(1, Math.min(args.maxBatchSize, args.batchCap?.(d) ?? args.maxBatchSize));
+  const hasRoom = (batch: PendingDelivery[], cap: number): boolean => batch.length < Math.min(cap, capOf.get(batch) ?? args.maxBatchSize);
   let nextDueAt: number | undefined;
   for (const d of args.pages) {
     const last = batches.at(-1);
@@ -38,10 +44,11 @@ export function planBatches(args: {
       nextDueAt = nextDueAt === undefined ? d.nextAttemptAt : Math.min(nextDueAt, d.nextAttemptAt);
       continue;
     }
+    const cap = capFor(d);
     let batch = batchOfKey.get(key);
     if (!batch) {
       const open = batches.at(-1);
-      if (open && open.length < args.maxBatchSize) batch = open;
+      if (open && hasRoom(open, cap)) batch = open;
       else if (batches.length < args.maxBatches) {
         batch = [];
         batches.push(batch);
@@ -51,11 +58,12 @@ export function planBatches(args: {
       }
       batchOfKey.set(key, batch);
     }
-    if (batch.length >= args.maxBatchSize) {
+    if (!hasRoom(batch, cap)) {
       blocked.add(key);
       continue;
     }
     batch.push(d);
+    capOf.set(batch, Math.min(cap, capOf.get(batch) ?? args.maxBatchSize));
   }
   return { batches, nextDueAt };
 }

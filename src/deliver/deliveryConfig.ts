@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CIRCUIT_DEFAULTS, circuitBreakerConfigSchema } from './circuitBreaker.js';
+import { POISON_DEFAULTS, poisonConfigSchema } from './poisonSearch.js';
 import { sinkFilterSchema } from './sinkFilter.js';
 
 export const retryConfigSchema = z
@@ -27,9 +28,10 @@ export function deliverySchema(retryDefaults: RetryConfig) {
       maxInFlight: z.number().int().min(1).max(256).optional().describe('Writes in flight at once (concurrency); only different objects are written in parallel. Defaults per sink type.'),
       retry: retryConfigSchema.default(retryDefaults).describe('Retry schedule of failed events.'),
       circuitBreaker: circuitBreakerConfigSchema.default(CIRCUIT_DEFAULTS).describe('Pausing a destination that keeps failing.'),
+      poison: poisonConfigSchema.default(POISON_DEFAULTS).describe('Narrowing a batch that keeps failing down to the one event the destination cannot take.'),
     })
     .strict()
-    .default({ retry: retryDefaults, circuitBreaker: CIRCUIT_DEFAULTS })
+    .default({ retry: retryDefaults, circuitBreaker: CIRCUIT_DEFAULTS, poison: POISON_DEFAULTS })
     .describe('How the engine delivers to this sink.');
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { describeError } from '../errors.js';
+import { describeError, isAbortError } from '../errors.js';
 import type { Sink } from '../sinks/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { SinkDeliveryConfig } from './deliveryConfig.js';
@@ -25,6 +25,8 @@ export interface DrainReport {
  * Owns delivery to every sink: one worker per sink, each with its own retries, batching and
  * in-flight limit, so a slow or failing sink holds up neither the others nor polling.
  */
+const REQUEUE_CHECK_MS = 500;
+
 export class DeliveryEngine {
   private readonly workers: SinkWorker[];
   private readonly abort = new AbortController();
@@ -42,6 +44,7 @@ export class DeliveryEngine {
           clock: deps.clock,
           logger: deps.logger,
           retry: delivery.retry,
+          poisonStrikes: delivery.poison.strikes,
           circuitBreaker: delivery.circuitBreaker,
           accepts: compileSinkFilter(filter),
           batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
@@ -63,13 +66,35 @@ export class DeliveryEngine {
 
   start(): void {
     if (this.running) return;
-    this.running = Promise.all(
-      this.workers.map((w) =>
+    this.running = Promise.all([
+      ...this.workers.map((w) =>
         w.run(this.abort.signal).catch((error: unknown) => {
           this.deps.logger.fatal({ sink: w.name, err: describeError(error) }, 'sink worker crashed');
         }),
       ),
-    );
+      this.watchRequeues(this.abort.signal),
+    ]);
+  }
+
+  /**
+   * `changefeed dead-letters retry` runs in another process and can only leave a mark in the store:
+   * checked twice a second, so re-queued events go out at once rather than when a worker next
+   * happens to read the outbox from its start.
+   */
+  private async watchRequeues(signal: AbortSignal): Promise<void> {
+    let seen = this.deps.store.outbox.requeueCount();
+    while (!signal.aborted) {
+      try {
+        await this.deps.clock.sleep(REQUEUE_CHECK_MS, signal);
+        const count = this.deps.store.outbox.requeueCount();
+        if (count === seen) continue;
+        seen = count;
+        for (const w of this.workers) w.reloadPending();
+      } catch (error) {
+        if (isAbortError(error)) return;
+        this.deps.logger.warn({ err: describeError(error) }, 'checking for re-queued dead letters failed; trying again');
+      }
+    }
   }
 
   /** New events are in the outbox. */

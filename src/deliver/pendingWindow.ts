@@ -27,6 +27,13 @@ export class PendingWindow {
     private readonly onFiltered: (seqs: number[]) => void,
   ) {}
 
+  /** Forgets what is held, so the next top-up reads the outbox from its start (re-queued rows have old seqs). */
+  reload(): void {
+    this.queues.clear();
+    this.size = 0;
+    this.loadedUpTo = 0;
+  }
+
   get held(): number {
     return this.size;
   }

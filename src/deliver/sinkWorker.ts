@@ -8,6 +8,7 @@ import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../si
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { PendingDelivery } from '../store/outbox.js';
 import { classifyBatchFailure } from './batchFailure.js';
+import { poisonBatchCap } from './poisonSearch.js';
 import { orderingKeyOf, planBatches } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker, type CircuitBreakerConfig } from './circuitBreaker.js';
@@ -20,6 +21,8 @@ export interface SinkWorkerOptions {
   clock: Clock;
   logger: Logger;
   retry: RetryConfig;
+  /** delivery.poison.strikes: 0 turns the poison search off. */
+  poisonStrikes?: number;
   circuitBreaker: CircuitBreakerConfig;
   batchSize: number;
   maxInFlight: number;
@@ -65,6 +68,8 @@ export class SinkWorker {
   private ready: PendingDelivery[][] = [];
   /** The sink lost its connection since it last connected: close it before connecting again. */
   private reconnecting = false;
+  /** When the destination last took a batch: the poison search needs others to get through. */
+  private lastSuccessAt: number | null = null;
   /** Deliveries the last top-up settled as filtered: something changed, so look again at once. */
   private filteredInLastScan = 0;
   private wake: AbortController | undefined;
@@ -93,6 +98,13 @@ export class SinkWorker {
   }
 
   /** Wakes the worker: new events were ingested. */
+  /** Dead letters were re-queued: read the outbox afresh (planning still skips objects in flight). */
+  reloadPending(): void {
+    this.window.reload();
+    this.ready = [];
+    this.notify();
+  }
+
   notify(): void {
     this.wake?.abort();
   }
@@ -192,6 +204,7 @@ export class SinkWorker {
         inFlightKeys: this.inFlightKeys,
         maxBatches: Math.max(free, this.options.maxInFlight * PLAN_AHEAD),
         maxBatchSize: this.options.batchSize,
+        batchCap: (d) => poisonBatchCap(d.attempts, this.options.poisonStrikes ?? 0, this.options.batchSize),
       });
       this.ready = plan.batches;
       nextDueAt = plan.nextDueAt;
@@ -232,6 +245,7 @@ export class SinkWorker {
       this.window.settle(batch);
       this.circuit.recordSuccess();
       this.health.delivered(now);
+      this.lastSuccessAt = now;
       this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
     } catch (error) {
       // Shutting down or past a drain's deadline: the events simply stay pending.
@@ -263,7 +277,7 @@ export class SinkWorker {
       this.report({ retried: batch.length, error: message });
       return;
     }
-    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random);
+    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, { strikes: this.options.poisonStrikes ?? 0, lastSuccessAt: this.lastSuccessAt });
     store.outbox.markDelivered(this.name, outcome.delivered, now);
     store.outbox.scheduleRetry(this.name, outcome.retries, now);
     store.outbox.markDead(this.name, outcome.dead, now);
@@ -274,7 +288,9 @@ export class SinkWorker {
       const row = bySeq.get(r.seq);
       if (row) this.window.retryLater(row, r.nextAttemptAt, now);
     }
-    const opened = this.circuit.recordFailure(now);
+    // A destination that answered and refused these events (a 4xx) works: that is no outage, and
+    // counting it would pause the sink and let one event die per probe.
+    const opened = outcome.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);
     this.health.writeFailed(message, { opened, circuit: this.circuit.state(now), reopensAt: this.circuit.reopensAt, dead: outcome.dead.length, retried: outcome.retries.length });
     this.report({ delivered: outcome.delivered.length, retried: batch.length - outcome.delivered.length - outcome.dead.length, dead: outcome.dead.length, error: message });
   }

@@ -216,9 +216,14 @@ function secretSource(config: WebhookSinkConfig): () => string[] {
   };
 }
 
-type ResponseBody = AsyncIterable<Buffer> & { destroy(): void };
+type ResponseBody = AsyncIterable<Buffer> & { destroy(): void; on(event: 'error', listener: () => void): unknown };
 
+/**
+ * Drops the rest of a body unread. undici may still report the request aborted on it later (when
+ * the write's signal ends); nobody is listening then, and an unheard 'error' would crash the process.
+ */
 function discard(body: ResponseBody): string {
+  body.on('error', () => undefined);
   body.destroy();
   return '';
 }
@@ -236,7 +241,7 @@ async function readSnippet(body: ResponseBody, signal: AbortSignal): Promise<str
   } catch (error) {
     if (!signal.aborted) throw error;
   } finally {
-    body.destroy();
+    discard(body);
   }
   return Buffer.concat(chunks).subarray(0, RESPONSE_READ_CAP).toString('utf8');
 }

@@ -67,6 +67,8 @@ export interface DeliveryCounts {
  * Every state change of a delivery is one short transaction, so a crash at any point leaves each
  * event either delivered or still pending (at-least-once).
  */
+const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
+
 export class Outbox {
   private readonly insertEventStmt;
   private readonly insertDeliveriesStmt;
@@ -252,12 +254,29 @@ export class Outbox {
 
   /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
   requeueDead(sink: string, now: number): number {
-    return this.requeueDeadStmt.run(now, sink).changes;
+    return this.bumpRequeues(this.requeueDeadStmt.run(now, sink).changes);
   }
 
   /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
   requeueDeadEvent(eventId: string, sink: string | undefined, now: number): number {
-    return this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes;
+    return this.bumpRequeues(this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes);
+  }
+
+  /**
+   * How many times dead letters were put back in line, ever. A running daemon (another process)
+   * watches it to take re-queued deliveries up at once: they have old seqs, which its in-memory
+   * window of pending deliveries has already passed.
+   */
+  requeueCount(): number {
+    const row = this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(REQUEUE_COUNT_KEY);
+    return row ? Number(row.value) : 0;
+  }
+
+  private bumpRequeues(changed: number): number {
+    if (changed > 0) {
+      this.db.prepare(`INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`).run(REQUEUE_COUNT_KEY);
+    }
+    return changed;
   }
 
   counts(sink: string): DeliveryCounts {

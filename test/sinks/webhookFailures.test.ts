@@ -14,6 +14,20 @@ const entryOf = (r: ReceivedWebhook): { object: number; index: number } => {
 const fastRetry = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
 
 describe('webhook sink, when the endpoint fails', () => {
+  // A 4xx is the endpoint refusing one event, not an outage: counted by the circuit breaker, the
+  // sink paused while the pause doubled and one event died per probe (after 60 s: 6 dead, 148 pending).
+  it('dead-letters events answered 400 at once without opening the circuit, and delivers the rest', async () => {
+    const clock = new ManualClock();
+    const hook = await receiver({ respond: (_r, n) => ({ status: n <= 30 ? 400 : 204 }) });
+    const { store } = storeWithEvents(150, 150);
+    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { maxInFlight: 1, retry: fastRetry } } });
+    await withVirtualTime(clock, engine.drain(clock.now() + 60_000));
+    await engine.stop();
+    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, dead: 30, delivered: 120 });
+    expect(store.sinks.list().find((s) => s.name === 'hook')?.circuit).toBe('closed');
+    store.close();
+  });
+
   it('retries on the configured schedule: full jitter doubling from initialDelayMs', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
@@ -134,7 +148,9 @@ describe('webhook sink, when the endpoint fails', () => {
       },
     });
     const { store } = storeWithEvents(200, 10);
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { delivery: { maxInFlight: 8, retry: { ...fastRetry, initialDelayMs: 5 }, circuitBreaker: { failureThreshold: 0 } } } });
+    // Every third request fails, whichever event it carries: an event unlucky five times while
+    // others pass would be judged poison. This test is about order, so the search is off.
+    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { delivery: { maxInFlight: 8, retry: { ...fastRetry, initialDelayMs: 5 }, circuitBreaker: { failureThreshold: 0 }, poison: { strikes: 0 } } } });
     await engine.drain(Date.now() + 30_000);
     await engine.stop();
     expect(violations).toEqual([]);

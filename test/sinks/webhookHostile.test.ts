@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboundEvent } from '../../src/sinks/sink.js';
@@ -38,7 +38,7 @@ async function writeOnce(url: string, timeoutMs = 1_000): Promise<{ ms: number; 
 }
 
 /** Writes a little of an endless body every 50 ms, for ever. */
-const drip = (status: number) => (_req: unknown, res: import('node:http').ServerResponse) => {
+const drip = (status: number) => (_req: unknown, res: ServerResponse) => {
   res.writeHead(status, { 'content-type': 'text/plain' });
   const timer = setInterval(() => res.write('.'), 50);
   res.on('close', () => clearInterval(timer));
