@@ -41,7 +41,8 @@ export function quarantineCommand(argv: string[]): number {
       for (const r of records) {
         const raw = r.raw.length > 300 ? `${r.raw.slice(0, 300)}... (${r.rawBytes} bytes)` : r.raw;
         process.stdout.write(
-          terminalSafe(`${new Date(r.firstSeenAt).toISOString()}  ${r.log} ${r.objectId || '-'}  entry ${r.entryId ?? '(no id)'}  request ${r.requestId ?? '-'}\n    reason: ${r.reason}\n    raw: ${scrubSecrets(raw)}`) + '\n',
+          `${new Date(r.firstSeenAt).toISOString()}  ${r.log} ${terminalSafe(r.objectId || '-')}  entry ${terminalSafe(r.entryId ?? '(no id)')}  request ${terminalSafe(r.requestId ?? '-')}\n` +
+            `    reason: ${terminalSafe(r.reason)}\n    raw: ${terminalSafe(scrubSecrets(raw))}\n`,
         );
       }
     }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
+import { scrubSecrets } from '../observe/secretRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';
 import { fetchLiveReadiness, withLiveSinkState } from './liveSinkState.js';
@@ -25,7 +26,8 @@ export async function statusCommand(argv: string[]): Promise<number> {
   const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
   try {
     const report = withLiveSinkState(buildStatusReport(store, Date.now()), live, config.sinks.map((s) => s.name));
-    process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report)}\n`);
+    // Errors recorded by sinks and polls may quote a URL with credentials or an echoed secret.
+    process.stdout.write(`${scrubSecrets(values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report))}\n`);
     return 0;
   } finally {
     store.close();

@@ -4,6 +4,7 @@ import { formatConfigPath, getAtPath } from './configPath.js';
 import { knownKeysAtPath, type JsonSchema } from './configJsonSchema.js';
 import { collectSecretValues, isSecretPath } from './secretFields.js';
 import { suggestKey } from './suggestKey.js';
+import { redactUrlCredentials } from '../urlCredentials.js';
 
 type Issue = z.core.$ZodIssue;
 
@@ -39,7 +40,7 @@ export function formatConfigIssues(issues: readonly Issue[], context: IssueConte
   const secrets = [...collectSecretValues(context.jsonSchema, context.input)]
     .filter((secret) => secret.length >= 4)
     .sort((a, b) => b.length - a.length);
-  const scrub = (text: string): string => secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text);
+  const scrub = (text: string): string => redactUrlCredentials(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text));
 
   const seen = new Set<string>();
   const listed: { path: string; message: string }[] = [];

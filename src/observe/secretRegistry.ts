@@ -4,6 +4,8 @@
  * a secret is secret for every logger, including child loggers created before it was loaded.
  */
 
+import { redactUrlCredentials } from '../urlCredentials.js';
+
 const REPLACEMENT = '[redacted]';
 
 // Shorter values would cut ordinary words and numbers out of every line, and a credential
@@ -29,11 +31,12 @@ export function hasRegisteredSecrets(): boolean {
   return pattern !== undefined;
 }
 
-/** `text` with every registered secret replaced by `[redacted]`; free when none is registered. */
+/** `text` with every registered secret replaced by `[redacted]`, and credentials in URLs too. */
 export function scrubSecrets(text: string): string {
-  if (pattern === undefined || text.length < MIN_SECRET_LENGTH) return text;
+  const safe = redactUrlCredentials(text);
+  if (pattern === undefined || safe.length < MIN_SECRET_LENGTH) return safe;
   pattern.lastIndex = 0;
-  return pattern.test(text) ? text.replace(pattern, REPLACEMENT) : text;
+  return pattern.test(safe) ? safe.replace(pattern, REPLACEMENT) : safe;
 }
 
 function escapeRegExp(text: string): string {

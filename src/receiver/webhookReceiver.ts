@@ -34,7 +34,11 @@ export interface ReceiverOptions {
   onWebhook?: (request: ReceivedWebhook) => void;
   /** Keep every request in `received` (tests); off for a long-running receiver, whose memory must not grow. */
   keepReceived?: boolean;
+  /** Largest request body accepted; larger ones get 413 (before reading, when Content-Length says so). Default 16 MiB. */
+  maxBodyBytes?: number;
 }
+
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface WebhookReceiver {
   readonly url: string;
@@ -54,10 +58,34 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
   const keep = options.keepReceived ?? true;
   let count = 0;
   const verifiers = (options.secrets ?? []).map((s) => new Webhook(s));
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const server: Server = createServer((req, res) => {
+    // An unauthenticated 1.5 GB POST took the receiver to 3.16 GB and crashed it: nothing is
+    // buffered beyond the cap, and a declared length above it is refused before reading.
+    const tooLarge = (): void => {
+      if (res.headersSent) return;
+      // The answer first, then the connection goes: the rest of the body is never read.
+      res.on('finish', () => req.socket.destroy());
+      res.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end(`request body larger than ${maxBodyBytes} bytes\n`);
+    };
+    if (Number(req.headers['content-length']) > maxBodyBytes) {
+      tooLarge();
+      return;
+    }
     const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > maxBodyBytes) {
+        chunks.length = 0;
+        tooLarge();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('error', () => undefined);
     req.on('end', () => {
+      if (size > maxBodyBytes) return;
       const body = Buffer.concat(chunks).toString('utf8');
       const request: ReceivedWebhook = {
         id: String(req.headers['webhook-id'] ?? ''),
