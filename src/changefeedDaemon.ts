@@ -16,6 +16,7 @@ import { WatchRegistry } from './poll/watchRegistry.js';
 import { createSink } from './sinks/sinkRegistry.js';
 import { ChangefeedStore } from './store/changefeedStore.js';
 import { storePath } from './store/database.js';
+import { StateDirLock } from './store/stateDirLock.js';
 import { ChangefeedMetrics } from './observe/changefeedMetrics.js';
 import { createServiceClient, pingService } from './serviceConnection.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './observe/healthServer.js';
@@ -60,6 +61,7 @@ export class ChangefeedDaemon {
   private healthServer: HealthServer | undefined;
   private pruning: Promise<void> | undefined;
   private stopped = false;
+  private readonly lock: StateDirLock;
 
   constructor(
     readonly config: AppConfig,
@@ -68,7 +70,14 @@ export class ChangefeedDaemon {
     const logger = options.logger;
     for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
     this.clock = options.clock ?? systemClock;
-    this.store = ChangefeedStore.open(storePath(config.stateDir));
+    // Before the store is opened: a second daemon must not even migrate it.
+    this.lock = StateDirLock.acquire(config.stateDir);
+    try {
+      this.store = ChangefeedStore.open(storePath(config.stateDir));
+    } catch (error) {
+      this.lock.release();
+      throw error;
+    }
     this.serverClock = new ServerClock(this.clock, {
       toleranceMs: config.api.clockToleranceSeconds * 1000,
       onRejected: (rejected) => {
@@ -212,6 +221,7 @@ export class ChangefeedDaemon {
     await this.client.close();
     await this.healthServer?.close();
     this.store.close();
+    this.lock.release();
   }
 
   /** What /readyz reports: store open, key accepted, polling running, every sink connected or reconnecting briefly. */

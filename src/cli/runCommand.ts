@@ -1,6 +1,9 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ChangefeedDaemon } from '../changefeedDaemon.js';
+import { storePath } from '../store/database.js';
+import { StateDirLock } from '../store/stateDirLock.js';
+import { setStoreAside } from '../store/storeIdentity.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
@@ -9,11 +12,12 @@ import { requiredNumericFlag } from './numericFlag.js';
 import { bindPort, type PortBinding } from './portInUse.js';
 import { onShutdownSignals } from './shutdownSignals.js';
 
-export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS]
+export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS] [--reset-store]
   Polls the service and delivers events until stopped (SIGINT/SIGTERM drain; a second signal exits).
   SIGHUP reloads the configuration; an invalid one is reported and the running one kept.
   --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink
-           failed, or a configured career or skill id does not exist)`;
+           failed, or a configured career or skill id does not exist)
+  --reset-store   move a store that is refused (empty, damaged, not ours) aside and start a new one`;
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -22,6 +26,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       config: { type: 'string', short: 'c' },
       once: { type: 'boolean', default: false },
       'shutdown-timeout': { type: 'string', default: '20' },
+      'reset-store': { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -29,6 +34,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const shutdownTimeoutMs = requiredNumericFlag('shutdown-timeout', values['shutdown-timeout'], { min: 0, max: 3_600 }) * 1000;
   const { config } = loadAppConfig({ configFlag: values.config });
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  if (values['reset-store']) resetStore(config.stateDir, logger);
   let daemon = new ChangefeedDaemon(config, { logger });
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
@@ -57,6 +63,17 @@ export async function runCommand(argv: string[]): Promise<number> {
   });
   await bindPort(httpBinding(config), () => daemon.start());
   return new Promise<number>(() => undefined);
+}
+
+/** Moves the store aside (kept, not deleted), under the lock so a running daemon is not pulled from under. */
+function resetStore(stateDir: string, logger: Logger): void {
+  const lock = StateDirLock.acquire(stateDir);
+  try {
+    const aside = setStoreAside(storePath(stateDir), Date.now());
+    logger.warn({ stateDir, keptAs: aside ?? null }, aside ? 'store reset: the old one is kept aside; starting from watch.startFrom with every sink from now' : 'store reset: there was no store');
+  } finally {
+    lock.release();
+  }
 }
 
 function httpBinding(config: AppConfig): PortBinding {

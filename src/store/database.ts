@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 
 export type Db = Database.Database;
 
@@ -25,19 +26,29 @@ export function storePath(stateDir: string): string {
  */
 export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
   if (!options.readonly) mkdirSync(dirname(file), { recursive: true });
+  checkStoreFile(file);
   let db: Db;
   try {
     db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   } catch (error) {
     throw new StoreError(`cannot open the store at ${file}: ${(error as Error).message}`, error);
   }
-  db.pragma('busy_timeout = 5000');
-  if (options.readonly) return db;
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  migrate(db, file);
-  return db;
+  try {
+    db.pragma('busy_timeout = 5000');
+    checkStoreIdentity(db, file, { readonly: options.readonly ?? false });
+    if (options.readonly) return db;
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db, file);
+    return db;
+  } catch (error) {
+    db.close();
+    if (error instanceof ChangefeedError) throw error;
+    // SQLITE_CORRUPT, SQLITE_NOTADB: a file cut short or overwritten.
+    if (/^SQLITE_(CORRUPT|NOTADB)/.test((error as { code?: string }).code ?? '')) throw new StoreRefusedError(file, `is damaged (${(error as Error).message})`, error);
+    throw error;
+  }
 }
 
 function migrate(db: Db, file: string): void {
