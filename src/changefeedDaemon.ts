@@ -229,7 +229,7 @@ export class ChangefeedDaemon {
     const now = this.clock.now();
     const graceMs = this.config.http.sinkGraceSeconds * 1000;
     const checks: ReadinessCheck[] = [
-      { name: 'store', ok: this.store.db.open },
+      storeCheck(this.store),
       {
         name: 'credential',
         ok: this.credentialAccepted === true,
@@ -279,4 +279,9 @@ export class ChangefeedDaemon {
 
 function clockCheck(problem: string | undefined): ReadinessCheck {
   return problem === undefined ? { name: 'clock', ok: true } : { name: 'clock', ok: false, detail: problem };
+}
+
+function storeCheck(store: ChangefeedStore): ReadinessCheck {
+  const problem = store.db.open ? store.health.problem : 'the store is closed';
+  return problem === undefined ? { name: 'store', ok: true } : { name: 'store', ok: false, detail: problem };
 }

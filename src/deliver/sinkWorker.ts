@@ -1,52 +1,26 @@
 import { setMaxListeners } from 'node:events';
-import type { Logger } from 'pino';
-import { timerDelayMs, type Clock } from '../clock.js';
+import { timerDelayMs } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { LogKind } from '../logs.js';
-import type { OutboundEvent, Sink } from '../sinks/sink.js';
+import type { OutboundEvent } from '../sinks/sink.js';
 import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinks/sinkErrors.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { PendingDelivery } from '../store/outbox.js';
 import { classifyBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
+import { StoreOutage } from './storeOutage.js';
 import { orderingKeyOf, planBatches } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
-import { CircuitBreaker, type CircuitBreakerConfig } from './circuitBreaker.js';
-import type { RetryConfig } from './deliveryConfig.js';
+import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
+import type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
 
-export interface SinkWorkerOptions {
-  sink: Sink;
-  store: ChangefeedStore;
-  clock: Clock;
-  logger: Logger;
-  retry: RetryConfig;
-  /** delivery.poison.strikes: 0 turns the poison search off. */
-  poisonStrikes?: number;
-  circuitBreaker: CircuitBreakerConfig;
-  batchSize: number;
-  maxInFlight: number;
-  /** False for events this sink must not receive (its filter). */
-  accepts?: (event: { log: LogKind; type: string }) => boolean;
-  random?: () => number;
-  /** Called after each batch outcome, for metrics. */
-  onOutcome?: (outcome: BatchOutcome) => void;
-}
-
-export interface BatchOutcome {
-  sink: string;
-  delivered: number;
-  retried: number;
-  dead: number;
-  /** Age of each delivered event: now minus its ingestion time. */
-  latenciesMs: number[];
-  error?: string;
-}
+export type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
 
 /** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
 const IN_FLIGHT = 'in-flight' as const;
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
 const IDLE_WAIT_MS = 5_000;
+/** Wait before trying a store that could not be written again. */
+const STORE_RETRY_MS = 2_000;
 /** Pending deliveries held in memory per sink for planning. */
 const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
@@ -68,6 +42,7 @@ export class SinkWorker {
   private ready: PendingDelivery[][] = [];
   /** The sink lost its connection since it last connected: close it before connecting again. */
   private reconnecting = false;
+  private readonly storeOutage: StoreOutage;
   /** When the destination last took a batch: the poison search needs others to get through. */
   private lastSuccessAt: number | null = null;
   /** Deliveries the last top-up settled as filtered: something changed, so look again at once. */
@@ -77,6 +52,7 @@ export class SinkWorker {
   constructor(private readonly options: SinkWorkerOptions) {
     this.circuit = new CircuitBreaker(options.circuitBreaker);
     this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
+    this.storeOutage = new StoreOutage(options.sink.name, options.store, options.logger);
     this.window = new PendingWindow(options.store.outbox, options.sink.name, WINDOW_CAPACITY, options.accepts, (seqs) =>
       options.store.outbox.markFiltered(options.sink.name, seqs, options.clock.now()),
     );
@@ -112,7 +88,15 @@ export class SinkWorker {
   /** Runs until `engineSignal` aborts, then waits for in-flight writes. */
   async run(engineSignal: AbortSignal): Promise<void> {
     const signal = this.writesSignal(engineSignal);
-    while (!signal.aborted && !this.health.disabled) await this.pause(await this.step(signal), signal);
+    while (!signal.aborted && !this.health.disabled) {
+      try {
+        await this.pause(await this.step(signal), signal);
+      } catch (error) {
+        // A full or read-only disk: wait and try again rather than let the worker die.
+        if (!this.storeOutage.failed(error)) throw error;
+        await this.pause(STORE_RETRY_MS, signal);
+      }
+    }
     await Promise.allSettled(this.inFlight);
   }
 
@@ -178,6 +162,7 @@ export class SinkWorker {
   private async step(signal: AbortSignal): Promise<number | typeof IN_FLIGHT> {
     const { clock, sink } = this.options;
     const now = clock.now();
+    if (!this.storeOutage.flush(now)) return STORE_RETRY_MS;
     if (this.health.pausedUntil > now) return this.health.pausedUntil - now;
     if (!this.health.connected) {
       try {
@@ -241,8 +226,17 @@ export class SinkWorker {
     try {
       await this.options.sink.write(events, signal);
       const now = this.options.clock.now();
-      this.options.store.outbox.markDelivered(this.name, batch.map((d) => d.seq), now);
       this.window.settle(batch);
+      try {
+        this.options.store.outbox.markDelivered(this.name, batch.map((d) => d.seq), now);
+        this.options.store.health.clear();
+      } catch (error) {
+        // Delivered, but the store cannot say so now: kept in memory and recorded once it can,
+        // rather than sent again. (A crash before then sends it again: at least once.)
+        if (!this.storeOutage.failed(error)) throw error;
+        this.storeOutage.hold(batch);
+        return;
+      }
       this.circuit.recordSuccess();
       this.health.delivered(now);
       this.lastSuccessAt = now;
@@ -250,7 +244,14 @@ export class SinkWorker {
     } catch (error) {
       // Shutting down or past a drain's deadline: the events simply stay pending.
       if (signal.aborted) return;
-      this.handleFailure(batch, error);
+      try {
+        this.handleFailure(batch, error);
+      } catch (recordError) {
+        // The outcome cannot be recorded: the batch stays pending and is tried again.
+        if (!this.storeOutage.failed(recordError)) throw recordError;
+        this.window.settle(batch);
+        this.window.reload();
+      }
     }
   }
 

@@ -23,6 +23,8 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
     const code = error instanceof ChangefeedError ? error.code : undefined;
     // The key file is missing or empty: nothing can be read until it is fixed.
     if (code === 'CONFIG_INVALID') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: MINUTE };
+    // A full or read-only disk: nothing read could be kept. Try again soon; the space may return.
+    if (code === 'STORE_UNAVAILABLE') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: 5_000 };
     // Retrying cannot make a window sparser or a version log shorter, and each try costs reads.
     if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG') {
       return { kind: 'disableLog', status: 'disabled', reason: `${(error as Error).message}; not retried until restart` };

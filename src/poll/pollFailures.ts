@@ -61,7 +61,12 @@ export class PollFailures {
   private apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): void {
     const { store, logger } = this.deps;
     const key = keyOf(w);
-    store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
+    try {
+      store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
+    } catch (recordError) {
+      // On a full disk the failure cannot be recorded; what it decides (a pause) still holds.
+      if (!store.health.record(recordError, store.db.name)) throw recordError;
+    }
     const target = { log: w.log, objectId: w.objectId || undefined, requestId: (error as { requestId?: string }).requestId };
     switch (action.kind) {
       case 'retry': {

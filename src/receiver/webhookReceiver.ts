@@ -64,8 +64,12 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
     // buffered beyond the cap, and a declared length above it is refused before reading.
     const tooLarge = (): void => {
       if (res.headersSent) return;
-      // The answer first, then the connection goes: the rest of the body is never read.
-      res.on('finish', () => req.socket.destroy());
+      // The answer first, then the connection goes. Closing at once would reset it while the
+      // sender still writes, and a reset can destroy the 413 before the sender reads it: what
+      // arrives meanwhile is discarded unbuffered, for a second at most.
+      req.removeAllListeners('data');
+      req.resume();
+      res.on('finish', () => setTimeout(() => req.socket.destroy(), 1_000).unref());
       res.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end(`request body larger than ${maxBodyBytes} bytes\n`);
     };
     if (Number(req.headers['content-length']) > maxBodyBytes) {

@@ -6,6 +6,7 @@ import type { LogKind } from '../logs.js';
 import { openDatabase, type Db } from './database.js';
 import { Outbox } from './outbox.js';
 import { Quarantine } from './quarantine.js';
+import { StoreHealth, StoreUnavailableError } from './storeHealth.js';
 import { SeenEntries } from './seenEntries.js';
 import { SinkStates } from './sinkStates.js';
 import { WatchedLogs } from './watchedLogs.js';
@@ -47,6 +48,8 @@ export class ChangefeedStore {
   readonly outbox: Outbox;
   readonly sinks: SinkStates;
   readonly quarantine: Quarantine;
+  /** Whether writes work; see StoreHealth. */
+  readonly health = new StoreHealth();
   private readonly ingestTx;
 
   constructor(readonly db: Db) {
@@ -85,8 +88,16 @@ export class ChangefeedStore {
     return new ChangefeedStore(openDatabase(file));
   }
 
+  /** Throws StoreUnavailableError when the disk is full or read-only: nothing of the read is kept, the cursor stays. */
   ingest(request: IngestRequest): IngestResult {
-    return this.ingestTx(request);
+    try {
+      const result = this.ingestTx(request);
+      this.health.clear();
+      return result;
+    } catch (error) {
+      if (!this.health.record(error, this.db.name)) throw error;
+      throw new StoreUnavailableError(this.health.problem ?? 'the store cannot be written', error);
+    }
   }
 
   getMeta(key: string): string | undefined {

@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { LogKind } from '../logs.js';
+import type { Sink } from '../sinks/sink.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { CircuitBreakerConfig } from './circuitBreaker.js';
+import type { RetryConfig } from './deliveryConfig.js';
+
+/** What a sink worker is given by the delivery engine: its sink, the store, and the sink's delivery settings. */
+export interface SinkWorkerOptions {
+  sink: Sink;
+  store: ChangefeedStore;
+  clock: Clock;
+  logger: Logger;
+  retry: RetryConfig;
+  /** delivery.poison.strikes: 0 turns the poison search off. */
+  poisonStrikes?: number;
+  circuitBreaker: CircuitBreakerConfig;
+  batchSize: number;
+  maxInFlight: number;
+  /** False for events this sink must not receive (its filter). */
+  accepts?: (event: { log: LogKind; type: string }) => boolean;
+  random?: () => number;
+  /** Called after each batch outcome, for metrics. */
+  onOutcome?: (outcome: BatchOutcome) => void;
+}
+
+export interface BatchOutcome {
+  sink: string;
+  delivered: number;
+  retried: number;
+  dead: number;
+  /** Age of each delivered event: now minus its ingestion time. */
+  latenciesMs: number[];
+  error?: string;
+}
