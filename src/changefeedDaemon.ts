@@ -6,7 +6,7 @@ import { appConfigSchema, type AppConfig } from './config/appConfigSchema.js';
 import { listConfigSecrets } from './config/secretFields.js';
 import { registerSecret } from './observe/secretRegistry.js';
 import { DeliveryEngine, type DrainReport } from './deliver/deliveryEngine.js';
-import type { BatchOutcome } from './deliver/sinkWorker.js';
+import type { BatchOutcome } from './deliver/sinkWorkerOptions.js';
 import { describeError, isAbortError } from './errors.js';
 import { LogPoller } from './poll/logPoller.js';
 import { PollLoop, type SweepSummary } from './poll/pollLoop.js';

@@ -5,7 +5,8 @@ import type { Sink } from '../sinks/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { SinkDeliveryConfig } from './deliveryConfig.js';
 import { compileSinkFilter, type SinkFilter } from './sinkFilter.js';
-import { SinkWorker, type BatchOutcome } from './sinkWorker.js';
+import { SinkWorker } from './sinkWorker.js';
+import type { BatchOutcome } from './sinkWorkerOptions.js';
 
 export interface EngineSink {
   sink: Sink;

@@ -13,8 +13,6 @@ import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
 import type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
 
-export type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
-
 /** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
 const IN_FLIGHT = 'in-flight' as const;
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ResponseMeta } from '../api/responseHeaders.js';
-import type { BatchOutcome } from '../deliver/sinkWorker.js';
+import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
 import type { ScheduleSnapshot } from '../poll/pollScheduler.js';

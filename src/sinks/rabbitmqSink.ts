@@ -315,4 +315,3 @@ function settleWithin<T>(promise: Promise<T>, timeoutMs: number, signals: AbortS
 async function closeQuietly(model: ChannelModel): Promise<void> {
   await settleWithin(model.close(), CLOSE_GRACE_MS, []).catch(() => undefined);
 }
-
