@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -27,16 +28,7 @@ describe('npm run changefeed -- run', () => {
   it('is the daemon itself, so SIGHUP to the process npm started reloads the configuration', async () => {
     const simulator = await startTestSimulator({ seed: 3, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
     const dir = makeTempDir();
-    const config = join(dir, 'changefeed.yaml');
-    writeFileSync(
-      config,
-      [
-        `api: { baseUrl: "${simulator.url}" }`,
-        'budget: { readsPerHour: 3600000, reserve: 0 }',
-        `stateDir: ${join(dir, 'state')}`,
-        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
-      ].join('\n'),
-    );
+    const config = writeCliConfig(dir, simulator.url);
     let logs = '';
     npm = spawn('npm', ['run', '--silent', 'changefeed', '--', 'run', '--config', config], {
       cwd: ROOT,

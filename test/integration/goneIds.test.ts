@@ -1,7 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -11,18 +10,8 @@ describe('a configured career that does not exist', () => {
   it('fails run --once naming the id, and watch retry brings it back once the service knows it', async () => {
     const simulator = await startTestSimulator({ seed: 12, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
     const dir = makeTempDir();
-    const config = join(dir, 'changefeed.yaml');
     const known = simulator.careerIds[0] as string;
-    writeFileSync(
-      config,
-      [
-        `api: { baseUrl: "${simulator.url}" }`,
-        `watch: { careers: { ids: ["${known}", "career_typo"] }, identityProviderEvents: false }`,
-        'budget: { readsPerHour: 3600000, reserve: 0 }',
-        `stateDir: ${join(dir, 'state')}`,
-        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
-      ].join('\n'),
-    );
+    const config = writeCliConfig(dir, simulator.url, { extra: [`watch: { careers: { ids: ["${known}", "career_typo"] }, identityProviderEvents: false }`] });
     const env = { CHANGEFEED_API_KEY: simulator.apiKey };
     const once = await runCli(['run', '--config', config, '--once'], env);
     expect(once.status, once.stderr).toBe(1);

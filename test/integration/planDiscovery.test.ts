@@ -1,7 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -11,16 +10,7 @@ describe('changefeed plan on a fresh store with discovery on', () => {
   it('reads the discovery lists (shown against the budget), or says plainly that it plans without them', async () => {
     const simulator = await startTestSimulator({ seed: 31, careers: 4, skills: 3, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
     const dir = makeTempDir();
-    const config = join(dir, 'changefeed.yaml');
-    writeFileSync(
-      config,
-      [
-        `api: { baseUrl: "${simulator.url}" }`,
-        'watch: { careers: { discover: true }, skills: { discover: true } }',
-        `stateDir: ${join(dir, 'state')}`,
-        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
-      ].join('\n'),
-    );
+    const config = writeCliConfig(dir, simulator.url, { extra: ['watch: { careers: { discover: true }, skills: { discover: true } }'] });
     const env = { CHANGEFEED_API_KEY: simulator.apiKey };
 
     const json = await runCli(['plan', '--config', config, '--json'], env);

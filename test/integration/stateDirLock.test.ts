@@ -1,7 +1,7 @@
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, startDaemonProcess, type DaemonProcess } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -15,17 +15,7 @@ afterEach(async () => {
 
 async function configFor(dir: string): Promise<{ file: string; env: Record<string, string> }> {
   const simulator = await startTestSimulator({ seed: 61, careers: 2, skills: 1, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
-  const file = join(dir, 'changefeed.yaml');
-  writeFileSync(
-    file,
-    [
-      `api: { baseUrl: "${simulator.url}" }`,
-      'watch: { careers: { discover: true }, skills: { discover: true } }',
-      'budget: { readsPerHour: 3600000, reserve: 0 }',
-      `stateDir: ${join(dir, 'state')}`,
-      `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
-    ].join('\n'),
-  );
+  const file = writeCliConfig(dir, simulator.url, { extra: ['watch: { careers: { discover: true }, skills: { discover: true } }'] });
   return { file, env: { CHANGEFEED_API_KEY: simulator.apiKey } };
 }
 

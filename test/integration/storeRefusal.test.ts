@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, statSync, truncateSync, writeFileSy
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -10,17 +11,7 @@ async function setup() {
   const simulator = await startTestSimulator({ seed: 62, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 1, readsPerHour: 1_000_000 });
   const dir = makeTempDir();
   const stateDir = join(dir, 'state');
-  const file = join(dir, 'changefeed.yaml');
-  writeFileSync(
-    file,
-    [
-      `api: { baseUrl: "${simulator.url}" }`,
-      'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z" }',
-      'budget: { readsPerHour: 3600000, reserve: 0 }',
-      `stateDir: ${stateDir}`,
-      `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
-    ].join('\n'),
-  );
+  const file = writeCliConfig(dir, simulator.url, { extra: ['watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z" }'] });
   const store = join(stateDir, 'changefeed.sqlite');
   return { file, store, stateDir, env: { CHANGEFEED_API_KEY: simulator.apiKey }, run: (...extra: string[]) => runCli(['run', '--config', file, '--once', ...extra], { CHANGEFEED_API_KEY: simulator.apiKey }) };
 }
