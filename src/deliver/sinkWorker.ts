@@ -71,7 +71,6 @@ export class SinkWorker {
     return { disabled: this.health.disabled, disconnectedSince: this.health.disconnectedSince, lastError: row?.lastError ?? null };
   }
 
-  /** Wakes the worker: new events were ingested. */
   /** Dead letters were re-queued: read the outbox afresh (planning still skips objects in flight). */
   reloadPending(): void {
     this.window.reload();
@@ -79,6 +78,7 @@ export class SinkWorker {
     this.notify();
   }
 
+  /** Wakes the worker: new events were ingested. */
   notify(): void {
     this.wake?.abort();
   }
