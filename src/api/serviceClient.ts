@@ -129,6 +129,15 @@ export class ServiceClient {
     throw this.problemError(status, text, meta, path);
   }
 
+  /** The key to keep out of messages; a key file gone since the request leaves nothing to redact. */
+  private currentKey(): string | undefined {
+    try {
+      return this.options.apiKey();
+    } catch {
+      return undefined;
+    }
+  }
+
   async close(): Promise<void> {
     await this.pool.close();
   }
@@ -136,7 +145,7 @@ export class ServiceClient {
   private problemError(status: number, text: string, meta: ResponseMeta, path: string): ApiProblemError {
     // A service that echoes the request (detail: "bad token Bearer sk_...") must not put the key
     // into messages, which reach the store (last_error), status and logs.
-    const problem = parseProblemDetails(status, redactKey(text, this.options.apiKey()));
+    const problem = parseProblemDetails(status, redactKey(text, this.currentKey()));
     const [code, message] = describeProblem(status, problem, path, this.options.credentialSource, meta);
     return new ApiProblemError({
       code,
@@ -163,7 +172,8 @@ export class ServiceClient {
   }
 }
 
-function redactKey(text: string, key: string): string {
+function redactKey(text: string, key: string | undefined): string {
+  if (key === undefined) return text;
   if (key.length < 4) return text;
   const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), Buffer.from(key).toString('base64')]);
   let redacted = text;
