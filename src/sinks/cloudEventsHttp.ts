@@ -16,7 +16,9 @@ function encodeHeaderValue(value: string): string {
   return Array.from(value)
     .map((ch) => {
       const code = ch.codePointAt(0) ?? 0;
-      return code <= 0x20 || code >= 0x7f || ch === '"' || ch === '%' ? encodeURIComponent(ch).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`) : ch;
+      // UTF-8 bytes via Buffer, not encodeURIComponent, which throws on a lone surrogate (an event
+      // name from the service may hold one); Buffer writes it as U+FFFD.
+      return code <= 0x20 || code >= 0x7f || ch === '"' || ch === '%' ? [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('') : ch;
     })
     .join('');
 }
