@@ -5,14 +5,20 @@ import type { Logger } from 'pino';
  * or `timeoutMs` passing first, exits 1 at once. Either way the store is consistent: every event
  * not acknowledged by a sink is still pending and is delivered after the restart.
  */
+/** A signal this soon after the first is the same request delivered twice. */
+const DUPLICATE_SIGNAL_MS = 500;
+
 export function onShutdownSignals(stop: () => Promise<void>, logger: Logger, timeoutMs: number): void {
-  let stopping = false;
+  let firstAt: number | undefined;
   const handler = (signal: NodeJS.Signals): void => {
-    if (stopping) {
+    if (firstAt !== undefined) {
+      // Ctrl-C under `npm run` reaches the daemon twice at once: from the terminal (the whole
+      // process group) and forwarded by npm. That is one request to stop, not two.
+      if (Date.now() - firstAt < DUPLICATE_SIGNAL_MS) return;
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    stopping = true;
+    firstAt = Date.now();
     logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight work');
     const timer = setTimeout(() => {
       logger.error({ timeoutMs }, 'shutdown timed out: exiting now');
