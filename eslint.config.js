@@ -3,6 +3,7 @@
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'state/', 'coverage/'] },
@@ -31,4 +32,6 @@ export default tseslint.config(
   },
   { files: ['eslint.config.js', 'bin/*.js'], ...tseslint.configs.disableTypeChecked },
   { files: ['bin/*.js'], languageOptions: { globals: globals.node } },
+  // Formatting is Prettier's (npm run format:check); ESLint keeps to rules that find bugs.
+  prettier,
 );

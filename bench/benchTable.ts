@@ -7,7 +7,8 @@ export interface BenchRow {
 export function printTable(title: string, rows: readonly BenchRow[]): void {
   if (rows.length === 0) return;
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const cell = (v: string | number | undefined): string => (typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 1 }) : (v ?? ''));
+  const cell = (v: string | number | undefined): string =>
+    typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 1 }) : (v ?? '');
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (values: string[]): string => `| ${values.map((v, i) => v.padEnd(widths[i] ?? 0)).join(' | ')} |`;
   console.log(`\n${title}\n`);

@@ -20,8 +20,12 @@ webhookRows.push(await webhookDelivery(20_000, 16));
 printTable('Webhook sink (target: at least 2,000 events/s at concurrency 16)', webhookRows);
 
 const queueRows: BenchRow[] = [];
-for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelivery]) queueRows.push(await measure(100_000));
-printTable('Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)', queueRows);
+for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelivery])
+  queueRows.push(await measure(100_000));
+printTable(
+  'Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)',
+  queueRows,
+);
 
 // Hostile answers: peak RSS of the compiled CLI (npm run build first) polling a hostile service.
 printTable('Hostile service answers (target: peak RSS under 200 MiB)', [

@@ -15,7 +15,11 @@ export async function runSchedulingBench(only?: number): Promise<void> {
   printTable(`Scheduling: 501 logs, 900 requests/h, 300 events/h; delays after a 2-hour warm-up; ${days}`, rows);
   const shared = only === undefined || only === SCHEDULING_WORKLOADS.length ? await sharedKeyRows() : [];
   printTable('Scheduling with a shared key (another client spends 30% of the bucket)', shared);
-  console.log(`\nTargets:\n${checkTargets(rows, shared).map((l) => `  ${l}`).join('\n')}`);
+  console.log(
+    `\nTargets:\n${checkTargets(rows, shared)
+      .map((l) => `  ${l}`)
+      .join('\n')}`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

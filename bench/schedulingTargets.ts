@@ -6,7 +6,8 @@ import { POLICY, SEEDS } from './cases/schedulingPolicies.js';
  * shows as "NOT MET" rather than in a comparison by eye.
  */
 export function checkTargets(rows: readonly BenchRow[], shared: readonly BenchRow[]): string[] {
-  const find = (name: string, policy: string): BenchRow | undefined => rows.find((r) => r.case === name && r.policy === policy);
+  const find = (name: string, policy: string): BenchRow | undefined =>
+    rows.find((r) => r.case === name && r.policy === policy);
   const value = (row: BenchRow | undefined, column: string): number => Number(row?.[column] ?? Number.NaN);
   const lines: string[] = [];
   const check = (ok: boolean, text: string): void => void lines.push(`${ok ? 'met    ' : 'NOT MET'}  ${text}`);
@@ -16,19 +17,38 @@ export function checkTargets(rows: readonly BenchRow[], shared: readonly BenchRo
     const formula = value(find(name, POLICY.formula), 'mean delay min');
     const mean = value(ours, 'mean delay min');
     const p95 = value(ours, 'p95 delay min');
-    if (name.startsWith('zipf')) check(mean <= 1.15 * formula, `${name}: mean ${mean} within 15% of the square-root optimum's ${formula} (limit ${(1.15 * formula).toFixed(2)})`);
+    if (name.startsWith('zipf'))
+      check(
+        mean <= 1.15 * formula,
+        `${name}: mean ${mean} within 15% of the square-root optimum's ${formula} (limit ${(1.15 * formula).toFixed(2)})`,
+      );
     if (name.startsWith('bursty')) {
       check(mean < formula, `${name}: mean ${mean} better than the square-root optimum's ${formula}`);
       const simulated = value(find(name, POLICY.trueRates), 'mean delay min');
-      check(mean < simulated, `${name}: mean ${mean} better than the square-root policy run with the true rates (${simulated})`);
+      check(
+        mean < simulated,
+        `${name}: mean ${mean} better than the square-root policy run with the true rates (${simulated})`,
+      );
     }
-    check(p95 <= value(roundRobin, 'p95 delay min'), `${name}: p95 ${p95} no worse than round-robin's ${value(roundRobin, 'p95 delay min')}`);
+    check(
+      p95 <= value(roundRobin, 'p95 delay min'),
+      `${name}: p95 ${p95} no worse than round-robin's ${value(roundRobin, 'p95 delay min')}`,
+    );
   }
   const all = [...rows, ...shared].filter((r) => r.policy === POLICY.ours);
-  check(all.every((r) => value(r, 'max in any hour') <= 900), `never above the allowance (900) in any rolling hour (highest ${Math.max(...all.map((r) => value(r, 'max in any hour')))})`);
+  check(
+    all.every((r) => value(r, 'max in any hour') <= 900),
+    `never above the allowance (900) in any rolling hour (highest ${Math.max(...all.map((r) => value(r, 'max in any hour')))})`,
+  );
   const unshared429 = rows.filter((r) => r.policy === POLICY.ours).reduce((sum, r) => sum + value(r, '429s'), 0);
   check(unshared429 === 0, `zero 429s with the key to itself (${unshared429})`);
-  const shared429 = value(shared.find((r) => r.policy === POLICY.ours), '429s');
-  check(shared429 <= 5, `key shared with a client spending 30%: at most a handful of 429s (${shared429} over ${SEEDS.length} days)`);
+  const shared429 = value(
+    shared.find((r) => r.policy === POLICY.ours),
+    '429s',
+  );
+  check(
+    shared429 <= 5,
+    `key shared with a client spending 30%: at most a handful of 429s (${shared429} over ${SEEDS.length} days)`,
+  );
   return lines;
 }

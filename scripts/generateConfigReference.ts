@@ -42,7 +42,8 @@ function parseArgs(argv: readonly string[]): Args {
     const arg = argv[i] ?? '';
     if (arg === '--check') check = true;
     else if (arg === '--out') out = resolve(argv[++i] ?? '');
-    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg}; usage: [schemaModule] [exportName] [--check] [--out file]`);
+    else if (arg.startsWith('--'))
+      throw new Error(`unknown option ${arg}; usage: [schemaModule] [exportName] [--check] [--out file]`);
     else positional.push(arg);
   }
   return {
@@ -68,7 +69,9 @@ async function main(): Promise<number> {
   const current = existsSync(args.out) ? readFileSync(args.out, 'utf8') : undefined;
   if (args.check) {
     if (current === markdown) return 0;
-    console.error(`${args.out} is out of date with the config schema; run \`npm run docs:config\` and commit the result`);
+    console.error(
+      `${args.out} is out of date with the config schema; run \`npm run docs:config\` and commit the result`,
+    );
     return 1;
   }
   if (current !== markdown) writeFileSync(args.out, markdown);

@@ -83,8 +83,13 @@ export class ChangefeedDaemon {
       onRejected: (rejected) => {
         this.metrics.observeClockRejected();
         logger.warn(
-          { skewSeconds: Math.round(rejected.offsetMs / 1000), jumpSeconds: Math.round(rejected.jumpMs / 1000), agreeing: rejected.agreeing },
-          "the service's Date header jumped beyond api.clockToleranceSeconds; not believed: windows end at the last believable service time",
+          {
+            skewSeconds: Math.round(rejected.offsetMs / 1000),
+            jumpSeconds: Math.round(rejected.jumpMs / 1000),
+            agreeing: rejected.agreeing,
+          },
+          "the service's Date header jumped beyond api.clockToleranceSeconds; not believed: windows " +
+            'end at the last believable service time',
         );
       },
     });
@@ -109,7 +114,11 @@ export class ChangefeedDaemon {
     });
     const serverClock = this.serverClock;
     this.engine = new DeliveryEngine(
-      config.sinks.map((sinkConfig) => ({ sink: createSink(sinkConfig, { stdout: options.stdout }), delivery: sinkConfig.delivery, filter: sinkConfig.filter })),
+      config.sinks.map((sinkConfig) => ({
+        sink: createSink(sinkConfig, { stdout: options.stdout }),
+        delivery: sinkConfig.delivery,
+        filter: sinkConfig.filter,
+      })),
       {
         store: this.store,
         clock: this.clock,
@@ -120,7 +129,14 @@ export class ChangefeedDaemon {
         },
       },
     );
-    this.registry = new WatchRegistry({ client: this.client, store: this.store, serverClock, clock: this.clock, watch: config.watch, logger });
+    this.registry = new WatchRegistry({
+      client: this.client,
+      store: this.store,
+      serverClock,
+      clock: this.clock,
+      watch: config.watch,
+      logger,
+    });
     const poller = new LogPoller({
       client: this.client,
       store: this.store,
@@ -154,11 +170,17 @@ export class ChangefeedDaemon {
    */
   private async prepare(): Promise<void> {
     const now = this.clock.now();
-    const added = this.store.sinks.activate(this.config.sinks.map((s) => ({ name: s.name, type: s.type })), now);
+    const added = this.store.sinks.activate(
+      this.config.sinks.map((s) => ({ name: s.name, type: s.type })),
+      now,
+    );
     for (const name of added) {
       const fromJournal = this.config.sinks.find((s) => s.name === name)?.startFrom === 'journal';
       const queued = fromJournal ? this.store.outbox.enqueueFromJournal(name, {}, now) : 0;
-      this.options.logger.info({ sink: name, queued }, fromJournal ? 'new sink starts from the journal' : 'new sink starts from now');
+      this.options.logger.info(
+        { sink: name, queued },
+        fromJournal ? 'new sink starts from the journal' : 'new sink starts from now',
+      );
     }
     for (const w of this.store.watchedLogs.list()) {
       if (w.status === 'disabled') this.store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
@@ -174,7 +196,10 @@ export class ChangefeedDaemon {
       return true;
     } catch (error) {
       if (isAbortError(error)) throw error;
-      this.options.logger.error({ err: describeError(error), requestId: (error as { requestId?: string }).requestId }, 'ping failed; polling will retry');
+      this.options.logger.error(
+        { err: describeError(error), requestId: (error as { requestId?: string }).requestId },
+        'ping failed; polling will retry',
+      );
       return false;
     }
   }
@@ -206,7 +231,10 @@ export class ChangefeedDaemon {
     const sinks = await this.engine.drain(this.clock.now() + deliveryTimeoutMs);
     // Dead letters left by an earlier run were reported then; only new ones fail this run.
     const gone = this.registry.configuredGone();
-    const ok = sweep.failures.length === 0 && gone.length === 0 && sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
+    const ok =
+      sweep.failures.length === 0 &&
+      gone.length === 0 &&
+      sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
     return { sweep, sinks, gone, ok };
   }
 
@@ -235,13 +263,21 @@ export class ChangefeedDaemon {
         ok: this.credentialAccepted === true,
         detail: this.credentialAccepted === undefined ? 'no answer from the service yet' : this.credentialProblem,
       },
-      { name: 'polling', ok: this.pollLoop.state === 'running', detail: this.pollLoop.state === 'running' ? undefined : `poll loop ${this.pollLoop.state}` },
+      {
+        name: 'polling',
+        ok: this.pollLoop.state === 'running',
+        detail: this.pollLoop.state === 'running' ? undefined : `poll loop ${this.pollLoop.state}`,
+      },
       clockCheck(this.serverClock.problem()),
     ];
     for (const sink of this.engine.connectionStates()) {
       const down = sink.disconnectedSince === null ? 0 : now - sink.disconnectedSince;
       const ok = !sink.disabled && down <= graceMs;
-      const detail = sink.disabled ? `disabled: ${sink.lastError ?? ''}` : sink.disconnectedSince === null ? undefined : `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`;
+      const detail = sink.disabled
+        ? `disabled: ${sink.lastError ?? ''}`
+        : sink.disconnectedSince === null
+          ? undefined
+          : `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`;
       checks.push({ name: `sink:${sink.sink}`, ok, ...(detail ? { detail } : {}) });
     }
     return checks;

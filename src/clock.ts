@@ -39,14 +39,17 @@ export const systemClock: Clock = {
         reject(new AbortedError());
       };
       const arm = (): void => {
-        timer = setTimeout(() => {
-          if (Date.now() < wakeAt) {
-            arm();
-            return;
-          }
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        }, timerDelayMs(wakeAt - Date.now()));
+        timer = setTimeout(
+          () => {
+            if (Date.now() < wakeAt) {
+              arm();
+              return;
+            }
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          },
+          timerDelayMs(wakeAt - Date.now()),
+        );
       };
       arm();
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -13,9 +13,21 @@ type Hostility = 'page of 100,000 entries' | 'body of 200 MB' | 'body of 200 MB,
 
 /** A stand-in for the service that answers every activity read with `hostility`. */
 async function hostileService(hostility: Hostility): Promise<Server> {
-  const entry = (i: number) => JSON.stringify({ id: `e-${i}`, event: 'level_added', description: 'a hostile page', performedAt: new Date(Date.now() - 1_000).toISOString() });
+  const entry = (i: number) =>
+    JSON.stringify({
+      id: `e-${i}`,
+      event: 'level_added',
+      description: 'a hostile page',
+      performedAt: new Date(Date.now() - 1_000).toISOString(),
+    });
   const server = createServer((req, res) => {
-    const headers = { 'content-type': 'application/json', date: new Date().toUTCString(), 'ratelimit-limit': '1000000', 'ratelimit-remaining': '999999', 'ratelimit-reset': '3600' };
+    const headers = {
+      'content-type': 'application/json',
+      date: new Date().toUTCString(),
+      'ratelimit-limit': '1000000',
+      'ratelimit-remaining': '999999',
+      'ratelimit-reset': '3600',
+    };
     if (!req.url?.includes('/activity')) {
       res.writeHead(200, headers).end('{"data":[]}');
       return;
@@ -60,7 +72,8 @@ export async function hostilePage(hostility: Hostility): Promise<BenchRow> {
       config,
       [
         `api: { baseUrl: "http://127.0.0.1:${(server.address() as AddressInfo).port}" }`,
-        'watch: { careers: { ids: [c-1] }, identityProviderEvents: false, startFrom: "2000-01-01T00:00:00Z", schedule: { historyHours: 0 } }',
+        'watch: { careers: { ids: [c-1] }, identityProviderEvents: false, startFrom: ' +
+          '"2000-01-01T00:00:00Z", schedule: { historyHours: 0 } }',
         'budget: { readsPerHour: 3600000, reserve: 0 }',
         `stateDir: ${join(dir, 'state')}`,
         `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
@@ -69,11 +82,15 @@ export async function hostilePage(hostility: Hostility): Promise<BenchRow> {
     );
     const started = Date.now();
     const { status, stderr } = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
-      const child = spawn('/usr/bin/time', ['-v', process.execPath, join(ROOT, 'dist/cli/changefeed.js'), 'run', '--once', '--config', config], {
-        cwd: ROOT,
-        env: { ...process.env, CHANGEFEED_API_KEY: KEY, CHANGEFEED_CONFIG: '' },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        '/usr/bin/time',
+        ['-v', process.execPath, join(ROOT, 'dist/cli/changefeed.js'), 'run', '--once', '--config', config],
+        {
+          cwd: ROOT,
+          env: { ...process.env, CHANGEFEED_API_KEY: KEY, CHANGEFEED_CONFIG: '' },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let text = '';
       child.stderr.on('data', (c: Buffer) => (text += c.toString()));
       child.on('exit', (code) => resolve({ status: code, stderr: text }));

@@ -10,7 +10,17 @@ const TAG = `cfbench${process.pid}`;
 /** NATS JetStream: every publish acknowledged (target: 5,000 events/s). */
 export async function natsDelivery(count: number): Promise<BenchRow> {
   try {
-    return await drainThroughput('nats (JetStream acks)', { name: 'nats', type: 'nats', subject: `${TAG}.{log}.{event}`, stream: { name: `CF_${TAG}`, create: true }, delivery: { maxInFlight: 4 } }, count);
+    return await drainThroughput(
+      'nats (JetStream acks)',
+      {
+        name: 'nats',
+        type: 'nats',
+        subject: `${TAG}.{log}.{event}`,
+        stream: { name: `CF_${TAG}`, create: true },
+        delivery: { maxInFlight: 4 },
+      },
+      count,
+    );
   } finally {
     const nc = await natsConnect({ servers: 'nats://127.0.0.1:4222' });
     await (await jetstreamManager(nc)).streams.delete(`CF_${TAG}`).catch(() => undefined);
@@ -27,7 +37,11 @@ export async function rabbitmqDelivery(count: number): Promise<BenchRow> {
   await channel.assertQueue(exchange, { durable: true });
   await channel.bindQueue(exchange, exchange, '#');
   try {
-    return await drainThroughput('rabbitmq (confirms, durable queue)', { name: 'rabbit', type: 'rabbitmq', exchange: { name: exchange, declare: true } }, count);
+    return await drainThroughput(
+      'rabbitmq (confirms, durable queue)',
+      { name: 'rabbit', type: 'rabbitmq', exchange: { name: exchange, declare: true } },
+      count,
+    );
   } finally {
     await channel.deleteQueue(exchange);
     await channel.deleteExchange(exchange);
@@ -38,7 +52,11 @@ export async function rabbitmqDelivery(count: number): Promise<BenchRow> {
 /** Redis Streams: XADD pipelined per batch (target: 5,000 events/s). */
 export async function redisDelivery(count: number): Promise<BenchRow> {
   try {
-    return await drainThroughput('redis-streams (pipelined XADD)', { name: 'redis', type: 'redis-streams', prefix: TAG }, count);
+    return await drainThroughput(
+      'redis-streams (pipelined XADD)',
+      { name: 'redis', type: 'redis-streams', prefix: TAG },
+      count,
+    );
   } finally {
     const redis = new Redis('redis://127.0.0.1:6379');
     const keys = await redis.keys(`${TAG}:*`);

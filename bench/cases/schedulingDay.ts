@@ -67,7 +67,10 @@ function generateArrivals(o: DayOptions, start: number, careerIds: string[], ski
   const historyFrom = start - o.serviceHistoryHours * HOUR_MS;
   for (const log of ['career', 'skill', 'identityProvider'] as const) {
     const history = model.arrivals(log, historyFrom, start, Random.derive(o.seed, 'history', log));
-    for (const a of [...history, ...model.arrivals(log, start, start + o.hours * HOUR_MS, Random.derive(o.seed, 'arrivals', log))]) {
+    for (const a of [
+      ...history,
+      ...model.arrivals(log, start, start + o.hours * HOUR_MS, Random.derive(o.seed, 'arrivals', log)),
+    ]) {
       const key = `${log}:${a.objectId ?? ''}`;
       const list = byKey.get(key) ?? [];
       list.push(a.at);
@@ -92,12 +95,16 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const { byKey, rates } = generateArrivals(o, start, careerIds, skillIds);
   const dir = mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
   const store = ChangefeedStore.open(storePath(dir));
-  const register = (log: LogKind, objectId: string): void => void store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start });
+  const register = (log: LogKind, objectId: string): void =>
+    void store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start });
   register('identityProvider', '');
   for (const id of careerIds) register('career', id);
   for (const id of skillIds) register('skill', id);
 
-  const budget = new ReadBudget({ readsPerHour: o.bucketPerHour, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 }, clock);
+  const budget = new ReadBudget(
+    { readsPerHour: o.bucketPerHour, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 },
+    clock,
+  );
   const bucket = new ReadBuckets(o.bucketPerHour);
   const sentAt: number[] = [];
   let rateLimited = 0;
@@ -107,14 +114,34 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
     const d = bucket.take(KEY, now);
     sentAt.push(now);
     const retryAfterSeconds = d.allowed ? undefined : d.resetSeconds;
-    budget.observe({ status: d.allowed ? 200 : 429, requestId: undefined, limit: d.limit, remaining: d.remaining, resetSeconds: d.resetSeconds, retryAfterSeconds, serverDate: now, receivedAt: now });
+    budget.observe({
+      status: d.allowed ? 200 : 429,
+      requestId: undefined,
+      limit: d.limit,
+      remaining: d.remaining,
+      resetSeconds: d.resetSeconds,
+      retryAfterSeconds,
+      serverDate: now,
+      receivedAt: now,
+    });
     if (!d.allowed) {
       rateLimited++;
-      throw new ApiProblemError({ code: 'API_RATE_LIMITED', message: 'rate limited (429)', path: '/bench', status: 429, problem: { status: 429 } as never, retryAfterSeconds });
+      throw new ApiProblemError({
+        code: 'API_RATE_LIMITED',
+        message: 'rate limited (429)',
+        path: '/bench',
+        status: 429,
+        problem: { status: 429 } as never,
+        retryAfterSeconds,
+      });
     }
   };
 
-  const watch = watchConfigSchema.parse({ careers: { discover: true }, skills: { discover: true }, schedule: o.schedule });
+  const watch = watchConfigSchema.parse({
+    careers: { discover: true },
+    skills: { discover: true },
+    schedule: o.schedule,
+  });
   const historyMs = historyLookbackMs(watch.schedule);
   const measureFrom = start + o.warmupHours * HOUR_MS;
   // Changes of the last hour may still be waiting for their poll when the day ends: leave them out.
@@ -142,10 +169,13 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
           await request('poll', signal);
           requests++;
         }
-        history = full ? { fromMs: page[0] as number, toMs: page.at(-1) as number, performedAt: page.slice(1) } : { fromMs: now - historyMs, toMs: now, performedAt: page };
+        history = full
+          ? { fromMs: page[0] as number, toMs: page.at(-1) as number, performedAt: page.slice(1) }
+          : { fromMs: now - historyMs, toMs: now, performedAt: page };
       }
       const found: number[] = [];
-      for (let i = lowerBound(list, from); i < list.length && (list[i] as number) < now; i++) found.push(list[i] as number);
+      for (let i = lowerBound(list, from); i < list.length && (list[i] as number) < now; i++)
+        found.push(list[i] as number);
       for (const at of found) if (at >= measureFrom && at < measureUntil) delays.push(now - at);
       return { emitted: found.length, duplicates: 0, requests, emittedPerformedAt: found, history };
     },

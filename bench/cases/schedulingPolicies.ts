@@ -30,7 +30,10 @@ export const SCHEDULING_WORKLOADS: Array<{ name: string; workload: Workload }> =
   { name: 'uniform', workload: { kind: 'uniform' } },
   { name: 'zipf s=1.0', workload: { kind: 'zipf', s: 1 } },
   { name: 'zipf s=1.5', workload: { kind: 'zipf', s: 1.5 } },
-  { name: 'bursty (sessions of 5-30 in 5 min, zipf s=1.0)', workload: { kind: 'bursty', s: 1, sessionMin: 5, sessionMax: 30, sessionMinutes: 5 } },
+  {
+    name: 'bursty (sessions of 5-30 in 5 min, zipf s=1.0)',
+    workload: { kind: 'bursty', s: 1, sessionMin: 5, sessionMax: 30, sessionMinutes: 5 },
+  },
 ];
 
 export const POLICY = {
@@ -51,7 +54,11 @@ const POLICIES: Array<{ name: string; schedule: Record<string, unknown>; useTrue
 ];
 
 /** The seeds' days of one policy, summarised as one row. */
-async function averagedRow(name: string, policy: string, options: Omit<DayOptions, 'seed'>): Promise<{ row: BenchRow; rates: number[] }> {
+async function averagedRow(
+  name: string,
+  policy: string,
+  options: Omit<DayOptions, 'seed'>,
+): Promise<{ row: BenchRow; rates: number[] }> {
   const days: DayResult[] = [];
   for (const seed of SEEDS) days.push(await simulateDay({ ...options, seed }));
   const average = (pick: (d: DayResult) => number): number => days.reduce((sum, d) => sum + pick(d), 0) / days.length;
@@ -77,13 +84,26 @@ export async function schedulingRows(name: string, workload: Workload): Promise<
   const rows: BenchRow[] = [];
   let rates: number[] = [];
   for (const policy of POLICIES) {
-    const result = await averagedRow(name, policy.name, { ...BASE, workload, schedule: policy.schedule, useTrueRates: policy.useTrueRates });
+    const result = await averagedRow(name, policy.name, {
+      ...BASE,
+      workload,
+      schedule: policy.schedule,
+      useTrueRates: policy.useTrueRates,
+    });
     rates = result.rates;
     rows.push(result.row);
   }
   // The seeds shuffle which object gets which rate, not the rates: one formula value serves all.
   const formula = squareRootOptimumMeanHours(rates, ALLOWANCE) * 60;
-  rows.splice(1, 0, { case: name, policy: POLICY.formula, 'requests/day': '', 'max in any hour': ALLOWANCE, '429s': '', 'mean delay min': minutes(formula), 'p95 delay min': '' });
+  rows.splice(1, 0, {
+    case: name,
+    policy: POLICY.formula,
+    'requests/day': '',
+    'max in any hour': ALLOWANCE,
+    '429s': '',
+    'mean delay min': minutes(formula),
+    'p95 delay min': '',
+  });
   return rows;
 }
 
@@ -93,7 +113,12 @@ export async function sharedKeyRows(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const policy of [POLICIES[0], POLICIES[2]]) {
     if (!policy) continue;
-    const { row } = await averagedRow('zipf s=1.0, key shared (other client 300/h)', policy.name, { ...BASE, workload, otherClientPerHour: 300, schedule: policy.schedule });
+    const { row } = await averagedRow('zipf s=1.0, key shared (other client 300/h)', policy.name, {
+      ...BASE,
+      workload,
+      otherClientPerHour: 300,
+      schedule: policy.schedule,
+    });
     rows.push(row);
   }
   return rows;

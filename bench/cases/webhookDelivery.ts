@@ -11,7 +11,10 @@ const SECRET = 'whsec_YmVuY2htYXJrLXdlYmhvb2stc2VjcmV0';
  */
 async function startReceiverProcess(): Promise<{ url: string; child: ChildProcess }> {
   const cli = join(import.meta.dirname, '..', '..', 'src', 'cli', 'changefeed.ts');
-  const child = fork(cli, ['receive', '--port', '0', '--secret', SECRET, '--quiet'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const child = fork(cli, ['receive', '--port', '0', '--secret', SECRET, '--quiet'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (c: Buffer) => {
@@ -28,7 +31,11 @@ async function startReceiverProcess(): Promise<{ url: string; child: ChildProces
 export async function webhookDelivery(count: number, concurrency: number): Promise<BenchRow> {
   const receiver = await startReceiverProcess();
   try {
-    return await drainThroughput(`webhook, concurrency ${concurrency}`, { name: 'hook', type: 'webhook', url: receiver.url, secret: SECRET, delivery: { maxInFlight: concurrency } }, count);
+    return await drainThroughput(
+      `webhook, concurrency ${concurrency}`,
+      { name: 'hook', type: 'webhook', url: receiver.url, secret: SECRET, delivery: { maxInFlight: concurrency } },
+      count,
+    );
   } finally {
     receiver.child.kill();
   }

@@ -6,7 +6,14 @@
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, posix, relative, sep } from 'node:path';
-import { copyOperands, findStage, healthcheckCommand, parseDockerfile, type Instruction, type Stage } from '../../test/container/dockerfileParser.js';
+import {
+  copyOperands,
+  findStage,
+  healthcheckCommand,
+  parseDockerfile,
+  type Instruction,
+  type Stage,
+} from '../../test/container/dockerfileParser.js';
 import { hasExceptions, isIgnored, parseDockerignore, type IgnoreRule } from '../../test/container/dockerignore.js';
 
 const USAGE = `usage: tsx scripts/container/stageDockerfile.ts STEP CONTEXT_DIR [DIR...]
@@ -43,7 +50,9 @@ function buildStageOf(runtime: Stage, find: (ref: string) => Stage | undefined):
   const refs = new Set(runtime.instructions.flatMap((i) => (i.flags.from === undefined ? [] : [i.flags.from])));
   const [ref, ...others] = refs;
   if (ref === undefined || others.length > 0) {
-    throw new ReplayError(`the runtime stage must COPY --from exactly one build stage; it copies from ${[...refs].join(', ') || 'none'}`);
+    throw new ReplayError(
+      `the runtime stage must COPY --from exactly one build stage; it copies from ${[...refs].join(', ') || 'none'}`,
+    );
   }
   const stage = find(ref);
   if (!stage) throw new ReplayError(`COPY --from=${ref} names no stage of the Dockerfile`);
@@ -74,12 +83,15 @@ function stageRuntime(build: Stage, buildDir: string, runtime: Stage, appDir: st
   for (const instruction of runtime.instructions) {
     if (instruction.keyword !== 'COPY' && instruction.keyword !== 'ADD') continue;
     if (instruction.flags.from === undefined) {
-      throw new ReplayError(`line ${instruction.line}: the runtime stage copies from the build context; the replay expects only COPY --from=${build.name ?? build.index}`);
+      throw new ReplayError(
+        `line ${instruction.line}: the runtime stage copies from the build context; the replay expects only COPY --from=${build.name ?? build.index}`,
+      );
     }
     const { sources, dest } = copyOperands(instruction);
     const found = sources.map((source) => {
       const path = hostPath(posix.resolve('/', source), build, buildDir);
-      if (!existsSync(path)) throw new ReplayError(`line ${instruction.line}: ${source} is not in the build stage (looked for ${path})`);
+      if (!existsSync(path))
+        throw new ReplayError(`line ${instruction.line}: ${source} is not in the build stage (looked for ${path})`);
       return path;
     });
     const target = hostPath(posix.resolve(instruction.workdir, dest), runtime, appDir);
@@ -88,11 +100,15 @@ function stageRuntime(build: Stage, buildDir: string, runtime: Stage, appDir: st
 }
 
 function command(runtime: Stage, appDir: string): string[] {
-  const last = (keyword: string): Instruction | undefined => runtime.instructions.filter((i) => i.keyword === keyword).at(-1);
+  const last = (keyword: string): Instruction | undefined =>
+    runtime.instructions.filter((i) => i.keyword === keyword).at(-1);
   const entrypoint = last('ENTRYPOINT');
   const cmd = last('CMD');
   for (const instruction of [entrypoint, cmd]) {
-    if (instruction && !instruction.exec) throw new ReplayError(`line ${instruction.line}: ${instruction.keyword} must use the exec form (["node", ...]) to be replayed`);
+    if (instruction && !instruction.exec)
+      throw new ReplayError(
+        `line ${instruction.line}: ${instruction.keyword} must use the exec form (["node", ...]) to be replayed`,
+      );
   }
   const words = [...(entrypoint?.exec ?? []), ...(cmd?.exec ?? [])];
   const root = `${runtime.workdir.replace(/\/$/, '')}/`;
@@ -103,7 +119,8 @@ function healthcheck(runtime: Stage): string[] {
   const instruction = runtime.instructions.filter((i) => i.keyword === 'HEALTHCHECK').at(-1);
   if (!instruction) throw new ReplayError('the runtime stage has no HEALTHCHECK');
   const check = healthcheckCommand(instruction);
-  if (check === 'NONE' || !check.exec) throw new ReplayError(`line ${instruction.line}: HEALTHCHECK must be CMD in exec form to be replayed`);
+  if (check === 'NONE' || !check.exec)
+    throw new ReplayError(`line ${instruction.line}: HEALTHCHECK must be CMD in exec form to be replayed`);
   return check.exec;
 }
 
@@ -111,31 +128,50 @@ function healthcheck(runtime: Stage): string[] {
 function hostPath(containerPath: string, stage: Stage, hostRoot: string): string {
   const rel = posix.relative(stage.workdir, containerPath);
   if (rel.startsWith('..') || posix.isAbsolute(rel)) {
-    throw new ReplayError(`${containerPath} is outside WORKDIR ${stage.workdir}: the replay maps only the WORKDIR of each stage`);
+    throw new ReplayError(
+      `${containerPath} is outside WORKDIR ${stage.workdir}: the replay maps only the WORKDIR of each stage`,
+    );
   }
   return join(hostRoot, rel);
 }
 
 /** The context files a COPY source names (a `*` or `?` is allowed in its last segment). */
-function contextSources(contextDir: string, source: string, rules: readonly IgnoreRule[], instruction: Instruction): string[] {
+function contextSources(
+  contextDir: string,
+  source: string,
+  rules: readonly IgnoreRule[],
+  instruction: Instruction,
+): string[] {
   const rel = posix.normalize(source.replace(/^\/+/, ''));
   const dir = posix.dirname(rel);
   const name = posix.basename(rel);
   let names = [rel];
   if (/[*?[]/.test(name)) {
-    const pattern = new RegExp(`^${name.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+    const pattern = new RegExp(
+      `^${name
+        .replace(/[.+^${}()|\\]/g, '\\$&')
+        .replace(/\*/g, '[^/]*')
+        .replace(/\?/g, '[^/]')}$`,
+    );
     const listed = existsSync(join(contextDir, dir)) ? readdirSync(join(contextDir, dir)) : [];
     names = listed.filter((n) => pattern.test(n)).map((n) => posix.join(dir, n));
   }
   const visible = names.filter((n) => existsSync(join(contextDir, n)) && (rel === '.' || !isIgnored(rules, n)));
   if (visible.length === 0) {
-    throw new ReplayError(`line ${instruction.line}: COPY ${source}: not found in the build context (missing, or excluded by .dockerignore)`);
+    throw new ReplayError(
+      `line ${instruction.line}: COPY ${source}: not found in the build context (missing, or excluded by .dockerignore)`,
+    );
   }
   return visible.map((n) => join(contextDir, n));
 }
 
 /** COPY semantics: a directory's contents go into the target; a file becomes the target, or goes into it. */
-function copyLikeDocker(sources: readonly string[], target: string, intoDirectory: boolean, filter?: (src: string) => boolean): void {
+function copyLikeDocker(
+  sources: readonly string[],
+  target: string,
+  intoDirectory: boolean,
+  filter?: (src: string) => boolean,
+): void {
   for (const source of sources) {
     if (statSync(source).isDirectory()) {
       mkdirSync(target, { recursive: true });

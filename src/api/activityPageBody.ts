@@ -17,7 +17,11 @@ export function activityPageReader(limit: number): BodyReader {
     const declared = Number(headerValue(headers['content-length']));
     if (Number.isFinite(declared) && declared > maxBytes) {
       discardBody(body);
-      throw new ApiResponseTooLargeError(`${where} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`, path, requestId);
+      throw new ApiResponseTooLargeError(
+        `${where} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`,
+        path,
+        requestId,
+      );
     }
     const data: unknown[] = [];
     let dataIsArray: boolean | undefined;
@@ -34,7 +38,11 @@ export function activityPageReader(limit: number): BodyReader {
       if (!Array.isArray(parent)) return;
       data.push(value);
       if (data.length > limit) {
-        refusal ??= new ApiMalformedResponseError(`${where} holds more than the ${limit} entries the limit asked for (${request})`, path, requestId);
+        refusal ??= new ApiMalformedResponseError(
+          `${where} holds more than the ${limit} entries the limit asked for (${request})`,
+          path,
+          requestId,
+        );
       }
     };
     let total = 0;
@@ -42,7 +50,11 @@ export function activityPageReader(limit: number): BodyReader {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         total += chunk.length;
         if (total > maxBytes) {
-          refusal ??= new ApiResponseTooLargeError(`${where} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there (${request})`, path, requestId);
+          refusal ??= new ApiResponseTooLargeError(
+            `${where} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there (${request})`,
+            path,
+            requestId,
+          );
         }
         if (refusal) break;
         parser.write(chunk);
@@ -51,12 +63,17 @@ export function activityPageReader(limit: number): BodyReader {
       if (!refusal && !dataDone && !parser.isEnded) parser.end();
     } catch (error) {
       if (refusal) throw refusal;
-      throw new ApiMalformedResponseError(`${where} is not JSON: ${(error as Error).message} (${request})`, path, requestId);
+      throw new ApiMalformedResponseError(
+        `${where} is not JSON: ${(error as Error).message} (${request})`,
+        path,
+        requestId,
+      );
     } finally {
       discardBody(body);
     }
     if (refusal) throw refusal;
-    if (dataIsArray !== true) throw new ApiMalformedResponseError(`${where} has no "data" array (${request})`, path, requestId);
+    if (dataIsArray !== true)
+      throw new ApiMalformedResponseError(`${where} has no "data" array (${request})`, path, requestId);
     return { data };
   };
 }

@@ -55,7 +55,9 @@ export async function readActivityPage(
   const filters: [ActivityFilter, string | undefined][] = [
     ['from', request.from],
     ['to', request.to],
-    ...Object.entries(request.filters ?? {}).map(([k, v]) => [k as ActivityFilter, v] as [ActivityFilter, string | undefined]),
+    ...Object.entries(request.filters ?? {}).map(
+      ([k, v]) => [k as ActivityFilter, v] as [ActivityFilter, string | undefined],
+    ),
   ];
   for (const [name, value] of filters) {
     if (value === undefined) continue;
@@ -70,10 +72,19 @@ export async function readActivityPage(
   }
   query.limit = request.limit;
   query.offset = request.offset;
-  const priority: RequestPriority = request.priority ?? (request.log === 'identityProvider' ? 'identityProvider' : 'poll');
+  const priority: RequestPriority =
+    request.priority ?? (request.log === 'identityProvider' ? 'identityProvider' : 'poll');
   const path = log.path(request.objectId);
   const { body, meta } = await client.getJson(path, query, priority, signal, activityPageReader(request.limit));
-  return { ...parseEntries(body, { path, requestId: meta.requestId, limit: request.limit, maxEntryBytes: client.maxEntryBytes }), meta };
+  return {
+    ...parseEntries(body, {
+      path,
+      requestId: meta.requestId,
+      limit: request.limit,
+      maxEntryBytes: client.maxEntryBytes,
+    }),
+    meta,
+  };
 }
 
 function parseEntries(
@@ -83,12 +94,20 @@ function parseEntries(
   const { path, requestId } = page;
   const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined;
   if (!Array.isArray(data)) {
-    throw new ApiMalformedResponseError(`response to GET ${path} has no "data" array (request ${requestId ?? 'without id'})`, path, requestId);
+    throw new ApiMalformedResponseError(
+      `response to GET ${path} has no "data" array (request ${requestId ?? 'without id'})`,
+      path,
+      requestId,
+    );
   }
   // More than was asked for is a protocol violation, not something to swallow: the page is retried.
   // (activityPageReader refuses it while streaming; this guards any other body reader.)
   if (data.length > page.limit) {
-    throw new ApiMalformedResponseError(`response to GET ${path} holds more than the ${page.limit} entries the limit asked for (request ${requestId ?? 'without id'})`, path, requestId);
+    throw new ApiMalformedResponseError(
+      `response to GET ${path} holds more than the ${page.limit} entries the limit asked for (request ${requestId ?? 'without id'})`,
+      path,
+      requestId,
+    );
   }
   const entries: ActivityEntry[] = [];
   const quarantined: QuarantinedEntry[] = [];

@@ -53,7 +53,8 @@ export async function readAllIds(
       );
     }
     items.forEach((item, index) => {
-      const id = typeof item === 'object' && item !== null ? (item as Record<string, unknown>)[envelope.idField] : undefined;
+      const id =
+        typeof item === 'object' && item !== null ? (item as Record<string, unknown>)[envelope.idField] : undefined;
       if (typeof id !== 'string' || id === '') {
         throw new ApiMalformedResponseError(
           `list response of GET ${path} has no string "${envelope.idField}" at ${envelope.itemsPath}[${index}] (request ${meta.requestId ?? 'without id'})`,

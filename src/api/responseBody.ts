@@ -30,7 +30,11 @@ export const readJsonBody: BodyReader = async (body, headers, context) => {
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new ApiMalformedResponseError(`response to GET ${context.path} is not JSON (request ${context.requestId ?? 'without id'})`, context.path, context.requestId);
+    throw new ApiMalformedResponseError(
+      `response to GET ${context.path} is not JSON (request ${context.requestId ?? 'without id'})`,
+      context.path,
+      context.requestId,
+    );
   }
 };
 
@@ -52,7 +56,10 @@ export async function readCappedBody(
   const declared = Number(headerValue(headers['content-length']));
   if (!describe.truncate && Number.isFinite(declared) && declared > maxBytes) {
     discardBody(body);
-    throw new ApiResponseTooLargeError(`response to GET ${describe.path} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`, describe.path);
+    throw new ApiResponseTooLargeError(
+      `response to GET ${describe.path} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`,
+      describe.path,
+    );
   }
   const chunks: Buffer[] = [];
   let total = 0;
@@ -65,7 +72,10 @@ export async function readCappedBody(
         break;
       }
       discardBody(body);
-      throw new ApiResponseTooLargeError(`response to GET ${describe.path} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there`, describe.path);
+      throw new ApiResponseTooLargeError(
+        `response to GET ${describe.path} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there`,
+        describe.path,
+      );
     }
     chunks.push(chunk);
   }

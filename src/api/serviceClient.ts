@@ -99,7 +99,12 @@ export class ServiceClient {
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let res;
     try {
-      res = await this.pool.request({ method: 'GET', path: fullPath, headers: { authorization, accept: 'application/json' }, signal: combined });
+      res = await this.pool.request({
+        method: 'GET',
+        path: fullPath,
+        headers: { authorization, accept: 'application/json' },
+        signal: combined,
+      });
     } catch (error) {
       if (signal?.aborted) throw error;
       throw this.transportError(error, path);
@@ -110,7 +115,11 @@ export class ServiceClient {
     let text = '';
     let bodyError: unknown;
     try {
-      const context = { path, requestId: headerValue(res.headers['x-request-id']), maxBytes: this.options.maxResponseBytes };
+      const context = {
+        path,
+        requestId: headerValue(res.headers['x-request-id']),
+        maxBytes: this.options.maxResponseBytes,
+      };
       if (ok) body = await readBody(res.body, res.headers, context);
       else text = await readCappedBody(res.body, res.headers, ERROR_BODY_BYTES, { path, truncate: true });
     } catch (error) {
@@ -119,7 +128,10 @@ export class ServiceClient {
     // The headers arrived, so the budget and the clock learn from them whatever the body was.
     const meta = readResponseMeta(status, res.headers, this.options.clock.now());
     this.options.gate.observe(meta, path);
-    this.options.logger.debug({ path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining }, 'service request');
+    this.options.logger.debug(
+      { path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining },
+      'service request',
+    );
     if (bodyError instanceof ApiError) throw bodyError;
     if (bodyError !== undefined) {
       if (signal?.aborted) throw bodyError as Error;
@@ -165,7 +177,12 @@ export class ServiceClient {
       (error instanceof Error && error.name === 'TimeoutError') ||
       isAbortError(error);
     if (timedOut) {
-      return new ApiTransportError('API_TIMEOUT', `GET ${path} timed out after ${this.options.timeoutMs} ms`, path, error);
+      return new ApiTransportError(
+        'API_TIMEOUT',
+        `GET ${path} timed out after ${this.options.timeoutMs} ms`,
+        path,
+        error,
+      );
     }
     const reason = error instanceof Error ? ((error as { code?: string }).code ?? error.message) : String(error);
     return new ApiTransportError('API_CONNECTION', `GET ${path} failed to connect: ${reason}`, path, error);
@@ -175,7 +192,12 @@ export class ServiceClient {
 function redactKey(text: string, key: string | undefined): string {
   if (key === undefined) return text;
   if (key.length < 4) return text;
-  const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), Buffer.from(key).toString('base64')]);
+  const forms = new Set([
+    key,
+    encodeURIComponent(key),
+    JSON.stringify(key).slice(1, -1),
+    Buffer.from(key).toString('base64'),
+  ]);
   let redacted = text;
   for (const form of forms) redacted = redacted.split(form).join('<redacted>');
   return redacted;
@@ -189,9 +211,13 @@ function describeProblem(
   meta: ResponseMeta,
 ): [ApiErrorCode, string] {
   const detail = problem.detail ? `: ${problem.detail}` : '';
-  if (status === 401) return ['API_INVALID_CREDENTIAL', `credential rejected by the service (401); check ${credentialSource}`];
+  if (status === 401)
+    return ['API_INVALID_CREDENTIAL', `credential rejected by the service (401); check ${credentialSource}`];
   if (status === 403 && problem.error === 'trial_expired') {
-    return ['API_TRIAL_EXPIRED', `the workspace trial has expired; an administrator can upgrade at ${problem.upgradeUrl ?? '(no upgrade_url given)'}`];
+    return [
+      'API_TRIAL_EXPIRED',
+      `the workspace trial has expired; an administrator can upgrade at ${problem.upgradeUrl ?? '(no upgrade_url given)'}`,
+    ];
   }
   if (status === 403 && problem.slug === 'insufficient-permissions') {
     return ['API_INSUFFICIENT_PERMISSIONS', `the key's acting person may not read ${path}${detail}`];

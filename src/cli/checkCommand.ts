@@ -25,7 +25,10 @@ export async function checkCommand(argv: string[]): Promise<number> {
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   out(`config ${file ?? '(defaults and environment only)'} is valid`);
   out(`  service: ${config.api.baseUrl}`);
-  out(`  watching: careers ${describeSet(config.watch.careers)}, skills ${describeSet(config.watch.skills)}, identity-provider log ${config.watch.identityProviderEvents ? 'on' : 'off'}`);
+  out(
+    `  watching: careers ${describeSet(config.watch.careers)}, skills ${describeSet(config.watch.skills)}, ` +
+      `identity-provider log ${config.watch.identityProviderEvents ? 'on' : 'off'}`,
+  );
   out(`  sinks: ${config.sinks.map((s) => `${s.name} (${s.type})`).join(', ')}`);
   const results: CheckResult[] = [];
   const report = (found: CheckResult[]): void => {

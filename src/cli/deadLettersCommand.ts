@@ -13,7 +13,8 @@ changefeed dead-letters retry [--config FILE] [--sink S] (--id EVENT_ID | --all)
 
 export function deadLettersCommand(argv: string[]): number {
   const [action, ...rest] = argv;
-  if (action !== 'list' && action !== 'retry') throw new ChangefeedError('USAGE', `expected "list" or "retry"\n\n${DEAD_LETTERS_USAGE}`);
+  if (action !== 'list' && action !== 'retry')
+    throw new ChangefeedError('USAGE', `expected "list" or "retry"\n\n${DEAD_LETTERS_USAGE}`);
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -27,10 +28,17 @@ export function deadLettersCommand(argv: string[]): number {
   });
   const { config } = loadInspectionConfig({ configFlag: values.config });
   if (values.sink !== undefined && !config.sinks.some((s) => s.name === values.sink)) {
-    throw new ChangefeedError('USAGE', `no sink named "${values.sink}" in the config (sinks: ${config.sinks.map((s) => s.name).join(', ')})`);
+    throw new ChangefeedError(
+      'USAGE',
+      `no sink named "${values.sink}" in the config (sinks: ${config.sinks.map((s) => s.name).join(', ')})`,
+    );
   }
   const file = storePath(config.stateDir);
-  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  if (!existsSync(file))
+    throw new ChangefeedError(
+      'STORE_MISSING',
+      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
+    );
   const store = ChangefeedStore.open(file);
   try {
     if (action === 'list') {
@@ -40,18 +48,24 @@ export function deadLettersCommand(argv: string[]): number {
       else {
         for (const d of letters) {
           process.stdout.write(
-            `${d.sink}  ${d.eventId}  ${d.type}  attempts=${d.attempts}  status=${d.lastStatus ?? '-'}  died=${d.deadAt === null ? '-' : new Date(d.deadAt).toISOString()}\n` +
+            `${d.sink}  ${d.eventId}  ${d.type}  attempts=${d.attempts}  status=${d.lastStatus ?? '-'} ` +
+              ` died=${d.deadAt === null ? '-' : new Date(d.deadAt).toISOString()}\n` +
               `    error: ${d.lastError ?? '-'}\n${d.lastResponse ? `    response: ${d.lastResponse.replace(/\s+/g, ' ').slice(0, 200)}\n` : ''}`,
           );
         }
       }
       return 0;
     }
-    if (!values.all && values.id === undefined) throw new ChangefeedError('USAGE', 'retry needs --id EVENT_ID or --all');
+    if (!values.all && values.id === undefined)
+      throw new ChangefeedError('USAGE', 'retry needs --id EVENT_ID or --all');
     const now = Date.now();
-    const requeued = values.id !== undefined
-      ? store.outbox.requeueDeadEvent(values.id, values.sink, now)
-      : (values.sink ? [values.sink] : config.sinks.map((s) => s.name)).reduce((n, sink) => n + store.outbox.requeueDead(sink, now), 0);
+    const requeued =
+      values.id !== undefined
+        ? store.outbox.requeueDeadEvent(values.id, values.sink, now)
+        : (values.sink ? [values.sink] : config.sinks.map((s) => s.name)).reduce(
+            (n, sink) => n + store.outbox.requeueDead(sink, now),
+            0,
+          );
     process.stdout.write(`re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}\n`);
     return requeued > 0 || values.all ? 0 : 1;
   } finally {

@@ -50,7 +50,11 @@ export async function demoCommand(argv: string[]): Promise<number> {
   }, RECEIVER_REPORT_MS);
   const { config } = loadAppConfig({
     configFlag: DEMO_CONFIG,
-    env: { ...process.env, CHANGEFEED_DEMO_WEBHOOK_URL: receiver.url, CHANGEFEED_DEMO_WEBHOOK_SECRET: DEMO_WEBHOOK_SECRET },
+    env: {
+      ...process.env,
+      CHANGEFEED_DEMO_WEBHOOK_URL: receiver.url,
+      CHANGEFEED_DEMO_WEBHOOK_SECRET: DEMO_WEBHOOK_SECRET,
+    },
     overrides: {
       'api.baseUrl': simulator.url,
       'api.apiKey': simulator.apiKey,

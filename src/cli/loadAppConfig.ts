@@ -33,7 +33,13 @@ export function loadAppConfig(args: ConfigArgs): { config: AppConfig; file: stri
  */
 export function loadInspectionConfig(args: ConfigArgs): { config: InspectionConfig; file: string | undefined } {
   const file = configFile(args);
-  return { config: loadConfig(inspectionConfigSchema, { ...sources(args, file), keepUnsetEnvUnder: INSPECTION_UNREAD_SECTIONS }), file };
+  return {
+    config: loadConfig(inspectionConfigSchema, {
+      ...sources(args, file),
+      keepUnsetEnvUnder: INSPECTION_UNREAD_SECTIONS,
+    }),
+    file,
+  };
 }
 
 /** As loadAppConfig, for commands that deliver from the store without polling: `api` is not read. */
@@ -44,7 +50,9 @@ export function loadReplayConfig(args: ConfigArgs): { config: ReplayConfig; file
 
 function configFile(args: ConfigArgs): string | undefined {
   const env = args.env ?? process.env;
-  return args.configFlag ?? env.CHANGEFEED_CONFIG ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined);
+  return (
+    args.configFlag ?? env.CHANGEFEED_CONFIG ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined)
+  );
 }
 
 function sources(args: ConfigArgs, file: string | undefined) {

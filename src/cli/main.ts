@@ -68,7 +68,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`changefeed ${name}: ${error.message}\n\n${command.usage}\n`);
       return 2;
     }
-    const message = error instanceof ChangefeedError ? describeError(error) : (error as Error).stack ?? String(error);
+    const message = error instanceof ChangefeedError ? describeError(error) : ((error as Error).stack ?? String(error));
     process.stderr.write(`changefeed ${name}: ${scrubSecrets(message)}\n`);
     return 1;
   }

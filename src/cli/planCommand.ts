@@ -44,7 +44,11 @@ export interface PlanReport {
 export async function planCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean', default: false }, 'no-discover': { type: 'boolean', default: false } },
+    options: {
+      config: { type: 'string', short: 'c' },
+      json: { type: 'boolean', default: false },
+      'no-discover': { type: 'boolean', default: false },
+    },
     strict: true,
   });
   const { config } = loadInspectionConfig({ configFlag: values.config });
@@ -60,7 +64,20 @@ export async function planCommand(argv: string[]): Promise<number> {
       const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
       for (const w of store.watchedLogs.list().filter((l) => l.status === 'active')) {
         const e = estimates.get(`${w.log}:${w.objectId}`);
-        logs.push({ log: w.log, objectId: w.objectId, state: e ? { events: e.events, sessions: e.sessions, hours: e.hours, lastEventAt: e.lastEventAt, updatedAt: e.updatedAt } : emptyRateState(), cost: e?.pollCost ?? 1 });
+        logs.push({
+          log: w.log,
+          objectId: w.objectId,
+          state: e
+            ? {
+                events: e.events,
+                sessions: e.sessions,
+                hours: e.hours,
+                lastEventAt: e.lastEventAt,
+                updatedAt: e.updatedAt,
+              }
+            : emptyRateState(),
+          cost: e?.pollCost ?? 1,
+        });
       }
     } finally {
       store.close();
@@ -68,15 +85,22 @@ export async function planCommand(argv: string[]): Promise<number> {
   }
   if (logs.length === 0) {
     // No store yet: the configured logs with the prior (discovered ones are unknown until discovery runs).
-    if (watch.identityProviderEvents) logs.push({ log: 'identityProvider', objectId: '', state: emptyRateState(), cost: 1 });
+    if (watch.identityProviderEvents)
+      logs.push({ log: 'identityProvider', objectId: '', state: emptyRateState(), cost: 1 });
     for (const id of watch.careers.ids) logs.push({ log: 'career', objectId: id, state: emptyRateState(), cost: 1 });
     for (const id of watch.skills.ids) logs.push({ log: 'skill', objectId: id, state: emptyRateState(), cost: 1 });
   }
-  const discovery = await discoverForPlan({ watch, discoveredInStore, skip: values['no-discover'], configFlag: values.config });
+  const discovery = await discoverForPlan({
+    watch,
+    discoveredInStore,
+    skip: values['no-discover'],
+    configFlag: values.config,
+  });
   if (discovery.state === 'read') {
     const known = new Set(logs.map((l) => `${l.log}:${l.objectId}`));
     for (const log of ['career', 'skill'] as const) {
-      for (const id of discovery.found[log]) if (!known.has(`${log}:${id}`)) logs.push({ log, objectId: id, state: emptyRateState(), cost: 1 });
+      for (const id of discovery.found[log])
+        if (!known.has(`${log}:${id}`)) logs.push({ log, objectId: id, state: emptyRateState(), cost: 1 });
     }
   }
   const estimator = new RateEstimator(schedule);
@@ -94,20 +118,34 @@ export async function planCommand(argv: string[]): Promise<number> {
     maxFrequency,
   };
   const alpha = alphaFor(schedule, () => rates, input);
-  const { frequencies } = allocateFrequencies({ ...input, weights: logs.map((l, i) => allocationWeight(rates[i] ?? 0, l.cost, alpha)) });
+  const { frequencies } = allocateFrequencies({
+    ...input,
+    weights: logs.map((l, i) => allocationWeight(rates[i] ?? 0, l.cost, alpha)),
+  });
   const delay = expectedDelay(rates, frequencies);
-  const planned = logs.map((l, i) => ({ log: l.log, objectId: l.objectId, ratePerHour: rates[i] ?? 0, pollsPerHour: frequencies[i] ?? 0, learned: l.state.updatedAt !== null }));
+  const planned = logs.map((l, i) => ({
+    log: l.log,
+    objectId: l.objectId,
+    ratePerHour: rates[i] ?? 0,
+    pollsPerHour: frequencies[i] ?? 0,
+    learned: l.state.updatedAt !== null,
+  }));
   const report: PlanReport = {
     alpha,
     watchedLogs: logs.length,
     learnedLogs: planned.filter((p) => p.learned).length,
     allowancePerHour,
     discoveryRequestsPerHour: round(discoveryRequestsPerHour),
-    expectedRequestsPerHour: round(logs.reduce((sum, l, i) => sum + l.cost * (frequencies[i] ?? 0), 0) + discoveryRequestsPerHour),
+    expectedRequestsPerHour: round(
+      logs.reduce((sum, l, i) => sum + l.cost * (frequencies[i] ?? 0), 0) + discoveryRequestsPerHour,
+    ),
     expectedMeanDelayMinutes: round(delay.meanHours * 60),
     expectedP95DelayMinutes: round(delay.p95Hours * 60),
     discovery,
-    busiest: [...planned].sort((a, b) => b.ratePerHour - a.ratePerHour).slice(0, 10).map((p) => ({ ...p, ratePerHour: round(p.ratePerHour), pollsPerHour: round(p.pollsPerHour) })),
+    busiest: [...planned]
+      .sort((a, b) => b.ratePerHour - a.ratePerHour)
+      .slice(0, 10)
+      .map((p) => ({ ...p, ratePerHour: round(p.ratePerHour), pollsPerHour: round(p.pollsPerHour) })),
   };
   process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatPlan(report, schedule.policy)}\n`);
   return 0;
@@ -125,7 +163,11 @@ function formatPlan(r: PlanReport, policy: string): string {
     '',
     '  busiest logs:        rate/h   polls/h',
   ];
-  for (const p of r.busiest) lines.push(`    ${`${p.log}:${p.objectId || '-'}`.padEnd(28)} ${String(p.ratePerHour).padStart(7)}  ${String(p.pollsPerHour).padStart(8)}`);
-  if (r.watchedLogs === 0) lines.push('    (none: configure careers/skills ids or run the daemon once so discovery finds them)');
+  for (const p of r.busiest)
+    lines.push(
+      `    ${`${p.log}:${p.objectId || '-'}`.padEnd(28)} ${String(p.ratePerHour).padStart(7)}  ${String(p.pollsPerHour).padStart(8)}`,
+    );
+  if (r.watchedLogs === 0)
+    lines.push('    (none: configure careers/skills ids or run the daemon once so discovery finds them)');
   return lines.join('\n');
 }

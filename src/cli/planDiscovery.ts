@@ -43,9 +43,13 @@ export function describePlanDiscovery(d: PlanDiscovery, allowancePerHour: number
     case 'off':
       return undefined;
     case 'from-store':
-      return '  discovery:           objects found by the daemon\'s discovery, from the store';
+      return "  discovery:           objects found by the daemon's discovery, from the store";
     case 'read':
-      return `  discovery:           read the lists now (${d.requests} requests of ${allowancePerHour}/h): ${d.found.career.length} careers, ${d.found.skill.length} skills, planned with the prior`;
+      return (
+        `  discovery:           read the lists now (${d.requests} requests of ${allowancePerHour}/h): ` +
+        `${d.found.career.length} careers, ${d.found.skill.length} skills, planned with the ` +
+        `prior`
+      );
     case 'skipped':
       return `  discovery:           NOT RUN (${d.reason}): this plan covers the configured logs only, not the objects discovery would add`;
   }

@@ -21,15 +21,25 @@ export function quarantineCommand(argv: string[]): number {
   if (action !== 'list') throw new ChangefeedError('USAGE', `expected "list"\n\n${QUARANTINE_USAGE}`);
   const { values } = parseArgs({
     args: rest,
-    options: { config: { type: 'string', short: 'c' }, log: { type: 'string' }, limit: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
+    options: {
+      config: { type: 'string', short: 'c' },
+      log: { type: 'string' },
+      limit: { type: 'string', default: '100' },
+      json: { type: 'boolean', default: false },
+    },
     strict: true,
   });
   const log = values.log as LogKind | undefined;
-  if (log !== undefined && !LOG_KINDS.includes(log)) throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
+  if (log !== undefined && !LOG_KINDS.includes(log))
+    throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
   const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
   const { config } = loadInspectionConfig({ configFlag: values.config });
   const file = storePath(config.stateDir);
-  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  if (!existsSync(file))
+    throw new ChangefeedError(
+      'STORE_MISSING',
+      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
+    );
   const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
   try {
     const records = store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
@@ -41,7 +51,8 @@ export function quarantineCommand(argv: string[]): number {
       for (const r of records) {
         const raw = r.raw.length > 300 ? `${r.raw.slice(0, 300)}... (${r.rawBytes} bytes)` : r.raw;
         process.stdout.write(
-          `${new Date(r.firstSeenAt).toISOString()}  ${r.log} ${terminalSafe(r.objectId || '-')}  entry ${terminalSafe(r.entryId ?? '(no id)')}  request ${terminalSafe(r.requestId ?? '-')}\n` +
+          `${new Date(r.firstSeenAt).toISOString()}  ${r.log} ${terminalSafe(r.objectId || '-')} ` +
+            ` entry ${terminalSafe(r.entryId ?? '(no id)')}  request ${terminalSafe(r.requestId ?? '-')}\n` +
             `    reason: ${terminalSafe(r.reason)}\n    raw: ${terminalSafe(scrubSecrets(raw))}\n`,
         );
       }

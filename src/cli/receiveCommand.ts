@@ -26,11 +26,18 @@ export async function receiveCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   const port = requiredNumericFlag('port', values.port, PORT_FLAG);
-  const maxBodyBytes = requiredNumericFlag('max-body-bytes', values['max-body-bytes'], { min: 1024, max: 1024 ** 3, integer: true });
+  const maxBodyBytes = requiredNumericFlag('max-body-bytes', values['max-body-bytes'], {
+    min: 1024,
+    max: 1024 ** 3,
+    integer: true,
+  });
   // A secret the sink could never have (the config refuses it) would reject every request as forged.
   const badSecret = (values.secret ?? []).findIndex((secret) => !isWebhookSecret(secret));
   if (badSecret >= 0) {
-    throw new ChangefeedError('USAGE', `--secret number ${badSecret + 1} is not a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes`);
+    throw new ChangefeedError(
+      'USAGE',
+      `--secret number ${badSecret + 1} is not a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes`,
+    );
   }
   const receiver = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
     startWebhookReceiver({
@@ -57,7 +64,11 @@ export function describeWebhook(r: ReceivedWebhook): string {
       type = '(body is not JSON)';
     }
   }
-  const verdict = r.verified ? 'signature verified' : r.verifyError ? `REJECTED: ${r.verifyError}` : 'not verified (no secret given)';
+  const verdict = r.verified
+    ? 'signature verified'
+    : r.verifyError
+      ? `REJECTED: ${r.verifyError}`
+      : 'not verified (no secret given)';
   // Everything but the mark comes from the request: escaped, so it cannot forge a line.
   return `${r.verified ? '✓' : '✗'} ${terminalSafe(`${r.id} ${type} (${verdict})`)}`;
 }

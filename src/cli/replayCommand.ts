@@ -31,20 +31,39 @@ export async function replayCommand(argv: string[]): Promise<number> {
   });
   const { config } = loadReplayConfig({ configFlag: values.config });
   const sinkConfig = config.sinks.find((s) => s.name === values.sink);
-  if (!sinkConfig) throw new ChangefeedError('USAGE', `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`);
+  if (!sinkConfig)
+    throw new ChangefeedError(
+      'USAGE',
+      `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`,
+    );
   const since = parseTime('--since', values.since, true);
   const until = parseTime('--until', values.until, false);
-  if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind)) throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
+  if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
+    throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
   const file = storePath(config.stateDir);
-  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  if (!existsSync(file))
+    throw new ChangefeedError(
+      'STORE_MISSING',
+      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
+    );
   const store = ChangefeedStore.open(file);
   try {
-    store.sinks.activate(config.sinks.map((s) => ({ name: s.name, type: s.type })), Date.now());
-    const queued = store.outbox.enqueueFromJournal(sinkConfig.name, { since, until, log: values.log as LogKind | undefined }, Date.now());
+    store.sinks.activate(
+      config.sinks.map((s) => ({ name: s.name, type: s.type })),
+      Date.now(),
+    );
+    const queued = store.outbox.enqueueFromJournal(
+      sinkConfig.name,
+      { since, until, log: values.log as LogKind | undefined },
+      Date.now(),
+    );
     process.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
     if (values['queue-only'] || queued === 0) return 0;
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
-    const engine = new DeliveryEngine([{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }], { store, clock: systemClock, logger });
+    const engine = new DeliveryEngine(
+      [{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }],
+      { store, clock: systemClock, logger },
+    );
     const [report] = await engine.drain(Date.now() + 3_600_000);
     await engine.stop();
     process.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
@@ -56,7 +75,8 @@ export async function replayCommand(argv: string[]): Promise<number> {
 
 function parseTime(flag: string, value: string | undefined, required: boolean): number | undefined {
   if (value === undefined) {
-    if (required) throw new ChangefeedError('USAGE', `${flag} is required (an ISO 8601 time such as 2026-11-20T00:00:00Z)`);
+    if (required)
+      throw new ChangefeedError('USAGE', `${flag} is required (an ISO 8601 time such as 2026-11-20T00:00:00Z)`);
     return undefined;
   }
   const ms = Date.parse(value);

@@ -31,7 +31,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   // Checked before anything starts: a bad value must not surface only at the first SIGTERM.
-  const shutdownTimeoutMs = requiredNumericFlag('shutdown-timeout', values['shutdown-timeout'], { min: 0, max: 3_600 }) * 1000;
+  const shutdownTimeoutMs =
+    requiredNumericFlag('shutdown-timeout', values['shutdown-timeout'], { min: 0, max: 3_600 }) * 1000;
   const { config } = loadAppConfig({ configFlag: values.config });
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
   if (values['reset-store']) resetStore(config.stateDir, logger);
@@ -52,7 +53,10 @@ export async function runCommand(argv: string[]): Promise<number> {
       try {
         next = loadAppConfig({ configFlag: values.config }).config;
       } catch (error) {
-        logger.error({ err: describeError(error) }, 'SIGHUP: the new configuration is invalid; still running on the previous one');
+        logger.error(
+          { err: describeError(error) },
+          'SIGHUP: the new configuration is invalid; still running on the previous one',
+        );
         return;
       }
       logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
@@ -70,7 +74,12 @@ function resetStore(stateDir: string, logger: Logger): void {
   const lock = StateDirLock.acquire(stateDir);
   try {
     const aside = setStoreAside(storePath(stateDir), Date.now());
-    logger.warn({ stateDir, keptAs: aside ?? null }, aside ? 'store reset: the old one is kept aside; starting from watch.startFrom with every sink from now' : 'store reset: there was no store');
+    logger.warn(
+      { stateDir, keptAs: aside ?? null },
+      aside
+        ? 'store reset: the old one is kept aside; starting from watch.startFrom with every sink from now'
+        : 'store reset: there was no store',
+    );
   } finally {
     lock.release();
   }
@@ -84,10 +93,20 @@ async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number
   try {
     const report = await daemon.runOnce();
     for (const g of report.gone) {
-      logger.error({ log: g.log, objectId: g.objectId, reason: g.reason }, `configured ${g.log} ${g.objectId} does not exist or is not visible to the key; remove it from watch.${g.log}s.ids, or \`changefeed watch retry ${g.log} ${g.objectId}\` once it is back`);
+      logger.error(
+        { log: g.log, objectId: g.objectId, reason: g.reason },
+        `configured ${g.log} ${g.objectId} does not exist or is not visible to the key; remove ` +
+          `it from watch.${g.log}s.ids, or \`changefeed watch retry ${g.log} ${g.objectId}\` ` +
+          `once it is back`,
+      );
     }
     logger.info(
-      { polled: report.sweep.polled, emitted: report.sweep.emitted, failures: report.sweep.failures, sinks: report.sinks },
+      {
+        polled: report.sweep.polled,
+        emitted: report.sweep.emitted,
+        failures: report.sweep.failures,
+        sinks: report.sinks,
+      },
       report.ok ? 'sweep complete' : 'sweep finished with failures',
     );
     return report.ok ? 0 : 1;

@@ -15,7 +15,12 @@ export async function checkPing(session: ServiceSession): Promise<CheckResult> {
     await pingService(session.client);
     return { name: 'ping', ok: true, detail: 'the service accepted the key' };
   } catch (error) {
-    return { name: 'ping', ok: false, detail: `FAILED: ${describeError(error)}`, fix: 'check api.baseUrl and the key the message names' };
+    return {
+      name: 'ping',
+      ok: false,
+      detail: `FAILED: ${describeError(error)}`,
+      fix: 'check api.baseUrl and the key the message names',
+    };
   }
 }
 
@@ -38,7 +43,7 @@ export async function checkConfiguredIds(config: AppConfig, session: ServiceSess
           : code(error) === 'API_INSUFFICIENT_SCOPE'
             ? `grant the key the ${log}s:read scope`
             : code(error) === 'API_INSUFFICIENT_PERMISSIONS'
-              ? "bind the key to a person who may read this log, or stop watching it"
+              ? 'bind the key to a person who may read this log, or stop watching it'
               : 'see the error; run check again once it is fixed';
       results.push({ name, ok: false, detail: describeError(error), fix });
     }
@@ -53,7 +58,11 @@ export async function checkDiscoveryLists(config: AppConfig, session: ServiceSes
     const name = `discovery of ${list.log}s`;
     try {
       const page = await readAllIds(session.client, list.path, config.watch.discovery.envelope, undefined, 1);
-      results.push({ name, ok: true, detail: `GET ${list.path} lists ${page.ids.length}${page.truncated ? '+' : ''} ${list.log}s` });
+      results.push({
+        name,
+        ok: true,
+        detail: `GET ${list.path} lists ${page.ids.length}${page.truncated ? '+' : ''} ${list.log}s`,
+      });
     } catch (error) {
       const fix =
         code(error) === 'API_MALFORMED_RESPONSE'

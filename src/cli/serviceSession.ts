@@ -30,7 +30,8 @@ export function openServiceSession(config: AppConfig): ServiceSession {
   return {
     client,
     requests: () => requests,
-    describeSpend: () => `${requests} request${requests === 1 ? '' : 's'} of the key's ${config.budget.readsPerHour}/h bucket`,
+    describeSpend: () =>
+      `${requests} request${requests === 1 ? '' : 's'} of the key's ${config.budget.readsPerHour}/h bucket`,
     close: () => client.close(),
   };
 }

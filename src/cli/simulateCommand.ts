@@ -36,22 +36,29 @@ export async function simulateCommand(argv: string[]): Promise<number> {
     throw new ChangefeedError('USAGE', `--sort-order must be newest-first or oldest-first, got "${sortOrder}"`);
   }
   const port = requiredNumericFlag('port', values.port, PORT_FLAG);
-  const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () => startSimulator({
-    port,
-    seed: numericFlag('seed', values.seed, SEED_FLAG),
-    careers: numericFlag('careers', values.careers, COUNT_FLAG),
-    skills: numericFlag('skills', values.skills, COUNT_FLAG),
-    eventsPerHour: numericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG),
-    sortOrder,
-    readsPerHour: numericFlag('reads-per-hour', values['reads-per-hour'], { min: 0, max: 10_000_000, integer: true }),
-    faults: values['error-rate'] === undefined ? undefined : { errorRate: numericFlag('error-rate', values['error-rate'], { min: 0, max: 1 }) },
-  }).catch((error: unknown) => {
-    if (error instanceof ZodError) {
-      throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-    }
-    throw error;
-  }));
-  process.stdout.write(`simulator listening at ${simulator.url}\nCHANGEFEED_BASE_URL=${simulator.url}\nCHANGEFEED_API_KEY=${simulator.apiKey}\n`);
+  const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
+    startSimulator({
+      port,
+      seed: numericFlag('seed', values.seed, SEED_FLAG),
+      careers: numericFlag('careers', values.careers, COUNT_FLAG),
+      skills: numericFlag('skills', values.skills, COUNT_FLAG),
+      eventsPerHour: numericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG),
+      sortOrder,
+      readsPerHour: numericFlag('reads-per-hour', values['reads-per-hour'], { min: 0, max: 10_000_000, integer: true }),
+      faults:
+        values['error-rate'] === undefined
+          ? undefined
+          : { errorRate: numericFlag('error-rate', values['error-rate'], { min: 0, max: 1 }) },
+    }).catch((error: unknown) => {
+      if (error instanceof ZodError) {
+        throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      }
+      throw error;
+    }),
+  );
+  process.stdout.write(
+    `simulator listening at ${simulator.url}\nCHANGEFEED_BASE_URL=${simulator.url}\nCHANGEFEED_API_KEY=${simulator.apiKey}\n`,
+  );
   onShutdownSignals(() => simulator.close(), createLogger({}), 5_000);
   return new Promise<number>(() => undefined);
 }

@@ -21,7 +21,11 @@ export async function checkSinks(config: AppConfig, options: { probeWebhooks: bo
   return results;
 }
 
-async function checkSink(sinkConfig: SinkConfig, config: AppConfig, options: { probeWebhooks: boolean }): Promise<CheckResult> {
+async function checkSink(
+  sinkConfig: SinkConfig,
+  config: AppConfig,
+  options: { probeWebhooks: boolean },
+): Promise<CheckResult> {
   const name = `sink ${sinkConfig.name} (${sinkConfig.type})`;
   if (sinkConfig.type === 'stdout') return { name, ok: true, detail: 'writes to standard output' };
   if (sinkConfig.type === 'file') return checkFileSink(name, sinkConfig.path);
@@ -33,10 +37,18 @@ async function checkSink(sinkConfig: SinkConfig, config: AppConfig, options: { p
       await sink.write([testEvent(config)], signal);
       return { name, ok: true, detail: 'accepted a signed test event' };
     }
-    const detail = sinkConfig.type === 'webhook' ? 'the endpoint accepts connections (no request sent; --probe-sinks sends a signed test event)' : 'connected';
+    const detail =
+      sinkConfig.type === 'webhook'
+        ? 'the endpoint accepts connections (no request sent; --probe-sinks sends a signed test event)'
+        : 'connected';
     return { name, ok: true, detail };
   } catch (error) {
-    return { name, ok: false, detail: describeError(error), fix: `check sinks "${sinkConfig.name}": its address, credentials and that the destination exists` };
+    return {
+      name,
+      ok: false,
+      detail: describeError(error),
+      fix: `check sinks "${sinkConfig.name}": its address, credentials and that the destination exists`,
+    };
   } finally {
     await sink.close();
   }
@@ -52,7 +64,12 @@ async function checkFileSink(name: string, path: string): Promise<CheckResult> {
     } catch (error) {
       const parent = dirname(dir);
       if ((error as { code?: string }).code !== 'ENOENT' || parent === dir) {
-        return { name, ok: false, detail: `cannot write under ${dir}: ${(error as Error).message}`, fix: 'choose a path the daemon may write, or fix the permissions' };
+        return {
+          name,
+          ok: false,
+          detail: `cannot write under ${dir}: ${(error as Error).message}`,
+          fix: 'choose a path the daemon may write, or fix the permissions',
+        };
       }
       dir = parent;
     }

@@ -21,13 +21,23 @@ export async function statusCommand(argv: string[]): Promise<number> {
   });
   const { config } = loadInspectionConfig({ configFlag: values.config });
   const file = storePath(config.stateDir);
-  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  if (!existsSync(file))
+    throw new ChangefeedError(
+      'STORE_MISSING',
+      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
+    );
   const live = await fetchLiveReadiness(config.http);
   const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
   try {
-    const report = withLiveSinkState(buildStatusReport(store, Date.now()), live, config.sinks.map((s) => s.name));
+    const report = withLiveSinkState(
+      buildStatusReport(store, Date.now()),
+      live,
+      config.sinks.map((s) => s.name),
+    );
     // Errors recorded by sinks and polls may quote a URL with credentials or an echoed secret.
-    process.stdout.write(`${scrubSecrets(values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report))}\n`);
+    process.stdout.write(
+      `${scrubSecrets(values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report))}\n`,
+    );
     return 0;
   } finally {
     store.close();

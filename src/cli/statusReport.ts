@@ -91,7 +91,14 @@ export interface BudgetStatus {
 function budgetOf(store: ChangefeedStore): BudgetStatus | null {
   const raw = store.getMeta(BUDGET_META_KEY);
   if (!raw) return null;
-  const b = JSON.parse(raw) as { at: number; allowancePerHour: number; serverRemaining?: number; resetAt?: number; pollBudgetPerHour?: number; blockedUntil: number };
+  const b = JSON.parse(raw) as {
+    at: number;
+    allowancePerHour: number;
+    serverRemaining?: number;
+    resetAt?: number;
+    pollBudgetPerHour?: number;
+    blockedUntil: number;
+  };
   return {
     at: new Date(b.at).toISOString(),
     allowancePerHour: b.allowancePerHour,
@@ -107,7 +114,8 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 function gapOf(w: WatchedLog): LogStatus['gap'] {
   const from = iso(w.windowEnd ?? w.coverageStart) ?? 'the start';
   if (w.status !== 'active') return { from, reason: `${w.status}: ${w.statusReason ?? 'no reason recorded'}` };
-  if (w.consecutiveFailures > 0) return { from, reason: `${w.consecutiveFailures} failed polls in a row: ${w.lastError ?? ''}` };
+  if (w.consecutiveFailures > 0)
+    return { from, reason: `${w.consecutiveFailures} failed polls in a row: ${w.lastError ?? ''}` };
   return null;
 }
 
@@ -141,7 +149,8 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
       pending: counts.pending,
       delivered: counts.delivered,
       dead: counts.dead,
-      oldestPendingAgeSeconds: counts.oldestPendingIngestedAt === null ? null : Math.round((now - counts.oldestPendingIngestedAt) / 1000),
+      oldestPendingAgeSeconds:
+        counts.oldestPendingIngestedAt === null ? null : Math.round((now - counts.oldestPendingIngestedAt) / 1000),
       consecutiveFailures: s.consecutiveFailures,
       lastError: s.lastError,
       lastDeliveryAt: iso(s.lastDeliveryAt),
@@ -153,43 +162,69 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
   });
   const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
   const daemon = { reachable: false as const, url: null, reason: 'not asked' };
-  return { generatedAt: new Date(now).toISOString(), logs, sinks, journalEvents, quarantinedEntries: store.quarantine.count(), budget: budgetOf(store), daemon };
+  return {
+    generatedAt: new Date(now).toISOString(),
+    logs,
+    sinks,
+    journalEvents,
+    quarantinedEntries: store.quarantine.count(),
+    budget: budgetOf(store),
+    daemon,
+  };
 }
 
 export function formatStatusReport(report: StatusReport): string {
   const lines: string[] = [`changefeed status at ${report.generatedAt}`, '', 'LOGS'];
-  lines.push(table(
-    ['log', 'object', 'status', 'covered from', 'covered until', 'lag s', 'ingested', 'rate/h', 'next poll', 'gap'],
-    report.logs.map((l) => [
-      l.log,
-      l.objectId || '-',
-      l.status,
-      l.coveredFrom ?? '-',
-      l.coveredUntil ?? '-',
-      l.localLagSeconds !== null && l.localLagSeconds < 0 ? `${l.localLagSeconds} (cursor ahead of local time!)` : (l.lagSeconds?.toString() ?? '-'),
-      String(l.entriesIngested),
-      l.estimatedRatePerHour === null ? '-' : l.estimatedRatePerHour.toFixed(2),
-      l.nextPollAt ?? '-',
-      l.gap ? `since ${l.gap.from}: ${l.gap.reason}` : '',
-    ]),
-  ));
+  lines.push(
+    table(
+      ['log', 'object', 'status', 'covered from', 'covered until', 'lag s', 'ingested', 'rate/h', 'next poll', 'gap'],
+      report.logs.map((l) => [
+        l.log,
+        l.objectId || '-',
+        l.status,
+        l.coveredFrom ?? '-',
+        l.coveredUntil ?? '-',
+        l.localLagSeconds !== null && l.localLagSeconds < 0
+          ? `${l.localLagSeconds} (cursor ahead of local time!)`
+          : (l.lagSeconds?.toString() ?? '-'),
+        String(l.entriesIngested),
+        l.estimatedRatePerHour === null ? '-' : l.estimatedRatePerHour.toFixed(2),
+        l.nextPollAt ?? '-',
+        l.gap ? `since ${l.gap.from}: ${l.gap.reason}` : '',
+      ]),
+    ),
+  );
   lines.push('', 'SINKS');
-  lines.push(table(
-    ['sink', 'type', 'active', 'connected', 'circuit', 'pending', 'delivered', 'dead', 'filtered', 'oldest pending s', 'last error'],
-    report.sinks.map((s) => [
-      s.name,
-      s.type,
-      s.active ? 'yes' : 'no',
-      `${s.connected ? 'yes' : 'no'}${s.stateSource === 'recorded' ? ' (recorded)' : ''}`,
-      s.disabledReason ? 'disabled' : s.circuit,
-      String(s.pending),
-      String(s.delivered),
-      String(s.dead),
-      String(s.filtered),
-      s.oldestPendingAgeSeconds?.toString() ?? '-',
-      s.disabledReason ?? s.lastError ?? '',
-    ]),
-  ));
+  lines.push(
+    table(
+      [
+        'sink',
+        'type',
+        'active',
+        'connected',
+        'circuit',
+        'pending',
+        'delivered',
+        'dead',
+        'filtered',
+        'oldest pending s',
+        'last error',
+      ],
+      report.sinks.map((s) => [
+        s.name,
+        s.type,
+        s.active ? 'yes' : 'no',
+        `${s.connected ? 'yes' : 'no'}${s.stateSource === 'recorded' ? ' (recorded)' : ''}`,
+        s.disabledReason ? 'disabled' : s.circuit,
+        String(s.pending),
+        String(s.delivered),
+        String(s.dead),
+        String(s.filtered),
+        s.oldestPendingAgeSeconds?.toString() ?? '-',
+        s.disabledReason ?? s.lastError ?? '',
+      ]),
+    ),
+  );
   const d = report.daemon;
   lines.push(
     '',
@@ -198,7 +233,12 @@ export function formatStatusReport(report: StatusReport): string {
       : `sink state: ${d.reason}${d.url ? ` at ${d.url}` : ''}; "(recorded)" marks the last value the daemon stored, active follows the current config`,
   );
   const gaps = report.logs.filter((l) => l.gap).length;
-  lines.push('', gaps === 0 ? 'coverage: every watched log is read without gaps' : `coverage: ${gaps} log${gaps === 1 ? '' : 's'} with a gap (see the gap column)`);
+  lines.push(
+    '',
+    gaps === 0
+      ? 'coverage: every watched log is read without gaps'
+      : `coverage: ${gaps} log${gaps === 1 ? '' : 's'} with a gap (see the gap column)`,
+  );
   lines.push(`journal: ${report.journalEvents} events`);
   lines.push(
     report.quarantinedEntries === 0
@@ -208,7 +248,9 @@ export function formatStatusReport(report: StatusReport): string {
   const b = report.budget;
   lines.push(
     b
-      ? `budget (as of ${b.at}): ${b.allowancePerHour} requests/h allowed, ${b.pollBudgetPerHour ?? '-'} /h for polls now, ${b.serverRemaining ?? '?'} left in the server's window until ${b.resetAt ?? '?'}${b.blockedUntil ? `, paused after a 429 until ${b.blockedUntil}` : ''}`
+      ? `budget (as of ${b.at}): ${b.allowancePerHour} requests/h allowed, ${b.pollBudgetPerHour ?? '-'} ` +
+          `/h for polls now, ${b.serverRemaining ?? '?'} left in the server's window until ` +
+          `${b.resetAt ?? '?'}${b.blockedUntil ? `, paused after a 429 until ${b.blockedUntil}` : ''}`
       : 'budget: not recorded yet (the daemon writes it while polling)',
   );
   return lines.join('\n');

@@ -16,36 +16,53 @@ export const WATCH_USAGE = `changefeed watch retry [--config FILE] <career|skill
 export async function watchCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'retry') throw new ChangefeedError('USAGE', `expected "retry"\n\n${WATCH_USAGE}`);
-  const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' } }, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { config: { type: 'string', short: 'c' } },
+    allowPositionals: true,
+    strict: true,
+  });
   const [log, objectId, ...extra] = positionals;
   if ((log !== 'career' && log !== 'skill') || objectId === undefined || objectId === '' || extra.length > 0) {
     throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
   }
   const { config } = loadAppConfig({ configFlag: values.config });
   const file = storePath(config.stateDir);
-  if (!existsSync(file)) throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`);
+  if (!existsSync(file))
+    throw new ChangefeedError(
+      'STORE_MISSING',
+      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
+    );
   const store = ChangefeedStore.open(file);
   const session = openServiceSession(config);
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   try {
     const watched = store.watchedLogs.get(log, objectId);
     if (!watched) {
-      out(`${log} ${objectId} is not watched by this store; list it in watch.${log}s.ids (or turn discovery on) and run the daemon`);
+      out(
+        `${log} ${objectId} is not watched by this store; list it in watch.${log}s.ids (or turn discovery on) and run the daemon`,
+      );
       return 1;
     }
     if (watched.status !== 'gone') {
-      out(`${log} ${objectId} is ${watched.status}, not gone: nothing to retry${watched.status === 'disabled' ? ' (disabled logs get another chance at every start)' : ''}`);
+      const disabledHint = watched.status === 'disabled' ? ' (disabled logs get another chance at every start)' : '';
+      out(`${log} ${objectId} is ${watched.status}, not gone: nothing to retry${disabledHint}`);
       return watched.status === 'active' ? 0 : 1;
     }
     try {
       await readActivityPage(session.client, { log, objectId, offset: 0, limit: 1 });
     } catch (error) {
       const stillGone = (error as { code?: string }).code === 'API_NOT_FOUND';
-      out(`${log} ${objectId} ${stillGone ? 'still answers 404: it stays gone' : `could not be read: ${describeError(error)}`} (${session.describeSpend()})`);
+      out(
+        `${log} ${objectId} ${stillGone ? 'still answers 404: it stays gone' : `could not be read: ${describeError(error)}`} (${session.describeSpend()})`,
+      );
       return 1;
     }
     store.watchedLogs.setStatus(log, objectId, 'active', null);
-    out(`${log} ${objectId} answers again: watched again from ${watched.windowEnd === null ? 'its start' : new Date(watched.windowEnd).toISOString()} (${session.describeSpend()})`);
+    out(
+      `${log} ${objectId} answers again: watched again from ${watched.windowEnd === null ? 'its start' : new Date(watched.windowEnd).toISOString()} ` +
+        `(${session.describeSpend()})`,
+    );
     return 0;
   } finally {
     await session.close();

@@ -15,7 +15,9 @@ export const appConfigSchema = z
   .object({
     api: apiConfigSchema.describe('The service to poll.'),
     watch: watchConfigSchema.default(watchConfigSchema.parse({})).describe('Which activity logs to poll, and how.'),
-    budget: budgetConfigSchema.default(budgetConfigSchema.parse({})).describe('The reads bucket: 1,000 GET requests per hour per key.'),
+    budget: budgetConfigSchema
+      .default(budgetConfigSchema.parse({}))
+      .describe('The reads bucket: 1,000 GET requests per hour per key.'),
     events: eventsConfigSchema.default(eventsConfigSchema.parse({})).describe('Shape of the emitted CloudEvents.'),
     sinks: z
       .array(sinkConfigSchema)
@@ -23,23 +25,33 @@ export const appConfigSchema = z
       .superRefine((sinks, ctx) => {
         const seen = new Set<string>();
         sinks.forEach((sink, index) => {
-          if (seen.has(sink.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate sink name "${sink.name}"` });
+          if (seen.has(sink.name))
+            ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate sink name "${sink.name}"` });
           seen.add(sink.name);
         });
       })
       .describe('Where events go; each sink is delivered to independently.'),
     journal: z
       .object({
-        retentionDays: z.number().min(0).default(7).describe('Delivered events stay in the store this long (for replay), then are pruned.'),
+        retentionDays: z
+          .number()
+          .min(0)
+          .default(7)
+          .describe('Delivered events stay in the store this long (for replay), then are pruned.'),
       })
       .strict()
       .default({ retentionDays: 7 })
       .describe('The event journal in the store.'),
     stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
-    http: httpConfigSchema.default(httpConfigSchema.parse({})).describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
+    http: httpConfigSchema
+      .default(httpConfigSchema.parse({}))
+      .describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
     log: z
       .object({
-        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (CHANGEFEED_LOG_LEVEL overrides).'),
+        level: z
+          .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+          .default('info')
+          .describe('Log level (CHANGEFEED_LOG_LEVEL overrides).'),
         pretty: z.boolean().default(false).describe('Readable logs for terminals instead of JSON lines.'),
       })
       .strict()

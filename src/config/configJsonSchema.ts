@@ -20,7 +20,7 @@ export function toConfigJsonSchema(schema: z.ZodType): JsonSchema | undefined {
 }
 
 function asSchema(value: unknown): JsonSchema | undefined {
-  return isPlainObject(value) ? (value) : undefined;
+  return isPlainObject(value) ? value : undefined;
 }
 
 /** Follows local `$ref`s (`#`, `#/$defs/name`), which zod emits for recursive or registered schemas. */
@@ -68,7 +68,12 @@ function matchesDiscriminators(branch: JsonSchema, value: unknown): boolean {
 }
 
 /** The schemas that apply one step below `schema`, at object key or array index `segment`. */
-export function childSchemas(root: JsonSchema, schema: JsonSchema, segment: PropertyKey, value?: unknown): JsonSchema[] {
+export function childSchemas(
+  root: JsonSchema,
+  schema: JsonSchema,
+  segment: PropertyKey,
+  value?: unknown,
+): JsonSchema[] {
   const out: JsonSchema[] = [];
   for (const alt of alternatives(root, schema, value)) {
     if (typeof segment === 'number') {
@@ -77,7 +82,8 @@ export function childSchemas(root: JsonSchema, schema: JsonSchema, segment: Prop
       const item = asSchema(items);
       if (item) out.push(item);
     } else if (typeof segment === 'string') {
-      const property = alt.properties && Object.hasOwn(alt.properties, segment) ? asSchema(alt.properties[segment]) : undefined;
+      const property =
+        alt.properties && Object.hasOwn(alt.properties, segment) ? asSchema(alt.properties[segment]) : undefined;
       const extra = property ?? asSchema(alt.additionalProperties);
       if (extra) out.push(extra);
     }

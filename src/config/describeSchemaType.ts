@@ -53,7 +53,8 @@ export function isObjectSchema(schema: JsonSchema): boolean {
 function withBounds(type: string, schema: JsonSchema): string {
   const bounds: string[] = [];
   if (typeof schema.exclusiveMinimum === 'number') bounds.push(`> ${schema.exclusiveMinimum}`);
-  else if (typeof schema.minimum === 'number' && schema.minimum !== -IMPLICIT_BOUND) bounds.push(`>= ${schema.minimum}`);
+  else if (typeof schema.minimum === 'number' && schema.minimum !== -IMPLICIT_BOUND)
+    bounds.push(`>= ${schema.minimum}`);
   if (typeof schema.exclusiveMaximum === 'number') bounds.push(`< ${schema.exclusiveMaximum}`);
   else if (typeof schema.maximum === 'number' && schema.maximum !== IMPLICIT_BOUND) bounds.push(`<= ${schema.maximum}`);
   return bounds.length > 0 ? `${type} (${bounds.join(', ')})` : type;

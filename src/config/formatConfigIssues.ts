@@ -40,7 +40,8 @@ export function formatConfigIssues(issues: readonly Issue[], context: IssueConte
   const secrets = [...collectSecretValues(context.jsonSchema, context.input)]
     .filter((secret) => secret.length >= 4)
     .sort((a, b) => b.length - a.length);
-  const scrub = (text: string): string => redactUrlCredentials(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text));
+  const scrub = (text: string): string =>
+    redactUrlCredentials(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text));
 
   const seen = new Set<string>();
   const listed: { path: string; message: string }[] = [];
@@ -67,7 +68,13 @@ function explain(issue: Issue, prefix: PropertyKey[], context: IssueContext): Pr
     case 'invalid_union': {
       if (issue.errors.length > 0) return explainClosestBranch(issue.errors, path, context);
       if (issue.discriminator !== undefined && 'options' in issue && issue.options) {
-        return [{ path, message: unknownVariant(getAtPath(context.input, path), issue.discriminator, issue.options), showValue: false }];
+        return [
+          {
+            path,
+            message: unknownVariant(getAtPath(context.input, path), issue.discriminator, issue.options),
+            showValue: false,
+          },
+        ];
       }
       return [{ path, message: issue.message, showValue: true }];
     }

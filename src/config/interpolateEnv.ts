@@ -16,7 +16,12 @@ const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
  * under the top-level sections in `keepUnsetUnder`, where an unset reference is left as written:
  * a command that does not read a section (status does not send to sinks) must not need its secrets.
  */
-export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, options: { keepUnsetUnder?: readonly string[] } = {}): unknown {
+export function interpolateEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  source: string,
+  options: { keepUnsetUnder?: readonly string[] } = {},
+): unknown {
   const issues: { path: string; message: string }[] = [];
   const result = walk(value, [], { env, issues, keepUnsetUnder: new Set(options.keepUnsetUnder ?? []) });
   if (issues.length > 0) {

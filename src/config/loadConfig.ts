@@ -57,7 +57,9 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, sources: ConfigSou
   let fileValue: unknown = {};
   if (sources.file !== undefined) {
     file = readConfigFile(sources.file);
-    fileValue = interpolateEnv(file.value, env, `config file ${file.path}`, { keepUnsetUnder: sources.keepUnsetEnvUnder });
+    fileValue = interpolateEnv(file.value, env, `config file ${file.path}`, {
+      keepUnsetUnder: sources.keepUnsetEnvUnder,
+    });
   }
 
   const origins: Origin[] = [];

@@ -1,7 +1,13 @@
 import type { z } from 'zod';
 import { isPlainObject } from './configPath.js';
 import { resolveRef, toConfigJsonSchema, type JsonSchema } from './configJsonSchema.js';
-import { describeDefault, describeSchemaType, findDiscriminator, isObjectSchema, tagValue } from './describeSchemaType.js';
+import {
+  describeDefault,
+  describeSchemaType,
+  findDiscriminator,
+  isObjectSchema,
+  tagValue,
+} from './describeSchemaType.js';
 
 export interface ConfigReferenceOptions {
   /** The page's `#` heading. */
@@ -134,7 +140,8 @@ function defaultCell(root: JsonSchema, property: JsonSchema, required: boolean):
 
 /** For a union of objects (or a list of them): which tag picks the variant, and its values. */
 function variantsNote(root: JsonSchema, property: JsonSchema): string | undefined {
-  const schema = property.type === 'array' && isPlainObject(property.items) ? resolveRef(root, property.items) : property;
+  const schema =
+    property.type === 'array' && isPlainObject(property.items) ? resolveRef(root, property.items) : property;
   const variants = (schema.anyOf ?? schema.oneOf ?? []).map((b) => resolveRef(root, b)).filter(isObjectSchema);
   if (variants.length < 2) return undefined;
   const tag = findDiscriminator(variants);

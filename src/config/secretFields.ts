@@ -52,7 +52,8 @@ export function collectSecretValues(root: JsonSchema | undefined, value: unknown
         : [];
     for (const [segment, child] of entries) {
       const below = root ? schemas.flatMap((schema) => childSchemas(root, schema, segment, node)) : [];
-      const childSecret = secret || isSecretKey(segment) || (root !== undefined && describedAsSecret(root, below, child));
+      const childSecret =
+        secret || isSecretKey(segment) || (root !== undefined && describedAsSecret(root, below, child));
       walk(child, below, childSecret);
     }
   };

@@ -34,12 +34,20 @@ export function classifyBatchFailure(
   poison: { strikes: number; lastSuccessAt: number | null } = { strikes: 0, lastSuccessAt: null },
 ): BatchFailureOutcome {
   const message = describeError(error);
-  const outcome: BatchFailureOutcome = { delivered: [], retries: [], dead: [], heldBack: 0, perEventRejections: error instanceof SinkPartialFailureError };
+  const outcome: BatchFailureOutcome = {
+    delivered: [],
+    retries: [],
+    dead: [],
+    heldBack: 0,
+    perEventRejections: error instanceof SinkPartialFailureError,
+  };
   const failedKeys = new Set<string>();
   for (const d of batch) {
     const key = orderingKeyOf(d);
     const failure: ItemFailure | undefined =
-      error instanceof SinkPartialFailureError ? error.failures.get(d.eventId) : { error: message, permanent: error instanceof SinkRejectedError };
+      error instanceof SinkPartialFailureError
+        ? error.failures.get(d.eventId)
+        : { error: message, permanent: error instanceof SinkRejectedError };
     if (!failure) {
       if (failedKeys.has(key)) outcome.heldBack++;
       else outcome.delivered.push(d.seq);
@@ -51,12 +59,29 @@ export function classifyBatchFailure(
     const detail = { status: failure.status, response: failure.response };
     if (failure.permanent) {
       outcome.dead.push({ seq: d.seq, error: `rejected: ${failure.error}`, ...detail });
-    } else if (isPoison({ batchLength: batch.length, attempts, strikes: poison.strikes, firstAttemptAt: d.firstAttemptAt, lastSuccessAt: poison.lastSuccessAt })) {
-      outcome.dead.push({ seq: d.seq, error: `poison: failed alone ${attempts} times while the destination took other events: ${failure.error}`, ...detail });
+    } else if (
+      isPoison({
+        batchLength: batch.length,
+        attempts,
+        strikes: poison.strikes,
+        firstAttemptAt: d.firstAttemptAt,
+        lastSuccessAt: poison.lastSuccessAt,
+      })
+    ) {
+      outcome.dead.push({
+        seq: d.seq,
+        error: `poison: failed alone ${attempts} times while the destination took other events: ${failure.error}`,
+        ...detail,
+      });
     } else if (isExhausted(attempts, d.firstAttemptAt ?? now, now, retry)) {
       outcome.dead.push({ seq: d.seq, error: `gave up after ${attempts} attempts: ${failure.error}`, ...detail });
     } else {
-      outcome.retries.push({ seq: d.seq, nextAttemptAt: now + retryDelayMs(attempts, retry, failure.retryAfterMs, random), error: failure.error, ...detail });
+      outcome.retries.push({
+        seq: d.seq,
+        nextAttemptAt: now + retryDelayMs(attempts, retry, failure.retryAfterMs, random),
+        error: failure.error,
+        ...detail,
+      });
     }
   }
   return outcome;

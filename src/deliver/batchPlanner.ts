@@ -31,8 +31,10 @@ export function planBatches(args: {
   // A batch is as large as its most restricted member allows.
   const capOf = new Map<PendingDelivery[], number>();
   const blocked = new Set<string>(args.inFlightKeys);
-  const capFor = (d: PendingDelivery): number => Math.max(1, Math.min(args.maxBatchSize, args.batchCap?.(d) ?? args.maxBatchSize));
-  const hasRoom = (batch: PendingDelivery[], cap: number): boolean => batch.length < Math.min(cap, capOf.get(batch) ?? args.maxBatchSize);
+  const capFor = (d: PendingDelivery): number =>
+    Math.max(1, Math.min(args.maxBatchSize, args.batchCap?.(d) ?? args.maxBatchSize));
+  const hasRoom = (batch: PendingDelivery[], cap: number): boolean =>
+    batch.length < Math.min(cap, capOf.get(batch) ?? args.maxBatchSize);
   let nextDueAt: number | undefined;
   for (const d of args.pages) {
     const last = batches.at(-1);

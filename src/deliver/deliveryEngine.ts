@@ -35,7 +35,13 @@ export class DeliveryEngine {
 
   constructor(
     sinks: readonly EngineSink[],
-    private readonly deps: { store: ChangefeedStore; clock: Clock; logger: Logger; random?: () => number; onOutcome?: (o: BatchOutcome) => void },
+    private readonly deps: {
+      store: ChangefeedStore;
+      clock: Clock;
+      logger: Logger;
+      random?: () => number;
+      onOutcome?: (o: BatchOutcome) => void;
+    },
   ) {
     this.workers = sinks.map(
       ({ sink, delivery, filter }) =>
@@ -49,7 +55,10 @@ export class DeliveryEngine {
           circuitBreaker: delivery.circuitBreaker,
           accepts: compileSinkFilter(filter),
           batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
-          maxInFlight: Math.min(delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight, sink.limits.maxInFlight),
+          maxInFlight: Math.min(
+            delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight,
+            sink.limits.maxInFlight,
+          ),
           random: deps.random,
           onOutcome: deps.onOutcome,
         }),
@@ -61,7 +70,12 @@ export class DeliveryEngine {
   }
 
   /** Per sink, for readiness: disabled, and since when not connected. */
-  connectionStates(): { sink: string; disabled: boolean; disconnectedSince: number | null; lastError: string | null }[] {
+  connectionStates(): {
+    sink: string;
+    disabled: boolean;
+    disconnectedSince: number | null;
+    lastError: string | null;
+  }[] {
     return this.workers.map((w) => ({ sink: w.name, ...w.connectionState }));
   }
 
@@ -93,7 +107,10 @@ export class DeliveryEngine {
         for (const w of this.workers) w.reloadPending();
       } catch (error) {
         if (isAbortError(error)) return;
-        this.deps.logger.warn({ err: describeError(error) }, 'checking for re-queued dead letters failed; trying again');
+        this.deps.logger.warn(
+          { err: describeError(error) },
+          'checking for re-queued dead letters failed; trying again',
+        );
       }
     }
   }
@@ -110,7 +127,13 @@ export class DeliveryEngine {
         const drained = await w.drain(this.abort.signal, deadline);
         const counts = this.deps.store.outbox.counts(w.name);
         const state = this.deps.store.sinks.list().find((s) => s.name === w.name);
-        return { sink: w.name, drained, pending: counts.pending, dead: counts.dead, lastError: state?.lastError ?? null };
+        return {
+          sink: w.name,
+          drained,
+          pending: counts.pending,
+          dead: counts.dead,
+          lastError: state?.lastError ?? null,
+        };
       }),
     );
   }

@@ -8,7 +8,12 @@ export const poisonConfigSchema = z
       .min(0)
       .max(1_000)
       .default(5)
-      .describe('Failed attempts after which an event travels in ever smaller batches (halved each attempt) until it is alone; alone and failing again while other events get through, it becomes a dead letter ("poison"). 0 turns the search off: such an event is retried by the retry schedule alone.'),
+      .describe(
+        'Failed attempts after which an event travels in ever smaller batches (halved each ' +
+          'attempt) until it is alone; alone and failing again while other events get through, it ' +
+          'becomes a dead letter ("poison"). 0 turns the search off: such an event is retried by the ' +
+          'retry schedule alone.',
+      ),
   })
   .strict();
 
@@ -31,7 +36,13 @@ export function poisonBatchCap(attempts: number, strikes: number, batchSize: num
  * and the destination took other events after this one first failed. A destination that is down
  * takes nothing, so its events are never judged poison; they wait for the retry schedule.
  */
-export function isPoison(args: { batchLength: number; attempts: number; strikes: number; firstAttemptAt: number | null; lastSuccessAt: number | null }): boolean {
+export function isPoison(args: {
+  batchLength: number;
+  attempts: number;
+  strikes: number;
+  firstAttemptAt: number | null;
+  lastSuccessAt: number | null;
+}): boolean {
   if (args.strikes <= 0 || args.batchLength !== 1 || args.attempts < args.strikes) return false;
   return args.firstAttemptAt !== null && args.lastSuccessAt !== null && args.lastSuccessAt > args.firstAttemptAt;
 }

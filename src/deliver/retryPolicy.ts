@@ -8,7 +8,12 @@ export const MAX_RETRY_AFTER_MS = 3_600_000;
  * (uniform in [0, min(max, initial * 2^(attempt-1))]), which spreads retries of many events
  * instead of sending them in waves. A destination's Retry-After is a floor, capped at one hour.
  */
-export function retryDelayMs(attempt: number, config: RetryConfig, retryAfterMs?: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempt: number,
+  config: RetryConfig,
+  retryAfterMs?: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(config.maxDelayMs, config.initialDelayMs * 2 ** Math.max(0, attempt - 1));
   const jittered = Math.floor(random() * ceiling);
   return retryAfterMs === undefined ? jittered : Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));

@@ -11,8 +11,14 @@ export const sinkFilterSchema = z
     include: z
       .array(z.string().min(1))
       .optional()
-      .describe('Glob patterns over `<log>.<event>` (e.g. `career.*`, `identity_provider.user_*`); only matching events are sent.'),
-    exclude: z.array(z.string().min(1)).optional().describe('Glob patterns over `<log>.<event>`; matching events are not sent (wins over include).'),
+      .describe(
+        'Glob patterns over `<log>.<event>` (e.g. `career.*`, `identity_provider.user_*`); only ' +
+          'matching events are sent.',
+      ),
+    exclude: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('Glob patterns over `<log>.<event>`; matching events are not sent (wins over include).'),
   })
   .strict();
 

@@ -59,7 +59,11 @@ export class SinkHealth {
     this.connected = false;
     this.disconnectedSince ??= this.clock.now();
     this.connectFailures++;
-    this.pause(error, Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1)), 'sink connection lost; reconnecting with backoff');
+    this.pause(
+      error,
+      Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1)),
+      'sink connection lost; reconnecting with backoff',
+    );
   }
 
   backOff(error: unknown, ms: number): void {
@@ -72,7 +76,10 @@ export class SinkHealth {
     this.lastError = reason;
     this.lastErrorAt = this.clock.now();
     this.persist();
-    this.logger.error({ sink: this.sink, err: reason }, 'sink disabled; its events stay pending until it is enabled again (fix the destination and restart)');
+    this.logger.error(
+      { sink: this.sink, err: reason },
+      'sink disabled; its events stay pending until it is enabled again (fix the destination and restart)',
+    );
   }
 
   delivered(now: number): void {
@@ -86,7 +93,10 @@ export class SinkHealth {
     }
   }
 
-  writeFailed(message: string, detail: { opened: boolean; circuit: CircuitState; reopensAt: number; dead: number; retried: number }): void {
+  writeFailed(
+    message: string,
+    detail: { opened: boolean; circuit: CircuitState; reopensAt: number; dead: number; retried: number },
+  ): void {
     this.consecutiveFailures++;
     this.lastError = message;
     this.lastErrorAt = this.clock.now();
@@ -96,7 +106,11 @@ export class SinkHealth {
     const context = { sink: this.sink, err: message, consecutiveFailures: this.consecutiveFailures };
     if (detail.dead > 0) this.logger.error({ ...context, dead: detail.dead }, 'events moved to dead letters');
     else this.logger.warn({ ...context, retried: detail.retried }, 'delivery failed; retrying with backoff');
-    if (detail.opened) this.logger.warn({ sink: this.sink, until: new Date(detail.reopensAt).toISOString() }, 'circuit opened: sink paused, then one probe');
+    if (detail.opened)
+      this.logger.warn(
+        { sink: this.sink, until: new Date(detail.reopensAt).toISOString() },
+        'circuit opened: sink paused, then one probe',
+      );
   }
 
   private pause(error: unknown, ms: number, message: string): void {

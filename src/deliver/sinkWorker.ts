@@ -68,7 +68,11 @@ export class SinkWorker {
   /** For readiness: disabled, or since when not connected (null while connected). */
   get connectionState(): { disabled: boolean; disconnectedSince: number | null; lastError: string | null } {
     const row = this.options.store.sinks.list().find((s) => s.name === this.name);
-    return { disabled: this.health.disabled, disconnectedSince: this.health.disconnectedSince, lastError: row?.lastError ?? null };
+    return {
+      disabled: this.health.disabled,
+      disconnectedSince: this.health.disconnectedSince,
+      lastError: row?.lastError ?? null,
+    };
   }
 
   /** Dead letters were re-queued: read the outbox afresh (planning still skips objects in flight). */
@@ -123,7 +127,10 @@ export class SinkWorker {
       while (!drainSignal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
         if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;
         const wait = await this.step(drainSignal);
-        await this.pause(wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())), drainSignal);
+        await this.pause(
+          wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())),
+          drainSignal,
+        );
       }
     } finally {
       clearTimeout(timer);
@@ -226,7 +233,11 @@ export class SinkWorker {
       const now = this.options.clock.now();
       this.window.settle(batch);
       try {
-        this.options.store.outbox.markDelivered(this.name, batch.map((d) => d.seq), now);
+        this.options.store.outbox.markDelivered(
+          this.name,
+          batch.map((d) => d.seq),
+          now,
+        );
         this.options.store.health.clear();
       } catch (error) {
         // Delivered, but the store cannot say so now: kept in memory and recorded once it can,
@@ -276,7 +287,10 @@ export class SinkWorker {
       this.report({ retried: batch.length, error: message });
       return;
     }
-    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, { strikes: this.options.poisonStrikes ?? 0, lastSuccessAt: this.lastSuccessAt });
+    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, {
+      strikes: this.options.poisonStrikes ?? 0,
+      lastSuccessAt: this.lastSuccessAt,
+    });
     store.outbox.markDelivered(this.name, outcome.delivered, now);
     store.outbox.scheduleRetry(this.name, outcome.retries, now);
     store.outbox.markDead(this.name, outcome.dead, now);
@@ -290,8 +304,19 @@ export class SinkWorker {
     // A destination that answered and refused these events (a 4xx) works: that is no outage, and
     // counting it would pause the sink and let one event die per probe.
     const opened = outcome.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);
-    this.health.writeFailed(message, { opened, circuit: this.circuit.state(now), reopensAt: this.circuit.reopensAt, dead: outcome.dead.length, retried: outcome.retries.length });
-    this.report({ delivered: outcome.delivered.length, retried: batch.length - outcome.delivered.length - outcome.dead.length, dead: outcome.dead.length, error: message });
+    this.health.writeFailed(message, {
+      opened,
+      circuit: this.circuit.state(now),
+      reopensAt: this.circuit.reopensAt,
+      dead: outcome.dead.length,
+      retried: outcome.retries.length,
+    });
+    this.report({
+      delivered: outcome.delivered.length,
+      retried: batch.length - outcome.delivered.length - outcome.dead.length,
+      dead: outcome.dead.length,
+      error: message,
+    });
   }
 
   private report(partial: Partial<Omit<BatchOutcome, 'sink'>>): void {

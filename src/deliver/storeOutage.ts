@@ -22,7 +22,11 @@ export class StoreOutage {
   failed(error: unknown): boolean {
     const first = this.store.health.problem === undefined;
     if (!this.store.health.record(error, this.store.db.name)) return false;
-    if (first) this.logger.warn({ sink: this.sink, err: describeError(error) }, 'the store cannot be written: delivery pauses until it can');
+    if (first)
+      this.logger.warn(
+        { sink: this.sink, err: describeError(error) },
+        'the store cannot be written: delivery pauses until it can',
+      );
     return true;
   }
 
@@ -35,7 +39,11 @@ export class StoreOutage {
   flush(now: number): boolean {
     while (this.unrecorded.length > 0) {
       try {
-        this.store.outbox.markDelivered(this.sink, (this.unrecorded[0] ?? []).map((d) => d.seq), now);
+        this.store.outbox.markDelivered(
+          this.sink,
+          (this.unrecorded[0] ?? []).map((d) => d.seq),
+          now,
+        );
       } catch (error) {
         if (!this.failed(error)) throw error;
         return false;

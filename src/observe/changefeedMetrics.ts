@@ -42,12 +42,38 @@ export class ChangefeedMetrics {
     },
   ) {
     const registers = [this.registry];
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'changefeed_process_' });
-    this.polls = new Counter({ name: 'changefeed_polls_total', help: 'Polls of a watched log, by log and outcome (ok or an error code).', labelNames: ['log', 'outcome'], registers });
-    this.requests = new Counter({ name: 'changefeed_api_requests_total', help: 'GET requests to the service, by endpoint and HTTP status.', labelNames: ['endpoint', 'status'], registers });
-    this.rateLimited = new Counter({ name: 'changefeed_api_rate_limited_total', help: '429 answers from the service.', registers });
-    this.quarantined = new Counter({ name: 'changefeed_entries_quarantined_total', help: 'Entries that could not become events (no id, bad performedAt, too large), by log; see changefeed quarantine list.', labelNames: ['log'], registers });
-    this.clockRejected = new Counter({ name: 'changefeed_service_clock_rejected_total', help: 'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.', registers });
+    if (options.defaultMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, prefix: 'changefeed_process_' });
+    this.polls = new Counter({
+      name: 'changefeed_polls_total',
+      help: 'Polls of a watched log, by log and outcome (ok or an error code).',
+      labelNames: ['log', 'outcome'],
+      registers,
+    });
+    this.requests = new Counter({
+      name: 'changefeed_api_requests_total',
+      help: 'GET requests to the service, by endpoint and HTTP status.',
+      labelNames: ['endpoint', 'status'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'changefeed_api_rate_limited_total',
+      help: '429 answers from the service.',
+      registers,
+    });
+    this.quarantined = new Counter({
+      name: 'changefeed_entries_quarantined_total',
+      help:
+        'Entries that could not become events (no id, bad performedAt, too large), by log; see ' +
+        'changefeed quarantine list.',
+      labelNames: ['log'],
+      registers,
+    });
+    this.clockRejected = new Counter({
+      name: 'changefeed_service_clock_rejected_total',
+      help: 'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.',
+      registers,
+    });
     const skew = options.serviceClockSkewSeconds;
     if (skew) {
       new Gauge({
@@ -59,7 +85,11 @@ export class ChangefeedMetrics {
         },
       });
     }
-    this.budgetRemaining = new Gauge({ name: 'changefeed_budget_remaining', help: 'RateLimit-Remaining from the last response: reads left in the window.', registers });
+    this.budgetRemaining = new Gauge({
+      name: 'changefeed_budget_remaining',
+      help: 'RateLimit-Remaining from the last response: reads left in the window.',
+      registers,
+    });
     this.budgetAllowance = new Gauge({
       name: 'changefeed_budget_allowance_per_hour',
       help: 'Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve.',
@@ -69,9 +99,22 @@ export class ChangefeedMetrics {
       },
     });
     const scheduleGauges: [string, string, (s: ScheduleSnapshot) => number][] = [
-      ['changefeed_schedule_alpha', 'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one chosen for the current rates; 0 under round-robin.', (s) => s.alpha],
-      ['changefeed_schedule_poll_budget_per_hour', 'Requests per hour the scheduler divides among the watched logs: the pace less discovery and follow-ups.', (s) => s.pollBudgetPerHour],
-      ['changefeed_schedule_follow_ups_last_hour', 'Follow-up polls of edit sessions in progress sent in the last hour.', (s) => s.followUpsLastHour],
+      [
+        'changefeed_schedule_alpha',
+        'Exponent of the poll allocation in use (frequency ∝ rate^alpha); with alpha auto, the one ' +
+          'chosen for the current rates; 0 under round-robin.',
+        (s) => s.alpha,
+      ],
+      [
+        'changefeed_schedule_poll_budget_per_hour',
+        'Requests per hour the scheduler divides among the watched logs: the pace less discovery and follow-ups.',
+        (s) => s.pollBudgetPerHour,
+      ],
+      [
+        'changefeed_schedule_follow_ups_last_hour',
+        'Follow-up polls of edit sessions in progress sent in the last hour.',
+        (s) => s.followUpsLastHour,
+      ],
     ];
     const schedule = options.schedule;
     if (schedule) {
@@ -86,18 +129,46 @@ export class ChangefeedMetrics {
         });
       }
     }
-    this.ingested = new Counter({ name: 'changefeed_entries_ingested_total', help: 'New activity entries stored as events, by log.', labelNames: ['log'], registers });
-    this.duplicates = new Counter({ name: 'changefeed_duplicates_dropped_total', help: 'Entries read again (window overlap, retries) and dropped by id, by log.', labelNames: ['log'], registers });
-    this.deliveries = new Counter({ name: 'changefeed_deliveries_total', help: 'Event deliveries by sink and outcome (delivered, retried, dead).', labelNames: ['sink', 'outcome'], registers });
-    this.deliveryLatency = new Histogram({ name: 'changefeed_delivery_latency_seconds', help: 'Time from ingestion to acknowledgement by the sink.', labelNames: ['sink'], buckets: LATENCY_BUCKETS, registers });
-    this.detectionDelay = new Histogram({ name: 'changefeed_detection_delay_seconds', help: 'Time from an entry\'s performedAt to its ingestion.', labelNames: ['log'], buckets: DELAY_BUCKETS, registers });
+    this.ingested = new Counter({
+      name: 'changefeed_entries_ingested_total',
+      help: 'New activity entries stored as events, by log.',
+      labelNames: ['log'],
+      registers,
+    });
+    this.duplicates = new Counter({
+      name: 'changefeed_duplicates_dropped_total',
+      help: 'Entries read again (window overlap, retries) and dropped by id, by log.',
+      labelNames: ['log'],
+      registers,
+    });
+    this.deliveries = new Counter({
+      name: 'changefeed_deliveries_total',
+      help: 'Event deliveries by sink and outcome (delivered, retried, dead).',
+      labelNames: ['sink', 'outcome'],
+      registers,
+    });
+    this.deliveryLatency = new Histogram({
+      name: 'changefeed_delivery_latency_seconds',
+      help: 'Time from ingestion to acknowledgement by the sink.',
+      labelNames: ['sink'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.detectionDelay = new Histogram({
+      name: 'changefeed_detection_delay_seconds',
+      help: "Time from an entry's performedAt to its ingestion.",
+      labelNames: ['log'],
+      buckets: DELAY_BUCKETS,
+      registers,
+    });
     new Gauge({
       name: 'changefeed_outbox_pending',
       help: 'Events waiting for delivery, by sink.',
       labelNames: ['sink'],
       registers,
       collect() {
-        for (const sink of store.sinks.list().filter((s) => s.active)) this.set({ sink: sink.name }, store.outbox.counts(sink.name).pending);
+        for (const sink of store.sinks.list().filter((s) => s.active))
+          this.set({ sink: sink.name }, store.outbox.counts(sink.name).pending);
       },
     });
     new Gauge({
@@ -106,12 +177,15 @@ export class ChangefeedMetrics {
       labelNames: ['sink'],
       registers,
       collect() {
-        for (const sink of store.sinks.list().filter((s) => s.active)) this.set({ sink: sink.name }, store.outbox.counts(sink.name).dead);
+        for (const sink of store.sinks.list().filter((s) => s.active))
+          this.set({ sink: sink.name }, store.outbox.counts(sink.name).dead);
       },
     });
     new Gauge({
       name: 'changefeed_watermark_age_seconds',
-      help: 'Age of the oldest cursor among active logs of a kind: how far behind the feed may be. Catches a feed that silently stopped.',
+      help:
+        'Age of the oldest cursor among active logs of a kind: how far behind the feed may be. ' +
+        'Catches a feed that silently stopped.',
       labelNames: ['log'],
       registers,
       collect() {
@@ -126,13 +200,16 @@ export class ChangefeedMetrics {
     });
     new Gauge({
       name: 'changefeed_coverage_gaps',
-      help: 'Watched logs with a gap in coverage, as changefeed status shows it: disabled (missing scope, rejected request), gone, or failing every poll; by log.',
+      help:
+        'Watched logs with a gap in coverage, as changefeed status shows it: disabled (missing ' +
+        'scope, rejected request), gone, or failing every poll; by log.',
       labelNames: ['log'],
       registers,
       collect() {
         const counts = new Map<string, number>(Object.values(LOGS).map((l) => [l.slug, 0]));
         for (const w of store.watchedLogs.list()) {
-          if (w.status !== 'active' || w.consecutiveFailures > 0) counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
+          if (w.status !== 'active' || w.consecutiveFailures > 0)
+            counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
         }
         for (const [log, n] of counts) this.set({ log }, n);
       },
@@ -156,7 +233,8 @@ export class ChangefeedMetrics {
       this.ingested.inc({ log: slug }, outcome.result.emitted);
       this.duplicates.inc({ log: slug }, outcome.result.duplicates);
       if (outcome.result.quarantined) this.quarantined.inc({ log: slug }, outcome.result.quarantined);
-      for (const t of outcome.result.emittedPerformedAt) this.detectionDelay.observe({ log: slug }, Math.max(0, (now - t) / 1000));
+      for (const t of outcome.result.emittedPerformedAt)
+        this.detectionDelay.observe({ log: slug }, Math.max(0, (now - t) / 1000));
     } else {
       const code = (outcome.error as { code?: unknown } | undefined)?.code;
       this.polls.inc({ log: slug, outcome: typeof code === 'string' ? code : 'error' });

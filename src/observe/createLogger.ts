@@ -96,7 +96,8 @@ function rawStream(destination: NodeJS.WritableStream | number): pino.Destinatio
 }
 
 function prettyStream(destination: NodeJS.WritableStream | number): pino.DestinationStream {
-  const colorize = typeof destination === 'number' ? isatty(destination) : (destination as { isTTY?: boolean }).isTTY === true;
+  const colorize =
+    typeof destination === 'number' ? isatty(destination) : (destination as { isTTY?: boolean }).isTTY === true;
   // pino-pretty's formatter called inline rather than as a worker transport: every line is
   // written before the log call returns, so nothing is lost on exit and no thread is involved.
   const prettify = prettyFactory({ colorize });

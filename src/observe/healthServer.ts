@@ -12,8 +12,14 @@ export const httpConfigSchema = z
       .max(65_535)
       .nullable()
       .default(null)
-      .describe('Port of the health, readiness and metrics server; null (the default) keeps it off. The container image sets 9464.'),
-    host: z.string().default('127.0.0.1').describe('Interface it binds to; loopback unless set (the container image sets 0.0.0.0).'),
+      .describe(
+        'Port of the health, readiness and metrics server; null (the default) keeps it off. The ' +
+          'container image sets 9464.',
+      ),
+    host: z
+      .string()
+      .default('127.0.0.1')
+      .describe('Interface it binds to; loopback unless set (the container image sets 0.0.0.0).'),
     sinkGraceSeconds: z
       .number()
       .int()
@@ -58,7 +64,9 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
     }
     if (path === '/healthz') {
       const alive = source.alive();
-      res.writeHead(alive ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: alive ? 'alive' : 'stopped' }));
+      res
+        .writeHead(alive ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ status: alive ? 'alive' : 'stopped' }));
       return;
     }
     if (path === '/readyz') {
@@ -70,7 +78,8 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
     if (path === '/metrics') {
       source.metrics.metrics().then(
         (text) => res.writeHead(200, { 'content-type': source.metrics.contentType }).end(text),
-        (error: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`),
+        (error: unknown) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`),
       );
       return;
     }

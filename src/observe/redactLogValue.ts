@@ -8,7 +8,14 @@ export const SENSITIVE_KEY =
   /^(authorization|proxy-authorization|x-api-key|api[-_]?key|secret|secrets|password|token|webhook-signature|cookie|set-cookie)$/i;
 
 const SENSITIVE_FIELDS = ['apiKey', 'secret', 'secrets', 'password', 'token', 'authorization'];
-const SENSITIVE_HEADERS = ['authorization', 'proxy-authorization', 'x-api-key', 'webhook-signature', 'cookie', 'set-cookie'];
+const SENSITIVE_HEADERS = [
+  'authorization',
+  'proxy-authorization',
+  'x-api-key',
+  'webhook-signature',
+  'cookie',
+  'set-cookie',
+];
 
 /**
  * Paths for pino's own `redact` option: the sensitive field names and the sensitive headers in
@@ -59,11 +66,16 @@ export function redactLogValue(value: unknown, depth = 0, seen = new WeakSet<obj
   }
 }
 
-function redactEntries(value: Record<string, unknown>, depth: number, seen: WeakSet<object>): Record<string, unknown> | undefined {
+function redactEntries(
+  value: Record<string, unknown>,
+  depth: number,
+  seen: WeakSet<object>,
+): Record<string, unknown> | undefined {
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
     const item = value[key];
-    const next = SENSITIVE_KEY.test(key) && item !== null && item !== undefined ? REDACTED : redactLogValue(item, depth + 1, seen);
+    const next =
+      SENSITIVE_KEY.test(key) && item !== null && item !== undefined ? REDACTED : redactLogValue(item, depth + 1, seen);
     if (next !== item) {
       copy ??= { ...value };
       Object.defineProperty(copy, key, { value: next, enumerable: true, writable: true, configurable: true });

@@ -9,7 +9,8 @@ export function nextCronTime(expression: string, now: number): number {
 /** Runs per hour of a cron schedule, counted over the next hour (a daily one counts as 1/24). */
 export function cronRunsPerHour(expression: string, now: number): number {
   let runs = 0;
-  for (let t = nextCronTime(expression, now); t <= now + 3_600_000 && runs < 3_600; t = nextCronTime(expression, t)) runs++;
+  for (let t = nextCronTime(expression, now); t <= now + 3_600_000 && runs < 3_600; t = nextCronTime(expression, t))
+    runs++;
   return runs > 0 ? runs : 1 / 24;
 }
 

@@ -27,30 +27,53 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
     if (code === 'STORE_UNAVAILABLE') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: 5_000 };
     // Retrying cannot make a window sparser or a version log shorter, and each try costs reads.
     if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG') {
-      return { kind: 'disableLog', status: 'disabled', reason: `${(error as Error).message}; not retried until restart` };
+      return {
+        kind: 'disableLog',
+        status: 'disabled',
+        reason: `${(error as Error).message}; not retried until restart`,
+      };
     }
     return { kind: 'retry', reason: error instanceof Error ? error.message : String(error), budgetPause: false };
   }
   switch (error.code) {
     case 'API_INVALID_CREDENTIAL':
       // Slow, growing retries: the key may be rotated back in, but a hot loop helps nobody.
-      return { kind: 'pauseAll', reason: error.message, pauseMs: Math.min(15 * MINUTE, MINUTE * 2 ** Math.min(consecutiveAuthFailures, 4)) };
+      return {
+        kind: 'pauseAll',
+        reason: error.message,
+        pauseMs: Math.min(15 * MINUTE, MINUTE * 2 ** Math.min(consecutiveAuthFailures, 4)),
+      };
     case 'API_TRIAL_EXPIRED':
       return { kind: 'pauseAll', reason: error.message, pauseMs: 60 * MINUTE };
     case 'API_INSUFFICIENT_SCOPE':
-      return { kind: 'disableKind', reason: `the API key lacks the scope ${LOGS[log].scope} needed for the ${LOGS[log].slug} log; grant it and restart` };
+      return {
+        kind: 'disableKind',
+        reason: `the API key lacks the scope ${LOGS[log].scope} needed for the ${LOGS[log].slug} log; grant it and restart`,
+      };
     case 'API_INSUFFICIENT_PERMISSIONS':
       return { kind: 'disableLog', status: 'disabled', reason: error.message };
     case 'API_NOT_FOUND':
       // The company-wide log cannot be deleted: a 404 there means a wrong base URL or a proxy
       // in the way, which a restart with a fixed config should retry.
       if (log === 'identityProvider') {
-        return { kind: 'disableLog', status: 'disabled', reason: `${error.path} answered 404: check api.baseUrl (the company-wide log cannot have been deleted); retried after restart` };
+        return {
+          kind: 'disableLog',
+          status: 'disabled',
+          reason: `${error.path} answered 404: check api.baseUrl (the company-wide log cannot have been deleted); retried after restart`,
+        };
       }
-      return { kind: 'disableLog', status: 'gone', reason: `${error.path} answered 404: the object was deleted or is not visible to this key; no longer watched` };
+      return {
+        kind: 'disableLog',
+        status: 'gone',
+        reason: `${error.path} answered 404: the object was deleted or is not visible to this key; no longer watched`,
+      };
     case 'API_VALIDATION': {
       const fields = error instanceof ApiProblemError ? formatFieldErrors(error.problem) : '';
-      return { kind: 'disableLog', status: 'disabled', reason: `the service rejected the poll request as invalid (${fields || error.message}); not repeated until restart` };
+      return {
+        kind: 'disableLog',
+        status: 'disabled',
+        reason: `the service rejected the poll request as invalid (${fields || error.message}); not repeated until restart`,
+      };
     }
     case 'API_RATE_LIMITED':
       return { kind: 'retry', reason: error.message, budgetPause: true };

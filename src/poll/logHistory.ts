@@ -73,7 +73,11 @@ export function historyLookbackMs(schedule: Pick<ScheduleConfig, 'policy' | 'his
  * returns the whole log anyway, so this costs nothing. A log that begins within the lookback is
  * observed from its first entry (the skill's creation) on.
  */
-export function versionLogHistory(entries: readonly ActivityEntry[], serviceNow: number, historyMs: number): LogHistory | undefined {
+export function versionLogHistory(
+  entries: readonly ActivityEntry[],
+  serviceNow: number,
+  historyMs: number,
+): LogHistory | undefined {
   const dated = entries
     .map(performedAtMs)
     .filter((t): t is number => t !== null && t <= serviceNow)
@@ -81,7 +85,8 @@ export function versionLogHistory(entries: readonly ActivityEntry[], serviceNow:
   const oldest = dated[0];
   if (oldest === undefined) return undefined;
   const lookbackFrom = serviceNow - historyMs;
-  if (oldest < lookbackFrom) return { fromMs: lookbackFrom, toMs: serviceNow, performedAt: dated.filter((t) => t >= lookbackFrom) };
+  if (oldest < lookbackFrom)
+    return { fromMs: lookbackFrom, toMs: serviceNow, performedAt: dated.filter((t) => t >= lookbackFrom) };
   return { fromMs: oldest, toMs: serviceNow, performedAt: dated.slice(1) };
 }
 

@@ -61,10 +61,19 @@ export class LogPoller {
     const coverageStart = watched.coverageStart ?? watched.createdAt;
     const serverNow = serverClock.now();
     const stored = watched.windowEnd ?? coverageStart;
-    const cursor = believableCursor(stored, serverNow, watched.lastSuccessAt === null ? undefined : serverClock.toServerTime(watched.lastSuccessAt));
+    const cursor = believableCursor(
+      stored,
+      serverNow,
+      watched.lastSuccessAt === null ? undefined : serverClock.toServerTime(watched.lastSuccessAt),
+    );
     if (cursor < stored) {
       this.deps.logger.warn(
-        { log: watched.log, objectId: watched.objectId, cursor: new Date(stored).toISOString(), aheadSeconds: Math.round((stored - serverNow) / 1000) },
+        {
+          log: watched.log,
+          objectId: watched.objectId,
+          cursor: new Date(stored).toISOString(),
+          aheadSeconds: Math.round((stored - serverNow) / 1000),
+        },
         "cursor is ahead of the service's clock; reading again from the last successful poll",
       );
     }
@@ -98,7 +107,15 @@ export class LogPoller {
     let firstWindowRead = false;
     // An object that appeared since the previous discovery has no history before its coverage.
     if (watched.lastSuccessAt === null && watched.origin !== 'appeared' && this.historyMs() > 0) {
-      const probe = await probeHistory({ client: this.deps.client, log: watched.log, objectId: watched.objectId, window, historyMs: this.historyMs(), priority, signal });
+      const probe = await probeHistory({
+        client: this.deps.client,
+        log: watched.log,
+        objectId: watched.objectId,
+        window,
+        historyMs: this.historyMs(),
+        priority,
+        signal,
+      });
       result.requests++;
       result.history = probe.history;
       detectedOrder ??= probe.detectedOrder;
@@ -111,14 +128,30 @@ export class LogPoller {
       const quarantine = (entries: QuarantinedEntry[]): void => {
         held.push(...entries);
       };
-      const stats = await walkWindow({ client: this.deps.client, log: watched.log, objectId: watched.objectId, sortOrder, signal, priority, commit, quarantine }, window);
+      const stats = await walkWindow(
+        {
+          client: this.deps.client,
+          log: watched.log,
+          objectId: watched.objectId,
+          sortOrder,
+          signal,
+          priority,
+          commit,
+          quarantine,
+        },
+        window,
+      );
       result.requests += stats.requests;
       detectedOrder ??= stats.detectedOrder;
       if (stats.splits > 0) {
-        this.deps.logger.info({ log: watched.log, objectId: watched.objectId, splits: stats.splits, requests: stats.requests }, 'dense window narrowed to stay within the offset cap');
+        this.deps.logger.info(
+          { log: watched.log, objectId: watched.objectId, splits: stats.splits, requests: stats.requests },
+          'dense window narrowed to stay within the offset cap',
+        );
       }
     }
-    if (detectedOrder && !watched.sortOrder) store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
+    if (detectedOrder && !watched.sortOrder)
+      store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
     return result;
   }
 
@@ -135,7 +168,8 @@ export class LogPoller {
       isSeen: (id) => store.seen.has(watched.log, watched.objectId, id),
       signal,
     });
-    if (read.detectedOrder && !watched.sortOrder) store.watchedLogs.setSortOrder(watched.log, watched.objectId, read.detectedOrder);
+    if (read.detectedOrder && !watched.sortOrder)
+      store.watchedLogs.setSortOrder(watched.log, watched.objectId, read.detectedOrder);
     // The first read of a version log is its baseline: what happened before coverage started is
     // recorded as seen but not emitted. Undated entries count as history unless a startFrom
     // timestamp asked for a backfill.
@@ -161,20 +195,25 @@ export class LogPoller {
       now: this.deps.clock.now(),
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
-    if (baseline && this.historyMs() > 0) result.history = versionLogHistory(read.unseen, this.deps.serverClock.now(), this.historyMs());
+    if (baseline && this.historyMs() > 0)
+      result.history = versionLogHistory(read.unseen, this.deps.serverClock.now(), this.historyMs());
     this.account(result, ingested, watched);
     return result;
   }
 
   private toEvent(watched: WatchedLog, entry: ActivityEntry) {
-    return buildCloudEvent({ log: watched.log, objectId: watched.objectId, entry, baseUrl: this.deps.baseUrl }, this.deps.events);
+    return buildCloudEvent(
+      { log: watched.log, objectId: watched.objectId, entry, baseUrl: this.deps.baseUrl },
+      this.deps.events,
+    );
   }
 
   private account(result: PollResult, ingested: IngestResult, watched: WatchedLog): void {
     if (ingested.quarantined > 0) {
       this.deps.logger.warn(
         { log: watched.log, objectId: watched.objectId, quarantined: ingested.quarantined },
-        'entries that cannot become events were quarantined (not emitted; the log goes on): see `changefeed quarantine list`',
+        'entries that cannot become events were quarantined (not emitted; the log goes on): see ' +
+          '`changefeed quarantine list`',
       );
     }
     result.emitted += ingested.emitted;

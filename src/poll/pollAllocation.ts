@@ -36,7 +36,8 @@ export function allocateFrequencies(input: AllocationInput): Allocation {
   const n = weights.length;
   if (n === 0) return { scale: 0, frequencies: [] };
   const cost = (i: number): number => costs[i] ?? 1;
-  const spend = (scale: number): number => weights.reduce((sum, w, i) => sum + cost(i) * clamp(scale * w, minFrequency, maxFrequency), 0);
+  const spend = (scale: number): number =>
+    weights.reduce((sum, w, i) => sum + cost(i) * clamp(scale * w, minFrequency, maxFrequency), 0);
   const totalCost = weights.reduce((sum, _, i) => sum + cost(i), 0);
   if (!Number.isFinite(budgetPerHour) || totalCost * maxFrequency <= budgetPerHour) {
     return { scale: Number.POSITIVE_INFINITY, frequencies: weights.map(() => maxFrequency) };
@@ -73,7 +74,7 @@ export function expectedDelay(rates: readonly number[], frequencies: readonly nu
   const total = rates.reduce((a, b) => a + b, 0);
   if (total <= 0) return { meanHours: 0, p95Hours: 0 };
   const period = (i: number): number => 1 / Math.max(1e-12, frequencies[i] ?? 0);
-  const meanHours = rates.reduce((sum, r, i) => sum + r * period(i) / 2, 0) / total;
+  const meanHours = rates.reduce((sum, r, i) => sum + (r * period(i)) / 2, 0) / total;
   const tail = (d: number): number => rates.reduce((sum, r, i) => sum + r * Math.max(0, 1 - d / period(i)), 0) / total;
   let lo = 0;
   let hi = Math.max(...rates.map((_, i) => period(i)));
@@ -120,7 +121,10 @@ export interface AlphaChoice {
  * than the adaptive allocation divides when follow-up polls take their share. Comparing with a
  * round-robin starved of the same follow-ups would promise a p95 the real one beats.
  */
-export function chooseAlpha(rates: readonly number[], input: Omit<AllocationInput, 'weights'> & { roundRobinBudgetPerHour?: number }): AlphaChoice {
+export function chooseAlpha(
+  rates: readonly number[],
+  input: Omit<AllocationInput, 'weights'> & { roundRobinBudgetPerHour?: number },
+): AlphaChoice {
   const delayFor = (alpha: number, budgetPerHour = input.budgetPerHour): DelayEstimate => {
     const weights = rates.map((r, i) => allocationWeight(r, input.costs[i] ?? 1, alpha));
     const { frequencies } = allocateFrequencies({ ...input, budgetPerHour, weights });

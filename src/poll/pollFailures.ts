@@ -67,7 +67,11 @@ export class PollFailures {
       // On a full disk the failure cannot be recorded; what it decides (a pause) still holds.
       if (!store.health.record(recordError, store.db.name)) throw recordError;
     }
-    const target = { log: w.log, objectId: w.objectId || undefined, requestId: (error as { requestId?: string }).requestId };
+    const target = {
+      log: w.log,
+      objectId: w.objectId || undefined,
+      requestId: (error as { requestId?: string }).requestId,
+    };
     switch (action.kind) {
       case 'retry': {
         const failures = store.watchedLogs.get(w.log, w.objectId)?.consecutiveFailures ?? 1;
@@ -78,7 +82,10 @@ export class PollFailures {
       case 'pauseAll':
         if (codeOf(error) === 'API_INVALID_CREDENTIAL') {
           if (this.deps.credentialChanged?.()) {
-            logger.info({ ...target }, 'the key file changed since the rejected request; retrying with the new key now');
+            logger.info(
+              { ...target },
+              'the key file changed since the rejected request; retrying with the new key now',
+            );
             this.notBefore.set(key, now);
             return;
           }
@@ -90,7 +97,8 @@ export class PollFailures {
         return;
       case 'disableKind':
         for (const other of store.watchedLogs.list()) {
-          if (other.log === w.log && other.status === 'active') store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
+          if (other.log === w.log && other.status === 'active')
+            store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
         }
         logger.error({ log: w.log }, action.reason);
         return;

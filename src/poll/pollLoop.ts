@@ -59,7 +59,8 @@ const ACTIVE_REFRESH_MS = 30_000;
 
 /**
  * Polls the active watched logs in the order the scheduler picks, one choice per slot the read
- * budget allows, a few at a time, and runs discovery on its cron schedule. Explicit states; `stop()` is idempotent and waits for the running loop and its polls.
+ * budget allows, a few at a time, and runs discovery on its cron schedule. Explicit states;
+ * `stop()` is idempotent and waits for the running loop and its polls.
  * No hot loop after an error: failures back off per log, or pause every poll on the key.
  */
 export class PollLoop {
@@ -93,7 +94,8 @@ export class PollLoop {
       knownRates: deps.knownRates,
       serviceNow: deps.serviceNow,
     });
-    if (deps.registry.discoveryEnabled) this.discoveryRunsPerHour = cronRunsPerHour(deps.watch.discovery.schedule, deps.clock.now());
+    if (deps.registry.discoveryEnabled)
+      this.discoveryRunsPerHour = cronRunsPerHour(deps.watch.discovery.schedule, deps.clock.now());
   }
 
   get state(): PollLoopState {
@@ -168,7 +170,10 @@ export class PollLoop {
       } catch (error) {
         const action = classifyPollFailure(error, 'career', 0);
         if (isAbortError(error) || action.kind !== 'retry' || attempt >= ONCE_ATTEMPTS) throw error;
-        this.deps.logger.warn({ what, attempt, err: describeError(error), requestId: (error as { requestId?: string }).requestId }, 'poll failed; retrying');
+        this.deps.logger.warn(
+          { what, attempt, err: describeError(error), requestId: (error as { requestId?: string }).requestId },
+          'poll failed; retrying',
+        );
         if (!action.budgetPause) await this.deps.clock.sleep(Math.min(10_000, 250 * 2 ** attempt), this.signal);
       }
     }
@@ -195,7 +200,8 @@ export class PollLoop {
         }
         wakeAt = Math.min(wakeAt, this.launchDuePoll(now));
         // While discovery runs, its end (finally) wakes the loop; its past due time must not.
-        if (this.nextDiscoveryAt !== undefined && !this.inFlight.has('discovery')) wakeAt = Math.min(wakeAt, Math.max(this.nextDiscoveryAt, now + 50));
+        if (this.nextDiscoveryAt !== undefined && !this.inFlight.has('discovery'))
+          wakeAt = Math.min(wakeAt, Math.max(this.nextDiscoveryAt, now + 50));
       }
       // stop() aborts the wake controller too; checking the state first means a stop that came
       // during this pass is not slept through (and no signal is combined per pass).
@@ -253,7 +259,10 @@ export class PollLoop {
   private discoveryPerHour(): number {
     if (this.discoveryRunsPerHour === 0) return 0;
     const count = (kind: LogKind): number => this.activeCache.filter((w) => w.log === kind).length;
-    return discoveryPagesPerRun(this.deps.watch, { careers: count('career'), skills: count('skill') }) * this.discoveryRunsPerHour;
+    return (
+      discoveryPagesPerRun(this.deps.watch, { careers: count('career'), skills: count('skill') }) *
+      this.discoveryRunsPerHour
+    );
   }
 
   private recordSuccess(w: WatchedLog, result: PollResult): void {
@@ -263,7 +272,10 @@ export class PollLoop {
     const budget = this.deps.budget;
     if (budget && now - this.budgetWrittenAt >= BUDGET_META_EVERY_MS) {
       this.budgetWrittenAt = now;
-      this.deps.store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour: this.scheduler.pollBudgetPerHour(now) }));
+      this.deps.store.setMeta(
+        BUDGET_META_KEY,
+        JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour: this.scheduler.pollBudgetPerHour(now) }),
+      );
     }
   }
 
@@ -297,7 +309,10 @@ export class PollLoop {
           await this.deps.registry.discover(this.signal);
         } catch (error) {
           if (!isAbortError(error)) {
-            this.deps.logger.error({ err: describeError(error), requestId: (error as { requestId?: string }).requestId }, 'discovery failed; next attempt on schedule');
+            this.deps.logger.error(
+              { err: describeError(error), requestId: (error as { requestId?: string }).requestId },
+              'discovery failed; next attempt on schedule',
+            );
           }
         }
       })

@@ -93,7 +93,13 @@ export class PollScheduler {
     this.alpha = deps.config.policy === 'round-robin' ? 0 : deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
     for (const row of deps.estimates?.list() ?? []) {
       this.persisted.set(scheduleKey(row), {
-        rate: { events: row.events, sessions: row.sessions, hours: row.hours, lastEventAt: row.lastEventAt, updatedAt: row.updatedAt },
+        rate: {
+          events: row.events,
+          sessions: row.sessions,
+          hours: row.hours,
+          lastEventAt: row.lastEventAt,
+          updatedAt: row.updatedAt,
+        },
         cost: row.pollCost,
       });
     }
@@ -137,7 +143,11 @@ export class PollScheduler {
    * none is due yet: slots lost to rounding would otherwise stretch every interval a little.
    * With `dueOnly` (backfill is waiting for the slot) only a log that is due counts.
    */
-  pick(now: number, eligible: (key: string) => boolean, options: { dueOnly?: boolean } = {}): { poll: WatchedLog } | { wakeAt: number } {
+  pick(
+    now: number,
+    eligible: (key: string) => boolean,
+    options: { dueOnly?: boolean } = {},
+  ): { poll: WatchedLog } | { wakeAt: number } {
     this.reallocate(now);
     let best: Scheduled | undefined;
     let bestScore = Number.NEGATIVE_INFINITY;
@@ -161,7 +171,14 @@ export class PollScheduler {
       const waited = now - anchor;
       // A follow-up comes next: the session it follows is likely still going on.
       const followUp = this.followUps.isDue(s.followUp, now);
-      const score = interval <= 0 ? 1e12 + waited : waited >= starvingMs ? 1e6 + waited / starvingMs : followUp ? 1e5 + waited / interval : waited / interval;
+      const score =
+        interval <= 0
+          ? 1e12 + waited
+          : waited >= starvingMs
+            ? 1e6 + waited / starvingMs
+            : followUp
+              ? 1e5 + waited / interval
+              : waited / interval;
       if (options.dueOnly && score < 1) {
         wakeAt = Math.min(wakeAt, anchor + interval, s.followUp.dueAt ?? Number.POSITIVE_INFINITY, anchor + starvingMs);
         continue;
@@ -175,7 +192,11 @@ export class PollScheduler {
   }
 
   /** Records a poll: a successful one updates the rate estimate and the cost of a poll. */
-  recordPoll(w: WatchedLog, now: number, result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory }): void {
+  recordPoll(
+    w: WatchedLog,
+    now: number,
+    result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory },
+  ): void {
     const s = this.logs.get(scheduleKey(w));
     if (!s || !result) return;
     s.lastPollAt = now;
@@ -226,7 +247,11 @@ export class PollScheduler {
 
   /** What the scheduler has decided, for metrics: the exponent in use, and where the budget goes. */
   snapshot(now: number): ScheduleSnapshot {
-    return { alpha: this.alpha, pollBudgetPerHour: this.pollBudgetPerHour(now), followUpsLastHour: this.followUps.lastHour(now) };
+    return {
+      alpha: this.alpha,
+      pollBudgetPerHour: this.pollBudgetPerHour(now),
+      followUpsLastHour: this.followUps.lastHour(now),
+    };
   }
 
   /** Requests per hour the polls may spend now. */
@@ -277,11 +302,21 @@ export class PollScheduler {
     const budgetPerHour = this.pollBudgetPerHour(now);
     if (now - this.fittedAt >= REFIT_MS) {
       this.fittedAt = now;
-      this.priors = priorsByKind(list.map((s) => ({ log: s.watched.log, state: s.rate })), this.deps.config, this.priors);
+      this.priors = priorsByKind(
+        list.map((s) => ({ log: s.watched.log, state: s.rate })),
+        this.deps.config,
+        this.priors,
+      );
       for (const s of list) s.plannedRate = undefined;
       // Round-robin has no follow-ups: it divides their share too.
       const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
-      const input = { costs: list.map((s) => s.cost), budgetPerHour, roundRobinBudgetPerHour, minFrequency: min, maxFrequency: max };
+      const input = {
+        costs: list.map((s) => s.cost),
+        budgetPerHour,
+        roundRobinBudgetPerHour,
+        minFrequency: min,
+        maxFrequency: max,
+      };
       this.alpha = alphaFor(this.deps.config, () => list.map((s) => this.rateOf(s)), input);
     }
     const allocation = allocateFrequencies({

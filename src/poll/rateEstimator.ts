@@ -25,7 +25,13 @@ export interface LogHistory {
   performedAt: readonly number[];
 }
 
-export const emptyRateState = (): RateState => ({ events: 0, sessions: 0, hours: 0, lastEventAt: null, updatedAt: null });
+export const emptyRateState = (): RateState => ({
+  events: 0,
+  sessions: 0,
+  hours: 0,
+  lastEventAt: null,
+  updatedAt: null,
+});
 
 export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessionGapSeconds'>;
 

@@ -11,7 +11,9 @@ export const budgetConfigSchema = z
       .int()
       .min(1)
       .default(1000)
-      .describe('Cap on GET requests per hour for this key (spec: 1,000). The server\'s RateLimit-Limit wins when lower.'),
+      .describe(
+        "Cap on GET requests per hour for this key (spec: 1,000). The server's RateLimit-Limit wins when lower.",
+      ),
     reserve: z
       .number()
       .min(0)
@@ -24,14 +26,19 @@ export const budgetConfigSchema = z
       .min(1)
       .max(3600)
       .default(60)
-      .describe('Pause after a 429 that carries no usable Retry-After header (missing, negative or not a number or date).'),
+      .describe(
+        'Pause after a 429 that carries no usable Retry-After header (missing, negative or not a number or date).',
+      ),
     maxServerPauseSeconds: z
       .number()
       .int()
       .min(1)
       .max(86_400)
       .default(3600)
-      .describe('Longest pause a Retry-After or RateLimit-Reset header can impose; longer values are clamped to it (the bucket\'s window is an hour).'),
+      .describe(
+        'Longest pause a Retry-After or RateLimit-Reset header can impose; longer values are ' +
+          "clamped to it (the bucket's window is an hour).",
+      ),
   })
   .strict();
 
@@ -166,9 +173,10 @@ export class ReadBudget implements RequestGate {
   /** When the next request may leave, considering pace, the server's window and any 429 pause. */
   earliestSendAt(now: number): number {
     const usable = this.usableUntilReset(now);
-    const paced = usable !== undefined && usable <= 0 && this.resetAt !== undefined
-      ? this.resetAt
-      : this.lastSentAt + this.intervalMs(now);
+    const paced =
+      usable !== undefined && usable <= 0 && this.resetAt !== undefined
+        ? this.resetAt
+        : this.lastSentAt + this.intervalMs(now);
     return Math.max(paced, this.blockedUntil);
   }
 

@@ -84,7 +84,11 @@ export class ServerClock {
   problem(): string | undefined {
     if (!this.candidate) return undefined;
     const seconds = Math.round((this.candidate.offsetMs - this.skewMs) / 1000);
-    return `the service's Date header is ${Math.abs(seconds)} s ${seconds > 0 ? 'ahead of' : 'behind'} the clock believed so far (tolerance ${this.options.toleranceMs / 1000} s); not believed until ${CLOCK_CONFIRMATIONS} answers in a row agree`;
+    return (
+      `the service's Date header is ${Math.abs(seconds)} s ${seconds > 0 ? 'ahead of' : 'behind'} ` +
+      `the clock believed so far (tolerance ${this.options.toleranceMs / 1000} s); not ` +
+      `believed until ${CLOCK_CONFIRMATIONS} answers in a row agree`
+    );
   }
 
   now(): number {

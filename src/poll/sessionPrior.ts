@@ -71,7 +71,12 @@ export function posteriorSessionRate(prior: RatePrior, sessions: number, hours: 
  * quiet tail) on both ends. Counts are decayed and so not integers; the likelihoods are used
  * as they are.
  */
-export function fitSessionPrior(states: readonly RateState[], fallback: RatePrior, sessionGapHours: number, previous?: RatePrior): RatePrior {
+export function fitSessionPrior(
+  states: readonly RateState[],
+  fallback: RatePrior,
+  sessionGapHours: number,
+  previous?: RatePrior,
+): RatePrior {
   const observed = states.filter((s) => s.hours > 0);
   const totalSessions = observed.reduce((sum, s) => sum + s.sessions, 0);
   if (observed.length < MIN_LOGS || totalSessions < MIN_SESSIONS) return fallback;
@@ -79,7 +84,8 @@ export function fitSessionPrior(states: readonly RateState[], fallback: RatePrio
   // each other (rate × gap < 0.1): a busy log's changes run together by chance alone.
   const sparse = observed.filter((s) => (s.events / s.hours) * sessionGapHours < 0.1);
   const sparseSessions = sparse.reduce((sum, s) => sum + s.sessions, 0);
-  const changesPerSession = sparseSessions >= MIN_SESSIONS / 2 ? sparse.reduce((sum, s) => sum + s.events, 0) / sparseSessions : 1;
+  const changesPerSession =
+    sparseSessions >= MIN_SESSIONS / 2 ? sparse.reduce((sum, s) => sum + s.events, 0) / sparseSessions : 1;
   // Likelihood of each log under each component, scaled per log (the scale cancels in EM).
   const likelihood = observed.map((s) => marginals(GRID, s.sessions, s.hours));
   const warm = previous?.kind === 'fitted';
@@ -106,7 +112,15 @@ export function priorsByKind(
   const priors = new Map<LogKind, RatePrior>();
   if (config.learnPrior) {
     for (const kind of new Set(logs.map((l) => l.log))) {
-      priors.set(kind, fitSessionPrior(logs.filter((l) => l.log === kind).map((l) => l.state), fallback, config.sessionGapSeconds / 3600, previous?.(kind)));
+      priors.set(
+        kind,
+        fitSessionPrior(
+          logs.filter((l) => l.log === kind).map((l) => l.state),
+          fallback,
+          config.sessionGapSeconds / 3600,
+          previous?.(kind),
+        ),
+      );
     }
   }
   return (kind) => priors.get(kind) ?? fallback;

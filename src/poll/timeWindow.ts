@@ -11,7 +11,12 @@ export const toIso = (ms: number): string => new Date(ms).toISOString();
  * entries the service records late, with an earlier performedAt, are still found) but never
  * before `coverageStart`, and ends at the service's now. Undefined when there is nothing to read.
  */
-export function nextWindow(args: { windowEnd: number; coverageStart: number; overlapMs: number; serverNow: number }): TimeWindow | undefined {
+export function nextWindow(args: {
+  windowEnd: number;
+  coverageStart: number;
+  overlapMs: number;
+  serverNow: number;
+}): TimeWindow | undefined {
   const from = Math.max(args.coverageStart, args.windowEnd - args.overlapMs);
   const to = Math.floor(args.serverNow);
   return to > from ? { from, to } : undefined;

@@ -60,7 +60,8 @@ export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRe
     const fresh = page.entries.filter((e) => !walk.isSeen(e.id));
     unseen.push(...fresh);
     const order = walk.sortOrder ?? detectSortOrder(all);
-    if (pageItemCount(page) < MAX_PAGE_LIMIT) return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true, quarantined };
+    if (pageItemCount(page) < MAX_PAGE_LIMIT)
+      return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true, quarantined };
     if (order === 'newest-first' && fresh.length === 0 && page.quarantined.length === 0) {
       return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };
     }

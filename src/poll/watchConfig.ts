@@ -5,14 +5,20 @@ import { scheduleConfigSchema } from './scheduleConfig.js';
 const objectSetSchema = z
   .object({
     ids: z.array(z.string().min(1)).default([]).describe('Ids to watch.'),
-    discover: z.boolean().default(false).describe('Also watch every object the list endpoint returns, found on the discovery schedule.'),
+    discover: z
+      .boolean()
+      .default(false)
+      .describe('Also watch every object the list endpoint returns, found on the discovery schedule.'),
   })
   .strict();
 
 const sortOrderSchema = z
   .enum(['auto', 'newest-first', 'oldest-first'])
   .default('auto')
-  .describe('The spec does not say how the log is sorted; `auto` detects it from performedAt and reads to the end when it cannot tell.');
+  .describe(
+    'The spec does not say how the log is sorted; `auto` detects it from performedAt and reads ' +
+      'to the end when it cannot tell.',
+  );
 
 const startFromSchema = z.union([
   z.literal('now'),
@@ -26,21 +32,33 @@ export const watchConfigSchema = z
     identityProviderEvents: z.boolean().default(true).describe('Poll the company-wide identity-provider log.'),
     startFrom: startFromSchema
       .default('now')
-      .describe('Where a newly watched log starts: `now` records the position and emits nothing older; a timestamp backfills history from then.'),
+      .describe(
+        'Where a newly watched log starts: `now` records the position and emits nothing older; a ' +
+          'timestamp backfills history from then.',
+      ),
     overlapSeconds: z
       .number()
       .int()
       .min(0)
       .max(86_400)
       .default(300)
-      .describe('Each window starts this long before the previous one ended, to catch entries recorded late; duplicates are dropped by id.'),
+      .describe(
+        'Each window starts this long before the previous one ended, to catch entries recorded ' +
+          'late; duplicates are dropped by id.',
+      ),
     pollIntervalSeconds: z
       .number()
       .min(0)
       .max(86_400)
       .default(60)
       .describe('Shortest time between two polls of one log. The read budget may space polls further apart.'),
-    concurrency: z.number().int().min(1).max(16).default(2).describe('Polls in flight at once (requests still leave one at a time, paced by the budget).'),
+    concurrency: z
+      .number()
+      .int()
+      .min(1)
+      .max(16)
+      .default(2)
+      .describe('Polls in flight at once (requests still leave one at a time, paced by the budget).'),
     sortOrder: z
       .object({ career: sortOrderSchema, skill: sortOrderSchema, identityProvider: sortOrderSchema })
       .strict()
@@ -48,13 +66,20 @@ export const watchConfigSchema = z
       .describe('Sort order of each log.'),
     discovery: z
       .object({
-        schedule: z.string().default('*/15 * * * *').describe('Cron expression for re-reading the career and skill lists (5 or 6 fields).'),
-        envelope: listEnvelopeSchema.default({ itemsPath: 'data', idField: 'id', pageSize: 200 }).describe('Shape of list responses, which the spec does not show.'),
+        schedule: z
+          .string()
+          .default('*/15 * * * *')
+          .describe('Cron expression for re-reading the career and skill lists (5 or 6 fields).'),
+        envelope: listEnvelopeSchema
+          .default({ itemsPath: 'data', idField: 'id', pageSize: 200 })
+          .describe('Shape of list responses, which the spec does not show.'),
       })
       .strict()
       .default({ schedule: '*/15 * * * *', envelope: { itemsPath: 'data', idField: 'id', pageSize: 200 } })
       .describe('Finding careers and skills to watch.'),
-    schedule: scheduleConfigSchema.prefault({}).describe('How the read budget is spread over the watched logs: adaptive to their change rates, or round-robin.'),
+    schedule: scheduleConfigSchema
+      .prefault({})
+      .describe('How the read budget is spread over the watched logs: adaptive to their change rates, or round-robin.'),
   })
   .strict();
 

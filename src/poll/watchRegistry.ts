@@ -85,10 +85,14 @@ export class WatchRegistry {
     for (const set of discoveryLists(watch)) {
       const list = await readAllIds(client, set.path, watch.discovery.envelope, signal);
       if (list.truncated) {
-        this.deps.logger.warn({ log: set.log, found: list.ids.length }, `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`);
+        this.deps.logger.warn(
+          { log: set.log, found: list.ids.length },
+          `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`,
+        );
       }
       for (const id of list.ids) {
-        if (store.watchedLogs.register({ log: set.log, objectId: id, origin, coverageStart, now: clock.now() })) added++;
+        if (store.watchedLogs.register({ log: set.log, objectId: id, origin, coverageStart, now: clock.now() }))
+          added++;
       }
     }
     store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));

@@ -66,7 +66,10 @@ export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<
     const order = walk.sortOrder ?? detectSortOrder(read.entries);
     const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries) : undefined;
     if (boundary !== undefined && boundary > current.from) {
-      walk.commit(read.entries.filter((e) => (performedAtMs(e) ?? current.from) < boundary), boundary);
+      walk.commit(
+        read.entries.filter((e) => (performedAtMs(e) ?? current.from) < boundary),
+        boundary,
+      );
       stack.push({ from: boundary, to: current.to });
       continue;
     }

@@ -70,7 +70,9 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       req.removeAllListeners('data');
       req.resume();
       res.on('finish', () => setTimeout(() => req.socket.destroy(), 1_000).unref());
-      res.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end(`request body larger than ${maxBodyBytes} bytes\n`);
+      res
+        .writeHead(413, { 'content-type': 'text/plain', connection: 'close' })
+        .end(`request body larger than ${maxBodyBytes} bytes\n`);
     };
     if (Number(req.headers['content-length']) > maxBodyBytes) {
       tooLarge();
@@ -103,7 +105,9 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       count++;
       if (keep) received.push(request);
       options.onWebhook?.(request);
-      const reply = options.respond?.(request, count) ?? { status: verifiers.length === 0 || request.verified ? 204 : 401 };
+      const reply = options.respond?.(request, count) ?? {
+        status: verifiers.length === 0 || request.verified ? 204 : 401,
+      };
       answer(res, reply);
     });
   });

@@ -24,21 +24,33 @@ const LOG_NAMES: Readonly<Record<LogKind, string>> = {
  * is rejected, never ignored; an unknown event is an error, not an empty page. Every problem is
  * reported at once so a client developer can fix a request in one round trip.
  */
-export function parseActivityQuery(log: LogKind, params: URLSearchParams): Parsed<{ filter: EntryFilter; paging: Paging }> {
+export function parseActivityQuery(
+  log: LogKind,
+  params: URLSearchParams,
+): Parsed<{ filter: EntryFilter; paging: Paging }> {
   const allowed = [...LOGS[log].filters, ...PAGING_PARAMS];
   const errors = checkParameterNames(params, allowed, LOG_NAMES[log]);
   const filter: EntryFilter = {};
   const event = params.get('event');
   if (event !== null && allowed.includes('event')) {
     if (isKnownEvent(log, event)) filter.event = event;
-    else errors.push({ field: 'event', code: 'unknown_event', message: `'${event}' is not an event type of the ${LOG_NAMES[log]}.` });
+    else
+      errors.push({
+        field: 'event',
+        code: 'unknown_event',
+        message: `'${event}' is not an event type of the ${LOG_NAMES[log]}.`,
+      });
   }
   for (const bound of ['from', 'to'] as const) {
     const raw = params.get(bound);
     if (raw === null || !allowed.includes(bound)) continue;
     const at = parseUtcTimestamp(raw);
     if (at === null) {
-      errors.push({ field: bound, code: 'invalid_timestamp', message: `${bound} must be an ISO 8601 UTC timestamp such as 2026-01-01T00:00:00Z.` });
+      errors.push({
+        field: bound,
+        code: 'invalid_timestamp',
+        message: `${bound} must be an ISO 8601 UTC timestamp such as 2026-01-01T00:00:00Z.`,
+      });
     } else {
       filter[bound] = at;
     }
@@ -77,8 +89,18 @@ function checkParameterNames(params: URLSearchParams, allowed: readonly string[]
 function parsePaging(params: URLSearchParams, errors: FieldError[]): Paging {
   const limit = parseBoundedInteger(params.get('limit'), 1, MAX_PAGE_LIMIT);
   const offset = parseBoundedInteger(params.get('offset'), 0, MAX_OFFSET);
-  if (limit === null) errors.push({ field: 'limit', code: 'out_of_range', message: `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.` });
-  if (offset === null) errors.push({ field: 'offset', code: 'out_of_range', message: `offset must be an integer from 0 to ${MAX_OFFSET}.` });
+  if (limit === null)
+    errors.push({
+      field: 'limit',
+      code: 'out_of_range',
+      message: `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`,
+    });
+  if (offset === null)
+    errors.push({
+      field: 'offset',
+      code: 'out_of_range',
+      message: `offset must be an integer from 0 to ${MAX_OFFSET}.`,
+    });
   return { limit: limit ?? DEFAULT_PAGE_LIMIT, offset: offset ?? 0 };
 }
 
@@ -96,7 +118,14 @@ const UTC_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(
 export function parseUtcTimestamp(raw: string): number | null {
   const m = UTC_TIMESTAMP.exec(raw);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((part) => Number(part ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((part) => Number(part ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const millis = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
   const at = Date.UTC(year, month - 1, day, hour, minute, second, millis);
   const check = new Date(at);

@@ -36,7 +36,11 @@ export class ActivitySimulation {
   ) {
     this.origin = startedAt - Math.round(options.historyHours * 3_600_000);
     this.generatedUntil = this.origin;
-    this.directory = new CompanyDirectory(options.seed, { career: options.careers, skill: options.skills }, this.origin);
+    this.directory = new CompanyDirectory(
+      options.seed,
+      { career: options.careers, skill: options.skills },
+      this.origin,
+    );
     this.workload = new WorkloadModel(
       options,
       { career: this.directory.ids('career'), skill: this.directory.ids('skill') },
@@ -64,7 +68,13 @@ export class ActivitySimulation {
    * An entry without performedAt happened now; each becomes visible at `arrivesAt`, by default at
    * its performedAt or now, whichever is later (the service never shows the future).
    */
-  appendEntries(log: LogKind, objectId: string | null, entries: readonly AppendedEntry[], now: number, arrivesAt?: number): Entry[] {
+  appendEntries(
+    log: LogKind,
+    objectId: string | null,
+    entries: readonly AppendedEntry[],
+    now: number,
+    arrivesAt?: number,
+  ): Entry[] {
     this.requireStream(log, objectId);
     this.catchUp(now);
     return entries.map((partial) => {
@@ -84,15 +94,27 @@ export class ActivitySimulation {
    * `count` generated entries with performedAt spread uniformly over [from, to): the burst that
    * pushes a window past the offset cap. Entries performed in the past arrive now.
    */
-  appendBurst(log: LogKind, objectId: string | null, count: number, range: { from: number; to: number }, now: number): Entry[] {
+  appendBurst(
+    log: LogKind,
+    objectId: string | null,
+    count: number,
+    range: { from: number; to: number },
+    now: number,
+  ): Entry[] {
     this.requireStream(log, objectId);
     if (!(range.to > range.from)) throw new Error('appendBurst needs range.to > range.from');
     this.catchUp(now);
-    const times = Array.from({ length: count }, () => range.from + Math.floor(this.appendRandom.next() * (range.to - range.from)));
+    const times = Array.from(
+      { length: count },
+      () => range.from + Math.floor(this.appendRandom.next() * (range.to - range.from)),
+    );
     times.sort((a, b) => a - b);
     const bulkGroups = new Map<string, string>();
     return times.map((recordedAt) => {
-      const entry = this.factory.create(log, objectId, recordedAt, this.appendRandom, { applyShares: true, bulkGroups });
+      const entry = this.factory.create(log, objectId, recordedAt, this.appendRandom, {
+        applyShares: true,
+        bulkGroups,
+      });
       this.store.append({ log, objectId, entry, recordedAt, arrivesAt: Math.max(now, recordedAt) });
       return entry;
     });

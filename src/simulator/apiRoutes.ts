@@ -51,7 +51,12 @@ function activityRead(ctx: RouteContext, log: LogKind, objectId: string | null):
   const { filter, paging } = parsed.value;
   const matching = ctx.simulation.store.query(log, objectId, filter, ctx.now, ctx.sortOrder);
   const data = page(matching, paging).map((stored) => stored.entry);
-  return { kind: 'json', status: 200, list: true, body: { data, pagination: { limit: paging.limit, offset: paging.offset } } };
+  return {
+    kind: 'json',
+    status: 200,
+    list: true,
+    body: { data, pagination: { limit: paging.limit, offset: paging.offset } },
+  };
 }
 
 function discoveryList(ctx: RouteContext, log: ObjectLog): Outcome {

@@ -14,12 +14,110 @@ export interface NamedRef {
 
 export type ObjectLog = 'career' | 'skill';
 
-const FIRST_NAMES = ['Ada', 'Ben', 'Chloe', 'Dev', 'Elif', 'Femi', 'Greta', 'Hiro', 'Ines', 'Jonas', 'Kira', 'Luis', 'Mina', 'Noah', 'Olga', 'Priya', 'Quinn', 'Rafa', 'Sana', 'Tomas', 'Uma', 'Viktor', 'Wen', 'Yara', 'Zoe'];
-const LAST_NAMES = ['Almeida', 'Berg', 'Chen', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Haddad', 'Ito', 'Jensen', 'Kowalski', 'Lopez', 'Moreau', 'Nakamura', 'Okafor', 'Petrov', 'Rossi', 'Schmidt', 'Tanaka', 'Usman', 'Varga', 'Weber', 'Yilmaz', 'Zhang'];
+const FIRST_NAMES = [
+  'Ada',
+  'Ben',
+  'Chloe',
+  'Dev',
+  'Elif',
+  'Femi',
+  'Greta',
+  'Hiro',
+  'Ines',
+  'Jonas',
+  'Kira',
+  'Luis',
+  'Mina',
+  'Noah',
+  'Olga',
+  'Priya',
+  'Quinn',
+  'Rafa',
+  'Sana',
+  'Tomas',
+  'Uma',
+  'Viktor',
+  'Wen',
+  'Yara',
+  'Zoe',
+];
+const LAST_NAMES = [
+  'Almeida',
+  'Berg',
+  'Chen',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'Garcia',
+  'Haddad',
+  'Ito',
+  'Jensen',
+  'Kowalski',
+  'Lopez',
+  'Moreau',
+  'Nakamura',
+  'Okafor',
+  'Petrov',
+  'Rossi',
+  'Schmidt',
+  'Tanaka',
+  'Usman',
+  'Varga',
+  'Weber',
+  'Yilmaz',
+  'Zhang',
+];
 const SENIORITY = ['Junior', 'Associate', 'Senior', 'Staff', 'Principal', 'Lead'];
-const DISCIPLINES = ['Data Engineer', 'Product Designer', 'Backend Engineer', 'Frontend Engineer', 'Product Manager', 'Sales Executive', 'Support Specialist', 'Recruiter', 'Financial Analyst', 'Site Reliability Engineer', 'Marketing Manager', 'Nurse', 'Electrician', 'Store Manager'];
-const SKILLS = ['TypeScript', 'SQL', 'Negotiation', 'Kubernetes', 'Public Speaking', 'Forklift Operation', 'First Aid', 'Data Visualisation', 'Coaching', 'Python', 'Accessibility', 'Budgeting', 'Customer Empathy', 'Incident Response', 'Spanish', 'Excel', 'Figma', 'Contract Law', 'Welding', 'Copywriting'];
-const GROUPS = ['Engineering', 'Sales EMEA', 'Support Tier 2', 'Warehouse Night Shift', 'Leadership', 'Contractors', 'Finance', 'Design Guild', 'Berlin Office', 'New Hires'];
+const DISCIPLINES = [
+  'Data Engineer',
+  'Product Designer',
+  'Backend Engineer',
+  'Frontend Engineer',
+  'Product Manager',
+  'Sales Executive',
+  'Support Specialist',
+  'Recruiter',
+  'Financial Analyst',
+  'Site Reliability Engineer',
+  'Marketing Manager',
+  'Nurse',
+  'Electrician',
+  'Store Manager',
+];
+const SKILLS = [
+  'TypeScript',
+  'SQL',
+  'Negotiation',
+  'Kubernetes',
+  'Public Speaking',
+  'Forklift Operation',
+  'First Aid',
+  'Data Visualisation',
+  'Coaching',
+  'Python',
+  'Accessibility',
+  'Budgeting',
+  'Customer Empathy',
+  'Incident Response',
+  'Spanish',
+  'Excel',
+  'Figma',
+  'Contract Law',
+  'Welding',
+  'Copywriting',
+];
+const GROUPS = [
+  'Engineering',
+  'Sales EMEA',
+  'Support Tier 2',
+  'Warehouse Night Shift',
+  'Leadership',
+  'Contractors',
+  'Finance',
+  'Design Guild',
+  'Berlin Office',
+  'New Hires',
+];
 
 const PEOPLE_COUNT = 200;
 const ID_PREFIX: Readonly<Record<ObjectLog, string>> = { career: 'car_', skill: 'skl_' };

@@ -92,7 +92,13 @@ export class EntryFactory {
     return entry;
   }
 
-  private fillCareer(entry: Entry, careerId: string, subject: string, random: Random, bulkGroups?: Map<string, string>): void {
+  private fillCareer(
+    entry: Entry,
+    careerId: string,
+    subject: string,
+    random: Random,
+    bulkGroups?: Map<string, string>,
+  ): void {
     const { sections, levels } = this.careerStructure(careerId);
     const skills = this.directory.list('skill');
     const skill = subject === 'skill' && skills.length > 0 ? random.pick(skills) : null;
@@ -109,7 +115,9 @@ export class EntryFactory {
     entry.relatedSkillId = skill?.id ?? null;
     entry.relatedSectionId = subject === 'section' || subject === 'skill' ? random.pick(sections) : null;
     entry.relatedLevelId =
-      subject === 'level' || entry.event === 'skill_level_changed' || entry.event === 'person_level_changed' ? random.pick(levels) : null;
+      subject === 'level' || entry.event === 'skill_level_changed' || entry.event === 'person_level_changed'
+        ? random.pick(levels)
+        : null;
     entry.bulkGroupId = bulkGroupId;
   }
 
@@ -139,7 +147,12 @@ export class EntryFactory {
     entry.relatedGroupName = group?.name ?? null;
   }
 
-  private beforeAfter(event: string, random: Random, person: NamedRef | null, group: NamedRef | null): [string | null, string | null] {
+  private beforeAfter(
+    event: string,
+    random: Random,
+    person: NamedRef | null,
+    group: NamedRef | null,
+  ): [string | null, string | null] {
     const email = person ? `${person.name.toLowerCase().replace(/\s+/g, '.')}@example.com` : null;
     const careers = this.directory.list('career');
     const career = careers.length > 0 ? random.pick(careers).name : null;
@@ -151,7 +164,10 @@ export class EntryFactory {
       case 'group_member_removed':
         return [group?.name ?? null, null];
       case 'group_updated':
-        return [group?.name ?? null, `${group?.name ?? 'Group'} (${random.pick(['renamed', 'restructured', 'merged'])})`];
+        return [
+          group?.name ?? null,
+          `${group?.name ?? 'Group'} (${random.pick(['renamed', 'restructured', 'merged'])})`,
+        ];
       case 'user_provisioned':
         return [null, email];
       case 'user_updated':

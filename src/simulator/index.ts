@@ -11,13 +11,7 @@ export { streamKey } from './activityStore.js';
 export type { AppendedEntry } from './activitySimulation.js';
 export { CHUNK_MS } from './activitySimulation.js';
 export { deriveApiKey } from './apiKeys.js';
-export {
-  CAREER_EVENTS,
-  EVENT_CATALOGS,
-  IDENTITY_PROVIDER_EVENTS,
-  SKILL_EVENTS,
-  isKnownEvent,
-} from './eventCatalog.js';
+export { CAREER_EVENTS, EVENT_CATALOGS, IDENTITY_PROVIDER_EVENTS, SKILL_EVENTS, isKnownEvent } from './eventCatalog.js';
 export { ERRORS_BASE_URL, UPGRADE_URL, type FieldError, type Problem } from './problemResponses.js';
 export type { RequestRecord } from './simulatedService.js';
 export {
@@ -55,7 +49,12 @@ export interface Simulator {
    * Appends entries directly; unspecified fields are filled like a generated entry. An entry
    * without performedAt happened now. Each arrives at opts.arrivesAt, by default at max(now, performedAt).
    */
-  appendEntries(log: LogKind, objectId: string | null, entries: AppendedEntry[], opts?: { arrivesAt?: number }): Entry[];
+  appendEntries(
+    log: LogKind,
+    objectId: string | null,
+    entries: AppendedEntry[],
+    opts?: { arrivesAt?: number },
+  ): Entry[];
   /** `count` generated entries with performedAt uniform in [range.from, range.to) (epoch ms); past ones arrive now. */
   appendBurst(log: LogKind, objectId: string | null, count: number, range: { from: number; to: number }): Entry[];
   /** Changes faults at run time; unspecified fields keep their value. */
@@ -96,7 +95,9 @@ export async function startSimulator(options: SimulatorOptionsInput = {}): Promi
     },
     catchUp: () => simulation.catchUp(clock.now()),
     visibleEntries: () =>
-      simulation.visibleEntries(clock.now()).map(({ log, objectId, entry }) => ({ log, objectId, entry: { ...entry } })),
+      simulation
+        .visibleEntries(clock.now())
+        .map(({ log, objectId, entry }) => ({ log, objectId, entry: { ...entry } })),
     appendEntries: (log, objectId, entries, opts) =>
       simulation.appendEntries(log, objectId, entries, clock.now(), opts?.arrivesAt).map((e) => ({ ...e })),
     appendBurst: (log, objectId, count, range) =>

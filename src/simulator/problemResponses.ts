@@ -28,7 +28,10 @@ function problem(status: number, slug: string, title: string, detail: string): P
 
 export function validationProblem(errors: readonly FieldError[]): Problem {
   const fields = [...new Set(errors.map((e) => e.field))].join(', ');
-  return { ...problem(400, 'validation-error', 'Validation error', `The request is invalid: check ${fields}.`), errors };
+  return {
+    ...problem(400, 'validation-error', 'Validation error', `The request is invalid: check ${fields}.`),
+    errors,
+  };
 }
 
 /** Deliberately identical for a missing, malformed, unknown or revoked key (spec 5 rule 9). */
@@ -37,12 +40,22 @@ export function invalidCredentialProblem(): Problem {
 }
 
 export function insufficientScopeProblem(scope: string): Problem {
-  return problem(403, 'insufficient-scope', 'Insufficient scope', `This endpoint requires the ${scope} scope, which the API key does not carry.`);
+  return problem(
+    403,
+    'insufficient-scope',
+    'Insufficient scope',
+    `This endpoint requires the ${scope} scope, which the API key does not carry.`,
+  );
 }
 
 export function trialExpiredProblem(): Problem {
   return {
-    ...problem(403, 'trial-expired', 'Trial expired', 'The workspace trial has expired; API access is suspended until a workspace admin upgrades.'),
+    ...problem(
+      403,
+      'trial-expired',
+      'Trial expired',
+      'The workspace trial has expired; API access is suspended until a workspace admin upgrades.',
+    ),
     error: 'trial_expired',
     upgrade_url: UPGRADE_URL,
   };
@@ -53,7 +66,12 @@ export function notFoundProblem(detail: string): Problem {
 }
 
 export function methodNotAllowedProblem(method: string): Problem {
-  return problem(405, 'method-not-allowed', 'Method not allowed', `${method} is not supported here; the simulator serves GET only.`);
+  return problem(
+    405,
+    'method-not-allowed',
+    'Method not allowed',
+    `${method} is not supported here; the simulator serves GET only.`,
+  );
 }
 
 export function rateLimitProblem(retryAfterSeconds: number): Problem {

@@ -135,9 +135,19 @@ export class SimulatedService {
     const roll = this.faultRandom.next();
     if (roll < 0.75) return { kind: 'problem', problem: internalErrorProblem() };
     if (roll < 0.875) {
-      return { kind: 'raw', status: 502, contentType: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>\n' };
+      return {
+        kind: 'raw',
+        status: 502,
+        contentType: 'text/html',
+        body: '<html><body><h1>502 Bad Gateway</h1></body></html>\n',
+      };
     }
-    return { kind: 'raw', status: 503, contentType: 'text/plain', body: 'upstream connect error or disconnect/reset before headers\n' };
+    return {
+      kind: 'raw',
+      status: 503,
+      contentType: 'text/plain',
+      body: 'upstream connect error or disconnect/reset before headers\n',
+    };
   }
 
   /** A 200 whose body a strict client must refuse: not JSON at all, or data that is not an array. */

@@ -55,11 +55,18 @@ export class SimulatorServer {
   private respond(req: IncomingMessage, res: ServerResponse): void {
     // Bodies are never read (writes are not simulated); drain them so the connection stays usable.
     req.resume();
-    const response = this.service.handle({ method: req.method ?? 'GET', url: req.url ?? '/', authorization: req.headers.authorization });
+    const response = this.service.handle({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      authorization: req.headers.authorization,
+    });
     const send = (): void => {
       // The Date header comes from the injected clock; stop node from stamping real time.
       res.sendDate = false;
-      res.writeHead(response.status, { ...response.headers, 'Content-Length': String(Buffer.byteLength(response.body)) });
+      res.writeHead(response.status, {
+        ...response.headers,
+        'Content-Length': String(Buffer.byteLength(response.body)),
+      });
       res.end(response.body);
     };
     if (response.delayMs <= 0) {

@@ -18,7 +18,9 @@ function encodeHeaderValue(value: string): string {
       const code = ch.codePointAt(0) ?? 0;
       // UTF-8 bytes via Buffer, not encodeURIComponent, which throws on a lone surrogate (an event
       // name from the service may hold one); Buffer writes it as U+FFFD.
-      return code <= 0x20 || code >= 0x7f || ch === '"' || ch === '%' ? [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('') : ch;
+      return code <= 0x20 || code >= 0x7f || ch === '"' || ch === '%'
+        ? [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('')
+        : ch;
     })
     .join('');
 }

@@ -36,7 +36,10 @@ export async function checkReachable(url: URL, timeoutMs: number, signal: AbortS
         ? tlsConnect({ host, port, servername: host, ...(ca ? { ca } : {}) }, resolve)
         : netConnect({ host, port }, resolve);
       socket.once('error', reject);
-      timer = setTimeout(() => reject(Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: 'CONNECT_TIMEOUT' })), timeoutMs);
+      timer = setTimeout(
+        () => reject(Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: 'CONNECT_TIMEOUT' })),
+        timeoutMs,
+      );
       onAbort = () => reject(signal.reason as Error);
       signal.addEventListener('abort', onAbort, { once: true });
     });

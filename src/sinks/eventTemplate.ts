@@ -16,11 +16,19 @@ const PLACEHOLDER = /\{([^{}]*)\}/g;
  * A template string that may use only `allowed` placeholders; `check` validates what is left once
  * each placeholder is replaced by a sample value, and returns a message when that is wrong.
  */
-export function templateSchema(allowed: readonly TemplatePlaceholder[], check?: (sample: string) => string | undefined) {
+export function templateSchema(
+  allowed: readonly TemplatePlaceholder[],
+  check?: (sample: string) => string | undefined,
+) {
   return z.string().superRefine((template, ctx) => {
-    const unknown = [...template.matchAll(PLACEHOLDER)].map((m) => m[1] ?? '').filter((p) => !(allowed as readonly string[]).includes(p));
+    const unknown = [...template.matchAll(PLACEHOLDER)]
+      .map((m) => m[1] ?? '')
+      .filter((p) => !(allowed as readonly string[]).includes(p));
     if (unknown.length > 0) {
-      ctx.addIssue({ code: 'custom', message: `unknown placeholder {${unknown[0]}}; use ${allowed.map((p) => `{${p}}`).join(', ')}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown placeholder {${unknown[0]}}; use ${allowed.map((p) => `{${p}}`).join(', ')}`,
+      });
       return;
     }
     const problem = check?.(template.replace(PLACEHOLDER, 'x'));
@@ -29,7 +37,10 @@ export function templateSchema(allowed: readonly TemplatePlaceholder[], check?: 
 }
 
 /** The raw placeholder values of an event. */
-export function templateValues(event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>, prefix = ''): Record<TemplatePlaceholder, string> {
+export function templateValues(
+  event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>,
+  prefix = '',
+): Record<TemplatePlaceholder, string> {
   const slug = LOGS[event.log].slug;
   // The type is `<typePrefix>.<slug>.<event>` and the prefix may hold dots: the event name starts after the last `.<slug>.`.
   const marker = event.type.lastIndexOf(`.${slug}.`);
@@ -62,5 +73,7 @@ export function escapeTemplateValue(value: string, forbidden: RegExp): string {
   if (value === '') return '_';
   const pattern = new RegExp(`${forbidden.source}|%`, 'gu');
   const wellFormed = value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-  return wellFormed.replace(pattern, (c: string) => [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+  return wellFormed.replace(pattern, (c: string) =>
+    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
 }

@@ -33,7 +33,9 @@ export class FileSink implements Sink {
       await cutTornTail(this.config.path);
       this.handle = await open(this.config.path, 'a');
     } catch (error) {
-      throw new SinkUnavailableError(`cannot open ${this.config.path} for appending: ${(error as Error).message}`, { cause: error });
+      throw new SinkUnavailableError(`cannot open ${this.config.path} for appending: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 
@@ -48,7 +50,9 @@ export class FileSink implements Sink {
       // The handle may be unusable (disk removed, quota); reopen before the next attempt.
       this.handle = undefined;
       await handle.close().catch(() => undefined);
-      throw new SinkUnavailableError(`writing to ${this.config.path} failed: ${(error as Error).message}`, { cause: error });
+      throw new SinkUnavailableError(`writing to ${this.config.path} failed: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 

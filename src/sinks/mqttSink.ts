@@ -1,5 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { connect as mqttConnect, ReasonCodes, type IClientOptions, type IClientPublishOptions, type MqttClient } from 'mqtt';
+import {
+  connect as mqttConnect,
+  ReasonCodes,
+  type IClientOptions,
+  type IClientPublishOptions,
+  type MqttClient,
+} from 'mqtt';
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
@@ -19,7 +25,8 @@ const isTopicText = (text: string): boolean => !/[+#]/.test(text) && !text.inclu
  */
 const PERMANENT_REASONS = new Set([0x90, 0x95, 0x99]);
 
-const reasonName = (code: number): string => (ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
+const reasonName = (code: number): string =>
+  (ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
 
 const topicTemplateSchema = templateSchema(TOPIC_PLACEHOLDERS, (sample) =>
   isTopicText(sample) ? undefined : 'must be an MQTT topic name: no wildcards (+ #), not starting with $',
@@ -30,17 +37,28 @@ export const mqttSinkConfigSchema = sinkCommonSchema
     type: z.literal('mqtt'),
     url: z
       .url({ protocol: /^mqtts?$/, message: 'must be an mqtt:// or mqtts:// URL' })
-      .refine((u) => new URL(u).username === '' && new URL(u).password === '', 'put credentials in username and password, not in the URL')
+      .refine(
+        (u) => new URL(u).username === '' && new URL(u).password === '',
+        'put credentials in username and password, not in the URL',
+      )
       .default('mqtt://127.0.0.1:1883')
       .describe('Broker, `mqtt://host:port`; `mqtts://` connects with TLS (certificate checks stay on).'),
-    username: z.string().min(1).optional().describe('User name. Not treated as a secret; a broker that takes a token here should get it in `password`.'),
+    username: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('User name. Not treated as a secret; a broker that takes a token here should get it in `password`.'),
     password: z.string().min(1).optional().describe('Secret: password of `username`.'),
     clientId: z
       .string()
       .min(1)
       .max(256)
       .optional()
-      .describe('Client id, naming the persistent session; `changefeed-<name>` when absent. Keep it stable and give each daemon its own: a second connection with the same id takes the session over and disconnects the first.'),
+      .describe(
+        'Client id, naming the persistent session; `changefeed-<name>` when absent. Keep it stable ' +
+          'and give each daemon its own: a second connection with the same id takes the session over ' +
+          'and disconnects the first.',
+      ),
     prefix: z
       .string()
       .min(1)
@@ -50,29 +68,78 @@ export const mqttSinkConfigSchema = sinkCommonSchema
     topic: topicTemplateSchema
       .default('{prefix}/{log}/{event}')
       .describe(
-        'Topic each event is published to. Placeholders: `{prefix}`, `{type}` the CloudEvent type, `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for the identity-provider log). `/`, `+`, `#` in placeholder values become `_`. The broker keeps order per topic only: use `{prefix}/{log}/{subject}` if consumers need each object\'s events in order across event types.',
+        'Topic each event is published to. Placeholders: `{prefix}`, `{type}` the CloudEvent type, ' +
+          '`{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the ' +
+          'career or skill id (`_` for the identity-provider log). `/`, `+`, `#` in placeholder ' +
+          'values become `_`. The broker keeps order per topic only: use `{prefix}/{log}/{subject}` ' +
+          "if consumers need each object's events in order across event types.",
       ),
-    retain: z.boolean().default(false).describe('Publish with the retain flag: the broker keeps the last event of each topic for new subscribers.'),
-    ceUserProperties: z.boolean().default(false).describe('Also put every CloudEvent attribute (id, type, source, ...) in an MQTT 5 user property of that name; the payload is always the whole CloudEvent JSON.'),
+    retain: z
+      .boolean()
+      .default(false)
+      .describe('Publish with the retain flag: the broker keeps the last event of each topic for new subscribers.'),
+    ceUserProperties: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Also put every CloudEvent attribute (id, type, source, ...) in an MQTT 5 user property of ' +
+          'that name; the payload is always the whole CloudEvent JSON.',
+      ),
     protocolVersion: z
       .union([z.literal(4), z.literal(5)])
       .default(5)
       .describe('MQTT protocol: 5, or 4 for MQTT 3.1.1 brokers (no user properties, no session expiry).'),
-    sessionExpirySeconds: z.number().int().min(1).max(4_294_967_295).default(3_600).describe('MQTT 5: how long the broker keeps the session after the connection closes. MQTT 3.1.1 brokers keep it as long as they are configured to.'),
-    connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('A connection the broker has not accepted (CONNACK) within this time counts as failed.'),
-    timeoutMs: z.number().int().min(100).max(300_000).default(10_000).describe('Longest wait for the next PUBACK while a batch is published; past it the connection counts as lost and the batch is sent again.'),
-    caFile: z.string().min(1).optional().describe('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
+    sessionExpirySeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(4_294_967_295)
+      .default(3_600)
+      .describe(
+        'MQTT 5: how long the broker keeps the session after the connection closes. MQTT 3.1.1 ' +
+          'brokers keep it as long as they are configured to.',
+      ),
+    connectTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe('A connection the broker has not accepted (CONNACK) within this time counts as failed.'),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(300_000)
+      .default(10_000)
+      .describe(
+        'Longest wait for the next PUBACK while a batch is published; past it the connection ' +
+          'counts as lost and the batch is sent again.',
+      ),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
-  .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, { message: 'user properties need MQTT 5 (protocolVersion: 5)', path: ['ceUserProperties'] });
+  .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, {
+    message: 'user properties need MQTT 5 (protocolVersion: 5)',
+    path: ['ceUserProperties'],
+  });
 
 export type MqttSinkConfig = z.infer<typeof mqttSinkConfigSchema>;
 
 /** The event's topic. Placeholder values cannot add levels or wildcards. */
-export function renderTopic(config: Pick<MqttSinkConfig, 'topic' | 'prefix'>, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
+export function renderTopic(
+  config: Pick<MqttSinkConfig, 'topic' | 'prefix'>,
+  event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>,
+): string {
   // The prefix is the operator's own and may hold levels; event values may not.
-  return renderTemplate(config.topic, templateValues(event, config.prefix), (value, name) => (name === 'prefix' || name === 'log' ? value : level(value)));
+  return renderTemplate(config.topic, templateValues(event, config.prefix), (value, name) =>
+    name === 'prefix' || name === 'log' ? value : level(value),
+  );
 }
 
 /** What a topic level built from event data may not hold: separators, wildcards and the control characters MQTT forbids or discourages (MQTT 5 1.5.4, 4.7). */
@@ -131,7 +198,11 @@ export class MqttSink implements Sink {
       manualConnect: true,
       ...(config.caFile ? { ca: readFileSync(config.caFile, 'utf8') } : {}),
     };
-    this.publishOptions = { qos: 1, retain: config.retain, ...(v5 ? { properties: { contentType: 'application/cloudevents+json', payloadFormatIndicator: true } } : {}) };
+    this.publishOptions = {
+      qos: 1,
+      retain: config.retain,
+      ...(v5 ? { properties: { contentType: 'application/cloudevents+json', payloadFormatIndicator: true } } : {}),
+    };
   }
 
   get name(): string {
@@ -173,7 +244,11 @@ export class MqttSink implements Sink {
       client.removeListener('connect', onConnect as () => void).removeListener('close', onClose as () => void);
       signal.removeEventListener('abort', onAbort as () => void);
     }
-    connection.onClose = () => this.drop(connection, `connection to the MQTT broker at ${this.broker} lost${connection.lastError ? `: ${connection.lastError}` : ''}`);
+    connection.onClose = () =>
+      this.drop(
+        connection,
+        `connection to the MQTT broker at ${this.broker} lost${connection.lastError ? `: ${connection.lastError}` : ''}`,
+      );
     client.on('close', connection.onClose);
     this.connection = connection;
   }
@@ -182,13 +257,18 @@ export class MqttSink implements Sink {
     const connection = this.connection;
     if (!connection?.client.connected) {
       // mqtt.js would queue a publish until a reconnect that never comes (reconnectPeriod 0).
-      throw new SinkUnavailableError(`not connected to the MQTT broker at ${this.broker}${connection?.lastError ? `: ${connection.lastError}` : ''}`);
+      throw new SinkUnavailableError(
+        `not connected to the MQTT broker at ${this.broker}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
+      );
     }
     signal.throwIfAborted();
     const failures = await this.publishAll(connection, batch, signal);
     if (failures.size > 0) {
       const [first] = failures.values();
-      throw new SinkPartialFailureError(`the MQTT broker at ${this.broker} refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`, failures);
+      throw new SinkPartialFailureError(
+        `the MQTT broker at ${this.broker} refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
+        failures,
+      );
     }
   }
 
@@ -214,7 +294,11 @@ export class MqttSink implements Sink {
    * MQTT 5 rule mqtt.js leaves to us), and resolves with the refused events once every PUBACK
    * arrived. Rejects when the connection is lost, no PUBACK comes within timeoutMs, or on abort.
    */
-  private publishAll(connection: Connection, batch: readonly OutboundEvent[], signal: AbortSignal): Promise<Map<string, ItemFailure>> {
+  private publishAll(
+    connection: Connection,
+    batch: readonly OutboundEvent[],
+    signal: AbortSignal,
+  ): Promise<Map<string, ItemFailure>> {
     const { client } = connection;
     const window = client.serverProperties?.receiveMaximum ?? batch.length;
     const failures = new Map<string, ItemFailure>();
@@ -249,10 +333,19 @@ export class MqttSink implements Sink {
             if (settled) return;
             const reason = (error as { code?: unknown } | undefined)?.code;
             if (error && typeof reason !== 'number') {
-              finish(new SinkUnavailableError(`publishing to the MQTT broker at ${this.broker} failed: ${scrubSecrets(error.message)}`));
+              finish(
+                new SinkUnavailableError(
+                  `publishing to the MQTT broker at ${this.broker} failed: ${scrubSecrets(error.message)}`,
+                ),
+              );
               return;
             }
-            if (typeof reason === 'number') failures.set(event.id, { error: `PUBACK ${reason}: ${reasonName(reason)}`, permanent: PERMANENT_REASONS.has(reason), status: reason });
+            if (typeof reason === 'number')
+              failures.set(event.id, {
+                error: `PUBACK ${reason}: ${reasonName(reason)}`,
+                permanent: PERMANENT_REASONS.has(reason),
+                status: reason,
+              });
             arm();
             if (next === batch.length && unacknowledged === 0) finish();
             else pump();

@@ -1,5 +1,18 @@
-import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { connect, errors as natsErrors, headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import {
+  connect,
+  errors as natsErrors,
+  headers as natsHeaders,
+  nanos,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { AbortedError, describeError } from '../errors.js';
@@ -7,7 +20,12 @@ import { registerSecret } from '../observe/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
-import { escapeTemplateValue, renderTemplate, templateSchema as templateSchema_, templateValues } from './eventTemplate.js';
+import {
+  escapeTemplateValue,
+  renderTemplate,
+  templateSchema as templateSchema_,
+  templateValues,
+} from './eventTemplate.js';
 
 /** What `{placeholder}` in a subject template may stand for; see renderSubject. */
 export const SUBJECT_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
@@ -25,7 +43,8 @@ const serverSchema = z.string().refine((s) => {
 
 const templateSchema = templateSchema_(SUBJECT_PLACEHOLDERS, (sample) =>
   !SUBJECT.test(sample) || /[{}]/.test(sample)
-    ? 'must be a NATS subject: dot-separated non-empty tokens, no spaces, no wildcards (* >), braces only around placeholders'
+    ? 'must be a NATS subject: dot-separated non-empty tokens, no spaces, no wildcards (* >), ' +
+      'braces only around placeholders'
     : undefined,
 );
 
@@ -35,23 +54,67 @@ export const natsSinkConfigSchema = sinkCommonSchema
     servers: z
       .union([serverSchema, z.array(serverSchema).min(1)])
       .default(['nats://127.0.0.1:4222'])
-      .describe('NATS server URL(s), `nats://host:port`; with several, each connect tries them in random order until one answers.'),
+      .describe(
+        'NATS server URL(s), `nats://host:port`; with several, each connect tries them in random ' +
+          'order until one answers.',
+      ),
     user: z.string().min(1).optional().describe('User name, with `password`.'),
     password: z.string().min(1).optional().describe('Secret: password of `user`.'),
     token: z.string().min(1).optional().describe('Secret: authentication token (instead of user/password).'),
-    timeoutMs: z.number().int().min(100).max(120_000).default(5_000).describe('Limit on connecting and on each publish acknowledgement; an event not acknowledged within it counts as failed.'),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(5_000)
+      .describe(
+        'Limit on connecting and on each publish acknowledgement; an event not acknowledged within ' +
+          'it counts as failed.',
+      ),
     subject: templateSchema
       .default('{type}')
       .describe(
-        'Subject each event is published to. Placeholders: `{type}` the CloudEvent type (`<typePrefix>.<log>.<event>`, several tokens), `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for the identity-provider log). Characters a token cannot hold (`.`, space, `*`, `>`) become `_` in placeholder values.',
+        'Subject each event is published to. Placeholders: `{type}` the CloudEvent type ' +
+          '(`<typePrefix>.<log>.<event>`, several tokens), `{log}` career, skill or ' +
+          'identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for ' +
+          'the identity-provider log). Characters a token cannot hold (`.`, space, `*`, `>`) become ' +
+          '`_` in placeholder values.',
       ),
-    ceHeaders: z.boolean().default(false).describe('Also put every CloudEvent attribute in a `ce-<name>` header (percent-encoded as in the HTTP binding); the body is always the whole CloudEvent JSON.'),
+    ceHeaders: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Also put every CloudEvent attribute in a `ce-<name>` header (percent-encoded as in the ' +
+          'HTTP binding); the body is always the whole CloudEvent JSON.',
+      ),
     stream: z
       .object({
-        name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1-64 letters, digits, _ or -').describe('JetStream stream that must capture the subjects; checked on every connect.'),
-        create: z.boolean().default(false).describe('Create the stream when it does not exist. An existing stream is never changed.'),
-        subjects: z.array(z.string().min(1)).min(1).optional().describe('Subjects of a created stream; derived from the subject template when absent (placeholders become wildcards).'),
-        duplicateWindowSeconds: z.number().int().min(1).max(86_400).default(600).describe('Duplicate window of a created stream: a re-sent event id within it is dropped. Longer than the default retry ceiling (5 min).'),
+        name: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1-64 letters, digits, _ or -')
+          .describe('JetStream stream that must capture the subjects; checked on every connect.'),
+        create: z
+          .boolean()
+          .default(false)
+          .describe('Create the stream when it does not exist. An existing stream is never changed.'),
+        subjects: z
+          .array(z.string().min(1))
+          .min(1)
+          .optional()
+          .describe(
+            'Subjects of a created stream; derived from the subject template when absent (placeholders ' +
+              'become wildcards).',
+          ),
+        duplicateWindowSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(86_400)
+          .default(600)
+          .describe(
+            'Duplicate window of a created stream: a re-sent event id within it is dropped. Longer ' +
+              'than the default retry ceiling (5 min).',
+          ),
       })
       .strict()
       .optional()
@@ -59,10 +122,18 @@ export const natsSinkConfigSchema = sinkCommonSchema
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
-  .refine((c) => c.token === undefined || (c.user === undefined && c.password === undefined), { message: 'set either token or user/password, not both', path: ['token'] })
-  .refine((c) => (c.user === undefined) === (c.password === undefined), { message: 'user and password go together', path: ['password'] })
+  .refine((c) => c.token === undefined || (c.user === undefined && c.password === undefined), {
+    message: 'set either token or user/password, not both',
+    path: ['token'],
+  })
+  .refine((c) => (c.user === undefined) === (c.password === undefined), {
+    message: 'user and password go together',
+    path: ['password'],
+  })
   .refine((c) => !c.stream?.create || c.stream.subjects !== undefined || streamSubjectsFor(c.subject)[0] !== '>', {
-    message: 'set stream.subjects: a subject template starting with {type} cannot be turned into stream subjects without capturing everything (e.g. ["com.skills.changefeed.>"])',
+    message:
+      'set stream.subjects: a subject template starting with {type} cannot be turned into stream ' +
+      'subjects without capturing everything (e.g. ["com.skills.changefeed.>"])',
     path: ['stream', 'subjects'],
   });
 
@@ -81,7 +152,9 @@ export function streamSubjectsFor(template: string): string[] {
 /** The event's subject. Placeholder values are made into valid tokens, so any event renders to a valid subject. */
 export function renderSubject(template: string, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
   // `{type}` spans several tokens: escape each, keep its dots.
-  return renderTemplate(template, templateValues(event), (value, name) => (name === 'type' ? value.split('.').map(token).join('.') : token(value)));
+  return renderTemplate(template, templateValues(event), (value, name) =>
+    name === 'type' ? value.split('.').map(token).join('.') : token(value),
+  );
 }
 
 /** A subject token built from event data keeps to the characters NATS recommends; the rest is %-escaped. */
@@ -134,7 +207,9 @@ export class NatsSink implements Sink {
         noAsyncTraces: true,
       });
     } catch (error) {
-      throw new SinkUnavailableError(`cannot connect to NATS at ${this.servers.join(', ')}: ${describeError(error)}`, { cause: error });
+      throw new SinkUnavailableError(`cannot connect to NATS at ${this.servers.join(', ')}: ${describeError(error)}`, {
+        cause: error,
+      });
     }
     try {
       // Asks the server for the account's JetStream info: fails when JetStream is off.
@@ -144,7 +219,9 @@ export class NatsSink implements Sink {
     } catch (error) {
       await nc.close().catch(() => undefined);
       if (error instanceof SinkUnavailableError || error instanceof AbortedError) throw error;
-      throw new SinkUnavailableError(`NATS at ${this.servers.join(', ')}: ${jetStreamMessage(error)}`, { cause: error });
+      throw new SinkUnavailableError(`NATS at ${this.servers.join(', ')}: ${jetStreamMessage(error)}`, {
+        cause: error,
+      });
     }
     this.connection = { nc, js: jetstream(nc, { timeout: timeoutMs }) };
   }
@@ -166,7 +243,11 @@ export class NatsSink implements Sink {
         if (signal.aborted) return;
         try {
           // A duplicate ack counts as success: the stream already holds the id.
-          await connection.js.publish(renderSubject(this.config.subject, event), event.json, { msgID: event.id, timeout: this.config.timeoutMs, headers: this.headersOf(event) });
+          await connection.js.publish(renderSubject(this.config.subject, event), event.json, {
+            msgID: event.id,
+            timeout: this.config.timeoutMs,
+            headers: this.headersOf(event),
+          });
           acked++;
         } catch (error) {
           // The rest of this object's events stay unsent and unlisted: the engine holds back every
@@ -181,23 +262,33 @@ export class NatsSink implements Sink {
     const errors = failed.map((f) => f.error);
     if (errors.some(isConnectionLost) || connection.nc.isClosed()) {
       await this.close();
-      throw new SinkUnavailableError(`connection to NATS at ${this.servers.join(', ')} lost with ${batch.length - acked} of ${batch.length} events unacknowledged`);
+      throw new SinkUnavailableError(
+        `connection to NATS at ${this.servers.join(', ')} lost with ${batch.length - acked} of ${batch.length} events unacknowledged`,
+      );
     }
     const noStream = failed.find((f) => isNoResponders(f.error));
     if (noStream) {
-      throw new SinkUnavailableError(`no JetStream stream captures subject ${renderSubject(this.config.subject, noStream.event)}: create a stream for it, or set stream.create: true (with stream.name) so the sink creates one`);
+      throw new SinkUnavailableError(
+        `no JetStream stream captures subject ${renderSubject(this.config.subject, noStream.event)}: ` +
+          `create a stream for it, or set stream.create: true (with stream.name) so the sink ` +
+          `creates one`,
+      );
     }
     if (acked === 0 && errors.every((e) => e instanceof natsErrors.TimeoutError)) {
       // Not one ack came back: a connection that delivers nothing is as good as lost. Dropping it
       // makes the engine reconnect instead of retrying into a dead socket.
       await this.close();
-      throw new SinkUnavailableError(`NATS at ${this.servers.join(', ')} acknowledged none of ${failed.length} publishes within ${this.config.timeoutMs} ms; reconnecting`);
+      throw new SinkUnavailableError(
+        `NATS at ${this.servers.join(', ')} acknowledged none of ${failed.length} publishes within ${this.config.timeoutMs} ms; reconnecting`,
+      );
     }
     const failures = new Map(failed.map((f) => [f.event.id, itemFailure(f.error, this.config.timeoutMs)]));
     const [first] = failures.values();
     const heldBack = batch.length - acked - failed.length;
+    const heldBackNote = heldBack > 0 ? ` (${heldBack} later events of their objects held back)` : '';
     throw new SinkPartialFailureError(
-      `${failed.length} of ${batch.length} events refused or not acknowledged by JetStream${heldBack > 0 ? ` (${heldBack} later events of their objects held back)` : ''}: ${first?.error ?? 'failed'}`,
+      `${failed.length} of ${batch.length} events refused or not acknowledged by JetStream${heldBackNote}: ` +
+        `${first?.error ?? 'failed'}`,
       failures,
     );
   }
@@ -219,17 +310,24 @@ export class NatsSink implements Sink {
     }
     const subjects = stream.subjects ?? streamSubjectsFor(this.config.subject);
     if (!stream.create) {
-      throw new SinkUnavailableError(`JetStream stream ${stream.name} does not exist: create it with subjects ${subjects.join(', ')}, or set stream.create: true`);
+      throw new SinkUnavailableError(
+        `JetStream stream ${stream.name} does not exist: create it with subjects ${subjects.join(', ')}, or set stream.create: true`,
+      );
     }
     // Concurrent creators of an identical stream all succeed: adding an existing stream with the same config is a no-op.
-    await jsm.streams.add({ name: stream.name, subjects, duplicate_window: nanos(stream.duplicateWindowSeconds * 1000) });
+    await jsm.streams.add({
+      name: stream.name,
+      subjects,
+      duplicate_window: nanos(stream.duplicateWindowSeconds * 1000),
+    });
   }
 
   private headersOf(event: OutboundEvent) {
     const h = natsHeaders();
     h.set('content-type', 'application/cloudevents+json');
     if (this.config.ceHeaders) {
-      for (const [name, value] of Object.entries(ceBinaryHeaders(JSON.parse(event.json) as Record<string, unknown>))) h.set(name, value);
+      for (const [name, value] of Object.entries(ceBinaryHeaders(JSON.parse(event.json) as Record<string, unknown>)))
+        h.set(name, value);
     }
     return h;
   }
@@ -246,9 +344,11 @@ function groupByKey(batch: readonly OutboundEvent[]): Map<string, OutboundEvent[
 }
 
 function itemFailure(error: unknown, timeoutMs: number): ItemFailure {
-  if (error instanceof natsErrors.TimeoutError) return { error: `no acknowledgement within ${timeoutMs} ms`, permanent: false };
+  if (error instanceof natsErrors.TimeoutError)
+    return { error: `no acknowledgement within ${timeoutMs} ms`, permanent: false };
   // The stream refused this message for good (too large, wrong stream): 4xx; 503 is a full stream or a leader election.
-  if (error instanceof JetStreamApiError) return { error: `JetStream ${error.code}: ${error.message}`, permanent: error.status < 500, status: error.status };
+  if (error instanceof JetStreamApiError)
+    return { error: `JetStream ${error.code}: ${error.message}`, permanent: error.status < 500, status: error.status };
   // The client refuses a payload over the server's max_payload before sending it.
   if (error instanceof natsErrors.InvalidArgumentError) return { error: error.message, permanent: true };
   return { error: describeError(error), permanent: false };
@@ -261,7 +361,10 @@ function isNoResponders(error: unknown): boolean {
 
 /** Pending requests fail with a RequestError when the connection closes, before isClosed() turns true. */
 function isConnectionLost(error: unknown): boolean {
-  return error instanceof natsErrors.ClosedConnectionError || (error instanceof natsErrors.RequestError && !error.isNoResponders());
+  return (
+    error instanceof natsErrors.ClosedConnectionError ||
+    (error instanceof natsErrors.RequestError && !error.isNoResponders())
+  );
 }
 
 function isStreamNotFound(error: unknown): boolean {
@@ -269,7 +372,10 @@ function isStreamNotFound(error: unknown): boolean {
 }
 
 function jetStreamMessage(error: unknown): string {
-  if (isNoResponders(error) || (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.JetStreamNotEnabledForAccount)) {
+  if (
+    isNoResponders(error) ||
+    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.JetStreamNotEnabledForAccount)
+  ) {
     return 'JetStream is not enabled (start the server with -js, or enable it for this account)';
   }
   return describeError(error);

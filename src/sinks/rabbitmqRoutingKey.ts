@@ -15,8 +15,13 @@ const MAX_ROUTING_KEY_BYTES = 255;
  */
 export function routingKeyFor(template: string, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
   const word = (value: string): string => escapeTemplateValue(value, ROUTING_WORD_FORBIDDEN);
-  const key = renderTemplate(template, templateValues(event), (value, name) => (name === 'type' ? value.split('.').map(word).join('.') : word(value)));
+  const key = renderTemplate(template, templateValues(event), (value, name) =>
+    name === 'type' ? value.split('.').map(word).join('.') : word(value),
+  );
   if (Buffer.byteLength(key) <= MAX_ROUTING_KEY_BYTES) return key;
   const digest = createHash('sha256').update(key).digest('hex').slice(0, 16);
-  return `${Buffer.from(key).subarray(0, MAX_ROUTING_KEY_BYTES - 17).toString('utf8').replace(/\uFFFD$/, '')}~${digest}`;
+  return `${Buffer.from(key)
+    .subarray(0, MAX_ROUTING_KEY_BYTES - 17)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '')}~${digest}`;
 }

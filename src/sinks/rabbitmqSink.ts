@@ -1,4 +1,11 @@
-import { connect, IllegalOperationError, type ChannelModel, type ConfirmChannel, type Message, type Options } from 'amqplib';
+import {
+  connect,
+  IllegalOperationError,
+  type ChannelModel,
+  type ConfirmChannel,
+  type Message,
+  type Options,
+} from 'amqplib';
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { AbortedError } from '../errors.js';
@@ -28,30 +35,86 @@ const routingKeySchema = templateSchema(ROUTING_KEY_PLACEHOLDERS);
 export const rabbitmqSinkConfigSchema = sinkCommonSchema
   .extend({
     type: z.literal('rabbitmq'),
-    url: urlSchema.default('amqp://127.0.0.1:5672').describe('Broker address, `amqp://host:port/vhost` or `amqps://...`; the path is the vhost (`/` when absent, `%2F` for a literal slash).'),
+    url: urlSchema
+      .default('amqp://127.0.0.1:5672')
+      .describe(
+        'Broker address, `amqp://host:port/vhost` or `amqps://...`; the path is the vhost (`/` ' +
+          'when absent, `%2F` for a literal slash).',
+      ),
     username: z.string().min(1).optional().describe('User name, with `password`; `guest` when both are absent.'),
     password: z.string().min(1).optional().describe('Secret: password of `username`.'),
     exchange: z
       .object({
         name: z.string().min(1).max(255).describe('Exchange every event is published to.'),
-        type: z.enum(['topic', 'direct', 'fanout']).default('topic').describe('Exchange type, used when the sink declares it.'),
-        declare: z.boolean().default(false).describe('Declare the exchange on every connect (an existing one must match type and durable). When false, a missing exchange is reported and nothing is sent.'),
+        type: z
+          .enum(['topic', 'direct', 'fanout'])
+          .default('topic')
+          .describe('Exchange type, used when the sink declares it.'),
+        declare: z
+          .boolean()
+          .default(false)
+          .describe(
+            'Declare the exchange on every connect (an existing one must match type and durable). When ' +
+              'false, a missing exchange is reported and nothing is sent.',
+          ),
         durable: z.boolean().default(true).describe('Whether a declared exchange survives a broker restart.'),
       })
       .strict()
       .describe('Where messages go; queues are bound by the consumers, not by this sink.'),
     routingKey: routingKeySchema
       .default('{type}')
-      .describe('Routing key of each message. Placeholders: `{type}` the CloudEvent type (`<typePrefix>.<log>.<event>`), `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or skill id (empty for the identity-provider log).'),
-    ceHeaders: z.boolean().default(false).describe('Also put every CloudEvent attribute but `data` in a `cloudEvents:<name>` header (AMQP binding naming); the body is always the whole CloudEvent JSON.'),
-    mandatory: z.boolean().default(false).describe('Publish as mandatory: a message no queue is bound for comes back and becomes a dead letter. When false, such messages are dropped by the broker and count as delivered.'),
-    heartbeatSeconds: z.number().int().min(0).max(600).default(30).describe('AMQP heartbeat: a silent connection is declared dead after about two intervals. 0 turns heartbeats off.'),
-    connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('Limit on connecting: TCP, the AMQP handshake, opening the channel and checking the exchange.'),
-    confirmTimeoutMs: z.number().int().min(100).max(300_000).default(15_000).describe('A batch not fully confirmed by the broker within this time fails and is sent again (a blocked or stuck broker must not hold a write forever).'),
+      .describe(
+        'Routing key of each message. Placeholders: `{type}` the CloudEvent type ' +
+          '(`<typePrefix>.<log>.<event>`), `{log}` career, skill or identity_provider, `{event}` the ' +
+          'event name, `{subject}` the career or skill id (empty for the identity-provider log).',
+      ),
+    ceHeaders: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Also put every CloudEvent attribute but `data` in a `cloudEvents:<name>` header (AMQP ' +
+          'binding naming); the body is always the whole CloudEvent JSON.',
+      ),
+    mandatory: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Publish as mandatory: a message no queue is bound for comes back and becomes a dead ' +
+          'letter. When false, such messages are dropped by the broker and count as delivered.',
+      ),
+    heartbeatSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(600)
+      .default(30)
+      .describe(
+        'AMQP heartbeat: a silent connection is declared dead after about two intervals. 0 turns heartbeats off.',
+      ),
+    connectTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe('Limit on connecting: TCP, the AMQP handshake, opening the channel and checking the exchange.'),
+    confirmTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(300_000)
+      .default(15_000)
+      .describe(
+        'A batch not fully confirmed by the broker within this time fails and is sent again (a ' +
+          'blocked or stuck broker must not hold a write forever).',
+      ),
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
-  .refine((c) => c.password === undefined || c.username !== undefined, { message: 'password needs username', path: ['password'] });
+  .refine((c) => c.password === undefined || c.username !== undefined, {
+    message: 'password needs username',
+    path: ['password'],
+  });
 
 export type RabbitmqSinkConfig = z.infer<typeof rabbitmqSinkConfigSchema>;
 
@@ -158,9 +221,14 @@ export class RabbitmqSink implements Sink {
     const opening = this.open();
     const opened = await settleWithin(opening, this.config.connectTimeoutMs, [signal]);
     if (!opened) {
-      void opening.then((late) => closeQuietly(late.model), () => undefined);
+      void opening.then(
+        (late) => closeQuietly(late.model),
+        () => undefined,
+      );
       if (signal.aborted) throw new AbortedError('connect aborted');
-      throw new SinkUnavailableError(`no answer from RabbitMQ at ${this.endpoint} within connectTimeoutMs (${this.config.connectTimeoutMs} ms)`);
+      throw new SinkUnavailableError(
+        `no answer from RabbitMQ at ${this.endpoint} within connectTimeoutMs (${this.config.connectTimeoutMs} ms)`,
+      );
     }
     this.session = opened.value;
   }
@@ -169,21 +237,30 @@ export class RabbitmqSink implements Sink {
     const session = this.session;
     const channel = session?.channel;
     if (!session || !channel || session.lost.signal.aborted) {
-      throw new SinkUnavailableError(`not connected to RabbitMQ at ${this.endpoint}${session ? `: ${session.reason}` : ''}`);
+      throw new SinkUnavailableError(
+        `not connected to RabbitMQ at ${this.endpoint}${session ? `: ${session.reason}` : ''}`,
+      );
     }
     const blockedBefore = session.blocked();
     if (blockedBefore !== undefined) {
-      const message = `RabbitMQ blocked publishing on this connection (${blockedBefore}), usually a memory or disk alarm: nothing was sent; trying again in ${BLOCKED_RETRY_MS / 1000} s`;
+      const message =
+        `RabbitMQ blocked publishing on this connection (${blockedBefore}), usually a memory ` +
+        `or disk alarm: nothing was sent; trying again in ${BLOCKED_RETRY_MS / 1000} s`;
       throw new SinkBackoffError(message, BLOCKED_RETRY_MS);
     }
     let confirmed = 0;
     // Publishing only queues frames (amqplib buffers past its high-water mark rather than
     // dropping), so the whole batch goes out at once and the confirms arrive pipelined.
     const outcomes = batch.map((event) => this.publish(session, channel, event).finally(() => confirmed++));
-    const settled = await settleWithin(Promise.all(outcomes), this.config.confirmTimeoutMs, [signal, session.lost.signal]);
+    const settled = await settleWithin(Promise.all(outcomes), this.config.confirmTimeoutMs, [
+      signal,
+      session.lost.signal,
+    ]);
     if (signal.aborted) throw new AbortedError('write aborted before RabbitMQ confirmed the batch; it stays pending');
     if (session.lost.signal.aborted) {
-      throw new SinkUnavailableError(`lost the connection to RabbitMQ at ${this.endpoint} before every message was confirmed (${session.reason}); the batch will be sent again`);
+      throw new SinkUnavailableError(
+        `lost the connection to RabbitMQ at ${this.endpoint} before every message was confirmed (${session.reason}); the batch will be sent again`,
+      );
     }
     if (!settled) {
       // A blocked connection is kept: the broker confirms once the alarm clears, and until then
@@ -193,8 +270,14 @@ export class RabbitmqSink implements Sink {
         session.lose(`no publisher confirm within ${this.config.confirmTimeoutMs} ms`);
         void closeQuietly(session.model);
       }
-      const why = blocked === undefined ? '; reconnecting' : `: the connection is blocked (${blocked}), usually a memory or disk alarm`;
-      throw new SinkUnavailableError(`RabbitMQ confirmed ${confirmed} of ${batch.length} messages within confirmTimeoutMs (${this.config.confirmTimeoutMs} ms)${why}; the batch will be sent again`);
+      const why =
+        blocked === undefined
+          ? '; reconnecting'
+          : `: the connection is blocked (${blocked}), usually a memory or disk alarm`;
+      throw new SinkUnavailableError(
+        `RabbitMQ confirmed ${confirmed} of ${batch.length} messages within confirmTimeoutMs ` +
+          `(${this.config.confirmTimeoutMs} ms)${why}; the batch will be sent again`,
+      );
     }
     const failures = new Map<string, ItemFailure>();
     batch.forEach((event, i) => {
@@ -202,7 +285,11 @@ export class RabbitmqSink implements Sink {
       if (failure) failures.set(event.id, failure);
     });
     const [first] = failures.values();
-    if (first) throw new SinkPartialFailureError(`${failures.size} of ${batch.length} messages not accepted by exchange "${this.config.exchange.name}": ${first.error}`, failures);
+    if (first)
+      throw new SinkPartialFailureError(
+        `${failures.size} of ${batch.length} messages not accepted by exchange "${this.config.exchange.name}": ${first.error}`,
+        failures,
+      );
   }
 
   async close(): Promise<void> {
@@ -218,7 +305,14 @@ export class RabbitmqSink implements Sink {
     let session: BrokerSession | undefined;
     try {
       const connection_name = `skills-changefeed ${this.name}`;
-      session = new BrokerSession(await connect(this.connectOptions, { timeout: this.config.connectTimeoutMs, noDelay: true, clientProperties: { connection_name } }), (e) => this.explain(e));
+      session = new BrokerSession(
+        await connect(this.connectOptions, {
+          timeout: this.config.connectTimeoutMs,
+          noDelay: true,
+          clientProperties: { connection_name },
+        }),
+        (e) => this.explain(e),
+      );
       const channel = await session.openChannel();
       const { name, type, declare, durable } = this.config.exchange;
       if (declare) await channel.assertExchange(name, type, { durable });
@@ -227,24 +321,53 @@ export class RabbitmqSink implements Sink {
     } catch (error) {
       if (session) void closeQuietly(session.model);
       // A channel error (404, 406) is reported on the channel before the RPC fails: prefer it.
-      throw new SinkUnavailableError(session?.lost.signal.aborted ? session.reason : this.explain(error), { cause: error });
+      throw new SinkUnavailableError(session?.lost.signal.aborted ? session.reason : this.explain(error), {
+        cause: error,
+      });
     }
   }
 
   /** Resolves with undefined once the broker acked the message, or with why it did not take it. */
-  private publish(session: BrokerSession, channel: ConfirmChannel, event: OutboundEvent): Promise<ItemFailure | undefined> {
+  private publish(
+    session: BrokerSession,
+    channel: ConfirmChannel,
+    event: OutboundEvent,
+  ): Promise<ItemFailure | undefined> {
     const routingKey = this.routingKey(event);
     const headers = this.config.ceHeaders ? ceHeaders(event.json) : undefined;
-    const options: Options.Publish = { persistent: true, mandatory: this.config.mandatory, messageId: event.id, type: event.type, contentType: CONTENT_TYPE, appId: 'skills-changefeed', headers };
+    const options: Options.Publish = {
+      persistent: true,
+      mandatory: this.config.mandatory,
+      messageId: event.id,
+      type: event.type,
+      contentType: CONTENT_TYPE,
+      appId: 'skills-changefeed',
+      headers,
+    };
     return new Promise((resolve) => {
       try {
-        channel.publish(this.config.exchange.name, routingKey, Buffer.from(event.json, 'utf8'), options, (error: unknown) => {
-          if (session.returned.delete(event.id)) {
-            resolve({ error: `unroutable: no queue is bound to exchange "${this.config.exchange.name}" for routing key "${routingKey}" (mandatory is set)`, permanent: true, status: 312 });
-          } else if (error) {
-            resolve({ error: 'RabbitMQ nacked the message (a queue is full with x-overflow reject-publish, or the broker failed to store it)', permanent: false });
-          } else resolve(undefined);
-        });
+        channel.publish(
+          this.config.exchange.name,
+          routingKey,
+          Buffer.from(event.json, 'utf8'),
+          options,
+          (error: unknown) => {
+            if (session.returned.delete(event.id)) {
+              resolve({
+                error: `unroutable: no queue is bound to exchange "${this.config.exchange.name}" for routing key "${routingKey}" (mandatory is set)`,
+                permanent: true,
+                status: 312,
+              });
+            } else if (error) {
+              resolve({
+                error:
+                  'RabbitMQ nacked the message (a queue is full with x-overflow reject-publish, or the ' +
+                  'broker failed to store it)',
+                permanent: false,
+              });
+            } else resolve(undefined);
+          },
+        );
       } catch (error) {
         // A closed channel throws here (write() then reports the lost connection). Anything else
         // is about this event (a routing key over 255 bytes, say) and will not get better.
@@ -267,13 +390,19 @@ export class RabbitmqSink implements Sink {
     const code = (error as { code?: unknown }).code;
     const { name, type, durable } = this.config.exchange;
     const exchange = `exchange "${name}" in vhost "${this.vhost}" at ${this.endpoint}`;
-    if (code === 404 && /exchange/i.test(text)) return `${exchange} does not exist: declare it on the broker, or set exchange.declare: true to let the sink declare it (${text})`;
-    if (code === 406 && /exchange/i.test(text)) return `${exchange} exists with other settings than type ${type}, durable ${durable}: make exchange.type and exchange.durable match it (${text})`;
-    if (/^Handshake terminated by server: 403/.test(text)) return `RabbitMQ at ${this.endpoint} refused the login: check username and password (${text})`;
+    if (code === 404 && /exchange/i.test(text))
+      return `${exchange} does not exist: declare it on the broker, or set exchange.declare: true to let the sink declare it (${text})`;
+    if (code === 406 && /exchange/i.test(text))
+      return `${exchange} exists with other settings than type ${type}, durable ${durable}: make exchange.type and exchange.durable match it (${text})`;
+    if (/^Handshake terminated by server: 403/.test(text))
+      return `RabbitMQ at ${this.endpoint} refused the login: check username and password (${text})`;
     // The broker refuses connection.open for an unknown vhost; amqplib drops its reason text.
-    if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(text)) return `RabbitMQ at ${this.endpoint} refused vhost "${this.vhost}": it does not exist, or the user may not use it`;
-    if (code === 'ECONNREFUSED') return `cannot reach RabbitMQ at ${this.endpoint}: connection refused (is the broker running?)`;
-    if (/ETIMEDOUT/.test(text)) return `no answer from RabbitMQ at ${this.endpoint} within connectTimeoutMs (${this.config.connectTimeoutMs} ms)`;
+    if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(text))
+      return `RabbitMQ at ${this.endpoint} refused vhost "${this.vhost}": it does not exist, or the user may not use it`;
+    if (code === 'ECONNREFUSED')
+      return `cannot reach RabbitMQ at ${this.endpoint}: connection refused (is the broker running?)`;
+    if (/ETIMEDOUT/.test(text))
+      return `no answer from RabbitMQ at ${this.endpoint} within connectTimeoutMs (${this.config.connectTimeoutMs} ms)`;
     return `RabbitMQ at ${this.endpoint}: ${text}`;
   }
 }
@@ -282,7 +411,14 @@ export class RabbitmqSink implements Sink {
 function ceHeaders(json: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(JSON.parse(json) as Record<string, unknown>)) {
-    if (name === 'data' || name === 'data_base64' || name === 'datacontenttype' || value === undefined || value === null) continue;
+    if (
+      name === 'data' ||
+      name === 'data_base64' ||
+      name === 'datacontenttype' ||
+      value === undefined ||
+      value === null
+    )
+      continue;
     headers[`cloudEvents:${name}`] = typeof value === 'string' ? value : JSON.stringify(value);
   }
   return headers;
@@ -292,7 +428,11 @@ function ceHeaders(json: string): Record<string, string> {
  * `promise`'s value, or undefined after `timeoutMs` or once one of `signals` aborts. The promise
  * keeps running; the timer and listeners go either way, since the signals may live for days.
  */
-function settleWithin<T>(promise: Promise<T>, timeoutMs: number, signals: AbortSignal[]): Promise<{ value: T } | undefined> {
+function settleWithin<T>(
+  promise: Promise<T>,
+  timeoutMs: number,
+  signals: AbortSignal[],
+): Promise<{ value: T } | undefined> {
   return new Promise((resolve, reject) => {
     const done = (): void => {
       clearTimeout(timer);

@@ -24,23 +24,68 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
     type: z.literal('redis-streams'),
     url: z
       .url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' })
-      .refine((u) => new URL(u).username === '' && new URL(u).password === '', 'put credentials in username and password, not in the URL')
-      .refine((u) => /^\/?\d*$/.test(new URL(u).pathname), 'the path can only be a database number, e.g. redis://host:6379/2')
+      .refine(
+        (u) => new URL(u).username === '' && new URL(u).password === '',
+        'put credentials in username and password, not in the URL',
+      )
+      .refine(
+        (u) => /^\/?\d*$/.test(new URL(u).pathname),
+        'the path can only be a database number, e.g. redis://host:6379/2',
+      )
       .default('redis://127.0.0.1:6379')
       .describe('Redis server, `redis://host:port/db` (database 0 when no path); `rediss://` connects with TLS.'),
-    username: z.string().min(1).optional().describe('Redis ACL user (Redis 6+); the `default` user when absent. Not a secret.'),
-    password: z.string().min(1).optional().describe('Secret: password of `username`, or the server\'s `requirepass`.'),
+    username: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Redis ACL user (Redis 6+); the `default` user when absent. Not a secret.'),
+    password: z.string().min(1).optional().describe("Secret: password of `username`, or the server's `requirepass`."),
     prefix: z.string().min(1).default('changefeed').describe('What `{prefix}` stands for in `key`.'),
     key: keyTemplateSchema
       .default('{prefix}:{log}')
       .describe(
-        'Stream key each event is added to. Placeholders: `{prefix}`, `{type}` the CloudEvent type, `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for the identity-provider log). A consumer sees an object\'s events in order only when they share a key: keep `{type}` and `{event}` out of it if order matters.',
+        'Stream key each event is added to. Placeholders: `{prefix}`, `{type}` the CloudEvent ' +
+          'type, `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` ' +
+          "the career or skill id (`_` for the identity-provider log). A consumer sees an object's " +
+          'events in order only when they share a key: keep `{type}` and `{event}` out of it if ' +
+          'order matters.',
       ),
-    maxLen: z.number().int().min(1).optional().describe('Trim each stream to about this many entries on every add (`MAXLEN ~ n`); Redis may keep somewhat more. Trimming drops entries whether or not consumers have read them. No trimming when absent.'),
-    connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('A connection not ready within this time counts as failed.'),
-    timeoutMs: z.number().int().min(100).max(300_000).default(10_000).describe('A batch Redis has not answered within this time counts as a lost connection: the connection is closed and the batch sent again.'),
-    tls: z.boolean().default(false).describe('Connect with TLS (also implied by a `rediss://` URL). Certificate checks stay on.'),
-    caFile: z.string().min(1).optional().describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    maxLen: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        'Trim each stream to about this many entries on every add (`MAXLEN ~ n`); Redis may keep ' +
+          'somewhat more. Trimming drops entries whether or not consumers have read them. No ' +
+          'trimming when absent.',
+      ),
+    connectTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe('A connection not ready within this time counts as failed.'),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(300_000)
+      .default(10_000)
+      .describe(
+        'A batch Redis has not answered within this time counts as a lost connection: the ' +
+          'connection is closed and the batch sent again.',
+      ),
+    tls: z
+      .boolean()
+      .default(false)
+      .describe('Connect with TLS (also implied by a `rediss://` URL). Certificate checks stay on.'),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict();
@@ -51,9 +96,14 @@ export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema
 const KEY_FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** The stream key of an event. */
-export function renderKey(config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
+export function renderKey(
+  config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>,
+  event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>,
+): string {
   // Keys are binary-safe, but control characters in them break every tool that shows them.
-  return renderTemplate(config.key, templateValues(event, config.prefix), (value, name) => (name === 'prefix' ? value : escapeTemplateValue(value, KEY_FORBIDDEN)));
+  return renderTemplate(config.key, templateValues(event, config.prefix), (value, name) =>
+    name === 'prefix' ? value : escapeTemplateValue(value, KEY_FORBIDDEN),
+  );
 }
 
 /**
@@ -63,7 +113,20 @@ export function renderKey(config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>
  */
 export function streamFields(event: OutboundEvent): string[] {
   const ce = JSON.parse(event.json) as { source?: string; subject?: string; time?: string };
-  return ['id', event.id, 'type', event.type, 'source', ce.source ?? '', 'subject', ce.subject ?? '', 'time', ce.time ?? '', 'event', event.json];
+  return [
+    'id',
+    event.id,
+    'type',
+    event.type,
+    'source',
+    ce.source ?? '',
+    'subject',
+    ce.subject ?? '',
+    'time',
+    ce.time ?? '',
+    'event',
+    event.json,
+  ];
 }
 
 interface Connection {
@@ -144,7 +207,12 @@ export class RedisStreamsSink implements Sink {
     try {
       // ioredis bounds only the TCP connect; a server that accepts and then stays silent would
       // keep its handshake (HELLO, ready check) waiting forever.
-      await settle(client.connect(), signal, this.config.connectTimeoutMs, () => new Error(`not ready within ${this.config.connectTimeoutMs} ms`));
+      await settle(
+        client.connect(),
+        signal,
+        this.config.connectTimeoutMs,
+        () => new Error(`not ready within ${this.config.connectTimeoutMs} ms`),
+      );
     } catch (error) {
       client.disconnect();
       if (signal.aborted) throw error;
@@ -158,7 +226,9 @@ export class RedisStreamsSink implements Sink {
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const connection = this.connection;
     if (connection?.client.status !== 'ready') {
-      throw new SinkUnavailableError(`not connected to Redis at ${this.server}${connection?.lastError ? `: ${connection.lastError}` : ''}`);
+      throw new SinkUnavailableError(
+        `not connected to Redis at ${this.server}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
+      );
     }
     signal.throwIfAborted();
     const keys = batch.map((event) => renderKey(this.config, event));
@@ -185,11 +255,16 @@ export class RedisStreamsSink implements Sink {
     if (lost !== undefined) {
       // Some entries may have been added: the engine sends the whole batch again (duplicates).
       this.drop(connection);
-      throw new SinkUnavailableError(`connection to Redis at ${this.server} failed during a batch of ${batch.length}: ${scrubSecrets(lost)}`);
+      throw new SinkUnavailableError(
+        `connection to Redis at ${this.server} failed during a batch of ${batch.length}: ${scrubSecrets(lost)}`,
+      );
     }
     if (failures.size > 0) {
       const [first] = failures.values();
-      throw new SinkPartialFailureError(`Redis refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`, failures);
+      throw new SinkPartialFailureError(
+        `Redis refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
+        failures,
+      );
     }
   }
 
@@ -199,16 +274,29 @@ export class RedisStreamsSink implements Sink {
   }
 
   /** The pipeline's replies; a lost connection, a timeout or an abort reject instead. */
-  private async execute(connection: Connection, exec: Promise<[Error | null, unknown][] | null>, signal: AbortSignal): Promise<[Error | null, unknown][]> {
+  private async execute(
+    connection: Connection,
+    exec: Promise<[Error | null, unknown][] | null>,
+    signal: AbortSignal,
+  ): Promise<[Error | null, unknown][]> {
     const timeoutMs = this.config.timeoutMs;
     try {
-      return (await settle(exec, signal, timeoutMs, () => new SinkUnavailableError(`Redis at ${this.server} did not answer a batch within ${timeoutMs} ms`))) ?? [];
+      return (
+        (await settle(
+          exec,
+          signal,
+          timeoutMs,
+          () => new SinkUnavailableError(`Redis at ${this.server} did not answer a batch within ${timeoutMs} ms`),
+        )) ?? []
+      );
     } catch (error) {
       if (signal.aborted) throw error;
       // Timed out (the replies may still come, or never) or failed: start afresh on a new connection.
       this.drop(connection);
       if (error instanceof SinkUnavailableError) throw error;
-      throw new SinkUnavailableError(`connection to Redis at ${this.server} failed: ${scrubSecrets(connection.lastError ?? (error as Error).message)}`);
+      throw new SinkUnavailableError(
+        `connection to Redis at ${this.server} failed: ${scrubSecrets(connection.lastError ?? (error as Error).message)}`,
+      );
     }
   }
 

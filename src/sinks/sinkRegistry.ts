@@ -12,7 +12,15 @@ import { WebhookSink, webhookSinkConfigSchema } from './webhookSink.js';
  * Every sink type, in one literal registry: its config schema (a variant of the `type`-tagged
  * union) and how to build it. Adding a sink means adding one file and one entry here.
  */
-export const sinkConfigSchema = z.discriminatedUnion('type', [fileSinkConfigSchema, mqttSinkConfigSchema, natsSinkConfigSchema, rabbitmqSinkConfigSchema, redisStreamsSinkConfigSchema, stdoutSinkConfigSchema, webhookSinkConfigSchema]);
+export const sinkConfigSchema = z.discriminatedUnion('type', [
+  fileSinkConfigSchema,
+  mqttSinkConfigSchema,
+  natsSinkConfigSchema,
+  rabbitmqSinkConfigSchema,
+  redisStreamsSinkConfigSchema,
+  stdoutSinkConfigSchema,
+  webhookSinkConfigSchema,
+]);
 
 export type SinkConfig = z.infer<typeof sinkConfigSchema>;
 export type SinkType = SinkConfig['type'];

@@ -14,7 +14,12 @@ export function isWebhookSecret(value: string): boolean {
  * `v1,` + base64 HMAC-SHA256 over `<id>.<timestamp>.<body>` keyed with the secret's decoded bytes;
  * several signatures (a rotation) are separated by spaces, and a receiver accepts any of them.
  */
-export function signWebhook(secrets: readonly string[], id: string, timestampSeconds: number, body: string | Buffer): string {
+export function signWebhook(
+  secrets: readonly string[],
+  id: string,
+  timestampSeconds: number,
+  body: string | Buffer,
+): string {
   return secrets
     .map((secret) => {
       const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');

@@ -15,25 +15,58 @@ import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
  * Retries for about a day (some 25 attempts with full jitter under a 2-hour ceiling), in line with
  * webhook services such as Svix (about 28 hours) before an event becomes a dead letter.
  */
-export const WEBHOOK_RETRY_DEFAULTS: RetryConfig = { initialDelayMs: 5_000, maxDelayMs: 7_200_000, maxAttempts: 30, maxAgeSeconds: 86_400 };
+export const WEBHOOK_RETRY_DEFAULTS: RetryConfig = {
+  initialDelayMs: 5_000,
+  maxDelayMs: 7_200_000,
+  maxAttempts: 30,
+  maxAgeSeconds: 86_400,
+};
 
-const secretSchema = z.string().refine(isWebhookSecret, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
+const secretSchema = z
+  .string()
+  .refine(isWebhookSecret, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
 
 export const webhookSinkConfigSchema = sinkCommonSchema
   .extend({
     type: z.literal('webhook'),
-    url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).describe('Endpoint that receives one POST per event.'),
+    url: z
+      .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+      .describe('Endpoint that receives one POST per event.'),
     secret: secretSchema.optional().describe('Secret: signs every request (Standard Webhooks, `whsec_...`).'),
-    secrets: z.array(secretSchema).min(1).optional().describe('Secret: several signing secrets during a rotation; each request carries a signature for each.'),
-    secretFile: z.string().min(1).optional().describe('File holding the signing secret (one per line for a rotation); re-read when it changes.'),
+    secrets: z
+      .array(secretSchema)
+      .min(1)
+      .optional()
+      .describe('Secret: several signing secrets during a rotation; each request carries a signature for each.'),
+    secretFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('File holding the signing secret (one per line for a rotation); re-read when it changes.'),
     mode: z
       .enum(['structured', 'binary'])
       .default('structured')
-      .describe('`structured`: the CloudEvent as the JSON body (application/cloudevents+json); `binary`: attributes as ce-* headers and the entry as the body.'),
-    timeoutMs: z.number().int().min(100).max(300_000).default(15_000).describe('A request that has not answered 2xx within this time counts as failed.'),
+      .describe(
+        '`structured`: the CloudEvent as the JSON body (application/cloudevents+json); `binary`: ' +
+          'attributes as ce-* headers and the entry as the body.',
+      ),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(300_000)
+      .default(15_000)
+      .describe('A request that has not answered 2xx within this time counts as failed.'),
     headers: z.record(z.string(), z.string()).default({}).describe('Static headers added to every request.'),
-    retryClientErrors: z.boolean().default(false).describe('Retry 4xx answers (other than 408, 410, 429) instead of dead-lettering them at once.'),
-    caFile: z.string().min(1).optional().describe('PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.'),
+    retryClientErrors: z
+      .boolean()
+      .default(false)
+      .describe('Retry 4xx answers (other than 408, 410, 429) instead of dead-lettering them at once.'),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.'),
     delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
   })
   .strict()
@@ -90,7 +123,10 @@ export class WebhookSink implements Sink {
       await checkReachable(this.url, this.config.timeoutMs, signal, ca);
     } catch (error) {
       if (signal.aborted) throw error;
-      throw new SinkUnavailableError(`cannot connect to ${this.url.origin}: ${transportMessage(error, this.config.timeoutMs)}`, { cause: error });
+      throw new SinkUnavailableError(
+        `cannot connect to ${this.url.origin}: ${transportMessage(error, this.config.timeoutMs)}`,
+        { cause: error },
+      );
     }
     this.pool = new Pool(this.url.origin, {
       connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
@@ -121,7 +157,10 @@ export class WebhookSink implements Sink {
     }
     if (failures.size > 0) {
       const [first] = failures.values();
-      throw new SinkPartialFailureError(`POST ${this.url.origin}${this.url.pathname}: ${first?.error ?? 'failed'}`, failures);
+      throw new SinkPartialFailureError(
+        `POST ${this.url.origin}${this.url.pathname}: ${first?.error ?? 'failed'}`,
+        failures,
+      );
     }
   }
 
@@ -154,21 +193,34 @@ export class WebhookSink implements Sink {
       responseHeaders = res.headers;
       // A 2xx is decided by its status: its body is not read at all. Another answer's body is read
       // up to a small cap, within the same deadline, for the dead-letter snippet.
-      text = status >= 200 && status < 300 ? discard(res.body) : await readSnippet(res.body, AbortSignal.any([signal, deadline]));
+      text =
+        status >= 200 && status < 300
+          ? discard(res.body)
+          : await readSnippet(res.body, AbortSignal.any([signal, deadline]));
     } catch (error) {
       if (signal.aborted) throw error;
-      if (deadline.aborted) return { error: `no complete answer within timeoutMs (${this.config.timeoutMs} ms)`, permanent: false };
+      if (deadline.aborted)
+        return { error: `no complete answer within timeoutMs (${this.config.timeoutMs} ms)`, permanent: false };
       const message = transportMessage(error, this.config.timeoutMs);
-      if (isUnreachable(error)) throw new SinkUnavailableError(`POST ${this.url.origin}${this.url.pathname}: ${message}`, { cause: error });
+      if (isUnreachable(error))
+        throw new SinkUnavailableError(`POST ${this.url.origin}${this.url.pathname}: ${message}`, { cause: error });
       return { error: message, permanent: false };
     }
     if (status >= 200 && status < 300) return undefined;
     const response = text.slice(0, RESPONSE_SNIPPET);
-    if (status === 410) throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
+    if (status === 410)
+      throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
     const retryAfterMs = status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after']) : undefined;
     const retryable = RETRYABLE.has(status) || status >= 500 || (this.config.retryClientErrors && status >= 400);
-    const redirect = status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
-    return { error: `HTTP ${status}${redirect}`, permanent: !retryable, status, response, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+    const redirect =
+      status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
+    return {
+      error: `HTTP ${status}${redirect}`,
+      permanent: !retryable,
+      status,
+      response,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    };
   }
 
   private render(event: OutboundEvent): { body: string; headers: Record<string, string> } {
@@ -209,7 +261,8 @@ function secretSource(config: WebhookSinkConfig): () => string[] {
     if (cached?.text !== text) {
       const secrets = text.split(/\s+/).filter((s) => s !== '');
       for (const s of secrets) registerSecret(s);
-      if (!secrets.every(isWebhookSecret)) throw new SinkDisabledError(`the secret file ${file} does not hold whsec_ secrets`);
+      if (!secrets.every(isWebhookSecret))
+        throw new SinkDisabledError(`the secret file ${file} does not hold whsec_ secrets`);
       cached = { text, secrets };
     }
     return cached.secrets;
@@ -253,7 +306,11 @@ function retryAfter(value: string | string[] | undefined): number | undefined {
 }
 
 function transportMessage(error: unknown, timeoutMs: number): string {
-  if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError || (error instanceof Error && error.name === 'TimeoutError')) {
+  if (
+    error instanceof undiciErrors.HeadersTimeoutError ||
+    error instanceof undiciErrors.BodyTimeoutError ||
+    (error instanceof Error && error.name === 'TimeoutError')
+  ) {
     return `no answer within ${timeoutMs} ms`;
   }
   const code = (error as { code?: string }).code;

@@ -63,7 +63,8 @@ export class ChangefeedStore {
       let duplicates = 0;
       const emittedPerformedAt: number[] = [];
       let quarantined = 0;
-      for (const entry of req.quarantined ?? []) if (this.quarantine.add(req.log, req.objectId, entry, req.now)) quarantined++;
+      for (const entry of req.quarantined ?? [])
+        if (this.quarantine.add(req.log, req.objectId, entry, req.now)) quarantined++;
       for (const entry of req.silentEntries ?? []) {
         this.seen.add(req.log, req.objectId, entry.id, performedAtMs(entry), req.now);
       }
@@ -73,12 +74,20 @@ export class ChangefeedStore {
           duplicates++;
           continue;
         }
-        if (this.outbox.append(req.toEvent(entry), { log: req.log, objectId: req.objectId, performedAt, now: req.now })) {
+        if (
+          this.outbox.append(req.toEvent(entry), { log: req.log, objectId: req.objectId, performedAt, now: req.now })
+        ) {
           emitted++;
           if (performedAt !== null) emittedPerformedAt.push(performedAt);
         } else duplicates++;
       }
-      this.watchedLogs.advance({ log: req.log, objectId: req.objectId, windowEnd: req.windowEnd, ingested: emitted, now: req.now });
+      this.watchedLogs.advance({
+        log: req.log,
+        objectId: req.objectId,
+        windowEnd: req.windowEnd,
+        ingested: emitted,
+        now: req.now,
+      });
       if (req.pruneSeenBefore !== undefined) this.seen.prune(req.log, req.objectId, req.pruneSeenBefore);
       return { emitted, duplicates, emittedPerformedAt, quarantined };
     });
@@ -106,7 +115,9 @@ export class ChangefeedStore {
   }
 
   setMeta(key: string, value: string): void {
-    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    this.db
+      .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+      .run(key, value);
   }
 
   close(): void {

@@ -46,7 +46,8 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
     db.close();
     if (error instanceof ChangefeedError) throw error;
     // SQLITE_CORRUPT, SQLITE_NOTADB: a file cut short or overwritten.
-    if (/^SQLITE_(CORRUPT|NOTADB)/.test((error as { code?: string }).code ?? '')) throw new StoreRefusedError(file, `is damaged (${(error as Error).message})`, error);
+    if (/^SQLITE_(CORRUPT|NOTADB)/.test((error as { code?: string }).code ?? ''))
+      throw new StoreRefusedError(file, `is damaged (${(error as Error).message})`, error);
     throw error;
   }
 }

@@ -94,10 +94,20 @@ export class Outbox {
     this.insertDeliveriesStmt = db.prepare(
       `INSERT INTO deliveries (sink, seq, updated_at) SELECT name, ?, ? FROM sinks WHERE active = 1`,
     );
-    this.pendingStmt = db.prepare<[string, number, number], {
-      seq: number; event_id: string; log: LogKind; object_id: string; type: string;
-      attempts: number; next_attempt_at: number; first_attempt_at: number | null; ingested_at: number;
-    }>(
+    this.pendingStmt = db.prepare<
+      [string, number, number],
+      {
+        seq: number;
+        event_id: string;
+        log: LogKind;
+        object_id: string;
+        type: string;
+        attempts: number;
+        next_attempt_at: number;
+        first_attempt_at: number | null;
+        ingested_at: number;
+      }
+    >(
       `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at,
               d.first_attempt_at, e.ingested_at
        FROM deliveries d JOIN events e ON e.seq = d.seq
@@ -131,7 +141,8 @@ export class Outbox {
       'SELECT seq, payload FROM events WHERE seq IN (SELECT value FROM json_each(?))',
     );
     this.filteredStmt = db.prepare(
-      `UPDATE deliveries SET state = 'filtered', updated_at = @now WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
+      `UPDATE deliveries SET state = 'filtered', updated_at = @now WHERE sink = @sink AND seq = ` +
+        `@seq AND state = 'pending'`,
     );
     this.deadListStmt = db.prepare<[{ sink: string | null; eventId: string | null; limit: number }], DeadLetterRow>(
       `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
@@ -162,7 +173,10 @@ export class Outbox {
    * Appends one event and a pending delivery for every active sink. Call inside the ingest
    * transaction. Returns false when the event id already exists (a replayed entry).
    */
-  append(event: ChangeCloudEvent, args: { log: LogKind; objectId: string; performedAt: number | null; now: number }): boolean {
+  append(
+    event: ChangeCloudEvent,
+    args: { log: LogKind; objectId: string; performedAt: number | null; now: number },
+  ): boolean {
     const info = this.insertEventStmt.run({
       eventId: event.id,
       log: args.log,
@@ -207,14 +221,30 @@ export class Outbox {
   scheduleRetry(sink: string, retries: readonly (FailedDelivery & { nextAttemptAt: number })[], now: number): void {
     this.db.transaction(() => {
       for (const r of retries) {
-        this.retryStmt.run({ sink, seq: r.seq, nextAttemptAt: r.nextAttemptAt, error: r.error, status: r.status ?? null, response: r.response ?? null, now });
+        this.retryStmt.run({
+          sink,
+          seq: r.seq,
+          nextAttemptAt: r.nextAttemptAt,
+          error: r.error,
+          status: r.status ?? null,
+          response: r.response ?? null,
+          now,
+        });
       }
     })();
   }
 
   markDead(sink: string, dead: readonly FailedDelivery[], now: number): void {
     this.db.transaction(() => {
-      for (const d of dead) this.deadStmt.run({ sink, seq: d.seq, error: d.error, status: d.status ?? null, response: d.response ?? null, now });
+      for (const d of dead)
+        this.deadStmt.run({
+          sink,
+          seq: d.seq,
+          error: d.error,
+          status: d.status ?? null,
+          response: d.response ?? null,
+          now,
+        });
     })();
   }
 
@@ -227,20 +257,22 @@ export class Outbox {
 
   /** Dead letters, optionally of one sink or one event id. */
   deadLetters(filter: { sink?: string; eventId?: string; limit?: number } = {}): DeadLetter[] {
-    return this.deadListStmt.all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 }).map((r) => ({
-      sink: r.sink,
-      seq: r.seq,
-      eventId: r.event_id,
-      type: r.type,
-      log: r.log,
-      objectId: r.object_id,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      lastStatus: r.last_status,
-      lastResponse: r.last_response,
-      firstAttemptAt: r.first_attempt_at,
-      deadAt: r.updated_at,
-    }));
+    return this.deadListStmt
+      .all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 })
+      .map((r) => ({
+        sink: r.sink,
+        seq: r.seq,
+        eventId: r.event_id,
+        type: r.type,
+        log: r.log,
+        objectId: r.object_id,
+        attempts: r.attempts,
+        lastError: r.last_error,
+        lastStatus: r.last_status,
+        lastResponse: r.last_response,
+        firstAttemptAt: r.first_attempt_at,
+        deadAt: r.updated_at,
+      }));
   }
 
   /**
@@ -249,7 +281,13 @@ export class Outbox {
    * events the sink never had (a sink added later). Returns how many were queued.
    */
   enqueueFromJournal(sink: string, range: { since?: number; until?: number; log?: LogKind }, now: number): number {
-    return this.enqueueStmt.run({ sink, since: range.since ?? null, until: range.until ?? null, log: range.log ?? null, now }).changes;
+    return this.enqueueStmt.run({
+      sink,
+      since: range.since ?? null,
+      until: range.until ?? null,
+      log: range.log ?? null,
+      now,
+    }).changes;
   }
 
   /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
@@ -268,13 +306,20 @@ export class Outbox {
    * window of pending deliveries has already passed.
    */
   requeueCount(): number {
-    const row = this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(REQUEUE_COUNT_KEY);
+    const row = this.db
+      .prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
+      .get(REQUEUE_COUNT_KEY);
     return row ? Number(row.value) : 0;
   }
 
   private bumpRequeues(changed: number): number {
     if (changed > 0) {
-      this.db.prepare(`INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`).run(REQUEUE_COUNT_KEY);
+      this.db
+        .prepare(
+          `INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = ` +
+            `CAST(value AS INTEGER) + 1`,
+        )
+        .run(REQUEUE_COUNT_KEY);
     }
     return changed;
   }

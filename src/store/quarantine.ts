@@ -44,8 +44,17 @@ export class Quarantine {
   add(log: LogKind, objectId: string, entry: QuarantinedEntry, now: number): boolean {
     const fingerprint = createHash('sha256').update(`${entry.rawBytes}:${entry.raw}`).digest('hex');
     return (
-      this.insertStmt.run({ log, objectId, fingerprint, entryId: entry.entryId ?? null, reason: entry.reason, raw: entry.raw, rawBytes: entry.rawBytes, requestId: entry.requestId ?? null, now })
-        .changes > 0
+      this.insertStmt.run({
+        log,
+        objectId,
+        fingerprint,
+        entryId: entry.entryId ?? null,
+        reason: entry.reason,
+        raw: entry.raw,
+        rawBytes: entry.rawBytes,
+        requestId: entry.requestId ?? null,
+        now,
+      }).changes > 0
     );
   }
 

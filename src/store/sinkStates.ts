@@ -43,11 +43,23 @@ export class SinkStates {
          last_error_at = excluded.last_error_at, last_delivery_at = COALESCE(excluded.last_delivery_at, last_delivery_at),
          circuit = excluded.circuit, disabled_reason = excluded.disabled_reason`,
     );
-    this.listStmt = db.prepare<[], {
-      name: string; type: string; active: number; registered_at: number; connected: number | null;
-      paused_until: number | null; consecutive_failures: number | null; last_error: string | null;
-      last_error_at: number | null; last_delivery_at: number | null; circuit: CircuitState | null; disabled_reason: string | null;
-    }>(
+    this.listStmt = db.prepare<
+      [],
+      {
+        name: string;
+        type: string;
+        active: number;
+        registered_at: number;
+        connected: number | null;
+        paused_until: number | null;
+        consecutive_failures: number | null;
+        last_error: string | null;
+        last_error_at: number | null;
+        last_delivery_at: number | null;
+        circuit: CircuitState | null;
+        disabled_reason: string | null;
+      }
+    >(
       `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until, t.consecutive_failures,
               t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason
        FROM sinks s LEFT JOIN sink_state t ON t.sink = s.name ORDER BY s.name`,

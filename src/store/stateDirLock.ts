@@ -32,7 +32,8 @@ export class StateDirLock {
       if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
       throw new ChangefeedError(
         'STATE_DIR_LOCKED',
-        `state directory ${stateDir} held by pid ${holderPid(stateDir) ?? '(unknown)'}: another changefeed daemon runs on it; stop that one, or give this one its own stateDir`,
+        `state directory ${stateDir} held by pid ${holderPid(stateDir) ?? '(unknown)'}: another ` +
+          `changefeed daemon runs on it; stop that one, or give this one its own stateDir`,
         { cause: error },
       );
     }

@@ -8,7 +8,14 @@ export function isStorageError(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true;
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string') return false;
-  return code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_READONLY') || code === 'SQLITE_CANTOPEN' || code === 'ENOSPC' || code === 'EROFS';
+  return (
+    code === 'SQLITE_FULL' ||
+    code.startsWith('SQLITE_IOERR') ||
+    code.startsWith('SQLITE_READONLY') ||
+    code === 'SQLITE_CANTOPEN' ||
+    code === 'ENOSPC' ||
+    code === 'EROFS'
+  );
 }
 
 /** A write to the store failed for want of space or a writable disk; polling pauses until it works again. */
@@ -30,9 +37,10 @@ export class StoreHealth {
   record(error: unknown, file: string): boolean {
     if (!isStorageError(error)) return false;
     const reason = (error as Error).message;
-    this.current = /full|ENOSPC/i.test(reason) || (error as { code?: string }).code === 'SQLITE_FULL'
-      ? `the disk holding ${file} is full (${reason}); polling and delivery pause until space returns`
-      : `the store ${file} cannot be written (${reason}); polling and delivery pause until it can`;
+    this.current =
+      /full|ENOSPC/i.test(reason) || (error as { code?: string }).code === 'SQLITE_FULL'
+        ? `the disk holding ${file} is full (${reason}); polling and delivery pause until space returns`
+        : `the store ${file} cannot be written (${reason}); polling and delivery pause until it can`;
     return true;
   }
 

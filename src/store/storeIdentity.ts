@@ -13,7 +13,9 @@ export class StoreRefusedError extends ChangefeedError {
   constructor(file: string, problem: string, cause?: unknown) {
     super(
       'STORE_REFUSED',
-      `the store ${file} ${problem}; refusing to use it, since starting afresh would deliver every event again. Restore it from a backup, point stateDir elsewhere, or start over with \`changefeed run --reset-store\` (it is kept as ${file}.reset-<time>)`,
+      `the store ${file} ${problem}; refusing to use it, since starting afresh would deliver ` +
+        `every event again. Restore it from a backup, point stateDir elsewhere, or start ` +
+        `over with \`changefeed run --reset-store\` (it is kept as ${file}.reset-<time>)`,
       { cause },
     );
   }
@@ -34,7 +36,8 @@ export function checkStoreFile(file: string): void {
   } finally {
     closeSync(fd);
   }
-  if (!header.equals(SQLITE_HEADER)) throw new StoreRefusedError(file, 'is not a SQLite database (its header is wrong)');
+  if (!header.equals(SQLITE_HEADER))
+    throw new StoreRefusedError(file, 'is not a SQLite database (its header is wrong)');
 }
 
 /**
@@ -46,8 +49,13 @@ export function checkStoreIdentity(db: Db, file: string, options: { readonly: bo
   const id = db.pragma('application_id', { simple: true }) as number;
   const version = db.pragma('user_version', { simple: true }) as number;
   const tables = (db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
-  if (id !== STORE_APPLICATION_ID && id !== 0) throw new StoreRefusedError(file, `belongs to another application (application_id ${id})`);
-  if (id === 0 && tables > 0 && version === 0) throw new StoreRefusedError(file, 'is a SQLite database of another application (it has tables but no changefeed schema)');
+  if (id !== STORE_APPLICATION_ID && id !== 0)
+    throw new StoreRefusedError(file, `belongs to another application (application_id ${id})`);
+  if (id === 0 && tables > 0 && version === 0)
+    throw new StoreRefusedError(
+      file,
+      'is a SQLite database of another application (it has tables but no changefeed schema)',
+    );
   // Readers (status, plan) trust what the daemon checked at its start, and cannot write the id.
   if (options.readonly) return;
   const check = db.pragma('quick_check', { simple: true }) as string;
@@ -59,6 +67,7 @@ export function checkStoreIdentity(db: Db, file: string, options: { readonly: bo
 export function setStoreAside(file: string, now: number): string | undefined {
   if (!existsSync(file)) return undefined;
   const aside = `${file}.reset-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
-  for (const suffix of SUFFIXES) if (existsSync(`${file}${suffix}`)) renameSync(`${file}${suffix}`, `${aside}${suffix}`);
+  for (const suffix of SUFFIXES)
+    if (existsSync(`${file}${suffix}`)) renameSync(`${file}${suffix}`, `${aside}${suffix}`);
   return aside;
 }

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 
 const BASE = { api: { baseUrl: 'https://skills.example.com', apiKey: 'sim_live_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' } };
-const fileSink = (delivery: Record<string, unknown>) => ({ sinks: [{ name: 'out', type: 'file', path: '/tmp/x.jsonl', delivery }] });
+const fileSink = (delivery: Record<string, unknown>) => ({
+  sinks: [{ name: 'out', type: 'file', path: '/tmp/x.jsonl', delivery }],
+});
 
 // A configured delay above 2^31 ms overflowed Node timers (a busy loop of TimeoutOverflowWarnings):
 // every duration in the config has a maximum, and the error names the field.

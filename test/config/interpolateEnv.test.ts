@@ -16,10 +16,17 @@ describe('interpolateEnv', () => {
 
   it('keeps unset references as written under the sections a command does not read, and only there', () => {
     const input = { sinks: [{ url: '${HOOK_URL}' }], stateDir: '${STATE}' };
-    expect(() => interpolateEnv(input, {}, 'test config', { keepUnsetUnder: ['sinks'] })).toThrow(/stateDir: environment variable STATE is not set/);
-    expect(interpolateEnv({ ...input, stateDir: 'state' }, {}, 'test config', { keepUnsetUnder: ['sinks'] })).toEqual({ sinks: [{ url: '${HOOK_URL}' }], stateDir: 'state' });
+    expect(() => interpolateEnv(input, {}, 'test config', { keepUnsetUnder: ['sinks'] })).toThrow(
+      /stateDir: environment variable STATE is not set/,
+    );
+    expect(interpolateEnv({ ...input, stateDir: 'state' }, {}, 'test config', { keepUnsetUnder: ['sinks'] })).toEqual({
+      sinks: [{ url: '${HOOK_URL}' }],
+      stateDir: 'state',
+    });
     // A malformed reference is still an error there: it is a typo, not a secret kept elsewhere.
-    expect(() => interpolateEnv({ sinks: ['${HOOK URL}'] }, {}, 'test config', { keepUnsetUnder: ['sinks'] })).toThrow(ConfigError);
+    expect(() => interpolateEnv({ sinks: ['${HOOK URL}'] }, {}, 'test config', { keepUnsetUnder: ['sinks'] })).toThrow(
+      ConfigError,
+    );
   });
 
   it('uses the default when the variable is unset or empty, as a shell does', () => {

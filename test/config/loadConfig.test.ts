@@ -23,7 +23,9 @@ function configError(fn: () => unknown): ConfigError {
 describe('layering', () => {
   const schema = z.strictObject({
     stateDir: z.string().default('from-schema'),
-    api: z.strictObject({ baseUrl: z.string().default('https://schema.test'), timeoutMs: z.number().default(1) }).prefault({}),
+    api: z
+      .strictObject({ baseUrl: z.string().default('https://schema.test'), timeoutMs: z.number().default(1) })
+      .prefault({}),
     logs: z.array(z.string()).default(['schema']),
   });
   const mapping = { CHANGEFEED_STATE_DIR: 'stateDir' };
@@ -38,7 +40,9 @@ describe('layering', () => {
     expect(loadConfig(schema, { env: {}, embeddedDefaults }).stateDir).toBe('from-embedded');
     expect(loadConfig(schema, { env: {}, embeddedDefaults, file }).stateDir).toBe('from-file');
     expect(loadConfig(schema, { env, envMapping: mapping, embeddedDefaults, file }).stateDir).toBe('from-env');
-    expect(loadConfig(schema, { env, envMapping: mapping, embeddedDefaults, file, overrides }).stateDir).toBe('from-override');
+    expect(loadConfig(schema, { env, envMapping: mapping, embeddedDefaults, file, overrides }).stateDir).toBe(
+      'from-override',
+    );
   });
 
   it('merges nested objects key by key but replaces arrays', async () => {
@@ -55,7 +59,12 @@ describe('layering', () => {
 
   it('ignores unset and empty environment variables and undefined overrides', async () => {
     const file = await temp.write('changefeed.yaml', 'stateDir: from-file\n');
-    const config = loadConfig(schema, { env: { CHANGEFEED_STATE_DIR: '' }, envMapping: mapping, file, overrides: { stateDir: undefined } });
+    const config = loadConfig(schema, {
+      env: { CHANGEFEED_STATE_DIR: '' },
+      envMapping: mapping,
+      file,
+      overrides: { stateDir: undefined },
+    });
     expect(config.stateDir).toBe('from-file');
   });
 
@@ -84,15 +93,22 @@ describe('layering', () => {
 });
 
 describe('${VAR} interpolation in the file', () => {
-  const schema = z.strictObject({ api: z.strictObject({ baseUrl: z.string(), apiKey: z.string() }), note: z.string().optional() });
+  const schema = z.strictObject({
+    api: z.strictObject({ baseUrl: z.string(), apiKey: z.string() }),
+    note: z.string().optional(),
+  });
 
   it('substitutes variables, falls back to defaults and keeps $${ as a literal ${', async () => {
     const file = await temp.write(
       'changefeed.yaml',
-      'api:\n  baseUrl: "${BASE_URL:-https://default.test}/v1"\n  apiKey: ${API_KEY}\nnote: "cost: $${PRICE} for ${WHO:-nobody}"\n',
+      'api:\n  baseUrl: "${BASE_URL:-https://default.test}/v1"\n  apiKey: ${API_KEY}\nnote: ' +
+        '"cost: $${PRICE} for ${WHO:-nobody}"\n',
     );
     const config = loadConfig(schema, { file, env: { API_KEY, WHO: '' } });
-    expect(config).toEqual({ api: { baseUrl: 'https://default.test/v1', apiKey: API_KEY }, note: 'cost: ${PRICE} for nobody' });
+    expect(config).toEqual({
+      api: { baseUrl: 'https://default.test/v1', apiKey: API_KEY },
+      note: 'cost: ${PRICE} for nobody',
+    });
   });
 
   it('inserts values verbatim, so quotes and newlines in a variable cannot change the YAML', async () => {
@@ -121,7 +137,10 @@ describe('file errors', () => {
   });
 
   it('reports a YAML syntax error with file, line and column, without quoting the line', async () => {
-    const file = await temp.write('changefeed.yaml', 'stateDir: ok\nlogLevel: info\napi:\n  apiKey: key_secret_material: x\n');
+    const file = await temp.write(
+      'changefeed.yaml',
+      'stateDir: ok\nlogLevel: info\napi:\n  apiKey: key_secret_material: x\n',
+    );
     const error = configError(() => loadConfig(sampleConfigSchema, { file, env: {} }));
     expect(error.message).toContain(`config file ${file} is not valid YAML`);
     expect(error.message).toContain('Nested mappings are not allowed in compact mappings (line 4, column 11)');
@@ -162,10 +181,14 @@ describe('validation errors', () => {
     );
     const paths = error.issues.map((issue) => issue.path);
     expect(paths).toEqual(expect.arrayContaining(['api.baseUrl', 'api.timeoutMs', 'sinks[1].path', 'sinks[2].type']));
-    expect(error.message).toContain('api.baseUrl: Invalid URL (got "not a url" from environment variable CHANGEFEED_BASE_URL)');
+    expect(error.message).toContain(
+      'api.baseUrl: Invalid URL (got "not a url" from environment variable CHANGEFEED_BASE_URL)',
+    );
     expect(error.message).toContain(`api.timeoutMs: Too small: expected number to be >0 (got -5 at ${file}:3:3)`);
     expect(error.message).toMatch(/sinks\[1\]\.path: .*(got "" at .*:7:5)/);
-    expect(error.message).toContain('sinks[2].type: unknown type "webhok"; expected one of "stdout", "webhook", "file"; did you mean "webhook"?');
+    expect(error.message).toContain(
+      'sinks[2].type: unknown type "webhok"; expected one of "stdout", "webhook", "file"; did you mean "webhook"?',
+    );
   });
 
   it('names a missing required setting', () => {
@@ -174,17 +197,27 @@ describe('validation errors', () => {
   });
 
   it('names unknown keys with a suggestion when a known key is within two edits', async () => {
-    const file = await temp.write('changefeed.yaml', `api:\n  apiKey: ${API_KEY}\n  baseUlr: https://x.test\nstateDri: ./s\nfrobnicate: 1\n`);
+    const file = await temp.write(
+      'changefeed.yaml',
+      `api:\n  apiKey: ${API_KEY}\n  baseUlr: https://x.test\nstateDri: ./s\nfrobnicate: 1\n`,
+    );
     const error = configError(() => loadConfig(sampleConfigSchema, { file, env: {} }));
     expect(error.message).toContain('api.baseUlr: unknown key "baseUlr"; did you mean "baseUrl"?');
     expect(error.message).toContain('stateDri: unknown key "stateDri"; did you mean "stateDir"?');
-    expect(error.message).toContain('frobnicate: unknown key "frobnicate"; known keys here: api, stateDir, logLevel, proxy, logs, sinks');
+    expect(error.message).toContain(
+      'frobnicate: unknown key "frobnicate"; known keys here: api, stateDir, logLevel, proxy, logs, sinks',
+    );
   });
 
   it('suggests keys of the sink variant the entry selects', async () => {
-    const file = await temp.write('changefeed.yaml', `api:\n  apiKey: ${API_KEY}\nsinks:\n  - type: webhook\n    url: https://x.test\n    header: {}\n`);
+    const file = await temp.write(
+      'changefeed.yaml',
+      `api:\n  apiKey: ${API_KEY}\nsinks:\n  - type: webhook\n    url: https://x.test\n    header: {}\n`,
+    );
     const error = configError(() => loadConfig(sampleConfigSchema, { file, env: {} }));
-    expect(error.issues).toEqual([{ path: 'sinks[0].header', message: expect.stringContaining('did you mean "headers"?') }]);
+    expect(error.issues).toEqual([
+      { path: 'sinks[0].header', message: expect.stringContaining('did you mean "headers"?') },
+    ]);
   });
 });
 
@@ -202,8 +235,13 @@ describe('secrets in errors', () => {
 
   it('never shows an API key, even when a custom message quotes it', () => {
     const badKey = 'nope_this_is_the_secret_key';
-    const error = configError(() => loadConfig(sampleConfigSchema, { env: { CHANGEFEED_API_KEY: badKey }, envMapping }));
-    expect(error.message).toContain('api.apiKey: API key <redacted> must start with key_ (got <redacted> from environment variable CHANGEFEED_API_KEY)');
+    const error = configError(() =>
+      loadConfig(sampleConfigSchema, { env: { CHANGEFEED_API_KEY: badKey }, envMapping }),
+    );
+    expect(error.message).toContain(
+      'api.apiKey: API key <redacted> must start with key_ (got <redacted> from environment ' +
+        'variable CHANGEFEED_API_KEY)',
+    );
     expect(error.message).not.toContain(badKey);
     expect(JSON.stringify(error.issues)).not.toContain(badKey);
   });

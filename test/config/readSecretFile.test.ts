@@ -18,7 +18,9 @@ describe('readSecretFile', () => {
 
   it('names the path of a missing file', () => {
     expect(() => readSecretFile('/nonexistent/api-key')).toThrow(ConfigError);
-    expect(() => readSecretFile('/nonexistent/api-key')).toThrow('cannot read secret file /nonexistent/api-key: it does not exist');
+    expect(() => readSecretFile('/nonexistent/api-key')).toThrow(
+      'cannot read secret file /nonexistent/api-key: it does not exist',
+    );
   });
 
   it('rejects an empty or blank file, naming the path', async () => {

@@ -72,13 +72,17 @@ describe('renderConfigReference', () => {
           z.strictObject({ type: z.literal('b'), delivery, extra: z.strictObject({ y: z.string() }) }),
         ]),
       ),
-      labels: z.record(z.string(), z.strictObject({ color: z.string().describe('A colour | with a pipe.') })).optional(),
+      labels: z
+        .record(z.string(), z.strictObject({ color: z.string().describe('A colour | with a pipe.') }))
+        .optional(),
     });
     const text = renderConfigReference(schema, { title: 'T' });
     expect(text.match(/^## `sinks\[\]\.delivery`$/gm)).toHaveLength(1);
     expect(text).toContain('## `sinks[].extra` (with `type: "a"`)');
     expect(text).toContain('## `sinks[].extra` (with `type: "b"`)');
-    expect(table(text, '`labels.<name>`')).toEqual(['| `labels.<name>.color` | string | *required* | A colour \\| with a pipe. |']);
+    expect(table(text, '`labels.<name>`')).toEqual([
+      '| `labels.<name>.color` | string | *required* | A colour \\| with a pipe. |',
+    ]);
     expect(table(text, 'Top level')[1]).toBe('| `labels` | map<string, object> | — |  |');
   });
 
@@ -91,7 +95,9 @@ describe('scripts/generateConfigReference.ts', () => {
   const script = fileURLToPath(new URL('../../scripts/generateConfigReference.ts', import.meta.url));
   const fixture = fileURLToPath(new URL('./fixtures/sampleConfigSchema.ts', import.meta.url));
   const run = (...args: string[]): { status: number | null; stderr: string } => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', script, fixture, 'sampleConfigSchema', ...args], { encoding: 'utf8' });
+    const result = spawnSync(process.execPath, ['--import', 'tsx', script, fixture, 'sampleConfigSchema', ...args], {
+      encoding: 'utf8',
+    });
     return { status: result.status, stderr: result.stderr };
   };
 

@@ -35,7 +35,10 @@ describe('a configuration error about a sink whose URL holds a password', () => 
   ])('%s (%s) does not show the password', (type, url, extra) => {
     const dir = makeTempDir();
     const file = join(dir, 'c.yaml');
-    writeFileSync(file, `api: { baseUrl: "https://x.example", apiKey: "k-123456" }\nsinks:\n  - { name: q, type: ${type}, url: "${url}"${extra ? `, ${extra}` : ''} }\n`);
+    writeFileSync(
+      file,
+      `api: { baseUrl: "https://x.example", apiKey: "k-123456" }\nsinks:\n  - { name: q, type: ${type}, url: "${url}"${extra ? `, ${extra}` : ''} }\n`,
+    );
     let message = '';
     try {
       loadAppConfig({ configFlag: file, env: {} });

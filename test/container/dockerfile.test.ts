@@ -1,7 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { copyOperands, findStage, healthcheckCommand, parseDockerfile, type Instruction, type Stage } from './dockerfileParser.js';
+import {
+  copyOperands,
+  findStage,
+  healthcheckCommand,
+  parseDockerfile,
+  type Instruction,
+  type Stage,
+} from './dockerfileParser.js';
 import { isIgnored, parseDockerignore } from './dockerignore.js';
 
 // No Docker engine runs where the tests do: this checks what the image will be by reading the
@@ -38,21 +45,41 @@ describe('the Dockerfile', () => {
     expect(install).toMatch(/rm -rf \/var\/lib\/apt\/lists/);
     // node-gyp reads npm_package_config_node_gyp_nodedir; the image keeps the headers in /usr/local.
     expect(build.env.npm_package_config_node_gyp_nodedir).toBe('/usr/local');
-    expect(runtime.instructions.filter((i) => i.keyword === 'RUN' && BUILD_TOOLS.test(i.args)).map((i) => i.args)).toEqual([]);
+    expect(
+      runtime.instructions.filter((i) => i.keyword === 'RUN' && BUILD_TOOLS.test(i.args)).map((i) => i.args),
+    ).toEqual([]);
     expect(runtime.env.npm_package_config_node_gyp_nodedir).toBeUndefined();
   });
 
   it('runs npm ci, npm run build and npm prune --omit=dev, in that order, in the build stage', () => {
-    const commands = runs(build).flatMap((r) => r.split(/\s*&&\s*/)).map((c) => c.trim());
-    const order = ['npm ci', 'npm run build', 'npm prune --omit=dev'].map((step) => commands.findIndex((c) => c.startsWith(step)));
-    expect(order.every((i) => i >= 0), `build stage runs: ${commands.join(' | ')}`).toBe(true);
+    const commands = runs(build)
+      .flatMap((r) => r.split(/\s*&&\s*/))
+      .map((c) => c.trim());
+    const order = ['npm ci', 'npm run build', 'npm prune --omit=dev'].map((step) =>
+      commands.findIndex((c) => c.startsWith(step)),
+    );
+    expect(
+      order.every((i) => i >= 0),
+      `build stage runs: ${commands.join(' | ')}`,
+    ).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(build.env.NODE_ENV).toBeUndefined(); // NODE_ENV=production would make npm ci skip the compiler.
   });
 
   it('copies only what the build needs from the context, and .dockerignore lets all of it through', () => {
-    const sources = named(build, 'COPY').filter((c) => c.flags.from === undefined).flatMap((c) => copyOperands(c).sources);
-    expect(sources.sort()).toEqual(['.npmrc', '.prebuild-installrc', 'bin', 'package-lock.json', 'package.json', 'src', 'tsconfig.build.json', 'tsconfig.json']);
+    const sources = named(build, 'COPY')
+      .filter((c) => c.flags.from === undefined)
+      .flatMap((c) => copyOperands(c).sources);
+    expect(sources.sort()).toEqual([
+      '.npmrc',
+      '.prebuild-installrc',
+      'bin',
+      'package-lock.json',
+      'package.json',
+      'src',
+      'tsconfig.build.json',
+      'tsconfig.json',
+    ]);
     for (const source of sources) expect(isIgnored(dockerignore, source), source).toBe(false);
     expect(named(build, 'ADD')).toEqual([]);
   });
@@ -85,7 +112,9 @@ describe('the Dockerfile', () => {
     expect(prepare).toMatch(/mkdir -p \/state \/config/);
     expect(prepare).toMatch(/chown node:node \/state/);
     // Docker discards changes made to a volume path after VOLUME, so the chown must come first.
-    const chownAt = runtime.instructions.findIndex((i) => i.keyword === 'RUN' && i.args.includes('chown node:node /state'));
+    const chownAt = runtime.instructions.findIndex(
+      (i) => i.keyword === 'RUN' && i.args.includes('chown node:node /state'),
+    );
     expect(chownAt).toBeLessThan(indexOf(runtime, 'VOLUME'));
   });
 
@@ -106,7 +135,10 @@ describe('the Dockerfile', () => {
     expect(exec[2]).toContain('http://127.0.0.1:');
     expect(exec[2]).toContain('/readyz');
     expect(exec[2]).toMatch(/CHANGEFEED_HTTP_PORT \|\| 9464/);
-    expect(instruction.flags).toMatchObject({ interval: expect.stringMatching(/^\d+s$/), timeout: expect.stringMatching(/^\d+s$/) });
+    expect(instruction.flags).toMatchObject({
+      interval: expect.stringMatching(/^\d+s$/),
+      timeout: expect.stringMatching(/^\d+s$/),
+    });
   });
 
   it('starts the CLI as PID 1 with `run`, stopped by SIGTERM', () => {
@@ -118,7 +150,17 @@ describe('the Dockerfile', () => {
 
 describe('the .dockerignore', () => {
   it('keeps dependencies, build output, state, git and logs out of the build context', () => {
-    for (const path of ['node_modules', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'dist/cli/changefeed.js', 'state/changefeed.sqlite', '.git/HEAD', 'coverage/index.html', 'npm-debug.log', 'src/nested/trace.log', 'config/changefeed.yaml']) {
+    for (const path of [
+      'node_modules',
+      'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+      'dist/cli/changefeed.js',
+      'state/changefeed.sqlite',
+      '.git/HEAD',
+      'coverage/index.html',
+      'npm-debug.log',
+      'src/nested/trace.log',
+      'config/changefeed.yaml',
+    ]) {
       expect(isIgnored(dockerignore, path), path).toBe(true);
     }
   });
@@ -166,16 +208,22 @@ describe('the Dockerfile parser', () => {
 });
 
 describe('the .dockerignore matcher', () => {
-  it('follows Docker: anchored patterns, * within a segment, ** across, directories cover their contents, ! re-includes', () => {
-    const rules = parseDockerignore(['# comment', '/dist', '*.md', '**/*.tmp', 'docs', '!docs/keep.txt', 'src/*/generated'].join('\n'));
-    expect(isIgnored(rules, 'dist/a/b.js')).toBe(true);
-    expect(isIgnored(rules, 'README.md')).toBe(true);
-    expect(isIgnored(rules, 'sub/README.md')).toBe(false);
-    expect(isIgnored(rules, 'a/b/c.tmp')).toBe(true);
-    expect(isIgnored(rules, 'docs/x.md')).toBe(true);
-    expect(isIgnored(rules, 'docs/keep.txt')).toBe(false);
-    expect(isIgnored(rules, 'src/api/generated/x.ts')).toBe(true);
-    expect(isIgnored(rules, 'src/generated/x.ts')).toBe(false);
-    expect(isIgnored(rules, './src/index.ts')).toBe(false);
-  });
+  it(
+    'follows Docker: anchored patterns, * within a segment, ** across, directories cover their ' +
+      'contents, ! re-includes',
+    () => {
+      const rules = parseDockerignore(
+        ['# comment', '/dist', '*.md', '**/*.tmp', 'docs', '!docs/keep.txt', 'src/*/generated'].join('\n'),
+      );
+      expect(isIgnored(rules, 'dist/a/b.js')).toBe(true);
+      expect(isIgnored(rules, 'README.md')).toBe(true);
+      expect(isIgnored(rules, 'sub/README.md')).toBe(false);
+      expect(isIgnored(rules, 'a/b/c.tmp')).toBe(true);
+      expect(isIgnored(rules, 'docs/x.md')).toBe(true);
+      expect(isIgnored(rules, 'docs/keep.txt')).toBe(false);
+      expect(isIgnored(rules, 'src/api/generated/x.ts')).toBe(true);
+      expect(isIgnored(rules, 'src/generated/x.ts')).toBe(false);
+      expect(isIgnored(rules, './src/index.ts')).toBe(false);
+    },
+  );
 });

@@ -60,7 +60,19 @@ export class DockerfileSyntaxError extends Error {
 
 const FLAG_KEYWORDS = new Set(['FROM', 'RUN', 'COPY', 'ADD', 'HEALTHCHECK']);
 /** Instructions whose arguments Docker substitutes variables in. */
-const SUBSTITUTING = new Set(['ADD', 'COPY', 'ENV', 'EXPOSE', 'FROM', 'LABEL', 'STOPSIGNAL', 'USER', 'VOLUME', 'WORKDIR', 'ARG']);
+const SUBSTITUTING = new Set([
+  'ADD',
+  'COPY',
+  'ENV',
+  'EXPOSE',
+  'FROM',
+  'LABEL',
+  'STOPSIGNAL',
+  'USER',
+  'VOLUME',
+  'WORKDIR',
+  'ARG',
+]);
 
 interface RawInstruction {
   keyword: string;
@@ -74,12 +86,29 @@ export function parseDockerfile(text: string): Dockerfile {
   const { lines, escape } = logicalLines(text);
   const globalArgs: Record<string, string | undefined> = {};
   const stages: Stage[] = [];
-  let current: { from: Instruction; name: string | undefined; base: string; instructions: Instruction[]; env: Record<string, string>; args: Record<string, string | undefined> } | undefined;
+  let current:
+    | {
+        from: Instruction;
+        name: string | undefined;
+        base: string;
+        instructions: Instruction[];
+        env: Record<string, string>;
+        args: Record<string, string | undefined>;
+      }
+    | undefined;
   let workdir = '/';
 
   const finish = (): void => {
     if (!current) return;
-    stages.push({ index: stages.length, name: current.name, base: current.base, from: current.from, instructions: current.instructions, env: current.env, workdir });
+    stages.push({
+      index: stages.length,
+      name: current.name,
+      base: current.base,
+      from: current.from,
+      instructions: current.instructions,
+      env: current.env,
+      workdir,
+    });
   };
 
   for (const raw of lines.map((l) => readInstruction(l.text, l.line))) {
@@ -88,14 +117,19 @@ export function parseDockerfile(text: string): Dockerfile {
       workdir = '/';
       const from = complete(raw, globalArgs, escape, workdir);
       const [base, as, name, ...extra] = from.words;
-      if (base === undefined || (as !== undefined && (as.toUpperCase() !== 'AS' || name === undefined)) || extra.length > 0) {
+      if (
+        base === undefined ||
+        (as !== undefined && (as.toUpperCase() !== 'AS' || name === undefined)) ||
+        extra.length > 0
+      ) {
         throw new DockerfileSyntaxError(raw.line, `FROM takes "image [AS name]", got "${raw.args}"`);
       }
       current = { from, name: name?.toLowerCase(), base, instructions: [], env: {}, args: {} };
       continue;
     }
     if (!current) {
-      if (raw.keyword !== 'ARG') throw new DockerfileSyntaxError(raw.line, `${raw.keyword} before the first FROM (only ARG may come before it)`);
+      if (raw.keyword !== 'ARG')
+        throw new DockerfileSyntaxError(raw.line, `${raw.keyword} before the first FROM (only ARG may come before it)`);
       for (const [k, v] of argDeclarations(complete(raw, globalArgs, escape, workdir))) globalArgs[k] = v;
       continue;
     }
@@ -126,12 +160,15 @@ export function findStage(dockerfile: Dockerfile, ref: string): Stage | undefine
 export function copyOperands(instruction: Instruction): { sources: string[]; dest: string; from: string | undefined } {
   const words = [...instruction.words];
   const dest = words.pop();
-  if (dest === undefined || words.length === 0) throw new DockerfileSyntaxError(instruction.line, `${instruction.keyword} needs a source and a destination`);
+  if (dest === undefined || words.length === 0)
+    throw new DockerfileSyntaxError(instruction.line, `${instruction.keyword} needs a source and a destination`);
   return { sources: words, dest, from: instruction.flags.from };
 }
 
 /** HEALTHCHECK: its flags and command (exec form, or shell form as one string), or 'NONE'. */
-export function healthcheckCommand(instruction: Instruction): { exec: string[] | undefined; shell: string | undefined } | 'NONE' {
+export function healthcheckCommand(
+  instruction: Instruction,
+): { exec: string[] | undefined; shell: string | undefined } | 'NONE' {
   const match = /^(CMD|NONE)\b\s*(.*)$/is.exec(instruction.args.trim());
   if (!match) throw new DockerfileSyntaxError(instruction.line, 'HEALTHCHECK takes CMD ... or NONE');
   if (match[1]!.toUpperCase() === 'NONE') return 'NONE';
@@ -148,7 +185,8 @@ function logicalLines(text: string): { lines: { text: string; line: number }[]; 
     const directive = /^#\s*([a-z][a-z0-9]*)\s*=\s*(\S+)\s*$/i.exec(physical[n]!);
     if (!directive) break;
     if (directive[1]!.toLowerCase() === 'escape') {
-      if (directive[2] !== '\\' && directive[2] !== '`') throw new DockerfileSyntaxError(n + 1, `invalid escape character "${directive[2]}"`);
+      if (directive[2] !== '\\' && directive[2] !== '`')
+        throw new DockerfileSyntaxError(n + 1, `invalid escape character "${directive[2]}"`);
       escape = directive[2];
     }
   }
@@ -179,18 +217,31 @@ function readInstruction(text: string, line: number): RawInstruction {
   let rest = (match[2] ?? '').trim();
   const flags: Record<string, string> = {};
   if (FLAG_KEYWORDS.has(keyword)) {
-    for (let flag = /^--([A-Za-z][\w-]*)(?:=(\S*))?(?:\s+|$)/.exec(rest); flag; flag = /^--([A-Za-z][\w-]*)(?:=(\S*))?(?:\s+|$)/.exec(rest)) {
+    for (
+      let flag = /^--([A-Za-z][\w-]*)(?:=(\S*))?(?:\s+|$)/.exec(rest);
+      flag;
+      flag = /^--([A-Za-z][\w-]*)(?:=(\S*))?(?:\s+|$)/.exec(rest)
+    ) {
       flags[flag[1]!] = flag[2] ?? '';
       rest = rest.slice(flag[0].length);
     }
   }
-  if ((keyword === 'RUN' || keyword === 'COPY' || keyword === 'ADD') && /<<-?\s*["']?[A-Za-z_]\w*["']?/.test(rest) && !rest.startsWith('[')) {
+  if (
+    (keyword === 'RUN' || keyword === 'COPY' || keyword === 'ADD') &&
+    /<<-?\s*["']?[A-Za-z_]\w*["']?/.test(rest) &&
+    !rest.startsWith('[')
+  ) {
     throw new DockerfileSyntaxError(line, `heredocs are not supported by this parser (${keyword})`);
   }
   return { keyword, flags, args: rest, exec: execForm(rest), line };
 }
 
-function complete(raw: RawInstruction, scope: Record<string, string | undefined>, escape: string, workdir: string): Instruction {
+function complete(
+  raw: RawInstruction,
+  scope: Record<string, string | undefined>,
+  escape: string,
+  workdir: string,
+): Instruction {
   const vars = SUBSTITUTING.has(raw.keyword) ? scope : undefined;
   const words = raw.exec ?? lexWords(raw.args, vars, escape, raw.line);
   return { ...raw, words, workdir };
@@ -226,7 +277,12 @@ function envAssignments(instruction: Instruction): [string, string][] {
 }
 
 /** Shell-like words: quotes removed, the escape character honoured, variables substituted when `vars` is given. */
-function lexWords(text: string, vars: Record<string, string | undefined> | undefined, escape: string, line: number): string[] {
+function lexWords(
+  text: string,
+  vars: Record<string, string | undefined> | undefined,
+  escape: string,
+  line: number,
+): string[] {
   const words: string[] = [];
   let word = '';
   let inWord = false;
@@ -275,7 +331,12 @@ function lexWords(text: string, vars: Record<string, string | undefined> | undef
   return words;
 }
 
-function expandVariable(text: string, at: number, vars: Record<string, string | undefined>, line: number): { value: string; next: number } {
+function expandVariable(
+  text: string,
+  at: number,
+  vars: Record<string, string | undefined>,
+  line: number,
+): { value: string; next: number } {
   if (text[at + 1] === '{') {
     const end = text.indexOf('}', at + 2);
     const braced = end < 0 ? undefined : /^([A-Za-z_]\w*)(?:(:[-+])([\s\S]*))?$/.exec(text.slice(at + 2, end));

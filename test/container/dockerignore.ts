@@ -71,7 +71,10 @@ function patternRegex(pattern: string): RegExp {
       const end = pattern.indexOf(']', i + 1);
       if (end < 0) source += '\\[';
       else {
-        source += `[${pattern.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+        source += `[${pattern
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\')}]`;
         i = end;
       }
     } else if (c === '\\' && i + 1 < pattern.length) source += escapeRegex(pattern[++i]!);

@@ -46,18 +46,33 @@ function startDaemon(config: string, apiKey: string, logFile: string, once = fal
 }
 
 const exited = (child: ChildProcess): Promise<number | null> =>
-  new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+  new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null
+      ? resolve(child.exitCode)
+      : child.once('exit', (code) => resolve(code)),
+  );
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Waits until the log shows the `n`th start-up: kills are timed from there, not from spawn, so a slow machine still kills mid-work. */
 async function waitForStart(logFile: string, n: number): Promise<void> {
-  await until(() => (readFileSync(logFile, 'utf8').match(/"msg":"changefeed running"/g) ?? []).length >= n, 60_000, `start-up ${n} in ${logFile}`);
+  await until(
+    () => (readFileSync(logFile, 'utf8').match(/"msg":"changefeed running"/g) ?? []).length >= n,
+    60_000,
+    `start-up ${n} in ${logFile}`,
+  );
 }
 
 describe('crash safety', () => {
   it(`loses no entry when the daemon is killed with SIGKILL ${KILLS} times while it polls and delivers`, async () => {
-    const simulator = await startTestSimulator({ seed: 23, careers: 6, skills: 4, eventsPerHour: 20_000, historyHours: 2, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 23,
+      careers: 6,
+      skills: 4,
+      eventsPerHour: 20_000,
+      historyHours: 2,
+      readsPerHour: 10_000_000,
+    });
     const dir = makeTempDir();
     const config = writeConfig(dir, simulator);
     const logFile = join(dir, 'daemon.log');

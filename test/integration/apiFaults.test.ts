@@ -4,7 +4,14 @@ import { startTestSimulator } from '../support/testSimulator.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
-import { deliveredEvents, duplicatesOf, expectedEventIds, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
+import {
+  deliveredEvents,
+  duplicatesOf,
+  expectedEventIds,
+  runOnce,
+  simulatorConfig,
+  testClock,
+} from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 const BACKFILL_ALL = '2000-01-01T00:00:00Z';
@@ -14,13 +21,24 @@ describe('polling through what goes wrong in production', () => {
   for (const sortOrder of ['newest-first', 'oldest-first'] as const) {
     it(`reads a burst of 12,000 entries in one career window completely (${sortOrder})`, async () => {
       const clock = testClock();
-      const simulator = await startTestSimulator({ clock, seed: 5, careers: 2, skills: 0, identityProviderShare: 0, sortOrder, ...quiet });
+      const simulator = await startTestSimulator({
+        clock,
+        seed: 5,
+        careers: 2,
+        skills: 0,
+        identityProviderShare: 0,
+        sortOrder,
+        ...quiet,
+      });
       const careerId = simulator.careerIds[0] as string;
       const stateDir = makeTempDir();
       const config = simulatorConfig({ simulator, stateDir, overrides: { watch: { identityProviderEvents: false } } });
       expect((await runOnce(config, { clock })).ok).toBe(true);
       await clock.advance(60_000);
-      const burst = simulator.appendBurst('career', careerId, 12_000, { from: clock.now() - 50_000, to: clock.now() - 1_000 });
+      const burst = simulator.appendBurst('career', careerId, 12_000, {
+        from: clock.now() - 50_000,
+        to: clock.now() - 1_000,
+      });
       await clock.advance(5_000);
       const report = await runOnce(config, { clock });
       expect(report.ok, JSON.stringify(report.sweep.failures)).toBe(true);
@@ -32,9 +50,23 @@ describe('polling through what goes wrong in production', () => {
 
   it('catches entries that arrive late with a performedAt inside the overlap', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 9, careers: 3, skills: 2, eventsPerHour: 3_000, historyHours: 0, readsPerHour: 1_000_000, lateArrivals: { share: 0.3, maxDelaySeconds: 120 } });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 9,
+      careers: 3,
+      skills: 2,
+      eventsPerHour: 3_000,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+      lateArrivals: { share: 0.3, maxDelaySeconds: 120 },
+    });
     const stateDir = makeTempDir();
-    const config = simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL, overrides: { watch: { overlapSeconds: 300 } } });
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      startFrom: BACKFILL_ALL,
+      overrides: { watch: { overlapSeconds: 300 } },
+    });
     for (let i = 0; i < 10; i++) {
       expect((await runOnce(config, { clock })).ok).toBe(true);
       await clock.advance(30_000);
@@ -54,7 +86,18 @@ describe('polling through what goes wrong in production', () => {
 
   it('emits entries with null performedAt or event, and keeps unknown fields verbatim', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 21, careers: 3, skills: 3, eventsPerHour: 2_000, historyHours: 1, readsPerHour: 1_000_000, nullPerformedAtShare: 0.1, nullEventShare: 0.1, unknownFieldsShare: 0.2 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 21,
+      careers: 3,
+      skills: 3,
+      eventsPerHour: 2_000,
+      historyHours: 1,
+      readsPerHour: 1_000_000,
+      nullPerformedAtShare: 0.1,
+      nullEventShare: 0.1,
+      unknownFieldsShare: 0.2,
+    });
     const visible = simulator.visibleEntries();
     const stateDir = makeTempDir();
     expect((await runOnce(simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL }), { clock })).ok).toBe(true);
@@ -72,7 +115,16 @@ describe('polling through what goes wrong in production', () => {
 
   it('retries transient 5xx faults and malformed bodies until every entry is delivered', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 13, careers: 5, skills: 4, eventsPerHour: 1_500, historyHours: 1, readsPerHour: 1_000_000, faults: { errorRate: 0.25, malformedRate: 0.1 } });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 13,
+      careers: 5,
+      skills: 4,
+      eventsPerHour: 1_500,
+      historyHours: 1,
+      readsPerHour: 1_000_000,
+      faults: { errorRate: 0.25, malformedRate: 0.1 },
+    });
     const expected = expectedEventIds(simulator);
     const stateDir = makeTempDir();
     const report = await runOnce(simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL }), { clock });
@@ -85,7 +137,15 @@ describe('polling through what goes wrong in production', () => {
 
   it('stops watching a deleted career, says why, and keeps polling the others', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 17, careers: 3, skills: 1, eventsPerHour: 1_000, historyHours: 1, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 17,
+      careers: 3,
+      skills: 1,
+      eventsPerHour: 1_000,
+      historyHours: 1,
+      readsPerHour: 1_000_000,
+    });
     const [gone, ...kept] = simulator.careerIds as string[];
     const stateDir = makeTempDir();
     const config = simulatorConfig({ simulator, stateDir, startFrom: BACKFILL_ALL });
@@ -107,18 +167,34 @@ describe('polling through what goes wrong in production', () => {
     expect(coverage?.gap?.from).toBe(coverage?.coveredUntil);
     expect(logs.filter((l) => l.gap)).toHaveLength(1);
     const delivered = new Set(deliveredEvents(stateDir).map((e) => e.id));
-    const keptCareerEntries = simulator.visibleEntries().filter((v) => v.log === 'career' && kept.includes(v.objectId as string));
+    const keptCareerEntries = simulator
+      .visibleEntries()
+      .filter((v) => v.log === 'career' && kept.includes(v.objectId as string));
     expect(keptCareerEntries.length).toBeGreaterThan(0);
-    for (const v of keptCareerEntries) expect(delivered.has(eventIdFor('career', v.objectId as string, v.entry.id as string))).toBe(true);
+    for (const v of keptCareerEntries)
+      expect(delivered.has(eventIdFor('career', v.objectId as string, v.entry.id as string))).toBe(true);
     // The deleted career was asked once in the second sweep, answered 404, and not asked again.
-    const askedAfterDeletion = simulator.requests.filter((r) => r.path.includes(`/careers/${gone}/`) && r.status === 404);
+    const askedAfterDeletion = simulator.requests.filter(
+      (r) => r.path.includes(`/careers/${gone}/`) && r.status === 404,
+    );
     expect(askedAfterDeletion).toHaveLength(1);
   });
 
   it('sends nothing while a 429 Retry-After runs, then delivers everything', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 19, careers: 3, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 300 });
-    simulator.appendBurst('career', simulator.careerIds[0] as string, 450, { from: clock.now() - 3_600_000, to: clock.now() - 1_000 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 19,
+      careers: 3,
+      skills: 2,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 300,
+    });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 450, {
+      from: clock.now() - 3_600_000,
+      to: clock.now() - 1_000,
+    });
     simulator.appendBurst('identityProvider', null, 50, { from: clock.now() - 3_600_000, to: clock.now() - 1_000 });
     const expected = expectedEventIds(simulator);
     simulator.spendReads(simulator.apiKey, 300);

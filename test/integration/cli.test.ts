@@ -9,7 +9,18 @@ describe('the changefeed command', () => {
   it('rejects an invalid config with exit code 2 and names each bad field', async () => {
     const dir = makeTempDir();
     const file = join(dir, 'bad.yaml');
-    writeFileSync(file, ['api:', '  baseUrl: not-a-url', '  apiKey: sekret-value-123', 'watch:', '  overlapSecond: 10', 'sinks:', '  - { name: out, type: file }'].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'api:',
+        '  baseUrl: not-a-url',
+        '  apiKey: sekret-value-123',
+        'watch:',
+        '  overlapSecond: 10',
+        'sinks:',
+        '  - { name: out, type: file }',
+      ].join('\n'),
+    );
     const result = await runCli(['check', '--config', file]);
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('api.baseUrl');
@@ -20,7 +31,14 @@ describe('the changefeed command', () => {
   });
 
   it('check pings the service and status reports cursors and sink progress after run --once', async () => {
-    const simulator = await startTestSimulator({ seed: 4, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 4,
+      careers: 2,
+      skills: 1,
+      eventsPerHour: 600,
+      historyHours: 1,
+      readsPerHour: 1_000_000,
+    });
     const dir = makeTempDir();
     const file = join(dir, 'changefeed.yaml');
     writeFileSync(
@@ -40,7 +58,9 @@ describe('the changefeed command', () => {
     const check = await runCli(['check', '--config', file], env);
     expect(check.status).toBe(0);
     expect(check.stdout).toContain('ping: the service accepted the key');
-    const badKey = await runCli(['check', '--config', file], { CHANGEFEED_API_KEY: 'sim_live_wrongwrongwrongwrongwrongwrong12' });
+    const badKey = await runCli(['check', '--config', file], {
+      CHANGEFEED_API_KEY: 'sim_live_wrongwrongwrongwrongwrongwrong12',
+    });
     expect(badKey.status).toBe(1);
     expect(badKey.stdout).toContain('check CHANGEFEED_API_KEY');
     expect(badKey.stdout + badKey.stderr).not.toContain('wrongwrongwrong');
@@ -48,12 +68,24 @@ describe('the changefeed command', () => {
     expect(once.status, once.stderr).toBe(0);
     // Inspection commands need no credential and no sink secrets: a config with an unreadable key
     // file and a webhook whose URL and secret come from variables not set here still works.
-    const keyNotMounted = readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${join(dir, 'not-mounted-here')}`);
+    const keyNotMounted = readFileSync(file, 'utf8').replace(
+      `  baseUrl: ${simulator.url}`,
+      `  baseUrl: ${simulator.url}\n  apiKeyFile: ${join(dir, 'not-mounted-here')}`,
+    );
     const inspectConfig = join(dir, 'inspect.yaml');
-    writeFileSync(inspectConfig, keyNotMounted.replace('sinks: [', 'sinks: [{ name: hook, type: webhook, url: "${HOOK_URL}", secret: "${HOOK_SECRET}" }, '));
+    writeFileSync(
+      inspectConfig,
+      keyNotMounted.replace(
+        'sinks: [',
+        'sinks: [{ name: hook, type: webhook, url: "${HOOK_URL}", secret: "${HOOK_SECRET}" }, ',
+      ),
+    );
     const status = await runCli(['status', '--config', inspectConfig, '--json']);
     expect(status.status).toBe(0);
-    const report = JSON.parse(status.stdout) as { logs: { log: string; status: string }[]; sinks: { name: string; pending: number; delivered: number }[] };
+    const report = JSON.parse(status.stdout) as {
+      logs: { log: string; status: string }[];
+      sinks: { name: string; pending: number; delivered: number }[];
+    };
     expect(report.logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
     expect(report.sinks).toEqual([expect.objectContaining({ name: 'out', pending: 0 })]);
     expect(report.sinks[0]?.delivered).toBeGreaterThan(0);
@@ -64,17 +96,33 @@ describe('the changefeed command', () => {
     // run --once recorded what each poll saw, so the plan starts from learned state, not the prior.
     expect(plan.stdout).toMatch(/^plan \(adaptive, alpha [0-9.]+\) for 4 watched logs, 4 with learned rates/);
     // A command that delivers still needs them, and says which.
-    const replay = await runCli(['replay', '--config', inspectConfig, '--sink', 'hook', '--since', '2000-01-01T00:00:00Z']);
+    const replay = await runCli([
+      'replay',
+      '--config',
+      inspectConfig,
+      '--sink',
+      'hook',
+      '--since',
+      '2000-01-01T00:00:00Z',
+    ]);
     expect(replay.status).toBe(2);
     expect(replay.stderr).toContain('HOOK_URL');
     // The key from a file (trailing newline dropped), with no CHANGEFEED_API_KEY around.
     const keyFileConfig = join(dir, 'keyfile.yaml');
-    writeFileSync(keyFileConfig, readFileSync(file, 'utf8').replace(`  baseUrl: ${simulator.url}`, `  baseUrl: ${simulator.url}\n  apiKeyFile: ${keyFile}`));
+    writeFileSync(
+      keyFileConfig,
+      readFileSync(file, 'utf8').replace(
+        `  baseUrl: ${simulator.url}`,
+        `  baseUrl: ${simulator.url}\n  apiKeyFile: ${keyFile}`,
+      ),
+    );
     const viaKeyFile = await runCli(['run', '--config', keyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
     expect(viaKeyFile.status, viaKeyFile.stderr).toBe(0);
     const missingKeyFileConfig = join(dir, 'missing-key-file.yaml');
     writeFileSync(missingKeyFileConfig, keyNotMounted);
-    const missingKeyFile = await runCli(['run', '--config', missingKeyFileConfig, '--once'], { CHANGEFEED_API_KEY: '' });
+    const missingKeyFile = await runCli(['run', '--config', missingKeyFileConfig, '--once'], {
+      CHANGEFEED_API_KEY: '',
+    });
     expect(missingKeyFile.status).toBe(1);
     expect(missingKeyFile.stderr).toContain('not-mounted-here');
     expect(missingKeyFile.stderr).not.toContain('API_CONNECTION');

@@ -36,9 +36,13 @@ describe('numeric flags', () => {
     [['simulate', '--error-rate', '2'], '--error-rate'],
     [['simulate', '--sort-order', 'sideways'], '--sort-order'],
     [['receive', '--port', '0x10'], '--port'],
-  ])('%j is refused with exit 2 naming %s', async (args, flag) => {
-    expectUsageError(await runCli(args), flag, '"');
-  }, 60_000);
+  ])(
+    '%j is refused with exit 2 naming %s',
+    async (args, flag) => {
+      expectUsageError(await runCli(args), flag, '"');
+    },
+    60_000,
+  );
 });
 
 describe('a port already in use', () => {
@@ -65,13 +69,19 @@ describe('a port already in use', () => {
         `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
       ].join('\n'),
     );
-    const result = await runCli(['run', '--config', file], { CHANGEFEED_API_KEY: 'sim_live_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' });
+    const result = await runCli(['run', '--config', file], {
+      CHANGEFEED_API_KEY: 'sim_live_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+    });
     expectUsageError(result, `port ${port}`, 'http.port', 'CHANGEFEED_HTTP_PORT');
   }, 60_000);
 });
 
 describe('receive --secret', () => {
-  it.each(['not-a-secret', 'whsec_', 'whsec_!!!!', 'whsec_c2hvcnQ='])('refuses %j with exit 2', async (secret) => {
-    expectUsageError(await runCli(['receive', '--port', '0', '--secret', secret]), '--secret', 'whsec_');
-  }, 60_000);
+  it.each(['not-a-secret', 'whsec_', 'whsec_!!!!', 'whsec_c2hvcnQ='])(
+    'refuses %j with exit 2',
+    async (secret) => {
+      expectUsageError(await runCli(['receive', '--port', '0', '--secret', secret]), '--secret', 'whsec_');
+    },
+    60_000,
+  );
 });

@@ -15,7 +15,11 @@ describe('changefeed dead-letters retry while the daemon runs', () => {
     const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { delivery: { maxInFlight: 4 } } });
     engine.start();
     try {
-      await until(() => store.outbox.counts('hook').dead === 1 && store.outbox.counts('hook').pending === 0, 60_000, 'one dead letter, the rest delivered');
+      await until(
+        () => store.outbox.counts('hook').dead === 1 && store.outbox.counts('hook').pending === 0,
+        60_000,
+        'one dead letter, the rest delivered',
+      );
       refuse = false;
       // What the CLI does, from another connection to the store.
       const cli = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));

@@ -26,13 +26,25 @@ function childrenOf(pid: number): number[] {
 // daemon orphaned and not reloaded.
 describe('npm run changefeed -- run', () => {
   it('is the daemon itself, so SIGHUP to the process npm started reloads the configuration', async () => {
-    const simulator = await startTestSimulator({ seed: 3, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 3,
+      careers: 1,
+      skills: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     const dir = makeTempDir();
     const config = writeCliConfig(dir, simulator.url);
     let logs = '';
     npm = spawn('npm', ['run', '--silent', 'changefeed', '--', 'run', '--config', config], {
       cwd: ROOT,
-      env: { ...process.env, CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: simulator.apiKey, CHANGEFEED_LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        CHANGEFEED_CONFIG: '',
+        CHANGEFEED_API_KEY: simulator.apiKey,
+        CHANGEFEED_LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -30,7 +30,9 @@ function mountTmpfs(dir: string, size: string): string | undefined {
   }
 }
 
-const readyz = async (port: number): Promise<{ checks: { name: string; ok: boolean; detail?: string }[] } | undefined> => {
+const readyz = async (
+  port: number,
+): Promise<{ checks: { name: string; ok: boolean; detail?: string }[] } | undefined> => {
   try {
     return (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as never;
   } catch {
@@ -40,49 +42,76 @@ const readyz = async (port: number): Promise<{ checks: { name: string; ok: boole
 
 // State on a 2 MB tmpfs that filled: the daemon crashed with an uncaught SQLITE_FULL.
 describe('a state directory on a disk that fills up', () => {
-  it('pauses polling and delivery, says why in readiness, and resumes by itself when space returns, losing nothing', async (ctx) => {
-    const dir = makeTempDir();
-    const stateDir = join(dir, 'state');
-    const cannot = mountTmpfs(stateDir, '2m');
-    if (cannot) {
-      if (process.env.CI) throw new Error(`cannot mount a tmpfs for the full-disk test: ${cannot} (CI is set: this test must run)`);
-      console.warn(`skipping the full-disk test: cannot mount a tmpfs: ${cannot}`);
-      return ctx.skip();
-    }
-    const simulator = await startTestSimulator({ seed: 71, careers: 20, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
-    const from = Date.now() - 3_600_000;
-    const written = simulator.careerIds.flatMap((id) => simulator.appendBurst('career', id, 120, { from, to: Date.now() - 2_000 }).map((e) => eventIdFor('career', id, e.id)));
-    const port = await freePort();
-    const config = join(dir, 'changefeed.yaml');
-    writeFileSync(
-      config,
-      [
-        `api: { baseUrl: "${simulator.url}" }`,
-        `watch: { careers: { discover: true }, identityProviderEvents: false, pollIntervalSeconds: 0.5, startFrom: "${new Date(from - 60_000).toISOString()}", schedule: { firstPollWithinSeconds: 0, historyHours: 0 } }`,
-        'budget: { readsPerHour: 36000000, reserve: 0 }',
-        `stateDir: ${stateDir}`,
-        `http: { port: ${port} }`,
-        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
-      ].join('\n'),
-    );
-    daemon = startDaemonProcess(['--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
-    let storeCheck: { ok: boolean; detail?: string } | undefined;
-    const running = daemon;
-    await until(async () => {
-      storeCheck = (await readyz(port))?.checks.find((c) => c.name === 'store');
-      return storeCheck?.ok === false;
-    }, 120_000, 'readiness reporting the full disk').catch((error: Error) => {
-      throw new Error(`${error.message}; the daemon's last log lines:\n${running.logs().slice(-2000)}`);
-    });
-    expect(storeCheck?.detail).toMatch(/full|space/i);
-    expect(daemon.child.exitCode).toBeNull();
+  it(
+    'pauses polling and delivery, says why in readiness, and resumes by itself when space ' + 'returns, losing nothing',
+    async (ctx) => {
+      const dir = makeTempDir();
+      const stateDir = join(dir, 'state');
+      const cannot = mountTmpfs(stateDir, '2m');
+      if (cannot) {
+        if (process.env.CI)
+          throw new Error(`cannot mount a tmpfs for the full-disk test: ${cannot} (CI is set: this test must run)`);
+        console.warn(`skipping the full-disk test: cannot mount a tmpfs: ${cannot}`);
+        return ctx.skip();
+      }
+      const simulator = await startTestSimulator({
+        seed: 71,
+        careers: 20,
+        skills: 0,
+        identityProviderShare: 0,
+        eventsPerHour: 0,
+        historyHours: 0,
+        readsPerHour: 10_000_000,
+      });
+      const from = Date.now() - 3_600_000;
+      const written = simulator.careerIds.flatMap((id) =>
+        simulator
+          .appendBurst('career', id, 120, { from, to: Date.now() - 2_000 })
+          .map((e) => eventIdFor('career', id, e.id)),
+      );
+      const port = await freePort();
+      const config = join(dir, 'changefeed.yaml');
+      writeFileSync(
+        config,
+        [
+          `api: { baseUrl: "${simulator.url}" }`,
+          `watch: { careers: { discover: true }, identityProviderEvents: false, pollIntervalSeconds: ` +
+            `0.5, startFrom: "${new Date(from - 60_000).toISOString()}", schedule: { firstPollWithinSeconds: ` +
+            `0, historyHours: 0 } }`,
+          'budget: { readsPerHour: 36000000, reserve: 0 }',
+          `stateDir: ${stateDir}`,
+          `http: { port: ${port} }`,
+          `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+        ].join('\n'),
+      );
+      daemon = startDaemonProcess(['--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
+      let storeCheck: { ok: boolean; detail?: string } | undefined;
+      const running = daemon;
+      await until(
+        async () => {
+          storeCheck = (await readyz(port))?.checks.find((c) => c.name === 'store');
+          return storeCheck?.ok === false;
+        },
+        120_000,
+        'readiness reporting the full disk',
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; the daemon's last log lines:\n${running.logs().slice(-2000)}`);
+      });
+      expect(storeCheck?.detail).toMatch(/full|space/i);
+      expect(daemon.child.exitCode).toBeNull();
 
-    execFileSync('mount', ['-o', 'remount,size=64m', stateDir]);
-    await until(() => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length, 120_000, 'every event delivered after space returned');
-    const ids = deliveredEvents(dir).map((e) => e.id);
-    expect(duplicatesOf(ids)).toEqual([]);
-    expect(new Set(ids)).toEqual(new Set(written));
-    expect((await readyz(port))?.checks.find((c) => c.name === 'store')?.ok).toBe(true);
-    expect(daemon.logs()).not.toContain('uncaught');
-  }, 300_000);
+      execFileSync('mount', ['-o', 'remount,size=64m', stateDir]);
+      await until(
+        () => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length,
+        120_000,
+        'every event delivered after space returned',
+      );
+      const ids = deliveredEvents(dir).map((e) => e.id);
+      expect(duplicatesOf(ids)).toEqual([]);
+      expect(new Set(ids)).toEqual(new Set(written));
+      expect((await readyz(port))?.checks.find((c) => c.name === 'store')?.ok).toBe(true);
+      expect(daemon.logs()).not.toContain('uncaught');
+    },
+    300_000,
+  );
 });

@@ -8,10 +8,19 @@ import { startTestSimulator } from '../support/testSimulator.js';
 // exiting 0, and a gone log had no way back.
 describe('a configured career that does not exist', () => {
   it('fails run --once naming the id, and watch retry brings it back once the service knows it', async () => {
-    const simulator = await startTestSimulator({ seed: 12, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 12,
+      careers: 1,
+      skills: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     const dir = makeTempDir();
     const known = simulator.careerIds[0] as string;
-    const config = writeCliConfig(dir, simulator.url, { extra: [`watch: { careers: { ids: ["${known}", "career_typo"] }, identityProviderEvents: false }`] });
+    const config = writeCliConfig(dir, simulator.url, {
+      extra: [`watch: { careers: { ids: ["${known}", "career_typo"] }, identityProviderEvents: false }`],
+    });
     const env = { CHANGEFEED_API_KEY: simulator.apiKey };
     const once = await runCli(['run', '--config', config, '--once'], env);
     expect(once.status, once.stderr).toBe(1);
@@ -32,7 +41,9 @@ describe('a configured career that does not exist', () => {
     expect(back.stdout).toContain('answers again');
     const again = await runCli(['run', '--config', config, '--once'], env);
     expect(again.status, again.stderr).toBe(0);
-    const status = JSON.parse((await runCli(['status', '--config', config, '--json'])).stdout) as { logs: { objectId: string; status: string }[] };
+    const status = JSON.parse((await runCli(['status', '--config', config, '--json'])).stdout) as {
+      logs: { objectId: string; status: string }[];
+    };
     expect(status.logs.find((l) => l.objectId === 'career_typo')?.status).toBe('active');
   }, 180_000);
 

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/database.js';
-import { createDaemon, deliveredEvents, duplicatesOf, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
+import {
+  createDaemon,
+  deliveredEvents,
+  duplicatesOf,
+  runOnce,
+  simulatorConfig,
+  testClock,
+} from '../support/daemonHarness.js';
 import { startRewritingProxy } from '../support/rewritingProxy.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
@@ -15,16 +22,37 @@ const DAY_MS = 86_400_000;
 describe('a service answer with a Date header 30 days ahead', () => {
   it('is not believed: every entry written afterwards is delivered', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 41, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 41,
+      careers: 1,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     const careerId = simulator.careerIds[0] as string;
     let lied = 0;
     const baseUrl = await startRewritingProxy(simulator.url, (answer) => {
       if (answer.index > 1) return answer;
       lied++;
-      return { ...answer, headers: { ...answer.headers, date: new Date(Date.parse(answer.headers.date ?? '') + 30 * DAY_MS).toUTCString() } };
+      return {
+        ...answer,
+        headers: {
+          ...answer.headers,
+          date: new Date(Date.parse(answer.headers.date ?? '') + 30 * DAY_MS).toUTCString(),
+        },
+      };
     });
     const stateDir = makeTempDir();
-    const config = simulatorConfig({ simulator, stateDir, overrides: { watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } } } });
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      overrides: {
+        watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } },
+      },
+    });
     const proxied = { ...config, api: { ...config.api, baseUrl } };
 
     expect((await runOnce(proxied, { clock })).ok).toBe(true);
@@ -37,7 +65,9 @@ describe('a service answer with a Date header 30 days ahead', () => {
     const written = [];
     for (let sweep = 0; sweep < 3; sweep++) {
       await clock.advance(60_000);
-      written.push(...simulator.appendBurst('career', careerId, 5, { from: clock.now() - 50_000, to: clock.now() - 1_000 }));
+      written.push(
+        ...simulator.appendBurst('career', careerId, 5, { from: clock.now() - 50_000, to: clock.now() - 1_000 }),
+      );
       await clock.advance(2_000);
       expect((await runOnce(proxied, { clock })).ok).toBe(true);
     }
@@ -46,30 +76,70 @@ describe('a service answer with a Date header 30 days ahead', () => {
     expect(new Set(ids)).toEqual(new Set(written.map((e) => eventIdFor('career', careerId, e.id))));
   });
 
-  it('a cursor already in the future (left by a daemon that believed such an answer) is read again from the last successful poll', async () => {
-    const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 42, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
-    const careerId = simulator.careerIds[0] as string;
-    const stateDir = makeTempDir();
-    const config = simulatorConfig({ simulator, stateDir, overrides: { watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } } } });
-    expect((await runOnce(config, { clock })).ok).toBe(true);
-    const store = ChangefeedStore.open(storePath(stateDir));
-    store.db.prepare('UPDATE watched_logs SET window_end = ?, last_success_at = ? WHERE object_id = ?').run(clock.now() + 30 * DAY_MS, clock.now(), careerId);
-    store.close();
-    await clock.advance(600_000);
-    const written = simulator.appendBurst('career', careerId, 7, { from: clock.now() - 500_000, to: clock.now() - 1_000 });
-    await clock.advance(2_000);
-    expect((await runOnce(config, { clock })).ok).toBe(true);
-    const ids = deliveredEvents(stateDir).map((e) => e.id);
-    expect(new Set(ids)).toEqual(new Set(written.map((e) => eventIdFor('career', careerId, e.id))));
-  });
+  it(
+    'a cursor already in the future (left by a daemon that believed such an answer) is read ' +
+      'again from the last successful poll',
+    async () => {
+      const clock = testClock();
+      const simulator = await startTestSimulator({
+        clock,
+        seed: 42,
+        careers: 1,
+        skills: 0,
+        identityProviderShare: 0,
+        eventsPerHour: 0,
+        historyHours: 0,
+        readsPerHour: 1_000_000,
+      });
+      const careerId = simulator.careerIds[0] as string;
+      const stateDir = makeTempDir();
+      const config = simulatorConfig({
+        simulator,
+        stateDir,
+        overrides: {
+          watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } },
+        },
+      });
+      expect((await runOnce(config, { clock })).ok).toBe(true);
+      const store = ChangefeedStore.open(storePath(stateDir));
+      store.db
+        .prepare('UPDATE watched_logs SET window_end = ?, last_success_at = ? WHERE object_id = ?')
+        .run(clock.now() + 30 * DAY_MS, clock.now(), careerId);
+      store.close();
+      await clock.advance(600_000);
+      const written = simulator.appendBurst('career', careerId, 7, {
+        from: clock.now() - 500_000,
+        to: clock.now() - 1_000,
+      });
+      await clock.advance(2_000);
+      expect((await runOnce(config, { clock })).ok).toBe(true);
+      const ids = deliveredEvents(stateDir).map((e) => e.id);
+      expect(new Set(ids)).toEqual(new Set(written.map((e) => eventIdFor('career', careerId, e.id))));
+    },
+  );
 
   it('makes readiness report a clock problem while the latest Date is not believed', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 43, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 43,
+      careers: 1,
+      skills: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     let lie = false;
     const baseUrl = await startRewritingProxy(simulator.url, (answer) =>
-      lie ? { ...answer, headers: { ...answer.headers, date: new Date(Date.parse(answer.headers.date ?? '') + 30 * DAY_MS).toUTCString() } } : answer,
+      lie
+        ? {
+            ...answer,
+            headers: {
+              ...answer.headers,
+              date: new Date(Date.parse(answer.headers.date ?? '') + 30 * DAY_MS).toUTCString(),
+            },
+          }
+        : answer,
     );
     const config = simulatorConfig({ simulator, stateDir: makeTempDir() });
     const daemon = createDaemon({ ...config, api: { ...config.api, baseUrl } }, { clock });

@@ -32,18 +32,35 @@ function withExtraEntries(extra: unknown[]) {
 describe('an activity page holding entries that cannot become events', () => {
   it('quarantines them, emits the rest and advances the cursor', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 51, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 51,
+      careers: 1,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     const careerId = simulator.careerIds[0] as string;
     const baseUrl = await startRewritingProxy(simulator.url, withExtraEntries(BAD_ENTRIES));
     const stateDir = makeTempDir();
-    const config = simulatorConfig({ simulator, stateDir, overrides: { watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } } } });
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      overrides: {
+        watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } },
+      },
+    });
     const hostile = { ...config, api: { ...config.api, baseUrl, maxEntryBytes: 4_096 } };
 
     expect((await runOnce(hostile, { clock })).ok).toBe(true);
     const written = [];
     for (let sweep = 0; sweep < 2; sweep++) {
       await clock.advance(60_000);
-      written.push(...simulator.appendBurst('career', careerId, 4, { from: clock.now() - 50_000, to: clock.now() - 1_000 }));
+      written.push(
+        ...simulator.appendBurst('career', careerId, 4, { from: clock.now() - 50_000, to: clock.now() - 1_000 }),
+      );
       await clock.advance(2_000);
       const report = await runOnce(hostile, { clock });
       expect(report.ok, JSON.stringify(report.sweep.failures)).toBe(true);
@@ -58,8 +75,16 @@ describe('an activity page holding entries that cannot become events', () => {
       const records = store.quarantine.list();
       const reasons = records.map((r) => r.reason);
       expect(reasons).toHaveLength(4);
-      for (const pattern of [/: id: Invalid input: expected string, received undefined$/, /: id: Invalid input: expected string, received number$/, /: performedAt: performedAt is not an ISO 8601 timestamp$/, /: the entry is \d+ bytes, more than api.maxEntryBytes \(4096\)$/]) {
-        expect(reasons.filter((r) => pattern.test(r)), String(pattern)).toHaveLength(1);
+      for (const pattern of [
+        /: id: Invalid input: expected string, received undefined$/,
+        /: id: Invalid input: expected string, received number$/,
+        /: performedAt: performedAt is not an ISO 8601 timestamp$/,
+        /: the entry is \d+ bytes, more than api.maxEntryBytes \(4096\)$/,
+      ]) {
+        expect(
+          reasons.filter((r) => pattern.test(r)),
+          String(pattern),
+        ).toHaveLength(1);
       }
       expect(records.every((r) => r.log === 'career' && r.objectId === careerId)).toBe(true);
       expect(records.find((r) => r.entryId === 'bad-time')?.raw).toContain('yesterday-ish');
@@ -70,27 +95,57 @@ describe('an activity page holding entries that cannot become events', () => {
       store.close();
     }
     const configFile = join(stateDir, 'inspect.yaml');
-    writeFileSync(configFile, `stateDir: ${stateDir}\nsinks: [{ name: file, type: file, path: ${join(stateDir, 'events.jsonl')} }]\n`);
+    writeFileSync(
+      configFile,
+      `stateDir: ${stateDir}\nsinks: [{ name: file, type: file, path: ${join(stateDir, 'events.jsonl')} }]\n`,
+    );
     const listed = await runCli(['quarantine', 'list', '--config', configFile]);
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.stdout).toContain(`career ${careerId}  entry bad-time`);
     expect(listed.stdout).toContain('reason: data[');
     expect(listed.stdout).toContain('yesterday-ish');
-    const json = JSON.parse((await runCli(['quarantine', 'list', '--config', configFile, '--json'])).stdout) as unknown[];
+    const json = JSON.parse(
+      (await runCli(['quarantine', 'list', '--config', configFile, '--json'])).stdout,
+    ) as unknown[];
     expect(json).toHaveLength(4);
   }, 120_000);
 
-  it('treats a page with more entries than the limit asked for as a protocol error, not something to swallow', async () => {
-    const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 52, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
-    const careerId = simulator.careerIds[0] as string;
-    const flood = Array.from({ length: 201 }, (_, i) => ({ id: `flood-${i}`, event: 'x', performedAt: '2026-11-22T11:59:00Z' }));
-    const baseUrl = await startRewritingProxy(simulator.url, withExtraEntries(flood));
-    const stateDir = makeTempDir();
-    const config = simulatorConfig({ simulator, stateDir, startFrom: '2026-11-22T11:00:00Z', overrides: { watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } } } });
-    const report = await runOnce({ ...config, api: { ...config.api, baseUrl } }, { clock });
-    expect(report.ok).toBe(false);
-    expect(report.sweep.failures[0]?.error).toMatch(/API_MALFORMED_RESPONSE: .* holds more than the 200 entries the limit asked for/);
-    expect(deliveredEvents(stateDir)).toEqual([]);
-  });
+  it(
+    'treats a page with more entries than the limit asked for as a protocol error, not ' + 'something to swallow',
+    async () => {
+      const clock = testClock();
+      const simulator = await startTestSimulator({
+        clock,
+        seed: 52,
+        careers: 1,
+        skills: 0,
+        identityProviderShare: 0,
+        eventsPerHour: 0,
+        historyHours: 0,
+        readsPerHour: 1_000_000,
+      });
+      const careerId = simulator.careerIds[0] as string;
+      const flood = Array.from({ length: 201 }, (_, i) => ({
+        id: `flood-${i}`,
+        event: 'x',
+        performedAt: '2026-11-22T11:59:00Z',
+      }));
+      const baseUrl = await startRewritingProxy(simulator.url, withExtraEntries(flood));
+      const stateDir = makeTempDir();
+      const config = simulatorConfig({
+        simulator,
+        stateDir,
+        startFrom: '2026-11-22T11:00:00Z',
+        overrides: {
+          watch: { identityProviderEvents: false, careers: { ids: [careerId] }, skills: { discover: false } },
+        },
+      });
+      const report = await runOnce({ ...config, api: { ...config.api, baseUrl } }, { clock });
+      expect(report.ok).toBe(false);
+      expect(report.sweep.failures[0]?.error).toMatch(
+        /API_MALFORMED_RESPONSE: .* holds more than the 200 entries the limit asked for/,
+      );
+      expect(deliveredEvents(stateDir)).toEqual([]);
+    },
+  );
 });

@@ -8,9 +8,18 @@ import { startTestSimulator } from '../support/testSimulator.js';
 // identity-provider log alone, ignoring every object discovery would add.
 describe('changefeed plan on a fresh store with discovery on', () => {
   it('reads the discovery lists (shown against the budget), or says plainly that it plans without them', async () => {
-    const simulator = await startTestSimulator({ seed: 31, careers: 4, skills: 3, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 31,
+      careers: 4,
+      skills: 3,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     const dir = makeTempDir();
-    const config = writeCliConfig(dir, simulator.url, { extra: ['watch: { careers: { discover: true }, skills: { discover: true } }'] });
+    const config = writeCliConfig(dir, simulator.url, {
+      extra: ['watch: { careers: { discover: true }, skills: { discover: true } }'],
+    });
     const env = { CHANGEFEED_API_KEY: simulator.apiKey };
 
     const json = await runCli(['plan', '--config', config, '--json'], env);

@@ -13,7 +13,11 @@ afterEach(() => {
 
 async function startReceive(port: number, extra: string[] = []): Promise<() => string> {
   let out = '';
-  child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/changefeed.ts'), 'receive', '--port', String(port), ...extra], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'src/cli/changefeed.ts'), 'receive', '--port', String(port), ...extra],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   await until(() => out.includes('receiving webhooks at'), 60_000, 'the receiver listening');
   return () => out;
@@ -23,12 +27,24 @@ async function startReceive(port: number, extra: string[] = []): Promise<() => s
  * POSTs `chunks` chunks of 1 MiB (no Content-Length unless `declared`), resolving with the status,
  * or with 'reset' when the receiver closed the connection before the sender saw its answer.
  */
-function post(port: number, options: { chunks?: number; declared?: number; headers?: Record<string, string>; body?: string }): Promise<number | 'reset'> {
+function post(
+  port: number,
+  options: { chunks?: number; declared?: number; headers?: Record<string, string>; body?: string },
+): Promise<number | 'reset'> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/webhooks', method: 'POST', headers: { ...(options.declared ? { 'content-length': String(options.declared) } : {}), ...options.headers } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/webhooks',
+        method: 'POST',
+        headers: { ...(options.declared ? { 'content-length': String(options.declared) } : {}), ...options.headers },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', (error) => (/EPIPE|ECONNRESET/.test(error.message) ? resolve('reset') : reject(error)));
     if (options.body !== undefined) {
       req.end(options.body);
@@ -68,7 +84,9 @@ describe('changefeed receive against hostile senders', () => {
     const forged = 'x\r\n\u001b[32m✓ evt_1 com.forged (signature verified)\u001b[0m';
     expect(await post(port, { body: JSON.stringify({ type: forged }) })).toBe(401);
     await until(() => output().includes('REJECTED'), 30_000, 'the rejected line');
-    const lines = output().split('\n').filter((l) => l.startsWith('✓') || l.startsWith('✗'));
+    const lines = output()
+      .split('\n')
+      .filter((l) => l.startsWith('✓') || l.startsWith('✗'));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('x\\u000d\\u000a\\u001b[32m');
     expect(output()).not.toContain('\u001b');

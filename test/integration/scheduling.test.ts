@@ -19,17 +19,32 @@ const MINUTE = 60_000;
 
 /** Runs the daemon (the real poll loop, scheduler and budget) for `ms` of virtual time. */
 async function runFor(clock: ManualClock, d: ChangefeedDaemon, ms: number): Promise<void> {
-  await withVirtualTime(clock, (async () => {
-    await d.start();
-    await clock.sleep(ms);
-  })());
+  await withVirtualTime(
+    clock,
+    (async () => {
+      await d.start();
+      await clock.sleep(ms);
+    })(),
+  );
 }
 
 describe('scheduling within the read budget', { timeout: 180_000 }, () => {
   it('a 429 pauses every poller of the key for exactly Retry-After, then pace resumes', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 31, careers: 4, skills: 2, eventsPerHour: 200, historyHours: 0, readsPerHour: 120 });
-    const config = simulatorConfig({ simulator, stateDir: makeTempDir(), overrides: { budget: { readsPerHour: 120, reserve: 0 } } });
+    simulator = await startSimulator({
+      clock,
+      seed: 31,
+      careers: 4,
+      skills: 2,
+      eventsPerHour: 200,
+      historyHours: 0,
+      readsPerHour: 120,
+    });
+    const config = simulatorConfig({
+      simulator,
+      stateDir: makeTempDir(),
+      overrides: { budget: { readsPerHour: 120, reserve: 0 } },
+    });
     daemon = createDaemon(config, { clock });
     // Another client of the key spends most of the bucket after the daemon's first minutes.
     const other = (async () => {
@@ -55,17 +70,31 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
     expect(after.some((r) => r.path.includes('/skills/'))).toBe(true);
   });
 
-  it('follows the server\'s RateLimit-Limit when it is lower than the configured cap, without a 429', async () => {
+  it("follows the server's RateLimit-Limit when it is lower than the configured cap, without a 429", async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 32, careers: 8, skills: 4, eventsPerHour: 300, historyHours: 0, readsPerHour: 200 });
-    const config = simulatorConfig({ simulator, stateDir: makeTempDir(), overrides: { budget: { readsPerHour: 1000, reserve: 0.1 } } });
+    simulator = await startSimulator({
+      clock,
+      seed: 32,
+      careers: 8,
+      skills: 4,
+      eventsPerHour: 300,
+      historyHours: 0,
+      readsPerHour: 200,
+    });
+    const config = simulatorConfig({
+      simulator,
+      stateDir: makeTempDir(),
+      overrides: { budget: { readsPerHour: 1000, reserve: 0.1 } },
+    });
     daemon = createDaemon(config, { clock });
     await runFor(clock, daemon, 2 * 60 * MINUTE);
     expect(daemon.budget.allowancePerHour()).toBe(180);
     expect(simulator.requests.filter((r) => r.status === 429)).toEqual([]);
     const start = simulator.requests[0]!.at;
     for (let hour = 0; hour < 2; hour++) {
-      const inHour = simulator.requests.filter((r) => r.at >= start + hour * 60 * MINUTE && r.at < start + (hour + 1) * 60 * MINUTE);
+      const inHour = simulator.requests.filter(
+        (r) => r.at >= start + hour * 60 * MINUTE && r.at < start + (hour + 1) * 60 * MINUTE,
+      );
       expect(inHour.length).toBeLessThanOrEqual(200);
       expect(inHour.length).toBeGreaterThan(150);
     }
@@ -73,17 +102,34 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
 
   it('still polls a quiet object within maxIntervalMinutes while a busy one takes most of the budget', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 33, careers: 10, skills: 0, skillShare: 0, identityProviderShare: 0, workload: { kind: 'zipf', s: 3 }, eventsPerHour: 2_000, historyHours: 0, readsPerHour: 1_000 });
+    simulator = await startSimulator({
+      clock,
+      seed: 33,
+      careers: 10,
+      skills: 0,
+      skillShare: 0,
+      identityProviderShare: 0,
+      workload: { kind: 'zipf', s: 3 },
+      eventsPerHour: 2_000,
+      historyHours: 0,
+      readsPerHour: 1_000,
+    });
     const config = simulatorConfig({
       simulator,
       stateDir: makeTempDir(),
-      overrides: { watch: { identityProviderEvents: false, schedule: { maxIntervalMinutes: 10 } }, budget: { readsPerHour: 120, reserve: 0 } },
+      overrides: {
+        watch: { identityProviderEvents: false, schedule: { maxIntervalMinutes: 10 } },
+        budget: { readsPerHour: 120, reserve: 0 },
+      },
     });
     daemon = createDaemon(config, { clock });
     await runFor(clock, daemon, 3 * 60 * MINUTE);
     const rates = simulator.trueRates();
-    const ids = [...simulator.careerIds].sort((a, b) => (rates.get(`career:${b}`) ?? 0) - (rates.get(`career:${a}`) ?? 0));
-    const pollsOf = (id: string) => simulator!.requests.filter((r) => r.path.includes(`/careers/${id}/`)).map((r) => r.at);
+    const ids = [...simulator.careerIds].sort(
+      (a, b) => (rates.get(`career:${b}`) ?? 0) - (rates.get(`career:${a}`) ?? 0),
+    );
+    const pollsOf = (id: string) =>
+      simulator!.requests.filter((r) => r.path.includes(`/careers/${id}/`)).map((r) => r.at);
     // The busiest career gets far more polls than the quietest ...
     expect(pollsOf(ids[0]!).length).toBeGreaterThan(3 * pollsOf(ids.at(-1)!).length);
     // ... yet after the first hour of learning no career waits longer than 10 minutes (plus one budget interval).
@@ -99,7 +145,17 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
   /** Runs the daemon with a 20-minute edit session on one career; returns the times that career was polled. */
   async function pollsDuringSession(schedule: Record<string, unknown>) {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 34, careers: 30, skills: 0, skillShare: 0, identityProviderShare: 0, eventsPerHour: 0.1, historyHours: 0, readsPerHour: 1_000 });
+    simulator = await startSimulator({
+      clock,
+      seed: 34,
+      careers: 30,
+      skills: 0,
+      skillShare: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0.1,
+      historyHours: 0,
+      readsPerHour: 1_000,
+    });
     const config = simulatorConfig({
       simulator,
       stateDir: makeTempDir(),
@@ -117,20 +173,26 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
     await runFor(clock, daemon, 90 * MINUTE);
     await edits;
     const polls = simulator.requests.filter((r) => r.path.includes(`/careers/${career}/`)).map((r) => r.at);
-    return { during: polls.filter((t) => t >= session.from && t <= session.to + MINUTE), after: polls.filter((t) => t > session.to + 3 * MINUTE) };
+    return {
+      during: polls.filter((t) => t >= session.from && t <= session.to + MINUTE),
+      after: polls.filter((t) => t > session.to + 3 * MINUTE),
+    };
   }
 
-  it('follows up an edit session in progress: polls that career every pollIntervalSeconds until the session ends', async () => {
-    const { during, after } = await pollsDuringSession({});
-    // 120 requests/h over 30 careers is a poll every 15 minutes; the session lasts 20 minutes,
-    // so a regular poll lands in it and the follow-ups, a minute apart, take it from there.
-    expect(during.length).toBeGreaterThanOrEqual(5);
-    const gaps = during.slice(1).map((t, i) => t - during[i]!);
-    expect(gaps.filter((g) => g <= 75_000).length).toBeGreaterThanOrEqual(4);
-    // Once a poll finds nothing new the follow-ups stop: no two polls a few minutes apart afterwards.
-    const later = after.slice(1).map((t, i) => t - after[i]!);
-    expect(later.every((g) => g > 3 * MINUTE)).toBe(true);
-  });
+  it(
+    'follows up an edit session in progress: polls that career every pollIntervalSeconds until ' + 'the session ends',
+    async () => {
+      const { during, after } = await pollsDuringSession({});
+      // 120 requests/h over 30 careers is a poll every 15 minutes; the session lasts 20 minutes,
+      // so a regular poll lands in it and the follow-ups, a minute apart, take it from there.
+      expect(during.length).toBeGreaterThanOrEqual(5);
+      const gaps = during.slice(1).map((t, i) => t - during[i]!);
+      expect(gaps.filter((g) => g <= 75_000).length).toBeGreaterThanOrEqual(4);
+      // Once a poll finds nothing new the follow-ups stop: no two polls a few minutes apart afterwards.
+      const later = after.slice(1).map((t, i) => t - after[i]!);
+      expect(later.every((g) => g > 3 * MINUTE)).toBe(true);
+    },
+  );
 
   it('with followUpPolls 0 the session waits for the regular polls', async () => {
     const { during } = await pollsDuringSession({ followUpPolls: 0 });
@@ -139,19 +201,40 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
 
   it('a backfill takes only the reads that regular polls leave: the other careers keep their pace', async () => {
     const clock = testClock();
-    simulator = await startSimulator({ clock, seed: 35, careers: 6, skills: 0, skillShare: 0, identityProviderShare: 0, eventsPerHour: 30, historyHours: 0, readsPerHour: 1_000 });
+    simulator = await startSimulator({
+      clock,
+      seed: 35,
+      careers: 6,
+      skills: 0,
+      skillShare: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 30,
+      historyHours: 0,
+      readsPerHour: 1_000,
+    });
     const [heavy, ...others] = [...simulator.careerIds];
     // 6,000 changes five hours ago: 30 pages that only a backfill from six hours back reads.
-    simulator.appendBurst('career', heavy!, 6_000, { from: clock.now() - 5 * 60 * MINUTE, to: clock.now() - 4 * 60 * MINUTE });
+    simulator.appendBurst('career', heavy!, 6_000, {
+      from: clock.now() - 5 * 60 * MINUTE,
+      to: clock.now() - 4 * 60 * MINUTE,
+    });
     const config = simulatorConfig({
       simulator,
       stateDir: makeTempDir(),
       startFrom: new Date(clock.now() - 6 * 60 * MINUTE).toISOString(),
-      overrides: { watch: { identityProviderEvents: false, discovery: { schedule: '0 0 1 1 *' }, schedule: { maxIntervalMinutes: 10 } }, budget: { readsPerHour: 120, reserve: 0 } },
+      overrides: {
+        watch: {
+          identityProviderEvents: false,
+          discovery: { schedule: '0 0 1 1 *' },
+          schedule: { maxIntervalMinutes: 10 },
+        },
+        budget: { readsPerHour: 120, reserve: 0 },
+      },
     });
     daemon = createDaemon(config, { clock });
     await runFor(clock, daemon, 60 * MINUTE);
-    const pollsOf = (id: string) => simulator!.requests.filter((r) => r.path.includes(`/careers/${id}/`)).map((r) => r.at);
+    const pollsOf = (id: string) =>
+      simulator!.requests.filter((r) => r.path.includes(`/careers/${id}/`)).map((r) => r.at);
     const pages = pollsOf(heavy!);
     // The whole history is read: 30 pages of 200, plus the regular polls after it.
     expect(pages.length).toBeGreaterThanOrEqual(31);

@@ -9,13 +9,24 @@ function capturedLogger(): { logger: ReturnType<typeof createLogger>; text: () =
   const stream = new PassThrough();
   const chunks: Buffer[] = [];
   stream.on('data', (c: Buffer) => chunks.push(c));
-  return { logger: createLogger({ level: 'trace', destination: stream }), text: () => Buffer.concat(chunks).toString('utf8') };
+  return {
+    logger: createLogger({ level: 'trace', destination: stream }),
+    text: () => Buffer.concat(chunks).toString('utf8'),
+  };
 }
 
 describe('secrets in logs', () => {
   it('never logs the API key, whether the service accepts it or rejects it', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({ clock, seed: 2, careers: 2, skills: 1, eventsPerHour: 600, historyHours: 1, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 2,
+      careers: 2,
+      skills: 1,
+      eventsPerHour: 600,
+      historyHours: 1,
+      readsPerHour: 1_000_000,
+    });
     const accepted = capturedLogger();
     const stateDir = makeTempDir();
     const good = simulatorConfig({ simulator, stateDir, startFrom: '2000-01-01T00:00:00Z' });

@@ -13,7 +13,11 @@ function signalled(atMs: number[]): { status: number | null; log: string } {
     for (const ms of ${JSON.stringify(atMs)}) setTimeout(() => process.kill(process.pid, 'SIGINT'), ms);
     setInterval(() => undefined, 1000);
   `;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: result.status, log: result.stdout + result.stderr };
 }
 

@@ -7,8 +7,18 @@ import { receiver, SECRET } from '../support/webhookHarness.js';
 
 describe('sink isolation', () => {
   it('a webhook endpoint that never answers holds up neither polling nor the file sink', async () => {
-    const simulator = await startTestSimulator({ seed: 31, careers: 4, skills: 2, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
-    simulator.appendBurst('career', simulator.careerIds[0] as string, 300, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
+    const simulator = await startTestSimulator({
+      seed: 31,
+      careers: 4,
+      skills: 2,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 300, {
+      from: Date.now() - 600_000,
+      to: Date.now() - 5_000,
+    });
     const hanging = await receiver({ respond: () => ({ delayMs: 60_000 }) });
     const stateDir = makeTempDir();
     const config = simulatorConfig({
@@ -36,18 +46,36 @@ describe('sink isolation', () => {
   });
 
   it('run --once reports dead letters as a failure; dead-letters retry sends them again', async () => {
-    const simulator = await startTestSimulator({ seed: 37, careers: 1, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
-    simulator.appendBurst('career', simulator.careerIds[0] as string, 3, { from: Date.now() - 60_000, to: Date.now() - 5_000 });
+    const simulator = await startTestSimulator({
+      seed: 37,
+      careers: 1,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 3, {
+      from: Date.now() - 60_000,
+      to: Date.now() - 5_000,
+    });
     let accept = false;
     const hook = await receiver({ respond: () => ({ status: accept ? 204 : 400, body: 'schema mismatch' }) });
     const stateDir = makeTempDir();
-    const config = simulatorConfig({ simulator, stateDir, startFrom: '2000-01-01T00:00:00Z', overrides: { sinks: [{ name: 'hook', type: 'webhook', url: hook.url, secret: SECRET }] } });
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      startFrom: '2000-01-01T00:00:00Z',
+      overrides: { sinks: [{ name: 'hook', type: 'webhook', url: hook.url, secret: SECRET }] },
+    });
     const first = await runOnce(config);
     expect(first.ok).toBe(false);
     expect(first.sinks).toEqual([expect.objectContaining({ sink: 'hook', dead: 3, pending: 0 })]);
     const { ChangefeedStore } = await import('../../src/store/changefeedStore.js');
     const store = ChangefeedStore.open(join(stateDir, 'changefeed.sqlite'));
-    expect(store.outbox.deadLetters().map((d) => [d.lastStatus, d.lastResponse])).toEqual(Array(3).fill([400, 'schema mismatch']));
+    expect(store.outbox.deadLetters().map((d) => [d.lastStatus, d.lastResponse])).toEqual(
+      Array(3).fill([400, 'schema mismatch']),
+    );
     // Dead letters of an earlier run were reported by it: a run that adds none succeeds.
     const unchanged = await runOnce(config);
     expect(unchanged.ok).toBe(true);

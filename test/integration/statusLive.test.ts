@@ -21,7 +21,9 @@ interface SinkRow {
   stateSource: string;
 }
 
-async function statusSinks(config: string): Promise<{ sinks: SinkRow[]; daemon: { reachable: boolean }; text: string }> {
+async function statusSinks(
+  config: string,
+): Promise<{ sinks: SinkRow[]; daemon: { reachable: boolean }; text: string }> {
   const json = await runCli(['status', '--config', config, '--json']);
   expect(json.status, json.stderr).toBe(0);
   const text = await runCli(['status', '--config', config]);
@@ -32,7 +34,14 @@ async function statusSinks(config: string): Promise<{ sinks: SinkRow[]; daemon: 
 // showed "connected yes", and a sink removed from the config still showed "active yes".
 describe('changefeed status', () => {
   it('shows sink state live from the running daemon, and marks recorded values once it is gone', async () => {
-    const simulator = await startTestSimulator({ seed: 8, careers: 1, skills: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 8,
+      careers: 1,
+      skills: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
     const dir = makeTempDir();
     const httpPort = await freePort();
     const refusing = await freePort(); // nothing listens here
@@ -53,10 +62,14 @@ describe('changefeed status', () => {
     await daemon.waitForLog('changefeed running', 60_000);
 
     let live: Awaited<ReturnType<typeof statusSinks>> | undefined;
-    await until(async () => {
-      live = await statusSinks(config);
-      return live.sinks.some((s) => s.name === 'out' && s.connected);
-    }, 60_000, 'status showing the file sink connected');
+    await until(
+      async () => {
+        live = await statusSinks(config);
+        return live.sinks.some((s) => s.name === 'out' && s.connected);
+      },
+      60_000,
+      'status showing the file sink connected',
+    );
     expect(live?.daemon.reachable).toBe(true);
     expect(live?.sinks).toEqual(
       expect.arrayContaining([

@@ -8,19 +8,39 @@ import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
 async function setup() {
-  const simulator = await startTestSimulator({ seed: 62, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 1, readsPerHour: 1_000_000 });
+  const simulator = await startTestSimulator({
+    seed: 62,
+    careers: 2,
+    skills: 1,
+    eventsPerHour: 3_600,
+    historyHours: 1,
+    readsPerHour: 1_000_000,
+  });
   const dir = makeTempDir();
   const stateDir = join(dir, 'state');
-  const file = writeCliConfig(dir, simulator.url, { extra: ['watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z" }'] });
+  const file = writeCliConfig(dir, simulator.url, {
+    extra: ['watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z" }'],
+  });
   const store = join(stateDir, 'changefeed.sqlite');
-  return { file, store, stateDir, env: { CHANGEFEED_API_KEY: simulator.apiKey }, run: (...extra: string[]) => runCli(['run', '--config', file, '--once', ...extra], { CHANGEFEED_API_KEY: simulator.apiKey }) };
+  return {
+    file,
+    store,
+    stateDir,
+    env: { CHANGEFEED_API_KEY: simulator.apiKey },
+    run: (...extra: string[]) =>
+      runCli(['run', '--config', file, '--once', ...extra], { CHANGEFEED_API_KEY: simulator.apiKey }),
+  };
 }
 
 // An emptied store file was silently taken as new: everything was delivered again.
 describe('a store file that is not one we can trust', () => {
   it.each([
     ['empty', (store: string) => writeFileSync(store, ''), 'is empty (0 bytes)'],
-    ['not SQLite', (store: string) => writeFileSync(store, 'hello, I am a text file, not a database at all'), 'is not a SQLite database'],
+    [
+      'not SQLite',
+      (store: string) => writeFileSync(store, 'hello, I am a text file, not a database at all'),
+      'is not a SQLite database',
+    ],
     [
       'another application',
       (store: string) => {
@@ -30,15 +50,19 @@ describe('a store file that is not one we can trust', () => {
       },
       'is a SQLite database of another application',
     ],
-  ])('is refused when %s, naming the file', async (_name, spoil, problem) => {
-    const s = await setup();
-    mkdirSync(s.stateDir, { recursive: true });
-    spoil(s.store);
-    const result = await s.run();
-    expect(result.status).toBe(1);
-    expect(result.stderr).toContain(`STORE_REFUSED: the store ${s.store} ${problem}`);
-    expect(result.stderr).toContain('--reset-store');
-  }, 120_000);
+  ])(
+    'is refused when %s, naming the file',
+    async (_name, spoil, problem) => {
+      const s = await setup();
+      mkdirSync(s.stateDir, { recursive: true });
+      spoil(s.store);
+      const result = await s.run();
+      expect(result.status).toBe(1);
+      expect(result.stderr).toContain(`STORE_REFUSED: the store ${s.store} ${problem}`);
+      expect(result.stderr).toContain('--reset-store');
+    },
+    120_000,
+  );
 
   it('is refused when cut short, and --reset-store keeps it aside and starts afresh', async () => {
     const s = await setup();

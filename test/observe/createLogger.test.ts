@@ -28,21 +28,38 @@ describe('createLogger', () => {
 
   it('writes JSON lines with the normal fields intact', () => {
     const { logger, output } = capture();
-    logger.info({ log: 'career', entries: 3, sink: { name: 'hooks', url: 'https://hooks.test/in' } }, 'delivered %d events', 3);
+    logger.info(
+      { log: 'career', entries: 3, sink: { name: 'hooks', url: 'https://hooks.test/in' } },
+      'delivered %d events',
+      3,
+    );
     const [line] = lines(output());
-    expect(line).toMatchObject({ level: 30, msg: 'delivered 3 events', log: 'career', entries: 3, sink: { name: 'hooks', url: 'https://hooks.test/in' } });
+    expect(line).toMatchObject({
+      level: 30,
+      msg: 'delivered 3 events',
+      log: 'career',
+      entries: 3,
+      sink: { name: 'hooks', url: 'https://hooks.test/in' },
+    });
   });
 
   it('keeps a registered API key out of fields, messages, arguments and child bindings', () => {
     const { logger, output } = capture();
-    logger.info({ request: { url: `https://api.test/v1?key=${API_KEY}` }, note: `key is ${API_KEY}` }, `using ${API_KEY}`);
+    logger.info(
+      { request: { url: `https://api.test/v1?key=${API_KEY}` }, note: `key is ${API_KEY}` },
+      `using ${API_KEY}`,
+    );
     logger.debug('configured with %s and %o', API_KEY, { nested: [API_KEY] });
     logger.child({ keyHint: API_KEY }).warn({ secretsLoaded: [SINK_SECRET] }, 'child');
     const text = output();
     expect(text).not.toContain(API_KEY);
     expect(text).not.toContain(SINK_SECRET);
     const [first, second, third] = lines(text);
-    expect(first).toMatchObject({ msg: 'using [redacted]', note: 'key is [redacted]', request: { url: 'https://api.test/v1?key=[redacted]' } });
+    expect(first).toMatchObject({
+      msg: 'using [redacted]',
+      note: 'key is [redacted]',
+      request: { url: 'https://api.test/v1?key=[redacted]' },
+    });
     expect(second?.msg).toBe('configured with [redacted] and {"nested":["[redacted]"]}');
     expect(third).toMatchObject({ keyHint: '[redacted]', secretsLoaded: ['[redacted]'], msg: 'child' });
   });
@@ -59,14 +76,33 @@ describe('createLogger', () => {
       accept: 'application/json',
     };
     logger.info({ headers, request: { method: 'POST', headers }, deep: { a: { b: { c: { headers } } } } }, 'request');
-    logger.info({ config: { api: { apiKey: 'plain-seven', baseUrl: 'https://api.test' }, db: { password: 'pw-eight', Token: 'tok-nine' } } });
+    logger.info({
+      config: {
+        api: { apiKey: 'plain-seven', baseUrl: 'https://api.test' },
+        db: { password: 'pw-eight', Token: 'tok-nine' },
+      },
+    });
     const text = output();
-    for (const leaked of ['token-one', 'token-two', 'token-three', 'key-four', 'sig-five', 'six', 'plain-seven', 'pw-eight', 'tok-nine']) {
+    for (const leaked of [
+      'token-one',
+      'token-two',
+      'token-three',
+      'key-four',
+      'sig-five',
+      'six',
+      'plain-seven',
+      'pw-eight',
+      'tok-nine',
+    ]) {
       expect(text).not.toContain(leaked);
     }
     const [request, config] = lines(text);
-    expect(request).toMatchObject({ headers: { Authorization: '[redacted]', AUTHORIZATION: '[redacted]', accept: 'application/json' } });
-    expect(request).toMatchObject({ request: { method: 'POST', headers: { 'X-Api-Key': '[redacted]', accept: 'application/json' } } });
+    expect(request).toMatchObject({
+      headers: { Authorization: '[redacted]', AUTHORIZATION: '[redacted]', accept: 'application/json' },
+    });
+    expect(request).toMatchObject({
+      request: { method: 'POST', headers: { 'X-Api-Key': '[redacted]', accept: 'application/json' } },
+    });
     expect(config).toMatchObject({ config: { api: { apiKey: '[redacted]', baseUrl: 'https://api.test' } } });
   });
 
@@ -95,11 +131,22 @@ describe('createLogger', () => {
     const [first, second, third, fourth] = lines(text);
     for (const line of [first, second]) {
       expect(line?.msg).toBe('GET https://api.test/v1/careers?api_key=[redacted] failed: 401');
-      expect(line?.err).toMatchObject({ type: 'Error', code: 'API_UNAUTHORIZED', headers: { 'X-API-KEY': '[redacted]' } });
+      expect(line?.err).toMatchObject({
+        type: 'Error',
+        code: 'API_UNAUTHORIZED',
+        headers: { 'X-API-KEY': '[redacted]' },
+      });
       expect((line?.err as { stack: string }).stack).toContain('api_key=[redacted] failed');
     }
-    expect(third).toMatchObject({ msg: 'poll failed', attempt: 2, err: { message: expect.stringContaining('[redacted]') } });
-    expect(fourth).toMatchObject({ error: { type: 'Error', message: expect.stringContaining('[redacted]') }, cause: { message: 'wrapped [redacted]' } });
+    expect(third).toMatchObject({
+      msg: 'poll failed',
+      attempt: 2,
+      err: { message: expect.stringContaining('[redacted]') },
+    });
+    expect(fourth).toMatchObject({
+      error: { type: 'Error', message: expect.stringContaining('[redacted]') },
+      cause: { message: 'wrapped [redacted]' },
+    });
   });
 
   it('scrubs secrets from pretty output as well', () => {
@@ -124,7 +171,9 @@ describe('createLogger', () => {
       expect(createLogger({ destination: new PassThrough() }).level).toBe('info');
       process.env.CHANGEFEED_LOG_LEVEL = 'verbose';
       expect(() => createLogger({ destination: new PassThrough() })).toThrow(ConfigError);
-      expect(() => createLogger({ destination: new PassThrough() })).toThrow('CHANGEFEED_LOG_LEVEL=verbose is not a log level');
+      expect(() => createLogger({ destination: new PassThrough() })).toThrow(
+        'CHANGEFEED_LOG_LEVEL=verbose is not a log level',
+      );
     } finally {
       if (previous === undefined) delete process.env.CHANGEFEED_LOG_LEVEL;
       else process.env.CHANGEFEED_LOG_LEVEL = previous;

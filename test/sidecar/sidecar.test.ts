@@ -28,7 +28,8 @@ function baseConfig(dir: string, sim: Simulator, httpPort: number, sinks: string
     `  baseUrl: ${sim.url}`,
     `  apiKeyFile: ${join(dir, 'api-key')}`,
     // First polls at once: the default spreads a start-up's first polls over a minute.
-    'watch: { careers: { discover: true }, skills: { discover: true }, pollIntervalSeconds: 0.3, startFrom: "2000-01-01T00:00:00Z", schedule: { firstPollWithinSeconds: 0 } }',
+    'watch: { careers: { discover: true }, skills: { discover: true }, pollIntervalSeconds: ' +
+      '0.3, startFrom: "2000-01-01T00:00:00Z", schedule: { firstPollWithinSeconds: 0 } }',
     'budget: { readsPerHour: 3600000, reserve: 0 }',
     `stateDir: ${join(dir, 'state')}`,
     `http: { port: ${httpPort} }`,
@@ -43,7 +44,9 @@ function rotateKey(dir: string, key: string): void {
   renameSync(join(dir, 'api-key.tmp'), join(dir, 'api-key'));
 }
 
-const readyz = async (port: number): Promise<{ status: number; body: { ready: boolean; checks: { name: string; ok: boolean; detail?: string }[] } }> => {
+const readyz = async (
+  port: number,
+): Promise<{ status: number; body: { ready: boolean; checks: { name: string; ok: boolean; detail?: string }[] } }> => {
   const res = await fetch(`http://127.0.0.1:${port}/readyz`);
   return { status: res.status, body: (await res.json()) as never };
 };
@@ -68,7 +71,10 @@ async function startReadyDaemon(simulator: Simulator): Promise<{ dir: string; po
   const port = await freePort();
   const config = join(dir, 'changefeed.yaml');
   rotateKey(dir, simulator.apiKey);
-  writeConfig(config, baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]));
+  writeConfig(
+    config,
+    baseConfig(dir, simulator, port, [`  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`]),
+  );
   const proc = startDaemonProcess(['--config', config]);
   daemon = proc;
   await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200');
@@ -77,7 +83,14 @@ async function startReadyDaemon(simulator: Simulator): Promise<{ dir: string; po
 
 describe('running as a sidecar', () => {
   it('readiness fails when the key is revoked and recovers when a new key is written to the key file', async () => {
-    const simulator = await startTestSimulator({ seed: 51, careers: 2, skills: 1, eventsPerHour: 3_600, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 51,
+      careers: 2,
+      skills: 1,
+      eventsPerHour: 3_600,
+      historyHours: 0,
+      readsPerHour: 10_000_000,
+    });
     const { dir, port, proc } = await startReadyDaemon(simulator);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
 
@@ -97,19 +110,48 @@ describe('running as a sidecar', () => {
   });
 
   it('exposes Prometheus metrics whose counters move as events flow', async () => {
-    const simulator = await startTestSimulator({ seed: 52, careers: 2, skills: 1, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 52,
+      careers: 2,
+      skills: 1,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 10_000_000,
+    });
     const { dir, port, proc } = await startReadyDaemon(simulator);
     const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const before = await scrape();
     expect(parsePrometheusTextFormat(before).map((f) => f.name)).toEqual(
-      expect.arrayContaining(['changefeed_polls_total', 'changefeed_api_requests_total', 'changefeed_budget_allowance_per_hour', 'changefeed_schedule_alpha', 'changefeed_schedule_poll_budget_per_hour', 'changefeed_schedule_follow_ups_last_hour', 'changefeed_outbox_pending', 'changefeed_watermark_age_seconds', 'changefeed_coverage_gaps']),
+      expect.arrayContaining([
+        'changefeed_polls_total',
+        'changefeed_api_requests_total',
+        'changefeed_budget_allowance_per_hour',
+        'changefeed_schedule_alpha',
+        'changefeed_schedule_poll_budget_per_hour',
+        'changefeed_schedule_follow_ups_last_hour',
+        'changefeed_outbox_pending',
+        'changefeed_watermark_age_seconds',
+        'changefeed_coverage_gaps',
+      ]),
     );
-    simulator.appendBurst('career', simulator.careerIds[0] as string, 25, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 25, {
+      from: Date.now() - 60_000,
+      to: Date.now() - 1_000,
+    });
     await until(() => deliveredEvents(dir).length === 25, 10_000, '25 events in the file');
     // The counters move right after the sink acknowledged the batch, so wait for them, not the file.
     let after = '';
-    await until(async () => metricValue((after = await scrape()), 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' }) === 25, 10_000, 'the delivered counter at 25');
-    expect(metricValue(after, 'changefeed_entries_ingested_total', { log: 'career' }) - metricValue(before, 'changefeed_entries_ingested_total', { log: 'career' })).toBe(25);
+    await until(
+      async () =>
+        metricValue((after = await scrape()), 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' }) ===
+        25,
+      10_000,
+      'the delivered counter at 25',
+    );
+    expect(
+      metricValue(after, 'changefeed_entries_ingested_total', { log: 'career' }) -
+        metricValue(before, 'changefeed_entries_ingested_total', { log: 'career' }),
+    ).toBe(25);
     expect(metricValue(after, 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' })).toBe(25);
     expect(histogramCount(after, 'changefeed_detection_delay_seconds')).toBe(25);
     expect(histogramCount(after, 'changefeed_delivery_latency_seconds')).toBe(25);
@@ -117,21 +159,33 @@ describe('running as a sidecar', () => {
     expect(metricValue(after, 'changefeed_schedule_alpha')).toBeGreaterThanOrEqual(0);
     expect(metricValue(after, 'changefeed_schedule_alpha')).toBeLessThanOrEqual(0.5);
     expect(metricValue(after, 'changefeed_schedule_poll_budget_per_hour')).toBeGreaterThan(0);
-    expect(metricValue(after, 'changefeed_api_requests_total')).toBeGreaterThan(metricValue(before, 'changefeed_api_requests_total'));
+    expect(metricValue(after, 'changefeed_api_requests_total')).toBeGreaterThan(
+      metricValue(before, 'changefeed_api_requests_total'),
+    );
     expect(metricValue(after, 'changefeed_outbox_pending', { sink: 'out' })).toBe(0);
     proc.child.kill('SIGTERM');
     expect(await proc.exited()).toBe(0);
   });
 
   it('exits 0 on SIGTERM in the middle of deliveries, and a restart delivers what was in flight', async () => {
-    const simulator = await startTestSimulator({ seed: 53, careers: 3, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
-    for (const id of simulator.careerIds) simulator.appendBurst('career', id, 10, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    const simulator = await startTestSimulator({
+      seed: 53,
+      careers: 3,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 10_000_000,
+    });
+    for (const id of simulator.careerIds)
+      simulator.appendBurst('career', id, 10, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
     const slow = await receiver({ respond: () => ({ status: 204, delayMs: 3_000 }) });
     const dir = makeTempDir();
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');
     rotateKey(dir, simulator.apiKey);
-    const hookSink = (url: string) => `  - { name: hook, type: webhook, url: ${url}, secret: ${SECRET}, timeoutMs: 10000 }`;
+    const hookSink = (url: string) =>
+      `  - { name: hook, type: webhook, url: ${url}, secret: ${SECRET}, timeoutMs: 10000 }`;
     writeConfig(config, baseConfig(dir, simulator, port, [hookSink(slow.url)]));
     daemon = startDaemonProcess(['--config', config, '--shutdown-timeout', '8']);
     await until(() => slow.received.length >= 3, 20_000, 'three deliveries in flight');
@@ -151,7 +205,15 @@ describe('running as a sidecar', () => {
   });
 
   it('keeps running on the old config when SIGHUP brings a broken one, and applies a valid one', async () => {
-    const simulator = await startTestSimulator({ seed: 54, careers: 2, skills: 0, identityProviderShare: 0, eventsPerHour: 0, historyHours: 0, readsPerHour: 10_000_000 });
+    const simulator = await startTestSimulator({
+      seed: 54,
+      careers: 2,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 10_000_000,
+    });
     const dir = makeTempDir();
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');
@@ -164,15 +226,25 @@ describe('running as a sidecar', () => {
     writeConfig(config, [...baseConfig(dir, simulator, port, [fileSink('first')]), 'watch: { overlapSecond: 3 }']);
     daemon.child.kill('SIGHUP');
     await daemon.waitForLog('SIGHUP: the new configuration is invalid; still running on the previous one');
-    simulator.appendBurst('career', simulator.careerIds[0] as string, 5, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    simulator.appendBurst('career', simulator.careerIds[0] as string, 5, {
+      from: Date.now() - 60_000,
+      to: Date.now() - 1_000,
+    });
     await until(() => deliveredEvents(dir, 'first.jsonl').length === 5, 10_000, 'delivery on the old config');
 
     writeConfig(config, baseConfig(dir, simulator, port, [fileSink('first'), fileSink('second')]));
     daemon.child.kill('SIGHUP');
     await daemon.waitForLog('SIGHUP: configuration is valid');
     await daemon.waitForLog('new sink starts from now');
-    await until(async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200, 20_000, 'readiness 200 after reload');
-    simulator.appendBurst('career', simulator.careerIds[1] as string, 4, { from: Date.now() - 60_000, to: Date.now() - 1_000 });
+    await until(
+      async () => (await readyz(port).catch(() => ({ status: 0 }))).status === 200,
+      20_000,
+      'readiness 200 after reload',
+    );
+    simulator.appendBurst('career', simulator.careerIds[1] as string, 4, {
+      from: Date.now() - 60_000,
+      to: Date.now() - 1_000,
+    });
     await until(() => deliveredEvents(dir, 'second.jsonl').length === 4, 10_000, 'the new sink receiving events');
     expect(deliveredEvents(dir, 'first.jsonl')).toHaveLength(9);
     daemon.child.kill('SIGTERM');

@@ -7,7 +7,9 @@ const START = Date.UTC(2026, 0, 1);
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** A quiet simulator: no generated activity, so tests control every entry. */
-async function quietSimulator(options: Parameters<typeof useSimulator>[0] = {}): Promise<{ sim: Simulator; clock: ManualClock }> {
+async function quietSimulator(
+  options: Parameters<typeof useSimulator>[0] = {},
+): Promise<{ sim: Simulator; clock: ManualClock }> {
   const clock = new ManualClock(START);
   const sim = await useSimulator({ clock, eventsPerHour: 0, ...options });
   return { sim, clock };
@@ -28,10 +30,30 @@ describe('query validation', () => {
     const skill = sim.skillIds[0]!;
     await expectFieldError(sim, `/api/v1/skills/${skill}/activity?from=${iso(START)}`, 'from', 'unsupported_filter');
     await expectFieldError(sim, `/api/v1/skills/${skill}/activity?to=${iso(START)}`, 'to', 'unsupported_filter');
-    await expectFieldError(sim, `/api/v1/skills/${skill}/activity?relatedPersonId=per_1`, 'relatedPersonId', 'unsupported_filter');
-    await expectFieldError(sim, `/api/v1/skills/${skill}/activity?bulkGroupId=blk_1`, 'bulkGroupId', 'unsupported_filter');
-    await expectFieldError(sim, '/api/v1/identity-provider-events?performedBy=per_1', 'performedBy', 'unsupported_filter');
-    await expectFieldError(sim, '/api/v1/identity-provider-events?bulkGroupId=blk_1', 'bulkGroupId', 'unsupported_filter');
+    await expectFieldError(
+      sim,
+      `/api/v1/skills/${skill}/activity?relatedPersonId=per_1`,
+      'relatedPersonId',
+      'unsupported_filter',
+    );
+    await expectFieldError(
+      sim,
+      `/api/v1/skills/${skill}/activity?bulkGroupId=blk_1`,
+      'bulkGroupId',
+      'unsupported_filter',
+    );
+    await expectFieldError(
+      sim,
+      '/api/v1/identity-provider-events?performedBy=per_1',
+      'performedBy',
+      'unsupported_filter',
+    );
+    await expectFieldError(
+      sim,
+      '/api/v1/identity-provider-events?bulkGroupId=blk_1',
+      'bulkGroupId',
+      'unsupported_filter',
+    );
     await expectFieldError(sim, `/api/v1/careers/${career}/activity?sort=performedAt`, 'sort', 'unsupported_filter');
     await expectFieldError(sim, '/api/v1/careers?name=x', 'name', 'unsupported_filter');
   });
@@ -46,8 +68,18 @@ describe('query validation', () => {
 
   it('rejects an event the log does not know with unknown_event, even one valid on another log', async () => {
     const { sim } = await quietSimulator();
-    await expectFieldError(sim, `/api/v1/skills/${sim.skillIds[0]}/activity?event=skill_added`, 'event', 'unknown_event');
-    await expectFieldError(sim, `/api/v1/careers/${sim.careerIds[0]}/activity?event=baseline`, 'event', 'unknown_event');
+    await expectFieldError(
+      sim,
+      `/api/v1/skills/${sim.skillIds[0]}/activity?event=skill_added`,
+      'event',
+      'unknown_event',
+    );
+    await expectFieldError(
+      sim,
+      `/api/v1/careers/${sim.careerIds[0]}/activity?event=baseline`,
+      'event',
+      'unknown_event',
+    );
     await expectFieldError(sim, '/api/v1/identity-provider-events?event=USER_PROVISIONED', 'event', 'unknown_event');
     const ok = await call(sim, `/api/v1/skills/${sim.skillIds[0]}/activity?event=renew_training`);
     expect(ok.status).toBe(200);
@@ -56,7 +88,14 @@ describe('query validation', () => {
   it('rejects from and to that are not ISO 8601 UTC timestamps', async () => {
     const { sim } = await quietSimulator();
     const path = '/api/v1/identity-provider-events';
-    for (const bad of ['2026-01-01', 'yesterday', '2026-01-01T00:00:00+02:00', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '1767225600000']) {
+    for (const bad of [
+      '2026-01-01',
+      'yesterday',
+      '2026-01-01T00:00:00+02:00',
+      '2026-02-30T00:00:00Z',
+      '2026-01-01T24:00:00Z',
+      '1767225600000',
+    ]) {
       await expectFieldError(sim, `${path}?from=${encodeURIComponent(bad)}`, 'from', 'invalid_timestamp');
     }
     await expectFieldError(sim, `${path}?to=2026-13-01T00:00:00Z`, 'to', 'invalid_timestamp');
@@ -68,8 +107,10 @@ describe('query validation', () => {
   it('rejects limit outside 1..200 and offset outside 0..10000 with out_of_range', async () => {
     const { sim } = await quietSimulator();
     const path = '/api/v1/identity-provider-events';
-    for (const limit of ['0', '201', 'abc', '1.5', '-1', '']) await expectFieldError(sim, `${path}?limit=${limit}`, 'limit', 'out_of_range');
-    for (const offset of ['-1', '10001', 'x']) await expectFieldError(sim, `${path}?offset=${offset}`, 'offset', 'out_of_range');
+    for (const limit of ['0', '201', 'abc', '1.5', '-1', ''])
+      await expectFieldError(sim, `${path}?limit=${limit}`, 'limit', 'out_of_range');
+    for (const offset of ['-1', '10001', 'x'])
+      await expectFieldError(sim, `${path}?offset=${offset}`, 'offset', 'out_of_range');
     await expectFieldError(sim, '/api/v1/skills?limit=500', 'limit', 'out_of_range');
     expect((await call(sim, `${path}?limit=200&offset=10000`)).status).toBe(200);
     expect((await call(sim, `${path}?limit=1&offset=0`)).status).toBe(200);
@@ -135,7 +176,11 @@ describe('ordering, windows and paging', () => {
     const { sim } = await quietSimulator({ sortOrder: 'oldest-first' });
     const career = sim.careerIds[0]!;
     const t = [START - 3000, START - 2000, START - 1000];
-    sim.appendEntries('career', career, t.map((at, i) => ({ id: `act_${i}`, performedAt: iso(at) })));
+    sim.appendEntries(
+      'career',
+      career,
+      t.map((at, i) => ({ id: `act_${i}`, performedAt: iso(at) })),
+    );
     const ids = async (query: string): Promise<string[]> =>
       (await call(sim, `/api/v1/careers/${career}/activity?${query}`)).json.data.map((e: { id: string }) => e.id);
     expect(await ids(`from=${iso(t[1]!)}`)).toEqual(['act_1', 'act_2']);
@@ -153,7 +198,9 @@ describe('ordering, windows and paging', () => {
       { id: 'act_3', event: 'skill_added', performedById: 'per_x', relatedPersonId: null, bulkGroupId: null },
     ]);
     const ids = async (query: string): Promise<string[]> =>
-      (await call(sim, `/api/v1/careers/${career}/activity?${query}`)).json.data.map((e: { id: string }) => e.id).sort();
+      (await call(sim, `/api/v1/careers/${career}/activity?${query}`)).json.data
+        .map((e: { id: string }) => e.id)
+        .sort();
     expect(await ids('event=person_assigned')).toEqual(['act_1', 'act_2']);
     expect(await ids('performedBy=per_x')).toEqual(['act_1', 'act_3']);
     expect(await ids('relatedPersonId=per_b')).toEqual(['act_2']);

@@ -131,10 +131,15 @@ describe('reads bucket', () => {
   it('stamps Date from the injected clock and carries the rate-limit headers on every response', async () => {
     const clock = new ManualClock(Date.UTC(2030, 5, 15, 12, 30, 45));
     const sim = await useSimulator({ clock });
-    for (const reply of [await call(sim, '/api/v1/ping'), await call(sim, '/nowhere'), await call(sim, '/api/v1/ping', { key: null })]) {
+    for (const reply of [
+      await call(sim, '/api/v1/ping'),
+      await call(sim, '/nowhere'),
+      await call(sim, '/api/v1/ping', { key: null }),
+    ]) {
       expect(reply.headers.get('date')).toBe('Sat, 15 Jun 2030 12:30:45 GMT');
       expect(reply.headers.get('x-request-id')).toMatch(/^req_/);
-      for (const h of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) expect(reply.headers.get(h)).toMatch(/^\d+$/);
+      for (const h of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'])
+        expect(reply.headers.get(h)).toMatch(/^\d+$/);
     }
   });
 

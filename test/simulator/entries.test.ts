@@ -14,7 +14,17 @@ describe('entry shapes', () => {
     const extras = {
       career: ['emailSent', 'relatedPersonId', 'relatedSkillId', 'relatedSectionId', 'relatedLevelId', 'bulkGroupId'],
       skill: ['versionId', 'affectedUserCount', 'renewalOption'],
-      identityProvider: ['oldValue', 'newValue', 'payloadSummary', 'source', 'externalMemberId', 'relatedPersonId', 'relatedPersonName', 'relatedGroupId', 'relatedGroupName'],
+      identityProvider: [
+        'oldValue',
+        'newValue',
+        'payloadSummary',
+        'source',
+        'externalMemberId',
+        'relatedPersonId',
+        'relatedPersonName',
+        'relatedGroupId',
+        'relatedGroupName',
+      ],
     };
     for (const log of ['career', 'skill', 'identityProvider'] as const) {
       const ofLog = entries.filter((e) => e.log === log);
@@ -30,13 +40,16 @@ describe('entry shapes', () => {
     expect(entries.some((e) => e.log === 'career' && typeof e.entry.bulkGroupId === 'string')).toBe(true);
   });
 
-  it('publishes the three catalogs: about 40 career events, exactly 3 skill events, 13 identity-provider events', () => {
-    expect(CAREER_EVENTS).toHaveLength(40);
-    expect(SKILL_EVENTS).toEqual(['baseline', 'version_created', 'renew_training']);
-    expect(IDENTITY_PROVIDER_EVENTS).toHaveLength(13);
-    for (const name of [...CAREER_EVENTS, ...IDENTITY_PROVIDER_EVENTS]) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
-    expect(new Set(CAREER_EVENTS).size).toBe(40);
-  });
+  it(
+    'publishes the three catalogs: about 40 career events, exactly 3 skill events, 13 ' + 'identity-provider events',
+    () => {
+      expect(CAREER_EVENTS).toHaveLength(40);
+      expect(SKILL_EVENTS).toEqual(['baseline', 'version_created', 'renew_training']);
+      expect(IDENTITY_PROVIDER_EVENTS).toHaveLength(13);
+      for (const name of [...CAREER_EVENTS, ...IDENTITY_PROVIDER_EVENTS]) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+      expect(new Set(CAREER_EVENTS).size).toBe(40);
+    },
+  );
 
   it('nulls events and performedAt and adds unknown fields at the configured shares', async () => {
     const sim = await useSimulator({
@@ -56,7 +69,13 @@ describe('entry shapes', () => {
 
   it('filters and sorts entries with a null performedAt by their hidden recorded time', async () => {
     const clock = new ManualClock(START);
-    const sim = await useSimulator({ clock, nullPerformedAtShare: 0.5, eventsPerHour: 3000, identityProviderShare: 1, skillShare: 0 });
+    const sim = await useSimulator({
+      clock,
+      nullPerformedAtShare: 0.5,
+      eventsPerHour: 3000,
+      identityProviderShare: 1,
+      skillShare: 0,
+    });
     const all = await readAll(sim, '/api/v1/identity-provider-events');
     expect(all.filter((e) => e.performedAt === null).length).toBeGreaterThan(all.length / 4);
     const mid = new Date(START - HOUR).toISOString();
@@ -91,7 +110,9 @@ describe('appended entries', () => {
   it('holds back appended entries until their arrival time', async () => {
     const clock = new ManualClock(START);
     const sim = await useSimulator({ clock, eventsPerHour: 0 });
-    const [entry] = sim.appendEntries('identityProvider', null, [{ event: 'user_provisioned' }], { arrivesAt: START + 60_000 });
+    const [entry] = sim.appendEntries('identityProvider', null, [{ event: 'user_provisioned' }], {
+      arrivesAt: START + 60_000,
+    });
     expect(sim.visibleEntries()).toEqual([]);
     await clock.advance(60_000);
     expect(sim.visibleEntries().map((e) => e.entry.id)).toEqual([entry!.id]);

@@ -51,7 +51,8 @@ describe('activity generation', () => {
     // Poisson with mean 600: 5 standard deviations is about 122.
     expect(afterOneHour.length).toBeGreaterThan(600 - 125);
     expect(afterOneHour.length).toBeLessThan(600 + 125);
-    for (const { entry } of afterOneHour) expect(Date.parse(entry.performedAt as string)).toBeLessThanOrEqual(clock.now());
+    for (const { entry } of afterOneHour)
+      expect(Date.parse(entry.performedAt as string)).toBeLessThanOrEqual(clock.now());
     await clock.advance(HOUR);
     // Reads generate lazily without an explicit catchUp.
     const ipEvents = await readAll(sim, '/api/v1/identity-provider-events');
@@ -101,14 +102,27 @@ describe('activity generation', () => {
   });
 
   it('gives every object the same rate under the uniform workload', async () => {
-    const sim = await useSimulator({ clock: new ManualClock(START), careers: 8, workload: { kind: 'uniform' }, eventsPerHour: 800 });
+    const sim = await useSimulator({
+      clock: new ManualClock(START),
+      careers: 8,
+      workload: { kind: 'uniform' },
+      eventsPerHour: 800,
+    });
     const rates = sim.trueRates();
     for (const id of sim.careerIds) expect(rates.get(streamKey('career', id))).toBeCloseTo(70, 6);
   });
 
   it('delivers, over a long run, per-object counts that match the true rates', async () => {
     const clock = new ManualClock(START);
-    const sim = await useSimulator({ clock, careers: 10, skills: 0, skillShare: 0, identityProviderShare: 0, eventsPerHour: 3000, historyHours: 0 });
+    const sim = await useSimulator({
+      clock,
+      careers: 10,
+      skills: 0,
+      skillShare: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 3000,
+      historyHours: 0,
+    });
     await clock.advance(24 * HOUR);
     const counts = countsByStream(sim);
     for (const [key, rate] of sim.trueRates()) {
@@ -118,48 +132,77 @@ describe('activity generation', () => {
     }
   });
 
-  it('puts bursty activity in sessions of sessionMin..sessionMax events on one object within sessionMinutes', async () => {
-    const clock = new ManualClock(START);
-    const sim = await useSimulator({
-      clock,
-      careers: 5,
-      skills: 0,
-      skillShare: 0,
-      identityProviderShare: 0,
-      eventsPerHour: 20,
-      historyHours: 0,
-      workload: { kind: 'bursty', s: 1, sessionMin: 10, sessionMax: 10, sessionMinutes: 5 },
-    });
-    await clock.advance(48 * HOUR);
-    const byObject = new Map<string, number[]>();
-    for (const { objectId, entry } of sim.visibleEntries()) {
-      const times = byObject.get(objectId!) ?? [];
-      times.push(Date.parse(entry.performedAt as string));
-      byObject.set(objectId!, times);
-    }
-    let sessions = 0;
-    for (const times of byObject.values()) {
-      times.sort((a, b) => a - b);
-      // Split where a gap exceeds a session's length; overlapping sessions merge into multiples.
-      let size = 1;
-      for (let i = 1; i <= times.length; i++) {
-        if (i === times.length || times[i]! - times[i - 1]! > 5 * 60_000) {
-          expect(size % 10).toBe(0);
-          sessions += size / 10;
-          size = 1;
-        } else {
-          size++;
+  it(
+    'puts bursty activity in sessions of sessionMin..sessionMax events on one object within ' + 'sessionMinutes',
+    async () => {
+      const clock = new ManualClock(START);
+      const sim = await useSimulator({
+        clock,
+        careers: 5,
+        skills: 0,
+        skillShare: 0,
+        identityProviderShare: 0,
+        eventsPerHour: 20,
+        historyHours: 0,
+        workload: { kind: 'bursty', s: 1, sessionMin: 10, sessionMax: 10, sessionMinutes: 5 },
+      });
+      await clock.advance(48 * HOUR);
+      const byObject = new Map<string, number[]>();
+      for (const { objectId, entry } of sim.visibleEntries()) {
+        const times = byObject.get(objectId!) ?? [];
+        times.push(Date.parse(entry.performedAt as string));
+        byObject.set(objectId!, times);
+      }
+      let sessions = 0;
+      for (const times of byObject.values()) {
+        times.sort((a, b) => a - b);
+        // Split where a gap exceeds a session's length; overlapping sessions merge into multiples.
+        let size = 1;
+        for (let i = 1; i <= times.length; i++) {
+          if (i === times.length || times[i]! - times[i - 1]! > 5 * 60_000) {
+            expect(size % 10).toBe(0);
+            sessions += size / 10;
+            size = 1;
+          } else {
+            size++;
+          }
         }
       }
-    }
-    // 20 events/hour = 2 sessions/hour; 96 expected over 48 hours.
-    expect(sessions).toBeGreaterThan(96 - 50);
-    expect(sessions).toBeLessThan(96 + 50);
-  });
+      // 20 events/hour = 2 sessions/hour; 96 expected over 48 hours.
+      expect(sessions).toBeGreaterThan(96 - 50);
+      expect(sessions).toBeLessThan(96 + 50);
+    },
+  );
 });
 
 describe('late arrivals', () => {
-  it('makes entries appear in a window after it was read, with performedAt up to maxDelaySeconds before arrival', async () => {
+  it(
+    'makes entries appear in a window after it was read, with performedAt up to ' + 'maxDelaySeconds before arrival',
+    async () => {
+      const clock = new ManualClock(START);
+      const sim = await useSimulator({
+        clock,
+        historyHours: 0,
+        eventsPerHour: 1200,
+        identityProviderShare: 1,
+        skillShare: 0,
+        lateArrivals: { share: 0.5, maxDelaySeconds: 60 },
+      });
+      await clock.advance(30 * 60_000);
+      const windowQuery = `&from=${new Date(START).toISOString()}&to=${new Date(clock.now()).toISOString()}`;
+      const first = await readAll(sim, '/api/v1/identity-provider-events', windowQuery);
+      await clock.advance(60_000);
+      const second = await readAll(sim, '/api/v1/identity-provider-events', windowQuery);
+      const firstIds = new Set(first.map((e) => e.id));
+      const newcomers = second.filter((e) => !firstIds.has(e.id));
+      expect(second.length).toBeGreaterThan(first.length);
+      expect(newcomers.length).toBe(second.length - first.length);
+      for (const e of newcomers)
+        expect(Date.parse(e.performedAt!)).toBeGreaterThanOrEqual(START + 30 * 60_000 - 60_000);
+    },
+  );
+
+  it('never changes a window once read when lateArrivals.share is 0', async () => {
     const clock = new ManualClock(START);
     const sim = await useSimulator({
       clock,
@@ -167,23 +210,7 @@ describe('late arrivals', () => {
       eventsPerHour: 1200,
       identityProviderShare: 1,
       skillShare: 0,
-      lateArrivals: { share: 0.5, maxDelaySeconds: 60 },
     });
-    await clock.advance(30 * 60_000);
-    const windowQuery = `&from=${new Date(START).toISOString()}&to=${new Date(clock.now()).toISOString()}`;
-    const first = await readAll(sim, '/api/v1/identity-provider-events', windowQuery);
-    await clock.advance(60_000);
-    const second = await readAll(sim, '/api/v1/identity-provider-events', windowQuery);
-    const firstIds = new Set(first.map((e) => e.id));
-    const newcomers = second.filter((e) => !firstIds.has(e.id));
-    expect(second.length).toBeGreaterThan(first.length);
-    expect(newcomers.length).toBe(second.length - first.length);
-    for (const e of newcomers) expect(Date.parse(e.performedAt!)).toBeGreaterThanOrEqual(START + 30 * 60_000 - 60_000);
-  });
-
-  it('never changes a window once read when lateArrivals.share is 0', async () => {
-    const clock = new ManualClock(START);
-    const sim = await useSimulator({ clock, historyHours: 0, eventsPerHour: 1200, identityProviderShare: 1, skillShare: 0 });
     await clock.advance(30 * 60_000);
     const windowQuery = `&from=${new Date(START).toISOString()}&to=${new Date(clock.now()).toISOString()}`;
     const first = await readAll(sim, '/api/v1/identity-provider-events', windowQuery);
@@ -214,11 +241,16 @@ describe('simulator options', () => {
       faults: { errorRate: 0, latencyMs: 0, slowRate: 0, malformedRate: 0, trialExpired: false },
     });
     expect(simulatorOptionsSchema.parse({}).workload).toEqual({ kind: 'zipf', s: 1 });
-    for (const [name, field] of Object.entries(simulatorOptionsSchema.shape)) expect(field.description, name).toBeTruthy();
+    for (const [name, field] of Object.entries(simulatorOptionsSchema.shape))
+      expect(field.description, name).toBeTruthy();
   });
 
   it('rejects shares that add up to more than the whole', () => {
-    expect(() => simulatorOptionsSchema.parse({ identityProviderShare: 0.6, skillShare: 0.5 })).toThrow(/must not exceed 1/);
-    expect(() => simulatorOptionsSchema.parse({ workload: { kind: 'bursty', sessionMin: 9, sessionMax: 3 } })).toThrow(/sessionMax/);
+    expect(() => simulatorOptionsSchema.parse({ identityProviderShare: 0.6, skillShare: 0.5 })).toThrow(
+      /must not exceed 1/,
+    );
+    expect(() => simulatorOptionsSchema.parse({ workload: { kind: 'bursty', sessionMin: 9, sessionMax: 3 } })).toThrow(
+      /sessionMax/,
+    );
   });
 });

@@ -76,19 +76,40 @@ const newTag = (): string => `cf${process.pid}x${Date.now().toString(36)}x${tagC
 
 /** One event to write by hand, outside the delivery engine. */
 function conformanceEvent(): OutboundEvent {
-  const entry = { id: 'act_conformance', event: 'level_added', description: 'Level added', performedAt: '2026-01-01T00:00:00Z' };
-  const ce = buildCloudEvent({ log: 'career', objectId: 'car_1', entry, baseUrl: 'https://skills.example' }, eventsConfigSchema.parse({}));
-  return { seq: 1, id: ce.id, type: ce.type, log: 'career', objectId: 'car_1', orderingKey: 'career:car_1', json: JSON.stringify(ce), attempt: 1 };
+  const entry = {
+    id: 'act_conformance',
+    event: 'level_added',
+    description: 'Level added',
+    performedAt: '2026-01-01T00:00:00Z',
+  };
+  const ce = buildCloudEvent(
+    { log: 'career', objectId: 'car_1', entry, baseUrl: 'https://skills.example' },
+    eventsConfigSchema.parse({}),
+  );
+  return {
+    seq: 1,
+    id: ce.id,
+    type: ce.type,
+    log: 'career',
+    objectId: 'car_1',
+    orderingKey: 'career:car_1',
+    json: JSON.stringify(ce),
+    attempt: 1,
+  };
 }
 
 /**
  * Reads until every expected id has arrived or the time is up. Re-sends after a dropped
  * connection are duplicates, so a count of messages alone could stop before the last id came.
  */
-async function readUntilAll(reader: ConformanceReader, ids: readonly string[], timeoutMs: number): Promise<ReadMessage[]> {
+async function readUntilAll(
+  reader: ConformanceReader,
+  ids: readonly string[],
+  timeoutMs: number,
+): Promise<ReadMessage[]> {
   const deadline = Date.now() + timeoutMs;
   const wanted = new Set(ids);
-  for (let count = ids.length; ; ) {
+  for (let count = ids.length; ;) {
     const read = await reader.waitFor(count, Math.max(0, deadline - Date.now()));
     const seen = new Set(read.map((m) => m.id));
     if ([...wanted].every((id) => seen.has(id)) || Date.now() >= deadline) return read;
@@ -98,7 +119,12 @@ async function readUntilAll(reader: ConformanceReader, ids: readonly string[], t
 
 /** What the broker must give back: ids and per-object order of the events in a pre-filled store. */
 function expectedEvents(store: ChangefeedStore): { id: string; subject: string; index: number }[] {
-  return (store.db.prepare('SELECT event_id AS id, object_id AS subject FROM events ORDER BY seq').all() as { id: string; subject: string }[]).map((e, i) => ({ ...e, index: i }));
+  return (
+    store.db.prepare('SELECT event_id AS id, object_id AS subject FROM events ORDER BY seq').all() as {
+      id: string;
+      subject: string;
+    }[]
+  ).map((e, i) => ({ ...e, index: i }));
 }
 
 export function runSinkConformance(target: ConformanceTarget): void {
@@ -108,14 +134,19 @@ export function runSinkConformance(target: ConformanceTarget): void {
 
     beforeAll(async () => {
       skipReason = await target.unavailable();
-      if (skipReason && process.env.CI) throw new Error(`${target.type}: ${skipReason} (CI is set: broker tests must not be skipped)`);
+      if (skipReason && process.env.CI)
+        throw new Error(`${target.type}: ${skipReason} (CI is set: broker tests must not be skipped)`);
       if (skipReason) console.warn(`skipping ${target.type} conformance: ${skipReason}`);
     });
     afterEach(async () => {
       for (const c of cleanups.splice(0).reverse()) await c();
     });
 
-    const setup = async (count: number, objects: number, options: { maxInFlight?: number; batchSize?: number; proxyDown?: boolean } = {}) => {
+    const setup = async (
+      count: number,
+      objects: number,
+      options: { maxInFlight?: number; batchSize?: number; proxyDown?: boolean } = {},
+    ) => {
       const tag = newTag();
       let proxy: TcpProxy | undefined;
       if (target.brokerPort !== undefined) {
@@ -130,11 +161,21 @@ export function runSinkConformance(target: ConformanceTarget): void {
       cleanups.push(() => reader.close());
       const raw = target.sinkConfig({ name: 'conformance', tag, port: proxy?.port ?? 0 });
       // The case's own settings win over the target's: the ordering case needs concurrency, the drop case small batches.
-      const delivery = { retry: FAST_RETRY, circuitBreaker: FAST_CIRCUIT, ...(raw.delivery as object | undefined), ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}), ...(options.batchSize ? { batchSize: options.batchSize } : {}) };
+      const delivery = {
+        retry: FAST_RETRY,
+        circuitBreaker: FAST_CIRCUIT,
+        ...(raw.delivery as object | undefined),
+        ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}),
+        ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+      };
       const config = sinkConfigSchema.parse({ ...raw, delivery });
       const { store } = prefilledStore(count, [{ name: 'conformance', type: target.type }], objects, makeTempDir());
       cleanups.push(() => Promise.resolve(store.close()));
-      const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], { store, clock: systemClock, logger: noopLogger });
+      const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], {
+        store,
+        clock: systemClock,
+        logger: noopLogger,
+      });
       cleanups.push(() => engine.stop());
       return { tag, proxy, reader, store, engine, expected: expectedEvents(store) };
     };
@@ -142,7 +183,10 @@ export function runSinkConformance(target: ConformanceTarget): void {
     it('connects and closes cleanly, and close is idempotent', async (ctx) => {
       if (skipReason) return ctx.skip();
       const tag = newTag();
-      const sink = createSink(sinkConfigSchema.parse(target.sinkConfig({ name: 'conformance', tag, port: target.brokerPort ?? 0 })), target.sinkContext);
+      const sink = createSink(
+        sinkConfigSchema.parse(target.sinkConfig({ name: 'conformance', tag, port: target.brokerPort ?? 0 })),
+        target.sinkContext,
+      );
       try {
         await sink.connect(new AbortController().signal);
         await sink.close();
@@ -157,7 +201,11 @@ export function runSinkConformance(target: ConformanceTarget): void {
       const { reader, engine, expected } = await setup(300, 10);
       const [report] = await engine.drain(Date.now() + 20_000);
       expect(report?.drained).toBe(true);
-      const read = await readUntilAll(reader, expected.map((e) => e.id), 10_000);
+      const read = await readUntilAll(
+        reader,
+        expected.map((e) => e.id),
+        10_000,
+      );
       expect(new Set(read.map((m) => m.id))).toEqual(new Set(expected.map((e) => e.id)));
       for (const m of read) {
         const event = new CloudEvent(JSON.parse(m.body) as Record<string, unknown>);
@@ -169,16 +217,22 @@ export function runSinkConformance(target: ConformanceTarget): void {
       }
     });
 
-    it('preserves the order of each object\'s events', async (ctx) => {
+    it("preserves the order of each object's events", async (ctx) => {
       if (skipReason || !target.cases.orderedReadBack) return ctx.skip();
       const { reader, engine, expected } = await setup(400, 8, { maxInFlight: 4 });
       await engine.drain(Date.now() + 20_000);
-      const read = await readUntilAll(reader, expected.map((e) => e.id), 10_000);
+      const read = await readUntilAll(
+        reader,
+        expected.map((e) => e.id),
+        10_000,
+      );
       const indexOf = new Map(expected.map((e) => [e.id, e]));
       const lastIndex = new Map<string, number>();
       for (const m of read) {
         const e = indexOf.get(m.id)!;
-        expect(e.index, `event ${e.index} of ${e.subject} arrived after ${lastIndex.get(e.subject)}`).toBeGreaterThan(lastIndex.get(e.subject) ?? -1);
+        expect(e.index, `event ${e.index} of ${e.subject} arrived after ${lastIndex.get(e.subject)}`).toBeGreaterThan(
+          lastIndex.get(e.subject) ?? -1,
+        );
         lastIndex.set(e.subject, e.index);
       }
     });
@@ -192,7 +246,11 @@ export function runSinkConformance(target: ConformanceTarget): void {
       proxy!.dropConnections();
       await reader.waitFor(1_500, 15_000);
       proxy!.dropConnections();
-      const read = await readUntilAll(reader, expected.map((e) => e.id), 30_000);
+      const read = await readUntilAll(
+        reader,
+        expected.map((e) => e.id),
+        30_000,
+      );
       const ids = new Set(read.map((m) => m.id));
       expect(expected.filter((e) => !ids.has(e.id))).toEqual([]);
       expect(proxy!.accepted).toBeGreaterThanOrEqual(2);
@@ -208,7 +266,13 @@ export function runSinkConformance(target: ConformanceTarget): void {
         const proxy = await startTcpProxy(brokerPort);
         cleanups.push(() => proxy.close());
         if (target.cleanup) cleanups.push(() => target.cleanup!(tag));
-        const sink = createSink(sinkConfigSchema.parse({ ...target.sinkConfig({ name: 'conformance', tag, port: proxy.port }), ...timeouts(timeoutMs) }), target.sinkContext);
+        const sink = createSink(
+          sinkConfigSchema.parse({
+            ...target.sinkConfig({ name: 'conformance', tag, port: proxy.port }),
+            ...timeouts(timeoutMs),
+          }),
+          target.sinkContext,
+        );
         cleanups.push(() => sink.close());
         return { proxy, sink };
       };
@@ -247,7 +311,11 @@ export function runSinkConformance(target: ConformanceTarget): void {
       if (target.connectionOriented) expect(store.sinks.list()[0]).toMatchObject({ connected: false });
       expect(store.sinks.list()[0]?.lastError).toBeTruthy();
       await proxy!.start();
-      const read = await readUntilAll(reader, expected.map((e) => e.id), 30_000);
+      const read = await readUntilAll(
+        reader,
+        expected.map((e) => e.id),
+        30_000,
+      );
       expect(new Set(read.map((m) => m.id))).toEqual(new Set(expected.map((e) => e.id)));
     });
   });

@@ -55,7 +55,9 @@ runSinkConformance({
     const messages: ReadMessage[] = [];
     client.on('message', (_topic, payload, packet) => {
       const body = payload.toString('utf8');
-      const headers = Object.fromEntries(Object.entries(packet.properties?.userProperties ?? {}).map(([k, v]) => [k, String(v)]));
+      const headers = Object.fromEntries(
+        Object.entries(packet.properties?.userProperties ?? {}).map(([k, v]) => [k, String(v)]),
+      );
       messages.push({ id: (JSON.parse(body) as { id: string }).id, body, headers });
     });
     await client.subscribeAsync(`${tag}/#`, { qos: 1 });

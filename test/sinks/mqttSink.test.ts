@@ -36,24 +36,56 @@ const eventsConfig = eventsConfigSchema.parse({});
 function event(n: number, options: { log?: LogKind; objectId?: string; name?: string } = {}): OutboundEvent {
   const log = options.log ?? 'career';
   const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
-  const entry = { id: `act_${n}`, event: options.name ?? 'level_added', description: `Level ${n}`, performedAt: '2026-01-01T00:00:00Z' };
+  const entry = {
+    id: `act_${n}`,
+    event: options.name ?? 'level_added',
+    description: `Level ${n}`,
+    performedAt: '2026-01-01T00:00:00Z',
+  };
   const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
-  return { seq: n, id: ce.id, type: ce.type, log, objectId, orderingKey: `${log}:${objectId}`, json: JSON.stringify(ce), attempt: 1 };
+  return {
+    seq: n,
+    id: ce.id,
+    type: ce.type,
+    log,
+    objectId,
+    orderingKey: `${log}:${objectId}`,
+    json: JSON.stringify(ce),
+    attempt: 1,
+  };
 }
 const events = (count: number): OutboundEvent[] => Array.from({ length: count }, (_, i) => event(i + 1));
 
 /** A sink publishing under the prefix `tag`, with a short-lived session. */
 function newSink(tag: string, config: Record<string, unknown> = {}): MqttSink {
   const sink = new MqttSink(
-    mqttSinkConfigSchema.parse({ name: `sink-${tag}`, type: 'mqtt', url: BROKER, prefix: tag, sessionExpirySeconds: 10, connectTimeoutMs: 2_000, timeoutMs: 2_000, ...config }),
+    mqttSinkConfigSchema.parse({
+      name: `sink-${tag}`,
+      type: 'mqtt',
+      url: BROKER,
+      prefix: tag,
+      sessionExpirySeconds: 10,
+      connectTimeoutMs: 2_000,
+      timeoutMs: 2_000,
+      ...config,
+    }),
   );
   cleanups.push(() => sink.close());
   return sink;
 }
 
 /** A QoS 1 subscriber to `<tag>/#` (or `filter`), started before anything is published. */
-async function subscribe(tag: string, filter = `${tag}/#`): Promise<{ packets: IPublishPacket[]; waitFor(count: number): Promise<IPublishPacket[]> }> {
-  const client = await connectAsync(BROKER, { reconnectPeriod: 0, protocolVersion: 5, clientId: `sub-${tag}-${counter++}`, clean: true, properties: { receiveMaximum: 65_535 } });
+async function subscribe(
+  tag: string,
+  filter = `${tag}/#`,
+): Promise<{ packets: IPublishPacket[]; waitFor(count: number): Promise<IPublishPacket[]> }> {
+  const client = await connectAsync(BROKER, {
+    reconnectPeriod: 0,
+    protocolVersion: 5,
+    clientId: `sub-${tag}-${counter++}`,
+    clean: true,
+    properties: { receiveMaximum: 65_535 },
+  });
   cleanups.push(() => client.endAsync(true));
   const packets: IPublishPacket[] = [];
   client.on('message', (_topic, _payload, packet) => packets.push(packet));
@@ -85,9 +117,18 @@ describe('mqtt sink', () => {
     await sink.connect(never);
     await sink.write(batch, never);
     const packets = await reader.waitFor(4);
-    expect(packets.map((p) => p.topic)).toEqual([`${tag}/career/level_added`, `${tag}/career/level_added`, `${tag}/career/level_added`, `${tag}/identity_provider/user_added`]);
+    expect(packets.map((p) => p.topic)).toEqual([
+      `${tag}/career/level_added`,
+      `${tag}/career/level_added`,
+      `${tag}/career/level_added`,
+      `${tag}/identity_provider/user_added`,
+    ]);
     expect(packets.map((p) => p.payload.toString())).toEqual(batch.map((e) => e.json));
-    expect(packets[0]).toMatchObject({ qos: 1, retain: false, properties: { contentType: 'application/cloudevents+json', payloadFormatIndicator: true } });
+    expect(packets[0]).toMatchObject({
+      qos: 1,
+      retain: false,
+      properties: { contentType: 'application/cloudevents+json', payloadFormatIndicator: true },
+    });
     expect(packets[0]!.properties?.userProperties).toBeUndefined();
   });
 
@@ -97,7 +138,14 @@ describe('mqtt sink', () => {
     const reader = await subscribe(tag);
     const sink = newSink(tag, { topic: '{prefix}/{log}/{subject}/{event}/{type}' });
     await sink.connect(never);
-    await sink.write([event(1, { objectId: 'car/3+#' }), event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }), event(3, { log: 'identityProvider', name: 'user_added' })], never);
+    await sink.write(
+      [
+        event(1, { objectId: 'car/3+#' }),
+        event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }),
+        event(3, { log: 'identityProvider', name: 'user_added' }),
+      ],
+      never,
+    );
     expect((await reader.waitFor(3)).map((p) => p.topic)).toEqual([
       `${tag}/career/car%2F3%2B%23/level_added/com.skills.changefeed.career.level_added`,
       `${tag}/skill/sk_9/version_created/com.skills.changefeed.skill.version_created`,
@@ -110,7 +158,11 @@ describe('mqtt sink', () => {
     const tag = newTag();
     const reader = await subscribe(tag);
     // A 3.1.1 session has no expiry: once the sink closed, end it with a clean connection.
-    cleanups.push(async () => (await connectAsync(BROKER, { reconnectPeriod: 0, protocolVersion: 4, clientId: `pub-${tag}`, clean: true })).endAsync());
+    cleanups.push(async () =>
+      (
+        await connectAsync(BROKER, { reconnectPeriod: 0, protocolVersion: 4, clientId: `pub-${tag}`, clean: true })
+      ).endAsync(),
+    );
     const sink = newSink(tag, { protocolVersion: 4, clientId: `pub-${tag}` });
     const batch = events(3);
     await sink.connect(never);
@@ -121,79 +173,96 @@ describe('mqtt sink', () => {
   });
 
   it('rejects invalid topic templates, credentials in the URL and user properties without MQTT 5', () => {
-    const parse = (config: Record<string, unknown>) => mqttSinkConfigSchema.safeParse({ name: 'm', type: 'mqtt', ...config });
+    const parse = (config: Record<string, unknown>) =>
+      mqttSinkConfigSchema.safeParse({ name: 'm', type: 'mqtt', ...config });
     expect(parse({}).success).toBe(true);
-    expect(parse({ topic: '{prefix}/{objectId}' }).error?.issues[0]?.message).toMatch(/unknown placeholder \{objectId\}/);
+    expect(parse({ topic: '{prefix}/{objectId}' }).error?.issues[0]?.message).toMatch(
+      /unknown placeholder \{objectId\}/,
+    );
     expect(parse({ topic: '{prefix}/+/x' }).error?.issues[0]?.message).toMatch(/no wildcards/);
     expect(parse({ topic: '$SYS/{log}' }).error?.issues[0]?.message).toMatch(/not starting with \$/);
     expect(parse({ url: 'mqtt://user:pw@127.0.0.1:1883' }).error?.issues[0]?.message).toMatch(/not in the URL/);
     expect(parse({ ceUserProperties: true, protocolVersion: 4 }).error?.issues[0]?.message).toMatch(/need MQTT 5/);
   });
 
-  it('puts the CloudEvent attributes in user properties with ceUserProperties, and retains with retain', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const sink = newSink(tag, { ceUserProperties: true, retain: true });
-    const published = event(1, { objectId: 'car_5' });
-    await sink.connect(never);
-    await sink.write([published], never);
-    // Subscribed only now: the broker hands over the retained message.
-    const reader = await subscribe(tag);
-    const [packet] = await reader.waitFor(1);
-    cleanups.push(async () => {
-      const clear = await connectAsync(BROKER, { reconnectPeriod: 0 });
-      await clear.publishAsync(packet!.topic, '', { qos: 1, retain: true });
-      await clear.endAsync();
-    });
-    expect(packet).toMatchObject({ retain: true, payload: Buffer.from(published.json) });
-    expect({ ...packet!.properties?.userProperties }).toEqual({
-      specversion: '1.0',
-      id: published.id,
-      source: 'https://skills.example/api/v1/careers/car_5/activity',
-      type: 'com.skills.changefeed.career.level_added',
-      entryid: 'act_1',
-      subject: 'car_5',
-      time: '2026-01-01T00:00:00.000Z',
-    });
-  });
+  it(
+    'puts the CloudEvent attributes in user properties with ceUserProperties, and retains with ' + 'retain',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const sink = newSink(tag, { ceUserProperties: true, retain: true });
+      const published = event(1, { objectId: 'car_5' });
+      await sink.connect(never);
+      await sink.write([published], never);
+      // Subscribed only now: the broker hands over the retained message.
+      const reader = await subscribe(tag);
+      const [packet] = await reader.waitFor(1);
+      cleanups.push(async () => {
+        const clear = await connectAsync(BROKER, { reconnectPeriod: 0 });
+        await clear.publishAsync(packet!.topic, '', { qos: 1, retain: true });
+        await clear.endAsync();
+      });
+      expect(packet).toMatchObject({ retain: true, payload: Buffer.from(published.json) });
+      expect({ ...packet!.properties?.userProperties }).toEqual({
+        specversion: '1.0',
+        id: published.id,
+        source: 'https://skills.example/api/v1/careers/car_5/activity',
+        type: 'com.skills.changefeed.career.level_added',
+        entryid: 'act_1',
+        subject: 'car_5',
+        time: '2026-01-01T00:00:00.000Z',
+      });
+    },
+  );
 
-  it('resumes the broker session of its stable client id, changefeed-<name>, instead of starting a clean one', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const clientId = `changefeed-sink-${tag}`;
-    const resume = async (expirySeconds: number) => {
-      const client = connect(BROKER, { reconnectPeriod: 0, protocolVersion: 5, clientId, clean: false, properties: { sessionExpiryInterval: expirySeconds } });
-      cleanups.push(() => client.endAsync());
-      const messages: string[] = [];
-      client.on('message', (_topic, payload) => messages.push(payload.toString()));
-      const connack = await new Promise<{ sessionPresent: boolean }>((resolve, reject) => client.once('connect', resolve).once('error', reject));
-      return { client, messages, sessionPresent: connack.sessionPresent };
-    };
-    // A session with a subscription in it, under the id the sink should use.
-    const first = await resume(30);
-    await first.client.subscribeAsync(`${tag}/probe`, { qos: 1 });
-    const takenOver = new Promise<boolean>((resolve) => {
-      first.client.once('close', () => resolve(true));
-      setTimeout(() => resolve(false), 2_000);
-    });
+  it(
+    'resumes the broker session of its stable client id, changefeed-<name>, instead of ' + 'starting a clean one',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const clientId = `changefeed-sink-${tag}`;
+      const resume = async (expirySeconds: number) => {
+        const client = connect(BROKER, {
+          reconnectPeriod: 0,
+          protocolVersion: 5,
+          clientId,
+          clean: false,
+          properties: { sessionExpiryInterval: expirySeconds },
+        });
+        cleanups.push(() => client.endAsync());
+        const messages: string[] = [];
+        client.on('message', (_topic, payload) => messages.push(payload.toString()));
+        const connack = await new Promise<{ sessionPresent: boolean }>((resolve, reject) =>
+          client.once('connect', resolve).once('error', reject),
+        );
+        return { client, messages, sessionPresent: connack.sessionPresent };
+      };
+      // A session with a subscription in it, under the id the sink should use.
+      const first = await resume(30);
+      await first.client.subscribeAsync(`${tag}/probe`, { qos: 1 });
+      const takenOver = new Promise<boolean>((resolve) => {
+        first.client.once('close', () => resolve(true));
+        setTimeout(() => resolve(false), 2_000);
+      });
 
-    const sink = newSink(tag);
-    await sink.connect(never);
-    // Same client id: the broker hands the session to the sink and drops the first client.
-    expect(await takenOver).toBe(true);
-    await sink.write(events(1), never);
-    await sink.close();
+      const sink = newSink(tag);
+      await sink.connect(never);
+      // Same client id: the broker hands the session to the sink and drops the first client.
+      expect(await takenOver).toBe(true);
+      await sink.write(events(1), never);
+      await sink.close();
 
-    // Queued for the session only if the sink's connection kept it (and its subscription) alive.
-    const publisher = await connectAsync(BROKER, { reconnectPeriod: 0 });
-    await publisher.publishAsync(`${tag}/probe`, 'kept for the session', { qos: 1 });
-    await publisher.endAsync();
-    const again = await resume(0);
-    const until = Date.now() + 2_000;
-    while (again.messages.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(again.sessionPresent).toBe(true);
-    expect(again.messages).toEqual(['kept for the session']);
-  });
+      // Queued for the session only if the sink's connection kept it (and its subscription) alive.
+      const publisher = await connectAsync(BROKER, { reconnectPeriod: 0 });
+      await publisher.publishAsync(`${tag}/probe`, 'kept for the session', { qos: 1 });
+      await publisher.endAsync();
+      const again = await resume(0);
+      const until = Date.now() + 2_000;
+      while (again.messages.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(again.sessionPresent).toBe(true);
+      expect(again.messages).toEqual(['kept for the session']);
+    },
+  );
 
   it('fails exactly the events whose PUBACK carries an error reason code, and publishes the others', async (ctx) => {
     if (skipReason) return ctx.skip();
@@ -211,39 +280,44 @@ describe('mqtt sink', () => {
     expect((await reader.waitFor(2)).map((p) => p.topic)).toEqual([`car_1/${tag}`, `car_3/${tag}`]);
   });
 
-  it('fails fast with SinkUnavailableError when the broker is unreachable, before, during and after a batch', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const reader = await subscribe(tag);
-    const proxy = await startTcpProxy(MQTT_PORT);
-    cleanups.push(() => proxy.close());
-    const sink = newSink(tag, { url: `mqtt://127.0.0.1:${proxy.port}` });
-    expect((await rejection(sink.write(events(1), never))).error).toBeInstanceOf(SinkUnavailableError);
+  it(
+    'fails fast with SinkUnavailableError when the broker is unreachable, before, during and ' + 'after a batch',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const reader = await subscribe(tag);
+      const proxy = await startTcpProxy(MQTT_PORT);
+      cleanups.push(() => proxy.close());
+      const sink = newSink(tag, { url: `mqtt://127.0.0.1:${proxy.port}` });
+      expect((await rejection(sink.write(events(1), never))).error).toBeInstanceOf(SinkUnavailableError);
 
-    await sink.connect(never);
-    // Cut while the PUBACKs are outstanding: mqtt.js would keep them waiting for a reconnect.
-    const during = rejection(sink.write(events(50), never));
-    proxy.dropConnections();
-    const cut = await during;
-    expect(cut.error).toBeInstanceOf(SinkUnavailableError);
-    expect(cut.error.message).toMatch(/connection to the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+ lost/);
-    expect(cut.ms).toBeLessThan(1_000);
-    const after = await rejection(sink.write(events(1), never));
-    expect(after.error).toBeInstanceOf(SinkUnavailableError);
-    expect(after.ms).toBeLessThan(100);
+      await sink.connect(never);
+      // Cut while the PUBACKs are outstanding: mqtt.js would keep them waiting for a reconnect.
+      const during = rejection(sink.write(events(50), never));
+      proxy.dropConnections();
+      const cut = await during;
+      expect(cut.error).toBeInstanceOf(SinkUnavailableError);
+      expect(cut.error.message).toMatch(/connection to the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+ lost/);
+      expect(cut.ms).toBeLessThan(1_000);
+      const after = await rejection(sink.write(events(1), never));
+      expect(after.error).toBeInstanceOf(SinkUnavailableError);
+      expect(after.ms).toBeLessThan(100);
 
-    await proxy.stop();
-    const down = await rejection(sink.connect(never));
-    expect(down.error).toBeInstanceOf(SinkUnavailableError);
-    expect(down.error.message).toMatch(/cannot connect to the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/);
-    expect(down.ms).toBeLessThan(1_000);
+      await proxy.stop();
+      const down = await rejection(sink.connect(never));
+      expect(down.error).toBeInstanceOf(SinkUnavailableError);
+      expect(down.error.message).toMatch(
+        /cannot connect to the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/,
+      );
+      expect(down.ms).toBeLessThan(1_000);
 
-    await proxy.start();
-    await sink.connect(never);
-    const before = reader.packets.length;
-    await sink.write(events(2), never);
-    expect((await reader.waitFor(before + 2)).length).toBeGreaterThanOrEqual(before + 2);
-  });
+      await proxy.start();
+      await sink.connect(never);
+      const before = reader.packets.length;
+      await sink.write(events(2), never);
+      expect((await reader.waitFor(before + 2)).length).toBeGreaterThanOrEqual(before + 2);
+    },
+  );
 
   it('counts a batch without a PUBACK for timeoutMs as a lost connection', async (ctx) => {
     if (skipReason) return ctx.skip();
@@ -280,7 +354,10 @@ describe('mqtt sink', () => {
     const sink = newSink(tag, { username, password, ceUserProperties: true });
     await sink.connect(never);
     await sink.write(events(2), never);
-    for (const p of await reader.waitFor(2)) expect(`${p.topic}${p.payload.toString()}${JSON.stringify(p.properties)}`).not.toMatch(new RegExp(`${username}|${password}`));
+    for (const p of await reader.waitFor(2))
+      expect(`${p.topic}${p.payload.toString()}${JSON.stringify(p.properties)}`).not.toMatch(
+        new RegExp(`${username}|${password}`),
+      );
 
     const closedPort = (await startTcpProxy(MQTT_PORT)) as { port: number; close(): Promise<void> };
     await closedPort.close();

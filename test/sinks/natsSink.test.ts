@@ -1,7 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
-import { DiscardPolicy, jetstreamManager, type JetStreamManager, type StoredMsg, type StreamConfig } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  jetstreamManager,
+  type JetStreamManager,
+  type StoredMsg,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/errors.js';
@@ -44,19 +50,47 @@ let counter = 0;
 const newTag = (): string => `ns${process.pid}x${Date.now().toString(36)}x${counter++}`;
 
 const eventsConfig = eventsConfigSchema.parse({});
-function event(n: number, options: { log?: LogKind; objectId?: string; name?: string; description?: string } = {}): OutboundEvent {
+function event(
+  n: number,
+  options: { log?: LogKind; objectId?: string; name?: string; description?: string } = {},
+): OutboundEvent {
   const log = options.log ?? 'career';
   const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
-  const entry = { id: `act_${n}`, event: options.name ?? 'level_added', description: options.description ?? `Level ${n}`, performedAt: '2026-01-01T00:00:00Z' };
+  const entry = {
+    id: `act_${n}`,
+    event: options.name ?? 'level_added',
+    description: options.description ?? `Level ${n}`,
+    performedAt: '2026-01-01T00:00:00Z',
+  };
   const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
-  return { seq: n, id: ce.id, type: ce.type, log, objectId, orderingKey: `${log}:${objectId}`, json: JSON.stringify(ce), attempt: 1 };
+  return {
+    seq: n,
+    id: ce.id,
+    type: ce.type,
+    log,
+    objectId,
+    orderingKey: `${log}:${objectId}`,
+    json: JSON.stringify(ce),
+    attempt: 1,
+  };
 }
 /** `count` events spread over `objects` careers, each career's in order. */
-const events = (count: number, objects = 1): OutboundEvent[] => Array.from({ length: count }, (_, i) => event(i + 1, { objectId: `car_${i % objects}` }));
+const events = (count: number, objects = 1): OutboundEvent[] =>
+  Array.from({ length: count }, (_, i) => event(i + 1, { objectId: `car_${i % objects}` }));
 
 /** A connected sink writing to `<tag>.…`; its stream is removed after the test. */
 async function openSink(tag: string, config: Record<string, unknown> = {}): Promise<NatsSink> {
-  const sink = new NatsSink(natsSinkConfigSchema.parse({ name: 'nats-test', type: 'nats', servers: NATS_URL, subject: `${tag}.{type}`, timeoutMs: 2_000, stream: { name: `CF_${tag}`, create: true, subjects: [`${tag}.>`] }, ...config }));
+  const sink = new NatsSink(
+    natsSinkConfigSchema.parse({
+      name: 'nats-test',
+      type: 'nats',
+      servers: NATS_URL,
+      subject: `${tag}.{type}`,
+      timeoutMs: 2_000,
+      stream: { name: `CF_${tag}`, create: true, subjects: [`${tag}.>`] },
+      ...config,
+    }),
+  );
   cleanups.push(() => sink.close());
   cleanups.push(() => jsm.streams.delete(`CF_${tag}`).catch(() => undefined));
   await sink.connect(new AbortController().signal);
@@ -75,15 +109,28 @@ async function storedMessages(stream: string): Promise<StoredMsg[]> {
   return stored.filter((m): m is StoredMsg => m !== null);
 }
 
-const headersOf = (m: StoredMsg): Record<string, string> => Object.fromEntries(m.header ? [...m.header.keys()].map((k) => [k, m.header.get(k)]) : []);
-const rejectionOf = async (promise: Promise<unknown>): Promise<Error> => promise.then(() => { throw new Error('expected a rejection'); }, (error: Error) => error);
+const headersOf = (m: StoredMsg): Record<string, string> =>
+  Object.fromEntries(m.header ? [...m.header.keys()].map((k) => [k, m.header.get(k)]) : []);
+const rejectionOf = async (promise: Promise<unknown>): Promise<Error> =>
+  promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: Error) => error,
+  );
 const signal = (): AbortSignal => new AbortController().signal;
 
 describe('nats sink config', () => {
-  const parse = (extra: Record<string, unknown>) => natsSinkConfigSchema.safeParse({ name: 'n', type: 'nats', ...extra });
+  const parse = (extra: Record<string, unknown>) =>
+    natsSinkConfigSchema.safeParse({ name: 'n', type: 'nats', ...extra });
 
   it('defaults to the CloudEvent type as subject on the local server, without ce-* headers', () => {
-    expect(natsSinkConfigSchema.parse({ name: 'n', type: 'nats' })).toMatchObject({ servers: ['nats://127.0.0.1:4222'], subject: '{type}', timeoutMs: 5_000, ceHeaders: false });
+    expect(natsSinkConfigSchema.parse({ name: 'n', type: 'nats' })).toMatchObject({
+      servers: ['nats://127.0.0.1:4222'],
+      subject: '{type}',
+      timeoutMs: 5_000,
+      ceHeaders: false,
+    });
   });
 
   it('rejects unknown placeholders, wildcards and empty tokens in the subject template', () => {
@@ -95,7 +142,9 @@ describe('nats sink config', () => {
   });
 
   it('asks for stream subjects when a {type}-first template would make the stream capture everything', () => {
-    expect(parse({ stream: { name: 'S', create: true } }).error?.issues[0]).toMatchObject({ path: ['stream', 'subjects'] });
+    expect(parse({ stream: { name: 'S', create: true } }).error?.issues[0]).toMatchObject({
+      path: ['stream', 'subjects'],
+    });
     expect(parse({ stream: { name: 'S', create: true, subjects: ['com.skills.changefeed.>'] } }).success).toBe(true);
     expect(parse({ subject: 'cf.{type}', stream: { name: 'S', create: true } }).success).toBe(true);
   });
@@ -112,7 +161,9 @@ describe('nats sink against a real JetStream server', () => {
   it('drops a re-sent batch within the duplicate window: the stream holds each event id once', async (ctx) => {
     if (skipReason) return ctx.skip();
     const tag = newTag();
-    const sink = await openSink(tag, { stream: { name: `CF_${tag}`, create: true, subjects: [`${tag}.>`], duplicateWindowSeconds: 60 } });
+    const sink = await openSink(tag, {
+      stream: { name: `CF_${tag}`, create: true, subjects: [`${tag}.>`], duplicateWindowSeconds: 60 },
+    });
     const batch = events(50);
     await sink.write(batch, signal());
     await sink.write(batch, signal());
@@ -122,54 +173,86 @@ describe('nats sink against a real JetStream server', () => {
     expect((await storedMessages(`CF_${tag}`)).map((m) => m.header.get('Nats-Msg-Id'))).toEqual(batch.map((e) => e.id));
   });
 
-  it('publishes to the subject rendered from the template, and derives the created stream subjects from it', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const sink = await openSink(tag, { subject: `${tag}.{log}.{event}.{subject}`, stream: { name: `CF_${tag}`, create: true } });
-    expect((await jsm.streams.info(`CF_${tag}`)).config.subjects).toEqual([`${tag}.*.*.*`]);
-    await sink.write([event(1, { objectId: 'car.7 x' }), event(2, { log: 'identityProvider', name: 'user_created' }), event(3, { log: 'skill', objectId: 'sk_1', name: 'version_created' })], signal());
-    expect((await storedMessages(`CF_${tag}`)).map((m) => m.subject)).toEqual([`${tag}.career.level_added.car%2E7%20x`, `${tag}.identity_provider.user_created._`, `${tag}.skill.version_created.sk_1`]);
+  it(
+    'publishes to the subject rendered from the template, and derives the created stream ' + 'subjects from it',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const sink = await openSink(tag, {
+        subject: `${tag}.{log}.{event}.{subject}`,
+        stream: { name: `CF_${tag}`, create: true },
+      });
+      expect((await jsm.streams.info(`CF_${tag}`)).config.subjects).toEqual([`${tag}.*.*.*`]);
+      await sink.write(
+        [
+          event(1, { objectId: 'car.7 x' }),
+          event(2, { log: 'identityProvider', name: 'user_created' }),
+          event(3, { log: 'skill', objectId: 'sk_1', name: 'version_created' }),
+        ],
+        signal(),
+      );
+      expect((await storedMessages(`CF_${tag}`)).map((m) => m.subject)).toEqual([
+        `${tag}.career.level_added.car%2E7%20x`,
+        `${tag}.identity_provider.user_created._`,
+        `${tag}.skill.version_created.sk_1`,
+      ]);
 
-    const typed = await openSink(`${tag}t`);
-    await typed.write([event(1)], signal());
-    expect((await storedMessages(`CF_${tag}t`))[0]?.subject).toBe(`${tag}t.com.skills.changefeed.career.level_added`);
-  });
+      const typed = await openSink(`${tag}t`);
+      await typed.write([event(1)], signal());
+      expect((await storedMessages(`CF_${tag}t`))[0]?.subject).toBe(`${tag}t.com.skills.changefeed.career.level_added`);
+    },
+  );
 
-  it('puts every CloudEvent attribute in a ce-* header when ceHeaders is on; the body is the CloudEvent either way', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const plainTag = newTag();
-    const ceTag = newTag();
-    const plain = await openSink(plainTag);
-    const withCe = await openSink(ceTag, { ceHeaders: true });
-    const sent = event(1, { objectId: 'car 1' });
-    await plain.write([sent], signal());
-    await withCe.write([sent], signal());
-    const [p] = await storedMessages(`CF_${plainTag}`);
-    const [c] = await storedMessages(`CF_${ceTag}`);
-    expect(p!.string()).toBe(sent.json);
-    expect(c!.string()).toBe(sent.json);
-    expect(Object.keys(headersOf(p!)).filter((k) => k.startsWith('ce-'))).toEqual([]);
-    expect(headersOf(c!)).toMatchObject({
-      'Nats-Msg-Id': sent.id,
-      'content-type': 'application/cloudevents+json',
-      'ce-id': sent.id,
-      'ce-type': sent.type,
-      'ce-specversion': '1.0',
-      'ce-subject': 'car%201',
-      'ce-source': 'https://skills.example/api/v1/careers/car%25201/activity',
-      'ce-entryid': 'act_1',
-    });
-  });
+  it(
+    'puts every CloudEvent attribute in a ce-* header when ceHeaders is on; the body is the ' + 'CloudEvent either way',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const plainTag = newTag();
+      const ceTag = newTag();
+      const plain = await openSink(plainTag);
+      const withCe = await openSink(ceTag, { ceHeaders: true });
+      const sent = event(1, { objectId: 'car 1' });
+      await plain.write([sent], signal());
+      await withCe.write([sent], signal());
+      const [p] = await storedMessages(`CF_${plainTag}`);
+      const [c] = await storedMessages(`CF_${ceTag}`);
+      expect(p!.string()).toBe(sent.json);
+      expect(c!.string()).toBe(sent.json);
+      expect(Object.keys(headersOf(p!)).filter((k) => k.startsWith('ce-'))).toEqual([]);
+      expect(headersOf(c!)).toMatchObject({
+        'Nats-Msg-Id': sent.id,
+        'content-type': 'application/cloudevents+json',
+        'ce-id': sent.id,
+        'ce-type': sent.type,
+        'ce-specversion': '1.0',
+        'ce-subject': 'car%201',
+        'ce-source': 'https://skills.example/api/v1/careers/car%25201/activity',
+        'ce-entryid': 'act_1',
+      });
+    },
+  );
 
-  it('refuses to connect when the configured stream is missing and create is off, saying how to fix it', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const sink = new NatsSink(natsSinkConfigSchema.parse({ name: 'n', type: 'nats', subject: `${tag}.{type}`, stream: { name: `CF_${tag}` } }));
-    const error = await rejectionOf(sink.connect(signal()));
-    expect(error).toBeInstanceOf(SinkUnavailableError);
-    expect(error.message).toMatch(new RegExp(`stream CF_${tag} does not exist: create it with subjects ${tag}\\.>, or set stream.create: true`));
-    await expect(jsm.streams.info(`CF_${tag}`)).rejects.toThrow(/stream not found/);
-  });
+  it(
+    'refuses to connect when the configured stream is missing and create is off, saying how to ' + 'fix it',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const sink = new NatsSink(
+        natsSinkConfigSchema.parse({
+          name: 'n',
+          type: 'nats',
+          subject: `${tag}.{type}`,
+          stream: { name: `CF_${tag}` },
+        }),
+      );
+      const error = await rejectionOf(sink.connect(signal()));
+      expect(error).toBeInstanceOf(SinkUnavailableError);
+      expect(error.message).toMatch(
+        new RegExp(`stream CF_${tag} does not exist: create it with subjects ${tag}\\.>, or set stream.create: true`),
+      );
+      await expect(jsm.streams.info(`CF_${tag}`)).rejects.toThrow(/stream not found/);
+    },
+  );
 
   it('fails a publish that no stream captures with SinkUnavailableError saying to create the stream', async (ctx) => {
     if (skipReason) return ctx.skip();
@@ -179,38 +262,59 @@ describe('nats sink against a real JetStream server', () => {
     await sink.connect(signal());
     const error = await rejectionOf(sink.write(events(3), signal()));
     expect(error).toBeInstanceOf(SinkUnavailableError);
-    expect(error.message).toMatch(new RegExp(`no JetStream stream captures subject ${tag}\\.com\\.skills.*set stream\\.create: true`));
+    expect(error.message).toMatch(
+      new RegExp(`no JetStream stream captures subject ${tag}\\.com\\.skills.*set stream\\.create: true`),
+    );
   });
 
-  it('names exactly the refused event, stores the other objects\' events and holds back the rest of its object unsent', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    await addStream({ name: `CF_${tag}`, subjects: [`${tag}.>`], max_msg_size: 4_096 });
-    const sink = await openSink(tag, { stream: { name: `CF_${tag}` } });
-    const batch = [event(1), event(2, { description: 'x'.repeat(8_000) }), event(3, { objectId: 'car_2' }), event(4), event(5, { objectId: 'car_2' })];
-    const error = await rejectionOf(sink.write(batch, signal()));
-    expect(error).toBeInstanceOf(SinkPartialFailureError);
-    expect(error.message).toMatch(/1 of 5 events refused .* \(1 later events of their objects held back\): JetStream 10054/);
-    const failures = (error as SinkPartialFailureError).failures;
-    expect([...failures.keys()]).toEqual([batch[1]!.id]);
-    expect(failures.get(batch[1]!.id)).toMatchObject({ permanent: true, status: 400 });
-    // Event 4 follows the refused event of car_1: not published, so the engine can send it after a retry of event 2.
-    const stored = (await storedMessages(`CF_${tag}`)).map((m) => m.header.get('Nats-Msg-Id'));
-    expect(stored.sort()).toEqual([batch[0]!.id, batch[2]!.id, batch[4]!.id].sort());
-  });
+  it(
+    "names exactly the refused event, stores the other objects' events and holds back the rest " +
+      'of its object unsent',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      await addStream({ name: `CF_${tag}`, subjects: [`${tag}.>`], max_msg_size: 4_096 });
+      const sink = await openSink(tag, { stream: { name: `CF_${tag}` } });
+      const batch = [
+        event(1),
+        event(2, { description: 'x'.repeat(8_000) }),
+        event(3, { objectId: 'car_2' }),
+        event(4),
+        event(5, { objectId: 'car_2' }),
+      ];
+      const error = await rejectionOf(sink.write(batch, signal()));
+      expect(error).toBeInstanceOf(SinkPartialFailureError);
+      expect(error.message).toMatch(
+        /1 of 5 events refused .* \(1 later events of their objects held back\): JetStream 10054/,
+      );
+      const failures = (error as SinkPartialFailureError).failures;
+      expect([...failures.keys()]).toEqual([batch[1]!.id]);
+      expect(failures.get(batch[1]!.id)).toMatchObject({ permanent: true, status: 400 });
+      // Event 4 follows the refused event of car_1: not published, so the engine can send it after a retry of event 2.
+      const stored = (await storedMessages(`CF_${tag}`)).map((m) => m.header.get('Nats-Msg-Id'));
+      expect(stored.sort()).toEqual([batch[0]!.id, batch[2]!.id, batch[4]!.id].sort());
+    },
+  );
 
-  it('reports a full stream as a transient failure of that event only, publishing nothing after it for its object', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    await addStream({ name: `CF_${tag}`, subjects: [`${tag}.>`], max_msgs: 2, discard: DiscardPolicy.New });
-    const sink = await openSink(tag, { stream: { name: `CF_${tag}` } });
-    const batch = [event(1), event(2), event(3), event(4, { objectId: 'car_2' })];
-    const error = await rejectionOf(sink.write(batch, signal()));
-    expect(error).toBeInstanceOf(SinkPartialFailureError);
-    const failures = (error as SinkPartialFailureError).failures;
-    expect([...failures.keys()]).toEqual([batch[1]!.id]);
-    expect(failures.get(batch[1]!.id)).toMatchObject({ permanent: false, status: 503, error: expect.stringMatching(/maximum messages exceeded/) });
-  });
+  it(
+    'reports a full stream as a transient failure of that event only, publishing nothing after ' + 'it for its object',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      await addStream({ name: `CF_${tag}`, subjects: [`${tag}.>`], max_msgs: 2, discard: DiscardPolicy.New });
+      const sink = await openSink(tag, { stream: { name: `CF_${tag}` } });
+      const batch = [event(1), event(2), event(3), event(4, { objectId: 'car_2' })];
+      const error = await rejectionOf(sink.write(batch, signal()));
+      expect(error).toBeInstanceOf(SinkPartialFailureError);
+      const failures = (error as SinkPartialFailureError).failures;
+      expect([...failures.keys()]).toEqual([batch[1]!.id]);
+      expect(failures.get(batch[1]!.id)).toMatchObject({
+        permanent: false,
+        status: 503,
+        error: expect.stringMatching(/maximum messages exceeded/),
+      });
+    },
+  );
 
   it('reports a lost connection on the next write at once, and writes again after connect', async (ctx) => {
     if (skipReason) return ctx.skip();
@@ -265,12 +369,21 @@ describe('nats sink against a real JetStream server', () => {
     // The shared server has no authorization: it accepts and ignores the credentials.
     const sink = await openSink(tag, { user: 'changefeed', password: PASSWORD, ceHeaders: true });
     await sink.write(events(3), signal());
-    for (const m of await storedMessages(`CF_${tag}`)) expect(`${m.subject}${m.string()}${JSON.stringify(headersOf(m))}`).not.toContain(PASSWORD);
+    for (const m of await storedMessages(`CF_${tag}`))
+      expect(`${m.subject}${m.string()}${JSON.stringify(headersOf(m))}`).not.toContain(PASSWORD);
     expect(scrubSecrets(`password=${PASSWORD}`)).toBe('password=[redacted]');
     new NatsSink(natsSinkConfigSchema.parse({ name: 'n', type: 'nats', token: TOKEN }));
     expect(scrubSecrets(TOKEN)).toBe('[redacted]');
 
-    const down = new NatsSink(natsSinkConfigSchema.parse({ name: 'n', type: 'nats', servers: `nats://127.0.0.1:${await freePort()}`, user: 'changefeed', password: PASSWORD }));
+    const down = new NatsSink(
+      natsSinkConfigSchema.parse({
+        name: 'n',
+        type: 'nats',
+        servers: `nats://127.0.0.1:${await freePort()}`,
+        user: 'changefeed',
+        password: PASSWORD,
+      }),
+    );
     const error = await rejectionOf(down.connect(signal()));
     expect(error).toBeInstanceOf(SinkUnavailableError);
     expect(`${error.message}${String(error.cause)}`).not.toContain(PASSWORD);
@@ -291,7 +404,9 @@ describe('nats sink against servers it cannot use', () => {
   });
   const start = async (ctx: { skip: (note?: string) => void }, args: string[]): Promise<string> => {
     const port = await freePort();
-    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     servers.push(child);
     const ready = await new Promise<boolean>((resolve) => {
       let log = '';
@@ -307,7 +422,9 @@ describe('nats sink against servers it cannot use', () => {
 
   it('rejected credentials: SinkUnavailableError without the password in it', async (ctx) => {
     const url = await start(ctx, ['--user', 'changefeed', '--pass', 'the-right-one']);
-    const sink = new NatsSink(natsSinkConfigSchema.parse({ name: 'n', type: 'nats', servers: url, user: 'changefeed', password: PASSWORD }));
+    const sink = new NatsSink(
+      natsSinkConfigSchema.parse({ name: 'n', type: 'nats', servers: url, user: 'changefeed', password: PASSWORD }),
+    );
     const error = await rejectionOf(sink.connect(signal()));
     expect(error).toBeInstanceOf(SinkUnavailableError);
     expect(error.message).toMatch(/authorization violation/i);

@@ -11,7 +11,10 @@ const exchangeOf = (tag: string): string => `cf.${tag}`;
 
 async function adminConnection(port: number): Promise<ChannelModel> {
   if (!admin) {
-    admin = await connect({ protocol: 'amqp', hostname: '127.0.0.1', port, username: 'guest', password: 'guest' }, { timeout: 2_000 });
+    admin = await connect(
+      { protocol: 'amqp', hostname: '127.0.0.1', port, username: 'guest', password: 'guest' },
+      { timeout: 2_000 },
+    );
     admin.on('error', () => undefined);
   }
   return admin;
@@ -64,7 +67,9 @@ runSinkConformance({
         // connection is sent again whole, and the suite's waitFor counts messages, not ids.
         if (!message || seen.has(String(message.properties.messageId))) return;
         seen.add(String(message.properties.messageId));
-        const headers = Object.fromEntries(Object.entries((message.properties.headers ?? {}) as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
+        const headers = Object.fromEntries(
+          Object.entries((message.properties.headers ?? {}) as Record<string, unknown>).map(([k, v]) => [k, String(v)]),
+        );
         messages.push({ id: String(message.properties.messageId), body: message.content.toString('utf8'), headers });
       },
       { noAck: true },

@@ -29,7 +29,10 @@ let counter = 0;
 
 beforeAll(async () => {
   try {
-    admin = await connect({ protocol: 'amqp', hostname: '127.0.0.1', port: BROKER_PORT, username: 'guest', password: 'guest' }, { timeout: 2_000 });
+    admin = await connect(
+      { protocol: 'amqp', hostname: '127.0.0.1', port: BROKER_PORT, username: 'guest', password: 'guest' },
+      { timeout: 2_000 },
+    );
     admin.on('error', () => undefined);
   } catch (error) {
     skipReason = `no RabbitMQ at 127.0.0.1:${BROKER_PORT} (${(error as Error).message})`;
@@ -63,7 +66,9 @@ async function withChannel<T>(use: (channel: Channel) => Promise<T>): Promise<T>
 
 /** A sink with test-friendly timeouts, closed after the test. */
 function makeSink(config: Record<string, unknown>): RabbitmqSink {
-  const sink = new RabbitmqSink(rabbitmqSinkConfigSchema.parse({ name: 'rabbit', type: 'rabbitmq', connectTimeoutMs: 2_000, ...config }));
+  const sink = new RabbitmqSink(
+    rabbitmqSinkConfigSchema.parse({ name: 'rabbit', type: 'rabbitmq', connectTimeoutMs: 2_000, ...config }),
+  );
   cleanups.push(() => sink.close());
   return sink;
 }
@@ -88,14 +93,34 @@ async function openQueue(exchange: string, bindingKey = '#', queueOptions: Optio
   };
 }
 
-function makeEvents(count: number, options: { log?: LogKind; objectId?: string; event?: string } = {}): OutboundEvent[] {
+function makeEvents(
+  count: number,
+  options: { log?: LogKind; objectId?: string; event?: string } = {},
+): OutboundEvent[] {
   const log = options.log ?? 'career';
   const objectId = options.objectId ?? 'car_1';
   const tag = `${Date.now().toString(36)}${counter++}`;
   return Array.from({ length: count }, (_, i) => {
-    const entry: ActivityEntry = { id: `act_${tag}_${i}`, event: options.event ?? 'level_added', description: `Level ${i} added`, performedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() };
-    const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfigSchema.parse({}));
-    return { seq: i + 1, id: ce.id, type: ce.type, log, objectId, orderingKey: `${log}:${objectId}`, json: JSON.stringify(ce), attempt: 1 };
+    const entry: ActivityEntry = {
+      id: `act_${tag}_${i}`,
+      event: options.event ?? 'level_added',
+      description: `Level ${i} added`,
+      performedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+    };
+    const ce = buildCloudEvent(
+      { log, objectId, entry, baseUrl: 'https://skills.example' },
+      eventsConfigSchema.parse({}),
+    );
+    return {
+      seq: i + 1,
+      id: ce.id,
+      type: ce.type,
+      log,
+      objectId,
+      orderingKey: `${log}:${objectId}`,
+      json: JSON.stringify(ce),
+      attempt: 1,
+    };
   });
 }
 
@@ -129,7 +154,12 @@ describe('rabbitmq sink', () => {
       expect(m.properties.type).toBe(event.type);
       expect(m.content.toString('utf8')).toBe(event.json);
       expect(m.fields.routingKey).toBe(event.type);
-      expect(m.properties.headers).toMatchObject({ 'cloudEvents:id': event.id, 'cloudEvents:type': event.type, 'cloudEvents:specversion': '1.0', 'cloudEvents:subject': 'car_1' });
+      expect(m.properties.headers).toMatchObject({
+        'cloudEvents:id': event.id,
+        'cloudEvents:type': event.type,
+        'cloudEvents:specversion': '1.0',
+        'cloudEvents:subject': 'car_1',
+      });
       expect(m.properties.headers).not.toHaveProperty('cloudEvents:data');
     }
   });
@@ -155,7 +185,14 @@ describe('rabbitmq sink', () => {
     ]);
     // The binding above ('career.level_removed.car_7') does not match the x. prefix: nothing there.
     expect(wanted.messages).toEqual([]);
-    expect(() => rabbitmqSinkConfigSchema.parse({ name: 'r', type: 'rabbitmq', exchange: { name: 'e' }, routingKey: '{log}.{object}' })).toThrow(/unknown placeholder \{object\}/);
+    expect(() =>
+      rabbitmqSinkConfigSchema.parse({
+        name: 'r',
+        type: 'rabbitmq',
+        exchange: { name: 'e' },
+        routingKey: '{log}.{object}',
+      }),
+    ).toThrow(/unknown placeholder \{object\}/);
   });
 
   it('reports a missing exchange as a misconfiguration, at connect and when it disappears later', async (ctx) => {
@@ -217,7 +254,11 @@ describe('rabbitmq sink', () => {
     const exchange = newExchange();
     const queue = await openQueue(exchange);
     const proxy = await startFrameProxy(BROKER_PORT);
-    const sink = makeSink({ url: `amqp://127.0.0.1:${proxy.port}`, exchange: { name: exchange }, confirmTimeoutMs: 10_000 });
+    const sink = makeSink({
+      url: `amqp://127.0.0.1:${proxy.port}`,
+      exchange: { name: exchange },
+      confirmTimeoutMs: 10_000,
+    });
     await sink.connect(never);
     await sink.connect(never);
     expect(proxy.accepted).toBe(1);
@@ -245,10 +286,17 @@ describe('rabbitmq sink', () => {
     const sink = makeSink({ url: `amqp://127.0.0.1:${proxy.port}`, exchange: { name: exchange } });
     await sink.connect(never);
     proxy.inject(connectionClose(320, "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'"));
-    await until(() => sink.write([], never).then(() => false, (e: unknown) => e instanceof SinkUnavailableError));
+    await until(() =>
+      sink.write([], never).then(
+        () => false,
+        (e: unknown) => e instanceof SinkUnavailableError,
+      ),
+    );
     const error = await rejection(sink.write(makeEvents(1), never));
     expect(error).toBeInstanceOf(SinkUnavailableError);
-    expect(error.message).toMatch(/not connected to RabbitMQ at amqp:\/\/127\.0\.0\.1:\d+: .*320 \(CONNECTION-FORCED\)/);
+    expect(error.message).toMatch(
+      /not connected to RabbitMQ at amqp:\/\/127\.0\.0\.1:\d+: .*320 \(CONNECTION-FORCED\)/,
+    );
     proxy.dropConnections();
     await sink.connect(never);
     expect(proxy.accepted).toBe(2);
@@ -266,7 +314,12 @@ describe('rabbitmq sink', () => {
     await sink.connect(never);
     proxy.inject(connectionBlocked('low on memory'));
     // An empty write touches nothing but the blocked check: it tells when the frame was processed.
-    await until(() => sink.write([], never).then(() => false, (e: unknown) => e instanceof SinkBackoffError));
+    await until(() =>
+      sink.write([], never).then(
+        () => false,
+        (e: unknown) => e instanceof SinkBackoffError,
+      ),
+    );
 
     const events = makeEvents(4);
     const started = Date.now();
@@ -278,51 +331,74 @@ describe('rabbitmq sink', () => {
     expect(queue.messages).toEqual([]);
 
     proxy.inject(connectionUnblocked());
-    await until(() => sink.write([], never).then(() => true, () => false));
+    await until(() =>
+      sink.write([], never).then(
+        () => true,
+        () => false,
+      ),
+    );
     await sink.write(events, never);
     expect((await queue.waitFor(4)).map(messageIdOf)).toEqual(events.map((e) => e.id));
     expect(proxy.accepted).toBe(1);
   });
 
-  it('fails an unconfirmed write after confirmTimeoutMs when the broker blocks mid-write, and loses nothing', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const exchange = newExchange();
-    const queue = await openQueue(exchange);
-    const proxy = await startFrameProxy(BROKER_PORT);
-    const sink = makeSink({ url: `amqp://127.0.0.1:${proxy.port}`, exchange: { name: exchange }, confirmTimeoutMs: 300 });
-    await sink.connect(never);
-    // What the broker does on an alarm: stop reading the publisher's socket, and say so.
-    proxy.holdUpstream();
-    const events = makeEvents(4);
-    const started = Date.now();
-    const writing = rejection(sink.write(events, never));
-    proxy.inject(connectionBlocked('low on memory'));
-    const error = await writing;
-    expect(error).toBeInstanceOf(SinkUnavailableError);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-    expect(Date.now() - started).toBeLessThan(1_500);
-    expect(error.message).toContain('confirmed 0 of 4 messages within confirmTimeoutMs (300 ms): the connection is blocked (low on memory)');
+  it(
+    'fails an unconfirmed write after confirmTimeoutMs when the broker blocks mid-write, and ' + 'loses nothing',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const exchange = newExchange();
+      const queue = await openQueue(exchange);
+      const proxy = await startFrameProxy(BROKER_PORT);
+      const sink = makeSink({
+        url: `amqp://127.0.0.1:${proxy.port}`,
+        exchange: { name: exchange },
+        confirmTimeoutMs: 300,
+      });
+      await sink.connect(never);
+      // What the broker does on an alarm: stop reading the publisher's socket, and say so.
+      proxy.holdUpstream();
+      const events = makeEvents(4);
+      const started = Date.now();
+      const writing = rejection(sink.write(events, never));
+      proxy.inject(connectionBlocked('low on memory'));
+      const error = await writing;
+      expect(error).toBeInstanceOf(SinkUnavailableError);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+      expect(Date.now() - started).toBeLessThan(1_500);
+      expect(error.message).toContain(
+        'confirmed 0 of 4 messages within confirmTimeoutMs (300 ms): the connection is blocked (low on memory)',
+      );
 
-    // The engine reconnects after SinkUnavailableError: the blocked connection is kept, writes back off.
-    await sink.connect(never);
-    expect(proxy.accepted).toBe(1);
-    expect(await rejection(sink.write(events, never))).toBeInstanceOf(SinkBackoffError);
+      // The engine reconnects after SinkUnavailableError: the blocked connection is kept, writes back off.
+      await sink.connect(never);
+      expect(proxy.accepted).toBe(1);
+      expect(await rejection(sink.write(events, never))).toBeInstanceOf(SinkBackoffError);
 
-    proxy.releaseUpstream();
-    proxy.inject(connectionUnblocked());
-    await until(() => sink.write([], never).then(() => true, () => false));
-    await sink.write(events, never);
-    // The held copies arrive too once the broker reads again: at least once, never lost.
-    const ids = new Set((await queue.waitFor(8)).map(messageIdOf));
-    expect(ids).toEqual(new Set(events.map((e) => e.id)));
-  });
+      proxy.releaseUpstream();
+      proxy.inject(connectionUnblocked());
+      await until(() =>
+        sink.write([], never).then(
+          () => true,
+          () => false,
+        ),
+      );
+      await sink.write(events, never);
+      // The held copies arrive too once the broker reads again: at least once, never lost.
+      const ids = new Set((await queue.waitFor(8)).map(messageIdOf));
+      expect(ids).toEqual(new Set(events.map((e) => e.id)));
+    },
+  );
 
   it('replaces a connection whose confirms stop arriving without a block', async (ctx) => {
     if (skipReason) return ctx.skip();
     const exchange = newExchange();
     const queue = await openQueue(exchange);
     const proxy = await startFrameProxy(BROKER_PORT);
-    const sink = makeSink({ url: `amqp://127.0.0.1:${proxy.port}`, exchange: { name: exchange }, confirmTimeoutMs: 300 });
+    const sink = makeSink({
+      url: `amqp://127.0.0.1:${proxy.port}`,
+      exchange: { name: exchange },
+      confirmTimeoutMs: 300,
+    });
     await sink.connect(never);
     proxy.holdUpstream();
     const events = makeEvents(2);
@@ -342,9 +418,15 @@ describe('rabbitmq sink', () => {
     const error = await rejection(sink.connect(never));
     expect(error).toBeInstanceOf(SinkUnavailableError);
     expect(error.message).toContain('refused the login: check username and password');
-    for (const text of [error.message, describeError(error), inspect(error, { depth: 5 }), String(error.stack)]) expect(text).not.toContain(password);
+    for (const text of [error.message, describeError(error), inspect(error, { depth: 5 }), String(error.stack)])
+      expect(text).not.toContain(password);
 
-    const withUrlCredentials = rabbitmqSinkConfigSchema.safeParse({ name: 'r', type: 'rabbitmq', url: `amqp://guest:${password}@127.0.0.1:5672`, exchange: { name: 'e' } });
+    const withUrlCredentials = rabbitmqSinkConfigSchema.safeParse({
+      name: 'r',
+      type: 'rabbitmq',
+      url: `amqp://guest:${password}@127.0.0.1:5672`,
+      exchange: { name: 'e' },
+    });
     expect(withUrlCredentials.success).toBe(false);
     expect(JSON.stringify(withUrlCredentials.error?.issues)).toContain('set username and password');
     expect(JSON.stringify(withUrlCredentials.error?.issues)).not.toContain(password);
@@ -369,11 +451,16 @@ function methodFrame(classId: number, methodId: number, args: Buffer): Buffer {
   header.writeUInt16BE(methodId, 9);
   return Buffer.concat([header, args, Buffer.from([0xce])]);
 }
-const connectionBlocked = (reason: string): Buffer => methodFrame(10, 60, Buffer.concat([Buffer.from([Buffer.byteLength(reason)]), Buffer.from(reason)]));
+const connectionBlocked = (reason: string): Buffer =>
+  methodFrame(10, 60, Buffer.concat([Buffer.from([Buffer.byteLength(reason)]), Buffer.from(reason)]));
 const connectionUnblocked = (): Buffer => methodFrame(10, 61, Buffer.alloc(0));
 /** connection.close: reply code, reply text, then the class and method that caused it (none). */
 const connectionClose = (code: number, text: string): Buffer =>
-  methodFrame(10, 50, Buffer.concat([Buffer.from([code >> 8, code & 0xff, Buffer.byteLength(text)]), Buffer.from(text), Buffer.alloc(4)]));
+  methodFrame(
+    10,
+    50,
+    Buffer.concat([Buffer.from([code >> 8, code & 0xff, Buffer.byteLength(text)]), Buffer.from(text), Buffer.alloc(4)]),
+  );
 
 /**
  * A TCP proxy that forwards the broker's bytes in whole frames, so a frame it injects never lands

@@ -10,7 +10,13 @@ afterAll(() => {
 });
 
 const connectDirect = async (): Promise<Redis> => {
-  const client = new Redis({ port: REDIS_PORT, lazyConnect: true, retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 2_000 });
+  const client = new Redis({
+    port: REDIS_PORT,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+  });
   client.on('error', () => undefined);
   await client.connect();
   return client;

@@ -15,7 +15,13 @@ let skipReason: string | undefined;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  admin = new Redis({ port: REDIS_PORT, lazyConnect: true, retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 2_000 });
+  admin = new Redis({
+    port: REDIS_PORT,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+  });
   admin.on('error', () => undefined);
   try {
     await admin.connect();
@@ -40,15 +46,39 @@ const eventsConfig = eventsConfigSchema.parse({});
 function event(n: number, options: { log?: LogKind; objectId?: string; name?: string } = {}): OutboundEvent {
   const log = options.log ?? 'career';
   const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
-  const entry = { id: `act_${n}`, event: options.name ?? 'level_added', description: `Level ${n}`, performedAt: '2026-01-01T00:00:00Z' };
+  const entry = {
+    id: `act_${n}`,
+    event: options.name ?? 'level_added',
+    description: `Level ${n}`,
+    performedAt: '2026-01-01T00:00:00Z',
+  };
   const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
-  return { seq: n, id: ce.id, type: ce.type, log, objectId, orderingKey: `${log}:${objectId}`, json: JSON.stringify(ce), attempt: 1 };
+  return {
+    seq: n,
+    id: ce.id,
+    type: ce.type,
+    log,
+    objectId,
+    orderingKey: `${log}:${objectId}`,
+    json: JSON.stringify(ce),
+    attempt: 1,
+  };
 }
-const events = (count: number, objectId = 'car_1'): OutboundEvent[] => Array.from({ length: count }, (_, i) => event(i + 1, { objectId }));
+const events = (count: number, objectId = 'car_1'): OutboundEvent[] =>
+  Array.from({ length: count }, (_, i) => event(i + 1, { objectId }));
 
 /** A sink writing under the prefix `tag`; its keys are deleted after the test. */
 function newSink(tag: string, config: Record<string, unknown> = {}): RedisStreamsSink {
-  const sink = new RedisStreamsSink(redisStreamsSinkConfigSchema.parse({ name: 'redis-test', type: 'redis-streams', prefix: tag, connectTimeoutMs: 2_000, timeoutMs: 2_000, ...config }));
+  const sink = new RedisStreamsSink(
+    redisStreamsSinkConfigSchema.parse({
+      name: 'redis-test',
+      type: 'redis-streams',
+      prefix: tag,
+      connectTimeoutMs: 2_000,
+      timeoutMs: 2_000,
+      ...config,
+    }),
+  );
   cleanups.push(() => sink.close());
   cleanups.push(async () => {
     const keys = await admin!.keys(`${tag}*`);
@@ -58,7 +88,13 @@ function newSink(tag: string, config: Record<string, unknown> = {}): RedisStream
 }
 
 async function entries(key: string): Promise<Record<string, string>[]> {
-  return (await admin!.xrange(key, '-', '+')).map(([, flat]) => Object.fromEntries(Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]])) as Record<string, string>);
+  return (await admin!.xrange(key, '-', '+')).map(
+    ([, flat]) =>
+      Object.fromEntries(Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]])) as Record<
+        string,
+        string
+      >,
+  );
 }
 
 /** A proxy to the broker that the test can freeze (a broker gone silent), closed after the test. */
@@ -69,46 +105,68 @@ async function silentCapableProxy(targetPort: number) {
 }
 
 describe('redis-streams sink', () => {
-  it('adds each event as an entry of id, type, source, subject, time and the CloudEvent JSON, keyed {prefix}:{log} by default', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const sink = newSink(tag);
-    const career = event(1, { objectId: 'car_7' });
-    const idp = event(2, { log: 'identityProvider', name: 'user_added' });
-    await sink.connect(never);
-    await sink.write([career, idp], never);
+  it(
+    'adds each event as an entry of id, type, source, subject, time and the CloudEvent JSON, ' +
+      'keyed {prefix}:{log} by default',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const sink = newSink(tag);
+      const career = event(1, { objectId: 'car_7' });
+      const idp = event(2, { log: 'identityProvider', name: 'user_added' });
+      await sink.connect(never);
+      await sink.write([career, idp], never);
 
-    const [entry, ...more] = await entries(`${tag}:career`);
-    expect(more).toEqual([]);
-    expect(Object.keys(entry!)).toEqual(['id', 'type', 'source', 'subject', 'time', 'event']);
-    expect(entry).toEqual({
-      id: career.id,
-      type: 'com.skills.changefeed.career.level_added',
-      source: 'https://skills.example/api/v1/careers/car_7/activity',
-      subject: 'car_7',
-      time: '2026-01-01T00:00:00.000Z',
-      event: career.json,
-    });
-    expect(await entries(`${tag}:identity_provider`)).toEqual([
-      { id: idp.id, type: 'com.skills.changefeed.identity_provider.user_added', source: 'https://skills.example/api/v1/identity-provider-events', subject: '', time: '2026-01-01T00:00:00.000Z', event: idp.json },
-    ]);
-  });
+      const [entry, ...more] = await entries(`${tag}:career`);
+      expect(more).toEqual([]);
+      expect(Object.keys(entry!)).toEqual(['id', 'type', 'source', 'subject', 'time', 'event']);
+      expect(entry).toEqual({
+        id: career.id,
+        type: 'com.skills.changefeed.career.level_added',
+        source: 'https://skills.example/api/v1/careers/car_7/activity',
+        subject: 'car_7',
+        time: '2026-01-01T00:00:00.000Z',
+        event: career.json,
+      });
+      expect(await entries(`${tag}:identity_provider`)).toEqual([
+        {
+          id: idp.id,
+          type: 'com.skills.changefeed.identity_provider.user_added',
+          source: 'https://skills.example/api/v1/identity-provider-events',
+          subject: '',
+          time: '2026-01-01T00:00:00.000Z',
+          event: idp.json,
+        },
+      ]);
+    },
+  );
 
-  it('renders every placeholder of the key template, with _ for the subject of the identity-provider log', async (ctx) => {
-    if (skipReason) return ctx.skip();
-    const tag = newTag();
-    const sink = newSink(tag, { key: '{prefix}/{log}/{event}/{subject}/{type}' });
-    await sink.connect(never);
-    await sink.write([event(1, { objectId: 'car_3' }), event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }), event(3, { log: 'identityProvider', name: 'user_added' })], never);
-    expect((await admin!.keys(`${tag}/*`)).sort()).toEqual([
-      `${tag}/career/level_added/car_3/com.skills.changefeed.career.level_added`,
-      `${tag}/identity_provider/user_added/_/com.skills.changefeed.identity_provider.user_added`,
-      `${tag}/skill/version_created/sk_9/com.skills.changefeed.skill.version_created`,
-    ]);
-  });
+  it(
+    'renders every placeholder of the key template, with _ for the subject of the ' + 'identity-provider log',
+    async (ctx) => {
+      if (skipReason) return ctx.skip();
+      const tag = newTag();
+      const sink = newSink(tag, { key: '{prefix}/{log}/{event}/{subject}/{type}' });
+      await sink.connect(never);
+      await sink.write(
+        [
+          event(1, { objectId: 'car_3' }),
+          event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }),
+          event(3, { log: 'identityProvider', name: 'user_added' }),
+        ],
+        never,
+      );
+      expect((await admin!.keys(`${tag}/*`)).sort()).toEqual([
+        `${tag}/career/level_added/car_3/com.skills.changefeed.career.level_added`,
+        `${tag}/identity_provider/user_added/_/com.skills.changefeed.identity_provider.user_added`,
+        `${tag}/skill/version_created/sk_9/com.skills.changefeed.skill.version_created`,
+      ]);
+    },
+  );
 
   it('rejects unknown placeholders and credentials in the URL', () => {
-    const parse = (config: Record<string, unknown>) => redisStreamsSinkConfigSchema.safeParse({ name: 'r', type: 'redis-streams', ...config });
+    const parse = (config: Record<string, unknown>) =>
+      redisStreamsSinkConfigSchema.safeParse({ name: 'r', type: 'redis-streams', ...config });
     expect(parse({}).success).toBe(true);
     expect(parse({ key: '{prefix}:{objectId}' }).error?.issues[0]?.message).toMatch(/unknown placeholder \{objectId\}/);
     expect(parse({ url: 'redis://user:pw@127.0.0.1:6379' }).error?.issues[0]?.message).toMatch(/not in the URL/);
@@ -122,7 +180,11 @@ describe('redis-streams sink', () => {
     const tag = newTag();
     const sink = newSink(tag, { maxLen: 100 });
     await sink.connect(never);
-    for (let b = 0; b < 4; b++) await sink.write(events(500).map((e) => ({ ...e, id: `${e.id}-${b}` })), never);
+    for (let b = 0; b < 4; b++)
+      await sink.write(
+        events(500).map((e) => ({ ...e, id: `${e.id}-${b}` })),
+        never,
+      );
     const length = await admin!.xlen(`${tag}:career`);
     // Approximate trimming removes whole radix-tree nodes (100 entries by default): never below
     // maxLen, and bounded above by about one node more.
@@ -141,7 +203,10 @@ describe('redis-streams sink', () => {
     expect(error).toBeInstanceOf(SinkPartialFailureError);
     const failures = (error as SinkPartialFailureError).failures;
     expect([...failures.keys()]).toEqual([batch[1]!.id]);
-    expect(failures.get(batch[1]!.id)).toMatchObject({ permanent: false, error: expect.stringMatching(/^XADD .*:car_2: WRONGTYPE/) as string });
+    expect(failures.get(batch[1]!.id)).toMatchObject({
+      permanent: false,
+      error: expect.stringMatching(/^XADD .*:car_2: WRONGTYPE/) as string,
+    });
     expect(await admin!.xlen(`${tag}:car_1`)).toBe(1);
     expect(await admin!.xlen(`${tag}:car_3`)).toBe(1);
   });

@@ -18,7 +18,11 @@ const target = {
       onWebhook: (r) => {
         const tag = String(r.headers['x-conformance-tag'] ?? '');
         if (!r.verified) return;
-        readers.get(tag)?.push({ id: r.id, body: r.body, headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)])) });
+        readers.get(tag)?.push({
+          id: r.id,
+          body: r.body,
+          headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)])),
+        });
       },
     });
     target.brokerPort = Number(new URL(receiver.url).port);

@@ -4,7 +4,8 @@ import { systemClock } from '../../src/clock.js';
 import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
 import { receiver, ROTATED_SECRET, SECRET, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
 
-const seqOf = (r: ReceivedWebhook): number => (JSON.parse(r.body) as { data: { id: string } }).data.id.split('_').map(Number)[2] as number;
+const seqOf = (r: ReceivedWebhook): number =>
+  (JSON.parse(r.body) as { data: { id: string } }).data.id.split('_').map(Number)[2] as number;
 const objectOf = (r: ReceivedWebhook): string => String((JSON.parse(r.body) as { subject: string }).subject);
 
 describe('webhook sink, fault-free', () => {
@@ -41,7 +42,12 @@ describe('webhook sink, fault-free', () => {
   it('signs with every secret during a rotation, and a receiver knowing only the new one verifies', async () => {
     const hook = await receiver({ secrets: [ROTATED_SECRET] });
     const { store } = storeWithEvents(5, 1);
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { secret: undefined, secrets: [SECRET, ROTATED_SECRET] } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock: systemClock,
+      sink: { secret: undefined, secrets: [SECRET, ROTATED_SECRET] },
+    });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(hook.received).toHaveLength(5);
@@ -53,7 +59,12 @@ describe('webhook sink, fault-free', () => {
   it('sends binary mode: ce-* headers, the entry as the body, the signature over that body', async () => {
     const hook = await receiver();
     const { store } = storeWithEvents(3, 1);
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { mode: 'binary', headers: { 'x-team': 'integrations' } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock: systemClock,
+      sink: { mode: 'binary', headers: { 'x-team': 'integrations' } },
+    });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(hook.received).toHaveLength(3);
@@ -71,11 +82,21 @@ describe('webhook sink, fault-free', () => {
   it('delivers only what the sink filter lets through and settles the rest as filtered', async () => {
     const hook = await receiver();
     const { store } = storeWithEvents(10, 2);
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { filter: { include: ['career.*'], exclude: ['career.level_removed'] } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock: systemClock,
+      sink: { filter: { include: ['career.*'], exclude: ['career.level_removed'] } },
+    });
     await engine.drain(Date.now() + 10_000);
     expect(hook.received).toHaveLength(10);
     await engine.stop();
-    const onlySkills = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { name: 'hook', filter: { logs: ['skill'] } } });
+    const onlySkills = webhookEngine({
+      store,
+      url: hook.url,
+      clock: systemClock,
+      sink: { name: 'hook', filter: { logs: ['skill'] } },
+    });
     store.db.prepare("UPDATE deliveries SET state = 'pending'").run();
     await onlySkills.drain(Date.now() + 10_000);
     await onlySkills.stop();

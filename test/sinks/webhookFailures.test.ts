@@ -20,7 +20,12 @@ describe('webhook sink, when the endpoint fails', () => {
     const clock = new ManualClock();
     const hook = await receiver({ respond: (_r, n) => ({ status: n <= 30 ? 400 : 204 }) });
     const { store } = storeWithEvents(150, 150);
-    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { maxInFlight: 1, retry: fastRetry } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock,
+      sink: { delivery: { maxInFlight: 1, retry: fastRetry } },
+    });
     await withVirtualTime(clock, engine.drain(clock.now() + 60_000));
     await engine.stop();
     expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, dead: 30, delivered: 120 });
@@ -33,7 +38,12 @@ describe('webhook sink, when the endpoint fails', () => {
     const times: number[] = [];
     const hook = await receiver({ respond: (_r, n) => (times.push(clock.now()), { status: n <= 4 ? 500 : 204 }) });
     const { store } = storeWithEvents(1, 1);
-    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { maxInFlight: 1, retry: fastRetry } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock,
+      sink: { delivery: { maxInFlight: 1, retry: fastRetry } },
+    });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     await engine.stop();
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
@@ -46,7 +56,12 @@ describe('webhook sink, when the endpoint fails', () => {
   it('waits at least Retry-After after a 429', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
-    const hook = await receiver({ respond: (_r, n) => (times.push(clock.now()), n === 1 ? { status: 429, headers: { 'retry-after': '30' } } : { status: 200 }) });
+    const hook = await receiver({
+      respond: (_r, n) => (
+        times.push(clock.now()),
+        n === 1 ? { status: 429, headers: { 'retry-after': '30' } } : { status: 200 }
+      ),
+    });
     const { store } = storeWithEvents(1, 1);
     const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
@@ -59,9 +74,16 @@ describe('webhook sink, when the endpoint fails', () => {
   it('dead-letters an event after maxAttempts with status and response, and delivers it once re-queued', async () => {
     const clock = new ManualClock();
     let healthy = false;
-    const hook = await receiver({ respond: () => (healthy ? { status: 204 } : { status: 503, body: 'upstream exploded' }) });
+    const hook = await receiver({
+      respond: () => (healthy ? { status: 204 } : { status: 503, body: 'upstream exploded' }),
+    });
     const { store } = storeWithEvents(2, 1);
-    const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: { ...fastRetry, maxAttempts: 3 } } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock,
+      sink: { delivery: { retry: { ...fastRetry, maxAttempts: 3 } } },
+    });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     const [dead, ...more] = store.outbox.deadLetters({ sink: 'hook' });
     expect(more).toHaveLength(1);
@@ -77,13 +99,17 @@ describe('webhook sink, when the endpoint fails', () => {
   });
 
   it('dead-letters a 4xx at once and lets the next event of the same object go', async () => {
-    const hook = await receiver({ respond: (_r, n) => ({ status: n === 1 ? 422 : 204, body: n === 1 ? '{"error":"bad shape"}' : '' }) });
+    const hook = await receiver({
+      respond: (_r, n) => ({ status: n === 1 ? 422 : 204, body: n === 1 ? '{"error":"bad shape"}' : '' }),
+    });
     const { store } = storeWithEvents(3, 1);
     const engine = webhookEngine({ store, url: hook.url, clock: systemClock });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(hook.received.map((r) => entryOf(r).index)).toEqual([0, 1, 2]);
-    expect(store.outbox.deadLetters()).toEqual([expect.objectContaining({ attempts: 1, lastStatus: 422, lastResponse: '{"error":"bad shape"}' })]);
+    expect(store.outbox.deadLetters()).toEqual([
+      expect.objectContaining({ attempts: 1, lastStatus: 422, lastResponse: '{"error":"bad shape"}' }),
+    ]);
     store.close();
   });
 
@@ -109,7 +135,13 @@ describe('webhook sink, when the endpoint fails', () => {
       store,
       url: hook.url,
       clock,
-      sink: { delivery: { maxInFlight: 1, retry: { ...fastRetry, initialDelayMs: 10 }, circuitBreaker: { failureThreshold: 3, cooldownMs: 10_000, maxCooldownMs: 40_000 } } },
+      sink: {
+        delivery: {
+          maxInFlight: 1,
+          retry: { ...fastRetry, initialDelayMs: 10 },
+          circuitBreaker: { failureThreshold: 3, cooldownMs: 10_000, maxCooldownMs: 40_000 },
+        },
+      },
     });
     const start = clock.now();
     await withVirtualTime(clock, engine.drain(start + 60_000));
@@ -123,40 +155,65 @@ describe('webhook sink, when the endpoint fails', () => {
   });
 
   it('retries timeouts and dropped connections', async () => {
-    const hook = await receiver({ respond: (_r, n) => (n === 1 ? { delayMs: 1_000 } : n === 2 ? { drop: true } : { status: 204 }) });
+    const hook = await receiver({
+      respond: (_r, n) => (n === 1 ? { delayMs: 1_000 } : n === 2 ? { drop: true } : { status: 204 }),
+    });
     const { store } = storeWithEvents(1, 1);
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { timeoutMs: 200, delivery: { retry: { ...fastRetry, initialDelayMs: 20 } } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock: systemClock,
+      sink: { timeoutMs: 200, delivery: { retry: { ...fastRetry, initialDelayMs: 20 } } },
+    });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(hook.received).toHaveLength(3);
-    const [row] = store.db.prepare('SELECT attempts, state FROM deliveries').all() as { attempts: number; state: string }[];
+    const [row] = store.db.prepare('SELECT attempts, state FROM deliveries').all() as {
+      attempts: number;
+      state: string;
+    }[];
     expect(row).toEqual({ attempts: 3, state: 'delivered' });
     store.close();
   });
 
-  it('keeps each object in order under concurrency and failures: nothing overtakes an unacknowledged event', async () => {
-    const acknowledged = new Map<number, number>();
-    const violations: string[] = [];
-    const hook = await receiver({
-      respond: (r, n) => {
-        const { object, index } = entryOf(r);
-        const next = (acknowledged.get(object) ?? -1) + 1;
-        if (index !== next) violations.push(`object ${object}: got ${index} before ${next} was acknowledged`);
-        if (n % 3 === 0) return { status: 503 };
-        acknowledged.set(object, index);
-        return { status: 204 };
-      },
-    });
-    const { store } = storeWithEvents(200, 10);
-    // Every third request fails, whichever event it carries: an event unlucky five times while
-    // others pass would be judged poison. This test is about order, so the search is off.
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { delivery: { maxInFlight: 8, retry: { ...fastRetry, initialDelayMs: 5 }, circuitBreaker: { failureThreshold: 0 }, poison: { strikes: 0 } } } });
-    await engine.drain(Date.now() + 30_000);
-    await engine.stop();
-    expect(violations).toEqual([]);
-    expect([...acknowledged.values()].every((last) => last === 19)).toBe(true);
-    store.close();
-  });
+  it(
+    'keeps each object in order under concurrency and failures: nothing overtakes an ' + 'unacknowledged event',
+    async () => {
+      const acknowledged = new Map<number, number>();
+      const violations: string[] = [];
+      const hook = await receiver({
+        respond: (r, n) => {
+          const { object, index } = entryOf(r);
+          const next = (acknowledged.get(object) ?? -1) + 1;
+          if (index !== next) violations.push(`object ${object}: got ${index} before ${next} was acknowledged`);
+          if (n % 3 === 0) return { status: 503 };
+          acknowledged.set(object, index);
+          return { status: 204 };
+        },
+      });
+      const { store } = storeWithEvents(200, 10);
+      // Every third request fails, whichever event it carries: an event unlucky five times while
+      // others pass would be judged poison. This test is about order, so the search is off.
+      const engine = webhookEngine({
+        store,
+        url: hook.url,
+        clock: systemClock,
+        sink: {
+          delivery: {
+            maxInFlight: 8,
+            retry: { ...fastRetry, initialDelayMs: 5 },
+            circuitBreaker: { failureThreshold: 0 },
+            poison: { strikes: 0 },
+          },
+        },
+      });
+      await engine.drain(Date.now() + 30_000);
+      await engine.stop();
+      expect(violations).toEqual([]);
+      expect([...acknowledged.values()].every((last) => last === 19)).toBe(true);
+      store.close();
+    },
+  );
 
   it('resumes a retry after a restart: retry state lives in the store', async () => {
     const clock = new ManualClock();
@@ -169,7 +226,9 @@ describe('webhook sink, when the endpoint fails', () => {
     store.close();
     healthy = true;
     const reopened = ChangefeedStore.open(storeFile(dir));
-    const row = reopened.db.prepare('SELECT attempts, next_attempt_at AS nextAttemptAt, last_error AS lastError FROM deliveries').get() as { attempts: number; nextAttemptAt: number; lastError: string };
+    const row = reopened.db
+      .prepare('SELECT attempts, next_attempt_at AS nextAttemptAt, last_error AS lastError FROM deliveries')
+      .get() as { attempts: number; nextAttemptAt: number; lastError: string };
     expect(row.attempts).toBe(1);
     expect(row.nextAttemptAt).toBeGreaterThan(clock.now() - 100);
     expect(row.lastError).toBe('HTTP 500');
@@ -187,7 +246,13 @@ describe('webhook sink, when the endpoint fails', () => {
     out.on('data', (c: Buffer) => (text += c.toString()));
     const hook = await receiver({ respond: (_r, n) => ({ status: n <= 2 ? 500 : 422, body: 'nope' }) });
     const { store } = storeWithEvents(2, 1);
-    const engine = webhookEngine({ store, url: hook.url, clock: systemClock, logger: createLogger({ level: 'trace', destination: out }), sink: { delivery: { retry: { ...fastRetry, initialDelayMs: 5 } } } });
+    const engine = webhookEngine({
+      store,
+      url: hook.url,
+      clock: systemClock,
+      logger: createLogger({ level: 'trace', destination: out }),
+      sink: { delivery: { retry: { ...fastRetry, initialDelayMs: 5 } } },
+    });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(text).toContain('delivery failed');

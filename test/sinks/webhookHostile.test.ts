@@ -20,7 +20,16 @@ async function receiver(handler: Parameters<typeof createServer>[1]): Promise<st
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
 }
 
-const event: OutboundEvent = { seq: 1, id: 'ev-1', type: 't', log: 'career', objectId: 'c', orderingKey: 'career:c', json: '{"id":"ev-1"}', attempt: 1 };
+const event: OutboundEvent = {
+  seq: 1,
+  id: 'ev-1',
+  type: 't',
+  log: 'career',
+  objectId: 'c',
+  orderingKey: 'career:c',
+  json: '{"id":"ev-1"}',
+  attempt: 1,
+};
 
 async function writeOnce(url: string, timeoutMs = 1_000): Promise<{ ms: number; error?: unknown }> {
   const sink = createSink(sinkConfigSchema.parse({ name: 'hook', type: 'webhook', url, timeoutMs }));

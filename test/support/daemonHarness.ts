@@ -34,7 +34,10 @@ export function simulatorConfig(h: HarnessConfig): AppConfig {
   });
 }
 
-export function createDaemon(config: AppConfig, options: Partial<DaemonOptions> & { clock?: Clock } = {}): ChangefeedDaemon {
+export function createDaemon(
+  config: AppConfig,
+  options: Partial<DaemonOptions> & { clock?: Clock } = {},
+): ChangefeedDaemon {
   return new ChangefeedDaemon(config, { logger: noopLogger, ...options });
 }
 
@@ -65,7 +68,9 @@ export function expectedEventIds(simulator: Simulator, since = Number.NEGATIVE_I
 }
 
 export function deliveredEvents(stateDir: string, file = 'events.jsonl') {
-  return readJsonLines<{ id: string; type: string; subject?: string; time?: string; data: Record<string, unknown> }>(join(stateDir, file));
+  return readJsonLines<{ id: string; type: string; subject?: string; time?: string; data: Record<string, unknown> }>(
+    join(stateDir, file),
+  );
 }
 
 /** Ids that occur more than once. */

@@ -32,9 +32,15 @@ export function startDaemonProcess(args: string[], env: Record<string, string> =
 }
 
 /** Runs a `changefeed` command to completion as a real process (async, so an in-process simulator keeps serving). */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, CHANGEFEED_CONFIG: '', ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, CHANGEFEED_CONFIG: '', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -44,7 +50,11 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 }
 
 /** Polls `condition` every 50 ms until it holds; fails after `timeoutMs` naming what it waited for. */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

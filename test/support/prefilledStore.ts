@@ -9,7 +9,12 @@ import { ChangefeedStore } from '../../src/store/changefeedStore.js';
  * A store whose outbox holds `count` career events spread over `objects` careers, each ingested
  * as one poll would, for the given sinks. In a fresh temp dir unless `dir` is given.
  */
-export function prefilledStore(count: number, sinks: { name: string; type: string }[], objects = 500, dir?: string): { store: ChangefeedStore; dir: string } {
+export function prefilledStore(
+  count: number,
+  sinks: { name: string; type: string }[],
+  objects = 500,
+  dir?: string,
+): { store: ChangefeedStore; dir: string } {
   dir ??= mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
   const store = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));
   store.sinks.activate(sinks, Date.now());

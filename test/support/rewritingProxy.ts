@@ -26,7 +26,10 @@ afterEach(async () => {
  * the test rewrite the answer (a Date header 30 days ahead, a bad entry in the page). Returns the
  * base URL to configure as api.baseUrl, keeping the target's path prefix.
  */
-export async function startRewritingProxy(target: string, rewrite: (answer: ProxiedAnswer) => ProxiedAnswer): Promise<string> {
+export async function startRewritingProxy(
+  target: string,
+  rewrite: (answer: ProxiedAnswer) => ProxiedAnswer,
+): Promise<string> {
   const base = new URL(target);
   let index = 0;
   const server = createServer((req, res) => {
@@ -36,9 +39,16 @@ export async function startRewritingProxy(target: string, rewrite: (answer: Prox
       .then(async (upstream) => {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(upstream.headers)) {
-          if (v !== undefined && !['content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+          if (v !== undefined && !['content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(k))
+            headers[k] = Array.isArray(v) ? v.join(', ') : v;
         }
-        const answer = rewrite({ index: n, path, status: upstream.statusCode, headers, body: await upstream.body.text() });
+        const answer = rewrite({
+          index: n,
+          path,
+          status: upstream.statusCode,
+          headers,
+          body: await upstream.body.text(),
+        });
         res.writeHead(answer.status, answer.headers).end(answer.body);
       })
       .catch((error: unknown) => res.writeHead(502).end(String(error)));

@@ -7,7 +7,11 @@ const realPause = (ms: number): Promise<void> => new Promise((resolve) => setTim
  * quick), the clock jumps to the next sleeper's wake-up. Lets a test cover an hour of budget
  * pacing or a Retry-After in a second, while HTTP still goes over real sockets.
  */
-export async function withVirtualTime<T>(clock: ManualClock, work: Promise<T>, options: { maxVirtualMs?: number; settleMs?: number } = {}): Promise<T> {
+export async function withVirtualTime<T>(
+  clock: ManualClock,
+  work: Promise<T>,
+  options: { maxVirtualMs?: number; settleMs?: number } = {},
+): Promise<T> {
   let settled = false;
   const guarded = work.finally(() => {
     settled = true;

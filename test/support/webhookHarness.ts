@@ -3,7 +3,11 @@ import { afterEach } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
 import { noopLogger, type Logger } from '../../src/observe/createLogger.js';
-import { startWebhookReceiver, type ReceiverOptions, type WebhookReceiver } from '../../src/receiver/webhookReceiver.js';
+import {
+  startWebhookReceiver,
+  type ReceiverOptions,
+  type WebhookReceiver,
+} from '../../src/receiver/webhookReceiver.js';
 import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { prefilledStore } from './prefilledStore.js';
@@ -30,7 +34,14 @@ export function storeWithEvents(count: number, objects: number): { store: Change
 }
 
 /** A delivery engine with one webhook sink named `hook`; `sink` settings are merged over url and secret. */
-export function webhookEngine(args: { store: ChangefeedStore; url: string; clock: Clock; sink?: Record<string, unknown>; logger?: Logger; random?: () => number }) {
+export function webhookEngine(args: {
+  store: ChangefeedStore;
+  url: string;
+  clock: Clock;
+  sink?: Record<string, unknown>;
+  logger?: Logger;
+  random?: () => number;
+}) {
   const config = sinkConfigSchema.parse({ name: 'hook', type: 'webhook', url: args.url, secret: SECRET, ...args.sink });
   return new DeliveryEngine([{ sink: createSink(config), delivery: config.delivery, filter: config.filter }], {
     store: args.store,

@@ -4,7 +4,6 @@ import type { ApiError } from '../../src/api/apiErrors.js';
 import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { LoopbackService, RecordingGate, clientFor, type CannedReply } from './loopbackService.js';
 
-
 async function serve(reply: CannedReply) {
   const service = await LoopbackService.start(() => reply);
   const gate = new RecordingGate();
@@ -12,7 +11,13 @@ async function serve(reply: CannedReply) {
   return { gate, client, service };
 }
 
-const page = (over: Partial<ActivityPageRequest> = {}): ActivityPageRequest => ({ log: 'career', objectId: 'c-1', offset: 0, limit: 200, ...over });
+const page = (over: Partial<ActivityPageRequest> = {}): ActivityPageRequest => ({
+  log: 'career',
+  objectId: 'c-1',
+  offset: 0,
+  limit: 200,
+  ...over,
+});
 
 async function rejection(c: ServiceClient, request: ActivityPageRequest): Promise<Error> {
   try {
@@ -26,17 +31,32 @@ async function rejection(c: ServiceClient, request: ActivityPageRequest): Promis
 describe('readActivityPage', () => {
   it('reads a windowed career page with its filters, tolerating extra envelope keys', async () => {
     const entries = [
-      { id: 'e-1', event: 'level_added', performedAt: '2026-03-01T10:00:00Z', relatedPersonId: 'p-1', somethingNew: { x: 1 } },
+      {
+        id: 'e-1',
+        event: 'level_added',
+        performedAt: '2026-03-01T10:00:00Z',
+        relatedPersonId: 'p-1',
+        somethingNew: { x: 1 },
+      },
       { id: 'e-2', event: null, performedAt: null },
     ];
-    const { gate, client: c, service: s } = await serve({
+    const {
+      gate,
+      client: c,
+      service: s,
+    } = await serve({
       status: 200,
       headers: { 'x-request-id': 'req-1' },
       body: { data: entries, pagination: { limit: 200, offset: 0, total: 2 }, links: {}, _debug: 'x' },
     });
     const result = await readActivityPage(
       c,
-      page({ from: '2026-03-01T00:00:00.000Z', to: '2026-03-02T00:00:00.000Z', offset: 400, filters: { event: 'level_added', bulkGroupId: 'b-1' } }),
+      page({
+        from: '2026-03-01T00:00:00.000Z',
+        to: '2026-03-02T00:00:00.000Z',
+        offset: 400,
+        filters: { event: 'level_added', bulkGroupId: 'b-1' },
+      }),
     );
     expect(result.entries).toEqual(entries);
     expect(result.meta.requestId).toBe('req-1');
@@ -68,10 +88,26 @@ describe('readActivityPage', () => {
   });
 
   const refused: [string, ActivityPageRequest, RegExp][] = [
-    ['from on the skill log', page({ log: 'skill', objectId: 's-1', from: '2026-03-01T00:00:00Z' }), /skill log rejects the filter "from"/],
-    ['to on the skill log', page({ log: 'skill', objectId: 's-1', to: '2026-03-01T00:00:00Z' }), /skill log rejects the filter "to"/],
-    ['relatedPersonId on the skill log', page({ log: 'skill', objectId: 's-1', filters: { relatedPersonId: 'p-1' } }), /skill log rejects the filter "relatedPersonId"/],
-    ['performedBy on the identity-provider log', { log: 'identityProvider', offset: 0, limit: 10, filters: { performedBy: 'p-1' } }, /identity_provider log rejects the filter "performedBy"/],
+    [
+      'from on the skill log',
+      page({ log: 'skill', objectId: 's-1', from: '2026-03-01T00:00:00Z' }),
+      /skill log rejects the filter "from"/,
+    ],
+    [
+      'to on the skill log',
+      page({ log: 'skill', objectId: 's-1', to: '2026-03-01T00:00:00Z' }),
+      /skill log rejects the filter "to"/,
+    ],
+    [
+      'relatedPersonId on the skill log',
+      page({ log: 'skill', objectId: 's-1', filters: { relatedPersonId: 'p-1' } }),
+      /skill log rejects the filter "relatedPersonId"/,
+    ],
+    [
+      'performedBy on the identity-provider log',
+      { log: 'identityProvider', offset: 0, limit: 10, filters: { performedBy: 'p-1' } },
+      /identity_provider log rejects the filter "performedBy"/,
+    ],
     ['limit 201', page({ limit: 201 }), /limit 201 is outside 1..200/],
     ['limit 0', page({ limit: 0 }), /limit 0 is outside/],
     ['offset 10001', page({ offset: 10_001 }), /offset 10001 is outside 0..10000/],
@@ -91,7 +127,11 @@ describe('readActivityPage', () => {
   }
 
   it('reports a body without a data array as API_MALFORMED_RESPONSE', async () => {
-    const { client: c } = await serve({ status: 200, headers: { 'x-request-id': 'req-9' }, body: { data: { items: [] } } });
+    const { client: c } = await serve({
+      status: 200,
+      headers: { 'x-request-id': 'req-9' },
+      body: { data: { items: [] } },
+    });
     const error = (await rejection(c, page())) as ApiError;
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.message).toContain('has no "data" array (request req-9)');
@@ -102,7 +142,13 @@ describe('readActivityPage', () => {
     const { client: c } = await serve({ status: 200, body: { data: [{ id: 'e-1' }, { event: 'x' }] } });
     const read = await readActivityPage(c, page());
     expect(read.entries.map((e) => e.id)).toEqual(['e-1']);
-    expect(read.quarantined).toEqual([expect.objectContaining({ reason: expect.stringMatching(/^data\[1\]: id: /), raw: '{"event":"x"}', entryId: undefined })]);
+    expect(read.quarantined).toEqual([
+      expect.objectContaining({
+        reason: expect.stringMatching(/^data\[1\]: id: /),
+        raw: '{"event":"x"}',
+        entryId: undefined,
+      }),
+    ]);
   });
 
   it('quarantines an entry whose timestamp does not parse, naming the field', async () => {
@@ -114,7 +160,10 @@ describe('readActivityPage', () => {
   });
 
   it('refuses a page with more entries than the limit asked for while it streams in', async () => {
-    const { client: c } = await serve({ status: 200, body: { data: Array.from({ length: 11 }, (_, i) => ({ id: `e-${i}` })) } });
+    const { client: c } = await serve({
+      status: 200,
+      body: { data: Array.from({ length: 11 }, (_, i) => ({ id: `e-${i}` })) },
+    });
     const error = (await rejection(c, { ...page(), limit: 10 })) as ApiError;
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.message).toContain('holds more than the 10 entries the limit asked for');

@@ -24,7 +24,10 @@ function d(key: string, over: Partial<PendingDelivery> = {}): PendingDelivery {
   };
 }
 
-function plan(pages: PendingDelivery[], opts: { inFlight?: string[]; maxBatches?: number; maxBatchSize?: number } = {}) {
+function plan(
+  pages: PendingDelivery[],
+  opts: { inFlight?: string[]; maxBatches?: number; maxBatchSize?: number } = {},
+) {
   const result = planBatches({
     pages,
     now: NOW,
@@ -43,7 +46,13 @@ describe('planBatches', () => {
   });
 
   it('keeps each key in seq order and fills one batch while it has room', () => {
-    const pages = [d('c1', { seq: 1 }), d('c2', { seq: 2 }), d('c1', { seq: 3 }), d('idp', { seq: 4 }), d('c2', { seq: 5 })];
+    const pages = [
+      d('c1', { seq: 1 }),
+      d('c2', { seq: 2 }),
+      d('c1', { seq: 3 }),
+      d('idp', { seq: 4 }),
+      d('c2', { seq: 5 }),
+    ];
     expect(plan(pages).ids).toEqual([['c1#1', 'c2#2', 'c1#3', 'idp#4', 'c2#5']]);
   });
 
@@ -69,13 +78,24 @@ describe('planBatches', () => {
   });
 
   it('reports the earliest waiting head as nextDueAt, and undefined when nothing waits', () => {
-    const pages = [d('c1', { seq: 1, nextAttemptAt: NOW + 9_000 }), d('c2', { seq: 2, nextAttemptAt: NOW + 3_000 }), d('c2', { seq: 3, nextAttemptAt: NOW + 1_000 })];
+    const pages = [
+      d('c1', { seq: 1, nextAttemptAt: NOW + 9_000 }),
+      d('c2', { seq: 2, nextAttemptAt: NOW + 3_000 }),
+      d('c2', { seq: 3, nextAttemptAt: NOW + 1_000 }),
+    ];
     expect(plan(pages).nextDueAt).toBe(NOW + 3_000);
     expect(plan([d('c1', { seq: 4 })]).nextDueAt).toBeUndefined();
   });
 
   it('never splits a key across batches: a key whose batch is full waits for the next plan', () => {
-    const pages = [d('c1', { seq: 1 }), d('c1', { seq: 2 }), d('c1', { seq: 3 }), d('c2', { seq: 4 }), d('c1', { seq: 5 }), d('c2', { seq: 6 })];
+    const pages = [
+      d('c1', { seq: 1 }),
+      d('c1', { seq: 2 }),
+      d('c1', { seq: 3 }),
+      d('c2', { seq: 4 }),
+      d('c1', { seq: 5 }),
+      d('c2', { seq: 6 }),
+    ];
     const result = plan(pages, { maxBatchSize: 2 });
     expect(result.ids).toEqual([
       ['c1#1', 'c1#2'],

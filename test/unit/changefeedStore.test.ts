@@ -47,7 +47,10 @@ function ingest(store: ChangefeedStore, entries: ActivityEntry[], over: Partial<
 
 const count = (store: ChangefeedStore, sql: string): number => (store.db.prepare(sql).get() as { n: number }).n;
 const entryIdsInJournal = (store: ChangefeedStore): string[] =>
-  store.db.prepare<[], { payload: string }>('SELECT payload FROM events ORDER BY seq').all().map((r) => (JSON.parse(r.payload) as { entryid: string }).entryid);
+  store.db
+    .prepare<[], { payload: string }>('SELECT payload FROM events ORDER BY seq')
+    .all()
+    .map((r) => (JSON.parse(r.payload) as { entryid: string }).entryid);
 /** Entry ids of the pending deliveries of `sink`, in seq order, read back from their stored CloudEvents. */
 function pendingEntryIds(store: ChangefeedStore, sink: string): string[] {
   const seqs = store.outbox.pending(sink, 0, 100).map((d) => d.seq);
@@ -58,11 +61,18 @@ function pendingEntryIds(store: ChangefeedStore, sink: string): string[] {
 describe('ChangefeedStore.ingest', () => {
   it('commits the entries, one delivery per active sink and the cursor together', () => {
     const { store } = openFresh(['a', 'b']);
-    expect(ingest(store, [entry('e-1'), entry('e-2')], { windowEnd: T + 5_000 })).toMatchObject({ emitted: 2, duplicates: 0 });
+    expect(ingest(store, [entry('e-1'), entry('e-2')], { windowEnd: T + 5_000 })).toMatchObject({
+      emitted: 2,
+      duplicates: 0,
+    });
     expect(entryIdsInJournal(store)).toEqual(['e-1', 'e-2']);
     expect(pendingEntryIds(store, 'a')).toEqual(['e-1', 'e-2']);
     expect(pendingEntryIds(store, 'b')).toEqual(['e-1', 'e-2']);
-    expect(store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000, entriesIngested: 2, lastSuccessAt: T });
+    expect(store.watchedLogs.get('career', 'c-1')).toMatchObject({
+      windowEnd: T + 5_000,
+      entriesIngested: 2,
+      lastSuccessAt: T,
+    });
     expect(store.seen.has('career', 'c-1', 'e-2')).toBe(true);
     store.close();
   });
@@ -100,7 +110,11 @@ describe('ChangefeedStore.ingest', () => {
   it('reports the performedAt of emitted entries only, not of duplicates or undated ones', () => {
     const { store } = openFresh();
     ingest(store, [entry('e-1', T - 3_000)]);
-    const result = ingest(store, [entry('e-1', T - 3_000), entry('e-2', T - 2_000), { ...entry('e-3'), performedAt: null }]);
+    const result = ingest(store, [
+      entry('e-1', T - 3_000),
+      entry('e-2', T - 2_000),
+      { ...entry('e-3'), performedAt: null },
+    ]);
     expect(result).toEqual({ emitted: 2, duplicates: 1, emittedPerformedAt: [T - 2_000], quarantined: 0 });
     store.close();
   });
@@ -109,13 +123,19 @@ describe('ChangefeedStore.ingest', () => {
     const { store } = openFresh();
     ingest(store, [entry('e-1')]);
     expect(ingest(store, [entry('e-1')], { objectId: 'c-2' })).toMatchObject({ emitted: 1, duplicates: 0 });
-    expect(ingest(store, [entry('e-1')], { log: 'skill', objectId: 'c-1' })).toMatchObject({ emitted: 1, duplicates: 0 });
+    expect(ingest(store, [entry('e-1')], { log: 'skill', objectId: 'c-1' })).toMatchObject({
+      emitted: 1,
+      duplicates: 0,
+    });
     store.close();
   });
 
   it('records silent entries as seen without emitting them', () => {
     const { store } = openFresh();
-    expect(ingest(store, [entry('new-1')], { silentEntries: [entry('old-1'), entry('old-2')] })).toMatchObject({ emitted: 1, duplicates: 0 });
+    expect(ingest(store, [entry('new-1')], { silentEntries: [entry('old-1'), entry('old-2')] })).toMatchObject({
+      emitted: 1,
+      duplicates: 0,
+    });
     expect(entryIdsInJournal(store)).toEqual(['new-1']);
     expect(store.seen.has('career', 'c-1', 'old-1')).toBe(true);
     expect(ingest(store, [entry('old-2')])).toMatchObject({ emitted: 0, duplicates: 1 });
@@ -124,7 +144,9 @@ describe('ChangefeedStore.ingest', () => {
 
   it('forgets seen ids older than pruneSeenBefore, aging undated ones by when they were seen', () => {
     const { store } = openFresh();
-    ingest(store, [entry('old', T - 10 * HOUR), entry('recent', T - 60_000), entry('undated', null)], { pruneSeenBefore: T - HOUR });
+    ingest(store, [entry('old', T - 10 * HOUR), entry('recent', T - 60_000), entry('undated', null)], {
+      pruneSeenBefore: T - HOUR,
+    });
     expect(['old', 'recent', 'undated'].map((id) => store.seen.has('career', 'c-1', id))).toEqual([false, true, true]);
     ingest(store, [], { now: T + 3 * HOUR, pruneSeenBefore: T + HOUR });
     expect(['recent', 'undated'].map((id) => store.seen.has('career', 'c-1', id))).toEqual([false, false]);
@@ -153,7 +175,15 @@ describe('sinks and the outbox', () => {
   it('gives a sink registered later only the events ingested after it, and an inactive sink none', () => {
     const { store } = openFresh(['a']);
     ingest(store, [entry('e-1')]);
-    expect(store.sinks.activate([{ name: 'a', type: 'file' }, { name: 'b', type: 'stdout' }], T)).toEqual(['b']);
+    expect(
+      store.sinks.activate(
+        [
+          { name: 'a', type: 'file' },
+          { name: 'b', type: 'stdout' },
+        ],
+        T,
+      ),
+    ).toEqual(['b']);
     ingest(store, [entry('e-2')]);
     expect(pendingEntryIds(store, 'a')).toEqual(['e-1', 'e-2']);
     expect(pendingEntryIds(store, 'b')).toEqual(['e-2']);
@@ -213,11 +243,25 @@ describe('opening the store', () => {
     const raw = new Database(file);
     for (const sql of MIGRATIONS.slice(0, 3)) raw.exec(sql);
     raw.pragma('user_version = 3');
-    raw.prepare('INSERT INTO rate_estimates (log, object_id, events, hours, burst, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run('career', 'c-1', 7.5, 20, 3, T);
+    raw
+      .prepare(
+        'INSERT INTO rate_estimates (log, object_id, events, hours, burst, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run('career', 'c-1', 7.5, 20, 3, T);
     raw.close();
     const store = ChangefeedStore.open(file);
     const rows = new RateEstimates(store.db).list();
-    expect(rows).toEqual([expect.objectContaining({ log: 'career', objectId: 'c-1', events: 7.5, sessions: 7.5, hours: 20, lastEventAt: null, updatedAt: T })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        log: 'career',
+        objectId: 'c-1',
+        events: 7.5,
+        sessions: 7.5,
+        hours: 20,
+        lastEventAt: null,
+        updatedAt: T,
+      }),
+    ]);
     store.close();
   });
 

@@ -14,10 +14,15 @@ const entry = (over: Partial<ActivityEntry> & Record<string, unknown> = {}): Act
   performedAt: '2026-03-01T10:04:31Z',
   ...over,
 });
-const build = (log: LogKind, objectId: string, e: ActivityEntry = entry(), baseUrl = 'https://svc.example'): ChangeCloudEvent =>
-  buildCloudEvent({ log, objectId, entry: e, baseUrl }, config);
+const build = (
+  log: LogKind,
+  objectId: string,
+  e: ActivityEntry = entry(),
+  baseUrl = 'https://svc.example',
+): ChangeCloudEvent => buildCloudEvent({ log, objectId, entry: e, baseUrl }, config);
 /** What a consumer parses from the wire, validated by the CloudEvents SDK (throws when invalid). */
-const validated = (event: ChangeCloudEvent): CloudEvent<unknown> => new CloudEvent<unknown>(JSON.parse(JSON.stringify(event)) as object);
+const validated = (event: ChangeCloudEvent): CloudEvent<unknown> =>
+  new CloudEvent<unknown>(JSON.parse(JSON.stringify(event)) as object);
 
 describe('buildCloudEvent', () => {
   it('builds a valid CloudEvents 1.0 event of a career entry, entryid extension included', () => {
@@ -57,8 +62,12 @@ describe('buildCloudEvent', () => {
   });
 
   it('normalises performedAt to RFC 3339 UTC', () => {
-    expect(build('career', 'c-1', entry({ performedAt: '2026-03-01T12:04:31+02:00' })).time).toBe('2026-03-01T10:04:31.000Z');
-    expect(build('career', 'c-1', entry({ performedAt: '2026-03-01T10:04:31.5Z' })).time).toBe('2026-03-01T10:04:31.500Z');
+    expect(build('career', 'c-1', entry({ performedAt: '2026-03-01T12:04:31+02:00' })).time).toBe(
+      '2026-03-01T10:04:31.000Z',
+    );
+    expect(build('career', 'c-1', entry({ performedAt: '2026-03-01T10:04:31.5Z' })).time).toBe(
+      '2026-03-01T10:04:31.500Z',
+    );
   });
 
   it('leaves time out when performedAt is null or absent, and still validates', () => {
@@ -68,14 +77,21 @@ describe('buildCloudEvent', () => {
   });
 
   it('carries the entry in data exactly as received, unknown fields included', () => {
-    const received = entry({ relatedPersonId: 'p-9', bulkGroupId: null, nested: { a: [1, 'two', null] }, emptyString: '' });
+    const received = entry({
+      relatedPersonId: 'p-9',
+      bulkGroupId: null,
+      nested: { a: [1, 'two', null] },
+      emptyString: '',
+    });
     const event = build('career', 'c-1', received);
     expect(JSON.parse(JSON.stringify(event.data))).toEqual(JSON.parse(JSON.stringify(received)));
     expect(validated(event).data).toEqual(received);
   });
 
   it('joins base URL and path without doubling slashes, and encodes the object id', () => {
-    expect(build('skill', 'a b/c', entry(), 'https://svc.example/tenant/').source).toBe('https://svc.example/tenant/api/v1/skills/a%20b%2Fc/activity');
+    expect(build('skill', 'a b/c', entry(), 'https://svc.example/tenant/').source).toBe(
+      'https://svc.example/tenant/api/v1/skills/a%20b%2Fc/activity',
+    );
   });
 
   it('is checked by a validator that does reject a bad extension name', () => {

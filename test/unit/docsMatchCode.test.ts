@@ -22,14 +22,18 @@ function tableAfter(heading: string): string {
   expect(start, `README.md has "${heading}"`).toBeGreaterThanOrEqual(0);
   const rest = readme.slice(start + heading.length);
   const next = rest.search(/\n## /);
-  return (next === -1 ? rest : rest.slice(0, next)).split('\n').filter((line) => line.startsWith('|')).join('\n');
+  return (next === -1 ? rest : rest.slice(0, next))
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .join('\n');
 }
 
 describe('README.md matches the code', () => {
   it('lists every environment variable the code reads', () => {
     const reads = new Set(['CHANGEFEED_CONFIG', ...Object.keys(ENV_MAPPING)]);
     for (const file of sourceFiles(join(ROOT, 'src'))) {
-      for (const match of readFileSync(file, 'utf8').matchAll(/\benv\.(CHANGEFEED_[A-Z_]+)/g)) reads.add(match[1] as string);
+      for (const match of readFileSync(file, 'utf8').matchAll(/\benv\.(CHANGEFEED_[A-Z_]+)/g))
+        reads.add(match[1] as string);
     }
     const table = tableAfter('## Environment variables');
     expect([...reads].filter((name) => !table.includes(`| \`${name}\` |`))).toEqual([]);
@@ -41,7 +45,10 @@ describe('README.md matches the code', () => {
   });
 
   it('names every sink type in the folder table', () => {
-    const row = tableAfter('## Layout').split('\n').find((line) => line.startsWith('| `sinks/`')) ?? '';
+    const row =
+      tableAfter('## Layout')
+        .split('\n')
+        .find((line) => line.startsWith('| `sinks/`')) ?? '';
     expect(Object.keys(SINK_FACTORIES).filter((type) => !row.includes(type))).toEqual([]);
   });
 });
@@ -56,7 +63,9 @@ describe('the sink docs match the registry', () => {
   });
 
   it('docs/sinks.md has a section for every sink type', () => {
-    const headings = read('docs/sinks.md').split('\n').filter((line) => line.startsWith('## '));
+    const headings = read('docs/sinks.md')
+      .split('\n')
+      .filter((line) => line.startsWith('## '));
     expect(Object.keys(SINK_FACTORIES).filter((type) => !headings.includes(`## ${type}`))).toEqual([]);
   });
 });

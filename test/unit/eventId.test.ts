@@ -59,9 +59,15 @@ describe('eventIdFor', () => {
     const id = eventIdFor('identityProvider', '', 'idp-1');
     const timestamp = Math.floor(Date.now() / 1000);
     const body = JSON.stringify({ id, hello: 'world' });
-    const headers = { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook([secret], id, timestamp, body) };
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook([secret], id, timestamp, body),
+    };
     expect(new Webhook(secret).verify(body, headers)).toEqual({ id, hello: 'world' });
     // The signature covers the id: another event's id does not verify.
-    expect(() => new Webhook(secret).verify(body, { ...headers, 'webhook-id': eventIdFor('identityProvider', '', 'idp-2') })).toThrow();
+    expect(() =>
+      new Webhook(secret).verify(body, { ...headers, 'webhook-id': eventIdFor('identityProvider', '', 'idp-2') }),
+    ).toThrow();
   });
 });

@@ -23,11 +23,17 @@ describe('escapeTemplateValue', () => {
   });
 });
 
-const event = (name: string, objectId = 'car_1') => ({ type: `com.skills.changefeed.career.${name}`, log: 'career' as const, objectId });
+const event = (name: string, objectId = 'car_1') => ({
+  type: `com.skills.changefeed.career.${name}`,
+  log: 'career' as const,
+  objectId,
+});
 
 describe('names built from hostile event data', () => {
   it('a NATS subject token holds only safe characters', () => {
-    expect(renderSubject('cf.{log}.{event}.{subject}', event('a b.c*>\u0001', 'x.y'))).toBe('cf.career.a%20b%2Ec%2A%3E%01.x%2Ey');
+    expect(renderSubject('cf.{log}.{event}.{subject}', event('a b.c*>\u0001', 'x.y'))).toBe(
+      'cf.career.a%20b%2Ec%2A%3E%01.x%2Ey',
+    );
   });
 
   it('a RabbitMQ routing key keeps the words of {type} and escapes the rest', () => {
@@ -42,6 +48,8 @@ describe('names built from hostile event data', () => {
   });
 
   it('a Redis stream key holds no control characters', () => {
-    expect(renderKey({ key: '{prefix}:{log}:{subject}', prefix: 'cf' }, event('x', 'c\r\n1'))).toBe('cf:career:c%0D%0A1');
+    expect(renderKey({ key: '{prefix}:{log}:{subject}', prefix: 'cf' }, event('x', 'c\r\n1'))).toBe(
+      'cf:career:c%0D%0A1',
+    );
   });
 });

@@ -16,8 +16,25 @@ import { BASE_URL, EVENTS, START, ingestEntries, openStore, testClock } from './
 const fileSink = (path: string) => new FileSink(fileSinkConfigSchema.parse({ name: 'file', type: 'file', path }));
 
 function outbound(entryId: string, seq: number): OutboundEvent {
-  const event = buildCloudEvent({ log: 'career', objectId: 'c-1', baseUrl: BASE_URL, entry: { id: entryId, event: 'level_added', note: 'ünïcode ✓' } }, EVENTS);
-  return { seq, id: event.id, type: event.type, log: 'career', objectId: 'c-1', orderingKey: 'career:c-1', json: JSON.stringify(event), attempt: 1 };
+  const event = buildCloudEvent(
+    {
+      log: 'career',
+      objectId: 'c-1',
+      baseUrl: BASE_URL,
+      entry: { id: entryId, event: 'level_added', note: 'ünïcode ✓' },
+    },
+    EVENTS,
+  );
+  return {
+    seq,
+    id: event.id,
+    type: event.type,
+    log: 'career',
+    objectId: 'c-1',
+    orderingKey: 'career:c-1',
+    json: JSON.stringify(event),
+    attempt: 1,
+  };
 }
 
 describe('FileSink', () => {
@@ -56,9 +73,13 @@ describe('FileSink', () => {
 
   it('reports writing before connecting, or a path it cannot open, as SinkUnavailableError', async () => {
     const dir = makeTempDir();
-    await expect(fileSink(join(dir, 'x.jsonl')).write([outbound('e-1', 1)])).rejects.toBeInstanceOf(SinkUnavailableError);
+    await expect(fileSink(join(dir, 'x.jsonl')).write([outbound('e-1', 1)])).rejects.toBeInstanceOf(
+      SinkUnavailableError,
+    );
     mkdirSync(join(dir, 'a-directory'));
-    await expect(fileSink(join(dir, 'a-directory')).connect()).rejects.toThrow(/cannot open .*a-directory for appending/);
+    await expect(fileSink(join(dir, 'a-directory')).connect()).rejects.toThrow(
+      /cannot open .*a-directory for appending/,
+    );
   });
 
   it('receives what a worker delivers from the store: valid CloudEvents, each object in order', async () => {

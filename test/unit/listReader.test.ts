@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiError } from '../../src/api/apiErrors.js';
 import { listEnvelopeSchema, readAllIds } from '../../src/api/listReader.js';
-import { LoopbackService, RecordingGate, clientFor, type CannedReply, type RecordedRequest } from './loopbackService.js';
-
+import {
+  LoopbackService,
+  RecordingGate,
+  clientFor,
+  type CannedReply,
+  type RecordedRequest,
+} from './loopbackService.js';
 
 async function serve(reply: (request: RecordedRequest) => CannedReply) {
   const service = await LoopbackService.start(reply);
@@ -17,7 +22,10 @@ const careers =
   (request: RecordedRequest): CannedReply => {
     const limit = Number(request.url.searchParams.get('limit'));
     const offset = Number(request.url.searchParams.get('offset'));
-    const items = Array.from({ length: Math.max(0, Math.min(limit, total - offset)) }, (_, i) => ({ [idField]: `c-${offset + i}`, name: 'x' }));
+    const items = Array.from({ length: Math.max(0, Math.min(limit, total - offset)) }, (_, i) => ({
+      [idField]: `c-${offset + i}`,
+      name: 'x',
+    }));
     return { status: 200, body: wrap(items) };
   };
 
@@ -41,20 +49,32 @@ describe('readAllIds', () => {
 
   it('reads a custom envelope with a dotted itemsPath and another id field', async () => {
     const { client: c } = await serve(careers(2, (items) => ({ result: { items, next: null }, meta: {} }), 'careerId'));
-    const result = await readAllIds(c, '/api/v1/careers', listEnvelopeSchema.parse({ itemsPath: 'result.items', idField: 'careerId' }));
+    const result = await readAllIds(
+      c,
+      '/api/v1/careers',
+      listEnvelopeSchema.parse({ itemsPath: 'result.items', idField: 'careerId' }),
+    );
     expect(result.ids).toEqual(['c-0', 'c-1']);
   });
 
   it('says which setting to change when the items are not where it looks', async () => {
-    const { client: c } = await serve(() => ({ status: 200, headers: { 'x-request-id': 'req-l' }, body: { items: [] } }));
-    const error = (await readAllIds(c, '/api/v1/skills', listEnvelopeSchema.parse({})).catch((e: unknown) => e)) as ApiError;
+    const { client: c } = await serve(() => ({
+      status: 200,
+      headers: { 'x-request-id': 'req-l' },
+      body: { items: [] },
+    }));
+    const error = (await readAllIds(c, '/api/v1/skills', listEnvelopeSchema.parse({})).catch(
+      (e: unknown) => e,
+    )) as ApiError;
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.message).toContain('no array at "data" (set discovery.envelope.itemsPath; request req-l)');
   });
 
   it('names the item without a string id', async () => {
     const { client: c } = await serve(() => ({ status: 200, body: { data: [{ id: 'c-1' }, { id: 7 }] } }));
-    const error = (await readAllIds(c, '/api/v1/careers', listEnvelopeSchema.parse({})).catch((e: unknown) => e)) as ApiError;
+    const error = (await readAllIds(c, '/api/v1/careers', listEnvelopeSchema.parse({})).catch(
+      (e: unknown) => e,
+    )) as ApiError;
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.message).toContain('no string "id" at data[1]');
   });

@@ -38,7 +38,11 @@ export class LoopbackService {
   static async start(reply: (request: RecordedRequest) => CannedReply): Promise<LoopbackService> {
     const requests: RecordedRequest[] = [];
     const server = createServer((req, res) => {
-      const recorded = { method: req.method ?? '', url: new URL(req.url ?? '/', 'http://loopback'), headers: req.headers };
+      const recorded = {
+        method: req.method ?? '',
+        url: new URL(req.url ?? '/', 'http://loopback'),
+        headers: req.headers,
+      };
       requests.push(recorded);
       const answer = reply(recorded);
       if (answer === 'hang') return;
@@ -79,7 +83,11 @@ export const TEST_KEY = 'sk_test_0123456789abcdef0123456789abcdef';
 export const CLIENT_NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 
 /** A client of a loopback service, closed after the test. */
-export function clientFor(baseUrl: string, gate: RequestGate, options: { timeoutMs?: number; credentialSource?: string; maxResponseBytes?: number } = {}): ServiceClient {
+export function clientFor(
+  baseUrl: string,
+  gate: RequestGate,
+  options: { timeoutMs?: number; credentialSource?: string; maxResponseBytes?: number } = {},
+): ServiceClient {
   const client = new ServiceClient({
     baseUrl,
     apiKey: () => TEST_KEY,
@@ -95,10 +103,22 @@ export function clientFor(baseUrl: string, gate: RequestGate, options: { timeout
 }
 
 /** An RFC 9457 problem document as the service sends it (spec 7). */
-export function problem(status: number, slug: string, extra: Record<string, unknown> = {}): { status: number; headers: Record<string, string>; body: unknown } {
+export function problem(
+  status: number,
+  slug: string,
+  extra: Record<string, unknown> = {},
+): { status: number; headers: Record<string, string>; body: unknown } {
   return {
     status,
     headers: { 'content-type': 'application/problem+json', 'x-request-id': `req-${status}` },
-    body: { type: `https://errors.example/${slug}`, title: slug, status, detail: `detail of ${slug}`, instance: '/api/v1/x', requestId: `req-${status}`, ...extra },
+    body: {
+      type: `https://errors.example/${slug}`,
+      title: slug,
+      status,
+      detail: `detail of ${slug}`,
+      instance: '/api/v1/x',
+      requestId: `req-${status}`,
+      ...extra,
+    },
   };
 }

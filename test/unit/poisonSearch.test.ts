@@ -39,55 +39,75 @@ describe('isPoison', () => {
 // A batch sink (file, brokers) whose destination could not take one event failed the whole batch
 // every time: the same batch was retried for ever and its object never moved again.
 describe('a batch the destination keeps refusing because of one event', () => {
-  it('is narrowed down to that event, which becomes a dead letter; every other event is delivered in order', async () => {
+  it(
+    'is narrowed down to that event, which becomes a dead letter; every other event is ' + 'delivered in order',
+    async () => {
+      const clock = testClock();
+      const store = openStore(join(makeTempDir(), 's.sqlite'), ['out']);
+      const ids = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
+      const other = ingestEntries(store, 'career', 'c-2', ['x', 'y']);
+      const poison = ids[4] as string;
+      const sink = new ScriptedSink(
+        'out',
+        (batch) => {
+          if (batch.some((e) => e.id === poison)) throw new Error('broker refused the message: too large');
+        },
+        clock,
+      );
+      const worker = new SinkWorker({
+        sink,
+        store,
+        clock,
+        logger: noopLogger,
+        retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
+        poisonStrikes: 3,
+        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+        batchSize: 8,
+        maxInFlight: 1,
+        random: () => 0.5,
+      });
+      expect(await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 86_400_000))).toBe(
+        true,
+      );
+      const dead = store.outbox.deadLetters();
+      expect(dead.map((d) => d.eventId)).toEqual([poison]);
+      expect(dead[0]?.lastError).toMatch(
+        /^poison: failed alone \d+ times while the destination took other events: .*too large/,
+      );
+      const delivered = new Set(sink.accepted);
+      expect([...ids.filter((id) => id !== poison), ...other].every((id) => delivered.has(id))).toBe(true);
+      // Order per object: the last copy of each event arrives in ingestion order.
+      const lastCopies = sink.accepted.filter((id, i) => sink.accepted.indexOf(id, i + 1) === -1);
+      expect(lastCopies.filter((id) => ids.includes(id))).toEqual(ids.filter((id) => id !== poison));
+      // The search halved the batch: batches holding the poison event shrank to one.
+      const poisonBatches = sink.batches.filter((b) => b.some((e) => e.id === poison)).map((b) => b.length);
+      expect(poisonBatches.at(-1)).toBe(1);
+      store.close();
+    },
+  );
+
+  it('is not judged poison while the destination takes nothing at all', async () => {
     const clock = testClock();
     const store = openStore(join(makeTempDir(), 's.sqlite'), ['out']);
-    const ids = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
-    const other = ingestEntries(store, 'career', 'c-2', ['x', 'y']);
-    const poison = ids[4] as string;
-    const sink = new ScriptedSink('out', (batch) => {
-      if (batch.some((e) => e.id === poison)) throw new Error('broker refused the message: too large');
-    }, clock);
+    ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd']);
+    const sink = new ScriptedSink(
+      'out',
+      () => {
+        throw new Error('destination down');
+      },
+      clock,
+    );
     const worker = new SinkWorker({
       sink,
       store,
       clock,
       logger: noopLogger,
       retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
-      poisonStrikes: 3,
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      batchSize: 8,
-      maxInFlight: 1,
-      random: () => 0.5,
-    });
-    expect(await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 86_400_000))).toBe(true);
-    const dead = store.outbox.deadLetters();
-    expect(dead.map((d) => d.eventId)).toEqual([poison]);
-    expect(dead[0]?.lastError).toMatch(/^poison: failed alone \d+ times while the destination took other events: .*too large/);
-    const delivered = new Set(sink.accepted);
-    expect([...ids.filter((id) => id !== poison), ...other].every((id) => delivered.has(id))).toBe(true);
-    // Order per object: the last copy of each event arrives in ingestion order.
-    const lastCopies = sink.accepted.filter((id, i) => sink.accepted.indexOf(id, i + 1) === -1);
-    expect(lastCopies.filter((id) => ids.includes(id))).toEqual(ids.filter((id) => id !== poison));
-    // The search halved the batch: batches holding the poison event shrank to one.
-    const poisonBatches = sink.batches.filter((b) => b.some((e) => e.id === poison)).map((b) => b.length);
-    expect(poisonBatches.at(-1)).toBe(1);
-    store.close();
-  });
-
-  it('is not judged poison while the destination takes nothing at all', async () => {
-    const clock = testClock();
-    const store = openStore(join(makeTempDir(), 's.sqlite'), ['out']);
-    ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd']);
-    const sink = new ScriptedSink('out', () => {
-      throw new Error('destination down');
-    }, clock);
-    const worker = new SinkWorker({
-      sink, store, clock, logger: noopLogger,
-      retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
       poisonStrikes: 2,
       circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      batchSize: 4, maxInFlight: 1, random: () => 0.5,
+      batchSize: 4,
+      maxInFlight: 1,
+      random: () => 0.5,
     });
     await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 3_600_000));
     expect(store.outbox.deadLetters()).toEqual([]);

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { LogKind } from '../../src/logs.js';
-import { allocateFrequencies, chooseAlpha, expectedDelay, squareRootOptimumMeanHours } from '../../src/poll/pollAllocation.js';
+import {
+  allocateFrequencies,
+  chooseAlpha,
+  expectedDelay,
+  squareRootOptimumMeanHours,
+} from '../../src/poll/pollAllocation.js';
 import { PollScheduler } from '../../src/poll/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/poll/scheduleConfig.js';
@@ -11,30 +16,67 @@ const T0 = Date.UTC(2026, 0, 1, 8);
 const HOUR = 3_600_000;
 
 const watched = (log: LogKind, objectId: string): WatchedLog => ({
-  log, objectId, origin: 'config', status: 'active', statusReason: null, coverageStart: T0, windowEnd: T0, sortOrder: null,
-  lastPollAt: null, lastSuccessAt: null, lastError: null, consecutiveFailures: 0, nextPollAt: T0, entriesIngested: 0, createdAt: T0,
+  log,
+  objectId,
+  origin: 'config',
+  status: 'active',
+  statusReason: null,
+  coverageStart: T0,
+  windowEnd: T0,
+  sortOrder: null,
+  lastPollAt: null,
+  lastSuccessAt: null,
+  lastError: null,
+  consecutiveFailures: 0,
+  nextPollAt: T0,
+  entriesIngested: 0,
+  createdAt: T0,
 });
 
 describe('allocateFrequencies', () => {
   it('spends the budget exactly, proportionally to the weights', () => {
-    const { frequencies } = allocateFrequencies({ weights: [4, 2, 1, 1], costs: [1, 1, 1, 1], budgetPerHour: 80, minFrequency: 0, maxFrequency: Infinity });
+    const { frequencies } = allocateFrequencies({
+      weights: [4, 2, 1, 1],
+      costs: [1, 1, 1, 1],
+      budgetPerHour: 80,
+      minFrequency: 0,
+      maxFrequency: Infinity,
+    });
     expect(frequencies.map((f) => Math.round(f))).toEqual([40, 20, 10, 10]);
   });
 
   it('keeps every log at the minimum and gives the rest to the busy ones', () => {
-    const { frequencies } = allocateFrequencies({ weights: [100, 1e-6, 1e-6], costs: [1, 1, 1], budgetPerHour: 10, minFrequency: 1, maxFrequency: Infinity });
+    const { frequencies } = allocateFrequencies({
+      weights: [100, 1e-6, 1e-6],
+      costs: [1, 1, 1],
+      budgetPerHour: 10,
+      minFrequency: 1,
+      maxFrequency: Infinity,
+    });
     expect(frequencies[1]).toBe(1);
     expect(frequencies[2]).toBe(1);
     expect(frequencies[0]).toBeCloseTo(8, 5);
   });
 
   it('divides the budget equally when even the minimums do not fit: nobody starves', () => {
-    const { frequencies } = allocateFrequencies({ weights: [100, 1, 1, 1], costs: [1, 1, 1, 1], budgetPerHour: 2, minFrequency: 1, maxFrequency: 60 });
+    const { frequencies } = allocateFrequencies({
+      weights: [100, 1, 1, 1],
+      costs: [1, 1, 1, 1],
+      budgetPerHour: 2,
+      minFrequency: 1,
+      maxFrequency: 60,
+    });
     expect(frequencies).toEqual([0.5, 0.5, 0.5, 0.5]);
   });
 
   it('counts a poll that takes several pages as several requests', () => {
-    const { frequencies } = allocateFrequencies({ weights: [1, 1], costs: [3, 1], budgetPerHour: 40, minFrequency: 0, maxFrequency: Infinity });
+    const { frequencies } = allocateFrequencies({
+      weights: [1, 1],
+      costs: [3, 1],
+      budgetPerHour: 40,
+      minFrequency: 0,
+      maxFrequency: Infinity,
+    });
     expect(3 * (frequencies[0] ?? 0) + (frequencies[1] ?? 0)).toBeCloseTo(40, 5);
   });
 });
@@ -43,7 +85,13 @@ describe('expected delay', () => {
   it('square-root allocation reaches the analytic optimum (Σ√λ)² / (2·B·Σλ)', () => {
     const rates = [16, 4, 1, 1, 0.25];
     const budget = 30;
-    const { frequencies } = allocateFrequencies({ weights: rates.map(Math.sqrt), costs: rates.map(() => 1), budgetPerHour: budget, minFrequency: 0, maxFrequency: Infinity });
+    const { frequencies } = allocateFrequencies({
+      weights: rates.map(Math.sqrt),
+      costs: rates.map(() => 1),
+      budgetPerHour: budget,
+      minFrequency: 0,
+      maxFrequency: Infinity,
+    });
     expect(expectedDelay(rates, frequencies).meanHours).toBeCloseTo(squareRootOptimumMeanHours(rates, budget), 6);
     // Round-robin is worse on skewed rates.
     const equal = rates.map(() => budget / rates.length);
@@ -57,7 +105,12 @@ describe('expected delay', () => {
 
 describe('chooseAlpha', () => {
   const zipf = (n: number, s: number): number[] => Array.from({ length: n }, (_, i) => 100 / Math.pow(i + 1, s));
-  const input = (n: number) => ({ costs: Array.from({ length: n }, () => 1), budgetPerHour: 400, minFrequency: 1, maxFrequency: 60 });
+  const input = (n: number) => ({
+    costs: Array.from({ length: n }, () => 1),
+    budgetPerHour: 400,
+    minFrequency: 1,
+    maxFrequency: 60,
+  });
 
   it('takes the mean-optimal 0.5 when the rates are skewed enough that the tail does not suffer', () => {
     const choice = chooseAlpha(zipf(300, 1.5), input(300));
@@ -90,7 +143,12 @@ describe('chooseAlpha', () => {
 describe('PollScheduler', () => {
   const config = scheduleConfigSchema.parse({ firstPollWithinSeconds: 0 });
 
-  function pollAll(scheduler: PollScheduler, clock: ManualClock, hours: number, changes: (log: WatchedLog, from: number, to: number) => number[]) {
+  function pollAll(
+    scheduler: PollScheduler,
+    clock: ManualClock,
+    hours: number,
+    changes: (log: WatchedLog, from: number, to: number) => number[],
+  ) {
     const counts = new Map<string, number>();
     const last = new Map<string, number>();
     for (let t = clock.now(); t < T0 + hours * HOUR; t += 10_000) {
@@ -98,7 +156,10 @@ describe('PollScheduler', () => {
       if (!('poll' in choice)) continue;
       const key = `${choice.poll.log}:${choice.poll.objectId}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
-      scheduler.recordPoll(choice.poll, t, { requests: 1, emittedPerformedAt: changes(choice.poll, last.get(key) ?? T0, t) });
+      scheduler.recordPoll(choice.poll, t, {
+        requests: 1,
+        emittedPerformedAt: changes(choice.poll, last.get(key) ?? T0, t),
+      });
       last.set(key, t);
     }
     return counts;
@@ -107,8 +168,16 @@ describe('PollScheduler', () => {
   it('polls busy logs more often than quiet ones, roughly as the square root of their rates', () => {
     const clock = new ManualClock(T0);
     // 360 requests per hour for polls.
-    const scheduler = new PollScheduler({ config: { ...config, alpha: 0.5, followUpPolls: 0 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
-    const logs = [watched('career', 'hot'), watched('career', 'warm'), ...Array.from({ length: 20 }, (_, i) => watched('career', `cold${i}`))];
+    const scheduler = new PollScheduler({
+      config: { ...config, alpha: 0.5, followUpPolls: 0 },
+      minIntervalMs: 0,
+      budget: { intervalMs: () => 10_000 },
+    });
+    const logs = [
+      watched('career', 'hot'),
+      watched('career', 'warm'),
+      ...Array.from({ length: 20 }, (_, i) => watched('career', `cold${i}`)),
+    ];
     scheduler.sync(logs, T0);
     const rate = (w: WatchedLog): number => (w.objectId === 'hot' ? 64 : w.objectId === 'warm' ? 4 : 0.25);
     // Changes at exactly the log's rate: the fractional part carries over to the next poll.
@@ -128,46 +197,73 @@ describe('PollScheduler', () => {
     expect(cold).toBeGreaterThanOrEqual(24);
   });
 
-  it('a first poll that read history sets the rate at once, and its extra page is not taken for the cost of a poll', () => {
-    const plan = (busyRequests: number) => {
-      const scheduler = new PollScheduler({ config: { ...config, alpha: 0.5, followUpPolls: 0 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
-      const busy = watched('career', 'busy');
-      const quiet = watched('career', 'quiet');
-      scheduler.sync([busy, quiet], T0);
-      const week = { fromMs: T0 - 168 * HOUR, toMs: T0 };
-      // Ten independent changes an hour (six minutes apart: each its own session) for a week.
-      const changes = Array.from({ length: 1680 }, (_, i) => week.fromMs + (i + 0.5) * 360_000);
-      scheduler.recordPoll(busy, T0, { requests: busyRequests, emittedPerformedAt: [], history: { ...week, performedAt: changes } });
-      scheduler.recordPoll(quiet, T0, { requests: 1, emittedPerformedAt: [], history: { ...week, performedAt: [] } });
-      return new Map(scheduler.plan(T0).map((p) => [p.objectId, p]));
-    };
-    const withProbe = plan(2);
-    expect(withProbe.get('busy')!.rate).toBeGreaterThan(8);
-    expect(withProbe.get('busy')!.rate).toBeLessThan(12);
-    expect(withProbe.get('quiet')!.rate).toBeLessThan(0.05);
-    expect(withProbe.get('busy')!.frequency).toBeCloseTo(plan(1).get('busy')!.frequency, 9);
-  });
+  it(
+    'a first poll that read history sets the rate at once, and its extra page is not taken for ' + 'the cost of a poll',
+    () => {
+      const plan = (busyRequests: number) => {
+        const scheduler = new PollScheduler({
+          config: { ...config, alpha: 0.5, followUpPolls: 0 },
+          minIntervalMs: 0,
+          budget: { intervalMs: () => 10_000 },
+        });
+        const busy = watched('career', 'busy');
+        const quiet = watched('career', 'quiet');
+        scheduler.sync([busy, quiet], T0);
+        const week = { fromMs: T0 - 168 * HOUR, toMs: T0 };
+        // Ten independent changes an hour (six minutes apart: each its own session) for a week.
+        const changes = Array.from({ length: 1680 }, (_, i) => week.fromMs + (i + 0.5) * 360_000);
+        scheduler.recordPoll(busy, T0, {
+          requests: busyRequests,
+          emittedPerformedAt: [],
+          history: { ...week, performedAt: changes },
+        });
+        scheduler.recordPoll(quiet, T0, { requests: 1, emittedPerformedAt: [], history: { ...week, performedAt: [] } });
+        return new Map(scheduler.plan(T0).map((p) => [p.objectId, p]));
+      };
+      const withProbe = plan(2);
+      expect(withProbe.get('busy')!.rate).toBeGreaterThan(8);
+      expect(withProbe.get('busy')!.rate).toBeLessThan(12);
+      expect(withProbe.get('quiet')!.rate).toBeLessThan(0.05);
+      expect(withProbe.get('busy')!.frequency).toBeCloseTo(plan(1).get('busy')!.frequency, 9);
+    },
+  );
 
   it('round-robin polls every log equally often and reports alpha 0, whatever alpha says', () => {
     const clock = new ManualClock(T0);
-    const scheduler = new PollScheduler({ config: { ...config, policy: 'round-robin' }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const scheduler = new PollScheduler({
+      config: { ...config, policy: 'round-robin' },
+      minIntervalMs: 0,
+      budget: { intervalMs: () => 10_000 },
+    });
     scheduler.sync([watched('career', 'hot'), watched('career', 'cold')], T0);
-    const counts = pollAll(scheduler, clock, 2, (w, from, to) => (w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 60_000) }, () => to - 1) : []));
+    const counts = pollAll(scheduler, clock, 2, (w, from, to) =>
+      w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 60_000) }, () => to - 1) : [],
+    );
     expect(Math.abs((counts.get('career:hot') ?? 0) - (counts.get('career:cold') ?? 0))).toBeLessThanOrEqual(1);
     expect(scheduler.snapshot(T0 + 2 * HOUR).alpha).toBe(0);
   });
 
   it('polls every log at least every maxIntervalMinutes, however quiet', () => {
     const clock = new ManualClock(T0);
-    const scheduler = new PollScheduler({ config: { ...config, maxIntervalMinutes: 30 }, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const scheduler = new PollScheduler({
+      config: { ...config, maxIntervalMinutes: 30 },
+      minIntervalMs: 0,
+      budget: { intervalMs: () => 10_000 },
+    });
     const logs = [watched('career', 'hot'), ...Array.from({ length: 10 }, (_, i) => watched('skill', `quiet${i}`))];
     scheduler.sync(logs, T0);
-    const counts = pollAll(scheduler, clock, 6, (w, from, to) => (w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 6_000) }, () => to - 1) : []));
+    const counts = pollAll(scheduler, clock, 6, (w, from, to) =>
+      w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 6_000) }, () => to - 1) : [],
+    );
     for (let i = 0; i < 10; i++) expect(counts.get(`skill:quiet${i}`)).toBeGreaterThanOrEqual(12);
   });
 
   it('follows up a session in progress: polls again after pollIntervalSeconds, until a poll finds nothing new', () => {
-    const scheduler = new PollScheduler({ config: { ...config, maxIntervalMinutes: 600 }, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
+    const scheduler = new PollScheduler({
+      config: { ...config, maxIntervalMinutes: 600 },
+      minIntervalMs: 60_000,
+      budget: { intervalMs: () => 10_000 },
+    });
     const logs = Array.from({ length: 30 }, (_, i) => watched('career', `c${i}`));
     scheduler.sync(logs, T0);
     for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
@@ -201,7 +297,10 @@ describe('PollScheduler', () => {
     // c0 is polled last, so it has waited least; a follow-up would put it first all the same.
     for (const w of logs) {
       const order = w.objectId === 'c0' ? 4 : Number(w.objectId.slice(1)) - 1;
-      scheduler.recordPoll(w, t + order * 1_000, { requests: 1, emittedPerformedAt: w.objectId === 'c0' ? [t - 1_000] : [] });
+      scheduler.recordPoll(w, t + order * 1_000, {
+        requests: 1,
+        emittedPerformedAt: w.objectId === 'c0' ? [t - 1_000] : [],
+      });
     }
     const next = scheduler.pick(t + 70_000, () => true);
     expect('poll' in next && next.poll.objectId).toBe('c1');
@@ -209,11 +308,23 @@ describe('PollScheduler', () => {
 
   it('follows the read budget: fewer polls per hour when the server says the bucket is shared', () => {
     const clock = new ManualClock(T0);
-    const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 }, clock);
+    const budget = new ReadBudget(
+      { readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 },
+      clock,
+    );
     const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget });
     expect(scheduler.pollBudgetPerHour(T0)).toBeCloseTo(900, 0);
     // Another client spent 600 of this window's 1,000: 300 left less the 100 reserve, over 30 minutes.
-    budget.observe({ status: 200, requestId: undefined, limit: 1000, remaining: 300, resetSeconds: 1800, retryAfterSeconds: undefined, serverDate: T0, receivedAt: T0 });
+    budget.observe({
+      status: 200,
+      requestId: undefined,
+      limit: 1000,
+      remaining: 300,
+      resetSeconds: 1800,
+      retryAfterSeconds: undefined,
+      serverDate: T0,
+      receivedAt: T0,
+    });
     expect(scheduler.pollBudgetPerHour(T0)).toBeCloseTo(400, 0);
   });
 });

@@ -6,7 +6,10 @@ const doc = (fields: Record<string, unknown>): string =>
 
 describe('parseProblemDetails', () => {
   it('reads every spec field and takes the slug from the last segment of the type URI', () => {
-    const p = parseProblemDetails(404, doc({ type: 'https://errors.example/not-found', status: 404, detail: 'no such career' }));
+    const p = parseProblemDetails(
+      404,
+      doc({ type: 'https://errors.example/not-found', status: 404, detail: 'no such career' }),
+    );
     expect(p).toEqual({
       slug: 'not-found',
       type: 'https://errors.example/not-found',
@@ -22,9 +25,15 @@ describe('parseProblemDetails', () => {
   });
 
   it('ignores a trailing slash, query or fragment when taking the slug', () => {
-    expect(parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error/' })).slug).toBe('validation-error');
-    expect(parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error?lang=en' })).slug).toBe('validation-error');
-    expect(parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error#x' })).slug).toBe('validation-error');
+    expect(parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error/' })).slug).toBe(
+      'validation-error',
+    );
+    expect(parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error?lang=en' })).slug).toBe(
+      'validation-error',
+    );
+    expect(parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error#x' })).slug).toBe(
+      'validation-error',
+    );
   });
 
   it('has no slug when the document has no type', () => {
@@ -50,19 +59,27 @@ describe('parseProblemDetails', () => {
   });
 
   it('blanks malformed parts of a field error instead of dropping the document', () => {
-    const p = parseProblemDetails(400, doc({ type: 'https://errors.example/validation-error', errors: [{ field: 'limit', code: 7 }] }));
+    const p = parseProblemDetails(
+      400,
+      doc({ type: 'https://errors.example/validation-error', errors: [{ field: 'limit', code: 7 }] }),
+    );
     expect(p.slug).toBe('validation-error');
     expect(p.errors).toEqual([{ field: 'limit', code: '', message: '' }]);
   });
 
   it('reads trial_expired and its upgrade_url from a 403', () => {
-    const p = parseProblemDetails(403, doc({ status: 403, error: 'trial_expired', upgrade_url: 'https://svc.example/billing' }));
+    const p = parseProblemDetails(
+      403,
+      doc({ status: 403, error: 'trial_expired', upgrade_url: 'https://svc.example/billing' }),
+    );
     expect(p.error).toBe('trial_expired');
     expect(p.upgradeUrl).toBe('https://svc.example/billing');
   });
 
   it('keeps the HTTP status when the document does not state one', () => {
-    expect(parseProblemDetails(503, JSON.stringify({ type: 'https://errors.example/internal-error' })).status).toBe(503);
+    expect(parseProblemDetails(503, JSON.stringify({ type: 'https://errors.example/internal-error' })).status).toBe(
+      503,
+    );
   });
 
   it('turns an HTML error page from a proxy into a short excerpt of the body', () => {
@@ -80,7 +97,11 @@ describe('parseProblemDetails', () => {
   });
 
   it('treats JSON that is not an object as a non-problem body', () => {
-    expect(parseProblemDetails(500, '["oops"]')).toMatchObject({ status: 500, slug: undefined, detail: 'non-problem body: ["oops"]' });
+    expect(parseProblemDetails(500, '["oops"]')).toMatchObject({
+      status: 500,
+      slug: undefined,
+      detail: 'non-problem body: ["oops"]',
+    });
     expect(parseProblemDetails(500, 'null').detail).toBe('non-problem body: null');
   });
 });

@@ -9,11 +9,20 @@ const config = scheduleConfigSchema.parse({});
 const prior = configuredPrior(config);
 
 /** Polls every `everyMs` for `hours`; each poll returns `perPoll(t)` changes spread evenly over its interval. */
-function observeFor(estimator: RateEstimator, hours: number, perPoll: (t: number) => number, everyMs = 600_000): RateState {
+function observeFor(
+  estimator: RateEstimator,
+  hours: number,
+  perPoll: (t: number) => number,
+  everyMs = 600_000,
+): RateState {
   let state = estimator.observe(emptyRateState(), T0, []);
   for (let t = T0 + everyMs; t <= T0 + hours * HOUR; t += everyMs) {
     const n = perPoll(t);
-    state = estimator.observe(state, t, Array.from({ length: n }, (_, i) => t - ((i + 1) * everyMs) / (n + 1)));
+    state = estimator.observe(
+      state,
+      t,
+      Array.from({ length: n }, (_, i) => t - ((i + 1) * everyMs) / (n + 1)),
+    );
   }
   return state;
 }
@@ -37,7 +46,11 @@ describe('RateEstimator', () => {
 
   it('the first poll only starts the observation (it may be a backfill)', () => {
     const estimator = new RateEstimator(config);
-    const state = estimator.observe(emptyRateState(), T0, Array.from({ length: 500 }, () => T0 - 1_000));
+    const state = estimator.observe(
+      emptyRateState(),
+      T0,
+      Array.from({ length: 500 }, () => T0 - 1_000),
+    );
     expect(state).toMatchObject({ events: 0, sessions: 0, hours: 0, updatedAt: T0, lastEventAt: T0 - 1_000 });
   });
 
@@ -86,14 +99,21 @@ describe('RateEstimator', () => {
     // Three sessions a day for a week, 4 changes a minute apart each.
     const changes: number[] = [];
     for (let day = 0; day < 7; day++) {
-      for (const hour of [9, 13, 16]) for (let i = 0; i < 4; i++) changes.push(T0 + (day * 24 + hour) * HOUR + i * 60_000);
+      for (const hour of [9, 13, 16])
+        for (let i = 0; i < 4; i++) changes.push(T0 + (day * 24 + hour) * HOUR + i * 60_000);
     }
     const end = T0 + 168 * HOUR;
     let live = estimator.observe(emptyRateState(), T0, []);
-    for (let t = T0 + 600_000; t <= end; t += 600_000) live = estimator.observe(live, t, changes.filter((c) => c < t && c >= t - 600_000));
+    for (let t = T0 + 600_000; t <= end; t += 600_000)
+      live = estimator.observe(
+        live,
+        t,
+        changes.filter((c) => c < t && c >= t - 600_000),
+      );
     const history = estimator.observeHistory(end, { fromMs: T0, toMs: end, performedAt: changes });
     // Live counts are weighed from the poll that saw them, history from the change itself: minutes apart.
-    for (const field of ['sessions', 'events', 'hours'] as const) expect(Math.abs(history[field] / live[field] - 1), field).toBeLessThan(0.005);
+    for (const field of ['sessions', 'events', 'hours'] as const)
+      expect(Math.abs(history[field] / live[field] - 1), field).toBeLessThan(0.005);
     expect(history).toMatchObject({ lastEventAt: changes.at(-1), updatedAt: end });
     // 21 sessions over a week, 4 changes each: half a change an hour.
     expect(estimator.rate(history, prior)).toBeGreaterThan(0.4);

@@ -10,7 +10,10 @@ const T0 = Date.UTC(2026, 0, 1, 8, 0, 0);
 
 function setup(config: Partial<BudgetConfig> = {}) {
   const clock = new ManualClock(T0);
-  const budget = new ReadBudget({ readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600, ...config }, clock);
+  const budget = new ReadBudget(
+    { readsPerHour: 1000, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600, ...config },
+    clock,
+  );
   /** Milliseconds after T0 at which each of `n` requests (queued now) was let through. */
   const grantOffsets = async (n: number, priority: RequestPriority = 'poll'): Promise<number[]> => {
     const offsets: number[] = [];
@@ -95,7 +98,12 @@ describe('ReadBudget after a 429', () => {
   });
 
   it('pauses for the fallback when the 429 carries no Retry-After', async () => {
-    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, retryAfterFallbackSeconds: 45, maxServerPauseSeconds: 3600 });
+    const { grantOffsets, observe } = setup({
+      readsPerHour: 3600,
+      reserve: 0,
+      retryAfterFallbackSeconds: 45,
+      maxServerPauseSeconds: 3600,
+    });
     observe({ status: 429 });
     expect(await grantOffsets(1)).toEqual([45_000]);
   });
@@ -138,7 +146,6 @@ describe('ReadBudget waiters', () => {
     await withVirtualTime(clock, waiting);
     expect(grantedAt).toBe(1_000);
   });
-
 
   it('serves the identity-provider log first, then polls, then discovery, then backfill', async () => {
     const { clock, budget } = setup({ readsPerHour: 3600, reserve: 0 });

@@ -44,14 +44,29 @@ describe('readResponseMeta', () => {
   it('turns garbage into undefined rather than NaN or a guess', () => {
     const meta = readResponseMeta(
       200,
-      { 'ratelimit-limit': 'lots', 'ratelimit-remaining': '-3', 'ratelimit-reset': '1.5', 'retry-after': 'soon', date: 'yesterday' },
+      {
+        'ratelimit-limit': 'lots',
+        'ratelimit-remaining': '-3',
+        'ratelimit-reset': '1.5',
+        'retry-after': 'soon',
+        date: 'yesterday',
+      },
       NOW,
     );
-    expect(meta).toMatchObject({ limit: undefined, remaining: undefined, resetSeconds: undefined, retryAfterSeconds: undefined, serverDate: undefined });
+    expect(meta).toMatchObject({
+      limit: undefined,
+      remaining: undefined,
+      resetSeconds: undefined,
+      retryAfterSeconds: undefined,
+      serverDate: undefined,
+    });
   });
 
   it('accepts an integer surrounded by whitespace and 0 remaining', () => {
-    expect(readResponseMeta(200, { 'ratelimit-limit': ' 1000 ', 'ratelimit-remaining': '0' }, NOW)).toMatchObject({ limit: 1000, remaining: 0 });
+    expect(readResponseMeta(200, { 'ratelimit-limit': ' 1000 ', 'ratelimit-remaining': '0' }, NOW)).toMatchObject({
+      limit: 1000,
+      remaining: 0,
+    });
   });
 
   it('takes the first value of a repeated header', () => {
@@ -85,7 +100,10 @@ describe('parseRetryAfter', () => {
   });
 
   // "-5" parsed as the year -5 by Date.parse, so a 429 with it meant no pause at all.
-  it.each(['-5', '-2026', '1e3', '12.5', 'Infinity', '99999999999999999999'])('is undefined for the nonsense %j, so the fallback pause applies', (value) => {
-    expect(parseRetryAfter(value, NOW)).toBeUndefined();
-  });
+  it.each(['-5', '-2026', '1e3', '12.5', 'Infinity', '99999999999999999999'])(
+    'is undefined for the nonsense %j, so the fallback pause applies',
+    (value) => {
+      expect(parseRetryAfter(value, NOW)).toBeUndefined();
+    },
+  );
 });

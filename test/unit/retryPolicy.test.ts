@@ -9,8 +9,12 @@ const TOP = 1 - Number.EPSILON;
 
 describe('retryDelayMs', () => {
   it('draws uniformly below a ceiling that doubles per attempt (full jitter)', () => {
-    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, config, undefined, fixed(TOP)))).toEqual([999, 1_999, 3_999, 7_999]);
-    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, config, undefined, fixed(0.5)))).toEqual([500, 1_000, 2_000, 4_000]);
+    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, config, undefined, fixed(TOP)))).toEqual([
+      999, 1_999, 3_999, 7_999,
+    ]);
+    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, config, undefined, fixed(0.5)))).toEqual([
+      500, 1_000, 2_000, 4_000,
+    ]);
   });
 
   it('can retry at once: the lower bound of full jitter is 0', () => {

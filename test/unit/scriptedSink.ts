@@ -70,7 +70,8 @@ export class ScriptedSink implements Sink {
           this.script(batch, index);
         } catch (error) {
           // A partial failure means the destination did write the events it does not name.
-          if (error instanceof SinkPartialFailureError) this.accepted.push(...batch.map((e) => e.id).filter((id) => !error.failures.has(id)));
+          if (error instanceof SinkPartialFailureError)
+            this.accepted.push(...batch.map((e) => e.id).filter((id) => !error.failures.has(id)));
           reject(error instanceof Error ? error : new Error(String(error)));
           return;
         }
@@ -110,10 +111,21 @@ export function openStore(file: string, sinks: readonly string[], now = START): 
  * Ingests one read of an object's log (through the real ingest transaction) and returns the event
  * ids in ingestion order. Calls for several objects interleave their events by seq as called.
  */
-export function ingestEntries(store: ChangefeedStore, log: LogKind, objectId: string, entryIds: readonly string[], now = START): string[] {
+export function ingestEntries(
+  store: ChangefeedStore,
+  log: LogKind,
+  objectId: string,
+  entryIds: readonly string[],
+  now = START,
+): string[] {
   const built = entryIds.map((id, i) =>
     buildCloudEvent(
-      { log, objectId, baseUrl: BASE_URL, entry: { id, event: 'level_added', performedAt: new Date(now - 60_000 + i).toISOString() } },
+      {
+        log,
+        objectId,
+        baseUrl: BASE_URL,
+        entry: { id, event: 'level_added', performedAt: new Date(now - 60_000 + i).toISOString() },
+      },
       EVENTS,
     ),
   );

@@ -9,7 +9,16 @@ const DAY = 86_400_000;
 
 function answer(clock: ManualClock, offsetMs: number): ResponseMeta {
   const receivedAt = clock.now();
-  return { status: 200, requestId: undefined, limit: undefined, remaining: undefined, resetSeconds: undefined, retryAfterSeconds: undefined, serverDate: receivedAt + offsetMs, receivedAt };
+  return {
+    status: 200,
+    requestId: undefined,
+    limit: undefined,
+    remaining: undefined,
+    resetSeconds: undefined,
+    retryAfterSeconds: undefined,
+    serverDate: receivedAt + offsetMs,
+    receivedAt,
+  };
 }
 
 /** Feeds answers with these offsets (ms from the local clock), a second apart; returns the believed skew after each. */
@@ -31,9 +40,24 @@ describe('ServerClock judging Date headers', () => {
     ['one answer 30 days ahead is not believed, and the next normal one is', [0, 30 * DAY, 1_000], [0, 0, 1_000], 1],
     ['a first answer 30 days ahead is judged against the local clock', [30 * DAY, 0], [0, 0], 1],
     ['30 days behind is as suspect as ahead', [0, -30 * DAY, 0], [0, 0, 0], 1],
-    ['a clock that really moved is followed once three answers agree', [0, 10 * MIN, 10 * MIN + 1_000, 10 * MIN], [0, 0, 0, 10 * MIN], 2],
-    ['answers that disagree with each other are never believed', [0, 10 * MIN, 20 * MIN, 30 * MIN, 40 * MIN], [0, 0, 0, 0, 0], 4],
-    ['drift within the tolerance is followed step by step', [0, 4 * MIN, 8 * MIN, 12 * MIN], [0, 4 * MIN, 8 * MIN, 12 * MIN], 0],
+    [
+      'a clock that really moved is followed once three answers agree',
+      [0, 10 * MIN, 10 * MIN + 1_000, 10 * MIN],
+      [0, 0, 0, 10 * MIN],
+      2,
+    ],
+    [
+      'answers that disagree with each other are never believed',
+      [0, 10 * MIN, 20 * MIN, 30 * MIN, 40 * MIN],
+      [0, 0, 0, 0, 0],
+      4,
+    ],
+    [
+      'drift within the tolerance is followed step by step',
+      [0, 4 * MIN, 8 * MIN, 12 * MIN],
+      [0, 4 * MIN, 8 * MIN, 12 * MIN],
+      0,
+    ],
   ])('%s', (_name, offsets, skews, rejections) => {
     const result = judge(offsets);
     expect(result.skews).toEqual(skews);

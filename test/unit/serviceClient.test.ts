@@ -4,10 +4,20 @@ import { describe, expect, it } from 'vitest';
 import { ApiProblemError, ApiTransportError, type ApiError } from '../../src/api/apiErrors.js';
 import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { isAbortError } from '../../src/errors.js';
-import { CLIENT_NOW, LoopbackService, RecordingGate, TEST_KEY, clientFor, problem, type CannedReply } from './loopbackService.js';
+import {
+  CLIENT_NOW,
+  LoopbackService,
+  RecordingGate,
+  TEST_KEY,
+  clientFor,
+  problem,
+  type CannedReply,
+} from './loopbackService.js';
 
-
-async function serve(reply: CannedReply, options: { credentialSource?: string; timeoutMs?: number; basePath?: string } = {}) {
+async function serve(
+  reply: CannedReply,
+  options: { credentialSource?: string; timeoutMs?: number; basePath?: string } = {},
+) {
   const service = await LoopbackService.start(() => reply);
   const gate = new RecordingGate();
   const client = clientFor(`${service.url}${options.basePath ?? ''}`, gate, options);
@@ -26,11 +36,23 @@ async function failure(c: ServiceClient, path = '/api/v1/careers/c-1/activity'):
 
 describe('ServiceClient.getJson', () => {
   it('sends the key as a bearer token with the query, and reports the response to the gate', async () => {
-    const { gate, client: c, service: s } = await serve(
-      { status: 200, headers: { 'x-request-id': 'req-ok', 'ratelimit-remaining': '42' }, body: { data: [{ id: 'e-1' }] } },
+    const {
+      gate,
+      client: c,
+      service: s,
+    } = await serve(
+      {
+        status: 200,
+        headers: { 'x-request-id': 'req-ok', 'ratelimit-remaining': '42' },
+        body: { data: [{ id: 'e-1' }] },
+      },
       { basePath: '/tenant-a/' },
     );
-    const res = await c.getJson('/api/v1/skills/s%201/activity', { limit: 5, offset: 0, event: undefined }, 'discovery');
+    const res = await c.getJson(
+      '/api/v1/skills/s%201/activity',
+      { limit: 5, offset: 0, event: undefined },
+      'discovery',
+    );
     expect(res.body).toEqual({ data: [{ id: 'e-1' }] });
     expect(res.meta).toMatchObject({ status: 200, requestId: 'req-ok', remaining: 42, receivedAt: CLIENT_NOW });
     const [request] = s.requests;
@@ -46,7 +68,9 @@ describe('ServiceClient.getJson', () => {
   });
 
   it('maps 401 to API_INVALID_CREDENTIAL naming where the key came from, never the key', async () => {
-    const { client: c } = await serve(problem(401, 'invalid-credential'), { credentialSource: 'the key file /run/secrets/key (api.apiKeyFile)' });
+    const { client: c } = await serve(problem(401, 'invalid-credential'), {
+      credentialSource: 'the key file /run/secrets/key (api.apiKeyFile)',
+    });
     const error = await failure(c);
     expect(error).toBeInstanceOf(ApiProblemError);
     expect(error.code).toBe('API_INVALID_CREDENTIAL');
@@ -65,7 +89,9 @@ describe('ServiceClient.getJson', () => {
     const served2 = await serve(problem(403, 'insufficient-permissions'));
     expect((await failure(served2.client)).code).toBe('API_INSUFFICIENT_PERMISSIONS');
 
-    const served3 = await serve(problem(403, 'forbidden', { error: 'trial_expired', upgrade_url: 'https://svc.example/upgrade' }));
+    const served3 = await serve(
+      problem(403, 'forbidden', { error: 'trial_expired', upgrade_url: 'https://svc.example/upgrade' }),
+    );
     const trial = await failure(served3.client);
     expect(trial.code).toBe('API_TRIAL_EXPIRED');
     expect(trial.message).toContain('upgrade at https://svc.example/upgrade');
@@ -79,7 +105,11 @@ describe('ServiceClient.getJson', () => {
   });
 
   it('puts the field errors of a 400 in the message', async () => {
-    const { client: c } = await serve(problem(400, 'validation-error', { errors: [{ field: 'from', code: 'invalid_timestamp', message: 'not ISO 8601' }] }));
+    const { client: c } = await serve(
+      problem(400, 'validation-error', {
+        errors: [{ field: 'from', code: 'invalid_timestamp', message: 'not ISO 8601' }],
+      }),
+    );
     const error = await failure(c);
     expect(error.code).toBe('API_VALIDATION');
     expect(error.message).toContain('from: invalid_timestamp (not ISO 8601)');
@@ -88,7 +118,10 @@ describe('ServiceClient.getJson', () => {
 
   it('maps 429 to API_RATE_LIMITED with Retry-After, and lets the gate see it', async () => {
     const reply = problem(429, 'rate-limit-exceeded');
-    const { gate, client: c } = await serve({ ...reply, headers: { ...reply.headers, 'retry-after': '120', 'ratelimit-remaining': '0' } });
+    const { gate, client: c } = await serve({
+      ...reply,
+      headers: { ...reply.headers, 'retry-after': '120', 'ratelimit-remaining': '0' },
+    });
     const error = (await failure(c)) as ApiProblemError;
     expect(error.code).toBe('API_RATE_LIMITED');
     expect(error.retryAfterSeconds).toBe(120);
@@ -102,7 +135,11 @@ describe('ServiceClient.getJson', () => {
     expect(problemError.code).toBe('API_SERVER_ERROR');
     expect(problemError.message).toContain('failed with 503: detail of internal-error');
 
-    const served5 = await serve({ status: 502, headers: { 'content-type': 'text/html' }, raw: '<html><h1>Bad Gateway</h1></html>' });
+    const served5 = await serve({
+      status: 502,
+      headers: { 'content-type': 'text/html' },
+      raw: '<html><h1>Bad Gateway</h1></html>',
+    });
     const html = await failure(served5.client);
     expect(html.code).toBe('API_SERVER_ERROR');
     expect(html.message).toContain('non-problem body: <html><h1>Bad Gateway</h1></html>');
@@ -123,7 +160,11 @@ describe('ServiceClient.getJson', () => {
   });
 
   it('reports a 200 that is not JSON as API_MALFORMED_RESPONSE with the request id', async () => {
-    const { client: c } = await serve({ status: 200, headers: { 'x-request-id': 'req-html' }, raw: '<html>maintenance</html>' });
+    const { client: c } = await serve({
+      status: 200,
+      headers: { 'x-request-id': 'req-html' },
+      raw: '<html>maintenance</html>',
+    });
     const error = await failure(c);
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.requestId).toBe('req-html');

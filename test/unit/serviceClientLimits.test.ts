@@ -27,7 +27,10 @@ async function endlessBody(chunks: number, withLength: boolean): Promise<{ url: 
   let sent = 0;
   const chunk = Buffer.alloc(1024 * 1024, 'a');
   const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', ...(withLength ? { 'content-length': String(chunks * chunk.length + 9) } : {}) });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      ...(withLength ? { 'content-length': String(chunks * chunk.length + 9) } : {}),
+    });
     res.write('{"data":"');
     const pump = (): void => {
       while (sent < chunks) {

@@ -7,11 +7,23 @@ const fallback = configuredPrior({ priorEvents: 1, priorHours: 2 });
 const GAP_HOURS = 120 / 3600;
 
 /** A log observed for `hours` that showed `sessions` sessions of `perSession` changes each. */
-const observed = (sessions: number, hours: number, perSession = 1): RateState => ({ ...emptyRateState(), events: sessions * perSession, sessions, hours, updatedAt: 0 });
+const observed = (sessions: number, hours: number, perSession = 1): RateState => ({
+  ...emptyRateState(),
+  events: sessions * perSession,
+  sessions,
+  hours,
+  updatedAt: 0,
+});
 
 /** Poisson draw: Knuth's method for small means, the normal approximation for large ones. */
 function poisson(random: Random, mean: number): number {
-  if (mean > 50) return Math.max(0, Math.round(mean + Math.sqrt(mean) * Math.sqrt(-2 * Math.log(1 - random.next())) * Math.cos(2 * Math.PI * random.next())));
+  if (mean > 50)
+    return Math.max(
+      0,
+      Math.round(
+        mean + Math.sqrt(mean) * Math.sqrt(-2 * Math.log(1 - random.next())) * Math.cos(2 * Math.PI * random.next()),
+      ),
+    );
   const limit = Math.exp(-mean);
   let k = 0;
   for (let p = random.next(); p > limit; p *= random.next()) k++;
@@ -42,7 +54,8 @@ describe('fitSessionPrior (empirical Bayes)', () => {
     const states = truth.map((rate) => observed(poisson(random, rate * hours), hours));
     const prior = fitSessionPrior(states, fallback, GAP_HOURS);
     expect(prior.kind).toBe('fitted');
-    const error = (estimate: (s: RateState) => number): number => states.reduce((sum, s, i) => sum + (estimate(s) - (truth[i] ?? 0)) ** 2, 0);
+    const error = (estimate: (s: RateState) => number): number =>
+      states.reduce((sum, s, i) => sum + (estimate(s) - (truth[i] ?? 0)) ** 2, 0);
     const fitted = error((s) => posteriorSessionRate(prior, s.sessions, s.hours));
     expect(fitted).toBeLessThan(error((s) => s.sessions / s.hours));
     expect(fitted).toBeLessThan(error((s) => posteriorSessionRate(fallback, s.sessions, s.hours)));

@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import type { RetryConfig } from '../../src/deliver/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
-import { SinkBackoffError, SinkPartialFailureError, SinkRejectedError, SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
+import {
+  SinkBackoffError,
+  SinkPartialFailureError,
+  SinkRejectedError,
+  SinkUnavailableError,
+} from '../../src/sinks/sinkErrors.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import type { ManualClock } from '../../src/clock.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -12,7 +17,12 @@ import { ScriptedSink, START, ingestEntries, openStore, testClock, type WriteScr
 
 const RETRY: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
 
-function worker(store: ChangefeedStore, sink: ScriptedSink, clock: ManualClock, over: { retry?: Partial<RetryConfig>; batchSize?: number; maxInFlight?: number } = {}) {
+function worker(
+  store: ChangefeedStore,
+  sink: ScriptedSink,
+  clock: ManualClock,
+  over: { retry?: Partial<RetryConfig>; batchSize?: number; maxInFlight?: number } = {},
+) {
   return new SinkWorker({
     sink,
     store,
@@ -31,7 +41,8 @@ function setup(script?: WriteScript) {
   const clock = testClock();
   const store = openStore(file, ['out']);
   const sink = new ScriptedSink('out', script, clock);
-  const drain = (w: SinkWorker, forMs = 3_600_000) => withVirtualTime(clock, w.drain(new AbortController().signal, clock.now() + forMs));
+  const drain = (w: SinkWorker, forMs = 3_600_000) =>
+    withVirtualTime(clock, w.drain(new AbortController().signal, clock.now() + forMs));
   return { file, clock, store, sink, drain };
 }
 
@@ -52,7 +63,8 @@ const deliveryOf = (store: ChangefeedStore, eventId: string): DeliveryRow =>
     .get(eventId)!;
 
 /** Ids in the order the destination last received them: a re-sent event counts where it was re-sent. */
-const lastCopies = (accepted: readonly string[]): string[] => accepted.filter((id, i) => accepted.indexOf(id, i + 1) === -1);
+const lastCopies = (accepted: readonly string[]): string[] =>
+  accepted.filter((id, i) => accepted.indexOf(id, i + 1) === -1);
 const only = (ids: readonly string[], of: readonly string[]) => ids.filter((id) => of.includes(id));
 const failWhen = (eventId: string, times: number, error: () => Error): WriteScript => {
   let failures = 0;
@@ -76,7 +88,12 @@ describe('SinkWorker with a real store', () => {
     for (const key of [c1, idp, c2, s1]) expect(only(sink.accepted, key)).toEqual(key);
     for (const batch of sink.batches) expect(batch.length).toBeLessThanOrEqual(2);
     expect(store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 10, dead: 0 });
-    expect(deliveryOf(store, c2[3]!)).toMatchObject({ state: 'delivered', attempts: 1, first_attempt_at: START, last_error: null });
+    expect(deliveryOf(store, c2[3]!)).toMatchObject({
+      state: 'delivered',
+      attempts: 1,
+      first_attempt_at: START,
+      last_error: null,
+    });
     store.close();
   });
 
@@ -156,7 +173,9 @@ describe('SinkWorker with a real store', () => {
     sink.script = failWhen(a!, 99, () => new Error('HTTP 500'));
     expect(await drain(worker(store, sink, clock, { retry: { maxAttempts: 3 }, batchSize: 1 }))).toBe(true);
     expect(sink.writes.filter((w) => w.includes(a!))).toHaveLength(3);
-    expect(store.outbox.deadLetters()).toMatchObject([{ sink: 'out', eventId: a, attempts: 3, lastError: 'gave up after 3 attempts: HTTP 500' }]);
+    expect(store.outbox.deadLetters()).toMatchObject([
+      { sink: 'out', eventId: a, attempts: 3, lastError: 'gave up after 3 attempts: HTTP 500' },
+    ]);
     expect(sink.accepted).toEqual([b]);
     store.close();
   });
@@ -168,7 +187,9 @@ describe('SinkWorker with a real store', () => {
     const [a] = ingestEntries(store, 'skill', 's-1', ['a']);
     expect(await drain(worker(store, sink, clock))).toBe(true);
     expect(sink.batches).toHaveLength(1);
-    expect(store.outbox.deadLetters()).toMatchObject([{ eventId: a, attempts: 1, lastError: 'rejected: SINK_REJECTED: schema mismatch' }]);
+    expect(store.outbox.deadLetters()).toMatchObject([
+      { eventId: a, attempts: 1, lastError: 'rejected: SINK_REJECTED: schema mismatch' },
+    ]);
     store.close();
   });
 
@@ -199,14 +220,23 @@ describe('SinkWorker with a real store', () => {
     const { store, sink, clock, drain } = setup();
     const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
     const c2 = ingestEntries(store, 'career', 'c-2', ['a']);
-    sink.script = failWhen(c1[1]!, 1, () => new SinkPartialFailureError('1 of 4 failed', new Map([[c1[1]!, { error: 'HTTP 502', permanent: false }]])));
+    sink.script = failWhen(
+      c1[1]!,
+      1,
+      () => new SinkPartialFailureError('1 of 4 failed', new Map([[c1[1]!, { error: 'HTTP 502', permanent: false }]])),
+    );
     const w = worker(store, sink, clock);
     // Drain for less than the retry delay (500 ms): the first write fails in part, the retry is not due yet.
     expect(await drain(w, 400)).toBe(false);
     expect(sink.writes).toEqual([[...c1, ...c2]]);
     expect(deliveryOf(store, c1[0]!)).toMatchObject({ state: 'delivered', attempts: 1 });
     expect(deliveryOf(store, c2[0]!)).toMatchObject({ state: 'delivered', attempts: 1 });
-    expect(deliveryOf(store, c1[1]!)).toMatchObject({ state: 'pending', attempts: 1, next_attempt_at: START + 500, last_error: 'HTTP 502' });
+    expect(deliveryOf(store, c1[1]!)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      next_attempt_at: START + 500,
+      last_error: 'HTTP 502',
+    });
     expect(deliveryOf(store, c1[2]!)).toMatchObject({ state: 'pending', attempts: 0, last_error: null });
 
     expect(await drain(w)).toBe(true);
@@ -258,7 +288,12 @@ describe('SinkWorker with a real store', () => {
     const store = ChangefeedStore.open(first.file);
     const sink = new ScriptedSink('out', undefined, first.clock);
     const resumedAt = first.clock.now();
-    expect(await withVirtualTime(first.clock, worker(store, sink, first.clock).drain(new AbortController().signal, resumedAt + 60_000))).toBe(true);
+    expect(
+      await withVirtualTime(
+        first.clock,
+        worker(store, sink, first.clock).drain(new AbortController().signal, resumedAt + 60_000),
+      ),
+    ).toBe(true);
     expect(only(sink.accepted, c1)).toEqual(c1);
     expect(only(sink.accepted, idp)).toEqual(idp);
     // The retry schedule survived the restart: nothing went before the stored next attempt time.

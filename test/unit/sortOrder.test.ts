@@ -36,18 +36,26 @@ describe('detectSortOrder', () => {
   });
 
   it('skips undated entries between dated ones', () => {
-    expect(detectSortOrder([at('a', minute(5)), at('b', null), at('c', minute(4)), at('d', null)])).toBe('newest-first');
+    expect(detectSortOrder([at('a', minute(5)), at('b', null), at('c', minute(4)), at('d', null)])).toBe(
+      'newest-first',
+    );
   });
 
   it('compares instants, not strings, across time-zone offsets', () => {
     // 10:30+02:00 is 08:30Z, earlier than 09:00Z although it sorts later as text.
-    expect(detectSortOrder([at('a', '2026-03-01T09:00:00Z'), at('b', '2026-03-01T10:30:00+02:00')])).toBe('newest-first');
+    expect(detectSortOrder([at('a', '2026-03-01T09:00:00Z'), at('b', '2026-03-01T10:30:00+02:00')])).toBe(
+      'newest-first',
+    );
   });
 });
 
 describe('inIngestionOrder', () => {
   it('orders a newest-first page by performedAt, oldest first', () => {
-    expect(ids(inIngestionOrder([at('c', minute(3)), at('b', minute(2)), at('a', minute(1))]))).toEqual(['a', 'b', 'c']);
+    expect(ids(inIngestionOrder([at('c', minute(3)), at('b', minute(2)), at('a', minute(1))]))).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
   });
 
   it('puts undated entries last, in read order', () => {

@@ -9,7 +9,16 @@ import { BASE_URL, EVENTS } from './scriptedSink.js';
 
 function outbound(log: LogKind, objectId: string, entry: ActivityEntry): OutboundEvent {
   const event = buildCloudEvent({ log, objectId, baseUrl: BASE_URL, entry }, EVENTS);
-  return { seq: 1, id: event.id, type: event.type, log, objectId, orderingKey: `${log}:${objectId}`, json: JSON.stringify(event), attempt: 1 };
+  return {
+    seq: 1,
+    id: event.id,
+    type: event.type,
+    log,
+    objectId,
+    orderingKey: `${log}:${objectId}`,
+    json: JSON.stringify(event),
+    attempt: 1,
+  };
 }
 
 async function written(format: 'json' | 'pretty', batch: OutboundEvent[]): Promise<string> {
@@ -23,8 +32,20 @@ async function written(format: 'json' | 'pretty', batch: OutboundEvent[]): Promi
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const career = outbound('career', 'c-17', { id: 'e-1', event: 'level_added', description: 'Added level Senior', performedById: 'p-3', performedAt: '2026-03-01T12:04:31+02:00' });
-const idp = outbound('identityProvider', '', { id: 'i-1', event: 'user_created', description: null, performedById: null, performedAt: null });
+const career = outbound('career', 'c-17', {
+  id: 'e-1',
+  event: 'level_added',
+  description: 'Added level Senior',
+  performedById: 'p-3',
+  performedAt: '2026-03-01T12:04:31+02:00',
+});
+const idp = outbound('identityProvider', '', {
+  id: 'i-1',
+  event: 'user_created',
+  description: null,
+  performedById: null,
+  performedAt: null,
+});
 
 describe('StdoutSink', () => {
   it('writes one CloudEvent JSON per line in json format, exactly as stored', async () => {
@@ -36,10 +57,14 @@ describe('StdoutSink', () => {
   });
 
   it('writes one readable line per event in pretty format', async () => {
-    expect(await written('pretty', [career, idp])).toBe('10:04:31  career c-17  level_added  "Added level Senior"  by p-3\n--:--:--  identity provider  user_created\n');
+    expect(await written('pretty', [career, idp])).toBe(
+      '10:04:31  career c-17  level_added  "Added level Senior"  by p-3\n--:--:--  identity provider  user_created\n',
+    );
   });
 
   it('shows the event name of an entry without event as the configured null name', () => {
-    expect(prettyLine(outbound('skill', 's-1', { id: 'e-2', event: null, performedAt: '2026-03-01T00:00:09Z' }))).toBe('00:00:09  skill s-1  unspecified');
+    expect(prettyLine(outbound('skill', 's-1', { id: 'e-2', event: null, performedAt: '2026-03-01T00:00:09Z' }))).toBe(
+      '00:00:09  skill s-1  unspecified',
+    );
   });
 });

@@ -5,14 +5,19 @@ const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 
 describe('nextWindow', () => {
   it('starts the overlap before the end of the last window and ends at the service clock', () => {
-    expect(nextWindow({ windowEnd: T, coverageStart: T - 3_600_000, overlapMs: 300_000, serverNow: T + 60_000 })).toEqual({
+    expect(
+      nextWindow({ windowEnd: T, coverageStart: T - 3_600_000, overlapMs: 300_000, serverNow: T + 60_000 }),
+    ).toEqual({
       from: T - 300_000,
       to: T + 60_000,
     });
   });
 
   it('never reaches back before coverageStart, however large the overlap', () => {
-    expect(nextWindow({ windowEnd: T, coverageStart: T - 1_000, overlapMs: 300_000, serverNow: T + 5_000 })).toEqual({ from: T - 1_000, to: T + 5_000 });
+    expect(nextWindow({ windowEnd: T, coverageStart: T - 1_000, overlapMs: 300_000, serverNow: T + 5_000 })).toEqual({
+      from: T - 1_000,
+      to: T + 5_000,
+    });
   });
 
   it('truncates a fractional service time to whole milliseconds', () => {
@@ -26,7 +31,10 @@ describe('nextWindow', () => {
   });
 
   it('still yields a window when only the overlap makes it non-empty', () => {
-    expect(nextWindow({ windowEnd: T, coverageStart: 0, overlapMs: 1_000, serverNow: T })).toEqual({ from: T - 1_000, to: T });
+    expect(nextWindow({ windowEnd: T, coverageStart: 0, overlapMs: 1_000, serverNow: T })).toEqual({
+      from: T - 1_000,
+      to: T,
+    });
   });
 });
 
