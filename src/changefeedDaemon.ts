@@ -4,7 +4,7 @@ import type { ServiceClient } from './api/serviceClient.js';
 import { systemClock, type Clock } from './clock.js';
 import { appConfigSchema, type AppConfig } from './config/appConfigSchema.js';
 import { listConfigSecrets } from './config/secretFields.js';
-import { registerSecret } from './observe/secretRegistry.js';
+import { registerSecret } from './secrets/secretRegistry.js';
 import { DeliveryEngine, type DrainReport } from './deliver/deliveryEngine.js';
 import type { BatchOutcome } from './deliver/sinkWorkerOptions.js';
 import { describeError, isAbortError } from './errors.js';

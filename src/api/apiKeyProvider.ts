@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
-import { readSecretFile } from '../config/readSecretFile.js';
-import { registerSecret } from '../observe/secretRegistry.js';
+import { readSecretFile } from '../secrets/readSecretFile.js';
+import { registerSecret } from '../secrets/secretRegistry.js';
 import type { ApiConfig } from './apiConfig.js';
 
 export interface ApiKeyProvider {

@@ -1,6 +1,6 @@
 import { ENV_MAPPING } from '../config/appConfigSchema.js';
 import { ChangefeedError, ConfigError, describeError } from '../errors.js';
-import { scrubSecrets } from '../observe/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { CHECK_USAGE, checkCommand } from './checkCommand.js';
 import { DEAD_LETTERS_USAGE, deadLettersCommand } from './deadLettersCommand.js';
 import { DEMO_USAGE, demoCommand } from './demoCommand.js';

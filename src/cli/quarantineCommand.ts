@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import type { LogKind } from '../logs.js';
-import { scrubSecrets } from '../observe/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';
 import { loadInspectionConfig } from './loadAppConfig.js';

@@ -3,7 +3,7 @@ import { access, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
-import type { OutboundEvent } from '../sinks/sink.js';
+import type { OutboundEvent } from '../sinkContract/sink.js';
 import { createSink, type SinkConfig } from '../sinks/sinkRegistry.js';
 import type { CheckResult } from './checkResult.js';
 

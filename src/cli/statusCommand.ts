@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
-import { scrubSecrets } from '../observe/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';
 import { fetchLiveReadiness, withLiveSinkState } from './liveSinkState.js';

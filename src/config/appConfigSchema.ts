@@ -14,11 +14,9 @@ import { sinkConfigSchema } from '../sinks/sinkRegistry.js';
 export const appConfigSchema = z
   .object({
     api: apiConfigSchema.describe('The service to poll.'),
-    watch: watchConfigSchema.default(watchConfigSchema.parse({})).describe('Which activity logs to poll, and how.'),
-    budget: budgetConfigSchema
-      .default(budgetConfigSchema.parse({}))
-      .describe('The reads bucket: 1,000 GET requests per hour per key.'),
-    events: eventsConfigSchema.default(eventsConfigSchema.parse({})).describe('Shape of the emitted CloudEvents.'),
+    watch: watchConfigSchema.prefault({}).describe('Which activity logs to poll, and how.'),
+    budget: budgetConfigSchema.prefault({}).describe('The reads bucket: 1,000 GET requests per hour per key.'),
+    events: eventsConfigSchema.prefault({}).describe('Shape of the emitted CloudEvents.'),
     sinks: z
       .array(sinkConfigSchema)
       .min(1, 'configure at least one sink')
@@ -40,11 +38,11 @@ export const appConfigSchema = z
           .describe('Delivered events stay in the store this long (for replay), then are pruned.'),
       })
       .strict()
-      .default({ retentionDays: 7 })
+      .prefault({})
       .describe('The event journal in the store.'),
     stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
     http: httpConfigSchema
-      .default(httpConfigSchema.parse({}))
+      .prefault({})
       .describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
     log: z
       .object({
@@ -55,7 +53,7 @@ export const appConfigSchema = z
         pretty: z.boolean().default(false).describe('Readable logs for terminals instead of JSON lines.'),
       })
       .strict()
-      .default({ level: 'info', pretty: false })
+      .prefault({})
       .describe('Logging to stderr.'),
   })
   .strict();

@@ -4,7 +4,7 @@ import { formatConfigPath, getAtPath } from './configPath.js';
 import { knownKeysAtPath, type JsonSchema } from './configJsonSchema.js';
 import { collectSecretValues, isSecretPath } from './secretFields.js';
 import { suggestKey } from './suggestKey.js';
-import { redactUrlCredentials } from '../urlCredentials.js';
+import { redactUrlCredentials } from '../secrets/urlCredentials.js';
 
 type Issue = z.core.$ZodIssue;
 

@@ -1,8 +1,8 @@
 import { describeError } from '../errors.js';
-import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '../sinks/sinkErrors.js';
+import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '../sinkContract/sinkErrors.js';
 import type { FailedDelivery, PendingDelivery } from '../store/outbox.js';
 import { orderingKeyOf } from './batchPlanner.js';
-import type { RetryConfig } from './deliveryConfig.js';
+import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
 import { isPoison } from './poisonSearch.js';
 import { isExhausted, retryDelayMs } from './retryPolicy.js';
 

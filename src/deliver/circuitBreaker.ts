@@ -1,38 +1,5 @@
-import { z } from 'zod';
+import type { CircuitBreakerConfig } from '../sinkContract/deliveryConfig.js';
 import type { CircuitState } from '../store/sinkStates.js';
-
-export const circuitBreakerConfigSchema = z
-  .object({
-    failureThreshold: z
-      .number()
-      .int()
-      .min(0)
-      .default(5)
-      .describe('Consecutive failed writes that open the circuit (pause the sink); 0 turns circuit breaking off.'),
-    cooldownMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(86_400_000)
-      .default(30_000)
-      .describe('First pause once the circuit opens; after it, one probe write decides.'),
-    maxCooldownMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(86_400_000)
-      .default(600_000)
-      .describe('Longest pause: each failed probe doubles the previous one up to this.'),
-  })
-  .strict();
-
-export type CircuitBreakerConfig = z.infer<typeof circuitBreakerConfigSchema>;
-
-export const CIRCUIT_DEFAULTS: CircuitBreakerConfig = {
-  failureThreshold: 5,
-  cooldownMs: 30_000,
-  maxCooldownMs: 600_000,
-};
 
 /**
  * Stops hammering a destination that keeps failing: after `failureThreshold` failed writes in a row

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { Sink } from '../sinks/sink.js';
+import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { SinkDeliveryConfig } from './deliveryConfig.js';
-import { compileSinkFilter, type SinkFilter } from './sinkFilter.js';
+import type { SinkDeliveryConfig } from '../sinkContract/deliveryConfig.js';
+import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
+import { compileSinkFilter } from './sinkFilter.js';
 import { SinkWorker } from './sinkWorker.js';
 import type { BatchOutcome } from './sinkWorkerOptions.js';
 

@@ -1,25 +1,3 @@
-import { z } from 'zod';
-
-export const poisonConfigSchema = z
-  .object({
-    strikes: z
-      .number()
-      .int()
-      .min(0)
-      .max(1_000)
-      .default(5)
-      .describe(
-        'Failed attempts after which an event travels in ever smaller batches (halved each ' +
-          'attempt) until it is alone; alone and failing again while other events get through, it ' +
-          'becomes a dead letter ("poison"). 0 turns the search off: such an event is retried by the ' +
-          'retry schedule alone.',
-      ),
-  })
-  .strict();
-
-export type PoisonConfig = z.infer<typeof poisonConfigSchema>;
-export const POISON_DEFAULTS: PoisonConfig = { strikes: 5 };
-
 /**
  * The largest batch an event may travel in after failing `attempts` times. Below `strikes` the
  * sink's batch size; from then on halved with every further attempt, down to 1. So a batch that

@@ -1,4 +1,4 @@
-import type { RetryConfig } from './deliveryConfig.js';
+import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
 
 /** Longest wait a destination's Retry-After may impose, so a bogus header cannot stall a sink for days. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;

@@ -1,28 +1,6 @@
 import picomatch from 'picomatch';
-import { z } from 'zod';
-import { LOG_KINDS, LOGS, type LogKind } from '../logs.js';
-
-export const sinkFilterSchema = z
-  .object({
-    logs: z
-      .array(z.enum(LOG_KINDS as [LogKind, ...LogKind[]]))
-      .optional()
-      .describe('Only events of these logs (career, skill, identityProvider); all logs when absent.'),
-    include: z
-      .array(z.string().min(1))
-      .optional()
-      .describe(
-        'Glob patterns over `<log>.<event>` (e.g. `career.*`, `identity_provider.user_*`); only ' +
-          'matching events are sent.',
-      ),
-    exclude: z
-      .array(z.string().min(1))
-      .optional()
-      .describe('Glob patterns over `<log>.<event>`; matching events are not sent (wins over include).'),
-  })
-  .strict();
-
-export type SinkFilter = z.infer<typeof sinkFilterSchema>;
+import { LOGS, type LogKind } from '../logs.js';
+import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
 
 /**
  * Decides whether a sink receives an event, from the log and the event type's last two parts

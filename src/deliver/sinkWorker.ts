@@ -1,8 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { timerDelayMs } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { OutboundEvent } from '../sinks/sink.js';
-import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinks/sinkErrors.js';
+import type { OutboundEvent } from '../sinkContract/sink.js';
+import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
 import type { PendingDelivery } from '../store/outbox.js';
 import { classifyBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';

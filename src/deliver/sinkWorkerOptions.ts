@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { LogKind } from '../logs.js';
-import type { Sink } from '../sinks/sink.js';
+import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitBreakerConfig } from './circuitBreaker.js';
-import type { RetryConfig } from './deliveryConfig.js';
+import type { CircuitBreakerConfig } from '../sinkContract/deliveryConfig.js';
+import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
 
 /** What a sink worker is given by the delivery engine: its sink, the store, and the sink's delivery settings. */
 export interface SinkWorkerOptions {

@@ -3,7 +3,7 @@ import { pino, type LogFn } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
 import { REDACTED, REDACT_PATHS, redactLogValue, serializeError } from './redactLogValue.js';
-import { hasRegisteredSecrets, scrubSecrets } from './secretRegistry.js';
+import { hasRegisteredSecrets, scrubSecrets } from '../secrets/secretRegistry.js';
 
 export type Logger = pino.Logger;
 

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { scrubSecrets } from './secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 
 export const REDACTED = '[redacted]';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LOGS } from '../logs.js';
-import type { OutboundEvent } from './sink.js';
+import type { OutboundEvent } from '../sinkContract/sink.js';
 
 /**
  * Templates that name where an event goes (NATS subject, routing key, stream key, MQTT topic).

@@ -1,9 +1,9 @@
 import { mkdir, open, truncate, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { sinkCommonSchema } from '../deliver/deliveryConfig.js';
-import type { OutboundEvent, Sink } from './sink.js';
-import { SinkUnavailableError } from './sinkErrors.js';
+import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import { SinkUnavailableError } from '../sinkContract/sinkErrors.js';
 
 export const fileSinkConfigSchema = sinkCommonSchema
   .extend({

@@ -7,11 +7,11 @@ import {
   type MqttClient,
 } from 'mqtt';
 import { z } from 'zod';
-import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
-import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
+import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
-import type { OutboundEvent, Sink } from './sink.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
 
 /** What `{placeholder}` in a topic template may stand for; see renderTopic. */
 export const TOPIC_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
@@ -121,7 +121,6 @@ export const mqttSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
-    delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
   .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, {

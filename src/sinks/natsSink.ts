@@ -14,12 +14,12 @@ import {
   type NatsConnection,
 } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
+import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { AbortedError, describeError } from '../errors.js';
-import { registerSecret } from '../observe/secretRegistry.js';
+import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
-import type { OutboundEvent, Sink } from './sink.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
 import {
   escapeTemplateValue,
   renderTemplate,
@@ -119,7 +119,6 @@ export const natsSinkConfigSchema = sinkCommonSchema
       .strict()
       .optional()
       .describe('The stream the events land in. Without it, publishes go to whatever stream captures the subject.'),
-    delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
   .refine((c) => c.token === undefined || (c.user === undefined && c.password === undefined), {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
-import type { OutboundEvent } from './sink.js';
+import type { OutboundEvent } from '../sinkContract/sink.js';
 
 /** Topic-exchange separators and wildcards, and control characters: %-escaped in values from event data. */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point

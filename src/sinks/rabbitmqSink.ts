@@ -7,13 +7,18 @@ import {
   type Options,
 } from 'amqplib';
 import { z } from 'zod';
-import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
+import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { AbortedError } from '../errors.js';
-import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { templateSchema } from './eventTemplate.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
-import type { OutboundEvent, Sink } from './sink.js';
-import { SinkBackoffError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import {
+  SinkBackoffError,
+  SinkPartialFailureError,
+  SinkUnavailableError,
+  type ItemFailure,
+} from '../sinkContract/sinkErrors.js';
 
 /** What `{placeholder}` in a routing-key template may stand for; see routingKey. */
 export const ROUTING_KEY_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
@@ -108,7 +113,6 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
         'A batch not fully confirmed by the broker within this time fails and is sent again (a ' +
           'blocked or stuck broker must not hold a write forever).',
       ),
-    delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
   .refine((c) => c.password === undefined || c.username !== undefined, {

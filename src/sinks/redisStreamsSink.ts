@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
-import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
-import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
+import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
-import type { OutboundEvent, Sink } from './sink.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
 
 /** What `{placeholder}` in a key template may stand for; see renderKey. */
 export const KEY_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
@@ -86,7 +86,6 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
-    delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict();
 

@@ -4,7 +4,7 @@ import { MqttSink, mqttSinkConfigSchema } from './mqttSink.js';
 import { NatsSink, natsSinkConfigSchema } from './natsSink.js';
 import { RabbitmqSink, rabbitmqSinkConfigSchema } from './rabbitmqSink.js';
 import { RedisStreamsSink, redisStreamsSinkConfigSchema } from './redisStreamsSink.js';
-import type { Sink } from './sink.js';
+import type { Sink } from '../sinkContract/sink.js';
 import { StdoutSink, stdoutSinkConfigSchema } from './stdoutSink.js';
 import { WebhookSink, webhookSinkConfigSchema } from './webhookSink.js';
 

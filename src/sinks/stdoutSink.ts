@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { sinkCommonSchema } from '../deliver/deliveryConfig.js';
+import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import type { ChangeCloudEvent } from '../events/cloudEvent.js';
-import type { OutboundEvent, Sink } from './sink.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 
 export const stdoutSinkConfigSchema = sinkCommonSchema
   .extend({

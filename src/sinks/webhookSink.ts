@@ -2,13 +2,18 @@ import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
 import { z } from 'zod';
 import { parseRetryAfter } from '../api/responseHeaders.js';
-import { readSecretFile } from '../config/readSecretFile.js';
-import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/deliveryConfig.js';
-import { registerSecret } from '../observe/secretRegistry.js';
+import { readSecretFile } from '../secrets/readSecretFile.js';
+import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../sinkContract/deliveryConfig.js';
+import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import { checkReachable, isUnreachable } from './endpointReachability.js';
-import type { OutboundEvent, Sink } from './sink.js';
-import { SinkDisabledError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import {
+  SinkDisabledError,
+  SinkPartialFailureError,
+  SinkUnavailableError,
+  type ItemFailure,
+} from '../sinkContract/sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readSecretFile } from '../../src/config/readSecretFile.js';
+import { readSecretFile } from '../../src/secrets/readSecretFile.js';
 import { ConfigError } from '../../src/errors.js';
 import { useTempDir } from './tempConfigDir.js';
 

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAppConfig } from '../../src/cli/loadAppConfig.js';
-import { scrubSecrets } from '../../src/observe/secretRegistry.js';
-import { redactUrlCredentials } from '../../src/urlCredentials.js';
+import { scrubSecrets } from '../../src/secrets/secretRegistry.js';
+import { redactUrlCredentials } from '../../src/secrets/urlCredentials.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 describe('redactUrlCredentials', () => {

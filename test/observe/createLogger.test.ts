@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, noopLogger, type Logger } from '../../src/observe/createLogger.js';
-import { registerSecret } from '../../src/observe/secretRegistry.js';
+import { registerSecret } from '../../src/secrets/secretRegistry.js';
 import { ConfigError } from '../../src/errors.js';
 
 const API_KEY = 'sk_live_Qw3rTy9UiOp4AsDfGhJk';

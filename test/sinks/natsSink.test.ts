@@ -13,10 +13,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/errors.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
-import { scrubSecrets } from '../../src/observe/secretRegistry.js';
+import { scrubSecrets } from '../../src/secrets/secretRegistry.js';
 import { NatsSink, natsSinkConfigSchema } from '../../src/sinks/natsSink.js';
-import type { OutboundEvent } from '../../src/sinks/sink.js';
-import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
+import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 
 const NATS_URL = 'nats://127.0.0.1:4222';

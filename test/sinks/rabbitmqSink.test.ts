@@ -17,8 +17,8 @@ import { describeError } from '../../src/errors.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
 import { BLOCKED_RETRY_MS, RabbitmqSink, rabbitmqSinkConfigSchema } from '../../src/sinks/rabbitmqSink.js';
-import type { OutboundEvent } from '../../src/sinks/sink.js';
-import { SinkBackoffError, SinkPartialFailureError, SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
+import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { SinkBackoffError, SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 
 const BROKER_PORT = 5672;
 const never = new AbortController().signal;

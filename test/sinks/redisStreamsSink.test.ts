@@ -2,10 +2,10 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
-import { scrubSecrets } from '../../src/observe/secretRegistry.js';
+import { scrubSecrets } from '../../src/secrets/secretRegistry.js';
 import { RedisStreamsSink, redisStreamsSinkConfigSchema } from '../../src/sinks/redisStreamsSink.js';
-import type { OutboundEvent } from '../../src/sinks/sink.js';
-import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinks/sinkErrors.js';
+import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { rejection } from '../support/rejection.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 

@@ -1,8 +1,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboundEvent } from '../../src/sinks/sink.js';
-import { SinkPartialFailureError } from '../../src/sinks/sinkErrors.js';
+import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { SinkPartialFailureError } from '../../src/sinkContract/sinkErrors.js';
 import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
 
 const servers: Server[] = [];

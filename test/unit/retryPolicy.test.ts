@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RetryConfig } from '../../src/deliver/deliveryConfig.js';
+import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
 import { MAX_RETRY_AFTER_MS, isExhausted, retryDelayMs } from '../../src/deliver/retryPolicy.js';
 
 const config: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 30_000, maxAttempts: 5, maxAgeSeconds: 600 };

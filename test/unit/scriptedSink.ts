@@ -1,8 +1,8 @@
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { buildCloudEvent, type EventsConfig } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
-import type { OutboundEvent, Sink } from '../../src/sinks/sink.js';
-import { SinkPartialFailureError } from '../../src/sinks/sinkErrors.js';
+import type { OutboundEvent, Sink } from '../../src/sinkContract/sink.js';
+import { SinkPartialFailureError } from '../../src/sinkContract/sinkErrors.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 
 /** Decides the fate of one write: return to accept the batch, throw a sink error to fail it. */

@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import type { RetryConfig } from '../../src/deliver/deliveryConfig.js';
+import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import {
   SinkBackoffError,
   SinkPartialFailureError,
   SinkRejectedError,
   SinkUnavailableError,
-} from '../../src/sinks/sinkErrors.js';
+} from '../../src/sinkContract/sinkErrors.js';
 import { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import type { ManualClock } from '../../src/clock.js';
 import { makeTempDir } from '../support/tempDir.js';

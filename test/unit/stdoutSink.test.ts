@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { buildCloudEvent } from '../../src/events/cloudEvent.js';
 import type { ActivityEntry } from '../../src/api/activityEntry.js';
 import type { LogKind } from '../../src/logs.js';
-import type { OutboundEvent } from '../../src/sinks/sink.js';
+import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { StdoutSink, prettyLine, stdoutSinkConfigSchema } from '../../src/sinks/stdoutSink.js';
 import { BASE_URL, EVENTS } from './scriptedSink.js';
 

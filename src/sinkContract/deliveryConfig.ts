@@ -1,7 +1,12 @@
 import { z } from 'zod';
-import { CIRCUIT_DEFAULTS, circuitBreakerConfigSchema } from './circuitBreaker.js';
-import { POISON_DEFAULTS, poisonConfigSchema } from './poisonSearch.js';
-import { sinkFilterSchema } from './sinkFilter.js';
+import { LOG_KINDS, type LogKind } from '../logs.js';
+
+/*
+ * The `delivery` and `filter` blocks every sink's configuration carries. They are read by the
+ * delivery engine (deliver/), embedded by every sink type's schema (sinks/), and live here, below
+ * both, so neither room imports the other. Defaults are written once, in the schemas; the
+ * *_DEFAULTS constants are parsed from them.
+ */
 
 export const retryConfigSchema = z
   .object({
@@ -34,12 +39,78 @@ export const retryConfigSchema = z
 
 export type RetryConfig = z.infer<typeof retryConfigSchema>;
 
-export const RETRY_DEFAULTS: RetryConfig = {
-  initialDelayMs: 1_000,
-  maxDelayMs: 300_000,
-  maxAttempts: 0,
-  maxAgeSeconds: 0,
-};
+export const RETRY_DEFAULTS: RetryConfig = retryConfigSchema.parse({});
+
+export const circuitBreakerConfigSchema = z
+  .object({
+    failureThreshold: z
+      .number()
+      .int()
+      .min(0)
+      .default(5)
+      .describe('Consecutive failed writes that open the circuit (pause the sink); 0 turns circuit breaking off.'),
+    cooldownMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400_000)
+      .default(30_000)
+      .describe('First pause once the circuit opens; after it, one probe write decides.'),
+    maxCooldownMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400_000)
+      .default(600_000)
+      .describe('Longest pause: each failed probe doubles the previous one up to this.'),
+  })
+  .strict();
+
+export type CircuitBreakerConfig = z.infer<typeof circuitBreakerConfigSchema>;
+
+export const CIRCUIT_DEFAULTS: CircuitBreakerConfig = circuitBreakerConfigSchema.parse({});
+
+export const poisonConfigSchema = z
+  .object({
+    strikes: z
+      .number()
+      .int()
+      .min(0)
+      .max(1_000)
+      .default(5)
+      .describe(
+        'Failed attempts after which an event travels in ever smaller batches (halved each ' +
+          'attempt) until it is alone; alone and failing again while other events get through, it ' +
+          'becomes a dead letter ("poison"). 0 turns the search off: such an event is retried by the ' +
+          'retry schedule alone.',
+      ),
+  })
+  .strict();
+
+export type PoisonConfig = z.infer<typeof poisonConfigSchema>;
+export const POISON_DEFAULTS: PoisonConfig = poisonConfigSchema.parse({});
+
+export const sinkFilterSchema = z
+  .object({
+    logs: z
+      .array(z.enum(LOG_KINDS as [LogKind, ...LogKind[]]))
+      .optional()
+      .describe('Only events of these logs (career, skill, identityProvider); all logs when absent.'),
+    include: z
+      .array(z.string().min(1))
+      .optional()
+      .describe(
+        'Glob patterns over `<log>.<event>` (e.g. `career.*`, `identity_provider.user_*`); only ' +
+          'matching events are sent.',
+      ),
+    exclude: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('Glob patterns over `<log>.<event>`; matching events are not sent (wins over include).'),
+  })
+  .strict();
+
+export type SinkFilter = z.infer<typeof sinkFilterSchema>;
 
 /**
  * The `delivery` block of a sink. Sink types differ in what a sane retry schedule is (a broker that
@@ -67,15 +138,13 @@ export function deliverySchema(retryDefaults: RetryConfig) {
             'Defaults per sink type.',
         ),
       retry: retryConfigSchema.default(retryDefaults).describe('Retry schedule of failed events.'),
-      circuitBreaker: circuitBreakerConfigSchema
-        .default(CIRCUIT_DEFAULTS)
-        .describe('Pausing a destination that keeps failing.'),
+      circuitBreaker: circuitBreakerConfigSchema.prefault({}).describe('Pausing a destination that keeps failing.'),
       poison: poisonConfigSchema
-        .default(POISON_DEFAULTS)
+        .prefault({})
         .describe('Narrowing a batch that keeps failing down to the one event the destination cannot take.'),
     })
     .strict()
-    .default({ retry: retryDefaults, circuitBreaker: CIRCUIT_DEFAULTS, poison: POISON_DEFAULTS })
+    .prefault({})
     .describe('How the engine delivers to this sink.');
 }
 

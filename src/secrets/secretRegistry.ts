@@ -4,7 +4,7 @@
  * a secret is secret for every logger, including child loggers created before it was loaded.
  */
 
-import { redactUrlCredentials } from '../urlCredentials.js';
+import { redactUrlCredentials } from './urlCredentials.js';
 
 const REPLACEMENT = '[redacted]';
 
