@@ -1,4 +1,4 @@
-import { squareRootOptimumMeanHours } from '../../src/poll/pollAllocation.js';
+import { squareRootOptimumMeanHours } from '../../src/schedule/pollAllocation.js';
 import type { Workload } from '../../src/simulator/simulatorOptions.js';
 import type { BenchRow } from '../benchTable.js';
 import { simulateDay, type DayOptions, type DayResult } from './schedulingDay.js';

@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { LogKind } from '../logs.js';
-import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../poll/pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../schedule/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
-import { RateEstimator, emptyRateState, type RateState } from '../poll/rateEstimator.js';
-import { priorsByKind } from '../poll/sessionPrior.js';
+import { RateEstimator } from '../schedule/rateEstimator.js';
+import { emptyRateState, type RateState } from '../schedule/rateState.js';
+import { priorsByKind } from '../schedule/sessionPrior.js';
 import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { openDatabase, storePath } from '../store/database.js';

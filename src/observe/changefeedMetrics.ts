@@ -3,7 +3,7 @@ import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
-import type { ScheduleSnapshot } from '../poll/pollScheduler.js';
+import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];

@@ -3,9 +3,9 @@ import { pageItemCount } from '../api/activityReader.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { MAX_PAGE_LIMIT, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/watchedLogs.js';
-import type { LogHistory } from './rateEstimator.js';
+import type { LogHistory } from '../schedule/rateState.js';
 import { detectSortOrder } from './sortOrder.js';
-import type { ScheduleConfig } from './scheduleConfig.js';
+import type { ScheduleConfig } from '../schedule/scheduleConfig.js';
 import type { TimeWindow } from './timeWindow.js';
 import { readWindowPage } from './windowWalker.js';
 

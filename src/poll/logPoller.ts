@@ -10,7 +10,7 @@ import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
 import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
-import type { LogHistory } from './rateEstimator.js';
+import type { LogHistory } from '../schedule/rateState.js';
 import { believableCursor, nextWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';

@@ -3,7 +3,7 @@ import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
-import { scheduleKey as keyOf } from './pollScheduler.js';
+import { scheduleKey as keyOf } from '../schedule/pollScheduler.js';
 
 export interface PollFailuresDeps {
   store: ChangefeedStore;

@@ -12,7 +12,7 @@ import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discovery
 import { classifyPollFailure } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import { PollFailures } from './pollFailures.js';
-import { PollScheduler, scheduleKey as keyOf } from './pollScheduler.js';
+import { PollScheduler, scheduleKey as keyOf } from '../schedule/pollScheduler.js';
 import type { BudgetSnapshot } from './readBudget.js';
 import type { WatchConfig } from './watchConfig.js';
 import type { WatchRegistry } from './watchRegistry.js';

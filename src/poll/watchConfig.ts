@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema } from '../api/listReader.js';
-import { scheduleConfigSchema } from './scheduleConfig.js';
+import { scheduleConfigSchema } from '../schedule/scheduleConfig.js';
 
 const objectSetSchema = z
   .object({

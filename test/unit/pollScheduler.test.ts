@@ -6,10 +6,10 @@ import {
   chooseAlpha,
   expectedDelay,
   squareRootOptimumMeanHours,
-} from '../../src/poll/pollAllocation.js';
-import { PollScheduler } from '../../src/poll/pollScheduler.js';
+} from '../../src/schedule/pollAllocation.js';
+import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
-import { scheduleConfigSchema } from '../../src/poll/scheduleConfig.js';
+import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
 import type { WatchedLog } from '../../src/store/watchedLogs.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8);

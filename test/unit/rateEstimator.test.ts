@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { RateEstimator, emptyRateState, type RateState } from '../../src/poll/rateEstimator.js';
-import { scheduleConfigSchema } from '../../src/poll/scheduleConfig.js';
-import { configuredPrior } from '../../src/poll/sessionPrior.js';
+import { RateEstimator } from '../../src/schedule/rateEstimator.js';
+import { emptyRateState, type RateState } from '../../src/schedule/rateState.js';
+import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
+import { configuredPrior } from '../../src/schedule/sessionPrior.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 0, 1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SessionFollowUps, noFollowUp, type PollEvidence } from '../../src/poll/sessionFollowUps.js';
+import { SessionFollowUps, noFollowUp, type PollEvidence } from '../../src/schedule/sessionFollowUps.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8);
 const MINUTE = 60_000;

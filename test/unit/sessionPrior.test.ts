@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { emptyRateState, type RateState } from '../../src/poll/rateEstimator.js';
-import { configuredPrior, fitSessionPrior, posteriorSessionRate, priorsByKind } from '../../src/poll/sessionPrior.js';
+import { emptyRateState, type RateState } from '../../src/schedule/rateState.js';
+import {
+  configuredPrior,
+  fitSessionPrior,
+  posteriorSessionRate,
+  priorsByKind,
+} from '../../src/schedule/sessionPrior.js';
 import { Random } from '../../src/simulator/random.js';
 
 const fallback = configuredPrior({ priorEvents: 1, priorHours: 2 });

@@ -1,5 +1,5 @@
 import type { LogKind } from '../logs.js';
-import type { RateState } from './rateEstimator.js';
+import type { RateState } from './rateState.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
 
 /** Below this much evidence the configured prior stands: a fit on a handful of logs is noise. */

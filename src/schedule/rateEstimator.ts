@@ -1,37 +1,9 @@
 import type { ScheduleConfig } from './scheduleConfig.js';
+import type { LogHistory, RateState } from './rateState.js';
 import { posteriorSessionRate, type RatePrior } from './sessionPrior.js';
 
 const HOUR_MS = 3_600_000;
 const LN2 = Math.log(2);
-
-/** What is kept per log (and persisted, so a restart keeps what was learned). */
-export interface RateState {
-  /** Decayed count of changes seen. */
-  events: number;
-  /** Decayed count of edit sessions among them: changes closer than sessionGapSeconds are one. */
-  sessions: number;
-  /** Decayed hours of observation behind the counts. */
-  hours: number;
-  /** performedAt of the newest change seen, so a session spanning two polls is counted once. */
-  lastEventAt: number | null;
-  /** Clock ms of the last update; null before the first poll. */
-  updatedAt: number | null;
-}
-
-/** Changes a log's first poll found in [fromMs, toMs] (the service's clock), for a rate alone. */
-export interface LogHistory {
-  fromMs: number;
-  toMs: number;
-  performedAt: readonly number[];
-}
-
-export const emptyRateState = (): RateState => ({
-  events: 0,
-  sessions: 0,
-  hours: 0,
-  lastEventAt: null,
-  updatedAt: null,
-});
 
 export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessionGapSeconds'>;
 
