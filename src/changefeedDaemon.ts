@@ -1,3 +1,4 @@
+import { requestIdOf } from './api/apiErrors.js';
 import type { Logger } from 'pino';
 import { createApiKeyProvider } from './api/apiKeyProvider.js';
 import type { ServiceClient } from './api/serviceClient.js';
@@ -197,7 +198,7 @@ export class ChangefeedDaemon {
     } catch (error) {
       if (isAbortError(error)) throw error;
       this.options.logger.error(
-        { err: describeError(error), requestId: (error as { requestId?: string }).requestId },
+        { err: describeError(error), requestId: requestIdOf(error) },
         'ping failed; polling will retry',
       );
       return false;

@@ -60,6 +60,13 @@ export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
   },
 };
 
+/**
+ * The one name of a watched log: `<log>:<objectId>` (`identityProvider:` for the company-wide
+ * log). The scheduler keys its plan by it, failures back off by it, and it is the delivery
+ * ordering key: events with the same key reach a destination in order.
+ */
+export const logKey = (w: { readonly log: LogKind; readonly objectId: string }): string => `${w.log}:${w.objectId}`;
+
 /** The spec's hard pagination caps (section 8). */
 export const MAX_PAGE_LIMIT = 200;
 export const MAX_OFFSET = 10_000;

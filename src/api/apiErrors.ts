@@ -77,3 +77,7 @@ export class ApiResponseTooLargeError extends ApiError {
     super('API_RESPONSE_TOO_LARGE', message, path, requestId);
   }
 }
+
+/** The service's request id of a failed request, for logs; undefined for other errors. */
+export const requestIdOf = (error: unknown): string | undefined =>
+  error instanceof ApiError ? error.requestId : undefined;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { LogKind } from '../logs.js';
+import { logKey, type LogKind } from '../logs.js';
 import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../schedule/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
 import { RateEstimator } from '../schedule/rateEstimator.js';
@@ -62,9 +62,9 @@ export async function planCommand(argv: string[]): Promise<number> {
     const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
     try {
       discoveredInStore = store.getMeta(LAST_DISCOVERY_KEY) !== undefined;
-      const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
+      const estimates = new Map(new RateEstimates(store.db).list().map((e) => [logKey(e), e]));
       for (const w of store.watchedLogs.list().filter((l) => l.status === 'active')) {
-        const e = estimates.get(`${w.log}:${w.objectId}`);
+        const e = estimates.get(logKey(w));
         logs.push({
           log: w.log,
           objectId: w.objectId,
@@ -98,10 +98,11 @@ export async function planCommand(argv: string[]): Promise<number> {
     configFlag: values.config,
   });
   if (discovery.state === 'read') {
-    const known = new Set(logs.map((l) => `${l.log}:${l.objectId}`));
+    const known = new Set(logs.map((l) => logKey(l)));
     for (const log of ['career', 'skill'] as const) {
       for (const id of discovery.found[log])
-        if (!known.has(`${log}:${id}`)) logs.push({ log, objectId: id, state: emptyRateState(), cost: 1 });
+        if (!known.has(logKey({ log, objectId: id })))
+          logs.push({ log, objectId: id, state: emptyRateState(), cost: 1 });
     }
   }
   const estimator = new RateEstimator(schedule);

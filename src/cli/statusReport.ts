@@ -1,5 +1,5 @@
-import type { LogKind } from '../logs.js';
-import { BUDGET_META_KEY } from '../poll/pollLoop.js';
+import { logKey, type LogKind } from '../logs.js';
+import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
@@ -120,7 +120,7 @@ function gapOf(w: WatchedLog): LogStatus['gap'] {
 }
 
 export function buildStatusReport(store: ChangefeedStore, now: number): StatusReport {
-  const estimates = new Map(new RateEstimates(store.db).list().map((e) => [`${e.log}:${e.objectId}`, e]));
+  const estimates = new Map(new RateEstimates(store.db).list().map((e) => [logKey(e), e]));
   const logs = store.watchedLogs.list().map((w) => ({
     log: w.log,
     objectId: w.objectId,
@@ -136,8 +136,8 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
     consecutiveFailures: w.consecutiveFailures,
     entriesIngested: w.entriesIngested,
     sortOrder: w.sortOrder,
-    estimatedRatePerHour: estimates.get(`${w.log}:${w.objectId}`)?.plannedRate ?? null,
-    nextPollAt: iso(estimates.get(`${w.log}:${w.objectId}`)?.nextPollAt ?? null),
+    estimatedRatePerHour: estimates.get(logKey(w))?.plannedRate ?? null,
+    nextPollAt: iso(estimates.get(logKey(w))?.nextPollAt ?? null),
   }));
   const sinks = store.sinks.list().map((s) => {
     const counts = store.outbox.counts(s.name);

@@ -1,7 +1,7 @@
 import { describeError } from '../errors.js';
 import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '../sinkContract/sinkErrors.js';
 import type { FailedDelivery, PendingDelivery } from '../store/outbox.js';
-import { orderingKeyOf } from './batchPlanner.js';
+import { logKey } from '../logs.js';
 import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
 import { isPoison } from './poisonSearch.js';
 import { isExhausted, retryDelayMs } from './retryPolicy.js';
@@ -43,7 +43,7 @@ export function classifyBatchFailure(
   };
   const failedKeys = new Set<string>();
   for (const d of batch) {
-    const key = orderingKeyOf(d);
+    const key = logKey(d);
     const failure: ItemFailure | undefined =
       error instanceof SinkPartialFailureError
         ? error.failures.get(d.eventId)

@@ -1,3 +1,4 @@
+import { logKey } from '../logs.js';
 import type { PendingDelivery } from '../store/outbox.js';
 
 export interface PlannedBatches {
@@ -5,8 +6,6 @@ export interface PlannedBatches {
   /** Earliest next_attempt_at among deliveries that are waiting; undefined when none waits. */
   nextDueAt: number | undefined;
 }
-
-export const orderingKeyOf = (d: { log: string; objectId: string }): string => `${d.log}:${d.objectId}`;
 
 /**
  * Chooses what to send next, keeping each object's events in order.
@@ -39,7 +38,7 @@ export function planBatches(args: {
   for (const d of args.pages) {
     const last = batches.at(-1);
     if (batches.length >= args.maxBatches && last && last.length >= args.maxBatchSize) break;
-    const key = orderingKeyOf(d);
+    const key = logKey(d);
     if (blocked.has(key)) continue;
     if (d.nextAttemptAt > args.now) {
       blocked.add(key);

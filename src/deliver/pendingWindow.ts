@@ -1,6 +1,5 @@
-import type { LogKind } from '../logs.js';
+import { logKey, type LogKind } from '../logs.js';
 import type { Outbox, PendingDelivery } from '../store/outbox.js';
-import { orderingKeyOf } from './batchPlanner.js';
 
 const LOAD_PAGE = 1_000;
 
@@ -51,7 +50,7 @@ export class PendingWindow {
           rejected.push(d.seq);
           continue;
         }
-        const key = orderingKeyOf(d);
+        const key = logKey(d);
         const queue = this.queues.get(key);
         if (queue) queue.push(d);
         else this.queues.set(key, [d]);
@@ -77,7 +76,7 @@ export class PendingWindow {
   /** Delivered, dead or otherwise settled: no longer pending. */
   settle(deliveries: readonly { log: LogKind; objectId: string; seq: number }[]): void {
     for (const d of deliveries) {
-      const key = orderingKeyOf(d);
+      const key = logKey(d);
       const queue = this.queues.get(key);
       if (!queue) continue;
       const index = queue.findIndex((q) => q.seq === d.seq);
@@ -90,7 +89,7 @@ export class PendingWindow {
 
   /** A failed attempt: the delivery stays, with its new attempt count and next attempt time. */
   retryLater(delivery: PendingDelivery, nextAttemptAt: number, now: number): void {
-    const row = this.queues.get(orderingKeyOf(delivery))?.find((q) => q.seq === delivery.seq);
+    const row = this.queues.get(logKey(delivery))?.find((q) => q.seq === delivery.seq);
     if (!row) return;
     row.attempts++;
     row.nextAttemptAt = nextAttemptAt;

@@ -7,7 +7,8 @@ import type { PendingDelivery } from '../store/outbox.js';
 import { classifyBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
 import { StoreOutage } from './storeOutage.js';
-import { orderingKeyOf, planBatches } from './batchPlanner.js';
+import { logKey } from '../logs.js';
+import { planBatches } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
@@ -206,7 +207,7 @@ export class SinkWorker {
   }
 
   private launch(batch: PendingDelivery[], signal: AbortSignal): void {
-    const keys = new Set(batch.map(orderingKeyOf));
+    const keys = new Set(batch.map(logKey));
     for (const k of keys) this.inFlightKeys.add(k);
     const task = this.deliver(batch, signal).finally(() => {
       for (const k of keys) this.inFlightKeys.delete(k);
@@ -224,7 +225,7 @@ export class SinkWorker {
       type: d.type,
       log: d.log,
       objectId: d.objectId,
-      orderingKey: orderingKeyOf(d),
+      orderingKey: logKey(d),
       json: payloads.get(d.seq) ?? '',
       attempt: d.attempts + 1,
     }));

@@ -82,6 +82,15 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
   }
 }
 
+/**
+ * True when trying again after a backoff may succeed. Whether a failure is transient never
+ * depends on which log failed (only what follows from a permanent one does), so discovery's list
+ * reads are judged by the same rules as polls.
+ */
+export function isTransientPollFailure(error: unknown): boolean {
+  return classifyPollFailure(error, 'career', 0).kind === 'retry';
+}
+
 /** Backoff for a log whose polls keep failing: exponential from 5 s, capped at 5 min, full jitter. */
 export function pollRetryDelayMs(consecutiveFailures: number, random: () => number = Math.random): number {
   const ceiling = Math.min(300_000, 5_000 * 2 ** Math.max(0, consecutiveFailures - 1));

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
+import { requestIdOf } from '../api/apiErrors.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
-import { scheduleKey as keyOf } from '../schedule/pollScheduler.js';
+import { logKey } from '../logs.js';
 
 export interface PollFailuresDeps {
   store: ChangefeedStore;
@@ -41,13 +42,18 @@ export class PollFailures {
     return this.pausedForCredential ? Math.min(this.pausedUntil, now + 1_000) : this.pausedUntil;
   }
 
-  /** When the log (by its schedule key) may be polled again after a failure (0 when it may now). */
+  /** When the log (by its key) may be polled again after a failure (0 when it may now). */
   backoffUntil(key: string): number {
     return this.notBefore.get(key) ?? 0;
   }
 
+  /** Every log's backoff end, by key. */
+  backoffs(): ReadonlyMap<string, number> {
+    return this.notBefore;
+  }
+
   succeeded(w: WatchedLog): void {
-    this.notBefore.delete(keyOf(w));
+    this.notBefore.delete(logKey(w));
     this.authFailures = 0;
   }
 
@@ -60,7 +66,7 @@ export class PollFailures {
 
   private apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): void {
     const { store, logger } = this.deps;
-    const key = keyOf(w);
+    const key = logKey(w);
     try {
       store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
     } catch (recordError) {
@@ -70,7 +76,7 @@ export class PollFailures {
     const target = {
       log: w.log,
       objectId: w.objectId || undefined,
-      requestId: (error as { requestId?: string }).requestId,
+      requestId: requestIdOf(error),
     };
     switch (action.kind) {
       case 'retry': {

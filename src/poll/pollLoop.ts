@@ -1,19 +1,21 @@
 import { setMaxListeners } from 'node:events';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
-import type { RequestPriority } from '../api/serviceClient.js';
+import { requestIdOf } from '../api/apiErrors.js';
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { LogKind } from '../logs.js';
+import { logKey, type LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
-import { classifyPollFailure } from './failurePolicy.js';
+import { isTransientPollFailure, pollRetryDelayMs } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
+import { PollRecorder } from './pollRecorder.js';
 import { PollFailures } from './pollFailures.js';
-import { PollScheduler, scheduleKey as keyOf } from '../schedule/pollScheduler.js';
-import type { BudgetSnapshot } from './readBudget.js';
+import { nextAction, type LoopSnapshot } from '../schedule/nextAction.js';
+import { PollScheduler } from '../schedule/pollScheduler.js';
+import type { ReadBudget } from './readBudget.js';
 import type { WatchConfig } from './watchConfig.js';
 import type { WatchRegistry } from './watchRegistry.js';
 
@@ -31,22 +33,12 @@ export interface PollLoopDeps {
   /** Called after every poll, successful or not (metrics). */
   onPolled?: (watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void;
   /** The key's read budget: polls are chosen when it lets the next request leave. */
-  budget?: {
-    intervalMs(now: number): number;
-    earliestSendAt(now: number): number;
-    waiting(): number;
-    waitingAtLeast(priority: RequestPriority): number;
-    snapshot(): BudgetSnapshot;
-  };
+  budget?: Pick<ReadBudget, 'intervalMs' | 'earliestSendAt' | 'waiting' | 'waitingAtLeast' | 'snapshot'>;
   /** Benchmark only: plan with these rates instead of learned ones (the square-root optimum). */
   knownRates?: (key: string) => number | undefined;
   /** The service's clock (from its Date header): performedAt is compared with it, not ours. */
   serviceNow?: () => number;
 }
-
-/** Meta key under which the loop leaves the budget's state for `changefeed status`. */
-export const BUDGET_META_KEY = 'budget.snapshot';
-const BUDGET_META_EVERY_MS = 30_000;
 
 export interface SweepSummary {
   polled: number;
@@ -55,6 +47,8 @@ export interface SweepSummary {
 }
 
 const ONCE_ATTEMPTS = 6;
+/** The in-flight key of a discovery run (no log key has no colon). */
+const DISCOVERY = 'discovery';
 const ACTIVE_REFRESH_MS = 30_000;
 
 /**
@@ -70,7 +64,7 @@ export class PollLoop {
   private readonly failures: PollFailures;
   readonly scheduler: PollScheduler;
   private discoveryRunsPerHour = 0;
-  private budgetWrittenAt = Number.NEGATIVE_INFINITY;
+  private readonly recorder: PollRecorder;
   private activeCache: WatchedLog[] = [];
   private activeReadAt = Number.NEGATIVE_INFINITY;
   private activeStale = true;
@@ -94,6 +88,7 @@ export class PollLoop {
       knownRates: deps.knownRates,
       serviceNow: deps.serviceNow,
     });
+    this.recorder = new PollRecorder({ ...deps, failures: this.failures, scheduler: this.scheduler });
     if (deps.registry.discoveryEnabled)
       this.discoveryRunsPerHour = cronRunsPerHour(deps.watch.discovery.schedule, deps.clock.now());
   }
@@ -125,57 +120,72 @@ export class PollLoop {
     await this.queue.onIdle();
   }
 
-  /** One poll of every active watched log (after discovery), retrying transient failures. */
+  /**
+   * One poll of every active watched log (after discovery), each through the same launch path as
+   * `run`: a failure is classified, recorded and backed off as there, and a transient one is
+   * tried again after its backoff, up to ONCE_ATTEMPTS times.
+   */
   async sweepOnce(): Promise<SweepSummary> {
     const summary: SweepSummary = { polled: 0, emitted: 0, failures: [] };
     if (this.deps.registry.discoveryEnabled) {
-      try {
-        await this.withRetries(() => this.deps.registry.discover(this.signal), 'discovery');
-      } catch (error) {
+      const error = await this.discoverWithRetries();
+      if (error !== undefined)
         summary.failures.push({ log: 'career', objectId: '(discovery)', error: describeError(error) });
-      }
     }
     const targets = this.activeLogs();
     // So each poll updates (and persists) the log's learned rate: `run --once` from a cron job
     // learns across runs, and `plan` and `status` show what it learned.
     this.scheduler.sync(targets, this.deps.clock.now());
-    await Promise.all(
-      targets.map((w) =>
-        this.queue.add(async () => {
-          try {
-            const result = await this.withRetries(() => this.deps.poller.poll(w, this.signal), keyOf(w));
-            summary.polled++;
-            summary.emitted += result.emitted;
-            this.scheduler.recordPoll(w, this.deps.clock.now(), result);
-            this.deps.onPolled?.(w, { result });
-          } catch (error) {
-            if (isAbortError(error)) return;
-            this.deps.onPolled?.(w, { error });
-            const action = this.failures.failed(w, error, this.deps.clock.now());
-            this.activeStale = true;
-            // An object that vanished is handled (no longer watched), not a failed sweep.
-            if (action.kind === 'disableLog' && action.status === 'gone') return;
-            summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(error) });
-          }
-        }),
-      ),
-    );
+    await Promise.all(targets.map((w) => this.queue.add(() => this.sweepLog(w, summary))));
     return summary;
   }
 
-  private async withRetries<T>(fn: () => Promise<T>, what: string): Promise<T> {
+  private async sweepLog(w: WatchedLog, summary: SweepSummary): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.recorder.pollAndRecord(w, this.signal);
+      if (outcome.polled) {
+        summary.polled++;
+        summary.emitted += outcome.result.emitted;
+        return;
+      }
+      const { action, error } = outcome;
+      if (action === undefined) return;
+      this.activeStale = true;
+      // An object that vanished is handled (no longer watched), not a failed sweep.
+      if (action.kind === 'disableLog' && action.status === 'gone') return;
+      if (action.kind !== 'retry' || attempt >= ONCE_ATTEMPTS) {
+        summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(error) });
+        return;
+      }
+      const wait = this.failures.backoffUntil(logKey(w)) - this.deps.clock.now();
+      if (!(await this.sleep(wait))) return;
+    }
+  }
+
+  private async discoverWithRetries(): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await fn();
+        await this.deps.registry.discover(this.signal);
+        return undefined;
       } catch (error) {
-        const action = classifyPollFailure(error, 'career', 0);
-        if (isAbortError(error) || action.kind !== 'retry' || attempt >= ONCE_ATTEMPTS) throw error;
+        if (isAbortError(error) || !isTransientPollFailure(error) || attempt >= ONCE_ATTEMPTS) return error;
         this.deps.logger.warn(
-          { what, attempt, err: describeError(error), requestId: (error as { requestId?: string }).requestId },
-          'poll failed; retrying',
+          { attempt, err: describeError(error), requestId: requestIdOf(error) },
+          'discovery failed; retrying',
         );
-        if (!action.budgetPause) await this.deps.clock.sleep(Math.min(10_000, 250 * 2 ** attempt), this.signal);
+        if (!(await this.sleep(pollRetryDelayMs(attempt)))) return error;
       }
+    }
+  }
+
+  /** Sleeps on the loop's clock; false when the loop was stopped meanwhile. */
+  private async sleep(ms: number): Promise<boolean> {
+    try {
+      await this.deps.clock.sleep(Math.max(0, ms), this.signal);
+      return true;
+    } catch (error) {
+      if (isAbortError(error)) return false;
+      throw error;
     }
   }
 
@@ -186,40 +196,32 @@ export class PollLoop {
       .sort((a, b) => Number(b.log === 'identityProvider') - Number(a.log === 'identityProvider'));
   }
 
+  /** A plain loop: gather the snapshot, ask `nextAction`, carry out its answer. */
   private async loop(): Promise<void> {
-    const { clock } = this.deps;
     while (this.stateValue === 'running') {
-      const now = clock.now();
-      let wakeAt = now + 60_000;
-      const pauseWakeAt = this.failures.pauseWakeAt(now);
-      if (pauseWakeAt !== undefined) {
-        wakeAt = pauseWakeAt;
-      } else {
-        if (this.nextDiscoveryAt !== undefined && this.nextDiscoveryAt <= now && !this.inFlight.has('discovery')) {
-          this.launchDiscovery();
-        }
-        wakeAt = Math.min(wakeAt, this.launchDuePoll(now));
-        // While discovery runs, its end (finally) wakes the loop; its past due time must not.
-        if (this.nextDiscoveryAt !== undefined && !this.inFlight.has('discovery'))
-          wakeAt = Math.min(wakeAt, Math.max(this.nextDiscoveryAt, now + 50));
+      const now = this.deps.clock.now();
+      const action = nextAction(now, this.snapshot(now));
+      if ('launch' in action) {
+        if (action.launch === 'discovery') this.launchDiscovery();
+        else this.launchPoll(action.key);
       }
       // stop() aborts the wake controller too; checking the state first means a stop that came
       // during this pass is not slept through (and no signal is combined per pass).
       if (this.stateValue !== 'running') break;
       this.wake = new AbortController();
+      // After a launch, yield once before deciding again, so the launched poll can take its slot
+      // of the read budget and the next decision sees it.
+      const wakeAt = 'wakeAt' in action ? action.wakeAt : now;
       try {
-        await clock.sleep(Math.max(0, wakeAt - now), this.wake.signal);
+        await this.deps.clock.sleep(Math.max(0, wakeAt - now), this.wake.signal);
       } catch (error) {
         if (!isAbortError(error)) throw error;
       }
     }
   }
 
-  /**
-   * Launches the scheduler's choice when the budget would let a request leave now; returns when
-   * to look again. One choice per pass, so each slot goes to the log most urgent at that moment.
-   */
-  private launchDuePoll(now: number): number {
+  /** Everything `nextAction` decides on, as of `now`. */
+  private snapshot(now: number): LoopSnapshot {
     // Re-reading 500 rows for every slot would cost more than the choice; half a minute's lag in
     // seeing a new log is fine (discovery and failures mark the list stale at once).
     if (this.activeStale || now - this.activeReadAt >= ACTIVE_REFRESH_MS) {
@@ -228,31 +230,20 @@ export class PollLoop {
       this.activeStale = false;
       this.scheduler.sync(this.activeCache, now);
     }
-    // A full queue is woken by the finishing poll; the cap is only a safety net.
-    if (this.queue.pending + this.queue.size >= this.deps.watch.concurrency) return now + 60_000;
     const budget = this.deps.budget;
-    const sendAt = budget?.earliestSendAt(now) ?? now;
-    // Requests already waiting (discovery pages, a poll launched a moment ago) take the next slot;
-    // adding a poll now would starve discovery.
-    if (budget && budget.waitingAtLeast('discovery') > 0) return Math.max(now + 50, sendAt + 1);
-    // Backfill pages take only what regular polls leave: while they wait, a poll is launched as
-    // soon as it is due, ahead of the slot, so its request is queued (and served first) when the
-    // slot comes; the budget grants the slot the moment it opens, and a loop that waited for it
-    // would always find it taken.
-    const backfillWaiting = (budget?.waiting() ?? 0) > 0;
-    if (sendAt > now && !backfillWaiting) return sendAt;
-    let backoffEnds = Number.POSITIVE_INFINITY;
-    const eligible = (key: string): boolean => {
-      if (this.inFlight.has(key)) return false;
-      const until = this.failures.backoffUntil(key);
-      if (until > now) backoffEnds = Math.min(backoffEnds, until);
-      return until <= now;
+    return {
+      pausedUntil: this.failures.pauseWakeAt(now),
+      discovery: { dueAt: this.nextDiscoveryAt, running: this.inFlight.has(DISCOVERY) },
+      freeSlots: this.deps.watch.concurrency - this.queue.pending - this.queue.size,
+      budget: budget && {
+        sendAt: budget.earliestSendAt(now),
+        waitingDiscoveryOrHigher: budget.waitingAtLeast('discovery'),
+        waiting: budget.waiting(),
+      },
+      logs: this.scheduler.candidates(now),
+      inFlight: this.inFlight,
+      backoffUntil: this.failures.backoffs(),
     };
-    const choice = this.scheduler.pick(now, eligible, { dueOnly: backfillWaiting });
-    if ('wakeAt' in choice) return Math.max(now + 50, Math.min(choice.wakeAt, backoffEnds));
-    this.launchPoll(choice.poll);
-    // Look again at once: the next free slot (concurrency, budget) goes to the next choice.
-    return now;
   }
 
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */
@@ -265,35 +256,14 @@ export class PollLoop {
     );
   }
 
-  private recordSuccess(w: WatchedLog, result: PollResult): void {
-    const now = this.deps.clock.now();
-    this.failures.succeeded(w);
-    this.scheduler.recordPoll(w, now, result);
-    const budget = this.deps.budget;
-    if (budget && now - this.budgetWrittenAt >= BUDGET_META_EVERY_MS) {
-      this.budgetWrittenAt = now;
-      this.deps.store.setMeta(
-        BUDGET_META_KEY,
-        JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour: this.scheduler.pollBudgetPerHour(now) }),
-      );
-    }
-  }
-
-  private launchPoll(w: WatchedLog): void {
-    const key = keyOf(w);
+  private launchPoll(key: string): void {
+    const w = this.scheduler.watchedLog(key);
+    if (!w) return;
     this.inFlight.add(key);
     void this.queue
       .add(async () => {
-        try {
-          const result = await this.deps.poller.poll(w, this.signal);
-          this.recordSuccess(w, result);
-          this.deps.onPolled?.(w, { result });
-        } catch (error) {
-          if (isAbortError(error) && this.stateValue !== 'running') return;
-          this.deps.onPolled?.(w, { error });
-          this.failures.failed(w, error, this.deps.clock.now());
-          this.activeStale = true;
-        }
+        const outcome = await this.recorder.pollAndRecord(w, this.signal);
+        if (!outcome.polled) this.activeStale = true;
       })
       .finally(() => {
         this.inFlight.delete(key);
@@ -302,7 +272,7 @@ export class PollLoop {
   }
 
   private launchDiscovery(): void {
-    this.inFlight.add('discovery');
+    this.inFlight.add(DISCOVERY);
     void this.queue
       .add(async () => {
         try {
@@ -310,14 +280,14 @@ export class PollLoop {
         } catch (error) {
           if (!isAbortError(error)) {
             this.deps.logger.error(
-              { err: describeError(error), requestId: (error as { requestId?: string }).requestId },
+              { err: describeError(error), requestId: requestIdOf(error) },
               'discovery failed; next attempt on schedule',
             );
           }
         }
       })
       .finally(() => {
-        this.inFlight.delete('discovery');
+        this.inFlight.delete(DISCOVERY);
         this.activeStale = true;
         this.nextDiscoveryAt = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
         this.wake?.abort();

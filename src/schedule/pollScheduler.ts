@@ -1,9 +1,10 @@
-import type { LogKind } from '../logs.js';
+import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimates } from '../store/rateEstimates.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { allocateFrequencies, allocationWeight, alphaFor } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
+import { chooseLog, type LogCandidate } from './nextAction.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
 import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollowUps.js';
 import { configuredPrior, priorsByKind, type RatePrior } from './sessionPrior.js';
@@ -64,8 +65,6 @@ export interface ScheduleSnapshot {
   followUpsLastHour: number;
 }
 
-export const scheduleKey = (w: { log: LogKind; objectId: string }): string => `${w.log}:${w.objectId}`;
-
 /**
  * Decides which log to poll next. Each log gets a target frequency proportional to its effective
  * change rate to the power alpha (cost-aware, clamped between 1/maxInterval and 1/pollInterval),
@@ -93,7 +92,7 @@ export class PollScheduler {
     this.priors = () => prior;
     this.alpha = deps.config.policy === 'round-robin' ? 0 : deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
     for (const row of deps.estimates?.list() ?? []) {
-      this.persisted.set(scheduleKey(row), {
+      this.persisted.set(logKey(row), {
         rate: {
           events: row.events,
           sessions: row.sessions,
@@ -110,7 +109,7 @@ export class PollScheduler {
   sync(active: readonly WatchedLog[], now: number): void {
     const keys = new Set<string>();
     for (const w of active) {
-      const key = scheduleKey(w);
+      const key = logKey(w);
       keys.add(key);
       const known = this.logs.get(key);
       if (known) {
@@ -137,59 +136,39 @@ export class PollScheduler {
     }
   }
 
-  /**
-   * The log to poll now among those `eligible` allows (not in flight, not backing off), or when
-   * the next one becomes due. The caller asks only when the budget would let a request leave, so
-   * a slot is never left unused while some log may be polled (past its minimum interval), even if
-   * none is due yet: slots lost to rounding would otherwise stretch every interval a little.
-   * With `dueOnly` (backfill is waiting for the slot) only a log that is due counts.
-   */
+  /** Every scheduled log as the decision sees it: its target interval, anchor and follow-up. */
+  candidates(now: number): LogCandidate[] {
+    this.reallocate(now);
+    // Late enough that a log at the floor is not polled early (which would take polls from the
+    // others), early enough that the slots before the deadline can serve every log reaching it.
+    const maxIntervalMs = this.deps.config.maxIntervalMinutes * 60_000;
+    const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
+    return [...this.logs.entries()].map(([key, s]) => {
+      const intervalMs = this.intervalMs(s);
+      return {
+        key,
+        earliestAt: s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs,
+        anchorAt: s.lastPollAt ?? s.firstDueAt - intervalMs,
+        intervalMs,
+        starvingMs,
+        followUpDueAt: s.followUp.dueAt,
+      };
+    });
+  }
+
+  /** The scheduled log with this key (the decision names logs by key). */
+  watchedLog(key: string): WatchedLog | undefined {
+    return this.logs.get(key)?.watched;
+  }
+
+  /** The log `chooseLog` would poll now among those `eligible` allows, or when one becomes due. */
   pick(
     now: number,
     eligible: (key: string) => boolean,
     options: { dueOnly?: boolean } = {},
   ): { poll: WatchedLog } | { wakeAt: number } {
-    this.reallocate(now);
-    let best: Scheduled | undefined;
-    let bestScore = Number.NEGATIVE_INFINITY;
-    let wakeAt = Number.POSITIVE_INFINITY;
-    // Late enough that a log at the floor is not polled early (which would take polls from the
-    // others), early enough that the slots before the deadline can serve every log reaching it.
-    const maxIntervalMs = this.deps.config.maxIntervalMinutes * 60_000;
-    const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
-    for (const [key, s] of this.logs) {
-      if (!eligible(key)) continue;
-      const interval = this.intervalMs(s);
-      const anchor = s.lastPollAt ?? s.firstDueAt - interval;
-      const earliest = s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs;
-      if (earliest > now) {
-        wakeAt = Math.min(wakeAt, earliest);
-        continue;
-      }
-      // Urgency; an interval of 0 (no minimum, budget to spare) makes every log due, oldest first.
-      // A log about to exceed maxIntervalMinutes goes before any other: the floor is a promise,
-      // and follow-ups elsewhere may have raised the others' urgency above its own.
-      const waited = now - anchor;
-      // A follow-up comes next: the session it follows is likely still going on.
-      const followUp = this.followUps.isDue(s.followUp, now);
-      const score =
-        interval <= 0
-          ? 1e12 + waited
-          : waited >= starvingMs
-            ? 1e6 + waited / starvingMs
-            : followUp
-              ? 1e5 + waited / interval
-              : waited / interval;
-      if (options.dueOnly && score < 1) {
-        wakeAt = Math.min(wakeAt, anchor + interval, s.followUp.dueAt ?? Number.POSITIVE_INFINITY, anchor + starvingMs);
-        continue;
-      }
-      if (score > bestScore) {
-        bestScore = score;
-        best = s;
-      }
-    }
-    return best ? { poll: best.watched } : { wakeAt };
+    const choice = chooseLog(now, this.candidates(now), eligible, options);
+    return 'key' in choice ? { poll: this.logs.get(choice.key)!.watched } : choice;
   }
 
   /** Records a poll: a successful one updates the rate estimate and the cost of a poll. */
@@ -198,7 +177,7 @@ export class PollScheduler {
     now: number,
     result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory },
   ): void {
-    const s = this.logs.get(scheduleKey(w));
+    const s = this.logs.get(logKey(w));
     if (!s || !result) return;
     s.lastPollAt = now;
     const previousNewest = s.rate.lastEventAt;
@@ -268,7 +247,7 @@ export class PollScheduler {
   }
 
   private rateOf(s: Scheduled): number {
-    s.plannedRate ??= this.deps.knownRates?.(scheduleKey(s.watched)) ?? this.estimator.rate(s.rate, this.priorOf(s));
+    s.plannedRate ??= this.deps.knownRates?.(logKey(s.watched)) ?? this.estimator.rate(s.rate, this.priorOf(s));
     return s.plannedRate;
   }
 

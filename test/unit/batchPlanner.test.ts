@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { orderingKeyOf, planBatches } from '../../src/deliver/batchPlanner.js';
-import type { LogKind } from '../../src/logs.js';
+import { planBatches } from '../../src/deliver/batchPlanner.js';
+import { logKey, type LogKind } from '../../src/logs.js';
 import type { PendingDelivery } from '../../src/store/outbox.js';
 
 const NOW = 1_000_000;
@@ -40,9 +40,9 @@ function plan(
 
 describe('planBatches', () => {
   it('keys deliveries by log and object', () => {
-    expect(orderingKeyOf({ log: 'career', objectId: 'c1' })).toBe('career:c1');
-    expect(orderingKeyOf({ log: 'skill', objectId: 'c1' })).not.toBe(orderingKeyOf({ log: 'career', objectId: 'c1' }));
-    expect(orderingKeyOf({ log: 'identityProvider', objectId: '' })).toBe('identityProvider:');
+    expect(logKey({ log: 'career', objectId: 'c1' })).toBe('career:c1');
+    expect(logKey({ log: 'skill', objectId: 'c1' })).not.toBe(logKey({ log: 'career', objectId: 'c1' }));
+    expect(logKey({ log: 'identityProvider', objectId: '' })).toBe('identityProvider:');
   });
 
   it('keeps each key in seq order and fills one batch while it has room', () => {
@@ -101,7 +101,7 @@ describe('planBatches', () => {
       ['c1#1', 'c1#2'],
       ['c2#4', 'c2#6'],
     ]);
-    const batchesOfKey = (key: string) => result.batches.filter((b) => b.some((x) => orderingKeyOf(x) === key)).length;
+    const batchesOfKey = (key: string) => result.batches.filter((b) => b.some((x) => logKey(x) === key)).length;
     expect(batchesOfKey('career:c1')).toBe(1);
     expect(batchesOfKey('career:c2')).toBe(1);
   });

@@ -1,0 +1,65 @@
+import type { Clock } from '../clock.js';
+import { isAbortError } from '../errors.js';
+import type { PollScheduler } from '../schedule/pollScheduler.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { WatchedLog } from '../store/watchedLogs.js';
+import type { FailureAction } from './failurePolicy.js';
+import type { LogPoller, PollResult } from './logPoller.js';
+import type { PollFailures } from './pollFailures.js';
+import type { BudgetSnapshot } from './readBudget.js';
+
+/** Meta key under which the budget's state is left for `changefeed status`. */
+export const BUDGET_META_KEY = 'budget.snapshot';
+const BUDGET_META_EVERY_MS = 30_000;
+
+export interface PollRecorderDeps {
+  poller: LogPoller;
+  scheduler: PollScheduler;
+  failures: PollFailures;
+  store: ChangefeedStore;
+  clock: Clock;
+  budget?: { snapshot(): BudgetSnapshot } | undefined;
+  /** Called after every poll, successful or not (metrics). */
+  onPolled?: ((watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void) | undefined;
+}
+
+export type PollOutcome =
+  | { polled: true; result: PollResult }
+  /** `action` is what the failure policy made of the error; absent when the poll was stopped. */
+  | { polled: false; error: unknown; action?: FailureAction };
+
+/**
+ * The one launch path of a poll, for `run` and `run --once` alike: poll one log, then record
+ * what came of it (the learned rate, a failure's backoff or pause, metrics, the budget's state
+ * for `status`). Before it was one path, `run --once` recorded no success and saved no budget.
+ */
+export class PollRecorder {
+  private budgetWrittenAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: PollRecorderDeps) {}
+
+  async pollAndRecord(w: WatchedLog, signal: AbortSignal): Promise<PollOutcome> {
+    const { poller, scheduler, failures, clock } = this.deps;
+    try {
+      const result = await poller.poll(w, signal);
+      const now = clock.now();
+      failures.succeeded(w);
+      scheduler.recordPoll(w, now, result);
+      this.saveBudgetSnapshot(now);
+      this.deps.onPolled?.(w, { result });
+      return { polled: true, result };
+    } catch (error) {
+      if (isAbortError(error) && signal.aborted) return { polled: false, error };
+      this.deps.onPolled?.(w, { error });
+      return { polled: false, error, action: failures.failed(w, error, clock.now()) };
+    }
+  }
+
+  private saveBudgetSnapshot(now: number): void {
+    const budget = this.deps.budget;
+    if (!budget || now - this.budgetWrittenAt < BUDGET_META_EVERY_MS) return;
+    this.budgetWrittenAt = now;
+    const pollBudgetPerHour = this.deps.scheduler.pollBudgetPerHour(now);
+    this.deps.store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour }));
+  }
+}

@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import {
+  IDLE_WAKE_MS,
+  MIN_WAKE_MS,
+  nextAction,
+  urgencyOf,
+  type LogCandidate,
+  type LoopSnapshot,
+  type NextAction,
+} from '../../src/schedule/nextAction.js';
+
+const NOW = 1_000_000_000;
+const MIN = 60_000;
+
+/** A log polled `ago` ms before NOW with a target interval of `interval` ms. */
+function log(key: string, ago: number, interval = 10 * MIN, extra: Partial<LogCandidate> = {}): LogCandidate {
+  return {
+    key,
+    earliestAt: NOW - ago + MIN,
+    anchorAt: NOW - ago,
+    intervalMs: interval,
+    starvingMs: 54 * MIN,
+    followUpDueAt: null,
+    ...extra,
+  };
+}
+
+function snapshot(extra: Partial<LoopSnapshot> = {}): LoopSnapshot {
+  return {
+    pausedUntil: undefined,
+    discovery: { dueAt: undefined, running: false },
+    freeSlots: 4,
+    budget: { sendAt: NOW, waitingDiscoveryOrHigher: 0, waiting: 0 },
+    logs: [],
+    inFlight: new Set(),
+    backoffUntil: new Map(),
+    ...extra,
+  };
+}
+
+const budget = (sendAt: number, waiting = 0, waitingDiscoveryOrHigher = 0) => ({
+  sendAt,
+  waiting,
+  waitingDiscoveryOrHigher,
+});
+
+describe('nextAction', () => {
+  const cases: [string, Partial<LoopSnapshot>, NextAction][] = [
+    ['polls the log that is due', { logs: [log('career:a', 11 * MIN)] }, { launch: 'poll', key: 'career:a' }],
+    [
+      'polls the most urgent of several due logs (waited / interval)',
+      { logs: [log('career:a', 11 * MIN), log('career:b', 25 * MIN, 20 * MIN), log('career:c', 12 * MIN)] },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'leaves no slot unused: a log past its minimum interval but not yet due is polled',
+      { logs: [log('career:a', 3 * MIN)] },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'waits out the minimum interval of a log polled a moment ago',
+      { logs: [log('career:a', 10_000)] },
+      { wakeAt: NOW - 10_000 + MIN },
+    ],
+    [
+      'a follow-up goes before a regular log that waited longer',
+      {
+        logs: [log('career:a', 15 * MIN), log('career:b', 2 * MIN, 10 * MIN, { followUpDueAt: NOW - 1 })],
+      },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'a log about to break maxIntervalMinutes goes before a follow-up',
+      {
+        logs: [log('career:a', 2 * MIN, 10 * MIN, { followUpDueAt: NOW - 1 }), log('career:quiet', 55 * MIN, 60 * MIN)],
+      },
+      { launch: 'poll', key: 'career:quiet' },
+    ],
+    [
+      'with budget to spare (interval 0) the log that waited longest goes first',
+      { logs: [log('career:a', 2 * MIN, 0), log('career:b', 3 * MIN, 0), log('career:c', MIN, 0)] },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'skips a log in its failure backoff and wakes when the backoff ends',
+      { logs: [log('career:a', 20 * MIN)], backoffUntil: new Map([['career:a', NOW + 7_000]]) },
+      { wakeAt: NOW + 7_000 },
+    ],
+    [
+      'skips a log in backoff for the next one',
+      {
+        logs: [log('career:a', 20 * MIN), log('career:b', 11 * MIN)],
+        backoffUntil: new Map([['career:a', NOW + 7_000]]),
+      },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'never polls a log twice at once',
+      { logs: [log('career:a', 20 * MIN), log('career:b', 11 * MIN)], inFlight: new Set(['career:a']) },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'waits for the budget: the next request may leave later (pace, or a 429 Retry-After)',
+      { logs: [log('career:a', 20 * MIN)], budget: budget(NOW + 3_600_000) },
+      { wakeAt: NOW + IDLE_WAKE_MS },
+    ],
+    [
+      'waits for the budget slot when it comes sooner than the idle wake',
+      { logs: [log('career:a', 20 * MIN)], budget: budget(NOW + 4_000) },
+      { wakeAt: NOW + 4_000 },
+    ],
+    [
+      'with backfill pages waiting, a due poll is launched ahead of the slot',
+      { logs: [log('career:a', 11 * MIN)], budget: budget(NOW + 4_000, 3) },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'with backfill pages waiting, a log not yet due leaves them the slot until it is due',
+      { logs: [log('career:a', 9.5 * MIN)], budget: budget(NOW, 3) },
+      { wakeAt: NOW + 30_000 },
+    ],
+    [
+      'with backfill waiting, a pending follow-up is looked at when it falls due',
+      { logs: [log('career:a', 4 * MIN, 10 * MIN, { followUpDueAt: NOW + MIN })], budget: budget(NOW, 3) },
+      { wakeAt: NOW + MIN },
+    ],
+    [
+      'requests of discovery priority waiting take the next slot: look again just after it',
+      { logs: [log('career:a', 20 * MIN)], budget: budget(NOW + 4_000, 2, 1) },
+      { wakeAt: NOW + 4_001 },
+    ],
+    [
+      'a key-wide pause (rejected key, 429 on every poll, full disk) holds everything, discovery too',
+      { pausedUntil: NOW + 30_000, logs: [log('career:a', 20 * MIN)], discovery: { dueAt: NOW, running: false } },
+      { wakeAt: NOW + 30_000 },
+    ],
+    [
+      'a pause that has ended holds nothing',
+      { pausedUntil: NOW, logs: [log('career:a', 20 * MIN)] },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'discovery that is due goes before any poll',
+      { discovery: { dueAt: NOW - 5, running: false }, logs: [log('career:a', 20 * MIN)] },
+      { launch: 'discovery' },
+    ],
+    [
+      'discovery due soon caps the wait',
+      { discovery: { dueAt: NOW + 2_000, running: false }, logs: [log('career:a', 10_000)] },
+      { wakeAt: NOW + 2_000 },
+    ],
+    [
+      'a running discovery is not launched again, and its past due time does not wake the loop',
+      { discovery: { dueAt: NOW - 5, running: true }, logs: [log('career:a', 10_000)] },
+      { wakeAt: NOW - 10_000 + MIN },
+    ],
+    [
+      'all slots busy: a finishing poll wakes the loop (the idle wake is only a safety net)',
+      { freeSlots: 0, logs: [log('career:a', 20 * MIN)] },
+      { wakeAt: NOW + IDLE_WAKE_MS },
+    ],
+    [
+      'all slots busy, discovery due soon',
+      { freeSlots: 0, discovery: { dueAt: NOW + 5_000, running: false } },
+      { wakeAt: NOW + 5_000 },
+    ],
+    ['nothing to poll', {}, { wakeAt: NOW + IDLE_WAKE_MS }],
+    [
+      'a wake-up time already past becomes a short wait, never a busy loop',
+      { logs: [log('career:a', 20 * MIN)], backoffUntil: new Map([['career:a', NOW + 1]]) },
+      { wakeAt: NOW + MIN_WAKE_MS },
+    ],
+  ];
+
+  it.each(cases)('%s', (_name, extra, expected) => {
+    expect(nextAction(NOW, snapshot(extra))).toEqual(expected);
+  });
+
+  it('without a budget (tests, run --once) nothing waits for a slot', () => {
+    expect(nextAction(NOW, snapshot({ budget: undefined, logs: [log('career:a', 3 * MIN)] }))).toEqual({
+      launch: 'poll',
+      key: 'career:a',
+    });
+  });
+});
+
+describe('urgencyOf', () => {
+  it.each([
+    ['not before the minimum interval', log('k', 30_000), null],
+    ['regular, due at 1', log('k', 10 * MIN), { priority: 'regular', urgency: 1 }],
+    ['regular, half way', log('k', 5 * MIN), { priority: 'regular', urgency: 0.5 }],
+    ['starving from starvingMs on', log('k', 54 * MIN, 60 * MIN), { priority: 'starving', urgency: 1 }],
+    ['follow-up once due', log('k', 5 * MIN, 10 * MIN, { followUpDueAt: NOW }), { priority: 'followUp', urgency: 0.5 }],
+    [
+      'follow-up not yet due',
+      log('k', 5 * MIN, 10 * MIN, { followUpDueAt: NOW + 1 }),
+      { priority: 'regular', urgency: 0.5 },
+    ],
+    ['unpaced', log('k', 5 * MIN, 0), { priority: 'unpaced', urgency: 5 * MIN }],
+  ] as const)('%s', (_name, candidate, expected) => {
+    expect(urgencyOf(candidate, NOW)).toEqual(expected);
+  });
+});
