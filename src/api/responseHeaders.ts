@@ -1,3 +1,5 @@
+import { parseRetryAfter } from '../retryAfter.js';
+
 /**
  * What the service tells about its clock and the reads bucket in every response (spec 8 rules 1-2).
  * Unparseable values become undefined rather than errors: a missing header must not fail a poll.
@@ -29,23 +31,6 @@ function header(headers: HeaderBag, name: string): string | undefined {
 function nonNegativeInteger(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;
   return Number.parseInt(value, 10);
-}
-
-/** An HTTP-date (RFC 9110 5.6.7): IMF-fixdate, or the obsolete RFC 850 and asctime forms. */
-const HTTP_DATE = /^\s*(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /;
-
-/**
- * Retry-After as seconds from `now`: delay-seconds, or an HTTP-date. Anything else ("-5", "soon",
- * a bare year, which Date.parse would accept) is undefined, so the caller's fallback pause applies
- * rather than no pause at all. Values are not capped here: the read budget clamps what it obeys.
- */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  const seconds = nonNegativeInteger(value);
-  if (seconds !== undefined) return seconds;
-  if (!HTTP_DATE.test(value)) return undefined;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
 }
 
 export function readResponseMeta(status: number, headers: HeaderBag, receivedAt: number): ResponseMeta {

@@ -1,7 +1,6 @@
+import { backoffDelayMs } from '../backoff.js';
+import { MAX_RETRY_AFTER_MS } from '../retryAfter.js';
 import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
-
-/** Longest wait a destination's Retry-After may impose, so a bogus header cannot stall a sink for days. */
-export const MAX_RETRY_AFTER_MS = 3_600_000;
 
 /**
  * Delay before attempt `attempt + 1` after `attempt` failures: exponential backoff with full jitter
@@ -14,8 +13,7 @@ export function retryDelayMs(
   retryAfterMs?: number,
   random: () => number = Math.random,
 ): number {
-  const ceiling = Math.min(config.maxDelayMs, config.initialDelayMs * 2 ** Math.max(0, attempt - 1));
-  const jittered = Math.floor(random() * ceiling);
+  const jittered = backoffDelayMs(attempt, { initialMs: config.initialDelayMs, maxMs: config.maxDelayMs }, random);
   return retryAfterMs === undefined ? jittered : Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
 }
 

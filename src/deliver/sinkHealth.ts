@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
+import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitState } from '../store/sinkStates.js';
 
-const RECONNECT_INITIAL_MS = 500;
-const RECONNECT_MAX_MS = 60_000;
+/** Reconnecting a sink: ceilings from 500 ms to a minute, never sooner than 100 ms. */
+const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 60_000, minMs: 100 };
 
 /**
  * A sink's connection and failure state as `changefeed status` and readiness see it, kept in the
@@ -50,7 +51,7 @@ export class SinkHealth {
   /** Connecting failed: back off exponentially. Returns the wait in ms. */
   connectFailed(error: unknown): number {
     this.connectFailures++;
-    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1));
+    const delay = backoffDelayMs(this.connectFailures, RECONNECT_BACKOFF);
     this.pause(error, delay, 'sink unavailable; reconnecting with backoff');
     return delay;
   }
@@ -61,7 +62,7 @@ export class SinkHealth {
     this.connectFailures++;
     this.pause(
       error,
-      Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.connectFailures - 1)),
+      backoffDelayMs(this.connectFailures, RECONNECT_BACKOFF),
       'sink connection lost; reconnecting with backoff',
     );
   }

@@ -1,4 +1,5 @@
 import { ApiError, ApiProblemError } from '../api/apiErrors.js';
+import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import { ChangefeedError } from '../errors.js';
 import { formatFieldErrors } from '../api/problemDetails.js';
 import { LOGS, type LogKind } from '../logs.js';
@@ -17,6 +18,8 @@ export type FailureAction =
   | { kind: 'disableLog'; status: 'gone' | 'disabled'; reason: string };
 
 const MINUTE = 60_000;
+/** Pauses of a rejected key: 1, 2, 4, 8, then 15 minutes; one per key, so no jitter. */
+const CREDENTIAL_PAUSE: BackoffPolicy = { initialMs: MINUTE, maxMs: 15 * MINUTE, jitter: 'none' };
 
 export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAuthFailures: number): FailureAction {
   if (!(error instanceof ApiError)) {
@@ -41,7 +44,7 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
       return {
         kind: 'pauseAll',
         reason: error.message,
-        pauseMs: Math.min(15 * MINUTE, MINUTE * 2 ** Math.min(consecutiveAuthFailures, 4)),
+        pauseMs: backoffDelayMs(consecutiveAuthFailures + 1, CREDENTIAL_PAUSE),
       };
     case 'API_TRIAL_EXPIRED':
       return { kind: 'pauseAll', reason: error.message, pauseMs: 60 * MINUTE };
@@ -91,8 +94,9 @@ export function isTransientPollFailure(error: unknown): boolean {
   return classifyPollFailure(error, 'career', 0).kind === 'retry';
 }
 
-/** Backoff for a log whose polls keep failing: exponential from 5 s, capped at 5 min, full jitter. */
+/** Backoff of a log whose polls keep failing: ceilings from 5 s to 5 min, never under 1 s. */
+export const POLL_RETRY_BACKOFF: BackoffPolicy = { initialMs: 5_000, maxMs: 300_000, minMs: 1_000 };
+
 export function pollRetryDelayMs(consecutiveFailures: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(300_000, 5_000 * 2 ** Math.max(0, consecutiveFailures - 1));
-  return Math.max(1_000, Math.floor(random() * ceiling));
+  return backoffDelayMs(consecutiveFailures, POLL_RETRY_BACKOFF, random);
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
 import { z } from 'zod';
-import { parseRetryAfter } from '../api/responseHeaders.js';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../retryAfter.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../sinkContract/deliveryConfig.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
@@ -85,8 +85,6 @@ export type WebhookSinkConfig = z.infer<typeof webhookSinkConfigSchema>;
 const RESPONSE_SNIPPET = 512;
 /** The most of a response body read (for the dead-letter snippet); the rest is discarded unread. */
 export const RESPONSE_READ_CAP = 2048;
-/** The longest Retry-After a receiver can impose on one event. */
-const MAX_RETRY_AFTER_MS = 3_600_000;
 const RETRYABLE = new Set([408, 429]);
 
 /**
@@ -105,7 +103,7 @@ export class WebhookSink implements Sink {
 
   constructor(
     private readonly config: WebhookSinkConfig,
-    /** Wall clock for `webhook-timestamp`: receivers compare it with their own clock. */
+    /** Wall clock for `webhook-timestamp` and Retry-After dates: receivers keep real time. */
     private readonly wallClock: () => number = Date.now,
   ) {
     this.url = new URL(config.url);
@@ -215,7 +213,8 @@ export class WebhookSink implements Sink {
     const response = text.slice(0, RESPONSE_SNIPPET);
     if (status === 410)
       throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
-    const retryAfterMs = status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after']) : undefined;
+    const retryAfterMs =
+      status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after'], this.wallClock()) : undefined;
     const retryable = RETRYABLE.has(status) || status >= 500 || (this.config.retryClientErrors && status >= 400);
     const redirect =
       status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
@@ -305,8 +304,8 @@ async function readSnippet(body: ResponseBody, signal: AbortSignal): Promise<str
 }
 
 /** Retry-After as ms: delay-seconds or an HTTP-date, at most an hour; nonsense ("-5") is ignored. */
-function retryAfter(value: string | string[] | undefined): number | undefined {
-  const seconds = parseRetryAfter(Array.isArray(value) ? value[0] : value, Date.now());
+function retryAfter(value: string | string[] | undefined, now: number): number | undefined {
+  const seconds = parseRetryAfter(Array.isArray(value) ? value[0] : value, now);
   return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, readResponseMeta } from '../../src/api/responseHeaders.js';
+import { readResponseMeta } from '../../src/api/responseHeaders.js';
+import { parseRetryAfter } from '../../src/retryAfter.js';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 

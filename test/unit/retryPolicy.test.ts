@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
-import { MAX_RETRY_AFTER_MS, isExhausted, retryDelayMs } from '../../src/deliver/retryPolicy.js';
+import { isExhausted, retryDelayMs } from '../../src/deliver/retryPolicy.js';
+import { MAX_RETRY_AFTER_MS } from '../../src/retryAfter.js';
 
 const config: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 30_000, maxAttempts: 5, maxAgeSeconds: 600 };
 const fixed = (value: number) => () => value;
