@@ -1,13 +1,54 @@
 /**
+ * Every code an error of this project can carry: stable, documented in docs/operations.md (a
+ * test keeps the two in step), and a union of literals so a misspelt code does not compile.
+ */
+export const ERROR_CODES = [
+  'ABORTED',
+  'CONFIG_INVALID',
+  'USAGE',
+  'PORT_IN_USE',
+  'STATE_DIR_LOCKED',
+  'STORE_ERROR',
+  'STORE_MISSING',
+  'STORE_REFUSED',
+  'STORE_UNAVAILABLE',
+  'FORBIDDEN_FILTER',
+  'WINDOW_TOO_DENSE',
+  'VERSION_LOG_TOO_LONG',
+  'API_INVALID_CREDENTIAL',
+  'API_INSUFFICIENT_SCOPE',
+  'API_INSUFFICIENT_PERMISSIONS',
+  'API_TRIAL_EXPIRED',
+  'API_NOT_FOUND',
+  'API_VALIDATION',
+  'API_RATE_LIMITED',
+  'API_SERVER_ERROR',
+  'API_HTTP_ERROR',
+  'API_TIMEOUT',
+  'API_CONNECTION',
+  'API_MALFORMED_RESPONSE',
+  'API_RESPONSE_TOO_LARGE',
+  'SINK_UNAVAILABLE',
+  'SINK_BACKOFF',
+  'SINK_PARTIAL_FAILURE',
+  'SINK_REJECTED',
+  'SINK_DISABLED',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+/** The codes of failed calls to the service. */
+export type ApiErrorCode = Extract<ErrorCode, `API_${string}`>;
+
+/**
  * Base class of every error this project throws on purpose.
  *
  * Callers match on `code` (stable, documented in docs/operations.md), never on the message,
  * which is written for the operator and says what to do.
  */
 export class ChangefeedError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -29,6 +70,11 @@ export class AbortedError extends ChangefeedError {
   constructor(message = 'operation aborted') {
     super('ABORTED', message);
   }
+}
+
+/** The code of one of our errors; undefined for anything else (a Node error's `code` is not ours). */
+export function errorCodeOf(error: unknown): ErrorCode | undefined {
+  return error instanceof ChangefeedError ? error.code : undefined;
 }
 
 export function isAbortError(error: unknown): boolean {

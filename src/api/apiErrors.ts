@@ -1,25 +1,12 @@
-import { ChangefeedError } from '../errors.js';
+import { ChangefeedError, type ApiErrorCode } from '../errors.js';
+
+export type { ApiErrorCode };
 import type { ProblemDetails } from './problemDetails.js';
 
 /**
  * Errors of calls to the service. Each carries a stable `code`; the poller decides what to do
  * from the code alone (see poll/failurePolicy.ts), never from the message.
  */
-export type ApiErrorCode =
-  | 'API_INVALID_CREDENTIAL'
-  | 'API_INSUFFICIENT_SCOPE'
-  | 'API_INSUFFICIENT_PERMISSIONS'
-  | 'API_TRIAL_EXPIRED'
-  | 'API_NOT_FOUND'
-  | 'API_VALIDATION'
-  | 'API_RATE_LIMITED'
-  | 'API_SERVER_ERROR'
-  | 'API_HTTP_ERROR'
-  | 'API_TIMEOUT'
-  | 'API_CONNECTION'
-  | 'API_MALFORMED_RESPONSE'
-  | 'API_RESPONSE_TOO_LARGE';
-
 export abstract class ApiError extends ChangefeedError {
   declare readonly code: ApiErrorCode;
   /** The service's X-Request-Id, when a response arrived: quote it to the service's support. */

@@ -2,12 +2,10 @@ import { readActivityPage } from '../api/activityReader.js';
 import { readAllIds } from '../api/listReader.js';
 import { pingService } from '../serviceConnection.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
-import { describeError } from '../errors.js';
+import { describeError, errorCodeOf } from '../errors.js';
 import { discoveryLists } from '../poll/watchRegistry.js';
 import type { CheckResult } from './checkResult.js';
 import type { ServiceSession } from './serviceSession.js';
-
-const code = (error: unknown): string | undefined => (error as { code?: string }).code;
 
 /** The ping: the key is accepted and the service answers. Everything else depends on it. */
 export async function checkPing(session: ServiceSession): Promise<CheckResult> {
@@ -38,11 +36,11 @@ export async function checkConfiguredIds(config: AppConfig, session: ServiceSess
       results.push({ name, ok: true, detail: 'its activity log answers' });
     } catch (error) {
       const fix =
-        code(error) === 'API_NOT_FOUND'
+        errorCodeOf(error) === 'API_NOT_FOUND'
           ? `the service does not know this id (or the key's person may not see it): correct or remove it in watch.${log}s.ids`
-          : code(error) === 'API_INSUFFICIENT_SCOPE'
+          : errorCodeOf(error) === 'API_INSUFFICIENT_SCOPE'
             ? `grant the key the ${log}s:read scope`
-            : code(error) === 'API_INSUFFICIENT_PERMISSIONS'
+            : errorCodeOf(error) === 'API_INSUFFICIENT_PERMISSIONS'
               ? 'bind the key to a person who may read this log, or stop watching it'
               : 'see the error; run check again once it is fixed';
       results.push({ name, ok: false, detail: describeError(error), fix });
@@ -65,9 +63,9 @@ export async function checkDiscoveryLists(config: AppConfig, session: ServiceSes
       });
     } catch (error) {
       const fix =
-        code(error) === 'API_MALFORMED_RESPONSE'
+        errorCodeOf(error) === 'API_MALFORMED_RESPONSE'
           ? 'set watch.discovery.envelope (itemsPath, idField) to the shape of the list response'
-          : code(error) === 'API_INSUFFICIENT_SCOPE'
+          : errorCodeOf(error) === 'API_INSUFFICIENT_SCOPE'
             ? `grant the key the ${list.log}s:read scope, or turn watch.${list.log}s.discover off`
             : 'see the error; run check again once it is fixed';
       results.push({ name, ok: false, detail: describeError(error), fix });

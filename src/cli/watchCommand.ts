@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readActivityPage } from '../api/activityReader.js';
-import { ChangefeedError, describeError } from '../errors.js';
+import { ChangefeedError, describeError, errorCodeOf } from '../errors.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
 import { storePath } from '../store/database.js';
 import { loadAppConfig } from './loadAppConfig.js';
@@ -52,7 +52,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
     try {
       await readActivityPage(session.client, { log, objectId, offset: 0, limit: 1 });
     } catch (error) {
-      const stillGone = (error as { code?: string }).code === 'API_NOT_FOUND';
+      const stillGone = errorCodeOf(error) === 'API_NOT_FOUND';
       out(
         `${log} ${objectId} ${stillGone ? 'still answers 404: it stays gone' : `could not be read: ${describeError(error)}`} (${session.describeSpend()})`,
       );

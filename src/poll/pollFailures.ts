@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
-import { describeError } from '../errors.js';
+import { describeError, errorCodeOf } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/watchedLogs.js';
 import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
@@ -12,8 +12,6 @@ export interface PollFailuresDeps {
   /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
   credentialChanged?: () => boolean;
 }
-
-const codeOf = (error: unknown): string | undefined => (error as { code?: string } | undefined)?.code;
 
 /**
  * What failed polls do to the poll loop: a per-log backoff before the next attempt, a pause of
@@ -86,7 +84,7 @@ export class PollFailures {
         return;
       }
       case 'pauseAll':
-        if (codeOf(error) === 'API_INVALID_CREDENTIAL') {
+        if (errorCodeOf(error) === 'API_INVALID_CREDENTIAL') {
           if (this.deps.credentialChanged?.()) {
             logger.info(
               { ...target },
@@ -97,7 +95,7 @@ export class PollFailures {
           }
           this.authFailures++;
         }
-        this.pausedForCredential = codeOf(error) === 'API_INVALID_CREDENTIAL';
+        this.pausedForCredential = errorCodeOf(error) === 'API_INVALID_CREDENTIAL';
         this.pausedUntil = Math.max(this.pausedUntil, now + action.pauseMs);
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
         return;

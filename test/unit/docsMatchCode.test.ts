@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/main.js';
 import { ENV_MAPPING } from '../../src/config/appConfigSchema.js';
+import { ERROR_CODES } from '../../src/errors.js';
 import { SINK_FACTORIES } from '../../src/sinks/sinkRegistry.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -67,5 +68,12 @@ describe('the sink docs match the registry', () => {
       .split('\n')
       .filter((line) => line.startsWith('## '));
     expect(Object.keys(SINK_FACTORIES).filter((type) => !headings.includes(`## ${type}`))).toEqual([]);
+  });
+});
+
+describe('docs/operations.md matches the code', () => {
+  it('explains every error code the code can raise', () => {
+    const errorCodes = read('docs/operations.md').split('## Error codes')[1] ?? '';
+    expect(ERROR_CODES.filter((code) => !errorCodes.includes(`| \`${code}\` |`))).toEqual([]);
   });
 });
