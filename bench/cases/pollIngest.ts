@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChangefeedDaemon } from '../../src/changefeedDaemon.js';
+import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import { ManualClock } from '../../src/clock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { noopLogger } from '../../src/observe/createLogger.js';

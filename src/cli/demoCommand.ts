@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ChangefeedDaemon } from '../changefeedDaemon.js';
+import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
 import { createLogger } from '../observe/createLogger.js';
 import { startWebhookReceiver } from '../receiver/webhookReceiver.js';
 import { startSimulator } from '../simulator/index.js';

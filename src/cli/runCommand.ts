@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
-import { ChangefeedDaemon } from '../changefeedDaemon.js';
+import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
 import { storePath } from '../store/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { setStoreAside } from '../store/storeIdentity.js';

@@ -1,6 +1,6 @@
 import { readActivityPage } from '../api/activityReader.js';
 import { readAllIds } from '../api/listReader.js';
-import { pingService } from '../serviceConnection.js';
+import { pingService } from '../daemon/serviceConnection.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError, errorCodeOf } from '../errors.js';
 import { discoveryLists } from '../poll/watchRegistry.js';

@@ -1,6 +1,6 @@
 import { createApiKeyProvider } from '../api/apiKeyProvider.js';
 import type { ServiceClient } from '../api/serviceClient.js';
-import { createServiceClient } from '../serviceConnection.js';
+import { createServiceClient } from '../daemon/serviceConnection.js';
 import { systemClock } from '../clock.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { createLogger } from '../observe/createLogger.js';

@@ -15,6 +15,14 @@ export interface EngineSink {
   filter?: SinkFilter | undefined;
 }
 
+export interface SinkConnectionState {
+  sink: string;
+  disabled: boolean;
+  /** When the sink last lost (or never had) its connection; null while connected. */
+  disconnectedSince: number | null;
+  lastError: string | null;
+}
+
 export interface DrainReport {
   sink: string;
   drained: boolean;
@@ -71,12 +79,7 @@ export class DeliveryEngine {
   }
 
   /** Per sink, for readiness: disabled, and since when not connected. */
-  connectionStates(): {
-    sink: string;
-    disabled: boolean;
-    disconnectedSince: number | null;
-    lastError: string | null;
-  }[] {
+  connectionStates(): SinkConnectionState[] {
     return this.workers.map((w) => ({ sink: w.name, ...w.connectionState }));
   }
 

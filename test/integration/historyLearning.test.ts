@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChangefeedDaemon } from '../../src/changefeedDaemon.js';
+import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import type { ManualClock } from '../../src/clock.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';
@@ -57,14 +57,12 @@ describe('learning from the history a log already holds', { timeout: 120_000 }, 
     'the first poll reads the week before coverage for the rate alone: busy and quiet careers ' +
       'told apart at once, nothing old emitted',
     async () => {
-      const { simulator, clock, started, stateDir } = await firstPolls({});
+      const { simulator, started, stateDir } = await firstPolls({});
       const truth = simulator.trueRates();
       const careers = [...simulator.careerIds].sort(
         (a, b) => (truth.get(`career:${b}`) ?? 0) - (truth.get(`career:${a}`) ?? 0),
       );
-      const planned = new Map(
-        daemon!.pollLoop.scheduler.plan(clock.now()).map((p) => [`${p.log}:${p.objectId}`, p.rate]),
-      );
+      const planned = new Map(daemon!.schedulePlan().map((p) => [`${p.log}:${p.objectId}`, p.rate]));
       const busiest = careers[0]!;
       const trueBusiest = truth.get(`career:${busiest}`)!;
       // A week of a busy career's changes is hundreds of them: its rate is known within a third.

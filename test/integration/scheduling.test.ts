@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChangefeedDaemon } from '../../src/changefeedDaemon.js';
+import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import type { ManualClock } from '../../src/clock.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';
@@ -88,7 +88,7 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
     });
     daemon = createDaemon(config, { clock });
     await runFor(clock, daemon, 2 * 60 * MINUTE);
-    expect(daemon.budget.allowancePerHour()).toBe(180);
+    expect(daemon.readsAllowedPerHour()).toBe(180);
     expect(simulator.requests.filter((r) => r.status === 429)).toEqual([]);
     const start = simulator.requests[0]!.at;
     for (let hour = 0; hour < 2; hour++) {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ChangefeedDaemon, type DaemonOptions } from '../../src/changefeedDaemon.js';
+import { ChangefeedDaemon, type DaemonOptions } from '../../src/daemon/changefeedDaemon.js';
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { appConfigSchema, type AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import type { ApiKeyProvider } from './api/apiKeyProvider.js';
-import type { ResponseMeta } from './api/responseHeaders.js';
-import { ServiceClient } from './api/serviceClient.js';
-import type { Clock } from './clock.js';
-import type { AppConfig } from './config/appConfigSchema.js';
-import type { ReadBudget } from './poll/readBudget.js';
-import type { ServerClock } from './poll/serverClock.js';
+import type { ApiKeyProvider } from '../api/apiKeyProvider.js';
+import type { ResponseMeta } from '../api/responseHeaders.js';
+import { ServiceClient } from '../api/serviceClient.js';
+import type { Clock } from '../clock.js';
+import type { AppConfig } from '../config/appConfigSchema.js';
+import type { ReadBudget } from '../poll/readBudget.js';
+import type { ServerClock } from '../poll/serverClock.js';
 
 /**
  * The client every command uses: requests are paced by the read budget, and every response

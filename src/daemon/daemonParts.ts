@@ -1,0 +1,133 @@
+import type { Logger } from 'pino';
+import { createApiKeyProvider, type ApiKeyProvider } from '../api/apiKeyProvider.js';
+import type { ResponseMeta } from '../api/responseHeaders.js';
+import type { ServiceClient } from '../api/serviceClient.js';
+import { systemClock, type Clock } from '../clock.js';
+import { appConfigSchema, type AppConfig } from '../config/appConfigSchema.js';
+import { listConfigSecrets } from '../config/secretFields.js';
+import { DeliveryEngine } from '../deliver/deliveryEngine.js';
+import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
+import { ChangefeedMetrics } from '../observe/changefeedMetrics.js';
+import { LogPoller } from '../poll/logPoller.js';
+import { PollLoop } from '../poll/pollLoop.js';
+import { ReadBudget } from '../poll/readBudget.js';
+import { ServerClock } from '../poll/serverClock.js';
+import { WatchRegistry } from '../poll/watchRegistry.js';
+import { registerSecret } from '../secrets/secretRegistry.js';
+import { createSink } from '../sinks/sinkRegistry.js';
+import { ChangefeedStore } from '../store/changefeedStore.js';
+import { storePath } from '../store/database.js';
+import { StateDirLock } from '../store/stateDirLock.js';
+import { CredentialTracker } from './credentialTracker.js';
+import { createServiceClient } from './serviceConnection.js';
+
+export interface DaemonOptions {
+  logger: Logger;
+  clock?: Clock;
+  /** Where stdout sinks write. */
+  stdout?: NodeJS.WritableStream;
+  env?: NodeJS.ProcessEnv;
+  onBatchOutcome?: (outcome: BatchOutcome) => void;
+}
+
+/** Everything a running daemon is made of, in the order data flows through it. */
+export interface DaemonParts {
+  clock: Clock;
+  /** One daemon per state directory; released on stop. */
+  lock: StateDirLock;
+  store: ChangefeedStore;
+  /** The service's clock, judged from its Date headers. */
+  serverClock: ServerClock;
+  budget: ReadBudget;
+  apiKey: ApiKeyProvider;
+  credential: CredentialTracker;
+  client: ServiceClient;
+  metrics: ChangefeedMetrics;
+  registry: WatchRegistry;
+  pollLoop: PollLoop;
+  engine: DeliveryEngine;
+}
+
+/**
+ * Wires the parts: the lock, then the store, the service's clock and read budget, the client,
+ * the watch registry and poll loop, and the delivery engine with one worker per sink. Polling and
+ * delivery only meet in the store, so either can stall without blocking the other.
+ */
+export function assembleDaemon(config: AppConfig, options: DaemonOptions): DaemonParts {
+  const { logger } = options;
+  for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
+  const clock = options.clock ?? systemClock;
+  // Before the store is opened: a second daemon must not even migrate it.
+  const lock = StateDirLock.acquire(config.stateDir);
+  let store: ChangefeedStore;
+  try {
+    store = ChangefeedStore.open(storePath(config.stateDir));
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  const serverClock = new ServerClock(clock, {
+    toleranceMs: config.api.clockToleranceSeconds * 1000,
+    onRejected: (rejected) => {
+      metrics.observeClockRejected();
+      logger.warn(
+        {
+          skewSeconds: Math.round(rejected.offsetMs / 1000),
+          jumpSeconds: Math.round(rejected.jumpMs / 1000),
+          agreeing: rejected.agreeing,
+        },
+        "the service's Date header jumped beyond api.clockToleranceSeconds; not believed: windows " +
+          'end at the last believable service time',
+      );
+    },
+  });
+  const budget = new ReadBudget(config.budget, clock);
+  const apiKey = createApiKeyProvider(config.api, options.env);
+  const credential = new CredentialTracker(apiKey.source);
+  const client = createServiceClient(config, { apiKey, clock, logger, budget, serverClock, onResponse });
+  const metrics = new ChangefeedMetrics(store, {
+    now: () => clock.now(),
+    allowancePerHour: () => budget.allowancePerHour(),
+    serviceClockSkewSeconds: () => serverClock.skewMs / 1000,
+    schedule: () => pollLoop.scheduler.snapshot(clock.now()),
+  });
+  function onResponse(meta: ResponseMeta, path: string): void {
+    metrics.observeResponse(meta, path);
+    credential.observe(meta.status);
+  }
+  const shared = { client, store, serverClock, clock, watch: config.watch, logger };
+  const registry = new WatchRegistry(shared);
+  const poller = new LogPoller({ ...shared, events: config.events, baseUrl: config.api.baseUrl });
+  const engine = new DeliveryEngine(
+    config.sinks.map((sinkConfig) => ({
+      sink: createSink(sinkConfig, { stdout: options.stdout }),
+      delivery: sinkConfig.delivery,
+      filter: sinkConfig.filter,
+    })),
+    {
+      store,
+      clock,
+      logger,
+      onOutcome: (outcome) => {
+        metrics.observeDelivery(outcome);
+        options.onBatchOutcome?.(outcome);
+      },
+    },
+  );
+  const pollLoop = new PollLoop({
+    poller,
+    registry,
+    store,
+    clock,
+    watch: config.watch,
+    logger,
+    credentialChanged: () => apiKey.hasChanged(),
+    budget,
+    serviceNow: () => serverClock.now(),
+    onPolled: (watched, outcome) => {
+      metrics.observePoll(watched.log, outcome, clock.now());
+      if ((outcome.result?.emitted ?? 0) > 0) engine.notify();
+    },
+  });
+  return { clock, lock, store, serverClock, budget, apiKey, credential, client, metrics, registry, pollLoop, engine };
+}
