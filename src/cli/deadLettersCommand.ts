@@ -42,7 +42,7 @@ export function deadLettersCommand(argv: string[]): number {
   const store = ChangefeedStore.open(file);
   try {
     if (action === 'list') {
-      const letters = store.outbox.deadLetters({ sink: values.sink, eventId: values.id });
+      const letters = store.deadLetters.list({ sink: values.sink, eventId: values.id });
       if (values.json) process.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);
       else if (letters.length === 0) process.stdout.write('no dead letters\n');
       else {
@@ -61,9 +61,9 @@ export function deadLettersCommand(argv: string[]): number {
     const now = Date.now();
     const requeued =
       values.id !== undefined
-        ? store.outbox.requeueDeadEvent(values.id, values.sink, now)
+        ? store.deadLetters.requeueEvent(values.id, values.sink, now)
         : (values.sink ? [values.sink] : config.sinks.map((s) => s.name)).reduce(
-            (n, sink) => n + store.outbox.requeueDead(sink, now),
+            (n, sink) => n + store.deadLetters.requeueSink(sink, now),
             0,
           );
     process.stdout.write(`re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}\n`);

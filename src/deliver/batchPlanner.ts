@@ -1,4 +1,5 @@
 import { logKey } from '../logs.js';
+import type { OutboundEvent } from '../sinkContract/sink.js';
 import type { PendingDelivery } from '../store/outbox.js';
 
 export interface PlannedBatches {
@@ -67,4 +68,21 @@ export function planBatches(args: {
     capOf.set(batch, Math.min(cap, capOf.get(batch) ?? args.maxBatchSize));
   }
   return { batches, nextDueAt };
+}
+
+/** A batch as the sink sees it: each delivery with its stored CloudEvent JSON, byte for byte. */
+export function toOutboundEvents(
+  batch: readonly PendingDelivery[],
+  payloads: ReadonlyMap<number, string>,
+): OutboundEvent[] {
+  return batch.map((d) => ({
+    seq: d.seq,
+    id: d.eventId,
+    type: d.type,
+    log: d.log,
+    objectId: d.objectId,
+    orderingKey: logKey(d),
+    json: payloads.get(d.seq) ?? '',
+    attempt: d.attempts + 1,
+  }));
 }

@@ -101,11 +101,11 @@ export class DeliveryEngine {
    * happens to read the outbox from its start.
    */
   private async watchRequeues(signal: AbortSignal): Promise<void> {
-    let seen = this.deps.store.outbox.requeueCount();
+    let seen = this.deps.store.deadLetters.requeueCount();
     while (!signal.aborted) {
       try {
         await this.deps.clock.sleep(REQUEUE_CHECK_MS, signal);
-        const count = this.deps.store.outbox.requeueCount();
+        const count = this.deps.store.deadLetters.requeueCount();
         if (count === seen) continue;
         seen = count;
         for (const w of this.workers) w.reloadPending();

@@ -1,14 +1,13 @@
 import { setMaxListeners } from 'node:events';
 import { timerDelayMs } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { OutboundEvent } from '../sinkContract/sink.js';
 import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
 import type { PendingDelivery } from '../store/outbox.js';
-import { classifyBatchFailure } from './batchFailure.js';
+import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
 import { StoreOutage } from './storeOutage.js';
 import { logKey } from '../logs.js';
-import { planBatches } from './batchPlanner.js';
+import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
@@ -68,12 +67,8 @@ export class SinkWorker {
 
   /** For readiness: disabled, or since when not connected (null while connected). */
   get connectionState(): { disabled: boolean; disconnectedSince: number | null; lastError: string | null } {
-    const row = this.options.store.sinks.list().find((s) => s.name === this.name);
-    return {
-      disabled: this.health.disabled,
-      disconnectedSince: this.health.disconnectedSince,
-      lastError: row?.lastError ?? null,
-    };
+    const lastError = this.options.store.sinks.list().find((s) => s.name === this.name)?.lastError ?? null;
+    return { disabled: this.health.disabled, disconnectedSince: this.health.disconnectedSince, lastError };
   }
 
   /** Dead letters were re-queued: read the outbox afresh (planning still skips objects in flight). */
@@ -218,27 +213,14 @@ export class SinkWorker {
   }
 
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
-    const payloads = this.options.store.outbox.payloads(batch.map((d) => d.seq));
-    const events: OutboundEvent[] = batch.map((d) => ({
-      seq: d.seq,
-      id: d.eventId,
-      type: d.type,
-      log: d.log,
-      objectId: d.objectId,
-      orderingKey: logKey(d),
-      json: payloads.get(d.seq) ?? '',
-      attempt: d.attempts + 1,
-    }));
+    const seqs = batch.map((d) => d.seq);
+    const events = toOutboundEvents(batch, this.options.store.outbox.payloads(seqs));
     try {
       await this.options.sink.write(events, signal);
       const now = this.options.clock.now();
       this.window.settle(batch);
       try {
-        this.options.store.outbox.markDelivered(
-          this.name,
-          batch.map((d) => d.seq),
-          now,
-        );
+        this.options.store.outbox.markDelivered(this.name, seqs, now);
         this.options.store.health.clear();
       } catch (error) {
         // Delivered, but the store cannot say so now: kept in memory and recorded once it can,
@@ -271,20 +253,18 @@ export class SinkWorker {
     const message = describeError(error);
     // Batches planned before this failure may hold events the failure should now hold back.
     this.ready = [];
-    if (error instanceof SinkDisabledError) {
-      this.health.disable(message);
-      this.report({ retried: batch.length, error: message });
-      return;
-    }
-    if (error instanceof SinkUnavailableError) {
-      // The connection, not the events, failed: reconnect; the events keep their attempt count.
+    // The connection or the destination as a whole failed, not these events: they keep their
+    // attempt count, and the worker disables, reconnects or backs off.
+    if (error instanceof SinkDisabledError) this.health.disable(message);
+    else if (error instanceof SinkUnavailableError) {
       this.reconnecting = true;
       this.health.connectionLost(error);
-      this.report({ retried: batch.length, error: message });
-      return;
-    }
-    if (error instanceof SinkBackoffError) {
-      this.health.backOff(error, error.retryAfterMs);
+    } else if (error instanceof SinkBackoffError) this.health.backOff(error, error.retryAfterMs);
+    if (
+      error instanceof SinkDisabledError ||
+      error instanceof SinkUnavailableError ||
+      error instanceof SinkBackoffError
+    ) {
       this.report({ retried: batch.length, error: message });
       return;
     }
@@ -292,16 +272,7 @@ export class SinkWorker {
       strikes: this.options.poisonStrikes ?? 0,
       lastSuccessAt: this.lastSuccessAt,
     });
-    store.outbox.markDelivered(this.name, outcome.delivered, now);
-    store.outbox.scheduleRetry(this.name, outcome.retries, now);
-    store.outbox.markDead(this.name, outcome.dead, now);
-    const bySeq = new Map(batch.map((d) => [d.seq, d]));
-    const settled = new Set([...outcome.delivered, ...outcome.dead.map((d) => d.seq)]);
-    this.window.settle(batch.filter((d) => settled.has(d.seq)));
-    for (const r of outcome.retries) {
-      const row = bySeq.get(r.seq);
-      if (row) this.window.retryLater(row, r.nextAttemptAt, now);
-    }
+    recordBatchFailure(store.outbox, this.window, this.name, batch, outcome, now);
     // A destination that answered and refused these events (a 4xx) works: that is no outage, and
     // counting it would pause the sink and let one event die per probe.
     const opened = outcome.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);

@@ -91,18 +91,8 @@ export class PollScheduler {
     const prior = configuredPrior(deps.config);
     this.priors = () => prior;
     this.alpha = deps.config.policy === 'round-robin' ? 0 : deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
-    for (const row of deps.estimates?.list() ?? []) {
-      this.persisted.set(logKey(row), {
-        rate: {
-          events: row.events,
-          sessions: row.sessions,
-          hours: row.hours,
-          lastEventAt: row.lastEventAt,
-          updatedAt: row.updatedAt,
-        },
-        cost: row.pollCost,
-      });
-    }
+    for (const { events, sessions, hours, lastEventAt, updatedAt, pollCost, ...row } of deps.estimates?.list() ?? [])
+      this.persisted.set(logKey(row), { rate: { events, sessions, hours, lastEventAt, updatedAt }, cost: pollCost });
   }
 
   /** Brings the scheduled set in line with the active watched logs. */
@@ -194,7 +184,7 @@ export class PollScheduler {
         previousNewest,
         newest: s.rate.lastEventAt,
         serviceNow: this.deps.serviceNow?.() ?? now,
-        changesPerSession: this.estimator.changesPerSession(s.rate, this.priorOf(s)),
+        changesPerSession: this.estimator.changesPerSession(s.rate, this.priors(s.watched.log)),
         ratePerHour: this.rateOf(s),
       });
     s.followUp = this.followUps.afterPoll(s.followUp, now, inSession);
@@ -242,12 +232,9 @@ export class PollScheduler {
     return Math.max(1, pace - (this.deps.discoveryPerHour?.() ?? 0) - this.followUps.lastHour(now));
   }
 
-  private priorOf(s: Scheduled): RatePrior {
-    return this.priors(s.watched.log);
-  }
-
   private rateOf(s: Scheduled): number {
-    s.plannedRate ??= this.deps.knownRates?.(logKey(s.watched)) ?? this.estimator.rate(s.rate, this.priorOf(s));
+    s.plannedRate ??=
+      this.deps.knownRates?.(logKey(s.watched)) ?? this.estimator.rate(s.rate, this.priors(s.watched.log));
     return s.plannedRate;
   }
 

@@ -24,36 +24,6 @@ export interface FailedDelivery {
   response?: string | undefined;
 }
 
-export interface DeadLetter {
-  sink: string;
-  seq: number;
-  eventId: string;
-  type: string;
-  log: LogKind;
-  objectId: string;
-  attempts: number;
-  lastError: string | null;
-  lastStatus: number | null;
-  lastResponse: string | null;
-  firstAttemptAt: number | null;
-  deadAt: number | null;
-}
-
-interface DeadLetterRow {
-  sink: string;
-  seq: number;
-  event_id: string;
-  type: string;
-  log: LogKind;
-  object_id: string;
-  attempts: number;
-  last_error: string | null;
-  last_status: number | null;
-  last_response: string | null;
-  first_attempt_at: number | null;
-  updated_at: number | null;
-}
-
 export interface DeliveryCounts {
   pending: number;
   delivered: number;
@@ -67,8 +37,6 @@ export interface DeliveryCounts {
  * Every state change of a delivery is one short transaction, so a crash at any point leaves each
  * event either delivered or still pending (at-least-once).
  */
-const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
-
 export class Outbox {
   private readonly insertEventStmt;
   private readonly insertDeliveriesStmt;
@@ -78,12 +46,9 @@ export class Outbox {
   private readonly deadStmt;
   private readonly countsStmt;
   private readonly pruneStmt;
-  private readonly requeueDeadStmt;
   private readonly filteredStmt;
   private readonly payloadsStmt;
   private readonly enqueueStmt;
-  private readonly deadListStmt;
-  private readonly requeueOneStmt;
 
   constructor(private readonly db: Db) {
     this.insertEventStmt = db.prepare(
@@ -144,17 +109,6 @@ export class Outbox {
       `UPDATE deliveries SET state = 'filtered', updated_at = @now WHERE sink = @sink AND seq = ` +
         `@seq AND state = 'pending'`,
     );
-    this.deadListStmt = db.prepare<[{ sink: string | null; eventId: string | null; limit: number }], DeadLetterRow>(
-      `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
-              d.last_response, d.first_attempt_at, d.updated_at
-       FROM deliveries d JOIN events e ON e.seq = d.seq
-       WHERE d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink) AND (@eventId IS NULL OR e.event_id = @eventId)
-       ORDER BY d.sink, d.seq LIMIT @limit`,
-    );
-    this.requeueOneStmt = db.prepare(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = @now
-       WHERE state = 'dead' AND (@sink IS NULL OR sink = @sink) AND seq IN (SELECT seq FROM events WHERE event_id = @eventId)`,
-    );
     this.countsStmt = db.prepare<[string], { state: string; n: number; oldest: number | null }>(
       `SELECT d.state, COUNT(*) AS n, MIN(e.ingested_at) AS oldest
        FROM deliveries d JOIN events e ON e.seq = d.seq WHERE d.sink = ? GROUP BY d.state`,
@@ -162,10 +116,6 @@ export class Outbox {
     this.pruneStmt = db.prepare(
       `DELETE FROM events WHERE ingested_at < ?
          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = events.seq AND d.state = 'pending')`,
-    );
-    this.requeueDeadStmt = db.prepare(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = ?
-       WHERE sink = ? AND state = 'dead'`,
     );
   }
 
@@ -255,26 +205,6 @@ export class Outbox {
     })();
   }
 
-  /** Dead letters, optionally of one sink or one event id. */
-  deadLetters(filter: { sink?: string; eventId?: string; limit?: number } = {}): DeadLetter[] {
-    return this.deadListStmt
-      .all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 })
-      .map((r) => ({
-        sink: r.sink,
-        seq: r.seq,
-        eventId: r.event_id,
-        type: r.type,
-        log: r.log,
-        objectId: r.object_id,
-        attempts: r.attempts,
-        lastError: r.last_error,
-        lastStatus: r.last_status,
-        lastResponse: r.last_response,
-        firstAttemptAt: r.first_attempt_at,
-        deadAt: r.updated_at,
-      }));
-  }
-
   /**
    * Queues journal events for `sink` again (replay), with a fresh attempt budget, whatever their
    * delivery state: events ingested in [since, until), optionally of one log. Adds deliveries for
@@ -288,40 +218,6 @@ export class Outbox {
       log: range.log ?? null,
       now,
     }).changes;
-  }
-
-  /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
-  requeueDead(sink: string, now: number): number {
-    return this.bumpRequeues(this.requeueDeadStmt.run(now, sink).changes);
-  }
-
-  /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
-  requeueDeadEvent(eventId: string, sink: string | undefined, now: number): number {
-    return this.bumpRequeues(this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes);
-  }
-
-  /**
-   * How many times dead letters were put back in line, ever. A running daemon (another process)
-   * watches it to take re-queued deliveries up at once: they have old seqs, which its in-memory
-   * window of pending deliveries has already passed.
-   */
-  requeueCount(): number {
-    const row = this.db
-      .prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
-      .get(REQUEUE_COUNT_KEY);
-    return row ? Number(row.value) : 0;
-  }
-
-  private bumpRequeues(changed: number): number {
-    if (changed > 0) {
-      this.db
-        .prepare(
-          `INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = ` +
-            `CAST(value AS INTEGER) + 1`,
-        )
-        .run(REQUEUE_COUNT_KEY);
-    }
-    return changed;
   }
 
   counts(sink: string): DeliveryCounts {

@@ -23,9 +23,9 @@ describe('changefeed dead-letters retry while the daemon runs', () => {
       refuse = false;
       // What the CLI does, from another connection to the store.
       const cli = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));
-      const [dead] = cli.outbox.deadLetters();
+      const [dead] = cli.deadLetters.list();
       const requeuedAt = Date.now();
-      expect(cli.outbox.requeueDeadEvent(dead?.eventId as string, 'hook', requeuedAt)).toBe(1);
+      expect(cli.deadLetters.requeueEvent(dead?.eventId as string, 'hook', requeuedAt)).toBe(1);
       cli.close();
       await until(() => store.outbox.counts('hook').delivered === 400, 30_000, 'the re-queued event delivered');
       expect(Date.now() - requeuedAt).toBeLessThan(4_000);

@@ -73,14 +73,14 @@ describe('sink isolation', () => {
     expect(first.sinks).toEqual([expect.objectContaining({ sink: 'hook', dead: 3, pending: 0 })]);
     const { ChangefeedStore } = await import('../../src/store/changefeedStore.js');
     const store = ChangefeedStore.open(join(stateDir, 'changefeed.sqlite'));
-    expect(store.outbox.deadLetters().map((d) => [d.lastStatus, d.lastResponse])).toEqual(
+    expect(store.deadLetters.list().map((d) => [d.lastStatus, d.lastResponse])).toEqual(
       Array(3).fill([400, 'schema mismatch']),
     );
     // Dead letters of an earlier run were reported by it: a run that adds none succeeds.
     const unchanged = await runOnce(config);
     expect(unchanged.ok).toBe(true);
     accept = true;
-    expect(store.outbox.requeueDead('hook', Date.now())).toBe(3);
+    expect(store.deadLetters.requeueSink('hook', Date.now())).toBe(3);
     store.close();
     const second = await runOnce(config);
     expect(second.ok).toBe(true);

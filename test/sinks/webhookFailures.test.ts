@@ -85,13 +85,13 @@ describe('webhook sink, when the endpoint fails', () => {
       sink: { delivery: { retry: { ...fastRetry, maxAttempts: 3 } } },
     });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
-    const [dead, ...more] = store.outbox.deadLetters({ sink: 'hook' });
+    const [dead, ...more] = store.deadLetters.list({ sink: 'hook' });
     expect(more).toHaveLength(1);
     expect(dead).toMatchObject({ attempts: 3, lastStatus: 503, lastResponse: 'upstream exploded' });
     expect(dead?.lastError).toMatch(/gave up after 3 attempts: HTTP 503/);
     expect(hook.received).toHaveLength(6);
     healthy = true;
-    expect(store.outbox.requeueDead('hook', clock.now())).toBe(2);
+    expect(store.deadLetters.requeueSink('hook', clock.now())).toBe(2);
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     await engine.stop();
     expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 2, dead: 0 });
@@ -107,7 +107,7 @@ describe('webhook sink, when the endpoint fails', () => {
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(hook.received.map((r) => entryOf(r).index)).toEqual([0, 1, 2]);
-    expect(store.outbox.deadLetters()).toEqual([
+    expect(store.deadLetters.list()).toEqual([
       expect.objectContaining({ attempts: 1, lastStatus: 422, lastResponse: '{"error":"bad shape"}' }),
     ]);
     store.close();

@@ -69,7 +69,7 @@ describe('a batch the destination keeps refusing because of one event', () => {
       expect(await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 86_400_000))).toBe(
         true,
       );
-      const dead = store.outbox.deadLetters();
+      const dead = store.deadLetters.list();
       expect(dead.map((d) => d.eventId)).toEqual([poison]);
       expect(dead[0]?.lastError).toMatch(
         /^poison: failed alone \d+ times while the destination took other events: .*too large/,
@@ -110,7 +110,7 @@ describe('a batch the destination keeps refusing because of one event', () => {
       random: () => 0.5,
     });
     await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 3_600_000));
-    expect(store.outbox.deadLetters()).toEqual([]);
+    expect(store.deadLetters.list()).toEqual([]);
     expect(store.outbox.counts('out').pending).toBe(4);
     store.close();
   });

@@ -173,7 +173,7 @@ describe('SinkWorker with a real store', () => {
     sink.script = failWhen(a!, 99, () => new Error('HTTP 500'));
     expect(await drain(worker(store, sink, clock, { retry: { maxAttempts: 3 }, batchSize: 1 }))).toBe(true);
     expect(sink.writes.filter((w) => w.includes(a!))).toHaveLength(3);
-    expect(store.outbox.deadLetters()).toMatchObject([
+    expect(store.deadLetters.list()).toMatchObject([
       { sink: 'out', eventId: a, attempts: 3, lastError: 'gave up after 3 attempts: HTTP 500' },
     ]);
     expect(sink.accepted).toEqual([b]);
@@ -187,7 +187,7 @@ describe('SinkWorker with a real store', () => {
     const [a] = ingestEntries(store, 'skill', 's-1', ['a']);
     expect(await drain(worker(store, sink, clock))).toBe(true);
     expect(sink.batches).toHaveLength(1);
-    expect(store.outbox.deadLetters()).toMatchObject([
+    expect(store.deadLetters.list()).toMatchObject([
       { eventId: a, attempts: 1, lastError: 'rejected: SINK_REJECTED: schema mismatch' },
     ]);
     store.close();
@@ -269,7 +269,7 @@ describe('SinkWorker with a real store', () => {
     const w = worker(store, sink, clock);
     expect(await drain(w)).toBe(true);
     expect(store.outbox.counts('out').dead).toBe(1);
-    expect(store.outbox.requeueDead('out', clock.now())).toBe(1);
+    expect(store.deadLetters.requeueSink('out', clock.now())).toBe(1);
     expect(await drain(w)).toBe(true);
     expect(sink.accepted).toEqual([a]);
     expect(store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 1, dead: 0 });
