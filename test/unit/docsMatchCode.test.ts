@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/main.js';
@@ -75,5 +75,18 @@ describe('docs/operations.md matches the code', () => {
   it('explains every error code the code can raise', () => {
     const errorCodes = read('docs/operations.md').split('## Error codes')[1] ?? '';
     expect(ERROR_CODES.filter((code) => !errorCodes.includes(`| \`${code}\` |`))).toEqual([]);
+  });
+});
+
+describe('the docs name files that exist', () => {
+  // A file the reader is told to create, not one that exists.
+  const examples = new Set(['src/sinks/socketSink.ts']);
+  it.each(
+    ['README.md', ...readdirSync(join(ROOT, 'docs')).map((name) => `docs/${name}`)].filter((p) => p.endsWith('.md')),
+  )('%s', (path) => {
+    const named = [...read(path).matchAll(/\b((?:src|test|bench|scripts)\/[\w./-]+\.ts)\b/g)].map(
+      (m) => m[1] as string,
+    );
+    expect(named.filter((file) => !examples.has(file) && !existsSync(join(ROOT, file)))).toEqual([]);
   });
 });
