@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs';
+import { openExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { storePath } from '../store/database.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
 
 export const DEAD_LETTERS_USAGE = `changefeed dead-letters list [--config FILE] [--sink S] [--json]
@@ -33,13 +31,7 @@ export function deadLettersCommand(argv: string[]): number {
       `no sink named "${values.sink}" in the config (sinks: ${config.sinks.map((s) => s.name).join(', ')})`,
     );
   }
-  const file = storePath(config.stateDir);
-  if (!existsSync(file))
-    throw new ChangefeedError(
-      'STORE_MISSING',
-      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
-    );
-  const store = ChangefeedStore.open(file);
+  const store = openExistingStore(config.stateDir);
   try {
     if (action === 'list') {
       const letters = store.deadLetters.list({ sink: values.sink, eventId: values.id });

@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
+import { openExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import type { LogKind } from '../logs.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { openDatabase, storePath } from '../store/database.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
 import { numericFlag } from './numericFlag.js';
 import { terminalSafe } from './terminalText.js';
@@ -34,13 +32,7 @@ export function quarantineCommand(argv: string[]): number {
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
   const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
   const { config } = loadInspectionConfig({ configFlag: values.config });
-  const file = storePath(config.stateDir);
-  if (!existsSync(file))
-    throw new ChangefeedError(
-      'STORE_MISSING',
-      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
-    );
-  const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
+  const store = openExistingStore(config.stateDir, { readonly: true });
   try {
     const records = store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {

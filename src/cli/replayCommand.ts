@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { openExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
@@ -6,8 +6,6 @@ import { ChangefeedError } from '../errors.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { storePath } from '../store/database.js';
 import { loadReplayConfig } from './loadAppConfig.js';
 
 export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--queue-only]
@@ -40,13 +38,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const until = parseTime('--until', values.until, false);
   if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
-  const file = storePath(config.stateDir);
-  if (!existsSync(file))
-    throw new ChangefeedError(
-      'STORE_MISSING',
-      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
-    );
-  const store = ChangefeedStore.open(file);
+  const store = openExistingStore(config.stateDir);
   try {
     store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),

@@ -1,9 +1,6 @@
-import { existsSync } from 'node:fs';
+import { openExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
-import { ChangefeedError } from '../errors.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { openDatabase, storePath } from '../store/database.js';
 import { fetchLiveReadiness, withLiveSinkState } from './liveSinkState.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
 import { buildStatusReport, formatStatusReport } from './statusReport.js';
@@ -20,14 +17,8 @@ export async function statusCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   const { config } = loadInspectionConfig({ configFlag: values.config });
-  const file = storePath(config.stateDir);
-  if (!existsSync(file))
-    throw new ChangefeedError(
-      'STORE_MISSING',
-      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
-    );
   const live = await fetchLiveReadiness(config.http);
-  const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
+  const store = openExistingStore(config.stateDir, { readonly: true });
   try {
     const report = withLiveSinkState(
       buildStatusReport(store, Date.now()),

@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
+import { openExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { readActivityPage } from '../api/activityReader.js';
 import { ChangefeedError, describeError, errorCodeOf } from '../errors.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { storePath } from '../store/database.js';
 import { loadAppConfig } from './loadAppConfig.js';
 import { openServiceSession } from './serviceSession.js';
 
@@ -27,13 +25,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
     throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
   }
   const { config } = loadAppConfig({ configFlag: values.config });
-  const file = storePath(config.stateDir);
-  if (!existsSync(file))
-    throw new ChangefeedError(
-      'STORE_MISSING',
-      `no store at ${file}; has the daemon run with stateDir ${config.stateDir}?`,
-    );
-  const store = ChangefeedStore.open(file);
+  const store = openExistingStore(config.stateDir);
   const session = openServiceSession(config);
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   try {
