@@ -79,6 +79,12 @@ const cases: Case[] = [
     settled: undefined,
   },
   {
+    name: 'gives up at once on a signal aborted before, and a later rejection stays handled',
+    abortedBefore: true,
+    steps: ['reject'],
+    settled: undefined,
+  },
+  {
     name: 'ignores a resolution after the time limit',
     timeoutMs: 100,
     steps: [{ advanceMs: 100 }, 'resolve'],
