@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
+import { AbortedError } from '../errors.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../retryAfter.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
+import { throwIfAborted } from './deadline.js';
 import { checkReachable, isUnreachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
@@ -58,7 +60,7 @@ export class WebhookSink implements Sink {
     try {
       await checkReachable(this.url, this.config.timeoutMs, signal, ca);
     } catch (error) {
-      if (signal.aborted) throw error;
+      if (error instanceof AbortedError) throw error;
       throw new SinkUnavailableError(
         `cannot connect to ${this.url.origin}: ${transportMessage(error, this.config.timeoutMs)}`,
         { cause: error },
@@ -134,7 +136,7 @@ export class WebhookSink implements Sink {
           ? discard(res.body)
           : await readSnippet(res.body, AbortSignal.any([signal, deadline]));
     } catch (error) {
-      if (signal.aborted) throw error;
+      throwIfAborted(signal, `POST ${this.url.origin}${this.url.pathname}`);
       if (deadline.aborted)
         return { error: `no complete answer within timeoutMs (${this.config.timeoutMs} ms)`, permanent: false };
       const message = transportMessage(error, this.config.timeoutMs);
