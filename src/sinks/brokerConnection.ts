@@ -37,13 +37,13 @@ export interface BrokerPeer {
   readonly name: string;
   /** Where, without credentials: `redis://127.0.0.1:6379/0`. */
   readonly address: string;
-  /** Matches a reason that says the broker refused the login (bad user name or password). */
-  readonly loginRefused: RegExp;
+  /** Matches a reason that says the broker refused the login (bad user name or password); absent without a login. */
+  readonly loginRefused?: RegExp;
 }
 
 /** The error of a failed connect. A refused login says what to check. */
 export function cannotConnect(peer: BrokerPeer, reason: string, cause?: unknown): SinkUnavailableError {
-  const hint = peer.loginRefused.test(reason) ? `; ${peer.name} refused the login: check username and password` : '';
+  const hint = peer.loginRefused?.test(reason) ? `; ${peer.name} refused the login: check username and password` : '';
   return new SinkUnavailableError(
     `cannot connect to ${peer.name} at ${peer.address}: ${reason}${hint}`,
     cause === undefined ? undefined : { cause },

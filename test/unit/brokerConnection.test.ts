@@ -63,6 +63,11 @@ describe('cannotConnect', () => {
       reason: 'connack timeout',
       message: 'cannot connect to the MQTT broker at mqtt://127.0.0.1:1883: connack timeout',
     },
+    {
+      peer: { name: 'the consumer', address: '/run/consumer.sock' },
+      reason: 'not authorized',
+      message: 'cannot connect to the consumer at /run/consumer.sock: not authorized',
+    },
   ])('$peer.name: "$reason"', ({ peer, reason, message }) => {
     const error = cannotConnect(peer, reason);
     expect(error).toBeInstanceOf(SinkUnavailableError);
