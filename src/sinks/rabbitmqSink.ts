@@ -238,7 +238,10 @@ export class RabbitmqSink implements Sink {
     return routingKeyFor(this.config.routingKey, event);
   }
 
-  /** An amqplib or socket error as an operator-facing sentence; never holds the password. */
+  /**
+   * An amqplib or socket error as the reason part of an operator-facing message (callers name the
+   * broker: "cannot connect to RabbitMQ at ...: <reason>"); never holds the password.
+   */
   private explain(error: unknown): string {
     const password = this.config.password;
     // scrubSecrets ignores values under 4 characters; a short password is still cut out here.
