@@ -253,7 +253,11 @@ export class MqttSink implements Sink {
       arm();
       pump();
     });
-    return { acknowledged, stop: () => finish(new SinkUnavailableError('publishing stopped')) };
+    // Nobody waits for `acknowledged` once the caller stopped; settling it only ends the watch.
+    const stop = (): void => {
+      if (!settled) finish(new Error('publishing stopped'));
+    };
+    return { acknowledged, stop };
   }
 
   private optionsFor(event: OutboundEvent): IClientPublishOptions {
