@@ -1,5 +1,6 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { waitWithin } from './deadline.js';
 
 /** Socket errors that mean the endpoint cannot be reached at all (nothing was sent to it). */
 export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
@@ -21,31 +22,27 @@ export function isUnreachable(error: unknown): boolean {
 /**
  * Opens one TCP connection to the URL's host and port (with a TLS handshake for https, so a
  * certificate problem shows here too) and closes it again, sending no request. Rejects with the
- * socket's error (its `code` kept) or a CONNECT_TIMEOUT error after `timeoutMs`.
+ * socket's error (its `code` kept), a CONNECT_TIMEOUT error after `timeoutMs`, or an AbortedError.
  */
 export async function checkReachable(url: URL, timeoutMs: number, signal: AbortSignal, ca?: string): Promise<void> {
   const https = url.protocol === 'https:';
   const port = Number(url.port || (https ? 443 : 80));
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let socket: Socket | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
+  const connected = new Promise<void>((resolve, reject) => {
+    socket = https
+      ? tlsConnect({ host, port, servername: host, ...(ca ? { ca } : {}) }, resolve)
+      : netConnect({ host, port }, resolve);
+    socket.once('error', reject);
+  });
   try {
-    await new Promise<void>((resolve, reject) => {
-      socket = https
-        ? tlsConnect({ host, port, servername: host, ...(ca ? { ca } : {}) }, resolve)
-        : netConnect({ host, port }, resolve);
-      socket.once('error', reject);
-      timer = setTimeout(
-        () => reject(Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: 'CONNECT_TIMEOUT' })),
-        timeoutMs,
-      );
-      onAbort = () => reject(signal.reason as Error);
-      signal.addEventListener('abort', onAbort, { once: true });
+    await waitWithin(connected, {
+      what: `connect to ${url.origin}`,
+      signal,
+      timeoutMs,
+      onTimeout: () => Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: 'CONNECT_TIMEOUT' }),
     });
   } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
     socket?.destroy();
   }
 }

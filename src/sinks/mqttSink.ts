@@ -6,17 +6,14 @@ import {
   type IClientPublishOptions,
   type MqttClient,
 } from 'mqtt';
-import { z } from 'zod';
-import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
+import { AbortedError } from '../errors.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
-import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-
-/** What `{placeholder}` in a topic template may stand for; see renderTopic. */
-export const TOPIC_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
-/** Wildcards and NUL may not appear in a topic name; `$` topics belong to the broker. */
-const isTopicText = (text: string): boolean => !/[+#]/.test(text) && !text.includes('\u0000') && !text.startsWith('$');
+import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
+import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
+import type { MqttSinkConfig } from './mqttSinkConfig.js';
 
 /**
  * PUBACK reason codes that are about the event itself (its topic, its size, its payload), so
@@ -27,108 +24,6 @@ const PERMANENT_REASONS = new Set([0x90, 0x95, 0x99]);
 
 const reasonName = (code: number): string =>
   (ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
-
-const topicTemplateSchema = templateSchema(TOPIC_PLACEHOLDERS, (sample) =>
-  isTopicText(sample) ? undefined : 'must be an MQTT topic name: no wildcards (+ #), not starting with $',
-).min(1);
-
-export const mqttSinkConfigSchema = sinkCommonSchema
-  .extend({
-    type: z.literal('mqtt'),
-    url: z
-      .url({ protocol: /^mqtts?$/, message: 'must be an mqtt:// or mqtts:// URL' })
-      .refine(
-        (u) => new URL(u).username === '' && new URL(u).password === '',
-        'put credentials in username and password, not in the URL',
-      )
-      .default('mqtt://127.0.0.1:1883')
-      .describe('Broker, `mqtt://host:port`; `mqtts://` connects with TLS (certificate checks stay on).'),
-    username: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('User name. Not treated as a secret; a broker that takes a token here should get it in `password`.'),
-    password: z.string().min(1).optional().describe('Secret: password of `username`.'),
-    clientId: z
-      .string()
-      .min(1)
-      .max(256)
-      .optional()
-      .describe(
-        'Client id, naming the persistent session; `changefeed-<name>` when absent. Keep it stable ' +
-          'and give each daemon its own: a second connection with the same id takes the session over ' +
-          'and disconnects the first.',
-      ),
-    prefix: z
-      .string()
-      .min(1)
-      .refine(isTopicText, 'no wildcards (+ #), not starting with $')
-      .default('changefeed')
-      .describe('What `{prefix}` stands for in `topic`; may hold `/` for several levels.'),
-    topic: topicTemplateSchema
-      .default('{prefix}/{log}/{event}')
-      .describe(
-        'Topic each event is published to. Placeholders: `{prefix}`, `{type}` the CloudEvent type, ' +
-          '`{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the ' +
-          'career or skill id (`_` for the identity-provider log). `/`, `+`, `#` in placeholder ' +
-          'values become `_`. The broker keeps order per topic only: use `{prefix}/{log}/{subject}` ' +
-          "if consumers need each object's events in order across event types.",
-      ),
-    retain: z
-      .boolean()
-      .default(false)
-      .describe('Publish with the retain flag: the broker keeps the last event of each topic for new subscribers.'),
-    ceUserProperties: z
-      .boolean()
-      .default(false)
-      .describe(
-        'Also put every CloudEvent attribute (id, type, source, ...) in an MQTT 5 user property of ' +
-          'that name; the payload is always the whole CloudEvent JSON.',
-      ),
-    protocolVersion: z
-      .union([z.literal(4), z.literal(5)])
-      .default(5)
-      .describe('MQTT protocol: 5, or 4 for MQTT 3.1.1 brokers (no user properties, no session expiry).'),
-    sessionExpirySeconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(4_294_967_295)
-      .default(3_600)
-      .describe(
-        'MQTT 5: how long the broker keeps the session after the connection closes. MQTT 3.1.1 ' +
-          'brokers keep it as long as they are configured to.',
-      ),
-    connectTimeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(120_000)
-      .default(10_000)
-      .describe('A connection the broker has not accepted (CONNACK) within this time counts as failed.'),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(300_000)
-      .default(10_000)
-      .describe(
-        'Longest wait for the next PUBACK while a batch is published; past it the connection ' +
-          'counts as lost and the batch is sent again.',
-      ),
-    caFile: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
-  })
-  .strict()
-  .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, {
-    message: 'user properties need MQTT 5 (protocolVersion: 5)',
-    path: ['ceUserProperties'],
-  });
-
-export type MqttSinkConfig = z.infer<typeof mqttSinkConfigSchema>;
 
 /** The event's topic. Placeholder values cannot add levels or wildcards. */
 export function renderTopic(
@@ -171,17 +66,20 @@ export class MqttSink implements Sink {
   // window. 200 events bound what a lost connection sends twice, and take few round trips even at
   // Mosquitto's default Receive Maximum of 20.
   readonly limits = { maxBatchSize: 200, maxInFlight: 1 };
-  private connection: Connection | undefined;
+  private readonly connection = new ConnectionSlot<Connection>();
   private readonly options: IClientOptions;
   private readonly publishOptions: IClientPublishOptions;
-  /** The broker, for messages: no credentials. */
-  private readonly broker: string;
+  private readonly peer: BrokerPeer;
 
   constructor(private readonly config: MqttSinkConfig) {
     if (config.password) registerSecret(config.password);
     const url = new URL(config.url);
     // Not url.origin: that is "null" for schemes the URL standard does not know, such as mqtt:.
-    this.broker = `${url.protocol}//${url.host}`;
+    this.peer = {
+      name: 'the MQTT broker',
+      address: `${url.protocol}//${url.host}`,
+      loginRefused: /username or password|not authorized/i,
+    };
     const v5 = config.protocolVersion === 5;
     this.options = {
       protocolVersion: config.protocolVersion,
@@ -209,9 +107,11 @@ export class MqttSink implements Sink {
   }
 
   async connect(signal: AbortSignal): Promise<void> {
-    if (this.connection?.client.connected) return;
-    if (this.connection) this.drop(this.connection, 'reconnecting');
-    signal.throwIfAborted();
+    const current = this.connection.current;
+    if (current?.client.connected) return;
+    if (current) this.drop(current, 'reconnecting');
+    const what = `connect to the MQTT broker at ${this.peer.address}`;
+    throwIfAborted(signal, what);
     const client = mqttConnect(this.config.url, this.options);
     const connection: Connection = { client, waiting: new Set() };
     client.on('error', (error) => {
@@ -222,105 +122,103 @@ export class MqttSink implements Sink {
     });
     let onConnect: (() => void) | undefined;
     let onClose: (() => void) | undefined;
-    let onAbort: (() => void) | undefined;
+    const connected = new Promise<void>((resolve, reject) => {
+      onConnect = resolve;
+      // Refused, timed out (no CONNACK, after connectTimeoutMs) or rejected (bad credentials): each ends in 'close'.
+      onClose = () => reject(new Error(connection.lastError ?? 'connection closed'));
+      client.once('connect', onConnect).once('close', onClose);
+      client.connect();
+    });
     try {
-      await new Promise<void>((resolve, reject) => {
-        onConnect = resolve;
-        // Refused, timed out (no CONNACK) or rejected (bad credentials): each ends in 'close'.
-        onClose = () => reject(new Error(connection.lastError ?? 'connection closed'));
-        onAbort = () => reject(signal.reason as Error);
-        client.once('connect', onConnect).once('close', onClose);
-        signal.addEventListener('abort', onAbort, { once: true });
-        client.connect();
-      });
+      await waitWithin(connected, { what, signal });
     } catch (error) {
       client.end(true);
-      if (signal.aborted) throw error;
-      const reason = (error as Error).message;
-      const hint = /username or password|not authorized/i.test(reason) ? '; check username and password' : '';
-      throw new SinkUnavailableError(`cannot connect to the MQTT broker at ${this.broker}: ${reason}${hint}`);
+      if (error instanceof AbortedError) throw error;
+      throw cannotConnect(this.peer, (error as Error).message);
     } finally {
       client.removeListener('connect', onConnect as () => void).removeListener('close', onClose as () => void);
-      signal.removeEventListener('abort', onAbort as () => void);
     }
     connection.onClose = () =>
       this.drop(
         connection,
-        `connection to the MQTT broker at ${this.broker} lost${connection.lastError ? `: ${connection.lastError}` : ''}`,
+        `connection to the MQTT broker at ${this.peer.address} lost${connection.lastError ? `: ${connection.lastError}` : ''}`,
       );
     client.on('close', connection.onClose);
-    this.connection = connection;
+    this.connection.hold(connection);
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
-    const connection = this.connection;
+    const connection = this.connection.current;
     if (!connection?.client.connected) {
       // mqtt.js would queue a publish until a reconnect that never comes (reconnectPeriod 0).
       throw new SinkUnavailableError(
-        `not connected to the MQTT broker at ${this.broker}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
+        `not connected to the MQTT broker at ${this.peer.address}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
       );
     }
-    signal.throwIfAborted();
-    const failures = await this.publishAll(connection, batch, signal);
+    const what = `write to the MQTT broker at ${this.peer.address}`;
+    throwIfAborted(signal, what);
+    const publishing = this.publishAll(connection, batch);
+    let failures: Map<string, ItemFailure>;
+    try {
+      failures = await waitWithin(publishing.acknowledged, { what, signal });
+    } finally {
+      publishing.stop();
+    }
     if (failures.size > 0) {
       const [first] = failures.values();
       throw new SinkPartialFailureError(
-        `the MQTT broker at ${this.broker} refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
+        `the MQTT broker at ${this.peer.address} refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
         failures,
       );
     }
   }
 
   async close(): Promise<void> {
-    const connection = this.connection;
+    const connection = this.connection.take();
     if (!connection) return;
-    this.connection = undefined;
     if (connection.onClose) connection.client.removeListener('close', connection.onClose);
     for (const fail of connection.waiting) fail(new SinkUnavailableError(`the MQTT sink ${this.name} was closed`));
     // A DISCONNECT tells the broker this was no failure; a broker that does not answer gets 1 s.
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 1_000);
-      connection.client.end(false, {}, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    const disconnected = new Promise<void>((resolve) => connection.client.end(false, {}, () => resolve()));
+    await settleWithin(disconnected, { timeoutMs: 1_000 });
     connection.client.end(true);
   }
 
   /**
    * Publishes the batch in order, keeping at most the broker's Receive Maximum unacknowledged (an
-   * MQTT 5 rule mqtt.js leaves to us), and resolves with the refused events once every PUBACK
-   * arrived. Rejects when the connection is lost, no PUBACK comes within timeoutMs, or on abort.
+   * MQTT 5 rule mqtt.js leaves to us). `acknowledged` resolves with the refused events once every
+   * PUBACK arrived, and rejects when the connection is lost or no PUBACK comes within timeoutMs.
+   * `stop` publishes nothing more and stops watching (the caller gave up, or it is done).
    */
   private publishAll(
     connection: Connection,
     batch: readonly OutboundEvent[],
-    signal: AbortSignal,
-  ): Promise<Map<string, ItemFailure>> {
+  ): { acknowledged: Promise<Map<string, ItemFailure>>; stop: () => void } {
     const { client } = connection;
     const window = client.serverProperties?.receiveMaximum ?? batch.length;
     const failures = new Map<string, ItemFailure>();
-    return new Promise((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    let finish: (error?: Error) => void = () => undefined;
+    const acknowledged = new Promise<Map<string, ItemFailure>>((resolve, reject) => {
       let next = 0;
       let unacknowledged = 0;
-      let settled = false;
-      let timer: NodeJS.Timeout | undefined;
-      const finish = (error?: Error): void => {
+      finish = (error?: Error): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
         connection.waiting.delete(finish);
         if (error) reject(error);
         else resolve(failures);
       };
-      const onAbort = (): void => finish(signal.reason as Error);
       // Restarted by every PUBACK: a long batch is fine, a silent broker is not.
       const arm = (): void => {
         clearTimeout(timer);
         timer = setTimeout(() => {
-          this.drop(connection, `no PUBACK from the MQTT broker at ${this.broker} within ${this.config.timeoutMs} ms`);
+          this.drop(
+            connection,
+            `no PUBACK from the MQTT broker at ${this.peer.address} within ${this.config.timeoutMs} ms`,
+          );
         }, this.config.timeoutMs);
       };
       const pump = (): void => {
@@ -334,7 +232,7 @@ export class MqttSink implements Sink {
             if (error && typeof reason !== 'number') {
               finish(
                 new SinkUnavailableError(
-                  `publishing to the MQTT broker at ${this.broker} failed: ${scrubSecrets(error.message)}`,
+                  `publishing to the MQTT broker at ${this.peer.address} failed: ${scrubSecrets(error.message)}`,
                 ),
               );
               return;
@@ -351,11 +249,15 @@ export class MqttSink implements Sink {
           });
         }
       };
-      signal.addEventListener('abort', onAbort, { once: true });
       connection.waiting.add(finish);
       arm();
       pump();
     });
+    // Nobody waits for `acknowledged` once the caller stopped; settling it only ends the watch.
+    const stop = (): void => {
+      if (!settled) finish(new Error('publishing stopped'));
+    };
+    return { acknowledged, stop };
   }
 
   private optionsFor(event: OutboundEvent): IClientPublishOptions {
@@ -373,7 +275,7 @@ export class MqttSink implements Sink {
    * connection cannot end a newer one.
    */
   private drop(connection: Connection, reason: string): void {
-    if (this.connection === connection) this.connection = undefined;
+    this.connection.release(connection);
     if (connection.onClose) connection.client.removeListener('close', connection.onClose);
     const error = new SinkUnavailableError(reason);
     for (const fail of connection.waiting) fail(error);

@@ -13,140 +13,15 @@ import {
   nanos,
   type NatsConnection,
 } from '@nats-io/transport-node';
-import { z } from 'zod';
-import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { AbortedError, describeError } from '../errors.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import {
-  escapeTemplateValue,
-  renderTemplate,
-  templateSchema as templateSchema_,
-  templateValues,
-} from './eventTemplate.js';
-
-/** What `{placeholder}` in a subject template may stand for; see renderSubject. */
-export const SUBJECT_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
-/** A token may not be empty nor hold whitespace or the wildcards `*` and `>`. */
-const SUBJECT = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
-
-const serverSchema = z.string().refine((s) => {
-  try {
-    const url = new URL(s.includes('://') ? s : `nats://${s}`);
-    return url.protocol === 'nats:' && url.username === '' && url.password === '';
-  } catch {
-    return false;
-  }
-}, 'must be nats://host:port or host:port, without credentials (set user/password or token)');
-
-const templateSchema = templateSchema_(SUBJECT_PLACEHOLDERS, (sample) =>
-  !SUBJECT.test(sample) || /[{}]/.test(sample)
-    ? 'must be a NATS subject: dot-separated non-empty tokens, no spaces, no wildcards (* >), ' +
-      'braces only around placeholders'
-    : undefined,
-);
-
-export const natsSinkConfigSchema = sinkCommonSchema
-  .extend({
-    type: z.literal('nats'),
-    servers: z
-      .union([serverSchema, z.array(serverSchema).min(1)])
-      .default(['nats://127.0.0.1:4222'])
-      .describe(
-        'NATS server URL(s), `nats://host:port`; with several, each connect tries them in random ' +
-          'order until one answers.',
-      ),
-    user: z.string().min(1).optional().describe('User name, with `password`.'),
-    password: z.string().min(1).optional().describe('Secret: password of `user`.'),
-    token: z.string().min(1).optional().describe('Secret: authentication token (instead of user/password).'),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(120_000)
-      .default(5_000)
-      .describe(
-        'Limit on connecting and on each publish acknowledgement; an event not acknowledged within ' +
-          'it counts as failed.',
-      ),
-    subject: templateSchema
-      .default('{type}')
-      .describe(
-        'Subject each event is published to. Placeholders: `{type}` the CloudEvent type ' +
-          '(`<typePrefix>.<log>.<event>`, several tokens), `{log}` career, skill or ' +
-          'identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for ' +
-          'the identity-provider log). Characters a token cannot hold (`.`, space, `*`, `>`) become ' +
-          '`_` in placeholder values.',
-      ),
-    ceHeaders: z
-      .boolean()
-      .default(false)
-      .describe(
-        'Also put every CloudEvent attribute in a `ce-<name>` header (percent-encoded as in the ' +
-          'HTTP binding); the body is always the whole CloudEvent JSON.',
-      ),
-    stream: z
-      .object({
-        name: z
-          .string()
-          .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1-64 letters, digits, _ or -')
-          .describe('JetStream stream that must capture the subjects; checked on every connect.'),
-        create: z
-          .boolean()
-          .default(false)
-          .describe('Create the stream when it does not exist. An existing stream is never changed.'),
-        subjects: z
-          .array(z.string().min(1))
-          .min(1)
-          .optional()
-          .describe(
-            'Subjects of a created stream; derived from the subject template when absent (placeholders ' +
-              'become wildcards).',
-          ),
-        duplicateWindowSeconds: z
-          .number()
-          .int()
-          .min(1)
-          .max(86_400)
-          .default(600)
-          .describe(
-            'Duplicate window of a created stream: a re-sent event id within it is dropped. Longer ' +
-              'than the default retry ceiling (5 min).',
-          ),
-      })
-      .strict()
-      .optional()
-      .describe('The stream the events land in. Without it, publishes go to whatever stream captures the subject.'),
-  })
-  .strict()
-  .refine((c) => c.token === undefined || (c.user === undefined && c.password === undefined), {
-    message: 'set either token or user/password, not both',
-    path: ['token'],
-  })
-  .refine((c) => (c.user === undefined) === (c.password === undefined), {
-    message: 'user and password go together',
-    path: ['password'],
-  })
-  .refine((c) => !c.stream?.create || c.stream.subjects !== undefined || streamSubjectsFor(c.subject)[0] !== '>', {
-    message:
-      'set stream.subjects: a subject template starting with {type} cannot be turned into stream ' +
-      'subjects without capturing everything (e.g. ["com.skills.changefeed.>"])',
-    path: ['stream', 'subjects'],
-  });
-
-export type NatsSinkConfig = z.infer<typeof natsSinkConfigSchema>;
-
-/** Stream subjects that capture every subject the template can render: `{type}` spans several tokens, so it ends in `>`. */
-export function streamSubjectsFor(template: string): string[] {
-  const tokens: string[] = [];
-  for (const token of template.split('.')) {
-    if (token.includes('{type}')) return [[...tokens, '>'].join('.')];
-    tokens.push(token.includes('{') ? '*' : token);
-  }
-  return [tokens.join('.')];
-}
+import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { throwIfAborted, waitWithin } from './deadline.js';
+import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
+import { streamSubjectsFor, type NatsSinkConfig } from './natsSinkConfig.js';
 
 /** The event's subject. Placeholder values are made into valid tokens, so any event renders to a valid subject. */
 export function renderSubject(template: string, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
@@ -161,6 +36,11 @@ function token(value: string): string {
   return escapeTemplateValue(value, /[^A-Za-z0-9_-]/);
 }
 
+interface NatsSession {
+  nc: NatsConnection;
+  js: JetStreamClient;
+}
+
 /**
  * Publishes each event to JetStream with its id as `Nats-Msg-Id`, so the stream's duplicate window
  * drops re-sends, and counts a batch as written only once every publish is acknowledged (stored).
@@ -171,11 +51,13 @@ export class NatsSink implements Sink {
   // writes mainly help when batches hold few objects (each object's events go one ack at a time)
   // and multiply what a lost connection leaves unacknowledged. One by default, up to 4.
   readonly limits = { maxBatchSize: 500, maxInFlight: 4, defaultInFlight: 1 };
-  private connection: { nc: NatsConnection; js: JetStreamClient } | undefined;
+  private readonly connection = new ConnectionSlot<NatsSession>();
   private readonly servers: string[];
+  private readonly peer: BrokerPeer;
 
   constructor(private readonly config: NatsSinkConfig) {
     this.servers = typeof config.servers === 'string' ? [config.servers] : config.servers;
+    this.peer = { name: 'NATS', address: this.servers.join(', '), loginRefused: /authorization violation/i };
     if (config.password) registerSecret(config.password);
     if (config.token) registerSecret(config.token);
   }
@@ -185,8 +67,9 @@ export class NatsSink implements Sink {
   }
 
   async connect(signal: AbortSignal): Promise<void> {
-    if (this.connection && !this.connection.nc.isClosed()) return;
-    this.connection = undefined;
+    const current = this.connection.current;
+    if (current && !current.nc.isClosed()) return;
+    if (current) this.connection.release(current);
     const { user, password, token, timeoutMs } = this.config;
     let nc: NatsConnection;
     try {
@@ -206,30 +89,28 @@ export class NatsSink implements Sink {
         noAsyncTraces: true,
       });
     } catch (error) {
-      throw new SinkUnavailableError(`cannot connect to NATS at ${this.servers.join(', ')}: ${describeError(error)}`, {
-        cause: error,
-      });
+      throw cannotConnect(this.peer, describeError(error), error);
     }
     try {
       // Asks the server for the account's JetStream info: fails when JetStream is off.
       const jsm = await jetstreamManager(nc, { timeout: timeoutMs });
       await this.checkStream(jsm);
-      if (signal.aborted) throw new AbortedError('connect aborted');
+      throwIfAborted(signal, `connect to NATS at ${this.peer.address}`);
     } catch (error) {
       await nc.close().catch(() => undefined);
       if (error instanceof SinkUnavailableError || error instanceof AbortedError) throw error;
-      throw new SinkUnavailableError(`NATS at ${this.servers.join(', ')}: ${jetStreamMessage(error)}`, {
+      throw new SinkUnavailableError(`NATS at ${this.peer.address}: ${jetStreamMessage(error)}`, {
         cause: error,
       });
     }
-    this.connection = { nc, js: jetstream(nc, { timeout: timeoutMs }) };
+    this.connection.hold({ nc, js: jetstream(nc, { timeout: timeoutMs }) });
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
-    const connection = this.connection;
+    const connection = this.connection.current;
     if (!connection || connection.nc.isClosed()) {
-      this.connection = undefined;
-      throw new SinkUnavailableError(`not connected to NATS at ${this.servers.join(', ')}`);
+      if (connection) this.connection.release(connection);
+      throw new SinkUnavailableError(`not connected to NATS at ${this.peer.address}`);
     }
     // Objects are published concurrently, each object's events one after another. Pipelining an
     // object's events would let a later event be stored while an earlier one is refused (full
@@ -256,13 +137,16 @@ export class NatsSink implements Sink {
         }
       }
     };
-    await untilAborted(Promise.all([...groupByKey(batch).values()].map(publishInOrder)), signal);
+    await waitWithin(Promise.all([...groupByKey(batch).values()].map(publishInOrder)), {
+      what: `write to NATS at ${this.peer.address}`,
+      signal,
+    });
     if (failed.length === 0) return;
     const errors = failed.map((f) => f.error);
     if (errors.some(isConnectionLost) || connection.nc.isClosed()) {
-      await this.close();
+      await this.drop(connection);
       throw new SinkUnavailableError(
-        `connection to NATS at ${this.servers.join(', ')} lost with ${batch.length - acked} of ${batch.length} events unacknowledged`,
+        `connection to NATS at ${this.peer.address} lost with ${batch.length - acked} of ${batch.length} events unacknowledged`,
       );
     }
     const noStream = failed.find((f) => isNoResponders(f.error));
@@ -276,9 +160,9 @@ export class NatsSink implements Sink {
     if (acked === 0 && errors.every((e) => e instanceof natsErrors.TimeoutError)) {
       // Not one ack came back: a connection that delivers nothing is as good as lost. Dropping it
       // makes the engine reconnect instead of retrying into a dead socket.
-      await this.close();
+      await this.drop(connection);
       throw new SinkUnavailableError(
-        `NATS at ${this.servers.join(', ')} acknowledged none of ${failed.length} publishes within ${this.config.timeoutMs} ms; reconnecting`,
+        `NATS at ${this.peer.address} acknowledged none of ${failed.length} publishes within ${this.config.timeoutMs} ms; reconnecting`,
       );
     }
     const failures = new Map(failed.map((f) => [f.event.id, itemFailure(f.error, this.config.timeoutMs)]));
@@ -293,9 +177,16 @@ export class NatsSink implements Sink {
   }
 
   async close(): Promise<void> {
-    const connection = this.connection;
-    this.connection = undefined;
-    await connection?.nc.close().catch(() => undefined);
+    await this.connection
+      .take()
+      ?.nc.close()
+      .catch(() => undefined);
+  }
+
+  /** Closes the connection a write used; a write holding an older connection cannot close a newer one. */
+  private async drop(connection: NatsSession): Promise<void> {
+    this.connection.release(connection);
+    await connection.nc.close().catch(() => undefined);
   }
 
   private async checkStream(jsm: JetStreamManager): Promise<void> {
@@ -378,19 +269,4 @@ function jetStreamMessage(error: unknown): string {
     return 'JetStream is not enabled (start the server with -js, or enable it for this account)';
   }
   return describeError(error);
-}
-
-/** Rejects as soon as `signal` aborts; the engine then leaves the events pending. */
-async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) throw new AbortedError('write aborted');
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new AbortedError('write aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-  }
 }

@@ -1,14 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
-import { z } from 'zod';
-import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
+import { AbortedError } from '../errors.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
-import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-
-/** What `{placeholder}` in a key template may stand for; see renderKey. */
-export const KEY_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
+import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { throwIfAborted, waitWithin } from './deadline.js';
+import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
+import type { RedisStreamsSinkConfig } from './redisStreamsSinkConfig.js';
 
 /**
  * Server replies that say this server cannot take writes right now (a replica after a failover,
@@ -16,80 +15,6 @@ export const KEY_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as
  * instead of burning the events' attempts. A reconnect also re-resolves the host after a failover.
  */
 const SERVER_NOT_WRITABLE = /^(READONLY|LOADING|MASTERDOWN|BUSY)\b/;
-
-const keyTemplateSchema = templateSchema(KEY_PLACEHOLDERS).min(1);
-
-export const redisStreamsSinkConfigSchema = sinkCommonSchema
-  .extend({
-    type: z.literal('redis-streams'),
-    url: z
-      .url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' })
-      .refine(
-        (u) => new URL(u).username === '' && new URL(u).password === '',
-        'put credentials in username and password, not in the URL',
-      )
-      .refine(
-        (u) => /^\/?\d*$/.test(new URL(u).pathname),
-        'the path can only be a database number, e.g. redis://host:6379/2',
-      )
-      .default('redis://127.0.0.1:6379')
-      .describe('Redis server, `redis://host:port/db` (database 0 when no path); `rediss://` connects with TLS.'),
-    username: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('Redis ACL user (Redis 6+); the `default` user when absent. Not a secret.'),
-    password: z.string().min(1).optional().describe("Secret: password of `username`, or the server's `requirepass`."),
-    prefix: z.string().min(1).default('changefeed').describe('What `{prefix}` stands for in `key`.'),
-    key: keyTemplateSchema
-      .default('{prefix}:{log}')
-      .describe(
-        'Stream key each event is added to. Placeholders: `{prefix}`, `{type}` the CloudEvent ' +
-          'type, `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` ' +
-          "the career or skill id (`_` for the identity-provider log). A consumer sees an object's " +
-          'events in order only when they share a key: keep `{type}` and `{event}` out of it if ' +
-          'order matters.',
-      ),
-    maxLen: z
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .describe(
-        'Trim each stream to about this many entries on every add (`MAXLEN ~ n`); Redis may keep ' +
-          'somewhat more. Trimming drops entries whether or not consumers have read them. No ' +
-          'trimming when absent.',
-      ),
-    connectTimeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(120_000)
-      .default(10_000)
-      .describe('A connection not ready within this time counts as failed.'),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(300_000)
-      .default(10_000)
-      .describe(
-        'A batch Redis has not answered within this time counts as a lost connection: the ' +
-          'connection is closed and the batch sent again.',
-      ),
-    tls: z
-      .boolean()
-      .default(false)
-      .describe('Connect with TLS (also implied by a `rediss://` URL). Certificate checks stay on.'),
-    caFile: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
-  })
-  .strict();
-
-export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema>;
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const KEY_FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]/;
@@ -149,11 +74,10 @@ export class RedisStreamsSink implements Sink {
   // stalling its other clients. Writes share one connection, so parallel writes only overlap the
   // engine's bookkeeping with the round trip: two by default, four at most.
   readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
-  private connection: Connection | undefined;
+  private readonly connection = new ConnectionSlot<Connection>();
   private readonly options: RedisOptions;
   private readonly trim: string[];
-  /** The server, for messages: no credentials. */
-  private readonly server: string;
+  private readonly peer: BrokerPeer;
 
   constructor(private readonly config: RedisStreamsSinkConfig) {
     if (config.password) registerSecret(config.password);
@@ -162,7 +86,11 @@ export class RedisStreamsSink implements Sink {
     const port = Number(url.port || 6379);
     const db = Number(url.pathname.slice(1) || 0);
     const tls = config.tls || url.protocol === 'rediss:';
-    this.server = `${url.protocol}//${url.host}/${db}`;
+    this.peer = {
+      name: 'Redis',
+      address: `${url.protocol}//${url.host}/${db}`,
+      loginRefused: /WRONGPASS|NOAUTH|NOPERM/,
+    };
     this.trim = config.maxLen === undefined ? [] : ['MAXLEN', '~', String(config.maxLen)];
     this.options = {
       host,
@@ -194,8 +122,9 @@ export class RedisStreamsSink implements Sink {
   }
 
   async connect(signal: AbortSignal): Promise<void> {
-    if (this.connection?.client.status === 'ready') return;
-    if (this.connection) this.drop(this.connection);
+    const current = this.connection.current;
+    if (current?.client.status === 'ready') return;
+    if (current) this.drop(current);
     const client = new Redis(this.options);
     const connection: Connection = { client };
     // Errors reach us through the commands; this listener keeps the reason for the message and
@@ -206,30 +135,28 @@ export class RedisStreamsSink implements Sink {
     try {
       // ioredis bounds only the TCP connect; a server that accepts and then stays silent would
       // keep its handshake (HELLO, ready check) waiting forever.
-      await settle(
-        client.connect(),
+      await waitWithin(client.connect(), {
+        what: `connect to Redis at ${this.peer.address}`,
         signal,
-        this.config.connectTimeoutMs,
-        () => new Error(`not ready within ${this.config.connectTimeoutMs} ms`),
-      );
+        timeoutMs: this.config.connectTimeoutMs,
+        onTimeout: () => new Error(`not ready within ${this.config.connectTimeoutMs} ms`),
+      });
     } catch (error) {
       client.disconnect();
-      if (signal.aborted) throw error;
-      const reason = connection.lastError ?? (error as Error).message;
-      const hint = /WRONGPASS|NOAUTH|NOPERM/.test(reason) ? '; check username and password' : '';
-      throw new SinkUnavailableError(`cannot connect to Redis at ${this.server}: ${reason}${hint}`);
+      if (error instanceof AbortedError) throw error;
+      throw cannotConnect(this.peer, connection.lastError ?? (error as Error).message);
     }
-    this.connection = connection;
+    this.connection.hold(connection);
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
-    const connection = this.connection;
+    const connection = this.connection.current;
     if (connection?.client.status !== 'ready') {
       throw new SinkUnavailableError(
-        `not connected to Redis at ${this.server}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
+        `not connected to Redis at ${this.peer.address}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
       );
     }
-    signal.throwIfAborted();
+    throwIfAborted(signal, `write to Redis at ${this.peer.address}`);
     const keys = batch.map((event) => renderKey(this.config, event));
     const pipeline = connection.client.pipeline();
     batch.forEach((event, i) => pipeline.xadd(keys[i] as string, ...this.trim, '*', ...streamFields(event)));
@@ -255,7 +182,7 @@ export class RedisStreamsSink implements Sink {
       // Some entries may have been added: the engine sends the whole batch again (duplicates).
       this.drop(connection);
       throw new SinkUnavailableError(
-        `connection to Redis at ${this.server} failed during a batch of ${batch.length}: ${scrubSecrets(lost)}`,
+        `connection to Redis at ${this.peer.address} failed during a batch of ${batch.length}: ${scrubSecrets(lost)}`,
       );
     }
     if (failures.size > 0) {
@@ -268,7 +195,8 @@ export class RedisStreamsSink implements Sink {
   }
 
   close(): Promise<void> {
-    if (this.connection) this.drop(this.connection);
+    const connection = this.connection.take();
+    if (connection) this.drop(connection);
     return Promise.resolve();
   }
 
@@ -280,44 +208,28 @@ export class RedisStreamsSink implements Sink {
   ): Promise<[Error | null, unknown][]> {
     const timeoutMs = this.config.timeoutMs;
     try {
-      return (
-        (await settle(
-          exec,
-          signal,
-          timeoutMs,
-          () => new SinkUnavailableError(`Redis at ${this.server} did not answer a batch within ${timeoutMs} ms`),
-        )) ?? []
-      );
+      const replies = await waitWithin(exec, {
+        what: `write to Redis at ${this.peer.address}`,
+        signal,
+        timeoutMs,
+        onTimeout: () =>
+          new SinkUnavailableError(`Redis at ${this.peer.address} did not answer a batch within ${timeoutMs} ms`),
+      });
+      return replies ?? [];
     } catch (error) {
-      if (signal.aborted) throw error;
+      if (error instanceof AbortedError) throw error;
       // Timed out (the replies may still come, or never) or failed: start afresh on a new connection.
       this.drop(connection);
       if (error instanceof SinkUnavailableError) throw error;
       throw new SinkUnavailableError(
-        `connection to Redis at ${this.server} failed: ${scrubSecrets(connection.lastError ?? (error as Error).message)}`,
+        `connection to Redis at ${this.peer.address} failed: ${scrubSecrets(connection.lastError ?? (error as Error).message)}`,
       );
     }
   }
 
   /** Closes `connection`; a write still holding an older connection cannot close a newer one. */
   private drop(connection: Connection): void {
-    if (this.connection === connection) this.connection = undefined;
+    this.connection.release(connection);
     connection.client.disconnect();
   }
-}
-
-/** `promise`, or a rejection with `timeoutError()` after `timeoutMs`, or with the abort reason on abort. */
-function settle<T>(promise: Promise<T>, signal: AbortSignal, timeoutMs: number, timeoutError: () => Error): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const cut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(timeoutError()), timeoutMs);
-    onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([promise, cut]).finally(() => {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort as () => void);
-  });
 }

@@ -1,12 +1,17 @@
 import { z } from 'zod';
 import { FileSink, fileSinkConfigSchema } from './fileSink.js';
-import { MqttSink, mqttSinkConfigSchema } from './mqttSink.js';
-import { NatsSink, natsSinkConfigSchema } from './natsSink.js';
-import { RabbitmqSink, rabbitmqSinkConfigSchema } from './rabbitmqSink.js';
-import { RedisStreamsSink, redisStreamsSinkConfigSchema } from './redisStreamsSink.js';
+import { MqttSink } from './mqttSink.js';
+import { mqttSinkConfigSchema } from './mqttSinkConfig.js';
+import { NatsSink } from './natsSink.js';
+import { natsSinkConfigSchema } from './natsSinkConfig.js';
+import { RabbitmqSink } from './rabbitmqSink.js';
+import { rabbitmqSinkConfigSchema } from './rabbitmqSinkConfig.js';
+import { RedisStreamsSink } from './redisStreamsSink.js';
+import { redisStreamsSinkConfigSchema } from './redisStreamsSinkConfig.js';
 import type { Sink } from '../sinkContract/sink.js';
 import { StdoutSink, stdoutSinkConfigSchema } from './stdoutSink.js';
-import { WebhookSink, webhookSinkConfigSchema } from './webhookSink.js';
+import { WebhookSink } from './webhookSink.js';
+import { webhookSinkConfigSchema } from './webhookSinkConfig.js';
 
 /**
  * Every sink type, in one literal registry: its config schema (a variant of the `type`-tagged

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
-import { z } from 'zod';
+import { AbortedError } from '../errors.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../retryAfter.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
-import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../sinkContract/deliveryConfig.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
+import { throwIfAborted } from './deadline.js';
 import { checkReachable, isUnreachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
@@ -15,72 +15,7 @@ import {
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
-
-/**
- * Retries for about a day (some 25 attempts with full jitter under a 2-hour ceiling), in line with
- * webhook services such as Svix (about 28 hours) before an event becomes a dead letter.
- */
-export const WEBHOOK_RETRY_DEFAULTS: RetryConfig = {
-  initialDelayMs: 5_000,
-  maxDelayMs: 7_200_000,
-  maxAttempts: 30,
-  maxAgeSeconds: 86_400,
-};
-
-const secretSchema = z
-  .string()
-  .refine(isWebhookSecret, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
-
-export const webhookSinkConfigSchema = sinkCommonSchema
-  .extend({
-    type: z.literal('webhook'),
-    url: z
-      .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
-      .describe('Endpoint that receives one POST per event.'),
-    secret: secretSchema.optional().describe('Secret: signs every request (Standard Webhooks, `whsec_...`).'),
-    secrets: z
-      .array(secretSchema)
-      .min(1)
-      .optional()
-      .describe('Secret: several signing secrets during a rotation; each request carries a signature for each.'),
-    secretFile: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('File holding the signing secret (one per line for a rotation); re-read when it changes.'),
-    mode: z
-      .enum(['structured', 'binary'])
-      .default('structured')
-      .describe(
-        '`structured`: the CloudEvent as the JSON body (application/cloudevents+json); `binary`: ' +
-          'attributes as ce-* headers and the entry as the body.',
-      ),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(300_000)
-      .default(15_000)
-      .describe('A request that has not answered 2xx within this time counts as failed.'),
-    headers: z.record(z.string(), z.string()).default({}).describe('Static headers added to every request.'),
-    retryClientErrors: z
-      .boolean()
-      .default(false)
-      .describe('Retry 4xx answers (other than 408, 410, 429) instead of dead-lettering them at once.'),
-    caFile: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.'),
-    delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
-  })
-  .strict()
-  .refine((c) => [c.secret, c.secrets, c.secretFile].filter((v) => v !== undefined).length <= 1, {
-    message: 'set at most one of secret, secrets and secretFile',
-    path: ['secret'],
-  });
-
-export type WebhookSinkConfig = z.infer<typeof webhookSinkConfigSchema>;
+import type { WebhookSinkConfig } from './webhookSinkConfig.js';
 
 const RESPONSE_SNIPPET = 512;
 /** The most of a response body read (for the dead-letter snippet); the rest is discarded unread. */
@@ -125,7 +60,7 @@ export class WebhookSink implements Sink {
     try {
       await checkReachable(this.url, this.config.timeoutMs, signal, ca);
     } catch (error) {
-      if (signal.aborted) throw error;
+      if (error instanceof AbortedError) throw error;
       throw new SinkUnavailableError(
         `cannot connect to ${this.url.origin}: ${transportMessage(error, this.config.timeoutMs)}`,
         { cause: error },
@@ -201,7 +136,7 @@ export class WebhookSink implements Sink {
           ? discard(res.body)
           : await readSnippet(res.body, AbortSignal.any([signal, deadline]));
     } catch (error) {
-      if (signal.aborted) throw error;
+      throwIfAborted(signal, `POST ${this.url.origin}${this.url.pathname}`);
       if (deadline.aborted)
         return { error: `no complete answer within timeoutMs (${this.config.timeoutMs} ms)`, permanent: false };
       const message = transportMessage(error, this.config.timeoutMs);

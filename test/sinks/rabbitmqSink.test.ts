@@ -16,7 +16,8 @@ import type { ActivityEntry } from '../../src/api/activityEntry.js';
 import { describeError } from '../../src/errors.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
-import { BLOCKED_RETRY_MS, RabbitmqSink, rabbitmqSinkConfigSchema } from '../../src/sinks/rabbitmqSink.js';
+import { BLOCKED_RETRY_MS, RabbitmqSink } from '../../src/sinks/rabbitmqSink.js';
+import { rabbitmqSinkConfigSchema } from '../../src/sinks/rabbitmqSinkConfig.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { SinkBackoffError, SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 

@@ -1,0 +1,51 @@
+import { SinkUnavailableError } from '../sinkContract/sinkErrors.js';
+
+/**
+ * The one current connection of a sink. A write that finds its connection broken releases that
+ * connection, not whatever is current: a write still holding an older connection cannot clear a
+ * newer one that a reconnect put in its place.
+ */
+export class ConnectionSlot<C> {
+  private held: C | undefined;
+
+  get current(): C | undefined {
+    return this.held;
+  }
+
+  hold(connection: C): void {
+    this.held = connection;
+  }
+
+  /** Empties the slot if `connection` is still the current one; true when it was. */
+  release(connection: C): boolean {
+    if (this.held !== connection) return false;
+    this.held = undefined;
+    return true;
+  }
+
+  /** Empties the slot and returns what it held, for `close`. */
+  take(): C | undefined {
+    const held = this.held;
+    this.held = undefined;
+    return held;
+  }
+}
+
+/** Whom a broker sink talks to, for messages. Never holds credentials. */
+export interface BrokerPeer {
+  /** `Redis`, `the MQTT broker`. */
+  readonly name: string;
+  /** Where, without credentials: `redis://127.0.0.1:6379/0`. */
+  readonly address: string;
+  /** Matches a reason that says the broker refused the login (bad user name or password); absent without a login. */
+  readonly loginRefused?: RegExp;
+}
+
+/** The error of a failed connect. A refused login says what to check. */
+export function cannotConnect(peer: BrokerPeer, reason: string, cause?: unknown): SinkUnavailableError {
+  const hint = peer.loginRefused?.test(reason) ? `; ${peer.name} refused the login: check username and password` : '';
+  return new SinkUnavailableError(
+    `cannot connect to ${peer.name} at ${peer.address}: ${reason}${hint}`,
+    cause === undefined ? undefined : { cause },
+  );
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+
+/*
+ * Config fields several sink types share, declared once. Each takes its description, since what
+ * a limit or a file means differs per sink, and the configuration reference is generated from it.
+ */
+
+/** A time limit in ms: at least 100 ms (below that nothing on a network succeeds), at most `max`. */
+export function timeLimitMs(defaultMs: number, max: number, description: string) {
+  return z.number().int().min(100).max(max).default(defaultMs).describe(description);
+}
+
+/** Limit on connecting to a broker: 10 s by default, 2 minutes at most. */
+export function connectTimeoutMs(description: string) {
+  return timeLimitMs(10_000, 120_000, description);
+}
+
+const CREDENTIALS_IN_URL = 'put credentials in username and password, not in the URL';
+
+/**
+ * A broker URL whose scheme matches `protocol`, carrying no user name or password: those go in
+ * their own fields, so they are treated as secrets and never shown with the address. `accepts`
+ * may refuse more (with the same `refusal`).
+ */
+export function credentialFreeUrl(options: {
+  protocol: RegExp;
+  /** Says which schemes are meant: `must be a redis:// or rediss:// URL`. */
+  message: string;
+  refusal?: string;
+  accepts?: (url: URL) => boolean;
+}) {
+  const { protocol, message, refusal = CREDENTIALS_IN_URL, accepts = () => true } = options;
+  return z.url({ protocol, message }).refine((text) => {
+    const url = new URL(text);
+    return url.username === '' && url.password === '' && accepts(url);
+  }, refusal);
+}
+
+/** `username` and `password` (a secret: registered, redacted in errors and logs). */
+export function loginFields(usernameDescription: string, passwordDescription = 'Secret: password of `username`.') {
+  return {
+    username: z.string().min(1).optional().describe(usernameDescription),
+    password: z.string().min(1).optional().describe(passwordDescription),
+  };
+}
+
+/** A PEM file of CA certificates to trust, for a destination with a private CA. */
+export function caFile(description: string) {
+  return z.string().min(1).optional().describe(description);
+}
