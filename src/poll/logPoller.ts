@@ -14,7 +14,7 @@ import type { LogHistory } from '../schedule/rateState.js';
 import { believableCursor, nextWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
-import { walkWindow } from './windowWalker.js';
+import { readWindowPage, walkWindow } from './windowWalker.js';
 
 export interface PollResult {
   emitted: number;
@@ -84,7 +84,18 @@ export class LogPoller {
       serverNow,
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
-    if (!window) return result;
+    if (!window) {
+      // Nothing can be new yet: the service's clock has not passed the cursor. A log never read
+      // must still show that it exists, or a configured id with a typo would pass `run --once`
+      // unnoticed whenever the sweep comes within the Date header's second of registering it.
+      // One page of the overlap before the cursor: before coverage, so nothing is emitted.
+      if (watched.lastSuccessAt === null) {
+        const proof = { from: cursor - Math.max(overlapMs, 1000), to: cursor };
+        await readWindowPage({ ...this.deps, log: watched.log, objectId: watched.objectId, signal }, proof, 0);
+        result.requests++;
+      }
+      return result;
+    }
     // Quarantined entries of the pages read so far, stored with the next commit.
     const held: QuarantinedEntry[] = [];
     const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;

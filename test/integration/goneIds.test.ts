@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/daemonProcess.js';
 import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
+import { runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
 // A configured id the service does not know used to be marked gone silently, with run --once
@@ -52,4 +53,35 @@ describe('a configured career that does not exist', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('career or skill');
   }, 60_000);
+
+  it('is found by run --once even when the sweep comes in the same instant as its registration', async () => {
+    // A virtual clock that does not move: the first window of every log is empty. A log never
+    // read before must still be asked for once, or a typo passes run --once unnoticed.
+    const clock = testClock();
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 12,
+      careers: 1,
+      skills: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
+    const stateDir = makeTempDir();
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      overrides: {
+        watch: {
+          careers: { ids: [simulator.careerIds[0], 'career_typo'] },
+          skills: { discover: false },
+          identityProviderEvents: false,
+          schedule: { historyHours: 0 },
+        },
+      },
+    });
+    const report = await runOnce(config, { clock });
+    expect(report.gone.map((g) => g.objectId)).toEqual(['career_typo']);
+    expect(report.ok).toBe(false);
+  });
 });
