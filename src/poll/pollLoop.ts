@@ -47,7 +47,7 @@ export interface SweepSummary {
 }
 
 const ONCE_ATTEMPTS = 6;
-/** The in-flight key of a discovery run (no log key has no colon). */
+/** The in-flight key of a discovery run (a log key always holds a colon, so they never meet). */
 const DISCOVERY = 'discovery';
 const ACTIVE_REFRESH_MS = 30_000;
 
