@@ -5,6 +5,7 @@
 import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
 import { hostilePage } from './cases/hostilePages.js';
 import { pollIngest } from './cases/pollIngest.js';
+import { postgresDelivery } from './cases/postgresDelivery.js';
 import { mqttDelivery, natsDelivery, rabbitmqDelivery, redisDelivery } from './cases/queueSinkDelivery.js';
 import { webhookDelivery } from './cases/webhookDelivery.js';
 import { printTable, type BenchRow } from './benchTable.js';
@@ -26,6 +27,10 @@ printTable(
   'Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)',
   queueRows,
 );
+
+printTable('PostgreSQL sink, outbox pre-filled with 100,000 events (target: 5,000 events/s)', [
+  await postgresDelivery(100_000),
+]);
 
 // Hostile answers: peak RSS of the compiled CLI (npm run build first) polling a hostile service.
 printTable('Hostile service answers (target: peak RSS under 200 MiB)', [

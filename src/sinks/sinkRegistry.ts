@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { FileSink, fileSinkConfigSchema } from './fileSink.js';
 import { MqttSink, mqttSinkConfigSchema } from './mqttSink.js';
 import { NatsSink, natsSinkConfigSchema } from './natsSink.js';
+import { PostgresSink, postgresSinkConfigSchema } from './postgresSink.js';
 import { RabbitmqSink, rabbitmqSinkConfigSchema } from './rabbitmqSink.js';
 import { RedisStreamsSink, redisStreamsSinkConfigSchema } from './redisStreamsSink.js';
 import type { Sink } from './sink.js';
@@ -16,6 +17,7 @@ export const sinkConfigSchema = z.discriminatedUnion('type', [
   fileSinkConfigSchema,
   mqttSinkConfigSchema,
   natsSinkConfigSchema,
+  postgresSinkConfigSchema,
   rabbitmqSinkConfigSchema,
   redisStreamsSinkConfigSchema,
   stdoutSinkConfigSchema,
@@ -36,6 +38,7 @@ export const SINK_FACTORIES: SinkFactories = {
   file: (config) => new FileSink(config),
   mqtt: (config) => new MqttSink(config),
   nats: (config) => new NatsSink(config),
+  postgres: (config) => new PostgresSink(config),
   rabbitmq: (config) => new RabbitmqSink(config),
   'redis-streams': (config) => new RedisStreamsSink(config),
   stdout: (config, context) => new StdoutSink(config, context.stdout),

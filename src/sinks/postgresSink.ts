@@ -1,0 +1,314 @@
+import pg from 'pg';
+import { z } from 'zod';
+import { readSecretFile } from '../config/readSecretFile.js';
+import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
+import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { insertParameters, TABLE_NAME, tableSql, type TableSql } from './postgresTable.js';
+import type { OutboundEvent, Sink } from './sink.js';
+import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
+
+export const postgresSinkConfigSchema = sinkCommonSchema
+  .extend({
+    type: z.literal('postgres'),
+    url: z
+      .url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// or postgresql:// URL' })
+      .describe(
+        'Server and database, `postgres://user@host:5432/db`; libpq query parameters such as ' +
+          '`sslmode=verify-full` apply. A password in the URL is treated as a secret, but prefer `passwordFile`.',
+      ),
+    passwordFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('File holding the password (a Docker or Kubernetes secret mount); one trailing newline is dropped.'),
+    table: z
+      .string()
+      .regex(TABLE_NAME, 'use `name` or `schema.name`: letters, digits, _ and $, at most 63 characters each')
+      .default('changefeed_events')
+      .describe(
+        'Table the events land in, optionally schema-qualified (`analytics.changefeed_events`). Quoted ' +
+          'as written, so the case counts.',
+      ),
+    createTable: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Create the table (and its schema and indexes) when missing. Turn off when the role may only ' +
+          'INSERT into a table an administrator created.',
+      ),
+    connectTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe('A connection not ready (TCP, TLS and authentication) within this time counts as failed.'),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(300_000)
+      .default(30_000)
+      .describe(
+        'A batch the server has not committed within this time counts as a lost connection: the ' +
+          'connection is closed (rolling the transaction back) and the batch sent again.',
+      ),
+    delivery: deliverySchema(RETRY_DEFAULTS),
+  })
+  .strict()
+  .refine((c) => !(c.passwordFile && new URL(c.url).password), {
+    message: 'set the password either in url or in passwordFile, not both',
+    path: ['passwordFile'],
+  });
+
+export type PostgresSinkConfig = z.infer<typeof postgresSinkConfigSchema>;
+
+/**
+ * SQLSTATEs that say the connection or the server cannot take writes now, rather than that the
+ * batch is wrong: class 08 (connection exception), admin/crash shutdown and "cannot connect now"
+ * (57P01-57P03), too many connections (53300), and a read-only standby after a failover (25006).
+ */
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
+
+/**
+ * Writes each batch as one multi-row INSERT (one statement, one transaction) into a table keyed by
+ * the event id, through `pg`: the most used PostgreSQL client for Node, maintained, pure
+ * JavaScript (no native build), with a pool and parameterized queries. `ON CONFLICT (id) DO
+ * NOTHING` makes a re-sent batch harmless, so the table holds each event exactly once.
+ */
+export class PostgresSink implements Sink {
+  readonly type = 'postgres';
+  // Each write takes its own pooled connection, so writes of different objects run in parallel.
+  readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
+  private pool: pg.Pool | undefined;
+  private lastError: string | undefined;
+  private readonly sql: TableSql;
+  private readonly poolConfig: pg.PoolConfig;
+  /** The server, for messages: no credentials. */
+  private readonly server: string;
+
+  constructor(private readonly config: PostgresSinkConfig) {
+    const url = new URL(config.url);
+    if (url.password) registerSecret(decodeURIComponent(url.password));
+    const password = config.passwordFile ? readSecretFile(config.passwordFile) : undefined;
+    if (password) registerSecret(password);
+    this.server = `${url.host}${url.pathname}`;
+    this.sql = tableSql(config.table);
+    this.poolConfig = {
+      connectionString: config.url,
+      ...(password === undefined ? {} : { password }),
+      max: this.limits.maxInFlight,
+      connectionTimeoutMillis: config.connectTimeoutMs,
+      idleTimeoutMillis: 60_000,
+      keepAlive: true,
+      application_name: `changefeed-${config.name}`.slice(0, 63),
+    };
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  async connect(signal: AbortSignal): Promise<void> {
+    if (this.pool) return;
+    const pool = new pg.Pool(this.poolConfig);
+    // An idle connection that dies emits here; without a listener the process would crash.
+    pool.on('error', (error) => {
+      this.lastError = scrubSecrets(error.message);
+    });
+    try {
+      const lease = await this.checkout(pool, signal);
+      let healthy = false;
+      try {
+        if (this.config.createTable) {
+          for (const statement of this.sql.create) await this.run(lease, statement, [], signal);
+        }
+        await this.run(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
+        healthy = true;
+      } finally {
+        lease.release(!healthy);
+      }
+    } catch (error) {
+      await endPool(pool);
+      if (signal.aborted) throw error;
+      throw new SinkUnavailableError(`cannot use ${this.sql.table} on PostgreSQL at ${this.server}: ${explain(error)}`);
+    }
+    this.pool = pool;
+  }
+
+  async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
+    const pool = this.pool;
+    if (!pool) throw new SinkUnavailableError(`not connected to PostgreSQL at ${this.server}`);
+    signal.throwIfAborted();
+    const lease = await this.checkout(pool, signal).catch((error: unknown) => this.lost(pool, error, signal));
+    let healthy = false;
+    try {
+      try {
+        await this.run(lease, this.sql.insert, insertParameters(batch), signal);
+        healthy = true;
+        return;
+      } catch (error) {
+        if (signal.aborted || isConnectionError(error)) return await this.lost(pool, error, signal);
+        if (!isDataError(error)) {
+          healthy = true; // the statement failed alone and rolled back; the connection is fine
+          throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
+        }
+      }
+      // One or more events PostgreSQL cannot take: find them, and commit the rest.
+      const failures = await this.writeOneByOne(lease, batch, signal).catch((error: unknown) => {
+        if (signal.aborted || isConnectionError(error)) return this.lost(pool, error, signal);
+        throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
+      });
+      healthy = true;
+      if (failures.size === 0) return;
+      const [first] = failures.values();
+      throw new SinkPartialFailureError(
+        `PostgreSQL refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
+        failures,
+      );
+    } finally {
+      lease.release(!healthy);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool) await endPool(pool);
+  }
+
+  /**
+   * A batch PostgreSQL refused with a data or constraint error: each event in its own savepoint of
+   * one transaction, so the events that fit are committed and those that do not are named. Events
+   * after a refused one of the same object are held back, keeping each object's order.
+   */
+  private async writeOneByOne(
+    lease: Lease,
+    batch: readonly OutboundEvent[],
+    signal: AbortSignal,
+  ): Promise<Map<string, ItemFailure>> {
+    const failures = new Map<string, ItemFailure>();
+    const blocked = new Set<string>();
+    let written = 0;
+    await this.run(lease, 'BEGIN', [], signal);
+    for (const event of batch) {
+      if (blocked.has(event.orderingKey)) continue;
+      await this.run(lease, 'SAVEPOINT one_event', [], signal);
+      try {
+        await this.run(lease, this.sql.insert, insertParameters([event]), signal);
+        await this.run(lease, 'RELEASE SAVEPOINT one_event', [], signal);
+        written++;
+      } catch (error) {
+        if (signal.aborted || !isDataError(error)) throw error;
+        await this.run(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
+        blocked.add(event.orderingKey);
+        const state = (error as pg.DatabaseError).code ?? '';
+        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp) never
+        // will; a constraint (class 23) refusing every event is more likely the table's fault.
+        failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: state.startsWith('22') });
+      }
+    }
+    await this.run(lease, 'COMMIT', [], signal);
+    if (written > 0) for (const failure of failures.values()) failure.permanent = true;
+    return failures;
+  }
+
+  private async checkout(pool: pg.Pool, signal: AbortSignal): Promise<Lease> {
+    const checkout = pool.connect();
+    // A connection that arrives after the wait was given up goes back to the pool, closed.
+    const client = await settle(checkout, signal, this.config.connectTimeoutMs, undefined).catch((error: unknown) => {
+      void checkout.then(
+        (late) => late.release(true),
+        () => undefined,
+      );
+      throw error;
+    });
+    return new Lease(client);
+  }
+
+  /** One query, bounded by timeoutMs and the signal; on either the connection is destroyed. */
+  private async run(lease: Lease, text: string, values: unknown[], signal: AbortSignal): Promise<void> {
+    await settle(lease.client.query(text, values), signal, this.config.timeoutMs, lease);
+  }
+
+  /** The connection failed under a write: drop the pool so the engine reconnects. */
+  private lost(pool: pg.Pool, error: unknown, signal: AbortSignal): Promise<never> {
+    if (signal.aborted) return Promise.reject(error);
+    if (this.pool === pool) this.pool = undefined;
+    void endPool(pool);
+    return Promise.reject(
+      new SinkUnavailableError(`connection to PostgreSQL at ${this.server} failed: ${explain(error)}`),
+    );
+  }
+}
+
+/** A pooled connection, given back once: a timed-out query destroys it before the write's own cleanup runs. */
+class Lease {
+  private released = false;
+  /** A connection lost between queries emits here; the next query fails and says so. */
+  private readonly ignore = () => undefined;
+
+  constructor(readonly client: pg.PoolClient) {
+    client.on('error', this.ignore);
+  }
+
+  /** Back to the pool, or closed when `destroy` (a connection in an unknown state). */
+  release(destroy: boolean | Error): void {
+    if (this.released) return;
+    this.released = true;
+    this.client.off('error', this.ignore);
+    this.client.release(destroy === false ? undefined : destroy);
+  }
+}
+
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: string }).code ?? '';
+  return !(error instanceof pg.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
+}
+
+/** Class 22 (data exception) and 23 (integrity constraint violation): the event, not the server. */
+function isDataError(error: unknown): boolean {
+  return error instanceof pg.DatabaseError && /^2[23]/.test(error.code ?? '');
+}
+
+function explain(error: unknown): string {
+  const e = error as { message?: string; code?: string };
+  const hint =
+    e.code === '28P01' || e.code === '28000'
+      ? '; check the user and password'
+      : e.code === '42P01'
+        ? '; the table is missing: create it or set createTable: true'
+        : e.code === '42501'
+          ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
+          : '';
+  return `${scrubSecrets(e.message ?? String(error))}${hint}`;
+}
+
+/** Ends the pool without waiting more than a few seconds for connections that went silent. */
+async function endPool(pool: pg.Pool): Promise<void> {
+  await settle(pool.end(), new AbortController().signal, 5_000, undefined).catch(() => undefined);
+}
+
+/**
+ * `promise`, or a rejection after `timeoutMs` or on abort. A connection given as `lease` is
+ * destroyed then: the server rolls back what it was doing, and no later query queues behind it.
+ */
+function settle<T>(promise: Promise<T>, signal: AbortSignal, timeoutMs: number, lease: Lease | undefined): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const cut = new Promise<never>((_, reject) => {
+    const fail = (error: Error) => {
+      lease?.release(error);
+      reject(error);
+    };
+    timer = setTimeout(() => fail(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    onAbort = () => fail(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  promise.catch(() => undefined);
+  return Promise.race([promise, cut]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort as () => void);
+  });
+}
