@@ -148,7 +148,7 @@ export class PostgresSink implements Sink {
         healthy = true;
         return;
       } catch (error) {
-        if (signal.aborted || isConnectionError(error)) return await this.lost(pool, error, signal);
+        if (signal.aborted || isConnectionError(error)) this.lost(pool, error, signal);
         if (!isDataError(error)) {
           healthy = true; // the statement failed alone and rolled back; the connection is fine
           throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
@@ -232,13 +232,11 @@ export class PostgresSink implements Sink {
   }
 
   /** The connection failed under a write: drop the pool so the engine reconnects. */
-  private lost(pool: pg.Pool, error: unknown, signal: AbortSignal): Promise<never> {
-    if (signal.aborted) return Promise.reject(error);
+  private lost(pool: pg.Pool, error: unknown, signal: AbortSignal): never {
+    if (signal.aborted) throw signal.reason;
     if (this.pool === pool) this.pool = undefined;
     void endPool(pool);
-    return Promise.reject(
-      new SinkUnavailableError(`connection to PostgreSQL at ${this.server} failed: ${explain(error)}`),
-    );
+    throw new SinkUnavailableError(`connection to PostgreSQL at ${this.server} failed: ${explain(error)}`);
   }
 }
 
