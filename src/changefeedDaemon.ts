@@ -7,7 +7,8 @@ import { listConfigSecrets } from './config/secretFields.js';
 import { registerSecret } from './observe/secretRegistry.js';
 import { DeliveryEngine, type DrainReport } from './deliver/deliveryEngine.js';
 import type { BatchOutcome } from './deliver/sinkWorkerOptions.js';
-import { describeError, isAbortError } from './errors.js';
+import { ConfigError, describeError, isAbortError } from './errors.js';
+import { EventFeed } from './feed/eventFeed.js';
 import { LogPoller } from './poll/logPoller.js';
 import { PollLoop, type SweepSummary } from './poll/pollLoop.js';
 import { ReadBudget } from './poll/readBudget.js';
@@ -59,6 +60,8 @@ export class ChangefeedDaemon {
   private credentialAccepted: boolean | undefined;
   private credentialProblem: string | undefined;
   private healthServer: HealthServer | undefined;
+  /** The journal over HTTP, when feed.enabled. */
+  readonly feed: EventFeed | undefined;
   private pruning: Promise<void> | undefined;
   private stopped = false;
   private readonly lock: StateDirLock;
@@ -93,6 +96,13 @@ export class ChangefeedDaemon {
         );
       },
     });
+    try {
+      this.feed = config.feed.enabled ? createFeed(config, this.store, this.clock) : undefined;
+    } catch (error) {
+      this.store.close();
+      this.lock.release();
+      throw error;
+    }
     this.budget = new ReadBudget(config.budget, this.clock);
     this.metrics = new ChangefeedMetrics(this.store, {
       now: () => this.clock.now(),
@@ -159,7 +169,10 @@ export class ChangefeedDaemon {
       serviceNow: () => serverClock.now(),
       onPolled: (watched, outcome) => {
         this.metrics.observePoll(watched.log, outcome, this.clock.now());
-        if ((outcome.result?.emitted ?? 0) > 0) this.engine.notify();
+        if ((outcome.result?.emitted ?? 0) > 0) {
+          this.engine.notify();
+          this.feed?.notify();
+        }
       },
     });
   }
@@ -210,6 +223,7 @@ export class ChangefeedDaemon {
         alive: () => !this.stopped && this.pollLoop.state !== 'stopped',
         readiness: () => this.readiness(),
         metrics: this.metrics.registry,
+        ...(this.feed ? { routes: this.feed.handle.bind(this.feed) } : {}),
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
     }
@@ -247,6 +261,7 @@ export class ChangefeedDaemon {
     await this.engine.stop();
     await this.pruning;
     await this.client.close();
+    this.feed?.close();
     await this.healthServer?.close();
     this.store.close();
     this.lock.release();
@@ -311,6 +326,14 @@ export class ChangefeedDaemon {
       }
     }
   }
+}
+
+function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock): EventFeed {
+  if (config.http.port === null)
+    throw new ConfigError('feed.enabled needs the HTTP server: set http.port (or CHANGEFEED_HTTP_PORT)', [
+      { path: 'http.port', message: 'set a port for the feed to be served on' },
+    ]);
+  return new EventFeed(config.feed, store.journal, clock);
 }
 
 function clockCheck(problem: string | undefined): ReadinessCheck {

@@ -4,6 +4,7 @@ import { performedAtMs } from '../api/activityEntry.js';
 import type { ChangeCloudEvent } from '../events/cloudEvent.js';
 import type { LogKind } from '../logs.js';
 import { openDatabase, type Db } from './database.js';
+import { Journal } from './journal.js';
 import { Outbox } from './outbox.js';
 import { Quarantine } from './quarantine.js';
 import { StoreHealth, StoreUnavailableError } from './storeHealth.js';
@@ -46,6 +47,8 @@ export class ChangefeedStore {
   readonly watchedLogs: WatchedLogs;
   readonly seen: SeenEntries;
   readonly outbox: Outbox;
+  /** The outbox read as a journal, in ingestion order: the pull feed. */
+  readonly journal: Journal;
   readonly sinks: SinkStates;
   readonly quarantine: Quarantine;
   /** Whether writes work; see StoreHealth. */
@@ -56,6 +59,7 @@ export class ChangefeedStore {
     this.watchedLogs = new WatchedLogs(db);
     this.seen = new SeenEntries(db);
     this.outbox = new Outbox(db);
+    this.journal = new Journal(db);
     this.sinks = new SinkStates(db);
     this.quarantine = new Quarantine(db);
     this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {
