@@ -2,6 +2,7 @@
  * `npm run bench`: throughput and memory of the pipeline's stages, printed as tables.
  * Figures are for this machine (2 cores); compare runs on the same machine only.
  */
+import { feedStreaming } from './cases/feedStreaming.js';
 import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
 import { hostilePage } from './cases/hostilePages.js';
 import { pollIngest } from './cases/pollIngest.js';
@@ -31,6 +32,11 @@ printTable(
 printTable('PostgreSQL sink, outbox pre-filled with 100,000 events (target: 5,000 events/s)', [
   await postgresDelivery(100_000),
 ]);
+
+printTable(
+  'Live stream (SSE) of the pull feed, eventsource clients in the same process (target: 5,000 events/s per stream)',
+  [await feedStreaming(100_000, 1), await feedStreaming(20_000, 100)],
+);
 
 // Hostile answers: peak RSS of the compiled CLI (npm run build first) polling a hostile service.
 printTable('Hostile service answers (target: peak RSS under 200 MiB)', [
