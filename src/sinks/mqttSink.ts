@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
 import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 
@@ -121,6 +122,7 @@ export const mqttSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
+    dataschema: dataschemaSchema,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()

@@ -18,6 +18,7 @@ import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/del
 import { AbortedError, describeError } from '../errors.js';
 import { registerSecret } from '../observe/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 import {
@@ -119,6 +120,7 @@ export const natsSinkConfigSchema = sinkCommonSchema
       .strict()
       .optional()
       .describe('The stream the events land in. Without it, publishes go to whatever stream captures the subject.'),
+    dataschema: dataschemaSchema,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()

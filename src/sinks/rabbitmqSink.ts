@@ -12,6 +12,7 @@ import { AbortedError } from '../errors.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
 import { templateSchema } from './eventTemplate.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkBackoffError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 
@@ -108,6 +109,7 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
         'A batch not fully confirmed by the broker within this time fails and is sent again (a ' +
           'blocked or stuck broker must not hold a write forever).',
       ),
+    dataschema: dataschemaSchema,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
 import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 
@@ -86,6 +87,7 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    dataschema: dataschemaSchema,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withDataSchema } from './dataSchemaAttribute.js';
 import { FileSink, fileSinkConfigSchema } from './fileSink.js';
 import { MqttSink, mqttSinkConfigSchema } from './mqttSink.js';
 import { NatsSink, natsSinkConfigSchema } from './natsSink.js';
@@ -47,5 +48,6 @@ export const SINK_FACTORIES: SinkFactories = {
 
 export function createSink(config: SinkConfig, context: SinkContext = {}): Sink {
   const factory = SINK_FACTORIES[config.type] as (config: SinkConfig, context: SinkContext) => Sink;
-  return factory(config, context);
+  const sink = factory(config, context);
+  return 'dataschema' in config && config.dataschema ? withDataSchema(sink, config.dataschema) : sink;
 }

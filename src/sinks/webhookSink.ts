@@ -7,6 +7,7 @@ import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/d
 import { registerSecret } from '../observe/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import { checkReachable, isUnreachable } from './endpointReachability.js';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkDisabledError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
@@ -67,6 +68,7 @@ export const webhookSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.'),
+    dataschema: dataschemaSchema,
     delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
   })
   .strict()
