@@ -64,7 +64,7 @@ export class EventFeed {
     const url = new URL(req.url ?? '/', 'http://feed');
     const mode = url.pathname === '/v1/events' ? 'page' : url.pathname === '/v1/events/stream' ? 'stream' : undefined;
     if (mode === undefined) return false;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
       sendProblem(
         res,
         405,

@@ -1,0 +1,52 @@
+import { join } from 'node:path';
+import { request } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { appConfigSchema } from '../../src/config/appConfigSchema.js';
+import { ConfigError } from '../../src/errors.js';
+import { scrubSecrets } from '../../src/observe/secretRegistry.js';
+import { createDaemon } from '../support/daemonHarness.js';
+import { freePort } from '../support/daemonProcess.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { TOKEN } from './feedHarness.js';
+
+function config(stateDir: string, overrides: Record<string, unknown>) {
+  return appConfigSchema.parse({
+    api: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k_test_0123456789abcdef0123456789abcdef' },
+    sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'events.jsonl') }],
+    stateDir,
+    ...overrides,
+  });
+}
+
+describe('the feed in the daemon', () => {
+  it('refuses feed.enabled without http.port or without a token, saying what to set', async () => {
+    const stateDir = makeTempDir();
+    const noPort = () => createDaemon(config(stateDir, { feed: { enabled: true, tokens: [TOKEN] } }));
+    expect(noPort).toThrow(ConfigError);
+    expect(noPort).toThrow(/set http.port/);
+    const noToken = () => createDaemon(config(stateDir, { http: { port: 0 }, feed: { enabled: true } }));
+    expect(noToken).toThrow(/at least one bearer token in feed.tokens or feed.tokenFiles/);
+    // The state directory lock was released: a daemon can start there now.
+    await createDaemon(config(stateDir, {})).stop();
+  });
+
+  it('serves the feed on the health server, with tokens scrubbed from logs', async () => {
+    const stateDir = makeTempDir();
+    const port = await freePort();
+    const daemon = createDaemon(config(stateDir, { http: { port }, feed: { enabled: true, tokens: [TOKEN] } }));
+    try {
+      await daemon.start();
+      const res = await request(`http://127.0.0.1:${port}/v1/events`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(await res.body.json()).toEqual([]);
+      const health = await request(`http://127.0.0.1:${port}/healthz`);
+      expect(health.statusCode).toBe(200);
+      await health.body.dump();
+      expect(scrubSecrets(`token ${TOKEN}`)).toBe('token [redacted]');
+    } finally {
+      await daemon.stop();
+    }
+  });
+});
