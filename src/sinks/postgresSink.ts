@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { readSecretFile } from '../config/readSecretFile.js';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { endPool, Lease, settle } from './postgresConnection.js';
 import { insertParameters, TABLE_NAME, tableSql, type TableSql } from './postgresTable.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
@@ -134,11 +135,15 @@ export class PostgresSink implements Sink {
       throw new SinkUnavailableError(`cannot use ${this.sql.table} on PostgreSQL at ${this.server}: ${explain(error)}`);
     }
     this.pool = pool;
+    this.lastError = undefined;
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const pool = this.pool;
-    if (!pool) throw new SinkUnavailableError(`not connected to PostgreSQL at ${this.server}`);
+    if (!pool)
+      throw new SinkUnavailableError(
+        `not connected to PostgreSQL at ${this.server}${this.lastError ? `: ${this.lastError}` : ''}`,
+      );
     signal.throwIfAborted();
     const lease = await this.checkout(pool, signal).catch((error: unknown) => this.lost(pool, error, signal));
     let healthy = false;
@@ -240,25 +245,6 @@ export class PostgresSink implements Sink {
   }
 }
 
-/** A pooled connection, given back once: a timed-out query destroys it before the write's own cleanup runs. */
-class Lease {
-  private released = false;
-  /** A connection lost between queries emits here; the next query fails and says so. */
-  private readonly ignore = () => undefined;
-
-  constructor(readonly client: pg.PoolClient) {
-    client.on('error', this.ignore);
-  }
-
-  /** Back to the pool, or closed when `destroy` (a connection in an unknown state). */
-  release(destroy: boolean | Error): void {
-    if (this.released) return;
-    this.released = true;
-    this.client.off('error', this.ignore);
-    this.client.release(destroy === false ? undefined : destroy);
-  }
-}
-
 function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: string }).code ?? '';
   return !(error instanceof pg.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
@@ -280,33 +266,4 @@ function explain(error: unknown): string {
           ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
           : '';
   return `${scrubSecrets(e.message ?? String(error))}${hint}`;
-}
-
-/** Ends the pool without waiting more than a few seconds for connections that went silent. */
-async function endPool(pool: pg.Pool): Promise<void> {
-  await settle(pool.end(), new AbortController().signal, 5_000, undefined).catch(() => undefined);
-}
-
-/**
- * `promise`, or a rejection after `timeoutMs` or on abort. A connection given as `lease` is
- * destroyed then: the server rolls back what it was doing, and no later query queues behind it.
- */
-function settle<T>(promise: Promise<T>, signal: AbortSignal, timeoutMs: number, lease: Lease | undefined): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const cut = new Promise<never>((_, reject) => {
-    const fail = (error: Error) => {
-      lease?.release(error);
-      reject(error);
-    };
-    timer = setTimeout(() => fail(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    onAbort = () => fail(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  promise.catch(() => undefined);
-  return Promise.race([promise, cut]).finally(() => {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort as () => void);
-  });
 }
