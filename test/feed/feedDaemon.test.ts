@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { checkFeed } from '../../src/cli/feedCheck.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { ConfigError } from '../../src/errors.js';
 import { scrubSecrets } from '../../src/observe/secretRegistry.js';
@@ -48,5 +49,24 @@ describe('the feed in the daemon', () => {
     } finally {
       await daemon.stop();
     }
+  });
+
+  it('changefeed check reports the feed: off, missing port, missing token file, or where it is served', () => {
+    const stateDir = makeTempDir();
+    expect(checkFeed(config(stateDir, {}))).toBeUndefined();
+    expect(checkFeed(config(stateDir, { feed: { enabled: true, tokens: [TOKEN] } }))).toMatchObject({
+      ok: false,
+      fix: 'set http.port (or CHANGEFEED_HTTP_PORT)',
+    });
+    const missing = checkFeed(
+      config(stateDir, { http: { port: 9464 }, feed: { enabled: true, tokenFiles: [join(stateDir, 'nope')] } }),
+    );
+    expect(missing).toMatchObject({ ok: false });
+    expect(missing?.detail).toContain('it does not exist');
+    expect(checkFeed(config(stateDir, { http: { port: 9464 }, feed: { enabled: true, tokens: [TOKEN] } }))).toEqual({
+      name: 'feed',
+      ok: true,
+      detail: '/v1/events and /v1/events/stream on 127.0.0.1:9464, 1 token',
+    });
   });
 });
