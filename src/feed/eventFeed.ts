@@ -44,6 +44,13 @@ export class EventFeed {
         { path: 'feed.tokens', message: 'add a token (at least 16 characters), e.g. from ${FEED_TOKEN}' },
       ]);
     for (const token of tokens) registerSecret(token);
+    const unusable = config.tokenFiles.find(
+      (_, i) => !/^[\x21-\x7e]{16,}$/.test(tokens[config.tokens.length + i] ?? ''),
+    );
+    if (unusable !== undefined)
+      throw new ConfigError(`the token in ${unusable} cannot be sent in a header`, [
+        { path: 'feed.tokenFiles', message: 'write at least 16 printable ASCII characters without spaces' },
+      ]);
     this.tokens = new FeedTokens(tokens);
     this.slots = new StreamSlots(config.maxStreamsPerToken);
     this.signal = new JournalSignal(clock);

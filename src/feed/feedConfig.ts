@@ -10,7 +10,12 @@ export const feedConfigSchema = z
           '`GET /v1/events/stream` (Server-Sent Events). Needs `http.port` and at least one token.',
       ),
     tokens: z
-      .array(z.string().min(16, 'a feed token needs at least 16 characters'))
+      .array(
+        z
+          .string()
+          .min(16, 'a feed token needs at least 16 characters')
+          .regex(/^[\x21-\x7e]+$/, 'a feed token is printable ASCII without spaces (it travels in a header)'),
+      )
       .default([])
       .describe('Secret: bearer tokens that may read the feed. Prefer `${VAR}` or `tokenFiles` to writing them here.'),
     tokenFiles: z

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +28,14 @@ describe('the feed in the daemon', () => {
     expect(noPort).toThrow(/set http.port/);
     const noToken = () => createDaemon(config(stateDir, { http: { port: 0 }, feed: { enabled: true } }));
     expect(noToken).toThrow(/at least one bearer token in feed.tokens or feed.tokenFiles/);
+    expect(() => config(stateDir, { feed: { enabled: true, tokens: ['has a space in it, sixteen+'] } })).toThrow(
+      /printable ASCII without spaces/,
+    );
+    const file = join(stateDir, 'token');
+    writeFileSync(file, 'short\n');
+    const badFile = () =>
+      createDaemon(config(stateDir, { http: { port: 0 }, feed: { enabled: true, tokenFiles: [file] } }));
+    expect(badFile).toThrow(`the token in ${file} cannot be sent in a header`);
     // The state directory lock was released: a daemon can start there now.
     await createDaemon(config(stateDir, {})).stop();
   });
