@@ -97,7 +97,8 @@ describe('GET /v1/events/stream', () => {
         if (text.includes(': heartbeat')) return;
       }
     })();
-    while (!text.includes('id: ')) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => text.includes('id: 0000000000000002'), 5_000, 'the two events');
+    await until(() => clock.nextWakeAt() !== undefined, 5_000, 'the stream to wait for events');
     expect(text).not.toContain('heartbeat');
     await clock.advance(15_000);
     await reading;

@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { until } from '../support/daemonProcess.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { appendEvents, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
 
@@ -129,13 +130,14 @@ describe('GET /v1/events', () => {
     const clock = new ManualClock(Date.now());
     const h = await feedOf(5, { clock });
     const waiting = get(h, `/v1/events?after=${formatCursor(5)}&wait=30`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The request is waiting once it sleeps on the clock.
+    await until(() => clock.nextWakeAt() !== undefined, 5_000, 'the long-poll to wait');
     appendEvents(h, 2);
     const woken = await waiting;
     expect(events(woken)).toHaveLength(2);
 
     const idle = get(h, `/v1/events?after=${formatCursor(7)}&wait=30`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(() => clock.nextWakeAt() !== undefined, 5_000, 'the long-poll to wait');
     await clock.advance(30_000);
     const empty = await idle;
     expect(empty.status).toBe(200);
