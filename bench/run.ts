@@ -2,9 +2,11 @@
  * `npm run bench`: throughput and memory of the pipeline's stages, printed as tables.
  * Figures are for this machine (2 cores); compare runs on the same machine only.
  */
+import { feedStreaming } from './cases/feedStreaming.js';
 import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
 import { hostilePage } from './cases/hostilePages.js';
 import { pollIngest } from './cases/pollIngest.js';
+import { postgresDelivery } from './cases/postgresDelivery.js';
 import { mqttDelivery, natsDelivery, rabbitmqDelivery, redisDelivery } from './cases/queueSinkDelivery.js';
 import { webhookDelivery } from './cases/webhookDelivery.js';
 import { printTable, type BenchRow } from './benchTable.js';
@@ -25,6 +27,15 @@ for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelive
 printTable(
   'Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)',
   queueRows,
+);
+
+printTable('PostgreSQL sink, outbox pre-filled with 100,000 events (target: 5,000 events/s)', [
+  await postgresDelivery(100_000),
+]);
+
+printTable(
+  'Live stream (SSE) of the pull feed, eventsource clients in the same process (target: 5,000 events/s per stream)',
+  [await feedStreaming(100_000, 1), await feedStreaming(20_000, 100)],
 );
 
 // Hostile answers: peak RSS of the compiled CLI (npm run build first) polling a hostile service.

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { type CheckResult, formatCheck } from './checkResult.js';
+import { checkFeed } from './feedCheck.js';
 import { loadAppConfig } from './loadAppConfig.js';
 import { checkConfiguredIds, checkDiscoveryLists, checkPing } from './serviceChecks.js';
 import { openServiceSession } from './serviceSession.js';
@@ -51,6 +52,8 @@ export async function checkCommand(argv: string[]): Promise<number> {
     await session.close();
   }
   report(await checkSinks(config, { probeWebhooks: values['probe-sinks'] }));
+  const feed = checkFeed(config);
+  if (feed) report([feed]);
   const problems = results.filter((r) => !r.ok).length;
   out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
   return problems === 0 ? 0 : 1;

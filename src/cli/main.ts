@@ -8,6 +8,7 @@ import { RECEIVE_USAGE, receiveCommand } from './receiveCommand.js';
 import { PLAN_USAGE, planCommand } from './planCommand.js';
 import { REPLAY_USAGE, replayCommand } from './replayCommand.js';
 import { RUN_USAGE, runCommand } from './runCommand.js';
+import { SCHEMA_USAGE, schemaCommand } from './schemaCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { QUARANTINE_USAGE, quarantineCommand } from './quarantineCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
@@ -26,6 +27,7 @@ export const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => 
   receive: { usage: RECEIVE_USAGE, run: receiveCommand },
   watch: { usage: WATCH_USAGE, run: watchCommand },
   quarantine: { usage: QUARANTINE_USAGE, run: quarantineCommand },
+  schema: { usage: SCHEMA_USAGE, run: schemaCommand },
 };
 
 const USAGE = `usage: changefeed <command> [options]

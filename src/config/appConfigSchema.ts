@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { apiConfigSchema } from '../api/apiConfig.js';
 import { eventsConfigSchema } from '../events/cloudEvent.js';
+import { feedConfigSchema } from '../feed/feedConfig.js';
 import { httpConfigSchema } from '../observe/healthServer.js';
 import { budgetConfigSchema } from '../poll/readBudget.js';
 import { watchConfigSchema } from '../poll/watchConfig.js';
@@ -44,6 +45,9 @@ export const appConfigSchema = z
     http: httpConfigSchema
       .prefault({})
       .describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
+    feed: feedConfigSchema
+      .default(feedConfigSchema.parse({}))
+      .describe('The journal over HTTP for consumers without a broker: pages, long-polling and Server-Sent Events.'),
     log: z
       .object({
         level: z

@@ -72,6 +72,7 @@ export class ChangefeedDaemon {
         alive: () => !this.stopped && pollLoop.state !== 'stopped',
         readiness: () => this.readiness(),
         metrics: this.parts.metrics.registry,
+        ...(this.parts.feed ? { routes: this.parts.feed.handle.bind(this.parts.feed) } : {}),
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
     }
@@ -116,6 +117,7 @@ export class ChangefeedDaemon {
     await this.parts.engine.stop();
     await this.pruning;
     await this.parts.client.close();
+    this.parts.feed?.close();
     await this.healthServer?.close();
     this.parts.store.close();
     this.parts.lock.release();

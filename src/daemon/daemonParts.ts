@@ -6,6 +6,8 @@ import { systemClock, type Clock } from '../clock.js';
 import { appConfigSchema, type AppConfig } from '../config/appConfigSchema.js';
 import { listConfigSecrets } from '../config/secretFields.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
+import { ConfigError } from '../errors.js';
+import { EventFeed } from '../feed/eventFeed.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
 import { ChangefeedMetrics } from '../observe/changefeedMetrics.js';
 import { LogPoller } from '../poll/logPoller.js';
@@ -46,6 +48,8 @@ export interface DaemonParts {
   registry: WatchRegistry;
   pollLoop: PollLoop;
   engine: DeliveryEngine;
+  /** The journal over HTTP, when feed.enabled. */
+  feed: EventFeed | undefined;
 }
 
 /**
@@ -60,9 +64,17 @@ export function assembleDaemon(config: AppConfig, options: DaemonOptions): Daemo
   // Before the store is opened: a second daemon must not even migrate it.
   const lock = StateDirLock.acquire(config.stateDir);
   let store: ChangefeedStore;
+  let feed: EventFeed | undefined;
   try {
     store = ChangefeedStore.open(storePath(config.stateDir));
   } catch (error) {
+    lock.release();
+    throw error;
+  }
+  try {
+    feed = config.feed.enabled ? createFeed(config, store, clock) : undefined;
+  } catch (error) {
+    store.close();
     lock.release();
     throw error;
   }
@@ -126,8 +138,32 @@ export function assembleDaemon(config: AppConfig, options: DaemonOptions): Daemo
     serviceNow: () => serverClock.now(),
     onPolled: (watched, outcome) => {
       metrics.observePoll(watched.log, outcome, clock.now());
-      if ((outcome.result?.emitted ?? 0) > 0) engine.notify();
+      if ((outcome.result?.emitted ?? 0) === 0) return;
+      engine.notify();
+      feed?.notify();
     },
   });
-  return { clock, lock, store, serverClock, budget, apiKey, credential, client, metrics, registry, pollLoop, engine };
+  return {
+    clock,
+    lock,
+    store,
+    serverClock,
+    budget,
+    apiKey,
+    credential,
+    client,
+    metrics,
+    registry,
+    pollLoop,
+    engine,
+    feed,
+  };
+}
+
+function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock): EventFeed {
+  if (config.http.port === null)
+    throw new ConfigError('feed.enabled needs the HTTP server: set http.port (or CHANGEFEED_HTTP_PORT)', [
+      { path: 'http.port', message: 'set a port for the feed to be served on' },
+    ]);
+  return new EventFeed(config.feed, store.journal, clock);
 }

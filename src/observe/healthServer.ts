@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { Registry } from 'prom-client';
@@ -44,6 +44,8 @@ export interface HealthSource {
   /** Every readiness check, each with what fails. */
   readiness(): ReadinessCheck[];
   metrics: Registry;
+  /** More routes on the same server (the event feed): true when it answered the request. */
+  routes?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 export interface HealthServer {
@@ -58,6 +60,7 @@ export interface HealthServer {
 export async function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (source.routes?.(req, res)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET' }).end();
       return;

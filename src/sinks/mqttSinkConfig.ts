@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
 import { caFile, connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
@@ -79,6 +80,7 @@ export const mqttSinkConfigSchema = sinkCommonSchema
         'the batch is sent again.',
     ),
     caFile: caFile('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
+    dataschema: dataschemaSchema,
   })
   .strict()
   .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema as templateSchema_ } from './eventTemplate.js';
 import { timeLimitMs } from './sinkConfigFields.js';
@@ -90,6 +91,7 @@ export const natsSinkConfigSchema = sinkCommonSchema
       .strict()
       .optional()
       .describe('The stream the events land in. Without it, publishes go to whatever stream captures the subject.'),
+    dataschema: dataschemaSchema,
   })
   .strict()
   .refine((c) => c.token === undefined || (c.user === undefined && c.password === undefined), {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
 import { connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
@@ -82,6 +83,7 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
       'A batch not fully confirmed by the broker within this time fails and is sent again (a blocked or stuck ' +
         'broker must not hold a write forever).',
     ),
+    dataschema: dataschemaSchema,
   })
   .strict()
   .refine((c) => c.password === undefined || c.username !== undefined, {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
 import { caFile, connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
@@ -54,6 +55,7 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
       .default(false)
       .describe('Connect with TLS (also implied by a `rediss://` URL). Certificate checks stay on.'),
     caFile: caFile('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    dataschema: dataschemaSchema,
   })
   .strict();
 

@@ -1,8 +1,11 @@
 import { z } from 'zod';
+import { withDataSchema } from './dataSchemaAttribute.js';
 import { FileSink, fileSinkConfigSchema } from './fileSink.js';
 import { MqttSink } from './mqttSink.js';
 import { mqttSinkConfigSchema } from './mqttSinkConfig.js';
 import { NatsSink } from './natsSink.js';
+import { PostgresSink } from './postgresSink.js';
+import { postgresSinkConfigSchema } from './postgresSinkConfig.js';
 import { natsSinkConfigSchema } from './natsSinkConfig.js';
 import { RabbitmqSink } from './rabbitmqSink.js';
 import { rabbitmqSinkConfigSchema } from './rabbitmqSinkConfig.js';
@@ -21,6 +24,7 @@ export const sinkConfigSchema = z.discriminatedUnion('type', [
   fileSinkConfigSchema,
   mqttSinkConfigSchema,
   natsSinkConfigSchema,
+  postgresSinkConfigSchema,
   rabbitmqSinkConfigSchema,
   redisStreamsSinkConfigSchema,
   stdoutSinkConfigSchema,
@@ -41,6 +45,7 @@ export const SINK_FACTORIES: SinkFactories = {
   file: (config) => new FileSink(config),
   mqtt: (config) => new MqttSink(config),
   nats: (config) => new NatsSink(config),
+  postgres: (config) => new PostgresSink(config),
   rabbitmq: (config) => new RabbitmqSink(config),
   'redis-streams': (config) => new RedisStreamsSink(config),
   stdout: (config, context) => new StdoutSink(config, context.stdout),
@@ -49,5 +54,6 @@ export const SINK_FACTORIES: SinkFactories = {
 
 export function createSink(config: SinkConfig, context: SinkContext = {}): Sink {
   const factory = SINK_FACTORIES[config.type] as (config: SinkConfig, context: SinkContext) => Sink;
-  return factory(config, context);
+  const sink = factory(config, context);
+  return 'dataschema' in config && config.dataschema ? withDataSchema(sink, config.dataschema) : sink;
 }

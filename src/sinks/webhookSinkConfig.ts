@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../sinkContract/deliveryConfig.js';
 import { caFile, timeLimitMs } from './sinkConfigFields.js';
 import { isWebhookSecret } from './standardWebhookSignature.js';
@@ -51,6 +52,7 @@ export const webhookSinkConfigSchema = sinkCommonSchema
     caFile: caFile(
       'PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.',
     ),
+    dataschema: dataschemaSchema,
     delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
   })
   .strict()

@@ -5,6 +5,7 @@ import type { ChangeCloudEvent } from '../events/cloudEvent.js';
 import type { LogKind } from '../logs.js';
 import { openDatabase, type Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
+import { Journal } from './journal.js';
 import { Outbox } from './outbox.js';
 import { Quarantine } from './quarantine.js';
 import { StoreHealth, StoreUnavailableError } from './storeHealth.js';
@@ -48,6 +49,8 @@ export class ChangefeedStore {
   readonly seen: SeenEntries;
   readonly outbox: Outbox;
   readonly deadLetters: DeadLetters;
+  /** The outbox read as a journal, in ingestion order: the pull feed. */
+  readonly journal: Journal;
   readonly sinks: SinkStates;
   readonly quarantine: Quarantine;
   /** Whether writes work; see StoreHealth. */
@@ -59,6 +62,7 @@ export class ChangefeedStore {
     this.seen = new SeenEntries(db);
     this.outbox = new Outbox(db);
     this.deadLetters = new DeadLetters(db);
+    this.journal = new Journal(db);
     this.sinks = new SinkStates(db);
     this.quarantine = new Quarantine(db);
     this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {

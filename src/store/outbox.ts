@@ -1,6 +1,7 @@
 import type { LogKind } from '../logs.js';
 import type { ChangeCloudEvent } from '../events/cloudEvent.js';
 import type { Db } from './database.js';
+import { PRUNED_THROUGH_KEY } from './journal.js';
 
 /** A delivery that is due or waiting, joined with its event, in ingestion (`seq`) order. */
 export interface PendingDelivery {
@@ -46,6 +47,7 @@ export class Outbox {
   private readonly deadStmt;
   private readonly countsStmt;
   private readonly pruneStmt;
+  private readonly prunedThroughStmt;
   private readonly filteredStmt;
   private readonly payloadsStmt;
   private readonly enqueueStmt;
@@ -116,6 +118,14 @@ export class Outbox {
     this.pruneStmt = db.prepare(
       `DELETE FROM events WHERE ingested_at < ?
          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = events.seq AND d.state = 'pending')`,
+    );
+    // The feed answers 410 to a position below the highest pruned seq (see Journal).
+    this.prunedThroughStmt = db.prepare(
+      `INSERT INTO meta (key, value)
+       SELECT '${PRUNED_THROUGH_KEY}', MAX(seq) FROM events WHERE ingested_at < ?
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = events.seq AND d.state = 'pending')
+       HAVING MAX(seq) IS NOT NULL
+       ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`,
     );
   }
 
@@ -235,6 +245,9 @@ export class Outbox {
 
   /** Drops journal entries older than `before` that no sink still waits for. */
   prune(before: number): number {
-    return this.pruneStmt.run(before).changes;
+    return this.db.transaction(() => {
+      this.prunedThroughStmt.run(before);
+      return this.pruneStmt.run(before).changes;
+    })();
   }
 }

@@ -1,0 +1,101 @@
+import type { LogKind } from '../logs.js';
+import type { FeedConfig } from './feedConfig.js';
+import { parseCursor } from './feedCursor.js';
+
+/** What a page or stream request asks for, validated. */
+export interface FeedQuery {
+  /** Sequence to read after; undefined: from the oldest event still in the journal. */
+  after: number | undefined;
+  /** Most events per page (a stream reads in pages of this size too). */
+  limit: number;
+  /** Only events of this log (asked for by its slug: `career`, `skill` or `identity_provider`). */
+  log: LogKind | undefined;
+  /** Only events whose CloudEvent type matches this glob (`*` any run of characters, `?` one). */
+  type: string | undefined;
+  /** How long a page request may wait for an event when none is there (long-polling); 0 for streams. */
+  waitMs: number;
+}
+
+export interface InvalidParameter {
+  name: string;
+  reason: string;
+}
+
+const LOG_BY_SLUG: Readonly<Record<string, LogKind>> = {
+  career: 'career',
+  skill: 'skill',
+  identity_provider: 'identityProvider',
+};
+/** Letters, digits, `.`, `_`, `-` and the wildcards: also a valid SQLite GLOB with the same meaning. */
+const TYPE_GLOB = /^[A-Za-z0-9._*?-]{1,200}$/;
+const PAGE_PARAMETERS = ['after', 'limit', 'log', 'type', 'wait'];
+const STREAM_PARAMETERS = ['after', 'log', 'type'];
+
+/**
+ * Validates the query string of `GET /v1/events` (`mode` page) or `GET /v1/events/stream`, and
+ * for streams the `Last-Event-ID` header, which wins over `after`: a browser's EventSource
+ * reconnects to the URL it started with and says where it got to in that header.
+ */
+export function parseFeedQuery(
+  params: URLSearchParams,
+  config: Pick<FeedConfig, 'maxPageSize' | 'defaultPageSize' | 'maxWaitSeconds'>,
+  mode: 'page' | 'stream',
+  lastEventId?: string,
+): { query: FeedQuery } | { invalid: InvalidParameter } {
+  const allowed = mode === 'page' ? PAGE_PARAMETERS : STREAM_PARAMETERS;
+  const seen = new Set<string>();
+  for (const name of params.keys()) {
+    if (!allowed.includes(name))
+      return {
+        invalid: {
+          name,
+          reason: `unknown parameter; ${mode === 'page' ? 'a page' : 'a stream'} takes ${allowed.join(', ')}`,
+        },
+      };
+    if (seen.has(name)) return { invalid: { name, reason: 'given more than once' } };
+    seen.add(name);
+  }
+  let after: number | undefined;
+  const cursorText = lastEventId ?? params.get('after') ?? undefined;
+  if (cursorText !== undefined) {
+    after = parseCursor(cursorText);
+    if (after === undefined)
+      return {
+        invalid: {
+          name: lastEventId === undefined ? 'after' : 'Last-Event-ID',
+          reason: 'not a cursor: use the `sequence` of an event, an SSE `id`, or 0 for the start of the journal',
+        },
+      };
+  }
+  let limit = config.defaultPageSize;
+  const limitText = params.get('limit');
+  if (limitText !== null) {
+    limit = Number(limitText);
+    if (!/^[0-9]{1,6}$/.test(limitText) || limit < 1 || limit > config.maxPageSize)
+      return { invalid: { name: 'limit', reason: `must be a whole number from 1 to ${config.maxPageSize}` } };
+  }
+  const slug = params.get('log') ?? undefined;
+  const log = slug === undefined ? undefined : LOG_BY_SLUG[slug];
+  if (slug !== undefined && log === undefined)
+    return { invalid: { name: 'log', reason: `must be one of ${Object.keys(LOG_BY_SLUG).join(', ')}` } };
+  const type = params.get('type') ?? undefined;
+  if (type !== undefined && !TYPE_GLOB.test(type))
+    return {
+      invalid: {
+        name: 'type',
+        reason:
+          'must be a glob of up to 200 letters, digits, `.`, `_`, `-`, `*` (any run of characters) and `?` (one character)',
+      },
+    };
+  let waitMs = 0;
+  const waitText = params.get('wait');
+  if (waitText !== null) {
+    const seconds = Number(waitText);
+    if (!/^[0-9]{1,4}$/.test(waitText) || seconds > config.maxWaitSeconds)
+      return {
+        invalid: { name: 'wait', reason: `must be a whole number of seconds from 0 to ${config.maxWaitSeconds}` },
+      };
+    waitMs = seconds * 1000;
+  }
+  return { query: { after, limit, log, type, waitMs } };
+}

@@ -1,0 +1,218 @@
+import pg from 'pg';
+import { readSecretFile } from '../secrets/readSecretFile.js';
+import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
+import { boundedQuery, endPool, Lease } from './postgresConnection.js';
+import type { PostgresSinkConfig } from './postgresSinkConfig.js';
+import { insertParameters, tableSql, type TableSql } from './postgresTable.js';
+import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
+import { throwIfAborted } from './deadline.js';
+import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
+
+/**
+ * SQLSTATEs that say the connection or the server cannot take writes now, rather than that the
+ * batch is wrong: class 08 (connection exception), admin/crash shutdown and "cannot connect now"
+ * (57P01-57P03), too many connections (53300), and a read-only standby after a failover (25006).
+ */
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
+
+/**
+ * Writes each batch as one multi-row INSERT (one statement, one transaction) into a table keyed by
+ * the event id, through `pg`: the most used PostgreSQL client for Node, maintained, pure
+ * JavaScript (no native build), with a pool and parameterized queries. `ON CONFLICT (id) DO
+ * NOTHING` makes a re-sent batch harmless, so the table holds each event exactly once.
+ */
+export class PostgresSink implements Sink {
+  readonly type = 'postgres';
+  // Each write takes its own pooled connection, so writes of different objects run in parallel.
+  readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
+  private pool: pg.Pool | undefined;
+  private lastError: string | undefined;
+  private readonly sql: TableSql;
+  private readonly poolConfig: pg.PoolConfig;
+  /** The server, for messages: no credentials. */
+  private readonly server: string;
+
+  constructor(private readonly config: PostgresSinkConfig) {
+    const url = new URL(config.url);
+    if (url.password) registerSecret(decodeURIComponent(url.password));
+    const password = config.passwordFile ? readSecretFile(config.passwordFile) : undefined;
+    if (password) registerSecret(password);
+    this.server = `${url.host}${url.pathname}`;
+    this.sql = tableSql(config.table);
+    this.poolConfig = {
+      connectionString: config.url,
+      ...(password === undefined ? {} : { password }),
+      max: this.limits.maxInFlight,
+      connectionTimeoutMillis: config.connectTimeoutMs,
+      idleTimeoutMillis: 60_000,
+      keepAlive: true,
+      application_name: `changefeed-${config.name}`.slice(0, 63),
+    };
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  async connect(signal: AbortSignal): Promise<void> {
+    if (this.pool) return;
+    const pool = new pg.Pool(this.poolConfig);
+    // An idle connection that dies emits here; without a listener the process would crash.
+    pool.on('error', (error) => {
+      this.lastError = scrubSecrets(error.message);
+    });
+    try {
+      const lease = await this.checkout(pool, signal);
+      let healthy = false;
+      try {
+        if (this.config.createTable) {
+          for (const statement of this.sql.create) await this.run(lease, statement, [], signal);
+        }
+        await this.run(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
+        healthy = true;
+      } finally {
+        lease.release(!healthy);
+      }
+    } catch (error) {
+      await endPool(pool);
+      if (signal.aborted) throw error;
+      throw new SinkUnavailableError(`cannot use ${this.sql.table} on PostgreSQL at ${this.server}: ${explain(error)}`);
+    }
+    this.pool = pool;
+    this.lastError = undefined;
+  }
+
+  async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
+    const pool = this.pool;
+    if (!pool)
+      throw new SinkUnavailableError(
+        `not connected to PostgreSQL at ${this.server}${this.lastError ? `: ${this.lastError}` : ''}`,
+      );
+    signal.throwIfAborted();
+    const lease = await this.checkout(pool, signal).catch((error: unknown) => this.lost(pool, error, signal));
+    let healthy = false;
+    try {
+      try {
+        await this.run(lease, this.sql.insert, insertParameters(batch), signal);
+        healthy = true;
+        return;
+      } catch (error) {
+        if (signal.aborted || isConnectionError(error)) this.lost(pool, error, signal);
+        if (!isDataError(error)) {
+          healthy = true; // the statement failed alone and rolled back; the connection is fine
+          throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
+        }
+      }
+      // One or more events PostgreSQL cannot take: find them, and commit the rest.
+      const failures = await this.writeOneByOne(lease, batch, signal).catch((error: unknown) => {
+        if (signal.aborted || isConnectionError(error)) return this.lost(pool, error, signal);
+        throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
+      });
+      healthy = true;
+      if (failures.size === 0) return;
+      const [first] = failures.values();
+      throw new SinkPartialFailureError(
+        `PostgreSQL refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
+        failures,
+      );
+    } finally {
+      lease.release(!healthy);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool) await endPool(pool);
+  }
+
+  /**
+   * A batch PostgreSQL refused with a data or constraint error: each event in its own savepoint of
+   * one transaction, so the events that fit are committed and those that do not are named. Events
+   * after a refused one of the same object are held back, keeping each object's order.
+   */
+  private async writeOneByOne(
+    lease: Lease,
+    batch: readonly OutboundEvent[],
+    signal: AbortSignal,
+  ): Promise<Map<string, ItemFailure>> {
+    const failures = new Map<string, ItemFailure>();
+    const blocked = new Set<string>();
+    let written = 0;
+    await this.run(lease, 'BEGIN', [], signal);
+    for (const event of batch) {
+      if (blocked.has(event.orderingKey)) continue;
+      await this.run(lease, 'SAVEPOINT one_event', [], signal);
+      try {
+        await this.run(lease, this.sql.insert, insertParameters([event]), signal);
+        await this.run(lease, 'RELEASE SAVEPOINT one_event', [], signal);
+        written++;
+      } catch (error) {
+        if (signal.aborted || !isDataError(error)) throw error;
+        await this.run(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
+        blocked.add(event.orderingKey);
+        const state = (error as pg.DatabaseError).code ?? '';
+        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp) never
+        // will; a constraint (class 23) refusing every event is more likely the table's fault.
+        failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: state.startsWith('22') });
+      }
+    }
+    await this.run(lease, 'COMMIT', [], signal);
+    if (written > 0) for (const failure of failures.values()) failure.permanent = true;
+    return failures;
+  }
+
+  private async checkout(pool: pg.Pool, signal: AbortSignal): Promise<Lease> {
+    const checkout = pool.connect();
+    // A connection that arrives after the wait was given up goes back to the pool, closed.
+    const client = await boundedQuery(checkout, {
+      what: `connecting to PostgreSQL at ${this.server}`,
+      signal,
+      timeoutMs: this.config.connectTimeoutMs,
+    }).catch((error: unknown) => {
+      void checkout.then(
+        (late) => late.release(true),
+        () => undefined,
+      );
+      throw error;
+    });
+    return new Lease(client);
+  }
+
+  /** One query, bounded by timeoutMs and the signal; on either the connection is destroyed. */
+  private async run(lease: Lease, text: string, values: unknown[], signal: AbortSignal): Promise<void> {
+    const what = `a query on PostgreSQL at ${this.server}`;
+    await boundedQuery(lease.client.query(text, values), { what, signal, timeoutMs: this.config.timeoutMs }, lease);
+  }
+
+  /** The connection failed under a write: drop the pool so the engine reconnects. */
+  private lost(pool: pg.Pool, error: unknown, signal: AbortSignal): never {
+    throwIfAborted(signal, `write to PostgreSQL at ${this.server}`);
+    if (this.pool === pool) this.pool = undefined;
+    void endPool(pool);
+    throw new SinkUnavailableError(`connection to PostgreSQL at ${this.server} failed: ${explain(error)}`);
+  }
+}
+
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: string }).code ?? '';
+  return !(error instanceof pg.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
+}
+
+/** Class 22 (data exception) and 23 (integrity constraint violation): the event, not the server. */
+function isDataError(error: unknown): boolean {
+  return error instanceof pg.DatabaseError && /^2[23]/.test(error.code ?? '');
+}
+
+function explain(error: unknown): string {
+  const e = error as { message?: string; code?: string };
+  const hint =
+    e.code === '28P01' || e.code === '28000'
+      ? '; check the user and password'
+      : e.code === '42P01'
+        ? '; the table is missing: create it or set createTable: true'
+        : e.code === '42501'
+          ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
+          : '';
+  return `${scrubSecrets(e.message ?? String(error))}${hint}`;
+}

@@ -1,0 +1,90 @@
+import type { LogKind } from '../logs.js';
+import type { Db } from './database.js';
+
+/** The meta key of the highest `seq` ever pruned from the journal. */
+export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
+
+export interface JournalEvent {
+  seq: number;
+  /** The CloudEvent JSON exactly as stored. */
+  payload: string;
+}
+
+export interface JournalPage {
+  events: JournalEvent[];
+  /** Where the next read starts (read after it): past every event this read looked at, matching or not. */
+  next: number;
+  /** This read looked at everything up to the head: nothing more is there to read now. */
+  reachedHead: boolean;
+}
+
+/**
+ * Most positions one read looks at. A filter that rarely matches would otherwise scan the whole
+ * journal on every request; past this a read returns what it found, and `next` where it stopped.
+ */
+export const MAX_SCAN_POSITIONS = 10_000;
+
+/**
+ * The journal read in ingestion order, for consumers that hold their own position (the pull feed
+ * and its live stream). Positions are `events.seq`: assigned in commit order by AUTOINCREMENT,
+ * never reused, and on the daemon's one connection a read never sees half an ingest transaction,
+ * so reading after a position never skips an event that is still in the journal.
+ *
+ * Pruning (Outbox.prune) removes events past the retention and records the highest seq it removed;
+ * a position below that may have missed events, and `prunedThrough` lets the feed say so (410)
+ * instead of skipping them silently.
+ */
+export class Journal {
+  private readonly headStmt;
+  private readonly prunedStmt;
+  private readonly pageStmt;
+
+  constructor(db: Db) {
+    this.headStmt = db.prepare<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
+    this.prunedStmt = db.prepare<[string], { value: number }>(
+      'SELECT CAST(value AS INTEGER) AS value FROM meta WHERE key = ?',
+    );
+    this.pageStmt = db.prepare<
+      [{ after: number; head: number; log: string | null; type: string | null; limit: number }],
+      JournalEvent
+    >(
+      `SELECT seq, payload FROM events
+       WHERE seq > @after AND seq <= @head AND (@log IS NULL OR log = @log) AND (@type IS NULL OR type GLOB @type)
+       ORDER BY seq LIMIT @limit`,
+    );
+  }
+
+  /** The highest seq ever assigned; 0 before the first event. */
+  head(): number {
+    return this.headStmt.get()?.seq ?? 0;
+  }
+
+  /** The highest seq pruned so far; 0 when nothing was. Reading after a lower position may miss events. */
+  prunedThrough(): number {
+    return this.prunedStmt.get(PRUNED_THROUGH_KEY)?.value ?? 0;
+  }
+
+  /**
+   * Up to `limit` events after `after`, optionally of one log and with a type matching a SQLite
+   * GLOB, looking at no more than MAX_SCAN_POSITIONS positions. A page shorter than `limit` read
+   * as far as it looked, so `next` is that far: a filtered consumer does not scan the same
+   * non-matching events again.
+   */
+  page(
+    after: number,
+    limit: number,
+    filter: { log?: LogKind | undefined; type?: string | undefined } = {},
+  ): JournalPage {
+    const head = this.head();
+    const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);
+    const events = this.pageStmt.all({
+      after,
+      head: scanTo,
+      log: filter.log ?? null,
+      type: filter.type ?? null,
+      limit,
+    });
+    const next = events.length === limit ? (events[events.length - 1] as JournalEvent).seq : Math.max(after, scanTo);
+    return { events, next, reachedHead: next >= head };
+  }
+}

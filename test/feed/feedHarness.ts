@@ -1,0 +1,76 @@
+import { EventSource } from 'eventsource';
+import { Registry } from 'prom-client';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
+import { EventFeed } from '../../src/feed/eventFeed.js';
+import { feedConfigSchema, type FeedConfig } from '../../src/feed/feedConfig.js';
+import type { LogKind } from '../../src/logs.js';
+import { startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { prefilledStore } from '../support/prefilledStore.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+export const TOKEN = 'feed-token-0123456789abcdef';
+export const OTHER_TOKEN = 'feed-token-fedcba9876543210';
+
+export interface FeedHarness {
+  store: ChangefeedStore;
+  feed: EventFeed;
+  server: HealthServer;
+  close(): Promise<void>;
+}
+
+/** A store pre-filled with `count` career events, served by the feed on a loopback port. */
+export async function startFeed(
+  count: number,
+  options: { clock?: Clock; config?: Partial<FeedConfig>; objects?: number } = {},
+): Promise<FeedHarness> {
+  const { store } = prefilledStore(count, [{ name: 'file', type: 'file' }], options.objects ?? 10, makeTempDir());
+  const config = feedConfigSchema.parse({ enabled: true, tokens: [TOKEN, OTHER_TOKEN], ...options.config });
+  const feed = new EventFeed(config, store.journal, options.clock ?? systemClock);
+  const server = await startHealthServer(
+    { port: 0, host: '127.0.0.1', sinkGraceSeconds: 300 },
+    { alive: () => true, readiness: () => [], metrics: new Registry(), routes: feed.handle.bind(feed) },
+  );
+  return {
+    store,
+    feed,
+    server,
+    close: async () => {
+      feed.close();
+      await server.close();
+      store.close();
+    },
+  };
+}
+
+let appended = 0;
+const eventsConfig = eventsConfigSchema.parse({});
+
+/** Appends `n` events to the journal as one poll would, and tells the feed. */
+export function appendEvents(harness: FeedHarness, n: number, log: LogKind = 'career', name = 'level_added'): void {
+  const objectId = log === 'identityProvider' ? '' : 'car_live';
+  const entries = Array.from({ length: n }, () => ({
+    id: `act_live_${process.pid}_${appended++}`,
+    event: name,
+    description: 'live',
+    performedAt: new Date(Date.UTC(2026, 1, 1) + appended * 1000).toISOString(),
+  }));
+  harness.store.ingest({
+    log,
+    objectId,
+    entries,
+    windowEnd: Date.UTC(2026, 1, 2),
+    toEvent: (entry) => buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig),
+    now: Date.now(),
+  });
+  harness.feed.notify();
+}
+
+/** An EventSource (the `eventsource` package) that sends the bearer token. */
+export function openEventSource(url: string, token = TOKEN): EventSource {
+  return new EventSource(url, {
+    fetch: (input, init) =>
+      fetch(input, { ...init, headers: { ...(init?.headers ?? {}), Authorization: `Bearer ${token}` } }),
+  });
+}

@@ -1,0 +1,170 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
+import type { LogKind } from '../../src/logs.js';
+import { PostgresSink } from '../../src/sinks/postgresSink.js';
+import { postgresSinkConfigSchema } from '../../src/sinks/postgresSinkConfig.js';
+import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
+import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
+import { rejection } from '../support/rejection.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+let admin: pg.Client | undefined;
+let skipReason: string | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  const connected = await connectPostgres();
+  if ('client' in connected) {
+    admin = connected.client;
+    return;
+  }
+  skipReason = connected.reason;
+  if (process.env.CI) throw new Error(`${skipReason} (CI is set: database tests must not be skipped)`);
+  console.warn(`skipping postgres sink tests: ${skipReason}`);
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await admin?.end();
+});
+
+let counter = 0;
+const never = new AbortController().signal;
+const eventsConfig = eventsConfigSchema.parse({});
+
+function event(n: number, options: { log?: LogKind; objectId?: string; description?: string } = {}): OutboundEvent {
+  const log = options.log ?? 'career';
+  const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
+  const entry = {
+    id: `act_${n}`,
+    event: 'level_added',
+    description: options.description ?? `Level ${n}`,
+    performedAt: `2026-01-01T00:00:${String(n % 60).padStart(2, '0')}Z`,
+    relatedLevelId: `lvl_${n}`,
+  };
+  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
+  return {
+    seq: n,
+    id: ce.id,
+    type: ce.type,
+    log,
+    objectId,
+    orderingKey: `${log}:${objectId}`,
+    json: JSON.stringify(ce),
+    attempt: 1,
+  };
+}
+
+/** A sink writing to `table` in a schema of its own, dropped after the test. */
+function sinkFor(table: string, extra: Record<string, unknown> = {}) {
+  const schema = `pgsink${process.pid}x${Date.now().toString(36)}x${counter++}`;
+  cleanups.push(() => dropSchema(admin!, schema));
+  const sink = new PostgresSink(
+    postgresSinkConfigSchema.parse({
+      name: 'pg',
+      type: 'postgres',
+      url: POSTGRES_URL,
+      table: `${schema}.${table}`,
+      ...extra,
+    }),
+  );
+  cleanups.push(() => sink.close());
+  return { sink, qualified: `"${schema}"."${table}"`, schema };
+}
+
+describe('postgres sink', () => {
+  it('lands one row per event with the listed columns, and a re-sent batch changes nothing', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const { sink, qualified } = sinkFor('Events');
+    await sink.connect(never);
+    const batch = [event(1), event(2), event(3, { log: 'identityProvider' })];
+    await sink.write(batch, never);
+    await sink.write(batch, never);
+    const { rows } = await admin!.query<Record<string, unknown>>(
+      `SELECT id, type, source, subject, time, log, object_id, data, event, ingested_at FROM ${qualified} ORDER BY id`,
+    );
+    expect(rows).toHaveLength(3);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const career = byId.get(batch[0]!.id)!;
+    expect(career).toMatchObject({
+      type: 'com.skills.changefeed.career.level_added',
+      source: 'https://skills.example/api/v1/careers/car_1/activity',
+      subject: 'car_1',
+      log: 'career',
+      object_id: 'car_1',
+      data: { id: 'act_1', event: 'level_added', description: 'Level 1', relatedLevelId: 'lvl_1' },
+      event: JSON.parse(batch[0]!.json) as unknown,
+    });
+    expect((career.time as Date).toISOString()).toBe('2026-01-01T00:00:01.000Z');
+    expect(career.ingested_at).toBeInstanceOf(Date);
+    expect(byId.get(batch[2]!.id)).toMatchObject({ subject: null, log: 'identity_provider', object_id: '' });
+    const indexes = await admin!.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
+      [qualified.split('.')[0]!.replace(/"/g, '')],
+    );
+    expect(indexes.rows.map((r) => r.indexname)).toEqual([
+      'Events_by_object_time',
+      'Events_by_type_time',
+      'Events_pkey',
+    ]);
+  });
+
+  it('rejects for good only the event PostgreSQL cannot store, commits the rest and holds back that object', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const { sink, qualified } = sinkFor('changefeed_events');
+    await sink.connect(never);
+    // jsonb cannot hold \u0000: no retry will ever store this event.
+    const poison = event(2, { description: 'nul \u0000 here' });
+    const batch = [event(1), poison, event(3), event(4, { objectId: 'car_2' })];
+    const { error } = await rejection(sink.write(batch, never));
+    expect(error).toBeInstanceOf(SinkPartialFailureError);
+    const failures = (error as SinkPartialFailureError).failures;
+    expect([...failures.keys()]).toEqual([poison.id]);
+    expect(failures.get(poison.id)).toMatchObject({ permanent: true });
+    const { rows } = await admin!.query<{ id: string }>(`SELECT id FROM ${qualified} ORDER BY id`);
+    // event 3 follows the poison event on car_1: held back, sent again by the engine after it.
+    expect(rows.map((r) => r.id).sort()).toEqual([batch[0]!.id, batch[3]!.id].sort());
+  });
+
+  it('reports a missing table as unavailable with what to do when createTable is off', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const { sink } = sinkFor('absent', { createTable: false });
+    const { error } = await rejection(sink.connect(never));
+    expect(error).toBeInstanceOf(SinkUnavailableError);
+    expect(error.message).toMatch(/does not exist; the table is missing: create it or set createTable: true/);
+  });
+
+  it('keeps the password out of errors, from the URL or from passwordFile', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const file = join(makeTempDir(), 'pg-password');
+    writeFileSync(file, 'file-pass-Wq81\n');
+    for (const config of [
+      { url: 'postgres://bob:url-pass-Xz93@127.0.0.1:1/test' },
+      { url: 'postgres://bob@127.0.0.1:1/test', passwordFile: file },
+    ]) {
+      const sink = new PostgresSink(
+        postgresSinkConfigSchema.parse({ name: 'pg', type: 'postgres', connectTimeoutMs: 500, ...config }),
+      );
+      const { error } = await rejection(sink.connect(never));
+      expect(error).toBeInstanceOf(SinkUnavailableError);
+      expect(error.message).toContain('127.0.0.1:1/test');
+      expect(error.message).not.toMatch(/url-pass|file-pass/);
+      await sink.close();
+    }
+  });
+
+  it('refuses a table name that is not an identifier, and a password given twice', () => {
+    const base = { name: 'pg', type: 'postgres', url: POSTGRES_URL };
+    expect(postgresSinkConfigSchema.safeParse({ ...base, table: 'x; DROP TABLE y' }).success).toBe(false);
+    expect(postgresSinkConfigSchema.safeParse({ ...base, table: 'a.b.c' }).success).toBe(false);
+    expect(
+      postgresSinkConfigSchema.safeParse({ ...base, url: 'postgres://u:p@h/db', passwordFile: '/run/secrets/pg' })
+        .success,
+    ).toBe(false);
+  });
+});

@@ -1,0 +1,24 @@
+import pg from 'pg';
+
+/** The PostgreSQL of this machine: trust auth on loopback, database `test`. */
+export const POSTGRES_PORT = 5432;
+export const POSTGRES_URL = `postgres://postgres@127.0.0.1:${POSTGRES_PORT}/test`;
+
+/** A client of the test database, or why there is none (the caller skips, or fails under CI). */
+export async function connectPostgres(): Promise<{ client: pg.Client } | { reason: string }> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return { client };
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    return { reason: `no PostgreSQL at 127.0.0.1:${POSTGRES_PORT} (database test): ${(error as Error).message}` };
+  }
+}
+
+/** Drops a schema a test created, with everything in it. */
+export async function dropSchema(client: pg.Client, schema: string): Promise<void> {
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
