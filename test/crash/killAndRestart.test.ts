@@ -157,7 +157,7 @@ describe('crash safety', () => {
     expect(missing).toEqual([]);
     expect(expected.length).toBeGreaterThan(5_000);
     // No assertion depends on speed; this limit only ends a hang (each stage has its own). Under
-    // three CPU-burning processes on two shared cores the test took about 7 minutes; on a quiet
+    // three CPU-burning processes on two shared cores the test took under 6 minutes; on a quiet
     // machine it takes about 90 s.
   }, 1_200_000);
 });
