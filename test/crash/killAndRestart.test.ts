@@ -10,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
@@ -44,14 +44,28 @@ function writeConfig(dir: string, sim: Simulator): string {
   return file;
 }
 
+/** Daemons still running: killed after the test, so one that failed or timed out leaves none behind. */
+const running = new Set<ChildProcess>();
+afterEach(() => {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+});
+
 function startDaemon(config: string, apiKey: string, logFile: string, once = false): ChildProcess {
   const log = openSync(logFile, 'a');
   // node itself, not the tsx wrapper: SIGKILL must hit the daemon, not a parent that leaves it running.
-  return spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', config, ...(once ? ['--once'] : [])], {
-    cwd: ROOT,
-    env: { ...process.env, CHANGEFEED_API_KEY: apiKey, CHANGEFEED_CONFIG: '' },
-    stdio: ['ignore', log, log],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', CLI, 'run', '--config', config, ...(once ? ['--once'] : [])],
+    {
+      cwd: ROOT,
+      env: { ...process.env, CHANGEFEED_API_KEY: apiKey, CHANGEFEED_CONFIG: '' },
+      stdio: ['ignore', log, log],
+    },
+  );
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
 
 const exited = (child: ChildProcess): Promise<number | null> =>
