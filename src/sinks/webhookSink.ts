@@ -22,6 +22,9 @@ const RESPONSE_SNIPPET = 512;
 export const RESPONSE_READ_CAP = 2048;
 const RETRYABLE = new Set([408, 429]);
 
+/** How much later than timeoutMs the pool's own timers fire. */
+const POOL_TIMEOUT_MARGIN_MS = 1_000;
+
 /**
  * Posts each event to an HTTP endpoint, signed per Standard Webhooks (`webhook-id` is the event id,
  * identical on every retry and replay). One event per request; the engine decides concurrency,
@@ -68,8 +71,10 @@ export class WebhookSink implements Sink {
     }
     this.pool = new Pool(this.url.origin, {
       connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
-      headersTimeout: this.config.timeoutMs,
-      bodyTimeout: this.config.timeoutMs,
+      // Only a safety net: the exchange's own deadline (timeoutMs, in deliver) decides and says so.
+      // Equal to it, the pool's timer raced that deadline and under load won with another message.
+      headersTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
+      bodyTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       keepAliveTimeout: 30_000,
       connect: ca ? { ca } : undefined,
     });

@@ -19,7 +19,9 @@ describe('sink isolation', () => {
       from: Date.now() - 600_000,
       to: Date.now() - 5_000,
     });
-    const hanging = await receiver({ respond: () => ({ delayMs: 60_000 }) });
+    // Neither the answer nor the sink's timeout comes before the test would time out: a daemon held
+    // up by this endpoint could only end with a timed-out test, however slow the machine is.
+    const hanging = await receiver({ respond: () => ({ delayMs: 600_000 }) });
     const stateDir = makeTempDir();
     const config = simulatorConfig({
       simulator,
@@ -28,15 +30,13 @@ describe('sink isolation', () => {
       overrides: {
         sinks: [
           { name: 'file', type: 'file', path: join(stateDir, 'events.jsonl') },
-          { name: 'stuck', type: 'webhook', url: hanging.url, secret: SECRET, timeoutMs: 30_000 },
+          { name: 'stuck', type: 'webhook', url: hanging.url, secret: SECRET, timeoutMs: 300_000 },
         ],
       },
     });
-    const started = Date.now();
     const daemon = (await import('../support/daemonHarness.js')).createDaemon(config);
     const report = await daemon.runOnce(2_000);
     await daemon.stop();
-    expect(Date.now() - started).toBeLessThan(8_000);
     expect(report.sweep.failures).toEqual([]);
     expect(new Set(deliveredEvents(stateDir).map((e) => e.id))).toEqual(new Set(expectedEventIds(simulator)));
     const stuck = report.sinks.find((s) => s.sink === 'stuck');

@@ -106,6 +106,74 @@ describe('createLogger', () => {
     expect(config).toMatchObject({ config: { api: { apiKey: '[redacted]', baseUrl: 'https://api.test' } } });
   });
 
+  it('keeps secrets out of bindings from child(), grandchildren and setBindings()', () => {
+    const { logger, output } = capture();
+    const child = logger.child({
+      headers: { AUTHORIZATION: 'Bearer child-token' },
+      apiKey: 'child-key',
+      hint: API_KEY,
+    });
+    child.info('from child');
+    const grandchild = child.child({ request: { 'x-api-key': 'grand-key' }, note: `uses ${SINK_SECRET}` });
+    grandchild.info('from grandchild');
+    // child() with options takes a different path through pino than child() without
+    const withOptions = logger.child({ Token: 'option-token' }, { level: 'warn' });
+    withOptions.warn('from child with options');
+    const rebound = logger.child({ component: 'poller' });
+    rebound.setBindings({ password: 'set-password', cursor: `after ${API_KEY}` });
+    rebound.info('after setBindings');
+    const text = output();
+    for (const leaked of [
+      API_KEY,
+      SINK_SECRET,
+      'child-token',
+      'child-key',
+      'grand-key',
+      'option-token',
+      'set-password',
+    ]) {
+      expect(text).not.toContain(leaked);
+    }
+    const [first, second, third, fourth] = lines(text);
+    expect(first).toMatchObject({
+      msg: 'from child',
+      headers: { AUTHORIZATION: '[redacted]' },
+      apiKey: '[redacted]',
+      hint: '[redacted]',
+    });
+    expect(second).toMatchObject({
+      msg: 'from grandchild',
+      apiKey: '[redacted]',
+      request: { 'x-api-key': '[redacted]' },
+      note: 'uses [redacted]',
+    });
+    expect(third).toMatchObject({ msg: 'from child with options', Token: '[redacted]' });
+    expect(fourth).toMatchObject({
+      msg: 'after setBindings',
+      component: 'poller',
+      password: '[redacted]',
+      cursor: 'after [redacted]',
+    });
+  });
+
+  it('scrubs a secret from the message prefix of a child logger', () => {
+    const { logger, output } = capture();
+    logger.child({}, { msgPrefix: `[${API_KEY}] ` }).info('prefixed');
+    expect(output()).not.toContain(API_KEY);
+    expect(lines(output())[0]?.msg).toBe('[[redacted]] prefixed');
+  });
+
+  it('scrubs a secret registered after the child logger that holds it was created', () => {
+    const late = 'late_secret_Zx8Cv7Bn6Mm5';
+    const { logger, output } = capture({ pretty: true });
+    const child = logger.child({ sink: { name: 'hooks', signingKey: late } });
+    registerSecret(late);
+    child.info(`signing with ${late}`);
+    const text = output();
+    expect(text).toContain('signing with [redacted]');
+    expect(text).not.toContain(late);
+  });
+
   it('does not modify the objects it is given', () => {
     const { logger } = capture();
     const headers = { Authorization: 'Bearer keep-me', accept: 'json' };

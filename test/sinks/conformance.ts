@@ -16,6 +16,7 @@ import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { createSink, sinkConfigSchema, type SinkContext } from '../../src/sinks/sinkRegistry.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { until } from '../support/daemonProcess.js';
 import { prefilledStore } from '../support/prefilledStore.js';
 import { rejection } from '../support/rejection.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';
@@ -281,24 +282,26 @@ export function runSinkConformance(target: ConformanceTarget): void {
         if (skipReason) return ctx.skip();
         const { proxy, sink } = await silentBrokerSink(300);
         proxy.freeze();
-        const { error, ms } = await rejection(sink.connect(new AbortController().signal));
+        // How long after the 300 ms is up to the machine; a sink that never gives up times the test out.
+        const { error } = await rejection(sink.connect(new AbortController().signal));
         expect(error).toBeInstanceOf(SinkUnavailableError);
-        expect(ms).toBeLessThan(3_000);
       });
 
       it('stops waiting for acknowledgements at once when a write is aborted', async (ctx) => {
         if (skipReason) return ctx.skip();
-        const { proxy, sink } = await silentBrokerSink(60_000);
+        // Timeouts twice the test's: only the abort can end the write before the test times out.
+        const { proxy, sink } = await silentBrokerSink(120_000);
         await sink.connect(new AbortController().signal);
         proxy.freeze();
         const abort = new AbortController();
         const write = rejection(sink.write([conformanceEvent()], abort.signal));
-        setTimeout(() => abort.abort(new Error('shutting down')), 50);
+        // Aborted once the write is on the wire, waiting for an acknowledgement that cannot come.
+        await until(() => proxy.swallowed > 0, 30_000, 'the write to reach the frozen proxy');
+        abort.abort(new Error('shutting down'));
         // The contract asks only that the write stop waiting and reject: what it throws after its
         // signal aborted is ignored, and the events stay pending.
-        const { error, ms } = await write;
+        const { error } = await write;
         expect(error.message).not.toBe('expected a rejection');
-        expect(ms).toBeLessThan(1_000);
       });
     }
 

@@ -94,7 +94,7 @@ async function subscribe(
   return {
     packets,
     async waitFor(count) {
-      const until = Date.now() + 5_000;
+      const until = Date.now() + 30_000; // only turns a hang into a failure
       while (packets.length < count && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
       return packets;
     },
@@ -241,14 +241,12 @@ describe('mqtt sink', () => {
       // A session with a subscription in it, under the id the sink should use.
       const first = await resume(30);
       await first.client.subscribeAsync(`${tag}/probe`, { qos: 1 });
-      const takenOver = new Promise<boolean>((resolve) => {
-        first.client.once('close', () => resolve(true));
-        setTimeout(() => resolve(false), 2_000);
-      });
+      const takenOver = new Promise<boolean>((resolve) => first.client.once('close', () => resolve(true)));
 
       const sink = newSink(tag);
       await sink.connect(never);
-      // Same client id: the broker hands the session to the sink and drops the first client.
+      // Same client id: the broker hands the session to the sink and drops the first client (if
+      // it never does, the test times out).
       expect(await takenOver).toBe(true);
       await sink.write(events(1), never);
       await sink.close();
@@ -258,7 +256,7 @@ describe('mqtt sink', () => {
       await publisher.publishAsync(`${tag}/probe`, 'kept for the session', { qos: 1 });
       await publisher.endAsync();
       const again = await resume(0);
-      const until = Date.now() + 2_000;
+      const until = Date.now() + 30_000; // only turns a hang into a failure
       while (again.messages.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(again.sessionPresent).toBe(true);
       expect(again.messages).toEqual(['kept for the session']);
@@ -289,7 +287,12 @@ describe('mqtt sink', () => {
       const reader = await subscribe(tag);
       const proxy = await startTcpProxy(MQTT_PORT);
       cleanups.push(() => proxy.close());
-      const sink = newSink(tag, { url: `mqtt://127.0.0.1:${proxy.port}` });
+      // Timeouts longer than the test may run: failing fast is failing without waiting for one.
+      const sink = newSink(tag, {
+        url: `mqtt://127.0.0.1:${proxy.port}`,
+        connectTimeoutMs: 120_000,
+        timeoutMs: 300_000,
+      });
       expect((await rejection(sink.write(events(1), never))).error).toBeInstanceOf(SinkUnavailableError);
 
       await sink.connect(never);
@@ -299,10 +302,8 @@ describe('mqtt sink', () => {
       const cut = await during;
       expect(cut.error).toBeInstanceOf(SinkUnavailableError);
       expect(cut.error.message).toMatch(/connection to the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+ lost/);
-      expect(cut.ms).toBeLessThan(1_000);
       const after = await rejection(sink.write(events(1), never));
       expect(after.error).toBeInstanceOf(SinkUnavailableError);
-      expect(after.ms).toBeLessThan(100);
 
       await proxy.stop();
       const down = await rejection(sink.connect(never));
@@ -310,7 +311,6 @@ describe('mqtt sink', () => {
       expect(down.error.message).toMatch(
         /cannot connect to the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/,
       );
-      expect(down.ms).toBeLessThan(1_000);
 
       await proxy.start();
       await sink.connect(never);
@@ -329,8 +329,7 @@ describe('mqtt sink', () => {
     const { error, ms } = await rejection(sink.write(events(5), never));
     expect(error).toBeInstanceOf(SinkUnavailableError);
     expect(error.message).toMatch(/no PUBACK .* within 300 ms/);
-    expect(ms).toBeGreaterThanOrEqual(250);
-    expect(ms).toBeLessThan(2_000);
+    expect(ms).toBeGreaterThanOrEqual(250); // not before timeoutMs; how long after is up to the machine
     expect((await rejection(sink.write(events(1), never))).error).toBeInstanceOf(SinkUnavailableError);
   });
 
@@ -339,10 +338,9 @@ describe('mqtt sink', () => {
     const proxy = await silentCapableProxy(MQTT_PORT);
     proxy.freeze();
     const sink = newSink(newTag(), { url: `mqtt://127.0.0.1:${proxy.port}`, connectTimeoutMs: 300 });
-    const { error, ms } = await rejection(sink.connect(never));
+    const { error } = await rejection(sink.connect(never));
     expect(error).toBeInstanceOf(SinkUnavailableError);
     expect(error.message).toMatch(/connack timeout/);
-    expect(ms).toBeLessThan(2_000);
   });
 
   it('never shows the password in messages or errors, and does not treat the user name as a secret', async (ctx) => {

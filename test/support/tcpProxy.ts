@@ -14,6 +14,8 @@ export interface TcpProxy {
   dropConnections(): void;
   /** Keeps connections open but forwards nothing more, in either direction: a broker gone silent. */
   freeze(): void;
+  /** Bytes the client sent since the freeze, which went nowhere: shows that a write is under way. */
+  readonly swallowed: number;
   /** Stops listening and cuts open connections: the broker looks down. */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -25,6 +27,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   const sockets = new Set<Socket>();
   let accepted = 0;
   let frozen = false;
+  let swallowed = 0;
   let server: Server | undefined;
   let port = 0;
   const listen = async (): Promise<void> => {
@@ -41,7 +44,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       };
       client.on('error', cleanup).on('close', cleanup);
       upstream.on('error', cleanup).on('close', cleanup);
-      client.on('data', (chunk: Buffer) => frozen || upstream.write(chunk));
+      client.on('data', (chunk: Buffer) => (frozen ? (swallowed += chunk.length) : upstream.write(chunk)));
       upstream.on('data', (chunk: Buffer) => frozen || client.write(chunk));
     });
     await new Promise<void>((resolve, reject) => {
@@ -68,6 +71,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     },
     get accepted() {
       return accepted;
+    },
+    get swallowed() {
+      return swallowed;
     },
     dropConnections,
     freeze: () => {
