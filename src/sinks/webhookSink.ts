@@ -71,7 +71,7 @@ export class WebhookSink implements Sink {
     }
     this.pool = new Pool(this.url.origin, {
       connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
-      // Only a safety net: the exchange's own deadline (timeoutMs, in deliver) decides and says so.
+      // Only a safety net: each exchange's own deadline (timeoutMs) decides, and says so.
       // Equal to it, the pool's timer raced that deadline and under load won with another message.
       headersTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       bodyTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
