@@ -5,7 +5,13 @@ import { serviceUserAgent } from '../../src/api/userAgent.js';
 import { defaultInstanceId, INSTANCE_ID_MAX_LENGTH } from '../../src/cluster/clusterConfig.js';
 import { appConfigSchema, ENV_MAPPING } from '../../src/config/appConfigSchema.js';
 import { loadConfig } from '../../src/config/loadConfig.js';
+import { systemClock } from '../../src/clock.js';
+import { createServiceClient } from '../../src/daemon/serviceConnection.js';
 import { ConfigError } from '../../src/errors.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import { ReadBudget } from '../../src/poll/readBudget.js';
+import { ServerClock } from '../../src/poll/serverClock.js';
+import { createApiKeyProvider } from '../../src/api/apiKeyProvider.js';
 import { LoopbackService, RecordingGate, TEST_USER_AGENT, clientFor } from './loopbackService.js';
 
 const VERSION = (
@@ -89,5 +95,27 @@ describe('the User-Agent of requests to the service', () => {
     await client.getJson('/api/v1/ping', {}, 'identityProvider');
     await client.getJson('/api/v1/careers', { limit: 1 }, 'discovery');
     expect(service.requests.map((r) => r.headers['user-agent'])).toEqual([TEST_USER_AGENT, TEST_USER_AGENT]);
+  });
+
+  it("is built by the daemon's client factory from cluster.instanceId and package.json's version", async () => {
+    const service = await LoopbackService.start(() => ({ status: 200, body: { data: { status: 'ok' } } }));
+    const config = loadConfig(appConfigSchema, {
+      env: { CHANGEFEED_INSTANCE_ID: 'changefeed-0' },
+      envMapping: { ...ENV_MAPPING },
+      embeddedDefaults: { ...BASE, api: { ...BASE.api, baseUrl: service.url } },
+    });
+    const client = createServiceClient(config, {
+      apiKey: createApiKeyProvider(config.api, {}),
+      clock: systemClock,
+      logger: noopLogger,
+      budget: new ReadBudget(config.budget, systemClock),
+      serverClock: new ServerClock(systemClock, { toleranceMs: 300_000 }),
+    });
+    try {
+      await client.getJson('/api/v1/ping', {}, 'identityProvider');
+    } finally {
+      await client.close();
+    }
+    expect(service.requests[0]?.headers['user-agent']).toBe(`skills-changefeed/${VERSION} (changefeed-0)`);
   });
 });
