@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   deliveredEvents,
   duplicatesOf,
@@ -7,6 +9,7 @@ import {
   simulatorConfig,
   testClock,
 } from '../support/daemonHarness.js';
+import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -51,4 +54,50 @@ describe('daemons of two companies against one simulator', () => {
     expect(new Set(byCompany(1).map((r) => r.instanceId))).toEqual(new Set(['replica-b']));
     expect(simulator.instanceRequests.filter((r) => r.company === null || r.status !== 200)).toEqual([]);
   });
+});
+
+describe('changefeed run with CHANGEFEED_INSTANCE_ID', () => {
+  let daemon: DaemonProcess | undefined;
+  afterEach(async () => {
+    if (daemon && daemon.child.exitCode === null) {
+      daemon.child.kill('SIGKILL');
+      await daemon.exited();
+    }
+    daemon = undefined;
+  });
+
+  it('a real process names itself in its start log and in every request, for its company only', async () => {
+    const simulator = await startTestSimulator({
+      seed: 15,
+      companies: 2,
+      careers: 1,
+      skills: 1,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
+    const dir = makeTempDir();
+    const config = join(dir, 'changefeed.yaml');
+    writeFileSync(
+      config,
+      [
+        `api: { baseUrl: "${simulator.url}" }`,
+        'watch: { careers: { discover: true }, skills: { discover: true } }',
+        'budget: { readsPerHour: 3600000, reserve: 0 }',
+        `stateDir: ${join(dir, 'state')}`,
+        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+      ].join('\n'),
+    );
+    daemon = startDaemonProcess(['--config', config], {
+      CHANGEFEED_API_KEY: simulator.companies[1]!.apiKey,
+      CHANGEFEED_INSTANCE_ID: 'changefeed-7d9f8b6c5-x2k4q',
+    });
+    await daemon.waitForLog('changefeed running', 60_000);
+    expect(daemon.logs()).toMatch(/"instanceId":"changefeed-7d9f8b6c5-x2k4q"[^\n]*"msg":"changefeed running"/);
+    // The start-up ping and discovery of both lists.
+    await until(() => simulator.instanceRequests.length >= 3, 30_000, 'the daemon to poll');
+    expect(new Set(simulator.instanceRequests.map((r) => `${r.company} ${r.instanceId}`))).toEqual(
+      new Set(['1 changefeed-7d9f8b6c5-x2k4q']),
+    );
+  }, 90_000);
 });
