@@ -7,6 +7,7 @@ import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
 import { hostilePage } from './cases/hostilePages.js';
 import { pollIngest } from './cases/pollIngest.js';
 import { postgresDelivery } from './cases/postgresDelivery.js';
+import { simulatorCompanies } from './cases/simulatorCompanies.js';
 import { mqttDelivery, natsDelivery, rabbitmqDelivery, redisDelivery } from './cases/queueSinkDelivery.js';
 import { webhookDelivery } from './cases/webhookDelivery.js';
 import { printTable, type BenchRow } from './benchTable.js';
@@ -43,6 +44,12 @@ printTable('Hostile service answers (target: peak RSS under 200 MiB)', [
   await hostilePage('page of 100,000 entries'),
   await hostilePage('body of 200 MB'),
   await hostilePage('body of 200 MB, padding before data'),
+]);
+
+// The many-company simulator of the scale bench: its own memory, so the daemon's can be told apart.
+printTable('Simulator serving 1,000 companies of 20 careers and 5 skills (compiled CLI, own process)', [
+  await simulatorCompanies(1_000, 600),
+  await simulatorCompanies(1_000, 60),
 ]);
 
 // Scheduling: the real poll loop, scheduler and read budget, three simulated days per row.

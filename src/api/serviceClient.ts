@@ -30,6 +30,8 @@ export interface ServiceClientOptions {
   apiKey: () => string;
   /** Where the key came from, for error messages ("CHANGEFEED_API_KEY", "api.apiKeyFile /run/key"). */
   credentialSource: string;
+  /** Sent as User-Agent on every request (serviceUserAgent: product, version and instance id). */
+  userAgent: string;
   timeoutMs: number;
   /** Largest body read; beyond it reading stops (API_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
@@ -102,7 +104,7 @@ export class ServiceClient {
       res = await this.pool.request({
         method: 'GET',
         path: fullPath,
-        headers: { authorization, accept: 'application/json' },
+        headers: { authorization, accept: 'application/json', 'user-agent': this.options.userAgent },
         signal: combined,
       });
     } catch (error) {

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { ZodError } from 'zod';
 import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
-import { startSimulator } from '../simulator/index.js';
+import { MAX_COMPANIES, startSimulator, type Simulator } from '../simulator/index.js';
 import { numericFlag, PORT_FLAG, requiredNumericFlag, SEED_FLAG, type NumericFlagRule } from './numericFlag.js';
 import { bindPort } from './portInUse.js';
 import { onShutdownSignals } from './shutdownSignals.js';
@@ -10,11 +10,15 @@ import { onShutdownSignals } from './shutdownSignals.js';
 const COUNT_FLAG: NumericFlagRule = { min: 0, max: 100_000, integer: true };
 /** Events per hour across all logs; beyond a million an hour the simulator is no longer a stand-in. */
 export const RATE_FLAG: NumericFlagRule = { min: 0, max: 1_000_000 };
+const COMPANIES_FLAG: NumericFlagRule = { min: 1, max: MAX_COMPANIES, integer: true };
 
 export const SIMULATE_USAGE = `changefeed simulate [--port N] [--seed N] [--careers N] [--skills N] [--events-per-hour N]
                     [--sort-order newest-first|oldest-first] [--reads-per-hour N] [--error-rate P]
+                    [--companies N]
   Runs the built-in simulator of the service on 127.0.0.1 until stopped, and prints its base URL
-  and API key, so consumers can be developed without access to the real service.`;
+  and API key, so consumers can be developed without access to the real service. With
+  --companies N (1 to ${MAX_COMPANIES.toLocaleString('en-US')}) it serves N companies, each with its own logs, key and reads
+  bucket, and prints one key per company; counts and rates are per company.`;
 
 export async function simulateCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -28,6 +32,7 @@ export async function simulateCommand(argv: string[]): Promise<number> {
       'sort-order': { type: 'string' },
       'reads-per-hour': { type: 'string' },
       'error-rate': { type: 'string' },
+      companies: { type: 'string' },
     },
     strict: true,
   });
@@ -36,6 +41,7 @@ export async function simulateCommand(argv: string[]): Promise<number> {
     throw new ChangefeedError('USAGE', `--sort-order must be newest-first or oldest-first, got "${sortOrder}"`);
   }
   const port = requiredNumericFlag('port', values.port, PORT_FLAG);
+  const companies = numericFlag('companies', values.companies, COMPANIES_FLAG);
   const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
     startSimulator({
       port,
@@ -45,6 +51,9 @@ export async function simulateCommand(argv: string[]): Promise<number> {
       eventsPerHour: numericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG),
       sortOrder,
       readsPerHour: numericFlag('reads-per-hour', values['reads-per-hour'], { min: 0, max: 10_000_000, integer: true }),
+      companies,
+      // Nothing can read the request record of this process; it would only grow.
+      recordRequests: false,
       faults:
         values['error-rate'] === undefined
           ? undefined
@@ -56,9 +65,20 @@ export async function simulateCommand(argv: string[]): Promise<number> {
       throw error;
     }),
   );
-  process.stdout.write(
-    `simulator listening at ${simulator.url}\nCHANGEFEED_BASE_URL=${simulator.url}\nCHANGEFEED_API_KEY=${simulator.apiKey}\n`,
-  );
+  process.stdout.write(startBanner(simulator, companies !== undefined));
   onShutdownSignals(() => simulator.close(), createLogger({}), 5_000);
   return new Promise<number>(() => undefined);
+}
+
+/**
+ * The base URL and the key the daemon needs; with --companies, one `company <i> CHANGEFEED_API_KEY=`
+ * line per company (a tenant's key: `grep '^company 7 ' | cut -d= -f2`).
+ */
+export function startBanner(simulator: Simulator, perCompany: boolean): string {
+  const lines = [`simulator listening at ${simulator.url}`, `CHANGEFEED_BASE_URL=${simulator.url}`];
+  if (!perCompany) lines.push(`CHANGEFEED_API_KEY=${simulator.apiKey}`);
+  else
+    for (const company of simulator.companies)
+      lines.push(`company ${company.index} CHANGEFEED_API_KEY=${company.apiKey}`);
+  return `${lines.join('\n')}\n`;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { apiConfigSchema } from '../api/apiConfig.js';
+import { clusterConfigSchema } from '../cluster/clusterConfig.js';
 import { eventsConfigSchema } from '../events/cloudEvent.js';
 import { feedConfigSchema } from '../feed/feedConfig.js';
 import { httpConfigSchema } from '../observe/healthServer.js';
@@ -41,6 +42,7 @@ export const appConfigSchema = z
       .strict()
       .prefault({})
       .describe('The event journal in the store.'),
+    cluster: clusterConfigSchema.prefault({}).describe('This replica among others: its name, sent to the service.'),
     stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
     http: httpConfigSchema
       .prefault({})
@@ -99,4 +101,5 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_LOG_LEVEL: 'log.level',
   CHANGEFEED_HTTP_PORT: 'http.port',
   CHANGEFEED_HTTP_HOST: 'http.host',
+  CHANGEFEED_INSTANCE_ID: 'cluster.instanceId',
 };

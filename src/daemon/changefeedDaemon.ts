@@ -87,7 +87,12 @@ export class ChangefeedDaemon {
       signal: this.abort.signal,
     });
     this.options.logger.info(
-      { sinks: engine.sinkNames, watched: store.watchedLogs.list().length, stateDir: this.config.stateDir },
+      {
+        instanceId: this.config.cluster.instanceId,
+        sinks: engine.sinkNames,
+        watched: store.watchedLogs.list().length,
+        stateDir: this.config.stateDir,
+      },
       'changefeed running',
     );
   }

@@ -2,14 +2,16 @@ import type { Logger } from 'pino';
 import type { ApiKeyProvider } from '../api/apiKeyProvider.js';
 import type { ResponseMeta } from '../api/responseHeaders.js';
 import { ServiceClient } from '../api/serviceClient.js';
+import { serviceUserAgent } from '../api/userAgent.js';
 import type { Clock } from '../clock.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { ReadBudget } from '../poll/readBudget.js';
 import type { ServerClock } from '../poll/serverClock.js';
 
 /**
- * The client every command uses: requests are paced by the read budget, and every response
- * updates the budget, the service clock, and (on 401) makes a key file be read again.
+ * The client every command uses: requests carry this replica's User-Agent and are paced by the
+ * read budget, and every response updates the budget, the service clock, and (on 401) makes a key
+ * file be read again.
  */
 export function createServiceClient(
   config: AppConfig,
@@ -27,6 +29,7 @@ export function createServiceClient(
     baseUrl: config.api.baseUrl,
     apiKey: () => apiKey.current(),
     credentialSource: apiKey.source,
+    userAgent: serviceUserAgent(config.cluster.instanceId),
     timeoutMs: config.api.timeoutMs,
     maxResponseBytes: config.api.maxResponseBytes,
     maxEntryBytes: config.api.maxEntryBytes,

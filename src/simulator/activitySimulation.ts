@@ -2,7 +2,7 @@ import { LOG_KINDS, type LogKind } from '../logs.js';
 import { ActivityStore, type Entry, type StoredEntry } from './activityStore.js';
 import { CompanyDirectory, type ObjectLog } from './companyDirectory.js';
 import { EntryFactory, EntryIds } from './entryFactory.js';
-import { Random } from './random.js';
+import { Random, type CompanySeed } from './random.js';
 import type { SimulatorOptions } from './simulatorOptions.js';
 import { WorkloadModel } from './workload.js';
 
@@ -17,7 +17,15 @@ export const CHUNK_MS = 5 * 60_000;
 export type AppendedEntry = Partial<Entry> & { performedAt?: string | null };
 
 /**
- * The service's data: the company's objects, their arrival processes and every activity entry,
+ * Company 0 is seeded by the simulator seed itself, so a single-company simulator is what it was
+ * before companies existed; every other company gets a label no numeric seed can produce.
+ */
+export function companySeed(seed: number, company: number): CompanySeed {
+  return company === 0 ? seed : `${seed}/company/${company}`;
+}
+
+/**
+ * The data of one company: its objects, their arrival processes and every activity entry,
  * driven lazily by the clock. Transport-agnostic; the HTTP layer reads it through `store`.
  */
 export class ActivitySimulation {
@@ -33,21 +41,18 @@ export class ActivitySimulation {
   constructor(
     private readonly options: SimulatorOptions,
     startedAt: number,
+    private readonly seed: CompanySeed = options.seed,
   ) {
     this.origin = startedAt - Math.round(options.historyHours * 3_600_000);
     this.generatedUntil = this.origin;
-    this.directory = new CompanyDirectory(
-      options.seed,
-      { career: options.careers, skill: options.skills },
-      this.origin,
-    );
+    this.directory = new CompanyDirectory(seed, { career: options.careers, skill: options.skills }, this.origin);
     this.workload = new WorkloadModel(
       options,
       { career: this.directory.ids('career'), skill: this.directory.ids('skill') },
-      (label) => Random.derive(options.seed, 'workload', label),
+      (label) => Random.derive(seed, 'workload', label),
     );
-    this.factory = new EntryFactory(options.seed, this.directory, this.ids, options);
-    this.appendRandom = Random.derive(options.seed, 'appended');
+    this.factory = new EntryFactory(seed, this.directory, this.ids, options);
+    this.appendRandom = Random.derive(seed, 'appended');
   }
 
   /** Generates every chunk the clock has entered. */
@@ -139,7 +144,7 @@ export class ActivitySimulation {
     const index = Math.round((start - this.origin) / CHUNK_MS);
     const { share, maxDelaySeconds } = this.options.lateArrivals;
     for (const log of LOG_KINDS) {
-      const random = Random.derive(this.options.seed, 'chunk', log, index);
+      const random = Random.derive(this.seed, 'chunk', log, index);
       const arrivals = this.workload.arrivals(log, start, start + CHUNK_MS, random);
       // Assignment rows of one object within a chunk may share a bulk operation.
       const bulkGroups = new Map<string, string>();

@@ -3,11 +3,17 @@ import { BASE62, Random } from './random.js';
 export interface Credential {
   readonly key: string;
   readonly scopes: ReadonlySet<string>;
+  /** Index of the company the key belongs to (0 is the first). */
+  readonly company: number;
 }
 
-/** A key of the spec's shape (prefix plus 32 random characters), the same for a given seed. */
-export function deriveApiKey(seed: number): string {
-  return `sim_live_${Random.derive(seed, 'api-key').string(32, BASE62)}`;
+/**
+ * A key of the spec's shape (prefix plus 32 random characters), the same for a given seed and
+ * company; company 0's is the key of a single-company simulator.
+ */
+export function deriveApiKey(seed: number, company = 0): string {
+  const random = company === 0 ? Random.derive(seed, 'api-key') : Random.derive(seed, 'api-key', company);
+  return `sim_live_${random.string(32, BASE62)}`;
 }
 
 /**
@@ -15,12 +21,14 @@ export function deriveApiKey(seed: number): string {
  * scope change applies to the very next call (spec 5 rules 6 and 8).
  */
 export class ApiKeyRegistry {
-  private readonly keys = new Map<string, ReadonlySet<string>>();
+  private readonly keys = new Map<string, { scopes: ReadonlySet<string>; company: number }>();
 
-  /** Adds a key, or replaces the scopes of an existing one. */
-  add(key: string, scopes: readonly string[]): void {
+  /** Adds a key of `company`, or replaces the scopes of an existing key (which stays with its company). */
+  add(key: string, scopes: readonly string[], company = 0): void {
     if (key.length === 0) throw new Error('an API key must not be empty');
-    this.keys.set(key, new Set(scopes));
+    const owner = this.keys.get(key)?.company ?? company;
+    if (owner !== company) throw new Error(`that key already belongs to company ${owner}`);
+    this.keys.set(key, { scopes: new Set(scopes), company });
   }
 
   revoke(key: string): void {
@@ -32,8 +40,8 @@ export class ApiKeyRegistry {
     const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
     const key = match?.[1];
     if (key === undefined) return null;
-    const scopes = this.keys.get(key);
-    return scopes ? { key, scopes } : null;
+    const found = this.keys.get(key);
+    return found ? { key, ...found } : null;
   }
 }
 

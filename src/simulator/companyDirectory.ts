@@ -1,4 +1,4 @@
-import { Random } from './random.js';
+import { Random, type CompanySeed } from './random.js';
 
 /** A career or a skill as the discovery lists show it. */
 export interface DirectoryObject {
@@ -136,7 +136,7 @@ export class CompanyDirectory {
   /** Snapshot arrays for random picks; rebuilt only when objects are added or deleted. */
   private readonly snapshots: Partial<Record<ObjectLog, DirectoryObject[]>> = {};
 
-  constructor(seed: number, counts: Readonly<Record<ObjectLog, number>>, createdBefore: number) {
+  constructor(seed: CompanySeed, counts: Readonly<Record<ObjectLog, number>>, createdBefore: number) {
     const random = Random.derive(seed, 'directory');
     this.addedIds = Random.derive(seed, 'directory', 'added');
     const people: NamedRef[] = [];

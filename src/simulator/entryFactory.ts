@@ -2,7 +2,7 @@ import type { LogKind } from '../logs.js';
 import type { Entry } from './activityStore.js';
 import type { CompanyDirectory, NamedRef } from './companyDirectory.js';
 import { CUMULATIVE_EVENT_WEIGHTS, EVENT_TYPES, isKnownEvent } from './eventCatalog.js';
-import { Random } from './random.js';
+import { Random, type CompanySeed } from './random.js';
 
 export interface EntryShares {
   nullPerformedAtShare: number;
@@ -46,7 +46,7 @@ export class EntryFactory {
   private readonly authors: readonly NamedRef[];
 
   constructor(
-    private readonly seed: number,
+    private readonly seed: CompanySeed,
     private readonly directory: CompanyDirectory,
     private readonly ids: EntryIds,
     private readonly shares: EntryShares,

@@ -9,6 +9,7 @@ import {
   rateLimitProblem,
   trialExpiredProblem,
 } from './problemResponses.js';
+import { instanceIdFrom, type InstanceRequest } from './instanceRequests.js';
 import { Random } from './random.js';
 import { ReadBuckets, type BucketState } from './readBucket.js';
 import { ALL_SCOPES, faultOptionsSchema, type FaultOptions, type SimulatorOptions } from './simulatorOptions.js';
@@ -30,6 +31,7 @@ export interface ServiceRequest {
   /** Path and query, as in the request line. */
   readonly url: string;
   readonly authorization: string | undefined;
+  readonly userAgent: string | undefined;
 }
 
 export interface ServiceResponse {
@@ -44,13 +46,15 @@ export interface ServiceResponse {
  * The service's HTTP semantics without the transport: authentication, the reads bucket, the
  * trial switch and injected faults around the routes. The order mirrors a real gateway: a request
  * that fails authentication is not counted; every authenticated GET is, whatever it then returns.
+ * The key names the company: its data answers, its own bucket counts.
  */
 export class SimulatedService {
   readonly keys = new ApiKeyRegistry();
   readonly buckets: ReadBuckets;
   readonly requests: RequestRecord[] = [];
-  /** The key exposed as Simulator.apiKey. */
-  readonly primaryKey: string;
+  readonly instanceRequests: InstanceRequest[] = [];
+  /** The key of each company, by index; the first is exposed as Simulator.apiKey. */
+  readonly companyKeys: readonly string[];
   private faults: FaultOptions;
   private readonly faultRandom: Random;
   private readonly requestIds: Random;
@@ -58,12 +62,18 @@ export class SimulatedService {
 
   constructor(
     private readonly options: SimulatorOptions,
-    private readonly simulation: ActivitySimulation,
+    private readonly companies: readonly ActivitySimulation[],
     private readonly clock: Clock,
   ) {
     const keys = options.apiKeys ?? [{ key: deriveApiKey(options.seed), scopes: [...ALL_SCOPES] }];
-    for (const { key, scopes } of keys) this.keys.add(key, scopes);
-    this.primaryKey = keys[0]?.key ?? '';
+    for (const { key, scopes } of keys) this.keys.add(key, scopes, 0);
+    const companyKeys = [keys[0]?.key ?? ''];
+    for (let company = 1; company < companies.length; company++) {
+      const key = deriveApiKey(options.seed, company);
+      this.keys.add(key, ALL_SCOPES, company);
+      companyKeys.push(key);
+    }
+    this.companyKeys = companyKeys;
     this.buckets = new ReadBuckets(options.readsPerHour);
     this.faults = { ...options.faults };
     this.faultRandom = Random.derive(options.seed, 'faults');
@@ -101,6 +111,14 @@ export class SimulatedService {
           };
     }
     const response = this.render(outcome, bucket, requestId, url.pathname, now);
+    if (!this.options.recordRequests) return response;
+    this.instanceRequests.push({
+      at: now,
+      company: credential?.company ?? null,
+      instanceId: instanceIdFrom(request.userAgent),
+      path: url.pathname,
+      status: response.status,
+    });
     this.requests.push({
       at: now,
       method: request.method,
@@ -117,9 +135,11 @@ export class SimulatedService {
     if (this.faults.trialExpired) return { kind: 'problem', problem: trialExpiredProblem() };
     const failure = this.injectedError();
     if (failure) return failure;
-    this.simulation.catchUp(now);
+    const simulation = this.companies[credential.company];
+    if (!simulation) throw new Error(`no company ${credential.company}`);
+    simulation.catchUp(now);
     const outcome = routeRead({
-      simulation: this.simulation,
+      simulation,
       sortOrder: this.options.sortOrder,
       credential,
       path: url.pathname,

@@ -37,6 +37,9 @@ export const ALL_SCOPES: readonly string[] = [
 
 const share = z.number().min(0).max(1);
 
+/** Most companies one simulator serves: far beyond the issue's bench of 1,000, still a bounded heap. */
+export const MAX_COMPANIES = 10_000;
+
 export const faultOptionsSchema = z.object({
   errorRate: share
     .default(0)
@@ -162,13 +165,31 @@ export const simulatorOptionsSchema = z
       .min(0)
       .default(1000)
       .describe('Allowance of the reads bucket of each key, per hourly window.'),
+    companies: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_COMPANIES)
+      .default(1)
+      .describe(
+        'Companies served, each with its own careers, skills, identity-provider log and one ' +
+          'full-scope key with its own reads bucket; a request is routed to its company by its key. ' +
+          'The first company is the one of a single-company simulator: same seed, same key. The ' +
+          'counts and rates above apply to each company.',
+      ),
     apiKeys: z
       .array(apiKeySchema)
       .min(1)
       .optional()
       .describe(
-        'Keys the simulator accepts; by default one full-scope key derived from the seed. The ' +
-          'first is exposed as `apiKey`.',
+        'Keys of the first company; by default one full-scope key derived from the seed. The first is exposed as `apiKey`.',
+      ),
+    recordRequests: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Keep every request in `requests` and `instanceRequests` for tests to inspect. Off where ' +
+          'nothing reads them (the `simulate` command), since they grow with every request.',
       ),
     faults: faultOptionsSchema.prefault({}).describe('Injected failures; can be changed at run time with setFaults.'),
   })

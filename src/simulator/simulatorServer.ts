@@ -59,6 +59,7 @@ export class SimulatorServer {
       method: req.method ?? 'GET',
       url: req.url ?? '/',
       authorization: req.headers.authorization,
+      userAgent: req.headers['user-agent'],
     });
     const send = (): void => {
       // The Date header comes from the injected clock; stop node from stamping real time.

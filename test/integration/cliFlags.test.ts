@@ -35,6 +35,8 @@ describe('numeric flags', () => {
     [['simulate', '--port', '70000'], '--port'],
     [['simulate', '--error-rate', '2'], '--error-rate'],
     [['simulate', '--sort-order', 'sideways'], '--sort-order'],
+    [['simulate', '--companies', '0'], '--companies'],
+    [['simulate', '--companies', '10001'], '--companies'],
     [['receive', '--port', '0x10'], '--port'],
   ])(
     '%j is refused with exit 2 naming %s',

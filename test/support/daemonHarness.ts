@@ -4,13 +4,15 @@ import { ManualClock, type Clock } from '../../src/clock.js';
 import { appConfigSchema, type AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
-import type { Simulator } from '../../src/simulator/index.js';
+import type { SimulatedCompany, Simulator } from '../../src/simulator/index.js';
 import { readJsonLines } from './jsonLines.js';
 import { withVirtualTime } from './virtualTime.js';
 
 export interface HarnessConfig {
   simulator: Simulator;
   stateDir: string;
+  /** The key of the company to poll; the simulator's first company by default. */
+  apiKey?: string;
   startFrom?: string;
   /** Extra settings merged over the defaults below (shallow per top-level key). */
   overrides?: Partial<Record<keyof AppConfig, unknown>>;
@@ -19,7 +21,7 @@ export interface HarnessConfig {
 /** Config for a daemon watching everything the simulator has, writing to one file sink. */
 export function simulatorConfig(h: HarnessConfig): AppConfig {
   return appConfigSchema.parse({
-    api: { baseUrl: h.simulator.url, apiKey: h.simulator.apiKey, timeoutMs: 5_000 },
+    api: { baseUrl: h.simulator.url, apiKey: h.apiKey ?? h.simulator.apiKey, timeoutMs: 5_000 },
     watch: {
       careers: { discover: true },
       skills: { discover: true },
@@ -31,6 +33,7 @@ export function simulatorConfig(h: HarnessConfig): AppConfig {
     sinks: h.overrides?.sinks ?? [{ name: 'file', type: 'file', path: join(h.stateDir, 'events.jsonl') }],
     stateDir: h.stateDir,
     ...(h.overrides?.events ? { events: h.overrides.events } : {}),
+    ...(h.overrides?.cluster ? { cluster: h.overrides.cluster } : {}),
   });
 }
 
@@ -60,7 +63,7 @@ export function testClock(): ManualClock {
 }
 
 /** The event ids the daemon must emit for what the simulator shows now (optionally since a time). */
-export function expectedEventIds(simulator: Simulator, since = Number.NEGATIVE_INFINITY): string[] {
+export function expectedEventIds(simulator: SimulatedCompany, since = Number.NEGATIVE_INFINITY): string[] {
   return simulator
     .visibleEntries()
     .filter(({ entry }) => typeof entry.performedAt !== 'string' || Date.parse(entry.performedAt) >= since)

@@ -79,6 +79,7 @@ export class RecordingGate implements RequestGate {
 }
 
 export const TEST_KEY = 'sk_test_0123456789abcdef0123456789abcdef';
+export const TEST_USER_AGENT = 'skills-changefeed/0.0.0-test (loopback-test)';
 /** The clock the client stamps responses with: fixed, so HTTP-date Retry-After is exact. */
 export const CLIENT_NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 
@@ -92,6 +93,7 @@ export function clientFor(
     baseUrl,
     apiKey: () => TEST_KEY,
     credentialSource: options.credentialSource ?? 'CHANGEFEED_API_KEY',
+    userAgent: TEST_USER_AGENT,
     timeoutMs: options.timeoutMs ?? 5_000,
     maxResponseBytes: options.maxResponseBytes ?? 16 * 1024 * 1024,
     clock: new ManualClock(CLIENT_NOW),

@@ -1,0 +1,38 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+
+/** Longest instance id: it travels in every request's User-Agent and names the replica in logs. */
+export const INSTANCE_ID_MAX_LENGTH = 128;
+const INSTANCE_ID_PATTERN = /^[A-Za-z0-9._:@+-]+$/;
+const INSTANCE_ID_DISALLOWED = /[^A-Za-z0-9._:@+-]+/g;
+
+/**
+ * `<hostname>-<pid>` with every character an instance id may not hold replaced by `-`, the
+ * hostname shortened so the whole fits INSTANCE_ID_MAX_LENGTH: unique per process on a host, and
+ * in Kubernetes (where the hostname is the pod name) per pod.
+ */
+export function defaultInstanceId(host: string = hostname(), pid: number = process.pid): string {
+  const suffix = `-${pid}`;
+  const cleaned = host.replace(INSTANCE_ID_DISALLOWED, '-').replace(/^-+|-+$/g, '') || 'host';
+  return `${cleaned.slice(0, INSTANCE_ID_MAX_LENGTH - suffix.length)}${suffix}`;
+}
+
+export const clusterConfigSchema = z
+  .object({
+    instanceId: z
+      .string()
+      .min(1, 'must not be empty')
+      .max(INSTANCE_ID_MAX_LENGTH, `must be at most ${INSTANCE_ID_MAX_LENGTH} characters`)
+      .regex(INSTANCE_ID_PATTERN, 'may hold only letters, digits and . _ : @ + - (it is sent in the User-Agent header)')
+      .optional()
+      // Resolved here, not by a zod default: the generated reference must not show this host's name.
+      .transform((id) => id ?? defaultInstanceId())
+      .describe(
+        'Name of this replica, sent to the service in every request as `User-Agent: ' +
+          'skills-changefeed/<version> (<instanceId>)`. Default: `<hostname>-<pid>` (characters ' +
+          'other than letters, digits and `._:@+-` become `-`). At most 128 characters.',
+      ),
+  })
+  .strict();
+
+export type ClusterConfig = z.infer<typeof clusterConfigSchema>;
