@@ -137,7 +137,8 @@ export async function daemonRows(): Promise<BenchRow[]> {
   const workload = SCHEDULING_WORKLOADS.find((w) => w.name === DAEMON_WORKLOAD)?.workload;
   if (!workload) return [];
   const rows: BenchRow[] = [];
-  for (const policy of [POLICIES[0], POLICIES[2]]) {
+  // Round-robin, ours, and ours without history (the setting of the measurement).
+  for (const policy of [POLICIES[0], POLICIES[2], POLICIES[3]]) {
     if (!policy) continue;
     const { row } = await averagedRow(
       DAEMON_WORKLOAD,
