@@ -1,11 +1,12 @@
 import { channel } from 'node:diagnostics_channel';
-import type { ManualClock } from '../../src/clock.js';
+import type { Clock, ManualClock } from '../../src/clock.js';
 
 /**
  * Drives a ManualClock shared by the simulator and the daemon as a discrete-event simulation:
  * time moves to the next sleeper's wake-up only when the process is quiet, that is when no HTTP
  * request is in flight (undici's diagnostics channels: from `request:create` to
- * `request:trailers` or `request:error`), the caller's `busy()` says nothing else is under way
+ * `request:trailers` or `request:error`) other than those whose answer the simulator holds back
+ * for its latency, the caller's `busy()` says nothing else is under way
  * (a pending delivery being written), and a few turns of the event loop started nothing new.
  *
  * Unlike a wall-clock scale (or a clock that jumps after a few ms of real idleness), nothing here
@@ -14,6 +15,8 @@ import type { ManualClock } from '../../src/clock.js';
  */
 export class QuietClockDriver {
   private inFlight = 0;
+  /** Requests whose answer the simulator holds back on the clock (its latency): they wait for time. */
+  private held = 0;
   /** Counts every request started or finished: a quiet check must see it unchanged. */
   private activity = 0;
   private wakeUp: (() => void) | undefined;
@@ -31,6 +34,24 @@ export class QuietClockDriver {
     channel('undici:request:create').subscribe(this.onCreate);
     channel('undici:request:trailers').subscribe(this.onDone);
     channel('undici:request:error').subscribe(this.onDone);
+  }
+
+  /**
+   * The clock to give the simulator: the same ManualClock, except that a response it holds back
+   * for its latency does not count as in flight (it waits for virtual time, so time may move).
+   */
+  serviceClock(): Clock {
+    return {
+      now: () => this.clock.now(),
+      sleep: async (ms, signal) => {
+        this.held++;
+        try {
+          await this.clock.sleep(ms, signal);
+        } finally {
+          this.held--;
+        }
+      },
+    };
   }
 
   close(): void {
@@ -60,7 +81,7 @@ export class QuietClockDriver {
       // Wakes sleepers due now (the simulator holds each response for its latency, 0 here) and
       // lets promise chains and immediates run, without moving time.
       await this.clock.advanceTo(this.clock.now());
-      if (this.inFlight > 0 || busy()) {
+      if (this.inFlight > this.held || busy()) {
         await this.ioTurn();
         continue;
       }

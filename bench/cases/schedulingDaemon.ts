@@ -23,13 +23,15 @@ const SINK = 'file';
  * (the entry's performedAt on the simulator), for changes performed from the end of the
  * warm-up until an hour before the end, as in the model bench.
  */
-export async function simulateDaemonDay(o: DayOptions): Promise<DayResult> {
+export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: number } = {}): Promise<DayResult> {
   if (o.otherClientPerHour > 0 || o.useTrueRates)
     throw new Error('the real daemon runs alone on its key, learning rates');
   const start = Date.UTC(2026, 10, 22, 0, 0, 0);
   const clock = new ManualClock(start);
+  const driver = new QuietClockDriver(clock);
   const simulator = await startSimulator({
-    clock,
+    clock: driver.serviceClock(),
+    faults: { latencyMs: service.latencyMs ?? 0 },
     seed: o.seed,
     careers: o.careers,
     skills: o.skills,
@@ -49,7 +51,6 @@ export async function simulateDaemonDay(o: DayOptions): Promise<DayResult> {
     stateDir: join(dir, 'state'),
   });
   const daemon = new ChangefeedDaemon(config, { logger: noopLogger, clock });
-  const driver = new QuietClockDriver(clock);
   const measureFrom = start + o.warmupHours * HOUR_MS;
   const measureUntil = start + (o.hours - 1) * HOUR_MS;
   const delays: number[] = [];
