@@ -34,6 +34,7 @@ printTable('Hostile service answers (target: peak RSS under 200 MiB)', [
   await hostilePage('body of 200 MB, padding before data'),
 ]);
 
-// Scheduling: the real poll loop, scheduler and read budget, three simulated days per row.
+// Scheduling: the real poll loop, scheduler and read budget, three simulated days per row; then
+// the real daemon against the simulator over loopback HTTP, in virtual time.
 const { runSchedulingBench } = await import('./scheduling.js');
 await runSchedulingBench();
