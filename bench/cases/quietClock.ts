@@ -13,6 +13,9 @@ import type { Clock, ManualClock } from '../../src/clock.js';
  * depends on how fast the machine is: a request takes no virtual time however long it takes in
  * real time, so the figures do not move with CPU load, only the run time does.
  */
+/** Real time without progress after which the run is declared stuck. */
+const STALL_MS = 120_000;
+
 export class QuietClockDriver {
   private inFlight = 0;
   /** Requests whose answer the simulator holds back on the clock (its latency): they wait for time. */
@@ -76,12 +79,17 @@ export class QuietClockDriver {
 
   /** Waits until nothing is in flight and nothing is due now; sleepers due now are woken meanwhile. */
   private async settle(busy: () => boolean): Promise<void> {
+    let waitingSince = Date.now();
     for (;;) {
       const before = this.activity;
-      // Wakes sleepers due now (the simulator holds each response for its latency, 0 here) and
-      // lets promise chains and immediates run, without moving time.
+      // Wakes sleepers due now (the simulator holds each response for its latency) and lets
+      // promise chains and immediates run, without moving time.
       await this.clock.advanceTo(this.clock.now());
       if (this.inFlight > this.held || busy()) {
+        if (this.activity !== before) waitingSince = Date.now();
+        // A sink that waits for virtual time (a retry backoff) would wait here for ever.
+        if (Date.now() - waitingSince > STALL_MS)
+          throw new Error(`nothing finished for ${STALL_MS / 1000} s of real time: a request or a delivery is stuck`);
         await this.ioTurn();
         continue;
       }
