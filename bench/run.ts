@@ -52,6 +52,7 @@ printTable('Simulator serving 1,000 companies of 20 careers and 5 skills (compil
   await simulatorCompanies(1_000, 60),
 ]);
 
-// Scheduling: the real poll loop, scheduler and read budget, three simulated days per row.
+// Scheduling: the real poll loop, scheduler and read budget, three simulated days per row; then
+// the real daemon against the simulator over loopback HTTP, in virtual time.
 const { runSchedulingBench } = await import('./scheduling.js');
 await runSchedulingBench();

@@ -1,6 +1,7 @@
 import { squareRootOptimumMeanHours } from '../../src/schedule/pollAllocation.js';
 import type { Workload } from '../../src/simulator/simulatorOptions.js';
 import type { BenchRow } from '../benchTable.js';
+import { simulateDaemonDay } from './schedulingDaemon.js';
 import { simulateDay, type DayOptions, type DayResult } from './schedulingDay.js';
 
 /**
@@ -53,14 +54,15 @@ const POLICIES: Array<{ name: string; schedule: Record<string, unknown>; useTrue
   { name: POLICY.oursNoHistory, schedule: { historyHours: 0 } },
 ];
 
-/** The seeds' days of one policy, summarised as one row. */
+/** The seeds' days of one policy, summarised as one row (of the model, or of the real daemon). */
 async function averagedRow(
   name: string,
   policy: string,
   options: Omit<DayOptions, 'seed'>,
+  day: (options: DayOptions) => Promise<DayResult> = simulateDay,
 ): Promise<{ row: BenchRow; rates: number[] }> {
   const days: DayResult[] = [];
-  for (const seed of SEEDS) days.push(await simulateDay({ ...options, seed }));
+  for (const seed of SEEDS) days.push(await day({ ...options, seed }));
   const average = (pick: (d: DayResult) => number): number => days.reduce((sum, d) => sum + pick(d), 0) / days.length;
   return {
     row: {
@@ -119,6 +121,31 @@ export async function sharedKeyRows(): Promise<BenchRow[]> {
       otherClientPerHour: 300,
       schedule: policy.schedule,
     });
+    rows.push(row);
+  }
+  return rows;
+}
+
+/** The workload of the issue's measurement from outside, which the real daemon's rows repeat. */
+export const DAEMON_WORKLOAD = 'zipf s=1.0';
+
+/**
+ * The same day, seeds and policies as the model's rows, run by the real daemon (service client
+ * over loopback HTTP, store, delivery engine, file sink) against the simulator in virtual time.
+ */
+export async function daemonRows(): Promise<BenchRow[]> {
+  const workload = SCHEDULING_WORKLOADS.find((w) => w.name === DAEMON_WORKLOAD)?.workload;
+  if (!workload) return [];
+  const rows: BenchRow[] = [];
+  // Round-robin, ours, and ours without history (the setting of the issue's measurement).
+  for (const policy of [POLICIES[0], POLICIES[2], POLICIES[3]]) {
+    if (!policy) continue;
+    const { row } = await averagedRow(
+      DAEMON_WORKLOAD,
+      policy.name,
+      { ...BASE, workload, schedule: policy.schedule },
+      simulateDaemonDay,
+    );
     rows.push(row);
   }
   return rows;

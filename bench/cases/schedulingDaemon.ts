@@ -1,0 +1,148 @@
+import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
+import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { openDatabase, storePath } from '../../src/store/database.js';
+import { ManualClock } from '../../src/clock.js';
+import { appConfigSchema } from '../../src/config/appConfigSchema.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import { startSimulator } from '../../src/simulator/index.js';
+import { QuietClockDriver } from './quietClock.js';
+import type { DayOptions, DayResult } from './schedulingDay.js';
+
+const HOUR_MS = 3_600_000;
+const SINK = 'file';
+
+/**
+ * One simulated day of the real daemon, as `changefeed run` wires it (service client over
+ * loopback HTTP, poll loop, scheduler, read budget, SQLite store, delivery engine, file sink),
+ * against the built-in simulator. Both run on one ManualClock that a QuietClockDriver moves
+ * only while nothing is in flight, so a day of the real thing takes about a minute and its
+ * figures do not depend on the machine's load.
+ *
+ * Detection delay = when the event is in the file sink (virtual time) − its `time`
+ * (the entry's performedAt on the simulator), for changes performed from the end of the
+ * warm-up until an hour before the end, as in the model bench.
+ */
+export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: number } = {}): Promise<DayResult> {
+  if (o.otherClientPerHour > 0 || o.useTrueRates)
+    throw new Error('the real daemon runs alone on its key, learning rates');
+  const start = Date.UTC(2026, 10, 22, 0, 0, 0);
+  const clock = new ManualClock(start);
+  const driver = new QuietClockDriver(clock);
+  const simulator = await startSimulator({
+    clock: driver.serviceClock(),
+    faults: { latencyMs: service.latencyMs ?? 0 },
+    seed: o.seed,
+    careers: o.careers,
+    skills: o.skills,
+    eventsPerHour: o.eventsPerHour,
+    workload: o.workload,
+    historyHours: o.serviceHistoryHours,
+    readsPerHour: o.bucketPerHour,
+  });
+  // In memory where there is a tmpfs: the file sink's fsync takes no virtual time anyway, only real time.
+  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'changefeed-sched-daemon-'));
+  const eventsPath = join(dir, 'events.jsonl');
+  const config = appConfigSchema.parse({
+    api: { baseUrl: simulator.url, apiKey: simulator.apiKey },
+    watch: { careers: { discover: true }, skills: { discover: true }, schedule: o.schedule },
+    budget: { readsPerHour: o.bucketPerHour },
+    sinks: [{ name: SINK, type: 'file', path: eventsPath }],
+    stateDir: join(dir, 'state'),
+  });
+  const daemon = new ChangefeedDaemon(config, { logger: noopLogger, clock });
+  const measureFrom = start + o.warmupHours * HOUR_MS;
+  const measureUntil = start + (o.hours - 1) * HOUR_MS;
+  const delays: number[] = [];
+  let events = 0;
+  const tail = new FileTail(eventsPath);
+  let failed: unknown;
+  const stamp = (now: number): void => {
+    if (failed !== undefined)
+      throw failed instanceof Error ? failed : new Error('the daemon did not start', { cause: failed });
+    for (const line of tail.newLines()) {
+      events++;
+      const time = (JSON.parse(line) as { time?: string }).time;
+      const at = time === undefined ? Number.NaN : Date.parse(time);
+      if (at >= measureFrom && at < measureUntil) delays.push(now - at);
+    }
+  };
+  // A second, read-only connection to the daemon's store: in WAL mode it sees every commit.
+  let reader: ChangefeedStore | undefined;
+  const pending = (): boolean => {
+    reader ??= new ChangefeedStore(openDatabase(storePath(join(dir, 'state')), { readonly: true }));
+    return reader.outbox.pending(SINK, 0, 1).length > 0;
+  };
+  try {
+    const started = daemon.start().catch((error: unknown) => {
+      failed = error;
+    });
+    await driver.runUntil(start + o.hours * HOUR_MS, pending, stamp);
+    await started;
+  } finally {
+    driver.close();
+    reader?.close();
+    await daemon.stop();
+    await simulator.close();
+    tail.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const sentAt = simulator.requests.filter((r) => r.path !== '/api/v1/ping').map((r) => r.at);
+  delays.sort((a, b) => a - b);
+  const mean = delays.reduce((a, b) => a + b, 0) / Math.max(1, delays.length);
+  return {
+    requests: simulator.requests.length,
+    maxRollingHour: maxInWindow(sentAt, HOUR_MS),
+    rateLimited: simulator.requests.filter((r) => r.status === 429).length,
+    meanMinutes: mean / 60_000,
+    p95Minutes: (delays[Math.floor(0.95 * (delays.length - 1))] ?? 0) / 60_000,
+    events,
+    trueRates: [...simulator.trueRates().values()],
+  };
+}
+
+/** New complete lines of a file that only grows (the file sink appends and fsyncs whole batches). */
+class FileTail {
+  private fd: number | undefined;
+  private offset = 0;
+  private rest = '';
+  private readonly buffer = Buffer.alloc(1 << 20);
+
+  constructor(private readonly path: string) {}
+
+  newLines(): string[] {
+    if (this.fd === undefined) {
+      try {
+        this.fd = openSync(this.path, 'r');
+      } catch {
+        return [];
+      }
+    }
+    let text = this.rest;
+    for (;;) {
+      const n = readSync(this.fd, this.buffer, 0, this.buffer.length, this.offset);
+      if (n === 0) break;
+      this.offset += n;
+      text += this.buffer.toString('utf8', 0, n);
+    }
+    const lines = text.split('\n');
+    this.rest = lines.pop() ?? '';
+    return lines.filter((l) => l.length > 0);
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+  }
+}
+
+/** Most timestamps in any window of `windowMs` (sorted input). */
+function maxInWindow(times: readonly number[], windowMs: number): number {
+  let best = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while ((times[j] as number) <= (times[i] as number) - windowMs) j++;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}
