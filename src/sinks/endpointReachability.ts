@@ -23,7 +23,12 @@ export function isUnreachable(error: unknown): boolean {
  * certificate problem shows here too) and closes it again, sending no request. Rejects with the
  * socket's error (its `code` kept) or a CONNECT_TIMEOUT error after `timeoutMs`.
  */
-export async function checkReachable(url: URL, timeoutMs: number, signal: AbortSignal, ca?: string): Promise<void> {
+export async function checkReachable(
+  url: URL,
+  timeoutMs: number,
+  signal: AbortSignal,
+  tls: { ca?: string; cert?: string; key?: string } = {},
+): Promise<void> {
   const https = url.protocol === 'https:';
   const port = Number(url.port || (https ? 443 : 80));
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -33,7 +38,7 @@ export async function checkReachable(url: URL, timeoutMs: number, signal: AbortS
   try {
     await new Promise<void>((resolve, reject) => {
       socket = https
-        ? tlsConnect({ host, port, servername: host, ...(ca ? { ca } : {}) }, resolve)
+        ? tlsConnect({ host, port, servername: host, ...tls }, resolve)
         : netConnect({ host, port }, resolve);
       socket.once('error', reject);
       timer = setTimeout(

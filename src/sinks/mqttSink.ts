@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   connect as mqttConnect,
   ReasonCodes,
@@ -9,6 +8,7 @@ import {
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
 import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
@@ -121,13 +121,15 @@ export const mqttSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
+    ...clientCertFields,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
   .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, {
     message: 'user properties need MQTT 5 (protocolVersion: 5)',
     path: ['ceUserProperties'],
-  });
+  })
+  .refine(...certAndKeyTogether);
 
 export type MqttSinkConfig = z.infer<typeof mqttSinkConfigSchema>;
 
@@ -196,7 +198,7 @@ export class MqttSink implements Sink {
       // The engine owns reconnecting (with backoff, and knowing what is unacknowledged).
       reconnectPeriod: 0,
       manualConnect: true,
-      ...(config.caFile ? { ca: readFileSync(config.caFile, 'utf8') } : {}),
+      ...readTlsFiles(config),
     };
     this.publishOptions = {
       qos: 1,

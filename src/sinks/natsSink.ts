@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { AbortedError, describeError } from '../errors.js';
 import { registerSecret } from '../observe/secretRegistry.js';
+import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
@@ -61,6 +62,19 @@ export const natsSinkConfigSchema = sinkCommonSchema
     user: z.string().min(1).optional().describe('User name, with `password`.'),
     password: z.string().min(1).optional().describe('Secret: password of `user`.'),
     token: z.string().min(1).optional().describe('Secret: authentication token (instead of user/password).'),
+    tls: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Require TLS (also implied by `caFile` or `certFile`); without it TLS is used when the server ' +
+          'requires or offers it. Certificate checks stay on.',
+      ),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    ...clientCertFields,
     timeoutMs: z
       .number()
       .int()
@@ -126,6 +140,7 @@ export const natsSinkConfigSchema = sinkCommonSchema
     message: 'set either token or user/password, not both',
     path: ['token'],
   })
+  .refine(...certAndKeyTogether)
   .refine((c) => (c.user === undefined) === (c.password === undefined), {
     message: 'user and password go together',
     path: ['password'],
@@ -195,6 +210,7 @@ export class NatsSink implements Sink {
         servers: this.servers,
         ...(user !== undefined ? { user, pass: password } : {}),
         ...(token !== undefined ? { token } : {}),
+        ...(this.config.tls || this.config.caFile || this.config.certFile ? { tls: readTlsFiles(this.config) } : {}),
         name: `skills-changefeed/${this.name}`,
         timeout: timeoutMs,
         // The engine owns reconnects: with the client's own, publishes would queue up in a

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { AbortedError } from '../errors.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
 import { templateSchema } from './eventTemplate.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
 import type { OutboundEvent, Sink } from './sink.js';
@@ -108,13 +109,20 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
         'A batch not fully confirmed by the broker within this time fails and is sent again (a ' +
           'blocked or stuck broker must not hold a write forever).',
       ),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('PEM file of CA certificates to trust with `amqps://`, for a broker with a private CA.'),
+    ...clientCertFields,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
   .strict()
   .refine((c) => c.password === undefined || c.username !== undefined, {
     message: 'password needs username',
     path: ['password'],
-  });
+  })
+  .refine(...certAndKeyTogether);
 
 export type RabbitmqSinkConfig = z.infer<typeof rabbitmqSinkConfigSchema>;
 
@@ -310,6 +318,7 @@ export class RabbitmqSink implements Sink {
           timeout: this.config.connectTimeoutMs,
           noDelay: true,
           clientProperties: { connection_name },
+          ...readTlsFiles(this.config),
         }),
         (e) => this.explain(e),
       );

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { registerSecret, scrubSecrets } from '../observe/secretRegistry.js';
+import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
 import { escapeTemplateValue, renderTemplate, templateSchema, templateValues } from './eventTemplate.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
@@ -86,9 +86,11 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    ...clientCertFields,
     delivery: deliverySchema(RETRY_DEFAULTS),
   })
-  .strict();
+  .strict()
+  .refine(...certAndKeyTogether);
 
 export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema>;
 
@@ -172,7 +174,7 @@ export class RedisStreamsSink implements Sink {
       username: config.username,
       password: config.password,
       // Node checks the certificate against `host` (and sends it as SNI) unless told otherwise.
-      tls: tls ? (config.caFile ? { ca: readFileSync(config.caFile, 'utf8') } : {}) : undefined,
+      tls: tls ? readTlsFiles(config) : undefined,
       connectionName: `changefeed-${config.name}`,
       connectTimeout: config.connectTimeoutMs,
       // Connect only when the engine says so, and never reconnect on our own: the engine owns

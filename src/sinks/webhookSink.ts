@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
 import { z } from 'zod';
 import { parseRetryAfter } from '../api/responseHeaders.js';
 import { readSecretFile } from '../config/readSecretFile.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/deliveryConfig.js';
 import { registerSecret } from '../observe/secretRegistry.js';
+import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import { checkReachable, isUnreachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from './sink.js';
@@ -67,13 +67,15 @@ export const webhookSinkConfigSchema = sinkCommonSchema
       .min(1)
       .optional()
       .describe('PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.'),
+    ...clientCertFields,
     delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
   })
   .strict()
   .refine((c) => [c.secret, c.secrets, c.secretFile].filter((v) => v !== undefined).length <= 1, {
     message: 'set at most one of secret, secrets and secretFile',
     path: ['secret'],
-  });
+  })
+  .refine(...certAndKeyTogether);
 
 export type WebhookSinkConfig = z.infer<typeof webhookSinkConfigSchema>;
 
@@ -118,9 +120,9 @@ export class WebhookSink implements Sink {
    */
   async connect(signal: AbortSignal): Promise<void> {
     if (this.pool) return;
-    const ca = this.config.caFile ? readFileSync(this.config.caFile, 'utf8') : undefined;
+    const tls = readTlsFiles(this.config);
     try {
-      await checkReachable(this.url, this.config.timeoutMs, signal, ca);
+      await checkReachable(this.url, this.config.timeoutMs, signal, tls);
     } catch (error) {
       if (signal.aborted) throw error;
       throw new SinkUnavailableError(
@@ -133,7 +135,7 @@ export class WebhookSink implements Sink {
       headersTimeout: this.config.timeoutMs,
       bodyTimeout: this.config.timeoutMs,
       keepAliveTimeout: 30_000,
-      connect: ca ? { ca } : undefined,
+      connect: Object.keys(tls).length > 0 ? tls : undefined,
     });
     return Promise.resolve();
   }
