@@ -13,6 +13,8 @@ import {
   nanos,
   type NatsConnection,
 } from '@nats-io/transport-node';
+import { isIP } from 'node:net';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { z } from 'zod';
 import { deliverySchema, RETRY_DEFAULTS, sinkCommonSchema } from '../deliver/deliveryConfig.js';
 import { AbortedError, describeError } from '../errors.js';
@@ -210,7 +212,9 @@ export class NatsSink implements Sink {
         servers: this.servers,
         ...(user !== undefined ? { user, pass: password } : {}),
         ...(token !== undefined ? { token } : {}),
-        ...(this.config.tls || this.config.caFile || this.config.certFile ? { tls: readTlsFiles(this.config) } : {}),
+        ...(this.config.tls || this.config.caFile || this.config.certFile
+          ? { tls: natsTlsOptions(this.config, this.servers) }
+          : {}),
         name: `skills-changefeed/${this.name}`,
         timeout: timeoutMs,
         // The engine owns reconnects: with the client's own, publishes would queue up in a
@@ -410,4 +414,25 @@ async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promis
   } finally {
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * The client's TLS options. nats.js sends no server name for a server given by IP address, and
+ * Node then checks the certificate against the name `localhost`: a certificate issued for the
+ * address would be refused. Such servers are checked against their addresses instead.
+ */
+function natsTlsOptions(config: NatsSinkConfig, servers: readonly string[]): Record<string, unknown> {
+  const files = readTlsFiles(config);
+  const addresses = servers
+    .map((s) => new URL(s.includes('://') ? s : `nats://${s}`).hostname.replace(/^\[(.*)\]$/, '$1'))
+    .filter((host) => isIP(host) !== 0);
+  if (addresses.length === 0) return files;
+  return {
+    ...files,
+    checkServerIdentity: (name: string, cert: PeerCertificate): Error | undefined => {
+      if (name !== 'localhost') return checkServerIdentity(name, cert);
+      if (addresses.some((address) => checkServerIdentity(address, cert) === undefined)) return undefined;
+      return checkServerIdentity(addresses.length === 1 ? (addresses[0] as string) : name, cert);
+    },
+  };
 }
