@@ -103,6 +103,7 @@ export async function startMosquittoTls(pki: TestPki): Promise<TlsServer> {
       'log_type error',
       'log_type warning',
       'log_type notice',
+      'log_type information',
       `listener ${port} 127.0.0.1`,
       'allow_anonymous true',
       `cafile ${pki.caFile}`,
