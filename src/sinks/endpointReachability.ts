@@ -1,5 +1,8 @@
 import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+
+/** Longest wait after a TLS 1.3 handshake for the server to accept or refuse the client (see checkReachable). */
+const TICKET_WAIT_MS = 1_000;
 
 /** Socket errors that mean the endpoint cannot be reached at all (nothing was sent to it). */
 export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
@@ -12,10 +15,19 @@ export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   'CONNECT_TIMEOUT',
 ]);
 
-/** True for an error of a connection attempt that never reached the endpoint. */
+/** Codes of a TLS handshake the client or the server refused (an untrusted or misnamed certificate, no client certificate). */
+const TLS_FAILURE = /^ERR_SSL_|^ERR_TLS_|CERT|^UNABLE_TO_|^DEPTH_ZERO|^HOSTNAME_MISMATCH/;
+
+/** True for a TLS handshake that failed: the request never reached the endpoint. */
+export function isTlsFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && TLS_FAILURE.test(code);
+}
+
+/** True for an error of a connection attempt that never reached the endpoint (TLS refusals included). */
 export function isUnreachable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && UNREACHABLE_CODES.has(code);
+  return typeof code === 'string' && (UNREACHABLE_CODES.has(code) || isTlsFailure(error));
 }
 
 /**
@@ -34,11 +46,20 @@ export async function checkReachable(
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let socket: Socket | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let grace: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       socket = https
-        ? tlsConnect({ host, port, servername: host, ...tls }, resolve)
+        ? tlsConnect({ host, port, servername: host, ...tls }, function (this: TLSSocket) {
+            // TLS 1.3: a server that wants a client certificate refuses a connection without one
+            // only after the handshake, in its first message; one that accepted it sends a session
+            // ticket. Wait briefly for either (servers that send no tickets cost the wait).
+            if (this.getProtocol() !== 'TLSv1.3') return resolve();
+            this.once('session', () => resolve());
+            this.once('close', () => resolve());
+            grace = setTimeout(resolve, Math.min(TICKET_WAIT_MS, timeoutMs));
+          })
         : netConnect({ host, port }, resolve);
       socket.once('error', reject);
       timer = setTimeout(
@@ -50,6 +71,7 @@ export async function checkReachable(
     });
   } finally {
     clearTimeout(timer);
+    clearTimeout(grace);
     if (onAbort) signal.removeEventListener('abort', onAbort);
     socket?.destroy();
   }

@@ -6,7 +6,7 @@ import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/d
 import { registerSecret } from '../observe/secretRegistry.js';
 import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
-import { checkReachable, isUnreachable } from './endpointReachability.js';
+import { checkReachable, isTlsFailure, isUnreachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkDisabledError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
@@ -307,6 +307,11 @@ function retryAfter(value: string | string[] | undefined): number | undefined {
   return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
 }
 
+/** OpenSSL's reason ("tlsv13 alert certificate required") out of its long error line; other messages as they are. */
+function opensslReason(message: string): string {
+  return /:SSL routines:[^:]*:([^:]+):/.exec(message)?.[1] ?? message;
+}
+
 function transportMessage(error: unknown, timeoutMs: number): string {
   if (
     error instanceof undiciErrors.HeadersTimeoutError ||
@@ -316,5 +321,11 @@ function transportMessage(error: unknown, timeoutMs: number): string {
     return `no answer within ${timeoutMs} ms`;
   }
   const code = (error as { code?: string }).code;
+  if (isTlsFailure(error)) {
+    return (
+      `TLS failed: ${opensslReason((error as Error).message)} (${code}); check caFile (the CA that signed the ` +
+      "endpoint's certificate), the host name in url, and certFile/keyFile if it wants a client certificate"
+    );
+  }
   return `connection failed: ${code ?? (error instanceof Error ? error.message : String(error))}`;
 }

@@ -18,23 +18,18 @@ export function natsTarget(options: { tls?: boolean } = {}): ConformanceTarget {
   const readers = new Map<string, ConformanceReader>();
   let pki: TestPki | undefined;
   const url = (): string => `nats://127.0.0.1:${target.brokerPort}`;
+  const tls = (): Record<string, unknown> =>
+    pki
+      ? {
+          ca: readFileSync(pki.caFile, 'utf8'),
+          cert: readFileSync(pki.clientCertFile, 'utf8'),
+          key: readFileSync(pki.clientKeyFile, 'utf8'),
+          // nats.js checks a server given by address against `localhost` (see natsSink.ts).
+          checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity('127.0.0.1', cert),
+        }
+      : {};
   const direct = (): Promise<NatsConnection> =>
-    connect({
-      servers: url(),
-      reconnect: false,
-      timeout: 2_000,
-      ...(pki
-        ? {
-            tls: {
-              ca: readFileSync(pki.caFile, 'utf8'),
-              cert: readFileSync(pki.clientCertFile, 'utf8'),
-              key: readFileSync(pki.clientKeyFile, 'utf8'),
-              // nats.js checks a server given by address against `localhost` (see natsSink.ts).
-              checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity('127.0.0.1', cert),
-            },
-          }
-        : {}),
-    });
+    connect({ servers: url(), reconnect: false, timeout: 2_000, ...(pki ? { tls: tls() } : {}) });
 
   /** A real JetStream consumer (ordered, from the start of the stream) on the broker's own port. */
   async function openStreamReader(tag: string): Promise<ConformanceReader> {
