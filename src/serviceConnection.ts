@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { ApiKeyProvider } from './api/apiKeyProvider.js';
 import type { ResponseMeta } from './api/responseHeaders.js';
@@ -6,6 +7,7 @@ import type { Clock } from './clock.js';
 import type { AppConfig } from './config/appConfigSchema.js';
 import type { ReadBudget } from './poll/readBudget.js';
 import type { ServerClock } from './poll/serverClock.js';
+import { ConfigError } from './errors.js';
 
 /**
  * The client every command uses: requests are paced by the read budget, and every response
@@ -28,6 +30,7 @@ export function createServiceClient(
     apiKey: () => apiKey.current(),
     credentialSource: apiKey.source,
     timeoutMs: config.api.timeoutMs,
+    ...(config.api.caFile ? { ca: readCaFile(config.api.caFile) } : {}),
     maxResponseBytes: config.api.maxResponseBytes,
     maxEntryBytes: config.api.maxEntryBytes,
     clock: deps.clock,
@@ -45,4 +48,12 @@ export function createServiceClient(
 
 export async function pingService(client: ServiceClient, signal?: AbortSignal): Promise<void> {
   await client.getJson('/api/v1/ping', {}, 'identityProvider', signal);
+}
+
+function readCaFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`api.caFile ${file} cannot be read (${(error as { code?: string }).code ?? String(error)})`);
+  }
 }

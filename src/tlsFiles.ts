@@ -42,3 +42,17 @@ export function readTlsFiles(files: TlsFiles): { ca?: string; cert?: string; key
     ...(files.keyFile ? { key: readFileSync(files.keyFile, 'utf8') } : {}),
   };
 }
+
+/** Codes of a TLS handshake the client or the server refused (an untrusted or misnamed certificate, no client certificate). */
+const TLS_FAILURE = /^ERR_SSL_|^ERR_TLS_|CERT|^UNABLE_TO_|^DEPTH_ZERO|^HOSTNAME_MISMATCH/;
+
+/** True for a TLS handshake that failed: nothing reached the server's application. */
+export function isTlsFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && TLS_FAILURE.test(code);
+}
+
+/** OpenSSL's reason ("tlsv13 alert certificate required") out of its long error line; other messages as they are. */
+export function opensslReason(message: string): string {
+  return /:SSL routines:[^:]*:([^:]+):/.exec(message)?.[1] ?? message;
+}

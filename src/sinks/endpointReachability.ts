@@ -1,5 +1,6 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { isTlsFailure } from '../tlsFiles.js';
 
 /** Longest wait after a TLS 1.3 handshake for the server to accept or refuse the client (see checkReachable). */
 const TICKET_WAIT_MS = 1_000;
@@ -14,15 +15,6 @@ export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'CONNECT_TIMEOUT',
 ]);
-
-/** Codes of a TLS handshake the client or the server refused (an untrusted or misnamed certificate, no client certificate). */
-const TLS_FAILURE = /^ERR_SSL_|^ERR_TLS_|CERT|^UNABLE_TO_|^DEPTH_ZERO|^HOSTNAME_MISMATCH/;
-
-/** True for a TLS handshake that failed: the request never reached the endpoint. */
-export function isTlsFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && TLS_FAILURE.test(code);
-}
 
 /** True for an error of a connection attempt that never reached the endpoint (TLS refusals included). */
 export function isUnreachable(error: unknown): boolean {

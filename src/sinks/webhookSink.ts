@@ -4,9 +4,9 @@ import { parseRetryAfter } from '../api/responseHeaders.js';
 import { readSecretFile } from '../config/readSecretFile.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../deliver/deliveryConfig.js';
 import { registerSecret } from '../observe/secretRegistry.js';
-import { certAndKeyTogether, clientCertFields, readTlsFiles } from '../tlsFiles.js';
+import { certAndKeyTogether, clientCertFields, isTlsFailure, opensslReason, readTlsFiles } from '../tlsFiles.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
-import { checkReachable, isTlsFailure, isUnreachable } from './endpointReachability.js';
+import { checkReachable, isUnreachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from './sink.js';
 import { SinkDisabledError, SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from './sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
@@ -305,11 +305,6 @@ async function readSnippet(body: ResponseBody, signal: AbortSignal): Promise<str
 function retryAfter(value: string | string[] | undefined): number | undefined {
   const seconds = parseRetryAfter(Array.isArray(value) ? value[0] : value, Date.now());
   return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
-}
-
-/** OpenSSL's reason ("tlsv13 alert certificate required") out of its long error line; other messages as they are. */
-function opensslReason(message: string): string {
-  return /:SSL routines:[^:]*:([^:]+):/.exec(message)?.[1] ?? message;
 }
 
 function transportMessage(error: unknown, timeoutMs: number): string {

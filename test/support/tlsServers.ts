@@ -133,9 +133,14 @@ export async function startNatsTls(pki: TestPki): Promise<TlsServer> {
 
 /**
  * A TLS-terminating proxy on loopback in front of a plain TCP port: it presents the PKI's server
- * certificate, requires a client certificate from the PKI's CA, and forwards the decrypted bytes.
+ * certificate, requires a client certificate from the PKI's CA (unless `clientCert` is false),
+ * and forwards the decrypted bytes.
  */
-export async function startTlsTerminator(pki: TestPki, targetPort: number): Promise<TlsServer> {
+export async function startTlsTerminator(
+  pki: TestPki,
+  targetPort: number,
+  { clientCert = true }: { clientCert?: boolean } = {},
+): Promise<TlsServer> {
   const sockets = new Set<Socket>();
   let output = '';
   const server = createTlsServer(
@@ -143,8 +148,8 @@ export async function startTlsTerminator(pki: TestPki, targetPort: number): Prom
       cert: readFileSync(pki.serverCertFile),
       key: readFileSync(pki.serverKeyFile),
       ca: readFileSync(pki.caFile),
-      requestCert: true,
-      rejectUnauthorized: true,
+      requestCert: clientCert,
+      rejectUnauthorized: clientCert,
     },
     (client: TLSSocket) => {
       const upstream = netConnect({ host: '127.0.0.1', port: targetPort });
