@@ -97,13 +97,13 @@ describe('running as a sidecar', () => {
     const newKey = `sim_live_${'R'.repeat(32)}`;
     simulator.addApiKey(newKey, [...ALL_SCOPES]);
     simulator.revokeApiKey(simulator.apiKey);
-    await until(async () => (await readyz(port)).status === 503, 10_000, 'readiness 503 after revocation');
+    await until(async () => (await readyz(port)).status === 503, 30_000, 'readiness 503 after revocation');
     const failing = await readyz(port);
     expect(failing.body.checks.find((c) => c.name === 'credential')).toMatchObject({ ok: false });
     expect(failing.body.checks.find((c) => c.name === 'credential')?.detail).toContain('api.apiKeyFile');
 
     rotateKey(dir, newKey);
-    await until(async () => (await readyz(port)).status === 200, 10_000, 'readiness 200 after the key file changed');
+    await until(async () => (await readyz(port)).status === 200, 30_000, 'readiness 200 after the key file changed');
     expect(proc.logs()).not.toContain(newKey);
     proc.child.kill('SIGTERM');
     expect(await proc.exited()).toBe(0);
@@ -138,14 +138,14 @@ describe('running as a sidecar', () => {
       from: Date.now() - 60_000,
       to: Date.now() - 1_000,
     });
-    await until(() => deliveredEvents(dir).length === 25, 10_000, '25 events in the file');
+    await until(() => deliveredEvents(dir).length === 25, 30_000, '25 events in the file');
     // The counters move right after the sink acknowledged the batch, so wait for them, not the file.
     let after = '';
     await until(
       async () =>
         metricValue((after = await scrape()), 'changefeed_deliveries_total', { sink: 'out', outcome: 'delivered' }) ===
         25,
-      10_000,
+      30_000,
       'the delivered counter at 25',
     );
     expect(
@@ -230,7 +230,7 @@ describe('running as a sidecar', () => {
       from: Date.now() - 60_000,
       to: Date.now() - 1_000,
     });
-    await until(() => deliveredEvents(dir, 'first.jsonl').length === 5, 10_000, 'delivery on the old config');
+    await until(() => deliveredEvents(dir, 'first.jsonl').length === 5, 30_000, 'delivery on the old config');
 
     writeConfig(config, baseConfig(dir, simulator, port, [fileSink('first'), fileSink('second')]));
     daemon.child.kill('SIGHUP');
@@ -245,9 +245,9 @@ describe('running as a sidecar', () => {
       from: Date.now() - 60_000,
       to: Date.now() - 1_000,
     });
-    await until(() => deliveredEvents(dir, 'second.jsonl').length === 4, 10_000, 'the new sink receiving events');
+    await until(() => deliveredEvents(dir, 'second.jsonl').length === 4, 30_000, 'the new sink receiving events');
     // The two sinks deliver independently: the old one may still be writing the burst.
-    await until(() => deliveredEvents(dir, 'first.jsonl').length >= 9, 10_000, 'the old sink receiving them too');
+    await until(() => deliveredEvents(dir, 'first.jsonl').length >= 9, 30_000, 'the old sink receiving them too');
     expect(deliveredEvents(dir, 'first.jsonl')).toHaveLength(9);
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited()).toBe(0);
