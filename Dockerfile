@@ -5,8 +5,12 @@
 #   docker build -t skills-changefeed .
 #
 # Pinned by tag; pass --build-arg NODE_IMAGE=node:20-bookworm-slim@sha256:... to pin a digest.
-# test/container/dockerfile.test.ts checks this file; scripts/container/replayDockerfile.sh
-# replays its steps without Docker.
+# Behind a TLS-inspecting proxy, hand npm the proxy's CA bundle as a build secret (it reaches no
+# layer and not the image's environment):
+#
+#   docker build --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt -t skills-changefeed .
+#
+# CI builds it with podman and smoke-tests the image: scripts/container/build-and-smoke.sh.
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -15,16 +19,30 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-# node-gyp takes the Node headers from here instead of downloading them; the official image keeps
-# them under /usr/local. (An npm_config_ variable would make npm 11 warn about an unknown config.)
-ENV npm_package_config_node_gyp_nodedir=/usr/local
+# node-gyp takes the Node headers from here instead of downloading them (nodejs.org may be out of
+# reach); the official image keeps them under /usr/local. Node 20's npm 10 bundles node-gyp 10.1,
+# which reads only npm_config_nodedir; later ones also read npm_package_config_node_gyp_nodedir,
+# the name that keeps npm 11 from warning about an unknown config.
+ENV npm_config_nodedir=/usr/local \
+    npm_package_config_node_gyp_nodedir=/usr/local
 COPY package.json package-lock.json .npmrc .prebuild-installrc ./
-RUN npm ci --no-audit --no-fund
+RUN --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bin ./bin
 RUN npm run build \
  && npm prune --omit=dev
+# better-sqlite3 needs only its addon at run time: the compiler's leftovers (object files,
+# sqlite3.a, the SQLite sources under deps/, a test extension) would add ~25 MB to the image.
+RUN cd node_modules/better-sqlite3 \
+ && mv build/Release/better_sqlite3.node . \
+ && rm -rf build deps src binding.gyp \
+ && mkdir -p build/Release \
+ && mv better_sqlite3.node build/Release/ \
+ && cd /app \
+ && node -e "require('better-sqlite3')(':memory:').close()"
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \

@@ -15,6 +15,14 @@ export const apiConfigSchema = z
       .min(1)
       .optional()
       .describe('File holding the API key (a mounted secret); re-read when it changes.'),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'PEM file of the CA certificates to trust for an https `baseUrl` (instead of the public ' +
+          'CAs), for a service behind a private CA. Certificate checks stay on.',
+      ),
     timeoutMs: z
       .number()
       .int()

@@ -6,6 +6,7 @@ import { ApiError, ApiProblemError, ApiTransportError, type ApiErrorCode } from 
 import { ERROR_BODY_BYTES, headerValue, readCappedBody, readJsonBody, type BodyReader } from './responseBody.js';
 import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './problemDetails.js';
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
+import { isTlsFailure, opensslReason } from '../tlsFiles.js';
 
 /**
  * Who gets a request first when the budget is tight: the identity-provider log, then polls of
@@ -33,6 +34,8 @@ export interface ServiceClientOptions {
   /** Sent as User-Agent on every request (serviceUserAgent: product, version and instance id). */
   userAgent: string;
   timeoutMs: number;
+  /** PEM of the CAs to trust for https (api.caFile); the public CAs when absent. */
+  ca?: string;
   /** Largest body read; beyond it reading stops (API_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
   /** Largest entry emitted; larger ones are quarantined (read by readActivityPage). */
@@ -65,6 +68,7 @@ export class ServiceClient {
       keepAliveTimeout: 30_000,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
+      ...(options.ca ? { connect: { ca: options.ca } } : {}),
     });
   }
 
@@ -182,6 +186,16 @@ export class ServiceClient {
       return new ApiTransportError(
         'API_TIMEOUT',
         `GET ${path} timed out after ${this.options.timeoutMs} ms`,
+        path,
+        error,
+      );
+    }
+    if (isTlsFailure(error)) {
+      const { code, message } = error as Error & { code: string };
+      return new ApiTransportError(
+        'API_CONNECTION',
+        `GET ${path}: TLS failed: ${opensslReason(message)} (${code}); check api.caFile (the CA that signed ` +
+          "the service's certificate) and the host name in api.baseUrl",
         path,
         error,
       );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { ApiKeyProvider } from '../api/apiKeyProvider.js';
 import type { ResponseMeta } from '../api/responseHeaders.js';
@@ -7,6 +8,7 @@ import type { Clock } from '../clock.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { ReadBudget } from '../poll/readBudget.js';
 import type { ServerClock } from '../poll/serverClock.js';
+import { ConfigError } from '../errors.js';
 
 /**
  * The client every command uses: requests carry this replica's User-Agent and are paced by the
@@ -31,6 +33,7 @@ export function createServiceClient(
     credentialSource: apiKey.source,
     userAgent: serviceUserAgent(config.cluster.instanceId),
     timeoutMs: config.api.timeoutMs,
+    ...(config.api.caFile ? { ca: readCaFile(config.api.caFile) } : {}),
     maxResponseBytes: config.api.maxResponseBytes,
     maxEntryBytes: config.api.maxEntryBytes,
     clock: deps.clock,
@@ -48,4 +51,12 @@ export function createServiceClient(
 
 export async function pingService(client: ServiceClient, signal?: AbortSignal): Promise<void> {
   await client.getJson('/api/v1/ping', {}, 'identityProvider', signal);
+}
+
+function readCaFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`api.caFile ${file} cannot be read (${(error as { code?: string }).code ?? String(error)})`);
+  }
 }

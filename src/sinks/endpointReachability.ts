@@ -1,6 +1,10 @@
 import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { isTlsFailure } from '../tlsFiles.js';
 import { waitWithin } from './deadline.js';
+
+/** Longest wait after a TLS 1.3 handshake for the server to accept or refuse the client (see checkReachable). */
+const TICKET_WAIT_MS = 1_000;
 
 /** Socket errors that mean the endpoint cannot be reached at all (nothing was sent to it). */
 export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
@@ -13,10 +17,10 @@ export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   'CONNECT_TIMEOUT',
 ]);
 
-/** True for an error of a connection attempt that never reached the endpoint. */
+/** True for an error of a connection attempt that never reached the endpoint (TLS refusals included). */
 export function isUnreachable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && UNREACHABLE_CODES.has(code);
+  return typeof code === 'string' && (UNREACHABLE_CODES.has(code) || isTlsFailure(error));
 }
 
 /**
@@ -24,14 +28,28 @@ export function isUnreachable(error: unknown): boolean {
  * certificate problem shows here too) and closes it again, sending no request. Rejects with the
  * socket's error (its `code` kept), a CONNECT_TIMEOUT error after `timeoutMs`, or an AbortedError.
  */
-export async function checkReachable(url: URL, timeoutMs: number, signal: AbortSignal, ca?: string): Promise<void> {
+export async function checkReachable(
+  url: URL,
+  timeoutMs: number,
+  signal: AbortSignal,
+  tls: { ca?: string; cert?: string; key?: string } = {},
+): Promise<void> {
   const https = url.protocol === 'https:';
   const port = Number(url.port || (https ? 443 : 80));
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let socket: Socket | undefined;
+  let grace: NodeJS.Timeout | undefined;
   const connected = new Promise<void>((resolve, reject) => {
     socket = https
-      ? tlsConnect({ host, port, servername: host, ...(ca ? { ca } : {}) }, resolve)
+      ? tlsConnect({ host, port, servername: host, ...tls }, function (this: TLSSocket) {
+          // TLS 1.3: a server that wants a client certificate refuses a connection without one
+          // only after the handshake, in its first message; one that accepted it sends a session
+          // ticket. Wait briefly for either (servers that send no tickets cost the wait).
+          if (this.getProtocol() !== 'TLSv1.3') return resolve();
+          this.once('session', () => resolve());
+          this.once('close', () => resolve());
+          grace = setTimeout(resolve, Math.min(TICKET_WAIT_MS, timeoutMs));
+        })
       : netConnect({ host, port }, resolve);
     socket.once('error', reject);
   });
@@ -43,6 +61,7 @@ export async function checkReachable(url: URL, timeoutMs: number, signal: AbortS
       onTimeout: () => Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: 'CONNECT_TIMEOUT' }),
     });
   } finally {
+    clearTimeout(grace);
     socket?.destroy();
   }
 }

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   connect as mqttConnect,
   ReasonCodes,
@@ -7,6 +6,7 @@ import {
   type MqttClient,
 } from 'mqtt';
 import { AbortedError } from '../errors.js';
+import { readTlsFiles } from '../tlsFiles.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -93,7 +93,7 @@ export class MqttSink implements Sink {
       // The engine owns reconnecting (with backoff, and knowing what is unacknowledged).
       reconnectPeriod: 0,
       manualConnect: true,
-      ...(config.caFile ? { ca: readFileSync(config.caFile, 'utf8') } : {}),
+      ...readTlsFiles(config),
     };
     this.publishOptions = {
       qos: 1,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
@@ -80,12 +81,14 @@ export const mqttSinkConfigSchema = sinkCommonSchema
         'the batch is sent again.',
     ),
     caFile: caFile('PEM file of CA certificates to trust with `mqtts://`, for a broker with a private CA.'),
+    ...clientCertFields,
     dataschema: dataschemaSchema,
   })
   .strict()
   .refine((c) => !c.ceUserProperties || c.protocolVersion === 5, {
     message: 'user properties need MQTT 5 (protocolVersion: 5)',
     path: ['ceUserProperties'],
-  });
+  })
+  .refine(...certAndKeyTogether);
 
 export type MqttSinkConfig = z.infer<typeof mqttSinkConfigSchema>;

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema as templateSchema_ } from './eventTemplate.js';
-import { timeLimitMs } from './sinkConfigFields.js';
+import { caFile, timeLimitMs } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a subject template may stand for; see renderSubject. */
 export const SUBJECT_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
@@ -38,6 +39,14 @@ export const natsSinkConfigSchema = sinkCommonSchema
     user: z.string().min(1).optional().describe('User name, with `password`.'),
     password: z.string().min(1).optional().describe('Secret: password of `user`.'),
     token: z.string().min(1).optional().describe('Secret: authentication token (instead of user/password).'),
+    tls: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Require TLS (also implied by `caFile` or `certFile`); without it TLS is used when the server ' +
+          'requires or offers it. Certificate checks stay on.',
+      ),
+    caFile: caFile('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
     timeoutMs: timeLimitMs(
       5_000,
       120_000,
@@ -91,6 +100,7 @@ export const natsSinkConfigSchema = sinkCommonSchema
       .strict()
       .optional()
       .describe('The stream the events land in. Without it, publishes go to whatever stream captures the subject.'),
+    ...clientCertFields,
     dataschema: dataschemaSchema,
   })
   .strict()
@@ -98,6 +108,7 @@ export const natsSinkConfigSchema = sinkCommonSchema
     message: 'set either token or user/password, not both',
     path: ['token'],
   })
+  .refine(...certAndKeyTogether)
   .refine((c) => (c.user === undefined) === (c.password === undefined), {
     message: 'user and password go together',
     path: ['password'],

@@ -1,5 +1,6 @@
 import { connect, IllegalOperationError, type ConfirmChannel, type Options } from 'amqplib';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
+import { readTlsFiles } from '../tlsFiles.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
   SinkBackoffError,
@@ -169,6 +170,7 @@ export class RabbitmqSink implements Sink {
           timeout: this.config.connectTimeoutMs,
           noDelay: true,
           clientProperties: { connection_name },
+          ...readTlsFiles(this.config),
         }),
         (e) => this.explain(e),
       );

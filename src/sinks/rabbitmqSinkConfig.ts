@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
-import { connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
+import { caFile, connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a routing-key template may stand for; see routingKeyFor. */
 export const ROUTING_KEY_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
@@ -83,12 +84,15 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
       'A batch not fully confirmed by the broker within this time fails and is sent again (a blocked or stuck ' +
         'broker must not hold a write forever).',
     ),
+    caFile: caFile('PEM file of CA certificates to trust with `amqps://`, for a broker with a private CA.'),
+    ...clientCertFields,
     dataschema: dataschemaSchema,
   })
   .strict()
   .refine((c) => c.password === undefined || c.username !== undefined, {
     message: 'password needs username',
     path: ['password'],
-  });
+  })
+  .refine(...certAndKeyTogether);
 
 export type RabbitmqSinkConfig = z.infer<typeof rabbitmqSinkConfigSchema>;

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
 import { AbortedError } from '../errors.js';
+import { readTlsFiles } from '../tlsFiles.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -99,7 +99,7 @@ export class RedisStreamsSink implements Sink {
       username: config.username,
       password: config.password,
       // Node checks the certificate against `host` (and sends it as SNI) unless told otherwise.
-      tls: tls ? (config.caFile ? { ca: readFileSync(config.caFile, 'utf8') } : {}) : undefined,
+      tls: tls ? readTlsFiles(config) : undefined,
       connectionName: `changefeed-${config.name}`,
       connectTimeout: config.connectTimeoutMs,
       // Connect only when the engine says so, and never reconnect on our own: the engine owns

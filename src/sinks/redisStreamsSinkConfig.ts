@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
@@ -55,8 +56,10 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
       .default(false)
       .describe('Connect with TLS (also implied by a `rediss://` URL). Certificate checks stay on.'),
     caFile: caFile('PEM file of CA certificates to trust with TLS, for a server with a private CA.'),
+    ...clientCertFields,
     dataschema: dataschemaSchema,
   })
-  .strict();
+  .strict()
+  .refine(...certAndKeyTogether);
 
 export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema>;

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { Pool, errors as undiciErrors } from 'undici';
+import { isTlsFailure, opensslReason, readTlsFiles } from '../tlsFiles.js';
 import { AbortedError } from '../errors.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../retryAfter.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
@@ -59,9 +59,9 @@ export class WebhookSink implements Sink {
    */
   async connect(signal: AbortSignal): Promise<void> {
     if (this.pool) return;
-    const ca = this.config.caFile ? readFileSync(this.config.caFile, 'utf8') : undefined;
+    const tls = readTlsFiles(this.config);
     try {
-      await checkReachable(this.url, this.config.timeoutMs, signal, ca);
+      await checkReachable(this.url, this.config.timeoutMs, signal, tls);
     } catch (error) {
       if (error instanceof AbortedError) throw error;
       throw new SinkUnavailableError(
@@ -76,7 +76,7 @@ export class WebhookSink implements Sink {
       headersTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       bodyTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       keepAliveTimeout: 30_000,
-      connect: ca ? { ca } : undefined,
+      connect: Object.keys(tls).length > 0 ? tls : undefined,
     });
     return Promise.resolve();
   }
@@ -258,5 +258,11 @@ function transportMessage(error: unknown, timeoutMs: number): string {
     return `no answer within ${timeoutMs} ms`;
   }
   const code = (error as { code?: string }).code;
+  if (isTlsFailure(error)) {
+    return (
+      `TLS failed: ${opensslReason((error as Error).message)} (${code}); check caFile (the CA that signed the ` +
+      "endpoint's certificate), the host name in url, and certFile/keyFile if it wants a client certificate"
+    );
+  }
   return `connection failed: ${code ?? (error instanceof Error ? error.message : String(error))}`;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { deliverySchema, sinkCommonSchema, type RetryConfig } from '../sinkContract/deliveryConfig.js';
 import { caFile, timeLimitMs } from './sinkConfigFields.js';
@@ -52,6 +53,7 @@ export const webhookSinkConfigSchema = sinkCommonSchema
     caFile: caFile(
       'PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.',
     ),
+    ...clientCertFields,
     dataschema: dataschemaSchema,
     delivery: deliverySchema(WEBHOOK_RETRY_DEFAULTS),
   })
@@ -59,6 +61,7 @@ export const webhookSinkConfigSchema = sinkCommonSchema
   .refine((c) => [c.secret, c.secrets, c.secretFile].filter((v) => v !== undefined).length <= 1, {
     message: 'set at most one of secret, secrets and secretFile',
     path: ['secret'],
-  });
+  })
+  .refine(...certAndKeyTogether);
 
 export type WebhookSinkConfig = z.infer<typeof webhookSinkConfigSchema>;

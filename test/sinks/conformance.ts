@@ -41,6 +41,8 @@ export interface ConformanceReader {
 export interface ConformanceTarget {
   /** Sink type under test, e.g. `nats`. */
   type: string;
+  /** How the suite is named when the type alone does not say it, e.g. `nats over TLS`. */
+  label?: string;
   /**
    * Port of the real destination on 127.0.0.1, fronted by a proxy in the tests; undefined when the
    * sink has no network destination. Read at each test's setup, so it may be set in `unavailable`.
@@ -76,7 +78,7 @@ let tagCounter = 0;
 const newTag = (): string => `cf${process.pid}x${Date.now().toString(36)}x${tagCounter++}`;
 
 /** One event to write by hand, outside the delivery engine. */
-function conformanceEvent(): OutboundEvent {
+export function conformanceEvent(): OutboundEvent {
   const entry = {
     id: 'act_conformance',
     event: 'level_added',
@@ -129,15 +131,16 @@ function expectedEvents(store: ChangefeedStore): { id: string; subject: string; 
 }
 
 export function runSinkConformance(target: ConformanceTarget): void {
-  describe(`${target.type} sink conformance`, () => {
+  const label = target.label ?? target.type;
+  describe(`${label} sink conformance`, () => {
     let skipReason: string | undefined;
     const cleanups: (() => Promise<void>)[] = [];
 
     beforeAll(async () => {
       skipReason = await target.unavailable();
       if (skipReason && process.env.CI)
-        throw new Error(`${target.type}: ${skipReason} (CI is set: broker tests must not be skipped)`);
-      if (skipReason) console.warn(`skipping ${target.type} conformance: ${skipReason}`);
+        throw new Error(`${label}: ${skipReason} (CI is set: broker tests must not be skipped)`);
+      if (skipReason) console.warn(`skipping ${label} conformance: ${skipReason}`);
     });
     afterEach(async () => {
       for (const c of cleanups.splice(0).reverse()) await c();
@@ -258,13 +261,13 @@ export function runSinkConformance(target: ConformanceTarget): void {
     });
 
     // Only for sinks that hold a connection to a broker: the others have nothing to go silent.
+    // A target with a listener of its own (TLS) learns its port only when started: read it then.
     const timeouts = target.timeouts;
-    const brokerPort = target.brokerPort;
-    if (timeouts && brokerPort !== undefined) {
+    if (timeouts && target.brokerPort !== undefined) {
       /** A sink reaching the broker through a proxy the test can freeze, with every timeout at `timeoutMs`. */
       const silentBrokerSink = async (timeoutMs: number) => {
         const tag = newTag();
-        const proxy = await startTcpProxy(brokerPort);
+        const proxy = await startTcpProxy(target.brokerPort!);
         cleanups.push(() => proxy.close());
         if (target.cleanup) cleanups.push(() => target.cleanup!(tag));
         const sink = createSink(
