@@ -1,11 +1,10 @@
 import { connect, connectAsync, type IPublishPacket } from 'mqtt';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
-import type { LogKind } from '../../src/logs.js';
 import { scrubSecrets } from '../../src/secrets/secretRegistry.js';
 import { MqttSink } from '../../src/sinks/mqttSink.js';
 import { mqttSinkConfigSchema } from '../../src/sinks/mqttSinkConfig.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { outboundEvent } from '../support/outboundEvent.js';
 import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { rejection } from '../support/rejection.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
@@ -33,28 +32,7 @@ let counter = 0;
 const newTag = (): string => `mq${process.pid}x${Date.now().toString(36)}x${counter++}`;
 const never = new AbortController().signal;
 
-const eventsConfig = eventsConfigSchema.parse({});
-function event(n: number, options: { log?: LogKind; objectId?: string; name?: string } = {}): OutboundEvent {
-  const log = options.log ?? 'career';
-  const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
-  const entry = {
-    id: `act_${n}`,
-    event: options.name ?? 'level_added',
-    description: `Level ${n}`,
-    performedAt: '2026-01-01T00:00:00Z',
-  };
-  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
-  return {
-    seq: n,
-    id: ce.id,
-    type: ce.type,
-    log,
-    objectId,
-    orderingKey: `${log}:${objectId}`,
-    json: JSON.stringify(ce),
-    attempt: 1,
-  };
-}
+const event = outboundEvent;
 const events = (count: number): OutboundEvent[] => Array.from({ length: count }, (_, i) => event(i + 1));
 
 /** A sink publishing under the prefix `tag`, with a short-lived session. */

@@ -11,12 +11,11 @@ import {
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/errors.js';
-import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
-import type { LogKind } from '../../src/logs.js';
 import { scrubSecrets } from '../../src/secrets/secretRegistry.js';
 import { NatsSink } from '../../src/sinks/natsSink.js';
 import { natsSinkConfigSchema } from '../../src/sinks/natsSinkConfig.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { outboundEvent } from '../support/outboundEvent.js';
 import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { until } from '../support/daemonProcess.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
@@ -53,31 +52,7 @@ afterAll(async () => {
 let counter = 0;
 const newTag = (): string => `ns${process.pid}x${Date.now().toString(36)}x${counter++}`;
 
-const eventsConfig = eventsConfigSchema.parse({});
-function event(
-  n: number,
-  options: { log?: LogKind; objectId?: string; name?: string; description?: string } = {},
-): OutboundEvent {
-  const log = options.log ?? 'career';
-  const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
-  const entry = {
-    id: `act_${n}`,
-    event: options.name ?? 'level_added',
-    description: options.description ?? `Level ${n}`,
-    performedAt: '2026-01-01T00:00:00Z',
-  };
-  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
-  return {
-    seq: n,
-    id: ce.id,
-    type: ce.type,
-    log,
-    objectId,
-    orderingKey: `${log}:${objectId}`,
-    json: JSON.stringify(ce),
-    attempt: 1,
-  };
-}
+const event = outboundEvent;
 /** `count` events spread over `objects` careers, each career's in order. */
 const events = (count: number, objects = 1): OutboundEvent[] =>
   Array.from({ length: count }, (_, i) => event(i + 1, { objectId: `car_${i % objects}` }));

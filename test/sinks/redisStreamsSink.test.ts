@@ -1,11 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
-import type { LogKind } from '../../src/logs.js';
 import { scrubSecrets } from '../../src/secrets/secretRegistry.js';
 import { RedisStreamsSink } from '../../src/sinks/redisStreamsSink.js';
 import { redisStreamsSinkConfigSchema } from '../../src/sinks/redisStreamsSinkConfig.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
+import { outboundEvent } from '../support/outboundEvent.js';
 import { SinkPartialFailureError, SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { rejection } from '../support/rejection.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
@@ -43,28 +42,7 @@ let counter = 0;
 const newTag = (): string => `rs${process.pid}x${Date.now().toString(36)}x${counter++}`;
 const never = new AbortController().signal;
 
-const eventsConfig = eventsConfigSchema.parse({});
-function event(n: number, options: { log?: LogKind; objectId?: string; name?: string } = {}): OutboundEvent {
-  const log = options.log ?? 'career';
-  const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
-  const entry = {
-    id: `act_${n}`,
-    event: options.name ?? 'level_added',
-    description: `Level ${n}`,
-    performedAt: '2026-01-01T00:00:00Z',
-  };
-  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
-  return {
-    seq: n,
-    id: ce.id,
-    type: ce.type,
-    log,
-    objectId,
-    orderingKey: `${log}:${objectId}`,
-    json: JSON.stringify(ce),
-    attempt: 1,
-  };
-}
+const event = outboundEvent;
 const events = (count: number, objectId = 'car_1'): OutboundEvent[] =>
   Array.from({ length: count }, (_, i) => event(i + 1, { objectId }));
 
