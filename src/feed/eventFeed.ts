@@ -70,7 +70,11 @@ export class EventFeed {
 
   /** Serves /v1/events and /v1/events/stream; false for every other path. */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
-    const url = new URL(req.url ?? '/', 'http://feed');
+    // The parser passes request targets URL refuses (`GET http://[ HTTP/1.1`); a throw here would
+    // escape the server's request listener and end the daemon. Not a feed path, then.
+    const target = req.url ?? '/';
+    if (!URL.canParse(target, 'http://feed')) return false;
+    const url = new URL(target, 'http://feed');
     const mode = url.pathname === '/v1/events' ? 'page' : url.pathname === '/v1/events/stream' ? 'stream' : undefined;
     if (mode === undefined) return false;
     if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
