@@ -152,9 +152,10 @@ export class PostgresSink implements Sink {
         await this.run(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
         blocked.add(event.orderingKey);
         const state = (error as pg.DatabaseError).code ?? '';
-        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp) never
-        // will; a constraint (class 23) refusing every event is more likely the table's fault.
-        failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: state.startsWith('22') });
+        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp; 54000: too
+        // large for an index) never will; a constraint (class 23) refusing every event is more
+        // likely the table's fault.
+        failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: neverFits(state) });
       }
     }
     await this.run(lease, 'COMMIT', [], signal);
@@ -199,9 +200,18 @@ function isConnectionError(error: unknown): boolean {
   return !(error instanceof pg.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
 }
 
-/** Class 22 (data exception) and 23 (integrity constraint violation): the event, not the server. */
+/**
+ * Class 22 (data exception), 23 (integrity constraint violation) and 54000 (program limit
+ * exceeded: a value too large for an index row, e.g. an `event` name of a few kB the service
+ * sent): the event, not the server.
+ */
 function isDataError(error: unknown): boolean {
-  return error instanceof pg.DatabaseError && /^2[23]/.test(error.code ?? '');
+  return error instanceof pg.DatabaseError && /^(2[23]|54000$)/.test(error.code ?? '');
+}
+
+/** A value PostgreSQL can never hold (class 22, or too large for an index row): no retry helps. */
+function neverFits(state: string): boolean {
+  return state.startsWith('22') || state === '54000';
 }
 
 function explain(error: unknown): string {
