@@ -32,6 +32,8 @@ const SCAN_STRETCHES = 10;
 export class EventFeed {
   private readonly tokens: FeedTokens;
   private readonly slots: StreamSlots;
+  /** Long-polls waiting per token: each holds a connection for up to maxWaitSeconds, like a stream. */
+  private readonly waitSlots: StreamSlots;
   private readonly signal: JournalSignal;
   private readonly open = new Set<AbortController>();
 
@@ -55,6 +57,7 @@ export class EventFeed {
       ]);
     this.tokens = new FeedTokens(tokens);
     this.slots = new StreamSlots(config.maxStreamsPerToken);
+    this.waitSlots = new StreamSlots(config.maxStreamsPerToken);
     this.signal = new JournalSignal(clock);
   }
 
@@ -118,7 +121,7 @@ export class EventFeed {
     this.open.add(abort);
     const served =
       mode === 'page'
-        ? this.page(res, start, parsed.query, abort.signal)
+        ? this.page(res, start, parsed.query, token, abort.signal)
         : this.stream(res, start, parsed.query, token, abort);
     void served
       .catch((error: unknown) => {
@@ -147,17 +150,41 @@ export class EventFeed {
     return undefined;
   }
 
-  private async page(res: ServerResponse, start: number, query: FeedQuery, abort: AbortSignal): Promise<void> {
+  private async page(
+    res: ServerResponse,
+    start: number,
+    query: FeedQuery,
+    token: number,
+    abort: AbortSignal,
+  ): Promise<void> {
     const filter = { log: query.log, type: query.type };
     let page = this.journal.page(start, query.limit, filter);
     // A filter that rarely matches: look further, a bounded stretch per request; an empty page
     // that did not reach the head answers at once with the cursor where the search stopped.
     for (let stretch = 1; page.events.length === 0 && !page.reachedHead && stretch < SCAN_STRETCHES; stretch++)
       page = this.journal.page(page.next, query.limit, filter);
-    const deadline = this.clock.now() + query.waitMs;
-    while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
-      await this.signal.next(deadline - this.clock.now(), abort);
-      if (!abort.aborted) page = this.journal.page(page.next, query.limit, filter);
+    const waits = page.events.length === 0 && page.reachedHead && query.waitMs > 0;
+    if (waits && !this.waitSlots.acquire(token)) {
+      sendProblem(
+        res,
+        429,
+        'too-many-waits',
+        'Too many waiting requests',
+        `this token holds ${this.config.maxStreamsPerToken} waiting long-polls (feed.maxStreamsPerToken); ` +
+          'wait for one to answer first',
+        {},
+        { 'retry-after': '5' },
+      );
+      return;
+    }
+    try {
+      const deadline = this.clock.now() + query.waitMs;
+      while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
+        await this.signal.next(deadline - this.clock.now(), abort);
+        if (!abort.aborted) page = this.journal.page(page.next, query.limit, filter);
+      }
+    } finally {
+      if (waits) this.waitSlots.release(token);
     }
     if (abort.aborted) return;
     const next = formatCursor(page.next);

@@ -1,7 +1,10 @@
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
+import { ManualClock } from '../../src/clock.js';
+import { formatCursor } from '../../src/feed/feedCursor.js';
+import { until } from '../support/daemonProcess.js';
+import { appendEvents, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
 
 const harnesses: FeedHarness[] = [];
 afterEach(async () => {
@@ -39,4 +42,46 @@ describe('the feed against hostile clients', () => {
       await page.body.dump();
     },
   );
+
+  it('refuses a long-poll beyond feed.maxStreamsPerToken waiting ones, and frees its place on disconnect', async () => {
+    const clock = new ManualClock(Date.now());
+    const h = await feedOf(5, { clock, config: { maxStreamsPerToken: 2 } });
+    const now = clock.now();
+    const poll = (wait: number, token = TOKEN, signal?: AbortSignal) =>
+      request(`${h.server.url}/v1/events?after=${formatCursor(5)}&wait=${wait}`, {
+        headers: { authorization: `Bearer ${token}` },
+        // A long-poll that waits instead of being refused fails the test here, not at its timeout.
+        headersTimeout: 10_000,
+        ...(signal ? { signal } : {}),
+      });
+    // Each wait wakes at its own time, so the earliest wake-up shows the latest to start waiting.
+    const first = poll(20);
+    await until(() => clock.nextWakeAt() === now + 20_000, 5_000, 'the first long-poll to wait');
+    const abort = new AbortController();
+    const second = poll(10, TOKEN, abort.signal).catch(() => undefined);
+    await until(() => clock.nextWakeAt() === now + 10_000, 5_000, 'the second long-poll to wait');
+    const refused = await poll(5);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['retry-after']).toBe('5');
+    expect(await refused.body.json()).toMatchObject({ type: '/v1/problems/too-many-waits', status: 429 });
+    // Another token has its own places; a page that needs no wait is never refused.
+    const other = poll(15, OTHER_TOKEN);
+    await until(() => clock.nextWakeAt() === now + 10_000, 5_000, 'the other token to wait');
+    const noWait = await request(`${h.server.url}/v1/events?after=0&wait=5`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(noWait.statusCode).toBe(200);
+    await noWait.body.dump();
+    // A client that gives up frees its place.
+    abort.abort();
+    await second;
+    await until(() => clock.nextWakeAt() === now + 15_000, 5_000, 'the server to see the disconnect');
+    const third = poll(12);
+    await until(() => clock.nextWakeAt() === now + 12_000, 5_000, 'a long-poll to wait in the freed place');
+    appendEvents(h, 1);
+    for (const answered of [await first, await other, await third]) {
+      expect(answered.statusCode).toBe(200);
+      expect(await answered.body.json()).toHaveLength(1);
+    }
+  });
 });
