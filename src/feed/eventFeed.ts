@@ -9,6 +9,7 @@ import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';
 import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
+import { withinPageBytes } from './pageBytes.js';
 import { FeedTokens, StreamSlots } from './feedTokens.js';
 import { JournalSignal } from './journalSignal.js';
 
@@ -187,9 +188,11 @@ export class EventFeed {
       if (waits) this.waitSlots.release(token);
     }
     if (abort.aborted) return;
-    const next = formatCursor(page.next);
+    const events = withinPageBytes(page.events);
+    const last = events[events.length - 1];
+    const next = formatCursor(events.length < page.events.length && last ? last.seq : page.next);
     // The stored JSON with one attribute added at the end: `sequence` (CloudEvents Sequence extension).
-    const body = `[${page.events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
+    const body = `[${events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
     res
       .writeHead(200, {
         'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,

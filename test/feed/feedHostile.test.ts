@@ -84,4 +84,22 @@ describe('the feed against hostile clients', () => {
       expect(await answered.body.json()).toHaveLength(1);
     }
   });
+
+  it('bounds a page of large events by bytes, and the next page continues where it stopped', async () => {
+    const h = await feedOf(0);
+    // Six entries of 3 MiB each (under api.maxEntryBytes at 16 MiB): 18 MiB asked for as one page.
+    appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
+    const ids: string[] = [];
+    let path = '/v1/events?limit=10';
+    for (let pages = 0; pages < 6 && ids.length < 6; pages++) {
+      const res = await request(`${h.server.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const page = (await res.body.json()) as { id: string }[];
+      expect(page.length).toBeGreaterThan(0);
+      expect(page.length).toBeLessThan(6);
+      ids.push(...page.map((e) => e.id));
+      path = /^<([^>]+)>/.exec(String(res.headers.link))![1]!;
+    }
+    const stored = h.store.db.prepare('SELECT event_id AS id FROM events ORDER BY seq').all() as { id: string }[];
+    expect(ids).toEqual(stored.map((e) => e.id));
+  });
 });
