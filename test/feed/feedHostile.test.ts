@@ -4,7 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { until } from '../support/daemonProcess.js';
-import { appendEvents, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
+import { Registry } from 'prom-client';
+import { MAX_PAGE_CHARS } from '../../src/feed/pageBytes.js';
+import { startHealthServer } from '../../src/observe/healthServer.js';
+import { appendEvents, openEventSource, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
 
 const harnesses: FeedHarness[] = [];
 afterEach(async () => {
@@ -101,5 +104,40 @@ describe('the feed against hostile clients', () => {
     }
     const stored = h.store.db.prepare('SELECT event_id AS id FROM events ORDER BY seq').all() as { id: string }[];
     expect(ids).toEqual(stored.map((e) => e.id));
+  });
+
+  it('writes a stream of large events in bounded pieces, every event once and in order', async () => {
+    const h = await feedOf(0);
+    appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
+    // The feed behind a server that records the largest single write of the stream.
+    let largestWrite = 0;
+    const server = await startHealthServer(
+      { port: 0, host: '127.0.0.1', sinkGraceSeconds: 300 },
+      {
+        alive: () => true,
+        readiness: () => [],
+        metrics: new Registry(),
+        routes: (req, res) => {
+          const write = res.write.bind(res) as (chunk: string) => boolean;
+          res.write = ((chunk: string) => {
+            largestWrite = Math.max(largestWrite, chunk.length);
+            return write(chunk);
+          }) as typeof res.write;
+          return h.feed.handle(req, res);
+        },
+      },
+    );
+    const source = openEventSource(`${server.url}/v1/events/stream`);
+    const ids: string[] = [];
+    await new Promise<void>((resolve) =>
+      source.addEventListener('message', (message) => {
+        ids.push(message.lastEventId);
+        if (ids.length === 6) resolve();
+      }),
+    );
+    source.close();
+    await server.close();
+    expect(ids).toEqual([1, 2, 3, 4, 5, 6].map(formatCursor));
+    expect(largestWrite).toBeLessThanOrEqual(MAX_PAGE_CHARS + 1024);
   });
 });
