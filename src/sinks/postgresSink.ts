@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { ConfigError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { boundedQuery, endPool, Lease } from './postgresConnection.js';
@@ -38,6 +40,7 @@ export class PostgresSink implements Sink {
     const password = config.passwordFile ? readSecretFile(config.passwordFile) : undefined;
     if (password) registerSecret(password);
     this.server = `${url.host}${url.pathname}`;
+    checkSslFiles(config.name, url);
     this.sql = tableSql(config.table);
     this.poolConfig = {
       connectionString: config.url,
@@ -192,6 +195,27 @@ export class PostgresSink implements Sink {
     if (this.pool === pool) this.pool = undefined;
     void endPool(pool);
     throw new SinkUnavailableError(`connection to PostgreSQL at ${this.server} failed: ${explain(error)}`);
+  }
+}
+
+/**
+ * TLS files named in the URL (libpq's `sslrootcert`, `sslcert`, `sslkey`), read by pg at every
+ * connect: one that cannot be read would fail each reconnect for ever with a bare ENOENT, so it
+ * stops `check` and `run` at start instead, naming the parameter.
+ */
+function checkSslFiles(name: string, url: URL): void {
+  for (const parameter of ['sslrootcert', 'sslcert', 'sslkey']) {
+    const file = url.searchParams.get(parameter);
+    // `system` is libpq's word for the system's CA store, not a file.
+    if (file === null || file === '' || (parameter === 'sslrootcert' && file === 'system')) continue;
+    try {
+      readFileSync(file);
+    } catch (error) {
+      const reason = (error as { code?: string }).code ?? String(error);
+      throw new ConfigError(`sinks "${name}": ${parameter}=${file} in url cannot be read (${reason})`, [
+        { path: 'url', message: reason },
+      ]);
+    }
   }
 }
 

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
 import { PostgresSink } from '../../src/sinks/postgresSink.js';
@@ -179,6 +180,22 @@ describe('postgres sink', () => {
       expect(error.message).toContain('127.0.0.1:1/test');
       expect(error.message).not.toMatch(/url-pass|file-pass/);
       await sink.close();
+    }
+  });
+
+  it('refuses at start a TLS file named in the url that cannot be read, naming the parameter', () => {
+    const missing = join(makeTempDir(), 'root.crt');
+    for (const parameter of ['sslrootcert', 'sslcert', 'sslkey']) {
+      const make = () =>
+        new PostgresSink(
+          postgresSinkConfigSchema.parse({
+            name: 'pg',
+            type: 'postgres',
+            url: `${POSTGRES_URL}?sslmode=verify-full&${parameter}=${missing}`,
+          }),
+        );
+      expect(make).toThrow(ConfigError);
+      expect(make).toThrow(`sinks "pg": ${parameter}=${missing} in url cannot be read (ENOENT)`);
     }
   });
 
