@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
+import { ConfigError } from './errors.js';
 
 /**
  * The client certificate for mutual TLS, shared by every network sink: files rather than inline
@@ -34,13 +36,44 @@ export interface TlsFiles {
   keyFile?: string | undefined;
 }
 
-/** The PEM contents Node's `tls.connect` takes, read from the configured files (only those set). */
-export function readTlsFiles(files: TlsFiles): { ca?: string; cert?: string; key?: string } {
-  return {
-    ...(files.caFile ? { ca: readFileSync(files.caFile, 'utf8') } : {}),
-    ...(files.certFile ? { cert: readFileSync(files.certFile, 'utf8') } : {}),
-    ...(files.keyFile ? { key: readFileSync(files.keyFile, 'utf8') } : {}),
+/**
+ * The PEM contents Node's `tls.connect` takes, read from the configured files (only those set),
+ * checked the way the handshake would use them. A file that cannot be read, a `caFile` without a
+ * certificate (Node ignores it silently and the handshake then fails as "unable to get local
+ * issuer certificate"), or a key that does not belong to `certFile` is a ConfigError naming the
+ * sink and the field. Sinks call this in their constructors, so `check` and `run` stop at start
+ * instead of a connect that fails the same way on every reconnect.
+ */
+export function readTlsFiles(files: TlsFiles & { name?: string }): { ca?: string; cert?: string; key?: string } {
+  const where = files.name === undefined ? '' : `sinks "${files.name}": `;
+  const read = (field: keyof TlsFiles, file: string): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      const reason = (error as { code?: string }).code ?? String(error);
+      throw new ConfigError(`${where}${field} ${file} cannot be read (${reason})`, [{ path: field, message: reason }]);
+    }
   };
+  const pem = {
+    ...(files.caFile ? { ca: read('caFile', files.caFile) } : {}),
+    ...(files.certFile ? { cert: read('certFile', files.certFile) } : {}),
+    ...(files.keyFile ? { key: read('keyFile', files.keyFile) } : {}),
+  };
+  if (pem.ca !== undefined && !pem.ca.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError(`${where}caFile ${files.caFile} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  if (pem.cert !== undefined || pem.key !== undefined) {
+    try {
+      createSecureContext({ cert: pem.cert, key: pem.key });
+    } catch (error) {
+      // `error:05800074:x509 certificate routines::key values mismatch`: the reason is the last part.
+      const message = (error as Error).message.replace(/^error:[0-9A-F]+:[^:]*:[^:]*:/, '');
+      throw new ConfigError(
+        `${where}certFile ${files.certFile} and keyFile ${files.keyFile} cannot be used together: ${message}; ` +
+          'give the PEM certificate and the unencrypted private key it was issued for',
+      );
+    }
+  }
+  return pem;
 }
 
 /** Codes of a TLS handshake the client or the server refused (an untrusted or misnamed certificate, no client certificate). */

@@ -54,9 +54,15 @@ export async function pingService(client: ServiceClient, signal?: AbortSignal): 
 }
 
 function readCaFile(file: string): string {
+  let pem: string;
   try {
-    return readFileSync(file, 'utf8');
+    pem = readFileSync(file, 'utf8');
   } catch (error) {
     throw new ConfigError(`api.caFile ${file} cannot be read (${(error as { code?: string }).code ?? String(error)})`);
   }
+  // Node ignores a CA list without certificates; every request would then fail as "unable to get
+  // local issuer certificate", pointing at the service rather than at this file.
+  if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError(`api.caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  return pem;
 }

@@ -9,6 +9,7 @@ import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';
 import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
+import { withinPageBytes } from './pageBytes.js';
 import { FeedTokens, StreamSlots } from './feedTokens.js';
 import { JournalSignal } from './journalSignal.js';
 
@@ -32,6 +33,8 @@ const SCAN_STRETCHES = 10;
 export class EventFeed {
   private readonly tokens: FeedTokens;
   private readonly slots: StreamSlots;
+  /** Long-polls waiting per token: each holds a connection for up to maxWaitSeconds, like a stream. */
+  private readonly waitSlots: StreamSlots;
   private readonly signal: JournalSignal;
   private readonly open = new Set<AbortController>();
 
@@ -55,6 +58,7 @@ export class EventFeed {
       ]);
     this.tokens = new FeedTokens(tokens);
     this.slots = new StreamSlots(config.maxStreamsPerToken);
+    this.waitSlots = new StreamSlots(config.maxStreamsPerToken);
     this.signal = new JournalSignal(clock);
   }
 
@@ -70,7 +74,11 @@ export class EventFeed {
 
   /** Serves /v1/events and /v1/events/stream; false for every other path. */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
-    const url = new URL(req.url ?? '/', 'http://feed');
+    // The parser passes request targets URL refuses (`GET http://[ HTTP/1.1`); a throw here would
+    // escape the server's request listener and end the daemon. Not a feed path, then.
+    const target = req.url ?? '/';
+    if (!URL.canParse(target, 'http://feed')) return false;
+    const url = new URL(target, 'http://feed');
     const mode = url.pathname === '/v1/events' ? 'page' : url.pathname === '/v1/events/stream' ? 'stream' : undefined;
     if (mode === undefined) return false;
     if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
@@ -114,7 +122,7 @@ export class EventFeed {
     this.open.add(abort);
     const served =
       mode === 'page'
-        ? this.page(res, start, parsed.query, abort.signal)
+        ? this.page(res, start, parsed.query, token, abort.signal)
         : this.stream(res, start, parsed.query, token, abort);
     void served
       .catch((error: unknown) => {
@@ -143,22 +151,48 @@ export class EventFeed {
     return undefined;
   }
 
-  private async page(res: ServerResponse, start: number, query: FeedQuery, abort: AbortSignal): Promise<void> {
+  private async page(
+    res: ServerResponse,
+    start: number,
+    query: FeedQuery,
+    token: number,
+    abort: AbortSignal,
+  ): Promise<void> {
     const filter = { log: query.log, type: query.type };
     let page = this.journal.page(start, query.limit, filter);
     // A filter that rarely matches: look further, a bounded stretch per request; an empty page
     // that did not reach the head answers at once with the cursor where the search stopped.
     for (let stretch = 1; page.events.length === 0 && !page.reachedHead && stretch < SCAN_STRETCHES; stretch++)
       page = this.journal.page(page.next, query.limit, filter);
-    const deadline = this.clock.now() + query.waitMs;
-    while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
-      await this.signal.next(deadline - this.clock.now(), abort);
-      if (!abort.aborted) page = this.journal.page(page.next, query.limit, filter);
+    const waits = page.events.length === 0 && page.reachedHead && query.waitMs > 0;
+    if (waits && !this.waitSlots.acquire(token)) {
+      sendProblem(
+        res,
+        429,
+        'too-many-waits',
+        'Too many waiting requests',
+        `this token holds ${this.config.maxStreamsPerToken} waiting long-polls (feed.maxStreamsPerToken); ` +
+          'wait for one to answer first',
+        {},
+        { 'retry-after': '5' },
+      );
+      return;
+    }
+    try {
+      const deadline = this.clock.now() + query.waitMs;
+      while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
+        await this.signal.next(deadline - this.clock.now(), abort);
+        if (!abort.aborted) page = this.journal.page(page.next, query.limit, filter);
+      }
+    } finally {
+      if (waits) this.waitSlots.release(token);
     }
     if (abort.aborted) return;
-    const next = formatCursor(page.next);
+    const events = withinPageBytes(page.events);
+    const last = events[events.length - 1];
+    const next = formatCursor(events.length < page.events.length && last ? last.seq : page.next);
     // The stored JSON with one attribute added at the end: `sequence` (CloudEvents Sequence extension).
-    const body = `[${page.events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
+    const body = `[${events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
     res
       .writeHead(200, {
         'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,

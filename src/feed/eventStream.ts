@@ -4,6 +4,7 @@ import type { Journal } from '../store/journal.js';
 import { formatCursor } from './feedCursor.js';
 import type { FeedQuery } from './feedQuery.js';
 import type { JournalSignal } from './journalSignal.js';
+import { withinPageBytes } from './pageBytes.js';
 
 /** Events read (and written to the socket) at a time while a stream catches up. */
 const STREAM_PAGE = 500;
@@ -37,15 +38,18 @@ export async function streamEvents(
   let lastWriteAt = clock.now();
   while (!abort.aborted) {
     const page = journal.page(cursor, STREAM_PAGE, filter);
-    cursor = page.next;
+    // One write holds at most MAX_PAGE_CHARS of events: 500 large ones would be one huge string.
+    const events = withinPageBytes(page.events);
+    const last = events[events.length - 1];
+    cursor = events.length < page.events.length && last ? last.seq : page.next;
     if (page.events.length === 0 && !page.reachedHead) {
       // A filter that rarely matches, far behind: go on looking, letting others run in between.
       await new Promise((resolve) => setImmediate(resolve));
       continue;
     }
-    if (page.events.length > 0) {
+    if (events.length > 0) {
       let chunk = '';
-      for (const event of page.events) chunk += `id: ${formatCursor(event.seq)}\ndata: ${event.payload}\n\n`;
+      for (const event of events) chunk += `id: ${formatCursor(event.seq)}\ndata: ${event.payload}\n\n`;
       lastWriteAt = clock.now();
       if (!res.write(chunk)) await drained(res, abort);
       // Let the other streams and the daemon's loops run between pages of a long catch-up.

@@ -56,7 +56,10 @@ export const feedConfigSchema = z
       .min(1)
       .max(10_000)
       .default(10)
-      .describe('Live streams one token may hold open at once; one more is refused with 429.'),
+      .describe(
+        'Live streams one token may hold open at once, and as many long-polls (`wait`) waiting at once; ' +
+          'one more of either is refused with 429.',
+      ),
   })
   .strict();
 

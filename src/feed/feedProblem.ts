@@ -6,6 +6,7 @@ export type FeedProblemType =
   | 'unauthorized'
   | 'cursor-gone'
   | 'too-many-streams'
+  | 'too-many-waits'
   | 'journal-unavailable'
   | 'method-not-allowed';
 

@@ -63,6 +63,9 @@ export class NatsSink implements Sink {
     this.peer = { name: 'NATS', address: this.servers.join(', '), loginRefused: /authorization violation/i };
     if (config.password) registerSecret(config.password);
     if (config.token) registerSecret(config.token);
+    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
+    // certificate in a secret mount is picked up on the next reconnect.
+    readTlsFiles(config);
   }
 
   get name(): string {

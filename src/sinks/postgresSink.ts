@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { ConfigError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { boundedQuery, endPool, Lease } from './postgresConnection.js';
@@ -38,6 +40,7 @@ export class PostgresSink implements Sink {
     const password = config.passwordFile ? readSecretFile(config.passwordFile) : undefined;
     if (password) registerSecret(password);
     this.server = `${url.host}${url.pathname}`;
+    checkSslFiles(config.name, url);
     this.sql = tableSql(config.table);
     this.poolConfig = {
       connectionString: config.url,
@@ -152,9 +155,10 @@ export class PostgresSink implements Sink {
         await this.run(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
         blocked.add(event.orderingKey);
         const state = (error as pg.DatabaseError).code ?? '';
-        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp) never
-        // will; a constraint (class 23) refusing every event is more likely the table's fault.
-        failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: state.startsWith('22') });
+        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp; 54000: too
+        // large for an index) never will; a constraint (class 23) refusing every event is more
+        // likely the table's fault.
+        failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: neverFits(state) });
       }
     }
     await this.run(lease, 'COMMIT', [], signal);
@@ -194,14 +198,44 @@ export class PostgresSink implements Sink {
   }
 }
 
+/**
+ * TLS files named in the URL (libpq's `sslrootcert`, `sslcert`, `sslkey`), read by pg at every
+ * connect: one that cannot be read would fail each reconnect for ever with a bare ENOENT, so it
+ * stops `check` and `run` at start instead, naming the parameter.
+ */
+function checkSslFiles(name: string, url: URL): void {
+  for (const parameter of ['sslrootcert', 'sslcert', 'sslkey']) {
+    const file = url.searchParams.get(parameter);
+    // `system` is libpq's word for the system's CA store, not a file.
+    if (file === null || file === '' || (parameter === 'sslrootcert' && file === 'system')) continue;
+    try {
+      readFileSync(file);
+    } catch (error) {
+      const reason = (error as { code?: string }).code ?? String(error);
+      throw new ConfigError(`sinks "${name}": ${parameter}=${file} in url cannot be read (${reason})`, [
+        { path: 'url', message: reason },
+      ]);
+    }
+  }
+}
+
 function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: string }).code ?? '';
   return !(error instanceof pg.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
 }
 
-/** Class 22 (data exception) and 23 (integrity constraint violation): the event, not the server. */
+/**
+ * Class 22 (data exception), 23 (integrity constraint violation) and 54000 (program limit
+ * exceeded: a value too large for an index row, e.g. an `event` name of a few kB the service
+ * sent): the event, not the server.
+ */
 function isDataError(error: unknown): boolean {
-  return error instanceof pg.DatabaseError && /^2[23]/.test(error.code ?? '');
+  return error instanceof pg.DatabaseError && /^(2[23]|54000$)/.test(error.code ?? '');
+}
+
+/** A value PostgreSQL can never hold (class 22, or too large for an index row): no retry helps. */
+function neverFits(state: string): boolean {
+  return state.startsWith('22') || state === '54000';
 }
 
 function explain(error: unknown): string {

@@ -1,13 +1,18 @@
 import { z } from 'zod';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { TABLE_NAME } from './postgresTable.js';
-import { connectTimeoutMs, timeLimitMs } from './sinkConfigFields.js';
+import { connectTimeoutMs, percentDecodes, timeLimitMs, urlOrUndefined } from './sinkConfigFields.js';
 
 export const postgresSinkConfigSchema = sinkCommonSchema
   .extend({
     type: z.literal('postgres'),
     url: z
       .url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// or postgresql:// URL' })
+      .refine((text) => {
+        // The sink decodes the password to keep it out of logs; a stray `%` would throw there.
+        const url = urlOrUndefined(text);
+        return url === undefined || (percentDecodes(url.username) && percentDecodes(url.password));
+      }, 'the user or password in url is not valid percent-encoding: write a literal % as %25')
       .describe(
         'Server and database, `postgres://user@host:5432/db`; libpq query parameters such as ' +
           '`sslmode=verify-full` apply. A password in the URL is treated as a secret, but prefer `passwordFile`.',
@@ -43,7 +48,7 @@ export const postgresSinkConfigSchema = sinkCommonSchema
     ),
   })
   .strict()
-  .refine((c) => !(c.passwordFile && new URL(c.url).password), {
+  .refine((c) => !(c.passwordFile && urlOrUndefined(c.url)?.password), {
     message: 'set the password either in url or in passwordFile, not both',
     path: ['passwordFile'],
   });

@@ -42,6 +42,9 @@ export class RabbitmqSink implements Sink {
 
   constructor(private readonly config: RabbitmqSinkConfig) {
     if (config.password !== undefined) registerSecret(config.password);
+    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
+    // certificate in a secret mount is picked up on the next reconnect.
+    readTlsFiles(config);
     const url = new URL(config.url);
     const protocol = url.protocol.slice(0, -1);
     const path = url.pathname.slice(1);

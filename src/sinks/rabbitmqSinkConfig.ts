@@ -3,7 +3,15 @@ import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
-import { caFile, connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
+import {
+  caFile,
+  connectTimeoutMs,
+  credentialFreeUrl,
+  loginFields,
+  percentDecodes,
+  timeLimitMs,
+  urlOrUndefined,
+} from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a routing-key template may stand for; see routingKeyFor. */
 export const ROUTING_KEY_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
@@ -13,7 +21,11 @@ const urlSchema = credentialFreeUrl({
   message: 'must be an amqp:// or amqps:// URL',
   refusal: 'must carry neither credentials (set username and password) nor ?options (see heartbeatSeconds)',
   accepts: (url) => url.search === '',
-});
+}).refine(
+  // The constructor decodes the vhost; a stray `%` would throw there, after config was accepted.
+  (text) => percentDecodes(urlOrUndefined(text)?.pathname ?? ''),
+  'the vhost (the path of url) is not valid percent-encoding: write a literal % as %25',
+);
 
 const routingKeySchema = templateSchema(ROUTING_KEY_PLACEHOLDERS);
 

@@ -3,7 +3,14 @@ import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
-import { caFile, connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
+import {
+  caFile,
+  connectTimeoutMs,
+  credentialFreeUrl,
+  loginFields,
+  timeLimitMs,
+  urlOrUndefined,
+} from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a key template may stand for; see renderKey. */
 export const KEY_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
@@ -15,7 +22,7 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
     type: z.literal('redis-streams'),
     url: credentialFreeUrl({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' })
       .refine(
-        (u) => /^\/?\d*$/.test(new URL(u).pathname),
+        (u) => /^\/?\d*$/.test(urlOrUndefined(u)?.pathname ?? ''),
         'the path can only be a database number, e.g. redis://host:6379/2',
       )
       .default('redis://127.0.0.1:6379')

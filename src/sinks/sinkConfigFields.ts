@@ -15,6 +15,25 @@ export function connectTimeoutMs(description: string) {
   return timeLimitMs(10_000, 120_000, description);
 }
 
+/**
+ * `text` as a URL, or undefined when it is none. For refinements: zod runs them even after the URL
+ * check failed, and a `new URL` that throws there ends config loading with a stack trace instead
+ * of reporting the field.
+ */
+export function urlOrUndefined(text: string): URL | undefined {
+  return URL.canParse(text) ? new URL(text) : undefined;
+}
+
+/** True when `part` of a URL percent-decodes: a stray `%` or `%zz` makes decodeURIComponent throw. */
+export function percentDecodes(part: string): boolean {
+  try {
+    decodeURIComponent(part);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const CREDENTIALS_IN_URL = 'put credentials in username and password, not in the URL';
 
 /**
@@ -31,8 +50,9 @@ export function credentialFreeUrl(options: {
 }) {
   const { protocol, message, refusal = CREDENTIALS_IN_URL, accepts = () => true } = options;
   return z.url({ protocol, message }).refine((text) => {
-    const url = new URL(text);
-    return url.username === '' && url.password === '' && accepts(url);
+    const url = urlOrUndefined(text);
+    // Not a URL: z.url reported that already.
+    return url === undefined || (url.username === '' && url.password === '' && accepts(url));
   }, refusal);
 }
 

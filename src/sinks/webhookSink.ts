@@ -46,6 +46,9 @@ export class WebhookSink implements Sink {
   ) {
     this.url = new URL(config.url);
     this.secrets = secretSource(config);
+    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
+    // certificate in a secret mount is picked up on the next reconnect.
+    readTlsFiles(config);
   }
 
   get name(): string {

@@ -48,12 +48,18 @@ let appended = 0;
 const eventsConfig = eventsConfigSchema.parse({});
 
 /** Appends `n` events to the journal as one poll would, and tells the feed. */
-export function appendEvents(harness: FeedHarness, n: number, log: LogKind = 'career', name = 'level_added'): void {
+export function appendEvents(
+  harness: FeedHarness,
+  n: number,
+  log: LogKind = 'career',
+  name = 'level_added',
+  description = 'live',
+): void {
   const objectId = log === 'identityProvider' ? '' : 'car_live';
   const entries = Array.from({ length: n }, () => ({
     id: `act_live_${process.pid}_${appended++}`,
     event: name,
-    description: 'live',
+    description,
     performedAt: new Date(Date.UTC(2026, 1, 1) + appended * 1000).toISOString(),
   }));
   harness.store.ingest({

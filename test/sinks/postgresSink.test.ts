@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
 import { PostgresSink } from '../../src/sinks/postgresSink.js';
@@ -131,6 +133,29 @@ describe('postgres sink', () => {
     expect(rows.map((r) => r.id).sort()).toEqual([batch[0]!.id, batch[3]!.id].sort());
   });
 
+  it('sets aside an event too large for an index row (SQLSTATE 54000) and commits the rest', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const { sink, qualified } = sinkFor('changefeed_events');
+    await sink.connect(never);
+    // The service chose the event name: 3 kB that do not compress overflow the (type, time) index row.
+    const hugeType = `com.skills.changefeed.career.${randomBytes(3_000).toString('base64')}`;
+    const plain = event(2, { objectId: 'car_2' });
+    const huge = {
+      ...plain,
+      type: hugeType,
+      json: JSON.stringify({ ...(JSON.parse(plain.json) as object), type: hugeType }),
+    };
+    const batch = [event(1), huge, event(3)];
+    const { error } = await rejection(sink.write(batch, never));
+    expect(error).toBeInstanceOf(SinkPartialFailureError);
+    const failures = (error as SinkPartialFailureError).failures;
+    expect([...failures.keys()]).toEqual([huge.id]);
+    expect(failures.get(huge.id)).toMatchObject({ permanent: true });
+    expect(failures.get(huge.id)?.error).toMatch(/^54000 index row size/);
+    const { rows } = await admin!.query<{ id: string }>(`SELECT id FROM ${qualified} ORDER BY id`);
+    expect(rows.map((r) => r.id).sort()).toEqual([batch[0]!.id, batch[2]!.id].sort());
+  });
+
   it('reports a missing table as unavailable with what to do when createTable is off', async (ctx) => {
     if (skipReason) return ctx.skip();
     const { sink } = sinkFor('absent', { createTable: false });
@@ -155,6 +180,22 @@ describe('postgres sink', () => {
       expect(error.message).toContain('127.0.0.1:1/test');
       expect(error.message).not.toMatch(/url-pass|file-pass/);
       await sink.close();
+    }
+  });
+
+  it('refuses at start a TLS file named in the url that cannot be read, naming the parameter', () => {
+    const missing = join(makeTempDir(), 'root.crt');
+    for (const parameter of ['sslrootcert', 'sslcert', 'sslkey']) {
+      const make = () =>
+        new PostgresSink(
+          postgresSinkConfigSchema.parse({
+            name: 'pg',
+            type: 'postgres',
+            url: `${POSTGRES_URL}?sslmode=verify-full&${parameter}=${missing}`,
+          }),
+        );
+      expect(make).toThrow(ConfigError);
+      expect(make).toThrow(`sinks "pg": ${parameter}=${missing} in url cannot be read (ENOENT)`);
     }
   });
 
