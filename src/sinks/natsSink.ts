@@ -1,6 +1,4 @@
-import { isIP } from 'node:net';
 import { readTlsFiles } from '../tlsFiles.js';
-import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import {
   JetStreamApiCodes,
   JetStreamApiError,
@@ -25,6 +23,7 @@ import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnecti
 import { throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import { streamSubjectsFor, type NatsSinkConfig } from './natsSinkConfig.js';
+import { natsTlsOptions } from './natsTls.js';
 
 /** The event's subject. Placeholder values are made into valid tokens, so any event renders to a valid subject. */
 export function renderSubject(template: string, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
@@ -278,25 +277,4 @@ function jetStreamMessage(error: unknown): string {
     return 'JetStream is not enabled (start the server with -js, or enable it for this account)';
   }
   return describeError(error);
-}
-
-/**
- * The client's TLS options. nats.js sends no server name for a server given by IP address, and
- * Node then checks the certificate against the name `localhost`: a certificate issued for the
- * address would be refused. Such servers are checked against their addresses instead.
- */
-function natsTlsOptions(config: NatsSinkConfig, servers: readonly string[]): Record<string, unknown> {
-  const files = readTlsFiles(config);
-  const addresses = servers
-    .map((s) => new URL(s.includes('://') ? s : `nats://${s}`).hostname.replace(/^\[(.*)\]$/, '$1'))
-    .filter((host) => isIP(host) !== 0);
-  if (addresses.length === 0) return files;
-  return {
-    ...files,
-    checkServerIdentity: (name: string, cert: PeerCertificate): Error | undefined => {
-      if (name !== 'localhost') return checkServerIdentity(name, cert);
-      if (addresses.some((address) => checkServerIdentity(address, cert) === undefined)) return undefined;
-      return checkServerIdentity(addresses.length === 1 ? (addresses[0] as string) : name, cert);
-    },
-  };
 }
