@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { systemClock } from '../../src/clock.js';
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema } from '../../src/feed/feedConfig.js';
-import { startHealthServer } from '../../src/observe/healthServer.js';
+import { httpConfigSchema, startHealthServer } from '../../src/observe/healthServer.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { prefilledStore } from '../../test/support/prefilledStore.js';
@@ -24,10 +24,12 @@ export async function feedStreaming(count: number, streams: number, live = false
     store.journal,
     systemClock,
   );
-  const server = await startHealthServer(
-    { port: 0, host: '127.0.0.1', sinkGraceSeconds: 300 },
-    { alive: () => true, readiness: () => [], metrics: new Registry(), routes: feed.handle.bind(feed) },
-  );
+  const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+    alive: () => true,
+    readiness: () => [],
+    metrics: new Registry(),
+    routes: feed.handle.bind(feed),
+  });
   const sources: EventSource[] = [];
   let opened = 0;
   let allOpen: () => void = () => undefined;

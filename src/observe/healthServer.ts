@@ -27,6 +27,16 @@ export const httpConfigSchema = z
       .max(604_800)
       .default(300)
       .describe('A sink that lost its connection still counts as ready for this long while it reconnects.'),
+    maxConnections: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(1024)
+      .describe(
+        'Most connections the server holds at once (probes, metrics, feed pages and streams); more are ' +
+          'closed as they arrive, so idle connections from whoever reaches the port cannot use up file descriptors.',
+      ),
   })
   .strict();
 
@@ -88,6 +98,8 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
   });
+  // Anyone who reaches the port may open connections before any token is checked: bounded.
+  server.maxConnections = config.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port ?? 0, config.host, () => {

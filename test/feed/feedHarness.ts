@@ -5,7 +5,7 @@ import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema, type FeedConfig } from '../../src/feed/feedConfig.js';
 import type { LogKind } from '../../src/logs.js';
-import { startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
+import { httpConfigSchema, startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { prefilledStore } from '../support/prefilledStore.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -28,10 +28,12 @@ export async function startFeed(
   const { store } = prefilledStore(count, [{ name: 'file', type: 'file' }], options.objects ?? 10, makeTempDir());
   const config = feedConfigSchema.parse({ enabled: true, tokens: [TOKEN, OTHER_TOKEN], ...options.config });
   const feed = new EventFeed(config, store.journal, options.clock ?? systemClock);
-  const server = await startHealthServer(
-    { port: 0, host: '127.0.0.1', sinkGraceSeconds: 300 },
-    { alive: () => true, readiness: () => [], metrics: new Registry(), routes: feed.handle.bind(feed) },
-  );
+  const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+    alive: () => true,
+    readiness: () => [],
+    metrics: new Registry(),
+    routes: feed.handle.bind(feed),
+  });
   return {
     store,
     feed,

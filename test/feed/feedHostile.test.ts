@@ -6,7 +6,7 @@ import { formatCursor } from '../../src/feed/feedCursor.js';
 import { until } from '../support/daemonProcess.js';
 import { Registry } from 'prom-client';
 import { MAX_PAGE_CHARS } from '../../src/feed/pageBytes.js';
-import { startHealthServer } from '../../src/observe/healthServer.js';
+import { httpConfigSchema, startHealthServer } from '../../src/observe/healthServer.js';
 import { appendEvents, openEventSource, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
 
 const harnesses: FeedHarness[] = [];
@@ -111,22 +111,19 @@ describe('the feed against hostile clients', () => {
     appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
     // The feed behind a server that records the largest single write of the stream.
     let largestWrite = 0;
-    const server = await startHealthServer(
-      { port: 0, host: '127.0.0.1', sinkGraceSeconds: 300 },
-      {
-        alive: () => true,
-        readiness: () => [],
-        metrics: new Registry(),
-        routes: (req, res) => {
-          const write = res.write.bind(res) as (chunk: string) => boolean;
-          res.write = ((chunk: string) => {
-            largestWrite = Math.max(largestWrite, chunk.length);
-            return write(chunk);
-          }) as typeof res.write;
-          return h.feed.handle(req, res);
-        },
+    const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: new Registry(),
+      routes: (req, res) => {
+        const write = res.write.bind(res) as (chunk: string) => boolean;
+        res.write = ((chunk: string) => {
+          largestWrite = Math.max(largestWrite, chunk.length);
+          return write(chunk);
+        }) as typeof res.write;
+        return h.feed.handle(req, res);
       },
-    );
+    });
     const source = openEventSource(`${server.url}/v1/events/stream`);
     const ids: string[] = [];
     await new Promise<void>((resolve) =>

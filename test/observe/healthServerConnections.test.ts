@@ -1,0 +1,55 @@
+import { connect, type Socket } from 'node:net';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpConfigSchema, startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
+import { until } from '../support/daemonProcess.js';
+
+let server: HealthServer | undefined;
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await server?.close();
+});
+
+/** A keep-alive connection that has had one answer: the server has certainly accepted it. */
+async function heldConnection(url: URL): Promise<Socket> {
+  const socket = connect(Number(url.port), url.hostname);
+  sockets.push(socket);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.once('data', () => resolve());
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
+  });
+  return socket;
+}
+
+/** Whether a new connection gets an answer (true) or is closed unanswered (false). */
+function answers(url: URL): Promise<boolean> {
+  const socket = connect(Number(url.port), url.hostname);
+  sockets.push(socket);
+  return new Promise((resolve) => {
+    socket.once('data', () => resolve(true));
+    socket.once('close', () => resolve(false));
+    socket.on('error', () => undefined);
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+describe('the health server', () => {
+  it('holds no more than http.maxConnections connections: one more is closed on arrival, unanswered', async () => {
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0, maxConnections: 2 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: new Registry(),
+    });
+    const url = new URL(server.url);
+    const first = await heldConnection(url);
+    await heldConnection(url);
+
+    expect(await answers(url)).toBe(false);
+
+    // A held connection that goes frees its place.
+    first.destroy();
+    await until(() => answers(url), 30_000, 'a new connection answered once one was released');
+  });
+});
