@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, writeFileSync } from 'node:fs';
+import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { openEventSource, TOKEN } from '../feed/feedHarness.js';
 import { freePort, until } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -47,27 +48,15 @@ describe('the live stream across a daemon crash', () => {
     });
     const dir = makeTempDir();
     const port = await freePort();
-    const config = join(dir, 'changefeed.yaml');
-    writeFileSync(
-      config,
-      [
-        'api:',
-        `  baseUrl: ${simulator.url}`,
-        'watch:',
-        '  careers: { discover: true }',
-        '  skills: { discover: true }',
-        '  startFrom: "2000-01-01T00:00:00Z"',
-        '  pollIntervalSeconds: 0',
-        '  schedule: { firstPollWithinSeconds: 0 }',
-        'budget: { readsPerHour: 3600000, reserve: 0 }',
-        `stateDir: ${join(dir, 'state')}`,
+    const config = writeCliConfig(dir, simulator.url, {
+      extra: [
+        'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z", pollIntervalSeconds: 0, schedule: { firstPollWithinSeconds: 0 } }',
         `http: { port: ${port} }`,
         'feed: { enabled: true, tokens: ["${FEED_TOKEN}"] }',
-        'sinks:',
-        `  - { name: file, type: file, path: ${join(dir, 'events.jsonl')} }`,
         'log: { level: info }',
-      ].join('\n'),
-    );
+      ],
+      sinks: [`  - { name: file, type: file, path: ${join(dir, 'events.jsonl')} }`],
+    });
     const logFile = join(dir, 'daemon.log');
     const first = startDaemon(config, simulator.apiKey, logFile);
 

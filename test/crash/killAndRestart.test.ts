@@ -1,20 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import {
-  appendFileSync,
-  closeSync,
-  existsSync,
-  fstatSync,
-  openSync,
-  readFileSync,
-  readSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
 import { until } from '../support/daemonProcess.js';
+import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -22,26 +14,13 @@ const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
 const KILLS = 20;
 
 function writeConfig(dir: string, sim: Simulator): string {
-  const file = join(dir, 'changefeed.yaml');
-  writeFileSync(
-    file,
-    [
-      'api:',
-      `  baseUrl: ${sim.url}`,
-      'watch:',
-      '  careers: { discover: true }',
-      '  skills: { discover: true }',
-      '  startFrom: "2000-01-01T00:00:00Z"',
-      '  pollIntervalSeconds: 0',
-      '  schedule: { firstPollWithinSeconds: 0 }',
-      'budget: { readsPerHour: 3600000, reserve: 0 }',
-      `stateDir: ${join(dir, 'state')}`,
-      'sinks:',
-      `  - { name: file, type: file, path: ${join(dir, 'events.jsonl')}, delivery: { batchSize: 50 } }`,
+  return writeCliConfig(dir, sim.url, {
+    extra: [
+      'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z", pollIntervalSeconds: 0, schedule: { firstPollWithinSeconds: 0 } }',
       'log: { level: info }',
-    ].join('\n'),
-  );
-  return file;
+    ],
+    sinks: [`  - { name: file, type: file, path: ${join(dir, 'events.jsonl')}, delivery: { batchSize: 50 } }`],
+  });
 }
 
 /** Daemons still running: killed after the test, so one that failed or timed out leaves none behind. */
