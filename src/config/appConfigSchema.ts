@@ -7,6 +7,7 @@ import { httpConfigSchema } from '../observe/healthServer.js';
 import { budgetConfigSchema } from '../poll/readBudget.js';
 import { watchConfigSchema } from '../poll/watchConfig.js';
 import { sinkConfigSchema } from '../sinks/sinkRegistry.js';
+import { storeConfigSchema } from '../store/storeConfig.js';
 
 /**
  * The whole configuration, composed from the schemas each component declares next to itself.
@@ -43,7 +44,16 @@ export const appConfigSchema = z
       .prefault({})
       .describe('The event journal in the store.'),
     cluster: clusterConfigSchema.prefault({}).describe('This replica among others: its name, sent to the service.'),
-    stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
+    stateDir: z
+      .string()
+      .min(1)
+      .default('state')
+      .describe(
+        'Directory of the state: the SQLite store (changefeed.sqlite) unless store.url says otherwise, and the lock.',
+      ),
+    store: storeConfigSchema
+      .prefault({})
+      .describe('The store: SQLite by default, or PostgreSQL shared by replicas (docs/scaling.md).'),
     http: httpConfigSchema
       .prefault({})
       .describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
@@ -102,4 +112,5 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_HTTP_PORT: 'http.port',
   CHANGEFEED_HTTP_HOST: 'http.host',
   CHANGEFEED_INSTANCE_ID: 'cluster.instanceId',
+  CHANGEFEED_STORE_URL: 'store.url',
 };

@@ -4,7 +4,7 @@ import type { DrainReport } from '../deliver/deliveryEngine.js';
 import { describeError, isAbortError } from '../errors.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
-import type { PlannedLog } from '../schedule/pollScheduler.js';
+import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { assembleDaemon, type DaemonOptions, type DaemonParts } from './daemonParts.js';
 import { pruneJournalHourly } from './journalPruner.js';
 import { readinessChecks } from './readinessChecks.js';
@@ -90,7 +90,7 @@ export class ChangefeedDaemon {
       {
         instanceId: this.config.cluster.instanceId,
         sinks: engine.sinkNames,
-        watched: store.watchedLogs.list().length,
+        watched: (await store.watchedLogs.list()).length,
         stateDir: this.config.stateDir,
       },
       'changefeed running',
@@ -101,11 +101,12 @@ export class ChangefeedDaemon {
   async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
     const { store, engine, pollLoop, registry, clock } = this.parts;
     await this.prepare();
-    const deadBefore = new Map(engine.sinkNames.map((name) => [name, store.outbox.counts(name).dead]));
+    const deadBefore = new Map<string, number>();
+    for (const name of engine.sinkNames) deadBefore.set(name, (await store.outbox.counts(name)).dead);
     const sweep = await pollLoop.sweepOnce();
     const sinks = await engine.drain(clock.now() + deliveryTimeoutMs);
     // Dead letters left by an earlier run were reported then; only new ones fail this run.
-    const gone = registry.configuredGone();
+    const gone = await registry.configuredGone();
     const ok =
       sweep.failures.length === 0 &&
       gone.length === 0 &&
@@ -124,7 +125,7 @@ export class ChangefeedDaemon {
     await this.parts.client.close();
     this.parts.feed?.close();
     await this.healthServer?.close();
-    this.parts.store.close();
+    await this.parts.store.close();
     this.parts.lock.release();
   }
 
@@ -144,8 +145,8 @@ export class ChangefeedDaemon {
 
   /** The store in line with the config, the service's clock learned, configured logs registered. */
   private async prepare(): Promise<void> {
-    prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.options.logger);
+    await prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.options.logger);
     await this.ping();
-    this.parts.registry.registerConfigured();
+    await this.parts.registry.registerConfigured();
   }
 }

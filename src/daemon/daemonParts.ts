@@ -17,8 +17,9 @@ import { ServerClock } from '../poll/serverClock.js';
 import { WatchRegistry } from '../poll/watchRegistry.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { createSink } from '../sinks/sinkRegistry.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { storePath } from '../store/database.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../store/sqlite/sqliteStore.js';
+import { DEFAULT_TENANT, storeLocation } from '../store/storeLocation.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { CredentialTracker } from './credentialTracker.js';
 import { createServiceClient } from './serviceConnection.js';
@@ -57,6 +58,12 @@ export interface DaemonParts {
  * the watch registry and poll loop, and the delivery engine with one worker per sink. Polling and
  * delivery only meet in the store, so either can stall without blocking the other.
  */
+function openSqliteTenantStore(config: AppConfig): ChangefeedStore {
+  const location = storeLocation(config, DEFAULT_TENANT);
+  if (location.kind !== 'sqlite') throw new Error('a PostgreSQL store is opened by the tenant supervisor');
+  return SqliteChangefeedStore.open(location.file);
+}
+
 export function assembleDaemon(config: AppConfig, options: DaemonOptions): DaemonParts {
   const { logger } = options;
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
@@ -66,7 +73,7 @@ export function assembleDaemon(config: AppConfig, options: DaemonOptions): Daemo
   let store: ChangefeedStore;
   let feed: EventFeed | undefined;
   try {
-    store = ChangefeedStore.open(storePath(config.stateDir));
+    store = openSqliteTenantStore(config);
   } catch (error) {
     lock.release();
     throw error;
@@ -74,7 +81,7 @@ export function assembleDaemon(config: AppConfig, options: DaemonOptions): Daemo
   try {
     feed = config.feed.enabled ? createFeed(config, store, clock) : undefined;
   } catch (error) {
-    store.close();
+    void store.close();
     lock.release();
     throw error;
   }

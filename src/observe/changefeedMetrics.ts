@@ -3,7 +3,7 @@ import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
-import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
+import type { ScheduleSnapshot } from '../schedule/scheduleViews.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -166,9 +166,9 @@ export class ChangefeedMetrics {
       help: 'Events waiting for delivery, by sink.',
       labelNames: ['sink'],
       registers,
-      collect() {
-        for (const sink of store.sinks.list().filter((s) => s.active))
-          this.set({ sink: sink.name }, store.outbox.counts(sink.name).pending);
+      async collect() {
+        for (const sink of (await store.sinks.list()).filter((s) => s.active))
+          this.set({ sink: sink.name }, (await store.outbox.counts(sink.name)).pending);
       },
     });
     new Gauge({
@@ -176,9 +176,9 @@ export class ChangefeedMetrics {
       help: 'Events a sink gave up on, by sink.',
       labelNames: ['sink'],
       registers,
-      collect() {
-        for (const sink of store.sinks.list().filter((s) => s.active))
-          this.set({ sink: sink.name }, store.outbox.counts(sink.name).dead);
+      async collect() {
+        for (const sink of (await store.sinks.list()).filter((s) => s.active))
+          this.set({ sink: sink.name }, (await store.outbox.counts(sink.name)).dead);
       },
     });
     new Gauge({
@@ -188,10 +188,10 @@ export class ChangefeedMetrics {
         'Catches a feed that silently stopped.',
       labelNames: ['log'],
       registers,
-      collect() {
+      async collect() {
         const now = options.now();
         const oldest = new Map<LogKind, number>();
-        for (const w of store.watchedLogs.list()) {
+        for (const w of await store.watchedLogs.list()) {
           if (w.status !== 'active' || w.windowEnd === null) continue;
           oldest.set(w.log, Math.min(oldest.get(w.log) ?? Number.POSITIVE_INFINITY, w.windowEnd));
         }
@@ -205,9 +205,9 @@ export class ChangefeedMetrics {
         'scope, rejected request), gone, or failing every poll; by log.',
       labelNames: ['log'],
       registers,
-      collect() {
+      async collect() {
         const counts = new Map<string, number>(Object.values(LOGS).map((l) => [l.slug, 0]));
-        for (const w of store.watchedLogs.list()) {
+        for (const w of await store.watchedLogs.list()) {
           if (w.status !== 'active' || w.consecutiveFailures > 0)
             counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
         }
