@@ -30,11 +30,14 @@ export function settleTenants<C>(previous: readonly Tenant<C>[], scanned: readon
   const problems: TenantProblem[] = [];
   const refused = new Set<string>();
   const refuse = (name: string, problem: TenantProblem): void => {
-    const keeps = running.has(name);
-    const outcome = keeps
-      ? '; it keeps running with its last valid configuration'
-      : '; it does not start until this is fixed';
-    problems.push({ ...problem, message: `${problem.message}${outcome}` });
+    const outcome = running.has(name)
+      ? 'it keeps running with its last valid configuration'
+      : 'it does not start until this is fixed';
+    // A multi-line message lists settings; the outcome then gets a line of its own after them.
+    const message = problem.message.includes('\n')
+      ? `${problem.message}\n  (${outcome})`
+      : `${problem.message}; ${outcome}`;
+    problems.push({ ...problem, message });
     refused.add(name);
   };
 
