@@ -111,14 +111,20 @@ export class TenantsWatcher<C> {
 
   /** Resolves on a notification or when the rescan is due; rejects with AbortedError on stop. */
   private async waitForChangeOrRescan(): Promise<void> {
+    // One controller per wait, tied to the stopper by a listener removed afterwards: nothing
+    // accumulates on the long-lived stop signal however long the daemon runs.
     const wake = new AbortController();
+    const onStop = (): void => wake.abort();
+    this.stopper.signal.addEventListener('abort', onStop, { once: true });
     this.wake = wake;
     try {
-      await this.clock.sleep(this.options.rescanMs, AbortSignal.any([wake.signal, this.stopper.signal]));
+      await this.clock.sleep(this.options.rescanMs, wake.signal);
     } catch (error) {
-      if (this.stopper.signal.aborted || !wake.signal.aborted) throw error;
+      if (this.stopper.signal.aborted || !isAbortError(error)) throw error;
+      // Woken by a file-system notification.
     } finally {
       this.wake = undefined;
+      this.stopper.signal.removeEventListener('abort', onStop);
     }
   }
 

@@ -207,7 +207,6 @@ describe('with tenants.dir', () => {
     t.tenant('acme.yaml', ['api: { apiKey: key-acme-0001 }']);
     const source = t.load().tenants;
     const first = readTenants(source);
-    writeFileSync(join(t.root, 'not-a-dir'), '');
     const gone = readTenants({ ...source, dir: join(t.root, 'missing') } as typeof source, first.tenants);
     expect(gone.tenants).toEqual(first.tenants);
     expect(gone.problems.map((p) => p.code)).toEqual(['TENANTS_DIR_UNREADABLE']);
