@@ -58,7 +58,9 @@ export function loadMainConfig(sources: ConfigSources): MainConfig {
   const dir = tenantsDirOf(sources);
   if (dir === undefined) {
     const config = loadConfig(appConfigSchema, sources);
-    return { process: withoutTenantSections(config), tenants: { kind: 'main', config } };
+    const { api, watch, budget, events, sinks, journal } = config;
+    const tenant: TenantConfig = { api, watch, budget, events, sinks, journal };
+    return { process: withoutTenantSections(config), tenants: { kind: 'main', config: tenant } };
   }
   const config = loadConfig(directoryMainSchema, sources);
   const raw = loadConfig(rawDefaultsSchema, sources) as Record<string, unknown>;

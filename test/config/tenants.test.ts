@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ENV_MAPPING } from '../../src/config/appConfigSchema.js';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
 import { readTenants } from '../../src/config/readTenants.js';
+import { TENANT_SECTIONS } from '../../src/config/tenantConfigSchema.js';
 import { ConfigError } from '../../src/errors.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -38,6 +39,7 @@ describe('without tenants.dir', () => {
     expect(tenants.map((t) => [t.name, t.file])).toEqual([['default', undefined]]);
     expect(tenants[0]?.config.api.apiKey).toBe('key-default-0001');
     expect(tenants[0]?.config.watch.overlapSeconds).toBe(300);
+    expect(Object.keys(tenants[0]?.config ?? {}).sort()).toEqual([...TENANT_SECTIONS].sort());
     expect(main.process.stateDir).toBe('state');
     expect(main.process.tenants.rescanSeconds).toBe(5);
   });
