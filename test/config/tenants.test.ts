@@ -140,6 +140,15 @@ describe('with tenants.dir', () => {
     expect(problem?.message).toContain('sinks: required setting is missing');
   });
 
+  it('shows a secret setting of an invalid tenant file as <redacted>', () => {
+    const t = setup();
+    const file = t.tenant('both.yaml', ['api:', '  apiKey: key-both-secret-0001', '  apiKeyFile: /run/key']);
+    const [problem] = readTenants(t.load().tenants).problems;
+    expect(problem?.message).toContain(`api.apiKey: set exactly one of`);
+    expect(problem?.message).toContain(`got <redacted> at ${file}:2:3`);
+    expect(JSON.stringify(problem)).not.toContain('key-both-secret-0001');
+  });
+
   it('reports YAML syntax errors and unset variables without quoting the file', () => {
     const t = setup();
     const yaml = t.tenant('syntax.yaml', ['api: { apiKey: "key-syntax-0001 }']);
