@@ -1,7 +1,7 @@
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
-import { DEFAULT_TENANT } from '../store/storeLocation.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 
 /**
  * Runs `use` with the store of one tenant, which a daemon must have created: on SQLite a missing

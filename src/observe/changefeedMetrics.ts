@@ -10,8 +10,8 @@ const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
 
 /**
- * Every metric the daemon exports on /metrics, in its own registry (one per daemon, so tests can
- * run several). Counters move as things happen; gauges about the store (outbox depth, dead
+ * Every metric a tenant exports on /metrics, in its own registry labelled `tenant` (the process
+ * serves them together, see processMetrics.ts; tests can run several). Counters move as things happen; gauges about the store (outbox depth, dead
  * letters, watermark age, gaps) are read from it at scrape time, so they are always current.
  */
 export class ChangefeedMetrics {
@@ -32,6 +32,8 @@ export class ChangefeedMetrics {
   constructor(
     store: ChangefeedStore,
     options: {
+      /** Set as the `tenant` label of every series. */
+      tenant?: string;
       now: () => number;
       allowancePerHour: () => number;
       /** The scheduler's current choices (absent in tests that run no poll loop). */
@@ -42,8 +44,8 @@ export class ChangefeedMetrics {
     },
   ) {
     const registers = [this.registry];
-    if (options.defaultMetrics ?? true)
-      collectDefaultMetrics({ register: this.registry, prefix: 'changefeed_process_' });
+    if (options.tenant !== undefined) this.registry.setDefaultLabels({ tenant: options.tenant });
+    if (options.defaultMetrics ?? true) collectProcessMetrics(this.registry);
     this.polls = new Counter({
       name: 'changefeed_polls_total',
       help: 'Polls of a watched log, by log and outcome (ok or an error code).',
@@ -258,4 +260,9 @@ function endpointOf(path: string): string {
   if (path.endsWith('/skills')) return 'skill_list';
   if (path.endsWith('/ping')) return 'ping';
   return 'other';
+}
+
+/** The process's own metrics (memory, CPU, event loop), once per process whatever the tenants. */
+export function collectProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: 'changefeed_process_' });
 }

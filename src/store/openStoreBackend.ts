@@ -1,5 +1,6 @@
 import type { StoreBackend } from './storeBackend.js';
 import type { StoreConfig } from './storeConfig.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { storeLocation } from './storeLocation.js';
 import { SqliteStoreBackend } from './sqlite/sqliteStoreBackend.js';
 
@@ -15,7 +16,7 @@ export function openStoreBackend(
   config: { stateDir: string; store: StoreConfig },
   options: OpenStoreOptions = {},
 ): Promise<StoreBackend> {
-  const location = storeLocation(config, 'default');
+  const location = storeLocation(config, DEFAULT_TENANT);
   if (location.kind === 'sqlite') return Promise.resolve(new SqliteStoreBackend(config, options));
   return Promise.reject(new Error('PostgreSQL store: not merged yet'));
 }

@@ -1,11 +1,10 @@
 import { dirname, join } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { redactUrlCredentials } from '../secrets/urlCredentials.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import type { StoreConfig } from './storeConfig.js';
 
 export const STORE_FILE_NAME = 'changefeed.sqlite';
-/** The tenant of a config without `tenants.dir`: today's single company. */
-export const DEFAULT_TENANT = 'default';
 
 export type StoreLocation =
   | { readonly kind: 'sqlite'; readonly file: string }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
 import type { StoreBackend } from '../storeBackend.js';
+import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
@@ -19,11 +20,16 @@ export class SqliteStoreBackend implements StoreBackend {
   ) {}
 
   get location(): string {
-    const location = storeLocation(this.config, 'default');
+    const location = storeLocation(this.config, DEFAULT_TENANT);
     return location.kind === 'sqlite' ? location.file : '';
   }
 
   async tenantStore(tenant: string): Promise<SqliteChangefeedStore> {
+    return this.openNow(tenant);
+  }
+
+  /** As tenantStore, at once: SQLite opens synchronously, so a daemon can check it in its constructor. */
+  openNow(tenant: string): SqliteChangefeedStore {
     const known = this.open.get(tenant);
     if (known?.isOpen) return known;
     const location = storeLocation(this.config, tenant);
