@@ -34,7 +34,7 @@ export function deadLettersCommand(argv: string[]): number {
   const store = openExistingStore(config.stateDir);
   try {
     if (action === 'list') {
-      const letters = store.deadLetters.list({ sink: values.sink, eventId: values.id });
+      const letters = await store.deadLetters.list({ sink: values.sink, eventId: values.id });
       if (values.json) process.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);
       else if (letters.length === 0) process.stdout.write('no dead letters\n');
       else {
@@ -51,16 +51,14 @@ export function deadLettersCommand(argv: string[]): number {
     if (!values.all && values.id === undefined)
       throw new ChangefeedError('USAGE', 'retry needs --id EVENT_ID or --all');
     const now = Date.now();
-    const requeued =
-      values.id !== undefined
-        ? store.deadLetters.requeueEvent(values.id, values.sink, now)
-        : (values.sink ? [values.sink] : config.sinks.map((s) => s.name)).reduce(
-            (n, sink) => n + store.deadLetters.requeueSink(sink, now),
-            0,
-          );
+    let requeued = 0;
+    if (values.id !== undefined) requeued = await store.deadLetters.requeueEvent(values.id, values.sink, now);
+    else
+      for (const sink of values.sink ? [values.sink] : config.sinks.map((s) => s.name))
+        requeued += await store.deadLetters.requeueSink(sink, now);
     process.stdout.write(`re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}\n`);
     return requeued > 0 || values.all ? 0 : 1;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../errors.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
-import { openDatabase, storePath } from '../store/database.js';
+import { openDatabase, storePath } from '../store/sqlite/database.js';
 
 /**
  * The store a command inspects or changes, which a daemon must have created: STORE_MISSING

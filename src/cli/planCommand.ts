@@ -8,8 +8,8 @@ import { emptyRateState, type RateState } from '../schedule/rateState.js';
 import { priorsByKind } from '../schedule/sessionPrior.js';
 import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
-import { openDatabase, storePath } from '../store/database.js';
-import { RateEstimates } from '../store/rateEstimates.js';
+import { openDatabase, storePath } from '../store/sqlite/database.js';
+import { RateEstimates } from '../store/sqlite/rateEstimates.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
 import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
 

@@ -34,7 +34,7 @@ export function quarantineCommand(argv: string[]): number {
   const { config } = loadInspectionConfig({ configFlag: values.config });
   const store = openExistingStore(config.stateDir, { readonly: true });
   try {
-    const records = store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+    const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {
       process.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
     } else if (records.length === 0) {
@@ -51,6 +51,6 @@ export function quarantineCommand(argv: string[]): number {
     }
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }

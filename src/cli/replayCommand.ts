@@ -40,11 +40,11 @@ export async function replayCommand(argv: string[]): Promise<number> {
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
   const store = openExistingStore(config.stateDir);
   try {
-    store.sinks.activate(
+    await store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
       Date.now(),
     );
-    const queued = store.outbox.enqueueFromJournal(
+    const queued = await store.outbox.enqueueFromJournal(
       sinkConfig.name,
       { since, until, log: values.log as LogKind | undefined },
       Date.now(),

@@ -1,8 +1,8 @@
 import { logKey, type LogKind } from '../logs.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import { RateEstimates } from '../store/rateEstimates.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import { RateEstimates } from '../store/sqlite/rateEstimates.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 
 export interface LogStatus {
   log: LogKind;

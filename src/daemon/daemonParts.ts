@@ -18,7 +18,7 @@ import { WatchRegistry } from '../poll/watchRegistry.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { ChangefeedStore } from '../store/changefeedStore.js';
-import { storePath } from '../store/database.js';
+import { storePath } from '../store/sqlite/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { CredentialTracker } from './credentialTracker.js';
 import { createServiceClient } from './serviceConnection.js';

@@ -1,6 +1,6 @@
 import { describeError } from '../errors.js';
 import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import type { FailedDelivery, Outbox, PendingDelivery } from '../store/outbox.js';
+import type { FailedDelivery, PendingDelivery } from '../store/storeRecords.js';
 import type { PendingWindow } from './pendingWindow.js';
 import { logKey } from '../logs.js';
 import type { RetryConfig } from '../sinkContract/deliveryConfig.js';

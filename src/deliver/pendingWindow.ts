@@ -1,5 +1,5 @@
 import { logKey, type LogKind } from '../logs.js';
-import type { Outbox, PendingDelivery } from '../store/outbox.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 
 const LOAD_PAGE = 1_000;
 

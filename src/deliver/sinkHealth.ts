@@ -3,7 +3,7 @@ import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState } from '../store/sinkStates.js';
+import type { CircuitState } from '../store/storeRecords.js';
 
 /** Reconnecting a sink: ceilings from 500 ms to a minute, never sooner than 100 ms. */
 const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 60_000, minMs: 100 };

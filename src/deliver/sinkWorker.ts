@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { timerDelayMs } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
-import type { PendingDelivery } from '../store/outbox.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
 import { StoreOutage } from './storeOutage.js';

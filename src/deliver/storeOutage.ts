@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { PendingDelivery } from '../store/outbox.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 
 /**
  * A sink worker's view of a store that cannot be written (a full or read-only disk). The worker

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { ConfigError } from '../errors.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
-import type { Journal } from '../store/journal.js';
+import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
-import type { Journal } from '../store/journal.js';
+import type { JournalStore } from '../store/changefeedStore.js';
 import { formatCursor } from './feedCursor.js';
 import type { FeedQuery } from './feedQuery.js';
 import type { JournalSignal } from './journalSignal.js';

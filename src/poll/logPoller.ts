@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
 import { LOGS } from '../logs.js';
 import type { ChangefeedStore, IngestResult } from '../store/changefeedStore.js';
-import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
+import type { SortOrder, WatchedLog } from '../store/storeRecords.js';
 import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import { describeError, errorCodeOf } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
 import { logKey } from '../logs.js';
 

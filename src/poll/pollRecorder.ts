@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import { isAbortError } from '../errors.js';
 import type { PollScheduler } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 import type { FailureAction } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import type { PollFailures } from './pollFailures.js';

@@ -4,7 +4,7 @@ import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
-import type { SortOrder } from '../store/watchedLogs.js';
+import type { SortOrder } from '../store/storeRecords.js';
 import { detectSortOrder } from './sortOrder.js';
 import { splitWindow, toIso, type TimeWindow } from './timeWindow.js';
 

@@ -1,6 +1,6 @@
 import { logKey, type LogKind } from '../logs.js';
-import type { RateEstimates } from '../store/rateEstimates.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { RateEstimates } from '../store/sqlite/rateEstimates.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 import { allocateFrequencies, allocationWeight, alphaFor } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';

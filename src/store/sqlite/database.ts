@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ChangefeedError } from '../errors.js';
+import { ChangefeedError } from '../../errors.js';
 import { MIGRATIONS } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 

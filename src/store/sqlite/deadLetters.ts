@@ -1,20 +1,7 @@
-import type { LogKind } from '../logs.js';
+import type { LogKind } from '../../logs.js';
+import type { DeadLetterStore } from '../changefeedStore.js';
+import type { DeadLetter } from '../storeRecords.js';
 import type { Db } from './database.js';
-
-export interface DeadLetter {
-  sink: string;
-  seq: number;
-  eventId: string;
-  type: string;
-  log: LogKind;
-  objectId: string;
-  attempts: number;
-  lastError: string | null;
-  lastStatus: number | null;
-  lastResponse: string | null;
-  firstAttemptAt: number | null;
-  deadAt: number | null;
-}
 
 interface DeadLetterRow {
   sink: string;
@@ -38,7 +25,7 @@ const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
  * and put back in line by `dead-letters retry`, which a running daemon notices through the
  * requeue count.
  */
-export class DeadLetters {
+export class DeadLetters implements DeadLetterStore {
   private readonly deadListStmt;
   private readonly requeueOneStmt;
   private readonly requeueDeadStmt;
@@ -62,7 +49,7 @@ export class DeadLetters {
   }
 
   /** Dead letters, optionally of one sink or one event id. */
-  list(filter: { sink?: string; eventId?: string; limit?: number } = {}): DeadLetter[] {
+  async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
     return this.deadListStmt
       .all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 })
       .map((r) => ({
@@ -82,12 +69,12 @@ export class DeadLetters {
   }
 
   /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
-  requeueSink(sink: string, now: number): number {
+  async requeueSink(sink: string, now: number): Promise<number> {
     return this.bumpRequeues(this.requeueDeadStmt.run(now, sink).changes);
   }
 
   /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
-  requeueEvent(eventId: string, sink: string | undefined, now: number): number {
+  async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
     return this.bumpRequeues(this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes);
   }
 
@@ -96,7 +83,7 @@ export class DeadLetters {
    * watches it to take re-queued deliveries up at once: they have old seqs, which its in-memory
    * window of pending deliveries has already passed.
    */
-  requeueCount(): number {
+  async requeueCount(): Promise<number> {
     const row = this.db
       .prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
       .get(REQUEUE_COUNT_KEY);

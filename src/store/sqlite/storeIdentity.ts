@@ -1,5 +1,5 @@
 import { closeSync, existsSync, openSync, readSync, renameSync, statSync } from 'node:fs';
-import { ChangefeedError } from '../errors.js';
+import { ChangefeedError } from '../../errors.js';
 import type { Db } from './database.js';
 
 /** `PRAGMA application_id` of our stores: "CFED". Marks a file as a changefeed store. */

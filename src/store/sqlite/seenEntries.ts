@@ -1,8 +1,9 @@
-import type { LogKind } from '../logs.js';
+import type { LogKind } from '../../logs.js';
+import type { SeenEntryStore } from '../changefeedStore.js';
 import type { Db } from './database.js';
 
 /** Entry ids already ingested per log, the basis of deduplication across overlapping windows. */
-export class SeenEntries {
+export class SeenEntries implements SeenEntryStore {
   private readonly insertStmt;
   private readonly hasStmt;
   private readonly pruneStmt;
@@ -26,8 +27,8 @@ export class SeenEntries {
     return this.insertStmt.run(log, objectId, entryId, performedAt, now).changes === 1;
   }
 
-  has(log: LogKind, objectId: string, entryId: string): boolean {
-    return this.hasStmt.get(log, objectId, entryId) !== undefined;
+  async seenAmong(log: LogKind, objectId: string, entryIds: readonly string[]): Promise<Set<string>> {
+    return new Set(entryIds.filter((id) => this.hasStmt.get(log, objectId, id) !== undefined));
   }
 
   /** Forgets ids older than `before`; only for windowed logs, whose windows never reach that far back. */

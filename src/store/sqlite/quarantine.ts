@@ -1,18 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
-import type { LogKind } from '../logs.js';
+import type { QuarantinedEntry } from '../../api/quarantinedEntry.js';
+import type { LogKind } from '../../logs.js';
+import type { QuarantineStore } from '../changefeedStore.js';
+import type { QuarantineRecord } from '../storeRecords.js';
 import type { Db } from './database.js';
-
-export interface QuarantineRecord {
-  log: LogKind;
-  objectId: string;
-  entryId: string | null;
-  reason: string;
-  raw: string;
-  rawBytes: number;
-  requestId: string | null;
-  firstSeenAt: number;
-}
 
 interface Row {
   log: LogKind;
@@ -30,7 +21,7 @@ interface Row {
  * (`changefeed quarantine list`). A page read again (the overlap, a retry) finds them again:
  * the fingerprint of the raw JSON keeps each one once.
  */
-export class Quarantine {
+export class Quarantine implements QuarantineStore {
   private readonly insertStmt;
 
   constructor(private readonly db: Db) {
@@ -58,12 +49,12 @@ export class Quarantine {
     );
   }
 
-  count(): number {
+  async count(): Promise<number> {
     return (this.db.prepare('SELECT COUNT(*) AS n FROM quarantine').get() as { n: number }).n;
   }
 
   /** Newest first. */
-  list(filter: { log?: LogKind; limit?: number } = {}): QuarantineRecord[] {
+  async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
     const rows = this.db
       .prepare<[string | null, string | null, number], Row>(
         'SELECT * FROM quarantine WHERE (? IS NULL OR log = ?) ORDER BY first_seen_at DESC LIMIT ?',

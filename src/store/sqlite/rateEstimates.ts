@@ -1,26 +1,9 @@
-import type { LogKind } from '../logs.js';
+import type { LogKind } from '../../logs.js';
+import type { RateEstimateStore } from '../changefeedStore.js';
+import type { RateEstimateRow } from '../storeRecords.js';
 import type { Db } from './database.js';
 
 /** The scheduler's learned state of one watched log (migration 3). */
-export interface RateEstimateRow {
-  log: LogKind;
-  objectId: string;
-  /** Decayed count of changes seen, and the decayed hours of observation behind it. */
-  events: number;
-  hours: number;
-  /** Decayed count of edit sessions among the changes, and performedAt of the newest change. */
-  sessions: number;
-  lastEventAt: number | null;
-  /** Clock ms of the last poll that updated the estimate; null before the first. */
-  updatedAt: number | null;
-  /** Average requests one poll of this log costs. */
-  pollCost: number;
-  /** The effective rate (changes per hour) the scheduler planned with after the last poll. */
-  plannedRate: number | null;
-  /** When the scheduler expected to poll the log next, as of the last poll. */
-  nextPollAt: number | null;
-}
-
 interface Row {
   log: LogKind;
   object_id: string;
@@ -35,7 +18,7 @@ interface Row {
 }
 
 /** Rate estimates per watched log, so learned rates survive a restart and `status` can show them. */
-export class RateEstimates {
+export class RateEstimates implements RateEstimateStore {
   private readonly listStmt;
   private readonly upsertStmt;
 
@@ -51,7 +34,7 @@ export class RateEstimates {
     );
   }
 
-  list(): RateEstimateRow[] {
+  async list(): Promise<RateEstimateRow[]> {
     return this.listStmt.all().map((r) => ({
       log: r.log,
       objectId: r.object_id,
@@ -66,7 +49,7 @@ export class RateEstimates {
     }));
   }
 
-  save(row: RateEstimateRow): void {
+  async save(row: RateEstimateRow): Promise<void> {
     this.upsertStmt.run(row);
   }
 }

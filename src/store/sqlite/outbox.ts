@@ -1,44 +1,16 @@
-import type { LogKind } from '../logs.js';
-import type { ChangeCloudEvent } from '../events/cloudEvent.js';
+import type { LogKind } from '../../logs.js';
+import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
+import type { OutboxStore } from '../changefeedStore.js';
+import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
 import type { Db } from './database.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
-
-/** A delivery that is due or waiting, joined with its event, in ingestion (`seq`) order. */
-export interface PendingDelivery {
-  seq: number;
-  eventId: string;
-  log: LogKind;
-  objectId: string;
-  type: string;
-  attempts: number;
-  nextAttemptAt: number;
-  firstAttemptAt: number | null;
-  ingestedAt: number;
-}
-
-/** A failed attempt as the engine records it: the error, and what the destination answered. */
-export interface FailedDelivery {
-  seq: number;
-  error: string;
-  status?: number | undefined;
-  /** Truncated response body. */
-  response?: string | undefined;
-}
-
-export interface DeliveryCounts {
-  pending: number;
-  delivered: number;
-  dead: number;
-  filtered: number;
-  oldestPendingIngestedAt: number | null;
-}
 
 /**
  * The outbox: events in ingestion order and, per active sink, one delivery row each.
  * Every state change of a delivery is one short transaction, so a crash at any point leaves each
  * event either delivered or still pending (at-least-once).
  */
-export class Outbox {
+export class Outbox implements OutboxStore {
   private readonly insertEventStmt;
   private readonly insertDeliveriesStmt;
   private readonly pendingStmt;
@@ -152,13 +124,13 @@ export class Outbox {
   }
 
   /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
-  payloads(seqs: readonly number[]): Map<number, string> {
+  async payloads(seqs: readonly number[]): Promise<Map<number, string>> {
     const rows = this.payloadsStmt.all(JSON.stringify(seqs));
     return new Map(rows.map((r) => [r.seq, r.payload]));
   }
 
   /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
-  pending(sink: string, afterSeq: number, limit: number): PendingDelivery[] {
+  async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
     return this.pendingStmt.all(sink, afterSeq, limit).map((r) => ({
       seq: r.seq,
       eventId: r.event_id,
@@ -172,13 +144,17 @@ export class Outbox {
     }));
   }
 
-  markDelivered(sink: string, seqs: readonly number[], now: number): void {
+  async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
     this.db.transaction(() => {
       for (const seq of seqs) this.deliveredStmt.run({ sink, seq, now });
     })();
   }
 
-  scheduleRetry(sink: string, retries: readonly (FailedDelivery & { nextAttemptAt: number })[], now: number): void {
+  async scheduleRetry(
+    sink: string,
+    retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
+    now: number,
+  ): Promise<void> {
     this.db.transaction(() => {
       for (const r of retries) {
         this.retryStmt.run({
@@ -194,7 +170,7 @@ export class Outbox {
     })();
   }
 
-  markDead(sink: string, dead: readonly FailedDelivery[], now: number): void {
+  async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
     this.db.transaction(() => {
       for (const d of dead)
         this.deadStmt.run({
@@ -209,7 +185,7 @@ export class Outbox {
   }
 
   /** Events the sink's filter excludes: settled without being sent. */
-  markFiltered(sink: string, seqs: readonly number[], now: number): void {
+  async markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void> {
     this.db.transaction(() => {
       for (const seq of seqs) this.filteredStmt.run({ sink, seq, now });
     })();
@@ -220,7 +196,11 @@ export class Outbox {
    * delivery state: events ingested in [since, until), optionally of one log. Adds deliveries for
    * events the sink never had (a sink added later). Returns how many were queued.
    */
-  enqueueFromJournal(sink: string, range: { since?: number; until?: number; log?: LogKind }, now: number): number {
+  async enqueueFromJournal(
+    sink: string,
+    range: { since?: number; until?: number; log?: LogKind },
+    now: number,
+  ): Promise<number> {
     return this.enqueueStmt.run({
       sink,
       since: range.since ?? null,
@@ -230,7 +210,7 @@ export class Outbox {
     }).changes;
   }
 
-  counts(sink: string): DeliveryCounts {
+  async counts(sink: string): Promise<DeliveryCounts> {
     const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
     for (const row of this.countsStmt.all(sink)) {
       if (row.state === 'pending') {
@@ -244,7 +224,7 @@ export class Outbox {
   }
 
   /** Drops journal entries older than `before` that no sink still waits for. */
-  prune(before: number): number {
+  async prune(before: number): Promise<number> {
     return this.db.transaction(() => {
       this.prunedThroughStmt.run(before);
       return this.pruneStmt.run(before).changes;

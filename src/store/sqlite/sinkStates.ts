@@ -1,29 +1,13 @@
+import type { SinkStateStore } from '../changefeedStore.js';
+import type { CircuitState, SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
 import type { Db } from './database.js';
 
-export interface SinkStateRow {
-  name: string;
-  type: string;
-  active: boolean;
-  registeredAt: number;
-  connected: boolean;
-  pausedUntil: number;
-  consecutiveFailures: number;
-  lastError: string | null;
-  lastErrorAt: number | null;
-  lastDeliveryAt: number | null;
-  /** closed: normal; open: paused after repeated failures; half-open: one probe allowed. */
-  circuit: CircuitState;
-  /** Why the sink was disabled (a 410 Gone, say); null while enabled. */
-  disabledReason: string | null;
-}
-
-export type CircuitState = 'closed' | 'open' | 'half-open';
 
 /**
  * Which sinks the store feeds, and their connection state. A sink seen for the first time starts
  * from "now": it receives events ingested after its registration, not the journal's history.
  */
-export class SinkStates {
+export class SinkStates implements SinkStateStore {
   private readonly deactivateStmt;
   private readonly upsertStmt;
   private readonly stateStmt;
@@ -67,8 +51,8 @@ export class SinkStates {
   }
 
   /** Makes exactly the configured sinks active; returns the names registered for the first time. */
-  activate(configured: readonly { name: string; type: string }[], now: number): string[] {
-    const known = new Set(this.list().map((s) => s.name));
+  async activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]> {
+    const known = new Set((await this.list()).map((s) => s.name));
     this.db.transaction(() => {
       this.deactivateStmt.run();
       for (const sink of configured) this.upsertStmt.run({ name: sink.name, type: sink.type, now });
@@ -76,21 +60,11 @@ export class SinkStates {
     return configured.map((s) => s.name).filter((name) => !known.has(name));
   }
 
-  recordState(state: {
-    sink: string;
-    connected: boolean;
-    pausedUntil: number;
-    consecutiveFailures: number;
-    lastError: string | null;
-    lastErrorAt: number | null;
-    lastDeliveryAt: number | null;
-    circuit?: CircuitState;
-    disabledReason?: string | null;
-  }): void {
+  async recordState(state: SinkStateUpdate): Promise<void> {
     this.stateStmt.run({ circuit: 'closed', disabledReason: null, ...state, connected: state.connected ? 1 : 0 });
   }
 
-  list(): SinkStateRow[] {
+  async list(): Promise<SinkStateRow[]> {
     return this.listStmt.all().map((r) => ({
       name: r.name,
       type: r.type,

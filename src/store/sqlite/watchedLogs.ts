@@ -1,35 +1,7 @@
-import type { LogKind } from '../logs.js';
+import type { LogKind } from '../../logs.js';
+import type { WatchedLogStore } from '../changefeedStore.js';
+import type { SortOrder, WatchedLog, WatchOrigin, WatchStatus } from '../storeRecords.js';
 import type { Db } from './database.js';
-
-export type WatchStatus = 'active' | 'disabled' | 'gone';
-export type SortOrder = 'newest-first' | 'oldest-first';
-/**
- * How a log came to be watched: listed in the config, found by the first discovery run (the
- * object existed before the daemon watched it), or found by a later one (`appeared`: the object
- * was created since the previous run, so its log holds no history from before that run).
- */
-export type WatchOrigin = 'config' | 'discovered' | 'appeared';
-
-/** One polled log: a career's, a skill's, or the company-wide identity-provider log (objectId ''). */
-export interface WatchedLog {
-  log: LogKind;
-  objectId: string;
-  origin: WatchOrigin;
-  status: WatchStatus;
-  statusReason: string | null;
-  /** Service-clock ms from which the log is covered without gaps. */
-  coverageStart: number | null;
-  /** Service-clock ms: exclusive end of the last completely read window (skill: of the last full read). */
-  windowEnd: number | null;
-  sortOrder: SortOrder | null;
-  lastPollAt: number | null;
-  lastSuccessAt: number | null;
-  lastError: string | null;
-  consecutiveFailures: number;
-  nextPollAt: number;
-  entriesIngested: number;
-  createdAt: number;
-}
 
 interface Row {
   log: LogKind;
@@ -68,7 +40,7 @@ const fromRow = (r: Row): WatchedLog => ({
 });
 
 /** Cursors and status of the watched logs. */
-export class WatchedLogs {
+export class WatchedLogs implements WatchedLogStore {
   private readonly getStmt;
   private readonly listStmt;
   private readonly insertStmt;
@@ -100,12 +72,12 @@ export class WatchedLogs {
     this.sortOrderStmt = db.prepare('UPDATE watched_logs SET sort_order = ? WHERE log = ? AND object_id = ?');
   }
 
-  get(log: LogKind, objectId: string): WatchedLog | undefined {
+  async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
     const row = this.getStmt.get(log, objectId);
     return row ? fromRow(row) : undefined;
   }
 
-  list(): WatchedLog[] {
+  async list(): Promise<WatchedLog[]> {
     return this.listStmt.all().map(fromRow);
   }
 
@@ -113,7 +85,13 @@ export class WatchedLogs {
    * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
    * is where emission starts: the service's "now" by default, or a configured startFrom.
    */
-  register(args: { log: LogKind; objectId: string; origin: WatchOrigin; coverageStart: number; now: number }): boolean {
+  async register(args: {
+    log: LogKind;
+    objectId: string;
+    origin: WatchOrigin;
+    coverageStart: number;
+    now: number;
+  }): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const info = this.insertStmt.run({
       log: args.log,
@@ -131,15 +109,15 @@ export class WatchedLogs {
     this.cursorStmt.run(args);
   }
 
-  recordFailure(log: LogKind, objectId: string, error: string, now: number): void {
+  async recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void> {
     this.failureStmt.run({ log, objectId, error, now });
   }
 
-  setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): void {
+  async setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void> {
     this.statusStmt.run({ log, objectId, status, reason });
   }
 
-  setSortOrder(log: LogKind, objectId: string, order: SortOrder): void {
+  async setSortOrder(log: LogKind, objectId: string, order: SortOrder): Promise<void> {
     this.sortOrderStmt.run(order, log, objectId);
   }
 }

@@ -1,28 +1,10 @@
-import type { LogKind } from '../logs.js';
+import type { LogKind } from '../../logs.js';
+import type { JournalStore } from '../changefeedStore.js';
+import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
 import type { Db } from './database.js';
 
 /** The meta key of the highest `seq` ever pruned from the journal. */
 export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
-
-export interface JournalEvent {
-  seq: number;
-  /** The CloudEvent JSON exactly as stored. */
-  payload: string;
-}
-
-export interface JournalPage {
-  events: JournalEvent[];
-  /** Where the next read starts (read after it): past every event this read looked at, matching or not. */
-  next: number;
-  /** This read looked at everything up to the head: nothing more is there to read now. */
-  reachedHead: boolean;
-}
-
-/**
- * Most positions one read looks at. A filter that rarely matches would otherwise scan the whole
- * journal on every request; past this a read returns what it found, and `next` where it stopped.
- */
-export const MAX_SCAN_POSITIONS = 10_000;
 
 /**
  * The journal read in ingestion order, for consumers that hold their own position (the pull feed
@@ -34,7 +16,7 @@ export const MAX_SCAN_POSITIONS = 10_000;
  * a position below that may have missed events, and `prunedThrough` lets the feed say so (410)
  * instead of skipping them silently.
  */
-export class Journal {
+export class Journal implements JournalStore {
   private readonly headStmt;
   private readonly prunedStmt;
   private readonly pageStmt;
@@ -55,12 +37,16 @@ export class Journal {
   }
 
   /** The highest seq ever assigned; 0 before the first event. */
-  head(): number {
+  async head(): Promise<number> {
+    return this.headNow();
+  }
+
+  private headNow(): number {
     return this.headStmt.get()?.seq ?? 0;
   }
 
   /** The highest seq pruned so far; 0 when nothing was. Reading after a lower position may miss events. */
-  prunedThrough(): number {
+  async prunedThrough(): Promise<number> {
     return this.prunedStmt.get(PRUNED_THROUGH_KEY)?.value ?? 0;
   }
 
@@ -70,12 +56,12 @@ export class Journal {
    * as far as it looked, so `next` is that far: a filtered consumer does not scan the same
    * non-matching events again.
    */
-  page(
+  async page(
     after: number,
     limit: number,
     filter: { log?: LogKind | undefined; type?: string | undefined } = {},
-  ): JournalPage {
-    const head = this.head();
+  ): Promise<JournalPage> {
+    const head = this.headNow();
     const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);
     const events = this.pageStmt.all({
       after,
