@@ -153,7 +153,8 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   }
 
   /** Closes this tenant's view; the pool stays with the backend, which closes it. */
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.open = false;
+    return Promise.resolve();
   }
 }

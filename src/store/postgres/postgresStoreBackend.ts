@@ -31,11 +31,13 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
  * record has numbers exactly as the SQLite store gives them. Seqs, counts and millisecond times
  * stay far below 2^53. Set on this pool only: the postgres sink's pools keep the defaults.
  */
+const INT8_OID = 20;
+const parseInt8 = (value: string): number => Number(value);
 const types = {
-  getTypeParser: ((oid: number, format?: string) =>
-    oid === pg.types.builtins.INT8 && format !== 'binary'
-      ? (value: string) => Number(value)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8_OID && format !== 'binary'
+      ? parseInt8
+      : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
 };
 
 /**
@@ -102,8 +104,8 @@ export class PostgresStoreBackend implements StoreBackend {
   }
 
   /** The store of one tenant; its writes check `fence` first when one is given. */
-  async tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<PostgresChangefeedStore> {
-    return new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence));
+  tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<PostgresChangefeedStore> {
+    return Promise.resolve(new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence)));
   }
 
   async close(): Promise<void> {
