@@ -5,10 +5,10 @@ import { makeTempDir } from '../support/tempDir.js';
 import { defineStoreContractTests } from './storeContract.suite.js';
 
 describe('the SQLite store keeps the store contract', () => {
-  defineStoreContractTests(async () => {
+  defineStoreContractTests(() => {
     const file = join(makeTempDir(), 'changefeed.sqlite');
     let store = SqliteChangefeedStore.open(file);
-    return {
+    return Promise.resolve({
       store,
       reopen: async () => {
         await store.close();
@@ -16,6 +16,6 @@ describe('the SQLite store keeps the store contract', () => {
         return store;
       },
       cleanup: () => store.close(),
-    };
+    });
   });
 });
