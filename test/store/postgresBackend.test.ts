@@ -108,6 +108,21 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     await expect(opening).rejects.toThrow(/newer than this build knows.*upgrade changefeed/);
   });
 
+  it('says which database it cannot open, without its password', async () => {
+    const proxy = await startTcpProxy(POSTGRES_PORT);
+    const port = proxy.port;
+    await proxy.close();
+    const opening = openBackend(freshSchema(), {
+      url: `postgres://postgres:S3cretPW@127.0.0.1:${port}/test`,
+      connectTimeoutMs: 2_000,
+    });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    const message = ((await opening.catch((e: unknown) => e)) as Error).message;
+    expect(message).toMatch(/^cannot open the store at postgres:\/\/<redacted>@127\.0\.0\.1:\d+\/test .*ECONNREFUSED/);
+    expect(message).toMatch(/check store\.url and that the database is up$/);
+    expect(message).not.toContain('S3cretPW');
+  });
+
   it('makes every write fail and keep nothing once the fence says the lease is lost', async () => {
     const schema = freshSchema();
     const backend = await openBackend(schema);
