@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { T } from './contract/storeFixtures.js';
 import { afterAll, afterEach } from 'vitest';
 import { PostgresStoreBackend, type PostgresBackendOptions } from '../../src/store/postgres/postgresStoreBackend.js';
 import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
@@ -42,4 +44,10 @@ export async function openBackend(
   );
   cleanups.push(() => backend.close());
   return backend;
+}
+
+/** Sink `a` active and the career log c-1 watched, as the contract suite's stores start. */
+export async function prepare(store: ChangefeedStore): Promise<void> {
+  await store.sinks.activate([{ name: 'a', type: 'file' }], T);
+  await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
 }

@@ -66,6 +66,7 @@ export class PostgresStoreBackend implements StoreBackend {
     const password = passwordOf(location.url);
     if (password) registerSecret(password);
     const statementTimeout = options.statementTimeoutMs ?? 30_000;
+    const applicationName = options.applicationName ?? 'changefeed';
     const pool = new pg.Pool({
       connectionString: location.url,
       max: location.maxConnections,
@@ -73,7 +74,7 @@ export class PostgresStoreBackend implements StoreBackend {
       idleTimeoutMillis: 30_000,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
-      application_name: (options.applicationName ?? 'changefeed').slice(0, 63),
+      application_name: applicationName.slice(0, 63),
       statement_timeout: statementTimeout,
       // A server that stops answering altogether (a network partition) is given up on too.
       query_timeout: statementTimeout + 10_000,
@@ -84,14 +85,21 @@ export class PostgresStoreBackend implements StoreBackend {
     });
     // An idle connection that drops (a server restart) errors here; the next query reconnects.
     pool.on('error', () => undefined);
+    // Migrations run on a connection of their own without the pool's timeouts: a replica waits
+    // for another's migration as long as it takes, and a long one is not cancelled halfway.
+    const migrator = new pg.Client({
+      connectionString: location.url,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      application_name: `${applicationName}-migrate`.slice(0, 63),
+      keepAlive: true,
+    });
+    migrator.on('error', () => undefined);
     try {
-      const client = await pool.connect();
-      try {
-        await migrate(client, location.schema, shown);
-      } finally {
-        client.release();
-      }
+      await migrator.connect();
+      await migrate(migrator, location.schema, shown);
+      await migrator.end();
     } catch (error) {
+      await migrator.end().catch(() => undefined);
       await endPool(pool);
       if (error instanceof PostgresStoreError) throw error;
       const hint = isStorageError(error) ? 'check store.url and that the database is up' : 'check store.url';

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { WriteFence } from '../storeBackend.js';
-import { StoreHealth, StoreUnavailableError } from '../storeHealth.js';
+import { isStorageError, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -72,9 +72,13 @@ export class TenantDb {
       this.health.clear();
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-      });
+      // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
+      // which would wait out another timeout: destroyed, the server rolls back on its own.
+      if (connectionFailed(error)) broken = error as Error;
+      else
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+        });
       throw this.failure(error);
     } finally {
       client.off('error', ignore);
@@ -87,4 +91,10 @@ export class TenantDb {
     if (!this.health.record(error, this.location) || error instanceof StoreUnavailableError) return error;
     return new StoreUnavailableError(this.health.problem ?? `the database ${this.location} cannot serve`, error);
   }
+}
+
+/** A storage error of the connection rather than of the server (which answers with a SQLSTATE). */
+function connectionFailed(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return isStorageError(error) && !(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code));
 }
