@@ -9,25 +9,11 @@ import { ChangefeedError } from '../errors.js';
  * read-only standby after a failover (25006).
  */
 const POSTGRES_UNAVAILABLE_STATE = /^(08...|53...|58...|57P0[1-4]|57014|25006)$/;
-/** Socket errors of a database server that is down, restarting or out of reach. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EPIPE',
-]);
-/** node-postgres reports a lost or timed-out connection without a code; these are its messages. */
-const POSTGRES_CONNECTION_MESSAGE =
-  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
 
 /**
  * Errors that mean the store cannot be written now but may be later. SQLite and the file system:
  * a full disk (SQLITE_FULL, ENOSPC), a read-only one (SQLITE_READONLY*, EROFS), an I/O error.
- * PostgreSQL: the database away, shutting down, full, read-only or not answering in time.
+ * PostgreSQL: the database shutting down, full, read-only or not answering in time.
  */
 export function isStorageError(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true;
@@ -44,12 +30,14 @@ export function isStorageError(error: unknown): boolean {
   );
 }
 
-/** A PostgreSQL (or socket) error of a database that cannot serve now; see isStorageError. */
+/**
+ * A PostgreSQL error of a database that cannot serve now; see isStorageError. Socket errors and
+ * node-postgres's code-less connection errors are told apart by the PostgreSQL store itself
+ * (postgres/connectionFailure.ts): here they could as well be a sink's.
+ */
 function isDatabaseUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string') return POSTGRES_UNAVAILABLE_STATE.test(code) || NETWORK_CODES.has(code);
-  return POSTGRES_CONNECTION_MESSAGE.test(error.message);
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return error instanceof Error && typeof code === 'string' && POSTGRES_UNAVAILABLE_STATE.test(code);
 }
 
 /** A write to the store failed for want of space or a writable disk; polling pauses until it works again. */
@@ -77,7 +65,7 @@ export class StoreHealth {
     }
     const reason = (error as Error).message;
     const code = (error as { code?: unknown }).code;
-    if (isDatabaseUnavailable(error)) this.current = databaseProblem(code, reason, location);
+    if (isDatabaseUnavailable(error)) this.current = databaseProblem(location, reason, code);
     else
       this.current =
         /full|ENOSPC/i.test(reason) || code === 'SQLITE_FULL'
@@ -96,7 +84,8 @@ export class StoreHealth {
   }
 }
 
-function databaseProblem(code: unknown, reason: string, location: string): string {
+/** Why a PostgreSQL store cannot serve, for readiness and logs: names the database, not a disk. */
+export function databaseProblem(location: string, reason: string, code?: unknown): string {
   const pause = 'polling and delivery pause until it';
   if (code === '53100') return `the database ${location} is out of disk space (${reason}); ${pause} has space again`;
   if (code === '25006') return `the database ${location} is read-only (${reason}); ${pause} accepts writes again`;

@@ -32,7 +32,9 @@ export function storeLocation(config: { stateDir: string; store: StoreConfig }, 
     );
   const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
   if (path === '' || path.startsWith('//'))
-    throw new StoreUrlError(`store.url "${url}" names no file: write sqlite:<path>, e.g. sqlite:state/changefeed.sqlite`);
+    throw new StoreUrlError(
+      `store.url "${url}" names no file: write sqlite:<path>, e.g. sqlite:state/changefeed.sqlite`,
+    );
   if (tenant === DEFAULT_TENANT) return { kind: 'sqlite', file: path };
   return { kind: 'sqlite', file: join(dirname(path), 'tenants', tenant, STORE_FILE_NAME) };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { isConnectionFailure } from '../../src/store/postgres/connectionFailure.js';
 import { globToLike } from '../../src/store/postgres/globPattern.js';
 import { isStorageError, StoreHealth, StoreUnavailableError } from '../../src/store/storeHealth.js';
 
@@ -20,30 +21,36 @@ describe('isStorageError', () => {
     ['53300'],
     ['58030'],
     ['25006'],
-    ['ECONNREFUSED'],
-    ['ECONNRESET'],
-    ['ETIMEDOUT'],
   ])('takes %s for a store that cannot be written now', (code) => {
     expect(isStorageError(withCode(code))).toBe(true);
   });
 
-  it.each([['23505'], ['42P01'], ['22P02'], ['40001'], ['SQLITE_CONSTRAINT'], ['LEASE_LOST']])(
+  // A socket error could as well be a sink's: only the PostgreSQL store reads it as its own (below).
+  it.each([['23505'], ['42P01'], ['22P02'], ['40001'], ['SQLITE_CONSTRAINT'], ['LEASE_LOST'], ['ECONNREFUSED']])(
     'takes %s for an error of the statement or the caller, not of the store',
     (code) => {
       expect(isStorageError(withCode(code))).toBe(false);
     },
   );
+});
 
-  it('knows the connection errors node-postgres reports without a code', () => {
+describe('isConnectionFailure', () => {
+  it('knows a refused, reset or timed-out socket and the connection errors node-postgres reports without a code', () => {
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'])
+      expect(isConnectionFailure(withCode(code))).toBe(true);
     for (const message of [
       'Connection terminated unexpectedly',
       'Connection terminated due to connection timeout',
       'timeout exceeded when trying to connect',
       'Query read timeout',
     ])
-      expect(isStorageError(new Error(message))).toBe(true);
-    expect(isStorageError(new Error('cannot build'))).toBe(false);
-    expect(isStorageError('Connection terminated')).toBe(false);
+      expect(isConnectionFailure(new Error(message))).toBe(true);
+  });
+
+  it('leaves errors the server answered with, and others, alone', () => {
+    for (const code of ['57P01', '23505', 'SQLITE_FULL']) expect(isConnectionFailure(withCode(code))).toBe(false);
+    expect(isConnectionFailure(new Error('cannot build'))).toBe(false);
+    expect(isConnectionFailure('Connection terminated')).toBe(false);
   });
 });
 
@@ -53,12 +60,11 @@ describe('StoreHealth', () => {
   it('names the database, not a disk, for PostgreSQL errors', () => {
     const health = new StoreHealth();
     const cases: [Error, RegExp][] = [
-      [withCode('ECONNREFUSED', 'connect ECONNREFUSED 10.0.0.1:5432'), /^the database .* cannot be reached \(connect/],
+      [withCode('08006', 'connection failure'), /^the database .* cannot be reached \(connection failure/],
       [withCode('53100', 'could not extend file'), /^the database .* is out of disk space/],
       [withCode('25006', 'cannot execute UPDATE in a read-only transaction'), /^the database .* is read-only/],
       [withCode('57014', 'canceling statement due to statement timeout'), /^the database .* did not answer in time/],
       [withCode('57P01', 'terminating connection due to administrator command'), /cannot be reached/],
-      [new Error('Connection terminated unexpectedly'), /cannot be reached/],
     ];
     for (const [error, expected] of cases) {
       expect(health.record(error, at)).toBe(true);

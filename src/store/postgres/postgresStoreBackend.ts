@@ -3,6 +3,7 @@ import { redactUrlCredentials } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { isStorageError } from '../storeHealth.js';
+import { isConnectionFailure } from './connectionFailure.js';
 import { migrate } from './migrate.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
 import { PostgresStoreError } from './postgresStoreError.js';
@@ -102,7 +103,10 @@ export class PostgresStoreBackend implements StoreBackend {
       await migrator.end().catch(() => undefined);
       await endPool(pool);
       if (error instanceof PostgresStoreError) throw error;
-      const hint = isStorageError(error) ? 'check store.url and that the database is up' : 'check store.url';
+      const hint =
+        isStorageError(error) || isConnectionFailure(error)
+          ? 'check store.url and that the database is up'
+          : 'check store.url';
       throw new PostgresStoreError(
         `cannot open the store at ${shown} (schema ${location.schema}): ${(error as Error).message}; ${hint}`,
         error,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { WriteFence } from '../storeBackend.js';
-import { isStorageError, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
+import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
+import { isConnectionFailure } from './connectionFailure.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -74,7 +75,7 @@ export class TenantDb {
     } catch (error) {
       // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
       // which would wait out another timeout: destroyed, the server rolls back on its own.
-      if (connectionFailed(error)) broken = error as Error;
+      if (isConnectionFailure(error)) broken = error as Error;
       else
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
@@ -88,13 +89,11 @@ export class TenantDb {
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
   private failure(error: unknown): unknown {
-    if (!this.health.record(error, this.location) || error instanceof StoreUnavailableError) return error;
+    const unavailable = isConnectionFailure(error)
+      ? new StoreUnavailableError(databaseProblem(this.location, (error as Error).message), error)
+      : error;
+    if (!this.health.record(unavailable, this.location)) return error;
+    if (unavailable instanceof StoreUnavailableError) return unavailable;
     return new StoreUnavailableError(this.health.problem ?? `the database ${this.location} cannot serve`, error);
   }
-}
-
-/** A storage error of the connection rather than of the server (which answers with a SQLSTATE). */
-function connectionFailed(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return isStorageError(error) && !(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code));
 }

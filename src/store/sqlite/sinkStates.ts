@@ -2,7 +2,6 @@ import type { SinkStateStore } from '../changefeedStore.js';
 import type { CircuitState, SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
 import type { Db } from './database.js';
 
-
 /**
  * Which sinks the store feeds, and their connection state. A sink seen for the first time starts
  * from "now": it receives events ingested after its registration, not the journal's history.
