@@ -43,9 +43,14 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     const fence: WriteFence = {
       check: async (transaction) => {
         checks++;
-        // The fence runs on the write's own connection, inside its transaction: SAVEPOINT fails outside one.
+        // The fence runs on the write's own connection, inside its transaction (SAVEPOINT fails
+        // outside one), before the transaction wrote anything (no transaction id assigned yet).
         const client = transaction as pg.PoolClient;
         await client.query('SAVEPOINT fence_probe');
+        const { rows } = await client.query<{ clean: boolean }>(
+          'SELECT pg_current_xact_id_if_assigned() IS NULL AS clean',
+        );
+        expect(rows[0]?.clean).toBe(true);
         await client.query('RELEASE SAVEPOINT fence_probe');
         if (armed) throw lost;
       },

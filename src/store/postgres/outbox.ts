@@ -3,6 +3,7 @@ import type { OutboxStore } from '../changefeedStore.js';
 import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
 
 /** An event ready to append: its CloudEvent JSON and what the journal indexes it by. */
 export interface NewEvent {
@@ -67,7 +68,7 @@ export class PostgresOutbox implements OutboxStore {
         args.objectId,
         args.now,
         events.map((e) => e.eventId),
-        events.map((e) => e.type),
+        events.map((e) => storableText(e.type)),
         events.map((e) => e.performedAt),
         events.map((e) => e.payload),
       ],
@@ -132,9 +133,9 @@ export class PostgresOutbox implements OutboxStore {
         sink,
         retries.map((r) => r.seq),
         retries.map((r) => r.nextAttemptAt),
-        retries.map((r) => r.error),
+        retries.map((r) => storableText(r.error)),
         retries.map((r) => r.status ?? null),
-        retries.map((r) => r.response ?? null),
+        retries.map((r) => storableText(r.response ?? null)),
         now,
       ],
     );
@@ -150,9 +151,9 @@ export class PostgresOutbox implements OutboxStore {
         this.db.tenant,
         sink,
         dead.map((d) => d.seq),
-        dead.map((d) => d.error),
+        dead.map((d) => storableText(d.error)),
         dead.map((d) => d.status ?? null),
-        dead.map((d) => d.response ?? null),
+        dead.map((d) => storableText(d.response ?? null)),
         now,
       ],
     );

@@ -11,6 +11,7 @@ import { PostgresSeenEntries } from './seenEntries.js';
 import { PostgresSinkStates } from './sinkStates.js';
 import type { TenantDb } from './tenantDb.js';
 import { PostgresWatchedLogs } from './watchedLogs.js';
+import { storableText } from './storableText.js';
 
 /**
  * The store contract for one tenant of a PostgreSQL store (PostgresStoreBackend.tenantStore).
@@ -73,15 +74,18 @@ export class PostgresChangefeedStore implements ChangefeedStore {
       // Silent entries first, then the page; an id recorded earlier in the same read is a duplicate.
       const ids = new Set<string>();
       const toRecord: { id: string; performedAt: number | null }[] = [];
-      for (const entry of req.silentEntries ?? [])
-        if (!ids.has(entry.id)) {
-          ids.add(entry.id);
-          toRecord.push({ id: entry.id, performedAt: performedAtMs(entry) });
+      for (const entry of req.silentEntries ?? []) {
+        const id = storableText(entry.id);
+        if (!ids.has(id)) {
+          ids.add(id);
+          toRecord.push({ id, performedAt: performedAtMs(entry) });
         }
+      }
       const firstInRead = req.entries.map((entry) => {
-        if (ids.has(entry.id)) return false;
-        ids.add(entry.id);
-        toRecord.push({ id: entry.id, performedAt: performedAtMs(entry) });
+        const id = storableText(entry.id);
+        if (ids.has(id)) return false;
+        ids.add(id);
+        toRecord.push({ id, performedAt: performedAtMs(entry) });
         return true;
       });
       const fresh = await this.seen.add(query, {
@@ -96,7 +100,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
       const events: NewEvent[] = [];
       const eventIds = new Set<string>();
       req.entries.forEach((entry, i) => {
-        if (!firstInRead[i] || !fresh.has(entry.id)) return;
+        if (!firstInRead[i] || !fresh.has(storableText(entry.id))) return;
         const event = req.toEvent(entry);
         const performedAt = performedAtMs(entry);
         if (eventIds.has(event.id)) return;

@@ -4,6 +4,7 @@ import type { LogKind } from '../../logs.js';
 import type { QuarantineStore } from '../changefeedStore.js';
 import type { QuarantineRecord } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
 
 interface Row {
   log: LogKind;
@@ -39,11 +40,11 @@ export class PostgresQuarantine implements QuarantineStore {
         log,
         objectId,
         entries.map((e) => createHash('sha256').update(`${e.rawBytes}:${e.raw}`).digest('hex')),
-        entries.map((e) => e.entryId ?? null),
-        entries.map((e) => e.reason),
-        entries.map((e) => e.raw),
+        entries.map((e) => storableText(e.entryId ?? null)),
+        entries.map((e) => storableText(e.reason)),
+        entries.map((e) => storableText(e.raw)),
         entries.map((e) => e.rawBytes),
-        entries.map((e) => e.requestId ?? null),
+        entries.map((e) => storableText(e.requestId ?? null)),
         now,
       ],
     );

@@ -1,6 +1,7 @@
 import type { LogKind } from '../../logs.js';
 import type { SeenEntryStore } from '../changefeedStore.js';
 import type { Query, TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
 
 /** Entry ids already ingested per log of one tenant, the basis of deduplication across overlapping windows. */
 export class PostgresSeenEntries implements SeenEntryStore {
@@ -10,14 +11,16 @@ export class PostgresSeenEntries implements SeenEntryStore {
     if (entryIds.length === 0) return new Set();
     const rows = await this.db.read<{ entry_id: string }>(
       `SELECT entry_id FROM seen_entries WHERE tenant = $1 AND log = $2 AND object_id = $3 AND entry_id = ANY($4::text[])`,
-      [this.db.tenant, log, objectId, entryIds],
+      [this.db.tenant, log, objectId, entryIds.map(storableText)],
     );
-    return new Set(rows.map((r) => r.entry_id));
+    // Answered with the ids as asked: one with a NUL is stored with U+FFFD (storableText).
+    const stored = new Set(rows.map((r) => r.entry_id));
+    return new Set(entryIds.filter((id) => stored.has(storableText(id))));
   }
 
   /**
-   * Part of the ingest transaction: records the ids (each once: the caller drops repeats) and
-   * returns those that were new. One statement for the whole page.
+   * Part of the ingest transaction: records the ids (each once: the caller drops repeats, and
+   * gives them as storableText) and returns those that were new. One statement for the whole page.
    */
   async add(
     query: Query,

@@ -1,6 +1,7 @@
 import type { SinkStateStore } from '../changefeedStore.js';
 import type { CircuitState, SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
 import type { TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
 
 interface Row {
   name: string;
@@ -57,11 +58,11 @@ export class PostgresSinkStates implements SinkStateStore {
         state.connected,
         state.pausedUntil,
         state.consecutiveFailures,
-        state.lastError,
+        storableText(state.lastError),
         state.lastErrorAt,
         state.lastDeliveryAt,
         state.circuit ?? 'closed',
-        state.disabledReason ?? null,
+        storableText(state.disabledReason ?? null),
       ],
     );
   }

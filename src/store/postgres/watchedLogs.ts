@@ -2,6 +2,7 @@ import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import type { SortOrder, WatchedLog, WatchOrigin, WatchStatus } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
 
 interface Row {
   log: LogKind;
@@ -105,14 +106,14 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     await this.db.writeOne(
       `UPDATE watched_logs SET last_poll_at = $4, last_error = $5, consecutive_failures = consecutive_failures + 1
        WHERE tenant = $1 AND log = $2 AND object_id = $3`,
-      [this.db.tenant, log, objectId, now, error],
+      [this.db.tenant, log, objectId, now, storableText(error)],
     );
   }
 
   async setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void> {
     await this.db.writeOne(
       'UPDATE watched_logs SET status = $4, status_reason = $5 WHERE tenant = $1 AND log = $2 AND object_id = $3',
-      [this.db.tenant, log, objectId, status, reason],
+      [this.db.tenant, log, objectId, status, storableText(reason)],
     );
   }
 

@@ -129,6 +129,16 @@ export function defineIngestContract(openFresh: OpenFresh): void {
       expect(await entryIdsInJournal(store)).toEqual(['e-1']);
     });
 
+    it('takes an entry id and an event name holding a NUL character, and still deduplicates them', async () => {
+      const { store } = await openFresh();
+      const odd = entry('e\u0000-1', T - 1_000, 'level\u0000added');
+      expect(await ingest(store, [odd, entry('e-2')])).toMatchObject({ emitted: 2, duplicates: 0 });
+      expect(await ingest(store, [odd])).toMatchObject({ emitted: 0, duplicates: 1 });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e\u0000-1', 'e-1'])).toEqual(new Set(['e\u0000-1']));
+      // The payload is JSON: the NUL is escaped in it and comes back exactly.
+      expect(await entryIdsInJournal(store)).toEqual(['e\u0000-1', 'e-2']);
+    });
+
     it('quarantines entries in the same transaction, each raw entry once, newest first', async () => {
       const { store } = await openFresh();
       const bad = quarantined('{"id":"q-1","performedAt":"yesterday"}', 'q-1');

@@ -111,6 +111,35 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect((await store.outbox.pending('a', 0, 1))[0]).toMatchObject({ attempts: 2, firstAttemptAt: T + 2 });
     });
 
+    it('records a failure whose error or response holds a NUL character (a binary body)', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1'), entry('e-2')]);
+      const seq = await seqOf(store);
+      await store.outbox.scheduleRetry(
+        'a',
+        [{ seq: seq['e-1']!, error: 'bad\u0000', response: '\u0000\u0001', nextAttemptAt: T + 1 }],
+        T,
+      );
+      await store.outbox.markDead('a', [{ seq: seq['e-2']!, error: 'x\u0000y', status: 500, response: 'a\u0000b' }], T);
+      await store.watchedLogs.recordFailure('career', 'c-1', 'HTTP 500: \u0000', T);
+      await store.sinks.recordState({
+        sink: 'a',
+        connected: false,
+        pausedUntil: 0,
+        consecutiveFailures: 1,
+        lastError: 'refused\u0000',
+        lastErrorAt: T,
+        lastDeliveryAt: null,
+      });
+      const [dead] = await store.deadLetters.list();
+      // SQLite keeps the NUL; PostgreSQL, whose text cannot hold it, stores U+FFFD in its place.
+      expect(dead).toMatchObject({
+        lastError: expect.stringMatching(/^x.y$/u),
+        lastResponse: expect.stringMatching(/^a.b$/u),
+      });
+      expect((await store.outbox.counts('a')).pending).toBe(1);
+    });
+
     it('prunes old journal entries that no sink still waits for, keeps pending ones, and says how far', async () => {
       const { store } = await openFresh(['a', 'b']);
       await ingest(store, [entry('both-done'), entry('one-done'), entry('dead'), entry('waiting')]);
