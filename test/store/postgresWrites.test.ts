@@ -154,6 +154,40 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     }
   });
 
+  it('gives every connection back after failed transactions, and recovers from connections the server ended', async () => {
+    const applicationName = `cf-test-conn-${process.pid}`;
+    const backend = await openBackend(freshSchema(), { applicationName });
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    // More failed ingests than the pool has connections (4): each must give its connection back.
+    for (let i = 0; i < 10; i++) {
+      const failing = ingest(store, [entry(`e-${i}`)], {
+        toEvent: () => {
+          throw new Error('cannot build');
+        },
+      });
+      await expect(failing).rejects.toThrow('cannot build');
+    }
+    expect(await ingest(store, [entry('e-ok')])).toMatchObject({ emitted: 1 });
+
+    // The server ends the pool's connections (a restart, an operator): the store reconnects.
+    const { rows } = await admin!.query<{ ended: boolean }>(
+      'SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = $1',
+      [applicationName],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    // A write may meet an ended connection before the pool noticed: it says so, typed, and the
+    // connection is dropped; at worst each of the pool's connections fails one write.
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await store.setMeta('k', '2').catch((e: unknown) => e);
+      if (outcome === undefined) break;
+      expect(outcome).toBeInstanceOf(StoreUnavailableError);
+      expect(attempt).toBeLessThan(4);
+    }
+    expect(await store.getMeta('k')).toBe('2');
+    expect(store.health.problem).toBeUndefined();
+  });
+
   it('gives up a statement the database does not finish within the statement timeout', async () => {
     const schema = freshSchema();
     const backend = await openBackend(schema, { statementTimeoutMs: 300 });
