@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
-import { POSTGRES_PORT } from '../support/postgresAdmin.js';
+import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
 import { entry, ingest, T } from './storeContract.suite.js';
@@ -71,6 +71,12 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     await expect(opening).rejects.toThrow(PostgresStoreError);
     await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
     await expect(opening).rejects.toThrow(/newer than this build knows.*upgrade changefeed/);
+  });
+
+  it('refuses a URL that sets options, which would take the schema away', async () => {
+    await expect(
+      openBackend(freshSchema(), { url: `${POSTGRES_URL}?options=-c%20search_path%3Dpublic` }),
+    ).rejects.toThrow(/sets options.*store\.schema/);
   });
 
   it('says which database it cannot open, without its password', async () => {

@@ -64,6 +64,12 @@ export class PostgresStoreBackend implements StoreBackend {
     const shown = redactUrlCredentials(location.url);
     if (!SCHEMA_NAME.test(location.schema))
       throw new PostgresStoreError(`store.schema "${location.schema}" is not a lower-case SQL identifier`);
+    // node-postgres lets the URL's parameters win over the pool's: an `options` there would
+    // replace the search_path that points every query at the schema.
+    if (searchParamsOf(location.url)?.has('options'))
+      throw new PostgresStoreError(
+        `store.url ${shown} sets options, which the store needs for its schema; set store.schema instead`,
+      );
     const password = passwordOf(location.url);
     if (password) registerSecret(password);
     const statementTimeout = options.statementTimeoutMs ?? 30_000;
@@ -123,6 +129,14 @@ export class PostgresStoreBackend implements StoreBackend {
   async close(): Promise<void> {
     this.closing ??= endPool(this.pool);
     await this.closing;
+  }
+}
+
+function searchParamsOf(url: string): URLSearchParams | undefined {
+  try {
+    return new URL(url).searchParams;
+  } catch {
+    return undefined;
   }
 }
 
