@@ -42,7 +42,9 @@ export const appConfigSchema = z
       .strict()
       .prefault({})
       .describe('The event journal in the store.'),
-    cluster: clusterConfigSchema.prefault({}).describe('This replica among others: its name, sent to the service.'),
+    cluster: clusterConfigSchema
+      .prefault({})
+      .describe('This replica among others: its name, sent to the service, and its tenant leases.'),
     stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
     http: httpConfigSchema
       .prefault({})
