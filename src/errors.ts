@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'SINK_PARTIAL_FAILURE',
   'SINK_REJECTED',
   'SINK_DISABLED',
+  'LEASE_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
