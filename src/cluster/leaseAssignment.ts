@@ -5,8 +5,9 @@
  *
  * The rules:
  * - Fair shares. With T tenants and N live replicas each replica's share is floor(T/N) or
- *   ceil(T/N); the T mod N replicas that hold the most tenants now (ties by id) get the larger
- *   share, so a spread that is already even (8/8/7/7) moves nothing, whichever replicas hold 8.
+ *   ceil(T/N); the first T mod N replicas by id get the larger share. The shares depend on the
+ *   live set alone, never on who holds what now: shares that followed the holdings shifted while
+ *   tenants were in flight, so replicas handed over tenants and took them back.
  * - Hand over only the surplus. A replica over its share releases the tenants it ranks lowest,
  *   minus those it is already handing over; one within its share never releases.
  * - Take only what is free. A tenant validly leased by another replica is never taken; free
@@ -63,9 +64,9 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Each live replica's fair share, given how many tenants each holds now. */
-export function fairShares(tenantCount: number, held: ReadonlyMap<string, number>): Map<string, number> {
-  const instances = [...held.keys()].sort((a, b) => (held.get(b) ?? 0) - (held.get(a) ?? 0) || compare(a, b));
+/** Each live replica's fair share: the first T mod N by id get one more. */
+export function fairShares(tenantCount: number, liveInstances: Iterable<string>): Map<string, number> {
+  const instances = [...new Set(liveInstances)].sort(compare);
   const shares = new Map<string, number>();
   if (instances.length === 0) return shares;
   const base = Math.floor(tenantCount / instances.length);
@@ -95,7 +96,7 @@ export function assignLeases(snapshot: AssignmentSnapshot): Assignment {
     if (live.has(holder)) held.set(holder, (held.get(holder) ?? 0) + 1);
     if (holder === me) mine.push(tenant);
   }
-  const shares = fairShares(tenants.length, held);
+  const shares = fairShares(tenants.length, live);
   const myShare = shares.get(me) ?? 0;
 
   const release = unconfigured.sort(compare);

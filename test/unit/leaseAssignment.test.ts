@@ -77,9 +77,9 @@ describe('assignLeases', () => {
     for (const [tenant, holder] of gone) expect(after.leases.get(tenant)).toBe(holder);
   });
 
-  it('an even spread whose larger shares sit on any replicas moves nothing', () => {
+  it('an even spread with the larger shares at the first replicas by id moves nothing', () => {
     const leases = new Map<string, string>();
-    const counts = { a: 7, b: 8, c: 7, d: 8 };
+    const counts = { a: 8, b: 8, c: 7, d: 7 };
     let i = 0;
     for (const [holder, n] of Object.entries(counts)) for (let k = 0; k < n; k++) leases.set(TENANTS_30[i++]!, holder);
     for (const me of Object.keys(counts))
@@ -87,6 +87,24 @@ describe('assignLeases', () => {
         acquire: [],
         release: [],
       });
+  });
+
+  it('while tenants are in flight, nobody but the newcomer takes them', () => {
+    // b and c handed over their surplus, a not yet: a hands over 2, and only d may take the free 5.
+    const instances = ['a', 'b', 'c', 'd'];
+    const leases = new Map<string, string>();
+    let i = 0;
+    for (const [holder, n] of Object.entries({ a: 10, b: 8, c: 7 }))
+      for (let k = 0; k < n; k++) leases.set(TENANTS_30[i++]!, holder);
+    const decisions = instances.map((me) =>
+      assignLeases({ me, tenants: TENANTS_30, liveInstances: instances, leases }),
+    );
+    expect(decisions.map((d) => [d.acquire.length, d.release.length])).toEqual([
+      [0, 2],
+      [0, 0],
+      [0, 0],
+      [5, 0],
+    ]);
   });
 
   const cases: {
@@ -228,17 +246,8 @@ describe('assignLeases', () => {
 });
 
 describe('fairShares', () => {
-  it('gives the larger shares to the replicas holding most, ties by id', () => {
-    const shares = fairShares(
-      30,
-      new Map([
-        ['a', 0],
-        ['b', 9],
-        ['c', 9],
-        ['d', 12],
-      ]),
-    );
-    expect(Object.fromEntries(shares)).toEqual({ d: 8, b: 8, c: 7, a: 7 });
-    expect(fairShares(5, new Map())).toEqual(new Map());
+  it('gives the larger shares to the first replicas by id, whatever they hold', () => {
+    expect(Object.fromEntries(fairShares(30, ['d', 'b', 'c', 'a', 'a']))).toEqual({ a: 8, b: 8, c: 7, d: 7 });
+    expect(fairShares(5, [])).toEqual(new Map());
   });
 });
