@@ -28,6 +28,16 @@ async function setup(
   return { table: new LeaseTable(pool, { leaseMs }), pool };
 }
 
+/**
+ * Makes the tenant's lease expire now, as time would: tests use long leases and this, so a slow
+ * step on a loaded machine cannot let a lease lapse early.
+ */
+async function expire(tenant: string): Promise<void> {
+  await db.query("UPDATE changefeed_leases SET expires_at = clock_timestamp() - interval '1 ms' WHERE tenant = $1", [
+    tenant,
+  ]);
+}
+
 /** Waits, on the database's clock, until the tenant's lease has expired. */
 async function untilExpired(tenant: string): Promise<void> {
   const { rows } = await db.query<{ ms: number }>(
@@ -40,20 +50,25 @@ async function untilExpired(tenant: string): Promise<void> {
 
 describe('LeaseTable', () => {
   it('ten replicas racing for one tenant: exactly one gets it, and each acquisition has its own epoch', async (ctx) => {
-    const { table } = await setup(ctx, 300);
-    const epochs: number[] = [];
-    for (let round = 0; round < 3; round++) {
+    // A long lease, so a slow connection on a loaded machine cannot arrive after it expired.
+    const { table } = await setup(ctx, 30_000);
+    const race = async (): Promise<number> => {
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => table.acquire('acme', `r${i}`)));
       const winners = results.filter((r) => r !== undefined);
       expect(winners).toHaveLength(1);
-      epochs.push(winners[0]!.epoch);
-      await untilExpired('acme');
-    }
+      return winners[0]!.epoch;
+    };
+    const epochs = [await race()]; // a new row
+    const [row] = await table.list();
+    await table.release('acme', row!.holder!, row!.epoch);
+    epochs.push(await race()); // a released lease
+    await db.query("UPDATE changefeed_leases SET expires_at = clock_timestamp() - interval '1 second'");
+    epochs.push(await race()); // an expired lease
     expect(epochs).toEqual([1, 2, 3]);
   });
 
   it('renews only the holder’s own, unexpired leases at their epoch', async (ctx) => {
-    const { table } = await setup(ctx, 400);
+    const { table } = await setup(ctx);
     const a = await table.acquire('acme', 'a');
     await table.acquire('globex', 'a');
     expect(a?.epoch).toBe(1);
@@ -65,7 +80,7 @@ describe('LeaseTable', () => {
     expect(renewed.map((r) => r.tenant)).toEqual(['acme']);
     expect(renewed[0]!.expiresAt.getTime()).toBeGreaterThan(a!.expiresAt.getTime());
     expect(await table.renew('b', [{ tenant: 'acme', epoch: 1 }])).toEqual([]);
-    await untilExpired('acme');
+    await expire('acme');
     expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toEqual([]); // too late: it is free
     expect((await table.acquire('acme', 'b'))?.epoch).toBe(2);
   });
@@ -83,18 +98,18 @@ describe('LeaseTable', () => {
   });
 
   it('the fence passes for the holder and throws LEASE_LOST once another replica took over', async (ctx) => {
-    const { table, pool } = await setup(ctx, 300);
+    const { table, pool } = await setup(ctx);
     await table.acquire('acme', 'a');
     const client = await pool.connect();
     try {
       await checkLease(client, { tenant: 'acme', holder: 'a', epoch: 1 });
-      await untilExpired('acme');
+      await expire('acme');
       await table.acquire('acme', 'b');
       const error = await checkLease(client, { tenant: 'acme', holder: 'a', epoch: 1 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LeaseLostError);
       expect(error).toMatchObject({ code: 'LEASE_LOST', tenant: 'acme' });
       // An expired lease that nobody took yet is no more valid for writing.
-      await untilExpired('acme');
+      await expire('acme');
       await expect(checkLease(client, { tenant: 'acme', holder: 'b', epoch: 2 })).rejects.toThrow(LeaseLostError);
     } finally {
       client.release();
@@ -102,7 +117,8 @@ describe('LeaseTable', () => {
   });
 
   it('a takeover waits for a write that passed the fence to commit (FOR SHARE)', async (ctx) => {
-    const { table, pool } = await setup(ctx, 300);
+    // The lease must lapse by itself (an UPDATE to expire it would wait for the writer's lock).
+    const { table, pool } = await setup(ctx, 1_500);
     await table.acquire('acme', 'a');
     const writer = await pool.connect();
     try {
@@ -135,7 +151,7 @@ describe('LeaseTable', () => {
   });
 
   it('lists live holders, forgets unconfigured free tenants and releases what the holder does not keep', async (ctx) => {
-    const { table } = await setup(ctx, 400);
+    const { table } = await setup(ctx);
     await table.heartbeat('a');
     await table.heartbeat('b');
     expect(await table.liveInstances()).toEqual(['a', 'b']);
@@ -149,8 +165,10 @@ describe('LeaseTable', () => {
       ['t2', null, false],
       ['t4', 'b', true],
     ]);
-    await db.query('SELECT pg_sleep(0.45)');
-    await table.heartbeat('b');
+    // a stops heartbeating: its last heartbeat ages past the lease.
+    await db.query(
+      "UPDATE changefeed_instances SET heartbeat_at = clock_timestamp() - interval '1 minute' WHERE instance_id = 'a'",
+    );
     expect(await table.liveInstances()).toEqual(['b']);
     expect((await table.list()).find((r) => r.tenant === 't1')?.holderLive).toBe(false);
   });

@@ -40,7 +40,7 @@ export async function createLeaseSchema(admin: pg.Client): Promise<LeaseSchema> 
       database: 'test',
       options: `-c search_path=${name}`,
       max: options.max ?? 4,
-      connectionTimeoutMillis: 1_000,
+      connectionTimeoutMillis: 2_000,
     });
     // A connection cut by a test (a proxy stopped, pg_terminate_backend) must not crash the run.
     p.on('error', () => undefined);
