@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
@@ -6,7 +5,7 @@ import { HeldLeases, type HeldLease } from './heldLeases.js';
 import { assignLeases } from './leaseAssignment.js';
 import type { LeaseTable } from './leaseTable.js';
 import { monotonicClock } from './monotonicClock.js';
-import { checkLease, LeaseLostError, type WriteFence } from './writeFence.js';
+import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
 
 /**
  * What the keeper tells its owner (the daemon). Called synchronously from the keeper's loop or
@@ -96,7 +95,10 @@ export class LeaseKeeper {
     if (!this.failure) return undefined;
     const { since, attempts, error } = this.failure;
     const seconds = Math.round((this.clock.now() - since) / 1000);
-    return `lease database unreachable for ${seconds} s (${attempts} failed rounds): ${error}; holding ${this.held.size} tenants, each stops before its lease may expire`;
+    return (
+      `tenant leases not renewed for ${seconds} s (${attempts} failed rounds in a row): ${error}; check that the ` +
+      `PostgreSQL store is reachable. Holding ${this.held.size} tenants, each stopped before its lease may expire`
+    );
   }
 
   /** Whether this replica may write `tenant` now: held, and before the local deadline. */
@@ -123,15 +125,7 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return {
-      tenant,
-      epoch: lease.epoch,
-      check: async (client: pg.ClientBase) => {
-        if (this.held.get(tenant)?.epoch !== lease.epoch || !this.canWrite(tenant))
-          throw new LeaseLostError(tenant, `epoch ${lease.epoch} is past its local deadline or was given up`);
-        await checkLease(client, claim);
-      },
-    };
+    return localThenDatabaseFence(claim, () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant));
   }
 
   /**

@@ -58,7 +58,23 @@ export async function checkLease(client: pg.ClientBase, claim: LeaseClaim): Prom
   }
 }
 
-/** A fence that asks the database only; LeaseKeeper.fence adds the local deadline in front. */
+/** A fence that asks the database only; LeaseKeeper.fence puts the local deadline in front. */
 export function databaseFence(claim: LeaseClaim): WriteFence {
   return { tenant: claim.tenant, epoch: claim.epoch, check: (client) => checkLease(client, claim) };
+}
+
+/**
+ * A fence that first asks `locallyValid` (no round trip: the holder's own deadline) and refuses at
+ * once when it says no, then asks the database in the caller's transaction.
+ */
+export function localThenDatabaseFence(claim: LeaseClaim, locallyValid: () => boolean): WriteFence {
+  return {
+    tenant: claim.tenant,
+    epoch: claim.epoch,
+    check: async (client) => {
+      if (!locallyValid())
+        throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);
+      await checkLease(client, claim);
+    },
+  };
 }
