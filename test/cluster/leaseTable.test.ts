@@ -150,6 +150,27 @@ describe('LeaseTable', () => {
     }
   });
 
+  it('a writer paused inside its transaction cannot hold a takeover off forever once the session times out', async (ctx) => {
+    const { table } = await setup(ctx, 1_500);
+    // What the store's pool must set: PostgreSQL ends a transaction left idle this long, and
+    // with it the lease row's lock, so the next holder is not stuck behind a stopped process.
+    const writerPool = db.pool({ options: '-c idle_in_transaction_session_timeout=1000' });
+    await table.acquire('acme', 'a');
+    const writer = await writerPool.connect();
+    writer.on('error', () => undefined);
+    try {
+      await writer.query('BEGIN');
+      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
+      // ...and the process stops here, its transaction open.
+      await untilExpired('acme');
+      const lease = await table.acquire('acme', 'b'); // waits until the session is ended
+      expect(lease?.epoch).toBe(2);
+      await expect(writer.query('COMMIT')).rejects.toThrow();
+    } finally {
+      writer.release(true);
+    }
+  });
+
   it('lists live holders, forgets unconfigured free tenants and releases what the holder does not keep', async (ctx) => {
     const { table } = await setup(ctx);
     await table.heartbeat('a');

@@ -14,7 +14,7 @@ export interface LeaseSchema {
   /** The admin connection (no search_path): for looking at pg_stat_activity and the like. */
   readonly admin: pg.Client;
   /** A pool on the schema; `port` sends it through a proxy instead of to PostgreSQL directly. */
-  pool(options?: { port?: number; max?: number }): pg.Pool;
+  pool(options?: { port?: number; max?: number; options?: string }): pg.Pool;
   /** A query on the schema, on a pool of the test's own (not one a keeper under test uses). */
   query<R extends pg.QueryResultRow>(sql: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
   close(): Promise<void>;
@@ -32,13 +32,13 @@ export async function createLeaseSchema(admin: pg.Client): Promise<LeaseSchema> 
   const name = `cf_test_${randomBytes(6).toString('hex')}`;
   await admin.query(`CREATE SCHEMA "${name}"`);
   const pools: pg.Pool[] = [];
-  const pool = (options: { port?: number; max?: number } = {}): pg.Pool => {
+  const pool = (options: { port?: number; max?: number; options?: string } = {}): pg.Pool => {
     const p = new pg.Pool({
       host: '127.0.0.1',
       port: options.port ?? POSTGRES_PORT,
       user: 'postgres',
       database: 'test',
-      options: `-c search_path=${name}`,
+      options: `-c search_path=${name}${options.options ? ` ${options.options}` : ''}`,
       max: options.max ?? 4,
       connectionTimeoutMillis: 2_000,
     });
