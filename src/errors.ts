@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'TENANT_NAME_INVALID',
   'TENANT_DUPLICATE_API_KEY',
   'TENANTS_DIR_UNREADABLE',
+  'LEASE_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

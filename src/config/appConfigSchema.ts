@@ -14,7 +14,9 @@ import { tenantConfigSchema } from './tenantConfigSchema.js';
  */
 export const appConfigSchema = tenantConfigSchema
   .extend({
-    cluster: clusterConfigSchema.prefault({}).describe('This replica among others: its name, sent to the service.'),
+    cluster: clusterConfigSchema
+      .prefault({})
+      .describe('This replica among others: its name, sent to the service, and its tenant leases.'),
     stateDir: z
       .string()
       .min(1)
