@@ -4,10 +4,10 @@ import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
 import { storePath } from '../store/sqlite/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { setStoreAside } from '../store/sqlite/storeIdentity.js';
-import type { AppConfig } from '../config/appConfigSchema.js';
+import type { ProcessConfig } from '../config/mainConfig.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
-import { loadAppConfig } from './loadAppConfig.js';
+import { loadTenantedConfig } from './loadAppConfig.js';
 import { requiredNumericFlag } from './numericFlag.js';
 import { bindPort, type PortBinding } from './portInUse.js';
 import { onShutdownSignals } from './shutdownSignals.js';
@@ -33,10 +33,11 @@ export async function runCommand(argv: string[]): Promise<number> {
   // Checked before anything starts: a bad value must not surface only at the first SIGTERM.
   const shutdownTimeoutMs =
     requiredNumericFlag('shutdown-timeout', values['shutdown-timeout'], { min: 0, max: 3_600 }) * 1000;
-  const { config } = loadAppConfig({ configFlag: values.config });
+  const { main } = loadTenantedConfig({ configFlag: values.config });
+  const config = main.process;
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
   if (values['reset-store']) resetStore(config.stateDir, logger);
-  let daemon = new ChangefeedDaemon(config, { logger });
+  let daemon = new ChangefeedDaemon(main, { logger });
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
   onShutdownSignals(
@@ -51,7 +52,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     reloading = reloading.then(async () => {
       let next;
       try {
-        next = loadAppConfig({ configFlag: values.config }).config;
+        next = loadTenantedConfig({ configFlag: values.config }).main;
       } catch (error) {
         logger.error(
           { err: describeError(error) },
@@ -85,7 +86,7 @@ function resetStore(stateDir: string, logger: Logger): void {
   }
 }
 
-function httpBinding(config: AppConfig): PortBinding {
+function httpBinding(config: ProcessConfig): PortBinding {
   return { port: config.http.port ?? 0, host: config.http.host, setting: 'http.port (or CHANGEFEED_HTTP_PORT)' };
 }
 

@@ -3,7 +3,7 @@ import type pg from 'pg';
 /**
  * The tables through which replicas sharing one PostgreSQL store divide the tenants
  * (docs/leases.md). Idempotent, so it can run at every start and inside the store's versioned
- * migrations alike.
+ * migrations alike. Part of the PostgreSQL store's migration 1: change it only by a new migration.
  *
  * Every time in them is written by the database (`clock_timestamp()`), never by a replica: the
  * replicas' clocks may disagree by seconds, the database's is the one clock they all share.

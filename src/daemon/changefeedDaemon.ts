@@ -2,11 +2,12 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
 import { readTenants } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
-import { describeError } from '../errors.js';
+import { ChangefeedError, describeError } from '../errors.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
+import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
@@ -17,6 +18,7 @@ import type { DaemonOptions } from './daemonParts.js';
 import { routeTenantFeeds } from './tenantFeeds.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
+import { TenantLeases } from './tenantLeases.js';
 import { TenantSupervisor } from './tenantSupervisor.js';
 
 export type { DaemonOptions, OnceReport };
@@ -33,6 +35,8 @@ export class ChangefeedDaemon {
   private readonly lock: StateDirLock | undefined;
   private backend: StoreBackend | undefined;
   private tenantSupervisor: TenantSupervisor | undefined;
+  /** On a PostgreSQL store: which tenants this replica runs. */
+  private leases: TenantLeases | undefined;
   private watcher: TenantsWatcher<TenantConfig> | undefined;
   private tenants: readonly Tenant<TenantConfig>[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
@@ -81,8 +85,9 @@ export class ChangefeedDaemon {
     }
     if (this.main.tenants.kind === 'main') {
       this.tenants = readTenants(this.main.tenants).tenants;
-      for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
+      if (!this.leases) for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
     } else await this.watchTenants(this.main.tenants);
+    this.leases?.start();
     this.options.logger.info(
       {
         instanceId: this.config.cluster.instanceId,
@@ -112,6 +117,11 @@ export class ChangefeedDaemon {
   /** `run --once`: one sweep of every tenant's logs, then delivery of everything pending. */
   async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
     const supervisor = await this.open();
+    if (this.leases)
+      throw new ChangefeedError(
+        'USAGE',
+        'run --once works on a SQLite store; on a PostgreSQL store the replicas lease the tenants, so run them instead',
+      );
     const tenants = readTenants(this.main.tenants);
     for (const problem of tenants.problems) this.options.logger.error({ file: problem.file }, problem.message);
     const reports: OnceReport[] = [];
@@ -135,7 +145,8 @@ export class ChangefeedDaemon {
     this.stopped = true;
     await this.watcher?.stop();
     await this.applying;
-    await this.tenantSupervisor?.stopAll();
+    if (this.leases) await this.leases.stop();
+    else await this.tenantSupervisor?.stopAll();
     await this.healthServer?.close();
     await this.backend?.close();
     this.lock?.release();
@@ -147,7 +158,7 @@ export class ChangefeedDaemon {
       runtimes: this.tenantSupervisor?.runtimes ?? [],
       startFailures: this.tenantSupervisor?.startFailures ?? new Map(),
       problems: this.report?.problems ?? [],
-      backendProblem: this.backend ? undefined : 'the store is not open yet',
+      backendProblem: this.backend ? this.leases?.keeper.problem : 'the store is not open yet',
     });
   }
 
@@ -175,7 +186,23 @@ export class ChangefeedDaemon {
   }
 
   private async open(): Promise<TenantSupervisor> {
-    this.backend ??= await openStoreBackend(this.config);
+    if (this.backend === undefined) {
+      const leaseMs = this.config.cluster.leaseSeconds * 1000;
+      this.backend = await openStoreBackend(this.config, {
+        applicationName: `changefeed ${this.config.cluster.instanceId}`,
+        idleInTransactionTimeoutMs: leaseMs,
+      });
+      const supervisor = this.supervisor(this.backend);
+      if (this.backend instanceof PostgresStoreBackend)
+        this.leases = new TenantLeases({
+          pool: this.backend.pool,
+          instanceId: this.config.cluster.instanceId,
+          leaseMs,
+          supervisor,
+          tenants: () => this.tenants,
+          logger: this.options.logger,
+        });
+    }
     return this.supervisor(this.backend);
   }
 
@@ -184,6 +211,7 @@ export class ChangefeedDaemon {
       backend,
       options: this.options,
       configOf: (tenant) => ({ ...this.config, ...tenant.config }),
+      fenceOf: (tenant) => this.leases?.fenceOf(tenant),
     });
     return this.tenantSupervisor;
   }
@@ -200,6 +228,16 @@ export class ChangefeedDaemon {
         problem.message,
       );
     const byName = new Map(report.tenants.map((t) => [t.name, t]));
+    const leases = this.leases;
+    if (leases) {
+      // Added tenants are taken by whichever replica the next lease round assigns.
+      const changed = report.diff.changed.flatMap((name) => byName.get(name) ?? []);
+      await Promise.all([
+        ...report.diff.removed.map((name) => leases.removed(name)),
+        ...changed.map((tenant) => leases.changed(tenant)),
+      ]);
+      return;
+    }
     const starting = [...report.diff.added, ...report.diff.changed].flatMap((name) => byName.get(name) ?? []);
     await Promise.all([
       ...report.diff.removed.map((name) => supervisor.stop(name)),

@@ -1,3 +1,5 @@
+import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
+
 /**
  * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
  * in `schema_migrations`. Never edit a released migration; append a new one.
@@ -148,19 +150,6 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX quarantine_by_first_seen ON quarantine (tenant, first_seen_at);
 
-  CREATE TABLE changefeed_instances (
-    instance_id TEXT PRIMARY KEY,
-    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    heartbeat_at TIMESTAMPTZ NOT NULL
-  );
-
-  CREATE TABLE changefeed_leases (
-    tenant TEXT PRIMARY KEY,
-    holder TEXT,
-    epoch BIGINT NOT NULL DEFAULT 0,
-    expires_at TIMESTAMPTZ,
-    acquired_at TIMESTAMPTZ,
-    renewed_at TIMESTAMPTZ
-  );
+  ${LEASE_SCHEMA_SQL}
   `,
 ];

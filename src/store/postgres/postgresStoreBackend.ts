@@ -59,7 +59,8 @@ export class PostgresStoreBackend implements StoreBackend {
   private closing: Promise<void> | undefined;
 
   private constructor(
-    private readonly pool: pg.Pool,
+    /** The pool, shared with the tenant leases, whose rows live in the same schema. */
+    readonly pool: pg.Pool,
     readonly location: string,
     readonly schema: string,
   ) {}

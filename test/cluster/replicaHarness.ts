@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type pg from 'pg';
+import type { Simulator } from '../../src/simulator/index.js';
+import { startDaemonProcess, type DaemonProcess } from '../support/daemonProcess.js';
+import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
+import { skipOrFail } from '../support/requiredBinary.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+/**
+ * Replicas of `changefeed run` (real child processes) sharing one PostgreSQL schema and one
+ * tenants directory with a tenant per simulated company, each delivering to a file of its own.
+ */
+export interface ReplicaSet {
+  readonly dir: string;
+  readonly schema: string;
+  readonly admin: pg.Client;
+  readonly replicas: Map<string, DaemonProcess>;
+  start(instanceId: string): DaemonProcess;
+  tenantName(company: number): string;
+  eventsFile(company: number): string;
+  /** Tenant -> holder of an unexpired lease, from the lease table. */
+  holders(): Promise<Map<string, string>>;
+  close(): Promise<void>;
+}
+
+export async function connectAdmin(what: string): Promise<pg.Client | undefined> {
+  const connected = await connectPostgres();
+  if ('client' in connected) return connected.client;
+  skipOrFail(what, connected.reason);
+  return undefined;
+}
+
+export function startReplicaSet(
+  admin: pg.Client,
+  simulator: Simulator,
+  options: { leaseSeconds: number; companies: number },
+): ReplicaSet {
+  const dir = makeTempDir();
+  const schema = `cf_test_${randomBytes(6).toString('hex')}`;
+  const tenantsDir = join(dir, 'tenants');
+  mkdirSync(tenantsDir);
+  const tenantName = (company: number): string => `company-${String(company).padStart(3, '0')}`;
+  const eventsFile = (company: number): string => join(dir, `${tenantName(company)}.jsonl`);
+  for (let company = 0; company < options.companies; company++) {
+    writeFileSync(
+      join(tenantsDir, `${tenantName(company)}.yaml`),
+      [
+        `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
+        `sinks: [{ name: out, type: file, path: "${eventsFile(company)}" }]`,
+      ].join('\n'),
+    );
+  }
+  const config = join(dir, 'changefeed.yaml');
+  writeFileSync(
+    config,
+    [
+      `api: { baseUrl: "${simulator.url}", timeoutMs: 5000 }`,
+      'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z", pollIntervalSeconds: 1 }',
+      'budget: { readsPerHour: 3600000, reserve: 0 }',
+      `store: { url: "${POSTGRES_URL}", schema: ${schema}, maxConnections: 4 }`,
+      `cluster: { leaseSeconds: ${options.leaseSeconds} }`,
+      `tenants: { dir: "${tenantsDir}", rescanSeconds: 1 }`,
+      'log: { level: info }',
+    ].join('\n'),
+  );
+  const replicas = new Map<string, DaemonProcess>();
+  return {
+    dir,
+    schema,
+    admin,
+    replicas,
+    tenantName,
+    eventsFile,
+    start(instanceId) {
+      const replica = startDaemonProcess(['--config', config], {
+        CHANGEFEED_INSTANCE_ID: instanceId,
+        CHANGEFEED_STATE_DIR: join(dir, `state-${instanceId}`),
+      });
+      replicas.set(instanceId, replica);
+      return replica;
+    },
+    async holders() {
+      try {
+        const { rows } = await admin.query<{ tenant: string; holder: string }>(
+          `SELECT tenant, holder FROM "${schema}".changefeed_leases WHERE holder IS NOT NULL AND expires_at > clock_timestamp()`,
+        );
+        return new Map(rows.map((r) => [r.tenant, r.holder]));
+      } catch (error) {
+        // Before the first replica has migrated the schema.
+        if ((error as { code?: string }).code === '42P01') return new Map<string, string>();
+        throw error;
+      }
+    },
+    async close() {
+      for (const replica of replicas.values()) {
+        if (replica.child.exitCode === null && replica.child.signalCode === null) {
+          replica.child.kill('SIGKILL');
+          await replica.exited();
+        }
+      }
+      await dropSchema(admin, schema).catch(() => undefined);
+    },
+  };
+}
