@@ -55,8 +55,9 @@ interface Scheduled {
   firstDueAt: number;
   cost: number;
   followUp: FollowUpState;
-  /** The planned rate, kept until the estimate or the prior changes (it takes a sum over a grid). */
+  /** Planned rate and weight (rate^alpha), kept until the estimate, prior or alpha change: every decision reads them. */
   plannedRate: number | undefined;
+  plannedWeight: number | undefined;
 }
 
 export interface ScheduleSnapshot {
@@ -78,6 +79,8 @@ export class PollScheduler {
   private readonly logs = new Map<string, Scheduled>();
   private readonly persisted = new Map<string, { rate: RateState; cost: number }>();
   private scale = 0;
+  /** Polls per hour every log gets at least: 1/maxInterval, or less when the budget cannot cover that. */
+  private floor = Number.POSITIVE_INFINITY;
   private allocatedAt = Number.NEGATIVE_INFINITY;
   private priors: (kind: LogKind) => RatePrior;
   private fittedAt = Number.NEGATIVE_INFINITY;
@@ -115,6 +118,7 @@ export class PollScheduler {
         cost: saved?.cost ?? 1,
         followUp: noFollowUp(),
         plannedRate: undefined,
+        plannedWeight: undefined,
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
     }
@@ -131,7 +135,8 @@ export class PollScheduler {
     this.reallocate(now);
     // Late enough that a log at the floor is not polled early (which would take polls from the
     // others), early enough that the slots before the deadline can serve every log reaching it.
-    const maxIntervalMs = this.deps.config.maxIntervalMinutes * 60_000;
+    // The floor in force: maxIntervalMinutes, or the longer interval of an oversubscribed budget.
+    const maxIntervalMs = Math.max(this.deps.config.maxIntervalMinutes * 60_000, HOUR_MS / this.floor);
     const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
     return [...this.logs.entries()].map(([key, s]) => {
       const intervalMs = this.intervalMs(s);
@@ -175,7 +180,7 @@ export class PollScheduler {
       result.history && s.rate.updatedAt === null
         ? this.estimator.observeHistory(now, result.history)
         : this.estimator.observe(s.rate, now, result.emittedPerformedAt);
-    s.plannedRate = undefined;
+    s.plannedRate = s.plannedWeight = undefined;
     // Follow-ups belong to the adaptive policy; the benchmark's optimum plans with known rates alone.
     const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;
     const inSession =
@@ -239,8 +244,8 @@ export class PollScheduler {
   }
 
   private weightOf(s: Scheduled): number {
-    // At alpha 0 (round-robin) every weight is 1, whatever the rate: no need to compute one.
-    return this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), s.cost, this.alpha);
+    s.plannedWeight ??= this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), s.cost, this.alpha);
+    return s.plannedWeight;
   }
 
   private bounds(): { min: number; max: number } {
@@ -248,16 +253,11 @@ export class PollScheduler {
     return { min: Math.min(max, 60 / this.deps.config.maxIntervalMinutes), max };
   }
 
-  /** Polls per hour each log gets when the budget does not even cover every minimum. */
-  private equalShare = Number.POSITIVE_INFINITY;
-
   /** Milliseconds between polls of `s` at its current target frequency. */
   private intervalMs(s: Scheduled): number {
-    const { min, max } = this.bounds();
-    let frequency: number;
-    if (this.scale === Number.POSITIVE_INFINITY) frequency = max;
-    else if (this.scale === 0) frequency = Math.min(max, this.equalShare);
-    else frequency = Math.min(max, Math.max(min, this.scale * this.weightOf(s)));
+    const { max } = this.bounds();
+    const bounded = (f: number): number => Math.min(max, Math.max(this.floor, f));
+    const frequency = this.scale === Number.POSITIVE_INFINITY ? max : bounded(this.scale * this.weightOf(s));
     return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
   }
 
@@ -274,7 +274,7 @@ export class PollScheduler {
         this.deps.config,
         this.priors,
       );
-      for (const s of list) s.plannedRate = undefined;
+      for (const s of list) s.plannedRate = s.plannedWeight = undefined;
       // Round-robin has no follow-ups: it divides their share too.
       const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
       const input = {
@@ -294,7 +294,6 @@ export class PollScheduler {
       maxFrequency: max,
     });
     this.scale = allocation.scale;
-    const totalCost = list.reduce((sum, s) => sum + s.cost, 0);
-    this.equalShare = allocation.scale === 0 && totalCost > 0 ? budgetPerHour / totalCost : Number.POSITIVE_INFINITY;
+    this.floor = allocation.minFrequency;
   }
 }

@@ -58,15 +58,37 @@ describe('allocateFrequencies', () => {
     expect(frequencies[0]).toBeCloseTo(8, 5);
   });
 
-  it('divides the budget equally when even the minimums do not fit: nobody starves', () => {
-    const { frequencies } = allocateFrequencies({
+  // When even the minimums do not fit, the floor falls to half an equal share and the rest follows the weights.
+  it.each([
+    { name: 'equal weights: round-robin', weights: [1, 1, 1, 1], costs: [1, 1, 1, 1], expected: [0.5, 0.5, 0.5, 0.5] },
+    {
+      name: 'one busy log takes the half above the floor',
       weights: [100, 1, 1, 1],
       costs: [1, 1, 1, 1],
+      expected: [1.25, 0.25, 0.25, 0.25],
+    },
+    {
+      name: 'two busy logs share it by weight',
+      weights: [4, 1, 1e-6, 1e-6],
+      costs: [1, 1, 1, 1],
+      expected: [1.2, 0.3, 0.25, 0.25],
+    },
+    {
+      name: 'a costly poll counts as several requests',
+      weights: [1, 1, 1],
+      costs: [2, 1, 1],
+      expected: [0.5, 0.5, 0.5],
+    },
+  ])('oversubscribed budget ($name): nobody starves, busy logs still go first', ({ weights, costs, expected }) => {
+    const { frequencies, minFrequency } = allocateFrequencies({
+      weights,
+      costs,
       budgetPerHour: 2,
       minFrequency: 1,
       maxFrequency: 60,
     });
-    expect(frequencies).toEqual([0.5, 0.5, 0.5, 0.5]);
+    expect(minFrequency).toBeCloseTo((0.5 * 2) / costs.reduce((a, b) => a + b, 0), 9);
+    frequencies.forEach((f, i) => expect(f).toBeCloseTo(expected[i] ?? NaN, 6));
   });
 
   it('counts a poll that takes several pages as several requests', () => {
