@@ -133,13 +133,13 @@ export class PollScheduler {
   /** Every scheduled log as the decision sees it: its target interval, anchor and follow-up. */
   candidates(now: number): LogCandidate[] {
     this.reallocate(now);
-    // Late enough that a log at the floor is not polled early (which would take polls from the
-    // others), early enough that the slots before the deadline can serve every log reaching it.
-    // The floor in force: maxIntervalMinutes, or the longer interval of an oversubscribed budget.
+    // The floor in force (longer than maxIntervalMinutes when oversubscribed). Starving: late enough that a log at
+    // the floor is not polled early, early enough that the slots before the deadline serve every log reaching it.
     const maxIntervalMs = Math.max(this.deps.config.maxIntervalMinutes * 60_000, HOUR_MS / this.floor);
     const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
+    const max = this.bounds().max;
     return [...this.logs.entries()].map(([key, s]) => {
-      const intervalMs = this.intervalMs(s);
+      const intervalMs = this.intervalMs(s, max);
       return {
         key,
         earliestAt: s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs,
@@ -254,10 +254,11 @@ export class PollScheduler {
   }
 
   /** Milliseconds between polls of `s` at its current target frequency. */
-  private intervalMs(s: Scheduled): number {
-    const { max } = this.bounds();
-    const bounded = (f: number): number => Math.min(max, Math.max(this.floor, f));
-    const frequency = this.scale === Number.POSITIVE_INFINITY ? max : bounded(this.scale * this.weightOf(s));
+  private intervalMs(s: Scheduled, max = this.bounds().max): number {
+    const frequency =
+      this.scale === Number.POSITIVE_INFINITY
+        ? max
+        : Math.min(max, Math.max(this.floor, this.scale * this.weightOf(s)));
     return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
   }
 

@@ -280,6 +280,22 @@ describe('PollScheduler', () => {
     for (let i = 0; i < 10; i++) expect(counts.get(`skill:quiet${i}`)).toBeGreaterThanOrEqual(12);
   });
 
+  it('with more logs than the budget can poll at maxIntervalMinutes, still polls busy logs more, and quiet ones at least half as often as round-robin', () => {
+    const clock = new ManualClock(T0);
+    // 360 polls per hour for 1,000 logs: the 60-minute floor would take 1,000.
+    const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const logs = [watched('career', 'hot'), ...Array.from({ length: 999 }, (_, i) => watched('career', `quiet${i}`))];
+    scheduler.sync(logs, T0);
+    const counts = pollAll(scheduler, clock, 24, (w, from, to) =>
+      w.objectId === 'hot'
+        ? Array.from({ length: Math.round((to - from) / 60_000) }, (_, i) => to - 1 - i * 60_000)
+        : [],
+    );
+    // Round-robin would poll every log 360 × 24 / 1,000 = 8.6 times in the day.
+    expect(counts.get('career:hot')).toBeGreaterThan(50);
+    for (let i = 0; i < 999; i += 37) expect(counts.get(`career:quiet${i}`)).toBeGreaterThanOrEqual(4);
+  });
+
   it('follows up a session in progress: polls again after pollIntervalSeconds, until a poll finds nothing new', () => {
     const scheduler = new PollScheduler({
       config: { ...config, maxIntervalMinutes: 600 },
