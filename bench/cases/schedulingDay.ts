@@ -48,6 +48,8 @@ export interface DayOptions {
    * tail longer than the p95 delay, the p95 is then exact and the mean slightly low.
    */
   countUndetected?: boolean;
+  /** Where the store goes and stays after the day (default: a temporary directory, removed). */
+  stateDir?: string;
 }
 
 export interface DayResult {
@@ -102,7 +104,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const careerIds = Array.from({ length: o.careers }, (_, i) => `car_${i}`);
   const skillIds = Array.from({ length: o.skills }, (_, i) => `sk_${i}`);
   const { byKey, rates } = generateArrivals(o, start, careerIds, skillIds);
-  const dir = mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
+  const dir = o.stateDir ?? mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
   const store = ChangefeedStore.open(storePath(dir));
   const register = (log: LogKind, objectId: string): void =>
     void store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start });
@@ -224,7 +226,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   await loop.stop();
   await other;
   store.close();
-  rmSync(dir, { recursive: true, force: true });
+  if (o.stateDir === undefined) rmSync(dir, { recursive: true, force: true });
   let undetected = 0;
   for (const [key, list] of o.countUndetected ? byKey : []) {
     const from = lowerBound(list, Math.max(cursor.get(key) ?? start, measureFrom));
