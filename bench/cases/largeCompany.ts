@@ -38,10 +38,12 @@ export const LARGE_COMPANY: Omit<DayOptions, 'schedule'> = {
 export const LARGE_POLICIES = { roundRobin: 'round-robin', ours: 'ours (adaptive, defaults)' } as const;
 
 /**
- * The p95 may be above round-robin's by this share and still "match" it: a day of one seed moves
- * a p95 of this size by a few percent (the seeds of the 500-log rows move theirs by up to 4%).
+ * The p95 may be above round-robin's by this share and still "match" it. One day's p95 is an
+ * order statistic of about 560 edit sessions (the changes of a session share their delay, so
+ * 9,600 changes are not 9,600 draws); under round-robin's near-uniform delays over 7.8 hours its
+ * standard error is sqrt(0.05 · 0.95 / 560) × 7.8 h ≈ 4 minutes, 1% of it: 2% is two of them.
  */
-export const P95_TOLERANCE = 0.05;
+export const P95_TOLERANCE = 0.02;
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -107,7 +109,7 @@ export function checkLargeCompanyTargets(rows: readonly BenchRow[]): string[] {
   const line = (ok: boolean, text: string): string => `${ok ? 'met    ' : 'NOT MET'}  large company: ${text}`;
   return [
     line(mean < rrMean, `mean ${mean} better than round-robin's ${rrMean}`),
-    line(p95 <= limit, `p95 ${p95} within 5% of round-robin's ${rrP95} (limit ${limit.toFixed(1)})`),
+    line(p95 <= limit, `p95 ${p95} within 2% of round-robin's ${rrP95} (limit ${limit.toFixed(1)})`),
     line(value(LARGE_POLICIES.ours, '429s') === 0, `zero 429s (${value(LARGE_POLICIES.ours, '429s')})`),
   ];
 }
