@@ -124,7 +124,7 @@ export function largeCommandRows(stateDir: string, configDir: string): BenchRow[
     const { ms, cpuMs, bytes } = run(args);
     return {
       case: name,
-      'logs or pages': `${logs.toLocaleString('en-US')} logs`,
+      'logs or pages': args[0] === 'help' ? '' : `${logs.toLocaleString('en-US')} logs`,
       'wall s': seconds(ms),
       'CPU s': seconds(cpuMs),
       'output KiB': Math.round(bytes / 1024),
