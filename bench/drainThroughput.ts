@@ -15,7 +15,7 @@ export async function drainThroughput(
   count: number,
 ): Promise<BenchRow> {
   const config = sinkConfigSchema.parse(rawConfig);
-  const { store } = prefilledStore(count, [{ name: config.name, type: config.type }]);
+  const { store } = await prefilledStore(count, [{ name: config.name, type: config.type }]);
   const engine = new DeliveryEngine([{ sink: createSink(config), delivery: config.delivery }], {
     store,
     clock: systemClock,
@@ -25,7 +25,7 @@ export async function drainThroughput(
   const { result, peakRssMiB } = await withPeakRss(() => engine.drain(Date.now() + 600_000));
   const seconds = (performance.now() - started) / 1000;
   await engine.stop();
-  store.close();
+  await store.close();
   if (!result.every((r) => r.drained)) throw new Error(`${label}: did not drain (${JSON.stringify(result)})`);
   return {
     case: label,

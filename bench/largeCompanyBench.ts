@@ -28,7 +28,7 @@ export async function runLargeCompanyBench(): Promise<void> {
     const discoveryDir = join(dir, 'discovery');
     printTable("Discovery, plan and status of the large company (plan and status: compiled CLI on the day's store)", [
       await largeDiscoveryRow(discoveryDir),
-      ...largeCommandRows(stateDir, dir),
+      ...(await largeCommandRows(stateDir, dir)),
     ]);
     console.log(
       `\nTargets:\n${checkLargeCompanyTargets(rows)

@@ -33,6 +33,10 @@ export const ERROR_CODES = [
   'SINK_PARTIAL_FAILURE',
   'SINK_REJECTED',
   'SINK_DISABLED',
+  'TENANT_NAME_INVALID',
+  'TENANT_DUPLICATE_API_KEY',
+  'TENANTS_DIR_UNREADABLE',
+  'LEASE_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -2,7 +2,7 @@ import { nextAction, type LoopSnapshot } from '../../src/schedule/nextAction.js'
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
 import { Random } from '../../src/simulator/random.js';
-import type { WatchedLog } from '../../src/store/watchedLogs.js';
+import type { WatchedLog } from '../../src/store/storeRecords.js';
 import type { BenchRow } from '../benchTable.js';
 
 const HOUR_MS = 3_600_000;

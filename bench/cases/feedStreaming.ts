@@ -18,7 +18,7 @@ const TOKEN = 'bench-feed-token-0123456789';
  * clients connect to an empty journal first, which then grows by polls of 500 events.
  */
 export async function feedStreaming(count: number, streams: number, live = false): Promise<BenchRow> {
-  const { store } = prefilledStore(live ? 0 : count, [{ name: 'file', type: 'file' }]);
+  const { store } = await prefilledStore(live ? 0 : count, [{ name: 'file', type: 'file' }]);
   const feed = new EventFeed(
     feedConfigSchema.parse({ enabled: true, tokens: [TOKEN], maxStreamsPerToken: streams }),
     store.journal,
@@ -63,7 +63,7 @@ export async function feedStreaming(count: number, streams: number, live = false
       return connected.then(async () => {
         started = performance.now();
         for (let appended = 0; appended < count; appended += 500) {
-          appendPoll(store, appended, Math.min(500, count - appended));
+          await appendPoll(store, appended, Math.min(500, count - appended));
           feed.notify();
           await new Promise((resolve) => setImmediate(resolve));
         }
@@ -81,17 +81,17 @@ export async function feedStreaming(count: number, streams: number, live = false
     for (const source of sources) source.close();
     feed.close();
     await server.close();
-    store.close();
+    await store.close();
   }
 }
 
 const eventsConfig = eventsConfigSchema.parse({});
 
 /** `n` career events ingested as one poll would. */
-function appendPoll(store: ChangefeedStore, offset: number, n: number): void {
+async function appendPoll(store: ChangefeedStore, offset: number, n: number): Promise<void> {
   const objectId = `car_${offset % 50}`;
   const start = Date.UTC(2026, 0, 1);
-  store.ingest({
+  await store.ingest({
     log: 'career',
     objectId,
     entries: Array.from({ length: n }, (_, i) => ({

@@ -10,8 +10,8 @@ import { ReadBudget } from '../../src/poll/readBudget.js';
 import { ServerClock } from '../../src/poll/serverClock.js';
 import { LAST_DISCOVERY_KEY, WatchRegistry } from '../../src/poll/watchRegistry.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { storePath } from '../../src/store/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import type { BenchRow } from '../benchTable.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -35,7 +35,7 @@ export async function largeDiscoveryRow(dir: string): Promise<BenchRow> {
     sinks: [{ name: 'file', type: 'file', path: join(dir, 'events.jsonl') }],
     stateDir: dir,
   });
-  const store = ChangefeedStore.open(storePath(dir));
+  const store = SqliteChangefeedStore.open(storePath(dir));
   let requests = 0;
   const serverClock = new ServerClock(systemClock);
   const client = createServiceClient(config, {
@@ -69,7 +69,7 @@ export async function largeDiscoveryRow(dir: string): Promise<BenchRow> {
     };
   } finally {
     await client.close();
-    store.close();
+    await store.close();
     await simulator.close();
   }
 }
@@ -79,11 +79,11 @@ export async function largeDiscoveryRow(dir: string): Promise<BenchRow> {
  * a store holding 6,001 watched logs and their learned rates (the adaptive day's). Each is run a
  * few times and the least CPU kept (and the shortest wall time); `changefeed --version` `changefeed help` gives Node's own start for comparison.
  */
-export function largeCommandRows(stateDir: string, configDir: string): BenchRow[] {
-  const store = ChangefeedStore.open(storePath(stateDir));
-  store.setMeta(LAST_DISCOVERY_KEY, String(Date.now()));
-  const logs = store.watchedLogs.list().length;
-  store.close();
+export async function largeCommandRows(stateDir: string, configDir: string): Promise<BenchRow[]> {
+  const store = SqliteChangefeedStore.open(storePath(stateDir));
+  await store.setMeta(LAST_DISCOVERY_KEY, String(Date.now()));
+  const logs = (await store.watchedLogs.list()).length;
+  await store.close();
   const configPath = join(configDir, 'changefeed.json');
   writeFileSync(
     configPath,

@@ -67,7 +67,7 @@ export class QuietClockDriver {
    * Runs until virtual time reaches `until`. Before every step `onQuiet(now)` sees the settled
    * state (what the sinks hold now was delivered at `now`).
    */
-  async runUntil(until: number, busy: () => boolean, onQuiet: (now: number) => void): Promise<void> {
+  async runUntil(until: number, busy: () => boolean | Promise<boolean>, onQuiet: (now: number) => void): Promise<void> {
     for (;;) {
       await this.settle(busy);
       onQuiet(this.clock.now());
@@ -78,14 +78,14 @@ export class QuietClockDriver {
   }
 
   /** Waits until nothing is in flight and nothing is due now; sleepers due now are woken meanwhile. */
-  private async settle(busy: () => boolean): Promise<void> {
+  private async settle(busy: () => boolean | Promise<boolean>): Promise<void> {
     let waitingSince = Date.now();
     for (;;) {
       const before = this.activity;
       // Wakes sleepers due now (the simulator holds each response for its latency) and lets
       // promise chains and immediates run, without moving time.
       await this.clock.advanceTo(this.clock.now());
-      if (this.inFlight > this.held || busy()) {
+      if (this.inFlight > this.held || (await busy())) {
         if (this.activity !== before) waitingSince = Date.now();
         // A sink that waits for virtual time (a retry backoff) would wait here for ever.
         if (Date.now() - waitingSince > STALL_MS)

@@ -2,8 +2,9 @@ import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { openDatabase, storePath } from '../../src/store/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import { ManualClock } from '../../src/clock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
@@ -71,9 +72,9 @@ export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: nu
   };
   // A second, read-only connection to the daemon's store: in WAL mode it sees every commit.
   let reader: ChangefeedStore | undefined;
-  const pending = (): boolean => {
-    reader ??= new ChangefeedStore(openDatabase(storePath(join(dir, 'state')), { readonly: true }));
-    return reader.outbox.pending(SINK, 0, 1).length > 0;
+  const pending = async (): Promise<boolean> => {
+    reader ??= SqliteChangefeedStore.open(storePath(join(dir, 'state')), { readonly: true });
+    return (await reader.outbox.pending(SINK, 0, 1)).length > 0;
   };
   try {
     const started = daemon.start().catch((error: unknown) => {
@@ -83,7 +84,7 @@ export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: nu
     await started;
   } finally {
     driver.close();
-    reader?.close();
+    await reader?.close();
     await daemon.stop();
     await simulator.close();
     tail.close();

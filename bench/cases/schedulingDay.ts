@@ -16,9 +16,9 @@ import { Random } from '../../src/simulator/random.js';
 import { ReadBuckets } from '../../src/simulator/readBucket.js';
 import type { Workload } from '../../src/simulator/simulatorOptions.js';
 import { WorkloadModel } from '../../src/simulator/workload.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { storePath } from '../../src/store/database.js';
-import type { WatchedLog } from '../../src/store/watchedLogs.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
+import type { WatchedLog } from '../../src/store/storeRecords.js';
 
 const HOUR_MS = 3_600_000;
 const KEY = 'bench-key';
@@ -105,12 +105,12 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const skillIds = Array.from({ length: o.skills }, (_, i) => `sk_${i}`);
   const { byKey, rates } = generateArrivals(o, start, careerIds, skillIds);
   const dir = o.stateDir ?? mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
-  const store = ChangefeedStore.open(storePath(dir));
-  const register = (log: LogKind, objectId: string): void =>
-    void store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start });
-  register('identityProvider', '');
-  for (const id of careerIds) register('career', id);
-  for (const id of skillIds) register('skill', id);
+  const store = SqliteChangefeedStore.open(storePath(dir));
+  const register = async (log: LogKind, objectId: string): Promise<void> =>
+    void (await store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start }));
+  await register('identityProvider', '');
+  for (const id of careerIds) await register('career', id);
+  for (const id of skillIds) await register('skill', id);
 
   const budget = new ReadBudget(
     { readsPerHour: o.bucketPerHour, reserve: 0.1, retryAfterFallbackSeconds: 60, maxServerPauseSeconds: 3600 },
@@ -225,7 +225,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   }
   await loop.stop();
   await other;
-  store.close();
+  await store.close();
   if (o.stateDir === undefined) rmSync(dir, { recursive: true, force: true });
   let undetected = 0;
   for (const [key, list] of o.countUndetected ? byKey : []) {

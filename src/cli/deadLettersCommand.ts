@@ -1,4 +1,4 @@
-import { openExistingStore } from './existingStore.js';
+import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
@@ -9,7 +9,7 @@ changefeed dead-letters retry [--config FILE] [--sink S] (--id EVENT_ID | --all)
   response and error; retry puts them back in line with a fresh attempt budget. Safe while the
   daemon runs; it picks re-queued events up within seconds.`;
 
-export function deadLettersCommand(argv: string[]): number {
+export async function deadLettersCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'list' && action !== 'retry')
     throw new ChangefeedError('USAGE', `expected "list" or "retry"\n\n${DEAD_LETTERS_USAGE}`);
@@ -31,10 +31,9 @@ export function deadLettersCommand(argv: string[]): number {
       `no sink named "${values.sink}" in the config (sinks: ${config.sinks.map((s) => s.name).join(', ')})`,
     );
   }
-  const store = openExistingStore(config.stateDir);
-  try {
+  return withExistingStore(config, {}, async (store) => {
     if (action === 'list') {
-      const letters = store.deadLetters.list({ sink: values.sink, eventId: values.id });
+      const letters = await store.deadLetters.list({ sink: values.sink, eventId: values.id });
       if (values.json) process.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);
       else if (letters.length === 0) process.stdout.write('no dead letters\n');
       else {
@@ -51,16 +50,12 @@ export function deadLettersCommand(argv: string[]): number {
     if (!values.all && values.id === undefined)
       throw new ChangefeedError('USAGE', 'retry needs --id EVENT_ID or --all');
     const now = Date.now();
-    const requeued =
-      values.id !== undefined
-        ? store.deadLetters.requeueEvent(values.id, values.sink, now)
-        : (values.sink ? [values.sink] : config.sinks.map((s) => s.name)).reduce(
-            (n, sink) => n + store.deadLetters.requeueSink(sink, now),
-            0,
-          );
+    let requeued = 0;
+    if (values.id !== undefined) requeued = await store.deadLetters.requeueEvent(values.id, values.sink, now);
+    else
+      for (const sink of values.sink ? [values.sink] : config.sinks.map((s) => s.name))
+        requeued += await store.deadLetters.requeueSink(sink, now);
     process.stdout.write(`re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}\n`);
     return requeued > 0 || values.all ? 0 : 1;
-  } finally {
-    store.close();
-  }
+  });
 }

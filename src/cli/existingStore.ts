@@ -1,16 +1,23 @@
-import { existsSync } from 'node:fs';
-import { ChangefeedError } from '../errors.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { openDatabase, storePath } from '../store/database.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import { openStoreBackend } from '../store/openStoreBackend.js';
+import type { StoreConfig } from '../store/storeConfig.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 
 /**
- * The store a command inspects or changes, which a daemon must have created: STORE_MISSING
- * (exit 1) names the path and the stateDir otherwise, rather than creating an empty store.
- * `readonly` opens it beside a running daemon without taking part in its writes.
+ * Runs `use` with the store of one tenant, which a daemon must have created: on SQLite a missing
+ * file is STORE_MISSING (exit 1) naming the path and the stateDir, rather than a new empty store.
+ * `readonly` opens it beside a running daemon without taking part in its writes. The store and
+ * its engine are closed afterwards, whatever `use` does.
  */
-export function openExistingStore(stateDir: string, options: { readonly?: boolean } = {}): ChangefeedStore {
-  const file = storePath(stateDir);
-  if (!existsSync(file))
-    throw new ChangefeedError('STORE_MISSING', `no store at ${file}; has the daemon run with stateDir ${stateDir}?`);
-  return options.readonly ? new ChangefeedStore(openDatabase(file, { readonly: true })) : ChangefeedStore.open(file);
+export async function withExistingStore<T>(
+  config: { stateDir: string; store: StoreConfig },
+  options: { readonly?: boolean; tenant?: string | undefined },
+  use: (store: ChangefeedStore) => Promise<T>,
+): Promise<T> {
+  const backend = await openStoreBackend(config, { readonly: options.readonly ?? false, mustExist: true });
+  try {
+    return await use(await backend.tenantStore(options.tenant ?? DEFAULT_TENANT));
+  } finally {
+    await backend.close();
+  }
 }

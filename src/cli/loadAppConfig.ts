@@ -10,6 +10,7 @@ import {
   type ReplayConfig,
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
+import { loadMainConfig, type MainConfig } from '../config/mainConfig.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
 export const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
@@ -46,6 +47,15 @@ export function loadInspectionConfig(args: ConfigArgs): { config: InspectionConf
 export function loadReplayConfig(args: ConfigArgs): { config: ReplayConfig; file: string | undefined } {
   const file = configFile(args);
   return { config: loadConfig(replayConfigSchema, { ...sources(args, file), keepUnsetEnvUnder: ['api'] }), file };
+}
+
+/**
+ * The main config for commands that know tenants: with `tenants.dir`, its tenant sections are
+ * defaults for the tenant files (read them with `readTenants`); without it, the one tenant `default`.
+ */
+export function loadTenantedConfig(args: ConfigArgs): { main: MainConfig; file: string | undefined } {
+  const file = configFile(args);
+  return { main: loadMainConfig(sources(args, file)), file };
 }
 
 function configFile(args: ConfigArgs): string | undefined {

@@ -12,6 +12,7 @@ import { SCHEMA_USAGE, schemaCommand } from './schemaCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { QUARANTINE_USAGE, quarantineCommand } from './quarantineCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
+import { TENANTS_USAGE, tenantsCommand } from './tenantsCommand.js';
 import { WATCH_USAGE, watchCommand } from './watchCommand.js';
 
 /** Every command, by name; README.md's command table lists each (test/unit/docsMatchCode.test.ts). */
@@ -27,6 +28,7 @@ export const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => 
   receive: { usage: RECEIVE_USAGE, run: receiveCommand },
   watch: { usage: WATCH_USAGE, run: watchCommand },
   quarantine: { usage: QUARANTINE_USAGE, run: quarantineCommand },
+  tenants: { usage: TENANTS_USAGE, run: tenantsCommand },
   schema: { usage: SCHEMA_USAGE, run: schemaCommand },
 };
 

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { logKey, type LogKind } from '../logs.js';
 import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../schedule/pollAllocation.js';
@@ -7,9 +6,8 @@ import { RateEstimator } from '../schedule/rateEstimator.js';
 import { emptyRateState, type RateState } from '../schedule/rateState.js';
 import { priorsByKind } from '../schedule/sessionPrior.js';
 import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { openDatabase, storePath } from '../store/database.js';
-import { RateEstimates } from '../store/rateEstimates.js';
+import { withExistingStore } from './existingStore.js';
+import { errorCodeOf } from '../errors.js';
 import { loadInspectionConfig } from './loadAppConfig.js';
 import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
 
@@ -56,34 +54,31 @@ export async function planCommand(argv: string[]): Promise<number> {
   const { watch, budget } = config;
   const schedule = watch.schedule;
   const logs: Array<{ log: LogKind; objectId: string; state: RateState; cost: number }> = [];
-  const file = storePath(config.stateDir);
   let discoveredInStore = false;
-  if (existsSync(file)) {
-    const store = new ChangefeedStore(openDatabase(file, { readonly: true }));
-    try {
-      discoveredInStore = store.getMeta(LAST_DISCOVERY_KEY) !== undefined;
-      const estimates = new Map(new RateEstimates(store.db).list().map((e) => [logKey(e), e]));
-      for (const w of store.watchedLogs.list().filter((l) => l.status === 'active')) {
-        const e = estimates.get(logKey(w));
-        logs.push({
-          log: w.log,
-          objectId: w.objectId,
-          state: e
-            ? {
-                events: e.events,
-                sessions: e.sessions,
-                hours: e.hours,
-                lastEventAt: e.lastEventAt,
-                updatedAt: e.updatedAt,
-              }
-            : emptyRateState(),
-          cost: e?.pollCost ?? 1,
-        });
-      }
-    } finally {
-      store.close();
+  await withExistingStore(config, { readonly: true }, async (store) => {
+    discoveredInStore = (await store.getMeta(LAST_DISCOVERY_KEY)) !== undefined;
+    const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
+    for (const w of (await store.watchedLogs.list()).filter((l) => l.status === 'active')) {
+      const e = estimates.get(logKey(w));
+      logs.push({
+        log: w.log,
+        objectId: w.objectId,
+        state: e
+          ? {
+              events: e.events,
+              sessions: e.sessions,
+              hours: e.hours,
+              lastEventAt: e.lastEventAt,
+              updatedAt: e.updatedAt,
+            }
+          : emptyRateState(),
+        cost: e?.pollCost ?? 1,
+      });
     }
-  }
+  }).catch((error: unknown) => {
+    // No store yet: plan from the config alone.
+    if (errorCodeOf(error) !== 'STORE_MISSING') throw error;
+  });
   if (logs.length === 0) {
     // No store yet: the configured logs with the prior (discovered ones are unknown until discovery runs).
     if (watch.identityProviderEvents)

@@ -1,4 +1,4 @@
-import { openExistingStore } from './existingStore.js';
+import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import type { LogKind } from '../logs.js';
@@ -14,7 +14,7 @@ export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--l
 
 const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvider'];
 
-export function quarantineCommand(argv: string[]): number {
+export async function quarantineCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'list') throw new ChangefeedError('USAGE', `expected "list"\n\n${QUARANTINE_USAGE}`);
   const { values } = parseArgs({
@@ -32,9 +32,8 @@ export function quarantineCommand(argv: string[]): number {
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
   const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
   const { config } = loadInspectionConfig({ configFlag: values.config });
-  const store = openExistingStore(config.stateDir, { readonly: true });
-  try {
-    const records = store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+  return withExistingStore(config, { readonly: true }, async (store) => {
+    const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {
       process.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
     } else if (records.length === 0) {
@@ -50,7 +49,5 @@ export function quarantineCommand(argv: string[]): number {
       }
     }
     return 0;
-  } finally {
-    store.close();
-  }
+  });
 }

@@ -1,4 +1,4 @@
-import { openExistingStore } from './existingStore.js';
+import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
@@ -38,13 +38,12 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const until = parseTime('--until', values.until, false);
   if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
-  const store = openExistingStore(config.stateDir);
-  try {
-    store.sinks.activate(
+  return withExistingStore(config, {}, async (store) => {
+    await store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
       Date.now(),
     );
-    const queued = store.outbox.enqueueFromJournal(
+    const queued = await store.outbox.enqueueFromJournal(
       sinkConfig.name,
       { since, until, log: values.log as LogKind | undefined },
       Date.now(),
@@ -60,9 +59,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     await engine.stop();
     process.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
     return report?.drained ? 0 : 1;
-  } finally {
-    store.close();
-  }
+  });
 }
 
 function parseTime(flag: string, value: string | undefined, required: boolean): number | undefined {

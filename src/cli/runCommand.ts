@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
-import { storePath } from '../store/database.js';
+import { storePath } from '../store/sqlite/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
-import { setStoreAside } from '../store/storeIdentity.js';
+import { setStoreAside } from '../store/sqlite/storeIdentity.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';

@@ -1,4 +1,4 @@
-import { openExistingStore } from './existingStore.js';
+import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { fetchLiveReadiness, withLiveSinkState } from './liveSinkState.js';
@@ -18,10 +18,9 @@ export async function statusCommand(argv: string[]): Promise<number> {
   });
   const { config } = loadInspectionConfig({ configFlag: values.config });
   const live = await fetchLiveReadiness(config.http);
-  const store = openExistingStore(config.stateDir, { readonly: true });
-  try {
+  return withExistingStore(config, { readonly: true }, async (store) => {
     const report = withLiveSinkState(
-      buildStatusReport(store, Date.now()),
+      await buildStatusReport(store, Date.now()),
       live,
       config.sinks.map((s) => s.name),
     );
@@ -30,7 +29,5 @@ export async function statusCommand(argv: string[]): Promise<number> {
       `${scrubSecrets(values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report))}\n`,
     );
     return 0;
-  } finally {
-    store.close();
-  }
+  });
 }

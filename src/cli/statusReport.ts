@@ -1,8 +1,7 @@
 import { logKey, type LogKind } from '../logs.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import { RateEstimates } from '../store/rateEstimates.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 
 export interface LogStatus {
   log: LogKind;
@@ -88,8 +87,8 @@ export interface BudgetStatus {
   blockedUntil: string | null;
 }
 
-function budgetOf(store: ChangefeedStore): BudgetStatus | null {
-  const raw = store.getMeta(BUDGET_META_KEY);
+async function budgetOf(store: ChangefeedStore): Promise<BudgetStatus | null> {
+  const raw = await store.getMeta(BUDGET_META_KEY);
   if (!raw) return null;
   const b = JSON.parse(raw) as {
     at: number;
@@ -119,9 +118,9 @@ function gapOf(w: WatchedLog): LogStatus['gap'] {
   return null;
 }
 
-export function buildStatusReport(store: ChangefeedStore, now: number): StatusReport {
-  const estimates = new Map(new RateEstimates(store.db).list().map((e) => [logKey(e), e]));
-  const logs = store.watchedLogs.list().map((w) => ({
+export async function buildStatusReport(store: ChangefeedStore, now: number): Promise<StatusReport> {
+  const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
+  const logs = (await store.watchedLogs.list()).map((w) => ({
     log: w.log,
     objectId: w.objectId,
     status: w.status,
@@ -139,9 +138,10 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
     estimatedRatePerHour: estimates.get(logKey(w))?.plannedRate ?? null,
     nextPollAt: iso(estimates.get(logKey(w))?.nextPollAt ?? null),
   }));
-  const sinks = store.sinks.list().map((s) => {
-    const counts = store.outbox.counts(s.name);
-    return {
+  const sinks = [];
+  for (const s of await store.sinks.list()) {
+    const counts = await store.outbox.counts(s.name);
+    sinks.push({
       name: s.name,
       type: s.type,
       active: s.active,
@@ -158,17 +158,17 @@ export function buildStatusReport(store: ChangefeedStore, now: number): StatusRe
       disabledReason: s.disabledReason,
       filtered: counts.filtered,
       stateSource: 'recorded' as const,
-    };
-  });
-  const journalEvents = (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+    });
+  }
+  const journalEvents = await store.journalSize();
   const daemon = { reachable: false as const, url: null, reason: 'not asked' };
   return {
     generatedAt: new Date(now).toISOString(),
     logs,
     sinks,
     journalEvents,
-    quarantinedEntries: store.quarantine.count(),
-    budget: budgetOf(store),
+    quarantinedEntries: await store.quarantine.count(),
+    budget: await budgetOf(store),
     daemon,
   };
 }

@@ -1,4 +1,4 @@
-import { openExistingStore } from './existingStore.js';
+import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { readActivityPage } from '../api/activityReader.js';
 import { ChangefeedError, describeError, errorCodeOf } from '../errors.js';
@@ -25,39 +25,39 @@ export async function watchCommand(argv: string[]): Promise<number> {
     throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
   }
   const { config } = loadAppConfig({ configFlag: values.config });
-  const store = openExistingStore(config.stateDir);
-  const session = openServiceSession(config);
-  const out = (line: string): boolean => process.stdout.write(`${line}\n`);
-  try {
-    const watched = store.watchedLogs.get(log, objectId);
-    if (!watched) {
-      out(
-        `${log} ${objectId} is not watched by this store; list it in watch.${log}s.ids (or turn discovery on) and run the daemon`,
-      );
-      return 1;
-    }
-    if (watched.status !== 'gone') {
-      const disabledHint = watched.status === 'disabled' ? ' (disabled logs get another chance at every start)' : '';
-      out(`${log} ${objectId} is ${watched.status}, not gone: nothing to retry${disabledHint}`);
-      return watched.status === 'active' ? 0 : 1;
-    }
+  return withExistingStore(config, {}, async (store) => {
+    const session = openServiceSession(config);
+    const out = (line: string): boolean => process.stdout.write(`${line}\n`);
     try {
-      await readActivityPage(session.client, { log, objectId, offset: 0, limit: 1 });
-    } catch (error) {
-      const stillGone = errorCodeOf(error) === 'API_NOT_FOUND';
+      const watched = await store.watchedLogs.get(log, objectId);
+      if (!watched) {
+        out(
+          `${log} ${objectId} is not watched by this store; list it in watch.${log}s.ids (or turn discovery on) and run the daemon`,
+        );
+        return 1;
+      }
+      if (watched.status !== 'gone') {
+        const disabledHint = watched.status === 'disabled' ? ' (disabled logs get another chance at every start)' : '';
+        out(`${log} ${objectId} is ${watched.status}, not gone: nothing to retry${disabledHint}`);
+        return watched.status === 'active' ? 0 : 1;
+      }
+      try {
+        await readActivityPage(session.client, { log, objectId, offset: 0, limit: 1 });
+      } catch (error) {
+        const stillGone = errorCodeOf(error) === 'API_NOT_FOUND';
+        out(
+          `${log} ${objectId} ${stillGone ? 'still answers 404: it stays gone' : `could not be read: ${describeError(error)}`} (${session.describeSpend()})`,
+        );
+        return 1;
+      }
+      await store.watchedLogs.setStatus(log, objectId, 'active', null);
       out(
-        `${log} ${objectId} ${stillGone ? 'still answers 404: it stays gone' : `could not be read: ${describeError(error)}`} (${session.describeSpend()})`,
+        `${log} ${objectId} answers again: watched again from ${watched.windowEnd === null ? 'its start' : new Date(watched.windowEnd).toISOString()} ` +
+          `(${session.describeSpend()})`,
       );
-      return 1;
+      return 0;
+    } finally {
+      await session.close();
     }
-    store.watchedLogs.setStatus(log, objectId, 'active', null);
-    out(
-      `${log} ${objectId} answers again: watched again from ${watched.windowEnd === null ? 'its start' : new Date(watched.windowEnd).toISOString()} ` +
-        `(${session.describeSpend()})`,
-    );
-    return 0;
-  } finally {
-    await session.close();
-    store.close();
-  }
+  });
 }

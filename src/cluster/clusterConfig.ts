@@ -7,6 +7,14 @@ const INSTANCE_ID_PATTERN = /^[A-Za-z0-9._:@+-]+$/;
 const INSTANCE_ID_DISALLOWED = /[^A-Za-z0-9._:@+-]+/g;
 
 /**
+ * Bounds of `cluster.leaseSeconds`. Below 3 s a lease is renewed every second and a GC pause or
+ * a slow round trip to PostgreSQL would cost it; above an hour a crashed replica's tenants wait
+ * that long for another.
+ */
+export const LEASE_SECONDS_MIN = 3;
+export const LEASE_SECONDS_MAX = 3600;
+
+/**
  * `<hostname>-<pid>` with every character an instance id may not hold replaced by `-`, the
  * hostname shortened so the whole fits INSTANCE_ID_MAX_LENGTH: unique per process on a host, and
  * in Kubernetes (where the hostname is the pod name) per pod.
@@ -31,6 +39,18 @@ export const clusterConfigSchema = z
         'Name of this replica, sent to the service in every request as `User-Agent: ' +
           'skills-changefeed/<version> (<instanceId>)`. Default: `<hostname>-<pid>` (characters ' +
           'other than letters, digits and `._:@+-` become `-`). At most 128 characters.',
+      ),
+    leaseSeconds: z
+      .number()
+      .int()
+      .min(LEASE_SECONDS_MIN)
+      .max(LEASE_SECONDS_MAX)
+      .default(15)
+      .describe(
+        'With a PostgreSQL store: how long a replica holds a tenant without renewing it, measured on the ' +
+          "database's clock. Leases are renewed every third of it; a replica that cannot renew stops writing " +
+          'a fifth of it (at least 1 s) before the lease may expire, and another replica takes the tenant ' +
+          `once it has expired. ${LEASE_SECONDS_MIN} to ${LEASE_SECONDS_MAX}. See docs/leases.md.`,
       ),
   })
   .strict();

@@ -1,49 +1,32 @@
 import { z } from 'zod';
-import { apiConfigSchema } from '../api/apiConfig.js';
 import { clusterConfigSchema } from '../cluster/clusterConfig.js';
-import { eventsConfigSchema } from '../events/cloudEvent.js';
 import { feedConfigSchema } from '../feed/feedConfig.js';
 import { httpConfigSchema } from '../observe/healthServer.js';
-import { budgetConfigSchema } from '../poll/readBudget.js';
-import { watchConfigSchema } from '../poll/watchConfig.js';
-import { sinkConfigSchema } from '../sinks/sinkRegistry.js';
+import { storeConfigSchema } from '../store/storeConfig.js';
+import { tenantsConfigSchema } from '../tenants/tenantsConfig.js';
+import { tenantConfigSchema } from './tenantConfigSchema.js';
 
 /**
- * The whole configuration, composed from the schemas each component declares next to itself.
+ * The whole configuration, composed from the schemas each component declares next to itself:
+ * the tenant sections (tenantConfigSchema.ts) and the process-wide ones.
  * Layering (lowest first): these defaults < embedded defaults (demo) < YAML file < environment
  * < command-line flags. docs/configuration-reference.md is generated from this schema.
  */
-export const appConfigSchema = z
-  .object({
-    api: apiConfigSchema.describe('The service to poll.'),
-    watch: watchConfigSchema.prefault({}).describe('Which activity logs to poll, and how.'),
-    budget: budgetConfigSchema.prefault({}).describe('The reads bucket: 1,000 GET requests per hour per key.'),
-    events: eventsConfigSchema.prefault({}).describe('Shape of the emitted CloudEvents.'),
-    sinks: z
-      .array(sinkConfigSchema)
-      .min(1, 'configure at least one sink')
-      .superRefine((sinks, ctx) => {
-        const seen = new Set<string>();
-        sinks.forEach((sink, index) => {
-          if (seen.has(sink.name))
-            ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate sink name "${sink.name}"` });
-          seen.add(sink.name);
-        });
-      })
-      .describe('Where events go; each sink is delivered to independently.'),
-    journal: z
-      .object({
-        retentionDays: z
-          .number()
-          .min(0)
-          .default(7)
-          .describe('Delivered events stay in the store this long (for replay), then are pruned.'),
-      })
-      .strict()
+export const appConfigSchema = tenantConfigSchema
+  .extend({
+    cluster: clusterConfigSchema
       .prefault({})
-      .describe('The event journal in the store.'),
-    cluster: clusterConfigSchema.prefault({}).describe('This replica among others: its name, sent to the service.'),
-    stateDir: z.string().min(1).default('state').describe('Directory of the SQLite store (changefeed.sqlite).'),
+      .describe('This replica among others: its name, sent to the service, and its tenant leases.'),
+    stateDir: z
+      .string()
+      .min(1)
+      .default('state')
+      .describe(
+        'Directory of the state: the SQLite store (changefeed.sqlite) unless store.url says otherwise, and the lock.',
+      ),
+    store: storeConfigSchema
+      .prefault({})
+      .describe('The store: SQLite by default, or PostgreSQL shared by replicas (docs/scaling.md).'),
     http: httpConfigSchema
       .prefault({})
       .describe('Health (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) over HTTP.'),
@@ -61,6 +44,9 @@ export const appConfigSchema = z
       .strict()
       .prefault({})
       .describe('Logging to stderr.'),
+    tenants: tenantsConfigSchema
+      .prefault({})
+      .describe('Several companies, each with its own key, watch set and sinks, from a directory of files.'),
   })
   .strict();
 
@@ -102,4 +88,6 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_HTTP_PORT: 'http.port',
   CHANGEFEED_HTTP_HOST: 'http.host',
   CHANGEFEED_INSTANCE_ID: 'cluster.instanceId',
+  CHANGEFEED_STORE_URL: 'store.url',
+  CHANGEFEED_TENANTS_DIR: 'tenants.dir',
 };

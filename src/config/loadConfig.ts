@@ -19,6 +19,11 @@ export interface ConfigSources {
   envMapping?: Record<string, string>;
   /** Defaults shipped with the program that are not part of the schema (a plain object). */
   embeddedDefaults?: unknown;
+  /**
+   * Where a value of `embeddedDefaults` came from, phrased to follow "got X" (e.g. `at
+   * /etc/changefeed.yaml:4:3`); by default `from the built-in defaults`.
+   */
+  describeEmbeddedDefault?: (path: readonly PropertyKey[]) => string | undefined;
   /** Top-level sections whose unset `${VAR}` references are kept as written: what the command does not read. */
   keepUnsetEnvUnder?: readonly string[];
 }
@@ -93,7 +98,8 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, sources: ConfigSou
       const at = file.locate(path);
       if (at) return `at ${file.path}:${at.line}:${at.col}`;
     }
-    if (getAtPath(embedded, path) !== undefined) return 'from the built-in defaults';
+    if (getAtPath(embedded, path) !== undefined)
+      return sources.describeEmbeddedDefault?.(path) ?? 'from the built-in defaults';
     return undefined;
   };
   throw formatConfigIssues(result.error.issues, { input, jsonSchema, describeOrigin });

@@ -1,151 +1,220 @@
-import { requestIdOf } from '../api/apiErrors.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
-import type { DrainReport } from '../deliver/deliveryEngine.js';
-import { describeError, isAbortError } from '../errors.js';
+import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
+import { readTenants } from '../config/readTenants.js';
+import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
+import { describeError } from '../errors.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
-import type { SweepSummary } from '../poll/pollLoop.js';
-import type { PlannedLog } from '../schedule/pollScheduler.js';
-import { assembleDaemon, type DaemonOptions, type DaemonParts } from './daemonParts.js';
-import { pruneJournalHourly } from './journalPruner.js';
-import { readinessChecks } from './readinessChecks.js';
-import { pingService } from './serviceConnection.js';
-import { prepareStore } from './storePreparation.js';
+import { ProcessMetrics } from '../observe/processMetrics.js';
+import type { PlannedLog } from '../schedule/scheduleViews.js';
+import { openStoreBackend } from '../store/openStoreBackend.js';
+import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
+import type { StoreBackend } from '../store/storeBackend.js';
+import { StateDirLock } from '../store/stateDirLock.js';
+import { storeLocation } from '../store/storeLocation.js';
+import { DEFAULT_TENANT, type Tenant } from '../tenants/tenant.js';
+import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
+import type { DaemonOptions } from './daemonParts.js';
+import { routeTenantFeeds } from './tenantFeeds.js';
+import { tenantReadiness } from './tenantReadiness.js';
+import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
+import { TenantSupervisor } from './tenantSupervisor.js';
 
-export type { DaemonOptions };
-
-export interface OnceReport {
-  sweep: SweepSummary;
-  sinks: DrainReport[];
-  /** Configured ids the service does not know (404): a typo or a deleted object. */
-  gone: { log: string; objectId: string; reason: string }[];
-  ok: boolean;
-}
+export type { DaemonOptions, OnceReport };
 
 /**
- * The daemon's life: start (health server, store preparation, delivery, polling, pruning), one
- * sweep for `run --once`, readiness, and an idempotent stop that drains in the reverse order.
- * What it is made of is wired in daemonParts.ts.
+ * The process: the store engine, the health server, and the tenants it serves, each in its own
+ * TenantRuntime. Without `tenants.dir` the one tenant `default` runs exactly as a single-company
+ * daemon. With it, tenant files added, changed or removed start, restart or stop their tenant
+ * while the others go on. On SQLite one process writes the state directory (its lock).
  */
 export class ChangefeedDaemon {
-  private readonly parts: DaemonParts;
-  private readonly abort = new AbortController();
+  readonly config: ProcessConfig;
+  private readonly main: MainConfig;
+  private readonly lock: StateDirLock | undefined;
+  private backend: StoreBackend | undefined;
+  private tenantSupervisor: TenantSupervisor | undefined;
+  private watcher: TenantsWatcher<TenantConfig> | undefined;
+  private tenants: readonly Tenant<TenantConfig>[] = [];
+  private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
-  private pruning: Promise<void> | undefined;
+  /** Reports of the tenants directory, applied one after another. */
+  private applying: Promise<void> = Promise.resolve();
   private stopped = false;
 
   constructor(
-    readonly config: AppConfig,
+    config: AppConfig | MainConfig,
     private readonly options: DaemonOptions,
   ) {
-    this.parts = assembleDaemon(config, options);
-  }
-
-  /** The scheduler's current plan (for tests and benchmarks). */
-  schedulePlan(): PlannedLog[] {
-    return this.parts.pollLoop.scheduler.plan(this.parts.clock.now());
-  }
-
-  /** Requests per hour the read budget allows itself now (for tests and benchmarks). */
-  readsAllowedPerHour(): number {
-    return this.parts.budget.allowancePerHour();
-  }
-
-  /** One request to learn the service's clock and check the key before anything is registered. */
-  async ping(): Promise<boolean> {
+    this.main = 'process' in config ? config : asMainConfig(config);
+    this.config = this.main.process;
+    if (storeLocation(this.config, DEFAULT_TENANT).kind !== 'sqlite') return;
+    // Before the store is opened: a second daemon must not even migrate it.
+    this.lock = StateDirLock.acquire(this.config.stateDir);
+    if (this.main.tenants.kind !== 'main') return;
+    // One tenant on SQLite, as a daemon without tenants: store and config are checked right here.
     try {
-      await pingService(this.parts.client, this.abort.signal);
-      return true;
+      const backend = new SqliteStoreBackend(this.config);
+      this.backend = backend;
+      const [tenant] = readTenants(this.main.tenants).tenants;
+      if (tenant) this.supervisor(backend).adopt(tenant, backend.openNow(tenant.name));
     } catch (error) {
-      if (isAbortError(error)) throw error;
-      this.options.logger.error(
-        { err: describeError(error), requestId: requestIdOf(error) },
-        'ping failed; polling will retry',
-      );
-      return false;
+      void this.backend?.close();
+      this.lock.release();
+      throw error;
     }
   }
 
   async start(): Promise<void> {
-    const { store, engine, pollLoop, clock } = this.parts;
+    const supervisor = await this.open();
     if (this.config.http.port !== null) {
+      const metrics = new ProcessMetrics(() => supervisor.runtimes.map((r) => r.metrics.registry), {
+        running: () => supervisor.runtimes.length,
+        failed: () => supervisor.startFailures.size,
+      });
       this.healthServer = await startHealthServer(this.config.http, {
-        alive: () => !this.stopped && pollLoop.state !== 'stopped',
+        alive: () => !this.stopped && supervisor.runtimes.every((r) => r.alive),
         readiness: () => this.readiness(),
-        metrics: this.parts.metrics.registry,
-        ...(this.parts.feed ? { routes: this.parts.feed.handle.bind(this.parts.feed) } : {}),
+        metrics,
+        routes: (req, res) => routeTenantFeeds(req, res, (name) => supervisor.runtime(name)?.feed),
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
     }
-    await this.prepare();
-    engine.start();
-    pollLoop.start();
-    this.pruning = pruneJournalHourly({
-      store,
-      clock,
-      logger: this.options.logger,
-      retentionDays: this.config.journal.retentionDays,
-      signal: this.abort.signal,
-    });
+    if (this.main.tenants.kind === 'main') {
+      this.tenants = readTenants(this.main.tenants).tenants;
+      for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
+    } else await this.watchTenants(this.main.tenants);
     this.options.logger.info(
       {
         instanceId: this.config.cluster.instanceId,
-        sinks: engine.sinkNames,
-        watched: store.watchedLogs.list().length,
-        stateDir: this.config.stateDir,
+        tenants: supervisor.runtimes.map((r) => r.tenant),
+        store: this.backend?.location,
       },
       'changefeed running',
     );
   }
 
-  /** `run --once`: one sweep of every watched log, then delivery of everything pending. */
-  async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
-    const { store, engine, pollLoop, registry, clock } = this.parts;
-    await this.prepare();
-    const deadBefore = new Map(engine.sinkNames.map((name) => [name, store.outbox.counts(name).dead]));
-    const sweep = await pollLoop.sweepOnce();
-    const sinks = await engine.drain(clock.now() + deliveryTimeoutMs);
-    // Dead letters left by an earlier run were reported then; only new ones fail this run.
-    const gone = registry.configuredGone();
-    const ok =
-      sweep.failures.length === 0 &&
-      gone.length === 0 &&
-      sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
-    return { sweep, sinks, gone, ok };
+  /** Starts the tenants of the directory and follows its changes. */
+  private async watchTenants(source: Extract<TenantSource, { kind: 'directory' }>): Promise<void> {
+    this.watcher = new TenantsWatcher<TenantConfig>({
+      dir: source.dir,
+      load: (previous) => readTenants(source, previous),
+      onReport: (report) => {
+        this.applying = this.applying.then(() => this.apply(report));
+      },
+      onError: (error) => this.options.logger.error({ err: describeError(error) }, 'reading the tenants failed'),
+      rescanMs: this.config.tenants.rescanSeconds * 1000,
+      ...(this.options.clock ? { clock: this.options.clock } : {}),
+    });
+    this.watcher.start();
+    await this.applying;
   }
 
-  /** Stops polling, lets in-flight deliveries finish, closes sinks and the store. Idempotent. */
+  /** `run --once`: one sweep of every tenant's logs, then delivery of everything pending. */
+  async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
+    const supervisor = await this.open();
+    const tenants = readTenants(this.main.tenants);
+    for (const problem of tenants.problems) this.options.logger.error({ file: problem.file }, problem.message);
+    const reports: OnceReport[] = [];
+    for (const tenant of tenants.tenants)
+      reports.push(await (await supervisor.prepare(tenant)).runOnce(deliveryTimeoutMs));
+    return {
+      sweep: {
+        polled: reports.reduce((n, r) => n + r.sweep.polled, 0),
+        emitted: reports.reduce((n, r) => n + r.sweep.emitted, 0),
+        failures: reports.flatMap((r) => r.sweep.failures),
+      },
+      sinks: reports.flatMap((r) => r.sinks),
+      gone: reports.flatMap((r) => r.gone),
+      ok: tenants.problems.length === 0 && reports.every((r) => r.ok),
+    };
+  }
+
+  /** Stops the tenants (each drains its in-flight deliveries), the server and the store. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.abort.abort();
-    await this.parts.pollLoop.stop();
-    await this.parts.engine.stop();
-    await this.pruning;
-    await this.parts.client.close();
-    this.parts.feed?.close();
+    await this.watcher?.stop();
+    await this.applying;
+    await this.tenantSupervisor?.stopAll();
     await this.healthServer?.close();
-    this.parts.store.close();
-    this.parts.lock.release();
+    await this.backend?.close();
+    this.lock?.release();
   }
 
-  /** What /readyz reports. */
+  /** What /readyz reports: the process, then each tenant (its checks prefixed with its name, but for `default`). */
   readiness(): ReadinessCheck[] {
-    const { store, credential, pollLoop, serverClock, engine, clock } = this.parts;
-    return readinessChecks({
-      now: clock.now(),
-      store,
-      credential: credential.check(),
-      pollLoop: pollLoop.state,
-      clockProblem: serverClock.problem(),
-      sinks: engine.connectionStates(),
-      sinkGraceMs: this.config.http.sinkGraceSeconds * 1000,
+    return tenantReadiness({
+      runtimes: this.tenantSupervisor?.runtimes ?? [],
+      startFailures: this.tenantSupervisor?.startFailures ?? new Map(),
+      problems: this.report?.problems ?? [],
+      backendProblem: this.backend ? undefined : 'the store is not open yet',
     });
   }
 
-  /** The store in line with the config, the service's clock learned, configured logs registered. */
-  private async prepare(): Promise<void> {
-    prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.options.logger);
-    await this.ping();
-    this.parts.registry.registerConfigured();
+  /** The default (or only) tenant's runtime, for tests and benchmarks. */
+  private get only(): TenantRuntime {
+    const runtimes = this.tenantSupervisor?.runtimes ?? [];
+    const runtime = runtimes.find((r) => r.tenant === DEFAULT_TENANT) ?? runtimes[0];
+    if (!runtime) throw new Error('no tenant is running');
+    return runtime;
   }
+
+  /** The scheduler's current plan of the default tenant (for tests and benchmarks). */
+  schedulePlan(): PlannedLog[] {
+    return this.only.schedulePlan();
+  }
+
+  /** Requests per hour the default tenant's read budget allows itself now (for tests and benchmarks). */
+  readsAllowedPerHour(): number {
+    return this.only.readsAllowedPerHour();
+  }
+
+  /** One request to learn the service's clock and check the key (default tenant). */
+  ping(): Promise<boolean> {
+    return this.only.ping();
+  }
+
+  private async open(): Promise<TenantSupervisor> {
+    this.backend ??= await openStoreBackend(this.config);
+    return this.supervisor(this.backend);
+  }
+
+  private supervisor(backend: StoreBackend): TenantSupervisor {
+    this.tenantSupervisor ??= new TenantSupervisor({
+      backend,
+      options: this.options,
+      configOf: (tenant) => ({ ...this.config, ...tenant.config }),
+    });
+    return this.tenantSupervisor;
+  }
+
+  /** A new view of the tenants directory: start the added, restart the changed, stop the removed. */
+  private async apply(report: TenantsReport<TenantConfig>): Promise<void> {
+    const supervisor = this.tenantSupervisor;
+    if (!supervisor || this.stopped) return;
+    this.report = report;
+    this.tenants = report.tenants;
+    for (const problem of report.problems)
+      this.options.logger.error(
+        { tenant: problem.tenant, file: problem.file, issues: problem.issues },
+        problem.message,
+      );
+    const byName = new Map(report.tenants.map((t) => [t.name, t]));
+    const starting = [...report.diff.added, ...report.diff.changed].flatMap((name) => byName.get(name) ?? []);
+    await Promise.all([
+      ...report.diff.removed.map((name) => supervisor.stop(name)),
+      ...starting.map((tenant) => supervisor.start(tenant)),
+    ]);
+    if (report.diff.added.length + report.diff.changed.length + report.diff.removed.length > 0)
+      this.options.logger.info(
+        { added: report.diff.added, changed: report.diff.changed, removed: report.diff.removed },
+        'tenants changed',
+      );
+  }
+}
+
+/** A config without tenants.dir: its tenant sections are the tenant `default`. */
+function asMainConfig(config: AppConfig): MainConfig {
+  const tenant = Object.fromEntries(TENANT_SECTIONS.map((s) => [s, config[s]])) as TenantConfig;
+  return { process: config, tenants: { kind: 'main', config: tenant } };
 }

@@ -17,9 +17,7 @@ import { ServerClock } from '../poll/serverClock.js';
 import { WatchRegistry } from '../poll/watchRegistry.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { createSink } from '../sinks/sinkRegistry.js';
-import { ChangefeedStore } from '../store/changefeedStore.js';
-import { storePath } from '../store/database.js';
-import { StateDirLock } from '../store/stateDirLock.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { CredentialTracker } from './credentialTracker.js';
 import { createServiceClient } from './serviceConnection.js';
 
@@ -35,8 +33,6 @@ export interface DaemonOptions {
 /** Everything a running daemon is made of, in the order data flows through it. */
 export interface DaemonParts {
   clock: Clock;
-  /** One daemon per state directory; released on stop. */
-  lock: StateDirLock;
   store: ChangefeedStore;
   /** The service's clock, judged from its Date headers. */
   serverClock: ServerClock;
@@ -53,31 +49,20 @@ export interface DaemonParts {
 }
 
 /**
- * Wires the parts: the lock, then the store, the service's clock and read budget, the client,
+ * Wires one tenant's parts around its store: the service's clock and read budget, the client,
  * the watch registry and poll loop, and the delivery engine with one worker per sink. Polling and
  * delivery only meet in the store, so either can stall without blocking the other.
  */
-export function assembleDaemon(config: AppConfig, options: DaemonOptions): DaemonParts {
-  const { logger } = options;
+export function assembleTenant(
+  tenant: string,
+  config: AppConfig,
+  store: ChangefeedStore,
+  options: DaemonOptions,
+): DaemonParts {
+  const logger = options.logger.child({ tenant });
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
   const clock = options.clock ?? systemClock;
-  // Before the store is opened: a second daemon must not even migrate it.
-  const lock = StateDirLock.acquire(config.stateDir);
-  let store: ChangefeedStore;
-  let feed: EventFeed | undefined;
-  try {
-    store = ChangefeedStore.open(storePath(config.stateDir));
-  } catch (error) {
-    lock.release();
-    throw error;
-  }
-  try {
-    feed = config.feed.enabled ? createFeed(config, store, clock) : undefined;
-  } catch (error) {
-    store.close();
-    lock.release();
-    throw error;
-  }
+  const feed = config.feed.enabled ? createFeed(config, store, clock) : undefined;
   const serverClock = new ServerClock(clock, {
     toleranceMs: config.api.clockToleranceSeconds * 1000,
     onRejected: (rejected) => {
@@ -98,6 +83,9 @@ export function assembleDaemon(config: AppConfig, options: DaemonOptions): Daemo
   const credential = new CredentialTracker(apiKey.source);
   const client = createServiceClient(config, { apiKey, clock, logger, budget, serverClock, onResponse });
   const metrics = new ChangefeedMetrics(store, {
+    tenant,
+    // The process exports its own memory and CPU once (ProcessMetrics), not once per tenant.
+    defaultMetrics: false,
     now: () => clock.now(),
     allowancePerHour: () => budget.allowancePerHour(),
     serviceClockSkewSeconds: () => serverClock.skewMs / 1000,
@@ -145,7 +133,6 @@ export function assembleDaemon(config: AppConfig, options: DaemonOptions): Daemo
   });
   return {
     clock,
-    lock,
     store,
     serverClock,
     budget,

@@ -19,7 +19,7 @@ export async function pruneJournalHourly(deps: {
   const retentionMs = deps.retentionDays * 86_400_000;
   while (!deps.signal.aborted) {
     try {
-      const removed = deps.store.outbox.prune(deps.clock.now() - retentionMs);
+      const removed = await deps.store.outbox.prune(deps.clock.now() - retentionMs);
       if (removed > 0) deps.logger.info({ removed }, 'pruned delivered events past the journal retention');
     } catch (error) {
       deps.logger.error({ err: describeError(error) }, 'journal pruning failed; next attempt in an hour');

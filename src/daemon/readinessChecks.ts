@@ -17,7 +17,7 @@ export interface ReadinessInputs {
 
 /** What /readyz reports: store writable, key accepted, polling running, clock believed, every sink connected or reconnecting briefly. */
 export function readinessChecks(r: ReadinessInputs): ReadinessCheck[] {
-  const storeProblem = r.store.db.open ? r.store.health.problem : 'the store is closed';
+  const storeProblem = r.store.isOpen ? r.store.health.problem : 'the store is closed';
   const checks: ReadinessCheck[] = [
     storeProblem === undefined ? { name: 'store', ok: true } : { name: 'store', ok: false, detail: storeProblem },
     r.credential,

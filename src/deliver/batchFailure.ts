@@ -1,6 +1,7 @@
 import { describeError } from '../errors.js';
 import { SinkPartialFailureError, SinkRejectedError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import type { FailedDelivery, Outbox, PendingDelivery } from '../store/outbox.js';
+import type { OutboxStore } from '../store/changefeedStore.js';
+import type { FailedDelivery, PendingDelivery } from '../store/storeRecords.js';
 import type { PendingWindow } from './pendingWindow.js';
 import { logKey } from '../logs.js';
 import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
@@ -92,17 +93,17 @@ export function classifyBatchFailure(
  * Records what a failed batch came to: delivered events settled, retries scheduled, dead letters
  * marked, in the store and in the worker's window of pending deliveries alike.
  */
-export function recordBatchFailure(
-  outbox: Outbox,
+export async function recordBatchFailure(
+  outbox: OutboxStore,
   window: PendingWindow,
   sink: string,
   batch: readonly PendingDelivery[],
   outcome: BatchFailureOutcome,
   now: number,
-): void {
-  outbox.markDelivered(sink, outcome.delivered, now);
-  outbox.scheduleRetry(sink, outcome.retries, now);
-  outbox.markDead(sink, outcome.dead, now);
+): Promise<void> {
+  await outbox.markDelivered(sink, outcome.delivered, now);
+  await outbox.scheduleRetry(sink, outcome.retries, now);
+  await outbox.markDead(sink, outcome.dead, now);
   const bySeq = new Map(batch.map((d) => [d.seq, d]));
   const settled = new Set([...outcome.delivered, ...outcome.dead.map((d) => d.seq)]);
   window.settle(batch.filter((d) => settled.has(d.seq)));

@@ -1,6 +1,6 @@
 import { logKey } from '../logs.js';
 import type { OutboundEvent } from '../sinkContract/sink.js';
-import type { PendingDelivery } from '../store/outbox.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 
 export interface PlannedBatches {
   batches: PendingDelivery[][];

@@ -1,5 +1,5 @@
 import type { CircuitBreakerConfig } from '../sinkContract/deliveryConfig.js';
-import type { CircuitState } from '../store/sinkStates.js';
+import type { CircuitState } from '../store/storeRecords.js';
 
 /**
  * Stops hammering a destination that keeps failing: after `failureThreshold` failed writes in a row

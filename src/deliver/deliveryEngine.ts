@@ -129,14 +129,13 @@ export class DeliveryEngine {
     return Promise.all(
       this.workers.map(async (w) => {
         const drained = await w.drain(this.abort.signal, deadline);
-        const counts = this.deps.store.outbox.counts(w.name);
-        const state = this.deps.store.sinks.list().find((s) => s.name === w.name);
+        const counts = await this.deps.store.outbox.counts(w.name);
         return {
           sink: w.name,
           drained,
           pending: counts.pending,
           dead: counts.dead,
-          lastError: state?.lastError ?? null,
+          lastError: w.connectionState.lastError,
         };
       }),
     );

@@ -1,5 +1,6 @@
 import { logKey, type LogKind } from '../logs.js';
-import type { Outbox, PendingDelivery } from '../store/outbox.js';
+import type { OutboxStore } from '../store/changefeedStore.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 
 const LOAD_PAGE = 1_000;
 
@@ -18,12 +19,12 @@ export class PendingWindow {
   private size = 0;
 
   constructor(
-    private readonly outbox: Outbox,
+    private readonly outbox: OutboxStore,
     private readonly sink: string,
     private readonly capacity: number,
     /** False for deliveries this sink's filter excludes; they are settled as filtered on load. */
     private readonly accepts: ((event: { log: LogKind; type: string }) => boolean) | undefined,
-    private readonly onFiltered: (seqs: number[]) => void,
+    private readonly onFiltered: (seqs: number[]) => Promise<void>,
   ) {}
 
   /** Forgets what is held, so the next top-up reads the outbox from its start (re-queued rows have old seqs). */
@@ -38,11 +39,15 @@ export class PendingWindow {
   }
 
   /** Loads rows ingested since the last load, up to capacity; returns how many were filtered out. */
-  topUp(): number {
+  async topUp(): Promise<number> {
     if (this.size === 0) this.loadedUpTo = 0;
     let filtered = 0;
     while (this.size < this.capacity) {
-      const page = this.outbox.pending(this.sink, this.loadedUpTo, Math.min(LOAD_PAGE, this.capacity - this.size));
+      const page = await this.outbox.pending(
+        this.sink,
+        this.loadedUpTo,
+        Math.min(LOAD_PAGE, this.capacity - this.size),
+      );
       const rejected: number[] = [];
       for (const d of page) {
         this.loadedUpTo = d.seq;
@@ -56,7 +61,7 @@ export class PendingWindow {
         else this.queues.set(key, [d]);
         this.size++;
       }
-      if (rejected.length > 0) this.onFiltered(rejected);
+      if (rejected.length > 0) await this.onFiltered(rejected);
       filtered += rejected.length;
       if (page.length < LOAD_PAGE) break;
     }

@@ -3,7 +3,7 @@ import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState } from '../store/sinkStates.js';
+import type { CircuitState } from '../store/storeRecords.js';
 
 /** Reconnecting a sink: ceilings from 500 ms to a minute, never sooner than 100 ms. */
 const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 60_000, minMs: 100 };
@@ -25,6 +25,8 @@ export class SinkHealth {
   private lastErrorAt: number | null = null;
   private lastDeliveryAt: number | null = null;
   private disabledReason: string | null = null;
+  /** State writes, one at a time and in order: the last one recorded is the newest state. */
+  private persisting: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly sink: string,
@@ -124,8 +126,22 @@ export class SinkHealth {
     this.logger.warn({ sink: this.sink, retryInMs: ms, err: this.lastError }, message);
   }
 
+  /** The last error, as readiness reports it. */
+  get lastErrorMessage(): string | null {
+    return this.lastError;
+  }
+
+  /** Resolves once every state write so far was recorded (or failed). */
+  async persisted(): Promise<void> {
+    await this.persisting;
+  }
+
+  /**
+   * Records the state for `status` without holding up delivery. A store that cannot be written
+   * only makes `status` stale; the worker notices the outage on its own writes and pauses.
+   */
   private persist(): void {
-    this.store.sinks.recordState({
+    const state = {
       sink: this.sink,
       connected: this.connected,
       pausedUntil: this.pausedUntil,
@@ -135,6 +151,11 @@ export class SinkHealth {
       lastDeliveryAt: this.lastDeliveryAt,
       circuit: this.circuit,
       disabledReason: this.disabledReason,
-    });
+    };
+    this.persisting = this.persisting
+      .then(() => this.store.sinks.recordState(state))
+      .catch((error: unknown) =>
+        this.logger.debug({ sink: this.sink, err: describeError(error) }, 'sink state not recorded'),
+      );
   }
 }

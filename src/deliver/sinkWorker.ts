@@ -1,8 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { timerDelayMs } from '../clock.js';
-import { describeError, isAbortError } from '../errors.js';
+import { describeError } from '../errors.js';
 import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
-import type { PendingDelivery } from '../store/outbox.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
 import { StoreOutage } from './storeOutage.js';
@@ -11,10 +11,9 @@ import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
+import { IN_FLIGHT, WorkerWake } from './workerWake.js';
 import type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
 
-/** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
-const IN_FLIGHT = 'in-flight' as const;
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
 const IDLE_WAIT_MS = 5_000;
 /** Wait before trying a store that could not be written again. */
@@ -45,10 +44,11 @@ export class SinkWorker {
   private lastSuccessAt: number | null = null;
   /** Deliveries the last top-up settled as filtered: something changed, so look again at once. */
   private filteredInLastScan = 0;
-  private wake: AbortController | undefined;
+  private readonly wake: WorkerWake;
 
   constructor(private readonly options: SinkWorkerOptions) {
     this.circuit = new CircuitBreaker(options.circuitBreaker);
+    this.wake = new WorkerWake(options.clock);
     this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
     this.storeOutage = new StoreOutage(options.sink.name, options.store, options.logger);
     this.window = new PendingWindow(options.store.outbox, options.sink.name, WINDOW_CAPACITY, options.accepts, (seqs) =>
@@ -67,8 +67,11 @@ export class SinkWorker {
 
   /** For readiness: disabled, or since when not connected (null while connected). */
   get connectionState(): { disabled: boolean; disconnectedSince: number | null; lastError: string | null } {
-    const lastError = this.options.store.sinks.list().find((s) => s.name === this.name)?.lastError ?? null;
-    return { disabled: this.health.disabled, disconnectedSince: this.health.disconnectedSince, lastError };
+    return {
+      disabled: this.health.disabled,
+      disconnectedSince: this.health.disconnectedSince,
+      lastError: this.health.lastErrorMessage,
+    };
   }
 
   /** Dead letters were re-queued: read the outbox afresh (planning still skips objects in flight). */
@@ -80,7 +83,7 @@ export class SinkWorker {
 
   /** Wakes the worker: new events were ingested. */
   notify(): void {
-    this.wake?.abort();
+    this.wake.notify();
   }
 
   /** Runs until `engineSignal` aborts, then waits for in-flight writes. */
@@ -88,11 +91,11 @@ export class SinkWorker {
     const signal = this.writesSignal(engineSignal);
     while (!signal.aborted && !this.health.disabled) {
       try {
-        await this.pause(await this.step(signal), signal);
+        await this.wake.pause(await this.step(signal), this.inFlight, signal);
       } catch (error) {
         // A full or read-only disk: wait and try again rather than let the worker die.
         if (!this.storeOutage.failed(error)) throw error;
-        await this.pause(STORE_RETRY_MS, signal);
+        await this.wake.pause(STORE_RETRY_MS, this.inFlight, signal);
       }
     }
     await Promise.allSettled(this.inFlight);
@@ -121,10 +124,11 @@ export class SinkWorker {
     const timer = setTimeout(() => cutOff.abort(), timerDelayMs(deadline - this.options.clock.now()));
     try {
       while (!drainSignal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
-        if (this.inFlight.size === 0 && this.options.store.outbox.counts(this.name).pending === 0) return true;
+        if (this.inFlight.size === 0 && (await this.options.store.outbox.counts(this.name)).pending === 0) return true;
         const wait = await this.step(drainSignal);
-        await this.pause(
+        await this.wake.pause(
           wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())),
+          this.inFlight,
           drainSignal,
         );
       }
@@ -133,37 +137,22 @@ export class SinkWorker {
       cutOff.abort();
       await Promise.allSettled(this.inFlight);
     }
-    return this.options.store.outbox.counts(this.name).pending === 0;
+    return (await this.options.store.outbox.counts(this.name)).pending === 0;
   }
 
   async close(): Promise<void> {
     await Promise.allSettled(this.inFlight);
     await this.options.sink.close();
     this.health.markDisconnected();
-  }
-
-  /** Waits `wait` ms, or until an in-flight write settles; `notify` or `signal` cut either short. */
-  private async pause(wait: number | typeof IN_FLIGHT, signal: AbortSignal): Promise<void> {
-    if (wait === 0) return;
-    this.wake = new AbortController();
-    const woken = AbortSignal.any([signal, this.wake.signal]);
-    if (wait === IN_FLIGHT) {
-      const aborted = new Promise<void>((resolve) => woken.addEventListener('abort', () => resolve(), { once: true }));
-      await Promise.race([...this.inFlight, aborted]);
-      return;
-    }
-    try {
-      await this.options.clock.sleep(wait, woken);
-    } catch (error) {
-      if (!isAbortError(error)) throw error;
-    }
+    await this.health.persisted();
   }
 
   /** One round: connect if needed, launch what may go. Returns how long to wait before the next round. */
   private async step(signal: AbortSignal): Promise<number | typeof IN_FLIGHT> {
     const { clock, sink } = this.options;
     const now = clock.now();
-    if (!this.storeOutage.flush(now)) return STORE_RETRY_MS;
+    this.wake.reading();
+    if (!(await this.storeOutage.flush(now))) return STORE_RETRY_MS;
     if (this.health.pausedUntil > now) return this.health.pausedUntil - now;
     if (!this.health.connected) {
       try {
@@ -183,7 +172,7 @@ export class SinkWorker {
     if (free <= 0) return IN_FLIGHT;
     let nextDueAt: number | undefined;
     if (this.ready.length === 0) {
-      this.filteredInLastScan = this.window.topUp();
+      this.filteredInLastScan = await this.window.topUp();
       const plan = planBatches({
         pages: this.window.candidates(this.options.batchSize),
         now,
@@ -214,13 +203,22 @@ export class SinkWorker {
 
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
     const seqs = batch.map((d) => d.seq);
-    const events = toOutboundEvents(batch, this.options.store.outbox.payloads(seqs));
+    let events;
+    try {
+      events = toOutboundEvents(batch, await this.options.store.outbox.payloads(seqs));
+    } catch (error) {
+      // The store cannot be read now: the batch stays pending and is planned again later.
+      if (!this.storeOutage.failed(error)) throw error;
+      this.window.settle(batch);
+      this.window.reload();
+      return;
+    }
     try {
       await this.options.sink.write(events, signal);
       const now = this.options.clock.now();
       this.window.settle(batch);
       try {
-        this.options.store.outbox.markDelivered(this.name, seqs, now);
+        await this.options.store.outbox.markDelivered(this.name, seqs, now);
         this.options.store.health.clear();
       } catch (error) {
         // Delivered, but the store cannot say so now: kept in memory and recorded once it can,
@@ -237,7 +235,7 @@ export class SinkWorker {
       // Shutting down or past a drain's deadline: the events simply stay pending.
       if (signal.aborted) return;
       try {
-        this.handleFailure(batch, error);
+        await this.handleFailure(batch, error);
       } catch (recordError) {
         // The outcome cannot be recorded: the batch stays pending and is tried again.
         if (!this.storeOutage.failed(recordError)) throw recordError;
@@ -247,7 +245,7 @@ export class SinkWorker {
     }
   }
 
-  private handleFailure(batch: PendingDelivery[], error: unknown): void {
+  private async handleFailure(batch: PendingDelivery[], error: unknown): Promise<void> {
     const { store, clock } = this.options;
     const now = clock.now();
     const message = describeError(error);
@@ -272,7 +270,7 @@ export class SinkWorker {
       strikes: this.options.poisonStrikes ?? 0,
       lastSuccessAt: this.lastSuccessAt,
     });
-    recordBatchFailure(store.outbox, this.window, this.name, batch, outcome, now);
+    await recordBatchFailure(store.outbox, this.window, this.name, batch, outcome, now);
     // A destination that answered and refused these events (a 4xx) works: that is no outage, and
     // counting it would pause the sink and let one event die per probe.
     const opened = outcome.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);

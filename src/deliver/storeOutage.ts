@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { PendingDelivery } from '../store/outbox.js';
+import type { PendingDelivery } from '../store/storeRecords.js';
 
 /**
  * A sink worker's view of a store that cannot be written (a full or read-only disk). The worker
@@ -21,7 +21,7 @@ export class StoreOutage {
   /** Records a storage error (true), or says it is something else (false). */
   failed(error: unknown): boolean {
     const first = this.store.health.problem === undefined;
-    if (!this.store.health.record(error, this.store.db.name)) return false;
+    if (!this.store.health.record(error, this.store.location)) return false;
     if (first)
       this.logger.warn(
         { sink: this.sink, err: describeError(error) },
@@ -36,10 +36,10 @@ export class StoreOutage {
   }
 
   /** Records what is held; false while the store still cannot be written. */
-  flush(now: number): boolean {
+  async flush(now: number): Promise<boolean> {
     while (this.unrecorded.length > 0) {
       try {
-        this.store.outbox.markDelivered(
+        await this.store.outbox.markDelivered(
           this.sink,
           (this.unrecorded[0] ?? []).map((d) => d.seq),
           now,

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { ConfigError } from '../errors.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
-import type { Journal } from '../store/journal.js';
+import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';
@@ -40,7 +40,7 @@ export class EventFeed {
 
   constructor(
     private readonly config: FeedConfig,
-    private readonly journal: Journal,
+    private readonly journal: JournalStore,
     private readonly clock: Clock,
   ) {
     const tokens = [...config.tokens, ...config.tokenFiles.map((file) => readSecretFile(file))];
@@ -115,15 +115,15 @@ export class EventFeed {
       });
       return true;
     }
-    const start = this.position(res, parsed.query);
-    if (start === undefined) return true;
     const abort = new AbortController();
     res.once('close', () => abort.abort());
     this.open.add(abort);
-    const served =
-      mode === 'page'
-        ? this.page(res, start, parsed.query, token, abort.signal)
-        : this.stream(res, start, parsed.query, token, abort);
+    const served = (async () => {
+      const start = await this.position(res, parsed.query);
+      if (start === undefined) return;
+      if (mode === 'page') await this.page(res, start, parsed.query, token, abort.signal);
+      else await this.stream(res, start, parsed.query, token, abort);
+    })();
     void served
       .catch((error: unknown) => {
         if (!res.headersSent)
@@ -135,10 +135,10 @@ export class EventFeed {
   }
 
   /** Where a request starts reading, or undefined once it was answered 410. */
-  private position(res: ServerResponse, query: FeedQuery): number | undefined {
-    const pruned = this.journal.prunedThrough();
+  private async position(res: ServerResponse, query: FeedQuery): Promise<number | undefined> {
+    const pruned = await this.journal.prunedThrough();
     if (query.after === undefined) return pruned;
-    const head = this.journal.head();
+    const head = await this.journal.head();
     if (query.after >= pruned && query.after <= head) return query.after;
     const cursor = formatCursor(query.after);
     const detail =
@@ -159,11 +159,12 @@ export class EventFeed {
     abort: AbortSignal,
   ): Promise<void> {
     const filter = { log: query.log, type: query.type };
-    let page = this.journal.page(start, query.limit, filter);
+    let generation = this.signal.generation;
+    let page = await this.journal.page(start, query.limit, filter);
     // A filter that rarely matches: look further, a bounded stretch per request; an empty page
     // that did not reach the head answers at once with the cursor where the search stopped.
     for (let stretch = 1; page.events.length === 0 && !page.reachedHead && stretch < SCAN_STRETCHES; stretch++)
-      page = this.journal.page(page.next, query.limit, filter);
+      page = await this.journal.page(page.next, query.limit, filter);
     const waits = page.events.length === 0 && page.reachedHead && query.waitMs > 0;
     if (waits && !this.waitSlots.acquire(token)) {
       sendProblem(
@@ -181,8 +182,9 @@ export class EventFeed {
     try {
       const deadline = this.clock.now() + query.waitMs;
       while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
-        await this.signal.next(deadline - this.clock.now(), abort);
-        if (!abort.aborted) page = this.journal.page(page.next, query.limit, filter);
+        await this.signal.next(deadline - this.clock.now(), abort, generation);
+        generation = this.signal.generation;
+        if (!abort.aborted) page = await this.journal.page(page.next, query.limit, filter);
       }
     } finally {
       if (waits) this.waitSlots.release(token);

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
-import type { Journal } from '../store/journal.js';
+import type { JournalStore } from '../store/changefeedStore.js';
 import { formatCursor } from './feedCursor.js';
 import type { FeedQuery } from './feedQuery.js';
 import type { JournalSignal } from './journalSignal.js';
@@ -10,7 +10,7 @@ import { withinPageBytes } from './pageBytes.js';
 const STREAM_PAGE = 500;
 
 export interface StreamOptions {
-  journal: Journal;
+  journal: JournalStore;
   signal: JournalSignal;
   clock: Clock;
   heartbeatMs: number;
@@ -22,7 +22,7 @@ export interface StreamOptions {
  * for new events, sending a comment line when idle for `heartbeatMs`. A reconnect that sends the
  * last `id` as Last-Event-ID resumes right after it: nothing lost, nothing repeated.
  *
- * Waits only after a read that found nothing and was not followed by any await, so an append
+ * Waits only with the signal's generation taken before a read that found nothing, so an append
  * notified while a write was draining is never slept through.
  */
 export async function streamEvents(
@@ -37,7 +37,8 @@ export async function streamEvents(
   let cursor = start;
   let lastWriteAt = clock.now();
   while (!abort.aborted) {
-    const page = journal.page(cursor, STREAM_PAGE, filter);
+    const generation = signal.generation;
+    const page = await journal.page(cursor, STREAM_PAGE, filter);
     // One write holds at most MAX_PAGE_CHARS of events: 500 large ones would be one huge string.
     const events = withinPageBytes(page.events);
     const last = events[events.length - 1];
@@ -61,7 +62,7 @@ export async function streamEvents(
       res.write(': heartbeat\n\n');
       lastWriteAt = clock.now();
     }
-    await signal.next(heartbeatMs - (clock.now() - lastWriteAt), abort);
+    await signal.next(heartbeatMs - (clock.now() - lastWriteAt), abort, generation);
   }
 }
 

@@ -8,7 +8,8 @@ export type FeedProblemType =
   | 'too-many-streams'
   | 'too-many-waits'
   | 'journal-unavailable'
-  | 'method-not-allowed';
+  | 'method-not-allowed'
+  | 'tenant-elsewhere';
 
 /** Answers with an RFC 9457 problem document. */
 export function sendProblem(

@@ -1,4 +1,4 @@
-import type { JournalEvent } from '../store/journal.js';
+import type { JournalEvent } from '../store/storeRecords.js';
 
 /**
  * Most characters of stored CloudEvent JSON one page answer carries. `limit` bounds the count, but

@@ -3,15 +3,15 @@ import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
-import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
+import type { ScheduleSnapshot } from '../schedule/scheduleViews.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
 
 /**
- * Every metric the daemon exports on /metrics, in its own registry (one per daemon, so tests can
- * run several). Counters move as things happen; gauges about the store (outbox depth, dead
+ * Every metric a tenant exports on /metrics, in its own registry labelled `tenant` (the process
+ * serves them together, see processMetrics.ts; tests can run several). Counters move as things happen; gauges about the store (outbox depth, dead
  * letters, watermark age, gaps) are read from it at scrape time, so they are always current.
  */
 export class ChangefeedMetrics {
@@ -32,6 +32,8 @@ export class ChangefeedMetrics {
   constructor(
     store: ChangefeedStore,
     options: {
+      /** Set as the `tenant` label of every series. */
+      tenant?: string;
       now: () => number;
       allowancePerHour: () => number;
       /** The scheduler's current choices (absent in tests that run no poll loop). */
@@ -42,8 +44,8 @@ export class ChangefeedMetrics {
     },
   ) {
     const registers = [this.registry];
-    if (options.defaultMetrics ?? true)
-      collectDefaultMetrics({ register: this.registry, prefix: 'changefeed_process_' });
+    if (options.tenant !== undefined) this.registry.setDefaultLabels({ tenant: options.tenant });
+    if (options.defaultMetrics ?? true) collectProcessMetrics(this.registry);
     this.polls = new Counter({
       name: 'changefeed_polls_total',
       help: 'Polls of a watched log, by log and outcome (ok or an error code).',
@@ -166,9 +168,9 @@ export class ChangefeedMetrics {
       help: 'Events waiting for delivery, by sink.',
       labelNames: ['sink'],
       registers,
-      collect() {
-        for (const sink of store.sinks.list().filter((s) => s.active))
-          this.set({ sink: sink.name }, store.outbox.counts(sink.name).pending);
+      async collect() {
+        for (const sink of (await store.sinks.list()).filter((s) => s.active))
+          this.set({ sink: sink.name }, (await store.outbox.counts(sink.name)).pending);
       },
     });
     new Gauge({
@@ -176,9 +178,9 @@ export class ChangefeedMetrics {
       help: 'Events a sink gave up on, by sink.',
       labelNames: ['sink'],
       registers,
-      collect() {
-        for (const sink of store.sinks.list().filter((s) => s.active))
-          this.set({ sink: sink.name }, store.outbox.counts(sink.name).dead);
+      async collect() {
+        for (const sink of (await store.sinks.list()).filter((s) => s.active))
+          this.set({ sink: sink.name }, (await store.outbox.counts(sink.name)).dead);
       },
     });
     new Gauge({
@@ -188,10 +190,10 @@ export class ChangefeedMetrics {
         'Catches a feed that silently stopped.',
       labelNames: ['log'],
       registers,
-      collect() {
+      async collect() {
         const now = options.now();
         const oldest = new Map<LogKind, number>();
-        for (const w of store.watchedLogs.list()) {
+        for (const w of await store.watchedLogs.list()) {
           if (w.status !== 'active' || w.windowEnd === null) continue;
           oldest.set(w.log, Math.min(oldest.get(w.log) ?? Number.POSITIVE_INFINITY, w.windowEnd));
         }
@@ -205,9 +207,9 @@ export class ChangefeedMetrics {
         'scope, rejected request), gone, or failing every poll; by log.',
       labelNames: ['log'],
       registers,
-      collect() {
+      async collect() {
         const counts = new Map<string, number>(Object.values(LOGS).map((l) => [l.slug, 0]));
-        for (const w of store.watchedLogs.list()) {
+        for (const w of await store.watchedLogs.list()) {
           if (w.status !== 'active' || w.consecutiveFailures > 0)
             counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
         }
@@ -258,4 +260,9 @@ function endpointOf(path: string): string {
   if (path.endsWith('/skills')) return 'skill_list';
   if (path.endsWith('/ping')) return 'ping';
   return 'other';
+}
+
+/** The process's own metrics (memory, CPU, event loop), once per process whatever the tenants. */
+export function collectProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: 'changefeed_process_' });
 }

@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import type { Registry } from 'prom-client';
 
 export const httpConfigSchema = z
   .object({
@@ -53,7 +52,8 @@ export interface HealthSource {
   alive(): boolean;
   /** Every readiness check, each with what fails. */
   readiness(): ReadinessCheck[];
-  metrics: Registry;
+  /** A prom-client Registry, or anything that renders an exposition the same way. */
+  metrics: { metrics(): Promise<string>; readonly contentType: string };
   /** More routes on the same server (the event feed): true when it answered the request. */
   routes?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }

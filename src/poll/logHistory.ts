@@ -2,7 +2,7 @@ import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
 import { pageItemCount } from '../api/activityReader.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { MAX_PAGE_LIMIT, type LogKind } from '../logs.js';
-import type { SortOrder } from '../store/watchedLogs.js';
+import type { SortOrder } from '../store/storeRecords.js';
 import type { LogHistory } from '../schedule/rateState.js';
 import { detectSortOrder } from './sortOrder.js';
 import type { ScheduleConfig } from '../schedule/scheduleConfig.js';

@@ -5,8 +5,8 @@ import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
 import { LOGS } from '../logs.js';
-import type { ChangefeedStore, IngestResult } from '../store/changefeedStore.js';
-import type { SortOrder, WatchedLog } from '../store/watchedLogs.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { IngestResult, SortOrder, WatchedLog } from '../store/storeRecords.js';
 import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
@@ -99,8 +99,8 @@ export class LogPoller {
     // Quarantined entries of the pages read so far, stored with the next commit.
     const held: QuarantinedEntry[] = [];
     const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;
-    const commit = (entries: ActivityEntry[], windowEnd: number): void => {
-      const ingested = store.ingest({
+    const commit = async (entries: ActivityEntry[], windowEnd: number): Promise<void> => {
+      const ingested = await store.ingest({
         log: watched.log,
         objectId: watched.objectId,
         entries: inIngestionOrder(entries),
@@ -131,7 +131,7 @@ export class LogPoller {
       result.history = probe.history;
       detectedOrder ??= probe.detectedOrder;
       if (probe.firstWindow) {
-        commit(probe.firstWindow, window.to);
+        await commit(probe.firstWindow, window.to);
         firstWindowRead = true;
       }
     }
@@ -162,7 +162,7 @@ export class LogPoller {
       }
     }
     if (detectedOrder && !watched.sortOrder)
-      store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
+      await store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
     return result;
   }
 
@@ -176,11 +176,11 @@ export class LogPoller {
       client: this.deps.client,
       objectId: watched.objectId,
       sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
-      isSeen: (id) => store.seen.has(watched.log, watched.objectId, id),
+      seenAmong: (ids) => store.seen.seenAmong(watched.log, watched.objectId, ids),
       signal,
     });
     if (read.detectedOrder && !watched.sortOrder)
-      store.watchedLogs.setSortOrder(watched.log, watched.objectId, read.detectedOrder);
+      await store.watchedLogs.setSortOrder(watched.log, watched.objectId, read.detectedOrder);
     // The first read of a version log is its baseline: what happened before coverage started is
     // recorded as seen but not emitted. Undated entries count as history unless a startFrom
     // timestamp asked for a backfill.
@@ -195,7 +195,7 @@ export class LogPoller {
       (isNew ? emit : silent).push(entry);
     }
     const ordered = inIngestionOrder(emit);
-    const ingested = store.ingest({
+    const ingested = await store.ingest({
       log: watched.log,
       objectId: watched.objectId,
       entries: ordered,

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import { describeError, errorCodeOf } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
 import { logKey } from '../logs.js';
 
@@ -21,6 +21,8 @@ export interface PollFailuresDeps {
 export class PollFailures {
   /** Per-log retry backoff after a failure: not polled again before this time. */
   private readonly notBefore = new Map<string, number>();
+  /** Failed polls in a row per log (by key), since the last success. */
+  private readonly failuresInARow = new Map<string, number>();
   private pausedUntil = 0;
   /** The pause is for a rejected key: it ends as soon as the key file changes. */
   private pausedForCredential = false;
@@ -52,24 +54,28 @@ export class PollFailures {
 
   succeeded(w: WatchedLog): void {
     this.notBefore.delete(logKey(w));
+    this.failuresInARow.delete(logKey(w));
     this.authFailures = 0;
   }
 
   /** Classifies a failed poll, applies what it calls for and returns it. */
-  failed(w: WatchedLog, error: unknown, now: number): FailureAction {
+  async failed(w: WatchedLog, error: unknown, now: number): Promise<FailureAction> {
     const action = classifyPollFailure(error, w.log, this.authFailures);
-    this.apply(w, action, error, now);
+    await this.apply(w, action, error, now);
     return action;
   }
 
-  private apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): void {
+  private async apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): Promise<void> {
     const { store, logger } = this.deps;
     const key = logKey(w);
+    // Counted here too: on a store that cannot be written the recorded count stays behind.
+    const failures = (this.failuresInARow.get(key) ?? w.consecutiveFailures) + 1;
+    this.failuresInARow.set(key, failures);
     try {
-      store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
+      await store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
     } catch (recordError) {
       // On a full disk the failure cannot be recorded; what it decides (a pause) still holds.
-      if (!store.health.record(recordError, store.db.name)) throw recordError;
+      if (!store.health.record(recordError, store.location)) throw recordError;
     }
     const target = {
       log: w.log,
@@ -78,7 +84,6 @@ export class PollFailures {
     };
     switch (action.kind) {
       case 'retry': {
-        const failures = store.watchedLogs.get(w.log, w.objectId)?.consecutiveFailures ?? 1;
         this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
         logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
         return;
@@ -100,14 +105,14 @@ export class PollFailures {
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
         return;
       case 'disableKind':
-        for (const other of store.watchedLogs.list()) {
+        for (const other of await store.watchedLogs.list()) {
           if (other.log === w.log && other.status === 'active')
-            store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
+            await store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
         }
         logger.error({ log: w.log }, action.reason);
         return;
       case 'disableLog':
-        store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
+        await store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
         logger.warn(target, action.reason);
         return;
     }

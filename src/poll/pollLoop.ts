@@ -6,12 +6,12 @@ import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import { logKey, type LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import { RateEstimates } from '../store/rateEstimates.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { WatchedLog } from '../store/storeRecords.js';
 import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
 import { isTransientPollFailure, pollRetryDelayMs } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import { PollRecorder } from './pollRecorder.js';
+import { ActiveLogs, readActiveLogs } from './activeLogs.js';
 import { PollFailures } from './pollFailures.js';
 import { nextAction, type LoopSnapshot } from '../schedule/nextAction.js';
 import { PollScheduler } from '../schedule/pollScheduler.js';
@@ -49,7 +49,6 @@ export interface SweepSummary {
 const ONCE_ATTEMPTS = 6;
 /** The in-flight key of a discovery run (a log key always holds a colon, so they never meet). */
 const DISCOVERY = 'discovery';
-const ACTIVE_REFRESH_MS = 30_000;
 
 /**
  * Polls the active watched logs in the order the scheduler picks, one choice per slot the read
@@ -65,9 +64,8 @@ export class PollLoop {
   readonly scheduler: PollScheduler;
   private discoveryRunsPerHour = 0;
   private readonly recorder: PollRecorder;
-  private activeCache: WatchedLog[] = [];
-  private activeReadAt = Number.NEGATIVE_INFINITY;
-  private activeStale = true;
+  private readonly active: ActiveLogs;
+  private ratesRestored = false;
   private readonly inFlight = new Set<string>();
   private wake: AbortController | undefined;
   private running: Promise<void> | undefined;
@@ -79,11 +77,11 @@ export class PollLoop {
     // as does discovery: up to twice the concurrency is the design, not a leak.
     setMaxListeners(2 * deps.watch.concurrency + 2, this.abort.signal);
     this.failures = new PollFailures(deps);
+    this.active = new ActiveLogs(deps.store);
     this.scheduler = new PollScheduler({
       config: deps.watch.schedule,
       minIntervalMs: deps.watch.pollIntervalSeconds * 1000,
       budget: deps.budget,
-      estimates: new RateEstimates(deps.store.db),
       discoveryPerHour: () => this.discoveryPerHour(),
       knownRates: deps.knownRates,
       serviceNow: deps.serviceNow,
@@ -132,7 +130,8 @@ export class PollLoop {
       if (error !== undefined)
         summary.failures.push({ log: 'career', objectId: '(discovery)', error: describeError(error) });
     }
-    const targets = this.activeLogs();
+    await this.restoreRates();
+    const targets = await readActiveLogs(this.deps.store);
     // So each poll updates (and persists) the log's learned rate: `run --once` from a cron job
     // learns across runs, and `plan` and `status` show what it learned.
     this.scheduler.sync(targets, this.deps.clock.now());
@@ -150,7 +149,7 @@ export class PollLoop {
       }
       const { action, error } = outcome;
       if (action === undefined) return;
-      this.activeStale = true;
+      this.active.markStale();
       // An object that vanished is handled (no longer watched), not a failed sweep.
       if (action.kind === 'disableLog' && action.status === 'gone') return;
       if (action.kind !== 'retry' || attempt >= ONCE_ATTEMPTS) {
@@ -189,16 +188,11 @@ export class PollLoop {
     }
   }
 
-  private activeLogs(): WatchedLog[] {
-    return this.deps.store.watchedLogs
-      .list()
-      .filter((w) => w.status === 'active')
-      .sort((a, b) => Number(b.log === 'identityProvider') - Number(a.log === 'identityProvider'));
-  }
-
   /** A plain loop: gather the snapshot, ask `nextAction`, carry out its answer. */
   private async loop(): Promise<void> {
+    await this.restoreRates();
     while (this.stateValue === 'running') {
+      await this.refreshActive(this.deps.clock.now());
       const now = this.deps.clock.now();
       const action = nextAction(now, this.snapshot(now));
       if ('launch' in action) {
@@ -222,14 +216,6 @@ export class PollLoop {
 
   /** Everything `nextAction` decides on, as of `now`. */
   private snapshot(now: number): LoopSnapshot {
-    // Re-reading 500 rows for every slot would cost more than the choice; half a minute's lag in
-    // seeing a new log is fine (discovery and failures mark the list stale at once).
-    if (this.activeStale || now - this.activeReadAt >= ACTIVE_REFRESH_MS) {
-      this.activeCache = this.activeLogs();
-      this.activeReadAt = now;
-      this.activeStale = false;
-      this.scheduler.sync(this.activeCache, now);
-    }
     const budget = this.deps.budget;
     return {
       pausedUntil: this.failures.pauseWakeAt(now),
@@ -246,10 +232,22 @@ export class PollLoop {
     };
   }
 
+  private async refreshActive(now: number): Promise<void> {
+    const fresh = await this.active.refresh(now);
+    if (fresh) this.scheduler.sync(fresh, now);
+  }
+
+  /** Rates learned before a restart, once, before the first plan. */
+  private async restoreRates(): Promise<void> {
+    if (this.ratesRestored) return;
+    this.scheduler.restore(await this.deps.store.rates.list());
+    this.ratesRestored = true;
+  }
+
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */
   private discoveryPerHour(): number {
     if (this.discoveryRunsPerHour === 0) return 0;
-    const count = (kind: LogKind): number => this.activeCache.filter((w) => w.log === kind).length;
+    const count = (kind: LogKind): number => this.active.list.filter((w) => w.log === kind).length;
     return (
       discoveryPagesPerRun(this.deps.watch, { careers: count('career'), skills: count('skill') }) *
       this.discoveryRunsPerHour
@@ -263,7 +261,7 @@ export class PollLoop {
     void this.queue
       .add(async () => {
         const outcome = await this.recorder.pollAndRecord(w, this.signal);
-        if (!outcome.polled) this.activeStale = true;
+        if (!outcome.polled) this.active.markStale();
       })
       .finally(() => {
         this.inFlight.delete(key);
@@ -288,7 +286,7 @@ export class PollLoop {
       })
       .finally(() => {
         this.inFlight.delete(DISCOVERY);
-        this.activeStale = true;
+        this.active.markStale();
         this.nextDiscoveryAt = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
         this.wake?.abort();
       });

@@ -1,8 +1,9 @@
+import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { isAbortError } from '../errors.js';
+import { describeError, isAbortError } from '../errors.js';
 import type { PollScheduler } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
 import type { FailureAction } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import type { PollFailures } from './pollFailures.js';
@@ -18,6 +19,7 @@ export interface PollRecorderDeps {
   failures: PollFailures;
   store: ChangefeedStore;
   clock: Clock;
+  logger: Logger;
   budget?: { snapshot(): BudgetSnapshot } | undefined;
   /** Called after every poll, successful or not (metrics). */
   onPolled?: ((watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void) | undefined;
@@ -44,22 +46,32 @@ export class PollRecorder {
       const result = await poller.poll(w, signal);
       const now = clock.now();
       failures.succeeded(w);
-      scheduler.recordPoll(w, now, result);
-      this.saveBudgetSnapshot(now);
+      const learned = scheduler.recordPoll(w, now, result);
+      await this.persist(learned, now);
       this.deps.onPolled?.(w, { result });
       return { polled: true, result };
     } catch (error) {
       if (isAbortError(error) && signal.aborted) return { polled: false, error };
       this.deps.onPolled?.(w, { error });
-      return { polled: false, error, action: failures.failed(w, error, clock.now()) };
+      return { polled: false, error, action: await failures.failed(w, error, clock.now()) };
     }
   }
 
-  private saveBudgetSnapshot(now: number): void {
-    const budget = this.deps.budget;
-    if (!budget || now - this.budgetWrittenAt < BUDGET_META_EVERY_MS) return;
-    this.budgetWrittenAt = now;
-    const pollBudgetPerHour = this.deps.scheduler.pollBudgetPerHour(now);
-    this.deps.store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour }));
+  /**
+   * The learned rate and, now and then, the budget's state, for restarts and `status`. The poll
+   * itself is already committed: a store that cannot take these now only loses a refinement.
+   */
+  private async persist(learned: RateEstimateRow | undefined, now: number): Promise<void> {
+    const { store, budget, logger } = this.deps;
+    try {
+      if (learned) await store.rates.save(learned);
+      if (!budget || now - this.budgetWrittenAt < BUDGET_META_EVERY_MS) return;
+      this.budgetWrittenAt = now;
+      const pollBudgetPerHour = this.deps.scheduler.pollBudgetPerHour(now);
+      await store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour }));
+    } catch (error) {
+      if (!store.health.record(error, store.location)) throw error;
+      logger.debug({ err: describeError(error) }, 'learned rate not recorded: the store cannot be written');
+    }
   }
 }

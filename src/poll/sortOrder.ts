@@ -1,5 +1,5 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
-import type { SortOrder } from '../store/watchedLogs.js';
+import type { SortOrder } from '../store/storeRecords.js';
 
 /**
  * The spec does not say how logs are sorted. Tells it from the data: newest-first when

@@ -4,7 +4,7 @@ import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
-import type { SortOrder } from '../store/watchedLogs.js';
+import type { SortOrder } from '../store/storeRecords.js';
 import { detectSortOrder } from './sortOrder.js';
 
 export class VersionLogTooLongError extends ChangefeedError {
@@ -22,7 +22,8 @@ export interface VersionLogWalk {
   objectId: string;
   /** Configured order, or the order detected on an earlier read of this log. */
   sortOrder: SortOrder | undefined;
-  isSeen: (entryId: string) => boolean;
+  /** Which of these entry ids were ingested before (one question per page). */
+  seenAmong: (entryIds: readonly string[]) => Promise<ReadonlySet<string>>;
   signal?: AbortSignal | undefined;
 }
 
@@ -57,7 +58,8 @@ export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRe
     requests++;
     all.push(...page.entries);
     quarantined.push(...page.quarantined);
-    const fresh = page.entries.filter((e) => !walk.isSeen(e.id));
+    const seen = await walk.seenAmong(page.entries.map((e) => e.id));
+    const fresh = page.entries.filter((e) => !seen.has(e.id));
     unseen.push(...fresh);
     const order = walk.sortOrder ?? detectSortOrder(all);
     if (pageItemCount(page) < MAX_PAGE_LIMIT)

@@ -40,30 +40,33 @@ export class WatchRegistry {
     return startFrom === 'now' ? this.deps.serverClock.now() : Date.parse(startFrom);
   }
 
-  registerConfigured(): number {
+  async registerConfigured(): Promise<number> {
     const { store, watch, clock } = this.deps;
     const coverageStart = this.configuredStart();
     let added = 0;
-    const register = (log: 'career' | 'skill' | 'identityProvider', objectId: string): void => {
-      if (store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now: clock.now() })) added++;
+    const register = async (log: 'career' | 'skill' | 'identityProvider', objectId: string): Promise<void> => {
+      if (await store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now: clock.now() }))
+        added++;
     };
-    if (watch.identityProviderEvents) register('identityProvider', '');
-    for (const id of watch.careers.ids) register('career', id);
-    for (const id of watch.skills.ids) register('skill', id);
+    if (watch.identityProviderEvents) await register('identityProvider', '');
+    for (const id of watch.careers.ids) await register('career', id);
+    for (const id of watch.skills.ids) await register('skill', id);
     return added;
   }
 
   /** Configured careers and skills the service answered 404 for: `run --once` fails on these. */
-  configuredGone(): { log: 'career' | 'skill'; objectId: string; reason: string }[] {
+  async configuredGone(): Promise<{ log: 'career' | 'skill'; objectId: string; reason: string }[]> {
     const { store, watch } = this.deps;
     const configured = [
       ...watch.careers.ids.map((id) => ({ log: 'career' as const, objectId: id })),
       ...watch.skills.ids.map((id) => ({ log: 'skill' as const, objectId: id })),
     ];
-    return configured.flatMap(({ log, objectId }) => {
-      const watched = store.watchedLogs.get(log, objectId);
-      return watched?.status === 'gone' ? [{ log, objectId, reason: watched.statusReason ?? 'answered 404' }] : [];
-    });
+    const gone: { log: 'career' | 'skill'; objectId: string; reason: string }[] = [];
+    for (const { log, objectId } of configured) {
+      const watched = await store.watchedLogs.get(log, objectId);
+      if (watched?.status === 'gone') gone.push({ log, objectId, reason: watched.statusReason ?? 'answered 404' });
+    }
+    return gone;
   }
 
   get discoveryEnabled(): boolean {
@@ -77,7 +80,7 @@ export class WatchRegistry {
    */
   async discover(signal?: AbortSignal): Promise<{ added: number }> {
     const { store, watch, clock, client } = this.deps;
-    const previous = store.getMeta(LAST_DISCOVERY_KEY);
+    const previous = await store.getMeta(LAST_DISCOVERY_KEY);
     const startedAt = this.deps.serverClock.now();
     const coverageStart = previous === undefined ? this.configuredStart() : Number(previous);
     const origin = previous === undefined ? 'discovered' : 'appeared';
@@ -91,11 +94,11 @@ export class WatchRegistry {
         );
       }
       for (const id of list.ids) {
-        if (store.watchedLogs.register({ log: set.log, objectId: id, origin, coverageStart, now: clock.now() }))
+        if (await store.watchedLogs.register({ log: set.log, objectId: id, origin, coverageStart, now: clock.now() }))
           added++;
       }
     }
-    store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));
+    await store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));
     if (added > 0) this.deps.logger.info({ added }, 'discovery found new objects to watch');
     return { added };
   }

@@ -4,7 +4,7 @@ import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
-import type { SortOrder } from '../store/watchedLogs.js';
+import type { SortOrder } from '../store/storeRecords.js';
 import { detectSortOrder } from './sortOrder.js';
 import { splitWindow, toIso, type TimeWindow } from './timeWindow.js';
 
@@ -32,7 +32,7 @@ export interface WindowWalk {
    * Receives each completely read part of the window, in chronological order: every entry with
    * performedAt in [part.from, windowEnd). The caller commits it with the cursor in one transaction.
    */
-  commit: (entries: ActivityEntry[], windowEnd: number) => void;
+  commit: (entries: ActivityEntry[], windowEnd: number) => Promise<void>;
   /** Receives the entries of each page that cannot become events; the caller stores them with the next commit. */
   quarantine?: (entries: QuarantinedEntry[]) => void;
 }
@@ -59,14 +59,14 @@ export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<
     const current = stack.pop() as TimeWindow;
     const read = await readWholeWindow(walk, current, stats);
     if (!read.overflow) {
-      walk.commit(read.entries, current.to);
+      await walk.commit(read.entries, current.to);
       continue;
     }
     stats.splits++;
     const order = walk.sortOrder ?? detectSortOrder(read.entries);
     const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries) : undefined;
     if (boundary !== undefined && boundary > current.from) {
-      walk.commit(
+      await walk.commit(
         read.entries.filter((e) => (performedAtMs(e) ?? current.from) < boundary),
         boundary,
       );

@@ -1,6 +1,6 @@
 import { logKey, type LogKind } from '../logs.js';
-import type { RateEstimates } from '../store/rateEstimates.js';
-import type { WatchedLog } from '../store/watchedLogs.js';
+import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
+import type { PlannedLog, ScheduleSnapshot } from './scheduleViews.js';
 import { allocateFrequencies, allocationWeight, alphaFor } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
@@ -26,25 +26,12 @@ export interface PollSchedulerDeps {
   /** watch.pollIntervalSeconds in ms: no log is polled more often. */
   minIntervalMs: number;
   budget?: SchedulerBudget;
-  /** Where learned rates persist across restarts. */
-  estimates?: RateEstimates;
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */
   discoveryPerHour?: () => number;
   /** Benchmark only: plan with these rates (per hour) instead of learned ones, without follow-ups. */
   knownRates?: (key: string) => number | undefined;
   /** The service's clock, against which performedAt is compared (defaults to the local one). */
   serviceNow?: () => number;
-}
-
-export interface PlannedLog {
-  log: LogKind;
-  objectId: string;
-  /** Changes per hour the plan uses (the learned rate). */
-  rate: number;
-  /** Planned polls per hour. */
-  frequency: number;
-  /** When the log becomes due. */
-  nextPollAt: number;
 }
 
 interface Scheduled {
@@ -58,12 +45,6 @@ interface Scheduled {
   /** Planned rate and weight (rate^alpha), kept until the estimate, prior or alpha change: every decision reads them. */
   plannedRate: number | undefined;
   plannedWeight: number | undefined;
-}
-
-export interface ScheduleSnapshot {
-  alpha: number;
-  pollBudgetPerHour: number;
-  followUpsLastHour: number;
 }
 
 /**
@@ -94,7 +75,11 @@ export class PollScheduler {
     const prior = configuredPrior(deps.config);
     this.priors = () => prior;
     this.alpha = deps.config.policy === 'round-robin' ? 0 : deps.config.alpha === 'auto' ? 0.5 : deps.config.alpha;
-    for (const { events, sessions, hours, lastEventAt, updatedAt, pollCost, ...row } of deps.estimates?.list() ?? [])
+  }
+
+  /** Rates learned before a restart, as recordPoll returned them; call before the first `sync`. */
+  restore(saved: readonly RateEstimateRow[]): void {
+    for (const { events, sessions, hours, lastEventAt, updatedAt, pollCost, ...row } of saved)
       this.persisted.set(logKey(row), { rate: { events, sessions, hours, lastEventAt, updatedAt }, cost: pollCost });
   }
 
@@ -166,14 +151,17 @@ export class PollScheduler {
     return 'key' in choice ? { poll: this.logs.get(choice.key)!.watched } : choice;
   }
 
-  /** Records a poll: a successful one updates the rate estimate and the cost of a poll. */
+  /**
+   * Records a poll: a successful one updates the rate estimate and the cost of a poll. Returns
+   * what to persist so a restart keeps what was learned (undefined: nothing changed).
+   */
   recordPoll(
     w: WatchedLog,
     now: number,
     result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory },
-  ): void {
+  ): RateEstimateRow | undefined {
     const s = this.logs.get(logKey(w));
-    if (!s || !result) return;
+    if (!s || !result) return undefined;
     s.lastPollAt = now;
     const previousNewest = s.rate.lastEventAt;
     s.rate =
@@ -195,14 +183,14 @@ export class PollScheduler {
     s.followUp = this.followUps.afterPoll(s.followUp, now, inSession);
     // A first poll that read history costs a page more than the polls the cost is meant for.
     if (result.requests > 0 && !result.history) s.cost = 0.9 * s.cost + 0.1 * result.requests;
-    this.deps.estimates?.save({
+    return {
       log: w.log,
       objectId: w.objectId,
       ...s.rate,
       pollCost: s.cost,
       plannedRate: this.rateOf(s),
       nextPollAt: s.followUp.dueAt ?? now + this.intervalMs(s),
-    });
+    };
   }
 
   /** The current plan of every scheduled log. */

@@ -1,133 +1,168 @@
-import type { ActivityEntry } from '../api/activityEntry.js';
-import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
-import { performedAtMs } from '../api/activityEntry.js';
-import type { ChangeCloudEvent } from '../events/cloudEvent.js';
 import type { LogKind } from '../logs.js';
-import { openDatabase, type Db } from './database.js';
-import { DeadLetters } from './deadLetters.js';
-import { Journal } from './journal.js';
-import { Outbox } from './outbox.js';
-import { Quarantine } from './quarantine.js';
-import { StoreHealth, StoreUnavailableError } from './storeHealth.js';
-import { SeenEntries } from './seenEntries.js';
-import { SinkStates } from './sinkStates.js';
-import { WatchedLogs } from './watchedLogs.js';
+import type { StoreHealth } from './storeHealth.js';
+import type {
+  DeadLetter,
+  DeliveryCounts,
+  FailedDelivery,
+  IngestRequest,
+  IngestResult,
+  JournalPage,
+  PendingDelivery,
+  QuarantineRecord,
+  RateEstimateRow,
+  SinkStateRow,
+  SinkStateUpdate,
+  SortOrder,
+  WatchedLog,
+  WatchOrigin,
+  WatchStatus,
+} from './storeRecords.js';
 
-export interface IngestRequest {
-  log: LogKind;
-  objectId: string;
-  /** Entries of one completed read, already in ingestion order. */
-  entries: readonly ActivityEntry[];
-  /** Entries that must be recorded as seen but not emitted (history before the start point). */
-  silentEntries?: readonly ActivityEntry[];
-  /** Entries of the read that cannot become events: kept aside in the same transaction. */
-  quarantined?: readonly QuarantinedEntry[];
-  /** The new cursor: exclusive end of what this read covered, in the service's clock. */
-  windowEnd: number;
-  /** Forget seen ids older than this (windowed logs only). */
-  pruneSeenBefore?: number;
-  toEvent: (entry: ActivityEntry) => ChangeCloudEvent;
-  now: number;
+/**
+ * The store contract: everything the poller, the delivery engine, the feed and the commands ask
+ * of the store, for one tenant. Two implementations keep it: SQLite (sqlite/, the zero-setup
+ * default, one file per state directory) and PostgreSQL (postgres/, shared by replicas). Every
+ * method is async so the contract can sit on a network database; the SQLite one answers at once.
+ *
+ * Guarantees both keep (test/store/storeContract.suite.ts runs against each):
+ * - `ingest` is one transaction: new entries (deduplicated by entry id), their events, one
+ *   pending delivery per active sink, quarantined entries and the cursor advance all commit, or
+ *   none does.
+ * - Journal positions (`seq`) grow in commit order within a tenant and are never reused.
+ * - Every change of a delivery's state is one short transaction: after a crash each event is
+ *   delivered or still pending (at-least-once).
+ * - On a store shared by replicas, every write checks the tenant's lease in its transaction and
+ *   fails with LEASE_LOST once another replica may hold it (fencing).
+ */
+export interface ChangefeedStore {
+  /** Where the store is, for messages: a file path or a database URL without its password. */
+  readonly location: string;
+  /** Whether writes work; see StoreHealth. */
+  readonly health: StoreHealth;
+  readonly isOpen: boolean;
+  readonly watchedLogs: WatchedLogStore;
+  readonly seen: SeenEntryStore;
+  readonly outbox: OutboxStore;
+  readonly deadLetters: DeadLetterStore;
+  /** The outbox read as a journal, in ingestion order: the pull feed. */
+  readonly journal: JournalStore;
+  readonly sinks: SinkStateStore;
+  readonly quarantine: QuarantineStore;
+  readonly rates: RateEstimateStore;
+  /**
+   * The single write path from polling. Throws StoreUnavailableError when the store cannot be
+   * written (disk full, database away): nothing of the read is kept, the cursor stays.
+   */
+  ingest(request: IngestRequest): Promise<IngestResult>;
+  getMeta(key: string): Promise<string | undefined>;
+  setMeta(key: string, value: string): Promise<void>;
+  /** How many events the journal holds now. */
+  journalSize(): Promise<number>;
+  close(): Promise<void>;
 }
 
-export interface IngestResult {
-  emitted: number;
-  duplicates: number;
-  /** performedAt of each emitted entry that has one (detection-delay metrics, rate estimates). */
-  emittedPerformedAt: number[];
-  /** Entries quarantined for the first time by this read. */
-  quarantined: number;
+/** Cursors and status of the watched logs. */
+export interface WatchedLogStore {
+  get(log: LogKind, objectId: string): Promise<WatchedLog | undefined>;
+  list(): Promise<WatchedLog[]>;
+  /**
+   * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
+   * is where emission starts: the service's "now" by default, or a configured startFrom.
+   * Returns whether the log was new.
+   */
+  register(args: {
+    log: LogKind;
+    objectId: string;
+    origin: WatchOrigin;
+    coverageStart: number;
+    now: number;
+  }): Promise<boolean>;
+  recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void>;
+  setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void>;
+  setSortOrder(log: LogKind, objectId: string, order: SortOrder): Promise<void>;
+}
+
+/** Entry ids already ingested, per log. Written only by `ingest`. */
+export interface SeenEntryStore {
+  /** Which of `entryIds` were already ingested for this log: one question per page, not per entry. */
+  seenAmong(log: LogKind, objectId: string, entryIds: readonly string[]): Promise<Set<string>>;
+}
+
+/** Events in ingestion order and, per active sink, one delivery row each. */
+export interface OutboxStore {
+  /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
+  pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]>;
+  /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
+  payloads(seqs: readonly number[]): Promise<Map<number, string>>;
+  markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void>;
+  scheduleRetry(
+    sink: string,
+    retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
+    now: number,
+  ): Promise<void>;
+  markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void>;
+  /** Events the sink's filter excludes: settled without being sent. */
+  markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void>;
+  /**
+   * Queues journal events for `sink` again (replay), with a fresh attempt budget, whatever their
+   * delivery state: events ingested in [since, until), optionally of one log. Adds deliveries for
+   * events the sink never had (a sink added later). Returns how many were queued.
+   */
+  enqueueFromJournal(
+    sink: string,
+    range: { since?: number; until?: number; log?: LogKind },
+    now: number,
+  ): Promise<number>;
+  counts(sink: string): Promise<DeliveryCounts>;
+  /** Drops journal entries older than `before` that no sink still waits for; returns how many. */
+  prune(before: number): Promise<number>;
+}
+
+export interface DeadLetterStore {
+  list(filter?: { sink?: string; eventId?: string; limit?: number }): Promise<DeadLetter[]>;
+  /** Every dead delivery of the sink back to pending with a fresh attempt budget. */
+  requeueSink(sink: string, now: number): Promise<number>;
+  /** One event's dead deliveries (of one sink, or all) back to pending. */
+  requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number>;
+  /** How many requeue commands changed something, for the metric. */
+  requeueCount(): Promise<number>;
 }
 
 /**
- * The store: one SQLite file holding cursors, seen ids, the outbox and delivery progress.
- * `ingest` is the single write path from polling, and it is one transaction: either the new
- * entries, their deliveries and the cursor advance are all committed, or none is.
+ * The journal read in ingestion order by consumers that hold their own position (the pull feed
+ * and its live stream). A position below `prunedThrough` may have missed events: the feed says so
+ * (410) instead of skipping them silently.
  */
-export class ChangefeedStore {
-  readonly watchedLogs: WatchedLogs;
-  readonly seen: SeenEntries;
-  readonly outbox: Outbox;
-  readonly deadLetters: DeadLetters;
-  /** The outbox read as a journal, in ingestion order: the pull feed. */
-  readonly journal: Journal;
-  readonly sinks: SinkStates;
-  readonly quarantine: Quarantine;
-  /** Whether writes work; see StoreHealth. */
-  readonly health = new StoreHealth();
-  private readonly ingestTx;
+export interface JournalStore {
+  /** The highest seq ever assigned; 0 before the first event. */
+  head(): Promise<number>;
+  /** The highest seq pruned so far; 0 when nothing was. */
+  prunedThrough(): Promise<number>;
+  /**
+   * Up to `limit` events after `after`, optionally of one log and with a type matching a glob
+   * (`*` any run, `?` one character), looking at no more than MAX_SCAN_POSITIONS positions.
+   */
+  page(
+    after: number,
+    limit: number,
+    filter?: { log?: LogKind | undefined; type?: string | undefined },
+  ): Promise<JournalPage>;
+}
 
-  constructor(readonly db: Db) {
-    this.watchedLogs = new WatchedLogs(db);
-    this.seen = new SeenEntries(db);
-    this.outbox = new Outbox(db);
-    this.deadLetters = new DeadLetters(db);
-    this.journal = new Journal(db);
-    this.sinks = new SinkStates(db);
-    this.quarantine = new Quarantine(db);
-    this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {
-      let emitted = 0;
-      let duplicates = 0;
-      const emittedPerformedAt: number[] = [];
-      let quarantined = 0;
-      for (const entry of req.quarantined ?? [])
-        if (this.quarantine.add(req.log, req.objectId, entry, req.now)) quarantined++;
-      for (const entry of req.silentEntries ?? []) {
-        this.seen.add(req.log, req.objectId, entry.id, performedAtMs(entry), req.now);
-      }
-      for (const entry of req.entries) {
-        const performedAt = performedAtMs(entry);
-        if (!this.seen.add(req.log, req.objectId, entry.id, performedAt, req.now)) {
-          duplicates++;
-          continue;
-        }
-        if (
-          this.outbox.append(req.toEvent(entry), { log: req.log, objectId: req.objectId, performedAt, now: req.now })
-        ) {
-          emitted++;
-          if (performedAt !== null) emittedPerformedAt.push(performedAt);
-        } else duplicates++;
-      }
-      this.watchedLogs.advance({
-        log: req.log,
-        objectId: req.objectId,
-        windowEnd: req.windowEnd,
-        ingested: emitted,
-        now: req.now,
-      });
-      if (req.pruneSeenBefore !== undefined) this.seen.prune(req.log, req.objectId, req.pruneSeenBefore);
-      return { emitted, duplicates, emittedPerformedAt, quarantined };
-    });
-  }
+export interface SinkStateStore {
+  /** Marks exactly the configured sinks active; returns the names that were never known before. */
+  activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]>;
+  recordState(state: SinkStateUpdate): Promise<void>;
+  list(): Promise<SinkStateRow[]>;
+}
 
-  static open(file: string): ChangefeedStore {
-    return new ChangefeedStore(openDatabase(file));
-  }
+/** Entries the service sent that cannot become events. Written only by `ingest`. */
+export interface QuarantineStore {
+  count(): Promise<number>;
+  list(filter?: { log?: LogKind; limit?: number }): Promise<QuarantineRecord[]>;
+}
 
-  /** Throws StoreUnavailableError when the disk is full or read-only: nothing of the read is kept, the cursor stays. */
-  ingest(request: IngestRequest): IngestResult {
-    try {
-      const result = this.ingestTx(request);
-      this.health.clear();
-      return result;
-    } catch (error) {
-      if (!this.health.record(error, this.db.name)) throw error;
-      throw new StoreUnavailableError(this.health.problem ?? 'the store cannot be written', error);
-    }
-  }
-
-  getMeta(key: string): string | undefined {
-    const row = this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key);
-    return row?.value;
-  }
-
-  setMeta(key: string, value: string): void {
-    this.db
-      .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
-      .run(key, value);
-  }
-
-  close(): void {
-    if (this.db.open) this.db.close();
-  }
+export interface RateEstimateStore {
+  list(): Promise<RateEstimateRow[]>;
+  save(row: RateEstimateRow): Promise<void>;
 }

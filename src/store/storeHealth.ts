@@ -1,11 +1,23 @@
 import { ChangefeedError } from '../errors.js';
 
 /**
- * SQLite and file-system errors that mean the store cannot be written now but may be later: a full
- * disk (SQLITE_FULL, ENOSPC), a read-only one (SQLITE_READONLY*, EROFS), an I/O error.
+ * SQLSTATEs of PostgreSQL that say the database cannot take the statement now but may later,
+ * rather than that the statement is wrong: class 08 (connection exception), class 53
+ * (insufficient resources: 53100 disk full, 53300 too many connections), class 58 (system
+ * error: I/O), admin or crash shutdown, "cannot connect now", database dropped (57P01-57P04),
+ * a statement cancelled by `statement_timeout` (57014: a hung or overloaded database) and a
+ * read-only standby after a failover (25006).
+ */
+const POSTGRES_UNAVAILABLE_STATE = /^(08...|53...|58...|57P0[1-4]|57014|25006)$/;
+
+/**
+ * Errors that mean the store cannot be written now but may be later. SQLite and the file system:
+ * a full disk (SQLITE_FULL, ENOSPC), a read-only one (SQLITE_READONLY*, EROFS), an I/O error.
+ * PostgreSQL: the database shutting down, full, read-only or not answering in time.
  */
 export function isStorageError(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true;
+  if (isDatabaseUnavailable(error)) return true;
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string') return false;
   return (
@@ -16,6 +28,16 @@ export function isStorageError(error: unknown): boolean {
     code === 'ENOSPC' ||
     code === 'EROFS'
   );
+}
+
+/**
+ * A PostgreSQL error of a database that cannot serve now; see isStorageError. Socket errors and
+ * node-postgres's code-less connection errors are told apart by the PostgreSQL store itself
+ * (postgres/connectionFailure.ts): here they could as well be a sink's.
+ */
+function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return error instanceof Error && typeof code === 'string' && POSTGRES_UNAVAILABLE_STATE.test(code);
 }
 
 /** A write to the store failed for want of space or a writable disk; polling pauses until it works again. */
@@ -34,13 +56,21 @@ export class StoreHealth {
   private current: string | undefined;
 
   /** Records a storage error; returns false (and records nothing) for any other error. */
-  record(error: unknown, file: string): boolean {
+  record(error: unknown, location: string): boolean {
     if (!isStorageError(error)) return false;
+    // Already phrased for the operator by the store that threw it: kept as is, not wrapped again.
+    if (error instanceof StoreUnavailableError) {
+      this.current = error.message;
+      return true;
+    }
     const reason = (error as Error).message;
-    this.current =
-      /full|ENOSPC/i.test(reason) || (error as { code?: string }).code === 'SQLITE_FULL'
-        ? `the disk holding ${file} is full (${reason}); polling and delivery pause until space returns`
-        : `the store ${file} cannot be written (${reason}); polling and delivery pause until it can`;
+    const code = (error as { code?: unknown }).code;
+    if (isDatabaseUnavailable(error)) this.current = databaseProblem(location, reason, code);
+    else
+      this.current =
+        /full|ENOSPC/i.test(reason) || code === 'SQLITE_FULL'
+          ? `the disk holding ${location} is full (${reason}); polling and delivery pause until space returns`
+          : `the store ${location} cannot be written (${reason}); polling and delivery pause until it can`;
     return true;
   }
 
@@ -52,4 +82,15 @@ export class StoreHealth {
   get problem(): string | undefined {
     return this.current;
   }
+}
+
+/** Why a PostgreSQL store cannot serve, for readiness and logs: names the database, not a disk. */
+export function databaseProblem(location: string, reason: string, code?: unknown): string {
+  const pause = 'polling and delivery pause until it';
+  if (code === '53100') return `the database ${location} is out of disk space (${reason}); ${pause} has space again`;
+  if (code === '25006') return `the database ${location} is read-only (${reason}); ${pause} accepts writes again`;
+  if (code === '57014') return `the database ${location} did not answer in time (${reason}); ${pause} answers`;
+  if (typeof code === 'string' && /^53/.test(code))
+    return `the database ${location} is short of resources (${reason}); ${pause} can serve again`;
+  return `the database ${location} cannot be reached (${reason}); ${pause} answers again`;
 }

@@ -50,7 +50,7 @@ describe('GET /v1/events/stream', () => {
     cleanups.push(() => source.close());
     const stream = collect(source);
     await stream.until(1_200);
-    appendEvents(h, 5);
+    await appendEvents(h, 5);
     await stream.until(1_205);
     expect(stream.received).toEqual(journal(h).map((e) => ({ id: formatCursor(e.seq), data: e.payload })));
   });
@@ -63,7 +63,7 @@ describe('GET /v1/events/stream', () => {
     await stream.until(300);
     // The server ends every stream (as a restart would); the client reconnects by itself.
     h.feed.close();
-    appendEvents(h, 40);
+    await appendEvents(h, 40);
     await stream.until(340);
     expect(stream.opens()).toBe(2);
     expect(stream.received.map((r) => r.id)).toEqual(journal(h).map((e) => formatCursor(e.seq)));

@@ -1,3 +1,4 @@
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { EventSource } from 'eventsource';
 import { Registry } from 'prom-client';
 import { systemClock, type Clock } from '../../src/clock.js';
@@ -6,7 +7,6 @@ import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema, type FeedConfig } from '../../src/feed/feedConfig.js';
 import type { LogKind } from '../../src/logs.js';
 import { httpConfigSchema, startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
-import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { prefilledStore } from '../support/prefilledStore.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -14,7 +14,7 @@ export const TOKEN = 'feed-token-0123456789abcdef';
 export const OTHER_TOKEN = 'feed-token-fedcba9876543210';
 
 export interface FeedHarness {
-  store: ChangefeedStore;
+  store: SqliteChangefeedStore;
   feed: EventFeed;
   server: HealthServer;
   close(): Promise<void>;
@@ -25,7 +25,7 @@ export async function startFeed(
   count: number,
   options: { clock?: Clock; config?: Partial<FeedConfig>; objects?: number } = {},
 ): Promise<FeedHarness> {
-  const { store } = prefilledStore(count, [{ name: 'file', type: 'file' }], options.objects ?? 10, makeTempDir());
+  const { store } = await prefilledStore(count, [{ name: 'file', type: 'file' }], options.objects ?? 10, makeTempDir());
   const config = feedConfigSchema.parse({ enabled: true, tokens: [TOKEN, OTHER_TOKEN], ...options.config });
   const feed = new EventFeed(config, store.journal, options.clock ?? systemClock);
   const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
@@ -41,7 +41,7 @@ export async function startFeed(
     close: async () => {
       feed.close();
       await server.close();
-      store.close();
+      await store.close();
     },
   };
 }
@@ -50,13 +50,13 @@ let appended = 0;
 const eventsConfig = eventsConfigSchema.parse({});
 
 /** Appends `n` events to the journal as one poll would, and tells the feed. */
-export function appendEvents(
+export async function appendEvents(
   harness: FeedHarness,
   n: number,
   log: LogKind = 'career',
   name = 'level_added',
   description = 'live',
-): void {
+): Promise<void> {
   const objectId = log === 'identityProvider' ? '' : 'car_live';
   const entries = Array.from({ length: n }, () => ({
     id: `act_live_${process.pid}_${appended++}`,
@@ -64,7 +64,7 @@ export function appendEvents(
     description,
     performedAt: new Date(Date.UTC(2026, 1, 1) + appended * 1000).toISOString(),
   }));
-  harness.store.ingest({
+  await harness.store.ingest({
     log,
     objectId,
     entries,

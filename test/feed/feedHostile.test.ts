@@ -81,7 +81,7 @@ describe('the feed against hostile clients', () => {
     await until(() => clock.nextWakeAt() === now + 15_000, 5_000, 'the server to see the disconnect');
     const third = poll(12);
     await until(() => clock.nextWakeAt() === now + 12_000, 5_000, 'a long-poll to wait in the freed place');
-    appendEvents(h, 1);
+    await appendEvents(h, 1);
     for (const answered of [await first, await other, await third]) {
       expect(answered.statusCode).toBe(200);
       expect(await answered.body.json()).toHaveLength(1);
@@ -91,7 +91,7 @@ describe('the feed against hostile clients', () => {
   it('bounds a page of large events by bytes, and the next page continues where it stopped', async () => {
     const h = await feedOf(0);
     // Six entries of 3 MiB each (under api.maxEntryBytes at 16 MiB): 18 MiB asked for as one page.
-    appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
+    await appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
     const ids: string[] = [];
     let path = '/v1/events?limit=10';
     for (let pages = 0; pages < 6 && ids.length < 6; pages++) {
@@ -108,7 +108,7 @@ describe('the feed against hostile clients', () => {
 
   it('writes a stream of large events in bounded pieces, every event once and in order', async () => {
     const h = await feedOf(0);
-    appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
+    await appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
     // The feed behind a server that records the largest single write of the stream.
     let largestWrite = 0;
     const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {

@@ -58,8 +58,8 @@ describe('GET /v1/events', () => {
 
   it('filters by log and type glob, and the cursor moves past events that do not match', async () => {
     const h = await feedOf(20);
-    appendEvents(h, 3, 'identityProvider', 'user_created');
-    appendEvents(h, 2, 'career', 'level_removed');
+    await appendEvents(h, 3, 'identityProvider', 'user_created');
+    await appendEvents(h, 2, 'career', 'level_removed');
     const idp = await get(h, '/v1/events?log=identity_provider');
     expect(events(idp).map((e) => e.type)).toEqual(
       Array(3).fill('com.skills.changefeed.identity_provider.user_created'),
@@ -108,12 +108,12 @@ describe('GET /v1/events', () => {
 
   it('answers 410 with the oldest complete cursor when events after the cursor were pruned', async () => {
     const h = await feedOf(30);
-    h.store.outbox.markDelivered(
+    await h.store.outbox.markDelivered(
       'file',
       Array.from({ length: 20 }, (_, i) => i + 1),
       Date.now(),
     );
-    expect(h.store.outbox.prune(Date.now() + 1)).toBe(20);
+    expect(await h.store.outbox.prune(Date.now() + 1)).toBe(20);
     const gone = await get(h, '/v1/events?after=5');
     expect(gone.status).toBe(410);
     expect(gone.body).toMatchObject({ status: 410, oldestCursor: formatCursor(20) });
@@ -132,7 +132,7 @@ describe('GET /v1/events', () => {
     const waiting = get(h, `/v1/events?after=${formatCursor(5)}&wait=30`);
     // The request is waiting once it sleeps on the clock.
     await until(() => clock.nextWakeAt() !== undefined, 5_000, 'the long-poll to wait');
-    appendEvents(h, 2);
+    await appendEvents(h, 2);
     const woken = await waiting;
     expect(events(woken)).toHaveLength(2);
 

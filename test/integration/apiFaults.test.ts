@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { startTestSimulator } from '../support/testSimulator.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { storePath } from '../../src/store/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import {
   deliveredEvents,
@@ -159,14 +159,14 @@ describe('polling through what goes wrong in production', () => {
     await clock.advance(600_000);
     const report = await runOnce(config, { clock });
     expect(report.ok).toBe(true);
-    const store = ChangefeedStore.open(storePath(stateDir));
-    const watched = store.watchedLogs.get('career', gone as string);
-    store.close();
+    const store = SqliteChangefeedStore.open(storePath(stateDir));
+    const watched = await store.watchedLogs.get('career', gone as string);
+    await store.close();
     expect(watched?.status).toBe('gone');
     expect(watched?.statusReason).toMatch(/404/);
-    const reopened = ChangefeedStore.open(storePath(stateDir));
-    const logs = buildStatusReport(reopened, clock.now()).logs;
-    reopened.close();
+    const reopened = SqliteChangefeedStore.open(storePath(stateDir));
+    const logs = (await buildStatusReport(reopened, clock.now())).logs;
+    await reopened.close();
     const coverage = logs.find((l) => l.objectId === gone);
     expect(coverage?.gap?.reason).toMatch(/^gone: .*404/);
     expect(coverage?.gap?.from).toBe(coverage?.coveredUntil);

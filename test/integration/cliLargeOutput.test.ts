@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { storePath } from '../../src/store/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -10,17 +10,17 @@ describe('changefeed status of a large company', () => {
   it('writes the whole report of 6,000 logs to a pipe before it exits (not the first 64 KiB)', async () => {
     const dir = makeTempDir();
     const stateDir = join(dir, 'state');
-    const store = ChangefeedStore.open(storePath(stateDir));
+    const store = SqliteChangefeedStore.open(storePath(stateDir));
     const now = Date.now();
     for (let i = 0; i < 6_000; i++)
-      store.watchedLogs.register({
+      await store.watchedLogs.register({
         log: 'career',
         objectId: `car_${i}`,
         origin: 'discovered',
         coverageStart: now,
         now,
       });
-    store.close();
+    await store.close();
     const config = join(dir, 'changefeed.yaml');
     writeFileSync(
       config,

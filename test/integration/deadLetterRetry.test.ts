@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { until } from '../support/daemonProcess.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { receiver, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
@@ -21,7 +21,7 @@ describe('changefeed dead-letters retry while the daemon runs', () => {
         return { status: refuse && first ? 422 : 204 };
       },
     });
-    const { store, dir } = storeWithEvents(400, 400);
+    const { store, dir } = await storeWithEvents(400, 400);
     const clock = new ManualClock();
     const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { maxInFlight: 4 } } });
     engine.start();
@@ -29,23 +29,30 @@ describe('changefeed dead-letters retry while the daemon runs', () => {
       await withVirtualTime(
         clock,
         until(
-          () => store.outbox.counts('hook').dead === 1 && store.outbox.counts('hook').pending === 0,
+          async () => {
+            const counts = await store.outbox.counts('hook');
+            return counts.dead === 1 && counts.pending === 0;
+          },
           60_000,
           'one dead letter, the rest delivered',
         ),
       );
       refuse = false;
       // What the CLI does, from another connection to the store.
-      const cli = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));
-      const [dead] = cli.deadLetters.list();
-      expect(cli.deadLetters.requeueEvent(dead?.eventId as string, 'hook', clock.now())).toBe(1);
-      cli.close();
+      const cli = SqliteChangefeedStore.open(join(dir, 'changefeed.sqlite'));
+      const [dead] = await cli.deadLetters.list();
+      expect(await cli.deadLetters.requeueEvent(dead?.eventId as string, 'hook', clock.now())).toBe(1);
+      await cli.close();
       // Throws if the worker's clock has to pass 5 s before it sends the event again.
       await withVirtualTime(clock, redelivery, { maxVirtualMs: 5_000 });
-      await until(() => store.outbox.counts('hook').delivered === 400, 30_000, 'the re-queued event delivered');
+      await until(
+        async () => (await store.outbox.counts('hook')).delivered === 400,
+        30_000,
+        'the re-queued event delivered',
+      );
     } finally {
       await engine.stop();
-      store.close();
+      await store.close();
     }
   }, 120_000);
 });

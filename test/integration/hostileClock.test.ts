@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { storePath } from '../../src/store/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import {
   createDaemon,
   deliveredEvents,
@@ -57,9 +57,9 @@ describe('a service answer with a Date header 30 days ahead', () => {
 
     expect((await runOnce(proxied, { clock })).ok).toBe(true);
     expect(lied).toBe(1);
-    const store = ChangefeedStore.open(storePath(stateDir));
-    const cursor = store.watchedLogs.get('career', careerId)?.windowEnd ?? 0;
-    store.close();
+    const store = SqliteChangefeedStore.open(storePath(stateDir));
+    const cursor = (await store.watchedLogs.get('career', careerId))?.windowEnd ?? 0;
+    await store.close();
     expect(cursor).toBeLessThanOrEqual(clock.now());
 
     const written = [];
@@ -101,11 +101,11 @@ describe('a service answer with a Date header 30 days ahead', () => {
         },
       });
       expect((await runOnce(config, { clock })).ok).toBe(true);
-      const store = ChangefeedStore.open(storePath(stateDir));
+      const store = SqliteChangefeedStore.open(storePath(stateDir));
       store.db
         .prepare('UPDATE watched_logs SET window_end = ?, last_success_at = ? WHERE object_id = ?')
         .run(clock.now() + 30 * DAY_MS, clock.now(), careerId);
-      store.close();
+      await store.close();
       await clock.advance(600_000);
       const written = simulator.appendBurst('career', careerId, 7, {
         from: clock.now() - 500_000,

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { storePath } from '../../src/store/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import { deliveredEvents, duplicatesOf, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { startRewritingProxy, type ProxiedAnswer } from '../support/rewritingProxy.js';
@@ -69,10 +69,10 @@ describe('an activity page holding entries that cannot become events', () => {
     expect(duplicatesOf(ids)).toEqual([]);
     expect(new Set(ids)).toEqual(new Set(written.map((e) => eventIdFor('career', careerId, e.id))));
 
-    const store = ChangefeedStore.open(storePath(stateDir));
+    const store = SqliteChangefeedStore.open(storePath(stateDir));
     try {
       // Read on every poll, recorded once each.
-      const records = store.quarantine.list();
+      const records = await store.quarantine.list();
       const reasons = records.map((r) => r.reason);
       expect(reasons).toHaveLength(4);
       for (const pattern of [
@@ -88,11 +88,11 @@ describe('an activity page holding entries that cannot become events', () => {
       }
       expect(records.every((r) => r.log === 'career' && r.objectId === careerId)).toBe(true);
       expect(records.find((r) => r.entryId === 'bad-time')?.raw).toContain('yesterday-ish');
-      const status = buildStatusReport(store, clock.now());
+      const status = await buildStatusReport(store, clock.now());
       expect(status.quarantinedEntries).toBe(4);
       expect(status.logs[0]?.consecutiveFailures).toBe(0);
     } finally {
-      store.close();
+      await store.close();
     }
     const configFile = join(stateDir, 'inspect.yaml');
     writeFileSync(

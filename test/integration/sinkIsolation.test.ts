@@ -71,17 +71,17 @@ describe('sink isolation', () => {
     const first = await runOnce(config);
     expect(first.ok).toBe(false);
     expect(first.sinks).toEqual([expect.objectContaining({ sink: 'hook', dead: 3, pending: 0 })]);
-    const { ChangefeedStore } = await import('../../src/store/changefeedStore.js');
-    const store = ChangefeedStore.open(join(stateDir, 'changefeed.sqlite'));
-    expect(store.deadLetters.list().map((d) => [d.lastStatus, d.lastResponse])).toEqual(
+    const { SqliteChangefeedStore } = await import('../../src/store/sqlite/sqliteStore.js');
+    const store = SqliteChangefeedStore.open(join(stateDir, 'changefeed.sqlite'));
+    expect((await store.deadLetters.list()).map((d) => [d.lastStatus, d.lastResponse])).toEqual(
       Array(3).fill([400, 'schema mismatch']),
     );
     // Dead letters of an earlier run were reported by it: a run that adds none succeeds.
     const unchanged = await runOnce(config);
     expect(unchanged.ok).toBe(true);
     accept = true;
-    expect(store.deadLetters.requeueSink('hook', Date.now())).toBe(3);
-    store.close();
+    expect(await store.deadLetters.requeueSink('hook', Date.now())).toBe(3);
+    await store.close();
     const second = await runOnce(config);
     expect(second.ok).toBe(true);
     expect(hook.received.filter((r) => r.verified)).toHaveLength(6);

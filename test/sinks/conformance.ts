@@ -6,6 +6,7 @@
  * Brokers sit behind a TCP proxy (test/support/tcpProxy.ts) so the suite can cut connections
  * mid-batch and take the broker "down" at start without restarting the broker itself.
  */
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { CloudEvent } from 'cloudevents';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
@@ -15,7 +16,6 @@ import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { createSink, sinkConfigSchema, type SinkContext } from '../../src/sinks/sinkRegistry.js';
-import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { until } from '../support/daemonProcess.js';
 import { prefilledStore } from '../support/prefilledStore.js';
 import { rejection } from '../support/rejection.js';
@@ -121,7 +121,7 @@ async function readUntilAll(
 }
 
 /** What the broker must give back: ids and per-object order of the events in a pre-filled store. */
-function expectedEvents(store: ChangefeedStore): { id: string; subject: string; index: number }[] {
+function expectedEvents(store: SqliteChangefeedStore): { id: string; subject: string; index: number }[] {
   return (
     store.db.prepare('SELECT event_id AS id, object_id AS subject FROM events ORDER BY seq').all() as {
       id: string;
@@ -173,8 +173,13 @@ export function runSinkConformance(target: ConformanceTarget): void {
         ...(options.batchSize ? { batchSize: options.batchSize } : {}),
       };
       const config = sinkConfigSchema.parse({ ...raw, delivery });
-      const { store } = prefilledStore(count, [{ name: 'conformance', type: target.type }], objects, makeTempDir());
-      cleanups.push(() => Promise.resolve(store.close()));
+      const { store } = await prefilledStore(
+        count,
+        [{ name: 'conformance', type: target.type }],
+        objects,
+        makeTempDir(),
+      );
+      cleanups.push(() => store.close());
       const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], {
         store,
         clock: systemClock,
@@ -313,9 +318,9 @@ export function runSinkConformance(target: ConformanceTarget): void {
       const { reader, engine, proxy, store, expected } = await setup(200, 5, { proxyDown: true });
       engine.start();
       await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect(store.outbox.counts('conformance').pending).toBe(200);
-      if (target.connectionOriented) expect(store.sinks.list()[0]).toMatchObject({ connected: false });
-      expect(store.sinks.list()[0]?.lastError).toBeTruthy();
+      expect((await store.outbox.counts('conformance')).pending).toBe(200);
+      if (target.connectionOriented) expect((await store.sinks.list())[0]).toMatchObject({ connected: false });
+      expect((await store.sinks.list())[0]?.lastError).toBeTruthy();
       await proxy!.start();
       const read = await readUntilAll(
         reader,

@@ -11,7 +11,7 @@ const objectOf = (r: ReceivedWebhook): string => String((JSON.parse(r.body) as {
 describe('webhook sink, fault-free', () => {
   it('delivers every event exactly once, signed, in order per object, at concurrency 8', async () => {
     const hook = await receiver();
-    const { store } = storeWithEvents(400, 20);
+    const { store } = await storeWithEvents(400, 20);
     const engine = webhookEngine({ store, url: hook.url, clock: systemClock, sink: { delivery: { maxInFlight: 8 } } });
     const [report] = await engine.drain(Date.now() + 30_000);
     await engine.stop();
@@ -36,12 +36,12 @@ describe('webhook sink, fault-free', () => {
     // Several objects were in flight at once: concurrency was used.
     const firstTwenty = new Set(hook.received.slice(0, 20).map(objectOf));
     expect(firstTwenty.size).toBeGreaterThan(4);
-    store.close();
+    await store.close();
   });
 
   it('signs with every secret during a rotation, and a receiver knowing only the new one verifies', async () => {
     const hook = await receiver({ secrets: [ROTATED_SECRET] });
-    const { store } = storeWithEvents(5, 1);
+    const { store } = await storeWithEvents(5, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -53,12 +53,12 @@ describe('webhook sink, fault-free', () => {
     expect(hook.received).toHaveLength(5);
     expect(hook.received.every((r) => r.verified)).toBe(true);
     expect(String(hook.received[0]?.headers['webhook-signature']).split(' ')).toHaveLength(2);
-    store.close();
+    await store.close();
   });
 
   it('sends binary mode: ce-* headers, the entry as the body, the signature over that body', async () => {
     const hook = await receiver();
-    const { store } = storeWithEvents(3, 1);
+    const { store } = await storeWithEvents(3, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -76,12 +76,12 @@ describe('webhook sink, fault-free', () => {
     expect(first.headers['ce-subject']).toBe('car_0');
     expect(first.headers['x-team']).toBe('integrations');
     expect(JSON.parse(first.body)).toMatchObject({ id: 'act_0_0', event: 'level_added' });
-    store.close();
+    await store.close();
   });
 
   it('delivers only what the sink filter lets through and settles the rest as filtered', async () => {
     const hook = await receiver();
-    const { store } = storeWithEvents(10, 2);
+    const { store } = await storeWithEvents(10, 2);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -101,7 +101,7 @@ describe('webhook sink, fault-free', () => {
     await onlySkills.drain(Date.now() + 10_000);
     await onlySkills.stop();
     expect(hook.received).toHaveLength(10);
-    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, filtered: 10 });
-    store.close();
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, filtered: 10 });
+    await store.close();
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/observe/createLogger.js';
 import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { receiver, SECRET, storeFile, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
 
@@ -19,7 +19,7 @@ describe('webhook sink, when the endpoint fails', () => {
   it('dead-letters events answered 400 at once without opening the circuit, and delivers the rest', async () => {
     const clock = new ManualClock();
     const hook = await receiver({ respond: (_r, n) => ({ status: n <= 30 ? 400 : 204 }) });
-    const { store } = storeWithEvents(150, 150);
+    const { store } = await storeWithEvents(150, 150);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -28,16 +28,16 @@ describe('webhook sink, when the endpoint fails', () => {
     });
     await withVirtualTime(clock, engine.drain(clock.now() + 60_000));
     await engine.stop();
-    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, dead: 30, delivered: 120 });
-    expect(store.sinks.list().find((s) => s.name === 'hook')?.circuit).toBe('closed');
-    store.close();
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, dead: 30, delivered: 120 });
+    expect((await store.sinks.list()).find((s) => s.name === 'hook')?.circuit).toBe('closed');
+    await store.close();
   });
 
   it('retries on the configured schedule: full jitter doubling from initialDelayMs', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
     const hook = await receiver({ respond: (_r, n) => (times.push(clock.now()), { status: n <= 4 ? 500 : 204 }) });
-    const { store } = storeWithEvents(1, 1);
+    const { store } = await storeWithEvents(1, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -49,8 +49,8 @@ describe('webhook sink, when the endpoint fails', () => {
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
     // random() = 0.5: half of 1 s, 2 s, 4 s, 8 s.
     expect(gaps).toEqual([500, 1_000, 2_000, 4_000]);
-    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 1 });
-    store.close();
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 1 });
+    await store.close();
   });
 
   it('waits at least Retry-After after a 429', async () => {
@@ -62,13 +62,13 @@ describe('webhook sink, when the endpoint fails', () => {
         n === 1 ? { status: 429, headers: { 'retry-after': '30' } } : { status: 200 }
       ),
     });
-    const { store } = storeWithEvents(1, 1);
+    const { store } = await storeWithEvents(1, 1);
     const engine = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     await engine.stop();
     expect(times).toHaveLength(2);
     expect((times[1] as number) - (times[0] as number)).toBe(30_000);
-    store.close();
+    await store.close();
   });
 
   it('dead-letters an event after maxAttempts with status and response, and delivers it once re-queued', async () => {
@@ -77,7 +77,7 @@ describe('webhook sink, when the endpoint fails', () => {
     const hook = await receiver({
       respond: () => (healthy ? { status: 204 } : { status: 503, body: 'upstream exploded' }),
     });
-    const { store } = storeWithEvents(2, 1);
+    const { store } = await storeWithEvents(2, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -85,52 +85,52 @@ describe('webhook sink, when the endpoint fails', () => {
       sink: { delivery: { retry: { ...fastRetry, maxAttempts: 3 } } },
     });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
-    const [dead, ...more] = store.deadLetters.list({ sink: 'hook' });
+    const [dead, ...more] = await store.deadLetters.list({ sink: 'hook' });
     expect(more).toHaveLength(1);
     expect(dead).toMatchObject({ attempts: 3, lastStatus: 503, lastResponse: 'upstream exploded' });
     expect(dead?.lastError).toMatch(/gave up after 3 attempts: HTTP 503/);
     expect(hook.received).toHaveLength(6);
     healthy = true;
-    expect(store.deadLetters.requeueSink('hook', clock.now())).toBe(2);
+    expect(await store.deadLetters.requeueSink('hook', clock.now())).toBe(2);
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     await engine.stop();
-    expect(store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 2, dead: 0 });
-    store.close();
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 2, dead: 0 });
+    await store.close();
   });
 
   it('dead-letters a 4xx at once and lets the next event of the same object go', async () => {
     const hook = await receiver({
       respond: (_r, n) => ({ status: n === 1 ? 422 : 204, body: n === 1 ? '{"error":"bad shape"}' : '' }),
     });
-    const { store } = storeWithEvents(3, 1);
+    const { store } = await storeWithEvents(3, 1);
     const engine = webhookEngine({ store, url: hook.url, clock: systemClock });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(hook.received.map((r) => entryOf(r).index)).toEqual([0, 1, 2]);
-    expect(store.deadLetters.list()).toEqual([
+    expect(await store.deadLetters.list()).toEqual([
       expect.objectContaining({ attempts: 1, lastStatus: 422, lastResponse: '{"error":"bad shape"}' }),
     ]);
-    store.close();
+    await store.close();
   });
 
   it('disables the sink on 410 Gone and keeps its events pending', async () => {
     const hook = await receiver({ respond: () => ({ status: 410 }) });
-    const { store } = storeWithEvents(4, 2);
+    const { store } = await storeWithEvents(4, 2);
     const engine = webhookEngine({ store, url: hook.url, clock: systemClock });
     const [report] = await engine.drain(Date.now() + 10_000);
     await engine.stop();
     expect(report?.drained).toBe(false);
     expect(hook.received.length).toBeLessThanOrEqual(2);
-    expect(store.outbox.counts('hook')).toMatchObject({ pending: 4, dead: 0 });
-    expect(store.sinks.list()[0]?.disabledReason).toMatch(/410 Gone/);
-    store.close();
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 4, dead: 0 });
+    expect((await store.sinks.list())[0]?.disabledReason).toMatch(/410 Gone/);
+    await store.close();
   });
 
   it('opens the circuit after repeated failures: no request during the cool-down, then one probe', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
     const hook = await receiver({ respond: () => (times.push(clock.now()), { status: 500 }) });
-    const { store } = storeWithEvents(20, 20);
+    const { store } = await storeWithEvents(20, 20);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -150,15 +150,15 @@ describe('webhook sink, when the endpoint fails', () => {
     expect(offsets.slice(0, 3).every((t) => t < 100)).toBe(true);
     // Open for 10 s, probe fails, open for 20 s, probe fails, open for 40 s (past the deadline).
     expect(offsets.slice(3)).toEqual([offsets[2]! + 10_000, offsets[2]! + 30_000]);
-    expect(store.sinks.list()[0]?.circuit).toBe('open');
-    store.close();
+    expect((await store.sinks.list())[0]?.circuit).toBe('open');
+    await store.close();
   });
 
   it('retries timeouts and dropped connections', async () => {
     const hook = await receiver({
       respond: (_r, n) => (n === 1 ? { delayMs: 1_000 } : n === 2 ? { drop: true } : { status: 204 }),
     });
-    const { store } = storeWithEvents(1, 1);
+    const { store } = await storeWithEvents(1, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -173,7 +173,7 @@ describe('webhook sink, when the endpoint fails', () => {
       state: string;
     }[];
     expect(row).toEqual({ attempts: 3, state: 'delivered' });
-    store.close();
+    await store.close();
   });
 
   it(
@@ -191,7 +191,7 @@ describe('webhook sink, when the endpoint fails', () => {
           return { status: 204 };
         },
       });
-      const { store } = storeWithEvents(200, 10);
+      const { store } = await storeWithEvents(200, 10);
       // Every third request fails, whichever event it carries: an event unlucky five times while
       // others pass would be judged poison. This test is about order, so the search is off.
       const engine = webhookEngine({
@@ -211,7 +211,7 @@ describe('webhook sink, when the endpoint fails', () => {
       await engine.stop();
       expect(violations).toEqual([]);
       expect([...acknowledged.values()].every((last) => last === 19)).toBe(true);
-      store.close();
+      await store.close();
     },
   );
 
@@ -219,13 +219,13 @@ describe('webhook sink, when the endpoint fails', () => {
     const clock = new ManualClock();
     let healthy = false;
     const hook = await receiver({ respond: () => ({ status: healthy ? 204 : 500 }) });
-    const { store, dir } = storeWithEvents(1, 1);
+    const { store, dir } = await storeWithEvents(1, 1);
     const first = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
     await withVirtualTime(clock, first.drain(clock.now() + 100));
     await first.stop();
-    store.close();
+    await store.close();
     healthy = true;
-    const reopened = ChangefeedStore.open(storeFile(dir));
+    const reopened = SqliteChangefeedStore.open(storeFile(dir));
     const row = reopened.db
       .prepare('SELECT attempts, next_attempt_at AS nextAttemptAt, last_error AS lastError FROM deliveries')
       .get() as { attempts: number; nextAttemptAt: number; lastError: string };
@@ -236,8 +236,8 @@ describe('webhook sink, when the endpoint fails', () => {
     await withVirtualTime(clock, second.drain(clock.now() + 3_600_000));
     await second.stop();
     expect(hook.received).toHaveLength(2);
-    expect(reopened.outbox.counts('hook')).toMatchObject({ delivered: 1, pending: 0 });
-    reopened.close();
+    expect(await reopened.outbox.counts('hook')).toMatchObject({ delivered: 1, pending: 0 });
+    await reopened.close();
   });
 
   it('never logs the signing secret or the signature', async () => {
@@ -245,7 +245,7 @@ describe('webhook sink, when the endpoint fails', () => {
     let text = '';
     out.on('data', (c: Buffer) => (text += c.toString()));
     const hook = await receiver({ respond: (_r, n) => ({ status: n <= 2 ? 500 : 422, body: 'nope' }) });
-    const { store } = storeWithEvents(2, 1);
+    const { store } = await storeWithEvents(2, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -259,6 +259,6 @@ describe('webhook sink, when the endpoint fails', () => {
     expect(text).not.toContain(SECRET);
     expect(text).not.toContain(SECRET.slice('whsec_'.length));
     expect(text).not.toMatch(/v1,[A-Za-z0-9+/=]{20,}/);
-    store.close();
+    await store.close();
   });
 });

@@ -3,21 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 
 /**
  * A store whose outbox holds `count` career events spread over `objects` careers, each ingested
  * as one poll would, for the given sinks. In a fresh temp dir unless `dir` is given.
  */
-export function prefilledStore(
+export async function prefilledStore(
   count: number,
   sinks: { name: string; type: string }[],
   objects = 500,
   dir?: string,
-): { store: ChangefeedStore; dir: string } {
+): Promise<{ store: SqliteChangefeedStore; dir: string }> {
   dir ??= mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
-  const store = ChangefeedStore.open(join(dir, 'changefeed.sqlite'));
-  store.sinks.activate(sinks, Date.now());
+  const store = SqliteChangefeedStore.open(join(dir, 'changefeed.sqlite'));
+  await store.sinks.activate(sinks, Date.now());
   const events = eventsConfigSchema.parse({});
   const perObject = Math.ceil(count / objects);
   const start = Date.UTC(2026, 0, 1);
@@ -32,7 +32,7 @@ export function prefilledStore(
       performedAt: new Date(start + i * 1000).toISOString(),
       relatedLevelId: `lvl_${i}`,
     }));
-    store.ingest({
+    await store.ingest({
       log,
       objectId,
       entries,

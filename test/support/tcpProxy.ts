@@ -14,6 +14,8 @@ export interface TcpProxy {
   dropConnections(): void;
   /** Keeps connections open but forwards nothing more, in either direction: a broker gone silent. */
   freeze(): void;
+  /** Forwards again what comes after (what was swallowed stays lost): the partition healed. */
+  thaw(): void;
   /** Bytes the client sent since the freeze, which went nowhere: shows that a write is under way. */
   readonly swallowed: number;
   /** Stops listening and cuts open connections: the broker looks down. */
@@ -78,6 +80,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     dropConnections,
     freeze: () => {
       frozen = true;
+    },
+    thaw: () => {
+      frozen = false;
     },
     stop,
     start: listen,

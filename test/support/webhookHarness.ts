@@ -9,7 +9,7 @@ import {
   type WebhookReceiver,
 } from '../../src/receiver/webhookReceiver.js';
 import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
-import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { prefilledStore } from './prefilledStore.js';
 import { makeTempDir } from './tempDir.js';
 
@@ -29,13 +29,16 @@ export async function receiver(options: ReceiverOptions = {}): Promise<WebhookRe
 }
 
 /** A store in a temp dir with `count` events over `objects` careers, for one sink named `hook`. */
-export function storeWithEvents(count: number, objects: number): { store: ChangefeedStore; dir: string } {
+export function storeWithEvents(
+  count: number,
+  objects: number,
+): Promise<{ store: SqliteChangefeedStore; dir: string }> {
   return prefilledStore(count, [{ name: 'hook', type: 'webhook' }], objects, makeTempDir());
 }
 
 /** A delivery engine with one webhook sink named `hook`; `sink` settings are merged over url and secret. */
 export function webhookEngine(args: {
-  store: ChangefeedStore;
+  store: SqliteChangefeedStore;
   url: string;
   clock: Clock;
   sink?: Record<string, unknown>;

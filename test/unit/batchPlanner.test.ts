@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planBatches } from '../../src/deliver/batchPlanner.js';
 import { logKey, type LogKind } from '../../src/logs.js';
-import type { PendingDelivery } from '../../src/store/outbox.js';
+import type { PendingDelivery } from '../../src/store/storeRecords.js';
 
 const NOW = 1_000_000;
 let nextSeq = 1;

@@ -85,9 +85,9 @@ describe('FileSink', () => {
   it('receives what a worker delivers from the store: valid CloudEvents, each object in order', async () => {
     const dir = makeTempDir();
     const clock = testClock();
-    const store = openStore(join(dir, 's.sqlite'), ['file']);
-    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
-    const idp = ingestEntries(store, 'identityProvider', '', ['x']);
+    const store = await openStore(join(dir, 's.sqlite'), ['file']);
+    const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
+    const idp = await ingestEntries(store, 'identityProvider', '', ['x']);
     const path = join(dir, 'out', 'events.jsonl');
     const sink = fileSink(path);
     const worker = new SinkWorker({
@@ -108,6 +108,6 @@ describe('FileSink', () => {
     expect([...ids].sort()).toEqual([...c1, ...idp].sort());
     expect(ids.filter((id) => c1.includes(id))).toEqual(c1);
     for (const line of lines) expect(new CloudEvent(line).validate()).toBe(true);
-    store.close();
+    await store.close();
   });
 });

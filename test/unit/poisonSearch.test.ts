@@ -43,9 +43,9 @@ describe('a batch the destination keeps refusing because of one event', () => {
     'is narrowed down to that event, which becomes a dead letter; every other event is ' + 'delivered in order',
     async () => {
       const clock = testClock();
-      const store = openStore(join(makeTempDir(), 's.sqlite'), ['out']);
-      const ids = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
-      const other = ingestEntries(store, 'career', 'c-2', ['x', 'y']);
+      const store = await openStore(join(makeTempDir(), 's.sqlite'), ['out']);
+      const ids = await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
+      const other = await ingestEntries(store, 'career', 'c-2', ['x', 'y']);
       const poison = ids[4] as string;
       const sink = new ScriptedSink(
         'out',
@@ -69,7 +69,7 @@ describe('a batch the destination keeps refusing because of one event', () => {
       expect(await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 86_400_000))).toBe(
         true,
       );
-      const dead = store.deadLetters.list();
+      const dead = await store.deadLetters.list();
       expect(dead.map((d) => d.eventId)).toEqual([poison]);
       expect(dead[0]?.lastError).toMatch(
         /^poison: failed alone \d+ times while the destination took other events: .*too large/,
@@ -82,14 +82,14 @@ describe('a batch the destination keeps refusing because of one event', () => {
       // The search halved the batch: batches holding the poison event shrank to one.
       const poisonBatches = sink.batches.filter((b) => b.some((e) => e.id === poison)).map((b) => b.length);
       expect(poisonBatches.at(-1)).toBe(1);
-      store.close();
+      await store.close();
     },
   );
 
   it('is not judged poison while the destination takes nothing at all', async () => {
     const clock = testClock();
-    const store = openStore(join(makeTempDir(), 's.sqlite'), ['out']);
-    ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd']);
+    const store = await openStore(join(makeTempDir(), 's.sqlite'), ['out']);
+    await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c', 'd']);
     const sink = new ScriptedSink(
       'out',
       () => {
@@ -110,8 +110,8 @@ describe('a batch the destination keeps refusing because of one event', () => {
       random: () => 0.5,
     });
     await withVirtualTime(clock, worker.drain(new AbortController().signal, clock.now() + 3_600_000));
-    expect(store.deadLetters.list()).toEqual([]);
-    expect(store.outbox.counts('out').pending).toBe(4);
-    store.close();
+    expect(await store.deadLetters.list()).toEqual([]);
+    expect((await store.outbox.counts('out')).pending).toBe(4);
+    await store.close();
   });
 });

@@ -10,7 +10,7 @@ import {
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
-import type { WatchedLog } from '../../src/store/watchedLogs.js';
+import type { WatchedLog } from '../../src/store/storeRecords.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8);
 const HOUR = 3_600_000;

@@ -3,10 +3,10 @@ import { buildCloudEvent, type EventsConfig } from '../../src/events/cloudEvent.
 import type { LogKind } from '../../src/logs.js';
 import type { OutboundEvent, Sink } from '../../src/sinkContract/sink.js';
 import { SinkPartialFailureError } from '../../src/sinkContract/sinkErrors.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 
 /** Decides the fate of one write: return to accept the batch, throw a sink error to fail it. */
-export type WriteScript = (batch: readonly OutboundEvent[], writeIndex: number) => void;
+export type WriteScript = (batch: readonly OutboundEvent[], writeIndex: number) => void | Promise<void>;
 
 /**
  * A Sink that accepts in memory what `script` lets through. It records every batch it was handed,
@@ -62,12 +62,12 @@ export class ScriptedSink implements Sink {
     }
     this.maxConcurrentWrites = Math.max(this.maxConcurrentWrites, ++this.concurrentWrites);
     return new Promise<void>((resolve, reject) => {
-      const answer = (): void => {
+      const answer = async (): Promise<void> => {
         signal?.removeEventListener('abort', onAbort);
         this.concurrentWrites--;
         for (const key of keys) this.openKeys.delete(key);
         try {
-          this.script(batch, index);
+          await this.script(batch, index);
         } catch (error) {
           // A partial failure means the destination did write the events it does not name.
           if (error instanceof SinkPartialFailureError)
@@ -78,8 +78,8 @@ export class ScriptedSink implements Sink {
         this.accepted.push(...batch.map((e) => e.id));
         resolve();
       };
-      if (this.latencyMs > 0) setTimeout(answer, this.latencyMs);
-      else answer();
+      if (this.latencyMs > 0) setTimeout(() => void answer(), this.latencyMs);
+      else void answer();
     });
   }
 
@@ -98,9 +98,9 @@ export function testClock(): ManualClock {
 }
 
 /** A store in `file` whose sinks are active before anything is ingested. */
-export function openStore(file: string, sinks: readonly string[], now = START): ChangefeedStore {
-  const store = ChangefeedStore.open(file);
-  store.sinks.activate(
+export async function openStore(file: string, sinks: readonly string[], now = START): Promise<SqliteChangefeedStore> {
+  const store = SqliteChangefeedStore.open(file);
+  await store.sinks.activate(
     sinks.map((name) => ({ name, type: 'scripted' })),
     now,
   );
@@ -111,13 +111,13 @@ export function openStore(file: string, sinks: readonly string[], now = START): 
  * Ingests one read of an object's log (through the real ingest transaction) and returns the event
  * ids in ingestion order. Calls for several objects interleave their events by seq as called.
  */
-export function ingestEntries(
-  store: ChangefeedStore,
+export async function ingestEntries(
+  store: SqliteChangefeedStore,
   log: LogKind,
   objectId: string,
   entryIds: readonly string[],
   now = START,
-): string[] {
+): Promise<string[]> {
   const built = entryIds.map((id, i) =>
     buildCloudEvent(
       {
@@ -130,7 +130,7 @@ export function ingestEntries(
     ),
   );
   const byEntry = new Map(built.map((e) => [e.entryid, e]));
-  store.ingest({
+  await store.ingest({
     log,
     objectId,
     entries: built.map((e) => e.data),

@@ -9,7 +9,7 @@ import {
   SinkRejectedError,
   SinkUnavailableError,
 } from '../../src/sinkContract/sinkErrors.js';
-import { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import type { ManualClock } from '../../src/clock.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
@@ -18,7 +18,7 @@ import { ScriptedSink, START, ingestEntries, openStore, testClock, type WriteScr
 const RETRY: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
 
 function worker(
-  store: ChangefeedStore,
+  store: SqliteChangefeedStore,
   sink: ScriptedSink,
   clock: ManualClock,
   over: { retry?: Partial<RetryConfig>; batchSize?: number; maxInFlight?: number } = {},
@@ -36,10 +36,10 @@ function worker(
   });
 }
 
-function setup(script?: WriteScript) {
+async function setup(script?: WriteScript) {
   const file = join(makeTempDir(), 's.sqlite');
   const clock = testClock();
-  const store = openStore(file, ['out']);
+  const store = await openStore(file, ['out']);
   const sink = new ScriptedSink('out', script, clock);
   const drain = (w: SinkWorker, forMs = 3_600_000) =>
     withVirtualTime(clock, w.drain(new AbortController().signal, clock.now() + forMs));
@@ -54,7 +54,7 @@ interface DeliveryRow {
   first_attempt_at: number | null;
   last_error: string | null;
 }
-const deliveryOf = (store: ChangefeedStore, eventId: string): DeliveryRow =>
+const deliveryOf = (store: SqliteChangefeedStore, eventId: string): DeliveryRow =>
   store.db
     .prepare<[string], DeliveryRow>(
       `SELECT e.event_id, d.state, d.attempts, d.next_attempt_at, d.first_attempt_at, d.last_error
@@ -78,35 +78,36 @@ const failWhen = (eventId: string, times: number, error: () => Error): WriteScri
 
 describe('SinkWorker with a real store', () => {
   it('delivers everything once, each object in ingestion order, across several batches', async () => {
-    const { store, sink, clock, drain } = setup();
-    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
-    const idp = ingestEntries(store, 'identityProvider', '', ['x', 'y']);
-    const c2 = ingestEntries(store, 'career', 'c-2', ['a', 'b', 'c', 'd']);
-    const s1 = ingestEntries(store, 'skill', 's-1', ['a']);
+    const { store, sink, clock, drain } = await setup();
+    const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
+    const idp = await ingestEntries(store, 'identityProvider', '', ['x', 'y']);
+    const c2 = await ingestEntries(store, 'career', 'c-2', ['a', 'b', 'c', 'd']);
+    const s1 = await ingestEntries(store, 'skill', 's-1', ['a']);
     expect(await drain(worker(store, sink, clock, { batchSize: 2, maxInFlight: 3 }))).toBe(true);
     expect([...sink.accepted].sort()).toEqual([...c1, ...idp, ...c2, ...s1].sort());
     for (const key of [c1, idp, c2, s1]) expect(only(sink.accepted, key)).toEqual(key);
     for (const batch of sink.batches) expect(batch.length).toBeLessThanOrEqual(2);
-    expect(store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 10, dead: 0 });
+    expect(await store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 10, dead: 0 });
     expect(deliveryOf(store, c2[3]!)).toMatchObject({
       state: 'delivered',
       attempts: 1,
       first_attempt_at: START,
       last_error: null,
     });
-    store.close();
+    await store.close();
   });
 
   it('never has two writes of one object in flight at once, while writing several objects in parallel', async () => {
-    const { store, sink, clock, drain } = setup();
+    const { store, sink, clock, drain } = await setup();
     sink.latencyMs = 2;
-    const keys = ['c-1', 'c-2', 'c-3'].map((id) => ingestEntries(store, 'career', id, ['a', 'b', 'c', 'd']));
+    const keys: string[][] = [];
+    for (const id of ['c-1', 'c-2', 'c-3']) keys.push(await ingestEntries(store, 'career', id, ['a', 'b', 'c', 'd']));
     expect(await drain(worker(store, sink, clock, { batchSize: 1, maxInFlight: 3 }))).toBe(true);
     expect(sink.maxConcurrentWrites).toBe(3);
     expect(sink.overlappingKeys).toEqual([]);
     for (const ids of keys) expect(only(sink.accepted, ids)).toEqual(ids);
     expect(sink.accepted).toHaveLength(12);
-    store.close();
+    await store.close();
   });
 
   it('many writes in flight listen on one signal without a listener-leak warning, in run and in drain', async () => {
@@ -114,45 +115,45 @@ describe('SinkWorker with a real store', () => {
     const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
     process.on('warning', onWarning);
     try {
-      const { store, sink, clock, drain } = setup();
+      const { store, sink, clock, drain } = await setup();
       sink.latencyMs = 20;
-      for (let i = 0; i < 32; i++) ingestEntries(store, 'career', `c-${i}`, ['a', 'b']);
+      for (let i = 0; i < 32; i++) await ingestEntries(store, 'career', `c-${i}`, ['a', 'b']);
       expect(await drain(worker(store, sink, clock, { batchSize: 1, maxInFlight: 32 }))).toBe(true);
       expect(sink.maxConcurrentWrites).toBe(32);
-      for (let i = 0; i < 32; i++) ingestEntries(store, 'career', `d-${i}`, ['a']);
+      for (let i = 0; i < 32; i++) await ingestEntries(store, 'career', `d-${i}`, ['a']);
       const running = new AbortController();
       const w = worker(store, sink, clock, { batchSize: 1, maxInFlight: 32 });
       const run = withVirtualTime(clock, w.run(running.signal));
-      while (store.outbox.counts('out').pending > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      while ((await store.outbox.counts('out')).pending > 0) await new Promise((resolve) => setTimeout(resolve, 10));
       running.abort();
       await run;
       // Warnings are emitted on the next tick.
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
-      store.close();
+      await store.close();
     } finally {
       process.off('warning', onWarning);
     }
   });
 
   it("holds back only the failing object's later events", async () => {
-    const { store, sink, clock, drain } = setup();
-    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b']);
-    const c2 = ingestEntries(store, 'career', 'c-2', ['a', 'b']);
+    const { store, sink, clock, drain } = await setup();
+    const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b']);
+    const c2 = await ingestEntries(store, 'career', 'c-2', ['a', 'b']);
     sink.script = failWhen(c1[0]!, 2, () => new Error('HTTP 502'));
     expect(await drain(worker(store, sink, clock, { batchSize: 1 }))).toBe(true);
     // c-2 flows while c-1 waits: both of its events go before c-1's second event.
     expect(sink.accepted).toEqual([c2[0], c2[1], c1[0], c1[1]]);
     expect(sink.writes.filter((w) => w.includes(c1[1]!))).toHaveLength(1);
     expect(deliveryOf(store, c1[0]!)).toMatchObject({ state: 'delivered', attempts: 3 });
-    store.close();
+    await store.close();
   });
 
   it('records attempts, next attempt time and last error in the store', async () => {
-    const { store, sink, clock, drain } = setup(() => {
+    const { store, sink, clock, drain } = await setup(() => {
       throw new Error('destination answered 503');
     });
-    const [id] = ingestEntries(store, 'career', 'c-1', ['a']);
+    const [id] = await ingestEntries(store, 'career', 'c-1', ['a']);
     // random 0.5: attempt 1 fails at +0 and waits 500 ms; attempt 2 fails at +500 and waits 1000 ms.
     expect(await drain(worker(store, sink, clock), 1_000)).toBe(false);
     expect(sink.writeTimes).toEqual([START, START + 500]);
@@ -164,62 +165,62 @@ describe('SinkWorker with a real store', () => {
       last_error: 'destination answered 503',
     });
     expect(sink.batches.map((b) => b[0]!.attempt)).toEqual([1, 2]);
-    store.close();
+    await store.close();
   });
 
   it('moves an event to the dead letters after maxAttempts, then delivers the rest of its object', async () => {
-    const { store, sink, clock, drain } = setup();
-    const [a, b] = ingestEntries(store, 'career', 'c-1', ['a', 'b']);
+    const { store, sink, clock, drain } = await setup();
+    const [a, b] = await ingestEntries(store, 'career', 'c-1', ['a', 'b']);
     sink.script = failWhen(a!, 99, () => new Error('HTTP 500'));
     expect(await drain(worker(store, sink, clock, { retry: { maxAttempts: 3 }, batchSize: 1 }))).toBe(true);
     expect(sink.writes.filter((w) => w.includes(a!))).toHaveLength(3);
-    expect(store.deadLetters.list()).toMatchObject([
+    expect(await store.deadLetters.list()).toMatchObject([
       { sink: 'out', eventId: a, attempts: 3, lastError: 'gave up after 3 attempts: HTTP 500' },
     ]);
     expect(sink.accepted).toEqual([b]);
-    store.close();
+    await store.close();
   });
 
   it('dead-letters a rejected batch at once, without retrying', async () => {
-    const { store, sink, clock, drain } = setup(() => {
+    const { store, sink, clock, drain } = await setup(() => {
       throw new SinkRejectedError('schema mismatch');
     });
-    const [a] = ingestEntries(store, 'skill', 's-1', ['a']);
+    const [a] = await ingestEntries(store, 'skill', 's-1', ['a']);
     expect(await drain(worker(store, sink, clock))).toBe(true);
     expect(sink.batches).toHaveLength(1);
-    expect(store.deadLetters.list()).toMatchObject([
+    expect(await store.deadLetters.list()).toMatchObject([
       { eventId: a, attempts: 1, lastError: 'rejected: SINK_REJECTED: schema mismatch' },
     ]);
-    store.close();
+    await store.close();
   });
 
   it('reconnects after SinkUnavailableError and resends without counting an attempt', async () => {
-    const { store, sink, clock, drain } = setup();
-    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    const { store, sink, clock, drain } = await setup();
+    const [a] = await ingestEntries(store, 'career', 'c-1', ['a']);
     sink.script = failWhen(a!, 1, () => new SinkUnavailableError('connection reset'));
     expect(await drain(worker(store, sink, clock))).toBe(true);
     expect(sink.connects).toBe(2);
     expect(sink.batches.map((b) => b[0]!.attempt)).toEqual([1, 1]);
     expect(sink.writeTimes[1]! - sink.writeTimes[0]!).toBeGreaterThan(0);
     expect(deliveryOf(store, a!)).toMatchObject({ state: 'delivered', attempts: 1 });
-    store.close();
+    await store.close();
   });
 
   it('pauses for the time a SinkBackoffError asks, without reconnecting or counting an attempt', async () => {
-    const { store, sink, clock, drain } = setup();
-    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    const { store, sink, clock, drain } = await setup();
+    const [a] = await ingestEntries(store, 'career', 'c-1', ['a']);
     sink.script = failWhen(a!, 1, () => new SinkBackoffError('slow down', 30_000));
     expect(await drain(worker(store, sink, clock))).toBe(true);
     expect(sink.writeTimes).toEqual([START, START + 30_000]);
     expect(sink.connects).toBe(1);
     expect(deliveryOf(store, a!)).toMatchObject({ state: 'delivered', attempts: 1 });
-    store.close();
+    await store.close();
   });
 
   it('after a partial failure, re-sends the later events of the same object after the failed one', async () => {
-    const { store, sink, clock, drain } = setup();
-    const c1 = ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
-    const c2 = ingestEntries(store, 'career', 'c-2', ['a']);
+    const { store, sink, clock, drain } = await setup();
+    const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
+    const c2 = await ingestEntries(store, 'career', 'c-2', ['a']);
     sink.script = failWhen(
       c1[1]!,
       1,
@@ -244,48 +245,51 @@ describe('SinkWorker with a real store', () => {
     // The destination got c1: a, c, then b, c again; its last copies are in order.
     expect(only(sink.accepted, c1)).toEqual([c1[0], c1[2], c1[1], c1[2]]);
     expect(lastCopies(only(sink.accepted, c1))).toEqual(c1);
-    store.close();
+    await store.close();
   });
 
   it('picks up events ingested while it runs, keeping them behind a retrying event of their object', async () => {
-    const { store, sink, clock, drain } = setup();
-    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    const { store, sink, clock, drain } = await setup();
+    const [a] = await ingestEntries(store, 'career', 'c-1', ['a']);
     let later: { b: string[]; other: string[] } | undefined;
-    sink.script = (batch, index) => {
+    sink.script = async (batch, index) => {
       if (index > 0) return;
       // While the first write is out, the poller ingests more for the same object and another one.
-      later = { b: ingestEntries(store, 'career', 'c-1', ['b']), other: ingestEntries(store, 'career', 'c-2', ['a']) };
+      later = {
+        b: await ingestEntries(store, 'career', 'c-1', ['b']),
+        other: await ingestEntries(store, 'career', 'c-2', ['a']),
+      };
       throw new Error('HTTP 503');
     };
     expect(await drain(worker(store, sink, clock))).toBe(true);
     expect(sink.accepted).toEqual([later!.other[0], a, later!.b[0]]);
-    store.close();
+    await store.close();
   });
 
   it('delivers dead letters requeued after the outbox had emptied', async () => {
-    const { store, sink, clock, drain } = setup();
-    const [a] = ingestEntries(store, 'career', 'c-1', ['a']);
+    const { store, sink, clock, drain } = await setup();
+    const [a] = await ingestEntries(store, 'career', 'c-1', ['a']);
     sink.script = failWhen(a!, 1, () => new SinkRejectedError('no'));
     const w = worker(store, sink, clock);
     expect(await drain(w)).toBe(true);
-    expect(store.outbox.counts('out').dead).toBe(1);
-    expect(store.deadLetters.requeueSink('out', clock.now())).toBe(1);
+    expect((await store.outbox.counts('out')).dead).toBe(1);
+    expect(await store.deadLetters.requeueSink('out', clock.now())).toBe(1);
     expect(await drain(w)).toBe(true);
     expect(sink.accepted).toEqual([a]);
-    expect(store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 1, dead: 0 });
-    store.close();
+    expect(await store.outbox.counts('out')).toMatchObject({ pending: 0, delivered: 1, dead: 0 });
+    await store.close();
   });
 
   it('resumes pending deliveries after a restart with a new worker and a reopened store', async () => {
-    const first = setup(() => {
+    const first = await setup(() => {
       throw new Error('down');
     });
-    const c1 = ingestEntries(first.store, 'career', 'c-1', ['a', 'b']);
-    const idp = ingestEntries(first.store, 'identityProvider', '', ['x']);
+    const c1 = await ingestEntries(first.store, 'career', 'c-1', ['a', 'b']);
+    const idp = await ingestEntries(first.store, 'identityProvider', '', ['x']);
     expect(await first.drain(worker(first.store, first.sink, first.clock), 1_000)).toBe(false);
-    first.store.close();
+    await first.store.close();
 
-    const store = ChangefeedStore.open(first.file);
+    const store = SqliteChangefeedStore.open(first.file);
     const sink = new ScriptedSink('out', undefined, first.clock);
     const resumedAt = first.clock.now();
     expect(
@@ -299,6 +303,6 @@ describe('SinkWorker with a real store', () => {
     // The retry schedule survived the restart: nothing went before the stored next attempt time.
     expect(Math.min(...sink.writeTimes)).toBe(START + 1_500);
     expect(deliveryOf(store, c1[0]!)).toMatchObject({ state: 'delivered', attempts: 3 });
-    store.close();
+    await store.close();
   });
 });

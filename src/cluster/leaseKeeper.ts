@@ -1,0 +1,289 @@
+import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
+import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import { HeldLeases, type HeldLease } from './heldLeases.js';
+import { assignLeases } from './leaseAssignment.js';
+import type { LeaseTable } from './leaseTable.js';
+import { monotonicClock } from './monotonicClock.js';
+import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
+
+/**
+ * What the keeper tells its owner (the daemon). Called synchronously from the keeper's loop or
+ * its deadline timer; a callback that throws is ignored, so one broken listener cannot stop the
+ * leases of every tenant from being renewed.
+ */
+export interface LeaseEvents {
+  /** This replica now holds `tenant` at `epoch`: start it, fencing its writes with `fence(tenant)`. */
+  acquired(tenant: string, epoch: number): void;
+  /** Stop `tenant` now, without draining: its lease could not be renewed in time or was taken over. */
+  lost(tenant: string, reason: string): void;
+  /** Another replica should have `tenant`: drain its in-flight deliveries, then call `release(tenant)`. */
+  handOver(tenant: string): void;
+  /** After every round, for metrics and tests. */
+  round?(outcome: { ok: true } | { ok: false; error: unknown }): void;
+}
+
+export interface LeaseKeeperOptions {
+  table: LeaseTable;
+  instanceId: string;
+  /** cluster.leaseSeconds in milliseconds. */
+  leaseMs: number;
+  /** The tenants configured now; read every round, so tenants may come and go. */
+  tenants: () => readonly string[];
+  events: LeaseEvents;
+  /** Measures local deadlines and paces the loop. Default: monotonicClock. */
+  clock?: Clock;
+  /** Default: a third of the lease, so two renewals in a row may fail before a lease is at risk. */
+  renewEveryMs?: number;
+  /** Writing stops this long before the lease may expire. Default: a fifth of it, at least 1 s, at most half. */
+  safetyMarginMs?: number;
+  /** A hand-over not released by then is released anyway (its tenant gets `lost`). Default: max(2 leases, 60 s). */
+  handOverTimeoutMs?: number;
+  /** Waits after failed rounds. Default: 100 ms growing to the renewal interval, full jitter. */
+  retry?: BackoffPolicy;
+  random?: () => number;
+}
+
+type KeeperState = 'created' | 'active' | 'stopping' | 'stopped';
+
+/** Rounds between deletions of long-dead instance rows. */
+const FORGET_INSTANCES_EVERY_ROUNDS = 100;
+
+/**
+ * Holds this replica's share of the tenants (docs/leases.md). Every `renewEveryMs` one round:
+ * heartbeat, renew every held lease in one statement, release what the database credits to this
+ * replica but it does not know it holds, then ask assignLeases what to take and hand over, and do
+ * it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
+ * replica whose database is unreachable (or hangs) stops writing before its lease may expire.
+ * State: created -> active -> stopping -> stopped; stop() is idempotent and awaits the loop.
+ */
+export class LeaseKeeper {
+  private readonly clock: Clock;
+  private readonly held: HeldLeases;
+  private readonly renewEveryMs: number;
+  private readonly handOverTimeoutMs: number;
+  private readonly retry: BackoffPolicy;
+  private state: KeeperState = 'created';
+  private readonly stopController = new AbortController();
+  private deadlineTimer: AbortController | undefined;
+  private loop: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private failure: { since: number; attempts: number; error: string } | undefined;
+  private rounds = 0;
+
+  constructor(private readonly options: LeaseKeeperOptions) {
+    this.clock = options.clock ?? monotonicClock;
+    this.renewEveryMs = options.renewEveryMs ?? options.leaseMs / 3;
+    const margin = options.safetyMarginMs ?? Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
+    this.held = new HeldLeases(options.leaseMs - margin);
+    this.handOverTimeoutMs = options.handOverTimeoutMs ?? Math.max(2 * options.leaseMs, 60_000);
+    this.retry = options.retry ?? { initialMs: 100, maxMs: this.renewEveryMs, minMs: 10 };
+  }
+
+  get instanceId(): string {
+    return this.options.instanceId;
+  }
+
+  start(): void {
+    if (this.state !== 'created') throw new Error(`lease keeper cannot start: it is ${this.state}`);
+    this.state = 'active';
+    this.loop = this.run();
+  }
+
+  /** Why the leases cannot be kept up (for /readyz), or undefined while rounds succeed. */
+  get problem(): string | undefined {
+    if (!this.failure) return undefined;
+    const { since, attempts, error } = this.failure;
+    const seconds = Math.round((this.clock.now() - since) / 1000);
+    return (
+      `tenant leases not renewed for ${seconds} s (${attempts} failed rounds in a row): ${error}; check that the ` +
+      `PostgreSQL store is reachable. Holding ${this.held.size} tenants, each stopped before its lease may expire`
+    );
+  }
+
+  /** Whether this replica may write `tenant` now: held, and before the local deadline. */
+  canWrite(tenant: string): boolean {
+    return this.held.canWrite(tenant, this.clock.now());
+  }
+
+  /** The local deadline of `tenant`'s lease (keeper clock, ms), or undefined if not held. */
+  validUntil(tenant: string): number | undefined {
+    return this.held.get(tenant)?.writableUntil;
+  }
+
+  /** The leases held now, for `status`. */
+  heldLeases(): HeldLease[] {
+    return this.held.all();
+  }
+
+  /**
+   * The fence for `tenant`'s writes under its current epoch: it refuses at once (no round trip)
+   * once the local deadline passed or the tenant was lost, else asks the database in the
+   * caller's transaction. Throws LeaseLostError if the tenant is not held now.
+   */
+  fence(tenant: string): WriteFence {
+    const lease = this.held.get(tenant);
+    if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
+    const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
+    return localThenDatabaseFence(claim, () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant));
+  }
+
+  /**
+   * Gives `tenant` up: the owner drained it after `handOver`, or stops it for another reason.
+   * Local writes stop at once; the database release is best effort (if it fails the lease simply
+   * expires, and the next round releases it).
+   */
+  async release(tenant: string): Promise<void> {
+    const lease = this.held.drop(tenant);
+    if (!lease) return;
+    this.armDeadlineTimer();
+    await this.options.table.release(tenant, this.instanceId, lease.epoch).catch(() => undefined);
+  }
+
+  /**
+   * Stops renewing. Every lease still held is reported `lost` (its tenant must stop writing) and
+   * released, and the instance row deleted, so the others take the tenants over at their next
+   * round instead of after expiry. `release: false` leaves both to expire, as a crash would.
+   */
+  stop(options: { release?: boolean } = {}): Promise<void> {
+    this.stopping ??= this.shutDown(options.release ?? true);
+    return this.stopping;
+  }
+
+  private async shutDown(release: boolean): Promise<void> {
+    this.state = 'stopping';
+    this.stopController.abort();
+    await this.loop;
+    this.deadlineTimer?.abort();
+    const left = this.held.all();
+    for (const lease of left) {
+      this.held.drop(lease.tenant);
+      this.emit(() => this.options.events.lost(lease.tenant, 'this replica is stopping'));
+    }
+    if (release) {
+      const { table } = this.options;
+      await Promise.all(left.map((l) => table.release(l.tenant, this.instanceId, l.epoch).catch(() => undefined)));
+      await table.retireInstance(this.instanceId).catch(() => undefined);
+    }
+    this.state = 'stopped';
+  }
+
+  private async run(): Promise<void> {
+    while (this.state === 'active') {
+      const startedAt = this.clock.now();
+      let waitMs: number;
+      try {
+        await this.round();
+        this.failure = undefined;
+        waitMs = startedAt + this.renewEveryMs - this.clock.now();
+        this.emit(() => this.options.events.round?.({ ok: true }));
+      } catch (error) {
+        if (this.state !== 'active') break;
+        const attempts = (this.failure?.attempts ?? 0) + 1;
+        this.failure = { since: this.failure?.since ?? startedAt, attempts, error: describeError(error) };
+        waitMs = backoffDelayMs(attempts, this.retry, this.options.random);
+        this.emit(() => this.options.events.round?.({ ok: false, error }));
+      }
+      try {
+        await this.clock.sleep(Math.max(0, waitMs), this.stopController.signal);
+      } catch {
+        break; // stopped
+      }
+    }
+  }
+
+  private async round(): Promise<void> {
+    const { table, instanceId: me } = this.options;
+    await table.heartbeat(me);
+    await this.renewHeld();
+    await table.releaseAllExcept(
+      me,
+      this.held.all().map((l) => l.tenant),
+    );
+    this.finishStaleHandOvers();
+
+    const tenants = this.options.tenants();
+    const live = await table.liveInstances();
+    const rows = await table.list();
+    const leases = new Map<string, string>();
+    for (const row of rows) if (row.holder !== undefined && row.expiresInMs > 0) leases.set(row.tenant, row.holder);
+    const decision = assignLeases({ me, tenants, liveInstances: live, leases, handingOver: this.held.handingOver() });
+
+    for (const tenant of decision.release) {
+      if (!this.held.get(tenant)) continue;
+      this.held.markHandOver(tenant, this.clock.now());
+      this.emit(() => this.options.events.handOver(tenant));
+    }
+    for (const tenant of decision.acquire) {
+      if (this.state !== 'active') return;
+      const sentAt = this.clock.now();
+      const granted = await table.acquire(tenant, me);
+      if (!granted) continue; // another replica was faster: the next round sees it
+      this.held.grant(tenant, granted.epoch, sentAt);
+      this.armDeadlineTimer();
+      this.emit(() => this.options.events.acquired(tenant, granted.epoch));
+    }
+
+    const configured = new Set(tenants);
+    if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
+    if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
+  }
+
+  /** Renews every held lease in one statement; those the database refused are lost. */
+  private async renewHeld(): Promise<void> {
+    const held = this.held.all();
+    if (held.length === 0) return;
+    const sentAt = this.clock.now();
+    const renewed = await this.options.table.renew(this.instanceId, held);
+    const ok = new Set(renewed.map((r) => `${r.tenant}\u0000${r.epoch}`));
+    for (const lease of held) {
+      if (ok.has(`${lease.tenant}\u0000${lease.epoch}`)) this.held.extend(lease.tenant, lease.epoch, sentAt);
+      else if (this.held.drop(lease.tenant, lease.epoch))
+        this.emit(() =>
+          this.options.events.lost(lease.tenant, 'the database refused the renewal (expired or taken over)'),
+        );
+    }
+    this.armDeadlineTimer();
+  }
+
+  /** Hand-overs the owner never completed: released anyway, so the tenant cannot stay stuck here. */
+  private finishStaleHandOvers(): void {
+    for (const lease of this.held.handOversSince(this.clock.now() - this.handOverTimeoutMs)) {
+      this.emit(() =>
+        this.options.events.lost(lease.tenant, `hand-over not completed within ${this.handOverTimeoutMs} ms`),
+      );
+      void this.release(lease.tenant);
+    }
+  }
+
+  /** Arms one timer for the earliest local deadline; when it fires, every due lease is lost. */
+  private armDeadlineTimer(): void {
+    this.deadlineTimer?.abort();
+    const next = this.held.earliestDeadline();
+    if (next === undefined || this.state === 'stopped') return;
+    const timer = new AbortController();
+    this.deadlineTimer = timer;
+    this.clock.sleep(Math.max(0, next - this.clock.now()), timer.signal).then(
+      () => this.expireDue(),
+      () => undefined, // re-armed or stopped
+    );
+  }
+
+  private expireDue(): void {
+    for (const lease of this.held.due(this.clock.now())) {
+      this.held.drop(lease.tenant, lease.epoch);
+      this.emit(() =>
+        this.options.events.lost(lease.tenant, 'not renewed before its local deadline (the lease may expire soon)'),
+      );
+    }
+    this.armDeadlineTimer();
+  }
+
+  private emit(call: () => void): void {
+    try {
+      call();
+    } catch {
+      // A listener's failure is its own; the leases of the other tenants must still be kept.
+    }
+  }
+}

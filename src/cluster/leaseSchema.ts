@@ -1,0 +1,58 @@
+import type pg from 'pg';
+
+/**
+ * The tables through which replicas sharing one PostgreSQL store divide the tenants
+ * (docs/leases.md). Idempotent, so it can run at every start and inside the store's versioned
+ * migrations alike.
+ *
+ * Every time in them is written by the database (`clock_timestamp()`), never by a replica: the
+ * replicas' clocks may disagree by seconds, the database's is the one clock they all share.
+ *
+ * `changefeed_instances`: one row per replica, its `heartbeat_at` refreshed every renewal round.
+ *   A replica whose heartbeat is older than the lease duration is not live: the others stop
+ *   counting it when they divide the tenants.
+ *
+ * `changefeed_leases`: one row per tenant ever leased.
+ *   - `holder`: the replica holding it, NULL once released.
+ *   - `epoch`: incremented by every acquisition, never by a renewal. A write is fenced on
+ *     (tenant, holder, epoch), so a replica that lost the lease and got it back cannot finish a
+ *     write it began under the old epoch.
+ *   - `expires_at`: the lease is valid while `expires_at > clock_timestamp()`; an expired lease is
+ *     free to take whatever `holder` says.
+ *   - `acquired_at`, `renewed_at`, `released_at`: for `status` and for whoever investigates a
+ *     hand-over.
+ */
+export const LEASE_SCHEMA_SQL = `
+CREATE TABLE IF NOT EXISTS changefeed_instances (
+  instance_id text PRIMARY KEY,
+  started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  heartbeat_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE IF NOT EXISTS changefeed_leases (
+  tenant text PRIMARY KEY,
+  holder text NULL,
+  epoch bigint NOT NULL DEFAULT 0 CHECK (epoch >= 0),
+  expires_at timestamptz NOT NULL DEFAULT '-infinity',
+  acquired_at timestamptz NULL,
+  renewed_at timestamptz NULL,
+  released_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS changefeed_leases_holder ON changefeed_leases (holder);
+`;
+
+/**
+ * Creates the lease tables if they are missing. Two replicas starting together would race in
+ * `CREATE TABLE IF NOT EXISTS` (one fails on the catalog's unique index), so the creation is
+ * serialised by a transaction-scoped advisory lock.
+ */
+export async function createLeaseTables(client: pg.ClientBase): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('changefeed_leases'))");
+    await client.query(LEASE_SCHEMA_SQL);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

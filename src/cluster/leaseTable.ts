@@ -1,0 +1,206 @@
+import type pg from 'pg';
+
+/** A lease as `status` and `tenants list` show it. */
+export interface LeaseRow {
+  tenant: string;
+  /** The replica holding it; undefined once released. */
+  holder: string | undefined;
+  epoch: number;
+  /** Milliseconds until it expires on the database's clock; 0 or less: expired (free to take). */
+  expiresInMs: number;
+  /** Whether the holder still heartbeats. */
+  holderLive: boolean;
+}
+
+/** A lease this replica got or renewed, with the database's word on when it expires. */
+export interface GrantedLease {
+  tenant: string;
+  epoch: number;
+  expiresAt: Date;
+}
+
+export interface LeaseTableOptions {
+  /** How long a lease lasts without renewal (cluster.leaseSeconds in ms). */
+  leaseMs: number;
+  /**
+   * Longest wait for one statement, so a database gone silent (a partition) fails a round
+   * instead of hanging it; the client that timed out is discarded by the pool. Default: a third
+   * of the lease.
+   */
+  queryTimeoutMs?: number;
+}
+
+/** Instances not heard from for this many lease durations are deleted from changefeed_instances. */
+const FORGET_INSTANCES_AFTER_LEASES = 20;
+
+/**
+ * The statements on the lease tables (leaseSchema.ts), one method each. Every comparison and
+ * every written time uses the database's `clock_timestamp()`, so replicas whose clocks disagree
+ * still agree on who holds what. Each acquisition or release is one statement, atomic on its own:
+ * replicas racing for a tenant are serialised by the row lock of `INSERT ... ON CONFLICT`.
+ */
+export class LeaseTable {
+  private readonly leaseMs: number;
+  private readonly queryTimeoutMs: number;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: LeaseTableOptions,
+  ) {
+    this.leaseMs = options.leaseMs;
+    this.queryTimeoutMs = options.queryTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 3));
+  }
+
+  /** Records that `instanceId` is alive; returns the database's time. */
+  async heartbeat(instanceId: string): Promise<Date> {
+    const result = await this.query<{ now: Date }>(
+      `INSERT INTO changefeed_instances (instance_id) VALUES ($1)
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = clock_timestamp()
+       RETURNING heartbeat_at AS now`,
+      [instanceId],
+    );
+    return result.rows[0]!.now;
+  }
+
+  /** Replicas that heartbeat within the lease duration, sorted by id. */
+  async liveInstances(): Promise<string[]> {
+    const result = await this.query<{ instance_id: string }>(
+      `SELECT instance_id FROM changefeed_instances
+        WHERE heartbeat_at > clock_timestamp() - $1 * interval '1 millisecond'
+        ORDER BY instance_id`,
+      [this.leaseMs],
+    );
+    return result.rows.map((row) => row.instance_id);
+  }
+
+  /** A replica leaving for good: the others stop counting it at once instead of after a lease. */
+  async retireInstance(instanceId: string): Promise<void> {
+    await this.query('DELETE FROM changefeed_instances WHERE instance_id = $1', [instanceId]);
+  }
+
+  /** Deletes the rows of replicas silent for long, so the table does not grow with every restart. */
+  async forgetDeadInstances(): Promise<number> {
+    const result = await this.query(
+      `DELETE FROM changefeed_instances WHERE heartbeat_at < clock_timestamp() - $1 * interval '1 millisecond'`,
+      [this.leaseMs * FORGET_INSTANCES_AFTER_LEASES],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  /**
+   * Takes `tenant` for `holder` if nobody holds it validly: a new row, a released or expired
+   * lease. The epoch grows by one. Undefined when another replica holds it. The conflict branch
+   * locks the row first, so of two replicas racing, the second sees the first's fresh lease and
+   * gets nothing; a writer of the old holder inside its fence (FOR SHARE) makes this wait.
+   */
+  async acquire(tenant: string, holder: string): Promise<GrantedLease | undefined> {
+    const result = await this.query<{ epoch: string; expires_at: Date }>(
+      `INSERT INTO changefeed_leases AS l (tenant, holder, epoch, expires_at, acquired_at, renewed_at)
+       VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', clock_timestamp(), clock_timestamp())
+       ON CONFLICT (tenant) DO UPDATE
+         SET holder = EXCLUDED.holder, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at,
+             acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at, released_at = NULL
+         WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp()
+       RETURNING epoch, expires_at`,
+      [tenant, holder, this.leaseMs],
+    );
+    const row = result.rows[0];
+    return row ? { tenant, epoch: Number(row.epoch), expiresAt: row.expires_at } : undefined;
+  }
+
+  /**
+   * Extends the leases `holder` still validly holds at the given epochs, in one statement;
+   * returns those renewed. A lease missing from the answer expired or was taken over: its
+   * tenant must stop at once.
+   */
+  async renew(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<GrantedLease[]> {
+    if (leases.length === 0) return [];
+    const result = await this.query<{ tenant: string; epoch: string; expires_at: Date }>(
+      `UPDATE changefeed_leases AS l
+          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp()
+         FROM unnest($2::text[], $3::bigint[]) AS h(tenant, epoch)
+        WHERE l.tenant = h.tenant AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
+        RETURNING l.tenant, l.epoch, l.expires_at`,
+      [holder, leases.map((l) => l.tenant), leases.map((l) => String(l.epoch)), this.leaseMs],
+    );
+    return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
+  }
+
+  /** Gives `tenant` up if `holder` holds it at `epoch`; false if it was not (or no longer) theirs. */
+  async release(tenant: string, holder: string, epoch: number): Promise<boolean> {
+    const result = await this.query(
+      `UPDATE changefeed_leases
+          SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
+        WHERE tenant = $1 AND holder = $2 AND epoch = $3`,
+      [tenant, holder, String(epoch)],
+    );
+    return result.rowCount === 1;
+  }
+
+  /**
+   * Releases every lease the database credits to `holder` except `keep`: leases this replica
+   * does not know it holds (it gave them up locally when the database was unreachable, an
+   * acquisition whose answer timed out, or the previous process with the same instance id).
+   * Without this they would sit unused until they expire.
+   */
+  async releaseAllExcept(holder: string, keep: readonly string[]): Promise<string[]> {
+    const result = await this.query<{ tenant: string }>(
+      `UPDATE changefeed_leases
+          SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
+        WHERE holder = $1 AND NOT (tenant = ANY($2::text[]))
+        RETURNING tenant`,
+      [holder, keep],
+    );
+    return result.rows.map((row) => row.tenant);
+  }
+
+  /** Every lease row, for the assignment and for `status`; sorted by tenant. */
+  async list(): Promise<LeaseRow[]> {
+    const result = await this.query<{
+      tenant: string;
+      holder: string | null;
+      epoch: string;
+      expires_in_ms: number;
+      holder_live: boolean;
+    }>(
+      `SELECT l.tenant, l.holder, l.epoch,
+              (extract(epoch FROM (l.expires_at - clock_timestamp())) * 1000)::float8 AS expires_in_ms,
+              (i.heartbeat_at IS NOT NULL AND i.heartbeat_at > clock_timestamp() - $1 * interval '1 millisecond')
+                AS holder_live
+         FROM changefeed_leases l LEFT JOIN changefeed_instances i ON i.instance_id = l.holder
+        ORDER BY l.tenant`,
+      [this.leaseMs],
+    );
+    return result.rows.map((row) => ({
+      tenant: row.tenant,
+      holder: row.holder ?? undefined,
+      epoch: Number(row.epoch),
+      // -infinity (a row never leased) comes back as -Infinity: expired.
+      expiresInMs: Number.isFinite(row.expires_in_ms) ? row.expires_in_ms : -Infinity,
+      holderLive: row.holder_live,
+    }));
+  }
+
+  /**
+   * Deletes the rows of tenants no longer configured, unless validly held (their holder is still
+   * draining them). Their epochs start again at 1 if they come back, which is safe: a fenced
+   * write matches holder and epoch, and a replica that lost a lease never writes under it again.
+   */
+  async forgetTenants(existing: readonly string[]): Promise<string[]> {
+    const result = await this.query<{ tenant: string }>(
+      `DELETE FROM changefeed_leases
+        WHERE NOT (tenant = ANY($1::text[])) AND (holder IS NULL OR expires_at <= clock_timestamp())
+        RETURNING tenant`,
+      [existing],
+    );
+    return result.rows.map((row) => row.tenant);
+  }
+
+  private query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    // query_timeout is honoured per query by pg's client, though its types only list it on the client config.
+    return this.pool.query<R>({ text, values, query_timeout: this.queryTimeoutMs } as pg.QueryConfig);
+  }
+}

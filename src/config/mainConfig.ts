@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import { tenantsConfigSchema } from '../tenants/tenantsConfig.js';
+import { appConfigSchema, type AppConfig } from './appConfigSchema.js';
+import { getAtPath } from './configPath.js';
+import { loadConfig, type ConfigSources } from './loadConfig.js';
+import { readConfigFile } from './readConfigFile.js';
+import { TENANT_SECTIONS, tenantDefaultsSchema, type TenantConfig } from './tenantConfigSchema.js';
+
+type TenantSection = (typeof TENANT_SECTIONS)[number];
+
+/** The process-wide sections: one daemon, whatever the number of tenants. */
+export type ProcessConfig = Omit<AppConfig, TenantSection>;
+
+/** Where the tenants come from. */
+export type TenantSource =
+  /** No `tenants.dir`: the one tenant `default`, from the main config exactly as without tenants. */
+  | { readonly kind: 'main'; readonly config: TenantConfig }
+  | {
+      readonly kind: 'directory';
+      /** `tenants.dir` as configured. */
+      readonly dir: string;
+      /** The main config's tenant sections, as written (after `${VAR}` and environment): what each file merges over. */
+      readonly defaults: Record<string, unknown>;
+      /** Where a default was set, for errors about a tenant: `at <main file>:<line>:<col>`. */
+      readonly describeDefault: (path: readonly PropertyKey[]) => string;
+      /** Read by `${VAR}` references in the tenant files. */
+      readonly env: NodeJS.ProcessEnv;
+    };
+
+export interface MainConfig {
+  readonly process: ProcessConfig;
+  readonly tenants: TenantSource;
+}
+
+const probeSchema = z.object({ tenants: tenantsConfigSchema.prefault({}) }).passthrough();
+
+const rawDefaultsSchema = appConfigSchema.extend(
+  Object.fromEntries(TENANT_SECTIONS.map((section) => [section, z.unknown().optional()])) as Record<
+    TenantSection,
+    z.ZodOptional<z.ZodUnknown>
+  >,
+);
+
+/** The main file when `tenants.dir` is set: `api` and `sinks` are optional defaults, `api` without a credential. */
+export const directoryMainSchema = appConfigSchema.extend({
+  api: tenantDefaultsSchema.shape.api,
+  sinks: tenantDefaultsSchema.shape.sinks,
+});
+
+/**
+ * Loads the main config file (with environment and flags, as `loadConfig`). Without
+ * `tenants.dir` it is validated exactly as before tenants existed and makes the tenant
+ * `default`. With it, the tenant sections are validated as defaults (no credential, `api` and
+ * `sinks` optional) and kept as written, for each tenant file to merge over (`readTenants`).
+ */
+export function loadMainConfig(sources: ConfigSources): MainConfig {
+  const dir = tenantsDirOf(sources);
+  if (dir === undefined) {
+    const config = loadConfig(appConfigSchema, sources);
+    const { api, watch, budget, events, sinks, journal } = config;
+    const tenant: TenantConfig = { api, watch, budget, events, sinks, journal };
+    return { process: withoutTenantSections(config), tenants: { kind: 'main', config: tenant } };
+  }
+  const config = loadConfig(directoryMainSchema, sources);
+  const raw = loadConfig(rawDefaultsSchema, sources) as Record<string, unknown>;
+  const defaults: Record<string, unknown> = {};
+  for (const section of TENANT_SECTIONS) if (raw[section] !== undefined) defaults[section] = raw[section];
+  return {
+    process: withoutTenantSections(config as unknown as AppConfig),
+    tenants: {
+      kind: 'directory',
+      dir,
+      defaults,
+      describeDefault: describeDefaults(sources.file),
+      env: sources.env ?? process.env,
+    },
+  };
+}
+
+// A config whose `tenants` section is itself invalid is loaded in full, so every problem of the
+// file is reported at once, that one included.
+function tenantsDirOf(sources: ConfigSources): string | undefined {
+  try {
+    return loadConfig(probeSchema, sources).tenants.dir;
+  } catch (error) {
+    if (error instanceof ConfigError) return undefined;
+    throw error;
+  }
+}
+
+function withoutTenantSections(config: AppConfig): ProcessConfig {
+  const {
+    api: _api,
+    watch: _watch,
+    budget: _budget,
+    events: _events,
+    sinks: _sinks,
+    journal: _journal,
+    ...rest
+  } = config;
+  return rest;
+}
+
+function describeDefaults(mainFile: string | undefined): (path: readonly PropertyKey[]) => string {
+  const file = mainFile === undefined ? undefined : readConfigFile(mainFile);
+  return (path) => {
+    const at = file && getAtPath(file.value, path) !== undefined ? file.locate(path) : undefined;
+    return at && file ? `at ${file.path}:${at.line}:${at.col}` : 'from the main config or its environment';
+  };
+}

@@ -1,0 +1,162 @@
+import { requestIdOf } from '../api/apiErrors.js';
+import type { AppConfig } from '../config/appConfigSchema.js';
+import type { DrainReport } from '../deliver/deliveryEngine.js';
+import { describeError, isAbortError } from '../errors.js';
+import type { ReadinessCheck } from '../observe/healthServer.js';
+import type { SweepSummary } from '../poll/pollLoop.js';
+import type { PlannedLog } from '../schedule/scheduleViews.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonParts.js';
+import { pruneJournalHourly } from './journalPruner.js';
+import { readinessChecks } from './readinessChecks.js';
+import { pingService } from './serviceConnection.js';
+import { prepareStore } from './storePreparation.js';
+
+export type { DaemonOptions };
+
+export interface OnceReport {
+  sweep: SweepSummary;
+  sinks: DrainReport[];
+  /** Configured ids the service does not know (404): a typo or a deleted object. */
+  gone: { log: string; objectId: string; reason: string }[];
+  ok: boolean;
+}
+
+/**
+ * One tenant's life in this process: start (store preparation, delivery, polling, pruning), one
+ * sweep for `run --once`, readiness, and an idempotent stop that drains in the reverse order.
+ * What it is made of is wired in daemonParts.ts; the process around it (store engine, health
+ * server, leases) is the ChangefeedDaemon's.
+ */
+export class TenantRuntime {
+  private readonly parts: DaemonParts;
+  private readonly abort = new AbortController();
+  private pruning: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    readonly tenant: string,
+    readonly config: AppConfig,
+    store: ChangefeedStore,
+    private readonly options: DaemonOptions,
+  ) {
+    this.parts = assembleTenant(tenant, config, store, options);
+  }
+
+  /** This tenant's metrics (every series labelled with the tenant). */
+  get metrics(): DaemonParts['metrics'] {
+    return this.parts.metrics;
+  }
+
+  /** This tenant's journal over HTTP, when feed.enabled. */
+  get feed(): DaemonParts['feed'] {
+    return this.parts.feed;
+  }
+
+  /** Running and polling (for /healthz). */
+  get alive(): boolean {
+    return !this.stopped && this.parts.pollLoop.state !== 'stopped';
+  }
+
+  /** The scheduler's current plan (for tests and benchmarks). */
+  schedulePlan(): PlannedLog[] {
+    return this.parts.pollLoop.scheduler.plan(this.parts.clock.now());
+  }
+
+  /** Requests per hour the read budget allows itself now (for tests and benchmarks). */
+  readsAllowedPerHour(): number {
+    return this.parts.budget.allowancePerHour();
+  }
+
+  /** One request to learn the service's clock and check the key before anything is registered. */
+  async ping(): Promise<boolean> {
+    try {
+      await pingService(this.parts.client, this.abort.signal);
+      return true;
+    } catch (error) {
+      if (isAbortError(error)) throw error;
+      this.options.logger.error(
+        { err: describeError(error), requestId: requestIdOf(error) },
+        'ping failed; polling will retry',
+      );
+      return false;
+    }
+  }
+
+  async start(): Promise<void> {
+    const { store, engine, pollLoop, clock } = this.parts;
+    await this.prepare();
+    engine.start();
+    pollLoop.start();
+    this.pruning = pruneJournalHourly({
+      store,
+      clock,
+      logger: this.options.logger,
+      retentionDays: this.config.journal.retentionDays,
+      signal: this.abort.signal,
+    });
+    this.options.logger.info(
+      {
+        tenant: this.tenant,
+        instanceId: this.config.cluster.instanceId,
+        sinks: engine.sinkNames,
+        watched: (await store.watchedLogs.list()).length,
+        store: store.location,
+      },
+      'tenant running',
+    );
+  }
+
+  /** `run --once`: one sweep of every watched log, then delivery of everything pending. */
+  async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
+    const { store, engine, pollLoop, registry, clock } = this.parts;
+    await this.prepare();
+    const deadBefore = new Map<string, number>();
+    for (const name of engine.sinkNames) deadBefore.set(name, (await store.outbox.counts(name)).dead);
+    const sweep = await pollLoop.sweepOnce();
+    const sinks = await engine.drain(clock.now() + deliveryTimeoutMs);
+    // Dead letters left by an earlier run were reported then; only new ones fail this run.
+    const gone = await registry.configuredGone();
+    const ok =
+      sweep.failures.length === 0 &&
+      gone.length === 0 &&
+      sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
+    return { sweep, sinks, gone, ok };
+  }
+
+  /**
+   * Stops polling, lets in-flight deliveries finish (the hand-over's drain) and closes the sinks
+   * and the client. The store belongs to the process. Idempotent.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.abort.abort();
+    await this.parts.pollLoop.stop();
+    await this.parts.engine.stop();
+    await this.pruning;
+    await this.parts.client.close();
+    this.parts.feed?.close();
+  }
+
+  /** What /readyz reports. */
+  readiness(): ReadinessCheck[] {
+    const { store, credential, pollLoop, serverClock, engine, clock } = this.parts;
+    return readinessChecks({
+      now: clock.now(),
+      store,
+      credential: credential.check(),
+      pollLoop: pollLoop.state,
+      clockProblem: serverClock.problem(),
+      sinks: engine.connectionStates(),
+      sinkGraceMs: this.config.http.sinkGraceSeconds * 1000,
+    });
+  }
+
+  /** The store in line with the config, the service's clock learned, configured logs registered. */
+  private async prepare(): Promise<void> {
+    await prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.options.logger);
+    await this.ping();
+    await this.parts.registry.registerConfigured();
+  }
+}

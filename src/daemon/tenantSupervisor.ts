@@ -1,0 +1,129 @@
+import type { AppConfig } from '../config/appConfigSchema.js';
+import type { TenantConfig } from '../config/tenantConfigSchema.js';
+import { describeError } from '../errors.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { StoreBackend, WriteFence } from '../store/storeBackend.js';
+import type { Tenant } from '../tenants/tenant.js';
+import type { DaemonOptions } from './daemonParts.js';
+import { TenantRuntime } from './tenantRuntime.js';
+
+export interface TenantSupervisorDeps {
+  backend: StoreBackend;
+  options: DaemonOptions;
+  /** The whole config of a tenant: the process-wide sections with the tenant's over them. */
+  configOf: (tenant: Tenant<TenantConfig>) => AppConfig;
+  /** On a shared store: the fence of the lease under which the tenant is started. */
+  fenceOf?: (tenant: string) => WriteFence | undefined;
+}
+
+/**
+ * The tenants running in this process, each in its own TenantRuntime: started, stopped (which
+ * drains its in-flight deliveries) and restarted with a new config, one operation at a time per
+ * tenant. A tenant that fails to start is reported and left out; it never stops another.
+ */
+export class TenantSupervisor {
+  private readonly running = new Map<string, TenantRuntime>();
+  private readonly failures = new Map<string, string>();
+  /** Runtimes built by `adopt` and not started yet. */
+  private readonly prepared = new Set<string>();
+  /** Per tenant, the tail of its start/stop operations, so they never interleave. */
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: TenantSupervisorDeps) {}
+
+  get runtimes(): TenantRuntime[] {
+    return [...this.running.values()];
+  }
+
+  runtime(name: string): TenantRuntime | undefined {
+    return this.running.get(name);
+  }
+
+  /** Tenants whose last start failed, with why. */
+  get startFailures(): ReadonlyMap<string, string> {
+    return this.failures;
+  }
+
+  /**
+   * Starts the tenant (stopping the one running under its name first, to take a new config). A
+   * failure is reported and kept out of the way of the other tenants; `rethrow` also throws it
+   * (the only tenant of a daemon without tenants, whose start must fail as before).
+   */
+  start(tenant: Tenant<TenantConfig>, options: { rethrow?: boolean } = {}): Promise<void> {
+    return this.serially(tenant.name, async () => {
+      const adopted = this.prepared.delete(tenant.name) ? this.running.get(tenant.name) : undefined;
+      if (!adopted) await this.stopNow(tenant.name);
+      let runtime = adopted;
+      try {
+        runtime ??= await this.prepare(tenant);
+        await runtime.start();
+        this.failures.delete(tenant.name);
+      } catch (error) {
+        await this.startFailed(tenant, runtime, error);
+        if (options.rethrow) throw error;
+      }
+    });
+  }
+
+  /** Stops the tenant: polling stops, in-flight deliveries finish, sinks close. */
+  stop(name: string): Promise<void> {
+    return this.serially(name, () => this.stopNow(name));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...new Set([...this.running.keys(), ...this.queues.keys()])].map((name) => this.stop(name)));
+  }
+
+  /**
+   * Builds the runtime of a tenant whose store is already open, at once, so a bad config throws
+   * where the daemon is constructed; `start` then starts it.
+   */
+  adopt(tenant: Tenant<TenantConfig>, store: ChangefeedStore): TenantRuntime {
+    const runtime = new TenantRuntime(tenant.name, this.deps.configOf(tenant), store, this.deps.options);
+    this.running.set(tenant.name, runtime);
+    this.prepared.add(tenant.name);
+    return runtime;
+  }
+
+  /** Opens a tenant's store and builds its runtime without starting it (`run --once`). */
+  async prepare(tenant: Tenant<TenantConfig>): Promise<TenantRuntime> {
+    const fence = this.deps.fenceOf?.(tenant.name);
+    const store = await this.deps.backend.tenantStore(tenant.name, fence ? { fence } : {});
+    const runtime = new TenantRuntime(tenant.name, this.deps.configOf(tenant), store, this.deps.options);
+    this.running.set(tenant.name, runtime);
+    return runtime;
+  }
+
+  private async startFailed(
+    tenant: Tenant<TenantConfig>,
+    runtime: TenantRuntime | undefined,
+    error: unknown,
+  ): Promise<void> {
+    const problem = describeError(error);
+    this.failures.set(tenant.name, problem);
+    this.running.delete(tenant.name);
+    await runtime?.stop().catch(() => undefined);
+    this.deps.options.logger.error(
+      { tenant: tenant.name, file: tenant.file, err: problem },
+      'tenant did not start; the other tenants go on',
+    );
+  }
+
+  private async stopNow(name: string): Promise<void> {
+    const runtime = this.running.get(name);
+    this.running.delete(name);
+    this.prepared.delete(name);
+    this.failures.delete(name);
+    if (runtime) await runtime.stop();
+  }
+
+  private serially(name: string, operation: () => Promise<void>): Promise<void> {
+    const next = (this.queues.get(name) ?? Promise.resolve()).then(operation);
+    const tail = next.catch(() => undefined);
+    this.queues.set(name, tail);
+    void tail.then(() => {
+      if (this.queues.get(name) === tail) this.queues.delete(name);
+    });
+    return next;
+  }
+}

@@ -1,0 +1,52 @@
+import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { WatchedLog } from '../store/storeRecords.js';
+
+/** How long the list of active logs is trusted before it is read again. */
+const ACTIVE_REFRESH_MS = 30_000;
+/** A store that could not be read for the list: ask again this soon, polling the last list meanwhile. */
+const STORE_RETRY_MS = 2_000;
+
+/**
+ * The active watched logs as the poll loop plans with them, read again when marked stale or half
+ * a minute old: re-reading 500 rows for every slot would cost more than the choice, and half a
+ * minute's lag in seeing a new log is fine (discovery and failures mark the list stale at once).
+ * A store that cannot be read leaves the last list in place.
+ */
+export class ActiveLogs {
+  private cache: WatchedLog[] = [];
+  private readAt = Number.NEGATIVE_INFINITY;
+  private stale = true;
+
+  constructor(private readonly store: ChangefeedStore) {}
+
+  get list(): readonly WatchedLog[] {
+    return this.cache;
+  }
+
+  markStale(): void {
+    this.stale = true;
+  }
+
+  /** The list read afresh if due; undefined when the last one still holds. */
+  async refresh(now: number): Promise<readonly WatchedLog[] | undefined> {
+    if (!this.stale && now - this.readAt < ACTIVE_REFRESH_MS) return undefined;
+    try {
+      this.cache = await readActiveLogs(this.store);
+      this.readAt = now;
+      this.stale = false;
+      return this.cache;
+    } catch (error) {
+      if (!this.store.health.record(error, this.store.location)) throw error;
+      this.stale = false;
+      this.readAt = now - ACTIVE_REFRESH_MS + STORE_RETRY_MS;
+      return undefined;
+    }
+  }
+}
+
+/** The active logs, the identity-provider log first. */
+export async function readActiveLogs(store: ChangefeedStore): Promise<WatchedLog[]> {
+  return (await store.watchedLogs.list())
+    .filter((w) => w.status === 'active')
+    .sort((a, b) => Number(b.log === 'identityProvider') - Number(a.log === 'identityProvider'));
+}

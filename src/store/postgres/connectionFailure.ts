@@ -1,0 +1,26 @@
+/** Socket errors of a database server that is down, restarting or out of reach. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
+/** node-postgres reports a lost or timed-out connection without a code; these are its messages. */
+const CONNECTION_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
+
+/**
+ * Whether a statement failed because the connection to the database did (refused, reset, timed
+ * out, cut), rather than because the server answered with an error. The database is then
+ * unreachable for now: the store reports itself unavailable and the connection is not reused.
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return NETWORK_CODES.has(code);
+  return CONNECTION_MESSAGE.test(error.message);
+}

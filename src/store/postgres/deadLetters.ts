@@ -1,0 +1,91 @@
+import type { LogKind } from '../../logs.js';
+import type { DeadLetterStore } from '../changefeedStore.js';
+import type { DeadLetter } from '../storeRecords.js';
+import type { TenantDb } from './tenantDb.js';
+
+interface DeadLetterRow {
+  sink: string;
+  seq: number;
+  event_id: string;
+  type: string;
+  log: LogKind;
+  object_id: string;
+  attempts: number;
+  last_error: string | null;
+  last_status: number | null;
+  last_response: string | null;
+  first_attempt_at: number | null;
+  updated_at: number | null;
+}
+
+/** The meta key counting requeue commands that changed something (the same key as SQLite's). */
+const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
+
+/**
+ * The requeue and its count as one statement: the count moves exactly when deliveries did, and
+ * a running daemon watching it (another process) never sees one without the other.
+ */
+const requeueSql = (where: string): string => `
+  WITH changed AS (
+    UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = $2
+    WHERE tenant = $1 AND state = 'dead' AND ${where}
+    RETURNING 1
+  ), counted AS (
+    INSERT INTO meta (tenant, key, value) SELECT $1, '${REQUEUE_COUNT_KEY}', '1' WHERE EXISTS (SELECT 1 FROM changed)
+    ON CONFLICT (tenant, key) DO UPDATE SET value = (meta.value::bigint + 1)::text
+  )
+  SELECT COUNT(*) AS n FROM changed`;
+
+/** Deliveries of one tenant that ran out of chances (`state = 'dead'`), listed and put back in line. */
+export class PostgresDeadLetters implements DeadLetterStore {
+  constructor(private readonly db: TenantDb) {}
+
+  async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
+    const rows = await this.db.read<DeadLetterRow>(
+      `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
+              d.last_response, d.first_attempt_at, d.updated_at
+       FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
+       WHERE d.tenant = $1 AND d.state = 'dead' AND ($2::text IS NULL OR d.sink = $2)
+         AND ($3::text IS NULL OR e.event_id = $3)
+       ORDER BY d.sink COLLATE "C", d.seq LIMIT $4`,
+      [this.db.tenant, filter.sink ?? null, filter.eventId ?? null, filter.limit ?? 1000],
+    );
+    return rows.map((r) => ({
+      sink: r.sink,
+      seq: r.seq,
+      eventId: r.event_id,
+      type: r.type,
+      log: r.log,
+      objectId: r.object_id,
+      attempts: r.attempts,
+      lastError: r.last_error,
+      lastStatus: r.last_status,
+      lastResponse: r.last_response,
+      firstAttemptAt: r.first_attempt_at,
+      deadAt: r.updated_at,
+    }));
+  }
+
+  async requeueSink(sink: string, now: number): Promise<number> {
+    const result = await this.db.writeOne<{ n: number }>(requeueSql('sink = $3'), [this.db.tenant, now, sink]);
+    return result.rows[0]?.n ?? 0;
+  }
+
+  async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
+    const result = await this.db.writeOne<{ n: number }>(
+      requeueSql(
+        '($4::text IS NULL OR sink = $4) AND seq IN (SELECT seq FROM events WHERE tenant = $1 AND event_id = $3)',
+      ),
+      [this.db.tenant, now, eventId, sink ?? null],
+    );
+    return result.rows[0]?.n ?? 0;
+  }
+
+  async requeueCount(): Promise<number> {
+    const rows = await this.db.read<{ value: string }>('SELECT value FROM meta WHERE tenant = $1 AND key = $2', [
+      this.db.tenant,
+      REQUEUE_COUNT_KEY,
+    ]);
+    return rows[0] ? Number(rows[0].value) : 0;
+  }
+}

@@ -1,0 +1,70 @@
+import type { LogKind } from '../../logs.js';
+import type { JournalStore } from '../changefeedStore.js';
+import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
+import { globToLike } from './globPattern.js';
+import type { TenantDb } from './tenantDb.js';
+
+/** The meta key of the highest `seq` ever pruned from the journal (the same key as SQLite's). */
+export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
+
+/**
+ * The journal of one tenant read in ingestion order, for consumers that hold their own position
+ * (the pull feed and its live stream). Positions are `events.seq`, an identity shared by the
+ * tenants: a tenant's positions grow in commit order but leave gaps, which a reader never needs
+ * to tell apart from pruned or filtered events.
+ *
+ * A read never skips an event that a later read would find: it reads the tenant's head first and
+ * only events up to it. The head is moved by the ingest that drew those seqs, in its transaction,
+ * and ingests of a tenant hold the head's row lock from before they draw seqs until they commit;
+ * so when a head is visible every seq of the tenant below it is committed (or rolled back), never
+ * still in flight.
+ */
+export class PostgresJournal implements JournalStore {
+  constructor(private readonly db: TenantDb) {}
+
+  async head(): Promise<number> {
+    const rows = await this.db.read<{ head: number }>('SELECT head FROM journal_heads WHERE tenant = $1', [
+      this.db.tenant,
+    ]);
+    return rows[0]?.head ?? 0;
+  }
+
+  async prunedThrough(): Promise<number> {
+    const rows = await this.db.read<{ value: number }>(
+      'SELECT value::bigint AS value FROM meta WHERE tenant = $1 AND key = $2',
+      [this.db.tenant, PRUNED_THROUGH_KEY],
+    );
+    return rows[0]?.value ?? 0;
+  }
+
+  /**
+   * Up to `limit` events after `after`, optionally of one log and with a type matching a glob,
+   * looking at no more than MAX_SCAN_POSITIONS positions. A page shorter than `limit` read as far
+   * as it looked, so `next` is that far: a filtered consumer does not scan the same non-matching
+   * events again.
+   */
+  async page(
+    after: number,
+    limit: number,
+    filter: { log?: LogKind | undefined; type?: string | undefined } = {},
+  ): Promise<JournalPage> {
+    const head = await this.head();
+    const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);
+    const events = await this.db.read<JournalEvent>(
+      `SELECT seq, payload FROM events
+       WHERE tenant = $1 AND seq > $2 AND seq <= $3 AND ($4::text IS NULL OR log = $4)
+         AND ($5::text IS NULL OR type LIKE $5 ESCAPE '\\')
+       ORDER BY seq LIMIT $6`,
+      [
+        this.db.tenant,
+        after,
+        scanTo,
+        filter.log ?? null,
+        filter.type === undefined ? null : globToLike(filter.type),
+        limit,
+      ],
+    );
+    const next = events.length === limit ? (events[events.length - 1] as JournalEvent).seq : Math.max(after, scanTo);
+    return { events, next, reachedHead: next >= head };
+  }
+}

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { MIGRATIONS } from './migrations.js';
+import { PostgresStoreError } from './postgresStoreError.js';
+
+/**
+ * The advisory lock key of a schema's migrations: the first 8 bytes of a hash of its name, so
+ * deployments in other schemas of the same database never wait for each other.
+ */
+export function migrationLockKey(schema: string): string {
+  return createHash('sha256').update(`changefeed.migrate:${schema}`).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * Brings `schema` to the latest version, one transaction per migration. Each transaction first
+ * takes the schema's transaction-level advisory lock, then reads the applied version: replicas
+ * starting at once queue on the lock, and each finds the versions applied by those before it, so
+ * every migration runs exactly once. The schema itself is created under the same lock, since two
+ * concurrent `CREATE SCHEMA IF NOT EXISTS` can both try to create it and one fail.
+ *
+ * `client` must not be in a transaction; the schema is named explicitly, not through search_path.
+ */
+export async function migrate(client: pg.ClientBase, schema: string, location: string): Promise<number> {
+  const lockKey = migrationLockKey(schema);
+  const q = `"${schema}"`;
+  for (;;) {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${q}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${q}.schema_migrations (
+           version INTEGER PRIMARY KEY,
+           applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )`,
+      );
+      const { rows } = await client.query<{ version: number | null }>(
+        `SELECT MAX(version) AS version FROM ${q}.schema_migrations`,
+      );
+      const current = rows[0]?.version ?? 0;
+      if (current > MIGRATIONS.length)
+        throw new PostgresStoreError(
+          `the store at ${location} (schema ${schema}) has schema version ${current}, newer than this build knows ` +
+            `(${MIGRATIONS.length}); upgrade changefeed`,
+        );
+      if (current === MIGRATIONS.length) {
+        await client.query('COMMIT');
+        return current;
+      }
+      // The migration's unqualified names land in the schema, whatever the connection's search_path.
+      await client.query(`SET LOCAL search_path TO ${q}`);
+      await client.query(MIGRATIONS[current] ?? '');
+      await client.query(`INSERT INTO ${q}.schema_migrations (version) VALUES ($1)`, [current + 1]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  }
+}

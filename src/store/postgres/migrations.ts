@@ -1,0 +1,166 @@
+/**
+ * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
+ * in `schema_migrations`. Never edit a released migration; append a new one.
+ *
+ * The tables and their meaning are those of the SQLite store (../sqlite/migrations.ts), with
+ * these differences:
+ * - Every table starts with `tenant`, which leads every primary key and index: the tenants of a
+ *   deployment share one schema, and every query names its tenant.
+ * - `events.seq` is one identity shared by the tenants: a tenant's positions grow but are not
+ *   contiguous. `journal_heads` keeps per tenant the highest seq ever assigned (SQLite reads it
+ *   from sqlite_sequence), so the head never goes back when the journal is pruned; its row is
+ *   also the lock that orders the ingests of one tenant (see PostgresChangefeedStore.ingest).
+ * - Times are the callers' millisecond numbers as `double precision`, which holds any JS number
+ *   exactly, fractions of a jittered retry time included, as SQLite's dynamic typing does.
+ * - Flags are `boolean`; payloads and raw entries are `text`, never jsonb, so the feed returns
+ *   the exact bytes it stored.
+ * - `changefeed_instances` and `changefeed_leases` are the replicas of a deployment and the lease
+ *   each tenant is held under (docs/scaling.md); the fence of every write transaction reads them.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE watched_logs (
+    tenant TEXT NOT NULL,
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active',
+    status_reason TEXT,
+    coverage_start DOUBLE PRECISION,
+    window_end DOUBLE PRECISION,
+    sort_order TEXT,
+    last_poll_at DOUBLE PRECISION,
+    last_success_at DOUBLE PRECISION,
+    last_error TEXT,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    next_poll_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+    entries_ingested BIGINT NOT NULL DEFAULT 0,
+    created_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, log, object_id)
+  );
+
+  CREATE TABLE seen_entries (
+    tenant TEXT NOT NULL,
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    performed_at DOUBLE PRECISION,
+    seen_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, log, object_id, entry_id)
+  );
+
+  CREATE TABLE events (
+    tenant TEXT NOT NULL,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    event_id TEXT NOT NULL,
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    performed_at DOUBLE PRECISION,
+    ingested_at DOUBLE PRECISION NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (tenant, seq),
+    UNIQUE (tenant, event_id)
+  );
+  CREATE INDEX events_by_ingested_at ON events (tenant, ingested_at);
+
+  CREATE TABLE journal_heads (
+    tenant TEXT PRIMARY KEY,
+    head BIGINT NOT NULL
+  );
+
+  CREATE TABLE sinks (
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    active BOOLEAN NOT NULL,
+    registered_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, name)
+  );
+
+  CREATE TABLE deliveries (
+    tenant TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+    first_attempt_at DOUBLE PRECISION,
+    last_error TEXT,
+    last_status INTEGER,
+    last_response TEXT,
+    updated_at DOUBLE PRECISION,
+    PRIMARY KEY (tenant, sink, seq),
+    FOREIGN KEY (tenant, seq) REFERENCES events (tenant, seq) ON DELETE CASCADE
+  );
+  CREATE INDEX deliveries_by_state ON deliveries (tenant, sink, state, seq);
+  CREATE INDEX deliveries_by_seq ON deliveries (tenant, seq);
+  CREATE INDEX deliveries_dead ON deliveries (tenant, sink) WHERE state = 'dead';
+
+  CREATE TABLE sink_state (
+    tenant TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    connected BOOLEAN NOT NULL DEFAULT false,
+    paused_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    last_error_at DOUBLE PRECISION,
+    last_delivery_at DOUBLE PRECISION,
+    circuit TEXT NOT NULL DEFAULT 'closed',
+    disabled_reason TEXT,
+    PRIMARY KEY (tenant, sink)
+  );
+
+  CREATE TABLE meta (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+  );
+
+  CREATE TABLE rate_estimates (
+    tenant TEXT NOT NULL,
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    events DOUBLE PRECISION NOT NULL DEFAULT 0,
+    hours DOUBLE PRECISION NOT NULL DEFAULT 0,
+    sessions DOUBLE PRECISION NOT NULL DEFAULT 0,
+    last_event_at DOUBLE PRECISION,
+    updated_at DOUBLE PRECISION,
+    poll_cost DOUBLE PRECISION NOT NULL DEFAULT 1,
+    planned_rate DOUBLE PRECISION,
+    next_poll_at DOUBLE PRECISION,
+    PRIMARY KEY (tenant, log, object_id)
+  );
+
+  CREATE TABLE quarantine (
+    tenant TEXT NOT NULL,
+    log TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    entry_id TEXT,
+    reason TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    raw_bytes INTEGER NOT NULL,
+    request_id TEXT,
+    first_seen_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, log, object_id, fingerprint)
+  );
+  CREATE INDEX quarantine_by_first_seen ON quarantine (tenant, first_seen_at);
+
+  CREATE TABLE changefeed_instances (
+    instance_id TEXT PRIMARY KEY,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    heartbeat_at TIMESTAMPTZ NOT NULL
+  );
+
+  CREATE TABLE changefeed_leases (
+    tenant TEXT PRIMARY KEY,
+    holder TEXT,
+    epoch BIGINT NOT NULL DEFAULT 0,
+    expires_at TIMESTAMPTZ,
+    acquired_at TIMESTAMPTZ,
+    renewed_at TIMESTAMPTZ
+  );
+  `,
+];

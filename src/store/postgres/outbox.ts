@@ -1,0 +1,229 @@
+import type { LogKind } from '../../logs.js';
+import type { OutboxStore } from '../changefeedStore.js';
+import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
+import { PRUNED_THROUGH_KEY } from './journal.js';
+import type { Query, TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
+
+/** An event ready to append: its CloudEvent JSON and what the journal indexes it by. */
+export interface NewEvent {
+  eventId: string;
+  type: string;
+  performedAt: number | null;
+  payload: string;
+}
+
+interface PendingRow {
+  seq: number;
+  event_id: string;
+  log: LogKind;
+  object_id: string;
+  type: string;
+  attempts: number;
+  next_attempt_at: number;
+  first_attempt_at: number | null;
+  ingested_at: number;
+}
+
+/**
+ * The outbox of one tenant: events in ingestion order and, per active sink, one delivery row
+ * each. Every state change of a delivery is one statement (one transaction), whatever the size of
+ * the batch, so a crash leaves each event either delivered or still pending (at-least-once).
+ */
+export class PostgresOutbox implements OutboxStore {
+  constructor(private readonly db: TenantDb) {}
+
+  /**
+   * Part of the ingest transaction: appends the events in the given order, a pending delivery for
+   * each active sink, and moves the tenant's journal head, in one statement. Seqs are drawn in
+   * the order of `ord` (INSERT ... SELECT ... ORDER BY). Returns the event ids appended: an id
+   * already in the journal (a replayed entry whose seen id was pruned) is skipped.
+   */
+  async append(
+    query: Query,
+    events: readonly NewEvent[],
+    args: { log: LogKind; objectId: string; now: number },
+  ): Promise<Set<string>> {
+    if (events.length === 0) return new Set();
+    const { rows } = await query<{ event_id: string }>(
+      `WITH fresh AS (
+         INSERT INTO events (tenant, event_id, log, object_id, type, performed_at, ingested_at, payload)
+         SELECT $1, u.event_id, $2, $3, u.type, u.performed_at, $4, u.payload
+         FROM unnest($5::text[], $6::text[], $7::float8[], $8::text[]) WITH ORDINALITY
+           AS u (event_id, type, performed_at, payload, ord)
+         ORDER BY u.ord
+         ON CONFLICT (tenant, event_id) DO NOTHING
+         RETURNING seq, event_id
+       ), queued AS (
+         INSERT INTO deliveries (tenant, sink, seq, updated_at)
+         SELECT $1, s.name, f.seq, $4 FROM fresh f CROSS JOIN sinks s WHERE s.tenant = $1 AND s.active
+       ), head AS (
+         UPDATE journal_heads SET head = GREATEST(head, (SELECT MAX(seq) FROM fresh))
+         WHERE tenant = $1 AND EXISTS (SELECT 1 FROM fresh)
+       )
+       SELECT event_id FROM fresh`,
+      [
+        this.db.tenant,
+        args.log,
+        args.objectId,
+        args.now,
+        events.map((e) => e.eventId),
+        events.map((e) => storableText(e.type)),
+        events.map((e) => e.performedAt),
+        events.map((e) => e.payload),
+      ],
+    );
+    return new Set(rows.map((r) => r.event_id));
+  }
+
+  async payloads(seqs: readonly number[]): Promise<Map<number, string>> {
+    if (seqs.length === 0) return new Map();
+    const rows = await this.db.read<{ seq: number; payload: string }>(
+      'SELECT seq, payload FROM events WHERE tenant = $1 AND seq = ANY($2::bigint[])',
+      [this.db.tenant, seqs],
+    );
+    return new Map(rows.map((r) => [r.seq, r.payload]));
+  }
+
+  async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
+    const rows = await this.db.read<PendingRow>(
+      `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at, d.first_attempt_at,
+              e.ingested_at
+       FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
+       WHERE d.tenant = $1 AND d.sink = $2 AND d.state = 'pending' AND d.seq > $3
+       ORDER BY d.seq LIMIT $4`,
+      [this.db.tenant, sink, afterSeq, limit],
+    );
+    return rows.map((r) => ({
+      seq: r.seq,
+      eventId: r.event_id,
+      log: r.log,
+      objectId: r.object_id,
+      type: r.type,
+      attempts: r.attempts,
+      nextAttemptAt: r.next_attempt_at,
+      firstAttemptAt: r.first_attempt_at,
+      ingestedAt: r.ingested_at,
+    }));
+  }
+
+  async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
+    await this.db.writeOne(
+      `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = $4,
+         first_attempt_at = COALESCE(first_attempt_at, $4)
+       WHERE tenant = $1 AND sink = $2 AND seq = ANY($3::bigint[]) AND state = 'pending'`,
+      [this.db.tenant, sink, seqs, now],
+    );
+  }
+
+  async scheduleRetry(
+    sink: string,
+    retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
+    now: number,
+  ): Promise<void> {
+    await this.db.writeOne(
+      `UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = r.next_attempt_at, last_error = r.error,
+         last_status = r.status, last_response = r.response, updated_at = $8,
+         first_attempt_at = COALESCE(d.first_attempt_at, $8)
+       FROM unnest($3::bigint[], $4::float8[], $5::text[], $6::int[], $7::text[])
+         AS r (seq, next_attempt_at, error, status, response)
+       WHERE d.tenant = $1 AND d.sink = $2 AND d.seq = r.seq AND d.state = 'pending'`,
+      [
+        this.db.tenant,
+        sink,
+        retries.map((r) => r.seq),
+        retries.map((r) => r.nextAttemptAt),
+        retries.map((r) => storableText(r.error)),
+        retries.map((r) => r.status ?? null),
+        retries.map((r) => storableText(r.response ?? null)),
+        now,
+      ],
+    );
+  }
+
+  async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
+    await this.db.writeOne(
+      `UPDATE deliveries d SET state = 'dead', attempts = d.attempts + 1, last_error = r.error, last_status = r.status,
+         last_response = r.response, updated_at = $7, first_attempt_at = COALESCE(d.first_attempt_at, $7)
+       FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[]) AS r (seq, error, status, response)
+       WHERE d.tenant = $1 AND d.sink = $2 AND d.seq = r.seq AND d.state = 'pending'`,
+      [
+        this.db.tenant,
+        sink,
+        dead.map((d) => d.seq),
+        dead.map((d) => storableText(d.error)),
+        dead.map((d) => d.status ?? null),
+        dead.map((d) => storableText(d.response ?? null)),
+        now,
+      ],
+    );
+  }
+
+  async markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void> {
+    await this.db.writeOne(
+      `UPDATE deliveries SET state = 'filtered', updated_at = $4
+       WHERE tenant = $1 AND sink = $2 AND seq = ANY($3::bigint[]) AND state = 'pending'`,
+      [this.db.tenant, sink, seqs, now],
+    );
+  }
+
+  async enqueueFromJournal(
+    sink: string,
+    range: { since?: number; until?: number; log?: LogKind },
+    now: number,
+  ): Promise<number> {
+    const result = await this.db.writeOne(
+      `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
+       SELECT $1, $2, seq, 'pending', $6 FROM events
+       WHERE tenant = $1 AND ($3::float8 IS NULL OR ingested_at >= $3) AND ($4::float8 IS NULL OR ingested_at < $4)
+         AND ($5::text IS NULL OR log = $5)
+       ORDER BY seq
+       ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
+         first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $6`,
+      [this.db.tenant, sink, range.since ?? null, range.until ?? null, range.log ?? null, now],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  async counts(sink: string): Promise<DeliveryCounts> {
+    const rows = await this.db.read<{ state: string; n: number; oldest: number | null }>(
+      `SELECT d.state, COUNT(*) AS n, MIN(e.ingested_at) AS oldest
+       FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
+       WHERE d.tenant = $1 AND d.sink = $2 GROUP BY d.state`,
+      [this.db.tenant, sink],
+    );
+    const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
+    for (const row of rows) {
+      if (row.state === 'pending') {
+        counts.pending = row.n;
+        counts.oldestPendingIngestedAt = row.oldest;
+      } else if (row.state === 'delivered') counts.delivered = row.n;
+      else if (row.state === 'dead') counts.dead = row.n;
+      else if (row.state === 'filtered') counts.filtered = row.n;
+    }
+    return counts;
+  }
+
+  /**
+   * Drops journal entries older than `before` that no sink still waits for, and records the
+   * highest seq dropped (the feed answers 410 below it), in one statement: what is recorded is
+   * exactly what was deleted, even while deliveries settle concurrently.
+   */
+  async prune(before: number): Promise<number> {
+    const result = await this.db.writeOne<{ n: number }>(
+      `WITH gone AS (
+         DELETE FROM events WHERE tenant = $1 AND ingested_at < $2
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq
+                           AND d.state = 'pending')
+         RETURNING seq
+       ), through AS (
+         INSERT INTO meta (tenant, key, value)
+         SELECT $1, '${PRUNED_THROUGH_KEY}', MAX(seq)::text FROM gone HAVING MAX(seq) IS NOT NULL
+         ON CONFLICT (tenant, key) DO UPDATE SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text
+       )
+       SELECT COUNT(*) AS n FROM gone`,
+      [this.db.tenant, before],
+    );
+    return result.rows[0]?.n ?? 0;
+  }
+}

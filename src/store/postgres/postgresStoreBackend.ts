@@ -1,0 +1,163 @@
+import pg from 'pg';
+import { redactUrlCredentials } from '../../secrets/urlCredentials.js';
+import { registerSecret } from '../../secrets/secretRegistry.js';
+import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
+import { isStorageError } from '../storeHealth.js';
+import { isConnectionFailure } from './connectionFailure.js';
+import { migrate } from './migrate.js';
+import { PostgresChangefeedStore } from './postgresStore.js';
+import { PostgresStoreError } from './postgresStoreError.js';
+import { TenantDb } from './tenantDb.js';
+
+/** What the backend needs of `store` in the config (a StoreLocation of kind postgres). */
+export interface PostgresLocation {
+  url: string;
+  schema: string;
+  maxConnections: number;
+}
+
+export interface PostgresBackendOptions {
+  /** Shown in pg_stat_activity, so an operator can tell the replicas' connections apart. */
+  applicationName?: string;
+  /** How long to wait for a connection (default 10 s). */
+  connectTimeoutMs?: number;
+  /** The server cancels a statement running longer (default 30 s): a hung database pauses, never hangs, the daemon. */
+  statementTimeoutMs?: number;
+  /**
+   * The server ends a transaction left idle this long (default 60 s). With leases, the lease
+   * length: a replica paused inside a write transaction must not hold the tenant's rows past it.
+   */
+  idleInTransactionTimeoutMs?: number;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * int8 (BIGINT, COUNT(*)) as a JS number rather than node-postgres's default string, so every
+ * record has numbers exactly as the SQLite store gives them. Seqs, counts and millisecond times
+ * stay far below 2^53. Set on this pool only: the postgres sink's pools keep the defaults.
+ */
+const INT8_OID = 20;
+const parseInt8 = (value: string): number => Number(value);
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8_OID && format !== 'binary'
+      ? parseInt8
+      : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * The store of a deployment in PostgreSQL: one pool per process for all its tenants, the tables
+ * in one schema (search_path), each tenant's rows told apart by a `tenant` column.
+ *
+ * The driver is `pg` (node-postgres): pure JavaScript (no native build; the optional pg-native
+ * binding is not used), the most used and maintained PostgreSQL client for Node, with a pool
+ * and parameterized queries built in, and already a dependency for the postgres sink.
+ */
+export class PostgresStoreBackend implements StoreBackend {
+  readonly kind = 'postgres';
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    readonly location: string,
+    readonly schema: string,
+  ) {}
+
+  /** Connects, creates the schema if missing and migrates it; STORE_ERROR when it cannot. */
+  static async open(location: PostgresLocation, options: PostgresBackendOptions = {}): Promise<PostgresStoreBackend> {
+    const shown = redactUrlCredentials(location.url);
+    if (!SCHEMA_NAME.test(location.schema))
+      throw new PostgresStoreError(`store.schema "${location.schema}" is not a lower-case SQL identifier`);
+    // node-postgres lets the URL's parameters win over the pool's: an `options` there would
+    // replace the search_path that points every query at the schema.
+    if (searchParamsOf(location.url)?.has('options'))
+      throw new PostgresStoreError(
+        `store.url ${shown} sets options, which the store needs for its schema; set store.schema instead`,
+      );
+    const password = passwordOf(location.url);
+    if (password) registerSecret(password);
+    const statementTimeout = options.statementTimeoutMs ?? 30_000;
+    const applicationName = options.applicationName ?? 'changefeed';
+    const pool = new pg.Pool({
+      connectionString: location.url,
+      max: location.maxConnections,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      application_name: applicationName.slice(0, 63),
+      statement_timeout: statementTimeout,
+      // A server that stops answering altogether (a network partition) is given up on too.
+      query_timeout: statementTimeout + 10_000,
+      // A transaction left open by a stalled process releases the tenant's head lock.
+      idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 60_000,
+      options: `-c search_path=${location.schema}`,
+      types,
+    });
+    // An idle connection that drops (a server restart) errors here; the next query reconnects.
+    pool.on('error', () => undefined);
+    // Migrations run on a connection of their own without the pool's timeouts: a replica waits
+    // for another's migration as long as it takes, and a long one is not cancelled halfway.
+    const migrator = new pg.Client({
+      connectionString: location.url,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      application_name: `${applicationName}-migrate`.slice(0, 63),
+      keepAlive: true,
+    });
+    migrator.on('error', () => undefined);
+    try {
+      await migrator.connect();
+      await migrate(migrator, location.schema, shown);
+      await migrator.end();
+    } catch (error) {
+      await migrator.end().catch(() => undefined);
+      await endPool(pool);
+      if (error instanceof PostgresStoreError) throw error;
+      const hint =
+        isStorageError(error) || isConnectionFailure(error)
+          ? 'check store.url and that the database is up'
+          : 'check store.url';
+      throw new PostgresStoreError(
+        `cannot open the store at ${shown} (schema ${location.schema}): ${(error as Error).message}; ${hint}`,
+        error,
+      );
+    }
+    return new PostgresStoreBackend(pool, shown, location.schema);
+  }
+
+  /** The store of one tenant; its writes check `fence` first when one is given. */
+  tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<PostgresChangefeedStore> {
+    return Promise.resolve(new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence)));
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= endPool(this.pool);
+    await this.closing;
+  }
+}
+
+function searchParamsOf(url: string): URLSearchParams | undefined {
+  try {
+    return new URL(url).searchParams;
+  } catch {
+    return undefined;
+  }
+}
+
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = new URL(url).password;
+    return password ? decodeURIComponent(password) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Ends the pool without waiting more than a few seconds for connections that went silent. */
+async function endPool(pool: pg.Pool): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5_000)));
+  await Promise.race([pool.end().catch(() => undefined), timeout]);
+  clearTimeout(timer);
+}

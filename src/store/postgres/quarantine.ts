@@ -1,0 +1,80 @@
+import { createHash } from 'node:crypto';
+import type { QuarantinedEntry } from '../../api/quarantinedEntry.js';
+import type { LogKind } from '../../logs.js';
+import type { QuarantineStore } from '../changefeedStore.js';
+import type { QuarantineRecord } from '../storeRecords.js';
+import type { Query, TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
+
+interface Row {
+  log: LogKind;
+  object_id: string;
+  entry_id: string | null;
+  reason: string;
+  raw: string;
+  raw_bytes: number;
+  request_id: string | null;
+  first_seen_at: number;
+}
+
+/**
+ * Entries the service sent that could not become events, kept for the operator. A page read
+ * again finds them again: the fingerprint of the raw JSON (the same as SQLite's) keeps each once.
+ */
+export class PostgresQuarantine implements QuarantineStore {
+  constructor(private readonly db: TenantDb) {}
+
+  /** Part of the ingest transaction, one statement for the page: how many were not quarantined before. */
+  async add(query: Query, log: LogKind, objectId: string, entries: readonly QuarantinedEntry[], now: number) {
+    if (entries.length === 0) return 0;
+    const { rowCount } = await query(
+      `INSERT INTO quarantine (tenant, log, object_id, fingerprint, entry_id, reason, raw, raw_bytes, request_id,
+         first_seen_at)
+       SELECT $1, $2, $3, u.fingerprint, u.entry_id, u.reason, u.raw, u.raw_bytes, u.request_id, $10
+       FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[])
+         WITH ORDINALITY AS u (fingerprint, entry_id, reason, raw, raw_bytes, request_id, ord)
+       ORDER BY u.ord
+       ON CONFLICT DO NOTHING`,
+      [
+        this.db.tenant,
+        log,
+        objectId,
+        entries.map((e) => createHash('sha256').update(`${e.rawBytes}:${e.raw}`).digest('hex')),
+        entries.map((e) => storableText(e.entryId ?? null)),
+        entries.map((e) => storableText(e.reason)),
+        entries.map((e) => storableText(e.raw)),
+        entries.map((e) => e.rawBytes),
+        entries.map((e) => storableText(e.requestId ?? null)),
+        now,
+      ],
+    );
+    return rowCount ?? 0;
+  }
+
+  async count(): Promise<number> {
+    const rows = await this.db.read<{ n: number }>('SELECT COUNT(*) AS n FROM quarantine WHERE tenant = $1', [
+      this.db.tenant,
+    ]);
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Newest first. */
+  async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
+    const rows = await this.db.read<Row>(
+      `SELECT log, object_id, entry_id, reason, raw, raw_bytes, request_id, first_seen_at FROM quarantine
+       WHERE tenant = $1 AND ($2::text IS NULL OR log = $2)
+       ORDER BY first_seen_at DESC LIMIT $3`,
+      [this.db.tenant, filter.log ?? null, filter.limit ?? 1000],
+    );
+    return rows.map((r) => ({
+      log: r.log,
+      objectId: r.object_id,
+      entryId: r.entry_id,
+      reason: r.reason,
+      raw: r.raw,
+      rawBytes: r.raw_bytes,
+      requestId: r.request_id,
+      firstSeenAt: r.first_seen_at,
+    }));
+  }
+}

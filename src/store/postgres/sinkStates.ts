@@ -1,0 +1,93 @@
+import type { SinkStateStore } from '../changefeedStore.js';
+import type { CircuitState, SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
+import type { TenantDb } from './tenantDb.js';
+import { storableText } from './storableText.js';
+
+interface Row {
+  name: string;
+  type: string;
+  active: boolean;
+  registered_at: number;
+  connected: boolean | null;
+  paused_until: number | null;
+  consecutive_failures: number | null;
+  last_error: string | null;
+  last_error_at: number | null;
+  last_delivery_at: number | null;
+  circuit: CircuitState | null;
+  disabled_reason: string | null;
+}
+
+/**
+ * Which sinks one tenant's store feeds, and their connection state. A sink seen for the first
+ * time starts from "now": it receives events ingested after its registration, not the history.
+ */
+export class PostgresSinkStates implements SinkStateStore {
+  constructor(private readonly db: TenantDb) {}
+
+  async activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]> {
+    // One row per name, the last type given winning, as the SQLite loop of upserts leaves it.
+    const types = new Map(configured.map((s) => [s.name, s.type]));
+    const known = await this.db.transaction(async (query) => {
+      const { rows } = await query<{ name: string }>('SELECT name FROM sinks WHERE tenant = $1', [this.db.tenant]);
+      await query('UPDATE sinks SET active = false WHERE tenant = $1', [this.db.tenant]);
+      await query(
+        `INSERT INTO sinks (tenant, name, type, active, registered_at)
+         SELECT $1, u.name, u.type, true, $4 FROM unnest($2::text[], $3::text[]) AS u (name, type)
+         ON CONFLICT (tenant, name) DO UPDATE SET active = true, type = excluded.type`,
+        [this.db.tenant, [...types.keys()], [...types.values()], now],
+      );
+      return new Set(rows.map((r) => r.name));
+    });
+    return configured.map((s) => s.name).filter((name) => !known.has(name));
+  }
+
+  async recordState(state: SinkStateUpdate): Promise<void> {
+    await this.db.writeOne(
+      `INSERT INTO sink_state (tenant, sink, connected, paused_until, consecutive_failures, last_error, last_error_at,
+         last_delivery_at, circuit, disabled_reason)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       ON CONFLICT (tenant, sink) DO UPDATE SET connected = excluded.connected, paused_until = excluded.paused_until,
+         consecutive_failures = excluded.consecutive_failures, last_error = excluded.last_error,
+         last_error_at = excluded.last_error_at,
+         last_delivery_at = COALESCE(excluded.last_delivery_at, sink_state.last_delivery_at),
+         circuit = excluded.circuit, disabled_reason = excluded.disabled_reason`,
+      [
+        this.db.tenant,
+        state.sink,
+        state.connected,
+        state.pausedUntil,
+        state.consecutiveFailures,
+        storableText(state.lastError),
+        state.lastErrorAt,
+        state.lastDeliveryAt,
+        state.circuit ?? 'closed',
+        storableText(state.disabledReason ?? null),
+      ],
+    );
+  }
+
+  async list(): Promise<SinkStateRow[]> {
+    const rows = await this.db.read<Row>(
+      `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until, t.consecutive_failures,
+              t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason
+       FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
+       WHERE s.tenant = $1 ORDER BY s.name COLLATE "C"`,
+      [this.db.tenant],
+    );
+    return rows.map((r) => ({
+      name: r.name,
+      type: r.type,
+      active: r.active,
+      registeredAt: r.registered_at,
+      connected: r.connected === true,
+      pausedUntil: r.paused_until ?? 0,
+      consecutiveFailures: r.consecutive_failures ?? 0,
+      lastError: r.last_error,
+      lastErrorAt: r.last_error_at,
+      lastDeliveryAt: r.last_delivery_at,
+      circuit: r.circuit ?? 'closed',
+      disabledReason: r.disabled_reason,
+    }));
+  }
+}

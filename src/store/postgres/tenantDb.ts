@@ -1,0 +1,99 @@
+import type pg from 'pg';
+import type { WriteFence } from '../storeBackend.js';
+import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
+import { isConnectionFailure } from './connectionFailure.js';
+
+/** Runs one statement of an open transaction. */
+export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
+  sql: string,
+  params?: readonly unknown[],
+) => Promise<pg.QueryResult<R>>;
+
+/**
+ * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
+ * through it. It keeps the three rules of the store in one place:
+ * - Every write is a transaction whose first statement is the fence check (when the store has a
+ *   fence): a replica that lost the tenant's lease writes nothing, not even half a batch.
+ * - A database that cannot serve (away, full, read-only, too slow) becomes StoreUnavailableError
+ *   with `health.problem` saying why, as a full disk does for SQLite; a successful write clears it.
+ * - A connection that failed mid-transaction is destroyed, not given back to the pool in an
+ *   unknown state.
+ */
+export class TenantDb {
+  readonly health = new StoreHealth();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly tenant: string,
+    readonly location: string,
+    private readonly fence: WriteFence | undefined,
+  ) {}
+
+  /** One read statement, outside any transaction (each statement sees committed data only). */
+  async read<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>(sql, params as unknown[])).rows;
+    } catch (error) {
+      throw this.failure(error);
+    }
+  }
+
+  /**
+   * One write statement. Without a fence it runs alone (PostgreSQL makes a statement atomic);
+   * with one it is wrapped in a transaction that checks the fence first.
+   */
+  async writeOne<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<pg.QueryResult<R>> {
+    if (this.fence) return this.transaction((query) => query<R>(sql, params));
+    try {
+      const result = await this.pool.query<R>(sql, params as unknown[]);
+      this.health.clear();
+      return result;
+    } catch (error) {
+      throw this.failure(error);
+    }
+  }
+
+  /** `work` in one transaction on one connection, after the fence check; rolled back if anything throws. */
+  async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw this.failure(error);
+    }
+    // A connection that drops between statements emits here; the next statement fails and says so.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      if (this.fence) await this.fence.check(client);
+      const result = await work((sql, params) => client.query(sql, params as unknown[]));
+      await client.query('COMMIT');
+      this.health.clear();
+      return result;
+    } catch (error) {
+      // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
+      // which would wait out another timeout: destroyed, the server rolls back on its own.
+      if (isConnectionFailure(error)) broken = error as Error;
+      else
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+        });
+      throw this.failure(error);
+    } finally {
+      client.off('error', ignore);
+      client.release(broken);
+    }
+  }
+
+  /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
+  private failure(error: unknown): unknown {
+    const unavailable = isConnectionFailure(error)
+      ? new StoreUnavailableError(databaseProblem(this.location, (error as Error).message), error)
+      : error;
+    if (!this.health.record(unavailable, this.location)) return error;
+    if (unavailable instanceof StoreUnavailableError) return unavailable;
+    return new StoreUnavailableError(this.health.problem ?? `the database ${this.location} cannot serve`, error);
+  }
+}

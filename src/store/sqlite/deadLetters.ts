@@ -1,0 +1,104 @@
+import type { LogKind } from '../../logs.js';
+import type { DeadLetterStore } from '../changefeedStore.js';
+import type { DeadLetter } from '../storeRecords.js';
+import type { Db } from './database.js';
+
+interface DeadLetterRow {
+  sink: string;
+  seq: number;
+  event_id: string;
+  type: string;
+  log: LogKind;
+  object_id: string;
+  attempts: number;
+  last_error: string | null;
+  last_status: number | null;
+  last_response: string | null;
+  first_attempt_at: number | null;
+  updated_at: number | null;
+}
+
+const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
+
+/**
+ * Deliveries that ran out of chances (`state = 'dead'`): listed for `changefeed dead-letters`,
+ * and put back in line by `dead-letters retry`, which a running daemon notices through the
+ * requeue count.
+ */
+export class DeadLetters implements DeadLetterStore {
+  private readonly deadListStmt;
+  private readonly requeueOneStmt;
+  private readonly requeueDeadStmt;
+
+  constructor(private readonly db: Db) {
+    this.deadListStmt = db.prepare<[{ sink: string | null; eventId: string | null; limit: number }], DeadLetterRow>(
+      `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
+              d.last_response, d.first_attempt_at, d.updated_at
+       FROM deliveries d JOIN events e ON e.seq = d.seq
+       WHERE d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink) AND (@eventId IS NULL OR e.event_id = @eventId)
+       ORDER BY d.sink, d.seq LIMIT @limit`,
+    );
+    this.requeueOneStmt = db.prepare(
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = @now
+       WHERE state = 'dead' AND (@sink IS NULL OR sink = @sink) AND seq IN (SELECT seq FROM events WHERE event_id = @eventId)`,
+    );
+    this.requeueDeadStmt = db.prepare(
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = ?
+       WHERE sink = ? AND state = 'dead'`,
+    );
+  }
+
+  /** Dead letters, optionally of one sink or one event id. */
+  async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
+    return this.deadListStmt
+      .all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 })
+      .map((r) => ({
+        sink: r.sink,
+        seq: r.seq,
+        eventId: r.event_id,
+        type: r.type,
+        log: r.log,
+        objectId: r.object_id,
+        attempts: r.attempts,
+        lastError: r.last_error,
+        lastStatus: r.last_status,
+        lastResponse: r.last_response,
+        firstAttemptAt: r.first_attempt_at,
+        deadAt: r.updated_at,
+      }));
+  }
+
+  /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
+  async requeueSink(sink: string, now: number): Promise<number> {
+    return this.bumpRequeues(this.requeueDeadStmt.run(now, sink).changes);
+  }
+
+  /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
+  async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
+    return this.bumpRequeues(this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes);
+  }
+
+  /**
+   * How many times dead letters were put back in line, ever. A running daemon (another process)
+   * watches it to take re-queued deliveries up at once: they have old seqs, which its in-memory
+   * window of pending deliveries has already passed.
+   */
+  async requeueCount(): Promise<number> {
+    const row = this.db
+      .prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
+      .get(REQUEUE_COUNT_KEY);
+    return row ? Number(row.value) : 0;
+  }
+
+  private bumpRequeues(changed: number): number {
+    if (changed > 0) {
+      this.db
+        .prepare(
+          `INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = ` +
+            `CAST(value AS INTEGER) + 1`,
+        )
+        .run(REQUEUE_COUNT_KEY);
+    }
+    return changed;
+  }
+}

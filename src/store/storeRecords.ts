@@ -1,0 +1,188 @@
+import type { ActivityEntry } from '../api/activityEntry.js';
+import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
+import type { ChangeCloudEvent } from '../events/cloudEvent.js';
+import type { LogKind } from '../logs.js';
+
+/**
+ * What the store holds, as the poller, the delivery engine and the commands see it: the records
+ * of the store contract (changefeedStore.ts), the same whatever database keeps them.
+ */
+
+export type WatchStatus = 'active' | 'disabled' | 'gone';
+export type SortOrder = 'newest-first' | 'oldest-first';
+/**
+ * How a log came to be watched: listed in the config, found by the first discovery run (the
+ * object existed before the daemon watched it), or found by a later one (`appeared`: the object
+ * was created since the previous run, so its log holds no history from before that run).
+ */
+export type WatchOrigin = 'config' | 'discovered' | 'appeared';
+
+/** One polled log: a career's, a skill's, or the company-wide identity-provider log (objectId ''). */
+export interface WatchedLog {
+  log: LogKind;
+  objectId: string;
+  origin: WatchOrigin;
+  status: WatchStatus;
+  statusReason: string | null;
+  /** Service-clock ms from which the log is covered without gaps. */
+  coverageStart: number | null;
+  /** Service-clock ms: exclusive end of the last completely read window (skill: of the last full read). */
+  windowEnd: number | null;
+  sortOrder: SortOrder | null;
+  lastPollAt: number | null;
+  lastSuccessAt: number | null;
+  lastError: string | null;
+  consecutiveFailures: number;
+  nextPollAt: number;
+  entriesIngested: number;
+  createdAt: number;
+}
+
+export interface IngestRequest {
+  log: LogKind;
+  objectId: string;
+  /** Entries of one completed read, already in ingestion order. */
+  entries: readonly ActivityEntry[];
+  /** Entries that must be recorded as seen but not emitted (history before the start point). */
+  silentEntries?: readonly ActivityEntry[];
+  /** Entries of the read that cannot become events: kept aside in the same transaction. */
+  quarantined?: readonly QuarantinedEntry[];
+  /** The new cursor: exclusive end of what this read covered, in the service's clock. */
+  windowEnd: number;
+  /** Forget seen ids older than this (windowed logs only). */
+  pruneSeenBefore?: number;
+  toEvent: (entry: ActivityEntry) => ChangeCloudEvent;
+  now: number;
+}
+
+export interface IngestResult {
+  emitted: number;
+  duplicates: number;
+  /** performedAt of each emitted entry that has one (detection-delay metrics, rate estimates). */
+  emittedPerformedAt: number[];
+  /** Entries quarantined for the first time by this read. */
+  quarantined: number;
+}
+
+/** A delivery that is due or waiting, joined with its event, in ingestion (`seq`) order. */
+export interface PendingDelivery {
+  seq: number;
+  eventId: string;
+  log: LogKind;
+  objectId: string;
+  type: string;
+  attempts: number;
+  nextAttemptAt: number;
+  firstAttemptAt: number | null;
+  ingestedAt: number;
+}
+
+/** A failed attempt as the engine records it: the error, and what the destination answered. */
+export interface FailedDelivery {
+  seq: number;
+  error: string;
+  status?: number | undefined;
+  /** Truncated response body. */
+  response?: string | undefined;
+}
+
+export interface DeliveryCounts {
+  pending: number;
+  delivered: number;
+  dead: number;
+  filtered: number;
+  oldestPendingIngestedAt: number | null;
+}
+
+/** A delivery that ran out of attempts, with its event and the last answer of the destination. */
+export interface DeadLetter {
+  sink: string;
+  seq: number;
+  eventId: string;
+  type: string;
+  log: LogKind;
+  objectId: string;
+  attempts: number;
+  lastError: string | null;
+  lastStatus: number | null;
+  lastResponse: string | null;
+  firstAttemptAt: number | null;
+  deadAt: number | null;
+}
+
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+/** A sink as the store knows it, with the connection and circuit state its worker last recorded. */
+export interface SinkStateRow {
+  name: string;
+  type: string;
+  active: boolean;
+  registeredAt: number;
+  connected: boolean;
+  pausedUntil: number;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastErrorAt: number | null;
+  lastDeliveryAt: number | null;
+  circuit: CircuitState;
+  disabledReason: string | null;
+}
+
+export interface SinkStateUpdate {
+  sink: string;
+  connected: boolean;
+  pausedUntil: number;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastErrorAt: number | null;
+  lastDeliveryAt: number | null;
+  circuit?: CircuitState;
+  disabledReason?: string | null;
+}
+
+/** An entry the service sent that cannot become an event, kept with its raw JSON. */
+export interface QuarantineRecord {
+  log: LogKind;
+  objectId: string;
+  entryId: string | null;
+  reason: string;
+  raw: string;
+  rawBytes: number;
+  requestId: string | null;
+  firstSeenAt: number;
+}
+
+/** The scheduler's learned change rate of one log, kept so a restart keeps what was learned. */
+export interface RateEstimateRow {
+  log: LogKind;
+  objectId: string;
+  events: number;
+  hours: number;
+  sessions: number;
+  lastEventAt: number | null;
+  updatedAt: number | null;
+  pollCost: number;
+  plannedRate: number | null;
+  nextPollAt: number | null;
+}
+
+export interface JournalEvent {
+  seq: number;
+  /** The CloudEvent JSON exactly as stored. */
+  payload: string;
+}
+
+export interface JournalPage {
+  events: JournalEvent[];
+  /** Where the next read starts (read after it): past every event this read looked at, matching or not. */
+  next: number;
+  /** This read looked at everything up to the head: nothing more is there to read now. */
+  reachedHead: boolean;
+}
+
+/**
+ * Most positions one journal read looks at. A filter that rarely matches would otherwise scan
+ * the whole journal on every request; past this a read returns what it found, and `next` where
+ * it stopped.
+ */
+export const MAX_SCAN_POSITIONS = 10_000;

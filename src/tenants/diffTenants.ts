@@ -1,0 +1,58 @@
+import type { Tenant } from './tenant.js';
+
+/** How the running tenants change from one read of the configuration to the next. Names, sorted. */
+export interface TenantsDiff {
+  readonly added: readonly string[];
+  /** Still there with a different resolved config (or a different file). */
+  readonly changed: readonly string[];
+  readonly removed: readonly string[];
+  readonly unchanged: readonly string[];
+}
+
+/**
+ * Compares two sets of tenants by name; a tenant changed when its resolved config or its file
+ * differs, compared as canonical JSON (object keys sorted), so the order of keys in a YAML file
+ * never counts as a change. A new key in the same `api.apiKeyFile` is no change: the key
+ * provider re-reads the file by itself.
+ */
+export function diffTenants<C>(previous: readonly Tenant<C>[], next: readonly Tenant<C>[]): TenantsDiff {
+  const before = new Map(previous.map((t) => [t.name, t]));
+  const after = new Map(next.map((t) => [t.name, t]));
+  const added: string[] = [];
+  const changed: string[] = [];
+  const unchanged: string[] = [];
+  for (const [name, tenant] of after) {
+    const old = before.get(name);
+    if (old === undefined) added.push(name);
+    else if (tenantIdentity(old) !== tenantIdentity(tenant)) changed.push(name);
+    else unchanged.push(name);
+  }
+  const removed = [...before.keys()].filter((name) => !after.has(name));
+  const sorted = (names: string[]): string[] => names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return { added: sorted(added), changed: sorted(changed), removed: sorted(removed), unchanged: sorted(unchanged) };
+}
+
+/** True when the diff adds, changes or removes anything. */
+export function tenantsDiffered(diff: TenantsDiff): boolean {
+  return diff.added.length + diff.changed.length + diff.removed.length > 0;
+}
+
+function tenantIdentity<C>(tenant: Tenant<C>): string {
+  return canonicalJson({ file: tenant.file ?? null, config: tenant.config });
+}
+
+/**
+ * JSON with the keys of every object sorted and `undefined` members left out, so two values
+ * that mean the same config give the same text.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => {
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
+    const record = item as Record<string, unknown>;
+    return Object.fromEntries(
+      Object.keys(record)
+        .sort()
+        .map((k) => [k, record[k]]),
+    );
+  });
+}

@@ -1,0 +1,100 @@
+import { readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { TenantProblem } from './tenant.js';
+
+/**
+ * Tenant names: lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most
+ * 63 characters. Lowercase only, because names become store keys and metric labels, and on a
+ * case-insensitive file system `Acme.yaml` and `acme.yaml` would be one file.
+ */
+export const TENANT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+const EXTENSION = /\.ya?ml$/;
+
+/** One `<name>.yaml` (or `.yml`) file of the tenants directory. */
+export interface TenantFile {
+  readonly name: string;
+  /** Absolute path. */
+  readonly path: string;
+}
+
+export type TenantDirectoryListing =
+  | { readonly ok: true; readonly files: readonly TenantFile[]; readonly problems: readonly TenantProblem[] }
+  | { readonly ok: false; readonly problem: TenantProblem };
+
+/**
+ * The tenant files of `dir`, sorted by name. Dotfiles and dot-directories (a ConfigMap's
+ * `..data` and its timestamped folders), subdirectories, other extensions and dangling links are
+ * skipped. A file whose name is not a valid tenant name, and two files for one name (`a.yaml`
+ * and `a.yml`), are problems. A directory that cannot be listed is reported, not thrown.
+ */
+export function listTenantFiles(dir: string): TenantDirectoryListing {
+  const root = resolve(dir);
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    const why =
+      code === 'ENOENT'
+        ? 'it does not exist'
+        : code === 'ENOTDIR'
+          ? 'it is not a directory'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : code;
+    const message =
+      `cannot read the tenants directory ${root}: ${why}; the tenants already running keep ` +
+      'running until it can be read again (check tenants.dir or CHANGEFEED_TENANTS_DIR and the mount)';
+    return {
+      ok: false,
+      problem: { code: 'TENANTS_DIR_UNREADABLE', tenant: undefined, file: root, message, issues: [] },
+    };
+  }
+
+  const byName = new Map<string, string[]>();
+  const problems: TenantProblem[] = [];
+  for (const entry of names.sort()) {
+    if (entry.startsWith('.') || !EXTENSION.test(entry)) continue;
+    const path = join(root, entry);
+    if (!isFile(path)) continue;
+    const name = entry.replace(EXTENSION, '');
+    if (!TENANT_NAME.test(name)) {
+      const message =
+        `tenant file ${path}: "${name}" is not a valid tenant name (lowercase letters, digits, "-" ` +
+        'and "_", starting with a letter or digit, at most 63 characters); rename the file';
+      problems.push({ code: 'TENANT_NAME_INVALID', tenant: undefined, file: path, message, issues: [] });
+      continue;
+    }
+    byName.set(name, [...(byName.get(name) ?? []), path]);
+  }
+
+  const files: TenantFile[] = [];
+  for (const [name, paths] of byName) {
+    const [path, ...others] = paths;
+    if (path === undefined) continue;
+    if (others.length === 0) {
+      files.push({ name, path });
+      continue;
+    }
+    for (const file of paths) {
+      const message = `tenant "${name}" has two files, ${paths.join(' and ')}; keep one`;
+      problems.push({ code: 'TENANT_NAME_INVALID', tenant: name, file, message, issues: [] });
+    }
+  }
+  return { ok: true, files: files.sort((a, b) => compareNames(a.name, b.name)), problems };
+}
+
+/** Orders tenant names the same way everywhere (plain code-unit order, not the locale's). */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// Follows links: a ConfigMap's `<name>.yaml` is a link into `..data`; a dangling one is skipped.
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}

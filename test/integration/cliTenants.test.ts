@@ -1,0 +1,70 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/daemonProcess.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+describe('changefeed tenants list', () => {
+  it('lists each tenant file with its sinks and watch set, and each invalid one with its problem (exit 1)', async () => {
+    const root = makeTempDir();
+    const dir = join(root, 'tenants');
+    mkdirSync(dir);
+    const main = join(root, 'changefeed.yaml');
+    writeFileSync(
+      main,
+      ['api: { baseUrl: https://skills.example.com }', 'sinks: [{ name: out, type: stdout }]'].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'acme.yaml'),
+      'api: { apiKey: "${ACME_KEY}" }\nwatch: { careers: { ids: [c1, c2], discover: true } }\n',
+    );
+    writeFileSync(join(dir, 'beta.yaml'), 'api: { apiKey: secret-beta-0001 }\nwatch:\n  concurrency: 99\n');
+
+    const env = { CHANGEFEED_TENANTS_DIR: dir, ACME_KEY: 'secret-acme-0001' };
+    const text = await runCli(['tenants', 'list', '--config', main], env);
+    expect(text.status).toBe(1);
+    expect(text.stdout).toContain(`tenants from ${dir}`);
+    expect(text.stdout).toContain(`acme  valid  ${join(dir, 'acme.yaml')}`);
+    expect(text.stdout).toContain('sinks: out (stdout)');
+    expect(text.stdout).toContain('watch: careers 2 ids + discovery; skills 0 ids; identity-provider log on');
+    expect(text.stdout).toContain(`beta  INVALID  ${join(dir, 'beta.yaml')}`);
+    expect(text.stdout).toContain(`watch.concurrency: Too big`);
+    expect(text.stdout).toContain(`${join(dir, 'beta.yaml')}:3:3`);
+    expect(text.stdout + text.stderr).not.toMatch(/secret-(acme|beta)-0001/);
+
+    const json = await runCli(['tenants', 'list', '--config', main, '--json'], env);
+    const report = JSON.parse(json.stdout) as {
+      dir: string;
+      tenants: { name: string; valid: boolean; sinks: { name: string }[]; problems: { code: string }[] }[];
+    };
+    expect(report.dir).toBe(dir);
+    expect(
+      report.tenants.map((t) => [t.name, t.valid, t.sinks.map((s) => s.name), t.problems.map((p) => p.code)]),
+    ).toEqual([
+      ['acme', true, ['out'], []],
+      ['beta', false, [], ['CONFIG_INVALID']],
+    ]);
+  });
+
+  it('shows the one tenant "default" from the main config without tenants.dir (exit 0)', async () => {
+    const root = makeTempDir();
+    const main = join(root, 'changefeed.yaml');
+    writeFileSync(
+      main,
+      ['api: { baseUrl: https://skills.example.com }', 'sinks: [{ name: out, type: file, path: out.jsonl }]'].join(
+        '\n',
+      ),
+    );
+    const result = await runCli(['tenants', 'list', '--config', main], { CHANGEFEED_API_KEY: 'secret-default-0001' });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('default  valid  (main config)');
+    expect(result.stdout).toContain('sinks: out (file)');
+    expect(result.stdout).not.toContain('secret-default-0001');
+  });
+
+  it('rejects a missing action with exit 2 and the usage', async () => {
+    const result = await runCli(['tenants']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('changefeed tenants list');
+  });
+});

@@ -1,0 +1,250 @@
+import { describe, expect, it } from 'vitest';
+import { buildCloudEvent } from '../../../src/events/cloudEvent.js';
+import {
+  BASE_URL,
+  entry,
+  entryIdsInJournal,
+  EVENTS,
+  HOUR,
+  ingest,
+  pendingEntryIds,
+  seqOf,
+  T,
+  type OpenFresh,
+} from './storeFixtures.js';
+
+/** Deliveries per sink: their states, counts, replay, pruning and dead letters. */
+export function defineOutboxContract(openFresh: OpenFresh): void {
+  describe('sinks and the outbox', () => {
+    it('gives a sink registered later only the events ingested after it, and an inactive sink none', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1')]);
+      expect(
+        await store.sinks.activate(
+          [
+            { name: 'a', type: 'file' },
+            { name: 'b', type: 'stdout' },
+          ],
+          T,
+        ),
+      ).toEqual(['b']);
+      await ingest(store, [entry('e-2')]);
+      expect(await pendingEntryIds(store, 'a')).toEqual(['e-1', 'e-2']);
+      expect(await pendingEntryIds(store, 'b')).toEqual(['e-2']);
+      expect(await store.sinks.activate([{ name: 'b', type: 'stdout' }], T)).toEqual([]);
+      await ingest(store, [entry('e-3')]);
+      expect(await pendingEntryIds(store, 'a')).toEqual(['e-1', 'e-2']);
+      expect(await pendingEntryIds(store, 'b')).toEqual(['e-2', 'e-3']);
+      expect((await store.sinks.list()).map((s) => [s.name, s.type, s.active])).toEqual([
+        ['a', 'file', false],
+        ['b', 'stdout', true],
+      ]);
+    });
+
+    it('lists pending deliveries after a position, up to a limit, and their exact payloads', async () => {
+      const { store } = await openFresh();
+      await ingest(store, [entry('e-1'), entry('e-2'), entry('e-3')]);
+      const all = await store.outbox.pending('a', 0, 10);
+      expect(all.map((d) => d.attempts)).toEqual([0, 0, 0]);
+      expect(all[0]).toMatchObject({
+        log: 'career',
+        objectId: 'c-1',
+        type: 'com.test.career.level_added',
+        nextAttemptAt: 0,
+        firstAttemptAt: null,
+        ingestedAt: T,
+      });
+      const seqs = all.map((d) => d.seq);
+      expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+      expect((await store.outbox.pending('a', seqs[0]!, 1)).map((d) => d.seq)).toEqual([seqs[1]]);
+      const payloads = await store.outbox.payloads([seqs[2]!, 999_999_999]);
+      const expected = buildCloudEvent(
+        { log: 'career', objectId: 'c-1', entry: entry('e-3'), baseUrl: BASE_URL },
+        EVENTS,
+      );
+      expect(payloads).toEqual(new Map([[seqs[2], JSON.stringify(expected)]]));
+      expect(all[2]!.eventId).toBe(expected.id);
+      expect(await store.outbox.payloads([])).toEqual(new Map());
+    });
+
+    it('moves deliveries through delivered, retry, dead and filtered, and counts them', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      await ingest(store, [entry('ok'), entry('retry'), entry('dead'), entry('skip'), entry('left')]);
+      const seq = await seqOf(store);
+      await store.outbox.markDelivered('a', [seq.ok!], T + 1);
+      await store.outbox.scheduleRetry(
+        'a',
+        [{ seq: seq.retry!, error: 'timeout', status: 503, response: 'busy', nextAttemptAt: T + 60_000.5 }],
+        T + 2,
+      );
+      await store.outbox.markDead('a', [{ seq: seq.dead!, error: 'rejected', status: 400, response: 'no' }], T + 3);
+      await store.outbox.markFiltered('a', [seq.skip!], T + 4);
+      // A delivery no longer pending is left alone: marking it again changes nothing.
+      await store.outbox.markDelivered('a', [seq.dead!, seq.skip!], T + 5);
+      await store.outbox.markDead('a', [{ seq: seq.ok!, error: 'late' }], T + 5);
+
+      expect(await store.outbox.counts('a')).toEqual({
+        pending: 2,
+        delivered: 1,
+        dead: 1,
+        filtered: 1,
+        oldestPendingIngestedAt: T,
+      });
+      expect(await store.outbox.counts('b')).toEqual({
+        pending: 5,
+        delivered: 0,
+        dead: 0,
+        filtered: 0,
+        oldestPendingIngestedAt: T,
+      });
+      expect(await store.outbox.counts('nobody')).toEqual({
+        pending: 0,
+        delivered: 0,
+        dead: 0,
+        filtered: 0,
+        oldestPendingIngestedAt: null,
+      });
+      const pending = await store.outbox.pending('a', 0, 10);
+      expect(pending.map((d) => d.seq)).toEqual([seq.retry, seq.left]);
+      expect(pending[0]).toMatchObject({ attempts: 1, nextAttemptAt: T + 60_000.5, firstAttemptAt: T + 2 });
+      await store.outbox.scheduleRetry('a', [{ seq: seq.retry!, error: 'again', nextAttemptAt: T + 99 }], T + 6);
+      expect((await store.outbox.pending('a', 0, 1))[0]).toMatchObject({ attempts: 2, firstAttemptAt: T + 2 });
+    });
+
+    it('records a failure whose error or response holds a NUL character (a binary body)', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1'), entry('e-2')]);
+      const seq = await seqOf(store);
+      await store.outbox.scheduleRetry(
+        'a',
+        [{ seq: seq['e-1']!, error: 'bad\u0000', response: '\u0000\u0001', nextAttemptAt: T + 1 }],
+        T,
+      );
+      await store.outbox.markDead('a', [{ seq: seq['e-2']!, error: 'x\u0000y', status: 500, response: 'a\u0000b' }], T);
+      await store.watchedLogs.recordFailure('career', 'c-1', 'HTTP 500: \u0000', T);
+      await store.sinks.recordState({
+        sink: 'a',
+        connected: false,
+        pausedUntil: 0,
+        consecutiveFailures: 1,
+        lastError: 'refused\u0000',
+        lastErrorAt: T,
+        lastDeliveryAt: null,
+      });
+      const [dead] = await store.deadLetters.list();
+      // SQLite keeps the NUL; PostgreSQL, whose text cannot hold it, stores U+FFFD in its place.
+      expect(dead).toMatchObject({
+        lastError: expect.stringMatching(/^x.y$/u),
+        lastResponse: expect.stringMatching(/^a.b$/u),
+      });
+      expect((await store.outbox.counts('a')).pending).toBe(1);
+    });
+
+    it('prunes old journal entries that no sink still waits for, keeps pending ones, and says how far', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      await ingest(store, [entry('both-done'), entry('one-done'), entry('dead'), entry('waiting')]);
+      await ingest(store, [entry('recent')], { now: T + HOUR });
+      const seq = await seqOf(store);
+      await store.outbox.markDelivered('a', [seq['both-done']!, seq['one-done']!, seq.recent!], T);
+      await store.outbox.markDelivered('b', [seq['both-done']!, seq.recent!], T);
+      await store.outbox.markDead('a', [{ seq: seq.dead!, error: 'x' }], T);
+      await store.outbox.markDead('b', [{ seq: seq.dead!, error: 'x' }], T);
+      const head = await store.journal.head();
+      expect(await store.journal.prunedThrough()).toBe(0);
+
+      expect(await store.outbox.prune(T + 1)).toBe(2);
+      expect(await entryIdsInJournal(store)).toEqual(['one-done', 'waiting', 'recent']);
+      expect(await store.outbox.counts('b')).toMatchObject({ pending: 2, delivered: 1, dead: 0 });
+      expect(await store.outbox.counts('a')).toMatchObject({ pending: 1, delivered: 2, dead: 0 });
+      expect(await store.journal.prunedThrough()).toBe(seq.dead);
+      expect(await store.journal.head()).toBe(head);
+      expect(await store.journalSize()).toBe(3);
+
+      // Nothing more to prune: the mark stays where it was.
+      expect(await store.outbox.prune(T + 1)).toBe(0);
+      expect(await store.journal.prunedThrough()).toBe(seq.dead);
+      await store.outbox.markDelivered('a', [seq.waiting!], T);
+      await store.outbox.markDelivered('b', [seq.waiting!, seq['one-done']!], T);
+      expect(await store.outbox.prune(T + 1)).toBe(2);
+      expect(await store.journal.prunedThrough()).toBe(seq.waiting);
+      expect(await store.journal.head()).toBe(head);
+    });
+
+    it('replays journal events for a sink with a fresh budget, by time range and log', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1')], { now: T });
+      await ingest(store, [entry('e-2')], { now: T + 10 });
+      await ingest(store, [entry('s-1')], { log: 'skill', now: T + 20 });
+      const seq = await seqOf(store);
+      await store.outbox.markDelivered('a', [seq['e-1']!, seq['e-2']!], T + 30);
+      await store.outbox.markDead('a', [{ seq: seq['s-1']!, error: 'x', status: 500 }], T + 30);
+
+      expect(await store.outbox.enqueueFromJournal('a', { since: T + 10 }, T + 40)).toBe(2);
+      const pending = await store.outbox.pending('a', 0, 10);
+      expect(pending.map((d) => d.seq)).toEqual([seq['e-2'], seq['s-1']]);
+      expect(pending.map((d) => [d.attempts, d.nextAttemptAt, d.firstAttemptAt])).toEqual([
+        [0, 0, null],
+        [0, 0, null],
+      ]);
+      expect(await store.deadLetters.list()).toEqual([]);
+      expect(await store.outbox.enqueueFromJournal('a', { until: T + 10 }, T + 40)).toBe(1);
+      expect(await store.outbox.enqueueFromJournal('a', { log: 'skill' }, T + 40)).toBe(1);
+      // A sink that never had these events gets them.
+      expect(await store.outbox.enqueueFromJournal('late', {}, T + 40)).toBe(3);
+      expect(await pendingEntryIds(store, 'late')).toEqual(['e-1', 'e-2', 's-1']);
+      expect(await store.outbox.enqueueFromJournal('late', { since: T + 100 }, T + 40)).toBe(0);
+    });
+  });
+
+  describe('dead letters', () => {
+    it('lists dead deliveries with the last answer, and puts them back in line', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      await ingest(store, [entry('e-1'), entry('e-2')]);
+      const seq = await seqOf(store);
+      await store.outbox.scheduleRetry('a', [{ seq: seq['e-1']!, error: 'first', nextAttemptAt: T + 1 }], T + 1);
+      await store.outbox.markDead('a', [{ seq: seq['e-1']!, error: 'gone', status: 410, response: 'bye' }], T + 2);
+      await store.outbox.markDead('b', [{ seq: seq['e-1']!, error: 'bad' }], T + 3);
+      await store.outbox.markDead('b', [{ seq: seq['e-2']!, error: 'bad' }], T + 3);
+
+      const all = await store.deadLetters.list();
+      expect(all.map((d) => [d.sink, d.seq])).toEqual([
+        ['a', seq['e-1']],
+        ['b', seq['e-1']],
+        ['b', seq['e-2']],
+      ]);
+      expect(all[0]).toMatchObject({
+        log: 'career',
+        objectId: 'c-1',
+        type: 'com.test.career.level_added',
+        attempts: 2,
+        lastError: 'gone',
+        lastStatus: 410,
+        lastResponse: 'bye',
+        firstAttemptAt: T + 1,
+        deadAt: T + 2,
+      });
+      expect(all[1]).toMatchObject({ lastStatus: null, lastResponse: null, attempts: 1 });
+      const e1 = all[0]!.eventId;
+      expect((await store.deadLetters.list({ eventId: e1 })).map((d) => d.sink)).toEqual(['a', 'b']);
+      expect((await store.deadLetters.list({ sink: 'b', limit: 1 })).map((d) => d.seq)).toEqual([seq['e-1']]);
+
+      expect(await store.deadLetters.requeueCount()).toBe(0);
+      expect(await store.deadLetters.requeueEvent(e1, 'b', T + 4)).toBe(1);
+      expect(await store.deadLetters.requeueCount()).toBe(1);
+      expect(await store.deadLetters.requeueEvent(e1, 'b', T + 4)).toBe(0);
+      expect(await store.deadLetters.requeueCount()).toBe(1);
+      expect(await store.deadLetters.requeueEvent('no-such-event', undefined, T + 4)).toBe(0);
+      expect(await store.deadLetters.requeueSink('b', T + 5)).toBe(1);
+      expect(await store.deadLetters.requeueEvent(e1, undefined, T + 6)).toBe(1);
+      expect(await store.deadLetters.requeueCount()).toBe(3);
+      expect(await store.deadLetters.list()).toEqual([]);
+      expect((await store.outbox.pending('a', 0, 10))[0]).toMatchObject({
+        seq: seq['e-1'],
+        attempts: 0,
+        nextAttemptAt: 0,
+        firstAttemptAt: null,
+      });
+      expect(await store.outbox.counts('b')).toMatchObject({ pending: 2, dead: 0 });
+    });
+  });
+}

@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import { entry, entryIdsInJournal, HOUR, ingest, pendingEntryIds, T, type OpenFresh } from './storeFixtures.js';
+
+/** Watched logs, sink state, learned rates, named values, and all of it across a reopen. */
+export function defineStateContract(openFresh: OpenFresh): void {
+  describe('watched logs', () => {
+    it('registers a log once and keeps its cursor, failures, status and sort order', async () => {
+      const { store } = await openFresh();
+      expect(
+        await store.watchedLogs.register({
+          log: 'career',
+          objectId: 'c-1',
+          origin: 'discovered',
+          coverageStart: T,
+          now: T + 1,
+        }),
+      ).toBe(false);
+      expect(
+        await store.watchedLogs.register({
+          log: 'skill',
+          objectId: 's-1',
+          origin: 'appeared',
+          coverageStart: T,
+          now: T,
+        }),
+      ).toBe(true);
+      expect(
+        await store.watchedLogs.register({
+          log: 'identityProvider',
+          objectId: '',
+          origin: 'config',
+          coverageStart: T,
+          now: T,
+        }),
+      ).toBe(true);
+      expect(await store.watchedLogs.get('career', 'c-1')).toEqual({
+        log: 'career',
+        objectId: 'c-1',
+        origin: 'config',
+        status: 'active',
+        statusReason: null,
+        coverageStart: T - HOUR,
+        windowEnd: T - HOUR,
+        sortOrder: null,
+        lastPollAt: null,
+        lastSuccessAt: null,
+        lastError: null,
+        consecutiveFailures: 0,
+        nextPollAt: T,
+        entriesIngested: 0,
+        createdAt: T,
+      });
+      // A skill log has no windows: its cursor starts empty.
+      expect(await store.watchedLogs.get('skill', 's-1')).toMatchObject({ windowEnd: null, coverageStart: T });
+      await store.watchedLogs.recordFailure('career', 'c-1', 'HTTP 500', T + 5);
+      await store.watchedLogs.recordFailure('career', 'c-1', 'HTTP 502', T + 6);
+      await store.watchedLogs.setStatus('skill', 's-1', 'gone', '404');
+      await store.watchedLogs.setSortOrder('skill', 's-1', 'oldest-first');
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({
+        lastPollAt: T + 6,
+        lastError: 'HTTP 502',
+        consecutiveFailures: 2,
+      });
+      expect(await store.watchedLogs.get('skill', 's-1')).toMatchObject({
+        status: 'gone',
+        statusReason: '404',
+        sortOrder: 'oldest-first',
+      });
+      await ingest(store, [entry('e-1')], { windowEnd: T + 9, now: T + 10 });
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({
+        windowEnd: T + 9,
+        lastError: null,
+        consecutiveFailures: 0,
+        lastSuccessAt: T + 10,
+      });
+      expect((await store.watchedLogs.list()).map((w) => [w.log, w.objectId])).toEqual([
+        ['career', 'c-1'],
+        ['identityProvider', ''],
+        ['skill', 's-1'],
+      ]);
+      expect(await store.watchedLogs.get('career', 'missing')).toBeUndefined();
+    });
+  });
+
+  describe('sink state, rates and meta', () => {
+    it('records the state of each sink and keeps the last delivery time when none is given', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      const listed = await store.sinks.list();
+      expect(listed[0]).toEqual({
+        name: 'a',
+        type: 'file',
+        active: true,
+        registeredAt: T,
+        connected: false,
+        pausedUntil: 0,
+        consecutiveFailures: 0,
+        lastError: null,
+        lastErrorAt: null,
+        lastDeliveryAt: null,
+        circuit: 'closed',
+        disabledReason: null,
+      });
+      const base = { sink: 'a', pausedUntil: 0, consecutiveFailures: 0, lastError: null, lastErrorAt: null };
+      await store.sinks.recordState({ ...base, connected: true, lastDeliveryAt: T + 1 });
+      await store.sinks.recordState({
+        ...base,
+        connected: false,
+        pausedUntil: T + 60_000,
+        consecutiveFailures: 3,
+        lastError: 'refused',
+        lastErrorAt: T + 2,
+        lastDeliveryAt: null,
+        circuit: 'open',
+        disabledReason: 'gone',
+      });
+      expect((await store.sinks.list())[0]).toMatchObject({
+        connected: false,
+        pausedUntil: T + 60_000,
+        consecutiveFailures: 3,
+        lastError: 'refused',
+        lastErrorAt: T + 2,
+        lastDeliveryAt: T + 1,
+        circuit: 'open',
+        disabledReason: 'gone',
+      });
+      await store.sinks.recordState({ ...base, connected: true, lastDeliveryAt: null });
+      expect((await store.sinks.list())[0]).toMatchObject({ connected: true, circuit: 'closed', disabledReason: null });
+    });
+
+    it('saves and lists learned rates, one row per log', async () => {
+      const { store } = await openFresh();
+      const row = {
+        log: 'career' as const,
+        objectId: 'c-1',
+        events: 7.5,
+        hours: 20.25,
+        sessions: 3.125,
+        lastEventAt: T - 1,
+        updatedAt: T,
+        pollCost: 1.5,
+        plannedRate: 0.333,
+        nextPollAt: T + 1_234.5,
+      };
+      await store.rates.save(row);
+      await store.rates.save({ ...row, objectId: 'a-0', plannedRate: null, nextPollAt: null, lastEventAt: null });
+      await store.rates.save({ ...row, events: 8 });
+      expect(await store.rates.list()).toEqual([
+        { ...row, objectId: 'a-0', plannedRate: null, nextPollAt: null, lastEventAt: null },
+        { ...row, events: 8 },
+      ]);
+    });
+
+    it('keeps named values', async () => {
+      const { store } = await openFresh();
+      expect(await store.getMeta('discovery.completedAt')).toBeUndefined();
+      await store.setMeta('discovery.completedAt', '123');
+      await store.setMeta('discovery.completedAt', '456');
+      expect(await store.getMeta('discovery.completedAt')).toBe('456');
+    });
+
+    it('keeps everything across a reopen', async () => {
+      const underTest = await openFresh();
+      await ingest(underTest.store, [entry('e-1')]);
+      await underTest.store.setMeta('discovery.completedAt', '123');
+      const reopened = await underTest.reopen();
+      expect(await entryIdsInJournal(reopened)).toEqual(['e-1']);
+      expect(await reopened.getMeta('discovery.completedAt')).toBe('123');
+      expect(await ingest(reopened, [entry('e-1')])).toMatchObject({ emitted: 0, duplicates: 1 });
+      expect(await pendingEntryIds(reopened, 'a')).toEqual(['e-1']);
+    });
+  });
+}

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
+import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
+import { startTcpProxy } from '../support/tcpProxy.js';
+import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
+import { entry, ingest, T } from './storeContract.suite.js';
+
+describe.skipIf(!admin)('the PostgreSQL store backend', () => {
+  it('keeps two tenants of one schema apart', async () => {
+    const backend = await openBackend();
+    const one = await backend.tenantStore('one');
+    const two = await backend.tenantStore('two');
+    await prepare(one);
+    await prepare(two);
+    await ingest(one, [entry('e-1'), entry('e-2')], { windowEnd: T + 5 });
+    expect(await ingest(two, [entry('e-1')], { windowEnd: T + 7 })).toMatchObject({ emitted: 1, duplicates: 0 });
+    await one.setMeta('k', 'one');
+
+    expect(await one.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5, entriesIngested: 2 });
+    expect(await two.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7, entriesIngested: 1 });
+    expect(await two.seen.seenAmong('career', 'c-1', ['e-1', 'e-2'])).toEqual(new Set(['e-1']));
+    expect(await one.journalSize()).toBe(2);
+    expect(await two.journalSize()).toBe(1);
+    const oneSeqs = (await one.outbox.pending('a', 0, 10)).map((d) => d.seq);
+    const twoSeqs = (await two.outbox.pending('a', 0, 10)).map((d) => d.seq);
+    expect(oneSeqs).toHaveLength(2);
+    expect(twoSeqs).toHaveLength(1);
+    expect(await one.journal.head()).toBe(Math.max(...oneSeqs));
+    expect(await two.journal.head()).toBe(twoSeqs[0]);
+    expect((await two.journal.page(0, 10)).events.map((e) => e.seq)).toEqual(twoSeqs);
+    // Another tenant's seq is nothing to this one.
+    expect(await one.outbox.payloads(twoSeqs)).toEqual(new Map());
+    await one.outbox.markDelivered('a', twoSeqs, T);
+    expect(await two.outbox.counts('a')).toMatchObject({ pending: 1, delivered: 0 });
+
+    await one.outbox.markDead('a', [{ seq: oneSeqs[0]!, error: 'x' }], T);
+    expect(await one.deadLetters.list()).toHaveLength(1);
+    expect(await two.deadLetters.list()).toEqual([]);
+    expect(await two.deadLetters.requeueSink('a', T)).toBe(0);
+    expect(await one.deadLetters.requeueSink('a', T)).toBe(1);
+    expect(await two.deadLetters.requeueCount()).toBe(0);
+    expect(await one.getMeta('k')).toBe('one');
+    expect(await two.getMeta('k')).toBeUndefined();
+
+    await two.outbox.markDelivered('a', twoSeqs, T);
+    expect(await two.outbox.prune(T + 1)).toBe(1);
+    expect(await one.journal.prunedThrough()).toBe(0);
+    expect(await one.journalSize()).toBe(2);
+    expect(await two.journal.head()).toBe(twoSeqs[0]);
+  });
+
+  it('applies each migration once when several replicas start at once on a new schema', async () => {
+    const schema = freshSchema();
+    const backends = await Promise.all(Array.from({ length: 5 }, () => openBackend(schema)));
+    const { rows } = await admin!.query<{ version: number }>(
+      `SELECT version FROM "${schema}".schema_migrations ORDER BY version`,
+    );
+    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((_, i) => i + 1));
+    // Every replica works on the one schema.
+    const stores = await Promise.all(backends.map((b) => b.tenantStore('t')));
+    await Promise.all(stores.map((s, i) => s.setMeta(`replica-${i}`, 'up')));
+    expect(await stores[0]!.getMeta('replica-4')).toBe('up');
+  });
+
+  it('refuses a schema written by a newer version, saying to upgrade', async () => {
+    const schema = freshSchema();
+    await openBackend(schema);
+    await admin!.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES ($1)`, [MIGRATIONS.length + 1]);
+    const opening = openBackend(schema);
+    await expect(opening).rejects.toThrow(PostgresStoreError);
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    await expect(opening).rejects.toThrow(/newer than this build knows.*upgrade changefeed/);
+  });
+
+  it('refuses a URL that sets options, which would take the schema away', async () => {
+    await expect(
+      openBackend(freshSchema(), { url: `${POSTGRES_URL}?options=-c%20search_path%3Dpublic` }),
+    ).rejects.toThrow(/sets options.*store\.schema/);
+  });
+
+  it('says which database it cannot open, without its password', async () => {
+    const proxy = await startTcpProxy(POSTGRES_PORT);
+    const port = proxy.port;
+    await proxy.close();
+    const opening = openBackend(freshSchema(), {
+      url: `postgres://postgres:S3cretPW@127.0.0.1:${port}/test`,
+      connectTimeoutMs: 2_000,
+    });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    const message = ((await opening.catch((e: unknown) => e)) as Error).message;
+    expect(message).toMatch(/^cannot open the store at postgres:\/\/<redacted>@127\.0\.0\.1:\d+\/test .*ECONNREFUSED/);
+    expect(message).toMatch(/check store\.url and that the database is up$/);
+    expect(message).not.toContain('S3cretPW');
+  });
+});

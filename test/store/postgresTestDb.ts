@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { T } from './contract/storeFixtures.js';
+import { afterAll, afterEach } from 'vitest';
+import { PostgresStoreBackend, type PostgresBackendOptions } from '../../src/store/postgres/postgresStoreBackend.js';
+import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
+
+/**
+ * The test database for the PostgreSQL store tests, connected once per file. Without one they are
+ * skipped with the reason printed, unless CI is set: then the file fails, loudly.
+ */
+const connected = await connectPostgres();
+export const admin: pg.Client | undefined = 'client' in connected ? connected.client : undefined;
+if (!admin) {
+  const reason = 'reason' in connected ? connected.reason : 'no PostgreSQL';
+  if (process.env.CI) throw new Error(`${reason} (CI is set: database tests must not be skipped)`);
+  console.warn(`skipping PostgreSQL store tests: ${reason}`);
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(async () => {
+  await admin?.end();
+});
+
+/** A schema name of its own for one test, dropped with everything in it after the test. */
+export function freshSchema(): string {
+  const schema = `cf_test_${randomBytes(6).toString('hex')}`;
+  cleanups.push(() => dropSchema(admin!, schema));
+  return schema;
+}
+
+/** A backend on `schema` (a fresh one by default), closed after the test. */
+export async function openBackend(
+  schema = freshSchema(),
+  options: PostgresBackendOptions & { url?: string } = {},
+): Promise<PostgresStoreBackend> {
+  const backend = await PostgresStoreBackend.open(
+    { url: options.url ?? POSTGRES_URL, schema, maxConnections: 4 },
+    options,
+  );
+  cleanups.push(() => backend.close());
+  return backend;
+}
+
+/** Sink `a` active and the career log c-1 watched, as the contract suite's stores start. */
+export async function prepare(store: ChangefeedStore): Promise<void> {
+  await store.sinks.activate([{ name: 'a', type: 'file' }], T);
+  await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+}

@@ -1,0 +1,264 @@
+import { describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import type { WriteFence } from '../../src/store/storeBackend.js';
+import { StoreUnavailableError } from '../../src/store/storeHealth.js';
+import { POSTGRES_PORT } from '../support/postgresAdmin.js';
+import { startTcpProxy } from '../support/tcpProxy.js';
+import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
+import { entry, ingest, T } from './storeContract.suite.js';
+
+const TABLES = [
+  'watched_logs',
+  'seen_entries',
+  'events',
+  'journal_heads',
+  'sinks',
+  'deliveries',
+  'sink_state',
+  'meta',
+  'rate_estimates',
+  'quarantine',
+];
+
+/** Every row of the tenant in every table, to compare before and after. */
+async function snapshot(schema: string, tenant: string): Promise<Record<string, unknown[]>> {
+  const tables: Record<string, unknown[]> = {};
+  for (const table of TABLES) {
+    const { rows } = await admin!.query(
+      `SELECT to_jsonb(t) AS row FROM "${schema}"."${table}" t WHERE tenant = $1 ORDER BY to_jsonb(t)::text`,
+      [tenant],
+    );
+    tables[table] = rows.map((r: { row: unknown }) => r.row);
+  }
+  return tables;
+}
+
+describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
+  it('makes every write fail and keep nothing once the fence says the lease is lost', async () => {
+    const schema = freshSchema();
+    const backend = await openBackend(schema);
+    const lost = new Error('lease lost');
+    let checks = 0;
+    let armed = false;
+    const fence: WriteFence = {
+      check: async (transaction) => {
+        checks++;
+        // The fence runs on the write's own connection, inside its transaction (SAVEPOINT fails
+        // outside one), before the transaction wrote anything (no transaction id assigned yet).
+        const client = transaction as pg.PoolClient;
+        await client.query('SAVEPOINT fence_probe');
+        const { rows } = await client.query<{ clean: boolean }>(
+          'SELECT pg_current_xact_id_if_assigned() IS NULL AS clean',
+        );
+        expect(rows[0]?.clean).toBe(true);
+        await client.query('RELEASE SAVEPOINT fence_probe');
+        if (armed) throw lost;
+      },
+    };
+    const store = await backend.tenantStore('t', { fence });
+    await prepare(store);
+    await ingest(store, [entry('e-1'), entry('e-2')]);
+    const [seq1, seq2] = (await store.outbox.pending('a', 0, 10)).map((d) => d.seq) as [number, number];
+    await store.outbox.markDead('a', [{ seq: seq2, error: 'x' }], T);
+    const eventId = (await store.deadLetters.list())[0]!.eventId;
+    expect(checks).toBe(4);
+    const before = await snapshot(schema, 't');
+
+    armed = true;
+    checks = 0;
+    const writes: [string, () => Promise<unknown>][] = [
+      ['ingest', () => ingest(store, [entry('e-3')], { windowEnd: T + 9 })],
+      [
+        'register',
+        () => store.watchedLogs.register({ log: 'skill', objectId: 's', origin: 'config', coverageStart: T, now: T }),
+      ],
+      ['recordFailure', () => store.watchedLogs.recordFailure('career', 'c-1', 'x', T)],
+      ['setStatus', () => store.watchedLogs.setStatus('career', 'c-1', 'gone', 'x')],
+      ['setSortOrder', () => store.watchedLogs.setSortOrder('career', 'c-1', 'oldest-first')],
+      ['markDelivered', () => store.outbox.markDelivered('a', [seq1], T)],
+      ['scheduleRetry', () => store.outbox.scheduleRetry('a', [{ seq: seq1, error: 'x', nextAttemptAt: T }], T)],
+      ['markDead', () => store.outbox.markDead('a', [{ seq: seq1, error: 'x' }], T)],
+      ['markFiltered', () => store.outbox.markFiltered('a', [seq1], T)],
+      ['enqueueFromJournal', () => store.outbox.enqueueFromJournal('b', {}, T)],
+      ['prune', () => store.outbox.prune(T + 1_000_000)],
+      ['requeueSink', () => store.deadLetters.requeueSink('a', T)],
+      ['requeueEvent', () => store.deadLetters.requeueEvent(eventId, undefined, T)],
+      ['activate', () => store.sinks.activate([{ name: 'b', type: 'file' }], T)],
+      [
+        'recordState',
+        () =>
+          store.sinks.recordState({
+            sink: 'a',
+            connected: true,
+            pausedUntil: 0,
+            consecutiveFailures: 0,
+            lastError: null,
+            lastErrorAt: null,
+            lastDeliveryAt: T,
+          }),
+      ],
+      [
+        'rates.save',
+        () =>
+          store.rates.save({
+            log: 'career',
+            objectId: 'c-1',
+            events: 1,
+            hours: 1,
+            sessions: 1,
+            lastEventAt: null,
+            updatedAt: T,
+            pollCost: 1,
+            plannedRate: null,
+            nextPollAt: null,
+          }),
+      ],
+      ['setMeta', () => store.setMeta('k', 'v')],
+    ];
+    const outcomes = await Promise.all(
+      writes.map(([name, write]) =>
+        write().then(
+          () => name,
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    expect(outcomes).toEqual(writes.map(() => lost));
+    expect(checks).toBe(writes.length);
+    expect(await snapshot(schema, 't')).toEqual(before);
+    expect(store.health.problem).toBeUndefined();
+  });
+
+  it('answers StoreUnavailableError, with the reason in health, while the database cannot be reached', async () => {
+    const proxy = await startTcpProxy(POSTGRES_PORT);
+    try {
+      const backend = await openBackend(freshSchema(), {
+        url: `postgres://postgres@127.0.0.1:${proxy.port}/test`,
+        connectTimeoutMs: 2_000,
+      });
+      const store = await backend.tenantStore('t');
+      await prepare(store);
+      await proxy.stop();
+
+      const failed = await ingest(store, [entry('e-1')]).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(StoreUnavailableError);
+      expect(store.health.problem).toMatch(/^the database postgres:\/\/.*127\.0\.0\.1.* cannot be reached/);
+      expect(store.health.problem).toBe((failed as Error).message);
+      await expect(store.getMeta('k')).rejects.toThrow(StoreUnavailableError);
+
+      await proxy.start();
+      expect(await ingest(store, [entry('e-1')])).toMatchObject({ emitted: 1 });
+      expect(store.health.problem).toBeUndefined();
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('gives every connection back after failed transactions, and recovers from connections the server ended', async () => {
+    const applicationName = `cf-test-conn-${process.pid}`;
+    const backend = await openBackend(freshSchema(), { applicationName });
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    // More failed ingests than the pool has connections (4): each must give its connection back.
+    for (let i = 0; i < 10; i++) {
+      const failing = ingest(store, [entry(`e-${i}`)], {
+        toEvent: () => {
+          throw new Error('cannot build');
+        },
+      });
+      await expect(failing).rejects.toThrow('cannot build');
+    }
+    expect(await ingest(store, [entry('e-ok')])).toMatchObject({ emitted: 1 });
+
+    // The server ends the pool's connections (a restart, an operator): the store reconnects.
+    const { rows } = await admin!.query<{ ended: boolean }>(
+      'SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = $1',
+      [applicationName],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    // A write may meet an ended connection before the pool noticed: it says so, typed, and the
+    // connection is dropped; at worst each of the pool's connections fails one write.
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await store.setMeta('k', '2').catch((e: unknown) => e);
+      if (outcome === undefined) break;
+      expect(outcome).toBeInstanceOf(StoreUnavailableError);
+      expect(attempt).toBeLessThanOrEqual(4);
+    }
+    expect(await store.getMeta('k')).toBe('2');
+    expect(store.health.problem).toBeUndefined();
+  });
+
+  it('gives up a statement the database does not finish within the statement timeout', async () => {
+    const schema = freshSchema();
+    const backend = await openBackend(schema, { statementTimeoutMs: 300 });
+    const store = await backend.tenantStore('t');
+    await admin!.query('BEGIN');
+    try {
+      await admin!.query(`LOCK TABLE "${schema}".meta IN ACCESS EXCLUSIVE MODE`);
+      const failed = await store.setMeta('k', 'v').catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(StoreUnavailableError);
+      expect(store.health.problem).toMatch(/did not answer in time/);
+    } finally {
+      await admin!.query('ROLLBACK');
+    }
+    await store.setMeta('k', 'v');
+    expect(store.health.problem).toBeUndefined();
+  });
+
+  it('lets no ingest of a tenant commit seqs above those of one still in flight, so a reader skips nothing', async () => {
+    const applicationName = `cf-test-order-${process.pid}`;
+    const backend = await openBackend(freshSchema(), { applicationName });
+    const store = await backend.tenantStore('t');
+    const schema = backend.schema;
+    await prepare(store);
+    await store.watchedLogs.register({ log: 'career', objectId: 'c-2', origin: 'config', coverageStart: T, now: T });
+    // The tenant has a journal already: its head row exists.
+    await ingest(store, [entry('before')]);
+    const head = await store.journal.head();
+    // The admin is in a transaction, which would keep reading one snapshot of the activity: cleared each time.
+    const blockedOnLocks = async () => {
+      await admin!.query('SELECT pg_stat_clear_snapshot()');
+      return (
+        await admin!.query<{ n: number }>(
+          `SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+          [applicationName],
+        )
+      ).rows[0]!.n;
+    };
+
+    // Ingest A draws its seqs, then waits for the cursor row of c-1, which the admin holds.
+    await admin!.query('BEGIN');
+    // Settled either way, so a failed expectation below never leaves a rejection unhandled.
+    let first: Promise<unknown> = Promise.resolve();
+    let second: Promise<unknown> = Promise.resolve();
+    let position = 0;
+    try {
+      await admin!.query(`SELECT 1 FROM "${schema}".watched_logs WHERE tenant = 't' AND object_id = 'c-1' FOR UPDATE`);
+      first = ingest(store, [entry('a-1'), entry('a-2')]).catch((e: unknown) => e);
+      await until(async () => (await blockedOnLocks()) === 1);
+      // Ingest B, of another log of the tenant, must wait for A rather than commit higher seqs first.
+      let secondDone = false;
+      second = ingest(store, [entry('b-1'), entry('b-2')], { objectId: 'c-2' })
+        .catch((e: unknown) => e)
+        .finally(() => (secondDone = true));
+      await until(async () => secondDone || (await blockedOnLocks()) === 2);
+      const page = await store.journal.page(head, 100);
+      expect(page.events).toEqual([]);
+      position = page.next;
+    } finally {
+      await admin!.query('ROLLBACK');
+    }
+    expect(await Promise.all([first, second])).toEqual([
+      expect.objectContaining({ emitted: 2 }),
+      expect.objectContaining({ emitted: 2 }),
+    ]);
+    const rest = await store.journal.page(position, 100);
+    expect(rest.events).toHaveLength(4);
+    expect(rest.reachedHead).toBe(true);
+  });
+});
+
+/** Resolves once `condition` holds, asking again every few milliseconds (the test's timeout bounds it). */
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
+}

@@ -1,0 +1,117 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import type { ActivityEntry } from '../../src/api/activityEntry.js';
+import { buildCloudEvent } from '../../src/events/cloudEvent.js';
+import type { LogKind } from '../../src/logs.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import type { IngestRequest } from '../../src/store/storeRecords.js';
+import { StoreError } from '../../src/store/sqlite/database.js';
+import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { BASE_URL, EVENTS } from './scriptedSink.js';
+
+const T = Date.UTC(2026, 4, 1, 12, 0, 0);
+const HOUR = 3_600_000;
+
+async function openFresh(sinks: string[] = ['a']) {
+  const file = join(makeTempDir(), 's.sqlite');
+  const store = SqliteChangefeedStore.open(file);
+  await store.sinks.activate(
+    sinks.map((name) => ({ name, type: 'file' })),
+    T,
+  );
+  await store.watchedLogs.register({
+    log: 'career',
+    objectId: 'c-1',
+    origin: 'config',
+    coverageStart: T - HOUR,
+    now: T,
+  });
+  return { file, store };
+}
+
+const entry = (id: string, performedAt: number | null = T - 60_000): ActivityEntry => ({
+  id,
+  event: 'level_added',
+  performedAt: performedAt === null ? null : new Date(performedAt).toISOString(),
+});
+
+async function ingest(store: SqliteChangefeedStore, entries: ActivityEntry[], over: Partial<IngestRequest> = {}) {
+  const log: LogKind = over.log ?? 'career';
+  const objectId = over.objectId ?? 'c-1';
+  return store.ingest({
+    log,
+    objectId,
+    entries,
+    windowEnd: T,
+    now: T,
+    toEvent: (e) => buildCloudEvent({ log, objectId, entry: e, baseUrl: BASE_URL }, EVENTS),
+    ...over,
+  });
+}
+
+const entryIdsInJournal = (store: SqliteChangefeedStore): string[] =>
+  store.db
+    .prepare<[], { payload: string }>('SELECT payload FROM events ORDER BY seq')
+    .all()
+    .map((r) => (JSON.parse(r.payload) as { entryid: string }).entryid);
+/** What only the SQLite store has: its file, WAL and schema versions (the contract is test/store/). */
+describe('opening the SQLite store', () => {
+  it('migrates a new file to the latest schema version', async () => {
+    const { store } = await openFresh();
+    expect(store.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
+    await store.close();
+  });
+
+  it('reopens an existing file without migrating again and keeps its contents', async () => {
+    const { store, file } = await openFresh();
+    await ingest(store, [entry('e-1')]);
+    await store.setMeta('discovery.completedAt', '123');
+    await store.close();
+    const reopened = SqliteChangefeedStore.open(file);
+    expect(reopened.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    expect(entryIdsInJournal(reopened)).toEqual(['e-1']);
+    expect(await reopened.getMeta('discovery.completedAt')).toBe('123');
+    expect(await ingest(reopened, [entry('e-1')])).toMatchObject({ emitted: 0, duplicates: 1 });
+    await reopened.close();
+  });
+
+  it('upgrades learned rates of a version-3 store: counts kept, every change taken as its own session', async () => {
+    const file = join(makeTempDir(), 'v3.sqlite');
+    const raw = new Database(file);
+    for (const sql of MIGRATIONS.slice(0, 3)) raw.exec(sql);
+    raw.pragma('user_version = 3');
+    raw
+      .prepare(
+        'INSERT INTO rate_estimates (log, object_id, events, hours, burst, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run('career', 'c-1', 7.5, 20, 3, T);
+    raw.close();
+    const store = SqliteChangefeedStore.open(file);
+    const rows = await store.rates.list();
+    expect(rows).toEqual([
+      expect.objectContaining({
+        log: 'career',
+        objectId: 'c-1',
+        events: 7.5,
+        sessions: 7.5,
+        hours: 20,
+        lastEventAt: null,
+        updatedAt: T,
+      }),
+    ]);
+    await store.close();
+  });
+
+  it('refuses a store written by a newer version', async () => {
+    const { store, file } = await openFresh();
+    await store.close();
+    const raw = new Database(file);
+    raw.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+    raw.close();
+    expect(() => SqliteChangefeedStore.open(file)).toThrow(StoreError);
+    expect(() => SqliteChangefeedStore.open(file)).toThrow(/newer than this build knows.*upgrade changefeed/);
+  });
+});
