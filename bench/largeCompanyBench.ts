@@ -1,7 +1,7 @@
 /**
  * A large company on one key (docs/scaling.md): `npx tsx bench/largeCompanyBench.ts` alone, or
  * after the scheduling tables in `npm run bench`. Needs the compiled CLI (`npm run build`) for
- * plan and status. About 3 minutes on two idle cores: the two policies' days run side by side.
+ * plan and status. Four to five minutes on two cores: the two policies' days run side by side.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
