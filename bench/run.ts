@@ -56,3 +56,7 @@ printTable('Simulator serving 1,000 companies of 20 careers and 5 skills (compil
 // the real daemon against the simulator over loopback HTTP, in virtual time.
 const { runSchedulingBench } = await import('./scheduling.js');
 await runSchedulingBench();
+
+// A large company on one key: 6,001 logs at 900 reads/h, discovery, plan and status (docs/scaling.md).
+const { runLargeCompanyBench } = await import('./largeCompanyBench.js');
+await runLargeCompanyBench();

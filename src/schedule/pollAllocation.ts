@@ -19,33 +19,47 @@ export interface AllocationInput {
 }
 
 export interface Allocation {
-  /** Polls per hour = clamp(scale * weight, min, max). */
+  /** Polls per hour = clamp(scale * weight, minFrequency, max). */
   scale: number;
+  /** The floor in force: the input's, or the lower one of an oversubscribed budget. */
+  minFrequency: number;
   frequencies: number[];
 }
+
+/**
+ * When the budget cannot poll every log at `minFrequency`, the floor falls to this share of an
+ * equal division: every log is still polled at least half as often as round-robin would poll it,
+ * and the other half of the budget follows the weights, so busy logs are not held to the pace of
+ * thousands of quiet ones.
+ */
+export const OVERSUBSCRIBED_FLOOR_SHARE = 0.5;
 
 const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, x));
 
 /**
  * Frequencies proportional to the weights, clamped to [min, max], spending the budget exactly.
- * When even the minimum does not fit, every log gets an equal share of what there is: no log
- * starves, they all slow down together.
+ * When even the minimum does not fit, the floor falls to OVERSUBSCRIBED_FLOOR_SHARE of an equal
+ * share: no log starves, and the busy ones still get more than the quiet ones.
  */
 export function allocateFrequencies(input: AllocationInput): Allocation {
-  const { weights, costs, budgetPerHour, minFrequency, maxFrequency } = input;
+  const { weights, costs, budgetPerHour, maxFrequency } = input;
   const n = weights.length;
-  if (n === 0) return { scale: 0, frequencies: [] };
+  if (n === 0) return { scale: 0, minFrequency: input.minFrequency, frequencies: [] };
   const cost = (i: number): number => costs[i] ?? 1;
-  const spend = (scale: number): number =>
-    weights.reduce((sum, w, i) => sum + cost(i) * clamp(scale * w, minFrequency, maxFrequency), 0);
   const totalCost = weights.reduce((sum, _, i) => sum + cost(i), 0);
   if (!Number.isFinite(budgetPerHour) || totalCost * maxFrequency <= budgetPerHour) {
-    return { scale: Number.POSITIVE_INFINITY, frequencies: weights.map(() => maxFrequency) };
+    return {
+      scale: Number.POSITIVE_INFINITY,
+      minFrequency: input.minFrequency,
+      frequencies: weights.map(() => maxFrequency),
+    };
   }
-  if (totalCost * minFrequency >= budgetPerHour) {
-    const each = budgetPerHour / totalCost;
-    return { scale: 0, frequencies: weights.map(() => each) };
-  }
+  const minFrequency =
+    totalCost * input.minFrequency >= budgetPerHour
+      ? (OVERSUBSCRIBED_FLOOR_SHARE * budgetPerHour) / totalCost
+      : input.minFrequency;
+  const spend = (scale: number): number =>
+    weights.reduce((sum, w, i) => sum + cost(i) * clamp(scale * w, minFrequency, maxFrequency), 0);
   // spend() is monotone in scale: bisect in log space between a scale that underspends and one that overspends.
   let lo = 1e-9;
   let hi = 1;
@@ -55,7 +69,7 @@ export function allocateFrequencies(input: AllocationInput): Allocation {
     if (spend(mid) < budgetPerHour) lo = mid;
     else hi = mid;
   }
-  return { scale: lo, frequencies: weights.map((w) => clamp(lo * w, minFrequency, maxFrequency)) };
+  return { scale: lo, minFrequency, frequencies: weights.map((w) => clamp(lo * w, minFrequency, maxFrequency)) };
 }
 
 export interface DelayEstimate {

@@ -42,8 +42,9 @@ interface Scheduled {
   firstDueAt: number;
   cost: number;
   followUp: FollowUpState;
-  /** The planned rate, kept until the estimate or the prior changes (it takes a sum over a grid). */
+  /** Planned rate and weight (rate^alpha), kept until the estimate, prior or alpha change: every decision reads them. */
   plannedRate: number | undefined;
+  plannedWeight: number | undefined;
 }
 
 /**
@@ -59,6 +60,8 @@ export class PollScheduler {
   private readonly logs = new Map<string, Scheduled>();
   private readonly persisted = new Map<string, { rate: RateState; cost: number }>();
   private scale = 0;
+  /** Polls per hour every log gets at least: 1/maxInterval, or less when the budget cannot cover that. */
+  private floor = Number.POSITIVE_INFINITY;
   private allocatedAt = Number.NEGATIVE_INFINITY;
   private priors: (kind: LogKind) => RatePrior;
   private fittedAt = Number.NEGATIVE_INFINITY;
@@ -100,6 +103,7 @@ export class PollScheduler {
         cost: saved?.cost ?? 1,
         followUp: noFollowUp(),
         plannedRate: undefined,
+        plannedWeight: undefined,
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
     }
@@ -114,12 +118,13 @@ export class PollScheduler {
   /** Every scheduled log as the decision sees it: its target interval, anchor and follow-up. */
   candidates(now: number): LogCandidate[] {
     this.reallocate(now);
-    // Late enough that a log at the floor is not polled early (which would take polls from the
-    // others), early enough that the slots before the deadline can serve every log reaching it.
-    const maxIntervalMs = this.deps.config.maxIntervalMinutes * 60_000;
+    // The floor in force (longer than maxIntervalMinutes when oversubscribed). Starving: late enough that a log at
+    // the floor is not polled early, early enough that the slots before the deadline serve every log reaching it.
+    const maxIntervalMs = Math.max(this.deps.config.maxIntervalMinutes * 60_000, HOUR_MS / this.floor);
     const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
+    const max = this.bounds().max;
     return [...this.logs.entries()].map(([key, s]) => {
-      const intervalMs = this.intervalMs(s);
+      const intervalMs = this.intervalMs(s, max);
       return {
         key,
         earliestAt: s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs,
@@ -163,7 +168,7 @@ export class PollScheduler {
       result.history && s.rate.updatedAt === null
         ? this.estimator.observeHistory(now, result.history)
         : this.estimator.observe(s.rate, now, result.emittedPerformedAt);
-    s.plannedRate = undefined;
+    s.plannedRate = s.plannedWeight = undefined;
     // Follow-ups belong to the adaptive policy; the benchmark's optimum plans with known rates alone.
     const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;
     const inSession =
@@ -227,8 +232,8 @@ export class PollScheduler {
   }
 
   private weightOf(s: Scheduled): number {
-    // At alpha 0 (round-robin) every weight is 1, whatever the rate: no need to compute one.
-    return this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), s.cost, this.alpha);
+    s.plannedWeight ??= this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), s.cost, this.alpha);
+    return s.plannedWeight;
   }
 
   private bounds(): { min: number; max: number } {
@@ -236,16 +241,12 @@ export class PollScheduler {
     return { min: Math.min(max, 60 / this.deps.config.maxIntervalMinutes), max };
   }
 
-  /** Polls per hour each log gets when the budget does not even cover every minimum. */
-  private equalShare = Number.POSITIVE_INFINITY;
-
   /** Milliseconds between polls of `s` at its current target frequency. */
-  private intervalMs(s: Scheduled): number {
-    const { min, max } = this.bounds();
-    let frequency: number;
-    if (this.scale === Number.POSITIVE_INFINITY) frequency = max;
-    else if (this.scale === 0) frequency = Math.min(max, this.equalShare);
-    else frequency = Math.min(max, Math.max(min, this.scale * this.weightOf(s)));
+  private intervalMs(s: Scheduled, max = this.bounds().max): number {
+    const frequency =
+      this.scale === Number.POSITIVE_INFINITY
+        ? max
+        : Math.min(max, Math.max(this.floor, this.scale * this.weightOf(s)));
     return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
   }
 
@@ -262,7 +263,7 @@ export class PollScheduler {
         this.deps.config,
         this.priors,
       );
-      for (const s of list) s.plannedRate = undefined;
+      for (const s of list) s.plannedRate = s.plannedWeight = undefined;
       // Round-robin has no follow-ups: it divides their share too.
       const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
       const input = {
@@ -282,7 +283,6 @@ export class PollScheduler {
       maxFrequency: max,
     });
     this.scale = allocation.scale;
-    const totalCost = list.reduce((sum, s) => sum + s.cost, 0);
-    this.equalShare = allocation.scale === 0 && totalCost > 0 ? budgetPerHour / totalCost : Number.POSITIVE_INFINITY;
+    this.floor = allocation.minFrequency;
   }
 }

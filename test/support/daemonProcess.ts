@@ -45,7 +45,8 @@ export function runCli(
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+    // 'close', not 'exit': the pipes may still hold output when the process has exited.
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
 

@@ -58,15 +58,37 @@ describe('allocateFrequencies', () => {
     expect(frequencies[0]).toBeCloseTo(8, 5);
   });
 
-  it('divides the budget equally when even the minimums do not fit: nobody starves', () => {
-    const { frequencies } = allocateFrequencies({
+  // When even the minimums do not fit, the floor falls to half an equal share and the rest follows the weights.
+  it.each([
+    { name: 'equal weights: round-robin', weights: [1, 1, 1, 1], costs: [1, 1, 1, 1], expected: [0.5, 0.5, 0.5, 0.5] },
+    {
+      name: 'one busy log takes the half above the floor',
       weights: [100, 1, 1, 1],
       costs: [1, 1, 1, 1],
+      expected: [1.25, 0.25, 0.25, 0.25],
+    },
+    {
+      name: 'two busy logs share it by weight',
+      weights: [4, 1, 1e-6, 1e-6],
+      costs: [1, 1, 1, 1],
+      expected: [1.2, 0.3, 0.25, 0.25],
+    },
+    {
+      name: 'a costly poll counts as several requests',
+      weights: [1, 1, 1],
+      costs: [2, 1, 1],
+      expected: [0.5, 0.5, 0.5],
+    },
+  ])('oversubscribed budget ($name): nobody starves, busy logs still go first', ({ weights, costs, expected }) => {
+    const { frequencies, minFrequency } = allocateFrequencies({
+      weights,
+      costs,
       budgetPerHour: 2,
       minFrequency: 1,
       maxFrequency: 60,
     });
-    expect(frequencies).toEqual([0.5, 0.5, 0.5, 0.5]);
+    expect(minFrequency).toBeCloseTo((0.5 * 2) / costs.reduce((a, b) => a + b, 0), 9);
+    frequencies.forEach((f, i) => expect(f).toBeCloseTo(expected[i] ?? NaN, 6));
   });
 
   it('counts a poll that takes several pages as several requests', () => {
@@ -256,6 +278,22 @@ describe('PollScheduler', () => {
       w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 6_000) }, () => to - 1) : [],
     );
     for (let i = 0; i < 10; i++) expect(counts.get(`skill:quiet${i}`)).toBeGreaterThanOrEqual(12);
+  });
+
+  it('with more logs than the budget can poll at maxIntervalMinutes, still polls busy logs more, and quiet ones at least half as often as round-robin', () => {
+    const clock = new ManualClock(T0);
+    // 360 polls per hour for 1,000 logs: the 60-minute floor would take 1,000.
+    const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
+    const logs = [watched('career', 'hot'), ...Array.from({ length: 999 }, (_, i) => watched('career', `quiet${i}`))];
+    scheduler.sync(logs, T0);
+    const counts = pollAll(scheduler, clock, 24, (w, from, to) =>
+      w.objectId === 'hot'
+        ? Array.from({ length: Math.round((to - from) / 60_000) }, (_, i) => to - 1 - i * 60_000)
+        : [],
+    );
+    // Round-robin would poll every log 360 × 24 / 1,000 = 8.6 times in the day.
+    expect(counts.get('career:hot')).toBeGreaterThan(50);
+    for (let i = 0; i < 999; i += 37) expect(counts.get(`career:quiet${i}`)).toBeGreaterThanOrEqual(4);
   });
 
   it('follows up a session in progress: polls again after pollIntervalSeconds, until a poll finds nothing new', () => {
