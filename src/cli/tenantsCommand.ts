@@ -1,4 +1,9 @@
 import { parseArgs } from 'node:util';
+import { LeaseTable } from '../cluster/leaseTable.js';
+import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
+import { storeLocation } from '../store/storeLocation.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
+import type { TenantsReport } from './tenantsReport.js';
 import { readTenants } from '../config/readTenants.js';
 import { ChangefeedError } from '../errors.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
@@ -8,9 +13,10 @@ import { buildTenantsReport, formatTenantsReport } from './tenantsReport.js';
 export const TENANTS_USAGE = `changefeed tenants list [--config FILE] [--json]
   Reads the tenants as the daemon would: each file of tenants.dir merged over the main config, or
   the one tenant "default" without tenants.dir. Prints each tenant's file, whether it is valid (and
-  why not), its sinks and what it watches. Exit 1 when any tenant file or the directory has a problem.`;
+  why not), its sinks and what it watches, and on a PostgreSQL store which replica holds its lease.
+  Exit 1 when any tenant file or the directory has a problem.`;
 
-export function tenantsCommand(argv: string[]): number {
+export async function tenantsCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'list') throw new ChangefeedError('USAGE', `expected "list"\n\n${TENANTS_USAGE}`);
   const { values } = parseArgs({
@@ -21,8 +27,33 @@ export function tenantsCommand(argv: string[]): number {
   const { main } = loadTenantedConfig({ configFlag: values.config });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
   const report = buildTenantsReport(dir, readTenants(main.tenants));
+  const location = storeLocation(main.process, DEFAULT_TENANT);
+  if (location.kind === 'postgres') await addLeases(report, location, main.process.cluster.leaseSeconds * 1000);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
   process.stdout.write(`${scrubSecrets(text)}\n`);
   const problems = report.problems.length + report.tenants.filter((t) => !t.valid).length;
   return problems > 0 ? 1 : 0;
+}
+
+/** Each tenant's lease holder, read from the shared store's lease table. */
+async function addLeases(
+  report: TenantsReport,
+  location: Extract<ReturnType<typeof storeLocation>, { kind: 'postgres' }>,
+  leaseMs: number,
+): Promise<void> {
+  const backend = await PostgresStoreBackend.open(location, { applicationName: 'changefeed tenants list' });
+  try {
+    const leases = new Map((await new LeaseTable(backend.pool, { leaseMs }).list()).map((l) => [l.tenant, l]));
+    for (const row of report.tenants) {
+      const lease = leases.get(row.name);
+      const held = lease?.holder !== undefined && lease.expiresInMs > 0;
+      row.lease = {
+        holder: held ? (lease.holder ?? null) : null,
+        epoch: lease?.epoch ?? 0,
+        expiresInSeconds: held ? Math.round(lease.expiresInMs / 1000) : null,
+      };
+    }
+  } finally {
+    await backend.close();
+  }
 }

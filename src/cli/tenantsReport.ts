@@ -20,6 +20,8 @@ export interface TenantRow {
     pollIntervalSeconds: number;
   } | null;
   problems: { code: string; message: string }[];
+  /** On a PostgreSQL store: who holds the tenant's lease now (null: nobody, it is free or expired). */
+  lease?: { holder: string | null; epoch: number; expiresInSeconds: number | null };
 }
 
 export interface TenantsReport {
@@ -92,6 +94,12 @@ export function formatTenantsReport(report: TenantsReport): string {
     if (row.keyFingerprint !== null) lines.push(`    key: sha256 ${row.keyFingerprint}`);
     if (row.sinks.length > 0) lines.push(`    sinks: ${row.sinks.map((s) => `${s.name} (${s.type})`).join(', ')}`);
     if (row.watch !== null) lines.push(`    watch: ${describeWatch(row.watch)}`);
+    if (row.lease)
+      lines.push(
+        row.lease.holder === null
+          ? '    lease: free (the next lease round of a replica takes it)'
+          : `    lease: held by ${row.lease.holder} (epoch ${row.lease.epoch}, expires in ${row.lease.expiresInSeconds} s)`,
+      );
     for (const problem of row.problems) lines.push(...indented(`${problem.code}: ${problem.message}`, '    '));
   }
   for (const problem of report.problems) lines.push(...indented(`${problem.code}: ${problem.message}`, '  '));

@@ -94,6 +94,9 @@ export class TenantLeases {
     await this.deps.supervisor.start(tenant);
     // Lost while it started: its writes are fenced already; do not leave it running.
     if (!this.keeper.canWrite(name)) await this.deps.supervisor.stop(name);
+    // Did not start (the database went away meanwhile, say): give the lease back, so a later
+    // round (here or elsewhere) starts it again, rather than hold a tenant nobody runs.
+    else if (this.deps.supervisor.startFailures.has(name)) await this.keeper.release(name);
   }
 
   private async lost(name: string, reason: string): Promise<void> {

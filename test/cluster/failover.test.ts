@@ -1,7 +1,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { deliveredEvents, duplicatesOf, expectedEventIds } from '../support/daemonHarness.js';
-import { until } from '../support/daemonProcess.js';
+import { runCli, until } from '../support/daemonProcess.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { connectAdmin, startReplicaSet, type ReplicaSet } from './replicaHarness.js';
 
@@ -107,6 +107,14 @@ describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
       'the tenants spread over the three replicas',
     );
     const holders = await set.holders();
+    // `tenants list` shows each tenant's holder from the lease table.
+    const listed = await runCli(['tenants', 'list', '--config', set.config, '--json']);
+    expect(listed.status, listed.stderr).toBe(0);
+    const rows = (JSON.parse(listed.stdout) as { tenants: { name: string; lease?: { holder: string | null } }[] })
+      .tenants;
+    expect(rows.filter((r) => ['replica-a', 'replica-b', 'replica-c'].includes(r.lease?.holder ?? ''))).toHaveLength(
+      COMPANIES,
+    );
     const counts = new Map<string, number>();
     for (const holder of holders.values()) counts.set(holder, (counts.get(holder) ?? 0) + 1);
     const [victim] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]!;

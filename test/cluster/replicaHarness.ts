@@ -15,6 +15,8 @@ import { makeTempDir } from '../support/tempDir.js';
 export interface ReplicaSet {
   readonly dir: string;
   readonly schema: string;
+  /** The main config file every replica runs with. */
+  readonly config: string;
   readonly admin: pg.Client;
   readonly replicas: Map<string, DaemonProcess>;
   start(instanceId: string): DaemonProcess;
@@ -69,6 +71,7 @@ export function startReplicaSet(
   return {
     dir,
     schema,
+    config,
     admin,
     replicas,
     tenantName,
