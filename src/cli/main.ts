@@ -12,6 +12,7 @@ import { SCHEMA_USAGE, schemaCommand } from './schemaCommand.js';
 import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
 import { QUARANTINE_USAGE, quarantineCommand } from './quarantineCommand.js';
 import { STATUS_USAGE, statusCommand } from './statusCommand.js';
+import { STORE_USAGE, storeCommand } from './storeCommand.js';
 import { TENANTS_USAGE, tenantsCommand } from './tenantsCommand.js';
 import { WATCH_USAGE, watchCommand } from './watchCommand.js';
 
@@ -29,6 +30,7 @@ export const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => 
   watch: { usage: WATCH_USAGE, run: watchCommand },
   quarantine: { usage: QUARANTINE_USAGE, run: quarantineCommand },
   tenants: { usage: TENANTS_USAGE, run: tenantsCommand },
+  store: { usage: STORE_USAGE, run: storeCommand },
   schema: { usage: SCHEMA_USAGE, run: schemaCommand },
 };
 

@@ -1,0 +1,127 @@
+import { ChangefeedError } from '../errors.js';
+import { storableText } from './postgres/storableText.js';
+import type { PostgresStoreBackend } from './postgres/postgresStoreBackend.js';
+import type { Db } from './sqlite/database.js';
+
+/**
+ * The tables a tenant's SQLite store holds, in an order that respects the foreign key of
+ * `deliveries` on `events`, with the columns PostgreSQL keeps as booleans (SQLite's 0 and 1).
+ */
+const TABLES: readonly { name: string; booleans?: readonly string[] }[] = [
+  { name: 'watched_logs' },
+  { name: 'seen_entries' },
+  { name: 'events' },
+  { name: 'sinks', booleans: ['active'] },
+  { name: 'deliveries' },
+  { name: 'sink_state', booleans: ['connected'] },
+  { name: 'meta' },
+  { name: 'rate_estimates' },
+  { name: 'quarantine' },
+];
+
+/** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table. */
+const BATCH_ROWS = 500;
+
+export interface StoreMigrationReport {
+  tenant: string;
+  /** Rows copied, by table. */
+  rows: Record<string, number>;
+  /** The journal head carried over: feed cursors stay valid. */
+  journalHead: number;
+}
+
+export class StoreMigrationError extends ChangefeedError {
+  constructor(message: string) {
+    super('STORE_MIGRATION_REFUSED', message);
+  }
+}
+
+/**
+ * Copies a SQLite store into one tenant of a PostgreSQL store, in one PostgreSQL transaction:
+ * cursors, seen ids, the journal with its positions (seq) unchanged, every delivery's state,
+ * dead letters, sink state, learned rates, quarantine and meta. Nothing is re-delivered, since
+ * delivered events stay delivered, and feed consumers keep their cursors. Refuses a tenant that
+ * already has data in PostgreSQL. The caller keeps the SQLite store's daemon stopped meanwhile.
+ */
+export async function copySqliteToPostgres(
+  source: Db,
+  target: PostgresStoreBackend,
+  tenant: string,
+): Promise<StoreMigrationReport> {
+  const client = await target.pool.connect();
+  const rows: Record<string, number> = {};
+  try {
+    await client.query('BEGIN');
+    // One migration of a tenant at a time: a second one waits, then finds the tenant taken.
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('changefeed-store-migrate'), hashtext($1))", [tenant]);
+    // Other tenants' ingests wait until the copy commits (seconds): the sequence of journal
+    // positions is moved past the copied ones below, and must not race their inserts.
+    await client.query('LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE');
+    const taken = await client.query(
+      `SELECT 1 FROM watched_logs WHERE tenant = $1 UNION ALL SELECT 1 FROM events WHERE tenant = $1
+       UNION ALL SELECT 1 FROM meta WHERE tenant = $1 UNION ALL SELECT 1 FROM journal_heads WHERE tenant = $1 LIMIT 1`,
+      [tenant],
+    );
+    if (taken.rowCount !== 0)
+      throw new StoreMigrationError(
+        `tenant ${tenant} already has data in the PostgreSQL store; migrate into a tenant that has none ` +
+          '(a second migration would mix two histories)',
+      );
+    for (const table of TABLES) rows[table.name] = await copyTable(source, client, tenant, table);
+    const head =
+      (source.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined)
+        ?.seq ?? 0;
+    await client.query('INSERT INTO journal_heads (tenant, head) VALUES ($1, $2)', [tenant, head]);
+    // New events must come after the copied positions, and the sequence never goes back (other
+    // tenants' heads rely on it); the table lock taken above keeps their inserts out meanwhile.
+    await client.query(
+      `SELECT setval(pg_get_serial_sequence('events', 'seq'),
+         GREATEST($1::bigint, COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass), 0)))
+       WHERE $1::bigint > 0`,
+      [head],
+    );
+    await client.query('COMMIT');
+    return { tenant, rows, journalHead: head };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function copyTable(
+  source: Db,
+  client: { query(sql: string, values?: unknown[]): Promise<unknown> },
+  tenant: string,
+  table: { name: string; booleans?: readonly string[] },
+): Promise<number> {
+  const all = source.prepare(`SELECT * FROM ${table.name}`).all() as Record<string, unknown>[];
+  if (all.length === 0) return 0;
+  const columns = Object.keys(all[0] ?? {});
+  const booleans = new Set(table.booleans ?? []);
+  // events.seq is an identity column: the copied positions are kept as they were.
+  const overriding = table.name === 'events' ? ' OVERRIDING SYSTEM VALUE' : '';
+  for (let start = 0; start < all.length; start += BATCH_ROWS) {
+    const batch = all.slice(start, start + BATCH_ROWS);
+    const values: unknown[] = [];
+    const tuples = batch.map((row) => {
+      const placeholders = [tenant, ...columns.map((c) => toPostgres(row[c], booleans.has(c)))].map((value) => {
+        values.push(value);
+        return `$${values.length}`;
+      });
+      return `(${placeholders.join(', ')})`;
+    });
+    await client.query(
+      `INSERT INTO ${table.name} (tenant, ${columns.join(', ')})${overriding} VALUES ${tuples.join(', ')}`,
+      values,
+    );
+  }
+  return all.length;
+}
+
+function toPostgres(value: unknown, boolean: boolean): unknown {
+  if (boolean) return value === 1 || value === true;
+  if (typeof value === 'string') return storableText(value);
+  return value;
+}

@@ -1,0 +1,111 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { copySqliteToPostgres } from '../../src/store/storeMigration.js';
+import { runCli } from '../support/daemonProcess.js';
+import { POSTGRES_URL } from '../support/postgresAdmin.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { entry, HOUR, ingest, quarantined, T } from './contract/storeFixtures.js';
+import { admin, freshSchema, openBackend } from './postgresTestDb.js';
+
+/** A SQLite store with a bit of everything: cursors, delivered, pending and dead deliveries, rates, meta. */
+async function busySqliteStore(): Promise<{ file: string; store: SqliteChangefeedStore }> {
+  const file = join(makeTempDir(), 'changefeed.sqlite');
+  const store = SqliteChangefeedStore.open(file);
+  await store.sinks.activate(
+    [
+      { name: 'a', type: 'file' },
+      { name: 'b', type: 'webhook' },
+    ],
+    T,
+  );
+  await store.watchedLogs.register({
+    log: 'career',
+    objectId: 'c-1',
+    origin: 'config',
+    coverageStart: T - HOUR,
+    now: T,
+  });
+  await store.watchedLogs.register({ log: 'skill', objectId: 's-1', origin: 'discovered', coverageStart: T, now: T });
+  await ingest(store, [entry('e-1'), entry('e-2'), entry('e-3')], { quarantined: [quarantined('{"id":1}')] });
+  await ingest(store, [entry('e-4')], { windowEnd: T + 1_000 });
+  const [first, second] = await store.outbox.pending('a', 0, 10);
+  await store.outbox.markDelivered('a', [first!.seq], T);
+  await store.outbox.markDead('b', [{ seq: second!.seq, error: 'HTTP 400', status: 400, response: 'no' }], T);
+  await store.rates.save({
+    log: 'career',
+    objectId: 'c-1',
+    events: 3,
+    hours: 2,
+    sessions: 1,
+    lastEventAt: T,
+    updatedAt: T,
+    pollCost: 1.5,
+    plannedRate: 0.5,
+    nextPollAt: T + HOUR,
+  });
+  await store.setMeta('discovery.lastCompletedAt', String(T));
+  return { file, store };
+}
+
+/** Everything the contract shows of a store, to compare two of them. */
+async function contents(store: ChangefeedStore) {
+  return {
+    watched: await store.watchedLogs.list(),
+    pendingA: await store.outbox.pending('a', 0, 100),
+    pendingB: await store.outbox.pending('b', 0, 100),
+    countsA: await store.outbox.counts('a'),
+    countsB: await store.outbox.counts('b'),
+    dead: await store.deadLetters.list(),
+    head: await store.journal.head(),
+    page: await store.journal.page(0, 100),
+    sinks: await store.sinks.list(),
+    quarantine: await store.quarantine.list(),
+    rates: await store.rates.list(),
+    meta: await store.getMeta('discovery.lastCompletedAt'),
+    size: await store.journalSize(),
+  };
+}
+
+describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the PostgreSQL store', () => {
+  it('copies every record with its journal positions, so nothing is delivered again and cursors hold', async () => {
+    const { store } = await busySqliteStore();
+    const backend = await openBackend();
+    const report = await copySqliteToPostgres(store.db, backend, 'acme');
+    expect(report.journalHead).toBe(4);
+    const migrated = await backend.tenantStore('acme');
+    expect(await contents(migrated)).toEqual(await contents(store));
+    // The next event continues after the copied positions.
+    await ingest(migrated, [entry('e-5')], { windowEnd: T + 2_000 });
+    expect(await migrated.journal.head()).toBeGreaterThan(4);
+    await store.close();
+  });
+
+  it('refuses a tenant that already has data, and leaves it as it was', async () => {
+    const { store } = await busySqliteStore();
+    const backend = await openBackend();
+    await copySqliteToPostgres(store.db, backend, 'acme');
+    const before = await contents(await backend.tenantStore('acme'));
+    await expect(copySqliteToPostgres(store.db, backend, 'acme')).rejects.toThrow(/already has data/);
+    expect(await contents(await backend.tenantStore('acme'))).toEqual(before);
+    await store.close();
+  });
+
+  it('as a command: refuses while a daemon holds the state directory, migrates once it is free', async () => {
+    const { file, store } = await busySqliteStore();
+    await store.close();
+    const schema = freshSchema();
+    const args = ['store', 'migrate', '--from', `sqlite:${file}`, '--to', POSTGRES_URL, '--schema', schema];
+    const { StateDirLock } = await import('../../src/store/stateDirLock.js');
+    const lock = StateDirLock.acquire(join(file, '..'));
+    const refused = await runCli(args);
+    lock.release();
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/STATE_DIR_LOCKED|another changefeed/i);
+    const done = await runCli(args);
+    expect(done.stderr).toBe('');
+    expect(done.status).toBe(0);
+    expect(done.stdout).toMatch(/migrated .* into tenant default \(.*events 4.*; journal head 4\)/);
+  }, 60_000);
+});
