@@ -1,10 +1,10 @@
 import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
-import { loadInspectionConfig } from './loadAppConfig.js';
+import { loadTenantInspectionConfig } from './loadAppConfig.js';
 
-export const DEAD_LETTERS_USAGE = `changefeed dead-letters list [--config FILE] [--sink S] [--json]
-changefeed dead-letters retry [--config FILE] [--sink S] (--id EVENT_ID | --all)
+export const DEAD_LETTERS_USAGE = `changefeed dead-letters list [--config FILE] [--tenant NAME] [--sink S] [--json]
+changefeed dead-letters retry [--config FILE] [--tenant NAME] [--sink S] (--id EVENT_ID | --all)
   Shows events that exhausted their retries or were rejected for good, with the last status,
   response and error; retry puts them back in line with a fresh attempt budget. Safe while the
   daemon runs; it picks re-queued events up within seconds.`;
@@ -17,6 +17,7 @@ export async function deadLettersCommand(argv: string[]): Promise<number> {
     args: rest,
     options: {
       config: { type: 'string', short: 'c' },
+      tenant: { type: 'string' },
       sink: { type: 'string' },
       id: { type: 'string' },
       all: { type: 'boolean', default: false },
@@ -24,14 +25,14 @@ export async function deadLettersCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const { config } = loadInspectionConfig({ configFlag: values.config });
+  const { config, tenant } = loadTenantInspectionConfig({ configFlag: values.config, tenant: values.tenant });
   if (values.sink !== undefined && !config.sinks.some((s) => s.name === values.sink)) {
     throw new ChangefeedError(
       'USAGE',
       `no sink named "${values.sink}" in the config (sinks: ${config.sinks.map((s) => s.name).join(', ')})`,
     );
   }
-  return withExistingStore(config, {}, async (store) => {
+  return withExistingStore(config, { tenant }, async (store) => {
     if (action === 'list') {
       const letters = await store.deadLetters.list({ sink: values.sink, eventId: values.id });
       if (values.json) process.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);

@@ -48,12 +48,14 @@ export function withLiveSinkState(
   report: StatusReport,
   live: LiveReadiness,
   configuredSinks: readonly string[],
+  /** The tenant's prefix of readiness check names (`<tenant>/`; none for `default`). */
+  checkPrefix = '',
 ): StatusReport {
   const checks = live.reachable ? new Map(live.checks.map((c) => [c.name, c])) : undefined;
   const sinks = report.sinks.map((s): SinkStatus => {
     if (!checks)
       return { ...s, active: configuredSinks.includes(s.name) && s.disabledReason === null, stateSource: 'recorded' };
-    const check = checks.get(`sink:${s.name}`);
+    const check = checks.get(`${checkPrefix}sink:${s.name}`);
     const running = check !== undefined && !(check.detail ?? '').startsWith('disabled');
     const disconnected = check === undefined || !check.ok || (check.detail ?? '').startsWith('not connected');
     return { ...s, active: running, connected: running && !disconnected, stateSource: 'live' };

@@ -1,4 +1,7 @@
 import { existsSync } from 'node:fs';
+import { readTenants } from '../config/readTenants.js';
+import { ChangefeedError } from '../errors.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import {
   appConfigSchema,
   ENV_MAPPING,
@@ -10,7 +13,7 @@ import {
   type ReplayConfig,
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
-import { loadMainConfig, type MainConfig } from '../config/mainConfig.js';
+import { loadMainConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
 export const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
@@ -73,4 +76,36 @@ function sources(args: ConfigArgs, file: string | undefined) {
     overrides: args.overrides,
     embeddedDefaults: args.embeddedDefaults,
   };
+}
+
+/**
+ * The config of one tenant for a command that reads its store (`status`, `dead-letters`,
+ * `quarantine`): without `tenants.dir` and `--tenant`, as loadInspectionConfig; otherwise the
+ * tenant's file merged over the main config, validated as the daemon would. USAGE names the
+ * tenants there are when `--tenant` is missing or unknown.
+ */
+export function loadTenantInspectionConfig(args: ConfigArgs & { tenant?: string | undefined }): {
+  config: InspectionConfig;
+  tenant: string;
+} {
+  // Without tenants.dir the one tenant is read as before, without a credential.
+  if (tenantsDirOf(sources(args, configFile(args))) === undefined) {
+    if (args.tenant !== undefined && args.tenant !== DEFAULT_TENANT)
+      throw new ChangefeedError('USAGE', `no tenant "${args.tenant}": without tenants.dir the only tenant is default`);
+    return { config: loadInspectionConfig(args).config, tenant: DEFAULT_TENANT };
+  }
+  const { main } = loadTenantedConfig(args);
+  const set = readTenants(main.tenants);
+  const names = set.tenants.map((t) => t.name).join(', ') || 'none';
+  if (args.tenant === undefined)
+    throw new ChangefeedError('USAGE', `name the tenant with --tenant NAME (tenants: ${names})`);
+  const tenant = set.tenants.find((t) => t.name === args.tenant);
+  if (!tenant) {
+    const problem = set.problems.find((p) => p.tenant === args.tenant);
+    throw new ChangefeedError(
+      'USAGE',
+      problem ? `tenant ${args.tenant}: ${problem.message}` : `no tenant "${args.tenant}" (tenants: ${names})`,
+    );
+  }
+  return { config: { ...main.process, ...tenant.config }, tenant: tenant.name };
 }

@@ -3,11 +3,11 @@ import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import type { LogKind } from '../logs.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
-import { loadInspectionConfig } from './loadAppConfig.js';
+import { loadTenantInspectionConfig } from './loadAppConfig.js';
 import { numericFlag } from './numericFlag.js';
 import { terminalSafe } from './terminalText.js';
 
-export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--log career|skill|identityProvider] [--limit N] [--json]
+export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--tenant NAME] [--log career|skill|identityProvider] [--limit N] [--json]
   Shows entries the service sent that could not become events (no id, a performedAt that does not
   parse, larger than api.maxEntryBytes): their log, the reason and the raw JSON. They were not
   emitted; the rest of their page was, and the log went on. Safe while the daemon runs.`;
@@ -21,6 +21,7 @@ export async function quarantineCommand(argv: string[]): Promise<number> {
     args: rest,
     options: {
       config: { type: 'string', short: 'c' },
+      tenant: { type: 'string' },
       log: { type: 'string' },
       limit: { type: 'string', default: '100' },
       json: { type: 'boolean', default: false },
@@ -31,8 +32,8 @@ export async function quarantineCommand(argv: string[]): Promise<number> {
   if (log !== undefined && !LOG_KINDS.includes(log))
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
   const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
-  const { config } = loadInspectionConfig({ configFlag: values.config });
-  return withExistingStore(config, { readonly: true }, async (store) => {
+  const { config, tenant } = loadTenantInspectionConfig({ configFlag: values.config, tenant: values.tenant });
+  return withExistingStore(config, { readonly: true, tenant }, async (store) => {
     const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {
       process.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);

@@ -80,7 +80,8 @@ export function loadMainConfig(sources: ConfigSources): MainConfig {
 
 // A config whose `tenants` section is itself invalid is loaded in full, so every problem of the
 // file is reported at once, that one included.
-function tenantsDirOf(sources: ConfigSources): string | undefined {
+/** `tenants.dir` as the sources set it, without validating anything else. */
+export function tenantsDirOf(sources: ConfigSources): string | undefined {
   try {
     return loadConfig(probeSchema, sources).tenants.dir;
   } catch (error) {

@@ -16,6 +16,11 @@ export interface AllocationInput {
   minFrequency: number;
   /** Polls per hour no log exceeds (1 / pollIntervalSeconds; Infinity when that is 0). */
   maxFrequency: number;
+  /**
+   * The budget the floor is judged against: `budgetPerHour` plus what follow-up polls took.
+   * Follow-ups are discretionary and yield to the floor, so they never make it oversubscribed.
+   */
+  floorBudgetPerHour?: number;
 }
 
 export interface Allocation {
@@ -55,7 +60,7 @@ export function allocateFrequencies(input: AllocationInput): Allocation {
     };
   }
   const minFrequency =
-    totalCost * input.minFrequency >= budgetPerHour
+    totalCost * input.minFrequency >= (input.floorBudgetPerHour ?? budgetPerHour)
       ? (OVERSUBSCRIBED_FLOOR_SHARE * budgetPerHour) / totalCost
       : input.minFrequency;
   const spend = (scale: number): number =>

@@ -256,6 +256,8 @@ export class PollScheduler {
     const list = [...this.logs.values()];
     const { min, max } = this.bounds();
     const budgetPerHour = this.pollBudgetPerHour(now);
+    // Round-robin has no follow-ups: it divides their share too; and they yield to the floor.
+    const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
     if (now - this.fittedAt >= REFIT_MS) {
       this.fittedAt = now;
       this.priors = priorsByKind(
@@ -264,8 +266,6 @@ export class PollScheduler {
         this.priors,
       );
       for (const s of list) s.plannedRate = s.plannedWeight = undefined;
-      // Round-robin has no follow-ups: it divides their share too.
-      const roundRobinBudgetPerHour = budgetPerHour + this.followUps.lastHour(now);
       const input = {
         costs: list.map((s) => s.cost),
         budgetPerHour,
@@ -279,6 +279,7 @@ export class PollScheduler {
       weights: list.map((s) => this.weightOf(s)),
       costs: list.map((s) => s.cost),
       budgetPerHour,
+      floorBudgetPerHour: roundRobinBudgetPerHour,
       minFrequency: min,
       maxFrequency: max,
     });

@@ -91,6 +91,25 @@ describe('allocateFrequencies', () => {
     frequencies.forEach((f, i) => expect(f).toBeCloseTo(expected[i] ?? NaN, 6));
   });
 
+  // Follow-ups took part of the hour: the floor is judged against the budget with their share,
+  // which it fits, so it holds (the follow-ups yield) instead of falling to half an equal share.
+  it.each([
+    { name: 'floor fits with the follow-ups share', floorBudgetPerHour: 5, floor: 1 },
+    { name: 'floor does not fit even with it', floorBudgetPerHour: 3, floor: 0.25 },
+    { name: 'no follow-ups', floorBudgetPerHour: undefined, floor: 0.25 },
+  ])('follow-ups never make the floor oversubscribed ($name)', ({ floorBudgetPerHour, floor }) => {
+    const { minFrequency, frequencies } = allocateFrequencies({
+      weights: [100, 1, 1, 1],
+      costs: [1, 1, 1, 1],
+      budgetPerHour: 2,
+      ...(floorBudgetPerHour === undefined ? {} : { floorBudgetPerHour }),
+      minFrequency: 1,
+      maxFrequency: 60,
+    });
+    expect(minFrequency).toBe(floor);
+    for (const f of frequencies) expect(f).toBeGreaterThanOrEqual(floor);
+  });
+
   it('counts a poll that takes several pages as several requests', () => {
     const { frequencies } = allocateFrequencies({
       weights: [1, 1],
