@@ -17,6 +17,12 @@ const COUNTERS = [
   'changefeed_deliveries_total',
 ] as const;
 
+const MAX_START_MS = Number(process.env.BENCH_MAX_START_SECONDS ?? 900) * 1000;
+
+function runningTenants(metricsText: string): number {
+  return Number(/^changefeed_tenants\{state="running"\} (\d+)$/m.exec(metricsText)?.[1] ?? 0);
+}
+
 export interface TenantsScaleOptions {
   readonly tenants: number;
   readonly store: 'sqlite' | 'postgres';
@@ -100,7 +106,9 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     const port = await freePort();
     const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema} }` : '';
     const config = writeConfig(dir, simulator.url, simulator.keys, store, port);
-    daemon = spawn(process.execPath, [join(ROOT, 'dist/cli/changefeed.js'), 'run', '--config', config], {
+    // BENCH_DAEMON_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon.
+    const nodeArgs = process.env.BENCH_DAEMON_NODE_ARGS?.split(' ').filter((a) => a !== '') ?? [];
+    daemon = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/cli/changefeed.js'), 'run', '--config', config], {
       cwd: ROOT,
       env: { ...withoutStoreUrl(process.env), CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: '' },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -120,6 +128,15 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       if (daemon?.exitCode !== null) throw new Error(`daemon exited early: ${stderr}`);
       maxRss = Math.max(maxRss, memoryMiB(pid).rss);
     };
+    // Warm-up: every tenant running (on PostgreSQL each is started once its lease is acquired),
+    // then warmUpSeconds more for discovery and first polls.
+    const started = Date.now();
+    while (runningTenants(await metrics().catch(() => '')) < options.tenants) {
+      if (Date.now() - started > MAX_START_MS) throw new Error(`tenants not all running after ${MAX_START_MS} ms`);
+      await sleep(1000);
+      sampleRss();
+    }
+    const allRunningSeconds = (Date.now() - started) / 1000;
     for (let t = 0; t < options.warmUpSeconds; t++) {
       await sleep(1000);
       sampleRss();
@@ -138,6 +155,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     const requests429 = sumMetricWhere(after.metrics, 'changefeed_api_requests_total', 'status="429"');
     return {
       case: `${options.tenants.toLocaleString('en-US')} tenants, ${options.store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
+      'all running after s': Math.round(allRunningSeconds),
       'measured s': Math.round(seconds),
       'requests/s': delta('changefeed_api_requests_total') / seconds,
       '429s (whole run)': Math.max(a.changefeed_api_rate_limited_total ?? 0, requests429),
@@ -156,8 +174,12 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     };
   } finally {
     if (daemon !== undefined && daemon.exitCode === null) {
-      daemon.kill('SIGKILL');
-      await new Promise((resolve) => daemon?.once('exit', resolve));
+      // SIGTERM first (a profile is written on exit), SIGKILL if it has not stopped in 20 s.
+      const exited = new Promise((resolve) => daemon?.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      const force = setTimeout(() => daemon?.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(force);
     }
     simulator.child.kill('SIGTERM');
     if (admin !== undefined) {
