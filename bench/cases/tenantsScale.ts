@@ -125,7 +125,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
           );
     let maxRss = 0;
     const sampleRss = (): void => {
-      if (daemon?.exitCode !== null) throw new Error(`daemon exited early: ${stderr}`);
+      if (!running(daemon)) throw new Error(`daemon exited early: ${stderr}`);
       maxRss = Math.max(maxRss, memoryMiB(pid).rss);
     };
     // Warm-up: every tenant running (on PostgreSQL each is started once its lease is acquired),
@@ -173,7 +173,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
           : (after.commits - before.commits) / seconds,
     };
   } finally {
-    if (daemon !== undefined && daemon.exitCode === null) {
+    if (daemon !== undefined && running(daemon)) {
       // SIGTERM first (a profile is written on exit), SIGKILL if it has not stopped in 20 s.
       const exited = new Promise((resolve) => daemon?.once('exit', resolve));
       daemon.kill('SIGTERM');
@@ -188,6 +188,11 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     }
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Neither exited nor killed by a signal (a signal leaves exitCode null). */
+function running(child: ChildProcess | undefined): boolean {
+  return child !== undefined && child.exitCode === null && child.signalCode === null;
 }
 
 function withoutStoreUrl(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
