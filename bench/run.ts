@@ -52,6 +52,14 @@ printTable('Simulator serving 1,000 companies of 20 careers and 5 skills (compil
   await simulatorCompanies(1_000, 60),
 ]);
 
+// Scale: the compiled daemon (npm run build first) serving 1,000 tenants against the many-company
+// simulator, each its own process, on SQLite and on PostgreSQL (docs/scaling.md).
+const { tenantsScale } = await import('./cases/tenantsScale.js');
+printTable('Scale: one process, 1,000 tenants (targets: RSS at most 500 MB, at most one core, 0 429s)', [
+  await tenantsScale({ tenants: 1_000, store: 'sqlite', warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 }),
+  await tenantsScale({ tenants: 1_000, store: 'postgres', warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 }),
+]);
+
 // Scheduling: the real poll loop, scheduler and read budget, three simulated days per row; then
 // the real daemon against the simulator over loopback HTTP, in virtual time.
 const { runSchedulingBench } = await import('./scheduling.js');

@@ -43,7 +43,7 @@ async function addLeases(
 ): Promise<void> {
   const backend = await PostgresStoreBackend.open(location, { applicationName: 'changefeed tenants list' });
   try {
-    const leases = new Map((await new LeaseTable(backend.pool, { leaseMs }).list()).map((l) => [l.tenant, l]));
+    const leases = new Map((await new LeaseTable(backend.leasePool, { leaseMs }).list()).map((l) => [l.tenant, l]));
     for (const row of report.tenants) {
       const lease = leases.get(row.name);
       const held = lease?.holder !== undefined && lease.expiresInMs > 0;

@@ -4,6 +4,14 @@ import { isPlainObject, stepInto } from './configPath.js';
 export type JsonSchema = z.core.JSONSchema.JSONSchema;
 
 /**
+ * Each schema is converted once: the conversion is pure and takes about 6 ms for the tenant
+ * schema, which loading a tenant file paid twice (validation, then finding its secrets). A daemon
+ * of 1,000 tenants rescanning its directory every 5 s spent over a core on it alone
+ * (docs/scaling.md). Callers only read the result.
+ */
+const converted = new WeakMap<z.ZodType, JsonSchema | undefined>();
+
+/**
  * The JSON Schema of what a config file may contain (zod's "input" view: defaults shown,
  * defaulted fields optional). Loading, error formatting and the reference generator all read
  * the schema through this, so none of them depends on zod's internals.
@@ -12,11 +20,15 @@ export type JsonSchema = z.core.JSONSchema.JSONSchema;
  * tell from the value alone (e.g. secret detection by key name).
  */
 export function toConfigJsonSchema(schema: z.ZodType): JsonSchema | undefined {
+  if (converted.has(schema)) return converted.get(schema);
+  let json: JsonSchema | undefined;
   try {
-    return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+    json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
   } catch {
-    return undefined;
+    json = undefined;
   }
+  converted.set(schema, json);
+  return json;
 }
 
 function asSchema(value: unknown): JsonSchema | undefined {

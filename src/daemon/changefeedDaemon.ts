@@ -195,7 +195,7 @@ export class ChangefeedDaemon {
       const supervisor = this.supervisor(this.backend);
       if (this.backend instanceof PostgresStoreBackend)
         this.leases = new TenantLeases({
-          pool: this.backend.pool,
+          pool: this.backend.leasePool,
           instanceId: this.config.cluster.instanceId,
           leaseMs,
           supervisor,

@@ -9,7 +9,8 @@ import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 
 export interface TenantLeasesDeps {
-  /** The PostgreSQL store's pool: the lease rows live beside the tenants' data. */
+  /** The PostgreSQL store's lease pool: the lease rows live beside the tenants' data, but their
+   * queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
   pool: pg.Pool;
   instanceId: string;
   leaseMs: number;

@@ -7,7 +7,7 @@ import type { StoreConfig } from './storeConfig.js';
 export const STORE_FILE_NAME = 'changefeed.sqlite';
 
 export type StoreLocation =
-  | { readonly kind: 'sqlite'; readonly file: string }
+  | { readonly kind: 'sqlite'; readonly file: string; readonly cacheKiB?: number }
   | { readonly kind: 'postgres'; readonly url: string; readonly schema: string; readonly maxConnections: number };
 
 export class StoreUrlError extends ChangefeedError {
@@ -35,8 +35,22 @@ export function storeLocation(config: { stateDir: string; store: StoreConfig }, 
       `store.url "${url}" names no file: write sqlite:<path>, e.g. sqlite:state/changefeed.sqlite`,
     );
   if (tenant === DEFAULT_TENANT) return { kind: 'sqlite', file: path };
-  return { kind: 'sqlite', file: join(dirname(path), 'tenants', tenant, STORE_FILE_NAME) };
+  return {
+    kind: 'sqlite',
+    file: join(dirname(path), 'tenants', tenant, STORE_FILE_NAME),
+    cacheKiB: TENANT_SQLITE_CACHE_KIB,
+  };
 }
+
+/**
+ * Page cache of each SQLite connection of a tenant other than `default`, KiB. better-sqlite3's
+ * build default is 16 MB per connection (SQLite's own is 2 MiB): with a connection per tenant
+ * that grows towards 16 GB for 1,000 tenants as their files grow, against a target of 500 MB for
+ * the process (docs/scaling.md). A tenant's writes touch the tail of a few indexes, and a poll
+ * reads one log's cursor and seen ids, which fit in far less. `default` (a single-company
+ * daemon) keeps the build's default.
+ */
+export const TENANT_SQLITE_CACHE_KIB = 256;
 
 /** The location for messages and `status`: a path, or the URL without its password. */
 export function describeStoreLocation(location: StoreLocation): string {

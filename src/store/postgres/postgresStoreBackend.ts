@@ -59,8 +59,15 @@ export class PostgresStoreBackend implements StoreBackend {
   private closing: Promise<void> | undefined;
 
   private constructor(
-    /** The pool, shared with the tenant leases, whose rows live in the same schema. */
+    /** The pool of the tenants' queries, shared by all tenants of this replica. */
     readonly pool: pg.Pool,
+    /**
+     * The tenant leases' own connections (LEASE_CONNECTIONS), in the same schema. Renewals that
+     * queued behind the tenants' queries in the shared pool arrived late under load: a replica of
+     * 1,000 tenants lost its leases to its own local deadline and restarted its tenants over and
+     * over (docs/scaling.md).
+     */
+    readonly leasePool: pg.Pool,
     readonly location: string,
     readonly schema: string,
   ) {}
@@ -80,24 +87,28 @@ export class PostgresStoreBackend implements StoreBackend {
     if (password) registerSecret(password);
     const statementTimeout = options.statementTimeoutMs ?? 30_000;
     const applicationName = options.applicationName ?? 'changefeed';
-    const pool = new pg.Pool({
-      connectionString: location.url,
-      max: location.maxConnections,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
-      idleTimeoutMillis: 30_000,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
-      application_name: applicationName.slice(0, 63),
-      statement_timeout: statementTimeout,
-      // A server that stops answering altogether (a network partition) is given up on too.
-      query_timeout: statementTimeout + 10_000,
-      // A transaction left open by a stalled process releases the tenant's head lock.
-      idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 60_000,
-      options: `-c search_path=${location.schema}`,
-      types,
-    });
+    const poolOf = (max: number): pg.Pool =>
+      new pg.Pool({
+        connectionString: location.url,
+        max,
+        connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+        idleTimeoutMillis: 30_000,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+        application_name: applicationName.slice(0, 63),
+        statement_timeout: statementTimeout,
+        // A server that stops answering altogether (a network partition) is given up on too.
+        query_timeout: statementTimeout + 10_000,
+        // A transaction left open by a stalled process releases the tenant's head lock.
+        idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 60_000,
+        options: `-c search_path=${location.schema}`,
+        types,
+      });
+    const pool = poolOf(location.maxConnections);
+    const leasePool = poolOf(LEASE_CONNECTIONS);
     // An idle connection that drops (a server restart) errors here; the next query reconnects.
     pool.on('error', () => undefined);
+    leasePool.on('error', () => undefined);
     // Migrations run on a connection of their own without the pool's timeouts: a replica waits
     // for another's migration as long as it takes, and a long one is not cancelled halfway.
     const migrator = new pg.Client({
@@ -114,6 +125,7 @@ export class PostgresStoreBackend implements StoreBackend {
     } catch (error) {
       await migrator.end().catch(() => undefined);
       await endPool(pool);
+      await endPool(leasePool);
       if (error instanceof PostgresStoreError) throw error;
       const hint =
         isStorageError(error) || isConnectionFailure(error)
@@ -124,7 +136,7 @@ export class PostgresStoreBackend implements StoreBackend {
         error,
       );
     }
-    return new PostgresStoreBackend(pool, shown, location.schema);
+    return new PostgresStoreBackend(pool, leasePool, shown, location.schema);
   }
 
   /** The store of one tenant; its writes check `fence` first when one is given. */
@@ -133,7 +145,7 @@ export class PostgresStoreBackend implements StoreBackend {
   }
 
   async close(): Promise<void> {
-    this.closing ??= endPool(this.pool);
+    this.closing ??= Promise.all([endPool(this.pool), endPool(this.leasePool)]).then(() => undefined);
     await this.closing;
   }
 }
@@ -154,6 +166,9 @@ function passwordOf(url: string): string | undefined {
     return undefined;
   }
 }
+
+/** Connections of the lease pool: a round's queries run one after another, and one spare. */
+export const LEASE_CONNECTIONS = 2;
 
 /** Ends the pool without waiting more than a few seconds for connections that went silent. */
 async function endPool(pool: pg.Pool): Promise<void> {

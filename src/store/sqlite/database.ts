@@ -24,7 +24,7 @@ export function storePath(stateDir: string): string {
  * read while the daemon writes; `synchronous = NORMAL` in WAL still never corrupts the file on a
  * crash and loses at most the last commits on power loss, which re-polling recovers.
  */
-export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
+export function openDatabase(file: string, options: { readonly?: boolean; cacheKiB?: number } = {}): Db {
   if (!options.readonly) mkdirSync(dirname(file), { recursive: true });
   checkStoreFile(file);
   let db: Db;
@@ -35,6 +35,8 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   }
   try {
     db.pragma('busy_timeout = 5000');
+    // A negative cache_size is in KiB; better-sqlite3's build default is 16 MB (storeLocation.ts).
+    if (options.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.max(64, Math.floor(options.cacheKiB))}`);
     checkStoreIdentity(db, file, { readonly: options.readonly ?? false });
     if (options.readonly) return db;
     db.pragma('journal_mode = WAL');

@@ -75,7 +75,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     });
   }
 
-  static open(file: string, options: { readonly?: boolean } = {}): SqliteChangefeedStore {
+  static open(file: string, options: { readonly?: boolean; cacheKiB?: number } = {}): SqliteChangefeedStore {
     return new SqliteChangefeedStore(openDatabase(file, options));
   }
 

@@ -39,7 +39,10 @@ export class SqliteStoreBackend implements StoreBackend {
         'STORE_MISSING',
         `no store at ${location.file}; has the daemon run with stateDir ${this.config.stateDir}?`,
       );
-    const store = SqliteChangefeedStore.open(location.file, { readonly: this.options.readonly ?? false });
+    const store = SqliteChangefeedStore.open(location.file, {
+      readonly: this.options.readonly ?? false,
+      ...(location.cacheKiB === undefined ? {} : { cacheKiB: location.cacheKiB }),
+    });
     this.open.set(tenant, store);
     return store;
   }

@@ -1,0 +1,220 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { BenchRow } from '../benchTable.js';
+import { cpuSeconds, freePort, memoryMiB, sumMetricWhere, sumMetrics } from './processProbe.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const COUNTERS = [
+  'changefeed_api_requests_total',
+  'changefeed_api_rate_limited_total',
+  'changefeed_polls_total',
+  'changefeed_entries_ingested_total',
+  'changefeed_deliveries_total',
+] as const;
+
+const MAX_START_MS = Number(process.env.BENCH_MAX_START_SECONDS ?? 900) * 1000;
+
+function runningTenants(metricsText: string): number {
+  return Number(/^changefeed_tenants\{state="running"\} (\d+)$/m.exec(metricsText)?.[1] ?? 0);
+}
+
+export interface TenantsScaleOptions {
+  readonly tenants: number;
+  readonly store: 'sqlite' | 'postgres';
+  /** Real seconds from the daemon's start before measuring (discovery and first polls). */
+  readonly warmUpSeconds: number;
+  readonly measureSeconds: number;
+  /** Changes per hour per company in the simulator. */
+  readonly eventsPerHour: number;
+}
+
+/** `changefeed simulate --companies N` (compiled CLI, its own process): its URL and each company's key. */
+async function startSimulator(
+  companies: number,
+  eventsPerHour: number,
+): Promise<{ child: ChildProcess; url: string; keys: string[] }> {
+  const args = ['simulate', '--port', '0', '--companies', String(companies), '--careers', '20', '--skills', '5'];
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin/changefeed.js'), ...args, '--events-per-hour', String(eventsPerHour)],
+    {
+      cwd: ROOT,
+      env: { ...process.env, CHANGEFEED_CONFIG: '' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
+  let out = '';
+  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  const keys = (): string[] => [...out.matchAll(/^company \d+ CHANGEFEED_API_KEY=(\S+)$/gm)].map((m) => m[1] ?? '');
+  while (keys().length < companies) {
+    if (child.exitCode !== null) throw new Error('changefeed simulate exited early');
+    await sleep(50);
+  }
+  return { child, url: /^CHANGEFEED_BASE_URL=(\S+)$/m.exec(out)?.[1] ?? '', keys: keys() };
+}
+
+/** The main config and one tenant file per company, each tenant with a file sink of its own. */
+function writeConfig(dir: string, url: string, keys: readonly string[], store: string, port: number): string {
+  const tenantsDir = join(dir, 'tenants');
+  mkdirSync(tenantsDir);
+  mkdirSync(join(dir, 'events'));
+  keys.forEach((key, i) => {
+    const name = `company-${String(i).padStart(4, '0')}`;
+    writeFileSync(
+      join(tenantsDir, `${name}.yaml`),
+      `api: { apiKey: "${key}" }\nsinks: [{ name: out, type: file, path: "${join(dir, 'events', `${name}.jsonl`)}" }]\n`,
+    );
+  });
+  const config = join(dir, 'changefeed.yaml');
+  writeFileSync(
+    config,
+    [
+      `stateDir: "${join(dir, 'state')}"`,
+      `api: { baseUrl: "${url}" }`,
+      'watch: { careers: { discover: true }, skills: { discover: true }, identityProviderEvents: true }',
+      ...(store === '' ? [] : [store]),
+      `http: { port: ${port} }`,
+      `tenants: { dir: "${tenantsDir}" }`,
+      'log: { level: warn }',
+    ].join('\n'),
+  );
+  return config;
+}
+
+/**
+ * One daemon process (`node dist/cli/changefeed.js run`, `npm run build` first) serving N tenants
+ * against the many-company simulator (its own process), each tenant at its default budget of 900
+ * reads an hour with 20 careers, 5 skills and the identity-provider log. After a warm-up it
+ * measures for a period of real time: the daemon's RSS (sampled, and its peak VmHWM), CPU seconds
+ * per hour, requests and 429s from /metrics, and store transactions per second (PostgreSQL: the
+ * database's xact_commit delta; SQLite: polls plus deliveries, each at least one transaction).
+ */
+export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchRow> {
+  const dir = mkdtempSync(join(tmpdir(), 'cf-tenants-scale-'));
+  const schema = `cf_bench_${randomBytes(6).toString('hex')}`;
+  const admin = options.store === 'postgres' ? new pg.Client({ connectionString: POSTGRES_URL }) : undefined;
+  const simulator = await startSimulator(options.tenants, options.eventsPerHour);
+  let daemon: ChildProcess | undefined;
+  let stderr = '';
+  try {
+    await admin?.connect();
+    const port = await freePort();
+    const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema} }` : '';
+    const config = writeConfig(dir, simulator.url, simulator.keys, store, port);
+    // BENCH_DAEMON_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon.
+    const nodeArgs = process.env.BENCH_DAEMON_NODE_ARGS?.split(' ').filter((a) => a !== '') ?? [];
+    daemon = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/cli/changefeed.js'), 'run', '--config', config], {
+      cwd: ROOT,
+      env: { ...withoutStoreUrl(process.env), CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: '' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    daemon.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+    const pid = daemon.pid as number;
+    const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const commits = async (): Promise<number> =>
+      admin === undefined
+        ? 0
+        : Number(
+            (await admin.query<{ n: string }>("SELECT xact_commit AS n FROM pg_stat_database WHERE datname = 'test'"))
+              .rows[0]?.n,
+          );
+    let maxRss = 0;
+    const sampleRss = (): void => {
+      if (!running(daemon)) throw new Error(`daemon exited early: ${stderr}`);
+      maxRss = Math.max(maxRss, memoryMiB(pid).rss);
+    };
+    // Warm-up: every tenant running (on PostgreSQL each is started once its lease is acquired),
+    // then warmUpSeconds more for discovery and first polls.
+    const started = Date.now();
+    while (runningTenants(await metrics().catch(() => '')) < options.tenants) {
+      if (Date.now() - started > MAX_START_MS) throw new Error(`tenants not all running after ${MAX_START_MS} ms`);
+      await sleep(1000);
+      sampleRss();
+    }
+    const allRunningSeconds = (Date.now() - started) / 1000;
+    for (let t = 0; t < options.warmUpSeconds; t++) {
+      await sleep(1000);
+      sampleRss();
+    }
+    const rssAfterWarmUp = maxRss;
+    const before = { cpu: cpuSeconds(pid), at: Date.now(), metrics: await metrics(), commits: await commits() };
+    for (let t = 0; t < options.measureSeconds; t++) {
+      await sleep(1000);
+      sampleRss();
+    }
+    const after = { cpu: cpuSeconds(pid), at: Date.now(), metrics: await metrics(), commits: await commits() };
+    const seconds = (after.at - before.at) / 1000;
+    const [b, a] = [sumMetrics(before.metrics, COUNTERS), sumMetrics(after.metrics, COUNTERS)];
+    const delta = (name: (typeof COUNTERS)[number]): number => (a[name] ?? 0) - (b[name] ?? 0);
+    const cpu = after.cpu - before.cpu;
+    const requests429 = sumMetricWhere(after.metrics, 'changefeed_api_requests_total', 'status="429"');
+    return {
+      case: `${options.tenants.toLocaleString('en-US')} tenants, ${options.store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
+      'all running after s': Math.round(allRunningSeconds),
+      'measured s': Math.round(seconds),
+      'requests/s': delta('changefeed_api_requests_total') / seconds,
+      '429s (whole run)': Math.max(a.changefeed_api_rate_limited_total ?? 0, requests429),
+      'RSS after warm-up MiB': Math.round(rssAfterWarmUp),
+      'RSS max MiB': Math.round(maxRss),
+      'VmHWM MiB': Math.round(memoryMiB(pid).peak),
+      'CPU s per hour': Math.round((cpu / seconds) * 3600),
+      cores: cpu / seconds,
+      'polls/s': delta('changefeed_polls_total') / seconds,
+      'entries/s': delta('changefeed_entries_ingested_total') / seconds,
+      'deliveries/s': delta('changefeed_deliveries_total') / seconds,
+      'store tx/s':
+        admin === undefined
+          ? (delta('changefeed_polls_total') + delta('changefeed_deliveries_total')) / seconds
+          : (after.commits - before.commits) / seconds,
+    };
+  } finally {
+    if (daemon !== undefined && running(daemon)) {
+      // SIGTERM first (a profile is written on exit), SIGKILL if it has not stopped in 20 s.
+      const exited = new Promise((resolve) => daemon?.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      const force = setTimeout(() => daemon?.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(force);
+    }
+    simulator.child.kill('SIGTERM');
+    if (admin !== undefined) {
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+      await admin.end();
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Neither exited nor killed by a signal (a signal leaves exitCode null). */
+function running(child: ChildProcess | undefined): boolean {
+  return child !== undefined && child.exitCode === null && child.signalCode === null;
+}
+
+function withoutStoreUrl(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { CHANGEFEED_STORE_URL: _ignored, ...rest } = env;
+  return rest;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// `npx tsx bench/cases/tenantsScale.ts [sqlite|postgres] [tenants] [warm-up s] [measured s]`
+if (process.argv[1] === import.meta.filename) {
+  const [store = 'sqlite', tenants = '1000', warmUp = '60', measure = '180'] = process.argv.slice(2);
+  const { printTable } = await import('../benchTable.js');
+  printTable('Scale: one process, many tenants', [
+    await tenantsScale({
+      tenants: Number(tenants),
+      store: store === 'postgres' ? 'postgres' : 'sqlite',
+      warmUpSeconds: Number(warmUp),
+      measureSeconds: Number(measure),
+      eventsPerHour: 60,
+    }),
+  ]);
+}
