@@ -125,8 +125,11 @@ export class ChangefeedDaemon {
     const tenants = readTenants(this.main.tenants);
     for (const problem of tenants.problems) this.options.logger.error({ file: problem.file }, problem.message);
     const reports: OnceReport[] = [];
-    for (const tenant of tenants.tenants)
-      reports.push(await (await supervisor.prepare(tenant)).runOnce(deliveryTimeoutMs));
+    // The tenant the constructor already built (one tenant on SQLite) sweeps as it is.
+    for (const tenant of tenants.tenants) {
+      const runtime = supervisor.runtime(tenant.name) ?? (await supervisor.prepare(tenant));
+      reports.push(await runtime.runOnce(deliveryTimeoutMs));
+    }
     return {
       sweep: {
         polled: reports.reduce((n, r) => n + r.sweep.polled, 0),
