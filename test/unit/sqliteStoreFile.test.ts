@@ -1,18 +1,11 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import type { ActivityEntry } from '../../src/api/activityEntry.js';
-import { buildCloudEvent } from '../../src/events/cloudEvent.js';
-import type { LogKind } from '../../src/logs.js';
 import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
-import type { IngestRequest } from '../../src/store/storeRecords.js';
 import { StoreError } from '../../src/store/sqlite/database.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { entry, entryIdsInJournal, HOUR, ingest, T } from '../store/contract/storeFixtures.js';
 import { makeTempDir } from '../support/tempDir.js';
-import { BASE_URL, EVENTS } from './scriptedSink.js';
-
-const T = Date.UTC(2026, 4, 1, 12, 0, 0);
-const HOUR = 3_600_000;
 
 async function openFresh(sinks: string[] = ['a']) {
   const file = join(makeTempDir(), 's.sqlite');
@@ -31,31 +24,6 @@ async function openFresh(sinks: string[] = ['a']) {
   return { file, store };
 }
 
-const entry = (id: string, performedAt: number | null = T - 60_000): ActivityEntry => ({
-  id,
-  event: 'level_added',
-  performedAt: performedAt === null ? null : new Date(performedAt).toISOString(),
-});
-
-async function ingest(store: SqliteChangefeedStore, entries: ActivityEntry[], over: Partial<IngestRequest> = {}) {
-  const log: LogKind = over.log ?? 'career';
-  const objectId = over.objectId ?? 'c-1';
-  return store.ingest({
-    log,
-    objectId,
-    entries,
-    windowEnd: T,
-    now: T,
-    toEvent: (e) => buildCloudEvent({ log, objectId, entry: e, baseUrl: BASE_URL }, EVENTS),
-    ...over,
-  });
-}
-
-const entryIdsInJournal = (store: SqliteChangefeedStore): string[] =>
-  store.db
-    .prepare<[], { payload: string }>('SELECT payload FROM events ORDER BY seq')
-    .all()
-    .map((r) => (JSON.parse(r.payload) as { entryid: string }).entryid);
 /** What only the SQLite store has: its file, WAL and schema versions (the contract is test/store/). */
 describe('opening the SQLite store', () => {
   it('migrates a new file to the latest schema version', async () => {
@@ -72,7 +40,7 @@ describe('opening the SQLite store', () => {
     await store.close();
     const reopened = SqliteChangefeedStore.open(file);
     expect(reopened.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
-    expect(entryIdsInJournal(reopened)).toEqual(['e-1']);
+    expect(await entryIdsInJournal(reopened)).toEqual(['e-1']);
     expect(await reopened.getMeta('discovery.completedAt')).toBe('123');
     expect(await ingest(reopened, [entry('e-1')])).toMatchObject({ emitted: 0, duplicates: 1 });
     await reopened.close();
