@@ -1,22 +1,7 @@
-import type { LogKind } from '../../logs.js';
 import type { DeadLetterStore } from '../changefeedStore.js';
+import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
 import type { DeadLetter } from '../storeRecords.js';
 import type { TenantDb } from './tenantDb.js';
-
-interface DeadLetterRow {
-  sink: string;
-  seq: number;
-  event_id: string;
-  type: string;
-  log: LogKind;
-  object_id: string;
-  attempts: number;
-  last_error: string | null;
-  last_status: number | null;
-  last_response: string | null;
-  first_attempt_at: number | null;
-  updated_at: number | null;
-}
 
 /** The meta key counting requeue commands that changed something (the same key as SQLite's). */
 const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
@@ -50,20 +35,7 @@ export class PostgresDeadLetters implements DeadLetterStore {
        ORDER BY d.sink COLLATE "C", d.seq LIMIT $4`,
       [this.db.tenant, filter.sink ?? null, filter.eventId ?? null, filter.limit ?? 1000],
     );
-    return rows.map((r) => ({
-      sink: r.sink,
-      seq: r.seq,
-      eventId: r.event_id,
-      type: r.type,
-      log: r.log,
-      objectId: r.object_id,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      lastStatus: r.last_status,
-      lastResponse: r.last_response,
-      firstAttemptAt: r.first_attempt_at,
-      deadAt: r.updated_at,
-    }));
+    return rows.map(deadLetterFromRow);
   }
 
   async requeueSink(sink: string, now: number): Promise<number> {

@@ -1,21 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { QuarantinedEntry } from '../../api/quarantinedEntry.js';
 import type { LogKind } from '../../logs.js';
 import type { QuarantineStore } from '../changefeedStore.js';
+import { quarantineFingerprint, quarantineFromRow, type QuarantineRow } from '../storedRows.js';
 import type { QuarantineRecord } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
-
-interface Row {
-  log: LogKind;
-  object_id: string;
-  entry_id: string | null;
-  reason: string;
-  raw: string;
-  raw_bytes: number;
-  request_id: string | null;
-  first_seen_at: number;
-}
 
 /**
  * Entries the service sent that could not become events, kept for the operator. A page read
@@ -39,7 +28,7 @@ export class PostgresQuarantine implements QuarantineStore {
         this.db.tenant,
         log,
         objectId,
-        entries.map((e) => createHash('sha256').update(`${e.rawBytes}:${e.raw}`).digest('hex')),
+        entries.map(quarantineFingerprint),
         entries.map((e) => storableText(e.entryId ?? null)),
         entries.map((e) => storableText(e.reason)),
         entries.map((e) => storableText(e.raw)),
@@ -60,21 +49,12 @@ export class PostgresQuarantine implements QuarantineStore {
 
   /** Newest first. */
   async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
-    const rows = await this.db.read<Row>(
+    const rows = await this.db.read<QuarantineRow>(
       `SELECT log, object_id, entry_id, reason, raw, raw_bytes, request_id, first_seen_at FROM quarantine
        WHERE tenant = $1 AND ($2::text IS NULL OR log = $2)
        ORDER BY first_seen_at DESC LIMIT $3`,
       [this.db.tenant, filter.log ?? null, filter.limit ?? 1000],
     );
-    return rows.map((r) => ({
-      log: r.log,
-      objectId: r.object_id,
-      entryId: r.entry_id,
-      reason: r.reason,
-      raw: r.raw,
-      rawBytes: r.raw_bytes,
-      requestId: r.request_id,
-      firstSeenAt: r.first_seen_at,
-    }));
+    return rows.map(quarantineFromRow);
   }
 }

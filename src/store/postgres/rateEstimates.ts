@@ -1,20 +1,7 @@
-import type { LogKind } from '../../logs.js';
 import type { RateEstimateStore } from '../changefeedStore.js';
+import { rateEstimateFromRow, type RateEstimateDbRow } from '../storedRows.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import type { TenantDb } from './tenantDb.js';
-
-interface Row {
-  log: LogKind;
-  object_id: string;
-  events: number;
-  hours: number;
-  sessions: number;
-  last_event_at: number | null;
-  updated_at: number | null;
-  poll_cost: number;
-  planned_rate: number | null;
-  next_poll_at: number | null;
-}
 
 /** Rate estimates per watched log of one tenant, so learned rates survive a restart and `status` can show them. */
 export class PostgresRateEstimates implements RateEstimateStore {
@@ -22,23 +9,12 @@ export class PostgresRateEstimates implements RateEstimateStore {
 
   async list(): Promise<RateEstimateRow[]> {
     // In key order, as SQLite returns the rows of its table keyed by (log, object_id).
-    const rows = await this.db.read<Row>(
+    const rows = await this.db.read<RateEstimateDbRow>(
       `SELECT log, object_id, events, hours, sessions, last_event_at, updated_at, poll_cost, planned_rate, next_poll_at
        FROM rate_estimates WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
       [this.db.tenant],
     );
-    return rows.map((r) => ({
-      log: r.log,
-      objectId: r.object_id,
-      events: r.events,
-      hours: r.hours,
-      sessions: r.sessions,
-      lastEventAt: r.last_event_at,
-      updatedAt: r.updated_at,
-      pollCost: r.poll_cost,
-      plannedRate: r.planned_rate,
-      nextPollAt: r.next_poll_at,
-    }));
+    return rows.map(rateEstimateFromRow);
   }
 
   async save(row: RateEstimateRow): Promise<void> {

@@ -1,44 +1,9 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
-import type { SortOrder, WatchedLog, WatchOrigin, WatchStatus } from '../storeRecords.js';
+import { watchedLogFromRow, type WatchedLogRow } from '../storedRows.js';
+import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
-
-interface Row {
-  log: LogKind;
-  object_id: string;
-  origin: WatchOrigin;
-  status: WatchStatus;
-  status_reason: string | null;
-  coverage_start: number | null;
-  window_end: number | null;
-  sort_order: SortOrder | null;
-  last_poll_at: number | null;
-  last_success_at: number | null;
-  last_error: string | null;
-  consecutive_failures: number;
-  next_poll_at: number;
-  entries_ingested: number;
-  created_at: number;
-}
-
-const fromRow = (r: Row): WatchedLog => ({
-  log: r.log,
-  objectId: r.object_id,
-  origin: r.origin,
-  status: r.status,
-  statusReason: r.status_reason,
-  coverageStart: r.coverage_start,
-  windowEnd: r.window_end,
-  sortOrder: r.sort_order,
-  lastPollAt: r.last_poll_at,
-  lastSuccessAt: r.last_success_at,
-  lastError: r.last_error,
-  consecutiveFailures: r.consecutive_failures,
-  nextPollAt: r.next_poll_at,
-  entriesIngested: r.entries_ingested,
-  createdAt: r.created_at,
-});
 
 const COLUMNS = `log, object_id, origin, status, status_reason, coverage_start, window_end, sort_order, last_poll_at,
   last_success_at, last_error, consecutive_failures, next_poll_at, entries_ingested, created_at`;
@@ -48,20 +13,20 @@ export class PostgresWatchedLogs implements WatchedLogStore {
   constructor(private readonly db: TenantDb) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
-    const rows = await this.db.read<Row>(
+    const rows = await this.db.read<WatchedLogRow>(
       `SELECT ${COLUMNS} FROM watched_logs WHERE tenant = $1 AND log = $2 AND object_id = $3`,
       [this.db.tenant, log, objectId],
     );
-    return rows[0] ? fromRow(rows[0]) : undefined;
+    return rows[0] ? watchedLogFromRow(rows[0]) : undefined;
   }
 
   async list(): Promise<WatchedLog[]> {
     // COLLATE "C": byte order, as SQLite sorts text, whatever the database's locale.
-    const rows = await this.db.read<Row>(
+    const rows = await this.db.read<WatchedLogRow>(
       `SELECT ${COLUMNS} FROM watched_logs WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
       [this.db.tenant],
     );
-    return rows.map(fromRow);
+    return rows.map(watchedLogFromRow);
   }
 
   async register(args: {

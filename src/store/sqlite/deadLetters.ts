@@ -1,22 +1,7 @@
-import type { LogKind } from '../../logs.js';
 import type { DeadLetterStore } from '../changefeedStore.js';
+import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
 import type { DeadLetter } from '../storeRecords.js';
 import type { Db } from './database.js';
-
-interface DeadLetterRow {
-  sink: string;
-  seq: number;
-  event_id: string;
-  type: string;
-  log: LogKind;
-  object_id: string;
-  attempts: number;
-  last_error: string | null;
-  last_status: number | null;
-  last_response: string | null;
-  first_attempt_at: number | null;
-  updated_at: number | null;
-}
 
 const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
 
@@ -52,20 +37,7 @@ export class DeadLetters implements DeadLetterStore {
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
     return this.deadListStmt
       .all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 })
-      .map((r) => ({
-        sink: r.sink,
-        seq: r.seq,
-        eventId: r.event_id,
-        type: r.type,
-        log: r.log,
-        objectId: r.object_id,
-        attempts: r.attempts,
-        lastError: r.last_error,
-        lastStatus: r.last_status,
-        lastResponse: r.last_response,
-        firstAttemptAt: r.first_attempt_at,
-        deadAt: r.updated_at,
-      }));
+      .map(deadLetterFromRow);
   }
 
   /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */

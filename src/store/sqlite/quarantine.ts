@@ -1,20 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { QuarantinedEntry } from '../../api/quarantinedEntry.js';
 import type { LogKind } from '../../logs.js';
 import type { QuarantineStore } from '../changefeedStore.js';
+import { quarantineFingerprint, quarantineFromRow, type QuarantineRow } from '../storedRows.js';
 import type { QuarantineRecord } from '../storeRecords.js';
 import type { Db } from './database.js';
-
-interface Row {
-  log: LogKind;
-  object_id: string;
-  entry_id: string | null;
-  reason: string;
-  raw: string;
-  raw_bytes: number;
-  request_id: string | null;
-  first_seen_at: number;
-}
 
 /**
  * Entries the service sent that could not become events, kept for the operator
@@ -33,7 +22,7 @@ export class Quarantine implements QuarantineStore {
 
   /** True when the entry was not quarantined before. */
   add(log: LogKind, objectId: string, entry: QuarantinedEntry, now: number): boolean {
-    const fingerprint = createHash('sha256').update(`${entry.rawBytes}:${entry.raw}`).digest('hex');
+    const fingerprint = quarantineFingerprint(entry);
     return (
       this.insertStmt.run({
         log,
@@ -56,19 +45,10 @@ export class Quarantine implements QuarantineStore {
   /** Newest first. */
   async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
     const rows = this.db
-      .prepare<[string | null, string | null, number], Row>(
+      .prepare<[string | null, string | null, number], QuarantineRow>(
         'SELECT * FROM quarantine WHERE (? IS NULL OR log = ?) ORDER BY first_seen_at DESC LIMIT ?',
       )
       .all(filter.log ?? null, filter.log ?? null, filter.limit ?? 1000);
-    return rows.map((r) => ({
-      log: r.log,
-      objectId: r.object_id,
-      entryId: r.entry_id,
-      reason: r.reason,
-      raw: r.raw,
-      rawBytes: r.raw_bytes,
-      requestId: r.request_id,
-      firstSeenAt: r.first_seen_at,
-    }));
+    return rows.map(quarantineFromRow);
   }
 }

@@ -1,21 +1,9 @@
-import type { LogKind } from '../../logs.js';
 import type { RateEstimateStore } from '../changefeedStore.js';
+import { rateEstimateFromRow, type RateEstimateDbRow } from '../storedRows.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import type { Db } from './database.js';
 
 /** The scheduler's learned state of one watched log (migration 3). */
-interface Row {
-  log: LogKind;
-  object_id: string;
-  events: number;
-  hours: number;
-  sessions: number;
-  last_event_at: number | null;
-  updated_at: number | null;
-  poll_cost: number;
-  planned_rate: number | null;
-  next_poll_at: number | null;
-}
 
 /** Rate estimates per watched log, so learned rates survive a restart and `status` can show them. */
 export class RateEstimates implements RateEstimateStore {
@@ -23,7 +11,7 @@ export class RateEstimates implements RateEstimateStore {
   private readonly upsertStmt;
 
   constructor(db: Db) {
-    this.listStmt = db.prepare<[], Row>('SELECT * FROM rate_estimates');
+    this.listStmt = db.prepare<[], RateEstimateDbRow>('SELECT * FROM rate_estimates');
     this.upsertStmt = db.prepare(
       `INSERT INTO rate_estimates (log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost, planned_rate, next_poll_at)
        VALUES (@log, @objectId, @events, @sessions, @hours, @lastEventAt, @updatedAt, @pollCost, @plannedRate, @nextPollAt)
@@ -35,18 +23,7 @@ export class RateEstimates implements RateEstimateStore {
   }
 
   async list(): Promise<RateEstimateRow[]> {
-    return this.listStmt.all().map((r) => ({
-      log: r.log,
-      objectId: r.object_id,
-      events: r.events,
-      hours: r.hours,
-      sessions: r.sessions,
-      lastEventAt: r.last_event_at,
-      updatedAt: r.updated_at,
-      pollCost: r.poll_cost,
-      plannedRate: r.planned_rate,
-      nextPollAt: r.next_poll_at,
-    }));
+    return this.listStmt.all().map(rateEstimateFromRow);
   }
 
   async save(row: RateEstimateRow): Promise<void> {

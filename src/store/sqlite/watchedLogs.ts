@@ -1,43 +1,8 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
-import type { SortOrder, WatchedLog, WatchOrigin, WatchStatus } from '../storeRecords.js';
+import { watchedLogFromRow, type WatchedLogRow } from '../storedRows.js';
+import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { Db } from './database.js';
-
-interface Row {
-  log: LogKind;
-  object_id: string;
-  origin: WatchOrigin;
-  status: WatchStatus;
-  status_reason: string | null;
-  coverage_start: number | null;
-  window_end: number | null;
-  sort_order: SortOrder | null;
-  last_poll_at: number | null;
-  last_success_at: number | null;
-  last_error: string | null;
-  consecutive_failures: number;
-  next_poll_at: number;
-  entries_ingested: number;
-  created_at: number;
-}
-
-const fromRow = (r: Row): WatchedLog => ({
-  log: r.log,
-  objectId: r.object_id,
-  origin: r.origin,
-  status: r.status,
-  statusReason: r.status_reason,
-  coverageStart: r.coverage_start,
-  windowEnd: r.window_end,
-  sortOrder: r.sort_order,
-  lastPollAt: r.last_poll_at,
-  lastSuccessAt: r.last_success_at,
-  lastError: r.last_error,
-  consecutiveFailures: r.consecutive_failures,
-  nextPollAt: r.next_poll_at,
-  entriesIngested: r.entries_ingested,
-  createdAt: r.created_at,
-});
 
 /** Cursors and status of the watched logs. */
 export class WatchedLogs implements WatchedLogStore {
@@ -50,8 +15,10 @@ export class WatchedLogs implements WatchedLogStore {
   private readonly sortOrderStmt;
 
   constructor(private readonly db: Db) {
-    this.getStmt = db.prepare<[string, string], Row>('SELECT * FROM watched_logs WHERE log = ? AND object_id = ?');
-    this.listStmt = db.prepare<[], Row>('SELECT * FROM watched_logs ORDER BY log, object_id');
+    this.getStmt = db.prepare<[string, string], WatchedLogRow>(
+      'SELECT * FROM watched_logs WHERE log = ? AND object_id = ?',
+    );
+    this.listStmt = db.prepare<[], WatchedLogRow>('SELECT * FROM watched_logs ORDER BY log, object_id');
     this.insertStmt = db.prepare(
       `INSERT INTO watched_logs (log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
        VALUES (@log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now)
@@ -74,11 +41,11 @@ export class WatchedLogs implements WatchedLogStore {
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
     const row = this.getStmt.get(log, objectId);
-    return row ? fromRow(row) : undefined;
+    return row ? watchedLogFromRow(row) : undefined;
   }
 
   async list(): Promise<WatchedLog[]> {
-    return this.listStmt.all().map(fromRow);
+    return this.listStmt.all().map(watchedLogFromRow);
   }
 
   /**

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
+import type { LogKind } from '../logs.js';
+import type {
+  DeadLetter,
+  QuarantineRecord,
+  RateEstimateRow,
+  SortOrder,
+  WatchedLog,
+  WatchOrigin,
+  WatchStatus,
+} from './storeRecords.js';
+
+/**
+ * The rows both store engines read, column for column the same in SQLite and PostgreSQL (the
+ * tenant column aside), and the one mapping of each to its record: an engine differs in its SQL,
+ * never in what a row means.
+ */
+
+export interface WatchedLogRow {
+  log: LogKind;
+  object_id: string;
+  origin: WatchOrigin;
+  status: WatchStatus;
+  status_reason: string | null;
+  coverage_start: number | null;
+  window_end: number | null;
+  sort_order: SortOrder | null;
+  last_poll_at: number | null;
+  last_success_at: number | null;
+  last_error: string | null;
+  consecutive_failures: number;
+  next_poll_at: number;
+  entries_ingested: number;
+  created_at: number;
+}
+
+export const watchedLogFromRow = (r: WatchedLogRow): WatchedLog => ({
+  log: r.log,
+  objectId: r.object_id,
+  origin: r.origin,
+  status: r.status,
+  statusReason: r.status_reason,
+  coverageStart: r.coverage_start,
+  windowEnd: r.window_end,
+  sortOrder: r.sort_order,
+  lastPollAt: r.last_poll_at,
+  lastSuccessAt: r.last_success_at,
+  lastError: r.last_error,
+  consecutiveFailures: r.consecutive_failures,
+  nextPollAt: r.next_poll_at,
+  entriesIngested: r.entries_ingested,
+  createdAt: r.created_at,
+});
+
+/** A dead delivery joined with its event. */
+export interface DeadLetterRow {
+  sink: string;
+  seq: number;
+  event_id: string;
+  type: string;
+  log: LogKind;
+  object_id: string;
+  attempts: number;
+  last_error: string | null;
+  last_status: number | null;
+  last_response: string | null;
+  first_attempt_at: number | null;
+  updated_at: number | null;
+}
+
+export const deadLetterFromRow = (r: DeadLetterRow): DeadLetter => ({
+  sink: r.sink,
+  seq: r.seq,
+  eventId: r.event_id,
+  type: r.type,
+  log: r.log,
+  objectId: r.object_id,
+  attempts: r.attempts,
+  lastError: r.last_error,
+  lastStatus: r.last_status,
+  lastResponse: r.last_response,
+  firstAttemptAt: r.first_attempt_at,
+  deadAt: r.updated_at,
+});
+
+export interface QuarantineRow {
+  log: LogKind;
+  object_id: string;
+  entry_id: string | null;
+  reason: string;
+  raw: string;
+  raw_bytes: number;
+  request_id: string | null;
+  first_seen_at: number;
+}
+
+export const quarantineFromRow = (r: QuarantineRow): QuarantineRecord => ({
+  log: r.log,
+  objectId: r.object_id,
+  entryId: r.entry_id,
+  reason: r.reason,
+  raw: r.raw,
+  rawBytes: r.raw_bytes,
+  requestId: r.request_id,
+  firstSeenAt: r.first_seen_at,
+});
+
+/** Keys a quarantined entry, so a page read again records it once; the same in both engines (store migrate copies it). */
+export const quarantineFingerprint = (entry: QuarantinedEntry): string =>
+  createHash('sha256').update(`${entry.rawBytes}:${entry.raw}`).digest('hex');
+
+export interface RateEstimateDbRow {
+  log: LogKind;
+  object_id: string;
+  events: number;
+  hours: number;
+  sessions: number;
+  last_event_at: number | null;
+  updated_at: number | null;
+  poll_cost: number;
+  planned_rate: number | null;
+  next_poll_at: number | null;
+}
+
+export const rateEstimateFromRow = (r: RateEstimateDbRow): RateEstimateRow => ({
+  log: r.log,
+  objectId: r.object_id,
+  events: r.events,
+  hours: r.hours,
+  sessions: r.sessions,
+  lastEventAt: r.last_event_at,
+  updatedAt: r.updated_at,
+  pollCost: r.poll_cost,
+  plannedRate: r.planned_rate,
+  nextPollAt: r.next_poll_at,
+});
