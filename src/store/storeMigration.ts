@@ -96,14 +96,15 @@ async function copyTable(
   tenant: string,
   table: { name: string; booleans?: readonly string[] },
 ): Promise<number> {
-  const all = source.prepare(`SELECT * FROM ${table.name}`).all() as Record<string, unknown>[];
-  if (all.length === 0) return 0;
-  const columns = Object.keys(all[0] ?? {});
   const booleans = new Set(table.booleans ?? []);
   // events.seq is an identity column: the copied positions are kept as they were.
   const overriding = table.name === 'events' ? ' OVERRIDING SYSTEM VALUE' : '';
-  for (let start = 0; start < all.length; start += BATCH_ROWS) {
-    const batch = all.slice(start, start + BATCH_ROWS);
+  // Read in batches, never the whole table: a store's seen ids and journal may be millions of rows.
+  let batch: Record<string, unknown>[] = [];
+  let copied = 0;
+  const flush = async (): Promise<void> => {
+    if (batch.length === 0) return;
+    const columns = Object.keys(batch[0] ?? {});
     const values: unknown[] = [];
     const tuples = batch.map((row) => {
       const placeholders = [tenant, ...columns.map((c) => toPostgres(row[c], booleans.has(c)))].map((value) => {
@@ -116,8 +117,17 @@ async function copyTable(
       `INSERT INTO ${table.name} (tenant, ${columns.join(', ')})${overriding} VALUES ${tuples.join(', ')}`,
       values,
     );
+    copied += batch.length;
+    batch = [];
+  };
+  for (const row of source.prepare(`SELECT * FROM ${table.name}`).iterate() as IterableIterator<
+    Record<string, unknown>
+  >) {
+    batch.push(row);
+    if (batch.length === BATCH_ROWS) await flush();
   }
-  return all.length;
+  await flush();
+  return copied;
 }
 
 function toPostgres(value: unknown, boolean: boolean): unknown {

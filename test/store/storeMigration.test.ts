@@ -82,6 +82,16 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     await store.close();
   });
 
+  it('copies tables larger than one batch of rows whole', async () => {
+    const { store } = await busySqliteStore();
+    const many = Array.from({ length: 1_234 }, (_, i) => entry(`bulk-${i}`));
+    await ingest(store, many, { windowEnd: T + 3_000 });
+    const backend = await openBackend();
+    await copySqliteToPostgres(store.db, backend, 'bulk');
+    expect(await contents(await backend.tenantStore('bulk'))).toEqual(await contents(store));
+    await store.close();
+  });
+
   it('refuses a tenant that already has data, and leaves it as it was', async () => {
     const { store } = await busySqliteStore();
     const backend = await openBackend();
