@@ -1,3 +1,4 @@
+import { anySignal } from 'any-signal';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -101,50 +102,56 @@ export class ServiceClient {
     const authorization = `Bearer ${this.options.apiKey()}`;
     await this.options.gate.acquire(priority, signal);
     const started = this.options.clock.now();
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    let res;
+    // The caller's signal lives as long as the tenant: AbortSignal.any would leave an entry on it
+    // for every request, for good, on Node 20 (nodejs/node#55351). anySignal's listeners go when
+    // the exchange is over.
+    const combined = anySignal([signal, AbortSignal.timeout(this.options.timeoutMs)]);
     try {
-      res = await this.pool.request({
-        method: 'GET',
-        path: fullPath,
-        headers: { authorization, accept: 'application/json', 'user-agent': this.options.userAgent },
-        signal: combined,
-      });
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      throw this.transportError(error, path);
+      let res;
+      try {
+        res = await this.pool.request({
+          method: 'GET',
+          path: fullPath,
+          headers: { authorization, accept: 'application/json', 'user-agent': this.options.userAgent },
+          signal: combined,
+        });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        throw this.transportError(error, path);
+      }
+      const status = res.statusCode;
+      const ok = status >= 200 && status < 300;
+      let body: unknown;
+      let text = '';
+      let bodyError: unknown;
+      try {
+        const context = {
+          path,
+          requestId: headerValue(res.headers['x-request-id']),
+          maxBytes: this.options.maxResponseBytes,
+        };
+        if (ok) body = await readBody(res.body, res.headers, context);
+        else text = await readCappedBody(res.body, res.headers, ERROR_BODY_BYTES, { path, truncate: true });
+      } catch (error) {
+        bodyError = error;
+      }
+      // The headers arrived, so the budget and the clock learn from them whatever the body was.
+      const meta = readResponseMeta(status, res.headers, this.options.clock.now());
+      this.options.gate.observe(meta, path);
+      this.options.logger.debug(
+        { path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining },
+        'service request',
+      );
+      if (bodyError instanceof ApiError) throw bodyError;
+      if (bodyError !== undefined) {
+        if (signal?.aborted) throw bodyError as Error;
+        throw this.transportError(bodyError, path);
+      }
+      if (ok) return { body, meta, path };
+      throw this.problemError(status, text, meta, path);
+    } finally {
+      combined.clear();
     }
-    const status = res.statusCode;
-    const ok = status >= 200 && status < 300;
-    let body: unknown;
-    let text = '';
-    let bodyError: unknown;
-    try {
-      const context = {
-        path,
-        requestId: headerValue(res.headers['x-request-id']),
-        maxBytes: this.options.maxResponseBytes,
-      };
-      if (ok) body = await readBody(res.body, res.headers, context);
-      else text = await readCappedBody(res.body, res.headers, ERROR_BODY_BYTES, { path, truncate: true });
-    } catch (error) {
-      bodyError = error;
-    }
-    // The headers arrived, so the budget and the clock learn from them whatever the body was.
-    const meta = readResponseMeta(status, res.headers, this.options.clock.now());
-    this.options.gate.observe(meta, path);
-    this.options.logger.debug(
-      { path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining },
-      'service request',
-    );
-    if (bodyError instanceof ApiError) throw bodyError;
-    if (bodyError !== undefined) {
-      if (signal?.aborted) throw bodyError as Error;
-      throw this.transportError(bodyError, path);
-    }
-    if (ok) return { body, meta, path };
-    throw this.problemError(status, text, meta, path);
   }
 
   /** The key to keep out of messages; a key file gone since the request leaves nothing to redact. */

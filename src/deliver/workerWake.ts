@@ -1,3 +1,4 @@
+import { anySignal } from 'any-signal';
 import type { Clock } from '../clock.js';
 import { isAbortError } from '../errors.js';
 
@@ -34,16 +35,22 @@ export class WorkerWake {
       return;
     }
     this.wake = new AbortController();
-    const woken = AbortSignal.any([signal, this.wake.signal]);
-    if (wait === IN_FLIGHT) {
-      const aborted = new Promise<void>((resolve) => woken.addEventListener('abort', () => resolve(), { once: true }));
-      await Promise.race([...inFlight, aborted]);
-      return;
-    }
+    // Not AbortSignal.any: on Node 20 every pause would leave an entry on the worker's
+    // long-lived signal, for good (nodejs/node#55351).
+    const woken = anySignal([signal, this.wake.signal]);
     try {
-      await this.clock.sleep(wait, woken);
-    } catch (error) {
-      if (!isAbortError(error)) throw error;
+      if (wait === IN_FLIGHT) {
+        const aborted = new Promise<void>((resolve) =>
+          woken.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        await Promise.race([...inFlight, aborted]);
+        return;
+      }
+      await this.clock.sleep(wait, woken).catch((error: unknown) => {
+        if (!isAbortError(error)) throw error;
+      });
+    } finally {
+      woken.clear();
     }
   }
 }
