@@ -101,21 +101,22 @@ export class DeliveryEngine {
    * happens to read the outbox from its start.
    */
   private async watchRequeues(signal: AbortSignal): Promise<void> {
-    let seen = this.deps.store.deadLetters.requeueCount();
+    let seen: number | undefined;
     while (!signal.aborted) {
       try {
-        await this.deps.clock.sleep(REQUEUE_CHECK_MS, signal);
-        const count = this.deps.store.deadLetters.requeueCount();
-        if (count === seen) continue;
+        const count = await this.deps.store.deadLetters.requeueCount();
+        if (seen !== undefined && count !== seen) for (const w of this.workers) w.reloadPending();
         seen = count;
-        for (const w of this.workers) w.reloadPending();
       } catch (error) {
-        if (isAbortError(error)) return;
+        // A store that does not answer is the workers' outage to report; this check tries again.
         this.deps.logger.warn(
           { err: describeError(error) },
           'checking for re-queued dead letters failed; trying again',
         );
       }
+      await this.deps.clock.sleep(REQUEUE_CHECK_MS, signal).catch((error: unknown) => {
+        if (!isAbortError(error)) throw error;
+      });
     }
   }
 

@@ -1,0 +1,79 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
+import { SinkWorker } from '../../src/deliver/sinkWorker.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
+import { SinkRejectedError } from '../../src/sinkContract/sinkErrors.js';
+import { StoreUnavailableError } from '../../src/store/storeHealth.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { ingestEntries, openStore, ScriptedSink, testClock } from './scriptedSink.js';
+
+// `changefeed dead-letters retry` runs in another process; the engine learns of it from the
+// store's re-queue count, read twice a second. The count is read asynchronously: compared as
+// promises it always differed (every worker re-read its outbox twice a second), and a store that
+// failed the read left a rejection nobody awaited, which ended the process.
+
+const CHECKS = 20;
+const CHECK_MS = 500;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function setup() {
+  const clock = testClock();
+  const store = await openStore(join(makeTempDir(), 's.sqlite'), ['out']);
+  const sink = new ScriptedSink('out', undefined, clock);
+  const warnings: string[] = [];
+  const logger = Object.assign(Object.create(noopLogger) as typeof noopLogger, {
+    warn: (_fields: unknown, message: string) => void warnings.push(message),
+  });
+  const engine = new DeliveryEngine(
+    [{ sink, delivery: deliverySchema(RETRY_DEFAULTS).parse({ retry: { maxAttempts: 1 } }) }],
+    { store, clock, logger, random: () => 0.5 },
+  );
+  const passChecks = async (checks: number): Promise<void> => {
+    for (let i = 0; i < checks; i++) await clock.advance(CHECK_MS);
+  };
+  return { clock, store, sink, engine, warnings, passChecks };
+}
+
+describe('the delivery engine watching for re-queued dead letters', () => {
+  it('has its workers re-read the outbox only when dead letters were re-queued', async () => {
+    const { clock, store, sink, engine, passChecks } = await setup();
+    const [a] = await ingestEntries(store, 'career', 'c-1', ['a']);
+    sink.script = (batch) => {
+      if (batch.some((e) => e.id === a) && sink.batches.length === 1) throw new SinkRejectedError('no');
+    };
+    const reloads = vi.spyOn(SinkWorker.prototype, 'reloadPending');
+    engine.start();
+    engine.notify();
+    await passChecks(CHECKS);
+    expect((await store.outbox.counts('out')).dead).toBe(1);
+    expect(reloads).not.toHaveBeenCalled();
+
+    // Another process puts the dead letter back in line.
+    expect(await store.deadLetters.requeueSink('out', clock.now())).toBe(1);
+    await passChecks(2);
+    expect(reloads).toHaveBeenCalledTimes(1);
+    await passChecks(CHECKS);
+    expect(sink.accepted).toEqual([a]);
+    expect(reloads).toHaveBeenCalledTimes(1);
+    await engine.stop();
+    await store.close();
+  });
+
+  it('goes on, and says so, when the store does not answer the check', async () => {
+    const { store, engine, warnings, passChecks } = await setup();
+    let failures = 3;
+    vi.spyOn(store.deadLetters, 'requeueCount').mockImplementation(() =>
+      failures-- > 0 ? Promise.reject(new StoreUnavailableError('the store is away')) : Promise.resolve(0),
+    );
+    engine.start();
+    await passChecks(CHECKS);
+    expect(warnings.filter((m) => m.includes('re-queued dead letters'))).toHaveLength(3);
+    await engine.stop();
+    await store.close();
+  });
+});
