@@ -13,11 +13,11 @@ import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
 import { IN_FLIGHT, WorkerWake } from './workerWake.js';
 import type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
+import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
 const IDLE_WAIT_MS = 5_000;
 /** Wait before trying a store that could not be written again. */
-const STORE_RETRY_MS = 2_000;
 /** Pending deliveries held in memory per sink for planning. */
 const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */

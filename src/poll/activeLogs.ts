@@ -1,10 +1,10 @@
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
+import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /** How long the list of active logs is trusted before it is read again. */
 const ACTIVE_REFRESH_MS = 30_000;
 /** A store that could not be read for the list: ask again this soon, polling the last list meanwhile. */
-const STORE_RETRY_MS = 2_000;
 
 /**
  * The active watched logs as the poll loop plans with them, read again when marked stale or half

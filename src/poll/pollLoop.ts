@@ -7,6 +7,7 @@ import { describeError, isAbortError } from '../errors.js';
 import { logKey, type LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
+import { STORE_RETRY_MS } from '../store/storeHealth.js';
 import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
 import { isTransientPollFailure, pollRetryDelayMs } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
@@ -52,9 +53,8 @@ const DISCOVERY = 'discovery';
 
 /**
  * Polls the active watched logs in the order the scheduler picks, one choice per slot the read
- * budget allows, a few at a time, and runs discovery on its cron schedule. Explicit states;
- * `stop()` is idempotent and waits for the running loop and its polls.
- * No hot loop after an error: failures back off per log, or pause every poll on the key.
+ * budget allows, a few at a time, and runs discovery on its cron schedule. Explicit states; `stop()`
+ * is idempotent and waits for the loop and its polls. Failures back off per log or pause the key.
  */
 export class PollLoop {
   private stateValue: PollLoopState = 'created';
@@ -190,7 +190,13 @@ export class PollLoop {
 
   /** A plain loop: gather the snapshot, ask `nextAction`, carry out its answer. */
   private async loop(): Promise<void> {
-    await this.restoreRates();
+    // A store that does not answer is waited out (its health tells /readyz), not the loop's end.
+    while (!this.ratesRestored && this.stateValue === 'running')
+      await this.restoreRates().catch(async (error: unknown) => {
+        if (!this.deps.store.health.record(error, this.deps.store.location)) throw error;
+        this.deps.logger.warn({ err: describeError(error) }, 'reading the learned change rates failed; trying again');
+        await this.sleep(STORE_RETRY_MS);
+      });
     while (this.stateValue === 'running') {
       await this.refreshActive(this.deps.clock.now());
       const now = this.deps.clock.now();

@@ -41,6 +41,9 @@ function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /** A write to the store failed for want of space or a writable disk; polling pauses until it works again. */
+/** How long polling and delivery wait before trying a store that did not answer again. */
+export const STORE_RETRY_MS = 2_000;
+
 export class StoreUnavailableError extends ChangefeedError {
   constructor(message: string, cause?: unknown) {
     super('STORE_UNAVAILABLE', message, { cause });
