@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
 import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
+import { until } from '../support/daemonProcess.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
 import { entry, ingest, T } from './storeContract.suite.js';
@@ -92,5 +93,27 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     expect(message).toMatch(/^cannot open the store at postgres:\/\/<redacted>@127\.0\.0\.1:\d+\/test .*ECONNREFUSED/);
     expect(message).toMatch(/check store\.url and that the database is up$/);
     expect(message).not.toContain('S3cretPW');
+  });
+
+  it('answers the dead-letter re-queue counts of all its tenants from one statement, and sees another process re-queue', async () => {
+    const schema = freshSchema();
+    const daemon = await openBackend(schema);
+    const cli = await openBackend(schema);
+    const tenants = Array.from({ length: 30 }, (_, i) => `t-${i}`);
+    const stores = await Promise.all(tenants.map((t) => daemon.tenantStore(t)));
+    const queries = vi.spyOn(daemon.pool, 'query');
+    const counted = () => queries.mock.calls.filter(([sql]) => String(sql).includes('FROM meta WHERE key')).length;
+    expect(await Promise.all(stores.map((s) => s.deadLetters.requeueCount()))).toEqual(tenants.map(() => 0));
+    // One statement for the first tenant, one more for the 29 that asked while it ran.
+    expect(counted()).toBeLessThanOrEqual(2);
+
+    const elsewhere = await cli.tenantStore('t-7');
+    await prepare(elsewhere);
+    await ingest(elsewhere, [entry('e-1')]);
+    const [seq] = (await elsewhere.outbox.pending('a', 0, 10)).map((d) => d.seq);
+    await elsewhere.outbox.markDead('a', [{ seq: seq!, error: 'x' }], T);
+    expect(await elsewhere.deadLetters.requeueSink('a', T)).toBe(1);
+    await until(async () => (await stores[7]!.deadLetters.requeueCount()) === 1, 10_000, 't-7 seeing its re-queue');
+    expect(await stores[8]!.deadLetters.requeueCount()).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
 import type { DeadLetter } from '../storeRecords.js';
+import type { RequeueCounts, RequeueCountRow } from './requeueCounts.js';
 import type { TenantDb } from './tenantDb.js';
 
 /** The meta key counting requeue commands that changed something (the same key as SQLite's). */
@@ -23,7 +24,11 @@ const requeueSql = (where: string): string => `
 
 /** Deliveries of one tenant that ran out of chances (`state = 'dead'`), listed and put back in line. */
 export class PostgresDeadLetters implements DeadLetterStore {
-  constructor(private readonly db: TenantDb) {}
+  constructor(
+    private readonly db: TenantDb,
+    /** Shared by the tenants of this process (RequeueCounts). */
+    private readonly requeueCounts: RequeueCounts,
+  ) {}
 
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
     const rows = await this.db.read<DeadLetterRow>(
@@ -40,6 +45,7 @@ export class PostgresDeadLetters implements DeadLetterStore {
 
   async requeueSink(sink: string, now: number): Promise<number> {
     const result = await this.db.writeOne<{ n: number }>(requeueSql('sink = $3'), [this.db.tenant, now, sink]);
+    this.requeueCounts.invalidate();
     return result.rows[0]?.n ?? 0;
   }
 
@@ -50,14 +56,16 @@ export class PostgresDeadLetters implements DeadLetterStore {
       ),
       [this.db.tenant, now, eventId, sink ?? null],
     );
+    this.requeueCounts.invalidate();
     return result.rows[0]?.n ?? 0;
   }
 
   async requeueCount(): Promise<number> {
-    const rows = await this.db.read<{ value: string }>('SELECT value FROM meta WHERE tenant = $1 AND key = $2', [
-      this.db.tenant,
-      REQUEUE_COUNT_KEY,
-    ]);
-    return rows[0] ? Number(rows[0].value) : 0;
+    return this.requeueCounts.of(this.db.tenant, (tenants) =>
+      this.db.read<RequeueCountRow>('SELECT tenant, value FROM meta WHERE key = $1 AND tenant = ANY($2)', [
+        REQUEUE_COUNT_KEY,
+        tenants,
+      ]),
+    );
   }
 }

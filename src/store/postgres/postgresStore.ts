@@ -3,6 +3,7 @@ import type { ChangefeedStore } from '../changefeedStore.js';
 import type { StoreHealth } from '../storeHealth.js';
 import type { IngestRequest, IngestResult } from '../storeRecords.js';
 import { PostgresDeadLetters } from './deadLetters.js';
+import type { RequeueCounts } from './requeueCounts.js';
 import { PostgresJournal } from './journal.js';
 import { PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
@@ -28,11 +29,14 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   readonly rates: PostgresRateEstimates;
   private open = true;
 
-  constructor(private readonly db: TenantDb) {
+  constructor(
+    private readonly db: TenantDb,
+    requeueCounts: RequeueCounts,
+  ) {
     this.watchedLogs = new PostgresWatchedLogs(db);
     this.seen = new PostgresSeenEntries(db);
     this.outbox = new PostgresOutbox(db);
-    this.deadLetters = new PostgresDeadLetters(db);
+    this.deadLetters = new PostgresDeadLetters(db, requeueCounts);
     this.journal = new PostgresJournal(db);
     this.sinks = new PostgresSinkStates(db);
     this.quarantine = new PostgresQuarantine(db);

@@ -6,6 +6,7 @@ import { isStorageError } from '../storeHealth.js';
 import { isConnectionFailure } from './connectionFailure.js';
 import { migrate } from './migrate.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
+import { RequeueCounts } from './requeueCounts.js';
 import { PostgresStoreError } from './postgresStoreError.js';
 import { TenantDb } from './tenantDb.js';
 
@@ -57,6 +58,7 @@ const types = {
 export class PostgresStoreBackend implements StoreBackend {
   readonly kind = 'postgres';
   private closing: Promise<void> | undefined;
+  private readonly requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS);
 
   private constructor(
     /** The pool of the tenants' queries, shared by all tenants of this replica. */
@@ -141,7 +143,9 @@ export class PostgresStoreBackend implements StoreBackend {
 
   /** The store of one tenant; its writes check `fence` first when one is given. */
   tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<PostgresChangefeedStore> {
-    return Promise.resolve(new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence)));
+    return Promise.resolve(
+      new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence), this.requeueCounts),
+    );
   }
 
   async close(): Promise<void> {
@@ -166,6 +170,9 @@ function passwordOf(url: string): string | undefined {
     return undefined;
   }
 }
+
+/** How old a tenant's dead-letter re-queue count may be (its engine asks every 500 ms). */
+const REQUEUE_COUNT_MAX_AGE_MS = 400;
 
 /** Connections of the lease pool: a round's queries run one after another, and one spare. */
 export const LEASE_CONNECTIONS = 2;
