@@ -40,8 +40,12 @@ export async function runCommand(argv: string[]): Promise<number> {
   let daemon = new ChangefeedDaemon(main, { logger });
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
+  let shuttingDown = false;
   onShutdownSignals(
     async () => {
+      shuttingDown = true;
+      // First the daemon running now: a reload's start that waits for the store ends at once.
+      await daemon.stop();
       await reloading;
       await daemon.stop();
     },
@@ -62,6 +66,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       }
       logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
       await daemon.stop();
+      if (shuttingDown) return;
       daemon = new ChangefeedDaemon(next, { logger });
       await daemon.start();
     });

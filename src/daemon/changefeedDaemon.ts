@@ -2,20 +2,21 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
 import { readTenants } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
-import { ChangefeedError, describeError } from '../errors.js';
-import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
-import { ProcessMetrics } from '../observe/processMetrics.js';
+import { systemClock } from '../clock.js';
+import { ChangefeedError, describeError, isAbortError } from '../errors.js';
+import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
-import { storeLocation } from '../store/storeLocation.js';
+import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
 import { DEFAULT_TENANT, type Tenant } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
-import { routeTenantFeeds } from './tenantFeeds.js';
+import { serveProcessHealth } from './processHealth.js';
+import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
 import { TenantLeases } from './tenantLeases.js';
@@ -41,6 +42,10 @@ export class ChangefeedDaemon {
   private tenants: readonly Tenant<TenantConfig>[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
+  /** Opening the store at start, while it is under way or the database is awaited. */
+  private opening: StoreOpening | undefined;
+  /** Settles once start() has its health server and store, or gave up on them. */
+  private opened: Promise<void> | undefined;
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -68,25 +73,26 @@ export class ChangefeedDaemon {
     }
   }
 
+  /**
+   * Serves health first, then opens the store (waiting for a PostgreSQL that is down: StoreOpening)
+   * and starts the tenants. Resolves early, having started nothing, when stopped meanwhile.
+   */
   async start(): Promise<void> {
-    const supervisor = await this.open();
-    if (this.config.http.port !== null) {
-      const metrics = new ProcessMetrics(() => supervisor.runtimes.map((r) => r.metrics.registry), {
-        running: () => supervisor.runtimes.length,
-        failed: () => supervisor.startFailures.size,
-      });
-      this.healthServer = await startHealthServer(this.config.http, {
-        alive: () => !this.stopped && supervisor.runtimes.every((r) => r.alive),
-        readiness: () => this.readiness(),
-        metrics,
-        routes: (req, res) => routeTenantFeeds(req, res, (name) => supervisor.runtime(name)?.feed),
-      });
-      this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
+    const opening = this.serveAndOpen();
+    this.opened = opening.then(settled, settled);
+    let supervisor: TenantSupervisor;
+    try {
+      supervisor = await opening;
+    } catch (error) {
+      if (this.stopped && isAbortError(error)) return;
+      throw error;
     }
+    if (this.stopped) return;
     if (this.main.tenants.kind === 'main') {
       this.tenants = readTenants(this.main.tenants).tenants;
       if (!this.leases) for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
     } else await this.watchTenants(this.main.tenants);
+    if (this.stopped) return;
     this.leases?.start();
     this.options.logger.info(
       {
@@ -96,6 +102,20 @@ export class ChangefeedDaemon {
       },
       'changefeed running',
     );
+  }
+
+  private async serveAndOpen(): Promise<TenantSupervisor> {
+    // Before the store: while the database is unreachable /healthz says the process is fine (a
+    // restart would not help) and /readyz says what it waits for.
+    if (this.config.http.port !== null) {
+      this.healthServer = await serveProcessHealth(this.config.http, {
+        supervisor: () => this.tenantSupervisor,
+        stopped: () => this.stopped,
+        readiness: () => this.readiness(),
+      });
+      this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
+    }
+    return this.open({ retry: true });
   }
 
   /** Starts the tenants of the directory and follows its changes. */
@@ -116,7 +136,7 @@ export class ChangefeedDaemon {
 
   /** `run --once`: one sweep of every tenant's logs, then delivery of everything pending. */
   async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
-    const supervisor = await this.open();
+    const supervisor = await this.open({ retry: false });
     if (this.leases)
       throw new ChangefeedError(
         'USAGE',
@@ -146,6 +166,9 @@ export class ChangefeedDaemon {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.opening?.abort();
+    // What a start under way opens (at once if it waits for the store) must be there to be closed.
+    await this.opened;
     await this.watcher?.stop();
     await this.applying;
     if (this.leases) await this.leases.stop();
@@ -161,7 +184,9 @@ export class ChangefeedDaemon {
       runtimes: this.tenantSupervisor?.runtimes ?? [],
       startFailures: this.tenantSupervisor?.startFailures ?? new Map(),
       problems: this.report?.problems ?? [],
-      backendProblem: this.backend ? this.leases?.keeper.problem : 'the store is not open yet',
+      backendProblem: this.backend
+        ? this.leases?.keeper.problem
+        : (this.opening?.problem ?? 'the store is not open yet'),
     });
   }
 
@@ -188,13 +213,24 @@ export class ChangefeedDaemon {
     return this.only.ping();
   }
 
-  private async open(): Promise<TenantSupervisor> {
+  /** The store and the tenants' supervisor; `retry` (run, not run --once) waits for a database that is down. */
+  private async open(options: { retry: boolean }): Promise<TenantSupervisor> {
     if (this.backend === undefined) {
       const leaseMs = this.config.cluster.leaseSeconds * 1000;
-      this.backend = await openStoreBackend(this.config, {
-        applicationName: `changefeed ${this.config.cluster.instanceId}`,
-        idleInTransactionTimeoutMs: leaseMs,
-      });
+      const openOnce = (): Promise<StoreBackend> =>
+        openStoreBackend(this.config, {
+          applicationName: `changefeed ${this.config.cluster.instanceId}`,
+          idleInTransactionTimeoutMs: leaseMs,
+        });
+      if (options.retry) {
+        this.opening = new StoreOpening({
+          open: openOnce,
+          clock: this.options.clock ?? systemClock,
+          logger: this.options.logger,
+          location: describeStoreLocation(storeLocation(this.config, DEFAULT_TENANT)),
+        });
+        this.backend = await this.opening.open();
+      } else this.backend = await openOnce();
       const supervisor = this.supervisor(this.backend);
       if (this.backend instanceof PostgresStoreBackend)
         this.leases = new TenantLeases({
@@ -253,6 +289,8 @@ export class ChangefeedDaemon {
       );
   }
 }
+
+const settled = (): void => undefined;
 
 /** A config without tenants.dir: its tenant sections are the tenant `default`. */
 function asMainConfig(config: AppConfig): MainConfig {

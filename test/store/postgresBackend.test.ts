@@ -80,7 +80,7 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     ).rejects.toThrow(/sets options.*store\.schema/);
   });
 
-  it('says which database it cannot open, without its password', async () => {
+  it('says which database it cannot reach, without its password, as a failure that waiting may heal', async () => {
     const proxy = await startTcpProxy(POSTGRES_PORT);
     const port = proxy.port;
     await proxy.close();
@@ -88,9 +88,11 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
       url: `postgres://postgres:S3cretPW@127.0.0.1:${port}/test`,
       connectTimeoutMs: 2_000,
     });
-    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     const message = ((await opening.catch((e: unknown) => e)) as Error).message;
-    expect(message).toMatch(/^cannot open the store at postgres:\/\/<redacted>@127\.0\.0\.1:\d+\/test .*ECONNREFUSED/);
+    expect(message).toMatch(
+      /^PostgreSQL at postgres:\/\/<redacted>@127\.0\.0\.1:\d+\/test \(schema cf_test_\w+\) is unreachable: .*ECONNREFUSED/,
+    );
     expect(message).toMatch(/check store\.url and that the database is up$/);
     expect(message).not.toContain('S3cretPW');
   });
@@ -115,5 +117,25 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     expect(await elsewhere.deadLetters.requeueSink('a', T)).toBe(1);
     await until(async () => (await stores[7]!.deadLetters.requeueCount()) === 1, 10_000, 't-7 seeing its re-queue');
     expect(await stores[8]!.deadLetters.requeueCount()).toBe(0);
+  });
+
+  it('refuses at once, as nothing waiting would fix, a database that does not exist', async () => {
+    const opening = openBackend(freshSchema(), { url: 'postgres://postgres:S3cretPW@127.0.0.1:5432/does_not_exist' });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    const message = ((await opening.catch((e: unknown) => e)) as Error).message;
+    expect(message).toMatch(
+      /^cannot open the store at postgres:\/\/<redacted>@127\.0\.0\.1:5432\/does_not_exist .*database "does_not_exist" does not exist; check store\.url$/,
+    );
+    expect(message).not.toContain('S3cretPW');
+  });
+
+  it('names store.url when it is not a URL at all, without its password', async () => {
+    const opening = openBackend(freshSchema(), { url: 'postgres://postgres:S3cretPW@127.0.0.1:notaport/test' });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    const message = ((await opening.catch((e: unknown) => e)) as Error).message;
+    expect(message).toMatch(
+      /^store\.url postgres:\/\/<redacted>@127\.0\.0\.1:notaport\/test is not a valid URL; write postgres:/,
+    );
+    expect(message).not.toContain('S3cretPW');
   });
 });

@@ -16,6 +16,11 @@ export interface TcpProxy {
   freeze(): void;
   /** Forwards again what comes after (what was swallowed stays lost): the partition healed. */
   thaw(): void;
+  /**
+   * Accepts connections and closes each at once, before a byte is forwarded, while `on`: a server
+   * up but failing every session (a load balancer with no backend, a crashing server).
+   */
+  cutNewConnections(on: boolean): void;
   /** Bytes the client sent since the freeze, which went nowhere: shows that a write is under way. */
   readonly swallowed: number;
   /** Stops listening and cuts open connections: the broker looks down. */
@@ -29,12 +34,17 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   const sockets = new Set<Socket>();
   let accepted = 0;
   let frozen = false;
+  let cutting = false;
   let swallowed = 0;
   let server: Server | undefined;
   let port = 0;
   const listen = async (): Promise<void> => {
     const s = createServer((client) => {
       accepted++;
+      if (cutting) {
+        client.destroy();
+        return;
+      }
       const upstream = connect(targetPort, targetHost);
       sockets.add(client);
       sockets.add(upstream);
@@ -83,6 +93,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     },
     thaw: () => {
       frozen = false;
+    },
+    cutNewConnections: (on) => {
+      cutting = on;
     },
     stop,
     start: listen,

@@ -2,9 +2,9 @@ import pg from 'pg';
 import { redactUrlCredentials } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
-import { isStorageError } from '../storeHealth.js';
-import { isConnectionFailure } from './connectionFailure.js';
+import { StoreUnavailableError } from '../storeHealth.js';
 import { migrate } from './migrate.js';
+import { isRetryableOpenError } from './openFailure.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
 import { RequeueCounts } from './requeueCounts.js';
 import { PostgresStoreError } from './postgresStoreError.js';
@@ -74,9 +74,19 @@ export class PostgresStoreBackend implements StoreBackend {
     readonly schema: string,
   ) {}
 
-  /** Connects, creates the schema if missing and migrates it; STORE_ERROR when it cannot. */
+  /**
+   * Connects, creates the schema if missing and migrates it. When it cannot: STORE_UNAVAILABLE
+   * if waiting may help (the database is down, starting up, out of reach; isRetryableOpenError),
+   * which a daemon retries; STORE_ERROR otherwise, naming what to fix.
+   */
   static async open(location: PostgresLocation, options: PostgresBackendOptions = {}): Promise<PostgresStoreBackend> {
     const shown = redactUrlCredentials(location.url);
+    // node-postgres throws a bare "Invalid URL" TypeError from its constructors: say which setting.
+    if (searchParamsOf(location.url) === undefined)
+      throw new PostgresStoreError(
+        `store.url ${shown} is not a valid URL; write postgres://user:password@host:port/database ` +
+          '(percent-encode special characters of the password)',
+      );
     if (!SCHEMA_NAME.test(location.schema))
       throw new PostgresStoreError(`store.schema "${location.schema}" is not a lower-case SQL identifier`);
     // node-postgres lets the URL's parameters win over the pool's: an `options` there would
@@ -129,12 +139,15 @@ export class PostgresStoreBackend implements StoreBackend {
       await endPool(pool);
       await endPool(leasePool);
       if (error instanceof PostgresStoreError) throw error;
-      const hint =
-        isStorageError(error) || isConnectionFailure(error)
-          ? 'check store.url and that the database is up'
-          : 'check store.url';
+      const reason = (error as Error).message;
+      if (isRetryableOpenError(error))
+        throw new StoreUnavailableError(
+          `PostgreSQL at ${shown} (schema ${location.schema}) is unreachable: ${reason}; check store.url and that ` +
+            'the database is up',
+          error,
+        );
       throw new PostgresStoreError(
-        `cannot open the store at ${shown} (schema ${location.schema}): ${(error as Error).message}; ${hint}`,
+        `cannot open the store at ${shown} (schema ${location.schema}): ${reason}; check store.url`,
         error,
       );
     }

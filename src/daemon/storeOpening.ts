@@ -1,0 +1,103 @@
+import type { Logger } from 'pino';
+import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
+import type { Clock } from '../clock.js';
+import { AbortedError, describeError, errorCodeOf } from '../errors.js';
+import type { StoreBackend } from '../store/storeBackend.js';
+
+/**
+ * Waits between attempts: 0.5 to 1 s after the first failure, the ceiling doubling to 30 s. A
+ * database restarting comes back within seconds and is found then; one down for long costs an
+ * attempt per 15 s on average per replica, not a storm when it returns (full jitter).
+ */
+export const STORE_OPEN_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 30_000, minMs: 500 };
+
+export interface StoreOpeningOptions {
+  /** One attempt: STORE_UNAVAILABLE (the database is down or out of reach) is retried, anything else thrown. */
+  open: () => Promise<StoreBackend>;
+  /** Paces the retries and says how long until the next. */
+  clock: Clock;
+  logger: Logger;
+  /** Where the store is, without its password, for the log lines. */
+  location: string;
+  retry?: BackoffPolicy;
+  random?: () => number;
+}
+
+/**
+ * Opening the store at the start of `run`. A PostgreSQL down at start used to end the process
+ * (its supervisor restarting it over and over, each restart a cold start); now the daemon waits
+ * for it as it does when the database goes away later: it stays alive, /readyz names the problem,
+ * each failed attempt is logged, and the attempts back off. What waiting cannot fix (credentials,
+ * a missing database, a newer schema) is thrown at once. State: opening until `open` settles;
+ * `abort` (a stop) ends the wait at once, and a late attempt's store is closed, not leaked.
+ */
+export class StoreOpening {
+  private readonly stopController = new AbortController();
+  private failure: { attempts: number; message: string; retryAt: number } | undefined;
+
+  constructor(private readonly options: StoreOpeningOptions) {}
+
+  /** Why the store is not open yet, for /readyz; undefined before the first failure. */
+  get problem(): string | undefined {
+    if (!this.failure) return undefined;
+    const { attempts, message, retryAt } = this.failure;
+    const seconds = Math.max(0, Math.ceil((retryAt - this.options.clock.now()) / 1000));
+    return `${message}; retrying in ${seconds} s (after attempt ${attempts})`;
+  }
+
+  /** The open store; AbortedError once aborted; the first error that waiting cannot fix. */
+  async open(): Promise<StoreBackend> {
+    const { clock, logger, retry = STORE_OPEN_RETRY } = this.options;
+    const signal = this.stopController.signal;
+    for (let attempt = 1; ; attempt++) {
+      const attempted = this.options.open();
+      let retryAt: number;
+      try {
+        const backend = await untilAborted(attempted, signal);
+        // Opened just as the stop came: closed below, as an attempt that ends after the stop is.
+        if (signal.aborted) throw new AbortedError();
+        if (this.failure)
+          logger.info({ store: this.options.location, attempts: attempt }, 'the store answered; opened it');
+        this.failure = undefined;
+        return backend;
+      } catch (error) {
+        if (signal.aborted) {
+          // The attempt may still succeed: its connections must not outlive the stop.
+          attempted
+            .then(
+              (backend) => backend.close(),
+              () => undefined,
+            )
+            .catch(() => undefined);
+          throw new AbortedError('stopped while waiting for the store');
+        }
+        if (errorCodeOf(error) !== 'STORE_UNAVAILABLE') throw error;
+        const waitMs = backoffDelayMs(attempt, retry, this.options.random);
+        const message = (error as Error).message;
+        retryAt = clock.now() + waitMs;
+        this.failure = { attempts: attempt, message, retryAt };
+        logger.warn(
+          { store: this.options.location, attempt, retryInMs: waitMs, err: describeError(error) },
+          `the store cannot be opened yet; retrying in ${Math.ceil(waitMs / 1000)} s (not ready until it opens)`,
+        );
+      }
+      await clock.sleep(retryAt - clock.now(), signal);
+    }
+  }
+
+  /** Ends the wait (a stop): `open` rejects with AbortedError at once. */
+  abort(): void {
+    this.stopController.abort();
+  }
+}
+
+/** `promise`, or AbortedError as soon as `signal` aborts, whichever comes first. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(new AbortedError());
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+}
