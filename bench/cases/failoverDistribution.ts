@@ -166,6 +166,13 @@ export async function failoverDistribution(options: FailoverOptions): Promise<Fa
     const late = requestsAfterKill(record, killedId, killedAt);
     if (late > 0) problems.push(`${late} requests by ${killedId} after the kill`);
     for (const p of problems.slice(0, 20)) console.error(`failover bench: ${p}`);
+    // What the slowest tenant's new holder did first: where its first poll went.
+    const slowest = [...taken.values()].sort((a, b) => (b.firstPollAt ?? Infinity) - (a.firstPollAt ?? Infinity))[0];
+    const firsts = record.filter((r) => r.company === slowest?.company && r.at >= killedAt).slice(0, 4);
+    console.error(
+      `failover bench: slowest first poll, company ${slowest?.company}: ` +
+        firsts.map((r) => `${((r.at - killedAt) / 1000).toFixed(1)} s ${r.instanceId} ${r.path}`).join(', '),
+    );
 
     const rows = intervalRows(orphans, killedAt, taken, oldExpiry, reLeased);
     const wallS = (Date.now() - started) / 1000;
