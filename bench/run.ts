@@ -60,6 +60,16 @@ printTable('Scale: one process, 1,000 tenants (targets: RSS at most 500 MB, at m
   await tenantsScale({ tenants: 1_000, store: 'postgres', warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 }),
 ]);
 
+// Failover (issue 14): 3 replicas of the compiled daemon share 300 tenants on PostgreSQL with the
+// default lease; the one holding the most is killed with SIGKILL (docs/scaling.md).
+const { failoverDistribution } = await import('./cases/failoverDistribution.js');
+const failover = await failoverDistribution({ tenants: 300, replicas: 3, careers: 20, skills: 5, eventsPerHour: 60 });
+printTable(
+  'Scale: failover of 3 replicas, 300 tenants, kill -9 of the busiest (seconds, over its tenants)',
+  failover.distribution,
+);
+printTable('Scale: the failover run', [failover.run]);
+
 // Scheduling: the real poll loop, scheduler and read budget, three simulated days per row; then
 // the real daemon against the simulator over loopback HTTP, in virtual time.
 const { runSchedulingBench } = await import('./scheduling.js');
