@@ -184,6 +184,7 @@ export class ChangefeedDaemon {
       runtimes: this.tenantSupervisor?.runtimes ?? [],
       startFailures: this.tenantSupervisor?.startFailures ?? new Map(),
       problems: this.report?.problems ?? [],
+      isolated: this.main.tenants.kind === 'directory',
       backendProblem: this.backend
         ? this.leases?.keeper.problem
         : (this.opening?.problem ?? 'the store is not open yet'),

@@ -10,23 +10,37 @@ export interface TenantReadinessInputs {
   problems: readonly TenantProblem[];
   /** The store engine could not be opened or reached. */
   backendProblem: string | undefined;
+  /** Tenants from a directory: each one's checks are reported without deciding the instance's readiness. */
+  isolated: boolean;
 }
 
 /**
  * /readyz of the process: the store engine, then every running tenant's checks, named
  * `<tenant>/<check>` (the tenant `default` keeps the plain names of a daemon without tenants).
- * A tenant that failed to start makes the instance unready; an invalid tenant file does not (the
- * other tenants run, and the file is reported in the check's detail and in the logs).
+ *
+ * Without a tenants directory the one tenant's checks decide readiness, as they always did. With
+ * one they are advisory: reported with their reasons, but one company's revoked key, failing sink
+ * or tenant still starting after a takeover does not take the instance, and the feeds and metrics
+ * of every other tenant it serves, out of a Service. Each replica would fail alike (the tenant's
+ * lease moves on), so a single bad tenant would otherwise make every replica unready. An invalid
+ * tenant file never decides readiness either; only the process's own checks (the store engine,
+ * the leases) do.
  */
 export function tenantReadiness(r: TenantReadinessInputs): ReadinessCheck[] {
   const checks: ReadinessCheck[] = [];
   if (r.backendProblem !== undefined) checks.push({ name: 'store', ok: false, detail: r.backendProblem });
   for (const runtime of r.runtimes) {
     const prefix = runtime.tenant === DEFAULT_TENANT ? '' : `${runtime.tenant}/`;
-    for (const check of runtime.readiness()) checks.push({ ...check, name: `${prefix}${check.name}` });
+    for (const check of runtime.readiness())
+      checks.push({ ...check, name: `${prefix}${check.name}`, ...(r.isolated ? { advisory: true } : {}) });
   }
   for (const [tenant, problem] of r.startFailures)
-    checks.push({ name: `${tenant}/start`, ok: false, detail: `did not start: ${problem}` });
+    checks.push({
+      name: `${tenant}/start`,
+      ok: false,
+      detail: `did not start: ${problem}`,
+      ...(r.isolated ? { advisory: true } : {}),
+    });
   if (r.problems.length > 0)
     checks.push({
       name: 'tenants',

@@ -45,6 +45,8 @@ export interface ReadinessCheck {
   name: string;
   ok: boolean;
   detail?: string;
+  /** Reported, failing or not, without deciding readiness (one tenant's checks among many). */
+  advisory?: boolean;
 }
 
 export interface HealthSource {
@@ -84,7 +86,7 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
     }
     if (path === '/readyz') {
       const checks = source.readiness();
-      const ready = checks.every((c) => c.ok);
+      const ready = checks.every((c) => c.ok || c.advisory === true);
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ready, checks }));
       return;
     }
