@@ -6,19 +6,21 @@ import { ChangefeedError } from '../errors.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
-import { loadReplayConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 
-export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--queue-only]
+export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--tenant NAME] [--queue-only]
   Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
   any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
   times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
-  is running (two processes delivering to one sink at once would not keep per-object order).`;
+  is running (two processes delivering to one sink at once would not keep per-object order).
+  With tenants.dir, --tenant names the tenant.`;
 
 export async function replayCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       config: { type: 'string', short: 'c' },
+      tenant: { type: 'string' },
       sink: { type: 'string' },
       since: { type: 'string' },
       until: { type: 'string' },
@@ -27,7 +29,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const { config } = loadReplayConfig({ configFlag: values.config });
+  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'replay');
   const sinkConfig = config.sinks.find((s) => s.name === values.sink);
   if (!sinkConfig)
     throw new ChangefeedError(
@@ -38,7 +40,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const until = parseTime('--until', values.until, false);
   if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
-  return withExistingStore(config, {}, async (store) => {
+  return withExistingStore(config, { tenant }, async (store) => {
     await store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
       Date.now(),
