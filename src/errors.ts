@@ -38,6 +38,7 @@ export const ERROR_CODES = [
   'TENANT_DUPLICATE_API_KEY',
   'TENANTS_DIR_UNREADABLE',
   'LEASE_LOST',
+  'LEASE_HELD',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -1,30 +1,34 @@
 import { parseArgs } from 'node:util';
 import { type CheckResult, formatCheck } from './checkResult.js';
 import { checkFeed } from './feedCheck.js';
-import { loadAppConfig } from './loadAppConfig.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 import { checkConfiguredIds, checkDiscoveryLists, checkPing } from './serviceChecks.js';
 import { openServiceSession } from './serviceSession.js';
 import { checkSinks } from './sinkChecks.js';
 
-export const CHECK_USAGE = `changefeed check [--config FILE] [--no-ids] [--probe-sinks]
+export const CHECK_USAGE = `changefeed check [--config FILE] [--tenant NAME] [--no-ids] [--probe-sinks]
   Validates the configuration, pings the service, reads each configured career and skill log once
   (--no-ids skips these reads), reads one page of each list discovery uses, and connects to every
   sink (--probe-sinks also sends each webhook one signed test event). One line per check; exits 1
-  on any problem. The reads it spends from the key's bucket are counted and shown.`;
+  on any problem. The reads it spends from the key's bucket are counted and shown. With
+  tenants.dir, --tenant names the tenant checked: its file, its key, its watch set and sinks.`;
 
 export async function checkCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       config: { type: 'string', short: 'c' },
+      tenant: { type: 'string' },
       'no-ids': { type: 'boolean', default: false },
       'probe-sinks': { type: 'boolean', default: false },
     },
     strict: true,
   });
-  const { config, file } = loadAppConfig({ configFlag: values.config });
+  const { config, file, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'full');
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
-  out(`config ${file ?? '(defaults and environment only)'} is valid`);
+  const of = tenant === DEFAULT_TENANT ? '' : `of tenant ${tenant} `;
+  out(`config ${of}${file ?? '(defaults and environment only)'} is valid`);
   out(`  service: ${config.api.baseUrl}`);
   out(
     `  watching: careers ${describeSet(config.watch.careers)}, skills ${describeSet(config.watch.skills)}, ` +

@@ -1,22 +1,41 @@
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
+import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
+import { takeCommandLease } from './commandLease.js';
+
+/** How a command holds the tenant's lease on a shared store (`takeCommandLease`). */
+export interface StoreLeaseOptions {
+  /** Names the holder in the lease table (`tenants list` shows it). */
+  command: string;
+  leaseMs: number;
+}
 
 /**
  * Runs `use` with the store of one tenant, which a daemon must have created: on SQLite a missing
  * file is STORE_MISSING (exit 1) naming the path and the stateDir, rather than a new empty store.
- * `readonly` opens it beside a running daemon without taking part in its writes. The store and
+ * `readonly` opens it beside a running daemon without taking part in its writes. With `lease`, on
+ * a PostgreSQL store, the command holds the tenant's lease while `use` runs and its writes are
+ * fenced by it; `lost` then settles if the lease runs out (on SQLite there is none). The store and
  * its engine are closed afterwards, whatever `use` does.
  */
 export async function withExistingStore<T>(
   config: { stateDir: string; store: StoreConfig },
-  options: { readonly?: boolean; tenant?: string | undefined },
-  use: (store: ChangefeedStore) => Promise<T>,
+  options: { readonly?: boolean; tenant?: string | undefined; lease?: StoreLeaseOptions },
+  use: (store: ChangefeedStore, lease: { lost: Promise<string> } | undefined) => Promise<T>,
 ): Promise<T> {
+  const tenant = options.tenant ?? DEFAULT_TENANT;
   const backend = await openStoreBackend(config, { readonly: options.readonly ?? false, mustExist: true });
   try {
-    return await use(await backend.tenantStore(options.tenant ?? DEFAULT_TENANT));
+    if (!options.lease || !(backend instanceof PostgresStoreBackend))
+      return await use(await backend.tenantStore(tenant), undefined);
+    const lease = await takeCommandLease(backend, tenant, options.lease);
+    try {
+      return await use(await backend.tenantStore(tenant, { fence: lease.fence }), lease);
+    } finally {
+      await lease.release();
+    }
   } finally {
     await backend.close();
   }

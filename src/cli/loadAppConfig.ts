@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { readTenants } from '../config/readTenants.js';
 import { ChangefeedError } from '../errors.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
@@ -78,21 +79,47 @@ function sources(args: ConfigArgs, file: string | undefined) {
   };
 }
 
-/**
- * The config of one tenant for a command that reads its store (`status`, `dead-letters`,
- * `quarantine`): without `tenants.dir` and `--tenant`, as loadInspectionConfig; otherwise the
- * tenant's file merged over the main config, validated as the daemon would. USAGE names the
- * tenants there are when `--tenant` is missing or unknown.
- */
-export function loadTenantInspectionConfig(args: ConfigArgs & { tenant?: string | undefined }): {
-  config: InspectionConfig;
+/** What a command validates of a tenant's config without tenants.dir (with it, the daemon's validation). */
+export interface TenantConfigViews {
+  /** Reads the store only: no credential, sinks by name and type (`status`, `plan` without discovery). */
+  inspection: InspectionConfig;
+  /** Delivers from the store without polling: the sinks in full, no credential (`replay`). */
+  replay: ReplayConfig;
+  /** Calls the service with the tenant's key (`check`, `watch retry`, `plan`'s discovery). */
+  full: AppConfig;
+}
+
+const LOADERS: { [V in keyof TenantConfigViews]: (args: ConfigArgs) => { config: TenantConfigViews[V] } } = {
+  inspection: loadInspectionConfig,
+  replay: loadReplayConfig,
+  full: loadAppConfig,
+};
+
+/** One tenant's config for a command, and where it came from. */
+export interface LoadedTenantConfig<C> {
+  config: C;
   tenant: string;
-} {
-  // Without tenants.dir the one tenant is read as before, without a credential.
-  if (tenantsDirOf(sources(args, configFile(args))) === undefined) {
+  /** The tenant's file, or the main config file (undefined: defaults and environment only). */
+  file: string | undefined;
+}
+
+/**
+ * The config of one tenant for a command that reads or acts on its store or calls the service
+ * with its key: without `tenants.dir` and `--tenant`, the main config loaded as `view` says;
+ * otherwise the tenant's file merged over the main config, validated as the daemon would (so
+ * with the tenant's own key, never the main file's). USAGE names the tenants there are when
+ * `--tenant` is missing or unknown, and the tenant and its file when that file is invalid.
+ */
+export function loadTenantConfig<V extends keyof TenantConfigViews>(
+  args: ConfigArgs & { tenant?: string | undefined },
+  view: V,
+): LoadedTenantConfig<TenantConfigViews[V]> {
+  const file = configFile(args);
+  // Without tenants.dir the one tenant is read as before, without a credential unless `view` needs it.
+  if (tenantsDirOf(sources(args, file)) === undefined) {
     if (args.tenant !== undefined && args.tenant !== DEFAULT_TENANT)
       throw new ChangefeedError('USAGE', `no tenant "${args.tenant}": without tenants.dir the only tenant is default`);
-    return { config: loadInspectionConfig(args).config, tenant: DEFAULT_TENANT };
+    return { config: LOADERS[view](args).config, tenant: DEFAULT_TENANT, file };
   }
   const { main } = loadTenantedConfig(args);
   const set = readTenants(main.tenants);
@@ -102,10 +129,22 @@ export function loadTenantInspectionConfig(args: ConfigArgs & { tenant?: string 
   const tenant = set.tenants.find((t) => t.name === args.tenant);
   if (!tenant) {
     const problem = set.problems.find((p) => p.tenant === args.tenant);
+    const dir = main.tenants.kind === 'directory' ? main.tenants.dir : '';
     throw new ChangefeedError(
       'USAGE',
-      problem ? `tenant ${args.tenant}: ${problem.message}` : `no tenant "${args.tenant}" (tenants: ${names})`,
+      problem
+        ? `tenant ${args.tenant}: ${problem.message}`
+        : `no tenant "${args.tenant}": no file ${join(dir, `${args.tenant}.yaml`)} (or .yml) (tenants: ${names})`,
     );
   }
-  return { config: { ...main.process, ...tenant.config }, tenant: tenant.name };
+  // The tenant file was validated in full (tenantConfigSchema), which every view accepts.
+  const config = { ...main.process, ...tenant.config } as TenantConfigViews[V];
+  return { config, tenant: tenant.name, file: tenant.file };
+}
+
+/** loadTenantConfig for the commands that only read the store (`status`, `dead-letters`, `quarantine`). */
+export function loadTenantInspectionConfig(
+  args: ConfigArgs & { tenant?: string | undefined },
+): LoadedTenantConfig<InspectionConfig> {
+  return loadTenantConfig(args, 'inspection');
 }

@@ -6,16 +6,18 @@ import { RateEstimator } from '../schedule/rateEstimator.js';
 import { emptyRateState, type RateState } from '../schedule/rateState.js';
 import { priorsByKind } from '../schedule/sessionPrior.js';
 import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { withExistingStore } from './existingStore.js';
 import { errorCodeOf } from '../errors.js';
-import { loadInspectionConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
 
-export const PLAN_USAGE = `changefeed plan [--config FILE] [--json] [--no-discover]
+export const PLAN_USAGE = `changefeed plan [--config FILE] [--tenant NAME] [--json] [--no-discover]
   Prints, without polling, the requests per hour the scheduler would spend and the expected mean
   and p95 detection delay for the watched logs, from the rates learned so far (or the prior). With
   discovery on and none recorded in the store, it first reads the discovery lists (shown against
-  the budget; needs the key), unless --no-discover, which plans the configured logs only.`;
+  the budget; needs the tenant's key), unless --no-discover, which plans the configured logs only.
+  With tenants.dir, --tenant names the tenant whose store, budget and key are used.`;
 
 interface PlannedLog {
   log: LogKind;
@@ -26,6 +28,8 @@ interface PlannedLog {
 }
 
 export interface PlanReport {
+  /** The tenant planned (`default` without tenants.dir). */
+  tenant: string;
   /** The exponent of the allocation (0 for round-robin; `auto` resolved for the current rates). */
   alpha: number;
   watchedLogs: number;
@@ -45,17 +49,19 @@ export async function planCommand(argv: string[]): Promise<number> {
     args: argv,
     options: {
       config: { type: 'string', short: 'c' },
+      tenant: { type: 'string' },
       json: { type: 'boolean', default: false },
       'no-discover': { type: 'boolean', default: false },
     },
     strict: true,
   });
-  const { config } = loadInspectionConfig({ configFlag: values.config });
+  const args = { configFlag: values.config, tenant: values.tenant };
+  const { config, tenant } = loadTenantConfig(args, 'inspection');
   const { watch, budget } = config;
   const schedule = watch.schedule;
   const logs: Array<{ log: LogKind; objectId: string; state: RateState; cost: number }> = [];
   let discoveredInStore = false;
-  await withExistingStore(config, { readonly: true }, async (store) => {
+  await withExistingStore(config, { readonly: true, tenant }, async (store) => {
     discoveredInStore = (await store.getMeta(LAST_DISCOVERY_KEY)) !== undefined;
     const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
     for (const w of (await store.watchedLogs.list()).filter((l) => l.status === 'active')) {
@@ -90,7 +96,8 @@ export async function planCommand(argv: string[]): Promise<number> {
     watch,
     discoveredInStore,
     skip: values['no-discover'],
-    configFlag: values.config,
+    // Only now is the key needed: a plan from the store alone runs where the key is not mounted.
+    loadConfig: () => loadTenantConfig(args, 'full').config,
   });
   if (discovery.state === 'read') {
     const known = new Set(logs.map((l) => logKey(l)));
@@ -128,6 +135,7 @@ export async function planCommand(argv: string[]): Promise<number> {
     learned: l.state.updatedAt !== null,
   }));
   const report: PlanReport = {
+    tenant,
     alpha,
     watchedLogs: logs.length,
     learnedLogs: planned.filter((p) => p.learned).length,
@@ -152,7 +160,7 @@ const round = (x: number): number => (Number.isFinite(x) ? Math.round(x * 100) /
 
 function formatPlan(r: PlanReport, policy: string): string {
   const lines = [
-    `plan (${policy}, alpha ${r.alpha}) for ${r.watchedLogs} watched logs, ${r.learnedLogs} with learned rates (the others use the prior)`,
+    `plan${r.tenant === DEFAULT_TENANT ? '' : ` of tenant ${r.tenant}`} (${policy}, alpha ${r.alpha}) for ${r.watchedLogs} watched logs, ${r.learnedLogs} with learned rates (the others use the prior)`,
     `  allowance:           ${r.allowancePerHour} requests/h (cap less reserve)`,
     `  expected requests:   ${r.expectedRequestsPerHour} /h, of which discovery ${r.discoveryRequestsPerHour} /h`,
     `  expected delay:      mean ${r.expectedMeanDelayMinutes} min, p95 ${r.expectedP95DelayMinutes} min (Poisson changes, regular polls)`,

@@ -1,7 +1,7 @@
 import { readAllIds } from '../api/listReader.js';
 import type { WatchConfig } from '../poll/watchConfig.js';
 import { discoveryLists } from '../poll/watchRegistry.js';
-import { loadAppConfig } from './loadAppConfig.js';
+import type { AppConfig } from '../config/appConfigSchema.js';
 import { openServiceSession } from './serviceSession.js';
 
 /** What `plan` learned about discovered objects, for its report. */
@@ -20,12 +20,13 @@ export async function discoverForPlan(args: {
   watch: WatchConfig;
   discoveredInStore: boolean;
   skip: boolean;
-  configFlag: string | undefined;
+  /** The config with the key of the tenant planned (`plan --tenant`), loaded only if the lists are read. */
+  loadConfig: () => AppConfig;
 }): Promise<PlanDiscovery> {
   if (discoveryLists(args.watch).length === 0) return { state: 'off' };
   if (args.discoveredInStore) return { state: 'from-store' };
   if (args.skip) return { state: 'skipped', reason: '--no-discover' };
-  const { config } = loadAppConfig({ configFlag: args.configFlag });
+  const config = args.loadConfig();
   const session = openServiceSession(config);
   try {
     const found: { career: string[]; skill: string[] } = { career: [], skill: [] };

@@ -2,23 +2,27 @@ import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
+import { LeaseLostError } from '../cluster/writeFence.js';
 import { ChangefeedError } from '../errors.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
-import { loadReplayConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 
-export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--queue-only]
+export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--tenant NAME] [--queue-only]
   Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
   any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
   times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
-  is running (two processes delivering to one sink at once would not keep per-object order).`;
+  is running (two processes delivering to one sink at once would not keep per-object order).
+  With tenants.dir, --tenant names the tenant. On a PostgreSQL store, delivering takes the tenant's
+  lease for the run and is refused (LEASE_HELD) while a replica holds it; --queue-only never is.`;
 
 export async function replayCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       config: { type: 'string', short: 'c' },
+      tenant: { type: 'string' },
       sink: { type: 'string' },
       since: { type: 'string' },
       until: { type: 'string' },
@@ -27,7 +31,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const { config } = loadReplayConfig({ configFlag: values.config });
+  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'replay');
   const sinkConfig = config.sinks.find((s) => s.name === values.sink);
   if (!sinkConfig)
     throw new ChangefeedError(
@@ -38,7 +42,10 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const until = parseTime('--until', values.until, false);
   if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
-  return withExistingStore(config, {}, async (store) => {
+  // Queuing is one idempotent statement the lease holder picks up; delivering makes this process
+  // a second deliverer of the tenant, so on a shared store it must hold the lease (commandLease.ts).
+  const lease = values['queue-only'] ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };
+  return withExistingStore(config, { tenant, ...(lease ? { lease } : {}) }, async (store, held) => {
     await store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
       Date.now(),
@@ -55,8 +62,15 @@ export async function replayCommand(argv: string[]): Promise<number> {
       [{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }],
       { store, clock: systemClock, logger },
     );
-    const [report] = await engine.drain(Date.now() + 3_600_000);
-    await engine.stop();
+    const lost = held?.lost.then((reason) => {
+      throw new LeaseLostError(tenant, reason);
+    });
+    let report;
+    try {
+      [report] = await Promise.race([engine.drain(Date.now() + 3_600_000), ...(lost ? [lost] : [])]);
+    } finally {
+      await engine.stop();
+    }
     process.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
     return report?.drained ? 0 : 1;
   });

@@ -2,13 +2,14 @@ import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { readActivityPage } from '../api/activityReader.js';
 import { ChangefeedError, describeError, errorCodeOf } from '../errors.js';
-import { loadAppConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 import { openServiceSession } from './serviceSession.js';
 
-export const WATCH_USAGE = `changefeed watch retry [--config FILE] <career|skill> <ID>
+export const WATCH_USAGE = `changefeed watch retry [--config FILE] [--tenant NAME] <career|skill> <ID>
   Re-checks a career or skill marked gone (the service answered 404) with one read of its log. If
   the service answers now, the log is watched again from where its cursor stopped (a running daemon
-  picks it up within 30 s); if it still answers 404, nothing changes and the exit code is 1.`;
+  picks it up within 30 s); if it still answers 404, nothing changes and the exit code is 1.
+  With tenants.dir, --tenant names the tenant: its store, and its key for the read.`;
 
 /** `watch retry`: the way back for a log marked gone, which is otherwise never polled again. */
 export async function watchCommand(argv: string[]): Promise<number> {
@@ -16,7 +17,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   if (action !== 'retry') throw new ChangefeedError('USAGE', `expected "retry"\n\n${WATCH_USAGE}`);
   const { values, positionals } = parseArgs({
     args: rest,
-    options: { config: { type: 'string', short: 'c' } },
+    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' } },
     allowPositionals: true,
     strict: true,
   });
@@ -24,8 +25,9 @@ export async function watchCommand(argv: string[]): Promise<number> {
   if ((log !== 'career' && log !== 'skill') || objectId === undefined || objectId === '' || extra.length > 0) {
     throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
   }
-  const { config } = loadAppConfig({ configFlag: values.config });
-  return withExistingStore(config, {}, async (store) => {
+  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'full');
+  // The status flip is one statement a lease holder picks up like a running daemon (docs/operations.md).
+  return withExistingStore(config, { tenant }, async (store) => {
     const session = openServiceSession(config);
     const out = (line: string): boolean => process.stdout.write(`${line}\n`);
     try {

@@ -1,0 +1,66 @@
+import { hostname } from 'node:os';
+import { LeaseTable } from '../cluster/leaseTable.js';
+import { databaseFence, type WriteFence } from '../cluster/writeFence.js';
+import { ChangefeedError } from '../errors.js';
+import type { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
+
+/** A tenant's lease taken by a command for as long as it runs. */
+export interface CommandLease {
+  /** Fences every write of the command's store of the tenant, as a replica's are. */
+  readonly fence: WriteFence;
+  /** Settles with the reason when the lease could not be renewed: the command must stop writing. */
+  readonly lost: Promise<string>;
+  /** Stops renewing and gives the lease up at once, so a replica takes the tenant at its next round. */
+  release(): Promise<void>;
+}
+
+/**
+ * Makes a command the tenant's one writer on a shared store, as a replica is while it holds the
+ * lease: a command that delivers from the outbox beside the holder would send the same rows twice
+ * and out of order, and its acks would be unfenced. The lease is taken only if no one holds it
+ * (LEASE_HELD names the holder otherwise), renewed every third of `leaseMs`, and released when the
+ * command ends. Replicas never take a lease that is validly held, even by a holder that is not a
+ * replica, so the tenant is not polled meanwhile; if the command dies the lease expires after
+ * `leaseMs` like a crashed replica's.
+ */
+export async function takeCommandLease(
+  backend: PostgresStoreBackend,
+  tenant: string,
+  options: { leaseMs: number; command: string },
+): Promise<CommandLease> {
+  const table = new LeaseTable(backend.leasePool, { leaseMs: options.leaseMs });
+  const holder = `${options.command}@${hostname()}-${process.pid}`;
+  const granted = await table.acquire(tenant, holder);
+  if (!granted) {
+    const lease = (await table.list()).find((l) => l.tenant === tenant);
+    throw new ChangefeedError(
+      'LEASE_HELD',
+      `tenant "${tenant}" is leased by ${lease?.holder ?? 'another replica'}, which delivers its outbox; ` +
+        `queue for it with --queue-only instead, or stop the replicas first`,
+    );
+  }
+  const claim = { tenant, holder, epoch: granted.epoch };
+  let reportLost: (reason: string) => void = () => undefined;
+  const lost = new Promise<string>((resolve) => (reportLost = resolve));
+  // A renewal that fails for want of the database is tried again at the next tick; the database
+  // fence refuses every write meanwhile if the lease does run out.
+  const timer = setInterval(
+    () => {
+      table.renew(holder, [claim]).then(
+        (renewed) => {
+          if (renewed.length === 0) reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
+        },
+        () => undefined,
+      );
+    },
+    Math.max(1, Math.floor(options.leaseMs / 3)),
+  );
+  return {
+    fence: databaseFence(claim),
+    lost,
+    release: async () => {
+      clearInterval(timer);
+      await table.release(tenant, holder, claim.epoch).catch(() => undefined);
+    },
+  };
+}
