@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import type { Simulator } from '../../src/simulator/index.js';
-import { startDaemonProcess, type DaemonProcess } from '../support/daemonProcess.js';
+import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
+import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { skipOrFail } from '../support/requiredBinary.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -21,6 +23,10 @@ export interface ReplicaSet {
   readonly replicas: Map<string, DaemonProcess>;
   start(instanceId: string): DaemonProcess;
   tenantName(company: number): string;
+  /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
+  writeTenantFile(company: number): void;
+  /** Removes the tenant file of `company`. */
+  removeTenantFile(company: number): void;
   eventsFile(company: number): string;
   /** Tenant -> holder of an unexpired lease, from the lease table. */
   holders(): Promise<Map<string, string>>;
@@ -45,15 +51,16 @@ export function startReplicaSet(
   mkdirSync(tenantsDir);
   const tenantName = (company: number): string => `company-${String(company).padStart(3, '0')}`;
   const eventsFile = (company: number): string => join(dir, `${tenantName(company)}.jsonl`);
-  for (let company = 0; company < options.companies; company++) {
+  const tenantFile = (company: number): string => join(tenantsDir, `${tenantName(company)}.yaml`);
+  const writeTenantFile = (company: number): void =>
     writeFileSync(
-      join(tenantsDir, `${tenantName(company)}.yaml`),
+      tenantFile(company),
       [
         `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
         `sinks: [{ name: out, type: file, path: "${eventsFile(company)}" }]`,
       ].join('\n'),
     );
-  }
+  for (let company = 0; company < options.companies; company++) writeTenantFile(company);
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
     config,
@@ -76,6 +83,8 @@ export function startReplicaSet(
     replicas,
     tenantName,
     eventsFile,
+    writeTenantFile,
+    removeTenantFile: (company) => rmSync(tenantFile(company)),
     start(instanceId) {
       const replica = startDaemonProcess(['--config', config], {
         CHANGEFEED_INSTANCE_ID: instanceId,
@@ -106,4 +115,45 @@ export function startReplicaSet(
       await dropSchema(admin, schema).catch(() => undefined);
     },
   };
+}
+
+/** On a failed test, each replica's log: the tail printed, all of it in a file under the temp dir. */
+export function printLogsOf(set: ReplicaSet | undefined, prefix: string): void {
+  for (const [id, replica] of set?.replicas ?? []) {
+    const file = join(tmpdir(), `${prefix}-${process.pid}-${id}.log`);
+    writeFileSync(file, replica.logs());
+    console.log(`--- ${id} (all of it in ${file})\n${replica.logs().slice(-3000)}`);
+  }
+}
+
+/** Two new entries in the first career of every company, performed now. */
+export function writeRound(simulator: Simulator): void {
+  for (const company of simulator.companies)
+    company.appendEntries('career', company.careerIds[0]!, [{ event: 'level_added' }, { event: 'level_added' }]);
+}
+
+/** Waits until every entry of the first `companies` companies is in its tenant's file sink. */
+export async function everythingDelivered(
+  replicas: ReplicaSet,
+  simulator: Simulator,
+  companies = simulator.companies.length,
+): Promise<void> {
+  await until(
+    () =>
+      simulator.companies.slice(0, companies).every((company, i) => {
+        const delivered = new Set(deliveredIds(replicas, i));
+        return expectedEventIds(company).every((id) => delivered.has(id));
+      }),
+    120_000,
+    'every entry of every company delivered',
+  );
+}
+
+/** The event ids in `company`'s file sink, in the order written (none while the file is missing). */
+export function deliveredIds(replicas: ReplicaSet, company: number): string[] {
+  try {
+    return deliveredEvents(replicas.dir, `${replicas.tenantName(company)}.jsonl`).map((e) => e.id);
+  } catch {
+    return [];
+  }
 }
