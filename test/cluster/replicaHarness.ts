@@ -43,7 +43,16 @@ export async function connectAdmin(what: string): Promise<pg.Client | undefined>
 export function startReplicaSet(
   admin: pg.Client,
   simulator: Simulator,
-  options: { leaseSeconds: number; companies: number },
+  options: {
+    leaseSeconds: number;
+    companies: number;
+    /**
+     * Each tenant's read budget per hour, spent round-robin over its logs from the start, however
+     * quiet. By default the budget is spent adaptively and a newly discovered log is first polled
+     * within a minute (watch.schedule.firstPollWithinSeconds), so a quiet log is polled seldom.
+     */
+    readsPerHour?: number;
+  },
 ): ReplicaSet {
   const dir = makeTempDir();
   const schema = `cf_test_${randomBytes(6).toString('hex')}`;
@@ -58,6 +67,12 @@ export function startReplicaSet(
       [
         `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
         `sinks: [{ name: out, type: file, path: "${eventsFile(company)}" }]`,
+        ...(options.readsPerHour
+          ? [
+              `budget: { readsPerHour: ${options.readsPerHour}, reserve: 0 }`,
+              'watch: { schedule: { policy: round-robin, firstPollWithinSeconds: 0 } }',
+            ]
+          : []),
       ].join('\n'),
     );
   for (let company = 0; company < options.companies; company++) writeTenantFile(company);

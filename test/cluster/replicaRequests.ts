@@ -47,3 +47,14 @@ export function overlaps(simulator: Simulator, leaseSeconds: number): string[] {
   }
   return found;
 }
+
+/** When each replica acquired which tenant, from its "lease acquired" log lines. */
+export function acquisitions(logs: ReadonlyMap<string, string>): { instanceId: string; tenant: string; at: number }[] {
+  const found: { instanceId: string; tenant: string; at: number }[] = [];
+  for (const [instanceId, text] of logs)
+    for (const m of text.matchAll(/^.*"msg":"lease acquired.*$/gm)) {
+      const line = JSON.parse(m[0]) as { time: number; tenant: string };
+      found.push({ instanceId, tenant: line.tenant, at: line.time });
+    }
+  return found.sort((a, b) => a.at - b.at);
+}
