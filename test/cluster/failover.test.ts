@@ -1,15 +1,13 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { duplicatesOf } from '../support/daemonHarness.js';
 import { runCli, until } from '../support/daemonProcess.js';
-import { startTestSimulator } from '../support/testSimulator.js';
 import {
   connectAdmin,
   deliveredIds,
   everythingDelivered,
-  printLogsOf,
+  simulatedCompanies,
   startReplicaSet,
   writeRound,
-  type ReplicaSet,
 } from './replicaHarness.js';
 import { overlaps } from './replicaRequests.js';
 
@@ -17,29 +15,14 @@ const admin = await connectAdmin('replica failover tests need PostgreSQL');
 const LEASE_SECONDS = 6;
 const COMPANIES = 30;
 
-let set: ReplicaSet | undefined;
-afterEach(async (context) => {
-  // A failure is explained by what the replicas logged.
-  if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-failover');
-  await set?.close();
-  set = undefined;
-});
 afterAll(async () => {
   await admin?.end();
 });
 
 describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
   it('a replica killed with SIGKILL: its tenants poll again elsewhere within 30 s, nothing missing, no overlap', async () => {
-    const simulator = await startTestSimulator({
-      seed: 31,
-      companies: COMPANIES,
-      careers: 2,
-      skills: 1,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
-    set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: COMPANIES });
+    const simulator = await simulatedCompanies(31, COMPANIES);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: COMPANIES });
     for (const id of ['replica-a', 'replica-b', 'replica-c']) set.start(id);
     const replicas = set;
     await until(async () => (await replicas.holders()).size === COMPANIES, 90_000, 'every tenant leased');
@@ -120,16 +103,8 @@ describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
   }, 300_000);
 
   it('a replica paused (SIGSTOP) for two leases writes nothing once resumed, and nothing is lost', async () => {
-    const simulator = await startTestSimulator({
-      seed: 32,
-      companies: 12,
-      careers: 2,
-      skills: 1,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
-    set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 12 });
+    const simulator = await simulatedCompanies(32, 12);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 12 });
     for (const id of ['replica-a', 'replica-b']) set.start(id);
     const replicas = set;
     await until(

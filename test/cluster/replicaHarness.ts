@@ -3,11 +3,13 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { afterEach } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
 import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { skipOrFail } from '../support/requiredBinary.js';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 /**
@@ -38,6 +40,29 @@ export async function connectAdmin(what: string): Promise<pg.Client | undefined>
   if ('client' in connected) return connected.client;
   skipOrFail(what, connected.reason);
   return undefined;
+}
+
+const running: ReplicaSet[] = [];
+// As testSimulator.ts does for simulators: every set is closed after its test, and its replicas'
+// logs shown first when the test failed (they explain it).
+afterEach(async (context) => {
+  for (const set of running.splice(0)) {
+    if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-replicas');
+    await set.close();
+  }
+});
+
+/** The simulated service of the replica tests: companies of two careers and a skill, no history, reads unlimited. */
+export function simulatedCompanies(seed: number, companies: number): Promise<Simulator> {
+  return startTestSimulator({
+    seed,
+    companies,
+    careers: 2,
+    skills: 1,
+    eventsPerHour: 0,
+    historyHours: 0,
+    readsPerHour: 1_000_000,
+  });
 }
 
 export function startReplicaSet(
@@ -90,7 +115,7 @@ export function startReplicaSet(
     ].join('\n'),
   );
   const replicas = new Map<string, DaemonProcess>();
-  return {
+  const set: ReplicaSet = {
     dir,
     schema,
     config,
@@ -130,11 +155,13 @@ export function startReplicaSet(
       await dropSchema(admin, schema).catch(() => undefined);
     },
   };
+  running.push(set);
+  return set;
 }
 
-/** On a failed test, each replica's log: the tail printed, all of it in a file under the temp dir. */
-export function printLogsOf(set: ReplicaSet | undefined, prefix: string): void {
-  for (const [id, replica] of set?.replicas ?? []) {
+/** Each replica's log: the tail printed, all of it in a file under the temp dir. */
+function printLogsOf(set: ReplicaSet, prefix: string): void {
+  for (const [id, replica] of set.replicas) {
     const file = join(tmpdir(), `${prefix}-${process.pid}-${id}.log`);
     writeFileSync(file, replica.logs());
     console.log(`--- ${id} (all of it in ${file})\n${replica.logs().slice(-3000)}`);

@@ -1,12 +1,11 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { duplicatesOf, expectedEventIds } from '../support/daemonHarness.js';
 import { until } from '../support/daemonProcess.js';
-import { startTestSimulator } from '../support/testSimulator.js';
 import {
   connectAdmin,
   deliveredIds,
   everythingDelivered,
-  printLogsOf,
+  simulatedCompanies,
   startReplicaSet,
   writeRound,
   type ReplicaSet,
@@ -17,14 +16,8 @@ const admin = await connectAdmin('the rolling restart test needs PostgreSQL');
 const LEASE_SECONDS = 6;
 const COMPANIES = 30;
 
-let set: ReplicaSet | undefined;
 let stopWriting = (): void => undefined;
-afterEach(async (context) => {
-  stopWriting();
-  if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-rolling');
-  await set?.close();
-  set = undefined;
-});
+afterEach(() => stopWriting());
 afterAll(async () => {
   await admin?.end();
 });
@@ -40,17 +33,9 @@ async function settledOn(replicas: ReplicaSet, live: readonly string[]): Promise
 
 describe.skipIf(!admin)('a rolling restart of replicas sharing tenants on PostgreSQL', () => {
   it('SIGTERM one replica at a time while a new one starts: nothing missing, nothing twice, no overlap', async () => {
-    const simulator = await startTestSimulator({
-      seed: 33,
-      companies: COMPANIES,
-      careers: 2,
-      skills: 1,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
+    const simulator = await simulatedCompanies(33, COMPANIES);
     // Each log polled every second: a tenant's requests show when each holder stopped and began.
-    set = startReplicaSet(admin!, simulator, {
+    const set = startReplicaSet(admin!, simulator, {
       leaseSeconds: LEASE_SECONDS,
       companies: COMPANIES,
       readsPerHour: 14_400,
@@ -120,7 +105,7 @@ describe.skipIf(!admin)('a rolling restart of replicas sharing tenants on Postgr
       const end = restarts[i + 1]?.at ?? Number.POSITIVE_INFINITY;
       const during = moves.filter((m) => m.firstAt >= restart.at && m.firstAt < end);
       const left = restart.held.flatMap((tenant) => {
-        const move = during.find((m) => m.from === restart.stopped && set!.tenantName(m.company) === tenant);
+        const move = during.find((m) => m.from === restart.stopped && set.tenantName(m.company) === tenant);
         return move ? [move] : [];
       });
       const joined = during.filter((m) => m.to === restart.started && m.from !== restart.stopped);

@@ -1,7 +1,6 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { until } from '../support/daemonProcess.js';
-import { startTestSimulator } from '../support/testSimulator.js';
-import { connectAdmin, printLogsOf, startReplicaSet, writeRound, type ReplicaSet } from './replicaHarness.js';
+import { connectAdmin, simulatedCompanies, startReplicaSet, writeRound } from './replicaHarness.js';
 import { acquisitions } from './replicaRequests.js';
 
 const admin = await connectAdmin('the tenant files test of replicas needs PostgreSQL');
@@ -14,12 +13,6 @@ const TENANTS = 12;
 /** The simulator's company without a tenant file at the start. */
 const ADDED = TENANTS;
 
-let set: ReplicaSet | undefined;
-afterEach(async (context) => {
-  if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-tenant-files');
-  await set?.close();
-  set = undefined;
-});
 afterAll(async () => {
   await admin?.end();
 });
@@ -32,17 +25,9 @@ function loggedAt(text: string, ...parts: string[]): number | undefined {
 
 describe.skipIf(!admin)('tenant files added and removed while replicas run', () => {
   it('an added tenant starts on one replica in the first lease round after its file is seen; a removed one stops within a rescan', async () => {
-    const simulator = await startTestSimulator({
-      seed: 34,
-      companies: TENANTS + 1,
-      careers: 2,
-      skills: 1,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
+    const simulator = await simulatedCompanies(34, TENANTS + 1);
     // Each of a tenant's 4 logs polled about every second: a removed tenant still polled after its stop shows.
-    set = startReplicaSet(admin!, simulator, {
+    const set = startReplicaSet(admin!, simulator, {
       leaseSeconds: LEASE_SECONDS,
       companies: TENANTS,
       readsPerHour: 14_400,
@@ -123,7 +108,7 @@ describe.skipIf(!admin)('tenant files added and removed while replicas run', () 
     expect(simulator.instanceRequests.filter((r) => r.company === 0 && r.at > stoppedAt)).toEqual([]);
     expect(acquisitions(logs()).filter((a) => a.tenant === removed && a.at > removedAt)).toEqual([]);
     // The other tenants go on, each leased by one of the replicas.
-    const expected = Array.from({ length: ADDED }, (_, i) => set!.tenantName(i + 1));
+    const expected = Array.from({ length: ADDED }, (_, i) => set.tenantName(i + 1));
     await until(
       async () => JSON.stringify([...(await replicas.holders()).keys()].sort()) === JSON.stringify(expected),
       30_000,
