@@ -40,10 +40,9 @@ describe.skipIf(!admin)('a rolling restart of replicas sharing tenants on Postgr
       companies: COMPANIES,
       readsPerHour: 14_400,
     });
-    const replicas = set;
     let live = ['replica-a', 'replica-b', 'replica-c'];
     for (const id of live) set.start(id);
-    await until(() => settledOn(replicas, live), 90_000, 'every tenant leased, ten on each replica');
+    await until(() => settledOn(set, live), 90_000, 'every tenant leased, ten on each replica');
     // The simulator keeps writing throughout, so polls find entries and batches are in flight
     // when a replica is told to stop: its drain has work to finish.
     const writer = setInterval(() => writeRound(simulator), 250);
@@ -67,7 +66,7 @@ describe.skipIf(!admin)('a rolling restart of replicas sharing tenants on Postgr
       // Exit code 0: the drain finished within the shutdown timeout, not cut short by it.
       expect(await stopping.exited()).toBe(0);
       live = [...live.filter((id) => id !== old), next];
-      await until(() => settledOn(replicas, live), 60_000, `the tenants settled on ${live.join(', ')}`);
+      await until(() => settledOn(set, live), 60_000, `the tenants settled on ${live.join(', ')}`);
     }
     stopWriting();
     await everythingDelivered(set, simulator);
@@ -93,14 +92,12 @@ describe.skipIf(!admin)('a rolling restart of replicas sharing tenants on Postgr
     }
     // Not `overlaps`: a tenant handed back and forth gracefully may return within a lease.
     const logs = new Map([...set.replicas].map(([id, replica]) => [id, replica.logs()]));
-    expect(requestsOutsideLease(simulator, logs, (company) => replicas.tenantName(company))).toEqual([]);
+    expect(requestsOutsideLease(simulator, logs, (company) => set.tenantName(company))).toEqual([]);
 
     // Per restart: the stopped replica's tenants, from its SIGTERM and from its last request for
-    // each to the first request of the next holder (the gap includes the old holder's spacing of
-    // polls: a quiet log is polled less often than once a second); then the tenants the others
-    // handed over to the new replica. A move never overlaps: the old holder stops polling first.
+    // each to the first request of the next holder (the latter includes up to a second of the old
+    // holder's spacing of polls); then the tenants the others handed over to the new replica.
     const moves = handOvers(simulator);
-    expect(moves.filter((m) => m.firstAt < m.lastAt)).toEqual([]);
     restarts.forEach((restart, i) => {
       const end = restarts[i + 1]?.at ?? Number.POSITIVE_INFINITY;
       const during = moves.filter((m) => m.firstAt >= restart.at && m.firstAt < end);
