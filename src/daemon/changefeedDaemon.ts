@@ -267,27 +267,25 @@ export class ChangefeedDaemon {
         { tenant: problem.tenant, file: problem.file, issues: problem.issues },
         problem.message,
       );
+    const { added, changed, removed } = report.diff;
+    // Logged as the change is seen: with leases, when an added tenant starts is the lease round's call.
+    if (added.length + changed.length + removed.length > 0)
+      this.options.logger.info({ added, changed, removed }, 'tenants changed');
     const byName = new Map(report.tenants.map((t) => [t.name, t]));
     const leases = this.leases;
     if (leases) {
       // Added tenants are taken by whichever replica the next lease round assigns.
-      const changed = report.diff.changed.flatMap((name) => byName.get(name) ?? []);
       await Promise.all([
-        ...report.diff.removed.map((name) => leases.removed(name)),
-        ...changed.map((tenant) => leases.changed(tenant)),
+        ...removed.map((name) => leases.removed(name)),
+        ...changed.flatMap((name) => byName.get(name) ?? []).map((tenant) => leases.changed(tenant)),
       ]);
       return;
     }
-    const starting = [...report.diff.added, ...report.diff.changed].flatMap((name) => byName.get(name) ?? []);
+    const starting = [...added, ...changed].flatMap((name) => byName.get(name) ?? []);
     await Promise.all([
-      ...report.diff.removed.map((name) => supervisor.stop(name)),
+      ...removed.map((name) => supervisor.stop(name)),
       ...starting.map((tenant) => supervisor.start(tenant)),
     ]);
-    if (report.diff.added.length + report.diff.changed.length + report.diff.removed.length > 0)
-      this.options.logger.info(
-        { added: report.diff.added, changed: report.diff.changed, removed: report.diff.removed },
-        'tenants changed',
-      );
   }
 }
 

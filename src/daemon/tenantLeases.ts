@@ -62,8 +62,11 @@ export class TenantLeases {
 
   /** A tenant no longer configured: stopped here and given up. */
   async removed(name: string): Promise<void> {
+    const here = this.deps.supervisor.runtime(name) !== undefined || this.keeper.validUntil(name) !== undefined;
     await this.deps.supervisor.stop(name);
     await this.keeper.release(name);
+    if (here)
+      this.deps.logger.info({ tenant: name }, 'tenant file removed; tenant stopped here and its lease released');
   }
 
   /** Drains every tenant while the leases still hold, then releases them all for the others. */

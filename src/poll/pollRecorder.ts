@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { describeError, isAbortError } from '../errors.js';
+import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { PollScheduler } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
@@ -53,7 +53,15 @@ export class PollRecorder {
     } catch (error) {
       if (isAbortError(error) && signal.aborted) return { polled: false, error };
       this.deps.onPolled?.(w, { error });
-      return { polled: false, error, action: await failures.failed(w, error, clock.now()) };
+      try {
+        return { polled: false, error, action: await failures.failed(w, error, clock.now()) };
+      } catch (recordError) {
+        // The tenant's lease is gone (lost, or released before its poll loop stopped): the tenant
+        // is being stopped here and the new holder carries on, so there is nothing this replica
+        // may record. Thrown on, it would leave the poll queue unhandled and crash the process.
+        if (errorCodeOf(recordError) === 'LEASE_LOST') return { polled: false, error };
+        throw recordError;
+      }
     }
   }
 

@@ -1,110 +1,28 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.js';
-import { deliveredEvents, duplicatesOf, expectedEventIds } from '../support/daemonHarness.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { duplicatesOf } from '../support/daemonHarness.js';
 import { runCli, until } from '../support/daemonProcess.js';
-import { startTestSimulator } from '../support/testSimulator.js';
-import { connectAdmin, startReplicaSet, type ReplicaSet } from './replicaHarness.js';
+import {
+  connectAdmin,
+  deliveredIds,
+  everythingDelivered,
+  simulatedCompanies,
+  startReplicaSet,
+  writeRound,
+} from './replicaHarness.js';
+import { overlaps } from './replicaRequests.js';
 
 const admin = await connectAdmin('replica failover tests need PostgreSQL');
 const LEASE_SECONDS = 6;
 const COMPANIES = 30;
 
-let set: ReplicaSet | undefined;
-afterEach(async (context) => {
-  // A failure is explained by what the replicas logged.
-  if (context.task.result?.state === 'fail')
-    for (const [id, replica] of set?.replicas ?? []) {
-      const file = join(tmpdir(), `changefeed-failover-${process.pid}-${id}.log`);
-      writeFileSync(file, replica.logs());
-      console.log(`--- ${id} (all of it in ${file})\n${replica.logs().slice(-3000)}`);
-    }
-  await set?.close();
-  set = undefined;
-});
 afterAll(async () => {
   await admin?.end();
 });
 
-/** Each company's requests in arrival order, as (time, instance). */
-function requestsByCompany(simulator: Simulator): Map<number, { at: number; instanceId: string | null }[]> {
-  const by = new Map<number, { at: number; instanceId: string | null }[]>();
-  for (const r of simulator.instanceRequests) {
-    if (r.company === null) continue;
-    const list = by.get(r.company) ?? [];
-    list.push({ at: r.at, instanceId: r.instanceId });
-    by.set(r.company, list);
-  }
-  return by;
-}
-
-/**
- * No tenant was polled by two replicas inside one lease: whenever the requests of a company go
- * from replica A to B and back to A, A's return came at least a lease after B began.
- */
-function overlaps(simulator: Simulator): string[] {
-  const found: string[] = [];
-  for (const [company, requests] of requestsByCompany(simulator)) {
-    const firstAt = new Map<string, number>();
-    let previous: string | null = null;
-    for (const r of requests) {
-      if (r.instanceId === null) continue;
-      if (previous !== null && r.instanceId !== previous) {
-        const returning = firstAt.get(r.instanceId);
-        const otherStarted = firstAt.get(previous) ?? r.at;
-        if (returning !== undefined && r.at - otherStarted < LEASE_SECONDS * 1000)
-          found.push(
-            `company ${company}: ${r.instanceId} polled again ${r.at - otherStarted} ms after ${previous} began`,
-          );
-        firstAt.set(r.instanceId, r.at);
-      }
-      if (!firstAt.has(r.instanceId)) firstAt.set(r.instanceId, r.at);
-      previous = r.instanceId;
-    }
-  }
-  return found;
-}
-
-/** Two new entries in the first career of every company, performed now. */
-function writeRound(simulator: Simulator): void {
-  for (const company of simulator.companies)
-    company.appendEntries('career', company.careerIds[0]!, [{ event: 'level_added' }, { event: 'level_added' }]);
-}
-
-async function everythingDelivered(replicas: ReplicaSet, simulator: Simulator): Promise<void> {
-  await until(
-    () =>
-      simulator.companies.every((company, i) => {
-        const delivered = new Set(safeDelivered(replicas, i));
-        return expectedEventIds(company).every((id) => delivered.has(id));
-      }),
-    120_000,
-    'every entry of every company delivered',
-  );
-}
-
-function safeDelivered(replicas: ReplicaSet, company: number): string[] {
-  try {
-    return deliveredEvents(replicas.dir, `${replicas.tenantName(company)}.jsonl`).map((e) => e.id);
-  } catch {
-    return [];
-  }
-}
-
 describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
   it('a replica killed with SIGKILL: its tenants poll again elsewhere within 30 s, nothing missing, no overlap', async () => {
-    const simulator = await startTestSimulator({
-      seed: 31,
-      companies: COMPANIES,
-      careers: 2,
-      skills: 1,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
-    set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: COMPANIES });
+    const simulator = await simulatedCompanies(31, COMPANIES);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: COMPANIES });
     for (const id of ['replica-a', 'replica-b', 'replica-c']) set.start(id);
     const replicas = set;
     await until(async () => (await replicas.holders()).size === COMPANIES, 90_000, 'every tenant leased');
@@ -177,24 +95,16 @@ describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
     expect(logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
     expect(logs.every((l) => l.lastSuccessAt !== null)).toBe(true);
     for (let i = 0; i < COMPANIES; i++) {
-      const ids = safeDelivered(set, i);
+      const ids = deliveredIds(set, i);
       // Duplicates only from a batch re-sent after the kill; nothing missing (checked above).
       expect(duplicatesOf(ids).length).toBeLessThanOrEqual(ids.length);
     }
-    expect(overlaps(simulator)).toEqual([]);
+    expect(overlaps(simulator, LEASE_SECONDS)).toEqual([]);
   }, 300_000);
 
   it('a replica paused (SIGSTOP) for two leases writes nothing once resumed, and nothing is lost', async () => {
-    const simulator = await startTestSimulator({
-      seed: 32,
-      companies: 12,
-      careers: 2,
-      skills: 1,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
-    set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 12 });
+    const simulator = await simulatedCompanies(32, 12);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 12 });
     for (const id of ['replica-a', 'replica-b']) set.start(id);
     const replicas = set;
     await until(
@@ -232,6 +142,6 @@ describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
       ]),
     );
     expect(Math.min(...lostAt.values())).toBeGreaterThanOrEqual(resumedAt - 1_000);
-    expect(overlaps(simulator)).toEqual([]);
+    expect(overlaps(simulator, LEASE_SECONDS)).toEqual([]);
   }, 300_000);
 });

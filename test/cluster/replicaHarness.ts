@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { afterEach } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
-import { startDaemonProcess, type DaemonProcess } from '../support/daemonProcess.js';
+import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
+import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { skipOrFail } from '../support/requiredBinary.js';
+import { startTestSimulator } from '../support/testSimulator.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 /**
@@ -21,6 +25,10 @@ export interface ReplicaSet {
   readonly replicas: Map<string, DaemonProcess>;
   start(instanceId: string): DaemonProcess;
   tenantName(company: number): string;
+  /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
+  writeTenantFile(company: number): void;
+  /** Removes the tenant file of `company`. */
+  removeTenantFile(company: number): void;
   eventsFile(company: number): string;
   /** Tenant -> holder of an unexpired lease, from the lease table. */
   holders(): Promise<Map<string, string>>;
@@ -34,10 +42,42 @@ export async function connectAdmin(what: string): Promise<pg.Client | undefined>
   return undefined;
 }
 
+const running: ReplicaSet[] = [];
+// As testSimulator.ts does for simulators: every set is closed after its test, and its replicas'
+// logs shown first when the test failed (they explain it).
+afterEach(async (context) => {
+  for (const set of running.splice(0)) {
+    if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-replicas');
+    await set.close();
+  }
+});
+
+/** The simulated service of the replica tests: companies of two careers and a skill, no history, reads unlimited. */
+export function simulatedCompanies(seed: number, companies: number): Promise<Simulator> {
+  return startTestSimulator({
+    seed,
+    companies,
+    careers: 2,
+    skills: 1,
+    eventsPerHour: 0,
+    historyHours: 0,
+    readsPerHour: 1_000_000,
+  });
+}
+
 export function startReplicaSet(
   admin: pg.Client,
   simulator: Simulator,
-  options: { leaseSeconds: number; companies: number },
+  options: {
+    leaseSeconds: number;
+    companies: number;
+    /**
+     * Each tenant's read budget per hour, spent round-robin over its logs from the start, however
+     * quiet. By default the budget is spent adaptively and a newly discovered log is first polled
+     * within a minute (watch.schedule.firstPollWithinSeconds), so a quiet log is polled seldom.
+     */
+    readsPerHour?: number;
+  },
 ): ReplicaSet {
   const dir = makeTempDir();
   const schema = `cf_test_${randomBytes(6).toString('hex')}`;
@@ -45,15 +85,22 @@ export function startReplicaSet(
   mkdirSync(tenantsDir);
   const tenantName = (company: number): string => `company-${String(company).padStart(3, '0')}`;
   const eventsFile = (company: number): string => join(dir, `${tenantName(company)}.jsonl`);
-  for (let company = 0; company < options.companies; company++) {
+  const tenantFile = (company: number): string => join(tenantsDir, `${tenantName(company)}.yaml`);
+  const writeTenantFile = (company: number): void =>
     writeFileSync(
-      join(tenantsDir, `${tenantName(company)}.yaml`),
+      tenantFile(company),
       [
         `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
         `sinks: [{ name: out, type: file, path: "${eventsFile(company)}" }]`,
+        ...(options.readsPerHour
+          ? [
+              `budget: { readsPerHour: ${options.readsPerHour}, reserve: 0 }`,
+              'watch: { schedule: { policy: round-robin, firstPollWithinSeconds: 0 } }',
+            ]
+          : []),
       ].join('\n'),
     );
-  }
+  for (let company = 0; company < options.companies; company++) writeTenantFile(company);
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
     config,
@@ -68,7 +115,7 @@ export function startReplicaSet(
     ].join('\n'),
   );
   const replicas = new Map<string, DaemonProcess>();
-  return {
+  const set: ReplicaSet = {
     dir,
     schema,
     config,
@@ -76,6 +123,8 @@ export function startReplicaSet(
     replicas,
     tenantName,
     eventsFile,
+    writeTenantFile,
+    removeTenantFile: (company) => rmSync(tenantFile(company)),
     start(instanceId) {
       const replica = startDaemonProcess(['--config', config], {
         CHANGEFEED_INSTANCE_ID: instanceId,
@@ -106,4 +155,47 @@ export function startReplicaSet(
       await dropSchema(admin, schema).catch(() => undefined);
     },
   };
+  running.push(set);
+  return set;
+}
+
+/** Each replica's log: the tail printed, all of it in a file under the temp dir. */
+function printLogsOf(set: ReplicaSet, prefix: string): void {
+  for (const [id, replica] of set.replicas) {
+    const file = join(tmpdir(), `${prefix}-${process.pid}-${id}.log`);
+    writeFileSync(file, replica.logs());
+    console.log(`--- ${id} (all of it in ${file})\n${replica.logs().slice(-3000)}`);
+  }
+}
+
+/** Two new entries in the first career of every company, performed now. */
+export function writeRound(simulator: Simulator): void {
+  for (const company of simulator.companies)
+    company.appendEntries('career', company.careerIds[0]!, [{ event: 'level_added' }, { event: 'level_added' }]);
+}
+
+/** Waits until every entry of the first `companies` companies is in its tenant's file sink. */
+export async function everythingDelivered(
+  replicas: ReplicaSet,
+  simulator: Simulator,
+  companies = simulator.companies.length,
+): Promise<void> {
+  await until(
+    () =>
+      simulator.companies.slice(0, companies).every((company, i) => {
+        const delivered = new Set(deliveredIds(replicas, i));
+        return expectedEventIds(company).every((id) => delivered.has(id));
+      }),
+    120_000,
+    'every entry of every company delivered',
+  );
+}
+
+/** The event ids in `company`'s file sink, in the order written (none while the file is missing). */
+export function deliveredIds(replicas: ReplicaSet, company: number): string[] {
+  try {
+    return deliveredEvents(replicas.dir, `${replicas.tenantName(company)}.jsonl`).map((e) => e.id);
+  } catch {
+    return [];
+  }
 }

@@ -1,0 +1,120 @@
+import type { Simulator } from '../../src/simulator/index.js';
+
+/**
+ * What the simulator saw of the replicas: each request carries the instance id of the replica
+ * that made it (its User-Agent), so tests can check who polled which company when.
+ */
+export interface CompanyRequest {
+  at: number;
+  instanceId: string | null;
+}
+
+/** Each company's requests in arrival order. */
+export function requestsByCompany(simulator: Simulator): Map<number, CompanyRequest[]> {
+  const by = new Map<number, CompanyRequest[]>();
+  for (const r of simulator.instanceRequests) {
+    if (r.company === null) continue;
+    const list = by.get(r.company) ?? [];
+    list.push({ at: r.at, instanceId: r.instanceId });
+    by.set(r.company, list);
+  }
+  return by;
+}
+
+/**
+ * No tenant was polled by two replicas inside one lease: whenever the requests of a company go
+ * from replica A to B and back to A, A's return came at least a lease after B began.
+ */
+export function overlaps(simulator: Simulator, leaseSeconds: number): string[] {
+  const found: string[] = [];
+  for (const [company, requests] of requestsByCompany(simulator)) {
+    const firstAt = new Map<string, number>();
+    let previous: string | null = null;
+    for (const r of requests) {
+      if (r.instanceId === null) continue;
+      if (previous !== null && r.instanceId !== previous) {
+        const returning = firstAt.get(r.instanceId);
+        const otherStarted = firstAt.get(previous) ?? r.at;
+        if (returning !== undefined && r.at - otherStarted < leaseSeconds * 1000)
+          found.push(
+            `company ${company}: ${r.instanceId} polled again ${r.at - otherStarted} ms after ${previous} began`,
+          );
+        firstAt.set(r.instanceId, r.at);
+      }
+      if (!firstAt.has(r.instanceId)) firstAt.set(r.instanceId, r.at);
+      previous = r.instanceId;
+    }
+  }
+  return found;
+}
+
+/** A company's polling moving from one replica to another. */
+export interface HandOver {
+  company: number;
+  from: string;
+  to: string;
+  /** The old holder's last request before the move. */
+  lastAt: number;
+  /** The new holder's first request. */
+  firstAt: number;
+}
+
+/** Every change of the replica polling a company, with the gap between the two holders' requests. */
+export function handOvers(simulator: Simulator): HandOver[] {
+  const found: HandOver[] = [];
+  for (const [company, requests] of requestsByCompany(simulator)) {
+    let previous: CompanyRequest | undefined;
+    for (const r of requests) {
+      if (r.instanceId === null) continue;
+      if (previous?.instanceId && previous.instanceId !== r.instanceId)
+        found.push({ company, from: previous.instanceId, to: r.instanceId, lastAt: previous.at, firstAt: r.at });
+      previous = r;
+    }
+  }
+  return found;
+}
+
+/** "min a ms, median b ms, max c ms" of some durations. */
+export function spread(durations: readonly number[]): string {
+  const sorted = [...durations].sort((a, b) => a - b);
+  if (sorted.length === 0) return 'none';
+  return `min ${sorted[0]} ms, median ${sorted[sorted.length >> 1]} ms, max ${sorted.at(-1)} ms (${sorted.length})`;
+}
+
+/** When each replica acquired which tenant, from its "lease acquired" log lines. */
+export function acquisitions(logs: ReadonlyMap<string, string>): { instanceId: string; tenant: string; at: number }[] {
+  const found: { instanceId: string; tenant: string; at: number }[] = [];
+  for (const [instanceId, text] of logs)
+    for (const m of text.matchAll(/^.*"msg":"lease acquired.*$/gm)) {
+      const line = JSON.parse(m[0]) as { time: number; tenant: string };
+      found.push({ instanceId, tenant: line.tenant, at: line.time });
+    }
+  return found.sort((a, b) => a.at - b.at);
+}
+
+/**
+ * Requests a replica made for a company while another replica held its lease: at each request, the
+ * last replica to acquire the tenant (per the logs) must be the one asking. Exact where
+ * `overlaps` is a heuristic: a lease released gracefully may move back within a lease (A to B and
+ * back to A) without any overlap, which `overlaps` would report. Log lines and requests are
+ * stamped with the wall clock of this one machine; a holder logs its acquisition before its first
+ * request, and a replica giving a tenant up stops polling before the release lets another take it.
+ */
+export function requestsOutsideLease(
+  simulator: Simulator,
+  logs: ReadonlyMap<string, string>,
+  tenantName: (company: number) => string,
+): string[] {
+  const byTenant = new Map<string, { instanceId: string; at: number }[]>();
+  for (const a of acquisitions(logs)) byTenant.set(a.tenant, [...(byTenant.get(a.tenant) ?? []), a]);
+  const found: string[] = [];
+  for (const [company, requests] of requestsByCompany(simulator)) {
+    const taken = byTenant.get(tenantName(company)) ?? [];
+    for (const r of requests) {
+      const holder = taken.filter((a) => a.at <= r.at).at(-1)?.instanceId;
+      if (r.instanceId !== null && r.instanceId !== holder)
+        found.push(`company ${company}: ${r.instanceId} polled at ${r.at} while ${holder ?? 'nobody'} held the lease`);
+    }
+  }
+  return found;
+}
