@@ -68,7 +68,7 @@ export function requestsAfterKill(requests: readonly InstanceRequest[], killed: 
 }
 
 /**
- * Companies polled by two replicas inside one lease (the check of test/cluster/failover.test.ts):
+ * Companies polled by two replicas inside one lease (also the check of test/cluster's replica tests):
  * whenever a company's requests go from replica A to B and later back to A, A's return must come
  * at least a lease after B began. The takeover after the kill is checked against the lease table
  * by the bench (each new acquisition after the killed replica's expiry).

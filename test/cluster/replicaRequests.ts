@@ -1,3 +1,4 @@
+import { overlaps as overlapsInRecord } from '../../bench/cases/failoverRecords.js';
 import type { Simulator } from '../../src/simulator/index.js';
 
 /**
@@ -21,31 +22,9 @@ export function requestsByCompany(simulator: Simulator): Map<number, CompanyRequ
   return by;
 }
 
-/**
- * No tenant was polled by two replicas inside one lease: whenever the requests of a company go
- * from replica A to B and back to A, A's return came at least a lease after B began.
- */
+/** No tenant was polled by two replicas inside one lease (the failover bench's check, on the simulator's record). */
 export function overlaps(simulator: Simulator, leaseSeconds: number): string[] {
-  const found: string[] = [];
-  for (const [company, requests] of requestsByCompany(simulator)) {
-    const firstAt = new Map<string, number>();
-    let previous: string | null = null;
-    for (const r of requests) {
-      if (r.instanceId === null) continue;
-      if (previous !== null && r.instanceId !== previous) {
-        const returning = firstAt.get(r.instanceId);
-        const otherStarted = firstAt.get(previous) ?? r.at;
-        if (returning !== undefined && r.at - otherStarted < leaseSeconds * 1000)
-          found.push(
-            `company ${company}: ${r.instanceId} polled again ${r.at - otherStarted} ms after ${previous} began`,
-          );
-        firstAt.set(r.instanceId, r.at);
-      }
-      if (!firstAt.has(r.instanceId)) firstAt.set(r.instanceId, r.at);
-      previous = r.instanceId;
-    }
-  }
-  return found;
+  return overlapsInRecord(simulator.instanceRequests, leaseSeconds * 1000);
 }
 
 /** A company's polling moving from one replica to another. */
