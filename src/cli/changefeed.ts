@@ -1,5 +1,8 @@
 import { describeError } from '../errors.js';
+import { limitHeapGrowth } from './heapGrowth.js';
 import { main } from './main.js';
+
+limitHeapGrowth();
 
 /**
  * Exits once what was written is out: a pipe takes 64 KiB at a time, and process.exit drops the
