@@ -71,10 +71,13 @@ export class TenantLeases {
 
   /** Drains every tenant while the leases still hold, then releases them all for the others. */
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.deps.supervisor.stopAll();
     await this.keeper.stop();
   }
 
+  /** Set by stop(): the leases the keeper then gives up were not lost. */
+  private stopping = false;
   /** Logs the first failed round of a run of failures, and the recovery. */
   private failing = false;
   private rounded(outcome: { ok: true } | { ok: false; error: unknown }): void {
@@ -104,7 +107,9 @@ export class TenantLeases {
   }
 
   private async lost(name: string, reason: string): Promise<void> {
-    this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
+    // A replica stopping has drained its tenants already and gives their leases back: no warning.
+    if (this.stopping) this.deps.logger.info({ tenant: name, reason }, 'lease given back; replica stopping');
+    else this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
     await this.deps.supervisor
       .stop(name)
       .catch((error: unknown) =>

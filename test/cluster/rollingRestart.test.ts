@@ -65,6 +65,9 @@ describe.skipIf(!admin)('a rolling restart of replicas sharing tenants on Postgr
       set.start(next);
       // Exit code 0: the drain finished within the shutdown timeout, not cut short by it.
       expect(await stopping.exited()).toBe(0);
+      // Its leases were given back, not lost: no warning for each tenant of a replica that stops.
+      expect(stopping.logs()).toMatch(/"msg":"lease given back; replica stopping"/);
+      expect(stopping.logs()).not.toMatch(/"level":40,[^\n]*this replica is stopping/);
       live = [...live.filter((id) => id !== old), next];
       await until(() => settledOn(set, live), 60_000, `the tenants settled on ${live.join(', ')}`);
     }
