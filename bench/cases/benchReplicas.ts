@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { writeCompanyTenants } from './companyTenants.js';
 import { freePort } from './processProbe.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -27,8 +28,7 @@ export interface LeaseRow {
   readonly valid: boolean;
 }
 
-export const tenantName = (company: number): string => `company-${String(company).padStart(4, '0')}`;
-export const companyOf = (tenant: string): number => Number(tenant.slice('company-'.length));
+export { companyOf, tenantName } from './companyTenants.js';
 
 /**
  * The main config and one tenant file per company key, each tenant with a file sink of its own;
@@ -42,16 +42,7 @@ export function writeReplicaConfig(
   storeUrl: string,
   schema: string,
 ): string {
-  const tenantsDir = join(dir, 'tenants');
-  mkdirSync(tenantsDir);
-  mkdirSync(join(dir, 'events'));
-  keys.forEach((key, i) => {
-    const name = tenantName(i);
-    writeFileSync(
-      join(tenantsDir, `${name}.yaml`),
-      `api: { apiKey: "${key}" }\nsinks: [{ name: out, type: file, path: "${join(dir, 'events', `${name}.jsonl`)}" }]\n`,
-    );
-  });
+  const tenantsDir = writeCompanyTenants(dir, keys);
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
     config,

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { BenchRow } from '../benchTable.js';
+import { writeCompanyTenants } from './companyTenants.js';
 import { cpuSeconds, freePort, memoryMiB, sumMetricWhere, sumMetrics } from './processProbe.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -60,16 +61,7 @@ async function startSimulator(
 
 /** The main config and one tenant file per company, each tenant with a file sink of its own. */
 function writeConfig(dir: string, url: string, keys: readonly string[], store: string, port: number): string {
-  const tenantsDir = join(dir, 'tenants');
-  mkdirSync(tenantsDir);
-  mkdirSync(join(dir, 'events'));
-  keys.forEach((key, i) => {
-    const name = `company-${String(i).padStart(4, '0')}`;
-    writeFileSync(
-      join(tenantsDir, `${name}.yaml`),
-      `api: { apiKey: "${key}" }\nsinks: [{ name: out, type: file, path: "${join(dir, 'events', `${name}.jsonl`)}" }]\n`,
-    );
-  });
+  const tenantsDir = writeCompanyTenants(dir, keys);
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
     config,
