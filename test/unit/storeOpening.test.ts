@@ -69,13 +69,27 @@ function collectedLogger() {
 const unreachable = () =>
   new StoreUnavailableError(`PostgreSQL at ${LOCATION} (schema changefeed) is unreachable: connect ECONNREFUSED`);
 
+/** A StoreOpening whose attempts the test answers, on a ManualClock; `random: () => 1` makes every wait its ceiling. */
+function scriptedOpening(
+  options: { random?: () => number; logger?: ReturnType<typeof collectedLogger>['logger'] } = {},
+) {
+  const clock = new ManualClock();
+  const script = scriptedOpen();
+  const opening = new StoreOpening({
+    open: script.open,
+    clock,
+    logger: options.logger ?? collectedLogger().logger,
+    location: LOCATION,
+    ...(options.random ? { random: options.random } : {}),
+  });
+  return { clock, script, opening };
+}
+
 describe('opening the store at start while the database is down', () => {
   it('retries with growing waits, says why in readiness and the log, and opens once the database answers', async () => {
-    const clock = new ManualClock();
-    const script = scriptedOpen();
     const { logger, lines } = collectedLogger();
     // random 1: every wait is its ceiling, so the test knows it.
-    const opening = new StoreOpening({ open: script.open, clock, logger, location: LOCATION, random: () => 1 });
+    const { clock, script, opening } = scriptedOpening({ logger, random: () => 1 });
     expect(opening.problem).toBeUndefined();
     const opened = opening.open();
     await script.called(1);
@@ -110,15 +124,7 @@ describe('opening the store at start while the database is down', () => {
   });
 
   it('waits at most the policy ceiling between attempts, however long the database stays down', async () => {
-    const clock = new ManualClock();
-    const script = scriptedOpen();
-    const opening = new StoreOpening({
-      open: script.open,
-      clock,
-      logger: collectedLogger().logger,
-      location: LOCATION,
-      random: () => 1,
-    });
+    const { clock, script, opening } = scriptedOpening({ random: () => 1 });
     void opening.open().catch(() => undefined);
     for (let attempt = 1; attempt <= 10; attempt++) {
       await script.called(attempt);
@@ -132,14 +138,7 @@ describe('opening the store at start while the database is down', () => {
   });
 
   it('fails at once, without retrying, on what waiting cannot fix', async () => {
-    const clock = new ManualClock();
-    const script = scriptedOpen();
-    const opening = new StoreOpening({
-      open: script.open,
-      clock,
-      logger: collectedLogger().logger,
-      location: LOCATION,
-    });
+    const { clock, script, opening } = scriptedOpening();
     const opened = opening.open();
     await script.called(1);
     const refused = new PostgresStoreError('cannot open the store: database "nope" does not exist; check store.url');
@@ -150,14 +149,7 @@ describe('opening the store at start while the database is down', () => {
   });
 
   it('stops waiting at once when aborted between attempts', async () => {
-    const clock = new ManualClock();
-    const script = scriptedOpen();
-    const opening = new StoreOpening({
-      open: script.open,
-      clock,
-      logger: collectedLogger().logger,
-      location: LOCATION,
-    });
+    const { clock, script, opening } = scriptedOpening();
     const opened = opening.open();
     await script.called(1);
     script.fail(unreachable());
@@ -169,14 +161,7 @@ describe('opening the store at start while the database is down', () => {
   });
 
   it('does not wait for an attempt under way when aborted, and closes the store that attempt opens late', async () => {
-    const clock = new ManualClock();
-    const script = scriptedOpen();
-    const opening = new StoreOpening({
-      open: script.open,
-      clock,
-      logger: collectedLogger().logger,
-      location: LOCATION,
-    });
+    const { clock, script, opening } = scriptedOpening();
     const opened = opening.open();
     await script.called(1);
     opening.abort();
