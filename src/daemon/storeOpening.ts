@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { AbortedError, describeError, errorCodeOf } from '../errors.js';
+import { waitWithin } from '../sinks/deadline.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 
 /**
@@ -53,7 +54,7 @@ export class StoreOpening {
       const attempted = this.options.open();
       let retryAt: number;
       try {
-        const backend = await untilAborted(attempted, signal);
+        const backend = await waitWithin(attempted, { what: 'opening the store', signal });
         // Opened just as the stop came: closed below, as an attempt that ends after the stop is.
         if (signal.aborted) throw new AbortedError();
         if (this.failure)
@@ -89,15 +90,4 @@ export class StoreOpening {
   abort(): void {
     this.stopController.abort();
   }
-}
-
-/** `promise`, or AbortedError as soon as `signal` aborts, whichever comes first. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  let onAbort = (): void => undefined;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(new AbortedError());
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }
