@@ -4,19 +4,23 @@ import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openDatabase } from '../store/sqlite/database.js';
+import { legacyTenantNames, moveLegacyTenantFile } from '../store/sqlite/legacyTenantFile.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { storeConfigSchema } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
-import { copySqliteToPostgres } from '../store/storeMigration.js';
+import { copySqliteToPostgres, StoreMigrationError, tenantsWithData } from '../store/storeMigration.js';
+import { sqliteTenants } from '../store/sqlite/tenantTables.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { TENANT_NAME } from '../tenants/tenantDirectory.js';
 
 export const STORE_USAGE = `changefeed store migrate --from sqlite:PATH --to postgres://... [--schema NAME] [--tenant NAME]
-  Moves a single-instance deployment to the shared PostgreSQL store without re-delivering
-  anything: cursors, seen ids, the journal with its positions (feed cursors stay valid), every
-  delivery's state, dead letters, learned rates, quarantine and meta, into one tenant (default
-  "default"), in one transaction. Stop the daemon first: the command takes its state directory's
-  lock. Refuses a tenant that already has data in PostgreSQL.
+  Moves a deployment on SQLite to the shared PostgreSQL store without re-delivering anything:
+  cursors, seen ids, the journal with its positions (feed cursors stay valid), every delivery's
+  state, dead letters, learned rates, quarantine and meta, each tenant in one transaction under
+  its own name. Stop the daemon first: the command takes its state directory's lock. Refuses,
+  before copying anything, when a tenant already has data in PostgreSQL.
+  --tenant   only this tenant; the store of a daemon without tenants.dir (its one tenant
+             "default") goes into this name
   --schema   the PostgreSQL schema (store.schema; default changefeed)`;
 
 export async function storeCommand(argv: string[]): Promise<number> {
@@ -28,7 +32,7 @@ export async function storeCommand(argv: string[]): Promise<number> {
       from: { type: 'string' },
       to: { type: 'string' },
       schema: { type: 'string', default: 'changefeed' },
-      tenant: { type: 'string', default: DEFAULT_TENANT },
+      tenant: { type: 'string' },
     },
     strict: true,
   });
@@ -36,35 +40,51 @@ export async function storeCommand(argv: string[]): Promise<number> {
     throw new ChangefeedError('USAGE', '--from must be sqlite:<path of the store>');
   if (!values.to || !/^postgres(ql)?:\/\//i.test(values.to))
     throw new ChangefeedError('USAGE', '--to must be a postgres:// URL');
-  if (!TENANT_NAME.test(values.tenant))
+  if (values.tenant !== undefined && !TENANT_NAME.test(values.tenant))
     throw new ChangefeedError(
       'USAGE',
       `--tenant "${values.tenant}" is not a tenant name (lowercase letters, digits, - and _)`,
     );
   const store = storeConfigSchema.parse({ url: values.from, schema: values.schema });
-  const from = storeLocation({ stateDir: '.', store }, DEFAULT_TENANT);
+  const from = storeLocation({ stateDir: '.', store });
   if (from.kind !== 'sqlite' || !existsSync(from.file))
     throw new ChangefeedError('STORE_MISSING', `no SQLite store at ${values.from.slice('sqlite:'.length)}`);
-  const to = storeLocation(
-    { stateDir: '.', store: storeConfigSchema.parse({ url: values.to, schema: values.schema }) },
-    DEFAULT_TENANT,
-  );
+  const to = storeLocation({
+    stateDir: '.',
+    store: storeConfigSchema.parse({ url: values.to, schema: values.schema }),
+  });
   if (to.kind !== 'postgres') throw new ChangefeedError('USAGE', '--to must be a postgres:// URL');
   // A daemon still writing the file would keep polling after its history was copied.
   const lock = StateDirLock.acquire(dirname(from.file));
   try {
-    const source = openDatabase(from.file, { readonly: true });
+    // Opened for writing, under the lock: brought to this build's schema, with the tenants' own
+    // files of an earlier build moved in, so every tenant is copied from one place.
+    const source = openDatabase(from.file);
     try {
+      for (const tenant of legacyTenantNames(from.file)) moveLegacyTenantFile(source, from.file, tenant, Date.now());
       const target = await PostgresStoreBackend.open(to, { applicationName: 'changefeed store migrate' });
       try {
-        const report = await copySqliteToPostgres(source, target, values.tenant);
-        const copied = Object.entries(report.rows)
-          .filter(([, n]) => n > 0)
-          .map(([table, n]) => `${table} ${n}`)
-          .join(', ');
-        process.stdout.write(
-          `migrated ${from.file} into tenant ${report.tenant} (${copied || 'nothing to copy'}; journal head ${report.journalHead})\n`,
+        const moves = chooseTenants(sqliteTenants(source), values.tenant);
+        const taken = await tenantsWithData(
+          target,
+          moves.map((m) => m.to),
         );
+        if (taken.length > 0)
+          throw new StoreMigrationError(
+            `${taken.join(', ')} already ${taken.length === 1 ? 'has' : 'have'} data in the PostgreSQL store; nothing was ` +
+              'copied (a second migration would mix two histories)',
+          );
+        for (const move of moves) {
+          const report = await copySqliteToPostgres(source, target, move.to, move.from);
+          const copied = Object.entries(report.rows)
+            .filter(([, n]) => n > 0)
+            .map(([table, n]) => `${table} ${n}`)
+            .join(', ');
+          process.stdout.write(
+            `migrated ${from.file}${move.from === DEFAULT_TENANT ? '' : ` (tenant ${move.from})`} into tenant ` +
+              `${report.tenant} (${copied || 'nothing to copy'}; journal head ${report.journalHead})\n`,
+          );
+        }
         return 0;
       } finally {
         await target.close();
@@ -75,4 +95,18 @@ export async function storeCommand(argv: string[]): Promise<number> {
   } finally {
     lock.release();
   }
+}
+
+/**
+ * Which tenants of the file go where: all of them under their own names, or the one named (the
+ * one tenant `default` of a daemon without a tenants directory goes into that name).
+ */
+export function chooseTenants(inFile: readonly string[], only: string | undefined): { from: string; to: string }[] {
+  if (only === undefined) return inFile.map((t) => ({ from: t, to: t }));
+  if (inFile.includes(only)) return [{ from: only, to: only }];
+  if (inFile.length === 1 && inFile[0] === DEFAULT_TENANT) return [{ from: DEFAULT_TENANT, to: only }];
+  throw new ChangefeedError(
+    'USAGE',
+    `--tenant ${only}: the store holds no such tenant (it holds ${inFile.length === 0 ? 'none' : inFile.join(', ')})`,
+  );
 }

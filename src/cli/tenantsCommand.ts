@@ -2,7 +2,6 @@ import { parseArgs } from 'node:util';
 import { LeaseTable } from '../cluster/leaseTable.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { storeLocation } from '../store/storeLocation.js';
-import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import type { TenantsReport } from './tenantsReport.js';
 import { readTenants } from '../config/readTenants.js';
 import { ChangefeedError } from '../errors.js';
@@ -27,7 +26,7 @@ export async function tenantsCommand(argv: string[]): Promise<number> {
   const { main } = loadTenantedConfig({ configFlag: values.config });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
   const report = buildTenantsReport(dir, readTenants(main.tenants));
-  const location = storeLocation(main.process, DEFAULT_TENANT);
+  const location = storeLocation(main.process);
   if (location.kind === 'postgres') await addLeases(report, location, main.process.cluster.leaseSeconds * 1000);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
   process.stdout.write(`${scrubSecrets(text)}\n`);

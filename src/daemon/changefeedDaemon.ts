@@ -56,7 +56,7 @@ export class ChangefeedDaemon {
   ) {
     this.main = 'process' in config ? config : asMainConfig(config);
     this.config = this.main.process;
-    if (storeLocation(this.config, DEFAULT_TENANT).kind !== 'sqlite') return;
+    if (storeLocation(this.config).kind !== 'sqlite') return;
     // Before the store is opened: a second daemon must not even migrate it.
     this.lock = StateDirLock.acquire(this.config.stateDir);
     if (this.main.tenants.kind !== 'main') return;
@@ -222,13 +222,14 @@ export class ChangefeedDaemon {
         openStoreBackend(this.config, {
           applicationName: `changefeed ${this.config.cluster.instanceId}`,
           idleInTransactionTimeoutMs: leaseMs,
+          onTenantMoved: (moved) => this.options.logger.info(moved, "tenant's own file moved into the shared store"),
         });
       if (options.retry) {
         this.opening = new StoreOpening({
           open: openOnce,
           clock: this.options.clock ?? systemClock,
           logger: this.options.logger,
-          location: describeStoreLocation(storeLocation(this.config, DEFAULT_TENANT)),
+          location: describeStoreLocation(storeLocation(this.config)),
         });
         this.backend = await this.opening.open();
       } else this.backend = await openOnce();

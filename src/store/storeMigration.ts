@@ -2,22 +2,11 @@ import { ChangefeedError } from '../errors.js';
 import { storableText } from './postgres/storableText.js';
 import type { PostgresStoreBackend } from './postgres/postgresStoreBackend.js';
 import type { Db } from './sqlite/database.js';
+import { TENANT_TABLES, tenantTableColumns, type TenantTable } from './sqlite/tenantTables.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 
-/**
- * The tables a tenant's SQLite store holds, in an order that respects the foreign key of
- * `deliveries` on `events`, with the columns PostgreSQL keeps as booleans (SQLite's 0 and 1).
- */
-const TABLES: readonly { name: string; booleans?: readonly string[] }[] = [
-  { name: 'watched_logs' },
-  { name: 'seen_entries' },
-  { name: 'events' },
-  { name: 'sinks', booleans: ['active'] },
-  { name: 'deliveries' },
-  { name: 'sink_state', booleans: ['connected'] },
-  { name: 'meta' },
-  { name: 'rate_estimates' },
-  { name: 'quarantine' },
-];
+/** The columns PostgreSQL keeps as booleans (SQLite's 0 and 1). */
+const BOOLEANS: Partial<Record<TenantTable, readonly string[]>> = { sinks: ['active'], sink_state: ['connected'] };
 
 /** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table. */
 const BATCH_ROWS = 500;
@@ -37,7 +26,8 @@ export class StoreMigrationError extends ChangefeedError {
 }
 
 /**
- * Copies a SQLite store into one tenant of a PostgreSQL store, in one PostgreSQL transaction:
+ * Copies one tenant of a SQLite store (`from`, by default `default`) into tenant `tenant` of a
+ * PostgreSQL store, in one PostgreSQL transaction:
  * cursors, seen ids, the journal with its positions (seq) unchanged, every delivery's state,
  * dead letters, sink state, learned rates, quarantine and meta. Nothing is re-delivered, since
  * delivered events stay delivered, and feed consumers keep their cursors. Refuses a tenant that
@@ -47,6 +37,7 @@ export async function copySqliteToPostgres(
   source: Db,
   target: PostgresStoreBackend,
   tenant: string,
+  from: string = DEFAULT_TENANT,
 ): Promise<StoreMigrationReport> {
   const client = await target.pool.connect();
   const rows: Record<string, number> = {};
@@ -67,10 +58,10 @@ export async function copySqliteToPostgres(
         `tenant ${tenant} already has data in the PostgreSQL store; migrate into a tenant that has none ` +
           '(a second migration would mix two histories)',
       );
-    for (const table of TABLES) rows[table.name] = await copyTable(source, client, tenant, table);
+    for (const table of TENANT_TABLES) rows[table] = await copyTable(source, client, { from, to: tenant }, table);
     const head =
-      (source.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined)
-        ?.seq ?? 0;
+      (source.prepare('SELECT head FROM journal_heads WHERE tenant = ?').get(from) as { head: number } | undefined)
+        ?.head ?? 0;
     await client.query('INSERT INTO journal_heads (tenant, head) VALUES ($1, $2)', [tenant, head]);
     // New events must come after the copied positions, and the sequence never goes back (other
     // tenants' heads rely on it); the table lock taken above keeps their inserts out meanwhile.
@@ -93,12 +84,13 @@ export async function copySqliteToPostgres(
 async function copyTable(
   source: Db,
   client: { query(sql: string, values?: unknown[]): Promise<unknown> },
-  tenant: string,
-  table: { name: string; booleans?: readonly string[] },
+  tenants: { from: string; to: string },
+  table: TenantTable,
 ): Promise<number> {
-  const booleans = new Set(table.booleans ?? []);
+  const booleans = new Set(BOOLEANS[table] ?? []);
+  const tenant = tenants.to;
   // events.seq is an identity column: the copied positions are kept as they were.
-  const overriding = table.name === 'events' ? ' OVERRIDING SYSTEM VALUE' : '';
+  const overriding = table === 'events' ? ' OVERRIDING SYSTEM VALUE' : '';
   // Read in batches, never the whole table: a store's seen ids and journal may be millions of rows.
   let batch: Record<string, unknown>[] = [];
   let copied = 0;
@@ -114,15 +106,14 @@ async function copyTable(
       return `(${placeholders.join(', ')})`;
     });
     await client.query(
-      `INSERT INTO ${table.name} (tenant, ${columns.join(', ')})${overriding} VALUES ${tuples.join(', ')}`,
+      `INSERT INTO ${table} (tenant, ${columns.join(', ')})${overriding} VALUES ${tuples.join(', ')}`,
       values,
     );
     copied += batch.length;
     batch = [];
   };
-  for (const row of source.prepare(`SELECT * FROM ${table.name}`).iterate() as IterableIterator<
-    Record<string, unknown>
-  >) {
+  const select = `SELECT ${tenantTableColumns(source, table).join(', ')} FROM ${table} WHERE tenant = ?`;
+  for (const row of source.prepare(select).iterate(tenants.from) as IterableIterator<Record<string, unknown>>) {
     batch.push(row);
     if (batch.length === BATCH_ROWS) await flush();
   }
@@ -134,4 +125,15 @@ function toPostgres(value: unknown, boolean: boolean): unknown {
   if (boolean) return value === 1 || value === true;
   if (typeof value === 'string') return storableText(value);
   return value;
+}
+
+/** Those of `tenants` that have any rows in the PostgreSQL store. */
+export async function tenantsWithData(target: PostgresStoreBackend, tenants: readonly string[]): Promise<string[]> {
+  const { rows } = await target.pool.query<{ tenant: string }>(
+    `SELECT tenant FROM watched_logs WHERE tenant = ANY($1) UNION SELECT tenant FROM events WHERE tenant = ANY($1)
+     UNION SELECT tenant FROM meta WHERE tenant = ANY($1) UNION SELECT tenant FROM journal_heads WHERE tenant = ANY($1)
+     ORDER BY 1`,
+    [tenants],
+  );
+  return rows.map((r) => r.tenant);
 }

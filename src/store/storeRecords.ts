@@ -91,6 +91,7 @@ export interface DeliveryCounts {
   delivered: number;
   dead: number;
   filtered: number;
+  /** When the first pending delivery in journal order was ingested (seqs follow ingestion). */
   oldestPendingIngestedAt: number | null;
 }
 

@@ -5,50 +5,13 @@ import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { until } from '../support/daemonProcess.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
-import { entry, ingest, T } from './storeContract.suite.js';
+import { entry, ingest, T } from './contract/storeFixtures.js';
+import { expectTenantsKeptApart } from './contract/tenantIsolation.js';
 
 describe.skipIf(!admin)('the PostgreSQL store backend', () => {
   it('keeps two tenants of one schema apart', async () => {
     const backend = await openBackend();
-    const one = await backend.tenantStore('one');
-    const two = await backend.tenantStore('two');
-    await prepare(one);
-    await prepare(two);
-    await ingest(one, [entry('e-1'), entry('e-2')], { windowEnd: T + 5 });
-    expect(await ingest(two, [entry('e-1')], { windowEnd: T + 7 })).toMatchObject({ emitted: 1, duplicates: 0 });
-    await one.setMeta('k', 'one');
-
-    expect(await one.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5, entriesIngested: 2 });
-    expect(await two.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7, entriesIngested: 1 });
-    expect(await two.seen.seenAmong('career', 'c-1', ['e-1', 'e-2'])).toEqual(new Set(['e-1']));
-    expect(await one.journalSize()).toBe(2);
-    expect(await two.journalSize()).toBe(1);
-    const oneSeqs = (await one.outbox.pending('a', 0, 10)).map((d) => d.seq);
-    const twoSeqs = (await two.outbox.pending('a', 0, 10)).map((d) => d.seq);
-    expect(oneSeqs).toHaveLength(2);
-    expect(twoSeqs).toHaveLength(1);
-    expect(await one.journal.head()).toBe(Math.max(...oneSeqs));
-    expect(await two.journal.head()).toBe(twoSeqs[0]);
-    expect((await two.journal.page(0, 10)).events.map((e) => e.seq)).toEqual(twoSeqs);
-    // Another tenant's seq is nothing to this one.
-    expect(await one.outbox.payloads(twoSeqs)).toEqual(new Map());
-    await one.outbox.markDelivered('a', twoSeqs, T);
-    expect(await two.outbox.counts('a')).toMatchObject({ pending: 1, delivered: 0 });
-
-    await one.outbox.markDead('a', [{ seq: oneSeqs[0]!, error: 'x' }], T);
-    expect(await one.deadLetters.list()).toHaveLength(1);
-    expect(await two.deadLetters.list()).toEqual([]);
-    expect(await two.deadLetters.requeueSink('a', T)).toBe(0);
-    expect(await one.deadLetters.requeueSink('a', T)).toBe(1);
-    expect(await two.deadLetters.requeueCount()).toBe(0);
-    expect(await one.getMeta('k')).toBe('one');
-    expect(await two.getMeta('k')).toBeUndefined();
-
-    await two.outbox.markDelivered('a', twoSeqs, T);
-    expect(await two.outbox.prune(T + 1)).toBe(1);
-    expect(await one.journal.prunedThrough()).toBe(0);
-    expect(await one.journalSize()).toBe(2);
-    expect(await two.journal.head()).toBe(twoSeqs[0]);
+    await expectTenantsKeptApart(await backend.tenantStore('one'), await backend.tenantStore('two'));
   });
 
   it('applies each migration once when several replicas start at once on a new schema', async () => {

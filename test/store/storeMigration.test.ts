@@ -6,7 +6,10 @@ import { copySqliteToPostgres } from '../../src/store/storeMigration.js';
 import { runCli } from '../support/daemonProcess.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { makeTempDir } from '../support/tempDir.js';
-import { entry, HOUR, ingest, quarantined, T } from './contract/storeFixtures.js';
+import { entry, entryIdsInJournal, HOUR, ingest, quarantined, T } from './contract/storeFixtures.js';
+import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
+import { storeConfigSchema } from '../../src/store/storeConfig.js';
+import { writeVersionFiveStore } from '../support/versionFiveStore.js';
 import { admin, freshSchema, openBackend } from './postgresTestDb.js';
 
 /** A SQLite store with a bit of everything: cursors, delivered, pending and dead deliveries, rates, meta. */
@@ -117,5 +120,45 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     expect(done.stderr).toBe('');
     expect(done.status).toBe(0);
     expect(done.stdout).toMatch(/migrated .* into tenant default \(.*events 4.*; journal head 4\)/);
+  }, 60_000);
+
+  it('as a command: moves every tenant of a shared file, and one left in its own file, each under its name', async () => {
+    const dir = makeTempDir();
+    const backend = new SqliteStoreBackend({ stateDir: dir, store: storeConfigSchema.parse({}) });
+    for (const [tenant, ids] of [
+      ['acme', ['e-1', 'e-2']],
+      ['zeta', ['e-1']],
+    ] as const) {
+      const store = backend.openNow(tenant);
+      await store.sinks.activate([{ name: 'a', type: 'file' }], T);
+      await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+      await ingest(
+        store,
+        ids.map((id) => entry(id)),
+      );
+    }
+    await backend.close();
+    writeVersionFiveStore(join(dir, 'tenants', 'beta', 'changefeed.sqlite'));
+    const schema = freshSchema();
+    const base = ['store', 'migrate', '--from', `sqlite:${join(dir, 'changefeed.sqlite')}`, '--to', POSTGRES_URL];
+
+    const unknown = await runCli([...base, '--schema', schema, '--tenant', 'nope']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/--tenant nope: the store holds no such tenant \(it holds acme, beta, zeta\)/);
+
+    const done = await runCli([...base, '--schema', schema]);
+    expect(done.stderr).toBe('');
+    expect(done.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/\(tenant acme\) into tenant acme \(.*events 2.*; journal head 2\)$/),
+      expect.stringMatching(/\(tenant beta\) into tenant beta \(.*events 2.*; journal head 3\)$/),
+      expect.stringMatching(/\(tenant zeta\) into tenant zeta \(.*events 1.*; journal head 1\)$/),
+    ]);
+    const target = await openBackend(schema);
+    expect(await entryIdsInJournal(await target.tenantStore('zeta'))).toEqual(['e-1']);
+    expect(await (await target.tenantStore('beta')).outbox.counts('a')).toMatchObject({ pending: 1, delivered: 1 });
+
+    const again = await runCli([...base, '--schema', schema, '--tenant', 'zeta']);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/zeta already has data in the PostgreSQL store; nothing was copied/);
   }, 60_000);
 });

@@ -7,11 +7,13 @@ import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
  * The tables and their meaning are those of the SQLite store (../sqlite/migrations.ts), with
  * these differences:
  * - Every table starts with `tenant`, which leads every primary key and index: the tenants of a
- *   deployment share one schema, and every query names its tenant.
+ *   deployment share one schema, and every query names its tenant (SQLite's too since its
+ *   migration 6).
  * - `events.seq` is one identity shared by the tenants: a tenant's positions grow but are not
- *   contiguous. `journal_heads` keeps per tenant the highest seq ever assigned (SQLite reads it
- *   from sqlite_sequence), so the head never goes back when the journal is pruned; its row is
- *   also the lock that orders the ingests of one tenant (see PostgresChangefeedStore.ingest).
+ *   contiguous (SQLite, with one writer, numbers each tenant's from 1). `journal_heads` keeps per
+ *   tenant the highest seq ever assigned, as SQLite's does, so the head never goes back when the
+ *   journal is pruned; its row is also the lock that orders the ingests of one tenant (see
+ *   PostgresChangefeedStore.ingest).
  * - Times are the callers' millisecond numbers as `double precision`, which holds any JS number
  *   exactly, fractions of a jittered retry time included, as SQLite's dynamic typing does.
  * - Flags are `boolean`; payloads and raw entries are `text`, never jsonb, so the feed returns

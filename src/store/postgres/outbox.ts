@@ -187,9 +187,12 @@ export class PostgresOutbox implements OutboxStore {
 
   async counts(sink: string): Promise<DeliveryCounts> {
     const rows = await this.db.read<{ state: string; n: number; oldest: number | null }>(
-      `SELECT d.state, COUNT(*) AS n, MIN(e.ingested_at) AS oldest
-       FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
-       WHERE d.tenant = $1 AND d.sink = $2 GROUP BY d.state`,
+      // As SQLite's: counted from the index, the oldest pending being the first in journal order.
+      `SELECT d.state, COUNT(*) AS n,
+         CASE d.state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
+           JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
+           WHERE p.tenant = d.tenant AND p.sink = d.sink AND p.state = 'pending' ORDER BY p.seq LIMIT 1) END AS oldest
+       FROM deliveries d WHERE d.tenant = $1 AND d.sink = $2 GROUP BY d.state`,
       [this.db.tenant, sink],
     );
     const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };

@@ -38,11 +38,14 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
     // A negative cache_size is in KiB; better-sqlite3's build default is 16 MB (storeLocation.ts).
     if (options.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.max(64, Math.floor(options.cacheKiB))}`);
     checkStoreIdentity(db, file, { readonly: options.readonly ?? false });
-    if (options.readonly) return db;
+    if (options.readonly) {
+      checkReadableVersion(db, file);
+      return db;
+    }
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    db.pragma('foreign_keys = ON');
     migrate(db, file);
+    db.pragma('foreign_keys = ON');
     return db;
   } catch (error) {
     db.close();
@@ -61,10 +64,34 @@ function migrate(db: Db, file: string): void {
       `the store at ${file} has schema version ${current}, newer than this build knows (${MIGRATIONS.length}); upgrade changefeed`,
     );
   }
+  // Off while tables are rebuilt (migration 6), as SQLite's recipe for it asks; each migration
+  // checks the keys itself before it commits.
+  db.pragma('foreign_keys = OFF');
   for (let version = current; version < MIGRATIONS.length; version++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[version] ?? '');
+      const broken = db.pragma('foreign_key_check') as unknown[];
+      if (broken.length > 0)
+        throw new StoreError(
+          `migrating the store at ${file} to schema version ${version + 1} left ${broken.length} rows without ` +
+            'their parent; nothing was changed',
+        );
       db.pragma(`user_version = ${version + 1}`);
     })();
   }
+}
+
+/**
+ * A reader cannot migrate: a store of an older schema is refused by name rather than failing on
+ * the first query that names a newer column.
+ */
+function checkReadableVersion(db: Db, file: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version === MIGRATIONS.length) return;
+  throw new StoreError(
+    version > MIGRATIONS.length
+      ? `the store at ${file} has schema version ${version}, newer than this build knows (${MIGRATIONS.length}); upgrade changefeed`
+      : `the store at ${file} has schema version ${version}, older than this build's (${MIGRATIONS.length}); ` +
+          'start the daemon of this build once, which migrates it, then run this command again',
+  );
 }

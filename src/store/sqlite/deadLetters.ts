@@ -1,9 +1,26 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
 import type { DeadLetter } from '../storeRecords.js';
-import type { Db } from './database.js';
+import type { TenantConnection } from './tenantConnection.js';
 
 const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
+
+const LIST = `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
+    d.last_response, d.first_attempt_at, d.updated_at
+  FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
+  WHERE d.tenant = @tenant AND d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink)
+    AND (@eventId IS NULL OR e.event_id = @eventId)
+  ORDER BY d.sink, d.seq LIMIT @limit`;
+const REQUEUE_EVENT = `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL,
+    updated_at = @now
+  WHERE tenant = @tenant AND state = 'dead' AND (@sink IS NULL OR sink = @sink)
+    AND seq IN (SELECT seq FROM events WHERE tenant = @tenant AND event_id = @eventId)`;
+const REQUEUE_SINK = `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL,
+    updated_at = ?
+  WHERE tenant = ? AND sink = ? AND state = 'dead'`;
+const COUNT = 'SELECT value FROM meta WHERE tenant = ? AND key = ?';
+const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
+  ON CONFLICT (tenant, key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`;
 
 /**
  * Deliveries that ran out of chances (`state = 'dead'`): listed for `changefeed dead-letters`,
@@ -11,43 +28,32 @@ const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
  * requeue count.
  */
 export class DeadLetters implements DeadLetterStore {
-  private readonly deadListStmt;
-  private readonly requeueOneStmt;
-  private readonly requeueDeadStmt;
-
-  constructor(private readonly db: Db) {
-    this.deadListStmt = db.prepare<[{ sink: string | null; eventId: string | null; limit: number }], DeadLetterRow>(
-      `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
-              d.last_response, d.first_attempt_at, d.updated_at
-       FROM deliveries d JOIN events e ON e.seq = d.seq
-       WHERE d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink) AND (@eventId IS NULL OR e.event_id = @eventId)
-       ORDER BY d.sink, d.seq LIMIT @limit`,
-    );
-    this.requeueOneStmt = db.prepare(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = @now
-       WHERE state = 'dead' AND (@sink IS NULL OR sink = @sink) AND seq IN (SELECT seq FROM events WHERE event_id = @eventId)`,
-    );
-    this.requeueDeadStmt = db.prepare(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = ?
-       WHERE sink = ? AND state = 'dead'`,
-    );
-  }
+  constructor(private readonly conn: TenantConnection) {}
 
   /** Dead letters, optionally of one sink or one event id. */
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
-    return this.deadListStmt
-      .all({ sink: filter.sink ?? null, eventId: filter.eventId ?? null, limit: filter.limit ?? 1000 })
+    return this.conn
+      .statement<{ tenant: string; sink: string | null; eventId: string | null; limit: number }, DeadLetterRow>(LIST)
+      .all({
+        tenant: this.conn.tenant,
+        sink: filter.sink ?? null,
+        eventId: filter.eventId ?? null,
+        limit: filter.limit ?? 1000,
+      })
       .map(deadLetterFromRow);
   }
 
   /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
   async requeueSink(sink: string, now: number): Promise<number> {
-    return this.bumpRequeues(this.requeueDeadStmt.run(now, sink).changes);
+    return this.bumpRequeues(this.conn.statement(REQUEUE_SINK).run(now, this.conn.tenant, sink).changes);
   }
 
   /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
   async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
-    return this.bumpRequeues(this.requeueOneStmt.run({ eventId, sink: sink ?? null, now }).changes);
+    return this.bumpRequeues(
+      this.conn.statement<object>(REQUEUE_EVENT).run({ tenant: this.conn.tenant, eventId, sink: sink ?? null, now })
+        .changes,
+    );
   }
 
   /**
@@ -56,21 +62,14 @@ export class DeadLetters implements DeadLetterStore {
    * window of pending deliveries has already passed.
    */
   async requeueCount(): Promise<number> {
-    const row = this.db
-      .prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
-      .get(REQUEUE_COUNT_KEY);
+    const row = this.conn
+      .statement<[string, string], { value: string }>(COUNT)
+      .get(this.conn.tenant, REQUEUE_COUNT_KEY);
     return row ? Number(row.value) : 0;
   }
 
   private bumpRequeues(changed: number): number {
-    if (changed > 0) {
-      this.db
-        .prepare(
-          `INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = ` +
-            `CAST(value AS INTEGER) + 1`,
-        )
-        .run(REQUEUE_COUNT_KEY);
-    }
+    if (changed > 0) this.conn.statement(BUMP).run(this.conn.tenant, REQUEUE_COUNT_KEY);
     return changed;
   }
 }

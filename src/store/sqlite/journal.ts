@@ -1,53 +1,56 @@
 import type { LogKind } from '../../logs.js';
 import type { JournalStore } from '../changefeedStore.js';
 import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
-import type { Db } from './database.js';
+import type { TenantConnection } from './tenantConnection.js';
 
 /** The meta key of the highest `seq` ever pruned from the journal. */
 export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
 
+const HEAD = 'SELECT head FROM journal_heads WHERE tenant = ?';
+const MOVE_HEAD = `INSERT INTO journal_heads (tenant, head) VALUES (?, ?)
+  ON CONFLICT (tenant) DO UPDATE SET head = MAX(head, excluded.head)`;
+const PRUNED = 'SELECT CAST(value AS INTEGER) AS value FROM meta WHERE tenant = ? AND key = ?';
+const PAGE = `SELECT seq, payload FROM events
+  WHERE tenant = @tenant AND seq > @after AND seq <= @head AND (@log IS NULL OR log = @log)
+    AND (@type IS NULL OR type GLOB @type)
+  ORDER BY seq LIMIT @limit`;
+
 /**
- * The journal read in ingestion order, for consumers that hold their own position (the pull feed
- * and its live stream). Positions are `events.seq`: assigned in commit order by AUTOINCREMENT,
- * never reused, and on the daemon's one connection a read never sees half an ingest transaction,
- * so reading after a position never skips an event that is still in the journal.
+ * The journal of one tenant read in ingestion order, for consumers that hold their own position
+ * (the pull feed and its live stream). Positions are the tenant's `events.seq`: its head plus one
+ * for each new event, so they grow in commit order and are never reused, since `journal_heads`
+ * keeps the head when the events are pruned. On the process's one connection a read never sees
+ * half an ingest transaction, so reading after a position never skips an event that is still in
+ * the journal.
  *
  * Pruning (Outbox.prune) removes events past the retention and records the highest seq it removed;
  * a position below that may have missed events, and `prunedThrough` lets the feed say so (410)
  * instead of skipping them silently.
  */
 export class Journal implements JournalStore {
-  private readonly headStmt;
-  private readonly prunedStmt;
-  private readonly pageStmt;
-
-  constructor(db: Db) {
-    this.headStmt = db.prepare<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
-    this.prunedStmt = db.prepare<[string], { value: number }>(
-      'SELECT CAST(value AS INTEGER) AS value FROM meta WHERE key = ?',
-    );
-    this.pageStmt = db.prepare<
-      [{ after: number; head: number; log: string | null; type: string | null; limit: number }],
-      JournalEvent
-    >(
-      `SELECT seq, payload FROM events
-       WHERE seq > @after AND seq <= @head AND (@log IS NULL OR log = @log) AND (@type IS NULL OR type GLOB @type)
-       ORDER BY seq LIMIT @limit`,
-    );
-  }
+  constructor(private readonly conn: TenantConnection) {}
 
   /** The highest seq ever assigned; 0 before the first event. */
   async head(): Promise<number> {
     return this.headNow();
   }
 
-  private headNow(): number {
-    return this.headStmt.get()?.seq ?? 0;
+  /** The head, at once: the ingest transaction draws the next seqs from it. */
+  headNow(): number {
+    return this.conn.statement<[string], { head: number }>(HEAD).get(this.conn.tenant)?.head ?? 0;
+  }
+
+  /** Part of the ingest transaction: the highest seq it used. */
+  moveHead(head: number): void {
+    this.conn.statement(MOVE_HEAD).run(this.conn.tenant, head);
   }
 
   /** The highest seq pruned so far; 0 when nothing was. Reading after a lower position may miss events. */
   async prunedThrough(): Promise<number> {
-    return this.prunedStmt.get(PRUNED_THROUGH_KEY)?.value ?? 0;
+    return (
+      this.conn.statement<[string, string], { value: number }>(PRUNED).get(this.conn.tenant, PRUNED_THROUGH_KEY)
+        ?.value ?? 0
+    );
   }
 
   /**
@@ -63,7 +66,8 @@ export class Journal implements JournalStore {
   ): Promise<JournalPage> {
     const head = this.headNow();
     const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);
-    const events = this.pageStmt.all({
+    const events = this.conn.statement<object, JournalEvent>(PAGE).all({
+      tenant: this.conn.tenant,
       after,
       head: scanTo,
       log: filter.log ?? null,

@@ -2,8 +2,66 @@ import type { LogKind } from '../../logs.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
-import type { Db } from './database.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
+import type { TenantConnection } from './tenantConnection.js';
+
+// The caller draws the seq (the tenant's head plus one, see Journal) and moves the head once per
+// ingest, in the same transaction.
+const INSERT_EVENT = `INSERT INTO events (tenant, seq, event_id, log, object_id, type, performed_at, ingested_at, payload)
+  VALUES (@tenant, @seq, @eventId, @log, @objectId, @type, @performedAt, @ingestedAt, @payload)
+  ON CONFLICT (tenant, event_id) DO NOTHING`;
+const INSERT_DELIVERIES = `INSERT INTO deliveries (tenant, sink, seq, updated_at)
+  SELECT tenant, name, ?, ? FROM sinks WHERE tenant = ? AND active = 1`;
+const PENDING = `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at,
+    d.first_attempt_at, e.ingested_at
+  FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
+  WHERE d.tenant = ? AND d.sink = ? AND d.state = 'pending' AND d.seq > ?
+  ORDER BY d.seq LIMIT ?`;
+const SETTLED = `first_attempt_at = COALESCE(first_attempt_at, @now)
+  WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
+const DELIVERED = `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = @now,
+  ${SETTLED}`;
+const RETRY = `UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = @nextAttemptAt, last_error = @error,
+  last_status = @status, last_response = @response, updated_at = @now, ${SETTLED}`;
+const DEAD = `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, last_status = @status,
+  last_response = @response, updated_at = @now, ${SETTLED}`;
+const FILTERED = `UPDATE deliveries SET state = 'filtered', updated_at = @now
+  WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
+const ENQUEUE = `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
+  SELECT @tenant, @sink, seq, 'pending', @now FROM events
+  WHERE tenant = @tenant AND (@since IS NULL OR ingested_at >= @since) AND (@until IS NULL OR ingested_at < @until)
+    AND (@log IS NULL OR log = @log)
+  ORDER BY seq
+  ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
+    first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = @now`;
+const PAYLOADS = 'SELECT seq, payload FROM events WHERE tenant = ? AND seq IN (SELECT value FROM json_each(?))';
+// Counted from the index alone. The oldest pending is the first in journal order: seqs are drawn
+// in ingestion order, and this reads one row where a MIN over the join read every pending one.
+const COUNTS = `SELECT state, COUNT(*) AS n,
+    CASE state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
+      JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
+      WHERE p.tenant = d.tenant AND p.sink = d.sink AND p.state = 'pending' ORDER BY p.seq LIMIT 1) END AS oldest
+  FROM deliveries d WHERE tenant = ? AND sink = ? GROUP BY state`;
+const PRUNABLE = `FROM events WHERE tenant = @tenant AND ingested_at < @before
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq AND d.state = 'pending')`;
+const PRUNE = `DELETE ${PRUNABLE}`;
+// The feed answers 410 to a position below the highest pruned seq (see Journal).
+const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value)
+  SELECT @tenant, '${PRUNED_THROUGH_KEY}', MAX(seq) ${PRUNABLE}
+  HAVING MAX(seq) IS NOT NULL
+  ON CONFLICT (tenant, key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
+
+interface PendingRow {
+  seq: number;
+  event_id: string;
+  log: LogKind;
+  object_id: string;
+  type: string;
+  attempts: number;
+  next_attempt_at: number;
+  first_attempt_at: number | null;
+  ingested_at: number;
+}
 
 /**
  * The outbox: events in ingestion order and, per active sink, one delivery row each.
@@ -11,105 +69,24 @@ import { PRUNED_THROUGH_KEY } from './journal.js';
  * event either delivered or still pending (at-least-once).
  */
 export class Outbox implements OutboxStore {
-  private readonly insertEventStmt;
-  private readonly insertDeliveriesStmt;
-  private readonly pendingStmt;
-  private readonly deliveredStmt;
-  private readonly retryStmt;
-  private readonly deadStmt;
-  private readonly countsStmt;
-  private readonly pruneStmt;
-  private readonly prunedThroughStmt;
-  private readonly filteredStmt;
-  private readonly payloadsStmt;
-  private readonly enqueueStmt;
+  constructor(private readonly conn: TenantConnection) {}
 
-  constructor(private readonly db: Db) {
-    this.insertEventStmt = db.prepare(
-      `INSERT INTO events (event_id, log, object_id, type, performed_at, ingested_at, payload)
-       VALUES (@eventId, @log, @objectId, @type, @performedAt, @ingestedAt, @payload)
-       ON CONFLICT (event_id) DO NOTHING`,
-    );
-    this.insertDeliveriesStmt = db.prepare(
-      `INSERT INTO deliveries (sink, seq, updated_at) SELECT name, ?, ? FROM sinks WHERE active = 1`,
-    );
-    this.pendingStmt = db.prepare<
-      [string, number, number],
-      {
-        seq: number;
-        event_id: string;
-        log: LogKind;
-        object_id: string;
-        type: string;
-        attempts: number;
-        next_attempt_at: number;
-        first_attempt_at: number | null;
-        ingested_at: number;
-      }
-    >(
-      `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at,
-              d.first_attempt_at, e.ingested_at
-       FROM deliveries d JOIN events e ON e.seq = d.seq
-       WHERE d.sink = ? AND d.state = 'pending' AND d.seq > ?
-       ORDER BY d.seq LIMIT ?`,
-    );
-    this.deliveredStmt = db.prepare(
-      `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = @now,
-         first_attempt_at = COALESCE(first_attempt_at, @now)
-       WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
-    );
-    this.retryStmt = db.prepare(
-      `UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = @nextAttemptAt, last_error = @error,
-         last_status = @status, last_response = @response, updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
-       WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
-    );
-    this.deadStmt = db.prepare(
-      `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, last_status = @status,
-         last_response = @response, updated_at = @now, first_attempt_at = COALESCE(first_attempt_at, @now)
-       WHERE sink = @sink AND seq = @seq AND state = 'pending'`,
-    );
-    this.enqueueStmt = db.prepare(
-      `INSERT INTO deliveries (sink, seq, state, updated_at)
-       SELECT @sink, seq, 'pending', @now FROM events
-       WHERE (@since IS NULL OR ingested_at >= @since) AND (@until IS NULL OR ingested_at < @until) AND (@log IS NULL OR log = @log)
-       ORDER BY seq
-       ON CONFLICT (sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL,
-         last_error = NULL, last_status = NULL, last_response = NULL, updated_at = @now`,
-    );
-    this.payloadsStmt = db.prepare<[string], { seq: number; payload: string }>(
-      'SELECT seq, payload FROM events WHERE seq IN (SELECT value FROM json_each(?))',
-    );
-    this.filteredStmt = db.prepare(
-      `UPDATE deliveries SET state = 'filtered', updated_at = @now WHERE sink = @sink AND seq = ` +
-        `@seq AND state = 'pending'`,
-    );
-    this.countsStmt = db.prepare<[string], { state: string; n: number; oldest: number | null }>(
-      `SELECT d.state, COUNT(*) AS n, MIN(e.ingested_at) AS oldest
-       FROM deliveries d JOIN events e ON e.seq = d.seq WHERE d.sink = ? GROUP BY d.state`,
-    );
-    this.pruneStmt = db.prepare(
-      `DELETE FROM events WHERE ingested_at < ?
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = events.seq AND d.state = 'pending')`,
-    );
-    // The feed answers 410 to a position below the highest pruned seq (see Journal).
-    this.prunedThroughStmt = db.prepare(
-      `INSERT INTO meta (key, value)
-       SELECT '${PRUNED_THROUGH_KEY}', MAX(seq) FROM events WHERE ingested_at < ?
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = events.seq AND d.state = 'pending')
-       HAVING MAX(seq) IS NOT NULL
-       ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`,
-    );
+  private get tenant(): string {
+    return this.conn.tenant;
   }
 
   /**
-   * Appends one event and a pending delivery for every active sink. Call inside the ingest
-   * transaction. Returns false when the event id already exists (a replayed entry).
+   * Appends one event at position `seq` and a pending delivery for every active sink. Call inside
+   * the ingest transaction, which moves the tenant's head past the seqs it used. Returns false
+   * when the event id already exists (a replayed entry), and `seq` stays free.
    */
   append(
     event: ChangeCloudEvent,
-    args: { log: LogKind; objectId: string; performedAt: number | null; now: number },
+    args: { seq: number; log: LogKind; objectId: string; performedAt: number | null; now: number },
   ): boolean {
-    const info = this.insertEventStmt.run({
+    const info = this.conn.statement<object>(INSERT_EVENT).run({
+      tenant: this.tenant,
+      seq: args.seq,
       eventId: event.id,
       log: args.log,
       objectId: args.objectId,
@@ -119,35 +96,41 @@ export class Outbox implements OutboxStore {
       payload: JSON.stringify(event),
     });
     if (info.changes === 0) return false;
-    this.insertDeliveriesStmt.run(info.lastInsertRowid, args.now);
+    this.conn.statement(INSERT_DELIVERIES).run(args.seq, args.now, this.tenant);
     return true;
   }
 
   /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
   async payloads(seqs: readonly number[]): Promise<Map<number, string>> {
-    const rows = this.payloadsStmt.all(JSON.stringify(seqs));
+    const rows = this.conn
+      .statement<[string, string], { seq: number; payload: string }>(PAYLOADS)
+      .all(this.tenant, JSON.stringify(seqs));
     return new Map(rows.map((r) => [r.seq, r.payload]));
   }
 
   /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
-    return this.pendingStmt.all(sink, afterSeq, limit).map((r) => ({
-      seq: r.seq,
-      eventId: r.event_id,
-      log: r.log,
-      objectId: r.object_id,
-      type: r.type,
-      attempts: r.attempts,
-      nextAttemptAt: r.next_attempt_at,
-      firstAttemptAt: r.first_attempt_at,
-      ingestedAt: r.ingested_at,
-    }));
+    return this.conn
+      .statement<[string, string, number, number], PendingRow>(PENDING)
+      .all(this.tenant, sink, afterSeq, limit)
+      .map((r) => ({
+        seq: r.seq,
+        eventId: r.event_id,
+        log: r.log,
+        objectId: r.object_id,
+        type: r.type,
+        attempts: r.attempts,
+        nextAttemptAt: r.next_attempt_at,
+        firstAttemptAt: r.first_attempt_at,
+        ingestedAt: r.ingested_at,
+      }));
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
-    this.db.transaction(() => {
-      for (const seq of seqs) this.deliveredStmt.run({ sink, seq, now });
-    })();
+    const delivered = this.conn.statement<object>(DELIVERED);
+    this.conn.transaction(() => {
+      for (const seq of seqs) delivered.run({ tenant: this.tenant, sink, seq, now });
+    });
   }
 
   async scheduleRetry(
@@ -155,9 +138,11 @@ export class Outbox implements OutboxStore {
     retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
     now: number,
   ): Promise<void> {
-    this.db.transaction(() => {
-      for (const r of retries) {
-        this.retryStmt.run({
+    const retry = this.conn.statement<object>(RETRY);
+    this.conn.transaction(() => {
+      for (const r of retries)
+        retry.run({
+          tenant: this.tenant,
           sink,
           seq: r.seq,
           nextAttemptAt: r.nextAttemptAt,
@@ -166,14 +151,15 @@ export class Outbox implements OutboxStore {
           response: r.response ?? null,
           now,
         });
-      }
-    })();
+    });
   }
 
   async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
-    this.db.transaction(() => {
+    const markDead = this.conn.statement<object>(DEAD);
+    this.conn.transaction(() => {
       for (const d of dead)
-        this.deadStmt.run({
+        markDead.run({
+          tenant: this.tenant,
           sink,
           seq: d.seq,
           error: d.error,
@@ -181,14 +167,15 @@ export class Outbox implements OutboxStore {
           response: d.response ?? null,
           now,
         });
-    })();
+    });
   }
 
   /** Events the sink's filter excludes: settled without being sent. */
   async markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void> {
-    this.db.transaction(() => {
-      for (const seq of seqs) this.filteredStmt.run({ sink, seq, now });
-    })();
+    const filtered = this.conn.statement<object>(FILTERED);
+    this.conn.transaction(() => {
+      for (const seq of seqs) filtered.run({ tenant: this.tenant, sink, seq, now });
+    });
   }
 
   /**
@@ -201,7 +188,8 @@ export class Outbox implements OutboxStore {
     range: { since?: number; until?: number; log?: LogKind },
     now: number,
   ): Promise<number> {
-    return this.enqueueStmt.run({
+    return this.conn.statement<object>(ENQUEUE).run({
+      tenant: this.tenant,
       sink,
       since: range.since ?? null,
       until: range.until ?? null,
@@ -212,7 +200,10 @@ export class Outbox implements OutboxStore {
 
   async counts(sink: string): Promise<DeliveryCounts> {
     const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
-    for (const row of this.countsStmt.all(sink)) {
+    const rows = this.conn
+      .statement<[string, string], { state: string; n: number; oldest: number | null }>(COUNTS)
+      .all(this.tenant, sink);
+    for (const row of rows) {
       if (row.state === 'pending') {
         counts.pending = row.n;
         counts.oldestPendingIngestedAt = row.oldest;
@@ -225,9 +216,9 @@ export class Outbox implements OutboxStore {
 
   /** Drops journal entries older than `before` that no sink still waits for. */
   async prune(before: number): Promise<number> {
-    return this.db.transaction(() => {
-      this.prunedThroughStmt.run(before);
-      return this.pruneStmt.run(before).changes;
-    })();
+    return this.conn.transaction(() => {
+      this.conn.statement<object>(PRUNED_THROUGH).run({ tenant: this.tenant, before });
+      return this.conn.statement<object>(PRUNE).run({ tenant: this.tenant, before }).changes;
+    });
   }
 }

@@ -3,7 +3,14 @@ import type { LogKind } from '../../logs.js';
 import type { QuarantineStore } from '../changefeedStore.js';
 import { quarantineFingerprint, quarantineFromRow, type QuarantineRow } from '../storedRows.js';
 import type { QuarantineRecord } from '../storeRecords.js';
-import type { Db } from './database.js';
+import type { TenantConnection } from './tenantConnection.js';
+
+const INSERT = `INSERT OR IGNORE INTO quarantine
+    (tenant, log, object_id, fingerprint, entry_id, reason, raw, raw_bytes, request_id, first_seen_at)
+  VALUES (@tenant, @log, @objectId, @fingerprint, @entryId, @reason, @raw, @rawBytes, @requestId, @now)`;
+const COUNT = 'SELECT COUNT(*) AS n FROM quarantine WHERE tenant = ?';
+const LIST = `SELECT * FROM quarantine WHERE tenant = @tenant AND (@log IS NULL OR log = @log)
+  ORDER BY first_seen_at DESC LIMIT @limit`;
 
 /**
  * Entries the service sent that could not become events, kept for the operator
@@ -11,20 +18,14 @@ import type { Db } from './database.js';
  * the fingerprint of the raw JSON keeps each one once.
  */
 export class Quarantine implements QuarantineStore {
-  private readonly insertStmt;
-
-  constructor(private readonly db: Db) {
-    this.insertStmt = db.prepare(
-      `INSERT OR IGNORE INTO quarantine (log, object_id, fingerprint, entry_id, reason, raw, raw_bytes, request_id, first_seen_at)
-       VALUES (@log, @objectId, @fingerprint, @entryId, @reason, @raw, @rawBytes, @requestId, @now)`,
-    );
-  }
+  constructor(private readonly conn: TenantConnection) {}
 
   /** True when the entry was not quarantined before. */
   add(log: LogKind, objectId: string, entry: QuarantinedEntry, now: number): boolean {
     const fingerprint = quarantineFingerprint(entry);
     return (
-      this.insertStmt.run({
+      this.conn.statement<object>(INSERT).run({
+        tenant: this.conn.tenant,
         log,
         objectId,
         fingerprint,
@@ -39,16 +40,14 @@ export class Quarantine implements QuarantineStore {
   }
 
   async count(): Promise<number> {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM quarantine').get() as { n: number }).n;
+    return this.conn.statement<[string], { n: number }>(COUNT).get(this.conn.tenant)?.n ?? 0;
   }
 
   /** Newest first. */
   async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
-    const rows = this.db
-      .prepare<[string | null, string | null, number], QuarantineRow>(
-        'SELECT * FROM quarantine WHERE (? IS NULL OR log = ?) ORDER BY first_seen_at DESC LIMIT ?',
-      )
-      .all(filter.log ?? null, filter.log ?? null, filter.limit ?? 1000);
-    return rows.map(quarantineFromRow);
+    return this.conn
+      .statement<{ tenant: string; log: string | null; limit: number }, QuarantineRow>(LIST)
+      .all({ tenant: this.conn.tenant, log: filter.log ?? null, limit: filter.limit ?? 1000 })
+      .map(quarantineFromRow);
   }
 }

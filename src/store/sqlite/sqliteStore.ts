@@ -11,11 +11,19 @@ import { SeenEntries } from './seenEntries.js';
 import { RateEstimates } from './rateEstimates.js';
 import { SinkStates } from './sinkStates.js';
 import { WatchedLogs } from './watchedLogs.js';
+import { TenantConnection } from './tenantConnection.js';
+import { DEFAULT_TENANT } from '../../tenants/tenant.js';
+
+const GET_META = 'SELECT value FROM meta WHERE tenant = ? AND key = ?';
+const SET_META = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, ?)
+  ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`;
+const JOURNAL_SIZE = 'SELECT COUNT(*) AS n FROM events WHERE tenant = ?';
 
 /**
- * The store contract kept in one SQLite file: cursors, seen ids, the outbox and delivery
- * progress of one tenant. better-sqlite3 answers synchronously, so each method does its work
- * before returning its promise, and `ingest` is one SQLite transaction.
+ * The store contract kept in a SQLite file: cursors, seen ids, the outbox and delivery progress
+ * of one tenant, beside any other tenants of the file (TenantConnection). better-sqlite3 answers
+ * synchronously, so each method does its work before returning its promise, and `ingest` is one
+ * SQLite transaction.
  */
 export class SqliteChangefeedStore implements ChangefeedStore {
   readonly watchedLogs: WatchedLogs;
@@ -31,15 +39,24 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   readonly health = new StoreHealth();
   private readonly ingestTx;
 
-  constructor(readonly db: Db) {
-    this.watchedLogs = new WatchedLogs(db);
-    this.seen = new SeenEntries(db);
-    this.outbox = new Outbox(db);
-    this.deadLetters = new DeadLetters(db);
-    this.journal = new Journal(db);
-    this.sinks = new SinkStates(db);
-    this.quarantine = new Quarantine(db);
-    this.rates = new RateEstimates(db);
+  private readonly conn: TenantConnection;
+
+  /** `ownsConnection`: closing the store closes the connection (false when the tenants of a backend share it). */
+  constructor(
+    readonly db: Db,
+    readonly tenant: string = DEFAULT_TENANT,
+    private readonly ownsConnection = true,
+  ) {
+    const conn = new TenantConnection(db, tenant);
+    this.conn = conn;
+    this.watchedLogs = new WatchedLogs(conn);
+    this.seen = new SeenEntries(conn);
+    this.outbox = new Outbox(conn);
+    this.deadLetters = new DeadLetters(conn);
+    this.journal = new Journal(conn);
+    this.sinks = new SinkStates(conn);
+    this.quarantine = new Quarantine(conn);
+    this.rates = new RateEstimates(conn);
     this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {
       let emitted = 0;
       let duplicates = 0;
@@ -50,19 +67,20 @@ export class SqliteChangefeedStore implements ChangefeedStore {
       for (const entry of req.silentEntries ?? []) {
         this.seen.add(req.log, req.objectId, entry.id, performedAtMs(entry), req.now);
       }
+      const head = this.journal.headNow();
       for (const entry of req.entries) {
         const performedAt = performedAtMs(entry);
         if (!this.seen.add(req.log, req.objectId, entry.id, performedAt, req.now)) {
           duplicates++;
           continue;
         }
-        if (
-          this.outbox.append(req.toEvent(entry), { log: req.log, objectId: req.objectId, performedAt, now: req.now })
-        ) {
+        const placed = { seq: head + emitted + 1, log: req.log, objectId: req.objectId, performedAt, now: req.now };
+        if (this.outbox.append(req.toEvent(entry), placed)) {
           emitted++;
           if (performedAt !== null) emittedPerformedAt.push(performedAt);
         } else duplicates++;
       }
+      if (emitted > 0) this.journal.moveHead(head + emitted);
       this.watchedLogs.advance({
         log: req.log,
         objectId: req.objectId,
@@ -75,7 +93,8 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     });
   }
 
-  static open(file: string, options: { readonly?: boolean; cacheKiB?: number } = {}): SqliteChangefeedStore {
+  /** The tenant `default` of the file, on a connection of its own. */
+  static open(file: string, options: { readonly?: boolean } = {}): SqliteChangefeedStore {
     return new SqliteChangefeedStore(openDatabase(file, options));
   }
 
@@ -84,8 +103,10 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   }
 
   get isOpen(): boolean {
-    return this.db.open;
+    return this.open && this.db.open;
   }
+
+  private open = true;
 
   /** Throws StoreUnavailableError when the disk is full or read-only: nothing of the read is kept, the cursor stays. */
   async ingest(request: IngestRequest): Promise<IngestResult> {
@@ -100,21 +121,19 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   }
 
   async getMeta(key: string): Promise<string | undefined> {
-    const row = this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key);
-    return row?.value;
+    return this.conn.statement<[string, string], { value: string }>(GET_META).get(this.tenant, key)?.value;
   }
 
   async setMeta(key: string, value: string): Promise<void> {
-    this.db
-      .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
-      .run(key, value);
+    this.conn.statement(SET_META).run(this.tenant, key, value);
   }
 
   async journalSize(): Promise<number> {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+    return this.conn.statement<[string], { n: number }>(JOURNAL_SIZE).get(this.tenant)?.n ?? 0;
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    this.open = false;
+    if (this.ownsConnection && this.db.open) this.db.close();
   }
 }

@@ -4,24 +4,43 @@ import type { StoreBackend } from '../storeBackend.js';
 import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
+import { openDatabase, StoreError, type Db } from './database.js';
+import { legacyTenantFile, moveLegacyTenantFile, type MovedTenant } from './legacyTenantFile.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
+import { tenantHasRows } from './tenantTables.js';
+
+export interface SqliteBackendOptions {
+  readonly?: boolean;
+  mustExist?: boolean;
+  /** Told when a tenant's file of an earlier build was moved into the shared file. */
+  onTenantMoved?: (moved: MovedTenant) => void;
+}
 
 /**
- * SQLite as the store engine: one file per tenant (storeLocation), opened on first use and kept
- * open. Only one process may write them (the state directory lock), so there are no leases.
+ * SQLite as the store engine: every tenant of the process in the one file `store.url` names, on
+ * one connection opened on first use and kept open. A connection per tenant cost about 500 KB of
+ * native memory each (docs/scaling.md); the tenants' rows are told apart by their `tenant` column,
+ * as on PostgreSQL. Only one process may write the file (the state directory lock), so there are
+ * no leases.
  */
 export class SqliteStoreBackend implements StoreBackend {
   readonly kind = 'sqlite';
-  private readonly open = new Map<string, SqliteChangefeedStore>();
+  private connection: Db | undefined;
+  private readonly stores = new Map<string, SqliteChangefeedStore>();
 
   constructor(
     private readonly config: { stateDir: string; store: StoreConfig },
-    private readonly options: { readonly?: boolean; mustExist?: boolean } = {},
+    private readonly options: SqliteBackendOptions = {},
   ) {}
 
   get location(): string {
-    const location = storeLocation(this.config, DEFAULT_TENANT);
-    return location.kind === 'sqlite' ? location.file : '';
+    return this.file;
+  }
+
+  private get file(): string {
+    const location = storeLocation(this.config);
+    if (location.kind !== 'sqlite') throw new Error('unreachable: a SQLite backend was given a PostgreSQL location');
+    return location.file;
   }
 
   async tenantStore(tenant: string): Promise<SqliteChangefeedStore> {
@@ -30,25 +49,48 @@ export class SqliteStoreBackend implements StoreBackend {
 
   /** As tenantStore, at once: SQLite opens synchronously, so a daemon can check it in its constructor. */
   openNow(tenant: string): SqliteChangefeedStore {
-    const known = this.open.get(tenant);
+    const known = this.stores.get(tenant);
     if (known?.isOpen) return known;
-    const location = storeLocation(this.config, tenant);
-    if (location.kind !== 'sqlite') throw new Error('unreachable: a SQLite backend was given a PostgreSQL location');
-    if (this.options.mustExist && !existsSync(location.file))
-      throw new ChangefeedError(
-        'STORE_MISSING',
-        `no store at ${location.file}; has the daemon run with stateDir ${this.config.stateDir}?`,
-      );
-    const store = SqliteChangefeedStore.open(location.file, {
-      readonly: this.options.readonly ?? false,
-      ...(location.cacheKiB === undefined ? {} : { cacheKiB: location.cacheKiB }),
-    });
-    this.open.set(tenant, store);
+    const db = this.connectionNow();
+    if (tenant !== DEFAULT_TENANT) this.checkTenant(db, tenant);
+    const store = new SqliteChangefeedStore(db, tenant, false);
+    this.stores.set(tenant, store);
     return store;
   }
 
+  private connectionNow(): Db {
+    if (this.connection?.open) return this.connection;
+    const file = this.file;
+    if (this.options.mustExist && !existsSync(file))
+      throw new ChangefeedError(
+        'STORE_MISSING',
+        `no store at ${file}; has the daemon run with stateDir ${this.config.stateDir}?`,
+      );
+    this.connection = openDatabase(file, { readonly: this.options.readonly ?? false });
+    return this.connection;
+  }
+
+  /** A tenant of an earlier build's own file is moved in; a command is told when it has no rows. */
+  private checkTenant(db: Db, tenant: string): void {
+    if (!this.options.readonly) {
+      const moved = moveLegacyTenantFile(db, this.file, tenant, Date.now());
+      if (moved) this.options.onTenantMoved?.(moved);
+    } else if (!tenantHasRows(db, tenant) && existsSync(legacyTenantFile(this.file, tenant)))
+      throw new StoreError(
+        `tenant ${tenant} is still in its own file ${legacyTenantFile(this.file, tenant)}, from an earlier build; ` +
+          `start the daemon of this build once, which moves it into ${this.file}, then run this command again`,
+      );
+    if (this.options.mustExist && !tenantHasRows(db, tenant))
+      throw new ChangefeedError(
+        'STORE_MISSING',
+        `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
+      );
+  }
+
   async close(): Promise<void> {
-    for (const store of this.open.values()) await store.close();
-    this.open.clear();
+    for (const store of this.stores.values()) await store.close();
+    this.stores.clear();
+    if (this.connection?.open) this.connection.close();
+    this.connection = undefined;
   }
 }

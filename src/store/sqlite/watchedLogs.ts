@@ -2,50 +2,33 @@ import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { watchedLogFromRow, type WatchedLogRow } from '../storedRows.js';
 import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
-import type { Db } from './database.js';
+import type { TenantConnection } from './tenantConnection.js';
+
+const GET = 'SELECT * FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?';
+const LIST = 'SELECT * FROM watched_logs WHERE tenant = ? ORDER BY log, object_id';
+const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
+  VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now)
+  ON CONFLICT (tenant, log, object_id) DO NOTHING`;
+const ADVANCE = `UPDATE watched_logs SET window_end = @windowEnd, last_poll_at = @now, last_success_at = @now,
+    last_error = NULL, consecutive_failures = 0, entries_ingested = entries_ingested + @ingested
+  WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
+const FAILURE = `UPDATE watched_logs SET last_poll_at = @now, last_error = @error, consecutive_failures = consecutive_failures + 1
+  WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
+const STATUS = `UPDATE watched_logs SET status = @status, status_reason = @reason
+  WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
+const SORT_ORDER = 'UPDATE watched_logs SET sort_order = ? WHERE tenant = ? AND log = ? AND object_id = ?';
 
 /** Cursors and status of the watched logs. */
 export class WatchedLogs implements WatchedLogStore {
-  private readonly getStmt;
-  private readonly listStmt;
-  private readonly insertStmt;
-  private readonly cursorStmt;
-  private readonly failureStmt;
-  private readonly statusStmt;
-  private readonly sortOrderStmt;
-
-  constructor(private readonly db: Db) {
-    this.getStmt = db.prepare<[string, string], WatchedLogRow>(
-      'SELECT * FROM watched_logs WHERE log = ? AND object_id = ?',
-    );
-    this.listStmt = db.prepare<[], WatchedLogRow>('SELECT * FROM watched_logs ORDER BY log, object_id');
-    this.insertStmt = db.prepare(
-      `INSERT INTO watched_logs (log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
-       VALUES (@log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now)
-       ON CONFLICT (log, object_id) DO NOTHING`,
-    );
-    this.cursorStmt = db.prepare(
-      `UPDATE watched_logs SET window_end = @windowEnd, last_poll_at = @now, last_success_at = @now,
-         last_error = NULL, consecutive_failures = 0, entries_ingested = entries_ingested + @ingested
-       WHERE log = @log AND object_id = @objectId`,
-    );
-    this.failureStmt = db.prepare(
-      `UPDATE watched_logs SET last_poll_at = @now, last_error = @error, consecutive_failures = consecutive_failures + 1
-       WHERE log = @log AND object_id = @objectId`,
-    );
-    this.statusStmt = db.prepare(
-      'UPDATE watched_logs SET status = @status, status_reason = @reason WHERE log = @log AND object_id = @objectId',
-    );
-    this.sortOrderStmt = db.prepare('UPDATE watched_logs SET sort_order = ? WHERE log = ? AND object_id = ?');
-  }
+  constructor(private readonly conn: TenantConnection) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
-    const row = this.getStmt.get(log, objectId);
+    const row = this.conn.statement<[string, string, string], WatchedLogRow>(GET).get(this.conn.tenant, log, objectId);
     return row ? watchedLogFromRow(row) : undefined;
   }
 
   async list(): Promise<WatchedLog[]> {
-    return this.listStmt.all().map(watchedLogFromRow);
+    return this.conn.statement<[string], WatchedLogRow>(LIST).all(this.conn.tenant).map(watchedLogFromRow);
   }
 
   /**
@@ -60,7 +43,8 @@ export class WatchedLogs implements WatchedLogStore {
     now: number;
   }): Promise<boolean> {
     const windowed = args.log !== 'skill';
-    const info = this.insertStmt.run({
+    const info = this.conn.statement<object>(INSERT).run({
+      tenant: this.conn.tenant,
       log: args.log,
       objectId: args.objectId,
       origin: args.origin,
@@ -73,18 +57,18 @@ export class WatchedLogs implements WatchedLogStore {
 
   /** Part of the ingest transaction: records a completely read window or full read. */
   advance(args: { log: LogKind; objectId: string; windowEnd: number; ingested: number; now: number }): void {
-    this.cursorStmt.run(args);
+    this.conn.statement<object>(ADVANCE).run({ ...args, tenant: this.conn.tenant });
   }
 
   async recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void> {
-    this.failureStmt.run({ log, objectId, error, now });
+    this.conn.statement<object>(FAILURE).run({ tenant: this.conn.tenant, log, objectId, error, now });
   }
 
   async setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void> {
-    this.statusStmt.run({ log, objectId, status, reason });
+    this.conn.statement<object>(STATUS).run({ tenant: this.conn.tenant, log, objectId, status, reason });
   }
 
   async setSortOrder(log: LogKind, objectId: string, order: SortOrder): Promise<void> {
-    this.sortOrderStmt.run(order, log, objectId);
+    this.conn.statement(SORT_ORDER).run(order, this.conn.tenant, log, objectId);
   }
 }

@@ -1,0 +1,51 @@
+import type { Db } from './database.js';
+
+/**
+ * The tables that hold a tenant's rows, in an order that respects the foreign key of
+ * `deliveries` on `events`. `journal_heads` is not among them: copies set the head themselves.
+ */
+export const TENANT_TABLES = [
+  'watched_logs',
+  'seen_entries',
+  'events',
+  'sinks',
+  'deliveries',
+  'sink_state',
+  'meta',
+  'rate_estimates',
+  'quarantine',
+] as const;
+
+export type TenantTable = (typeof TENANT_TABLES)[number];
+
+/** A table's columns other than `tenant`, as the file's schema has them. */
+export function tenantTableColumns(db: Db, table: TenantTable, schema = 'main'): string[] {
+  return (db.prepare(`SELECT name FROM pragma_table_info(?, ?)`).all(table, schema) as { name: string }[])
+    .map((c) => c.name)
+    .filter((name) => name !== 'tenant');
+}
+
+/** Whether the tenant has anything in the file: sinks are registered and meta written as it starts. */
+export function tenantHasRows(db: Db, tenant: string): boolean {
+  return (
+    db
+      .prepare(
+        `SELECT 1 FROM sinks WHERE tenant = @tenant UNION ALL SELECT 1 FROM meta WHERE tenant = @tenant
+         UNION ALL SELECT 1 FROM watched_logs WHERE tenant = @tenant UNION ALL SELECT 1 FROM journal_heads WHERE tenant = @tenant
+         LIMIT 1`,
+      )
+      .get({ tenant }) !== undefined
+  );
+}
+
+/** The tenants that have anything in the file, by name. */
+export function sqliteTenants(db: Db): string[] {
+  return (
+    db
+      .prepare(
+        `SELECT tenant FROM sinks UNION SELECT tenant FROM meta UNION SELECT tenant FROM watched_logs
+         UNION SELECT tenant FROM journal_heads ORDER BY 1`,
+      )
+      .all() as { tenant: string }[]
+  ).map((r) => r.tenant);
+}
