@@ -2,9 +2,12 @@ import { createHash } from 'node:crypto';
 import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { LogKind } from '../logs.js';
 import type {
+  CircuitState,
   DeadLetter,
+  PendingDelivery,
   QuarantineRecord,
   RateEstimateRow,
+  SinkStateRow,
   SortOrder,
   WatchedLog,
   WatchOrigin,
@@ -134,4 +137,60 @@ export const rateEstimateFromRow = (r: RateEstimateDbRow): RateEstimateRow => ({
   pollCost: r.poll_cost,
   plannedRate: r.planned_rate,
   nextPollAt: r.next_poll_at,
+});
+
+/** A pending delivery joined to its event, as both stores select it. */
+export interface PendingDeliveryRow {
+  seq: number;
+  event_id: string;
+  log: LogKind;
+  object_id: string;
+  type: string;
+  attempts: number;
+  next_attempt_at: number;
+  first_attempt_at: number | null;
+  ingested_at: number;
+}
+
+export const pendingDeliveryFromRow = (r: PendingDeliveryRow): PendingDelivery => ({
+  seq: r.seq,
+  eventId: r.event_id,
+  log: r.log,
+  objectId: r.object_id,
+  type: r.type,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  firstAttemptAt: r.first_attempt_at,
+  ingestedAt: r.ingested_at,
+});
+
+/** A sink joined to its state row; flags are 0 and 1 on SQLite, booleans on PostgreSQL. */
+export interface SinkStateDbRow {
+  name: string;
+  type: string;
+  active: number | boolean;
+  registered_at: number;
+  connected: number | boolean | null;
+  paused_until: number | null;
+  consecutive_failures: number | null;
+  last_error: string | null;
+  last_error_at: number | null;
+  last_delivery_at: number | null;
+  circuit: CircuitState | null;
+  disabled_reason: string | null;
+}
+
+export const sinkStateFromRow = (r: SinkStateDbRow): SinkStateRow => ({
+  name: r.name,
+  type: r.type,
+  active: r.active === 1 || r.active === true,
+  registeredAt: r.registered_at,
+  connected: r.connected === 1 || r.connected === true,
+  pausedUntil: r.paused_until ?? 0,
+  consecutiveFailures: r.consecutive_failures ?? 0,
+  lastError: r.last_error,
+  lastErrorAt: r.last_error_at,
+  lastDeliveryAt: r.last_delivery_at,
+  circuit: r.circuit ?? 'closed',
+  disabledReason: r.disabled_reason,
 });

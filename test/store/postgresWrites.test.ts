@@ -1,3 +1,4 @@
+import { TENANT_TABLES } from '../../src/store/sqlite/tenantTables.js';
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import type { WriteFence } from '../../src/store/storeBackend.js';
@@ -7,18 +8,7 @@ import { startTcpProxy } from '../support/tcpProxy.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
 import { entry, ingest, T } from './storeContract.suite.js';
 
-const TABLES = [
-  'watched_logs',
-  'seen_entries',
-  'events',
-  'journal_heads',
-  'sinks',
-  'deliveries',
-  'sink_state',
-  'meta',
-  'rate_estimates',
-  'quarantine',
-];
+const TABLES = [...TENANT_TABLES, 'journal_heads'];
 
 /** Every row of the tenant in every table, to compare before and after. */
 async function snapshot(schema: string, tenant: string): Promise<Record<string, unknown[]>> {

@@ -1,6 +1,7 @@
 import type { LogKind } from '../../logs.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
+import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
@@ -11,18 +12,6 @@ export interface NewEvent {
   type: string;
   performedAt: number | null;
   payload: string;
-}
-
-interface PendingRow {
-  seq: number;
-  event_id: string;
-  log: LogKind;
-  object_id: string;
-  type: string;
-  attempts: number;
-  next_attempt_at: number;
-  first_attempt_at: number | null;
-  ingested_at: number;
 }
 
 /**
@@ -86,7 +75,7 @@ export class PostgresOutbox implements OutboxStore {
   }
 
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
-    const rows = await this.db.read<PendingRow>(
+    const rows = await this.db.read<PendingDeliveryRow>(
       `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at, d.first_attempt_at,
               e.ingested_at
        FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
@@ -94,17 +83,7 @@ export class PostgresOutbox implements OutboxStore {
        ORDER BY d.seq LIMIT $4`,
       [this.db.tenant, sink, afterSeq, limit],
     );
-    return rows.map((r) => ({
-      seq: r.seq,
-      eventId: r.event_id,
-      log: r.log,
-      objectId: r.object_id,
-      type: r.type,
-      attempts: r.attempts,
-      nextAttemptAt: r.next_attempt_at,
-      firstAttemptAt: r.first_attempt_at,
-      ingestedAt: r.ingested_at,
-    }));
+    return rows.map(pendingDeliveryFromRow);
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
@@ -191,7 +170,7 @@ export class PostgresOutbox implements OutboxStore {
       `SELECT d.state, COUNT(*) AS n,
          CASE d.state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
            JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
-           WHERE p.tenant = d.tenant AND p.sink = d.sink AND p.state = 'pending' ORDER BY p.seq LIMIT 1) END AS oldest
+           WHERE p.tenant = $1 AND p.sink = $2 AND p.state = 'pending' ORDER BY p.seq LIMIT 1) END AS oldest
        FROM deliveries d WHERE d.tenant = $1 AND d.sink = $2 GROUP BY d.state`,
       [this.db.tenant, sink],
     );

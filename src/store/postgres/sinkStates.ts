@@ -1,22 +1,8 @@
 import type { SinkStateStore } from '../changefeedStore.js';
-import type { CircuitState, SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
+import type { SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
+import { sinkStateFromRow, type SinkStateDbRow } from '../storedRows.js';
 import type { TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
-
-interface Row {
-  name: string;
-  type: string;
-  active: boolean;
-  registered_at: number;
-  connected: boolean | null;
-  paused_until: number | null;
-  consecutive_failures: number | null;
-  last_error: string | null;
-  last_error_at: number | null;
-  last_delivery_at: number | null;
-  circuit: CircuitState | null;
-  disabled_reason: string | null;
-}
 
 /**
  * Which sinks one tenant's store feeds, and their connection state. A sink seen for the first
@@ -68,26 +54,13 @@ export class PostgresSinkStates implements SinkStateStore {
   }
 
   async list(): Promise<SinkStateRow[]> {
-    const rows = await this.db.read<Row>(
+    const rows = await this.db.read<SinkStateDbRow>(
       `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until, t.consecutive_failures,
               t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason
        FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
        WHERE s.tenant = $1 ORDER BY s.name COLLATE "C"`,
       [this.db.tenant],
     );
-    return rows.map((r) => ({
-      name: r.name,
-      type: r.type,
-      active: r.active,
-      registeredAt: r.registered_at,
-      connected: r.connected === true,
-      pausedUntil: r.paused_until ?? 0,
-      consecutiveFailures: r.consecutive_failures ?? 0,
-      lastError: r.last_error,
-      lastErrorAt: r.last_error_at,
-      lastDeliveryAt: r.last_delivery_at,
-      circuit: r.circuit ?? 'closed',
-      disabledReason: r.disabled_reason,
-    }));
+    return rows.map(sinkStateFromRow);
   }
 }

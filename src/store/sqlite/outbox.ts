@@ -2,6 +2,7 @@ import type { LogKind } from '../../logs.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
+import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
 
@@ -51,18 +52,6 @@ const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value)
   HAVING MAX(seq) IS NOT NULL
   ON CONFLICT (tenant, key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
 
-interface PendingRow {
-  seq: number;
-  event_id: string;
-  log: LogKind;
-  object_id: string;
-  type: string;
-  attempts: number;
-  next_attempt_at: number;
-  first_attempt_at: number | null;
-  ingested_at: number;
-}
-
 /**
  * The outbox: events in ingestion order and, per active sink, one delivery row each.
  * Every state change of a delivery is one short transaction, so a crash at any point leaves each
@@ -111,19 +100,9 @@ export class Outbox implements OutboxStore {
   /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
     return this.conn
-      .statement<[string, string, number, number], PendingRow>(PENDING)
+      .statement<[string, string, number, number], PendingDeliveryRow>(PENDING)
       .all(this.tenant, sink, afterSeq, limit)
-      .map((r) => ({
-        seq: r.seq,
-        eventId: r.event_id,
-        log: r.log,
-        objectId: r.object_id,
-        type: r.type,
-        attempts: r.attempts,
-        nextAttemptAt: r.next_attempt_at,
-        firstAttemptAt: r.first_attempt_at,
-        ingestedAt: r.ingested_at,
-      }));
+      .map(pendingDeliveryFromRow);
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {

@@ -1,5 +1,6 @@
 import type { SinkStateStore } from '../changefeedStore.js';
-import type { CircuitState, SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
+import type { SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
+import { sinkStateFromRow, type SinkStateDbRow } from '../storedRows.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 const DEACTIVATE = 'UPDATE sinks SET active = 0 WHERE tenant = ?';
@@ -17,21 +18,6 @@ const LIST = `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.p
     t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason
   FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
   WHERE s.tenant = ? ORDER BY s.name`;
-
-interface SinkListRow {
-  name: string;
-  type: string;
-  active: number;
-  registered_at: number;
-  connected: number | null;
-  paused_until: number | null;
-  consecutive_failures: number | null;
-  last_error: string | null;
-  last_error_at: number | null;
-  last_delivery_at: number | null;
-  circuit: CircuitState | null;
-  disabled_reason: string | null;
-}
 
 /**
  * Which sinks the store feeds, and their connection state. A sink seen for the first time starts
@@ -63,22 +49,6 @@ export class SinkStates implements SinkStateStore {
   }
 
   async list(): Promise<SinkStateRow[]> {
-    return this.conn
-      .statement<[string], SinkListRow>(LIST)
-      .all(this.conn.tenant)
-      .map((r) => ({
-        name: r.name,
-        type: r.type,
-        active: r.active === 1,
-        registeredAt: r.registered_at,
-        connected: r.connected === 1,
-        pausedUntil: r.paused_until ?? 0,
-        consecutiveFailures: r.consecutive_failures ?? 0,
-        lastError: r.last_error,
-        lastErrorAt: r.last_error_at,
-        lastDeliveryAt: r.last_delivery_at,
-        circuit: r.circuit ?? 'closed',
-        disabledReason: r.disabled_reason,
-      }));
+    return this.conn.statement<[string], SinkStateDbRow>(LIST).all(this.conn.tenant).map(sinkStateFromRow);
   }
 }
