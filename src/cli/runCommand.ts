@@ -17,7 +17,8 @@ export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-ti
   SIGHUP reloads the configuration; an invalid one is reported and the running one kept.
   --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink
            failed, or a configured career or skill id does not exist)
-  --reset-store   move a store that is refused (empty, damaged, not ours) aside and start a new one`;
+  --reset-store   move a SQLite store that is refused (empty, damaged, not ours) aside, every
+                  tenant in it, and start a new one`;
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({

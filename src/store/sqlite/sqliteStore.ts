@@ -40,6 +40,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   private readonly ingestTx;
 
   private readonly conn: TenantConnection;
+  private open = true;
 
   /** `ownsConnection`: closing the store closes the connection (false when the tenants of a backend share it). */
   constructor(
@@ -105,8 +106,6 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   get isOpen(): boolean {
     return this.open && this.db.open;
   }
-
-  private open = true;
 
   /** Throws StoreUnavailableError when the disk is full or read-only: nothing of the read is kept, the cursor stays. */
   async ingest(request: IngestRequest): Promise<IngestResult> {
