@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import type { MovedTenant } from '../../src/store/sqlite/legacyTenantFile.js';
@@ -120,6 +120,43 @@ describe("a tenant's own file of an earlier build", () => {
     expect(() => again.openNow('acme')).toThrow(/tenant acme has rows in .* and a file of its own .*refusing to merge/);
     expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
     await again.close();
+  });
+
+  it('found again after the move with another history (an earlier build run since) is refused, not set aside', async () => {
+    const dir = makeTempDir();
+    writeVersionFiveStore(legacyOf(dir, 'acme'));
+    const backend = backendIn(dir);
+    backend.openNow('acme');
+    await backend.close();
+    const earlier = SqliteChangefeedStore.open(legacyOf(dir, 'acme'));
+    await ingest(earlier, [entry('after-downgrade')]);
+    await earlier.close();
+
+    const again = backendIn(dir);
+    expect(() => again.openNow('acme')).toThrow(
+      /tenant acme was moved into .* from its own file .*tenants\/acme\/changefeed\.sqlite at .*another history.*refusing to merge/,
+    );
+    expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
+    await again.close();
+  });
+
+  it('is refused, and left where it is, when it holds rows of other tenants than default', async () => {
+    const dir = makeTempDir();
+    const elsewhere = makeTempDir();
+    const shared = backendIn(elsewhere);
+    await ingest(shared.openNow('default'), [entry('d-1')]);
+    await ingest(shared.openNow('zeta'), [entry('z-1')]);
+    await shared.close();
+    mkdirSync(join(dir, 'tenants', 'acme'), { recursive: true });
+    copyFileSync(join(elsewhere, 'changefeed.sqlite'), legacyOf(dir, 'acme'));
+
+    const backend = backendIn(dir);
+    expect(() => backend.openNow('acme')).toThrow(
+      /the file .*tenants\/acme\/changefeed\.sqlite of tenant acme holds rows of other tenants too \(zeta\)/,
+    );
+    expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
+    expect(await backend.openNow('default').journalSize()).toBe(0);
+    await backend.close();
   });
 
   it('is named to a command that reads the store, which cannot move it', async () => {

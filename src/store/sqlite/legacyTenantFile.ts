@@ -1,3 +1,5 @@
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { openDatabase, StoreError, STORE_FILE_NAME, type Db } from './database.js';
@@ -5,6 +7,9 @@ import { TENANT_TABLES, tenantHasRows, tenantTableColumns } from './tenantTables
 
 /** The meta key that records, in the tenant's own rows, which file its history came from. */
 export const MOVED_FROM_KEY = 'store.movedFrom';
+
+/** The meta key of the stamp a file of an earlier build is given before it is moved, and copied with it. */
+const MOVE_STAMP_KEY = 'store.moveStamp';
 
 /**
  * Where builds before the shared file kept a tenant of a tenants directory: a file of its own
@@ -50,10 +55,20 @@ export function moveLegacyTenantFile(db: Db, storeFile: string, tenant: string, 
         'refusing to merge two histories. Move the one you do not want aside and start again',
     );
   let events = 0;
-  if (movedFrom === undefined) {
+  if (movedFrom !== undefined) checkSameFile(db, tenant, legacy, movedFrom.value);
+  else {
     // Opened once on its own: brought to this build's schema (its rows become the tenant `default`)
-    // and its WAL folded in, so the attached file is complete.
-    openDatabase(legacy).close();
+    // and its WAL folded in, so the attached file is complete. It is stamped before it is copied:
+    // found again after the move, it is the same file (a crash before it was set aside) only when
+    // it carries the stamp the tenant's copied rows carry.
+    const own = openDatabase(legacy);
+    try {
+      own
+        .prepare(`INSERT OR REPLACE INTO meta (tenant, key, value) VALUES ('default', ?, ?)`)
+        .run(MOVE_STAMP_KEY, randomUUID());
+    } finally {
+      own.close();
+    }
     db.prepare('ATTACH DATABASE ? AS legacy').run(legacy);
     try {
       events = db.transaction(() => copyTenant(db, tenant, legacy, now))();
@@ -67,8 +82,51 @@ export function moveLegacyTenantFile(db: Db, storeFile: string, tenant: string, 
   return { tenant, from: legacy, keptAs, events };
 }
 
+/**
+ * A file at the old place of a tenant already moved is the moved one only when it carries the
+ * stamp its copied rows carry; any other (an earlier build run again since) is another history.
+ */
+function checkSameFile(db: Db, tenant: string, legacy: string, movedFrom: string): void {
+  const stampOf = (reader: Db, sql: string, ...params: unknown[]) =>
+    (reader.prepare(sql).get(...params) as { value: string } | undefined)?.value;
+  const copied = stampOf(db, 'SELECT value FROM meta WHERE tenant = ? AND key = ?', tenant, MOVE_STAMP_KEY);
+  let found: string | undefined;
+  try {
+    const reader = new Database(legacy, { readonly: true, fileMustExist: true });
+    try {
+      found = stampOf(reader, 'SELECT value FROM meta WHERE key = ?', MOVE_STAMP_KEY);
+    } finally {
+      reader.close();
+    }
+  } catch {
+    found = undefined;
+  }
+  if (found === copied) return;
+  const at = (JSON.parse(movedFrom) as { at?: number }).at;
+  throw new StoreError(
+    `tenant ${tenant} was moved into ${db.name} from its own file ${legacy}` +
+      `${at === undefined ? '' : ` at ${new Date(at).toISOString()}`}, and a file with another history is there ` +
+      'again (an earlier build run since?); refusing to merge two histories. Move the one you do not want aside ' +
+      'and start again',
+  );
+}
+
 function copyTenant(db: Db, tenant: string, legacy: string, now: number): number {
   let events = 0;
+  // A file of an earlier build holds one tenant, `default`; rows of others would be left behind.
+  const others = (
+    db
+      .prepare(
+        TENANT_TABLES.map((table) => `SELECT tenant FROM legacy.${table} WHERE tenant <> 'default'`).join(' UNION ') +
+          " UNION SELECT tenant FROM legacy.journal_heads WHERE tenant <> 'default' ORDER BY 1",
+      )
+      .all() as { tenant: string }[]
+  ).map((r) => r.tenant);
+  if (others.length > 0)
+    throw new StoreError(
+      `the file ${legacy} of tenant ${tenant} holds rows of other tenants too (${others.join(', ')}), so it is ` +
+        'not a file of an earlier build; refusing to move it. Move it aside and start again',
+    );
   for (const table of TENANT_TABLES) {
     const columns = tenantTableColumns(db, table).join(', ');
     const copied = db
