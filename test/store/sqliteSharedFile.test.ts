@@ -159,6 +159,18 @@ describe("a tenant's own file of an earlier build", () => {
     await backend.close();
   });
 
+  it('is left where it is by a command that writes the store, which holds no lock', async () => {
+    const dir = makeTempDir();
+    backendIn(dir).openNow('default');
+    writeVersionFiveStore(legacyOf(dir, 'acme'));
+    const command = backendIn(dir, { mustExist: true });
+    expect(() => command.openNow('acme')).toThrow(
+      /tenant acme is still in its own file .*start the daemon of this build once/,
+    );
+    expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
+    await command.close();
+  });
+
   it('is named to a command that reads the store, which cannot move it', async () => {
     const dir = makeTempDir();
     backendIn(dir).openNow('default');

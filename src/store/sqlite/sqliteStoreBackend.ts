@@ -70,9 +70,13 @@ export class SqliteStoreBackend implements StoreBackend {
     return this.connection;
   }
 
-  /** A tenant of an earlier build's own file is moved in; a command is told when it has no rows. */
+  /**
+   * A tenant of an earlier build's own file is moved in; a command is told when it has no rows.
+   * Only the daemon moves one, under the state directory's lock: a command (mustExist) holds no
+   * lock, and a daemon of the earlier build may still be writing the file it would set aside.
+   */
   private checkTenant(db: Db, tenant: string): void {
-    if (!this.options.readonly) {
+    if (!this.options.readonly && !this.options.mustExist) {
       const moved = moveLegacyTenantFile(db, this.file, tenant, Date.now());
       if (moved) this.options.onTenantMoved?.(moved);
     } else if (!tenantHasRows(db, tenant) && existsSync(legacyTenantFile(this.file, tenant)))
