@@ -1,5 +1,6 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
 import type { MovedTenant } from '../../src/store/sqlite/legacyTenantFile.js';
 import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
@@ -169,6 +170,27 @@ describe("a tenant's own file of an earlier build", () => {
     );
     expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
     await command.close();
+  });
+
+  it('is left where it is when the disk fills during the move, the error naming the files and the problem', async () => {
+    const dir = makeTempDir();
+    writeVersionFiveStore(legacyOf(dir, 'acme'));
+    const legacy = new Database(legacyOf(dir, 'acme'));
+    legacy.prepare("UPDATE events SET payload = json_set(payload, '$.data', ?) WHERE seq = 2").run('x'.repeat(100_000));
+    legacy.close();
+    const backend = backendIn(dir);
+    const db = backend.openNow('default').db;
+    // The shared file cannot grow: as a full disk.
+    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+    expect(() => backend.openNow('acme')).toThrow(
+      /moving tenant acme's own file .*tenants\/acme\/changefeed\.sqlite into .*changefeed\.sqlite failed \(database or disk is full, SQLITE_FULL\); nothing of it was moved/,
+    );
+    expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
+    db.pragma('max_page_count = 1073741823');
+    const acme = backend.openNow('acme');
+    expect(await entryIdsInJournal(acme)).toEqual(['e-1', 'e-2']);
+    expect(await acme.journal.head()).toBe(3);
+    await backend.close();
   });
 
   it('is named to a command that reads the store, which cannot move it', async () => {

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ChangefeedError } from '../../errors.js';
 import { openDatabase, StoreError, STORE_FILE_NAME, type Db } from './database.js';
 import { TENANT_TABLES, tenantHasRows, tenantTableColumns } from './tenantTables.js';
 
@@ -56,30 +57,49 @@ export function moveLegacyTenantFile(db: Db, storeFile: string, tenant: string, 
     );
   let events = 0;
   if (movedFrom !== undefined) checkSameFile(db, tenant, legacy, movedFrom.value);
-  else {
-    // Opened once on its own: brought to this build's schema (its rows become the tenant `default`)
-    // and its WAL folded in, so the attached file is complete. It is stamped before it is copied:
-    // found again after the move, it is the same file (a crash before it was set aside) only when
-    // it carries the stamp the tenant's copied rows carry.
-    const own = openDatabase(legacy);
-    try {
-      own
-        .prepare(`INSERT OR REPLACE INTO meta (tenant, key, value) VALUES ('default', ?, ?)`)
-        .run(MOVE_STAMP_KEY, randomUUID());
-    } finally {
-      own.close();
-    }
-    db.prepare('ATTACH DATABASE ? AS legacy').run(legacy);
-    try {
-      events = db.transaction(() => copyTenant(db, tenant, legacy, now))();
-    } finally {
-      db.prepare('DETACH DATABASE legacy').run();
-    }
-  }
+  else events = failingWithFile(tenant, legacy, storeFile, () => copyIn(db, tenant, legacy, now));
   const keptAs = `${legacy}.moved-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
   for (const suffix of ['', '-wal', '-shm'])
     if (existsSync(`${legacy}${suffix}`)) renameSync(`${legacy}${suffix}`, `${keptAs}${suffix}`);
   return { tenant, from: legacy, keptAs, events };
+}
+
+/**
+ * Opened once on its own: brought to this build's schema (its rows become the tenant `default`)
+ * and its WAL folded in, so the attached file is complete. It is stamped before it is copied:
+ * found again after the move, it is the same file (a crash before it was set aside) only when it
+ * carries the stamp the tenant's copied rows carry.
+ */
+function copyIn(db: Db, tenant: string, legacy: string, now: number): number {
+  const own = openDatabase(legacy);
+  try {
+    own
+      .prepare(`INSERT OR REPLACE INTO meta (tenant, key, value) VALUES ('default', ?, ?)`)
+      .run(MOVE_STAMP_KEY, randomUUID());
+  } finally {
+    own.close();
+  }
+  db.prepare('ATTACH DATABASE ? AS legacy').run(legacy);
+  try {
+    return db.transaction(() => copyTenant(db, tenant, legacy, now))();
+  } finally {
+    db.prepare('DETACH DATABASE legacy').run();
+  }
+}
+
+/** An error of SQLite or the file system (a full disk) names the tenant, both files and the problem. */
+function failingWithFile<T>(tenant: string, legacy: string, storeFile: string, work: () => T): T {
+  try {
+    return work();
+  } catch (error) {
+    if (error instanceof ChangefeedError) throw error;
+    const code = (error as { code?: string }).code;
+    throw new StoreError(
+      `moving tenant ${tenant}'s own file ${legacy} into ${storeFile} failed (${(error as Error).message}` +
+        `${code ? `, ${code}` : ''}); nothing of it was moved and the file is where it was`,
+      error,
+    );
+  }
 }
 
 /**
