@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
-import type { MovedTenant } from '../../src/store/sqlite/legacyTenantFile.js';
+import { legacyTenantNames, type MovedTenant } from '../../src/store/sqlite/legacyTenantFile.js';
 import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
@@ -191,6 +191,14 @@ describe("a tenant's own file of an earlier build", () => {
     expect(await entryIdsInJournal(acme)).toEqual(['e-1', 'e-2']);
     expect(await acme.journal.head()).toBe(3);
     await backend.close();
+  });
+
+  it('is looked for only under directories named as tenants (a copy kept as acme.bak is not one)', () => {
+    const dir = makeTempDir();
+    writeVersionFiveStore(legacyOf(dir, 'acme'));
+    writeVersionFiveStore(legacyOf(dir, 'acme.bak'));
+    writeVersionFiveStore(legacyOf(dir, 'Zeta'));
+    expect(legacyTenantNames(join(dir, 'changefeed.sqlite'))).toEqual(['acme']);
   });
 
   it('is named to a command that reads the store, which cannot move it', async () => {

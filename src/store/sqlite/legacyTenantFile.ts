@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ChangefeedError } from '../../errors.js';
+import { TENANT_NAME } from '../../tenants/tenantDirectory.js';
 import { openDatabase, StoreError, STORE_FILE_NAME, type Db } from './database.js';
 import { TENANT_TABLES, tenantHasRows, tenantTableColumns } from './tenantTables.js';
 
@@ -20,12 +21,18 @@ export function legacyTenantFile(storeFile: string, tenant: string): string {
   return join(dirname(storeFile), 'tenants', tenant, STORE_FILE_NAME);
 }
 
-/** The tenants that still have a file of their own beside the store file. */
+/**
+ * The tenants that still have a file of their own beside the store file. A directory whose name
+ * is not a tenant name (`acme.bak`, `Acme`) was no tenant's: an earlier build never made one.
+ */
 export function legacyTenantNames(storeFile: string): string[] {
   const dir = join(dirname(storeFile), 'tenants');
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && existsSync(legacyTenantFile(storeFile, entry.name)))
+    .filter(
+      (entry) =>
+        entry.isDirectory() && TENANT_NAME.test(entry.name) && existsSync(legacyTenantFile(storeFile, entry.name)),
+    )
     .map((entry) => entry.name)
     .sort();
 }
