@@ -69,13 +69,31 @@ export async function storeCommand(argv: string[]): Promise<number> {
           target,
           moves.map((m) => m.to),
         );
-        if (taken.length > 0)
+        if (taken.length > 0) {
+          const free = moves.map((m) => m.to).filter((t) => !taken.includes(t));
           throw new StoreMigrationError(
             `${taken.join(', ')} already ${taken.length === 1 ? 'has' : 'have'} data in the PostgreSQL store; nothing was ` +
-              'copied (a second migration would mix two histories)',
+              'copied (a second migration would mix two histories)' +
+              (free.length > 0 ? `; to copy the others, run again with --tenant ${free.join(', then --tenant ')}` : ''),
           );
+        }
+        const copiedTenants: string[] = [];
         for (const move of moves) {
-          const report = await copySqliteToPostgres(source, target, move.to, move.from);
+          const report = await copySqliteToPostgres(source, target, move.to, move.from).catch((error: unknown) => {
+            // Each tenant is its own transaction: those before it stay copied, and a run without
+            // --tenant would now be refused, so say which are left.
+            const left = moves.slice(copiedTenants.length).map((m) => m.to);
+            throw new StoreMigrationError(
+              `copying tenant ${move.from} into tenant ${move.to} failed, and nothing of it was copied: ` +
+                `${(error as Error).message}. ` +
+                (copiedTenants.length > 0 ? `copied before it: ${copiedTenants.join(', ')}; ` : '') +
+                `not copied: ${left.join(', ')}` +
+                (copiedTenants.length > 0
+                  ? ` (once the problem is fixed, run again with --tenant ${left.join(', then --tenant ')})`
+                  : ''),
+            );
+          });
+          copiedTenants.push(move.to);
           const copied = Object.entries(report.rows)
             .filter(([, n]) => n > 0)
             .map(([table, n]) => `${table} ${n}`)

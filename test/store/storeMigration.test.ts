@@ -161,4 +161,34 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     expect(again.status).toBe(1);
     expect(again.stderr).toMatch(/zeta already has data in the PostgreSQL store; nothing was copied/);
   }, 60_000);
+  it('as a command: a tenant that fails is named, with those copied before it and those left to copy', async () => {
+    const dir = makeTempDir();
+    const backend = new SqliteStoreBackend({ stateDir: dir, store: storeConfigSchema.parse({}) });
+    for (const tenant of ['acme', 'beta', 'zeta']) {
+      const store = backend.openNow(tenant);
+      await store.sinks.activate([{ name: 'a', type: 'file' }], T);
+      await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+      await ingest(store, [entry('e-1')]);
+    }
+    // A row PostgreSQL refuses (SQLite keeps any value in any column).
+    backend
+      .openNow('beta')
+      .db.prepare("INSERT INTO rate_estimates (tenant, log, object_id, hours) VALUES ('beta', 'career', 'c-1', 'soon')")
+      .run();
+    await backend.close();
+    const schema = freshSchema();
+    const args = ['store', 'migrate', '--from', `sqlite:${join(dir, 'changefeed.sqlite')}`, '--to', POSTGRES_URL];
+
+    const failed = await runCli([...args, '--schema', schema]);
+    expect(failed.status).toBe(1);
+    expect(failed.stdout).toMatch(/into tenant acme/);
+    expect(failed.stderr).toMatch(
+      /copying tenant beta into tenant beta failed, and nothing of it was copied: .*soon.*copied before it: acme; not copied: beta, zeta \(once the problem is fixed, run again with --tenant beta, then --tenant zeta\)/,
+    );
+    const again = await runCli([...args, '--schema', schema]);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(
+      /acme already has data .*nothing was copied .*; to copy the others, run again with --tenant beta, then --tenant zeta/,
+    );
+  }, 60_000);
 });
