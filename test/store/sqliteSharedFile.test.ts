@@ -65,6 +65,20 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
     expect(await store.outbox.counts('a')).toMatchObject({ pending: 1 });
     await store.close();
   });
+
+  it('upgrades a version-5 store that lost its AUTOINCREMENT counter with the head at its highest seq', async () => {
+    const dir = makeTempDir();
+    const file = join(dir, 'changefeed.sqlite');
+    writeVersionFiveStore(file);
+    const raw = new Database(file);
+    raw.prepare("DELETE FROM sqlite_sequence WHERE name = 'events'").run();
+    raw.close();
+    const store = SqliteChangefeedStore.open(file);
+    expect(await store.journal.head()).toBe(2);
+    expect(await ingest(store, [entry('e-4')])).toMatchObject({ emitted: 1 });
+    expect((await store.journal.page(2, 10)).events.map((e) => e.seq)).toEqual([3]);
+    await store.close();
+  });
 });
 
 describe("a tenant's own file of an earlier build", () => {

@@ -161,8 +161,13 @@ function rebuild({ table, create, columns, indexes = [] }: Rebuild): string {
 
 export const TENANT_KEYS_MIGRATION = `
   CREATE TABLE journal_heads (tenant TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID;
+  -- The AUTOINCREMENT counter, or the highest seq when the counter's row is missing (SQLite then
+  -- numbered from there too): a head below a kept seq would fail every ingest.
   INSERT INTO journal_heads (tenant, head)
-    SELECT 'default', seq FROM sqlite_sequence WHERE name = 'events' AND seq > 0;
+    SELECT 'default', head FROM (SELECT MAX(
+      COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+      COALESCE((SELECT MAX(seq) FROM events), 0)) AS head)
+    WHERE head > 0;
   ${REBUILDS.map(rebuild).join('\n')}
   DELETE FROM sqlite_sequence WHERE name = 'events';
 `;
