@@ -65,6 +65,10 @@ export async function storeCommand(argv: string[]): Promise<number> {
       const target = await PostgresStoreBackend.open(to, { applicationName: 'changefeed store migrate' });
       try {
         const moves = chooseTenants(sqliteTenants(source), values.tenant);
+        if (moves.length === 0) {
+          process.stdout.write(`${from.file} holds no tenant: nothing to copy\n`);
+          return 0;
+        }
         const taken = await tenantsWithData(
           target,
           moves.map((m) => m.to),

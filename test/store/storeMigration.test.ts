@@ -191,4 +191,15 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
       /acme already has data .*nothing was copied .*; to copy the others, run again with --tenant beta, then --tenant zeta/,
     );
   }, 60_000);
+  it('as a command: says so when the store holds no tenant, rather than nothing at all', async () => {
+    const dir = makeTempDir();
+    new SqliteStoreBackend({ stateDir: dir, store: storeConfigSchema.parse({}) }).openNow('default').db.close();
+    const schema = freshSchema();
+    const done = await runCli([
+      ...['store', 'migrate', '--from', `sqlite:${join(dir, 'changefeed.sqlite')}`, '--to', POSTGRES_URL],
+      ...['--schema', schema],
+    ]);
+    expect(done.status).toBe(0);
+    expect(done.stdout).toMatch(/changefeed\.sqlite holds no tenant: nothing to copy/);
+  }, 60_000);
 });
