@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
@@ -213,6 +213,26 @@ describe("a tenant's own file of an earlier build", () => {
     writeVersionFiveStore(legacyOf(dir, 'acme.bak'));
     writeVersionFiveStore(legacyOf(dir, 'Zeta'));
     expect(legacyTenantNames(join(dir, 'changefeed.sqlite'))).toEqual(['acme']);
+  });
+
+  it('damaged, is refused with advice for it alone, not --reset-store, which would reset every tenant', () => {
+    const dir = makeTempDir();
+    backendIn(dir).openNow('default');
+    mkdirSync(join(dir, 'tenants', 'acme'), { recursive: true });
+    writeFileSync(legacyOf(dir, 'acme'), 'not a database, not even close to one');
+    const backend = backendIn(dir);
+    let message = '';
+    try {
+      backend.openNow('acme');
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(
+      /tenant acme's own file .*tenants\/acme\/changefeed\.sqlite, from an earlier build, is not a SQLite database .*refusing to move it/,
+    );
+    expect(message).toMatch(/not run --reset-store, which sets aside .*, the store of every tenant/);
+    expect(message).not.toMatch(/start over with `changefeed run --reset-store`/);
+    expect(existsSync(legacyOf(dir, 'acme'))).toBe(true);
   });
 
   it('is named to a command that reads the store, which cannot move it', async () => {

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { ChangefeedError } from '../../errors.js';
 import { TENANT_NAME } from '../../tenants/tenantDirectory.js';
 import { openDatabase, StoreError, STORE_FILE_NAME, type Db } from './database.js';
+import { StoreRefusedError } from './storeIdentity.js';
 import { TENANT_TABLES, tenantHasRows, tenantTableColumns } from './tenantTables.js';
 
 /** The meta key that records, in the tenant's own rows, which file its history came from. */
@@ -99,6 +100,15 @@ function failingWithFile<T>(tenant: string, legacy: string, storeFile: string, w
   try {
     return work();
   } catch (error) {
+    // Its own advice (run --reset-store) would set aside the shared file, every tenant's store.
+    if (error instanceof StoreRefusedError)
+      throw new ChangefeedError(
+        'STORE_REFUSED',
+        `tenant ${tenant}'s own file ${legacy}, from an earlier build, ${error.problem}; refusing to move it into ` +
+          `${storeFile}. Restore it from a backup, or move it aside to start tenant ${tenant} afresh (its events ` +
+          `would be delivered again); not run --reset-store, which sets aside ${storeFile}, the store of every tenant`,
+        { cause: error },
+      );
     if (error instanceof ChangefeedError) throw error;
     const code = (error as { code?: string }).code;
     throw new StoreError(

@@ -10,7 +10,12 @@ const SUFFIXES = ['', '-wal', '-shm'];
 
 /** A store file that is not one we can trust: empty, truncated, corrupt or someone else's. */
 export class StoreRefusedError extends ChangefeedError {
-  constructor(file: string, problem: string, cause?: unknown) {
+  constructor(
+    file: string,
+    /** What is wrong with the file, as "is empty (0 bytes)…". */
+    readonly problem: string,
+    cause?: unknown,
+  ) {
     super(
       'STORE_REFUSED',
       `the store ${file} ${problem}; refusing to use it, since starting afresh would deliver ` +
