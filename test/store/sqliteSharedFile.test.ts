@@ -79,6 +79,22 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
     expect((await store.journal.page(2, 10)).events.map((e) => e.seq)).toEqual([3]);
     await store.close();
   });
+
+  it('refuses to upgrade a store with a delivery whose event is gone, naming the table, and leaves it as it was', () => {
+    const dir = makeTempDir();
+    const file = join(dir, 'changefeed.sqlite');
+    writeVersionFiveStore(file);
+    const raw = new Database(file);
+    raw.pragma('foreign_keys = OFF'); // as the sqlite3 shell has it
+    raw.prepare('DELETE FROM events WHERE seq = 2').run();
+    raw.close();
+    expect(() => SqliteChangefeedStore.open(file)).toThrow(
+      /to schema version 6 left 1 rows without their parent: 1 in deliveries \(parent events\) .*nothing was changed/,
+    );
+    const after = new Database(file, { readonly: true });
+    expect(after.pragma('user_version', { simple: true })).toBe(5);
+    after.close();
+  });
 });
 
 describe("a tenant's own file of an earlier build", () => {

@@ -70,12 +70,19 @@ function migrate(db: Db, file: string): void {
   for (let version = current; version < MIGRATIONS.length; version++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[version] ?? '');
-      const broken = db.pragma('foreign_key_check') as unknown[];
-      if (broken.length > 0)
+      const broken = db.pragma('foreign_key_check') as { table: string; parent: string }[];
+      if (broken.length > 0) {
+        const tables = new Map<string, number>();
+        for (const { table, parent } of broken) {
+          const key = `${table} (parent ${parent})`;
+          tables.set(key, (tables.get(key) ?? 0) + 1);
+        }
         throw new StoreError(
           `migrating the store at ${file} to schema version ${version + 1} left ${broken.length} rows without ` +
-            'their parent; nothing was changed',
+            `their parent: ${[...tables].map(([table, n]) => `${n} in ${table}`).join(', ')} (rows written with ` +
+            'foreign keys off, as by the sqlite3 shell; PRAGMA foreign_key_check lists them); nothing was changed',
         );
+      }
       db.pragma(`user_version = ${version + 1}`);
     })();
   }
