@@ -1,5 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeTenantFile } from '../../test/support/tenantFile.js';
 
 /** The tenant of the simulator's company `company` (its file name in `tenants/`). */
 export const tenantName = (company: number): string => `company-${String(company).padStart(4, '0')}`;
@@ -15,10 +16,7 @@ export function writeCompanyTenants(dir: string, keys: readonly string[]): strin
   mkdirSync(join(dir, 'events'));
   keys.forEach((key, i) => {
     const name = tenantName(i);
-    writeFileSync(
-      join(tenantsDir, `${name}.yaml`),
-      `api: { apiKey: "${key}" }\nsinks: [{ name: out, type: file, path: "${join(dir, 'events', `${name}.jsonl`)}" }]\n`,
-    );
+    writeTenantFile(tenantsDir, name, { apiKey: key, sinkPath: join(dir, 'events', `${name}.jsonl`) });
   });
   return tenantsDir;
 }

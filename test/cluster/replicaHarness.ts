@@ -11,6 +11,7 @@ import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAd
 import { skipOrFail } from '../support/requiredBinary.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { makeTempDir } from '../support/tempDir.js';
+import { writeTenantFile } from '../support/tenantFile.js';
 
 /**
  * Replicas of `changefeed run` (real child processes) sharing one PostgreSQL schema and one
@@ -86,21 +87,18 @@ export function startReplicaSet(
   const tenantName = (company: number): string => `company-${String(company).padStart(3, '0')}`;
   const eventsFile = (company: number): string => join(dir, `${tenantName(company)}.jsonl`);
   const tenantFile = (company: number): string => join(tenantsDir, `${tenantName(company)}.yaml`);
-  const writeTenantFile = (company: number): void =>
-    writeFileSync(
-      tenantFile(company),
-      [
-        `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
-        `sinks: [{ name: out, type: file, path: "${eventsFile(company)}" }]`,
-        ...(options.readsPerHour
-          ? [
-              `budget: { readsPerHour: ${options.readsPerHour}, reserve: 0 }`,
-              'watch: { schedule: { policy: round-robin, firstPollWithinSeconds: 0 } }',
-            ]
-          : []),
-      ].join('\n'),
-    );
-  for (let company = 0; company < options.companies; company++) writeTenantFile(company);
+  const writeCompanyFile = (company: number): void =>
+    writeTenantFile(tenantsDir, tenantName(company), {
+      apiKey: simulator.companies[company]!.apiKey,
+      sinkPath: eventsFile(company),
+      lines: options.readsPerHour
+        ? [
+            `budget: { readsPerHour: ${options.readsPerHour}, reserve: 0 }`,
+            'watch: { schedule: { policy: round-robin, firstPollWithinSeconds: 0 } }',
+          ]
+        : [],
+    });
+  for (let company = 0; company < options.companies; company++) writeCompanyFile(company);
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
     config,
@@ -123,7 +121,7 @@ export function startReplicaSet(
     replicas,
     tenantName,
     eventsFile,
-    writeTenantFile,
+    writeTenantFile: writeCompanyFile,
     removeTenantFile: (company) => rmSync(tenantFile(company)),
     start(instanceId) {
       const replica = startDaemonProcess(['--config', config], {

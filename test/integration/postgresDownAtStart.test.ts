@@ -14,6 +14,7 @@ import { skipOrFail } from '../support/requiredBinary.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
+import { writeTenantFile } from '../support/tenantFile.js';
 
 const connected = await connectPostgres();
 const admin = 'client' in connected ? connected.client : undefined;
@@ -112,13 +113,10 @@ describe.skipIf(!admin)('a PostgreSQL store that is down when the daemon starts'
     const tenantsDir = join(dir, 'tenants');
     mkdirSync(tenantsDir);
     simulator.companies.forEach((company, i) =>
-      writeFileSync(
-        join(tenantsDir, `company-${i}.yaml`),
-        [
-          `api: { apiKey: "${company.apiKey}" }`,
-          `sinks: [{ name: out, type: file, path: "${join(dir, `company-${i}.jsonl`)}" }]`,
-        ].join('\n'),
-      ),
+      writeTenantFile(tenantsDir, `company-${i}`, {
+        apiKey: company.apiKey,
+        sinkPath: join(dir, `company-${i}.jsonl`),
+      }),
     );
     writeRound(simulator);
     const database = await refusingProxy();

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
@@ -7,6 +7,7 @@ import { noopLogger } from '../../src/observe/createLogger.js';
 import { until } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
+import { writeTenantFile } from '../support/tenantFile.js';
 
 let daemon: ChangefeedDaemon | undefined;
 afterEach(async () => {
@@ -29,13 +30,10 @@ describe('tenant files added and removed while the daemon runs (SQLite, one proc
     const tenantsDir = join(dir, 'tenants');
     mkdirSync(tenantsDir);
     const writeTenant = (company: number): void =>
-      writeFileSync(
-        join(tenantsDir, `company-${company}.yaml`),
-        [
-          `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
-          `sinks: [{ name: out, type: file, path: "${join(dir, `company-${company}.jsonl`)}" }]`,
-        ].join('\n'),
-      );
+      writeTenantFile(tenantsDir, `company-${company}`, {
+        apiKey: simulator.companies[company]!.apiKey,
+        sinkPath: join(dir, `company-${company}.jsonl`),
+      });
     writeTenant(0);
     writeTenant(1);
     const main = loadMainConfig({

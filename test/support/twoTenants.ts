@@ -6,6 +6,7 @@ import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { runCli, startDaemonProcess, until } from './daemonProcess.js';
 import { makeTempDir } from './tempDir.js';
 import { startTestSimulator } from './testSimulator.js';
+import { writeTenantFile } from './tenantFile.js';
 
 /** Two tenants of a tenants directory, each one company of the simulator with its own key and sink. */
 export interface TwoTenants {
@@ -75,14 +76,11 @@ export async function twoTenants(
     beta: [...simulator.companies[1]!.careerIds, ...(options.extraCareers?.beta ?? [])],
   };
   (['acme', 'beta'] as const).forEach((tenant, company) =>
-    writeFileSync(
-      join(tenantsDir, `${tenant}.yaml`),
-      [
-        `api: { apiKey: "${simulator.companies[company]!.apiKey}" }`,
-        `watch: { careers: { ids: [${careers[tenant].join(', ')}] } }`,
-        `sinks: [{ name: out, type: file, path: "${sinkFile(tenant)}" }]`,
-      ].join('\n'),
-    ),
+    writeTenantFile(tenantsDir, tenant, {
+      apiKey: simulator.companies[company]!.apiKey,
+      sinkPath: sinkFile(tenant),
+      lines: [`watch: { careers: { ids: [${careers[tenant].join(', ')}] } }`],
+    }),
   );
   const store = { stateDir: join(dir, 'state'), ...(options.store ?? {}) };
   return { simulator, dir, config, tenantsDir, sinkFile, store, careers };
