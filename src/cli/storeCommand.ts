@@ -70,7 +70,7 @@ export async function storeCommand(argv: string[]): Promise<number> {
           return 0;
         }
         const taken = await tenantsWithData(
-          target,
+          target.pool,
           moves.map((m) => m.to),
         );
         if (taken.length > 0) {

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
 import { storableText } from './postgres/storableText.js';
 import type { PostgresStoreBackend } from './postgres/postgresStoreBackend.js';
@@ -48,12 +49,7 @@ export async function copySqliteToPostgres(
     // Other tenants' ingests wait until the copy commits (seconds): the sequence of journal
     // positions is moved past the copied ones below, and must not race their inserts.
     await client.query('LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE');
-    const taken = await client.query(
-      `SELECT 1 FROM watched_logs WHERE tenant = $1 UNION ALL SELECT 1 FROM events WHERE tenant = $1
-       UNION ALL SELECT 1 FROM meta WHERE tenant = $1 UNION ALL SELECT 1 FROM journal_heads WHERE tenant = $1 LIMIT 1`,
-      [tenant],
-    );
-    if (taken.rowCount !== 0)
+    if ((await tenantsWithData(client, [tenant])).length > 0)
       throw new StoreMigrationError(
         `tenant ${tenant} already has data in the PostgreSQL store; migrate into a tenant that has none ` +
           '(a second migration would mix two histories)',
@@ -127,9 +123,9 @@ function toPostgres(value: unknown, boolean: boolean): unknown {
   return value;
 }
 
-/** Those of `tenants` that have any rows in the PostgreSQL store. */
-export async function tenantsWithData(target: PostgresStoreBackend, tenants: readonly string[]): Promise<string[]> {
-  const { rows } = await target.pool.query<{ tenant: string }>(
+/** Those of `tenants` that have any rows in the PostgreSQL store (before a copy, and inside it). */
+export async function tenantsWithData(db: pg.Pool | pg.PoolClient, tenants: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ tenant: string }>(
     `SELECT tenant FROM watched_logs WHERE tenant = ANY($1) UNION SELECT tenant FROM events WHERE tenant = ANY($1)
      UNION SELECT tenant FROM meta WHERE tenant = ANY($1) UNION SELECT tenant FROM journal_heads WHERE tenant = ANY($1)
      ORDER BY 1`,

@@ -59,11 +59,7 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
 
 function migrate(db: Db, file: string): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > MIGRATIONS.length) {
-    throw new StoreError(
-      `the store at ${file} has schema version ${current}, newer than this build knows (${MIGRATIONS.length}); upgrade changefeed`,
-    );
-  }
+  if (current > MIGRATIONS.length) throw newerSchema(file, current);
   // Off while tables are rebuilt (migration 6), as SQLite's recipe for it asks; each migration
   // checks the keys itself before it commits.
   db.pragma('foreign_keys = OFF');
@@ -95,10 +91,15 @@ function migrate(db: Db, file: string): void {
 function checkReadableVersion(db: Db, file: string): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version === MIGRATIONS.length) return;
+  if (version > MIGRATIONS.length) throw newerSchema(file, version);
   throw new StoreError(
-    version > MIGRATIONS.length
-      ? `the store at ${file} has schema version ${version}, newer than this build knows (${MIGRATIONS.length}); upgrade changefeed`
-      : `the store at ${file} has schema version ${version}, older than this build's (${MIGRATIONS.length}); ` +
-          'start the daemon of this build once, which migrates it, then run this command again',
+    `the store at ${file} has schema version ${version}, older than this build's (${MIGRATIONS.length}); ` +
+      'start the daemon of this build once, which migrates it, then run this command again',
+  );
+}
+
+function newerSchema(file: string, version: number): StoreError {
+  return new StoreError(
+    `the store at ${file} has schema version ${version}, newer than this build knows (${MIGRATIONS.length}); upgrade changefeed`,
   );
 }

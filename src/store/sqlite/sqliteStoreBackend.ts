@@ -79,12 +79,16 @@ export class SqliteStoreBackend implements StoreBackend {
     if (!this.options.readonly && !this.options.mustExist) {
       const moved = moveLegacyTenantFile(db, this.file, tenant, Date.now());
       if (moved) this.options.onTenantMoved?.(moved);
-    } else if (!tenantHasRows(db, tenant) && existsSync(legacyTenantFile(this.file, tenant)))
+      return;
+    }
+    if (tenantHasRows(db, tenant)) return;
+    const ownFile = legacyTenantFile(this.file, tenant);
+    if (existsSync(ownFile))
       throw new StoreError(
-        `tenant ${tenant} is still in its own file ${legacyTenantFile(this.file, tenant)}, from an earlier build; ` +
+        `tenant ${tenant} is still in its own file ${ownFile}, from an earlier build; ` +
           `start the daemon of this build once, which moves it into ${this.file}, then run this command again`,
       );
-    if (this.options.mustExist && !tenantHasRows(db, tenant))
+    if (this.options.mustExist)
       throw new ChangefeedError(
         'STORE_MISSING',
         `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
