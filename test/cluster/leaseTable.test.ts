@@ -256,6 +256,18 @@ describe('LeaseTable', () => {
     }
   });
 
+  it('has `tenant` as its only key column, so a renewal takes no lock that a fenced write blocks', async (ctx) => {
+    await setup(ctx);
+    // PostgreSQL's key columns are those of unique indexes a foreign key could use.
+    const { rows } = await db.query<{ columns: string[] }>(
+      `SELECT array_agg(a.attname::text ORDER BY a.attname) AS columns
+         FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+        WHERE i.indrelid = 'changefeed_leases'::regclass AND i.indisunique
+        GROUP BY i.indexrelid`,
+    );
+    expect(rows.map((r) => r.columns)).toEqual([['tenant']]);
+  });
+
   it('lists live holders, forgets unconfigured free tenants and releases what the holder does not keep', async (ctx) => {
     const { table } = await setup(ctx);
     await table.heartbeat('a');
