@@ -56,7 +56,7 @@ export async function takeCommandLease(
     Math.max(1, Math.floor(options.leaseMs / 3)),
   );
   return {
-    fence: databaseFence(claim),
+    fence: databaseFence(claim, options.leaseMs),
     lost,
     release: async () => {
       clearInterval(timer);

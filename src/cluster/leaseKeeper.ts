@@ -125,7 +125,11 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return localThenDatabaseFence(claim, () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant));
+    return localThenDatabaseFence(
+      claim,
+      this.options.leaseMs,
+      () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant),
+    );
   }
 
   /**

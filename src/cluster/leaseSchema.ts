@@ -21,6 +21,8 @@ import type pg from 'pg';
  *     free to take whatever `holder` says.
  *   - `acquired_at`, `renewed_at`, `released_at`: for `status` and for whoever investigates a
  *     hand-over.
+ *   `tenant` must stay its only key column (no unique index on another): a renewal then takes
+ *   FOR NO KEY UPDATE and never waits for the fenced writes' FOR KEY SHARE (docs/leases.md).
  */
 export const LEASE_SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS changefeed_instances (

@@ -36,8 +36,13 @@ const FORGET_INSTANCES_AFTER_LEASES = 20;
 /**
  * The statements on the lease tables (leaseSchema.ts), one method each. Every comparison and
  * every written time uses the database's `clock_timestamp()`, so replicas whose clocks disagree
- * still agree on who holds what. Each acquisition or release is one statement, atomic on its own:
- * replicas racing for a tenant are serialised by the row lock of `INSERT ... ON CONFLICT`.
+ * still agree on who holds what. Each method is one statement, atomic on its own.
+ *
+ * Lock modes on a lease row (docs/leases.md): `tenant` is its only key column (the primary key;
+ * no other unique index), so an UPDATE that leaves it alone takes FOR NO KEY UPDATE. Fenced
+ * writes hold FOR KEY SHARE (writeFence.ts). A change of holder that must not pass an old holder's
+ * open write (acquire, release) locks the row FOR UPDATE first, which waits for FOR KEY SHARE; a
+ * renewal is a plain UPDATE of `expires_at` and `renewed_at`, which does not.
  */
 export class LeaseTable {
   private readonly leaseMs: number;
@@ -89,19 +94,36 @@ export class LeaseTable {
 
   /**
    * Takes `tenant` for `holder` if nobody holds it validly: a new row, a released or expired
-   * lease. The epoch grows by one. Undefined when another replica holds it. The conflict branch
-   * locks the row first, so of two replicas racing, the second sees the first's fresh lease and
-   * gets nothing; a writer of the old holder inside its fence (FOR SHARE) makes this wait.
+   * lease. The epoch grows by one. Undefined when another replica holds it.
+   *
+   * `locked` takes the row FOR UPDATE only while it is free, and waits there for any write of the
+   * old holder still inside its fence (FOR KEY SHARE) to commit or roll back; having waited it
+   * looks at the row again, so of replicas racing the first takes it and the others find a valid
+   * lease. `taken` moves the row it locked to the new holder. An UPDATE alone (or INSERT ... ON
+   * CONFLICT DO UPDATE) would take FOR NO KEY UPDATE and not wait for the old holder's write.
+   * `fresh` inserts a tenant never leased; of two replicas inserting together one conflicts and
+   * gets nothing. A row nobody can have fenced yet needs no wait.
    */
   async acquire(tenant: string, holder: string): Promise<GrantedLease | undefined> {
     const result = await this.query<{ epoch: string; expires_at: Date }>(
-      `INSERT INTO changefeed_leases AS l (tenant, holder, epoch, expires_at, acquired_at, renewed_at)
-       VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', clock_timestamp(), clock_timestamp())
-       ON CONFLICT (tenant) DO UPDATE
-         SET holder = EXCLUDED.holder, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at,
-             acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at, released_at = NULL
-         WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp()
-       RETURNING epoch, expires_at`,
+      `WITH locked AS (
+         SELECT tenant FROM changefeed_leases
+          WHERE tenant = $1 AND (holder IS NULL OR expires_at <= clock_timestamp())
+          FOR UPDATE
+       ), taken AS (
+         UPDATE changefeed_leases AS l
+            SET holder = $2, epoch = l.epoch + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond',
+                acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), released_at = NULL
+           FROM locked WHERE l.tenant = locked.tenant
+         RETURNING l.epoch, l.expires_at
+       ), fresh AS (
+         INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at, acquired_at, renewed_at)
+         SELECT $1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', clock_timestamp(), clock_timestamp()
+          WHERE NOT EXISTS (SELECT 1 FROM changefeed_leases WHERE tenant = $1)
+         ON CONFLICT (tenant) DO NOTHING
+         RETURNING epoch, expires_at
+       )
+       SELECT epoch, expires_at FROM taken UNION ALL SELECT epoch, expires_at FROM fresh`,
       [tenant, holder, this.leaseMs],
     );
     const row = result.rows[0];
@@ -111,7 +133,8 @@ export class LeaseTable {
   /**
    * Extends the leases `holder` still validly holds at the given epochs, in one statement;
    * returns those renewed. A lease missing from the answer expired or was taken over: its
-   * tenant must stop at once.
+   * tenant must stop at once. It writes no key column, so it never waits for the tenants'
+   * fenced writes (FOR KEY SHARE): a long write cannot hold up the renewal of every lease.
    */
   async renew(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<GrantedLease[]> {
     if (leases.length === 0) return [];
@@ -126,12 +149,19 @@ export class LeaseTable {
     return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
   }
 
-  /** Gives `tenant` up if `holder` holds it at `epoch`; false if it was not (or no longer) theirs. */
+  /**
+   * Gives `tenant` up if `holder` holds it at `epoch`; false if it was not (or no longer) theirs.
+   * Locks the row FOR UPDATE first, so it returns only once no write of that epoch is still
+   * inside its fence.
+   */
   async release(tenant: string, holder: string, epoch: number): Promise<boolean> {
     const result = await this.query(
-      `UPDATE changefeed_leases
+      `WITH locked AS (
+         SELECT tenant FROM changefeed_leases WHERE tenant = $1 AND holder = $2 AND epoch = $3 FOR UPDATE
+       )
+       UPDATE changefeed_leases AS l
           SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
-        WHERE tenant = $1 AND holder = $2 AND epoch = $3`,
+         FROM locked WHERE l.tenant = locked.tenant`,
       [tenant, holder, String(epoch)],
     );
     return result.rowCount === 1;
@@ -141,7 +171,9 @@ export class LeaseTable {
    * Releases every lease the database credits to `holder` except `keep`: leases this replica
    * does not know it holds (it gave them up locally when the database was unreachable, an
    * acquisition whose answer timed out, or the previous process with the same instance id).
-   * Without this they would sit unused until they expire.
+   * Without this they would sit unused until they expire. It runs in the renewal round, so it
+   * does not wait for writes still inside their fence (no FOR UPDATE): the next acquisition of
+   * those tenants does.
    */
   async releaseAllExcept(holder: string, keep: readonly string[]): Promise<string[]> {
     const result = await this.query<{ tenant: string }>(

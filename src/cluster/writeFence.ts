@@ -13,7 +13,19 @@ export interface WriteFence {
   readonly tenant: string;
   /** The lease epoch the writes were begun under. */
   readonly epoch: number;
+  /** The longest a statement of a fenced transaction may run: fencedStatementTimeoutMs of the lease. */
+  readonly statementTimeoutMs: number;
   check(client: pg.ClientBase): Promise<void>;
+}
+
+/**
+ * The statement timeout of fenced transactions: a sixth of the lease (2.5 s with the default
+ * 15 s). A takeover waits for the old holder's open fenced transaction (checkLease), and the lease
+ * table gives each of its statements a third of the lease: a fenced statement must end, one way or
+ * the other, well before a takeover waiting on it times out and the round is lost.
+ */
+export function fencedStatementTimeoutMs(leaseMs: number): number {
+  return Math.max(1, Math.floor(leaseMs / 6));
 }
 
 /** One acquisition of a tenant by a replica: what a fenced write must still match. */
@@ -38,16 +50,19 @@ export class LeaseLostError extends ChangefeedError {
 
 /**
  * Throws LeaseLostError unless `claim` is still the valid lease of its tenant, on the database's
- * clock. `FOR SHARE` locks the lease row until the caller's transaction ends: a replica taking the
- * tenant over (an UPDATE of that row) waits for the write to commit or roll back, so no write of
- * the old holder can commit after the new holder's acquisition. Concurrent writes of the holder
- * share the lock and do not wait for each other.
+ * clock. `FOR KEY SHARE` locks the lease row until the caller's transaction ends. It conflicts
+ * only with FOR UPDATE, which every change of holder takes first (LeaseTable.acquire, release):
+ * a replica taking the tenant over waits for the write to commit or roll back, so no write of the
+ * old holder can commit after the new holder's acquisition. A renewal changes no key column, so it
+ * takes FOR NO KEY UPDATE and never waits for a write; PostgreSQL carries the lock over to the
+ * renewed row version, so a takeover after a renewal still waits. Concurrent writes of the holder
+ * share the lock and do not wait for each other. See docs/leases.md (lock modes).
  */
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim): Promise<void> {
   const result = await client.query(
     `SELECT 1 FROM changefeed_leases
       WHERE tenant = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-      FOR SHARE`,
+      FOR KEY SHARE`,
     [claim.tenant, claim.holder, claim.epoch],
   );
   if (result.rowCount !== 1) {
@@ -59,18 +74,24 @@ export async function checkLease(client: pg.ClientBase, claim: LeaseClaim): Prom
 }
 
 /** A fence that asks the database only; LeaseKeeper.fence puts the local deadline in front. */
-export function databaseFence(claim: LeaseClaim): WriteFence {
-  return { tenant: claim.tenant, epoch: claim.epoch, check: (client) => checkLease(client, claim) };
+export function databaseFence(claim: LeaseClaim, leaseMs: number): WriteFence {
+  return {
+    tenant: claim.tenant,
+    epoch: claim.epoch,
+    statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
+    check: (client) => checkLease(client, claim),
+  };
 }
 
 /**
  * A fence that first asks `locallyValid` (no round trip: the holder's own deadline) and refuses at
  * once when it says no, then asks the database in the caller's transaction.
  */
-export function localThenDatabaseFence(claim: LeaseClaim, locallyValid: () => boolean): WriteFence {
+export function localThenDatabaseFence(claim: LeaseClaim, leaseMs: number, locallyValid: () => boolean): WriteFence {
   return {
     tenant: claim.tenant,
     epoch: claim.epoch,
+    statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
     check: async (client) => {
       if (!locallyValid())
         throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);

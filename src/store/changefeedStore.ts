@@ -114,8 +114,12 @@ export interface OutboxStore {
     now: number,
   ): Promise<number>;
   counts(sink: string): Promise<DeliveryCounts>;
-  /** Drops journal entries older than `before` that no sink still waits for; returns how many. */
-  prune(before: number): Promise<number>;
+  /**
+   * Drops journal entries older than `before` that no sink still waits for; returns how many.
+   * Deletes in transactions of at most PRUNE_BATCH_EVENTS events each, and stops between two
+   * when `signal` aborts (what was deleted stays deleted and is counted).
+   */
+  prune(before: number, signal?: AbortSignal): Promise<number>;
 }
 
 export interface DeadLetterStore {

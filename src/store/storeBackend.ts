@@ -27,4 +27,10 @@ export interface TenantStoreOptions {
  */
 export interface WriteFence {
   check(transaction: unknown): Promise<void>;
+  /**
+   * The longest one statement of a fenced transaction may run, when the engine can bound it
+   * (PostgreSQL: `SET LOCAL statement_timeout`). A fenced transaction holds its lease row's lock,
+   * which a takeover waits for; without a bound the engine's own statement timeout applies.
+   */
+  readonly statementTimeoutMs?: number;
 }

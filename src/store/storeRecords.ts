@@ -187,3 +187,11 @@ export interface JournalPage {
  * it stopped.
  */
 export const MAX_SCAN_POSITIONS = 10_000;
+
+/**
+ * Most journal events one prune transaction deletes. A prune of a large journal is many short
+ * transactions, not one long one: on PostgreSQL each is a fenced transaction under the fence's
+ * statement timeout (a sixth of the lease), on SQLite each returns the process's one connection
+ * to the other tenants between batches.
+ */
+export const PRUNE_BATCH_EVENTS = 1_000;

@@ -82,7 +82,9 @@ describe('LeaseKeeper under faults', () => {
       const refused = await fencedWrite(pool, (c) => fence.check(c));
       expect(refused).toBeInstanceOf(LeaseLostError);
       const claim = { tenant: fence.tenant, holder: 'a', epoch: fence.epoch };
-      expect(await fencedWrite(pool, (c) => databaseFence(claim).check(c))).toMatchObject({ code: 'LEASE_LOST' });
+      expect(await fencedWrite(pool, (c) => databaseFence(claim, 3_000).check(c))).toMatchObject({
+        code: 'LEASE_LOST',
+      });
     }
     clock.resume();
     await set.until('a reported all 6 lost', () => a.count('lost') === 6);

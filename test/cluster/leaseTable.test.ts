@@ -48,6 +48,16 @@ async function untilExpired(tenant: string): Promise<void> {
   await db.query('SELECT pg_sleep($1)', [(rows[0]!.ms + 20) / 1000]);
 }
 
+/** Statements of this test's schema whose text starts like `pattern` and that wait for a lock now. */
+async function waitingOnLock(pattern: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = 'test' AND wait_event_type = 'Lock' AND query LIKE $1 AND pid <> pg_backend_pid()`,
+    [pattern],
+  );
+  return rows[0]!.n;
+}
+
 describe('LeaseTable', () => {
   it('ten replicas racing for one tenant: exactly one gets it, and each acquisition has its own epoch', async (ctx) => {
     // A long lease, so a slow connection on a loaded machine cannot arrive after it expired.
@@ -116,35 +126,110 @@ describe('LeaseTable', () => {
     }
   });
 
-  it('a takeover waits for a write that passed the fence to commit (FOR SHARE)', async (ctx) => {
-    // The lease must lapse by itself (an UPDATE to expire it would wait for the writer's lock).
-    const { table, pool } = await setup(ctx, 1_500);
-    await table.acquire('acme', 'a');
+  it('a renewal of three leases completes while a fenced write holds one open for 2 s (FOR KEY SHARE)', async (ctx) => {
+    const { table, pool } = await setup(ctx, 30_000);
+    for (const tenant of ['acme', 'globex', 'initech']) await table.acquire(tenant, 'a');
+    const held = ['acme', 'globex', 'initech'].map((tenant) => ({ tenant, epoch: 1 }));
+    const events: string[] = [];
     const writer = await pool.connect();
     try {
       await writer.query('BEGIN');
       await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
-      await untilExpired('acme'); // the writer paused past its lease, inside its transaction
-      let takenAt: number | undefined;
-      const takeover = table.acquire('acme', 'b').then((lease) => {
-        takenAt = Date.now();
-        return lease;
+      const longWrite = writer.query('SELECT pg_sleep(2)'); // a long statement inside the fence
+      let settled = false;
+      const renewal = table.renew('a', held).finally(() => {
+        settled = true;
+        events.push('renewed');
       });
-      // The takeover's statement waits on the writer's row lock: seen in pg_stat_activity, not guessed.
-      for (;;) {
-        const { rows } = await db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = 'test' AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO changefeed_leases%'`,
-        );
-        if (rows[0]!.n > 0) break;
-        if (takenAt !== undefined) throw new Error('the takeover did not wait for the fenced write');
+      // Held open until the renewal is done or is seen waiting on a lock: events, not a time limit.
+      while (!settled) {
+        if ((await waitingOnLock('UPDATE changefeed_leases%')) > 0) {
+          events.push('renewal waits for the write');
+          break;
+        }
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      const committedAt = Date.now();
+      await longWrite;
       await writer.query('COMMIT');
-      const lease = await takeover;
-      expect(lease?.epoch).toBe(2);
-      expect(takenAt!).toBeGreaterThanOrEqual(committedAt);
+      events.push('write committed');
+      expect((await renewal).map((r) => r.tenant)).toEqual(['acme', 'globex', 'initech']);
+      expect(events).toEqual(['renewed', 'write committed']);
+    } finally {
+      writer.release();
+    }
+  });
+
+  it('a takeover after a renewal still waits for the old holder’s open write, and then only the new epoch writes', async (ctx) => {
+    // The lease lapses by itself, as a paused holder's does.
+    const { table, pool } = await setup(ctx, 1_500);
+    await db.query('CREATE TABLE fenced_writes (epoch int NOT NULL, at bigint NOT NULL)');
+    await table.acquire('acme', 'a');
+    const events: string[] = [];
+    const oldWriter = await pool.connect();
+    try {
+      await oldWriter.query('BEGIN');
+      await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 });
+      // A renewal inside the write's lifetime makes a new version of the row: the write's lock
+      // must carry over to it, or the takeover below would not wait.
+      expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toHaveLength(1);
+      await untilExpired('acme'); // the old holder paused past its lease, inside its transaction
+      let settled = false;
+      const takeover = table.acquire('acme', 'b').finally(() => {
+        settled = true;
+        events.push('taken over');
+      });
+      // The takeover's statement waits on the write's row lock: seen in pg_stat_activity, not guessed.
+      while ((await waitingOnLock('WITH locked AS%')) === 0) {
+        if (settled) throw new Error('the takeover did not wait for the fenced write');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await oldWriter.query('INSERT INTO fenced_writes VALUES (1, 1)');
+      await oldWriter.query('COMMIT');
+      events.push('old write committed');
+      expect((await takeover)?.epoch).toBe(2);
+      expect(events).toEqual(['old write committed', 'taken over']);
+
+      // From here only epoch 2 passes the fence.
+      await oldWriter.query('BEGIN');
+      await expect(checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 })).rejects.toThrow(LeaseLostError);
+      await oldWriter.query('ROLLBACK');
+      const newWriter = await pool.connect();
+      try {
+        await newWriter.query('BEGIN');
+        await checkLease(newWriter, { tenant: 'acme', holder: 'b', epoch: 2 });
+        await newWriter.query('INSERT INTO fenced_writes VALUES (2, 2)');
+        await newWriter.query('COMMIT');
+      } finally {
+        newWriter.release();
+      }
+      const { rows } = await db.query<{ epoch: number }>('SELECT epoch FROM fenced_writes ORDER BY at');
+      expect(rows.map((r) => r.epoch)).toEqual([1, 2]);
+    } finally {
+      oldWriter.release();
+    }
+  });
+
+  it('a release returns only once a write of its epoch inside the fence has ended', async (ctx) => {
+    const { table, pool } = await setup(ctx, 30_000);
+    await table.acquire('acme', 'a');
+    const events: string[] = [];
+    const writer = await pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
+      let settled = false;
+      const release = table.release('acme', 'a', 1).finally(() => {
+        settled = true;
+        events.push('released');
+      });
+      while ((await waitingOnLock('WITH locked AS%')) === 0) {
+        if (settled) throw new Error('the release did not wait for the fenced write');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await writer.query('COMMIT');
+      events.push('write committed');
+      expect(await release).toBe(true);
+      expect(events).toEqual(['write committed', 'released']);
     } finally {
       writer.release();
     }
@@ -169,6 +254,18 @@ describe('LeaseTable', () => {
     } finally {
       writer.release(true);
     }
+  });
+
+  it('has `tenant` as its only key column, so a renewal takes no lock that a fenced write blocks', async (ctx) => {
+    await setup(ctx);
+    // PostgreSQL's key columns are those of unique indexes a foreign key could use.
+    const { rows } = await db.query<{ columns: string[] }>(
+      `SELECT array_agg(a.attname::text ORDER BY a.attname) AS columns
+         FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+        WHERE i.indrelid = 'changefeed_leases'::regclass AND i.indisunique
+        GROUP BY i.indexrelid`,
+    );
+    expect(rows.map((r) => r.columns)).toEqual([['tenant']]);
   });
 
   it('lists live holders, forgets unconfigured free tenants and releases what the holder does not keep', async (ctx) => {

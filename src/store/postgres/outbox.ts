@@ -1,6 +1,6 @@
 import type { LogKind } from '../../logs.js';
 import type { OutboxStore } from '../changefeedStore.js';
-import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
+import { PRUNE_BATCH_EVENTS, type DeliveryCounts, type FailedDelivery, type PendingDelivery } from '../storeRecords.js';
 import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
@@ -187,24 +187,42 @@ export class PostgresOutbox implements OutboxStore {
   }
 
   /**
-   * Drops journal entries older than `before` that no sink still waits for, and records the
-   * highest seq dropped (the feed answers 410 below it), in one statement: what is recorded is
-   * exactly what was deleted, even while deliveries settle concurrently.
+   * Drops journal entries older than `before` that no sink still waits for, PRUNE_BATCH_EVENTS
+   * at a time, each batch one fenced transaction: a long prune never holds one transaction (and
+   * its lease row's lock) open for long.
    */
-  async prune(before: number): Promise<number> {
+  async prune(before: number, signal?: AbortSignal): Promise<number> {
+    let removed = 0;
+    while (!signal?.aborted) {
+      const batch = await this.pruneBatch(before);
+      removed += batch;
+      if (batch < PRUNE_BATCH_EVENTS) break;
+    }
+    return removed;
+  }
+
+  /**
+   * One batch of the prune, and the highest seq it dropped recorded (the feed answers 410 below
+   * it), in one statement: what is recorded is exactly what was deleted, even while deliveries
+   * settle concurrently.
+   */
+  private async pruneBatch(before: number): Promise<number> {
     const result = await this.db.writeOne<{ n: number }>(
-      `WITH gone AS (
-         DELETE FROM events WHERE tenant = $1 AND ingested_at < $2
+      `WITH doomed AS (
+         SELECT seq FROM events WHERE tenant = $1 AND ingested_at < $2
            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq
                            AND d.state = 'pending')
-         RETURNING seq
+         LIMIT $3
+       ), gone AS (
+         DELETE FROM events e USING doomed WHERE e.tenant = $1 AND e.seq = doomed.seq
+         RETURNING e.seq
        ), through AS (
          INSERT INTO meta (tenant, key, value)
          SELECT $1, '${PRUNED_THROUGH_KEY}', MAX(seq)::text FROM gone HAVING MAX(seq) IS NOT NULL
          ON CONFLICT (tenant, key) DO UPDATE SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text
        )
        SELECT COUNT(*) AS n FROM gone`,
-      [this.db.tenant, before],
+      [this.db.tenant, before, PRUNE_BATCH_EVENTS],
     );
     return result.rows[0]?.n ?? 0;
   }

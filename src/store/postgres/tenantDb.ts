@@ -13,7 +13,9 @@ export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
  * through it. It keeps the three rules of the store in one place:
  * - Every write is a transaction whose first statement is the fence check (when the store has a
- *   fence): a replica that lost the tenant's lease writes nothing, not even half a batch.
+ *   fence): a replica that lost the tenant's lease writes nothing, not even half a batch. Each
+ *   statement of a fenced transaction runs under the fence's statement timeout, so the lease
+ *   row's lock it holds is never held long.
  * - A database that cannot serve (away, full, read-only, too slow) becomes StoreUnavailableError
  *   with `health.problem` saying why, as a full disk does for SQLite; a successful write clears it.
  * - A connection that failed mid-transaction is destroyed, not given back to the pool in an
@@ -66,7 +68,13 @@ export class TenantDb {
     client.on('error', ignore);
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      const timeoutMs = this.fence?.statementTimeoutMs;
+      // One round trip: BEGIN and the bound on every statement of the transaction (set by LOCAL).
+      await client.query(
+        timeoutMs === undefined
+          ? 'BEGIN'
+          : `BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`,
+      );
       if (this.fence) await this.fence.check(client);
       const result = await work((sql, params) => client.query(sql, params as unknown[]));
       await client.query('COMMIT');

@@ -1,7 +1,7 @@
 import type { LogKind } from '../../logs.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
-import type { DeliveryCounts, FailedDelivery, PendingDelivery } from '../storeRecords.js';
+import { PRUNE_BATCH_EVENTS, type DeliveryCounts, type FailedDelivery, type PendingDelivery } from '../storeRecords.js';
 import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
@@ -45,11 +45,10 @@ const COUNTS = `SELECT state, COUNT(*) AS n,
   FROM deliveries d WHERE tenant = ? AND sink = ? GROUP BY state`;
 const PRUNABLE = `FROM events WHERE tenant = @tenant AND ingested_at < @before
   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq AND d.state = 'pending')`;
-const PRUNE = `DELETE ${PRUNABLE}`;
+const PRUNE_BATCH = `DELETE FROM events WHERE tenant = @tenant AND seq IN (SELECT seq ${PRUNABLE} LIMIT @limit)
+  RETURNING seq`;
 // The feed answers 410 to a position below the highest pruned seq (see Journal).
-const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value)
-  SELECT @tenant, '${PRUNED_THROUGH_KEY}', MAX(seq) ${PRUNABLE}
-  HAVING MAX(seq) IS NOT NULL
+const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value) VALUES (@tenant, '${PRUNED_THROUGH_KEY}', @seq)
   ON CONFLICT (tenant, key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
 
 /**
@@ -193,11 +192,27 @@ export class Outbox implements OutboxStore {
     return counts;
   }
 
-  /** Drops journal entries older than `before` that no sink still waits for. */
-  async prune(before: number): Promise<number> {
-    return this.conn.transaction(() => {
-      this.conn.statement<object>(PRUNED_THROUGH).run({ tenant: this.tenant, before });
-      return this.conn.statement<object>(PRUNE).run({ tenant: this.tenant, before }).changes;
-    });
+  /**
+   * Drops journal entries older than `before` that no sink still waits for, PRUNE_BATCH_EVENTS
+   * per transaction, each recording the highest seq it dropped. The connection is synchronous and
+   * shared by the process's tenants: between batches the event loop serves the others.
+   */
+  async prune(before: number, signal?: AbortSignal): Promise<number> {
+    let removed = 0;
+    while (!signal?.aborted) {
+      const batch = this.conn.transaction(() => {
+        const seqs = this.conn
+          .statement<object, { seq: number }>(PRUNE_BATCH)
+          .all({ tenant: this.tenant, before, limit: PRUNE_BATCH_EVENTS })
+          .map((row) => row.seq);
+        if (seqs.length > 0)
+          this.conn.statement<object>(PRUNED_THROUGH).run({ tenant: this.tenant, seq: String(Math.max(...seqs)) });
+        return seqs.length;
+      });
+      removed += batch;
+      if (batch < PRUNE_BATCH_EVENTS) break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return removed;
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildCloudEvent } from '../../../src/events/cloudEvent.js';
+import { PRUNE_BATCH_EVENTS } from '../../../src/store/storeRecords.js';
 import {
   BASE_URL,
   entry,
@@ -168,6 +169,21 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.outbox.prune(T + 1)).toBe(2);
       expect(await store.journal.prunedThrough()).toBe(seq.waiting);
       expect(await store.journal.head()).toBe(head);
+    });
+
+    it('prunes a journal larger than one batch to the end, and not at all once aborted', async () => {
+      const { store } = await openFresh([]);
+      const count = Math.floor(PRUNE_BATCH_EVENTS * 2.5);
+      await ingest(
+        store,
+        Array.from({ length: count }, (_, i) => entry(`e-${i}`)),
+      );
+      const head = await store.journal.head();
+      expect(await store.outbox.prune(T + 1, AbortSignal.abort())).toBe(0);
+      expect(await store.journalSize()).toBe(count);
+      expect(await store.outbox.prune(T + 1)).toBe(count);
+      expect(await store.journalSize()).toBe(0);
+      expect(await store.journal.prunedThrough()).toBe(head);
     });
 
     it('replays journal events for a sink with a fresh budget, by time range and log', async () => {
