@@ -5,7 +5,7 @@ import { AbortedError } from './errors.js';
  * the read budget and the retry policy can run a simulated day in milliseconds.
  */
 export interface Clock {
-  /** Milliseconds since the Unix epoch. */
+  /** Milliseconds since the Unix epoch, never going back: deadlines and intervals are measured on it. */
   now(): number;
   /** Resolves after `ms`, or rejects with AbortedError as soon as `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
@@ -23,8 +23,18 @@ export function timerDelayMs(ms: number): number {
   return Math.min(ms, MAX_TIMER_MS);
 }
 
+/**
+ * The process's clock, on which every sleep, deadline and interval runs, leases included: the wall
+ * clock as read when the process started (performance.timeOrigin), advanced by the monotonic clock
+ * (performance.now, which libuv's timers also follow). A step of the system clock (NTP, an
+ * operator, a VM resumed) therefore moves no sleep, pace, backoff or lease deadline: a clock set
+ * back an hour would otherwise hold every wait in progress for an hour, and one set forward would
+ * drop leases early. The price is that a step during the process's life shifts the times it
+ * records by as much until its next start; the CLI commands that show times to people read
+ * Date.now, and the service's clock is learned from its Date headers (serverClock.ts).
+ */
 export const systemClock: Clock = {
-  now: () => Date.now(),
+  now: () => Math.floor(performance.timeOrigin + performance.now()),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
@@ -32,7 +42,7 @@ export const systemClock: Clock = {
         return;
       }
       // A sleep longer than one timer can hold is a chain of timers: it still lasts `ms`.
-      const wakeAt = Date.now() + (Number.isFinite(ms) ? Math.max(0, ms) : ms > 0 ? MAX_TIMER_MS : 0);
+      const wakeAt = performance.now() + (Number.isFinite(ms) ? Math.max(0, ms) : ms > 0 ? MAX_TIMER_MS : 0);
       let timer: NodeJS.Timeout;
       const onAbort = (): void => {
         clearTimeout(timer);
@@ -41,14 +51,14 @@ export const systemClock: Clock = {
       const arm = (): void => {
         timer = setTimeout(
           () => {
-            if (Date.now() < wakeAt) {
+            if (performance.now() < wakeAt) {
               arm();
               return;
             }
             signal?.removeEventListener('abort', onAbort);
             resolve();
           },
-          timerDelayMs(wakeAt - Date.now()),
+          timerDelayMs(wakeAt - performance.now()),
         );
       };
       arm();

@@ -25,6 +25,7 @@ const watched = (log: WatchedLog['log'], objectId: string, at: number): WatchedL
   nextPollAt: at,
   entriesIngested: 0,
   createdAt: at,
+  firstPollBy: at,
 });
 
 /**
@@ -42,7 +43,7 @@ export function decisionCost(logs: number, policy: 'adaptive' | 'round-robin', d
     i === 0 ? watched('identityProvider', '', start) : watched(i % 6 === 0 ? 'skill' : 'career', `o${i}`, start),
   );
   const byKey = new Map(list.map((w) => [`${w.log}:${w.objectId}`, w]));
-  scheduler.sync(list, start);
+  scheduler.sync(list);
   const random = Random.derive(1, 'decision-cost');
   const busy = (w: WatchedLog): boolean => Number(w.objectId.slice(1)) % 10 === 0;
   const snapshot = (now: number): LoopSnapshot => ({

@@ -48,12 +48,12 @@ export async function replayCommand(argv: string[]): Promise<number> {
   return withExistingStore(config, { tenant, ...(lease ? { lease } : {}) }, async (store, held) => {
     await store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
-      Date.now(),
+      systemClock.now(),
     );
     const queued = await store.outbox.enqueueFromJournal(
       sinkConfig.name,
       { since, until, log: values.log as LogKind | undefined },
-      Date.now(),
+      systemClock.now(),
     );
     process.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
     if (values['queue-only'] || queued === 0) return 0;
@@ -67,7 +67,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     });
     let report;
     try {
-      [report] = await Promise.race([engine.drain(Date.now() + 3_600_000), ...(lost ? [lost] : [])]);
+      [report] = await Promise.race([engine.drain(systemClock.now() + 3_600_000), ...(lost ? [lost] : [])]);
     } finally {
       await engine.stop();
     }

@@ -14,11 +14,11 @@ export function onShutdownSignals(stop: () => Promise<void>, logger: Logger, tim
     if (firstAt !== undefined) {
       // Ctrl-C under `npm run` reaches the daemon twice at once: from the terminal (the whole
       // process group) and forwarded by npm. That is one request to stop, not two.
-      if (Date.now() - firstAt < DUPLICATE_SIGNAL_MS) return;
+      if (performance.now() - firstAt < DUPLICATE_SIGNAL_MS) return;
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    firstAt = Date.now();
+    firstAt = performance.now();
     logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight work');
     const timer = setTimeout(() => {
       logger.error({ timeoutMs }, 'shutdown timed out: exiting now');

@@ -1,10 +1,9 @@
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
-import type { Clock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import { HeldLeases, type HeldLease } from './heldLeases.js';
 import { assignLeases } from './leaseAssignment.js';
 import type { LeaseTable } from './leaseTable.js';
-import { monotonicClock } from './monotonicClock.js';
 import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
 
 /**
@@ -31,7 +30,7 @@ export interface LeaseKeeperOptions {
   /** The tenants configured now; read every round, so tenants may come and go. */
   tenants: () => readonly string[];
   events: LeaseEvents;
-  /** Measures local deadlines and paces the loop. Default: monotonicClock. */
+  /** Measures local deadlines and paces the loop. Default: systemClock (monotonic). */
   clock?: Clock;
   /** Default: a third of the lease, so two renewals in a row may fail before a lease is at risk. */
   renewEveryMs?: number;
@@ -72,7 +71,7 @@ export class LeaseKeeper {
   private rounds = 0;
 
   constructor(private readonly options: LeaseKeeperOptions) {
-    this.clock = options.clock ?? monotonicClock;
+    this.clock = options.clock ?? systemClock;
     this.renewEveryMs = options.renewEveryMs ?? options.leaseMs / 3;
     const margin = options.safetyMarginMs ?? Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
     this.held = new HeldLeases(options.leaseMs - margin);

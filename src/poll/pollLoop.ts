@@ -134,7 +134,7 @@ export class PollLoop {
     const targets = await readActiveLogs(this.deps.store);
     // So each poll updates (and persists) the log's learned rate: `run --once` from a cron job
     // learns across runs, and `plan` and `status` show what it learned.
-    this.scheduler.sync(targets, this.deps.clock.now());
+    this.scheduler.sync(targets);
     await Promise.all(targets.map((w) => this.queue.add(() => this.sweepLog(w, summary))));
     return summary;
   }
@@ -240,7 +240,7 @@ export class PollLoop {
 
   private async refreshActive(now: number): Promise<void> {
     const fresh = await this.active.refresh(now);
-    if (fresh) this.scheduler.sync(fresh, now);
+    if (fresh) this.scheduler.sync(fresh);
   }
 
   /** Rates learned before a restart, once, before the first plan. */

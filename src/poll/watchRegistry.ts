@@ -3,6 +3,7 @@ import { readAllIds } from '../api/listReader.js';
 import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { WatchOrigin } from '../store/storeRecords.js';
 import type { ServerClock } from './serverClock.js';
 import type { WatchConfig } from './watchConfig.js';
 
@@ -40,12 +41,19 @@ export class WatchRegistry {
     return startFrom === 'now' ? this.deps.serverClock.now() : Date.parse(startFrom);
   }
 
+  /** When a log first watched now must have been polled at the latest, kept with the log across restarts. */
+  private firstPollBy(now: number): number {
+    return now + this.deps.watch.schedule.firstPollWithinSeconds * 1000;
+  }
+
   async registerConfigured(): Promise<number> {
     const { store, watch, clock } = this.deps;
     const coverageStart = this.configuredStart();
     let added = 0;
     const register = async (log: 'career' | 'skill' | 'identityProvider', objectId: string): Promise<void> => {
-      if (await store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now: clock.now() }))
+      const now = clock.now();
+      const firstPollBy = this.firstPollBy(now);
+      if (await store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now, firstPollBy }))
         added++;
     };
     if (watch.identityProviderEvents) await register('identityProvider', '');
@@ -83,7 +91,7 @@ export class WatchRegistry {
     const previous = await store.getMeta(LAST_DISCOVERY_KEY);
     const startedAt = this.deps.serverClock.now();
     const coverageStart = previous === undefined ? this.configuredStart() : Number(previous);
-    const origin = previous === undefined ? 'discovered' : 'appeared';
+    const origin: WatchOrigin = previous === undefined ? 'discovered' : 'appeared';
     let added = 0;
     for (const set of discoveryLists(watch)) {
       const list = await readAllIds(client, set.path, watch.discovery.envelope, signal);
@@ -94,8 +102,16 @@ export class WatchRegistry {
         );
       }
       for (const id of list.ids) {
-        if (await store.watchedLogs.register({ log: set.log, objectId: id, origin, coverageStart, now: clock.now() }))
-          added++;
+        const now = clock.now();
+        const registration = {
+          log: set.log,
+          objectId: id,
+          origin,
+          coverageStart,
+          now,
+          firstPollBy: this.firstPollBy(now),
+        };
+        if (await store.watchedLogs.register(registration)) added++;
       }
     }
     await store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));

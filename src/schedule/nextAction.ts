@@ -11,20 +11,23 @@
  *   longest goes first (urgency: ms waited).
  * - `starving`: about to exceed `maxIntervalMinutes`. The floor is a promise, so it beats
  *   follow-ups elsewhere that may have raised the others' urgency (urgency: waited / starvingMs).
+ * - `firstPoll`: a log never polled whose first poll must start now for every new log to be
+ *   polled by its deadline at the budget's pace; earliest deadline first (urgency: ms since that
+ *   latest start). Before that moment a new log is `regular`, so it takes a slot the others leave.
  * - `followUp`: an edit session is likely still going on in this log (urgency: waited / interval).
  * - `regular`: its share of the budget, like stride scheduling (urgency: waited / interval; due
  *   at 1).
  */
-export const PRIORITY_CLASSES = ['unpaced', 'starving', 'followUp', 'regular'] as const;
+export const PRIORITY_CLASSES = ['unpaced', 'starving', 'firstPoll', 'followUp', 'regular'] as const;
 export type PriorityClass = (typeof PRIORITY_CLASSES)[number];
 
 /** One active watched log as the scheduler plans it. */
 export interface LogCandidate {
   /** `logKey(log, objectId)`. */
   key: string;
-  /** Earliest moment it may be polled: its first-due time, or the minimum interval after its last poll. */
+  /** Earliest moment it may be polled: the minimum interval after its last poll; -Infinity before its first. */
   earliestAt: number;
-  /** What urgency counts from: the last poll, or one interval before its first-due time. */
+  /** What urgency counts from: the last poll, or one interval before its first-poll deadline. */
   anchorAt: number;
   /** Target time between two polls; 0 when the budget does not limit polls at all. */
   intervalMs: number;
@@ -32,6 +35,11 @@ export interface LogCandidate {
   starvingMs: number;
   /** When a follow-up poll is due; null when none is pending. */
   followUpDueAt: number | null;
+  /**
+   * A log never polled: the latest start of its first poll (`latestFirstPollStarts`), from which
+   * it goes before follow-ups and regular polls. Null once it has been polled.
+   */
+  firstPollAt: number | null;
 }
 
 /** What the loop knows of the key's read budget. Absent when nothing limits requests (tests). */
@@ -112,6 +120,7 @@ export function urgencyOf(c: LogCandidate, now: number): Urgency | null {
   const waited = now - c.anchorAt;
   if (c.intervalMs <= 0) return { priority: 'unpaced', urgency: waited };
   if (waited >= c.starvingMs) return { priority: 'starving', urgency: waited / c.starvingMs };
+  if (c.firstPollAt !== null && c.firstPollAt <= now) return { priority: 'firstPoll', urgency: now - c.firstPollAt };
   const urgency = waited / c.intervalMs;
   if (c.followUpDueAt !== null && c.followUpDueAt <= now) return { priority: 'followUp', urgency };
   return { priority: 'regular', urgency };
@@ -144,7 +153,8 @@ export function chooseLog(
       continue;
     }
     if (options.dueOnly && at.priority === 'regular' && at.urgency < 1) {
-      wakeAt = Math.min(wakeAt, c.anchorAt + c.intervalMs, c.followUpDueAt ?? Infinity, c.anchorAt + c.starvingMs);
+      const due = [c.anchorAt + c.intervalMs, c.followUpDueAt ?? Infinity, c.firstPollAt ?? Infinity];
+      wakeAt = Math.min(wakeAt, ...due, c.anchorAt + c.starvingMs);
       continue;
     }
     if (!best || goesBefore(at, best.at)) best = { key: c.key, at };

@@ -112,6 +112,35 @@ export function squareRootOptimumMeanHours(rates: readonly number[], budgetPerHo
   return sum <= 0 ? 0 : (sumSqrt * sumSqrt) / (2 * budgetPerHour * sum);
 }
 
+/** A log never polled yet, as the spreading of first polls sees it. */
+export interface FirstPoll {
+  /** When it must have been polled at the latest (`watch.schedule.firstPollWithinSeconds`). */
+  deadline: number;
+  /** Requests its poll is expected to cost. */
+  cost: number;
+}
+
+/**
+ * The latest moment each never-polled log's first poll may start so that, at one request per
+ * `slotMs`, every one of them has been polled by its deadline: earliest deadline first, each as
+ * late as the ones after it allow (of a thousand logs due together the last starts one slot
+ * before the deadline, the first a thousand slots before it). A start in the past means the
+ * budget cannot meet every deadline; those logs then go in deadline order as fast as the budget
+ * allows. `slotMs` 0 (no budget): each start is its deadline.
+ */
+export function latestFirstPollStarts(firstPolls: readonly FirstPoll[], slotMs: number): number[] {
+  const order = firstPolls.map((_, i) => i).sort((a, b) => firstPolls[a]!.deadline - firstPolls[b]!.deadline);
+  const starts = new Array<number>(firstPolls.length);
+  let nextStart = Number.POSITIVE_INFINITY;
+  for (let j = order.length - 1; j >= 0; j--) {
+    const i = order[j]!;
+    const { deadline, cost } = firstPolls[i]!;
+    starts[i] = Math.min(deadline, nextStart) - Math.max(1, cost) * slotMs;
+    nextStart = starts[i];
+  }
+  return starts;
+}
+
 /**
  * A log's weight in the allocation: its change rate per request a poll costs, to the power alpha
  * (floored so a log that never changed still gets its minimum share, not a zero weight).

@@ -1,7 +1,7 @@
 import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
 import type { PlannedLog, ScheduleSnapshot } from './scheduleViews.js';
-import { allocateFrequencies, allocationWeight, alphaFor } from './pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
 import { chooseLog, type LogCandidate } from './nextAction.js';
@@ -38,8 +38,6 @@ interface Scheduled {
   watched: WatchedLog;
   rate: RateState;
   lastPollAt: number | null;
-  /** When a log never polled by this process becomes due (an early first poll). */
-  firstDueAt: number;
   cost: number;
   followUp: FollowUpState;
   /** Planned rate and weight (rate^alpha), kept until the estimate, prior or alpha change: every decision reads them. */
@@ -84,7 +82,7 @@ export class PollScheduler {
   }
 
   /** Brings the scheduled set in line with the active watched logs. */
-  sync(active: readonly WatchedLog[], now: number): void {
+  sync(active: readonly WatchedLog[]): void {
     const keys = new Set<string>();
     for (const w of active) {
       const key = logKey(w);
@@ -99,7 +97,6 @@ export class PollScheduler {
         watched: w,
         rate: saved?.rate ?? emptyRateState(),
         lastPollAt: w.lastPollAt,
-        firstDueAt: now + this.deps.config.firstPollWithinSeconds * 1000,
         cost: saved?.cost ?? 1,
         followUp: noFollowUp(),
         plannedRate: undefined,
@@ -123,17 +120,41 @@ export class PollScheduler {
     const maxIntervalMs = Math.max(this.deps.config.maxIntervalMinutes * 60_000, HOUR_MS / this.floor);
     const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
     const max = this.bounds().max;
+    const firstPollAt = this.firstPollStarts(now);
     return [...this.logs.entries()].map(([key, s]) => {
       const intervalMs = this.intervalMs(s, max);
       return {
         key,
-        earliestAt: s.lastPollAt === null ? s.firstDueAt : s.lastPollAt + this.deps.minIntervalMs,
-        anchorAt: s.lastPollAt ?? s.firstDueAt - intervalMs,
+        earliestAt: s.lastPollAt === null ? Number.NEGATIVE_INFINITY : s.lastPollAt + this.deps.minIntervalMs,
+        anchorAt: s.lastPollAt ?? this.firstPollBy(s) - intervalMs,
         intervalMs,
         starvingMs,
         followUpDueAt: s.followUp.dueAt,
+        firstPollAt: firstPollAt.get(s) ?? null,
       };
     });
+  }
+
+  /**
+   * The deadline of a log's first poll: the one the store kept since it was first watched, or
+   * sooner if `firstPollWithinSeconds` has been lowered since.
+   */
+  private firstPollBy(s: Scheduled): number {
+    const w = s.watched;
+    return Math.min(w.firstPollBy, w.createdAt + this.deps.config.firstPollWithinSeconds * 1000);
+  }
+
+  /** The latest start of each never-polled log's first poll, at the pace the polls may spend now. */
+  private firstPollStarts(now: number): Map<Scheduled, number> {
+    const never = [...this.logs.values()].filter((s) => s.lastPollAt === null);
+    if (never.length === 0) return new Map();
+    const perHour = this.pollBudgetPerHour(now);
+    const slotMs = Number.isFinite(perHour) ? HOUR_MS / perHour : 0;
+    const starts = latestFirstPollStarts(
+      never.map((s) => ({ deadline: this.firstPollBy(s), cost: s.cost })),
+      slotMs,
+    );
+    return new Map(never.map((s, i) => [s, starts[i]!]));
   }
 
   /** The scheduled log with this key (the decision names logs by key). */
@@ -203,7 +224,7 @@ export class PollScheduler {
         objectId: s.watched.objectId,
         rate: this.rateOf(s),
         frequency: interval > 0 ? HOUR_MS / interval : Number.POSITIVE_INFINITY,
-        nextPollAt: s.followUp.dueAt ?? (s.lastPollAt ?? s.firstDueAt - interval) + interval,
+        nextPollAt: s.followUp.dueAt ?? (s.lastPollAt === null ? this.firstPollBy(s) : s.lastPollAt + interval),
       };
     });
   }

@@ -94,7 +94,12 @@ export const scheduleConfigSchema = z
       .min(0)
       .max(86_400)
       .default(60)
-      .describe('A newly watched log is first polled within about this long.'),
+      .describe(
+        "Upper bound on the wait for a newly watched log's first poll: it is polled as soon as the " +
+          'read budget has a slot, and first polls go ahead of regular polls, earliest deadline first, ' +
+          'when the budget is needed to poll every new log by this deadline. The deadline is set once, ' +
+          'when the log is first watched, and kept in the store: a restart never pushes it back.',
+      ),
   })
   .strict();
 

@@ -68,7 +68,8 @@ export interface WatchedLogStore {
   /**
    * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
    * is where emission starts: the service's "now" by default, or a configured startFrom.
-   * Returns whether the log was new.
+   * `firstPollBy` (default `now`) is kept only when the log is new: the deadline of its first
+   * poll, which a restart must not push back. Returns whether the log was new.
    */
   register(args: {
     log: LogKind;
@@ -76,6 +77,7 @@ export interface WatchedLogStore {
     origin: WatchOrigin;
     coverageStart: number;
     now: number;
+    firstPollBy?: number;
   }): Promise<boolean>;
   recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void>;
   setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void>;

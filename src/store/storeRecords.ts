@@ -36,6 +36,12 @@ export interface WatchedLog {
   nextPollAt: number;
   entriesIngested: number;
   createdAt: number;
+  /**
+   * Clock ms by which the log's first poll is due at the latest: set once, when the log is first
+   * watched, so a restart never pushes it back. The scheduler polls a new log sooner when the
+   * budget has room.
+   */
+  firstPollBy: number;
 }
 
 export interface IngestRequest {

@@ -36,6 +36,7 @@ export interface WatchedLogRow {
   next_poll_at: number;
   entries_ingested: number;
   created_at: number;
+  first_poll_by: number;
 }
 
 export const watchedLogFromRow = (r: WatchedLogRow): WatchedLog => ({
@@ -54,6 +55,7 @@ export const watchedLogFromRow = (r: WatchedLogRow): WatchedLog => ({
   nextPollAt: r.next_poll_at,
   entriesIngested: r.entries_ingested,
   createdAt: r.created_at,
+  firstPollBy: r.first_poll_by,
 });
 
 /** A dead delivery joined with its event. */

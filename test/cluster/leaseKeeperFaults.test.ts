@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { monotonicClock } from '../../src/cluster/monotonicClock.js';
+import { systemClock } from '../../src/clock.js';
 import { databaseFence, LeaseLostError } from '../../src/cluster/writeFence.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { KeeperSet, PausableClock, type TestKeeper } from '../support/leaseKeepers.js';
@@ -71,7 +71,7 @@ describe('LeaseKeeper under faults', () => {
     expect(await fencedWrite(pool, (c) => fences[0]!.check(c))).toBe('written');
 
     clock.pause(); // neither its renewals nor its deadline timer run from here
-    const b = set.add('b', db.pool(), () => TENANTS, { clock: monotonicClock, leaseMs: 3_000 });
+    const b = set.add('b', db.pool(), () => TENANTS, { clock: systemClock, leaseMs: 3_000 });
     b.start();
     await set.until('b took all 6 once a’s leases expired', () => held(b) === 6);
     expect(a.count('lost')).toBe(0); // a has not run since: it does not know yet

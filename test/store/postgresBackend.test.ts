@@ -27,6 +27,25 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     expect(await stores[0]!.getMeta('replica-4')).toBe('up');
   });
 
+  it('gives the logs of a version-1 schema a first-poll deadline at their creation: due at once', async () => {
+    const schema = freshSchema();
+    await admin!.query('BEGIN');
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(`SET LOCAL search_path TO "${schema}"`);
+    await admin!.query(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+    );
+    await admin!.query(MIGRATIONS[0]!);
+    await admin!.query('INSERT INTO schema_migrations (version) VALUES (1)');
+    await admin!.query(
+      `INSERT INTO watched_logs (tenant, log, object_id, origin, created_at) VALUES ('t', 'career', 'c-1', 'config', $1)`,
+      [T],
+    );
+    await admin!.query('COMMIT');
+    const store = await (await openBackend(schema)).tenantStore('t');
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ createdAt: T, firstPollBy: T });
+  });
+
   it('refuses a schema written by a newer version, saying to upgrade', async () => {
     const schema = freshSchema();
     await openBackend(schema);

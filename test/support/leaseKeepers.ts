@@ -1,9 +1,8 @@
 import type pg from 'pg';
-import { ManualClock, type Clock } from '../../src/clock.js';
+import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { AbortedError } from '../../src/errors.js';
 import { LeaseKeeper, type LeaseKeeperOptions } from '../../src/cluster/leaseKeeper.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
-import { monotonicClock } from '../../src/cluster/monotonicClock.js';
 
 export type KeeperEvent =
   | { type: 'acquired'; tenant: string; epoch: number }
@@ -174,11 +173,11 @@ export class PausableClock implements Clock {
   private readonly held: (() => void)[] = [];
 
   now(): number {
-    return monotonicClock.now();
+    return systemClock.now();
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return monotonicClock.sleep(ms, signal).then(() => {
+    return systemClock.sleep(ms, signal).then(() => {
       if (!this.paused) return;
       return new Promise<void>((resolve, reject) => {
         if (signal?.aborted) reject(new AbortedError());

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_TIMER_MS, systemClock, timerDelayMs } from '../../src/clock.js';
 
 describe('timerDelayMs', () => {
@@ -37,5 +37,30 @@ describe('systemClock.sleep', () => {
     process.off('warning', onWarning);
     expect(warnings.filter((name) => name === 'TimeoutOverflowWarning')).toEqual([]);
     expect(ended).toBe(false);
+  });
+});
+
+// systemClock.sleep re-armed its timer on Date.now(): a wall clock set back an hour (NTP, an
+// operator, a VM resumed) stretched every sleep in progress by an hour.
+describe('systemClock with the wall clock set back an hour', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+  const setWallClockBack = (): void => {
+    const wallNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => wallNow() - 3_600_000);
+  };
+
+  it('a sleep in progress ends on time, before a 200 ms timer started with it', async () => {
+    const slept = systemClock.sleep(50).then(() => 'slept');
+    setWallClockBack();
+    const timer = new Promise((resolve) => setTimeout(() => resolve('200 ms timer'), 200));
+    expect(await Promise.race([slept, timer])).toBe('slept');
+  });
+
+  it('now() does not go back with it, so no deadline measured on it moves', () => {
+    const before = systemClock.now();
+    setWallClockBack();
+    expect(systemClock.now()).toBeGreaterThanOrEqual(before);
   });
 });

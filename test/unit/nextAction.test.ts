@@ -21,7 +21,24 @@ function log(key: string, ago: number, interval = 10 * MIN, extra: Partial<LogCa
     intervalMs: interval,
     starvingMs: 54 * MIN,
     followUpDueAt: null,
+    firstPollAt: null,
     ...extra,
+  };
+}
+
+/**
+ * A log never polled, whose first poll is due by NOW + `deadlineIn` and must start by NOW +
+ * `startIn` for every new log to meet its deadline at the budget's pace.
+ */
+function fresh(key: string, deadlineIn: number, startIn = deadlineIn, interval = 10 * MIN): LogCandidate {
+  return {
+    key,
+    earliestAt: Number.NEGATIVE_INFINITY,
+    anchorAt: NOW + deadlineIn - interval,
+    intervalMs: interval,
+    starvingMs: 54 * MIN,
+    followUpDueAt: null,
+    firstPollAt: NOW + startIn,
   };
 }
 
@@ -164,6 +181,57 @@ describe('nextAction', () => {
       { freeSlots: 0, discovery: { dueAt: NOW + 5_000, running: false } },
       { wakeAt: NOW + 5_000 },
     ],
+    [
+      'a log never polled is polled at once when the budget has a slot, long before its deadline',
+      { logs: [fresh('career:new', MIN, 30_000)] },
+      { launch: 'poll', key: 'career:new' },
+    ],
+    [
+      'a log never polled takes an idle slot ahead of a log that is not yet due',
+      { logs: [log('career:a', 3 * MIN), fresh('career:new', MIN, 30_000)] },
+      { launch: 'poll', key: 'career:new' },
+    ],
+    [
+      'a due log goes before a log never polled whose latest start is still ahead',
+      { logs: [fresh('career:new', MIN, 30_000), log('career:a', 11 * MIN)] },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'from its latest start a first poll goes before due logs and follow-ups',
+      {
+        logs: [
+          log('career:a', 15 * MIN),
+          log('career:b', 2 * MIN, 10 * MIN, { followUpDueAt: NOW - 1 }),
+          fresh('career:new', 5_000, 0),
+        ],
+      },
+      { launch: 'poll', key: 'career:new' },
+    ],
+    [
+      'first polls past their latest start go earliest deadline first',
+      { logs: [fresh('career:later', 8_000, -4_000), fresh('career:sooner', 4_000, -8_000)] },
+      { launch: 'poll', key: 'career:sooner' },
+    ],
+    [
+      'a first poll past its deadline is still polled first, however long the budget kept it waiting',
+      { logs: [log('career:a', 20 * MIN), fresh('career:new', -5 * MIN, -6 * MIN)] },
+      { launch: 'poll', key: 'career:new' },
+    ],
+    [
+      'the maxIntervalMinutes floor still goes before a first poll',
+      { logs: [fresh('career:new', 5_000, -1), log('career:quiet', 55 * MIN, 60 * MIN)] },
+      { launch: 'poll', key: 'career:quiet' },
+    ],
+    [
+      'with backfill waiting, a first poll leaves the slot until its latest start, and wakes then',
+      { logs: [fresh('career:new', MIN, 20_000)], budget: budget(NOW, 3) },
+      { wakeAt: NOW + 20_000 },
+    ],
+    [
+      'with backfill waiting, a first poll past its latest start is launched ahead of the slot',
+      { logs: [fresh('career:new', MIN, -1)], budget: budget(NOW + 4_000, 3) },
+      { launch: 'poll', key: 'career:new' },
+    ],
     ['nothing to poll', {}, { wakeAt: NOW + IDLE_WAKE_MS }],
     [
       'a wake-up time already past becomes a short wait, never a busy loop',
@@ -197,6 +265,17 @@ describe('urgencyOf', () => {
       { priority: 'regular', urgency: 0.5 },
     ],
     ['unpaced', log('k', 5 * MIN, 0), { priority: 'unpaced', urgency: 5 * MIN }],
+    [
+      'never polled, before its latest start: regular, reaching 1 at its deadline',
+      fresh('k', MIN, 30_000),
+      { priority: 'regular', urgency: 0.9 },
+    ],
+    [
+      'never polled, from its latest start on: first poll',
+      fresh('k', MIN, -2_000),
+      { priority: 'firstPoll', urgency: 2_000 },
+    ],
+    ['never polled, unpaced budget', fresh('k', MIN, MIN, 0), { priority: 'unpaced', urgency: -MIN }],
   ] as const)('%s', (_name, candidate, expected) => {
     expect(urgencyOf(candidate, NOW)).toEqual(expected);
   });

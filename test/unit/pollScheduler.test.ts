@@ -5,7 +5,9 @@ import {
   allocateFrequencies,
   chooseAlpha,
   expectedDelay,
+  latestFirstPollStarts,
   squareRootOptimumMeanHours,
+  type FirstPoll,
 } from '../../src/schedule/pollAllocation.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
@@ -31,6 +33,7 @@ const watched = (log: LogKind, objectId: string): WatchedLog => ({
   nextPollAt: T0,
   entriesIngested: 0,
   createdAt: T0,
+  firstPollBy: T0,
 });
 
 describe('allocateFrequencies', () => {
@@ -181,6 +184,94 @@ describe('chooseAlpha', () => {
   });
 });
 
+describe('latestFirstPollStarts', () => {
+  const D = T0 + 60_000;
+  const at = (deadline: number, cost = 1): FirstPoll => ({ deadline, cost });
+  it.each([
+    ['nothing to spread', [], 4_000, []],
+    ['one log starts a slot before its deadline', [at(D)], 4_000, [D - 4_000]],
+    ['logs due together start one slot apart', [at(D), at(D), at(D)], 4_000, [D - 12_000, D - 8_000, D - 4_000]],
+    ['earliest deadline first, whatever the order given', [at(D + 60_000), at(D)], 4_000, [D + 56_000, D - 4_000]],
+    [
+      'a deadline a moment after another pushes the earlier one back',
+      [at(D), at(D + 1_000)],
+      4_000,
+      [D - 7_000, D - 3_000],
+    ],
+    ['a poll of several pages takes as many slots', [at(D), at(D, 3)], 1_000, [D - 4_000, D - 3_000]],
+    ['more logs than slots before the deadline: starts in the past', [at(D), at(D)], 40_000, [D - 80_000, D - 40_000]],
+    ['no budget (slot 0): each starts at its deadline', [at(D), at(D + 5)], 0, [D, D + 5]],
+  ] as const)('%s', (_name, firstPolls, slotMs, expected) => {
+    expect(latestFirstPollStarts(firstPolls, slotMs)).toEqual(expected);
+  });
+});
+
+describe('PollScheduler first polls', () => {
+  const config = scheduleConfigSchema.parse({});
+  /** A log first watched at T0, so its first poll is due by T0 + 60 s; never polled. */
+  const fresh = (objectId: string): WatchedLog => ({ ...watched('career', objectId), firstPollBy: T0 + 60_000 });
+  /** A log polled `ago` ms before T0. */
+  const polled = (objectId: string, ago: number): WatchedLog => ({
+    ...watched('skill', objectId),
+    lastPollAt: T0 - ago,
+  });
+
+  it('polls a log never polled at once when the budget is idle, not after firstPollWithinSeconds', () => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
+    scheduler.sync([fresh('new')]);
+    expect(scheduler.pick(T0, () => true)).toMatchObject({ poll: { objectId: 'new' } });
+  });
+
+  it('keeps the deadline a restart found in the store: polled by it even while other logs are due', () => {
+    // A process started at T0 + 50 s (a restart) sees the log's deadline of T0 + 60 s, and due logs.
+    const start = T0 + 50_000;
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
+    const due = Array.from({ length: 20 }, (_, i) => polled(`due${i}`, 30 * 60_000));
+    scheduler.sync([...due, fresh('new')]);
+    const order: string[] = [];
+    for (let t = start; t <= T0 + 60_000; t += 4_000) {
+      const choice = scheduler.pick(t, () => true);
+      if (!('poll' in choice)) continue;
+      order.push(choice.poll.objectId);
+      scheduler.recordPoll(choice.poll, t, { requests: 1, emittedPerformedAt: [] });
+    }
+    expect(order).toContain('new');
+  });
+
+  it('spreads the first polls of many new logs by the budget: all by their deadline, no slot left unused', () => {
+    // 3,600 requests an hour: one slot a second. 40 new logs due within a minute, 50 logs polled
+    // twenty minutes ago and due again: the new ones need 40 of the minute's 60 slots.
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 1_000 } });
+    const fresh40 = Array.from({ length: 40 }, (_, i) => fresh(`new${i}`));
+    const old50 = Array.from({ length: 50 }, (_, i) => polled(`old${i}`, 20 * 60_000));
+    scheduler.sync([...old50, ...fresh40]);
+    const firstPolledAt = new Map<string, number>();
+    let idle = 0;
+    for (let t = T0; t < T0 + 60_000; t += 1_000) {
+      const choice = scheduler.pick(t, () => true);
+      if (!('poll' in choice)) {
+        idle++;
+        continue;
+      }
+      if (choice.poll.objectId.startsWith('new')) firstPolledAt.set(choice.poll.objectId, t);
+      scheduler.recordPoll(choice.poll, t, { requests: 1, emittedPerformedAt: [] });
+    }
+    expect(idle).toBe(0);
+    expect(firstPolledAt.size).toBe(40);
+    expect(Math.max(...firstPolledAt.values())).toBeLessThanOrEqual(T0 + 60_000);
+  });
+
+  it('a lowered firstPollWithinSeconds brings a kept deadline forward, never back', () => {
+    const scheduler = new PollScheduler({
+      config: { ...config, firstPollWithinSeconds: 10 },
+      minIntervalMs: 60_000,
+      budget: { intervalMs: () => 4_000 },
+    });
+    scheduler.sync([fresh('new')]);
+    expect(scheduler.plan(T0)[0]?.nextPollAt).toBe(T0 + 10_000);
+  });
+});
+
 describe('PollScheduler', () => {
   const config = scheduleConfigSchema.parse({ firstPollWithinSeconds: 0 });
 
@@ -219,7 +310,7 @@ describe('PollScheduler', () => {
       watched('career', 'warm'),
       ...Array.from({ length: 20 }, (_, i) => watched('career', `cold${i}`)),
     ];
-    scheduler.sync(logs, T0);
+    scheduler.sync(logs);
     const rate = (w: WatchedLog): number => (w.objectId === 'hot' ? 64 : w.objectId === 'warm' ? 4 : 0.25);
     // Changes at exactly the log's rate: the fractional part carries over to the next poll.
     const carry = new Map<string, number>();
@@ -249,7 +340,7 @@ describe('PollScheduler', () => {
         });
         const busy = watched('career', 'busy');
         const quiet = watched('career', 'quiet');
-        scheduler.sync([busy, quiet], T0);
+        scheduler.sync([busy, quiet]);
         const week = { fromMs: T0 - 168 * HOUR, toMs: T0 };
         // Ten independent changes an hour (six minutes apart: each its own session) for a week.
         const changes = Array.from({ length: 1680 }, (_, i) => week.fromMs + (i + 0.5) * 360_000);
@@ -276,7 +367,7 @@ describe('PollScheduler', () => {
       minIntervalMs: 0,
       budget: { intervalMs: () => 10_000 },
     });
-    scheduler.sync([watched('career', 'hot'), watched('career', 'cold')], T0);
+    scheduler.sync([watched('career', 'hot'), watched('career', 'cold')]);
     const counts = pollAll(scheduler, clock, 2, (w, from, to) =>
       w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 60_000) }, () => to - 1) : [],
     );
@@ -292,7 +383,7 @@ describe('PollScheduler', () => {
       budget: { intervalMs: () => 10_000 },
     });
     const logs = [watched('career', 'hot'), ...Array.from({ length: 10 }, (_, i) => watched('skill', `quiet${i}`))];
-    scheduler.sync(logs, T0);
+    scheduler.sync(logs);
     const counts = pollAll(scheduler, clock, 6, (w, from, to) =>
       w.objectId === 'hot' ? Array.from({ length: Math.round((to - from) / 6_000) }, () => to - 1) : [],
     );
@@ -304,7 +395,7 @@ describe('PollScheduler', () => {
     // 360 polls per hour for 1,000 logs: the 60-minute floor would take 1,000.
     const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget: { intervalMs: () => 10_000 } });
     const logs = [watched('career', 'hot'), ...Array.from({ length: 999 }, (_, i) => watched('career', `quiet${i}`))];
-    scheduler.sync(logs, T0);
+    scheduler.sync(logs);
     const counts = pollAll(scheduler, clock, 24, (w, from, to) =>
       w.objectId === 'hot'
         ? Array.from({ length: Math.round((to - from) / 60_000) }, (_, i) => to - 1 - i * 60_000)
@@ -322,7 +413,7 @@ describe('PollScheduler', () => {
       budget: { intervalMs: () => 10_000 },
     });
     const logs = Array.from({ length: 30 }, (_, i) => watched('career', `c${i}`));
-    scheduler.sync(logs, T0);
+    scheduler.sync(logs);
     for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
     // Two hours later, c7 shows a session of eight changes a few seconds apart, c8 one change.
     const t = T0 + 2 * HOUR;
@@ -348,7 +439,7 @@ describe('PollScheduler', () => {
   it('does not follow up a log whose changes are independent (one change, no session)', () => {
     const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
     const logs = Array.from({ length: 5 }, (_, i) => watched('career', `c${i}`));
-    scheduler.sync(logs, T0);
+    scheduler.sync(logs);
     for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
     const t = T0 + 3_600_000;
     // c0 is polled last, so it has waited least; a follow-up would put it first all the same.

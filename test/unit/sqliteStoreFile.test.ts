@@ -46,6 +46,20 @@ describe('opening the SQLite store', () => {
     await reopened.close();
   });
 
+  it('gives the logs of a version-6 store a first-poll deadline at their creation: due at once, never pushed back', async () => {
+    const file = join(makeTempDir(), 'v6.sqlite');
+    const raw = new Database(file);
+    for (const sql of MIGRATIONS.slice(0, 6)) raw.exec(sql);
+    raw.pragma('user_version = 6');
+    raw
+      .prepare("INSERT INTO watched_logs (tenant, log, object_id, origin, created_at) VALUES ('default', ?, ?, ?, ?)")
+      .run('career', 'c-1', 'config', T);
+    raw.close();
+    const store = SqliteChangefeedStore.open(file);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ createdAt: T, firstPollBy: T });
+    await store.close();
+  });
+
   it('upgrades learned rates of a version-3 store: counts kept, every change taken as its own session', async () => {
     const file = join(makeTempDir(), 'v3.sqlite');
     const raw = new Database(file);

@@ -20,6 +20,8 @@ import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
  *   the exact bytes it stored.
  * - `changefeed_instances` and `changefeed_leases` are the replicas of a deployment and the lease
  *   each tenant is held under (docs/scaling.md); the fence of every write transaction reads them.
+ *
+ * Migration 2 adds `watched_logs.first_poll_by`, as SQLite's migration 7 does.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -153,5 +155,10 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX quarantine_by_first_seen ON quarantine (tenant, first_seen_at);
 
   ${LEASE_SCHEMA_SQL}
+  `,
+  `
+  ALTER TABLE watched_logs ADD COLUMN first_poll_by DOUBLE PRECISION;
+  UPDATE watched_logs SET first_poll_by = created_at;
+  ALTER TABLE watched_logs ALTER COLUMN first_poll_by SET NOT NULL;
   `,
 ];

@@ -6,7 +6,7 @@ import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
 
 const COLUMNS = `log, object_id, origin, status, status_reason, coverage_start, window_end, sort_order, last_poll_at,
-  last_success_at, last_error, consecutive_failures, next_poll_at, entries_ingested, created_at`;
+  last_success_at, last_error, consecutive_failures, next_poll_at, entries_ingested, created_at, first_poll_by`;
 
 /** Cursors and status of the watched logs of one tenant. */
 export class PostgresWatchedLogs implements WatchedLogStore {
@@ -35,11 +35,13 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     origin: WatchOrigin;
     coverageStart: number;
     now: number;
+    firstPollBy?: number;
   }): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const result = await this.db.writeOne(
-      `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+      `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,
+         first_poll_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)
        ON CONFLICT (tenant, log, object_id) DO NOTHING`,
       [
         this.db.tenant,
@@ -49,6 +51,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
         args.coverageStart,
         windowed ? args.coverageStart : null,
         args.now,
+        args.firstPollBy ?? args.now,
       ],
     );
     return result.rowCount === 1;

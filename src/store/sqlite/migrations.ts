@@ -43,6 +43,10 @@ import { TENANT_KEYS_MIGRATION } from './tenantKeysMigration.js';
  * existing rows become the tenant `default`. Positions stay what they were: `events.seq` is now
  * per tenant (the key is (tenant, seq)), drawn from `journal_heads`, which starts at the old
  * AUTOINCREMENT counter so a pruned position is never handed out again.
+ *
+ * Migration 7 adds `watched_logs.first_poll_by`: the time by which a log's first poll is due,
+ * set once when it is first watched, so a daemon that restarts often cannot push it back for
+ * ever. Logs watched before it are due at once (their creation time).
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -164,4 +168,8 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   `,
   TENANT_KEYS_MIGRATION,
+  `
+  ALTER TABLE watched_logs ADD COLUMN first_poll_by INTEGER NOT NULL DEFAULT 0;
+  UPDATE watched_logs SET first_poll_by = created_at;
+  `,
 ];

@@ -6,8 +6,9 @@ import type { TenantConnection } from './tenantConnection.js';
 
 const GET = 'SELECT * FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?';
 const LIST = 'SELECT * FROM watched_logs WHERE tenant = ? ORDER BY log, object_id';
-const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
-  VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now)
+const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,
+    first_poll_by)
+  VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now, @firstPollBy)
   ON CONFLICT (tenant, log, object_id) DO NOTHING`;
 const ADVANCE = `UPDATE watched_logs SET window_end = @windowEnd, last_poll_at = @now, last_success_at = @now,
     last_error = NULL, consecutive_failures = 0, entries_ingested = entries_ingested + @ingested
@@ -41,6 +42,7 @@ export class WatchedLogs implements WatchedLogStore {
     origin: WatchOrigin;
     coverageStart: number;
     now: number;
+    firstPollBy?: number;
   }): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const info = this.conn.statement<object>(INSERT).run({
@@ -51,6 +53,7 @@ export class WatchedLogs implements WatchedLogStore {
       coverageStart: args.coverageStart,
       windowEnd: windowed ? args.coverageStart : null,
       now: args.now,
+      firstPollBy: args.firstPollBy ?? args.now,
     });
     return info.changes === 1;
   }

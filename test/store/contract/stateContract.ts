@@ -4,6 +4,18 @@ import { entry, entryIdsInJournal, HOUR, ingest, pendingEntryIds, T, type OpenFr
 /** Watched logs, sink state, learned rates, named values, and all of it across a reopen. */
 export function defineStateContract(openFresh: OpenFresh): void {
   describe('watched logs', () => {
+    it('keeps the first-poll deadline set when a log is first watched: registering it again never pushes it back', async () => {
+      const underTest = await openFresh();
+      const store = underTest.store;
+      const first = { log: 'career', objectId: 'c-9', origin: 'config', coverageStart: T } as const;
+      expect(await store.watchedLogs.register({ ...first, now: T, firstPollBy: T + 60_000 })).toBe(true);
+      // A restart 50 s later registers the configured log again with its own deadline.
+      expect(await store.watchedLogs.register({ ...first, now: T + 50_000, firstPollBy: T + 110_000 })).toBe(false);
+      expect(await store.watchedLogs.get('career', 'c-9')).toMatchObject({ createdAt: T, firstPollBy: T + 60_000 });
+      const reopened = await underTest.reopen();
+      expect((await reopened.watchedLogs.list()).find((w) => w.objectId === 'c-9')?.firstPollBy).toBe(T + 60_000);
+    });
+
     it('registers a log once and keeps its cursor, failures, status and sort order', async () => {
       const { store } = await openFresh();
       expect(
@@ -49,6 +61,7 @@ export function defineStateContract(openFresh: OpenFresh): void {
         nextPollAt: T,
         entriesIngested: 0,
         createdAt: T,
+        firstPollBy: T,
       });
       // A skill log has no windows: its cursor starts empty.
       expect(await store.watchedLogs.get('skill', 's-1')).toMatchObject({ windowEnd: null, coverageStart: T });
