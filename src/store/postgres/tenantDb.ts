@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { WriteFence } from '../storeBackend.js';
 import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
-import { isConnectionFailure } from './connectionFailure.js';
+import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -14,7 +14,7 @@ export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
  * through it. It keeps the three rules of the store in one place:
  * - Every write is a transaction whose first statement is the fence check (when the store has a
  *   fence): a replica that lost the tenant's lease writes nothing, not even half a batch.
- * - A database that cannot serve (away, full, read-only, too slow) becomes StoreUnavailableError
+ * - A database that cannot serve (away, full, read-only, too slow, refusing the role's login) becomes StoreUnavailableError
  *   with `health.problem` saying why, as a full disk does for SQLite; a successful write clears it.
  * - A connection that failed mid-transaction is destroyed, not given back to the pool in an
  *   unknown state.
@@ -89,9 +89,13 @@ export class TenantDb {
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
   private failure(error: unknown): unknown {
-    const unavailable = isConnectionFailure(error)
-      ? new StoreUnavailableError(databaseProblem(this.location, (error as Error).message), error)
-      : error;
+    const unavailable =
+      isConnectionFailure(error) || isLoginRefused(error)
+        ? new StoreUnavailableError(
+            databaseProblem(this.location, (error as Error).message, (error as { code?: unknown }).code),
+            error,
+          )
+        : error;
     if (!this.health.record(unavailable, this.location)) return error;
     if (unavailable instanceof StoreUnavailableError) return unavailable;
     return new StoreUnavailableError(this.health.problem ?? `the database ${this.location} cannot serve`, error);
