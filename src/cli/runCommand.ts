@@ -7,6 +7,7 @@ import { setStoreAside } from '../store/sqlite/storeIdentity.js';
 import type { ProcessConfig } from '../config/mainConfig.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
+import { exitOnEscapedErrors } from './fatalErrors.js';
 import { loadTenantedConfig } from './loadAppConfig.js';
 import { requiredNumericFlag } from './numericFlag.js';
 import { bindPort, type PortBinding } from './portInUse.js';
@@ -37,6 +38,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const { main } = loadTenantedConfig({ configFlag: values.config });
   const config = main.process;
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  exitOnEscapedErrors(logger);
   if (values['reset-store']) resetStore(config.stateDir, logger);
   let daemon = new ChangefeedDaemon(main, { logger });
   if (values.once) return runOnce(daemon, logger);

@@ -255,7 +255,8 @@ export class LeaseKeeper {
       this.emit(() =>
         this.options.events.lost(lease.tenant, `hand-over not completed within ${this.handOverTimeoutMs} ms`),
       );
-      void this.release(lease.tenant);
+      // release() never rejects: a release the database refused leaves the lease to expire.
+      this.release(lease.tenant).catch(() => undefined);
     }
   }
 

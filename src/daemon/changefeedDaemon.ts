@@ -67,7 +67,7 @@ export class ChangefeedDaemon {
       const [tenant] = readTenants(this.main.tenants).tenants;
       if (tenant) this.supervisor(backend).adopt(tenant, backend.openNow(tenant.name));
     } catch (error) {
-      void this.backend?.close();
+      this.backend?.close().catch(() => undefined);
       this.lock.release();
       throw error;
     }
@@ -124,7 +124,15 @@ export class ChangefeedDaemon {
       dir: source.dir,
       load: (previous) => readTenants(source, previous),
       onReport: (report) => {
-        this.applying = this.applying.then(() => this.apply(report));
+        // Caught here, so one failed application neither escapes nor stops the next one.
+        this.applying = this.applying
+          .then(() => this.apply(report))
+          .catch((error: unknown) =>
+            this.options.logger.error(
+              { err: describeError(error) },
+              'applying the tenants failed; the next change applies again',
+            ),
+          );
       },
       onError: (error) => this.options.logger.error({ err: describeError(error) }, 'reading the tenants failed'),
       rescanMs: this.config.tenants.rescanSeconds * 1000,

@@ -58,6 +58,8 @@ export function assembleTenant(
   config: AppConfig,
   store: ChangefeedStore,
   options: DaemonOptions,
+  /** A write of the tenant refused with LEASE_LOST, by polling or delivery: the runtime stops. */
+  onLeaseLost: (error: unknown) => void,
 ): DaemonParts {
   const logger = options.logger.child({ tenant });
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
@@ -112,6 +114,7 @@ export function assembleTenant(
         metrics.observeDelivery(outcome);
         options.onBatchOutcome?.(outcome);
       },
+      onLeaseLost,
     },
   );
   const pollLoop = new PollLoop({
@@ -124,6 +127,7 @@ export function assembleTenant(
     credentialChanged: () => apiKey.hasChanged(),
     budget,
     serviceNow: () => serverClock.now(),
+    onLeaseLost,
     onPolled: (watched, outcome) => {
       metrics.observePoll(watched.log, outcome, clock.now());
       if ((outcome.result?.emitted ?? 0) === 0) return;

@@ -38,9 +38,9 @@ export class TenantLeases {
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
       events: {
-        acquired: (tenant, epoch) => void this.acquired(tenant, epoch),
-        lost: (tenant, reason) => void this.lost(tenant, reason),
-        handOver: (tenant) => void this.handOver(tenant),
+        acquired: (tenant, epoch) => this.handled(tenant, 'starting the tenant', this.acquired(tenant, epoch)),
+        lost: (tenant, reason) => this.handled(tenant, 'stopping the lost tenant', this.lost(tenant, reason)),
+        handOver: (tenant) => this.handled(tenant, 'handing the tenant over', this.handOver(tenant)),
         round: (outcome) => this.rounded(outcome),
       },
     });
@@ -92,6 +92,19 @@ export class TenantLeases {
         'tenant leases could not be renewed; retrying (tenants stop before their leases may expire)',
       );
     this.failing = true;
+  }
+
+  /**
+   * The one error route of the keeper's events: the keeper calls them synchronously and goes on
+   * renewing, so each one's work ends here, logged once with its tenant, never unhandled.
+   */
+  private handled(tenant: string, what: string, work: Promise<void>): void {
+    work.catch((error: unknown) =>
+      this.deps.logger.error(
+        { tenant, err: describeError(error) },
+        `${what} failed; the next lease round decides again`,
+      ),
+    );
   }
 
   private async acquired(name: string, epoch: number): Promise<void> {

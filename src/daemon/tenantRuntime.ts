@@ -33,6 +33,7 @@ export class TenantRuntime {
   private readonly abort = new AbortController();
   private pruning: Promise<void> | undefined;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
 
   constructor(
     readonly tenant: string,
@@ -40,7 +41,7 @@ export class TenantRuntime {
     store: ChangefeedStore,
     private readonly options: DaemonOptions,
   ) {
-    this.parts = assembleTenant(tenant, config, store, options);
+    this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error));
   }
 
   /** This tenant's metrics (every series labelled with the tenant). */
@@ -128,8 +129,13 @@ export class TenantRuntime {
    * Stops polling, lets in-flight deliveries finish (the hand-over's drain) and closes the sinks
    * and the client. The store belongs to the process. Idempotent.
    */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  stop(): Promise<void> {
+    // Memoized: a stop for a lost lease may be under way when the supervisor's own stop comes.
+    this.stopping ??= this.stopParts();
+    return this.stopping;
+  }
+
+  private async stopParts(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
     await this.parts.pollLoop.stop();
@@ -137,6 +143,26 @@ export class TenantRuntime {
     await this.pruning;
     await this.parts.client.close();
     this.parts.feed?.close();
+  }
+
+  /**
+   * A write of this tenant refused with LEASE_LOST, seen by its poll loop or one of its sink
+   * workers: another replica may hold the tenant now, so the whole runtime stops here (polling,
+   * every sink worker, pruning), never one worker alone. The lease keeper reports the loss too,
+   * and the supervisor's stop then finds this runtime stopped or stopping.
+   */
+  private leaseLost(error: unknown): void {
+    if (this.stopped) return;
+    this.options.logger.warn(
+      { tenant: this.tenant, err: describeError(error) },
+      'a write was refused: this replica no longer holds the lease; the tenant stops here and the new holder carries on',
+    );
+    this.stop().catch((stopError: unknown) =>
+      this.options.logger.error(
+        { tenant: this.tenant, err: describeError(stopError) },
+        'stopping a tenant whose lease was lost failed',
+      ),
+    );
   }
 
   /** What /readyz reports. */

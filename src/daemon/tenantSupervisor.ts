@@ -121,9 +121,11 @@ export class TenantSupervisor {
     const next = (this.queues.get(name) ?? Promise.resolve()).then(operation);
     const tail = next.catch(() => undefined);
     this.queues.set(name, tail);
-    void tail.then(() => {
-      if (this.queues.get(name) === tail) this.queues.delete(name);
-    });
+    tail
+      .then(() => {
+        if (this.queues.get(name) === tail) this.queues.delete(name);
+      })
+      .catch(() => undefined);
     return next;
   }
 }

@@ -50,6 +50,8 @@ export class DeliveryEngine {
       logger: Logger;
       random?: () => number;
       onOutcome?: (o: BatchOutcome) => void;
+      /** A worker's write was refused with LEASE_LOST: the tenant's runtime stops (engine included). */
+      onLeaseLost?: (error: unknown) => void;
     },
   ) {
     this.workers = sinks.map(
@@ -70,6 +72,7 @@ export class DeliveryEngine {
           ),
           random: deps.random,
           onOutcome: deps.onOutcome,
+          onLeaseLost: deps.onLeaseLost,
         }),
     );
   }

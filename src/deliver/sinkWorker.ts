@@ -1,23 +1,26 @@
 import { setMaxListeners } from 'node:events';
-import { timerDelayMs } from '../clock.js';
-import { describeError } from '../errors.js';
+import { anySignal } from 'any-signal';
+import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
+import { timerDelayMs, type Clock } from '../clock.js';
+import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
 import type { PendingDelivery } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
-import { StoreOutage } from './storeOutage.js';
 import { logKey } from '../logs.js';
 import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
-import { IN_FLIGHT, WorkerWake } from './workerWake.js';
 import type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
 const IDLE_WAIT_MS = 5_000;
-/** Wait before trying a store that could not be written again. */
+/** Pauses of the worker after errors nobody expected: 1 s doubling to a minute. */
+const UNEXPECTED_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000, minMs: 1_000 };
+/** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
+export const IN_FLIGHT = 'in-flight' as const;
 /** Pending deliveries held in memory per sink for planning. */
 const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
@@ -28,6 +31,13 @@ const PLAN_AHEAD = 4;
  * order, writes them with up to `maxInFlight` in flight, records every outcome in the store, and
  * pauses the sink (circuit breaker, backoff, reconnect) when the destination keeps failing.
  * A failing sink only ever waits on itself: each sink has its own worker.
+ *
+ * Every error of the worker takes one route, `failed`: a round's (`step`) and a batch's
+ * (`deliver`, launched with its catch). LEASE_LOST stops the worker and tells the tenant's
+ * runtime, which stops polling and delivery together; a store that refused pauses the worker
+ * until a write succeeds; anything else is logged once and the worker backs off. A batch the
+ * destination took is acknowledged outside the write's `try`, so a refused acknowledgement is
+ * never taken for a failed write, and never a reason to write the batch again.
  */
 export class SinkWorker {
   private readonly inFlightKeys = new Set<string>();
@@ -39,18 +49,28 @@ export class SinkWorker {
   private ready: PendingDelivery[][] = [];
   /** The sink lost its connection since it last connected: close it before connecting again. */
   private reconnecting = false;
-  private readonly storeOutage: StoreOutage;
+  /**
+   * Batches the destination took that the store could not mark delivered: recorded before
+   * anything else once it can, rather than sent again. (A crash before then sends them again on
+   * restart: at least once, as always.)
+   */
+  private readonly unacknowledged: PendingDelivery[][] = [];
   /** When the destination last took a batch: the poison search needs others to get through. */
   private lastSuccessAt: number | null = null;
   /** Deliveries the last top-up settled as filtered: something changed, so look again at once. */
   private filteredInLastScan = 0;
   private readonly wake: WorkerWake;
+  /** Nothing is launched before this time: the store refused, or an error nobody expected. */
+  private pausedUntil = 0;
+  /** Errors nobody expected in a row since the last acknowledged batch: each pause is longer. */
+  private unexpectedInARow = 0;
+  /** The lease fence refused a write: this worker launches nothing more. */
+  private leaseLost = false;
 
   constructor(private readonly options: SinkWorkerOptions) {
     this.circuit = new CircuitBreaker(options.circuitBreaker);
     this.wake = new WorkerWake(options.clock);
     this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
-    this.storeOutage = new StoreOutage(options.sink.name, options.store, options.logger);
     this.window = new PendingWindow(options.store.outbox, options.sink.name, WINDOW_CAPACITY, options.accepts, (seqs) =>
       options.store.outbox.markFiltered(options.sink.name, seqs, options.clock.now()),
     );
@@ -86,17 +106,17 @@ export class SinkWorker {
     this.wake.notify();
   }
 
-  /** Runs until `engineSignal` aborts, then waits for in-flight writes. */
+  /** Runs until `engineSignal` aborts or the lease is lost, then waits for in-flight writes. */
   async run(engineSignal: AbortSignal): Promise<void> {
     const signal = this.writesSignal(engineSignal);
-    while (!signal.aborted && !this.health.disabled) {
+    while (!signal.aborted && !this.health.disabled && !this.leaseLost) {
+      let wait: number | typeof IN_FLIGHT;
       try {
-        await this.wake.pause(await this.step(signal), this.inFlight, signal);
+        wait = await this.step(signal);
       } catch (error) {
-        // A full or read-only disk: wait and try again rather than let the worker die.
-        if (!this.storeOutage.failed(error)) throw error;
-        await this.wake.pause(STORE_RETRY_MS, this.inFlight, signal);
+        wait = this.failed(error);
       }
+      await this.wake.pause(wait, this.inFlight, signal);
     }
     await Promise.allSettled(this.inFlight);
   }
@@ -123,9 +143,14 @@ export class SinkWorker {
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
     const timer = setTimeout(() => cutOff.abort(), timerDelayMs(deadline - this.options.clock.now()));
     try {
-      while (!drainSignal.aborted && !this.health.disabled && this.options.clock.now() < deadline) {
+      while (!drainSignal.aborted && !this.health.disabled && !this.leaseLost && this.options.clock.now() < deadline) {
         if (this.inFlight.size === 0 && (await this.options.store.outbox.counts(this.name)).pending === 0) return true;
-        const wait = await this.step(drainSignal);
+        let wait: number | typeof IN_FLIGHT;
+        try {
+          wait = await this.step(drainSignal);
+        } catch (error) {
+          wait = this.failed(error);
+        }
         await this.wake.pause(
           wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())),
           this.inFlight,
@@ -152,7 +177,8 @@ export class SinkWorker {
     const { clock, sink } = this.options;
     const now = clock.now();
     this.wake.reading();
-    if (!(await this.storeOutage.flush(now))) return STORE_RETRY_MS;
+    if (this.pausedUntil > now) return this.pausedUntil - now;
+    await this.acknowledgeHeld(now);
     if (this.health.pausedUntil > now) return this.health.pausedUntil - now;
     if (!this.health.connected) {
       try {
@@ -190,17 +216,23 @@ export class SinkWorker {
     return nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, nextDueAt - now);
   }
 
+  /** Starts a batch; its errors end at `failed`, so a task in flight never rejects. */
   private launch(batch: PendingDelivery[], signal: AbortSignal): void {
     const keys = new Set(batch.map(logKey));
     for (const k of keys) this.inFlightKeys.add(k);
-    const task = this.deliver(batch, signal).finally(() => {
-      for (const k of keys) this.inFlightKeys.delete(k);
-      this.inFlight.delete(task);
-      this.notify();
-    });
+    const task = this.deliver(batch, signal)
+      .catch((error: unknown) => {
+        this.failed(error);
+      })
+      .finally(() => {
+        for (const k of keys) this.inFlightKeys.delete(k);
+        this.inFlight.delete(task);
+        this.notify();
+      });
     this.inFlight.add(task);
   }
 
+  /** Reads the batch, writes it, and acknowledges it (or records why the write failed). */
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
     const seqs = batch.map((d) => d.seq);
     let events;
@@ -208,41 +240,105 @@ export class SinkWorker {
       events = toOutboundEvents(batch, await this.options.store.outbox.payloads(seqs));
     } catch (error) {
       // The store cannot be read now: the batch stays pending and is planned again later.
-      if (!this.storeOutage.failed(error)) throw error;
       this.window.settle(batch);
       this.window.reload();
-      return;
+      throw error;
     }
     try {
       await this.options.sink.write(events, signal);
-      const now = this.options.clock.now();
-      this.window.settle(batch);
-      try {
-        await this.options.store.outbox.markDelivered(this.name, seqs, now);
-        this.options.store.health.clear();
-      } catch (error) {
-        // Delivered, but the store cannot say so now: kept in memory and recorded once it can,
-        // rather than sent again. (A crash before then sends it again: at least once.)
-        if (!this.storeOutage.failed(error)) throw error;
-        this.storeOutage.hold(batch);
-        return;
-      }
-      this.circuit.recordSuccess();
-      this.health.delivered(now);
-      this.lastSuccessAt = now;
-      this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
     } catch (error) {
       // Shutting down or past a drain's deadline: the events simply stay pending.
       if (signal.aborted) return;
       try {
         await this.handleFailure(batch, error);
       } catch (recordError) {
-        // The outcome cannot be recorded: the batch stays pending and is tried again.
-        if (!this.storeOutage.failed(recordError)) throw recordError;
+        // The outcome cannot be recorded: the batch stays pending and is tried again after the pause.
         this.window.settle(batch);
         this.window.reload();
+        throw recordError;
       }
+      return;
     }
+    await this.acknowledge(batch, this.options.clock.now());
+  }
+
+  /**
+   * Marks a batch the destination took as delivered. Refused by the lease fence: the batch stays
+   * pending for the new holder to send (at least once, same event ids), and this worker stops.
+   * Refused otherwise: held and recorded before anything else once the store takes it.
+   */
+  private async acknowledge(batch: PendingDelivery[], now: number): Promise<void> {
+    this.window.settle(batch);
+    try {
+      await this.options.store.outbox.markDelivered(
+        this.name,
+        batch.map((d) => d.seq),
+        now,
+      );
+      this.options.store.health.clear();
+    } catch (error) {
+      if (errorCodeOf(error) !== 'LEASE_LOST') this.unacknowledged.push(batch);
+      throw error;
+    }
+    this.unexpectedInARow = 0;
+    this.circuit.recordSuccess();
+    this.health.delivered(now);
+    this.lastSuccessAt = now;
+    this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
+  }
+
+  /** Records the batches held for want of a store, oldest first; throws while it still refuses. */
+  private async acknowledgeHeld(now: number): Promise<void> {
+    while (this.unacknowledged.length > 0) {
+      await this.options.store.outbox.markDelivered(
+        this.name,
+        (this.unacknowledged[0] ?? []).map((d) => d.seq),
+        now,
+      );
+      this.unacknowledged.shift();
+      this.options.store.health.clear();
+    }
+  }
+
+  /**
+   * The worker's one error route; returns how long the worker waits before its next round.
+   * LEASE_LOST: the worker stops and the tenant's runtime is told (it stops the whole tenant).
+   * A store that refused (full, read-only, locked, away, login refused): delivery pauses and
+   * tries again. Anything else: logged once per run of such errors, and a growing pause.
+   */
+  private failed(error: unknown): number {
+    const { store, logger, clock } = this.options;
+    const now = clock.now();
+    if (errorCodeOf(error) === 'LEASE_LOST') {
+      if (!this.leaseLost)
+        logger.warn(
+          { sink: this.name, err: describeError(error) },
+          "the store refused a write under the tenant's lease: this replica stops the tenant; the new holder sends what is pending",
+        );
+      this.leaseLost = true;
+      this.ready = [];
+      this.options.onLeaseLost?.(error);
+      return 0;
+    }
+    const first = store.health.problem === undefined;
+    if (store.health.record(error, store.location)) {
+      if (first)
+        logger.warn(
+          { sink: this.name, err: describeError(error) },
+          'the store cannot be written: delivery pauses until it can',
+        );
+      this.pausedUntil = Math.max(this.pausedUntil, now + STORE_RETRY_MS);
+      return STORE_RETRY_MS;
+    }
+    this.unexpectedInARow++;
+    const wait = backoffDelayMs(this.unexpectedInARow, UNEXPECTED_BACKOFF, this.options.random);
+    this.pausedUntil = Math.max(this.pausedUntil, now + wait);
+    if (this.unexpectedInARow === 1)
+      logger.error(
+        { sink: this.name, err: describeError(error), pauseSeconds: Math.ceil(wait / 1000) },
+        'delivery failed unexpectedly; the worker backs off until a batch is acknowledged',
+      );
+    return wait;
   }
 
   private async handleFailure(batch: PendingDelivery[], error: unknown): Promise<void> {
@@ -291,5 +387,55 @@ export class SinkWorker {
 
   private report(partial: Partial<Omit<BatchOutcome, 'sink'>>): void {
     this.options.onOutcome?.({ sink: this.name, delivered: 0, retried: 0, dead: 0, latenciesMs: [], ...partial });
+  }
+}
+
+/**
+ * How a sink worker waits between rounds: for a time, for one of its writes in flight to
+ * settle, or until notified of new events. The store is read asynchronously, so a notify can
+ * come while a round reads it; such a notify makes the next pause return at once instead of
+ * being slept through. The writes in flight never reject (each ends in the worker's `failed`).
+ */
+export class WorkerWake {
+  private wake: AbortController | undefined;
+  private woken = false;
+
+  constructor(private readonly clock: Clock) {}
+
+  notify(): void {
+    this.woken = true;
+    this.wake?.abort();
+  }
+
+  /** A round is about to read the outbox: what was notified so far, it will see. */
+  reading(): void {
+    this.woken = false;
+  }
+
+  /** Waits `wait` ms, or until one of `inFlight` settles; a notify or `signal` cut either short. */
+  async pause(wait: number | typeof IN_FLIGHT, inFlight: Iterable<Promise<void>>, signal: AbortSignal): Promise<void> {
+    if (wait === 0) return;
+    if (this.woken) {
+      this.woken = false;
+      return;
+    }
+    this.wake = new AbortController();
+    // Not AbortSignal.any: on Node 20 every pause would leave an entry on the worker's
+    // long-lived signal, for good (nodejs/node#55351).
+    const woken = anySignal([signal, this.wake.signal]);
+    try {
+      if (wait === IN_FLIGHT) {
+        const aborted = new Promise<void>((resolve) =>
+          woken.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        await Promise.race([...inFlight, aborted]);
+        return;
+      }
+      await this.clock.sleep(wait, woken).catch((error: unknown) => {
+        if (!isAbortError(error)) throw error;
+      });
+    } finally {
+      woken.clear();
+    }
   }
 }

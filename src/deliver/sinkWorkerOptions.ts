@@ -23,6 +23,8 @@ export interface SinkWorkerOptions {
   random?: () => number;
   /** Called after each batch outcome, for metrics. */
   onOutcome?: (outcome: BatchOutcome) => void;
+  /** The lease fence refused a write (LEASE_LOST): the worker has stopped; the tenant's runtime stops. */
+  onLeaseLost?: (error: unknown) => void;
 }
 
 export interface BatchOutcome {

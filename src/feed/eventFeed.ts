@@ -124,7 +124,7 @@ export class EventFeed {
       if (mode === 'page') await this.page(res, start, parsed.query, token, abort.signal);
       else await this.stream(res, start, parsed.query, token, abort);
     })();
-    void served
+    served
       .catch((error: unknown) => {
         if (!res.headersSent)
           sendProblem(res, 503, 'journal-unavailable', 'Journal unavailable', (error as Error).message);

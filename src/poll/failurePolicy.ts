@@ -18,6 +18,8 @@ export type FailureAction =
   | { kind: 'disableLog'; status: 'gone' | 'disabled'; reason: string };
 
 const MINUTE = 60_000;
+/** How long every poll waits for a store that refused a write before one is tried again. */
+export const STORE_PAUSE_MS = 5_000;
 /** Pauses of a rejected key: 1, 2, 4, 8, then 15 minutes; one per key, so no jitter. */
 const CREDENTIAL_PAUSE: BackoffPolicy = { initialMs: MINUTE, maxMs: 15 * MINUTE, jitter: 'none' };
 
@@ -27,7 +29,8 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
     // The key file is missing or empty: nothing can be read until it is fixed.
     if (code === 'CONFIG_INVALID') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: MINUTE };
     // A full or read-only disk: nothing read could be kept. Try again soon; the space may return.
-    if (code === 'STORE_UNAVAILABLE') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: 5_000 };
+    if (code === 'STORE_UNAVAILABLE')
+      return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: STORE_PAUSE_MS };
     // Retrying cannot make a window sparser or a version log shorter, and each try costs reads.
     if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG') {
       return {

@@ -3,7 +3,7 @@ import { requestIdOf } from '../api/apiErrors.js';
 import { describeError, errorCodeOf } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
-import { classifyPollFailure, pollRetryDelayMs, type FailureAction } from './failurePolicy.js';
+import { classifyPollFailure, pollRetryDelayMs, STORE_PAUSE_MS, type FailureAction } from './failurePolicy.js';
 import { logKey } from '../logs.js';
 
 export interface PollFailuresDeps {
@@ -74,8 +74,9 @@ export class PollFailures {
     try {
       await store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
     } catch (recordError) {
-      // On a full disk the failure cannot be recorded; what it decides (a pause) still holds.
-      if (!store.health.record(recordError, store.location)) throw recordError;
+      // The failure cannot be recorded (a full disk, a locked file, a database away): what it
+      // decides still holds, and every poll waits for the store as for STORE_UNAVAILABLE.
+      this.storeRefused(recordError, now);
     }
     const target = {
       log: w.log,
@@ -105,16 +106,50 @@ export class PollFailures {
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
         return;
       case 'disableKind':
-        for (const other of await store.watchedLogs.list()) {
-          if (other.log === w.log && other.status === 'active')
-            await store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
+        try {
+          for (const other of await store.watchedLogs.list()) {
+            if (other.log === w.log && other.status === 'active')
+              await store.watchedLogs.setStatus(other.log, other.objectId, 'disabled', action.reason);
+          }
+        } catch (writeError) {
+          // Not disabled yet: the pause ends with the same answer, and this write is tried again.
+          this.storeRefused(writeError, now);
+          return;
         }
         logger.error({ log: w.log }, action.reason);
         return;
       case 'disableLog':
-        await store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
+        try {
+          await store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
+        } catch (writeError) {
+          this.storeRefused(writeError, now);
+          return;
+        }
         logger.warn(target, action.reason);
         return;
     }
+  }
+
+  /**
+   * A write of a failure's outcome the store refused: every poll on the key waits as for
+   * STORE_UNAVAILABLE (nothing read now could be kept), so the log is not polled again at once.
+   * Anything else (LEASE_LOST, an error nobody expected) is thrown to the poll's launch site.
+   */
+  private storeRefused(error: unknown, now: number): void {
+    const { store } = this.deps;
+    if (!store.health.record(error, store.location)) throw error;
+    this.pauseForStore(now);
+  }
+
+  /** Every poll on the key waits as for STORE_UNAVAILABLE: nothing read now could be kept. */
+  pauseForStore(now: number): void {
+    this.pauseFor(now, STORE_PAUSE_MS);
+  }
+
+  /** Every poll on the key waits `ms` (a longer pause already running is kept). */
+  pauseFor(now: number, ms: number): void {
+    if (now + ms <= this.pausedUntil) return;
+    this.pausedUntil = now + ms;
+    this.pausedForCredential = false;
   }
 }

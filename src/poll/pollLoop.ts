@@ -3,7 +3,8 @@ import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import type { Clock } from '../clock.js';
-import { describeError, isAbortError } from '../errors.js';
+import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
+import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import { logKey, type LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
@@ -39,6 +40,8 @@ export interface PollLoopDeps {
   knownRates?: (key: string) => number | undefined;
   /** The service's clock (from its Date header): performedAt is compared with it, not ours. */
   serviceNow?: () => number;
+  /** A write was refused with LEASE_LOST: the tenant's runtime stops (it owns the loop's stop). */
+  onLeaseLost?: (error: unknown) => void;
 }
 
 export interface SweepSummary {
@@ -48,6 +51,8 @@ export interface SweepSummary {
 }
 
 const ONCE_ATTEMPTS = 6;
+/** Pauses of every poll after errors nobody expected: 1 s doubling to a minute. */
+const UNEXPECTED_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000, minMs: 1_000 };
 /** The in-flight key of a discovery run (a log key always holds a colon, so they never meet). */
 const DISCOVERY = 'discovery';
 
@@ -70,6 +75,8 @@ export class PollLoop {
   private wake: AbortController | undefined;
   private running: Promise<void> | undefined;
   private nextDiscoveryAt: number | undefined;
+  /** Errors nobody expected in a row, since the last successful poll: each pause is longer. */
+  private unexpectedInARow = 0;
 
   constructor(private readonly deps: PollLoopDeps) {
     this.queue = new PQueue({ concurrency: deps.watch.concurrency });
@@ -190,34 +197,42 @@ export class PollLoop {
 
   /** A plain loop: gather the snapshot, ask `nextAction`, carry out its answer. */
   private async loop(): Promise<void> {
-    // A store that does not answer is waited out (its health tells /readyz), not the loop's end.
-    while (!this.ratesRestored && this.stateValue === 'running')
-      await this.restoreRates().catch(async (error: unknown) => {
-        if (!this.deps.store.health.record(error, this.deps.store.location)) throw error;
-        this.deps.logger.warn({ err: describeError(error) }, 'reading the learned change rates failed; trying again');
-        await this.sleep(STORE_RETRY_MS);
-      });
     while (this.stateValue === 'running') {
-      await this.refreshActive(this.deps.clock.now());
-      const now = this.deps.clock.now();
-      const action = nextAction(now, this.snapshot(now));
-      if ('launch' in action) {
-        if (action.launch === 'discovery') this.launchDiscovery();
-        else this.launchPoll(action.key);
+      let wakeAt: number;
+      try {
+        wakeAt = await this.pass();
+      } catch (error) {
+        // A store that does not answer is waited out (its health tells /readyz), not the loop's
+        // end; so is anything else, after failed() paused every poll for a while.
+        this.failed(error);
+        const now = this.deps.clock.now();
+        wakeAt = this.failures.pauseWakeAt(now) ?? now + STORE_RETRY_MS;
       }
       // stop() aborts the wake controller too; checking the state first means a stop that came
       // during this pass is not slept through (and no signal is combined per pass).
       if (this.stateValue !== 'running') break;
       this.wake = new AbortController();
-      // After a launch, yield once before deciding again, so the launched poll can take its slot
-      // of the read budget and the next decision sees it.
-      const wakeAt = 'wakeAt' in action ? action.wakeAt : now;
       try {
-        await this.deps.clock.sleep(Math.max(0, wakeAt - now), this.wake.signal);
+        await this.deps.clock.sleep(Math.max(0, wakeAt - this.deps.clock.now()), this.wake.signal);
       } catch (error) {
         if (!isAbortError(error)) throw error;
       }
     }
+  }
+
+  /** One decision and its launch; returns when to decide again. */
+  private async pass(): Promise<number> {
+    await this.restoreRates();
+    await this.refreshActive(this.deps.clock.now());
+    const now = this.deps.clock.now();
+    const action = nextAction(now, this.snapshot(now));
+    if ('launch' in action) {
+      if (action.launch === 'discovery') this.launchDiscovery();
+      else this.launchPoll(action.key);
+    }
+    // After a launch, yield once before deciding again, so the launched poll can take its slot
+    // of the read budget and the next decision sees it.
+    return 'wakeAt' in action ? action.wakeAt : now;
   }
 
   /** Everything `nextAction` decides on, as of `now`. */
@@ -264,37 +279,77 @@ export class PollLoop {
     const w = this.scheduler.watchedLog(key);
     if (!w) return;
     this.inFlight.add(key);
-    void this.queue
-      .add(async () => {
-        const outcome = await this.recorder.pollAndRecord(w, this.signal);
-        if (!outcome.polled) this.active.markStale();
-      })
-      .finally(() => {
-        this.inFlight.delete(key);
-        this.wake?.abort();
-      });
+    this.queue.add(() => this.pollOne(w, key)).catch((error: unknown) => this.failed(error));
+  }
+
+  private async pollOne(w: WatchedLog, key: string): Promise<void> {
+    try {
+      const outcome = await this.recorder.pollAndRecord(w, this.signal);
+      if (outcome.polled) this.unexpectedInARow = 0;
+      else {
+        this.active.markStale();
+        if (errorCodeOf(outcome.error) === 'LEASE_LOST') this.failed(outcome.error);
+      }
+    } catch (error) {
+      this.failed(error);
+    } finally {
+      this.inFlight.delete(key);
+      this.wake?.abort();
+    }
   }
 
   private launchDiscovery(): void {
     this.inFlight.add(DISCOVERY);
-    void this.queue
-      .add(async () => {
-        try {
-          await this.deps.registry.discover(this.signal);
-        } catch (error) {
-          if (!isAbortError(error)) {
-            this.deps.logger.error(
-              { err: describeError(error), requestId: requestIdOf(error) },
-              'discovery failed; next attempt on schedule',
-            );
-          }
-        }
-      })
-      .finally(() => {
-        this.inFlight.delete(DISCOVERY);
-        this.active.markStale();
-        this.nextDiscoveryAt = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
-        this.wake?.abort();
-      });
+    this.queue.add(() => this.discoverOnce()).catch((error: unknown) => this.failed(error));
+  }
+
+  private async discoverOnce(): Promise<void> {
+    try {
+      await this.deps.registry.discover(this.signal);
+    } catch (error) {
+      if (isAbortError(error) && this.signal.aborted) return;
+      if (errorCodeOf(error) === 'LEASE_LOST' || this.deps.store.health.record(error, this.deps.store.location))
+        this.failed(error);
+      else
+        this.deps.logger.error(
+          { err: describeError(error), requestId: requestIdOf(error) },
+          'discovery failed; next attempt on schedule',
+        );
+    } finally {
+      this.inFlight.delete(DISCOVERY);
+      this.active.markStale();
+      this.nextDiscoveryAt = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
+      this.wake?.abort();
+    }
+  }
+
+  /**
+   * The one error route of the loop and of every poll and discovery it launches. LEASE_LOST: the
+   * tenant's runtime is told and stops (polling and delivery together). A store that refused:
+   * every poll waits as for STORE_UNAVAILABLE. Anything else nobody expected: logged once per run
+   * of such errors, and every poll waits a growing backoff, so a bug cannot turn into a hot loop.
+   */
+  private failed(error: unknown): void {
+    if (this.signal.aborted) return;
+    const now = this.deps.clock.now();
+    if (errorCodeOf(error) === 'LEASE_LOST') {
+      this.deps.onLeaseLost?.(error);
+      return;
+    }
+    const { store, logger } = this.deps;
+    const first = store.health.problem === undefined;
+    if (store.health.record(error, store.location)) {
+      if (first) logger.warn({ err: describeError(error) }, 'the store refused: polling pauses until a write succeeds');
+      this.failures.pauseForStore(now);
+      return;
+    }
+    this.unexpectedInARow++;
+    const pauseMs = backoffDelayMs(this.unexpectedInARow, UNEXPECTED_BACKOFF);
+    this.failures.pauseFor(now, pauseMs);
+    if (this.unexpectedInARow === 1)
+      logger.error(
+        { err: describeError(error), pauseSeconds: Math.ceil(pauseMs / 1000) },
+        'polling failed unexpectedly; every poll backs off until one succeeds',
+      );
   }
 }

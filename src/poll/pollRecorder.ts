@@ -56,10 +56,9 @@ export class PollRecorder {
       try {
         return { polled: false, error, action: await failures.failed(w, error, clock.now()) };
       } catch (recordError) {
-        // The tenant's lease is gone (lost, or released before its poll loop stopped): the tenant
-        // is being stopped here and the new holder carries on, so there is nothing this replica
-        // may record. Thrown on, it would leave the poll queue unhandled and crash the process.
-        if (errorCodeOf(recordError) === 'LEASE_LOST') return { polled: false, error };
+        // The tenant's lease is gone: there is nothing this replica may record. The outcome
+        // carries LEASE_LOST so the loop stops the tenant's runtime (the new holder carries on).
+        if (errorCodeOf(recordError) === 'LEASE_LOST') return { polled: false, error: recordError };
         throw recordError;
       }
     }

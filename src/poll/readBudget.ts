@@ -51,6 +51,7 @@ interface Waiter {
   priority: RequestPriority;
   order: number;
   resolve: () => void;
+  reject: (error: Error) => void;
 }
 
 export interface BudgetSnapshot {
@@ -110,10 +111,18 @@ export class ReadBudget implements RequestGate {
           signal?.removeEventListener('abort', onAbort);
           resolve();
         },
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(waiter);
-      void this.pump();
+      // A pump that failed fails the requests waiting on it, at their own launch sites.
+      this.pump().catch((error: unknown) => {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        for (const w of this.waiters.splice(0)) w.reject(failure);
+      });
     });
   }
 

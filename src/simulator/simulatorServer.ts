@@ -75,6 +75,6 @@ export class SimulatorServer {
       return;
     }
     // The only way the sleep fails is close() aborting it: the connection is going away anyway.
-    void this.clock.sleep(response.delayMs, this.shutdown.signal).then(send, () => res.destroy());
+    this.clock.sleep(response.delayMs, this.shutdown.signal).then(send, () => res.destroy());
   }
 }

@@ -174,10 +174,7 @@ export class PostgresSink implements Sink {
       signal,
       timeoutMs: this.config.connectTimeoutMs,
     }).catch((error: unknown) => {
-      void checkout.then(
-        (late) => late.release(true),
-        () => undefined,
-      );
+      checkout.then((late) => late.release(true)).catch(() => undefined);
       throw error;
     });
     return new Lease(client);
@@ -193,7 +190,7 @@ export class PostgresSink implements Sink {
   private lost(pool: pg.Pool, error: unknown, signal: AbortSignal): never {
     throwIfAborted(signal, `write to PostgreSQL at ${this.server}`);
     if (this.pool === pool) this.pool = undefined;
-    void endPool(pool);
+    endPool(pool).catch(() => undefined);
     throw new SinkUnavailableError(`connection to PostgreSQL at ${this.server} failed: ${explain(error)}`);
   }
 }

@@ -75,7 +75,7 @@ export class RabbitmqSink implements Sink {
     if (current && !current.lost.signal.aborted) return;
     if (current) {
       this.session.release(current);
-      void closeQuietly(current.model);
+      closeQuietly(current.model).catch(() => undefined);
     }
     const { connectTimeoutMs } = this.config;
     const opening = this.open();
@@ -89,10 +89,7 @@ export class RabbitmqSink implements Sink {
       this.session.hold(session);
     } catch (error) {
       // A connection that opens after all is closed as soon as it does.
-      void opening.then(
-        (late) => closeQuietly(late.model),
-        () => undefined,
-      );
+      opening.then((late) => closeQuietly(late.model)).catch(() => undefined);
       throw error;
     }
   }
@@ -132,7 +129,7 @@ export class RabbitmqSink implements Sink {
       const blocked = session.blocked();
       if (blocked === undefined) {
         session.lose(`no publisher confirm within ${this.config.confirmTimeoutMs} ms`);
-        void closeQuietly(session.model);
+        closeQuietly(session.model).catch(() => undefined);
       }
       const why =
         blocked === undefined
@@ -183,7 +180,7 @@ export class RabbitmqSink implements Sink {
       else await channel.checkExchange(name);
       return session;
     } catch (error) {
-      if (session) void closeQuietly(session.model);
+      if (session) closeQuietly(session.model).catch(() => undefined);
       // A channel error (404, 406) is reported on the channel before the RPC fails: prefer it.
       throw cannotConnect(this.peer, session?.lost.signal.aborted ? session.reason : this.explain(error), error);
     }

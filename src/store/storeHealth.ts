@@ -12,7 +12,8 @@ const POSTGRES_UNAVAILABLE_STATE = /^(08...|53...|58...|57P0[1-4]|57014|25006)$/
 
 /**
  * Errors that mean the store cannot be written now but may be later. SQLite and the file system:
- * a full disk (SQLITE_FULL, ENOSPC), a read-only one (SQLITE_READONLY*, EROFS), an I/O error.
+ * a full disk (SQLITE_FULL, ENOSPC), a read-only one (SQLITE_READONLY*, EROFS), an I/O error, a
+ * file another process holds locked past the busy timeout (SQLITE_BUSY*, SQLITE_LOCKED*).
  * PostgreSQL: the database shutting down, full, read-only or not answering in time.
  */
 export function isStorageError(error: unknown): boolean {
@@ -23,6 +24,8 @@ export function isStorageError(error: unknown): boolean {
   return (
     code === 'SQLITE_FULL' ||
     code.startsWith('SQLITE_IOERR') ||
+    code.startsWith('SQLITE_BUSY') ||
+    code.startsWith('SQLITE_LOCKED') ||
     code.startsWith('SQLITE_READONLY') ||
     code === 'SQLITE_CANTOPEN' ||
     code === 'ENOSPC' ||
@@ -40,7 +43,6 @@ function isDatabaseUnavailable(error: unknown): boolean {
   return error instanceof Error && typeof code === 'string' && POSTGRES_UNAVAILABLE_STATE.test(code);
 }
 
-/** A write to the store failed for want of space or a writable disk; polling pauses until it works again. */
 /** How long polling and delivery wait before trying a store that did not answer again. */
 export const STORE_RETRY_MS = 2_000;
 
@@ -69,11 +71,13 @@ export class StoreHealth {
     const reason = (error as Error).message;
     const code = (error as { code?: unknown }).code;
     if (isDatabaseUnavailable(error)) this.current = databaseProblem(location, reason, code);
-    else
+    else if (/full|ENOSPC/i.test(reason) || code === 'SQLITE_FULL')
+      this.current = `the disk holding ${location} is full (${reason}); polling and delivery pause until space returns`;
+    else if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code))
       this.current =
-        /full|ENOSPC/i.test(reason) || code === 'SQLITE_FULL'
-          ? `the disk holding ${location} is full (${reason}); polling and delivery pause until space returns`
-          : `the store ${location} cannot be written (${reason}); polling and delivery pause until it can`;
+        `the store ${location} is locked by another process (${reason}); polling and delivery pause until ` +
+        'it lets go (look for a sqlite3 shell or a backup holding a transaction open)';
+    else this.current = `the store ${location} cannot be written (${reason}); polling and delivery pause until it can`;
     return true;
   }
 
@@ -90,6 +94,11 @@ export class StoreHealth {
 /** Why a PostgreSQL store cannot serve, for readiness and logs: names the database, not a disk. */
 export function databaseProblem(location: string, reason: string, code?: unknown): string {
   const pause = 'polling and delivery pause until it';
+  if (code === '28000' || code === '28P01')
+    return (
+      `the database ${location} refuses this replica's login (${reason}); ${pause} lets the role in again ` +
+      '(check the role is allowed to log in and the password in store.url)'
+    );
   if (code === '53100') return `the database ${location} is out of disk space (${reason}); ${pause} has space again`;
   if (code === '25006') return `the database ${location} is read-only (${reason}); ${pause} accepts writes again`;
   if (code === '57014') return `the database ${location} did not answer in time (${reason}); ${pause} answers`;

@@ -4,7 +4,12 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(import.meta.dirname, '../../src');
-const MAX_LINES = 300;
+/**
+ * A file holds one concept and its size follows that concept (STYLE.md: a worker loop read top to
+ * bottom beats three files that hide the control flow between them); this bound only catches the
+ * other warning, a file that grew into several concepts.
+ */
+const MAX_LINES = 500;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { IN_FLIGHT, WorkerWake } from '../../src/deliver/workerWake.js';
+import { IN_FLIGHT, WorkerWake } from '../../src/deliver/sinkWorker.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
 import { clientFor, LoopbackService, RecordingGate } from './loopbackService.js';

@@ -24,3 +24,14 @@ export function isConnectionFailure(error: unknown): boolean {
   if (typeof code === 'string') return NETWORK_CODES.has(code);
   return CONNECTION_MESSAGE.test(error.message);
 }
+
+/**
+ * Whether the server refused to open a connection for this role (28000: not permitted to log in,
+ * 28P01: wrong password). At open it is a mistake to fix before anything runs (openFailure.ts);
+ * once the store runs it is a role or password rotated under a running replica, which pauses
+ * polling and delivery like a database that went away, and heals when the role is let in again.
+ */
+export function isLoginRefused(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return error instanceof Error && (code === '28000' || code === '28P01');
+}

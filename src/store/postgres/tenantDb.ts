@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { WriteFence } from '../storeBackend.js';
 import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
-import { isConnectionFailure } from './connectionFailure.js';
+import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -16,8 +16,9 @@ export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
  *   fence): a replica that lost the tenant's lease writes nothing, not even half a batch. Each
  *   statement of a fenced transaction runs under the fence's statement timeout, so the lease
  *   row's lock it holds is never held long.
- * - A database that cannot serve (away, full, read-only, too slow) becomes StoreUnavailableError
- *   with `health.problem` saying why, as a full disk does for SQLite; a successful write clears it.
+ * - A database that cannot serve (away, full, read-only, too slow, refusing the role's login)
+ *   becomes StoreUnavailableError with `health.problem` saying why, as a full disk does for
+ *   SQLite; a successful write clears it.
  * - A connection that failed mid-transaction is destroyed, not given back to the pool in an
  *   unknown state.
  */
@@ -97,9 +98,13 @@ export class TenantDb {
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
   private failure(error: unknown): unknown {
-    const unavailable = isConnectionFailure(error)
-      ? new StoreUnavailableError(databaseProblem(this.location, (error as Error).message), error)
-      : error;
+    const unavailable =
+      isConnectionFailure(error) || isLoginRefused(error)
+        ? new StoreUnavailableError(
+            databaseProblem(this.location, (error as Error).message, (error as { code?: unknown }).code),
+            error,
+          )
+        : error;
     if (!this.health.record(unavailable, this.location)) return error;
     if (unavailable instanceof StoreUnavailableError) return unavailable;
     return new StoreUnavailableError(this.health.problem ?? `the database ${this.location} cannot serve`, error);

@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import { describeError } from '../errors.js';
+
+/** The line a supervisor (and the tests) look for: an error escaped every loop's own route. */
+export const FATAL_MESSAGE = 'an error escaped its loop; exiting so that a supervisor restarts the process';
+
+/**
+ * The process's last resort for `run`: an unhandled rejection or an uncaught exception is logged
+ * at fatal and the process exits 1. Every loop catches at its launch site and has its own error
+ * route, so reaching this is a bug; carrying on after one would leave a daemon whose loops may
+ * have died silently, which a restart by the supervisor (systemd, Kubernetes) does not. The
+ * logger writes synchronously, so the line is out before the exit. Returns the uninstaller.
+ */
+export function exitOnEscapedErrors(
+  logger: Logger,
+  exit: (code: number) => void = (code) => process.exit(code),
+): () => void {
+  const onRejection = (reason: unknown): void => {
+    logger.fatal({ err: describeError(reason), stack: stackOf(reason), origin: 'unhandledRejection' }, FATAL_MESSAGE);
+    exit(1);
+  };
+  const onException = (error: unknown): void => {
+    logger.fatal({ err: describeError(error), stack: stackOf(error), origin: 'uncaughtException' }, FATAL_MESSAGE);
+    exit(1);
+  };
+  process.on('unhandledRejection', onRejection);
+  process.on('uncaughtException', onException);
+  return () => {
+    process.off('unhandledRejection', onRejection);
+    process.off('uncaughtException', onException);
+  };
+}
+
+function stackOf(error: unknown): string | undefined {
+  return error instanceof Error ? error.stack : undefined;
+}
