@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
-import { LeaseTable } from '../cluster/leaseTable.js';
+import { LeaseTable, type LeaseRow } from '../cluster/leaseTable.js';
+import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
+import type { TenantRecord } from '../tenants/tenant.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { storeLocation } from '../store/storeLocation.js';
 import type { TenantsReport } from './tenantsReport.js';
@@ -25,34 +27,42 @@ export async function tenantsCommand(argv: string[]): Promise<number> {
   });
   const { main } = loadTenantedConfig({ configFlag: values.config });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
-  const report = buildTenantsReport(dir, readTenants(main.tenants));
   const location = storeLocation(main.process);
-  if (location.kind === 'postgres') await addLeases(report, location, main.process.cluster.leaseSeconds * 1000);
+  const shared =
+    location.kind === 'postgres' ? await readShared(location, main.process.cluster.leaseSeconds * 1000) : undefined;
+  // Settled against the shared store's records, as every replica settles them.
+  const report = buildTenantsReport(dir, readTenants(main.tenants, [], shared?.records ?? []));
+  if (shared) addLeases(report, shared.leases);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
   process.stdout.write(`${scrubSecrets(text)}\n`);
   const problems = report.problems.length + report.tenants.filter((t) => !t.valid).length;
   return problems > 0 ? 1 : 0;
 }
 
-/** Each tenant's lease holder, read from the shared store's lease table. */
-async function addLeases(
-  report: TenantsReport,
+/** The tenant records and the leases of the shared store. */
+async function readShared(
   location: Extract<ReturnType<typeof storeLocation>, { kind: 'postgres' }>,
   leaseMs: number,
-): Promise<void> {
+): Promise<{ records: readonly TenantRecord[]; leases: Map<string, LeaseRow> }> {
   const backend = await PostgresStoreBackend.open(location, { applicationName: 'changefeed tenants list' });
   try {
+    const records = await new TenantRecordTable(backend.pool).read();
     const leases = new Map((await new LeaseTable(backend.leasePool, { leaseMs }).list()).map((l) => [l.tenant, l]));
-    for (const row of report.tenants) {
-      const lease = leases.get(row.name);
-      const held = lease?.holder !== undefined && lease.expiresInMs > 0;
-      row.lease = {
-        holder: held ? (lease.holder ?? null) : null,
-        epoch: lease?.epoch ?? 0,
-        expiresInSeconds: held ? Math.round(lease.expiresInMs / 1000) : null,
-      };
-    }
+    return { records, leases };
   } finally {
     await backend.close();
+  }
+}
+
+/** Each tenant's lease holder, from the shared store's lease table. */
+function addLeases(report: TenantsReport, leases: Map<string, LeaseRow>): void {
+  for (const row of report.tenants) {
+    const lease = leases.get(row.name);
+    const held = lease?.holder !== undefined && lease.expiresInMs > 0;
+    row.lease = {
+      holder: held ? (lease.holder ?? null) : null,
+      epoch: lease?.epoch ?? 0,
+      expiresInSeconds: held ? Math.round(lease.expiresInMs / 1000) : null,
+    };
   }
 }

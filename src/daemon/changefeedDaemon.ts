@@ -1,6 +1,6 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
-import { readTenants } from '../config/readTenants.js';
+import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
@@ -12,7 +12,9 @@ import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
-import { DEFAULT_TENANT, type Tenant } from '../tenants/tenant.js';
+import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
+import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
+import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
 import { serveProcessHealth } from './processHealth.js';
@@ -39,6 +41,11 @@ export class ChangefeedDaemon {
   /** On a PostgreSQL store: which tenants this replica runs. */
   private leases: TenantLeases | undefined;
   private watcher: TenantsWatcher<TenantConfig> | undefined;
+  /**
+   * Who owns each API key and each tenant's last valid file: in the shared store on PostgreSQL, so
+   * replicas agree on the tenants; in memory on SQLite, whose one process is the only reader.
+   */
+  private tenantRecords: TenantRecords = new MemoryTenantRecords();
   private tenants: readonly Tenant<TenantConfig>[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
@@ -122,7 +129,14 @@ export class ChangefeedDaemon {
   private async watchTenants(source: Extract<TenantSource, { kind: 'directory' }>): Promise<void> {
     this.watcher = new TenantsWatcher<TenantConfig>({
       dir: source.dir,
-      load: (previous) => readTenants(source, previous),
+      load: (previous) => {
+        // Files are read before the records' transaction, which then only decides and writes.
+        const scan = scanTenantFiles(source);
+        return this.tenantRecords.settle((records) => {
+          const settled = settleTenantScan(source, scan, previous, records);
+          return { result: settled, changes: settled.changes };
+        });
+      },
       onReport: (report) => {
         this.applying = this.applying.then(() => this.apply(report));
       },
@@ -130,7 +144,7 @@ export class ChangefeedDaemon {
       rescanMs: this.config.tenants.rescanSeconds * 1000,
       ...(this.options.clock ? { clock: this.options.clock } : {}),
     });
-    this.watcher.start();
+    await this.watcher.start();
     await this.applying;
   }
 
@@ -234,6 +248,7 @@ export class ChangefeedDaemon {
         this.backend = await this.opening.open();
       } else this.backend = await openOnce();
       const supervisor = this.supervisor(this.backend);
+      if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
       if (this.backend instanceof PostgresStoreBackend)
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,

@@ -1,4 +1,4 @@
-import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
+import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
 
 /**
  * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
@@ -20,6 +20,9 @@ import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
  *   the exact bytes it stored.
  * - `changefeed_instances` and `changefeed_leases` are the replicas of a deployment and the lease
  *   each tenant is held under (docs/scaling.md); the fence of every write transaction reads them.
+ *
+ * Migration 2 adds `changefeed_tenant_records`: which tenant owns each API key and the last valid
+ * text of each tenant file, from which every replica decides the same tenants (docs/tenants.md).
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -153,5 +156,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX quarantine_by_first_seen ON quarantine (tenant, first_seen_at);
 
   ${LEASE_SCHEMA_SQL}
+  `,
+  `
+  ${TENANT_RECORDS_SCHEMA_SQL}
   `,
 ];
