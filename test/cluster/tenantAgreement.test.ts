@@ -27,10 +27,16 @@ afterAll(async () => {
 
 /** Stops `id` as an operator would (SIGTERM) and starts it again with the same instance id. */
 async function restart(set: ReplicaSet, id: string): Promise<void> {
-  const old = set.replicas.get(id)!;
-  old.child.kill('SIGTERM');
-  await old.exited();
+  await stop(set, id);
   await set.start(id).waitForLog('"msg":"changefeed running"', 60_000);
+}
+
+/** Stops `id` as an operator would (SIGTERM): it releases its leases to the others. */
+async function stop(set: ReplicaSet, id: string): Promise<void> {
+  const replica = set.replicas.get(id)!;
+  replica.child.kill('SIGTERM');
+  await replica.exited();
+  set.replicas.delete(id);
 }
 
 /** Every company's tenant leased by some replica, and nothing else. */
@@ -96,6 +102,11 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     const recent = simulator.instanceRequests.filter((r) => r.company === 0 && r.at > settledAt);
     expect(new Set(recent.map((r) => r.instanceId)).size).toBe(1);
     expect([...(await set.holders()).keys()]).not.toContain(COPY);
+    // Left alone, the restarted replica serves every company, company 0 by its own tenant.
+    await stop(set, 'replica-a');
+    await everyCompanyHeld(set, companies);
+    writeRound(simulator);
+    await everythingDelivered(set, simulator);
     expect(sinkEvents(set, COPY)).toBe(0);
   }, 300_000);
 
@@ -106,6 +117,12 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     await everyReplicaLogged(set, 'the invalid file', `"tenant":"${invalid}"`, 'last valid configuration');
     const holder = (await set.holders()).get(invalid)!;
     await restart(set, holder);
+    await everyCompanyHeld(set, companies);
+    // Left alone, the restarted replica, which never read the file valid, serves the company too.
+    await stop(
+      set,
+      REPLICAS.find((id) => id !== holder)!,
+    );
     await everyCompanyHeld(set, companies);
     writeRound(simulator);
     await everythingDelivered(set, simulator);
