@@ -3,6 +3,9 @@ import { LeaseTable, type LeaseRow } from '../cluster/leaseTable.js';
 import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
 import type { TenantRecord } from '../tenants/tenant.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
+import { openStoreBackend } from '../store/openStoreBackend.js';
+import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
+import type { StoreConfig } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
 import type { TenantsReport } from './tenantsReport.js';
 import { readTenants } from '../config/readTenants.js';
@@ -30,13 +33,27 @@ export async function tenantsCommand(argv: string[]): Promise<number> {
   const location = storeLocation(main.process);
   const shared =
     location.kind === 'postgres' ? await readShared(location, main.process.cluster.leaseSeconds * 1000) : undefined;
-  // Settled against the shared store's records, as every replica settles them.
-  const report = buildTenantsReport(dir, readTenants(main.tenants, [], shared?.records ?? []));
+  const records = shared?.records ?? (dir === undefined ? [] : await readSqliteRecords(main.process));
+  // Settled against the store's records, as the daemon (every replica) settles them.
+  const report = buildTenantsReport(dir, readTenants(main.tenants, [], records));
   if (shared) addLeases(report, shared.leases);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
   process.stdout.write(`${scrubSecrets(text)}\n`);
   const problems = report.problems.length + report.tenants.filter((t) => !t.valid).length;
   return problems > 0 ? 1 : 0;
+}
+
+/** The tenant records of a SQLite store; none before a daemon created it. */
+async function readSqliteRecords(config: { stateDir: string; store: StoreConfig }): Promise<readonly TenantRecord[]> {
+  const backend = await openStoreBackend(config, { readonly: true, mustExist: true });
+  try {
+    return backend instanceof SqliteStoreBackend ? await backend.tenantRecords().read() : [];
+  } catch (error) {
+    if (error instanceof ChangefeedError && error.code === 'STORE_MISSING') return [];
+    throw error;
+  } finally {
+    await backend.close();
+  }
 }
 
 /** The tenant records and the leases of the shared store. */

@@ -42,8 +42,9 @@ export class ChangefeedDaemon {
   private leases: TenantLeases | undefined;
   private watcher: TenantsWatcher<TenantConfig> | undefined;
   /**
-   * Who owns each API key and each tenant's last valid file: in the shared store on PostgreSQL, so
-   * replicas agree on the tenants; in memory on SQLite, whose one process is the only reader.
+   * Who owns each API key and each tenant's last valid file, in the store (shared by the replicas
+   * on PostgreSQL), so the tenants are decided alike by every replica and after every restart.
+   * In memory only until the store is open.
    */
   private tenantRecords: TenantRecords = new MemoryTenantRecords();
   private tenants: readonly Tenant<TenantConfig>[] = [];
@@ -249,6 +250,7 @@ export class ChangefeedDaemon {
       } else this.backend = await openOnce();
       const supervisor = this.supervisor(this.backend);
       if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
+      if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
       if (this.backend instanceof PostgresStoreBackend)
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,

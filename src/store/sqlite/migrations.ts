@@ -43,6 +43,10 @@ import { TENANT_KEYS_MIGRATION } from './tenantKeysMigration.js';
  * existing rows become the tenant `default`. Positions stay what they were: `events.seq` is now
  * per tenant (the key is (tenant, seq)), drawn from `journal_heads`, which starts at the old
  * AUTOINCREMENT counter so a pruned position is never handed out again.
+ *
+ * Migration 7 adds `tenant_records`: which tenant owns each API key and the text of each tenant
+ * file as it last validated, from which the tenants are decided (docs/tenants.md); the same as
+ * PostgreSQL's `changefeed_tenant_records`.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -164,4 +168,12 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   `,
   TENANT_KEYS_MIGRATION,
+  `
+  CREATE TABLE tenant_records (
+    tenant TEXT PRIMARY KEY,
+    key_fingerprint TEXT NOT NULL UNIQUE,
+    file_text TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
