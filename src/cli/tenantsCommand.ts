@@ -16,7 +16,8 @@ import { buildTenantsReport, formatTenantsReport } from './tenantsReport.js';
 
 export const TENANTS_USAGE = `changefeed tenants list [--config FILE] [--json]
   Reads the tenants as the daemon would: each file of tenants.dir merged over the main config, or
-  the one tenant "default" without tenants.dir. Prints each tenant's file, whether it is valid (and
+  the one tenant "default" without tenants.dir, settled against the tenant records of the store
+  (who owns each API key, the last valid text of each file), so its verdicts are the daemon's. Prints each tenant's file, whether it is valid (and
   why not), its sinks and what it watches, and on a PostgreSQL store which replica holds its lease.
   Exit 1 when any tenant file or the directory has a problem.`;
 
