@@ -157,7 +157,12 @@ export class ChangefeedDaemon {
         'USAGE',
         'run --once works on a SQLite store; on a PostgreSQL store the replicas lease the tenants, so run them instead',
       );
-    const tenants = readTenants(this.main.tenants);
+    const source = this.main.tenants;
+    // Settled against the store's records, as `run` settles them: the same tenants either way.
+    const tenants = await this.tenantRecords.settle((records) => {
+      const settled = readTenants(source, [], records);
+      return { result: settled, changes: settled.changes };
+    });
     for (const problem of tenants.problems) this.options.logger.error({ file: problem.file }, problem.message);
     const reports: OnceReport[] = [];
     // The tenant the constructor already built (one tenant on SQLite) sweeps as it is.
