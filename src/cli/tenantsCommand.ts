@@ -1,6 +1,11 @@
 import { parseArgs } from 'node:util';
-import { LeaseTable } from '../cluster/leaseTable.js';
+import { LeaseTable, type LeaseRow } from '../cluster/leaseTable.js';
+import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
+import type { TenantRecord } from '../tenants/tenant.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
+import { openStoreBackend } from '../store/openStoreBackend.js';
+import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
+import type { StoreConfig } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
 import type { TenantsReport } from './tenantsReport.js';
 import { readTenants } from '../config/readTenants.js';
@@ -11,7 +16,8 @@ import { buildTenantsReport, formatTenantsReport } from './tenantsReport.js';
 
 export const TENANTS_USAGE = `changefeed tenants list [--config FILE] [--json]
   Reads the tenants as the daemon would: each file of tenants.dir merged over the main config, or
-  the one tenant "default" without tenants.dir. Prints each tenant's file, whether it is valid (and
+  the one tenant "default" without tenants.dir, settled against the tenant records of the store
+  (who owns each API key, the last valid text of each file), so its verdicts are the daemon's. Prints each tenant's file, whether it is valid (and
   why not), its sinks and what it watches, and on a PostgreSQL store which replica holds its lease.
   Exit 1 when any tenant file or the directory has a problem.`;
 
@@ -25,34 +31,56 @@ export async function tenantsCommand(argv: string[]): Promise<number> {
   });
   const { main } = loadTenantedConfig({ configFlag: values.config });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
-  const report = buildTenantsReport(dir, readTenants(main.tenants));
   const location = storeLocation(main.process);
-  if (location.kind === 'postgres') await addLeases(report, location, main.process.cluster.leaseSeconds * 1000);
+  const shared =
+    location.kind === 'postgres' ? await readShared(location, main.process.cluster.leaseSeconds * 1000) : undefined;
+  const records = shared?.records ?? (dir === undefined ? [] : await readSqliteRecords(main.process));
+  // Settled against the store's records, as the daemon (every replica) settles them.
+  const report = buildTenantsReport(dir, readTenants(main.tenants, [], records));
+  if (shared) addLeases(report, shared.leases);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
   process.stdout.write(`${scrubSecrets(text)}\n`);
   const problems = report.problems.length + report.tenants.filter((t) => !t.valid).length;
   return problems > 0 ? 1 : 0;
 }
 
-/** Each tenant's lease holder, read from the shared store's lease table. */
-async function addLeases(
-  report: TenantsReport,
-  location: Extract<ReturnType<typeof storeLocation>, { kind: 'postgres' }>,
-  leaseMs: number,
-): Promise<void> {
-  const backend = await PostgresStoreBackend.open(location, { applicationName: 'changefeed tenants list' });
+/** The tenant records of a SQLite store; none before a daemon created it. */
+async function readSqliteRecords(config: { stateDir: string; store: StoreConfig }): Promise<readonly TenantRecord[]> {
+  const backend = await openStoreBackend(config, { readonly: true, mustExist: true });
   try {
-    const leases = new Map((await new LeaseTable(backend.leasePool, { leaseMs }).list()).map((l) => [l.tenant, l]));
-    for (const row of report.tenants) {
-      const lease = leases.get(row.name);
-      const held = lease?.holder !== undefined && lease.expiresInMs > 0;
-      row.lease = {
-        holder: held ? (lease.holder ?? null) : null,
-        epoch: lease?.epoch ?? 0,
-        expiresInSeconds: held ? Math.round(lease.expiresInMs / 1000) : null,
-      };
-    }
+    return backend instanceof SqliteStoreBackend ? await backend.tenantRecords().read() : [];
+  } catch (error) {
+    if (error instanceof ChangefeedError && error.code === 'STORE_MISSING') return [];
+    throw error;
   } finally {
     await backend.close();
+  }
+}
+
+/** The tenant records and the leases of the shared store. */
+async function readShared(
+  location: Extract<ReturnType<typeof storeLocation>, { kind: 'postgres' }>,
+  leaseMs: number,
+): Promise<{ records: readonly TenantRecord[]; leases: Map<string, LeaseRow> }> {
+  const backend = await PostgresStoreBackend.open(location, { applicationName: 'changefeed tenants list' });
+  try {
+    const records = await new TenantRecordTable(backend.pool).read();
+    const leases = new Map((await new LeaseTable(backend.leasePool, { leaseMs }).list()).map((l) => [l.tenant, l]));
+    return { records, leases };
+  } finally {
+    await backend.close();
+  }
+}
+
+/** Each tenant's lease holder, from the shared store's lease table. */
+function addLeases(report: TenantsReport, leases: Map<string, LeaseRow>): void {
+  for (const row of report.tenants) {
+    const lease = leases.get(row.name);
+    const held = lease?.holder !== undefined && lease.expiresInMs > 0;
+    row.lease = {
+      holder: held ? (lease.holder ?? null) : null,
+      epoch: lease?.epoch ?? 0,
+      expiresInSeconds: held ? Math.round(lease.expiresInMs / 1000) : null,
+    };
   }
 }

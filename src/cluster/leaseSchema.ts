@@ -58,3 +58,23 @@ export async function createLeaseTables(client: pg.ClientBase): Promise<void> {
     throw error;
   }
 }
+
+/**
+ * The table through which replicas agree on the tenants (docs/tenants.md, "How replicas agree on
+ * the tenants"); the PostgreSQL store's migration 3. One row per tenant whose file validated once
+ * and is still there (or whose key a renamed file still holds):
+ *   - `key_fingerprint`: sha256 of the API key it owns, unique: a key has one owner in the cluster.
+ *   - `file_text`: the tenant file's text as it last validated, so a replica started after the file
+ *     turned invalid runs the tenant on it too. Kept as written: `${VAR}` references unresolved, an
+ *     `api.apiKeyFile` by its path; an inline `api.apiKey` is in it as in the file.
+ *   - `recorded_at`: when it last changed, for whoever investigates.
+ * Written only under the transaction-scoped advisory lock of TenantRecordTable.settle.
+ */
+export const TENANT_RECORDS_SCHEMA_SQL = `
+CREATE TABLE IF NOT EXISTS changefeed_tenant_records (
+  tenant text PRIMARY KEY,
+  key_fingerprint text NOT NULL UNIQUE,
+  file_text text NOT NULL,
+  recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+`;

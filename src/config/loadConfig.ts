@@ -6,11 +6,16 @@ import { toConfigJsonSchema } from './configJsonSchema.js';
 import { deepMerge } from './deepMerge.js';
 import { formatConfigIssues } from './formatConfigIssues.js';
 import { interpolateEnv } from './interpolateEnv.js';
-import { readConfigFile, type ConfigFile } from './readConfigFile.js';
+import { parseConfigText, readConfigFile, type ConfigFile } from './readConfigFile.js';
 
 export interface ConfigSources {
   /** A YAML config file. Without one, the config comes from defaults, environment and overrides. */
   file?: string;
+  /**
+   * The text of `file`, already read: validated instead of reading the file again (a tenant file
+   * read once, or the text the store kept of it). `file` still names it in messages.
+   */
+  fileText?: string;
   /** Read by `envMapping` and by `${VAR}` references in the file; defaults to `process.env`. */
   env?: NodeJS.ProcessEnv;
   /** Dotted config path -> value, typically from CLI flags. `undefined` values are ignored. */
@@ -61,7 +66,8 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, sources: ConfigSou
   let file: ConfigFile | undefined;
   let fileValue: unknown = {};
   if (sources.file !== undefined) {
-    file = readConfigFile(sources.file);
+    file =
+      sources.fileText === undefined ? readConfigFile(sources.file) : parseConfigText(sources.file, sources.fileText);
     fileValue = interpolateEnv(file.value, env, `config file ${file.path}`, {
       keepUnsetUnder: sources.keepUnsetEnvUnder,
     });

@@ -41,7 +41,12 @@ export function readConfigFile(file: string): ConfigFile {
         : `cannot read config file ${path} (${code ?? 'unknown error'}); check that it is a readable file`;
     throw new ConfigError(message, [{ path: '(file)', message }]);
   }
+  return parseConfigText(path, text);
+}
 
+/** Parses the text of config file `file` (read already), with the errors of readConfigFile. */
+export function parseConfigText(file: string, text: string): ConfigFile {
+  const path = resolve(file);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {

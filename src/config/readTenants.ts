@@ -1,8 +1,16 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { apiKeyFingerprint } from '../api/apiKeyFingerprint.js';
 import { ConfigError } from '../errors.js';
-import { settleTenants } from '../tenants/settleTenants.js';
-import { DEFAULT_TENANT, type ScannedTenant, type Tenant, type TenantSet } from '../tenants/tenant.js';
+import { settleTenants, type SettledTenants } from '../tenants/settleTenants.js';
+import {
+  DEFAULT_TENANT,
+  type ScannedTenant,
+  type Tenant,
+  type TenantProblem,
+  type TenantRecord,
+  type TenantRecordChanges,
+} from '../tenants/tenant.js';
 import { listTenantFiles, type TenantFile } from '../tenants/tenantDirectory.js';
 import { loadConfig } from './loadConfig.js';
 import type { TenantSource } from './mainConfig.js';
@@ -10,25 +18,42 @@ import { tenantConfigSchema, type TenantConfig } from './tenantConfigSchema.js';
 
 /**
  * Reads the tenants of `source` (from `loadMainConfig`): the one tenant `default`, or every file
- * of `tenants.dir`, each merged over the main file's tenant sections and validated on its own.
- * `previous` are the tenants running now: they keep their keys, and their last valid config when
- * their file turns invalid (`settleTenants`). Problems are returned, never thrown: one bad file
- * stops nobody else, and a directory that cannot be read keeps every running tenant.
+ * of `tenants.dir`, each merged over the main file's tenant sections and validated on its own,
+ * then settled against `records`, the tenant records of the store (settleTenants): who owns each
+ * key, and the last valid text of a file now invalid. `previous` are the tenants running now,
+ * kept as they are while the directory cannot be read. Problems are returned, never thrown: one
+ * bad file stops nobody else.
  */
 export function readTenants(
   source: TenantSource,
   previous: readonly Tenant<TenantConfig>[] = [],
-): TenantSet<TenantConfig> {
+  records: readonly TenantRecord[] = [],
+): SettledTenants<TenantConfig> {
   if (source.kind === 'main') {
     const { config } = source;
     return {
       tenants: [{ name: DEFAULT_TENANT, file: undefined, config, keyFingerprint: mainKey(config) }],
       problems: [],
+      changes: NO_CHANGES,
     };
   }
-  const listing = listTenantFiles(source.dir);
-  if (!listing.ok) return { tenants: previous, problems: [listing.problem] };
+  return settleTenantScan(source, scanTenantFiles(source), previous, records);
+}
 
+type DirectorySource = Extract<TenantSource, { kind: 'directory' }>;
+
+/** The tenant files of a directory as read, before the records settle them. */
+export type TenantScan =
+  | { readonly ok: true; readonly scanned: readonly ScannedTenant<TenantConfig>[]; readonly unnamed: TenantProblem[] }
+  | { readonly ok: false; readonly problem: TenantProblem };
+
+/**
+ * Lists and validates every file of the tenants directory. Apart from settling, so that a caller
+ * settling inside a transaction of the shared store (TenantRecords.settle) reads no file there.
+ */
+export function scanTenantFiles(source: DirectorySource): TenantScan {
+  const listing = listTenantFiles(source.dir);
+  if (!listing.ok) return listing;
   const scanned: ScannedTenant<TenantConfig>[] = [];
   for (const problem of listing.problems) {
     if (problem.tenant !== undefined) scanned.push({ ok: false, name: problem.tenant, problem });
@@ -37,18 +62,55 @@ export function readTenants(
     const entry = readTenantFile(file, source);
     if (entry !== undefined) scanned.push(entry);
   }
-  const settled = settleTenants(previous, scanned);
-  const unnamed = listing.problems.filter((problem) => problem.tenant === undefined);
-  return { tenants: settled.tenants, problems: [...unnamed, ...settled.problems] };
+  return { ok: true, scanned, unnamed: listing.problems.filter((problem) => problem.tenant === undefined) };
 }
 
-type DirectorySource = Extract<TenantSource, { kind: 'directory' }>;
+/**
+ * The tenants of `scan` settled against `records` (settleTenants). A directory that could not be
+ * read keeps `previous` and changes no record: a remount must not stop or forget any company.
+ */
+export function settleTenantScan(
+  source: DirectorySource,
+  scan: TenantScan,
+  previous: readonly Tenant<TenantConfig>[],
+  records: readonly TenantRecord[],
+): SettledTenants<TenantConfig> {
+  if (!scan.ok) return { tenants: previous, problems: [scan.problem], changes: NO_CHANGES };
+  const paths = new Map(scan.scanned.map((s) => (s.ok ? [s.tenant.name, s.tenant.file] : [s.name, s.problem.file])));
+  const lastValid = (record: TenantRecord): ScannedTenant<TenantConfig> => {
+    const path = paths.get(record.tenant) ?? join(source.dir, `${record.tenant}.yaml`);
+    return validateTenantText({ name: record.tenant, path }, record.fileText, source);
+  };
+  const settled = settleTenants(scan.scanned, records, lastValid);
+  return { ...settled, problems: [...scan.unnamed, ...settled.problems] };
+}
+
+const NO_CHANGES: TenantRecordChanges = { put: [], remove: [] };
 
 /** One tenant file, or undefined when it vanished since the directory was listed (a ConfigMap swap). */
 function readTenantFile(file: TenantFile, source: DirectorySource): ScannedTenant<TenantConfig> | undefined {
+  let text: string | undefined;
+  try {
+    text = readFileSync(file.path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    // Unreadable: validated without its text, loadConfig then says why it cannot read the file.
+  }
+  const entry = validateTenantText(file, text, source);
+  if (!entry.ok && !existsSync(file.path)) return undefined;
+  return entry;
+}
+
+/** `text` validated as the tenant file `file`, merged over the main config's tenant sections. */
+function validateTenantText(
+  file: TenantFile,
+  text: string | undefined,
+  source: DirectorySource,
+): ScannedTenant<TenantConfig> {
   try {
     const config = loadConfig(tenantConfigSchema, {
       file: file.path,
+      ...(text !== undefined ? { fileText: text } : {}),
       env: source.env,
       embeddedDefaults: source.defaults,
       describeEmbeddedDefault: source.describeDefault,
@@ -59,10 +121,9 @@ function readTenantFile(file: TenantFile, source: DirectorySource): ScannedTenan
       config,
       keyFingerprint: apiKeyFingerprint(config.api),
     };
-    return { ok: true, tenant };
+    return { ok: true, tenant, fileText: text ?? '' };
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    if (!existsSync(file.path)) return undefined;
     const message = `tenant "${file.name}" (${file.path}): ${error.message}`;
     const problem = {
       code: 'CONFIG_INVALID',

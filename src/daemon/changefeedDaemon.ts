@@ -1,6 +1,6 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
-import { readTenants } from '../config/readTenants.js';
+import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
@@ -12,7 +12,9 @@ import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
-import { DEFAULT_TENANT, type Tenant } from '../tenants/tenant.js';
+import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
+import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
+import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
 import { serveProcessHealth } from './processHealth.js';
@@ -39,6 +41,12 @@ export class ChangefeedDaemon {
   /** On a PostgreSQL store: which tenants this replica runs. */
   private leases: TenantLeases | undefined;
   private watcher: TenantsWatcher<TenantConfig> | undefined;
+  /**
+   * Who owns each API key and each tenant's last valid file, in the store (shared by the replicas
+   * on PostgreSQL), so the tenants are decided alike by every replica and after every restart.
+   * In memory only until the store is open.
+   */
+  private tenantRecords: TenantRecords = new MemoryTenantRecords();
   private tenants: readonly Tenant<TenantConfig>[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
@@ -122,7 +130,14 @@ export class ChangefeedDaemon {
   private async watchTenants(source: Extract<TenantSource, { kind: 'directory' }>): Promise<void> {
     this.watcher = new TenantsWatcher<TenantConfig>({
       dir: source.dir,
-      load: (previous) => readTenants(source, previous),
+      load: (previous) => {
+        // Files are read before the records' transaction, which then only decides and writes.
+        const scan = scanTenantFiles(source);
+        return this.tenantRecords.settle((records) => {
+          const settled = settleTenantScan(source, scan, previous, records);
+          return { result: settled, changes: settled.changes };
+        });
+      },
       onReport: (report) => {
         // Caught here, so one failed application neither escapes nor stops the next one.
         this.applying = this.applying
@@ -138,7 +153,7 @@ export class ChangefeedDaemon {
       rescanMs: this.config.tenants.rescanSeconds * 1000,
       ...(this.options.clock ? { clock: this.options.clock } : {}),
     });
-    this.watcher.start();
+    await this.watcher.start();
     await this.applying;
   }
 
@@ -150,7 +165,12 @@ export class ChangefeedDaemon {
         'USAGE',
         'run --once works on a SQLite store; on a PostgreSQL store the replicas lease the tenants, so run them instead',
       );
-    const tenants = readTenants(this.main.tenants);
+    const source = this.main.tenants;
+    // Settled against the store's records, as `run` settles them: the same tenants either way.
+    const tenants = await this.tenantRecords.settle((records) => {
+      const settled = readTenants(source, [], records);
+      return { result: settled, changes: settled.changes };
+    });
     for (const problem of tenants.problems) this.options.logger.error({ file: problem.file }, problem.message);
     const reports: OnceReport[] = [];
     // The tenant the constructor already built (one tenant on SQLite) sweeps as it is.
@@ -242,6 +262,8 @@ export class ChangefeedDaemon {
         this.backend = await this.opening.open();
       } else this.backend = await openOnce();
       const supervisor = this.supervisor(this.backend);
+      if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
+      if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
       if (this.backend instanceof PostgresStoreBackend)
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,

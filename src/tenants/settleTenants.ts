@@ -1,76 +1,131 @@
 import { compareNames } from './tenantDirectory.js';
-import { shortFingerprint, type ScannedTenant, type Tenant, type TenantProblem, type TenantSet } from './tenant.js';
+import {
+  shortFingerprint,
+  type ScannedTenant,
+  type Tenant,
+  type TenantProblem,
+  type TenantRecord,
+  type TenantRecordChanges,
+  type TenantSet,
+} from './tenant.js';
+
+/** The tenants that run, their problems, and what the records must say afterwards. */
+export interface SettledTenants<C> extends TenantSet<C> {
+  readonly changes: TenantRecordChanges;
+}
 
 /**
- * Decides which tenants run after a read of the tenants directory, from the tenants running
- * before (`previous`) and what the files say now (`scanned`). Pure: the watcher and `changefeed
- * tenants list` both call it.
+ * Decides which tenants run from what the tenants directory says now (`scanned`) and the records
+ * of the shared store (`records`): a function of what every replica sees, never of what one of
+ * them read before, so replicas agree on the tenants and on who owns each API key. Pure; the
+ * watcher and `changefeed tenants list` both call it. `lastValid` validates a record's stored
+ * text as the tenant's file (against the main config of now).
  *
- * - A valid file runs with its new config, unless its API key is taken: a key has one reads
- *   bucket, so two tenants never share one. A tenant already running keeps its key for as long
- *   as its file exists; among the others the first by name wins. The loser gets a problem naming
- *   both tenants and files, and the key only by a short sha256 fingerprint.
- * - A tenant whose file is now invalid (or loses its key) keeps running with its last valid
- *   config and is reported; one that never ran does not start. A typo in one file must not stop a
- *   company's feed, nor anybody else's.
- * - A tenant whose file is gone is not in the result: it stops.
+ * - A key has one reads bucket, so it has one owner: the tenant whose record holds it. A valid
+ *   file whose key nobody owns claims it; among several, the first by name. Any other tenant with
+ *   that key is refused (TENANT_DUPLICATE_API_KEY), naming both tenants and the key only by a
+ *   short sha256 fingerprint.
+ * - A key whose owner's file is gone while another file has it is a rename (or a copy): that file
+ *   is refused (TENANT_KEY_OF_REMOVED_TENANT) and the owner's record is kept, because the
+ *   company's history (cursors, journal) is kept under the owner's name, and a new name would read
+ *   it all again into its sinks. The message names the ways out (docs/tenants.md).
+ * - A tenant whose file is invalid or refused runs on the text its record holds, when that still
+ *   validates, and is reported: a typo must not stop a company's feed on any replica, including
+ *   one started after it. Without a record it does not start.
+ * - An accepted file's record is written (its key and text); the record of a tenant whose file is
+ *   gone is removed, unless a file holds its key (above): its key is then free for the next claim.
  *
- * A key moving from one running tenant to another takes two reads (the old holder first lets go),
- * and two running tenants swapping keys are both refused until one of them changes again.
+ * A key moving from one tenant to another takes two reads: the new holder is refused on the read
+ * where the old one lets go, and accepted on the next.
  */
-export function settleTenants<C>(previous: readonly Tenant<C>[], scanned: readonly ScannedTenant<C>[]): TenantSet<C> {
+export function settleTenants<C>(
+  scanned: readonly ScannedTenant<C>[],
+  records: readonly TenantRecord[],
+  lastValid: (record: TenantRecord) => ScannedTenant<C>,
+): SettledTenants<C> {
   const nameOf = (s: ScannedTenant<C>): string => (s.ok ? s.tenant.name : s.name);
-  const present = new Set(scanned.map(nameOf));
-  const running = new Map(previous.map((t) => [t.name, t]));
-  const reserved = new Map<string, Tenant<C>>();
-  for (const tenant of previous) if (present.has(tenant.name)) reserved.set(tenant.keyFingerprint, tenant);
+  const fileOf = new Map(scanned.map((s) => [nameOf(s), s.ok ? where(s.tenant) : s.problem.file]));
+  const recordOf = new Map(records.map((r) => [r.tenant, r]));
+  const ownerOf = new Map(records.map((r) => [r.keyFingerprint, r.tenant]));
 
   const accepted = new Map<string, Tenant<C>>();
   const claimed = new Map<string, Tenant<C>>();
   const problems: TenantProblem[] = [];
-  const refused = new Set<string>();
-  const refuse = (name: string, problem: TenantProblem): void => {
-    const outcome = running.has(name)
-      ? 'it keeps running with its last valid configuration'
-      : 'it does not start until this is fixed';
+  const put: TenantRecord[] = [];
+
+  // A file that cannot run as written: its record's text runs instead, if it still validates.
+  const fallBack = (name: string, problem: TenantProblem): void => {
+    const record = recordOf.get(name);
+    const last = record === undefined ? undefined : lastValid(record);
+    let outcome = 'it does not start until this is fixed';
+    if (record !== undefined && last?.ok === true) {
+      accepted.set(name, { ...last.tenant, keyFingerprint: record.keyFingerprint });
+      outcome = 'it keeps running with its last valid configuration, kept in the store';
+    } else if (record !== undefined) {
+      outcome =
+        'it does not start until this is fixed: its last valid configuration, kept in the store, is not valid now';
+    }
     // A multi-line message lists settings; the outcome then gets a line of its own after them.
     const message = problem.message.includes('\n')
       ? `${problem.message}\n  (${outcome})`
       : `${problem.message}; ${outcome}`;
     problems.push({ ...problem, message });
-    refused.add(name);
   };
 
   for (const entry of [...scanned].sort((a, b) => compareNames(nameOf(a), nameOf(b)))) {
     if (!entry.ok) {
-      refuse(entry.name, entry.problem);
+      fallBack(entry.name, entry.problem);
       continue;
     }
-    const tenant = entry.tenant;
-    const holder = reserved.get(tenant.keyFingerprint);
-    const owner = holder !== undefined && holder.name !== tenant.name ? holder : claimed.get(tenant.keyFingerprint);
-    if (owner !== undefined) {
-      refuse(tenant.name, duplicateKey(tenant, owner, owner === holder));
+    const { tenant, fileText } = entry;
+    const owner = ownerOf.get(tenant.keyFingerprint);
+    if (owner !== undefined && owner !== tenant.name) {
+      const ownerFile = fileOf.get(owner);
+      fallBack(
+        tenant.name,
+        ownerFile === undefined ? keyOfRemovedTenant(tenant, owner) : duplicateKey(tenant, owner, ownerFile, 'owns it'),
+      );
       continue;
     }
-    accepted.set(tenant.name, tenant);
+    const first = owner === undefined ? claimed.get(tenant.keyFingerprint) : undefined;
+    if (first !== undefined) {
+      fallBack(tenant.name, duplicateKey(tenant, first.name, where(first), 'comes first by name'));
+      continue;
+    }
     claimed.set(tenant.keyFingerprint, tenant);
+    accepted.set(tenant.name, tenant);
+    const record = recordOf.get(tenant.name);
+    if (record?.keyFingerprint !== tenant.keyFingerprint || record.fileText !== fileText)
+      put.push({ tenant: tenant.name, keyFingerprint: tenant.keyFingerprint, fileText });
   }
 
-  // Refused tenants that were running keep their last config; their key was reserved for them.
-  for (const name of refused) {
-    const before = running.get(name);
-    if (before !== undefined && !accepted.has(name)) accepted.set(name, before);
-  }
+  const keysInFiles = new Set(scanned.flatMap((s) => (s.ok ? [s.tenant.keyFingerprint] : [])));
+  const remove = records
+    .filter((r) => !fileOf.has(r.tenant) && !keysInFiles.has(r.keyFingerprint))
+    .map((r) => r.tenant)
+    .sort(compareNames);
   const tenants = [...accepted.values()].sort((a, b) => compareNames(a.name, b.name));
-  return { tenants, problems };
+  return { tenants, problems, changes: { put: put.sort((a, b) => compareNames(a.tenant, b.tenant)), remove } };
 }
 
-function duplicateKey<C>(tenant: Tenant<C>, owner: Tenant<C>, ownerRuns: boolean): TenantProblem {
-  const where = (t: Tenant<C>): string => (t.file === undefined ? 'the main config' : t.file);
-  const why = ownerRuns ? 'which already runs with it' : 'which comes first by name';
+function where<C>(tenant: Tenant<C>): string {
+  return tenant.file === undefined ? 'the main config' : tenant.file;
+}
+
+function duplicateKey<C>(tenant: Tenant<C>, owner: string, ownerFile: string, why: string): TenantProblem {
   const message =
     `tenant "${tenant.name}" (${where(tenant)}) has the same API key (sha256 ${shortFingerprint(tenant.keyFingerprint)}) ` +
-    `as tenant "${owner.name}" (${where(owner)}), ${why}; a key has one reads bucket, so give each tenant its own key`;
+    `as tenant "${owner}" (${ownerFile}), which ${why}; a key has one reads bucket, so give each tenant its own key`;
   return { code: 'TENANT_DUPLICATE_API_KEY', tenant: tenant.name, file: where(tenant), message, issues: [] };
+}
+
+function keyOfRemovedTenant<C>(tenant: Tenant<C>, owner: string): TenantProblem {
+  const message =
+    `tenant "${tenant.name}" (${where(tenant)}) has the API key (sha256 ${shortFingerprint(tenant.keyFingerprint)}) ` +
+    `of tenant "${owner}", whose file is gone; the company's history (cursors, journal, deliveries) is kept under ` +
+    `"${owner}", and a new name would read all of it again into its sinks. To rename, name the file ` +
+    `"${owner}.yaml" again (the tenant carries on where it was). To start "${tenant.name}" afresh from ` +
+    `watch.startFrom instead, remove its file and add it again after the next read of the directory, which ` +
+    `forgets "${owner}"`;
+  return { code: 'TENANT_KEY_OF_REMOVED_TENANT', tenant: tenant.name, file: where(tenant), message, issues: [] };
 }

@@ -21,7 +21,11 @@ export interface Tenant<C> {
 /** The codes a tenant problem carries; each is documented in docs/operations.md. */
 export type TenantProblemCode = Extract<
   ErrorCode,
-  'CONFIG_INVALID' | 'TENANT_NAME_INVALID' | 'TENANT_DUPLICATE_API_KEY' | 'TENANTS_DIR_UNREADABLE'
+  | 'CONFIG_INVALID'
+  | 'TENANT_NAME_INVALID'
+  | 'TENANT_DUPLICATE_API_KEY'
+  | 'TENANT_KEY_OF_REMOVED_TENANT'
+  | 'TENANTS_DIR_UNREADABLE'
 >;
 
 /** Something wrong with the tenants directory or one tenant file. Never holds a key. */
@@ -43,9 +47,12 @@ export interface TenantSet<C> {
   readonly problems: readonly TenantProblem[];
 }
 
-/** A tenant file as read from the directory: either a candidate tenant or the problem that stops it. */
+/**
+ * A tenant file as read from the directory: either a candidate tenant, with the text it was
+ * validated from, or the problem that stops it.
+ */
 export type ScannedTenant<C> =
-  | { readonly ok: true; readonly tenant: Tenant<C> }
+  | { readonly ok: true; readonly tenant: Tenant<C>; readonly fileText: string }
   | { readonly ok: false; readonly name: string; readonly problem: TenantProblem };
 
 /** The tenant built from the main config when `tenants.dir` is not set. */
@@ -54,4 +61,41 @@ export const DEFAULT_TENANT = 'default';
 /** The first 12 hex digits of a key fingerprint: enough to tell keys apart in a message. */
 export function shortFingerprint(fingerprint: string): string {
   return fingerprint.slice(0, 12);
+}
+
+/**
+ * What the store shared by the replicas keeps of a tenant whose file validated once: which API
+ * key it owns, and the file's text as it last validated. Every replica decides the tenants from
+ * the files it sees and these records (settleTenants), so the decision never depends on what a
+ * replica happened to read before. The text is kept as written: `${VAR}` references unresolved,
+ * an `api.apiKeyFile` named, not read.
+ */
+export interface TenantRecord {
+  readonly tenant: string;
+  /** sha256 of the key the tenant owns; one record per key (`Tenant.keyFingerprint`). */
+  readonly keyFingerprint: string;
+  /** The tenant file's text that last validated. */
+  readonly fileText: string;
+}
+
+/** What a settlement writes back: records to insert or replace, and tenants whose record goes. */
+export interface TenantRecordChanges {
+  readonly put: readonly TenantRecord[];
+  readonly remove: readonly string[];
+}
+
+/**
+ * Where the records live: the shared PostgreSQL store, the SQLite store, or memory. `settle` reads
+ * them, lets `decide` answer from them, and writes its changes, atomically: two replicas settling
+ * at once are serialised, and the second decides from what the first wrote.
+ */
+export interface TenantRecords {
+  settle<T>(decide: (records: readonly TenantRecord[]) => { result: T; changes: TenantRecordChanges }): Promise<T>;
+  /** The records as they are, for `changefeed tenants list`. */
+  read(): Promise<readonly TenantRecord[]>;
+}
+
+/** True when `changes` writes nothing. */
+export function noRecordChanges(changes: TenantRecordChanges): boolean {
+  return changes.put.length === 0 && changes.remove.length === 0;
 }

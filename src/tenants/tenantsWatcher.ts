@@ -18,11 +18,17 @@ export interface TenantsReport<C> {
 export interface TenantsWatcherOptions<C> {
   /** `tenants.dir`. */
   readonly dir: string;
-  /** Reads the tenants, given those running now (`readTenants` bound to the main config). */
-  readonly load: (previous: readonly Tenant<C>[]) => TenantSet<C>;
+  /**
+   * Reads the tenants, given those running now (`readTenants` bound to the main config and settled
+   * against the store's tenant records). A rejection is reported to `onError`; the tenants stay.
+   */
+  readonly load: (previous: readonly Tenant<C>[]) => Promise<TenantSet<C>>;
   /** Called after the first read and after every read that changed the tenants or the problems. */
   readonly onReport: (report: TenantsReport<C>) => void;
-  /** A read that threw (a bug, not a bad file: those are problems); the tenants stay as they were. */
+  /**
+   * A read that failed (the store's records could not be read or written, or a bug: a bad file is
+   * a problem, not an error); the tenants stay as they were until a later read succeeds.
+   */
   readonly onError?: (error: unknown) => void;
   /** `tenants.rescanSeconds` in ms: the directory is read this often whatever the notifications say. */
   readonly rescanMs: number;
@@ -57,6 +63,8 @@ export class TenantsWatcher<C> {
   private fsWatcher: FSWatcher | undefined;
   private watchedIdentity: string | undefined;
   private dirty = false;
+  /** Whether a read succeeded yet: the first one is reported whatever it found. */
+  private reported = false;
   private wake: AbortController | undefined;
   private loopDone: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
@@ -66,11 +74,18 @@ export class TenantsWatcher<C> {
     this.debounceMs = options.debounceMs ?? 200;
   }
 
-  /** Reads the tenants once (reported like every later read), then keeps watching. */
-  start(): TenantSet<C> {
+  /**
+   * Reads the tenants once (reported like every later read), then keeps watching. A first read
+   * that fails is reported to `onError`, and the next read is the first report.
+   */
+  async start(): Promise<TenantSet<C>> {
     if (this.state !== 'created') throw new Error(`TenantsWatcher.start() called when ${this.state}`);
     this.state = 'active';
-    this.read(true);
+    try {
+      await this.read();
+    } catch (error) {
+      this.options.onError?.(error);
+    }
     this.loopDone = this.loop();
     return this.current;
   }
@@ -100,7 +115,7 @@ export class TenantsWatcher<C> {
           await this.clock.sleep(this.debounceMs, this.stopper.signal);
         }
         this.dirty = false;
-        this.read(false);
+        await this.read();
       } catch (error) {
         if (isAbortError(error) && this.stopper.signal.aborted) return;
         // Never a hot loop: the next pass waits for a notification or the rescan.
@@ -128,11 +143,14 @@ export class TenantsWatcher<C> {
     }
   }
 
-  private read(first: boolean): void {
+  private async read(): Promise<void> {
     if (this.state !== 'active') return;
     this.rearm();
     const previous = this.current;
-    const next = this.options.load(previous.tenants);
+    const next = await this.options.load(previous.tenants);
+    if (this.state !== 'active') return;
+    const first = !this.reported;
+    this.reported = true;
     this.current = next;
     const diff = diffTenants(previous.tenants, next.tenants);
     const problemsChanged = canonicalJson(previous.problems) !== canonicalJson(next.problems);

@@ -19,6 +19,8 @@ import { writeTenantFile } from '../support/tenantFile.js';
  */
 export interface ReplicaSet {
   readonly dir: string;
+  /** The tenants directory every replica reads. */
+  readonly tenantsDir: string;
   readonly schema: string;
   /** The main config file every replica runs with. */
   readonly config: string;
@@ -28,6 +30,8 @@ export interface ReplicaSet {
   tenantName(company: number): string;
   /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
   writeTenantFile(company: number): void;
+  /** Writes tenant file `name` with `company`'s key and a sink file of its own, `<name>.jsonl` in `dir`. */
+  writeTenantFileAs(name: string, company: number): void;
   /** Removes the tenant file of `company`. */
   removeTenantFile(company: number): void;
   eventsFile(company: number): string;
@@ -115,6 +119,7 @@ export function startReplicaSet(
   const replicas = new Map<string, DaemonProcess>();
   const set: ReplicaSet = {
     dir,
+    tenantsDir,
     schema,
     config,
     admin,
@@ -122,6 +127,11 @@ export function startReplicaSet(
     tenantName,
     eventsFile,
     writeTenantFile: writeCompanyFile,
+    writeTenantFileAs: (name, company) =>
+      writeTenantFile(tenantsDir, name, {
+        apiKey: simulator.companies[company]!.apiKey,
+        sinkPath: join(dir, `${name}.jsonl`),
+      }),
     removeTenantFile: (company) => rmSync(tenantFile(company)),
     start(instanceId) {
       const replica = startDaemonProcess(['--config', config], {

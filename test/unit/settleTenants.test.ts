@@ -1,15 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { settleTenants } from '../../src/tenants/settleTenants.js';
-import type { ScannedTenant, Tenant, TenantProblem } from '../../src/tenants/tenant.js';
+import type { ScannedTenant, Tenant, TenantProblem, TenantRecord } from '../../src/tenants/tenant.js';
 
-/** A tenant `name` whose key is `key` (its fingerprint, here), config version `v`. */
+/** A key fingerprint: `key` padded to 64 characters. */
+const fp = (key: string): string => key.padEnd(64, '0');
+/** A tenant `name` whose key is `key`, config version `v`. */
 const t = (name: string, key: string, v = 1): Tenant<number> => ({
   name,
   file: `/t/${name}.yaml`,
   config: v,
-  keyFingerprint: `${key}`.padEnd(64, '0'),
+  keyFingerprint: fp(key),
 });
-const ok = (tenant: Tenant<number>): ScannedTenant<number> => ({ ok: true, tenant });
+/** A valid file: its text is `<key> v<version>`, which `lastValid` below parses back. */
+const ok = (name: string, key: string, v = 1): ScannedTenant<number> => ({
+  ok: true,
+  tenant: t(name, key, v),
+  fileText: `${key} v${v}`,
+});
 const invalid = (name: string): ScannedTenant<number> => {
   const problem: TenantProblem = {
     code: 'CONFIG_INVALID',
@@ -20,123 +27,221 @@ const invalid = (name: string): ScannedTenant<number> => {
   };
   return { ok: false, name, problem };
 };
+/** A record of the store: `name` owns `key`, its last valid text version `v`. */
+const rec = (name: string, key: string, v = 1): TenantRecord => ({
+  tenant: name,
+  keyFingerprint: fp(key),
+  fileText: `${key} v${v}`,
+});
+/** The stored text validated again; `bad` in it stands for a text no longer valid. */
+const lastValid = (record: TenantRecord): ScannedTenant<number> => {
+  const [key = '', version = ''] = record.fileText.split(' ');
+  return key === 'bad' ? invalid(record.tenant) : ok(record.tenant, key, Number(version.slice(1)));
+};
 
 interface Case {
   name: string;
-  previous: Tenant<number>[];
   scanned: ScannedTenant<number>[];
+  records: TenantRecord[];
   /** name:version of each tenant that runs afterwards. */
   runs: string[];
   /** tenant:code of each problem. */
   problems: string[];
+  /** The records written (tenant:key:version) and removed afterwards. */
+  put: string[];
+  remove: string[];
 }
 
 const cases: Case[] = [
   {
-    name: 'distinct keys all run',
-    previous: [],
-    scanned: [ok(t('b', 'k2')), ok(t('a', 'k1'))],
+    name: 'distinct new keys all run and are recorded',
+    scanned: [ok('b', 'k2'), ok('a', 'k1')],
+    records: [],
     runs: ['a:1', 'b:1'],
     problems: [],
+    put: ['a:k1:1', 'b:k2:1'],
+    remove: [],
   },
   {
-    name: 'among new tenants the first by name keeps a shared key',
-    previous: [],
-    scanned: [ok(t('b', 'k1')), ok(t('a', 'k1')), ok(t('c', 'k1'))],
+    name: 'among claims of a key nobody owns, the first by name wins',
+    scanned: [ok('b', 'k1'), ok('a', 'k1'), ok('c', 'k1')],
+    records: [],
     runs: ['a:1'],
     problems: ['b:TENANT_DUPLICATE_API_KEY', 'c:TENANT_DUPLICATE_API_KEY'],
+    put: ['a:k1:1'],
+    remove: [],
   },
   {
-    name: 'a running tenant keeps its key against a new one that comes first by name',
-    previous: [t('b', 'k1')],
-    scanned: [ok(t('a', 'k1')), ok(t('b', 'k1'))],
-    runs: ['b:1'],
-    problems: ['a:TENANT_DUPLICATE_API_KEY'],
+    name: 'the recorded owner keeps its key against a copy that comes first by name (any replica, any history)',
+    scanned: [ok('a0', 'k0'), ok('t0', 'k0'), ok('t1', 'k1')],
+    records: [rec('t0', 'k0'), rec('t1', 'k1')],
+    runs: ['t0:1', 't1:1'],
+    problems: ['a0:TENANT_DUPLICATE_API_KEY'],
+    put: [],
+    remove: [],
   },
   {
-    name: 'a running tenant keeps its key even while its own file is invalid',
-    previous: [t('b', 'k1')],
-    scanned: [ok(t('a', 'k1')), invalid('b')],
+    name: 'the owner keeps its key while its own file is invalid, running on its stored text',
+    scanned: [ok('a', 'k1'), invalid('b')],
+    records: [rec('b', 'k1')],
     runs: ['b:1'],
     problems: ['a:TENANT_DUPLICATE_API_KEY', 'b:CONFIG_INVALID'],
+    put: [],
+    remove: [],
   },
   {
-    name: 'a running tenant that takes a key already held keeps its last config',
-    previous: [t('a', 'k1'), t('b', 'k2')],
-    scanned: [ok(t('a', 'k1')), ok(t('b', 'k1', 2))],
-    runs: ['a:1', 'b:1'],
-    problems: ['b:TENANT_DUPLICATE_API_KEY'],
-  },
-  {
-    name: 'an invalid file keeps a running tenant on its last config and stops nobody else',
-    previous: [t('a', 'k1'), t('b', 'k2')],
-    scanned: [invalid('a'), ok(t('b', 'k2', 2)), ok(t('c', 'k3'))],
+    name: 'an invalid file runs on its stored text, and stops nobody else',
+    scanned: [invalid('a'), ok('b', 'k2', 2), ok('c', 'k3')],
+    records: [rec('a', 'k1'), rec('b', 'k2')],
     runs: ['a:1', 'b:2', 'c:1'],
     problems: ['a:CONFIG_INVALID'],
+    put: ['b:k2:2', 'c:k3:1'],
+    remove: [],
   },
   {
-    name: 'an invalid new file does not start',
-    previous: [],
+    name: 'an invalid file without a record does not start',
     scanned: [invalid('a')],
+    records: [],
     runs: [],
     problems: ['a:CONFIG_INVALID'],
+    put: [],
+    remove: [],
   },
   {
-    name: 'a removed file stops its tenant',
-    previous: [t('a', 'k1'), t('b', 'k2')],
-    scanned: [ok(t('b', 'k2'))],
+    name: 'an invalid file whose stored text no longer validates does not start',
+    scanned: [invalid('a')],
+    records: [{ tenant: 'a', keyFingerprint: fp('k1'), fileText: 'bad v1' }],
+    runs: [],
+    problems: ['a:CONFIG_INVALID'],
+    put: [],
+    remove: [],
+  },
+  {
+    name: 'a tenant that takes a key another owns keeps running on its stored text and key',
+    scanned: [ok('a', 'k1'), ok('b', 'k1', 2)],
+    records: [rec('a', 'k1'), rec('b', 'k2')],
+    runs: ['a:1', 'b:1'],
+    problems: ['b:TENANT_DUPLICATE_API_KEY'],
+    put: [],
+    remove: [],
+  },
+  {
+    name: 'a key changed to a free one is recorded',
+    scanned: [ok('a', 'k9', 2)],
+    records: [rec('a', 'k1')],
+    runs: ['a:2'],
+    problems: [],
+    put: ['a:k9:2'],
+    remove: [],
+  },
+  {
+    name: 'a removed file stops its tenant and its record goes',
+    scanned: [ok('b', 'k2')],
+    records: [rec('a', 'k1'), rec('b', 'k2')],
     runs: ['b:1'],
     problems: [],
+    put: [],
+    remove: ['a'],
   },
   {
-    name: "a removed tenant's key is free for another at once",
-    previous: [t('a', 'k1')],
-    scanned: [ok(t('b', 'k1'))],
-    runs: ['b:1'],
-    problems: [],
+    name: 'a rename (the owner gone, its key in a new file) is refused, and the owner record kept',
+    scanned: [ok('acme', 'k1')],
+    records: [rec('company-0', 'k1')],
+    runs: [],
+    problems: ['acme:TENANT_KEY_OF_REMOVED_TENANT'],
+    put: [],
+    remove: [],
   },
   {
-    name: 'a key given up by a running tenant is free on the next read, not the same one',
-    previous: [t('a', 'k1')],
-    scanned: [ok(t('a', 'k9', 2)), ok(t('b', 'k1'))],
+    name: 'a key given up by its owner is free on the next read, not the same one',
+    scanned: [ok('a', 'k9', 2), ok('b', 'k1')],
+    records: [rec('a', 'k1')],
     runs: ['a:2'],
     problems: ['b:TENANT_DUPLICATE_API_KEY'],
+    put: ['a:k9:2'],
+    remove: [],
   },
   {
-    name: 'two files for one running tenant keep it on its last config',
-    previous: [t('a', 'k1')],
+    name: 'two files for one recorded tenant keep it on its stored text',
     scanned: [invalid('a'), invalid('a')],
+    records: [rec('a', 'k1')],
     runs: ['a:1'],
     problems: ['a:CONFIG_INVALID', 'a:CONFIG_INVALID'],
+    put: [],
+    remove: [],
   },
 ];
 
+const records = (put: readonly TenantRecord[]): string[] =>
+  put.map((r) => `${r.tenant}:${r.keyFingerprint.replace(/0+$/, '')}:${r.fileText.split(' v')[1]}`);
+
+/** `settleTenants` applied to `scanned`, its changes applied to `before`: the next read's records. */
+function settleAndApply(scanned: ScannedTenant<number>[], before: TenantRecord[]) {
+  const settled = settleTenants(scanned, before, lastValid);
+  const after = new Map(before.map((r) => [r.tenant, r]));
+  for (const name of settled.changes.remove) after.delete(name);
+  for (const r of settled.changes.put) after.set(r.tenant, r);
+  return { settled, records: [...after.values()] };
+}
+
 describe('settleTenants', () => {
-  it.each(cases)('$name', ({ previous, scanned, runs, problems }) => {
-    const settled = settleTenants(previous, scanned);
+  it.each(cases)('$name', ({ scanned, records: stored, runs, problems, put, remove }) => {
+    const settled = settleTenants(scanned, stored, lastValid);
     expect(settled.tenants.map((x) => `${x.name}:${x.config}`)).toEqual(runs);
     expect(settled.problems.map((p) => `${p.tenant}:${p.code}`)).toEqual(problems);
+    expect(records(settled.changes.put)).toEqual(put);
+    expect(settled.changes.remove).toEqual(remove);
   });
 
-  it('converges: the tenant refused for a key its holder gave up runs on the next read', () => {
-    const first = settleTenants([t('a', 'k1')], [ok(t('a', 'k9', 2)), ok(t('b', 'k1'))]);
-    const second = settleTenants(first.tenants, [ok(t('a', 'k9', 2)), ok(t('b', 'k1'))]);
-    expect(second.tenants.map((x) => x.name)).toEqual(['a', 'b']);
-    expect(second.problems).toEqual([]);
+  it('decides from the files and the records alone: the order the files are listed in never counts', () => {
+    const scanned = [ok('t0', 'k0'), ok('t1', 'k1'), ok('a0', 'k0'), invalid('t2')];
+    const stored = [rec('t0', 'k0'), rec('t2', 'k2')];
+    const first = settleTenants(scanned, stored, lastValid);
+    const reversed = settleTenants([...scanned].reverse(), [...stored].reverse(), lastValid);
+    expect(reversed).toEqual(first);
+    expect(first.tenants.map((x) => x.name)).toEqual(['t0', 't1', 't2']);
   });
 
-  it('says whether the refused tenant keeps running, and names both tenants but only a short fingerprint', () => {
+  it('converges: the tenant refused for a key its owner gave up runs on the next read', () => {
+    const scanned = [ok('a', 'k9', 2), ok('b', 'k1')];
+    const first = settleAndApply(scanned, [rec('a', 'k1')]);
+    const second = settleAndApply(scanned, first.records);
+    expect(second.settled.tenants.map((x) => x.name)).toEqual(['a', 'b']);
+    expect(second.settled.problems).toEqual([]);
+  });
+
+  it('a rename refused until the new file goes, then the key is free for a fresh start', () => {
+    const refused = settleAndApply([ok('acme', 'k1')], [rec('company-0', 'k1')]);
+    expect(refused.records).toEqual([rec('company-0', 'k1')]);
+    const forgotten = settleAndApply([], refused.records);
+    expect(forgotten.records).toEqual([]);
+    const fresh = settleAndApply([ok('acme', 'k1')], forgotten.records);
+    expect(fresh.settled.tenants.map((x) => x.name)).toEqual(['acme']);
+    // Named back, the owner carries on with its record (and its history in the store).
+    const back = settleAndApply([ok('company-0', 'k1')], refused.records);
+    expect(back.settled.tenants.map((x) => x.name)).toEqual(['company-0']);
+    expect(back.settled.changes).toEqual({ put: [], remove: [] });
+  });
+
+  it('says whether the refused tenant keeps running, names both tenants, and the key only by a short fingerprint', () => {
     const [notStarted, kept] = settleTenants(
-      [t('b', 'k1'), t('c', 'k2')],
-      [ok(t('a', 'k1')), ok(t('b', 'k1')), ok(t('c', 'k1', 2))],
+      [ok('a', 'k1'), ok('b', 'k1'), ok('c', 'k1', 2)],
+      [rec('b', 'k1'), rec('c', 'k2')],
+      lastValid,
     ).problems;
     expect(notStarted?.message).toBe(
       'tenant "a" (/t/a.yaml) has the same API key (sha256 k10000000000) as tenant "b" (/t/b.yaml), ' +
-        'which already runs with it; a key has one reads bucket, so give each tenant its own key; ' +
+        'which owns it; a key has one reads bucket, so give each tenant its own key; ' +
         'it does not start until this is fixed',
     );
     expect(kept?.message).toMatch(
-      /^tenant "c" .* as tenant "b" .*; it keeps running with its last valid configuration$/,
+      /^tenant "c" .* as tenant "b" .*; it keeps running with its last valid configuration, kept in the store$/,
     );
+  });
+
+  it('tells how to rename without replaying the history', () => {
+    const [problem] = settleTenants([ok('acme', 'k1')], [rec('company-0', 'k1')], lastValid).problems;
+    expect(problem?.message).toContain('name the file "company-0.yaml" again');
+    expect(problem?.message).toContain('would read all of it again into its sinks');
   });
 });

@@ -5,6 +5,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
 import { readTenants } from '../../src/config/readTenants.js';
 import type { TenantConfig } from '../../src/config/tenantConfigSchema.js';
+import { MemoryTenantRecords } from '../../src/tenants/memoryTenantRecords.js';
 import { TenantsWatcher, type TenantsReport } from '../../src/tenants/tenantsWatcher.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -43,9 +44,14 @@ function setup() {
   const start = (
     options: { clock?: ManualClock; fileEvents?: boolean; rescanMs?: number; debounceMs?: number } = {},
   ) => {
+    const records = new MemoryTenantRecords();
     const watcher = new TenantsWatcher<TenantConfig>({
       dir,
-      load: (previous) => readTenants(source, previous),
+      load: (previous) =>
+        records.settle((stored) => {
+          const settled = readTenants(source, previous, stored);
+          return { result: settled, changes: settled.changes };
+        }),
       onReport: (report) => {
         const waiter = waiting.shift();
         if (waiter) waiter(report);
@@ -72,7 +78,7 @@ describe('TenantsWatcher', () => {
     const t = setup();
     t.write('acme', 'key-acme-0001');
     const watcher = t.start();
-    expect(names(watcher.start())).toEqual(['acme']);
+    expect(names(await watcher.start())).toEqual(['acme']);
     expect((await t.nextReport()).diff.added).toEqual(['acme']);
 
     t.write('globex', 'key-globex-0001');
@@ -94,7 +100,7 @@ describe('TenantsWatcher', () => {
     const t = setup();
     // The debounce is far longer than the gaps between the writes, so even a loaded machine
     // sees one burst; without it the first notification would be read before the last write.
-    t.start({ debounceMs: 1000 }).start();
+    await t.start({ debounceMs: 1000 }).start();
     await t.nextReport();
     for (const name of ['a', 'b', 'c', 'd', 'e']) {
       t.write(name, `key-${name}-0001`);
@@ -112,7 +118,7 @@ describe('TenantsWatcher', () => {
   it('rescans on its clock without any notification (a ConfigMap mount that sends none)', async () => {
     const t = setup();
     const clock = new ManualClock();
-    t.start({ clock, fileEvents: false, rescanMs: 5000 }).start();
+    await t.start({ clock, fileEvents: false, rescanMs: 5000 }).start();
     expect((await t.nextReport()).tenants).toEqual([]);
 
     t.write('acme', 'key-acme-0001');
@@ -139,7 +145,7 @@ describe('TenantsWatcher', () => {
     const t = setup();
     const clock = new ManualClock();
     t.write('acme', 'key-acme-0001');
-    t.start({ clock, rescanMs: 5000 }).start();
+    await t.start({ clock, rescanMs: 5000 }).start();
     await t.nextReport();
 
     renameSync(t.dir, `${t.dir}-moved`);
@@ -159,7 +165,7 @@ describe('TenantsWatcher', () => {
   it('reports an invalid file, keeps its running tenant, and reports again when it is fixed', async () => {
     const t = setup();
     t.write('acme', 'key-acme-0001');
-    t.start().start();
+    await t.start().start();
     await t.nextReport();
 
     t.write('acme', 'key-acme-0001', 'watch: { concurrency: 99 }\n');
@@ -178,7 +184,7 @@ describe('TenantsWatcher', () => {
     const t = setup();
     const clock = new ManualClock();
     const watcher = t.start({ clock, rescanMs: 5000 });
-    watcher.start();
+    await watcher.start();
     await t.nextReport();
     await Promise.all([watcher.stop(), watcher.stop()]);
     t.write('acme', 'key-acme-0001');

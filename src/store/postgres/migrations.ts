@@ -1,4 +1,4 @@
-import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
+import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
 
 /**
  * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
@@ -22,6 +22,9 @@ import { LEASE_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
  *   each tenant is held under (docs/scaling.md); the fence of every write transaction reads them.
  *
  * Migration 2 adds `watched_logs.first_poll_by`, as SQLite's migration 7 does.
+ *
+ * Migration 3 adds `changefeed_tenant_records`: which tenant owns each API key and the last valid
+ * text of each tenant file, from which every replica decides the same tenants (docs/tenants.md).
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -160,5 +163,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE watched_logs ADD COLUMN first_poll_by DOUBLE PRECISION;
   UPDATE watched_logs SET first_poll_by = created_at;
   ALTER TABLE watched_logs ALTER COLUMN first_poll_by SET NOT NULL;
+  `,
+  `
+  ${TENANT_RECORDS_SCHEMA_SQL}
   `,
 ];

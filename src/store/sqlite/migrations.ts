@@ -47,6 +47,10 @@ import { TENANT_KEYS_MIGRATION } from './tenantKeysMigration.js';
  * Migration 7 adds `watched_logs.first_poll_by`: the time by which a log's first poll is due,
  * set once when it is first watched, so a daemon that restarts often cannot push it back for
  * ever. Logs watched before it are due at once (their creation time).
+ *
+ * Migration 8 adds `tenant_records`: which tenant owns each API key and the text of each tenant
+ * file as it last validated, from which the tenants are decided (docs/tenants.md); the same as
+ * PostgreSQL's `changefeed_tenant_records`.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -171,5 +175,13 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE watched_logs ADD COLUMN first_poll_by INTEGER NOT NULL DEFAULT 0;
   UPDATE watched_logs SET first_poll_by = created_at;
+  `,
+  `
+  CREATE TABLE tenant_records (
+    tenant TEXT PRIMARY KEY,
+    key_fingerprint TEXT NOT NULL UNIQUE,
+    file_text TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
   `,
 ];

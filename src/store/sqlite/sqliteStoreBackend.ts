@@ -5,6 +5,7 @@ import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
 import { openDatabase, StoreError, type Db } from './database.js';
+import { SqliteTenantRecords } from './tenantRecordRows.js';
 import { legacyTenantFile, moveLegacyTenantFile, type MovedTenant } from './legacyTenantFile.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
 import { tenantHasRows } from './tenantTables.js';
@@ -93,6 +94,11 @@ export class SqliteStoreBackend implements StoreBackend {
         'STORE_MISSING',
         `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
       );
+  }
+
+  /** Who owns each API key and each tenant file's last valid text, kept in the store's file. */
+  tenantRecords(): SqliteTenantRecords {
+    return new SqliteTenantRecords(this.connectionNow());
   }
 
   async close(): Promise<void> {

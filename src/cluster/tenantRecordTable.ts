@@ -1,0 +1,57 @@
+import type pg from 'pg';
+import { noRecordChanges, type TenantRecord, type TenantRecordChanges, type TenantRecords } from '../tenants/tenant.js';
+
+/** Serialises the settlements of the replicas sharing a schema (search_path names the schema). */
+const SETTLE_LOCK = "pg_advisory_xact_lock(hashtext(current_schema() || '.changefeed_tenant_records'))";
+
+/**
+ * The tenant records of a PostgreSQL store (`changefeed_tenant_records`, leaseSchema.ts), shared
+ * by every replica. A settlement first decides from a plain read; only when its decision writes
+ * something does it decide again inside a transaction holding an advisory lock, from the rows as
+ * they are then, and write: so replicas that read the directory at once never both claim a key,
+ * and the steady state (nothing to write) costs one SELECT per read of the directory.
+ */
+export class TenantRecordTable implements TenantRecords {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async read(): Promise<readonly TenantRecord[]> {
+    return readRecords(this.pool);
+  }
+
+  async settle<T>(
+    decide: (records: readonly TenantRecord[]) => { result: T; changes: TenantRecordChanges },
+  ): Promise<T> {
+    const first = decide(await readRecords(this.pool));
+    if (noRecordChanges(first.changes)) return first.result;
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SELECT ${SETTLE_LOCK}`);
+      const { result, changes } = decide(await readRecords(client));
+      if (changes.remove.length > 0)
+        await client.query('DELETE FROM changefeed_tenant_records WHERE tenant = ANY($1::text[])', [changes.remove]);
+      for (const record of changes.put)
+        await client.query(
+          `INSERT INTO changefeed_tenant_records (tenant, key_fingerprint, file_text) VALUES ($1, $2, $3)
+           ON CONFLICT (tenant) DO UPDATE
+             SET key_fingerprint = EXCLUDED.key_fingerprint, file_text = EXCLUDED.file_text,
+                 recorded_at = clock_timestamp()`,
+          [record.tenant, record.keyFingerprint, record.fileText],
+        );
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+}
+
+async function readRecords(db: pg.Pool | pg.ClientBase): Promise<TenantRecord[]> {
+  const { rows } = await db.query<{ tenant: string; key_fingerprint: string; file_text: string }>(
+    'SELECT tenant, key_fingerprint, file_text FROM changefeed_tenant_records ORDER BY tenant',
+  );
+  return rows.map((row) => ({ tenant: row.tenant, keyFingerprint: row.key_fingerprint, fileText: row.file_text }));
+}

@@ -1,0 +1,71 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { TENANT_RECORDS_SCHEMA_SQL } from '../../src/cluster/leaseSchema.js';
+import { TenantRecordTable } from '../../src/cluster/tenantRecordTable.js';
+import { settleTenants } from '../../src/tenants/settleTenants.js';
+import type { ScannedTenant, TenantRecord } from '../../src/tenants/tenant.js';
+import { until } from '../support/daemonProcess.js';
+import { connectLeaseAdmin, createLeaseSchema } from '../support/leaseDatabase.js';
+
+const admin = await connectLeaseAdmin('the tenant record table tests need PostgreSQL');
+afterAll(async () => {
+  await admin?.end();
+});
+
+const KEY = 'k1'.padEnd(64, '0');
+const file = (name: string): ScannedTenant<string> => ({
+  ok: true,
+  tenant: { name, file: `/t/${name}.yaml`, config: name, keyFingerprint: KEY },
+  fileText: `${name} text`,
+});
+/** What one replica decides from the files it sees. */
+const decideFrom = (scanned: ScannedTenant<string>[]) => (records: readonly TenantRecord[]) => {
+  const settled = settleTenants(scanned, records, () => scanned[0]!);
+  return { result: settled.tenants.map((t) => t.name), changes: settled.changes };
+};
+
+describe.skipIf(!admin)('TenantRecordTable', () => {
+  it('two replicas settling claims of one key at once: one owner, and the other decides again from it', async () => {
+    const schema = await createLeaseSchema(admin!);
+    try {
+      await schema.query(TENANT_RECORDS_SCHEMA_SQL);
+      // Each replica sees another file with the key (one read the directory before the other).
+      // Both decide to claim it from their first read; the settle lock, held here until both wait
+      // on it, makes them write one after the other, the second deciding again from the first.
+      const holder = await schema.pool().connect();
+      await holder.query('BEGIN');
+      await holder.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.changefeed_tenant_records'))");
+      const settling = Promise.all([
+        new TenantRecordTable(schema.pool()).settle(decideFrom([file('b')])),
+        new TenantRecordTable(schema.pool()).settle(decideFrom([file('a')])),
+      ]);
+      await until(
+        async () => {
+          const { rows } = await admin!.query(
+            `SELECT count(*)::int AS n FROM pg_locks
+              WHERE locktype = 'advisory' AND NOT granted
+                AND objid = ((hashtext($1 || '.changefeed_tenant_records')::bigint) & 4294967295)::oid`,
+            [schema.name],
+          );
+          return (rows[0] as { n: number }).n === 2;
+        },
+        10_000,
+        'both settlements waiting on the lock',
+      );
+      await holder.query('COMMIT');
+      holder.release();
+      const [first, second] = await settling;
+      const { rows } = await schema.query<{ tenant: string }>('SELECT tenant FROM changefeed_tenant_records');
+      expect(rows).toHaveLength(1);
+      const owner = rows[0]!.tenant;
+      // The owner's replica runs it; the other found the key owned by a tenant it has no file of.
+      expect([first, second].flat()).toEqual([owner]);
+
+      // Settled again with nothing new: no write, the same answer.
+      const table = new TenantRecordTable(schema.pool());
+      expect(await table.settle(decideFrom([file(owner)]))).toEqual([owner]);
+      expect(await table.read()).toEqual([{ tenant: owner, keyFingerprint: KEY, fileText: `${owner} text` }]);
+    } finally {
+      await schema.close();
+    }
+  });
+});
