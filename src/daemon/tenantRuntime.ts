@@ -33,6 +33,7 @@ export class TenantRuntime {
   private readonly abort = new AbortController();
   private pruning: Promise<void> | undefined;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
 
   constructor(
     readonly tenant: string,
@@ -125,15 +126,28 @@ export class TenantRuntime {
   }
 
   /**
-   * Stops polling, lets in-flight deliveries finish (the hand-over's drain) and closes the sinks
-   * and the client. The store belongs to the process. Idempotent.
+   * Stops polling, then lets the deliveries in flight finish for up to `drainMs` (a hand-over or
+   * a graceful stop: their acks commit under the lease still held) and aborts those left, then
+   * closes the sinks and the client. `drainMs: 0` aborts them at once (a lost lease: their acks
+   * would be refused), as does `cutShort` during a drain. The store belongs to the process.
+   * Idempotent: a second call waits for the first.
    */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  stop(options: { drainMs: number }): Promise<void> {
+    if (options.drainMs <= 0) this.cutShort();
+    this.stopping ??= this.shutDown(options.drainMs);
+    return this.stopping;
+  }
+
+  /** Aborts the deliveries in flight now, whether or not a stop drains them. */
+  cutShort(): void {
+    this.parts.engine.abortWrites();
+  }
+
+  private async shutDown(drainMs: number): Promise<void> {
     this.stopped = true;
     this.abort.abort();
     await this.parts.pollLoop.stop();
-    await this.parts.engine.stop();
+    await this.parts.engine.stop({ drainMs });
     await this.pruning;
     await this.parts.client.close();
     this.parts.feed?.close();

@@ -86,16 +86,21 @@ export class SinkWorker {
     this.wake.notify();
   }
 
-  /** Runs until `engineSignal` aborts, then waits for in-flight writes. */
-  async run(engineSignal: AbortSignal): Promise<void> {
-    const signal = this.writesSignal(engineSignal);
-    while (!signal.aborted && !this.health.disabled) {
+  /**
+   * Launches batches until `stop` aborts, then waits for the writes in flight to finish (a drain:
+   * their acks still commit). `abortWrites` aborts those writes, and launches nothing more either;
+   * by default it is `stop`, so stopping aborts them at once.
+   */
+  async run(stop: AbortSignal, abortWrites: AbortSignal = stop): Promise<void> {
+    const writes = this.writesSignal(abortWrites);
+    const launching = AbortSignal.any([stop, writes]);
+    while (!launching.aborted && !this.health.disabled) {
       try {
-        await this.wake.pause(await this.step(signal), this.inFlight, signal);
+        await this.wake.pause(await this.step(writes), this.inFlight, launching);
       } catch (error) {
         // A full or read-only disk: wait and try again rather than let the worker die.
         if (!this.storeOutage.failed(error)) throw error;
-        await this.wake.pause(STORE_RETRY_MS, this.inFlight, signal);
+        await this.wake.pause(STORE_RETRY_MS, this.inFlight, launching);
       }
     }
     await Promise.allSettled(this.inFlight);
