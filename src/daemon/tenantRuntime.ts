@@ -147,6 +147,11 @@ export class TenantRuntime {
     this.stopped = true;
     this.abort.abort();
     await this.parts.pollLoop.stop();
+    if (drainMs > 0)
+      this.options.logger.info(
+        { tenant: this.tenant, drainMs },
+        'tenant stopping: polling stopped, deliveries in flight finish within drainMs',
+      );
     await this.parts.engine.stop({ drainMs });
     await this.pruning;
     await this.parts.client.close();
