@@ -113,8 +113,7 @@ export class ChangefeedDaemon {
   }
 
   private async serveAndOpen(): Promise<TenantSupervisor> {
-    // Before the store: while the database is unreachable /healthz says the process is fine (a
-    // restart would not help) and /readyz says what it waits for.
+    // Before the store: /healthz 200 while the database is unreachable (a restart would not help), /readyz says why.
     if (this.config.http.port !== null) {
       this.healthServer = await serveProcessHealth(this.config.http, {
         supervisor: () => this.tenantSupervisor,
@@ -283,6 +282,7 @@ export class ChangefeedDaemon {
       options: this.options,
       configOf: (tenant) => ({ ...this.config, ...tenant.config }),
       fenceOf: (tenant) => this.leases?.fenceOf(tenant),
+      leaseMs: backend instanceof PostgresStoreBackend ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;
   }

@@ -28,6 +28,8 @@ export interface DaemonOptions {
   stdout?: NodeJS.WritableStream;
   env?: NodeJS.ProcessEnv;
   onBatchOutcome?: (outcome: BatchOutcome) => void;
+  /** `run --shutdown-timeout`: bounds how long a stopping tenant drains (drainWithinMs). Default 20 s. */
+  shutdownTimeoutMs?: number;
 }
 
 /** Everything a running daemon is made of, in the order data flows through it. */

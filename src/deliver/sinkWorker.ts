@@ -106,17 +106,22 @@ export class SinkWorker {
     this.wake.notify();
   }
 
-  /** Runs until `engineSignal` aborts or the lease is lost, then waits for in-flight writes. */
-  async run(engineSignal: AbortSignal): Promise<void> {
-    const signal = this.writesSignal(engineSignal);
-    while (!signal.aborted && !this.health.disabled && !this.leaseLost) {
+  /**
+   * Launches batches until `stop` aborts or the lease is lost, then waits for the writes in
+   * flight to finish (a drain: their acks still commit). `abortWrites` aborts those writes, and
+   * launches nothing more either; by default it is `stop`, so stopping aborts them at once.
+   */
+  async run(stop: AbortSignal, abortWrites: AbortSignal = stop): Promise<void> {
+    const writes = this.writesSignal(abortWrites);
+    const launching = AbortSignal.any([stop, writes]);
+    while (!launching.aborted && !this.health.disabled && !this.leaseLost) {
       let wait: number | typeof IN_FLIGHT;
       try {
-        wait = await this.step(signal);
+        wait = await this.step(writes);
       } catch (error) {
         wait = this.failed(error);
       }
-      await this.wake.pause(wait, this.inFlight, signal);
+      await this.wake.pause(wait, this.inFlight, launching);
     }
     await Promise.allSettled(this.inFlight);
   }
