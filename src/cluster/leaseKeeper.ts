@@ -124,11 +124,15 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return localThenDatabaseFence(
-      claim,
-      this.options.leaseMs,
-      () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant),
-    );
+    return localThenDatabaseFence(claim, this.options.leaseMs, () => {
+      if (this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant)) return true;
+      // Refused for its deadline before the deadline's timer ran (an event loop stalled past it
+      // runs I/O first): the refused write stops the tenant's runtime, so the lease is given up
+      // now. Left to the timer, a renewal answered meanwhile would keep it, renewed for good,
+      // for a tenant nobody runs.
+      this.expireDue();
+      return false;
+    });
   }
 
   /**

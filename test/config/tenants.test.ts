@@ -163,6 +163,24 @@ describe('with tenants.dir', () => {
     expect(problems[1]?.message).toContain('environment variable ACME_KEY is not set');
   });
 
+  it('reports a tenant file of too many YAML aliases as invalid, and still loads the others', () => {
+    const t = setup();
+    t.tenant('acme.yaml', ['api: { apiKey: key-acme-0001 }']);
+    // Each anchor repeats the one before ten times: 10^11 nodes once expanded.
+    const lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i <= 10; i++)
+      lines.push(
+        `a${i}: &a${i} [${Array(10)
+          .fill(`*a${i - 1}`)
+          .join(', ')}]`,
+      );
+    const bomb = t.tenant('bomb.yaml', ['api: { apiKey: key-bomb-0001 }', ...lines]);
+    const { tenants, problems } = readTenants(t.load().tenants);
+    expect(tenants.map((x) => x.name)).toEqual(['acme']);
+    expect(problems.map((p) => [p.code, p.tenant, p.file])).toEqual([['CONFIG_INVALID', 'bomb', bomb]]);
+    expect(problems[0]?.message).toMatch(/aliases/);
+  });
+
   it('interpolates ${VAR} in tenant files and reads a key from api.apiKeyFile', () => {
     const t = setup();
     const keyFile = join(t.root, 'globex.key');
