@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { checkStorePassword } from '../../src/cli/storePasswordCheck.js';
 import { ConfigError } from '../../src/errors.js';
 import { connectionUrl } from '../../src/store/postgres/postgresStoreBackend.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
@@ -92,5 +93,32 @@ describe('connectionUrl: the URL the store connects with', () => {
     const location = { url: 'postgres://cf:inline@db/cf', passwordFile: file, schema: 's', maxConnections: 2 };
     expect(() => connectionUrl(location, 'postgres://<redacted>@db/cf')).toThrow(PostgresStoreError);
     expect(() => connectionUrl(location, 'postgres://<redacted>@db/cf')).toThrow(/keep one/);
+  });
+});
+
+describe('changefeed check: the store password file', () => {
+  const check = (passwordFile: string | undefined) =>
+    checkStorePassword({
+      store: storeConfigSchema.parse({ url: 'postgres://cf@db/cf', ...(passwordFile ? { passwordFile } : {}) }),
+    });
+
+  it('says nothing without a password file', () => {
+    expect(check(undefined)).toBeUndefined();
+  });
+
+  it('passes on a readable file, naming it and not its content', () => {
+    const file = join(makeTempDir(), 'store-password');
+    writeFileSync(file, 'Secret-Content\n');
+    const result = check(file);
+    expect(result).toMatchObject({ ok: true, detail: `read from ${file} (store.passwordFile)` });
+    expect(JSON.stringify(result)).not.toContain('Secret-Content');
+  });
+
+  it('fails on a missing or empty file, saying what to fix', () => {
+    const dir = makeTempDir();
+    writeFileSync(join(dir, 'empty'), '');
+    expect(check(join(dir, 'absent'))).toMatchObject({ ok: false, detail: expect.stringContaining('does not exist') });
+    expect(check(join(dir, 'empty'))).toMatchObject({ ok: false, detail: expect.stringContaining('is empty') });
+    expect(check(dir)?.fix).toBe('check store.passwordFile and the secret mount');
   });
 });
