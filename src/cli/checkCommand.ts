@@ -56,7 +56,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
     await session.close();
   }
   report(await checkSinks(config, { probeWebhooks: values['probe-sinks'] }));
-  const feed = checkFeed(config);
+  const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
   const problems = results.filter((r) => !r.ok).length;
   out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
