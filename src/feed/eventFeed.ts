@@ -104,14 +104,15 @@ export class EventFeed {
         if (start !== undefined) await this.stream(res, start, parsed.query, request, abort);
         return;
       }
-      // Held while the store is read and the page written (not while a long-poll waits): with
-      // maxPageBytes it bounds the memory one token's pages take at once.
+      // Held while the store is read and the page written, not while a long-poll waits (those
+      // count against the waits): with maxPageBytes it bounds the memory of one token's pages.
       if (!this.takeSlot(res, request, 'pages')) return;
+      const pageSlot = once(() => request.slots.pages.release(request.reader.key));
       try {
         const start = await this.position(res, parsed.query);
-        if (start !== undefined) await this.page(res, start, parsed.query, request, abort.signal);
+        if (start !== undefined) await this.page(res, start, parsed.query, request, abort.signal, pageSlot);
       } finally {
-        request.slots.pages.release(request.reader.key);
+        pageSlot();
       }
     })();
     served
@@ -172,6 +173,7 @@ export class EventFeed {
     query: FeedQuery,
     request: FeedRequest,
     abort: AbortSignal,
+    releasePageSlot: () => void,
   ): Promise<void> {
     const filter = { log: query.log, type: query.type, maxBytes: this.config.maxPageBytes };
     let generation = this.signal.generation;
@@ -182,6 +184,7 @@ export class EventFeed {
       page = await this.journal.page(page.next, query.limit, filter);
     const waits = page.events.length === 0 && page.reachedHead && query.waitMs > 0;
     if (waits && !this.takeSlot(res, request, 'waits')) return;
+    if (waits) releasePageSlot();
     try {
       const deadline = this.clock.now() + query.waitMs;
       while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
@@ -235,6 +238,16 @@ export class EventFeed {
       request.slots.streams.release(request.reader.key);
     }
   }
+}
+
+/** `action`, run the first time the returned function is called only. */
+function once(action: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    action();
+  };
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

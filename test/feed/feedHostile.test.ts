@@ -54,7 +54,8 @@ describe('the feed against hostile clients', () => {
 
   it('refuses a long-poll beyond feed.maxStreamsPerToken waiting ones, and frees its place on disconnect', async () => {
     const clock = new ManualClock(Date.now());
-    const h = await feedOf(5, { clock, config: { maxStreamsPerToken: 2 } });
+    // One page at a time per token: long-polls that wait do not hold it.
+    const h = await feedOf(5, { clock, config: { maxStreamsPerToken: 2, maxPagesPerToken: 1 } });
     const now = clock.now();
     const poll = (wait: number, token = TOKEN, signal?: AbortSignal) =>
       request(`${h.server.url}/v1/events?after=${formatCursor(5)}&wait=${wait}`, {
@@ -73,7 +74,7 @@ describe('the feed against hostile clients', () => {
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('5');
     expect(await refused.body.json()).toMatchObject({ type: '/v1/problems/too-many-waits', status: 429 });
-    // Another token has its own places; a page that needs no wait is never refused.
+    // Another token has its own places; a page that needs no wait is not refused by the waiting ones.
     const other = poll(15, OTHER_TOKEN);
     await until(() => clock.nextWakeAt() === now + 10_000, 5_000, 'the other token to wait');
     const noWait = await request(`${h.server.url}/v1/events?after=0&wait=5`, {
