@@ -57,7 +57,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
     await session.close();
   }
   report(await checkSinks(config, { probeWebhooks: values['probe-sinks'] }));
-  const feed = checkFeed(config);
+  const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
   const storePassword = checkStorePassword(config);
   if (storePassword) report([storePassword]);

@@ -39,7 +39,8 @@ describe('without tenants.dir', () => {
     expect(tenants.map((t) => [t.name, t.file])).toEqual([['default', undefined]]);
     expect(tenants[0]?.config.api.apiKey).toBe('key-default-0001');
     expect(tenants[0]?.config.watch.overlapSeconds).toBe(300);
-    expect(Object.keys(tenants[0]?.config ?? {}).sort()).toEqual([...TENANT_SECTIONS].sort());
+    // The tenant sections, and the main file's feed tokens: the tenant `default`'s own.
+    expect(Object.keys(tenants[0]?.config ?? {}).sort()).toEqual([...TENANT_SECTIONS, 'feed'].sort());
     expect(main.process.stateDir).toBe('state');
     expect(main.process.tenants.rescanSeconds).toBe(5);
   });
