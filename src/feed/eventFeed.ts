@@ -7,6 +7,7 @@ import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';
+import type { FeedObserver } from './feedObserver.js';
 import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
 import { withinPageBytes } from './pageBytes.js';
@@ -42,6 +43,7 @@ export class EventFeed {
     private readonly config: FeedConfig,
     private readonly journal: JournalStore,
     private readonly clock: Clock,
+    private readonly observer?: FeedObserver,
   ) {
     const tokens = [...config.tokens, ...config.tokenFiles.map((file) => readSecretFile(file))];
     if (tokens.length === 0)
@@ -81,6 +83,9 @@ export class EventFeed {
     const url = new URL(target, 'http://feed');
     const mode = url.pathname === '/v1/events' ? 'page' : url.pathname === '/v1/events/stream' ? 'stream' : undefined;
     if (mode === undefined) return false;
+    const observer = this.observer;
+    // 'close' comes however the response ends: answered, or the client gone before an answer.
+    if (observer) res.once('close', () => observer.feedAnswered(mode, res.headersSent ? res.statusCode : undefined));
     if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
       sendProblem(
         res,
@@ -203,6 +208,7 @@ export class EventFeed {
         'changefeed-cursor': next,
       })
       .end(body);
+    this.observer?.feedEventsServed('page', events.length);
   }
 
   private async stream(
@@ -224,6 +230,7 @@ export class EventFeed {
       );
       return;
     }
+    this.observer?.feedStreamOpened();
     try {
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -237,11 +244,13 @@ export class EventFeed {
         signal: this.signal,
         clock: this.clock,
         heartbeatMs: this.config.heartbeatSeconds * 1000,
+        onServed: (count: number) => this.observer?.feedEventsServed('stream', count),
       };
       await streamEvents(res, start, query, options, abort.signal);
       res.end();
     } finally {
       this.slots.release(token);
+      this.observer?.feedStreamClosed();
     }
   }
 }
