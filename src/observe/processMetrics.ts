@@ -35,10 +35,6 @@ export class ProcessMetrics {
   private view: TenantCountView | undefined;
 
   constructor(options: { version?: string } = {}) {
-    collectDefaultMetrics({ register: this.registry });
-    // Gauges named like counters (promtool refuses them); each is the sum of its family without
-    // `_total` (nodejs_active_handles by type, ...), which stays.
-    for (const name of GAUGES_NAMED_AS_COUNTERS) this.registry.removeSingleMetric(name);
     const registers = [this.registry];
     new Gauge({
       name: 'changefeed_build_info',
@@ -68,7 +64,22 @@ export class ProcessMetrics {
 
   /** Every series now, as one Prometheus text exposition. */
   metrics(): Promise<string> {
+    this.collectProcessMetrics();
     this.tenants.beginScrape();
     return this.registry.metrics();
+  }
+
+  private processMetricsCollected = false;
+  /**
+   * Node's and the process's metrics, from the first scrape on: they start a GC observer and an
+   * event-loop monitor, which a daemon nobody scrapes (run --once, tests) need not carry.
+   */
+  private collectProcessMetrics(): void {
+    if (this.processMetricsCollected) return;
+    this.processMetricsCollected = true;
+    collectDefaultMetrics({ register: this.registry });
+    // Gauges named like counters (promtool refuses them); each is the sum of its family without
+    // `_total` (nodejs_active_handles by type, ...), which stays.
+    for (const name of GAUGES_NAMED_AS_COUNTERS) this.registry.removeSingleMetric(name);
   }
 }

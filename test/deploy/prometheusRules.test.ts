@@ -29,6 +29,8 @@ function runPromtool(binary: string, args: string[]): { status: number | null; o
 /** Metric families the daemon can export, with the names of their histogram series. */
 async function exportedNames(): Promise<{ all: Set<string>; withTenant: Set<string> }> {
   const metrics = new ProcessMetrics();
+  // The first scrape adds Node's and the process's metrics.
+  await metrics.metrics();
   const families = await metrics.registry.getMetricsAsJSON();
   const all = new Set<string>();
   const withTenant = new Set<string>();
