@@ -49,9 +49,10 @@ function burst(simulator: Simulator, count: number): void {
 async function startDaemon(
   simulator: Simulator,
   sink: (dir: string) => string,
-): Promise<{ port: number; dir: string }> {
+): Promise<{ port: number; feedPort: number; dir: string }> {
   const dir = makeTempDir();
   const port = await freePort();
+  const feedPort = await freePort();
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
     config,
@@ -62,7 +63,7 @@ async function startDaemon(
       'budget: { readsPerHour: 3600000, reserve: 0 }',
       `stateDir: ${join(dir, 'state')}`,
       `http: { port: ${port} }`,
-      `feed: { enabled: true, tokens: ["${FEED_TOKEN}"] }`,
+      `feed: { enabled: true, port: ${feedPort}, tokens: ["${FEED_TOKEN}"] }`,
       'sinks:',
       sink(dir),
     ].join('\n'),
@@ -72,7 +73,7 @@ async function startDaemon(
     CHANGEFEED_LOG_LEVEL: 'info',
   });
   await daemon.waitForLog('changefeed running', LIVENESS_MS);
-  return { port, dir };
+  return { port, feedPort, dir };
 }
 
 const scrapeOf = (port: number) => async (): Promise<string> =>
@@ -91,7 +92,7 @@ describe('metrics an on-call engineer can alert on', { timeout: 180_000 }, () =>
     const simulator = await simulatorWithOneCareer(71);
     const hook = await receiver();
     burst(simulator, 5);
-    const { port } = await startDaemon(
+    const { port, feedPort } = await startDaemon(
       simulator,
       () => `  - { name: hook, type: webhook, url: "${hook.url}", secret: "${SECRET}" }`,
     );
@@ -116,12 +117,13 @@ describe('metrics an on-call engineer can alert on', { timeout: 180_000 }, () =>
 
     // The feed: a page, then a stream held open and closed.
     const auth = { authorization: `Bearer ${FEED_TOKEN}` };
-    const page = await fetch(`http://127.0.0.1:${port}/v1/events?limit=100`, { headers: auth });
+    const page = await fetch(`http://127.0.0.1:${feedPort}/v1/events?limit=100`, { headers: auth });
     expect(page.status).toBe(200);
     expect((await page.json()) as unknown[]).toHaveLength(5);
-    expect((await fetch(`http://127.0.0.1:${port}/v1/events`)).status).toBe(401);
+    // A refusal the tenant's feed answers is counted (one the token check answers names no tenant).
+    expect((await fetch(`http://127.0.0.1:${feedPort}/v1/events?limit=x`, { headers: auth })).status).toBe(400);
     const streamAbort = new AbortController();
-    const stream = await fetch(`http://127.0.0.1:${port}/v1/events/stream`, {
+    const stream = await fetch(`http://127.0.0.1:${feedPort}/v1/events/stream`, {
       headers: auth,
       signal: streamAbort.signal,
     });
