@@ -25,6 +25,24 @@ export function defaultInstanceId(host: string = hostname(), pid: number = proce
   return `${cleaned.slice(0, INSTANCE_ID_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
+/** Longest `cluster.advertiseUrl`: it is stored in the instance row and sent in every redirect's Location. */
+export const ADVERTISE_URL_MAX_LENGTH = 512;
+
+/**
+ * A URL other replicas may send clients to: http or https, no credentials, query or fragment (the
+ * redirect appends the request's own path and query to it). The trailing `/` is dropped, so a
+ * path prefix (`https://feeds.example.com/replica-0`) joins the request path without doubling it.
+ * Undefined for anything else, so a row written by hand or by a broken build is never followed.
+ */
+export function parseAdvertiseUrl(text: string | null | undefined): string | undefined {
+  if (typeof text !== 'string' || text.length > ADVERTISE_URL_MAX_LENGTH || !URL.canParse(text)) return undefined;
+  const url = new URL(text);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username || url.password || url.search || url.hash || text.includes('?') || text.includes('#'))
+    return undefined;
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
 export const clusterConfigSchema = z
   .object({
     instanceId: z
@@ -51,6 +69,26 @@ export const clusterConfigSchema = z
           "database's clock. Leases are renewed every third of it; a replica that cannot renew stops writing " +
           'a fifth of it (at least 1 s) before the lease may expire, and another replica takes the tenant ' +
           `once it has expired. ${LEASE_SECONDS_MIN} to ${LEASE_SECONDS_MAX}. See docs/leases.md.`,
+      ),
+    advertiseUrl: z
+      .string()
+      .max(ADVERTISE_URL_MAX_LENGTH, `must be at most ${ADVERTISE_URL_MAX_LENGTH} characters`)
+      .optional()
+      .superRefine((text, ctx) => {
+        if (text !== undefined && parseAdvertiseUrl(text) === undefined)
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            message: 'must be an http or https URL without credentials, query or fragment',
+          });
+      })
+      .transform((text) => (text === undefined ? undefined : parseAdvertiseUrl(text)))
+      .describe(
+        "With a PostgreSQL store: the base URL at which clients reach this replica's feed (its `http` " +
+          'server), e.g. `http://10.1.2.3:9464` or `https://feeds.example.com/replica-0`, recorded in the ' +
+          "store with the replica's heartbeat. A feed request for a tenant another replica holds is " +
+          "redirected (307) to the holder's URL with the same path and query. Unset (the default, " +
+          'CHANGEFEED_ADVERTISE_URL): this replica is never redirected to; a request for a tenant it ' +
+          'holds reaching another replica is answered 503 naming it, with Retry-After. See docs/scaling.md.',
       ),
   })
   .strict();

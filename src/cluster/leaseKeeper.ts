@@ -25,6 +25,8 @@ export interface LeaseEvents {
 export interface LeaseKeeperOptions {
   table: LeaseTable;
   instanceId: string;
+  /** cluster.advertiseUrl: recorded with every heartbeat, so the others can send clients here. */
+  advertiseUrl?: string | undefined;
   /** cluster.leaseSeconds in milliseconds. */
   leaseMs: number;
   /** The tenants configured now; read every round, so tenants may come and go. */
@@ -197,7 +199,7 @@ export class LeaseKeeper {
 
   private async round(): Promise<void> {
     const { table, instanceId: me } = this.options;
-    await table.heartbeat(me);
+    await table.heartbeat(me, this.options.advertiseUrl);
     await this.renewHeld();
     await table.releaseAllExcept(
       me,

@@ -88,6 +88,7 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_HTTP_PORT: 'http.port',
   CHANGEFEED_HTTP_HOST: 'http.host',
   CHANGEFEED_INSTANCE_ID: 'cluster.instanceId',
+  CHANGEFEED_ADVERTISE_URL: 'cluster.advertiseUrl',
   CHANGEFEED_STORE_URL: 'store.url',
   CHANGEFEED_TENANTS_DIR: 'tenants.dir',
 };

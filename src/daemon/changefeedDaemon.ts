@@ -17,11 +17,13 @@ import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
+import { holderRedirect } from './holderRedirect.js';
 import { serveProcessHealth } from './processHealth.js';
 import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
 import { TenantLeases } from './tenantLeases.js';
+import type { TenantsElsewhere } from './tenantFeeds.js';
 import { TenantSupervisor } from './tenantSupervisor.js';
 
 export type { DaemonOptions, OnceReport };
@@ -40,6 +42,8 @@ export class ChangefeedDaemon {
   private tenantSupervisor: TenantSupervisor | undefined;
   /** On a PostgreSQL store: which tenants this replica runs. */
   private leases: TenantLeases | undefined;
+  /** On a PostgreSQL store with the feed on: feed clients of tenants held elsewhere sent to the holder. */
+  private elsewhere: TenantsElsewhere | undefined;
   private watcher: TenantsWatcher<TenantConfig> | undefined;
   /**
    * Who owns each API key and each tenant's last valid file, in the store (shared by the replicas
@@ -120,6 +124,7 @@ export class ChangefeedDaemon {
         supervisor: () => this.tenantSupervisor,
         stopped: () => this.stopped,
         readiness: () => this.readiness(),
+        elsewhere: () => this.elsewhere,
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
     }
@@ -264,15 +269,26 @@ export class ChangefeedDaemon {
       const supervisor = this.supervisor(this.backend);
       if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
       if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
-      if (this.backend instanceof PostgresStoreBackend)
+      if (this.backend instanceof PostgresStoreBackend) {
+        const { instanceId, advertiseUrl } = this.config.cluster;
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,
-          instanceId: this.config.cluster.instanceId,
+          instanceId,
+          advertiseUrl,
           leaseMs,
           supervisor,
           tenants: () => this.tenants,
           logger: this.options.logger,
         });
+        if (this.config.feed.enabled)
+          this.elsewhere = holderRedirect({
+            table: this.leases.table,
+            self: { instanceId, advertiseUrl },
+            leaseMs,
+            feed: this.config.feed,
+            defaultPath: this.main.tenants.kind === 'main',
+          });
+      }
     }
     return this.supervisor(this.backend);
   }

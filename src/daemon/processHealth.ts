@@ -1,7 +1,7 @@
 import type { HttpConfig } from '../observe/healthServer.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
-import { routeTenantFeeds } from './tenantFeeds.js';
+import { routeTenantFeeds, type TenantsElsewhere } from './tenantFeeds.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 
 export interface ProcessHealthSource {
@@ -9,6 +9,8 @@ export interface ProcessHealthSource {
   supervisor: () => TenantSupervisor | undefined;
   stopped: () => boolean;
   readiness: () => ReadinessCheck[];
+  /** On a store shared by replicas with the feed on, once the store is open: tenants held elsewhere. */
+  elsewhere?: () => TenantsElsewhere | undefined;
 }
 
 /**
@@ -26,6 +28,7 @@ export function serveProcessHealth(config: HttpConfig, source: ProcessHealthSour
     alive: () => !source.stopped() && runtimes().every((r) => r.alive),
     readiness: source.readiness,
     metrics,
-    routes: (req, res) => routeTenantFeeds(req, res, (name) => source.supervisor()?.runtime(name)?.feed),
+    routes: (req, res) =>
+      routeTenantFeeds(req, res, (name) => source.supervisor()?.runtime(name)?.feed, source.elsewhere?.()),
   });
 }

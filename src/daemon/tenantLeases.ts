@@ -13,6 +13,8 @@ export interface TenantLeasesDeps {
    * queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
   pool: pg.Pool;
   instanceId: string;
+  /** cluster.advertiseUrl, recorded with every heartbeat. */
+  advertiseUrl: string | undefined;
   leaseMs: number;
   supervisor: TenantSupervisor;
   /** The tenants configured now. */
@@ -35,6 +37,7 @@ export class TenantLeases {
     this.keeper = new LeaseKeeper({
       table: this.table,
       instanceId: deps.instanceId,
+      advertiseUrl: deps.advertiseUrl,
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
       events: {

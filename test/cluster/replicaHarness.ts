@@ -26,7 +26,8 @@ export interface ReplicaSet {
   readonly config: string;
   readonly admin: pg.Client;
   readonly replicas: Map<string, DaemonProcess>;
-  start(instanceId: string): DaemonProcess;
+  /** Starts replica `instanceId`; `env` adds to its environment (CHANGEFEED_HTTP_PORT, say). */
+  start(instanceId: string, env?: Record<string, string>): DaemonProcess;
   tenantName(company: number): string;
   /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
   writeTenantFile(company: number): void;
@@ -82,6 +83,8 @@ export function startReplicaSet(
      * within a minute (watch.schedule.firstPollWithinSeconds), so a quiet log is polled seldom.
      */
     readsPerHour?: number;
+    /** More YAML lines of the main config file every replica runs with (a `feed` section, say). */
+    mainLines?: readonly string[];
   },
 ): ReplicaSet {
   const dir = makeTempDir();
@@ -114,6 +117,7 @@ export function startReplicaSet(
       `cluster: { leaseSeconds: ${options.leaseSeconds} }`,
       `tenants: { dir: "${tenantsDir}", rescanSeconds: 1 }`,
       'log: { level: info }',
+      ...(options.mainLines ?? []),
     ].join('\n'),
   );
   const replicas = new Map<string, DaemonProcess>();
@@ -133,10 +137,11 @@ export function startReplicaSet(
         sinkPath: join(dir, `${name}.jsonl`),
       }),
     removeTenantFile: (company) => rmSync(tenantFile(company)),
-    start(instanceId) {
+    start(instanceId, env = {}) {
       const replica = startDaemonProcess(['--config', config], {
         CHANGEFEED_INSTANCE_ID: instanceId,
         CHANGEFEED_STATE_DIR: join(dir, `state-${instanceId}`),
+        ...env,
       });
       replicas.set(instanceId, replica);
       return replica;
