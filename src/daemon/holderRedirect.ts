@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Clock } from '../clock.js';
 import { decideRoute, type RouteDecision, type RouteSelf } from '../cluster/holderRoute.js';
 import { LeaseDirectory } from '../cluster/leaseDirectory.js';
 import type { LeaseTable } from '../cluster/leaseTable.js';
@@ -16,6 +17,8 @@ export interface HolderRedirectOptions {
   feed: FeedConfig;
   /** No tenants directory: `/v1/events` is the tenant `default`, leased like any other. */
   defaultPath: boolean;
+  /** Ages the lease rows read (default: systemClock). */
+  clock?: Clock;
 }
 
 /**
@@ -26,7 +29,7 @@ export interface HolderRedirectOptions {
 export function holderRedirect(options: HolderRedirectOptions): TenantsElsewhere {
   // The tenants' feeds read the same files at their start and refuse to start without a token.
   const tokens = new FeedTokens([...options.feed.tokens, ...options.feed.tokenFiles.map((f) => readSecretFile(f))]);
-  const directory = new LeaseDirectory(options.table);
+  const directory = new LeaseDirectory(options.table, options.clock ? { clock: options.clock } : {});
   const retryAfterSeconds = Math.max(1, Math.ceil(options.leaseMs / 3 / 1000));
   return {
     defaultPath: options.defaultPath,

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteDecision } from '../cluster/holderRoute.js';
-import { describeError } from '../errors.js';
 import type { EventFeed } from '../feed/eventFeed.js';
 import { sendProblem } from '../feed/feedProblem.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
@@ -80,20 +79,26 @@ function answerElsewhere(req: IncomingMessage, res: ServerResponse, tenant: stri
     return;
   }
   const target = req.url ?? '/';
-  elsewhere.route(tenant, target).then(
-    (decision) => answer(res, tenant, decision),
-    (error: unknown) =>
-      sendProblem(
-        res,
-        503,
-        'tenant-elsewhere',
-        'Tenant not served here',
-        `tenant ${tenant} is not running on this replica, and who holds it could not be read from the store ` +
-          `(${describeError(error)})`,
-        {},
-        { 'retry-after': '5' },
-      ),
-  );
+  elsewhere
+    .route(tenant, target)
+    .then(
+      (decision) => answer(res, tenant, decision),
+      // What the store said is not the client's business (it may name hosts); the cause is in
+      // the replica's own logs and /readyz, where its lease rounds fail the same way.
+      () =>
+        sendProblem(
+          res,
+          503,
+          'tenant-elsewhere',
+          'Tenant not served here',
+          `tenant ${tenant} is not running on this replica, and who holds it could not be read from the store`,
+          {},
+          { 'retry-after': '5' },
+        ),
+    )
+    // The response could not be written (the client left, a header Node refuses): drop the
+    // connection rather than let the error escape the request listener.
+    .catch(() => res.destroy());
 }
 
 const UNAVAILABLE_DETAIL: Record<Extract<RouteDecision, { kind: 'unavailable' }>['reason'], string> = {
