@@ -93,7 +93,7 @@ describe('feed requests for a tenant held by another replica', () => {
     if (events[1]) expect(text).toContain(events[1].id);
   }, 180_000);
 
-  it("status --tenant run with the non-holder's config shows live sink state from the holder", async () => {
+  it("status --tenant and check --tenant run with the non-holder's config find the holder", async () => {
     const setup = await twoReplicasWithFeeds(2502);
     if (!setup) return;
     const { set, ports, ingress, tenant, holder, other, path } = setup;
@@ -107,5 +107,13 @@ describe('feed requests for a tenant held by another replica', () => {
     };
     expect(report.daemon).toEqual({ reachable: true, url: `${ingress}/${path(holder)}/readyz`, holder });
     expect(report.sinks).toEqual([expect.objectContaining({ name: 'out', active: true, stateSource: 'live' })]);
+
+    const checked = await runCli(['check', '--config', set.config, '--tenant', tenant, '--no-ids'], {
+      CHANGEFEED_HTTP_PORT: String(ports.get(path(other))),
+    });
+    expect(checked.stdout).toContain(
+      `ok      lease: held by ${holder} at ${ingress}/${path(holder)}; its feed is served at ` +
+        `${ingress}/${path(holder)}/v1/tenants/${tenant}/events`,
+    );
   }, 180_000);
 });
