@@ -68,9 +68,18 @@ async function fetchReadiness(url: string): Promise<LiveReadiness> {
       bodyTimeout: READYZ_TIMEOUT_MS,
       signal: AbortSignal.timeout(READYZ_TIMEOUT_MS),
     });
-    const text = await res.body.text();
-    if (text.length > MAX_READYZ_BYTES)
-      return { reachable: false, url, reason: 'the answer is too large to be the daemon' };
+    // The URL may come from the store (a holder's advertiseUrl): read no more than /readyz can be.
+    let bytes = 0;
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > MAX_READYZ_BYTES) {
+        res.body.destroy();
+        return { reachable: false, url, reason: 'the answer is too large to be the daemon' };
+      }
+      chunks.push(chunk);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
     const body = JSON.parse(text) as { checks?: unknown };
     if (!Array.isArray(body.checks))
       return { reachable: false, url, reason: `the answer (HTTP ${res.statusCode}) is not the daemon's readiness` };

@@ -86,7 +86,8 @@ export const clusterConfigSchema = z
         "With a PostgreSQL store: the base URL at which clients reach this replica's feed (its `http` " +
           'server), e.g. `http://10.1.2.3:9464` or `https://feeds.example.com/replica-0`, recorded in the ' +
           "store with the replica's heartbeat. A feed request for a tenant another replica holds is " +
-          "redirected (307) to the holder's URL with the same path and query. Unset (the default, " +
+          "redirected (307) to the holder's URL with the same path and query. Ignored while `http.port` is " +
+          'null. Unset (the default, ' +
           'CHANGEFEED_ADVERTISE_URL): this replica is never redirected to; a request for a tenant it ' +
           'holds reaching another replica is answered 503 naming it, with Retry-After. See docs/scaling.md.',
       ),

@@ -270,7 +270,9 @@ export class ChangefeedDaemon {
       if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
       if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
       if (this.backend instanceof PostgresStoreBackend) {
-        const { instanceId, advertiseUrl } = this.config.cluster;
+        const { instanceId } = this.config.cluster;
+        // Without a server of its own nothing answers there: others must not send clients to it.
+        const advertiseUrl = this.config.http.port === null ? undefined : this.config.cluster.advertiseUrl;
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,
           instanceId,
