@@ -66,6 +66,21 @@ export function routeTenantFeeds(
 }
 
 function answerElsewhere(req: IncomingMessage, res: ServerResponse, tenant: string, elsewhere: TenantsElsewhere): void {
+  // In the order a tenant's own feed answers (EventFeed.handle): method, then token, so neither
+  // tells a tenant running elsewhere from one that does not exist.
+  const stream = (req.url ?? '').split('?')[0]!.endsWith('/stream');
+  if (req.method !== 'GET' && !(req.method === 'HEAD' && !stream)) {
+    sendProblem(
+      res,
+      405,
+      'method-not-allowed',
+      'Method not allowed',
+      'the feed is read with GET',
+      {},
+      { allow: 'GET' },
+    );
+    return;
+  }
   if (!elsewhere.authorized(req)) {
     sendProblem(
       res,

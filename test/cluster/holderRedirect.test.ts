@@ -64,7 +64,11 @@ describe('feed requests for a tenant held by another replica', () => {
     expect(anonymous.statusCode).toBe(401);
     const unknown = await request(`http://127.0.0.1:${ports.get(path(other))}/v1/tenants/no-such/events`);
     expect(unknown.statusCode).toBe(401);
-    expect(await unknown.body.text()).toBe(await anonymous.body.text());
+    const anonymousText = await anonymous.body.text();
+    expect(await unknown.body.text()).toBe(anonymousText);
+    const atHolder = await request(`http://127.0.0.1:${ports.get(path(holder))}${target}`);
+    expect(atHolder.statusCode).toBe(401);
+    expect(await atHolder.body.text()).toBe(anonymousText);
 
     const followed = await fetch(`${ingress}/${path(other)}${target}`, { headers: AUTH });
     expect(followed.status).toBe(200);

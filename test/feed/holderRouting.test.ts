@@ -91,6 +91,9 @@ describe('a replica not running the tenant', () => {
     const unknown = await request(`${replica.url}/v1/tenants/nobody/events`);
     expect([held.statusCode, unknown.statusCode]).toEqual([401, 401]);
     expect(await held.body.text()).toBe(await unknown.body.text());
+    const posted = await request(`${replica.url}/v1/tenants/acme/events`, { method: 'POST', body: '{}' });
+    expect(posted.statusCode).toBe(405);
+    await posted.body.dump();
     expect(replica.reads()).toBe(0);
   });
 
