@@ -18,7 +18,7 @@ const MAX_READYZ_BYTES = 1024 * 1024;
 
 /**
  * Asks the daemon that runs the tenant for its readiness checks: on a store with leases the
- * replica holding it, at the URL it advertises (cluster.advertiseUrl); else, or when the holder
+ * replica holding it, at the health URL it advertises (cluster.advertiseHealthUrl); else, or when the holder
  * advertises none, the daemon serving `http` on this host, whose answer counts only if it runs
  * the tenant (its checks name it), so a replica that does not hold it never passes for the holder.
  */
@@ -35,11 +35,11 @@ export async function fetchHolderReadiness(
   if (!holder.live)
     return {
       reachable: false,
-      url: holder.url ?? null,
+      url: holder.healthUrl ?? null,
       reason: `tenant ${tenant} is held by ${holder.holder}, which stopped heartbeating`,
       ...named,
     };
-  if (holder.url !== undefined) return { ...(await fetchReadiness(`${holder.url}/readyz`)), ...named };
+  if (holder.healthUrl !== undefined) return { ...(await fetchReadiness(`${holder.healthUrl}/readyz`)), ...named };
   const local = await fetchLiveReadiness(http);
   if (local.reachable && local.checks.some((c) => c.name.startsWith(`${checkPrefix}sink:`)))
     return { ...local, ...named };
@@ -47,8 +47,8 @@ export async function fetchHolderReadiness(
     reachable: false,
     url: null,
     reason:
-      `tenant ${tenant} is held by ${holder.holder}, which sets no cluster.advertiseUrl, so it cannot be asked ` +
-      "(run status with that replica's config, or set cluster.advertiseUrl)",
+      `tenant ${tenant} is held by ${holder.holder}, which sets no cluster.advertiseHealthUrl, so it cannot be asked ` +
+      "(run status with that replica's config, or set cluster.advertiseHealthUrl)",
     ...named,
   };
 }
@@ -68,7 +68,7 @@ async function fetchReadiness(url: string): Promise<LiveReadiness> {
       bodyTimeout: READYZ_TIMEOUT_MS,
       signal: AbortSignal.timeout(READYZ_TIMEOUT_MS),
     });
-    // The URL may come from the store (a holder's advertiseUrl): read no more than /readyz can be.
+    // The URL may come from the store (a holder's advertiseHealthUrl): read no more than /readyz can be.
     let bytes = 0;
     const chunks: Buffer[] = [];
     for await (const chunk of res.body as AsyncIterable<Buffer>) {

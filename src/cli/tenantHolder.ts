@@ -5,7 +5,17 @@ import type { StoreBackend } from '../store/storeBackend.js';
 
 /** Who runs a tenant, as the store says: on SQLite the one daemon; on PostgreSQL the lease holder. */
 export type TenantHolder =
-  { kind: 'local' } | { kind: 'held'; holder: string; live: boolean; url: string | undefined } | { kind: 'unheld' };
+  | { kind: 'local' }
+  | {
+      kind: 'held';
+      holder: string;
+      live: boolean;
+      /** Its feed listener (cluster.advertiseUrl). */
+      url: string | undefined;
+      /** Its health server (cluster.advertiseHealthUrl), where /readyz is. */
+      healthUrl: string | undefined;
+    }
+  | { kind: 'unheld' };
 
 /**
  * Finds the replica holding `tenant` through the store's lease table (docs/scaling.md), so a
@@ -21,5 +31,5 @@ export async function findTenantHolder(backend: StoreBackend, tenant: string, le
 /** A lease row as a TenantHolder: held while it names a holder and has not expired. */
 export function holderOf(row: LeaseRow | undefined): TenantHolder {
   if (row?.holder === undefined || !(row.expiresInMs > 0)) return { kind: 'unheld' };
-  return { kind: 'held', holder: row.holder, live: row.holderLive, url: row.holderUrl };
+  return { kind: 'held', holder: row.holder, live: row.holderLive, url: row.holderUrl, healthUrl: row.holderHealthUrl };
 }

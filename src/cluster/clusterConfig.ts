@@ -43,6 +43,19 @@ export function parseAdvertiseUrl(text: string | null | undefined): string | und
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
+const advertisedUrl = z
+  .string()
+  .max(ADVERTISE_URL_MAX_LENGTH, `must be at most ${ADVERTISE_URL_MAX_LENGTH} characters`)
+  .optional()
+  .superRefine((text, ctx) => {
+    if (text !== undefined && parseAdvertiseUrl(text) === undefined)
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: 'must be an http or https URL without credentials, query or fragment',
+      });
+  })
+  .transform((text) => (text === undefined ? undefined : parseAdvertiseUrl(text)));
+
 export const clusterConfigSchema = z
   .object({
     instanceId: z
@@ -70,27 +83,21 @@ export const clusterConfigSchema = z
           'a fifth of it (at least 1 s) before the lease may expire, and another replica takes the tenant ' +
           `once it has expired. ${LEASE_SECONDS_MIN} to ${LEASE_SECONDS_MAX}. See docs/leases.md.`,
       ),
-    advertiseUrl: z
-      .string()
-      .max(ADVERTISE_URL_MAX_LENGTH, `must be at most ${ADVERTISE_URL_MAX_LENGTH} characters`)
-      .optional()
-      .superRefine((text, ctx) => {
-        if (text !== undefined && parseAdvertiseUrl(text) === undefined)
-          ctx.addIssue({
-            code: z.ZodIssueCode.custom,
-            message: 'must be an http or https URL without credentials, query or fragment',
-          });
-      })
-      .transform((text) => (text === undefined ? undefined : parseAdvertiseUrl(text)))
-      .describe(
-        "With a PostgreSQL store: the base URL at which clients reach this replica's feed (its `http` " +
-          'server), e.g. `http://10.1.2.3:9464` or `https://feeds.example.com/replica-0`, recorded in the ' +
-          "store with the replica's heartbeat. A feed request for a tenant another replica holds is " +
-          "redirected (307) to the holder's URL with the same path and query. Ignored while `http.port` is " +
-          'null. Unset (the default, ' +
-          'CHANGEFEED_ADVERTISE_URL): this replica is never redirected to; a request for a tenant it ' +
-          'holds reaching another replica is answered 503 naming it, with Retry-After. See docs/scaling.md.',
-      ),
+    advertiseUrl: advertisedUrl.describe(
+      "With a PostgreSQL store: the base URL at which clients reach this replica's feed (its `feed.port` " +
+        'listener), e.g. `http://10.1.2.3:8080` or `https://feeds.example.com/replica-0`, recorded in the store ' +
+        "with the replica's heartbeat. A feed request for a tenant another replica holds is redirected (307) to " +
+        "the holder's URL with the same path and query. Ignored while the feed is off. Unset (the default, " +
+        'CHANGEFEED_ADVERTISE_URL): this replica is never redirected to; a request for a tenant it holds reaching ' +
+        'another replica is answered 503 naming it, with Retry-After. See docs/scaling.md.',
+    ),
+    advertiseHealthUrl: advertisedUrl.describe(
+      "With a PostgreSQL store: the base URL of this replica's health server (`http.port`), e.g. " +
+        '`http://10.1.2.3:9464`, recorded with its heartbeat so `status --tenant` run anywhere asks the holder ' +
+        'of the tenant for its live sink state (`<url>/readyz`). Ignored while `http.port` is null. Unset (the ' +
+        'default, CHANGEFEED_ADVERTISE_HEALTH_URL): status asks `http.port` on its own host, and trusts the ' +
+        'answer only if that daemon runs the tenant.',
+    ),
   })
   .strict();
 

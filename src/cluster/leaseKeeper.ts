@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import { HeldLeases, type HeldLease } from './heldLeases.js';
 import { assignLeases } from './leaseAssignment.js';
-import type { LeaseTable } from './leaseTable.js';
+import type { AdvertisedUrls, LeaseTable } from './leaseTable.js';
 import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
 
 /**
@@ -19,14 +19,17 @@ export interface LeaseEvents {
   /** Another replica should have `tenant`: drain its in-flight deliveries, then call `release(tenant)`. */
   handOver(tenant: string): void;
   /** After every round, for metrics and tests. */
-  round?(outcome: { ok: true } | { ok: false; error: unknown }): void;
+  round?(outcome: RoundOutcome): void;
 }
+
+/** A round's outcome; a good one says how long heartbeat and renewal took (the part leases ride on). */
+export type RoundOutcome = { ok: true; renewalMs: number } | { ok: false; error: unknown };
 
 export interface LeaseKeeperOptions {
   table: LeaseTable;
   instanceId: string;
-  /** cluster.advertiseUrl: recorded with every heartbeat, so the others can send clients here. */
-  advertiseUrl?: string | undefined;
+  /** Where this replica is reached, recorded with every heartbeat, so the others can send clients here. */
+  advertised?: AdvertisedUrls;
   /** cluster.leaseSeconds in milliseconds. */
   leaseMs: number;
   /** The tenants configured now; read every round, so tenants may come and go. */
@@ -45,7 +48,7 @@ export interface LeaseKeeperOptions {
   random?: () => number;
 }
 
-type KeeperState = 'created' | 'active' | 'stopping' | 'stopped';
+type KeeperState = 'created' | 'active' | 'draining' | 'stopping' | 'stopped';
 
 /** Rounds between deletions of long-dead instance rows. */
 const FORGET_INSTANCES_EVERY_ROUNDS = 100;
@@ -56,7 +59,7 @@ const FORGET_INSTANCES_EVERY_ROUNDS = 100;
  * replica but it does not know it holds, then ask assignLeases what to take and hand over, and do
  * it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
  * replica whose database is unreachable (or hangs) stops writing before its lease may expire.
- * State: created -> active -> stopping -> stopped; stop() is idempotent and awaits the loop.
+ * State: created -> active [-> draining: stopAcquiring] -> stopping -> stopped; stop() awaits the loop.
  */
 export class LeaseKeeper {
   private readonly clock: Clock;
@@ -126,11 +129,15 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return localThenDatabaseFence(
-      claim,
-      this.options.leaseMs,
-      () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant),
-    );
+    return localThenDatabaseFence(claim, this.options.leaseMs, () => {
+      if (this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant)) return true;
+      // Refused for its deadline before the deadline's timer ran (an event loop stalled past it
+      // runs I/O first): the refused write stops the tenant's runtime, so the lease is given up
+      // now. Left to the timer, a renewal answered meanwhile would keep it, renewed for good,
+      // for a tenant nobody runs.
+      this.expireDue();
+      return false;
+    });
   }
 
   /**
@@ -143,6 +150,14 @@ export class LeaseKeeper {
     if (!lease) return;
     this.armDeadlineTimer();
     await this.options.table.release(tenant, this.instanceId, lease.epoch).catch(() => undefined);
+  }
+
+  /**
+   * A graceful stop's first step: takes no tenant and hands none over from now on, but renews what it
+   * holds, so the owner drains its tenants under valid leases before stop() releases them.
+   */
+  stopAcquiring(): void {
+    if (this.state === 'active') this.state = 'draining';
   }
 
   /**
@@ -174,16 +189,16 @@ export class LeaseKeeper {
   }
 
   private async run(): Promise<void> {
-    while (this.state === 'active') {
+    while (this.state === 'active' || this.state === 'draining') {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
-        await this.round();
+        const renewalMs = await this.round();
         this.failure = undefined;
         waitMs = startedAt + this.renewEveryMs - this.clock.now();
-        this.emit(() => this.options.events.round?.({ ok: true }));
+        this.emit(() => this.options.events.round?.({ ok: true, renewalMs }));
       } catch (error) {
-        if (this.state !== 'active') break;
+        if (this.stopController.signal.aborted) break;
         const attempts = (this.failure?.attempts ?? 0) + 1;
         this.failure = { since: this.failure?.since ?? startedAt, attempts, error: describeError(error) };
         waitMs = backoffDelayMs(attempts, this.retry, this.options.random);
@@ -197,15 +212,19 @@ export class LeaseKeeper {
     }
   }
 
-  private async round(): Promise<void> {
+  /** One round; returns how long its heartbeat and renewal took, ms. */
+  private async round(): Promise<number> {
     const { table, instanceId: me } = this.options;
-    await table.heartbeat(me, this.options.advertiseUrl);
+    const startedAt = this.clock.now();
+    await table.heartbeat(me, this.options.advertised);
     await this.renewHeld();
+    const renewalMs = this.clock.now() - startedAt;
     await table.releaseAllExcept(
       me,
       this.held.all().map((l) => l.tenant),
     );
     this.finishStaleHandOvers();
+    if (this.state !== 'active') return renewalMs;
 
     const tenants = this.options.tenants();
     const live = await table.liveInstances();
@@ -220,18 +239,24 @@ export class LeaseKeeper {
       this.emit(() => this.options.events.handOver(tenant));
     }
     for (const tenant of decision.acquire) {
-      if (this.state !== 'active') return;
+      if (this.state !== 'active') return renewalMs;
       const sentAt = this.clock.now();
       const granted = await table.acquire(tenant, me);
       if (!granted) continue; // another replica was faster: the next round sees it
       this.held.grant(tenant, granted.epoch, sentAt);
       this.armDeadlineTimer();
+      // Stopping since it was sent: nobody here will start it, so it is freed for the others.
+      if (this.state !== 'active') {
+        await this.release(tenant);
+        return renewalMs;
+      }
       this.emit(() => this.options.events.acquired(tenant, granted.epoch));
     }
 
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
+    return renewalMs;
   }
 
   /** Renews every held lease in one statement; those the database refused are lost. */

@@ -10,8 +10,9 @@ import type pg from 'pg';
  *
  * `changefeed_instances`: one row per replica, its `heartbeat_at` refreshed every renewal round.
  *   A replica whose heartbeat is older than the lease duration is not live: the others stop
- *   counting it when they divide the tenants. `advertise_url` (INSTANCE_ADVERTISE_SQL) is where
- *   clients reach it (`cluster.advertiseUrl`), written with every heartbeat; NULL when unset.
+ *   counting it when they divide the tenants. `advertise_url` and `health_url`
+ *   (INSTANCE_ADVERTISE_SQL) are where its feed and its health server are reached
+ *   (`cluster.advertiseUrl`, `cluster.advertiseHealthUrl`), written with every heartbeat; NULL when unset.
  *
  * `changefeed_leases`: one row per tenant ever leased.
  *   - `holder`: the replica holding it, NULL once released.
@@ -44,13 +45,14 @@ CREATE INDEX IF NOT EXISTS changefeed_leases_holder ON changefeed_leases (holder
 `;
 
 /**
- * The column through which a replica that does not hold a tenant sends its feed clients to the
- * holder (docs/scaling.md, "Any replica answers for any tenant"); the PostgreSQL store's
+ * The columns through which a replica that does not hold a tenant sends its feed clients to the
+ * holder, and `status` asks the holder's health server (docs/scaling.md, "Any replica answers for any tenant"); the PostgreSQL store's
  * migration 4. Nullable: a replica without `cluster.advertiseUrl`, and one of an older build
  * during a rolling upgrade, writes none, and requests for its tenants elsewhere answer 503.
  */
 export const INSTANCE_ADVERTISE_SQL = `
 ALTER TABLE changefeed_instances ADD COLUMN IF NOT EXISTS advertise_url text NULL;
+ALTER TABLE changefeed_instances ADD COLUMN IF NOT EXISTS health_url text NULL;
 `;
 
 /**

@@ -1,10 +1,11 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
-import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
+import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource } from '../config/mainConfig.js';
 import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
 import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
+import { ProcessMetrics } from '../observe/processMetrics.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
@@ -18,12 +19,12 @@ import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tena
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
 import { holderRedirect } from './holderRedirect.js';
+import { ProcessFeed } from './processFeed.js';
 import { serveProcessHealth } from './processHealth.js';
 import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
 import { TenantLeases } from './tenantLeases.js';
-import type { TenantsElsewhere } from './tenantFeeds.js';
 import { TenantSupervisor } from './tenantSupervisor.js';
 
 export type { DaemonOptions, OnceReport };
@@ -42,8 +43,6 @@ export class ChangefeedDaemon {
   private tenantSupervisor: TenantSupervisor | undefined;
   /** On a PostgreSQL store: which tenants this replica runs. */
   private leases: TenantLeases | undefined;
-  /** On a PostgreSQL store with the feed on: feed clients of tenants held elsewhere sent to the holder. */
-  private elsewhere: TenantsElsewhere | undefined;
   private watcher: TenantsWatcher<TenantConfig> | undefined;
   /**
    * Who owns each API key and each tenant's last valid file, in the store (shared by the replicas
@@ -54,6 +53,8 @@ export class ChangefeedDaemon {
   private tenants: readonly Tenant<TenantConfig>[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
+  /** The pull feed's listener and tokens, when feed.enabled. */
+  private readonly feed: ProcessFeed | undefined;
   /** Opening the store at start, while it is under way or the database is awaited. */
   private opening: StoreOpening | undefined;
   /** Settles once start() has its health server and store, or gave up on them. */
@@ -61,13 +62,14 @@ export class ChangefeedDaemon {
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
   private stopped = false;
+  private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
-  constructor(
-    config: AppConfig | MainConfig,
-    private readonly options: DaemonOptions,
-  ) {
+  constructor(config: AppConfig | MainConfig, options: DaemonOptions) {
+    this.options = { ...options, metrics: options.metrics ?? new ProcessMetrics() };
     this.main = 'process' in config ? config : asMainConfig(config);
     this.config = this.main.process;
+    ProcessFeed.check(this.main);
+    if (this.config.feed.enabled) this.feed = new ProcessFeed(this.config.feed, options.logger);
     if (storeLocation(this.config).kind !== 'sqlite') return;
     // Before the store is opened: a second daemon must not even migrate it.
     this.lock = StateDirLock.acquire(this.config.stateDir);
@@ -117,16 +119,20 @@ export class ChangefeedDaemon {
   }
 
   private async serveAndOpen(): Promise<TenantSupervisor> {
-    // Before the store: while the database is unreachable /healthz says the process is fine (a
-    // restart would not help) and /readyz says what it waits for.
+    // Before the store: /healthz 200 while the database is unreachable (a restart would not help), /readyz says why.
     if (this.config.http.port !== null) {
       this.healthServer = await serveProcessHealth(this.config.http, {
         supervisor: () => this.tenantSupervisor,
         stopped: () => this.stopped,
         readiness: () => this.readiness(),
-        elsewhere: () => this.elsewhere,
+        metrics: this.options.metrics,
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
+    }
+    if (this.feed) {
+      if (this.main.tenants.kind === 'main') this.feed.setTenants(readTenants(this.main.tenants).tenants);
+      const url = await this.feed.start((tenant) => this.tenantSupervisor?.runtime(tenant)?.feed);
+      this.options.logger.info({ url }, 'event feed served');
     }
     return this.open({ retry: true });
   }
@@ -206,7 +212,10 @@ export class ChangefeedDaemon {
     await this.applying;
     if (this.leases) await this.leases.stop();
     else await this.tenantSupervisor?.stopAll();
+    await this.feed?.close();
     await this.healthServer?.close();
+    if (this.healthServer) this.options.metrics.watch(undefined);
+    if (this.leases) this.options.metrics.leases.watch(undefined);
     await this.backend?.close();
     this.lock?.release();
   }
@@ -271,25 +280,22 @@ export class ChangefeedDaemon {
       if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
       if (this.backend instanceof PostgresStoreBackend) {
         const { instanceId } = this.config.cluster;
-        // Without a server of its own nothing answers there: others must not send clients to it.
-        const advertiseUrl = this.config.http.port === null ? undefined : this.config.cluster.advertiseUrl;
+        // Without a feed of its own nothing answers there: others must not send clients to it.
+        const advertiseUrl = this.feed ? this.config.cluster.advertiseUrl : undefined;
+        const healthUrl = this.healthServer ? this.config.cluster.advertiseHealthUrl : undefined;
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,
           instanceId,
-          advertiseUrl,
+          advertised: { feedUrl: advertiseUrl, healthUrl },
           leaseMs,
           supervisor,
           tenants: () => this.tenants,
           logger: this.options.logger,
+          metrics: this.options.metrics.leases,
         });
-        if (this.config.feed.enabled)
-          this.elsewhere = holderRedirect({
-            table: this.leases.table,
-            self: { instanceId, advertiseUrl },
-            leaseMs,
-            feed: this.config.feed,
-            defaultPath: this.main.tenants.kind === 'main',
-          });
+        this.feed?.sendElsewhere(
+          holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
+        );
       }
     }
     return this.supervisor(this.backend);
@@ -299,8 +305,9 @@ export class ChangefeedDaemon {
     this.tenantSupervisor ??= new TenantSupervisor({
       backend,
       options: this.options,
-      configOf: (tenant) => ({ ...this.config, ...tenant.config }),
+      configOf: (tenant) => tenantAppConfig(this.config, tenant.config),
       fenceOf: (tenant) => this.leases?.fenceOf(tenant),
+      leaseMs: backend instanceof PostgresStoreBackend ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;
   }
@@ -311,6 +318,7 @@ export class ChangefeedDaemon {
     if (!supervisor || this.stopped) return;
     this.report = report;
     this.tenants = report.tenants;
+    this.feed?.setTenants(report.tenants);
     for (const problem of report.problems)
       this.options.logger.error(
         { tenant: problem.tenant, file: problem.file, issues: problem.issues },
@@ -342,6 +350,8 @@ const settled = (): void => undefined;
 
 /** A config without tenants.dir: its tenant sections are the tenant `default`. */
 function asMainConfig(config: AppConfig): MainConfig {
-  const tenant = Object.fromEntries(TENANT_SECTIONS.map((s) => [s, config[s]])) as TenantConfig;
+  const sections = Object.fromEntries(TENANT_SECTIONS.map((s) => [s, config[s]]));
+  const feed = { tokens: config.feed.tokens, tokenFiles: config.feed.tokenFiles };
+  const tenant = { ...sections, feed } as unknown as TenantConfig;
   return { process: config, tenants: { kind: 'main', config: tenant } };
 }

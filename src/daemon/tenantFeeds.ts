@@ -1,103 +1,155 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteDecision } from '../cluster/holderRoute.js';
+import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import type { EventFeed } from '../feed/eventFeed.js';
+import type { FeedConfig } from '../feed/feedConfig.js';
 import { sendProblem } from '../feed/feedProblem.js';
-import { DEFAULT_TENANT } from '../tenants/tenant.js';
+import {
+  readFeedTokens,
+  readsTenant,
+  type FeedSlots,
+  type FeedTokenGrant,
+  type FeedTokens,
+} from '../feed/feedTokens.js';
+import { DEFAULT_TENANT, type Tenant } from '../tenants/tenant.js';
 
-const TENANT_PATH = /^\/v1\/tenants\/([a-z0-9][a-z0-9_-]{0,62})(\/events(?:\/stream)?(?:[?].*)?)$/;
-const DEFAULT_PATH = /^\/v1\/events(?:\/stream)?(?:[?].*)?$/;
+/** `/v1/events[/stream]`: the tenant `default`, the path of a daemon without tenants. */
+const DEFAULT_PATH = /^\/v1\/events(\/stream)?$/;
+/** Any segment: a name no tenant can have is refused after the token, as an unknown one. */
+const TENANT_PATH = /^\/v1\/tenants\/([^/]{1,200})\/events(\/stream)?$/;
 
-/**
- * How a tenant not running in this process is answered on a store shared by replicas with the
- * feed on (holderRedirect.ts). Absent otherwise: such a tenant then answers 503.
- */
-export interface TenantsElsewhere {
-  /** Whether `/v1/events` is a tenant's path (the tenant `default`: no tenants directory). */
-  readonly defaultPath: boolean;
+export interface TenantFeedRoutes {
+  /** The tokens of the process and of every tenant it knows. */
+  tokens: () => FeedTokens;
+  /** The per-token limits, across tenants. */
+  slots: FeedSlots;
+  /** The feed of a tenant running in this process. */
+  feedOf: (tenant: string) => EventFeed | undefined;
+  /** Whether this replica knows the tenant (from its file), running here or held by another replica. */
+  knows: (tenant: string) => boolean;
   /**
-   * The feed's own token check, run before anything about the tenant is looked up, so a client
-   * without a token gets the same 401 for a tenant that exists elsewhere and one that does not.
+   * On a store shared by replicas, once it is open: where a known tenant not running here goes
+   * (holderRedirect.ts). Without it such a tenant answers 503.
    */
-  authorized(req: IncomingMessage): boolean;
+  elsewhere?: () => TenantsElsewhere | undefined;
+}
+
+/** Sends the clients of a tenant this replica does not run to the replica that does. */
+export interface TenantsElsewhere {
   /** Serve, redirect to the holder, or unavailable: decideRoute over the lease row read now. */
   route(tenant: string, target: string): Promise<RouteDecision>;
 }
 
 /**
- * Routes the pull feed to a tenant's journal: `/v1/events` is the tenant `default` (the path of a
- * daemon without tenants), `/v1/tenants/<name>/events[/stream]` any tenant running in this
- * process. A tenant running elsewhere (another replica holds its lease) is redirected (307) to
- * the holder's advertised URL with the same path and query; when there is none to send it to,
- * 503 with Retry-After naming the holder, so a client behind a load balancer tries again.
+ * Routes the feed listener's requests to a tenant's journal: `/v1/events` is the tenant
+ * `default`, `/v1/tenants/<name>/events[/stream]` any tenant. The token is checked before
+ * anything about the tenant is looked at, so every tenant name, known or not, gets the same 401
+ * without a valid token; a valid token that does not read the tenant gets the same 404 whether
+ * the tenant exists or not. A tenant this token reads but another replica runs answers 503 with
+ * Retry-After, so a client behind a load balancer tries again and reaches another replica.
  */
-export function routeTenantFeeds(
-  req: IncomingMessage,
-  res: ServerResponse,
-  feedOf: (tenant: string) => EventFeed | undefined,
-  elsewhere?: TenantsElsewhere,
-): boolean {
+export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, routes: TenantFeedRoutes): void {
+  // The parser passes request targets URL refuses (`GET http://[ HTTP/1.1`): not a feed path, then.
   const target = req.url ?? '/';
-  const match = TENANT_PATH.exec(target);
-  if (!match) {
-    const feed = feedOf(DEFAULT_TENANT);
-    if (feed) return feed.handle(req, res);
-    if (!elsewhere?.defaultPath || !DEFAULT_PATH.test(target)) return false;
-    answerElsewhere(req, res, DEFAULT_TENANT, elsewhere);
-    return true;
-  }
-  const [, tenant, rest] = match as unknown as [string, string, string];
-  const feed = feedOf(tenant);
-  if (feed) {
-    req.url = `/v1${rest}`;
-    return feed.handle(req, res);
-  }
-  if (elsewhere) answerElsewhere(req, res, tenant, elsewhere);
-  else
+  const url = URL.canParse(target, 'http://feed') ? new URL(target, 'http://feed') : undefined;
+  const path = url?.pathname ?? '';
+  const byDefault = DEFAULT_PATH.exec(path);
+  const byTenant = byDefault ? undefined : TENANT_PATH.exec(path);
+  if (!byDefault && !byTenant) {
     sendProblem(
       res,
-      503,
-      'tenant-elsewhere',
-      'Tenant not served here',
-      `tenant ${tenant} is not running on this replica (unknown, stopped, or held by another replica)`,
-      {},
-      { 'retry-after': '5' },
-    );
-  return true;
-}
-
-function answerElsewhere(req: IncomingMessage, res: ServerResponse, tenant: string, elsewhere: TenantsElsewhere): void {
-  // In the order a tenant's own feed answers (EventFeed.handle): method, then token, so neither
-  // tells a tenant running elsewhere from one that does not exist.
-  const stream = (req.url ?? '').split('?')[0]!.endsWith('/stream');
-  if (req.method !== 'GET' && !(req.method === 'HEAD' && !stream)) {
-    sendProblem(
-      res,
-      405,
-      'method-not-allowed',
-      'Method not allowed',
-      'the feed is read with GET',
-      {},
-      { allow: 'GET' },
+      404,
+      'not-found',
+      'Not found',
+      'the feed serves /v1/events and /v1/tenants/<tenant>/events, each also as /stream',
     );
     return;
   }
-  if (!elsewhere.authorized(req)) {
+  const tenant = byTenant ? (byTenant[1] as string) : DEFAULT_TENANT;
+  const stream = (byTenant ?? byDefault)?.[byTenant ? 2 : 1] !== undefined;
+  const reader = routes.tokens().match(header(req, 'authorization'));
+  if (!reader) {
     sendProblem(
       res,
       401,
       'unauthorized',
       'Unauthorized',
-      'send one of the tokens of feed.tokens or feed.tokenFiles as "Authorization: Bearer <token>"',
+      'send a feed token of this tenant (feed.tokens of its file) or of every tenant (feed.allTenantsTokens) ' +
+        'as "Authorization: Bearer <token>"',
       {},
       { 'www-authenticate': 'Bearer realm="changefeed"' },
     );
     return;
   }
-  const target = req.url ?? '/';
+  const feed = readsTenant(reader, tenant) ? routes.feedOf(tenant) : undefined;
+  const elsewhere = routes.elsewhere?.();
+  // After the token, and only for a tenant this token reads: nobody learns a holder's URL, nor
+  // that a tenant exists, without the right to read it.
+  if (!feed && readsTenant(reader, tenant) && routes.knows(tenant) && elsewhere) {
+    // From the parsed URL, not the raw target: an absolute-form target (`GET http://x/v1/...`)
+    // must not put its own origin after the holder's.
+    answerElsewhere(res, tenant, `${path}${url?.search ?? ''}`, elsewhere);
+    return;
+  }
+  if (!feed && readsTenant(reader, tenant) && routes.knows(tenant)) {
+    sendProblem(
+      res,
+      503,
+      'tenant-elsewhere',
+      'Tenant not served here',
+      `tenant ${tenant} is not running on this replica (starting, stopped, or held by another replica)`,
+      {},
+      { 'retry-after': '5' },
+    );
+    return;
+  }
+  if (!feed) {
+    sendProblem(res, 404, 'not-found', 'Not found', 'this token reads no feed at this path');
+    return;
+  }
+  const pagePath = byTenant ? `/v1/tenants/${tenant}/events` : '/v1/events';
+  feed.handle(req, res, { mode: stream ? 'stream' : 'page', pagePath, reader, slots: routes.slots });
+}
+
+/**
+ * Who may read what: the main file's `feed.allTenantsTokens` every tenant, each tenant's own
+ * `feed.tokens` that tenant only. A tenant whose token file cannot be read is reported through
+ * `onProblem` and left without tokens (its start reports it too): never a reason to refuse the
+ * other tenants' readers.
+ */
+export function feedTokenGrants(
+  feed: Pick<FeedConfig, 'allTenantsTokens' | 'allTenantsTokenFiles'>,
+  tenants: readonly Tenant<TenantConfig>[],
+  onProblem: (tenant: string, error: unknown) => void,
+): FeedTokenGrant[] {
+  const grants: FeedTokenGrant[] = readFeedTokens(
+    feed.allTenantsTokens,
+    feed.allTenantsTokenFiles,
+    'feed.allTenantsTokenFiles',
+  ).map((token) => ({ token, reads: { kind: 'all' } }));
+  for (const tenant of tenants) {
+    const own = tenant.config.feed;
+    if (!own) continue;
+    try {
+      for (const token of readFeedTokens(own.tokens, own.tokenFiles, 'feed.tokenFiles'))
+        grants.push({ token, reads: { kind: 'tenant', tenant: tenant.name } });
+    } catch (error) {
+      onProblem(tenant.name, error);
+    }
+  }
+  return grants;
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function answerElsewhere(res: ServerResponse, tenant: string, target: string, elsewhere: TenantsElsewhere): void {
   elsewhere
     .route(tenant, target)
     .then(
-      (decision) => answer(res, tenant, decision),
+      (decision) => answerRoute(res, tenant, decision),
       // What the store said is not the client's business (it may name hosts); the cause is in
       // the replica's own logs and /readyz, where its lease rounds fail the same way.
       () =>
@@ -117,14 +169,14 @@ function answerElsewhere(req: IncomingMessage, res: ServerResponse, tenant: stri
 }
 
 const UNAVAILABLE_DETAIL: Record<Extract<RouteDecision, { kind: 'unavailable' }>['reason'], string> = {
-  'no-holder': 'no replica holds it now (unknown, new, or between holders)',
+  'no-holder': 'no replica holds it now (new, or between holders)',
   'holder-is-self': 'this replica is taking it up or giving it away',
   'holder-not-live': 'its holder stopped answering; another replica takes it when the lease expires',
   'holder-not-advertised': 'its holder sets no cluster.advertiseUrl, so requests cannot be sent there',
   'holder-url-is-self': "its holder's cluster.advertiseUrl is this replica's own: give each replica its own",
 };
 
-function answer(res: ServerResponse, tenant: string, decision: RouteDecision): void {
+function answerRoute(res: ServerResponse, tenant: string, decision: RouteDecision): void {
   if (res.headersSent || res.destroyed) return;
   if (decision.kind === 'redirect') {
     res.writeHead(307, { location: decision.url, 'cache-control': 'no-store', 'content-length': '0' }).end();

@@ -1,9 +1,10 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { LeaseKeeper } from '../cluster/leaseKeeper.js';
-import { LeaseTable } from '../cluster/leaseTable.js';
+import { LeaseKeeper, type RoundOutcome } from '../cluster/leaseKeeper.js';
+import { LeaseTable, type AdvertisedUrls } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
+import type { LeaseMetrics } from '../observe/leaseMetrics.js';
 import type { WriteFence } from '../store/storeBackend.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
@@ -13,20 +14,23 @@ export interface TenantLeasesDeps {
    * queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
   pool: pg.Pool;
   instanceId: string;
-  /** cluster.advertiseUrl, recorded with every heartbeat. */
-  advertiseUrl: string | undefined;
+  /** cluster.advertiseUrl and cluster.advertiseHealthUrl, recorded with every heartbeat. */
+  advertised: AdvertisedUrls;
   leaseMs: number;
   supervisor: TenantSupervisor;
   /** The tenants configured now. */
   tenants: () => readonly Tenant<TenantConfig>[];
   logger: Logger;
+  /** The process's lease metrics: this replica's leases are shown there while it runs. */
+  metrics: LeaseMetrics;
 }
 
 /**
  * Runs the tenants this replica holds the lease of, on a store shared by replicas (docs/leases.md):
  * a tenant starts when its lease is acquired, with every store write fenced by that lease; it
- * stops at once when the lease is lost; and on a hand-over (a replica joined) it stops first,
- * which drains its in-flight deliveries, and is released only then.
+ * stops at once when the lease is lost, its deliveries in flight aborted; and on a hand-over (a
+ * replica joined) it stops first, draining its deliveries in flight, and is released only then.
+ * Every handler of the keeper's events is kept until it settles, so stop() waits for them all.
  */
 export class TenantLeases {
   readonly keeper: LeaseKeeper;
@@ -37,15 +41,19 @@ export class TenantLeases {
     this.keeper = new LeaseKeeper({
       table: this.table,
       instanceId: deps.instanceId,
-      advertiseUrl: deps.advertiseUrl,
+      advertised: deps.advertised,
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
       events: {
-        acquired: (tenant, epoch) => this.handled(tenant, 'starting the tenant', this.acquired(tenant, epoch)),
-        lost: (tenant, reason) => this.handled(tenant, 'stopping the lost tenant', this.lost(tenant, reason)),
-        handOver: (tenant) => this.handled(tenant, 'handing the tenant over', this.handOver(tenant)),
+        acquired: (tenant, epoch) => this.handle(tenant, 'starting the tenant', () => this.acquired(tenant, epoch)),
+        lost: (tenant, reason) => this.handle(tenant, 'stopping the lost tenant', () => this.lost(tenant, reason)),
+        handOver: (tenant) => this.handle(tenant, 'handing the tenant over', () => this.handOver(tenant)),
         round: (outcome) => this.rounded(outcome),
       },
+    });
+    deps.metrics.watch({
+      configured: () => deps.tenants().map((t) => t.name),
+      held: () => this.keeper.heldLeases().map((l) => l.tenant),
     });
   }
 
@@ -72,18 +80,46 @@ export class TenantLeases {
       this.deps.logger.info({ tenant: name }, 'tenant file removed; tenant stopped here and its lease released');
   }
 
-  /** Drains every tenant while the leases still hold, then releases them all for the others. */
+  /**
+   * In order: takes no tenant from now on, lets the handlers under way finish (a tenant starting
+   * is then running, to be drained), drains every tenant while the keeper still renews their
+   * leases, and only then releases the leases for the others. Resolves once nothing runs here.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.keeper.stopAcquiring();
+    await this.handled();
     await this.deps.supervisor.stopAll();
     await this.keeper.stop();
+    // The keeper reports each lease it gave back as lost: those handlers find nothing running.
+    await this.handled();
   }
 
   /** Set by stop(): the leases the keeper then gives up were not lost. */
   private stopping = false;
+  /** The keeper's event handlers under way. */
+  private readonly handling = new Set<Promise<void>>();
+
+  /** Runs a handler of a keeper event, kept until it settles; what it throws is logged with the tenant. */
+  private handle(tenant: string, what: string, handler: () => Promise<void>): void {
+    const task: Promise<void> = handler()
+      .catch((error: unknown) => {
+        this.deps.logger.error({ tenant, err: describeError(error) }, `${what} failed`);
+      })
+      .finally(() => this.handling.delete(task));
+    this.handling.add(task);
+  }
+
+  /** Resolves once no handler is under way, including those started while waiting. */
+  private async handled(): Promise<void> {
+    while (this.handling.size > 0) await Promise.all(this.handling);
+  }
+
   /** Logs the first failed round of a run of failures, and the recovery. */
   private failing = false;
-  private rounded(outcome: { ok: true } | { ok: false; error: unknown }): void {
+  private rounded(outcome: RoundOutcome): void {
+    if (outcome.ok) this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
+    else this.deps.metrics.failedRounds.inc();
     if (outcome.ok) {
       if (this.failing) this.deps.logger.info('tenant leases renewed again');
       this.failing = false;
@@ -97,26 +133,15 @@ export class TenantLeases {
     this.failing = true;
   }
 
-  /**
-   * The one error route of the keeper's events: the keeper calls them synchronously and goes on
-   * renewing, so each one's work ends here, logged once with its tenant, never unhandled.
-   */
-  private handled(tenant: string, what: string, work: Promise<void>): void {
-    work.catch((error: unknown) =>
-      this.deps.logger.error(
-        { tenant, err: describeError(error) },
-        `${what} failed; the next lease round decides again`,
-      ),
-    );
-  }
-
   private async acquired(name: string, epoch: number): Promise<void> {
+    this.deps.metrics.acquired.inc({ tenant: name });
     const tenant = this.deps.tenants().find((t) => t.name === name);
-    if (!tenant) return this.keeper.release(name);
+    // Acquired as the replica began to stop: given back rather than started.
+    if (!tenant || this.stopping) return this.keeper.release(name);
     this.deps.logger.info({ tenant: name, epoch }, 'lease acquired; tenant starting here');
     await this.deps.supervisor.start(tenant);
     // Lost while it started: its writes are fenced already; do not leave it running.
-    if (!this.keeper.canWrite(name)) await this.deps.supervisor.stop(name);
+    if (!this.keeper.canWrite(name)) await this.deps.supervisor.stop(name, { abort: true });
     // Did not start (the database went away meanwhile, say): give the lease back, so a later
     // round (here or elsewhere) starts it again, rather than hold a tenant nobody runs.
     else if (this.deps.supervisor.startFailures.has(name)) await this.keeper.release(name);
@@ -125,17 +150,21 @@ export class TenantLeases {
   private async lost(name: string, reason: string): Promise<void> {
     // A replica stopping has drained its tenants already and gives their leases back: no warning.
     if (this.stopping) this.deps.logger.info({ tenant: name, reason }, 'lease given back; replica stopping');
-    else this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
-    await this.deps.supervisor
-      .stop(name)
-      .catch((error: unknown) =>
-        this.deps.logger.error({ tenant: name, err: describeError(error) }, 'stopping a lost tenant failed'),
-      );
+    else {
+      this.deps.metrics.lost.inc({ tenant: name });
+      this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
+    }
+    // Its acks would be refused by the fence: deliveries in flight are aborted, not drained.
+    await this.deps.supervisor.stop(name, { abort: true });
   }
 
   private async handOver(name: string): Promise<void> {
+    this.deps.metrics.handedOver.inc({ tenant: name });
     this.deps.logger.info({ tenant: name }, 'handing the tenant over: draining, then releasing its lease');
-    await this.deps.supervisor.stop(name).catch(() => undefined);
-    await this.keeper.release(name);
+    try {
+      await this.deps.supervisor.stop(name);
+    } finally {
+      await this.keeper.release(name);
+    }
   }
 }

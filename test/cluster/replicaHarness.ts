@@ -12,6 +12,7 @@ import { skipOrFail } from '../support/requiredBinary.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { writeTenantFile } from '../support/tenantFile.js';
+import { SECRET } from '../support/webhookHarness.js';
 
 /**
  * Replicas of `changefeed run` (real child processes) sharing one PostgreSQL schema and one
@@ -26,7 +27,7 @@ export interface ReplicaSet {
   readonly config: string;
   readonly admin: pg.Client;
   readonly replicas: Map<string, DaemonProcess>;
-  /** Starts replica `instanceId`; `env` adds to its environment (CHANGEFEED_HTTP_PORT, say). */
+  /** Starts a replica; `env` adds variables (CHANGEFEED_HTTP_PORT, ...). */
   start(instanceId: string, env?: Record<string, string>): DaemonProcess;
   tenantName(company: number): string;
   /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
@@ -85,6 +86,8 @@ export function startReplicaSet(
     readsPerHour?: number;
     /** More YAML lines of the main config file every replica runs with (a `feed` section, say). */
     mainLines?: readonly string[];
+    /** Each tenant delivers to this webhook (signed with webhookHarness's SECRET) instead of a file of its own. */
+    webhookUrl?: string;
   },
 ): ReplicaSet {
   const dir = makeTempDir();
@@ -97,7 +100,9 @@ export function startReplicaSet(
   const writeCompanyFile = (company: number): void =>
     writeTenantFile(tenantsDir, tenantName(company), {
       apiKey: simulator.companies[company]!.apiKey,
-      sinkPath: eventsFile(company),
+      ...(options.webhookUrl
+        ? { sink: `{ name: out, type: webhook, url: "${options.webhookUrl}", secret: "${SECRET}" }` }
+        : { sinkPath: eventsFile(company) }),
       lines: options.readsPerHour
         ? [
             `budget: { readsPerHour: ${options.readsPerHour}, reserve: 0 }`,

@@ -75,6 +75,7 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
         epoch: 4,
         holderLive: true,
         holderUrl: undefined,
+        holderHealthUrl: undefined,
       }),
     ]);
     // The previous build's heartbeat (no URL) still works on the new schema, and the new one records its URL.
@@ -82,10 +83,28 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
       `INSERT INTO "${schema}".changefeed_instances (instance_id) VALUES ('old-replica')
        ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = clock_timestamp()`,
     );
-    await table.heartbeat('old-replica', 'http://10.0.0.7:9464');
-    expect((await table.list())[0]?.holderUrl).toBe('http://10.0.0.7:9464');
+    await table.heartbeat('old-replica', { feedUrl: 'http://10.0.0.7:8080', healthUrl: 'http://10.0.0.7:9464/' });
+    expect((await table.list())[0]).toMatchObject({
+      holderUrl: 'http://10.0.0.7:8080',
+      holderHealthUrl: 'http://10.0.0.7:9464',
+    });
     await table.heartbeat('old-replica');
-    expect((await table.list())[0]?.holderUrl).toBeUndefined();
+    expect((await table.list())[0]).toMatchObject({ holderUrl: undefined, holderHealthUrl: undefined });
+  });
+
+  it('lets a replica of the previous version, still running in a rolling update, watch a new log', async () => {
+    const schema = freshSchema();
+    await (await openBackend(schema)).tenantStore('t');
+    // WatchedLogs.register as the version-1 build (81b78f7) writes it: no first_poll_by.
+    await admin!.query(
+      `INSERT INTO "${schema}".watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+       ON CONFLICT (tenant, log, object_id) DO NOTHING`,
+      ['t', 'career', 'c-old', 'config', T, T, T],
+    );
+    const store = await (await openBackend(schema)).tenantStore('t');
+    // Due at once, as the logs migration 2 found.
+    expect((await store.watchedLogs.get('career', 'c-old'))?.firstPollBy).toBeLessThanOrEqual(T);
   });
 
   it('refuses a schema written by a newer version, saying to upgrade', async () => {

@@ -25,7 +25,7 @@ const noPort = httpConfigSchema.parse({});
 describe('status asking the holder of a tenant', () => {
   it("asks the holder's advertised URL and names the holder", async () => {
     const url = await serve((req, res) => res.end(JSON.stringify({ ready: true, checks, path: req.url })));
-    const holder = { kind: 'held' as const, holder: 'replica-b', live: true, url: `${url}/b` };
+    const holder = { kind: 'held' as const, holder: 'replica-b', live: true, url: undefined, healthUrl: `${url}/b` };
     expect(await fetchHolderReadiness(noPort, holder, 'acme/', 'acme')).toEqual({
       reachable: true,
       url: `${url}/b/readyz`,
@@ -44,7 +44,7 @@ describe('status asking the holder of a tenant', () => {
       };
       more();
     });
-    const holder = { kind: 'held' as const, holder: 'replica-b', live: true, url };
+    const holder = { kind: 'held' as const, holder: 'replica-b', live: true, url: undefined, healthUrl: url };
     const answer = await fetchHolderReadiness(noPort, holder, 'acme/', 'acme');
     expect(answer).toMatchObject({ reachable: false, reason: 'the answer is too large to be the daemon' });
     expect(written).toBeLessThan(64 * 1024 * 1024);
@@ -55,11 +55,11 @@ describe('status asking the holder of a tenant', () => {
       res.end(JSON.stringify({ ready: true, checks: [{ name: 'other/sink:out', ok: true }] })),
     );
     const http = httpConfigSchema.parse({ port: Number(new URL(url).port) });
-    const holder = { kind: 'held' as const, holder: 'replica-b', live: true, url: undefined };
+    const holder = { kind: 'held' as const, holder: 'replica-b', live: true, url: 'http://x', healthUrl: undefined };
     expect(await fetchHolderReadiness(http, holder, 'acme/', 'acme')).toMatchObject({
       reachable: false,
       holder: 'replica-b',
-      reason: expect.stringContaining('sets no cluster.advertiseUrl') as unknown,
+      reason: expect.stringContaining('sets no cluster.advertiseHealthUrl') as unknown,
     });
   });
 

@@ -112,6 +112,7 @@ describe('LeaseDirectory', () => {
     expiresInMs,
     holderLive: true,
     holderUrl: 'http://10.0.0.2:9464',
+    holderHealthUrl: undefined,
   });
 
   it('reads the lease table once per second however many requests and tenant names arrive', async () => {
