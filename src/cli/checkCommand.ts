@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type CheckResult, formatCheck } from './checkResult.js';
 import { checkFeed } from './feedCheck.js';
+import { checkTenantHolder } from './holderCheck.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { checkConfiguredIds, checkDiscoveryLists, checkPing } from './serviceChecks.js';
@@ -13,7 +14,8 @@ export const CHECK_USAGE = `changefeed check [--config FILE] [--tenant NAME] [--
   (--no-ids skips these reads), reads one page of each list discovery uses, and connects to every
   sink (--probe-sinks also sends each webhook one signed test event). One line per check; exits 1
   on any problem. The reads it spends from the key's bucket are counted and shown. With
-  tenants.dir, --tenant names the tenant checked: its file, its key, its watch set and sinks.`;
+  tenants.dir, --tenant names the tenant checked: its file, its key, its watch set and sinks. On a
+  PostgreSQL store it also says which replica holds the tenant and where its feed is served.`;
 
 export async function checkCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -61,6 +63,8 @@ export async function checkCommand(argv: string[]): Promise<number> {
   if (feed) report([feed]);
   const storePassword = checkStorePassword(config);
   if (storePassword) report([storePassword]);
+  const holder = await checkTenantHolder(config, tenant);
+  if (holder) report([holder]);
   const problems = results.filter((r) => !r.ok).length;
   out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
   return problems === 0 ? 0 : 1;

@@ -33,9 +33,10 @@ export async function takeCommandLease(
   const granted = await table.acquire(tenant, holder);
   if (!granted) {
     const lease = (await table.list()).find((l) => l.tenant === tenant);
+    const at = lease?.holderUrl === undefined ? '' : ` (reached at ${lease.holderUrl})`;
     throw new ChangefeedError(
       'LEASE_HELD',
-      `tenant "${tenant}" is leased by ${lease?.holder ?? 'another replica'}, which delivers its outbox; ` +
+      `tenant "${tenant}" is leased by ${lease?.holder ?? 'another replica'}${at}, which delivers its outbox; ` +
         `queue for it with --queue-only instead, or stop the replicas first`,
     );
   }

@@ -1,6 +1,7 @@
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
+import type { StoreBackend } from '../store/storeBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { takeCommandLease } from './commandLease.js';
@@ -17,22 +18,23 @@ export interface StoreLeaseOptions {
  * file is STORE_MISSING (exit 1) naming the path and the stateDir, rather than a new empty store.
  * `readonly` opens it beside a running daemon without taking part in its writes. With `lease`, on
  * a PostgreSQL store, the command holds the tenant's lease while `use` runs and its writes are
- * fenced by it; `lost` then settles if the lease runs out (on SQLite there is none). The store and
+ * fenced by it; `lost` then settles if the lease runs out (on SQLite there is none). `use` also
+ * gets the engine, to read what is not a tenant's (who holds it: tenantHolder.ts). The store and
  * its engine are closed afterwards, whatever `use` does.
  */
 export async function withExistingStore<T>(
   config: { stateDir: string; store: StoreConfig },
   options: { readonly?: boolean; tenant?: string | undefined; lease?: StoreLeaseOptions },
-  use: (store: ChangefeedStore, lease: { lost: Promise<string> } | undefined) => Promise<T>,
+  use: (store: ChangefeedStore, lease: { lost: Promise<string> } | undefined, backend: StoreBackend) => Promise<T>,
 ): Promise<T> {
   const tenant = options.tenant ?? DEFAULT_TENANT;
   const backend = await openStoreBackend(config, { readonly: options.readonly ?? false, mustExist: true });
   try {
     if (!options.lease || !(backend instanceof PostgresStoreBackend))
-      return await use(await backend.tenantStore(tenant), undefined);
+      return await use(await backend.tenantStore(tenant), undefined, backend);
     const lease = await takeCommandLease(backend, tenant, options.lease);
     try {
-      return await use(await backend.tenantStore(tenant, { fence: lease.fence }), lease);
+      return await use(await backend.tenantStore(tenant, { fence: lease.fence }), lease, backend);
     } finally {
       await lease.release();
     }

@@ -69,8 +69,13 @@ export interface StatusReport {
   quarantinedEntries: number;
   /** The read budget as the daemon last saw it (written every 30 s while polling); null before that. */
   budget: BudgetStatus | null;
-  /** Whether the running daemon answered on http.port; sink state is live only when it did. */
-  daemon: { reachable: true; url: string } | { reachable: false; url: string | null; reason: string };
+  /**
+   * Whether the daemon running the tenant answered (on a PostgreSQL store the lease holder, at its
+   * cluster.advertiseUrl, named in `holder`; else the one on http.port); sink state is live only when it did.
+   */
+  daemon: ({ reachable: true; url: string } | { reachable: false; url: string | null; reason: string }) & {
+    holder?: string;
+  };
 }
 
 export interface BudgetStatus {
@@ -229,7 +234,7 @@ export function formatStatusReport(report: StatusReport): string {
   lines.push(
     '',
     d.reachable
-      ? `sink state: live from the running daemon at ${d.url}`
+      ? `sink state: live from the running daemon at ${d.url}${d.holder ? ` (${d.holder}, holding the tenant)` : ''}`
       : `sink state: ${d.reason}${d.url ? ` at ${d.url}` : ''}; "(recorded)" marks the last value the daemon stored, active follows the current config`,
   );
   const gaps = report.logs.filter((l) => l.gap).length;

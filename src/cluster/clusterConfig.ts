@@ -25,6 +25,37 @@ export function defaultInstanceId(host: string = hostname(), pid: number = proce
   return `${cleaned.slice(0, INSTANCE_ID_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
+/** Longest `cluster.advertiseUrl`: it is stored in the instance row and sent in every redirect's Location. */
+export const ADVERTISE_URL_MAX_LENGTH = 512;
+
+/**
+ * A URL other replicas may send clients to: http or https, no credentials, query or fragment (the
+ * redirect appends the request's own path and query to it). The trailing `/` is dropped, so a
+ * path prefix (`https://feeds.example.com/replica-0`) joins the request path without doubling it.
+ * Undefined for anything else, so a row written by hand or by a broken build is never followed.
+ */
+export function parseAdvertiseUrl(text: string | null | undefined): string | undefined {
+  if (typeof text !== 'string' || text.length > ADVERTISE_URL_MAX_LENGTH || !URL.canParse(text)) return undefined;
+  const url = new URL(text);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username || url.password || url.search || url.hash || text.includes('?') || text.includes('#'))
+    return undefined;
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+const advertisedUrl = z
+  .string()
+  .max(ADVERTISE_URL_MAX_LENGTH, `must be at most ${ADVERTISE_URL_MAX_LENGTH} characters`)
+  .optional()
+  .superRefine((text, ctx) => {
+    if (text !== undefined && parseAdvertiseUrl(text) === undefined)
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: 'must be an http or https URL without credentials, query or fragment',
+      });
+  })
+  .transform((text) => (text === undefined ? undefined : parseAdvertiseUrl(text)));
+
 export const clusterConfigSchema = z
   .object({
     instanceId: z
@@ -52,6 +83,21 @@ export const clusterConfigSchema = z
           'a fifth of it (at least 1 s) before the lease may expire, and another replica takes the tenant ' +
           `once it has expired. ${LEASE_SECONDS_MIN} to ${LEASE_SECONDS_MAX}. See docs/leases.md.`,
       ),
+    advertiseUrl: advertisedUrl.describe(
+      "With a PostgreSQL store: the base URL at which clients reach this replica's feed (its `feed.port` " +
+        'listener), e.g. `http://10.1.2.3:8080` or `https://feeds.example.com/replica-0`, recorded in the store ' +
+        "with the replica's heartbeat. A feed request for a tenant another replica holds is redirected (307) to " +
+        "the holder's URL with the same path and query. Ignored while the feed is off. Unset (the default, " +
+        'CHANGEFEED_ADVERTISE_URL): this replica is never redirected to; a request for a tenant it holds reaching ' +
+        'another replica is answered 503 naming it, with Retry-After. See docs/scaling.md.',
+    ),
+    advertiseHealthUrl: advertisedUrl.describe(
+      "With a PostgreSQL store: the base URL of this replica's health server (`http.port`), e.g. " +
+        '`http://10.1.2.3:9464`, recorded with its heartbeat so `status --tenant` run anywhere asks the holder ' +
+        'of the tenant for its live sink state (`<url>/readyz`). Ignored while `http.port` is null. Unset (the ' +
+        'default, CHANGEFEED_ADVERTISE_HEALTH_URL): status asks `http.port` on its own host, and trusts the ' +
+        'answer only if that daemon runs the tenant.',
+    ),
   })
   .strict();
 

@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import { HeldLeases, type HeldLease } from './heldLeases.js';
 import { assignLeases } from './leaseAssignment.js';
-import type { LeaseTable } from './leaseTable.js';
+import type { AdvertisedUrls, LeaseTable } from './leaseTable.js';
 import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
 
 /**
@@ -28,6 +28,8 @@ export type RoundOutcome = { ok: true; renewalMs: number } | { ok: false; error:
 export interface LeaseKeeperOptions {
   table: LeaseTable;
   instanceId: string;
+  /** Where this replica is reached, recorded with every heartbeat, so the others can send clients here. */
+  advertised?: AdvertisedUrls;
   /** cluster.leaseSeconds in milliseconds. */
   leaseMs: number;
   /** The tenants configured now; read every round, so tenants may come and go. */
@@ -214,7 +216,7 @@ export class LeaseKeeper {
   private async round(): Promise<number> {
     const { table, instanceId: me } = this.options;
     const startedAt = this.clock.now();
-    await table.heartbeat(me);
+    await table.heartbeat(me, this.options.advertised);
     await this.renewHeld();
     const renewalMs = this.clock.now() - startedAt;
     await table.releaseAllExcept(

@@ -10,7 +10,9 @@ import type pg from 'pg';
  *
  * `changefeed_instances`: one row per replica, its `heartbeat_at` refreshed every renewal round.
  *   A replica whose heartbeat is older than the lease duration is not live: the others stop
- *   counting it when they divide the tenants.
+ *   counting it when they divide the tenants. `advertise_url` and `health_url`
+ *   (INSTANCE_ADVERTISE_SQL) are where its feed and its health server are reached
+ *   (`cluster.advertiseUrl`, `cluster.advertiseHealthUrl`), written with every heartbeat; NULL when unset.
  *
  * `changefeed_leases`: one row per tenant ever leased.
  *   - `holder`: the replica holding it, NULL once released.
@@ -43,6 +45,17 @@ CREATE INDEX IF NOT EXISTS changefeed_leases_holder ON changefeed_leases (holder
 `;
 
 /**
+ * The columns through which a replica that does not hold a tenant sends its feed clients to the
+ * holder, and `status` asks the holder's health server (docs/scaling.md, "Any replica answers for any tenant"); the PostgreSQL store's
+ * migration 4. Nullable: a replica without `cluster.advertiseUrl`, and one of an older build
+ * during a rolling upgrade, writes none, and requests for its tenants elsewhere answer 503.
+ */
+export const INSTANCE_ADVERTISE_SQL = `
+ALTER TABLE changefeed_instances ADD COLUMN IF NOT EXISTS advertise_url text NULL;
+ALTER TABLE changefeed_instances ADD COLUMN IF NOT EXISTS health_url text NULL;
+`;
+
+/**
  * Creates the lease tables if they are missing. Two replicas starting together would race in
  * `CREATE TABLE IF NOT EXISTS` (one fails on the catalog's unique index), so the creation is
  * serialised by a transaction-scoped advisory lock.
@@ -52,6 +65,7 @@ export async function createLeaseTables(client: pg.ClientBase): Promise<void> {
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('changefeed_leases'))");
     await client.query(LEASE_SCHEMA_SQL);
+    await client.query(INSTANCE_ADVERTISE_SQL);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

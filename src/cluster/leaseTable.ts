@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { parseAdvertiseUrl } from './clusterConfig.js';
 
 /** A lease as `status` and `tenants list` show it. */
 export interface LeaseRow {
@@ -10,6 +11,21 @@ export interface LeaseRow {
   expiresInMs: number;
   /** Whether the holder still heartbeats. */
   holderLive: boolean;
+  /**
+   * Where the holder's feed is reached (its `cluster.advertiseUrl`); undefined when it advertises
+   * none, is not a replica (a command holding the lease), or wrote something that is not a URL.
+   */
+  holderUrl: string | undefined;
+  /** Where the holder's health server is reached (`cluster.advertiseHealthUrl`), for `status`; undefined likewise. */
+  holderHealthUrl: string | undefined;
+}
+
+/** Where a replica is reached, recorded with its heartbeat (both undefined when not set). */
+export interface AdvertisedUrls {
+  /** Its feed listener: `cluster.advertiseUrl`. */
+  feedUrl?: string | undefined;
+  /** Its health server (`/readyz`): `cluster.advertiseHealthUrl`. */
+  healthUrl?: string | undefined;
 }
 
 /** A lease this replica got or renewed, with the database's word on when it expires. */
@@ -56,13 +72,18 @@ export class LeaseTable {
     this.queryTimeoutMs = options.queryTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 3));
   }
 
-  /** Records that `instanceId` is alive; returns the database's time. */
-  async heartbeat(instanceId: string): Promise<Date> {
+  /**
+   * Records that `instanceId` is alive and where it is reached (`advertised`, none when
+   * undefined); returns the database's time. The URLs are written every time, so a replica
+   * restarted under the same instance id with another URL (or none) is never sent to at the old one.
+   */
+  async heartbeat(instanceId: string, advertised: AdvertisedUrls = {}): Promise<Date> {
     const result = await this.query<{ now: Date }>(
-      `INSERT INTO changefeed_instances (instance_id) VALUES ($1)
-       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = clock_timestamp()
+      `INSERT INTO changefeed_instances (instance_id, advertise_url, health_url) VALUES ($1, $2, $3)
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = clock_timestamp(),
+         advertise_url = EXCLUDED.advertise_url, health_url = EXCLUDED.health_url
        RETURNING heartbeat_at AS now`,
-      [instanceId],
+      [instanceId, advertised.feedUrl ?? null, advertised.healthUrl ?? null],
     );
     return result.rows[0]!.now;
   }
@@ -194,11 +215,14 @@ export class LeaseTable {
       epoch: string;
       expires_in_ms: number;
       holder_live: boolean;
+      advertise_url: string | null;
+      health_url: string | null;
     }>(
       `SELECT l.tenant, l.holder, l.epoch,
               (extract(epoch FROM (l.expires_at - clock_timestamp())) * 1000)::float8 AS expires_in_ms,
               (i.heartbeat_at IS NOT NULL AND i.heartbeat_at > clock_timestamp() - $1 * interval '1 millisecond')
-                AS holder_live
+                AS holder_live,
+              i.advertise_url, i.health_url
          FROM changefeed_leases l LEFT JOIN changefeed_instances i ON i.instance_id = l.holder
         ORDER BY l.tenant`,
       [this.leaseMs],
@@ -210,6 +234,8 @@ export class LeaseTable {
       // -infinity (a row never leased) comes back as -Infinity: expired.
       expiresInMs: Number.isFinite(row.expires_in_ms) ? row.expires_in_ms : -Infinity,
       holderLive: row.holder_live,
+      holderUrl: parseAdvertiseUrl(row.advertise_url),
+      holderHealthUrl: parseAdvertiseUrl(row.health_url),
     }));
   }
 

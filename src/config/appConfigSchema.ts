@@ -90,6 +90,8 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_FEED_PORT: 'feed.port',
   CHANGEFEED_FEED_HOST: 'feed.host',
   CHANGEFEED_INSTANCE_ID: 'cluster.instanceId',
+  CHANGEFEED_ADVERTISE_URL: 'cluster.advertiseUrl',
+  CHANGEFEED_ADVERTISE_HEALTH_URL: 'cluster.advertiseHealthUrl',
   CHANGEFEED_STORE_URL: 'store.url',
   CHANGEFEED_TENANTS_DIR: 'tenants.dir',
 };

@@ -18,6 +18,7 @@ import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
+import { holderRedirect } from './holderRedirect.js';
 import { ProcessFeed } from './processFeed.js';
 import { serveProcessHealth } from './processHealth.js';
 import { StoreOpening } from './storeOpening.js';
@@ -277,16 +278,25 @@ export class ChangefeedDaemon {
       const supervisor = this.supervisor(this.backend);
       if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
       if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
-      if (this.backend instanceof PostgresStoreBackend)
+      if (this.backend instanceof PostgresStoreBackend) {
+        const { instanceId } = this.config.cluster;
+        // Without a feed of its own nothing answers there: others must not send clients to it.
+        const advertiseUrl = this.feed ? this.config.cluster.advertiseUrl : undefined;
+        const healthUrl = this.healthServer ? this.config.cluster.advertiseHealthUrl : undefined;
         this.leases = new TenantLeases({
           pool: this.backend.leasePool,
-          instanceId: this.config.cluster.instanceId,
+          instanceId,
+          advertised: { feedUrl: advertiseUrl, healthUrl },
           leaseMs,
           supervisor,
           tenants: () => this.tenants,
           logger: this.options.logger,
           metrics: this.options.metrics.leases,
         });
+        this.feed?.sendElsewhere(
+          holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
+        );
+      }
     }
     return this.supervisor(this.backend);
   }

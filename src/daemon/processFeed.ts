@@ -7,7 +7,7 @@ import type { FeedConfig } from '../feed/feedConfig.js';
 import { startFeedServer, type FeedServer } from '../feed/feedServer.js';
 import { FeedSlots, FeedTokens, readFeedTokens } from '../feed/feedTokens.js';
 import type { Tenant } from '../tenants/tenant.js';
-import { feedTokenGrants, routeTenantFeeds } from './tenantFeeds.js';
+import { feedTokenGrants, routeTenantFeeds, type TenantsElsewhere } from './tenantFeeds.js';
 
 /**
  * The pull feed of the process: its own listener, the tokens of every tenant the process knows
@@ -18,6 +18,7 @@ export class ProcessFeed {
   private tokens = new FeedTokens([]);
   private known = new Set<string>();
   private server: FeedServer | undefined;
+  private elsewhere: TenantsElsewhere | undefined;
 
   constructor(
     private readonly config: FeedConfig,
@@ -61,6 +62,11 @@ export class ProcessFeed {
     this.known = new Set(tenants.map((t) => t.name));
   }
 
+  /** On a store shared by replicas, once it is open: known tenants not running here go to their holder. */
+  sendElsewhere(elsewhere: TenantsElsewhere): void {
+    this.elsewhere = elsewhere;
+  }
+
   /** Starts the listener; `feedOf` finds the feed of a tenant running here. */
   async start(feedOf: (tenant: string) => EventFeed | undefined): Promise<string> {
     this.server = await startFeedServer(this.config, (req, res) =>
@@ -69,6 +75,7 @@ export class ProcessFeed {
         slots: this.slots,
         feedOf,
         knows: (tenant) => this.known.has(tenant),
+        elsewhere: () => this.elsewhere,
       }),
     );
     return this.server.url;

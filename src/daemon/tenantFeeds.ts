@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RouteDecision } from '../cluster/holderRoute.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import type { EventFeed } from '../feed/eventFeed.js';
 import type { FeedConfig } from '../feed/feedConfig.js';
@@ -26,6 +27,17 @@ export interface TenantFeedRoutes {
   feedOf: (tenant: string) => EventFeed | undefined;
   /** Whether this replica knows the tenant (from its file), running here or held by another replica. */
   knows: (tenant: string) => boolean;
+  /**
+   * On a store shared by replicas, once it is open: where a known tenant not running here goes
+   * (holderRedirect.ts). Without it such a tenant answers 503.
+   */
+  elsewhere?: () => TenantsElsewhere | undefined;
+}
+
+/** Sends the clients of a tenant this replica does not run to the replica that does. */
+export interface TenantsElsewhere {
+  /** Serve, redirect to the holder, or unavailable: decideRoute over the lease row read now. */
+  route(tenant: string, target: string): Promise<RouteDecision>;
 }
 
 /**
@@ -70,6 +82,15 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
     return;
   }
   const feed = readsTenant(reader, tenant) ? routes.feedOf(tenant) : undefined;
+  const elsewhere = routes.elsewhere?.();
+  // After the token, and only for a tenant this token reads: nobody learns a holder's URL, nor
+  // that a tenant exists, without the right to read it.
+  if (!feed && readsTenant(reader, tenant) && routes.knows(tenant) && elsewhere) {
+    // From the parsed URL, not the raw target: an absolute-form target (`GET http://x/v1/...`)
+    // must not put its own origin after the holder's.
+    answerElsewhere(res, tenant, `${path}${url?.search ?? ''}`, elsewhere);
+    return;
+  }
   if (!feed && readsTenant(reader, tenant) && routes.knows(tenant)) {
     sendProblem(
       res,
@@ -122,4 +143,68 @@ export function feedTokenGrants(
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+function answerElsewhere(res: ServerResponse, tenant: string, target: string, elsewhere: TenantsElsewhere): void {
+  elsewhere
+    .route(tenant, target)
+    .then(
+      (decision) => answerRoute(res, tenant, decision),
+      // What the store said is not the client's business (it may name hosts); the cause is in
+      // the replica's own logs and /readyz, where its lease rounds fail the same way.
+      () =>
+        sendProblem(
+          res,
+          503,
+          'tenant-elsewhere',
+          'Tenant not served here',
+          `tenant ${tenant} is not running on this replica, and who holds it could not be read from the store`,
+          {},
+          { 'retry-after': '5' },
+        ),
+    )
+    // The response could not be written (the client left, a header Node refuses): drop the
+    // connection rather than let the error escape the request listener.
+    .catch(() => res.destroy());
+}
+
+const UNAVAILABLE_DETAIL: Record<Extract<RouteDecision, { kind: 'unavailable' }>['reason'], string> = {
+  'no-holder': 'no replica holds it now (new, or between holders)',
+  'holder-is-self': 'this replica is taking it up or giving it away',
+  'holder-not-live': 'its holder stopped answering; another replica takes it when the lease expires',
+  'holder-not-advertised': 'its holder sets no cluster.advertiseUrl, so requests cannot be sent there',
+  'holder-url-is-self': "its holder's cluster.advertiseUrl is this replica's own: give each replica its own",
+};
+
+function answerRoute(res: ServerResponse, tenant: string, decision: RouteDecision): void {
+  if (res.headersSent || res.destroyed) return;
+  if (decision.kind === 'redirect') {
+    res.writeHead(307, { location: decision.url, 'cache-control': 'no-store', 'content-length': '0' }).end();
+    return;
+  }
+  if (decision.kind === 'serve') {
+    // The tenant started here while its lease row was read: the client's retry finds it.
+    sendProblem(
+      res,
+      503,
+      'tenant-elsewhere',
+      'Tenant starting here',
+      `tenant ${tenant} is starting on this replica`,
+      {},
+      {
+        'retry-after': '1',
+      },
+    );
+    return;
+  }
+  const holder = decision.holder === undefined ? '' : ` (held by ${decision.holder})`;
+  sendProblem(
+    res,
+    503,
+    'tenant-elsewhere',
+    'Tenant not served here',
+    `tenant ${tenant} is not running on this replica${holder}: ${UNAVAILABLE_DETAIL[decision.reason]}`,
+    decision.holder === undefined ? {} : { holder: decision.holder },
+    { 'retry-after': String(decision.retryAfterSeconds) },
+  );
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { LeaseKeeper, type RoundOutcome } from '../cluster/leaseKeeper.js';
-import { LeaseTable } from '../cluster/leaseTable.js';
+import { LeaseTable, type AdvertisedUrls } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
 import type { LeaseMetrics } from '../observe/leaseMetrics.js';
@@ -14,6 +14,8 @@ export interface TenantLeasesDeps {
    * queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
   pool: pg.Pool;
   instanceId: string;
+  /** cluster.advertiseUrl and cluster.advertiseHealthUrl, recorded with every heartbeat. */
+  advertised: AdvertisedUrls;
   leaseMs: number;
   supervisor: TenantSupervisor;
   /** The tenants configured now. */
@@ -39,6 +41,7 @@ export class TenantLeases {
     this.keeper = new LeaseKeeper({
       table: this.table,
       instanceId: deps.instanceId,
+      advertised: deps.advertised,
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
       events: {

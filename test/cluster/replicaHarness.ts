@@ -84,6 +84,8 @@ export function startReplicaSet(
      * within a minute (watch.schedule.firstPollWithinSeconds), so a quiet log is polled seldom.
      */
     readsPerHour?: number;
+    /** More YAML lines of the main config file every replica runs with (a `feed` section, say). */
+    mainLines?: readonly string[];
     /** Each tenant delivers to this webhook (signed with webhookHarness's SECRET) instead of a file of its own. */
     webhookUrl?: string;
   },
@@ -120,6 +122,7 @@ export function startReplicaSet(
       `cluster: { leaseSeconds: ${options.leaseSeconds} }`,
       `tenants: { dir: "${tenantsDir}", rescanSeconds: 1 }`,
       'log: { level: info }',
+      ...(options.mainLines ?? []),
     ].join('\n'),
   );
   const replicas = new Map<string, DaemonProcess>();

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
 import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
@@ -44,6 +45,51 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     await admin!.query('COMMIT');
     const store = await (await openBackend(schema)).tenantStore('t');
     expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ createdAt: T, firstPollBy: T });
+  });
+
+  it('adds the advertised URL to a version-3 schema, keeping the replicas and leases written before', async () => {
+    const schema = freshSchema();
+    await admin!.query('BEGIN');
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(`SET LOCAL search_path TO "${schema}"`);
+    await admin!.query(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+    );
+    for (const [i, migration] of MIGRATIONS.slice(0, 3).entries()) {
+      await admin!.query(migration);
+      await admin!.query('INSERT INTO schema_migrations (version) VALUES ($1)', [i + 1]);
+    }
+    // What a replica of the previous build wrote: its heartbeat and a lease, no URL.
+    await admin!.query("INSERT INTO changefeed_instances (instance_id) VALUES ('old-replica')");
+    await admin!.query(
+      `INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at)
+       VALUES ('acme', 'old-replica', 4, clock_timestamp() + interval '1 minute')`,
+    );
+    await admin!.query('COMMIT');
+    const backend = await openBackend(schema);
+    const table = new LeaseTable(backend.leasePool, { leaseMs: 60_000 });
+    expect(await table.list()).toEqual([
+      expect.objectContaining({
+        tenant: 'acme',
+        holder: 'old-replica',
+        epoch: 4,
+        holderLive: true,
+        holderUrl: undefined,
+        holderHealthUrl: undefined,
+      }),
+    ]);
+    // The previous build's heartbeat (no URL) still works on the new schema, and the new one records its URL.
+    await admin!.query(
+      `INSERT INTO "${schema}".changefeed_instances (instance_id) VALUES ('old-replica')
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = clock_timestamp()`,
+    );
+    await table.heartbeat('old-replica', { feedUrl: 'http://10.0.0.7:8080', healthUrl: 'http://10.0.0.7:9464/' });
+    expect((await table.list())[0]).toMatchObject({
+      holderUrl: 'http://10.0.0.7:8080',
+      holderHealthUrl: 'http://10.0.0.7:9464',
+    });
+    await table.heartbeat('old-replica');
+    expect((await table.list())[0]).toMatchObject({ holderUrl: undefined, holderHealthUrl: undefined });
   });
 
   it('lets a replica of the previous version, still running in a rolling update, watch a new log', async () => {

@@ -1,4 +1,4 @@
-import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
+import { INSTANCE_ADVERTISE_SQL, LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
 
 /**
  * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
@@ -27,6 +27,9 @@ import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/lease
  *
  * Migration 3 adds `changefeed_tenant_records`: which tenant owns each API key and the last valid
  * text of each tenant file, from which every replica decides the same tenants (docs/tenants.md).
+ *
+ * Migration 4 adds `changefeed_instances.advertise_url`: where each replica's feed is reached, so
+ * a replica not holding a tenant redirects its feed clients to the one that does (docs/scaling.md).
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -167,5 +170,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   ${TENANT_RECORDS_SCHEMA_SQL}
+  `,
+  `
+  ${INSTANCE_ADVERTISE_SQL}
   `,
 ];
