@@ -55,7 +55,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
   } finally {
     await session.close();
   }
-  report(await checkSinks(config, { probeWebhooks: values['probe-sinks'] }));
+  report(await checkSinks(config, { probeWebhooks: values['probe-sinks'], tenant }));
   const feed = checkFeed(config);
   if (feed) report([feed]);
   const problems = results.filter((r) => !r.ok).length;

@@ -23,9 +23,13 @@ export function outboundEvent(n: number, options: TestEventOptions = {}): Outbou
     description: options.description ?? `Level ${n}`,
     performedAt: '2026-01-01T00:00:00Z',
   };
-  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
+  const ce = buildCloudEvent(
+    { tenant: 'default', log, objectId, entry, baseUrl: 'https://skills.example' },
+    eventsConfig,
+  );
   return {
     seq: n,
+    tenant: 'default',
     id: ce.id,
     type: ce.type,
     log,

@@ -1,4 +1,5 @@
 import type { LogKind } from '../../logs.js';
+import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
 import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
 import { globToLike } from './globPattern.js';
@@ -64,6 +65,7 @@ export class PostgresJournal implements JournalStore {
         limit,
       ],
     );
+    for (const event of events) event.payload = withTenantAttribute(event.payload, this.db.tenant);
     const next = events.length === limit ? (events[events.length - 1] as JournalEvent).seq : Math.max(after, scanTo);
     return { events, next, reachedHead: next >= head };
   }

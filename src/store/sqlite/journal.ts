@@ -1,4 +1,5 @@
 import type { LogKind } from '../../logs.js';
+import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
 import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
@@ -74,6 +75,7 @@ export class Journal implements JournalStore {
       type: filter.type ?? null,
       limit,
     });
+    for (const event of events) event.payload = withTenantAttribute(event.payload, this.conn.tenant);
     const next = events.length === limit ? (events[events.length - 1] as JournalEvent).seq : Math.max(after, scanTo);
     return { events, next, reachedHead: next >= head };
   }
