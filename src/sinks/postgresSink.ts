@@ -24,6 +24,9 @@ import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from 
  */
 const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
 
+/** Longest wait for a lock on the table when creating or migrating it (lock_timeout). */
+const SCHEMA_LOCK_WAIT_MS = 3_000;
+
 /**
  * Writes each batch as one multi-row INSERT (one statement, one transaction) into a table keyed by
  * the event id, through `pg`: the most used PostgreSQL client for Node, maintained, pure
@@ -75,6 +78,9 @@ export class PostgresSink implements Sink {
       const lease = await this.checkout(pool, signal);
       let healthy = false;
       try {
+        // ALTER TABLE waits for every query on the table, and every later query waits behind it:
+        // a bounded wait fails this connect (retried) rather than stall the table's readers.
+        if (this.config.createTable) await this.run(lease, `SET lock_timeout = ${SCHEMA_LOCK_WAIT_MS}`, [], signal);
         if (this.config.createTable) {
           for (const statement of this.sql.create) await this.run(lease, statement, [], signal);
         }
@@ -82,6 +88,7 @@ export class PostgresSink implements Sink {
         await this.addMissingColumns(lease, signal);
         if (this.config.createTable) {
           for (const statement of this.sql.indexes) await this.run(lease, statement, [], signal);
+          await this.run(lease, 'RESET lock_timeout', [], signal);
         }
         healthy = true;
       } finally {
@@ -291,8 +298,10 @@ function explain(error: unknown): string {
       ? '; check the user and password'
       : e.code === '42P01'
         ? '; the table is missing: create it or set createTable: true'
-        : e.code === '42501'
-          ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
-          : '';
+        : e.code === '55P03'
+          ? '; the table is in use (a long query or an open transaction holds it): the sink tries again at its next connect'
+          : e.code === '42501'
+            ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
+            : '';
   return `${scrubSecrets(e.message ?? String(error))}${hint}`;
 }

@@ -208,6 +208,30 @@ describe('postgres sink', () => {
     await second.sink.connect(never);
   });
 
+  it("gives up migrating a table in use after a bounded lock wait, not queueing the table's readers behind it", async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = await createTableOfEarlierVersion(schema, 'changefeed_events');
+    const reader = await connectPostgres();
+    if (!('client' in reader)) throw new Error(reader.reason);
+    cleanups.push(() => reader.client.end());
+    // A long report holds the table: ALTER TABLE must wait for it, and would make every later query wait too.
+    await reader.client.query('BEGIN');
+    await reader.client.query(`SELECT count(*) FROM ${qualified}`);
+    // timeoutMs far beyond the test's: only the lock wait can end the connect in time.
+    const { sink } = sinkFor('changefeed_events', { timeoutMs: 300_000 }, schema);
+    const { error } = await rejection(sink.connect(never));
+    expect(error).toBeInstanceOf(SinkUnavailableError);
+    expect(error.message).toMatch(/lock timeout.*the table is in use/);
+    await reader.client.query('COMMIT');
+    await sink.connect(never);
+    const { rows } = await admin!.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname IN ('tenant', 'sequence')`,
+      [qualified],
+    );
+    expect(rows[0]?.n).toBe('2');
+  });
+
   it('with createTable off, names the table and the missing columns and says how to add them', async (ctx) => {
     if (skipReason) return ctx.skip();
     const schema = newSchema();
