@@ -62,8 +62,11 @@ RUN mkdir -p /state /config \
 VOLUME /state
 USER node
 EXPOSE 9464
+# Liveness, not readiness: ECS, Swarm and `--restart` policies with autoheal replace an
+# "unhealthy" container, and a restart fixes neither a sink that is down nor a revoked key
+# (/readyz fails for both). /healthz fails only when the daemon's loops have stopped.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.CHANGEFEED_HTTP_PORT || 9464) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.CHANGEFEED_HTTP_PORT || 9464) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # No init process: node is PID 1 and the daemon handles SIGTERM and SIGINT itself (the first
 # drains and exits 0, a second or its 20 s shutdown timeout exits 1), so `docker stop` with its
 # default 10 s grace may cut a long drain short: use `docker stop -t 30`.

@@ -1,9 +1,10 @@
 import { EventSource } from 'eventsource';
-import { Registry } from 'prom-client';
 import { systemClock } from '../../src/clock.js';
+import { routeTenantFeeds } from '../../src/daemon/tenantFeeds.js';
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema } from '../../src/feed/feedConfig.js';
-import { httpConfigSchema, startHealthServer } from '../../src/observe/healthServer.js';
+import { startFeedServer } from '../../src/feed/feedServer.js';
+import { FeedSlots, FeedTokens } from '../../src/feed/feedTokens.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { prefilledStore } from '../../test/support/prefilledStore.js';
@@ -19,17 +20,11 @@ const TOKEN = 'bench-feed-token-0123456789';
  */
 export async function feedStreaming(count: number, streams: number, live = false): Promise<BenchRow> {
   const { store } = await prefilledStore(live ? 0 : count, [{ name: 'file', type: 'file' }]);
-  const feed = new EventFeed(
-    feedConfigSchema.parse({ enabled: true, tokens: [TOKEN], maxStreamsPerToken: streams }),
-    store.journal,
-    systemClock,
-  );
-  const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
-    alive: () => true,
-    readiness: () => [],
-    metrics: new Registry(),
-    routes: feed.handle.bind(feed),
-  });
+  const config = feedConfigSchema.parse({ enabled: true, port: 0, maxStreamsPerToken: streams });
+  const feed = new EventFeed(config, store.journal, systemClock);
+  const tokens = new FeedTokens([{ token: TOKEN, reads: { kind: 'all' } }]);
+  const routes = { tokens: () => tokens, slots: new FeedSlots(config), feedOf: () => feed, knows: () => true };
+  const server = await startFeedServer(config, (req, res) => routeTenantFeeds(req, res, routes));
   const sources: EventSource[] = [];
   let opened = 0;
   let allOpen: () => void = () => undefined;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Dockerfile with podman and smoke-tests the image against the built-in simulator:
-# metadata, contents, non-root, HEALTHCHECK (passing, and failing with a wrong key), /healthz
-# /readyz /metrics, events in the /state volume, SIGTERM exit 0, and a second container with a
-# read-only root on the same volume that resumes with nothing missing and nothing twice.
+# metadata, contents, non-root, HEALTHCHECK on /healthz (passing, and still passing with a wrong
+# key while /readyz fails), /healthz /readyz /metrics, events in the /state volume, SIGTERM exit 0,
+# and a second container with a read-only root on the same volume that resumes with nothing
+# missing and nothing twice.
 # One PASS or FAIL line per check; exits 1 if any check failed. Called by .ci/run after npm test.
 #
 #   scripts/container/build-and-smoke.sh [--no-setup]
@@ -75,6 +76,8 @@ poll() {
   done
 }
 healthy() { podman healthcheck run "$1"; }
+# The image's HEALTHCHECK is liveness (/healthz): readiness is polled on its own.
+ready() { http_get "$1" /readyz 20 | grep -q '^200 '; }
 running() { [ "$(podman inspect --format '{{.State.Running}}' "$1" 2>/dev/null)" = true ]; }
 events_in() { local f=$1/events.jsonl; [ -f "$f" ] && wc -l <"$f" || echo 0; }
 has_events() { [ "$(events_in "$1")" -gt "${2:-0}" ]; }
@@ -118,7 +121,7 @@ podman image inspect "$IMAGE" | node -e '
   const test = (c.Healthcheck?.Test ?? []).join(" ");
   const checks = [
     ["runs as the node user", c.User === "node", `User ${c.User}`],
-    ["HEALTHCHECK probes /readyz", test.includes("/readyz") && c.Healthcheck.Interval > 0, test.slice(0, 60)],
+    ["HEALTHCHECK probes /healthz (liveness)", test.includes("/healthz") && !test.includes("/readyz") && c.Healthcheck.Interval > 0, test.slice(0, 60)],
     ["stop signal SIGTERM", c.StopSignal === "SIGTERM", `StopSignal ${c.StopSignal}`],
     ["/state is a volume", Object.keys(c.Volumes ?? {}).join() === "/state", `Volumes ${Object.keys(c.Volumes ?? {})}`],
     ["exposes 9464/tcp", Object.keys(c.ExposedPorts ?? {}).join() === "9464/tcp", `ExposedPorts ${Object.keys(c.ExposedPorts ?? {})}`],
@@ -215,6 +218,7 @@ else
   logs_of "$NAME-a"
   fail "podman healthcheck run: not healthy within 90 s ($(podman healthcheck run "$NAME-a" 2>&1 || true))"
 fi
+poll 90 ready "$PORT" || fail "/readyz: not 200 within 90 s: $(http_get "$PORT" /readyz 300)"
 for path in /healthz /readyz /metrics; do
   answer=$(http_get "$PORT" "$path" 120)
   case $path:$answer in
@@ -231,16 +235,16 @@ else
   fail "no event reached /state/events.jsonl within 60 s"
 fi
 
-# --- a wrong key: the health check fails ------------------------------------------------------
+# --- a wrong key: unready, yet healthy (a restart would not fix the key) ----------------------
 WRONG_PORT=$(free_port)
 podman volume create "$NAME-wrong" >/dev/null
 start_daemon "$NAME-b" "$WRONG_PORT" "$WORK/wrong-key" "$NAME-wrong" || fail "a container with a wrong key starts"
 credential_refused() { http_get "$WRONG_PORT" /readyz 2000 | grep -q '"name":"credential","ok":false'; }
 if poll 60 credential_refused; then
   if out=$(podman healthcheck run "$NAME-b" 2>&1); then
-    fail "podman healthcheck run passes with a wrong key ($out)"
+    pass "with a wrong key /readyz fails and podman healthcheck run (/healthz) passes: nothing restarts it ($(http_get "$WRONG_PORT" /readyz 60))"
   else
-    pass "podman healthcheck run fails with a wrong key ($out; /readyz $(http_get "$WRONG_PORT" /readyz 60))"
+    fail "podman healthcheck run fails with a wrong key ($out): an orchestrator would restart it for nothing"
   fi
 else
   logs_of "$NAME-b"

@@ -6,6 +6,7 @@ import { loadTenantConfig } from './loadAppConfig.js';
 import { checkConfiguredIds, checkDiscoveryLists, checkPing } from './serviceChecks.js';
 import { openServiceSession } from './serviceSession.js';
 import { checkSinks } from './sinkChecks.js';
+import { checkStorePassword } from './storePasswordCheck.js';
 
 export const CHECK_USAGE = `changefeed check [--config FILE] [--tenant NAME] [--no-ids] [--probe-sinks]
   Validates the configuration, pings the service, reads each configured career and skill log once
@@ -56,8 +57,10 @@ export async function checkCommand(argv: string[]): Promise<number> {
     await session.close();
   }
   report(await checkSinks(config, { probeWebhooks: values['probe-sinks'], tenant }));
-  const feed = checkFeed(config);
+  const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
+  const storePassword = checkStorePassword(config);
+  if (storePassword) report([storePassword]);
   const problems = results.filter((r) => !r.ok).length;
   out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
   return problems === 0 ? 0 : 1;

@@ -1,30 +1,46 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
-import { readSecretFile } from '../secrets/readSecretFile.js';
 import { describeError } from '../errors.js';
+import { readFeedTokens } from '../feed/feedTokens.js';
+import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import type { CheckResult } from './checkResult.js';
 
-/** Whether the pull feed can start as configured: a port to serve on and readable tokens. */
-export function checkFeed(config: AppConfig): CheckResult | undefined {
+/**
+ * Whether the pull feed of `tenant` can start as configured: its own port to serve on and
+ * readable tokens; when it can, where this tenant's feed is read and by how many tokens.
+ */
+export function checkFeed(config: AppConfig, tenant: string = DEFAULT_TENANT): CheckResult | undefined {
   const feed = config.feed;
   if (!feed.enabled) return undefined;
   const name = 'feed';
-  if (config.http.port === null)
+  if (feed.port === null)
     return {
       name,
       ok: false,
-      detail: 'feed.enabled but the HTTP server is off',
-      fix: 'set http.port (or CHANGEFEED_HTTP_PORT)',
+      detail: 'feed.enabled but the feed has no listener',
+      fix: 'set feed.port (or CHANGEFEED_FEED_PORT), a port other than http.port',
     };
   try {
-    const tokens = feed.tokens.length + feed.tokenFiles.map((file) => readSecretFile(file)).length;
-    if (tokens === 0)
-      return { name, ok: false, detail: 'no bearer token', fix: 'add one to feed.tokens or feed.tokenFiles' };
+    const own = readFeedTokens(feed.tokens, feed.tokenFiles, 'feed.tokenFiles').length;
+    const every = readFeedTokens(feed.allTenantsTokens, feed.allTenantsTokenFiles, 'feed.allTenantsTokenFiles').length;
+    if (own + every === 0)
+      return {
+        name,
+        ok: false,
+        detail: 'no bearer token',
+        fix:
+          tenant === DEFAULT_TENANT
+            ? 'add one to feed.tokens or feed.tokenFiles'
+            : `add one to feed.tokens or feed.tokenFiles of tenant ${tenant}'s file`,
+      };
+    const path = tenant === DEFAULT_TENANT ? '/v1/events' : `/v1/tenants/${tenant}/events`;
+    const tokens = `${own} token${own === 1 ? '' : 's'}${every > 0 ? ` (and ${every} of every tenant)` : ''}`;
+    return { name, ok: true, detail: `${path} and ${path}/stream on ${feed.host}:${feed.port}, ${tokens}` };
+  } catch (error) {
     return {
       name,
-      ok: true,
-      detail: `/v1/events and /v1/events/stream on ${config.http.host}:${config.http.port}, ${tokens} token${tokens === 1 ? '' : 's'}`,
+      ok: false,
+      detail: describeError(error),
+      fix: 'check the paths in feed.tokenFiles and feed.allTenantsTokenFiles',
     };
-  } catch (error) {
-    return { name, ok: false, detail: describeError(error), fix: 'check the paths in feed.tokenFiles' };
   }
 }

@@ -14,7 +14,7 @@ import {
   type ReplayConfig,
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
-import { loadMainConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
+import { loadMainConfig, tenantAppConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
 export const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
@@ -138,7 +138,7 @@ export function loadTenantConfig<V extends keyof TenantConfigViews>(
     );
   }
   // The tenant file was validated in full (tenantConfigSchema), which every view accepts.
-  const config = { ...main.process, ...tenant.config } as TenantConfigViews[V];
+  const config = tenantAppConfig(main.process, tenant.config) as TenantConfigViews[V];
   return { config, tenant: tenant.name, file: tenant.file };
 }
 

@@ -40,7 +40,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
   exitOnEscapedErrors(logger);
   if (values['reset-store']) resetStore(config.stateDir, logger);
-  let daemon = new ChangefeedDaemon(main, { logger });
+  let daemon = new ChangefeedDaemon(main, { logger, shutdownTimeoutMs });
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
   let shuttingDown = false;
@@ -70,7 +70,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
       await daemon.stop();
       if (shuttingDown) return;
-      daemon = new ChangefeedDaemon(next, { logger });
+      daemon = new ChangefeedDaemon(next, { logger, shutdownTimeoutMs });
       await daemon.start();
     });
   });

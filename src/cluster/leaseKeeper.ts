@@ -43,7 +43,7 @@ export interface LeaseKeeperOptions {
   random?: () => number;
 }
 
-type KeeperState = 'created' | 'active' | 'stopping' | 'stopped';
+type KeeperState = 'created' | 'active' | 'draining' | 'stopping' | 'stopped';
 
 /** Rounds between deletions of long-dead instance rows. */
 const FORGET_INSTANCES_EVERY_ROUNDS = 100;
@@ -54,7 +54,7 @@ const FORGET_INSTANCES_EVERY_ROUNDS = 100;
  * replica but it does not know it holds, then ask assignLeases what to take and hand over, and do
  * it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
  * replica whose database is unreachable (or hangs) stops writing before its lease may expire.
- * State: created -> active -> stopping -> stopped; stop() is idempotent and awaits the loop.
+ * State: created -> active [-> draining: stopAcquiring] -> stopping -> stopped; stop() awaits the loop.
  */
 export class LeaseKeeper {
   private readonly clock: Clock;
@@ -124,11 +124,15 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return localThenDatabaseFence(
-      claim,
-      this.options.leaseMs,
-      () => this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant),
-    );
+    return localThenDatabaseFence(claim, this.options.leaseMs, () => {
+      if (this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant)) return true;
+      // Refused for its deadline before the deadline's timer ran (an event loop stalled past it
+      // runs I/O first): the refused write stops the tenant's runtime, so the lease is given up
+      // now. Left to the timer, a renewal answered meanwhile would keep it, renewed for good,
+      // for a tenant nobody runs.
+      this.expireDue();
+      return false;
+    });
   }
 
   /**
@@ -141,6 +145,14 @@ export class LeaseKeeper {
     if (!lease) return;
     this.armDeadlineTimer();
     await this.options.table.release(tenant, this.instanceId, lease.epoch).catch(() => undefined);
+  }
+
+  /**
+   * A graceful stop's first step: takes no tenant and hands none over from now on, but renews what it
+   * holds, so the owner drains its tenants under valid leases before stop() releases them.
+   */
+  stopAcquiring(): void {
+    if (this.state === 'active') this.state = 'draining';
   }
 
   /**
@@ -172,7 +184,7 @@ export class LeaseKeeper {
   }
 
   private async run(): Promise<void> {
-    while (this.state === 'active') {
+    while (this.state === 'active' || this.state === 'draining') {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
@@ -181,7 +193,7 @@ export class LeaseKeeper {
         waitMs = startedAt + this.renewEveryMs - this.clock.now();
         this.emit(() => this.options.events.round?.({ ok: true }));
       } catch (error) {
-        if (this.state !== 'active') break;
+        if (this.stopController.signal.aborted) break;
         const attempts = (this.failure?.attempts ?? 0) + 1;
         this.failure = { since: this.failure?.since ?? startedAt, attempts, error: describeError(error) };
         waitMs = backoffDelayMs(attempts, this.retry, this.options.random);
@@ -204,6 +216,7 @@ export class LeaseKeeper {
       this.held.all().map((l) => l.tenant),
     );
     this.finishStaleHandOvers();
+    if (this.state !== 'active') return;
 
     const tenants = this.options.tenants();
     const live = await table.liveInstances();
@@ -224,6 +237,8 @@ export class LeaseKeeper {
       if (!granted) continue; // another replica was faster: the next round sees it
       this.held.grant(tenant, granted.epoch, sentAt);
       this.armDeadlineTimer();
+      // Stopping since it was sent: nobody here will start it, so it is freed for the others.
+      if (this.state !== 'active') return this.release(tenant);
       this.emit(() => this.options.events.acquired(tenant, granted.epoch));
     }
 

@@ -24,6 +24,10 @@ export class TenantRecordTable implements TenantRecords {
     const first = decide(await readRecords(this.pool));
     if (noRecordChanges(first.changes)) return first.result;
     const client = await this.pool.connect();
+    // A checked-out client has no listener of the pool's: a connection cut meanwhile (a restart,
+    // pg_terminate_backend) would emit an uncaught 'error'. The statement under way fails instead.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
     try {
       await client.query('BEGIN');
       await client.query(`SELECT ${SETTLE_LOCK}`);
@@ -44,6 +48,7 @@ export class TenantRecordTable implements TenantRecords {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
+      client.off('error', ignore);
       client.release();
     }
   }

@@ -87,6 +87,8 @@ export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_LOG_LEVEL: 'log.level',
   CHANGEFEED_HTTP_PORT: 'http.port',
   CHANGEFEED_HTTP_HOST: 'http.host',
+  CHANGEFEED_FEED_PORT: 'feed.port',
+  CHANGEFEED_FEED_HOST: 'feed.host',
   CHANGEFEED_INSTANCE_ID: 'cluster.instanceId',
   CHANGEFEED_STORE_URL: 'store.url',
   CHANGEFEED_TENANTS_DIR: 'tenants.dir',

@@ -42,11 +42,35 @@ const rawDefaultsSchema = appConfigSchema.extend(
   >,
 );
 
-/** The main file when `tenants.dir` is set: `api` and `sinks` are optional defaults, `api` without a credential. */
+const TENANT_TOKEN_IN_MAIN_FILE =
+  "with tenants.dir set, a token of the main file's feed.tokens would read every company: put each " +
+  "tenant's tokens in its own file (feed.tokens there), or list a token meant for every tenant in feed.allTenantsTokens";
+
+/**
+ * The main file when `tenants.dir` is set: `api` and `sinks` are optional defaults, `api` without
+ * a credential, and no tenant's feed token (`feed.tokens`, `feed.tokenFiles`).
+ */
 export const directoryMainSchema = appConfigSchema.extend({
   api: tenantDefaultsSchema.shape.api,
   sinks: tenantDefaultsSchema.shape.sinks,
+  feed: appConfigSchema.shape.feed.superRefine((feed, ctx) => {
+    for (const key of ['tokens', 'tokenFiles'] as const)
+      if (feed[key].length > 0) ctx.addIssue({ code: 'custom', path: [key], message: TENANT_TOKEN_IN_MAIN_FILE });
+  }),
 });
+
+/**
+ * The whole config of one tenant: the process-wide sections with the tenant's over them. The
+ * feed's listener and limits are the process's; its tokens (`feed.tokens`, `feed.tokenFiles`)
+ * are the tenant's own, never the main file's.
+ */
+export function tenantAppConfig<P extends ProcessConfig>(
+  process: P,
+  tenant: TenantConfig,
+): P & TenantConfig & { feed: AppConfig['feed'] } {
+  const feed = { ...process.feed, tokens: tenant.feed?.tokens ?? [], tokenFiles: tenant.feed?.tokenFiles ?? [] };
+  return { ...process, ...tenant, feed };
+}
 
 /**
  * Loads the main config file (with environment and flags, as `loadConfig`). Without
@@ -59,7 +83,8 @@ export function loadMainConfig(sources: ConfigSources): MainConfig {
   if (dir === undefined) {
     const config = loadConfig(appConfigSchema, sources);
     const { api, watch, budget, events, sinks, journal } = config;
-    const tenant: TenantConfig = { api, watch, budget, events, sinks, journal };
+    const feed = { tokens: config.feed.tokens, tokenFiles: config.feed.tokenFiles };
+    const tenant: TenantConfig = { api, watch, budget, events, sinks, journal, feed };
     return { process: withoutTenantSections(config), tenants: { kind: 'main', config: tenant } };
   }
   const config = loadConfig(directoryMainSchema, sources);

@@ -58,7 +58,15 @@ export function parseConfigText(file: string, text: string): ConfigFile {
     throw new ConfigError(`config file ${path} is not valid YAML:\n${listed}`, issues);
   }
 
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // yaml throws a plain ReferenceError past maxAliasCount: an invalid file, like a syntax error,
+    // not a reason to stop reading the others (one tenant file must not stop every tenant).
+    const message = `config file ${path} is not valid YAML: ${error instanceof Error ? error.message : String(error)} (too many aliases)`;
+    throw new ConfigError(message, [{ path: '(file)', message }]);
+  }
   if (value !== null && value !== undefined && !isPlainObject(value)) {
     const message = `config file ${path} must contain a mapping of settings at the top level, not ${Array.isArray(value) ? 'a list' : 'a single value'}`;
     throw new ConfigError(message, [{ path: '(root)', message }]);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { apiConfigSchema } from '../api/apiConfig.js';
 import { eventsConfigSchema } from '../events/cloudEvent.js';
+import { tenantFeedTokensSchema } from '../feed/feedConfig.js';
 import { budgetConfigSchema } from '../poll/readBudget.js';
 import { watchConfigSchema } from '../poll/watchConfig.js';
 import { sinkConfigSchema } from '../sinks/sinkRegistry.js';
@@ -40,6 +41,12 @@ export const tenantConfigSchema = z
       .strict()
       .prefault({})
       .describe('The event journal in the store.'),
+    feed: tenantFeedTokensSchema
+      .optional()
+      .describe(
+        "In a tenant file: the bearer tokens that read this tenant's pull feed, and no other tenant's. Never " +
+          "inherited from the main file, whose `feed` section is the process's (the feed's listener and limits).",
+      ),
   })
   .strict();
 

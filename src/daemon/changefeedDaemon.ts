@@ -1,5 +1,5 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
-import type { MainConfig, ProcessConfig, TenantSource } from '../config/mainConfig.js';
+import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource } from '../config/mainConfig.js';
 import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
@@ -17,6 +17,7 @@ import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
+import { ProcessFeed } from './processFeed.js';
 import { serveProcessHealth } from './processHealth.js';
 import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
@@ -50,6 +51,8 @@ export class ChangefeedDaemon {
   private tenants: readonly Tenant<TenantConfig>[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
+  /** The pull feed's listener and tokens, when feed.enabled. */
+  private readonly feed: ProcessFeed | undefined;
   /** Opening the store at start, while it is under way or the database is awaited. */
   private opening: StoreOpening | undefined;
   /** Settles once start() has its health server and store, or gave up on them. */
@@ -64,6 +67,8 @@ export class ChangefeedDaemon {
   ) {
     this.main = 'process' in config ? config : asMainConfig(config);
     this.config = this.main.process;
+    ProcessFeed.check(this.main);
+    if (this.config.feed.enabled) this.feed = new ProcessFeed(this.config.feed, options.logger);
     if (storeLocation(this.config).kind !== 'sqlite') return;
     // Before the store is opened: a second daemon must not even migrate it.
     this.lock = StateDirLock.acquire(this.config.stateDir);
@@ -113,8 +118,7 @@ export class ChangefeedDaemon {
   }
 
   private async serveAndOpen(): Promise<TenantSupervisor> {
-    // Before the store: while the database is unreachable /healthz says the process is fine (a
-    // restart would not help) and /readyz says what it waits for.
+    // Before the store: /healthz 200 while the database is unreachable (a restart would not help), /readyz says why.
     if (this.config.http.port !== null) {
       this.healthServer = await serveProcessHealth(this.config.http, {
         supervisor: () => this.tenantSupervisor,
@@ -122,6 +126,11 @@ export class ChangefeedDaemon {
         readiness: () => this.readiness(),
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
+    }
+    if (this.feed) {
+      if (this.main.tenants.kind === 'main') this.feed.setTenants(readTenants(this.main.tenants).tenants);
+      const url = await this.feed.start((tenant) => this.tenantSupervisor?.runtime(tenant)?.feed);
+      this.options.logger.info({ url }, 'event feed served');
     }
     return this.open({ retry: true });
   }
@@ -201,6 +210,7 @@ export class ChangefeedDaemon {
     await this.applying;
     if (this.leases) await this.leases.stop();
     else await this.tenantSupervisor?.stopAll();
+    await this.feed?.close();
     await this.healthServer?.close();
     await this.backend?.close();
     this.lock?.release();
@@ -281,8 +291,9 @@ export class ChangefeedDaemon {
     this.tenantSupervisor ??= new TenantSupervisor({
       backend,
       options: this.options,
-      configOf: (tenant) => ({ ...this.config, ...tenant.config }),
+      configOf: (tenant) => tenantAppConfig(this.config, tenant.config),
       fenceOf: (tenant) => this.leases?.fenceOf(tenant),
+      leaseMs: backend instanceof PostgresStoreBackend ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;
   }
@@ -293,6 +304,7 @@ export class ChangefeedDaemon {
     if (!supervisor || this.stopped) return;
     this.report = report;
     this.tenants = report.tenants;
+    this.feed?.setTenants(report.tenants);
     for (const problem of report.problems)
       this.options.logger.error(
         { tenant: problem.tenant, file: problem.file, issues: problem.issues },
@@ -324,6 +336,8 @@ const settled = (): void => undefined;
 
 /** A config without tenants.dir: its tenant sections are the tenant `default`. */
 function asMainConfig(config: AppConfig): MainConfig {
-  const tenant = Object.fromEntries(TENANT_SECTIONS.map((s) => [s, config[s]])) as TenantConfig;
+  const sections = Object.fromEntries(TENANT_SECTIONS.map((s) => [s, config[s]]));
+  const feed = { tokens: config.feed.tokens, tokenFiles: config.feed.tokenFiles };
+  const tenant = { ...sections, feed } as unknown as TenantConfig;
   return { process: config, tenants: { kind: 'main', config: tenant } };
 }

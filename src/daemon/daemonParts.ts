@@ -6,8 +6,8 @@ import { systemClock, type Clock } from '../clock.js';
 import { appConfigSchema, type AppConfig } from '../config/appConfigSchema.js';
 import { listConfigSecrets } from '../config/secretFields.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
-import { ConfigError } from '../errors.js';
 import { EventFeed } from '../feed/eventFeed.js';
+import { readFeedTokens } from '../feed/feedTokens.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
 import { ChangefeedMetrics } from '../observe/changefeedMetrics.js';
 import { LogPoller } from '../poll/logPoller.js';
@@ -28,6 +28,8 @@ export interface DaemonOptions {
   stdout?: NodeJS.WritableStream;
   env?: NodeJS.ProcessEnv;
   onBatchOutcome?: (outcome: BatchOutcome) => void;
+  /** `run --shutdown-timeout`: bounds how long a stopping tenant drains (drainWithinMs). Default 20 s. */
+  shutdownTimeoutMs?: number;
 }
 
 /** Everything a running daemon is made of, in the order data flows through it. */
@@ -152,9 +154,8 @@ export function assembleTenant(
 }
 
 function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock): EventFeed {
-  if (config.http.port === null)
-    throw new ConfigError('feed.enabled needs the HTTP server: set http.port (or CHANGEFEED_HTTP_PORT)', [
-      { path: 'http.port', message: 'set a port for the feed to be served on' },
-    ]);
+  // The tenant's tokens are checked by the feed router; read here so a token file that cannot
+  // be read fails this tenant's start, where /readyz and `status` show it.
+  readFeedTokens(config.feed.tokens, config.feed.tokenFiles, 'feed.tokenFiles');
   return new EventFeed(config.feed, store.journal, clock);
 }

@@ -1,7 +1,6 @@
 import type { HttpConfig } from '../observe/healthServer.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
-import { routeTenantFeeds } from './tenantFeeds.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 
 export interface ProcessHealthSource {
@@ -12,7 +11,8 @@ export interface ProcessHealthSource {
 }
 
 /**
- * The process's /healthz, /readyz, /metrics and tenant feeds. Everything is read at request
+ * The process's /healthz, /readyz and /metrics (the tenant feeds have their own listener,
+ * tenantFeeds.ts, so tenant names appear only here, where the operator binds it). Everything is read at request
  * time, so the server can answer before the store is open (a PostgreSQL down at start): alive,
  * not ready, no tenant metrics yet.
  */
@@ -26,6 +26,5 @@ export function serveProcessHealth(config: HttpConfig, source: ProcessHealthSour
     alive: () => !source.stopped() && runtimes().every((r) => r.alive),
     readiness: source.readiness,
     metrics,
-    routes: (req, res) => routeTenantFeeds(req, res, (name) => source.supervisor()?.runtime(name)?.feed),
   });
 }

@@ -23,8 +23,9 @@ export interface TenantLeasesDeps {
 /**
  * Runs the tenants this replica holds the lease of, on a store shared by replicas (docs/leases.md):
  * a tenant starts when its lease is acquired, with every store write fenced by that lease; it
- * stops at once when the lease is lost; and on a hand-over (a replica joined) it stops first,
- * which drains its in-flight deliveries, and is released only then.
+ * stops at once when the lease is lost, its deliveries in flight aborted; and on a hand-over (a
+ * replica joined) it stops first, draining its deliveries in flight, and is released only then.
+ * Every handler of the keeper's events is kept until it settles, so stop() waits for them all.
  */
 export class TenantLeases {
   readonly keeper: LeaseKeeper;
@@ -38,9 +39,9 @@ export class TenantLeases {
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
       events: {
-        acquired: (tenant, epoch) => this.handled(tenant, 'starting the tenant', this.acquired(tenant, epoch)),
-        lost: (tenant, reason) => this.handled(tenant, 'stopping the lost tenant', this.lost(tenant, reason)),
-        handOver: (tenant) => this.handled(tenant, 'handing the tenant over', this.handOver(tenant)),
+        acquired: (tenant, epoch) => this.handle(tenant, 'starting the tenant', () => this.acquired(tenant, epoch)),
+        lost: (tenant, reason) => this.handle(tenant, 'stopping the lost tenant', () => this.lost(tenant, reason)),
+        handOver: (tenant) => this.handle(tenant, 'handing the tenant over', () => this.handOver(tenant)),
         round: (outcome) => this.rounded(outcome),
       },
     });
@@ -69,15 +70,41 @@ export class TenantLeases {
       this.deps.logger.info({ tenant: name }, 'tenant file removed; tenant stopped here and its lease released');
   }
 
-  /** Drains every tenant while the leases still hold, then releases them all for the others. */
+  /**
+   * In order: takes no tenant from now on, lets the handlers under way finish (a tenant starting
+   * is then running, to be drained), drains every tenant while the keeper still renews their
+   * leases, and only then releases the leases for the others. Resolves once nothing runs here.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.keeper.stopAcquiring();
+    await this.handled();
     await this.deps.supervisor.stopAll();
     await this.keeper.stop();
+    // The keeper reports each lease it gave back as lost: those handlers find nothing running.
+    await this.handled();
   }
 
   /** Set by stop(): the leases the keeper then gives up were not lost. */
   private stopping = false;
+  /** The keeper's event handlers under way. */
+  private readonly handling = new Set<Promise<void>>();
+
+  /** Runs a handler of a keeper event, kept until it settles; what it throws is logged with the tenant. */
+  private handle(tenant: string, what: string, handler: () => Promise<void>): void {
+    const task: Promise<void> = handler()
+      .catch((error: unknown) => {
+        this.deps.logger.error({ tenant, err: describeError(error) }, `${what} failed`);
+      })
+      .finally(() => this.handling.delete(task));
+    this.handling.add(task);
+  }
+
+  /** Resolves once no handler is under way, including those started while waiting. */
+  private async handled(): Promise<void> {
+    while (this.handling.size > 0) await Promise.all(this.handling);
+  }
+
   /** Logs the first failed round of a run of failures, and the recovery. */
   private failing = false;
   private rounded(outcome: { ok: true } | { ok: false; error: unknown }): void {
@@ -94,26 +121,14 @@ export class TenantLeases {
     this.failing = true;
   }
 
-  /**
-   * The one error route of the keeper's events: the keeper calls them synchronously and goes on
-   * renewing, so each one's work ends here, logged once with its tenant, never unhandled.
-   */
-  private handled(tenant: string, what: string, work: Promise<void>): void {
-    work.catch((error: unknown) =>
-      this.deps.logger.error(
-        { tenant, err: describeError(error) },
-        `${what} failed; the next lease round decides again`,
-      ),
-    );
-  }
-
   private async acquired(name: string, epoch: number): Promise<void> {
     const tenant = this.deps.tenants().find((t) => t.name === name);
-    if (!tenant) return this.keeper.release(name);
+    // Acquired as the replica began to stop: given back rather than started.
+    if (!tenant || this.stopping) return this.keeper.release(name);
     this.deps.logger.info({ tenant: name, epoch }, 'lease acquired; tenant starting here');
     await this.deps.supervisor.start(tenant);
     // Lost while it started: its writes are fenced already; do not leave it running.
-    if (!this.keeper.canWrite(name)) await this.deps.supervisor.stop(name);
+    if (!this.keeper.canWrite(name)) await this.deps.supervisor.stop(name, { abort: true });
     // Did not start (the database went away meanwhile, say): give the lease back, so a later
     // round (here or elsewhere) starts it again, rather than hold a tenant nobody runs.
     else if (this.deps.supervisor.startFailures.has(name)) await this.keeper.release(name);
@@ -123,16 +138,16 @@ export class TenantLeases {
     // A replica stopping has drained its tenants already and gives their leases back: no warning.
     if (this.stopping) this.deps.logger.info({ tenant: name, reason }, 'lease given back; replica stopping');
     else this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
-    await this.deps.supervisor
-      .stop(name)
-      .catch((error: unknown) =>
-        this.deps.logger.error({ tenant: name, err: describeError(error) }, 'stopping a lost tenant failed'),
-      );
+    // Its acks would be refused by the fence: deliveries in flight are aborted, not drained.
+    await this.deps.supervisor.stop(name, { abort: true });
   }
 
   private async handOver(name: string): Promise<void> {
     this.deps.logger.info({ tenant: name }, 'handing the tenant over: draining, then releasing its lease');
-    await this.deps.supervisor.stop(name).catch(() => undefined);
-    await this.keeper.release(name);
+    try {
+      await this.deps.supervisor.stop(name);
+    } finally {
+      await this.keeper.release(name);
+    }
   }
 }

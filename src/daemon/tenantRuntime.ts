@@ -138,20 +138,30 @@ export class TenantRuntime {
   }
 
   /**
-   * Stops polling, lets in-flight deliveries finish (the hand-over's drain) and closes the sinks
-   * and the client. The store belongs to the process. Idempotent.
+   * Stops polling, then lets the deliveries in flight finish for up to `drainMs` (a hand-over or
+   * a graceful stop: their acks commit under the lease still held) and aborts those left, then
+   * closes the sinks and the client. `drainMs: 0` aborts them at once (a lost lease: their acks
+   * would be refused), as does `cutShort` during a drain. The store belongs to the process.
+   * Idempotent: a second call waits for the first.
    */
-  stop(): Promise<void> {
-    // Memoized: a stop for a lost lease may be under way when the supervisor's own stop comes.
-    this.stopping ??= this.stopParts();
+  stop(options: { drainMs: number }): Promise<void> {
+    if (options.drainMs <= 0) this.cutShort();
+    this.stopping ??= this.shutDown(options.drainMs);
     return this.stopping;
   }
 
-  private async stopParts(): Promise<void> {
+  /** Aborts the deliveries in flight now, whether or not a stop drains them. */
+  cutShort(): void {
+    this.parts.engine.abortWrites();
+  }
+
+  private async shutDown(drainMs: number): Promise<void> {
     this.stopped = true;
     this.abort.abort();
     await this.parts.pollLoop.stop();
-    await this.parts.engine.stop();
+    if (drainMs > 0)
+      this.logger.info({ drainMs }, 'tenant stopping: polling stopped, deliveries in flight finish within drainMs');
+    await this.parts.engine.stop({ drainMs });
     await this.pruning;
     await this.parts.client.close();
     this.parts.feed?.close();
@@ -169,7 +179,7 @@ export class TenantRuntime {
       { err: describeError(error) },
       'a write was refused: this replica no longer holds the lease; the tenant stops here and the new holder carries on',
     );
-    this.stop().catch((stopError: unknown) =>
+    this.stop({ drainMs: 0 }).catch((stopError: unknown) =>
       this.logger.error({ err: describeError(stopError) }, 'stopping a tenant whose lease was lost failed'),
     );
   }

@@ -5,6 +5,7 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { StoreBackend, WriteFence } from '../store/storeBackend.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { DaemonOptions } from './daemonParts.js';
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS, drainWithinMs } from './drainDeadline.js';
 import { TenantRuntime } from './tenantRuntime.js';
 
 export interface TenantSupervisorDeps {
@@ -14,6 +15,8 @@ export interface TenantSupervisorDeps {
   configOf: (tenant: Tenant<TenantConfig>) => AppConfig;
   /** On a shared store: the fence of the lease under which the tenant is started. */
   fenceOf?: (tenant: string) => WriteFence | undefined;
+  /** On a shared store: the lease length, which bounds how long a stopping tenant drains (drainWithinMs). */
+  leaseMs?: number | undefined;
 }
 
 /**
@@ -28,8 +31,16 @@ export class TenantSupervisor {
   private readonly prepared = new Set<string>();
   /** Per tenant, the tail of its start/stop operations, so they never interleave. */
   private readonly queues = new Map<string, Promise<void>>();
+  /** Runtimes stopping now, so that an abort can cut their drain short. */
+  private readonly stopping = new Map<string, TenantRuntime>();
 
-  constructor(private readonly deps: TenantSupervisorDeps) {}
+  /** How long a tenant stopped gracefully lets its deliveries in flight finish. */
+  private readonly drainMs: number;
+
+  constructor(private readonly deps: TenantSupervisorDeps) {
+    const shutdownTimeoutMs = deps.options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    this.drainMs = drainWithinMs({ shutdownTimeoutMs, leaseMs: deps.leaseMs });
+  }
 
   get runtimes(): TenantRuntime[] {
     return [...this.running.values()];
@@ -52,7 +63,7 @@ export class TenantSupervisor {
   start(tenant: Tenant<TenantConfig>, options: { rethrow?: boolean } = {}): Promise<void> {
     return this.serially(tenant.name, async () => {
       const adopted = this.prepared.delete(tenant.name) ? this.running.get(tenant.name) : undefined;
-      if (!adopted) await this.stopNow(tenant.name);
+      if (!adopted) await this.stopNow(tenant.name, this.drainMs);
       let runtime = adopted;
       try {
         runtime ??= await this.prepare(tenant);
@@ -65,11 +76,17 @@ export class TenantSupervisor {
     });
   }
 
-  /** Stops the tenant: polling stops, in-flight deliveries finish, sinks close. */
-  stop(name: string): Promise<void> {
-    return this.serially(name, () => this.stopNow(name));
+  /**
+   * Stops the tenant: polling stops, in-flight deliveries finish within `drainMs`, sinks close.
+   * `abort` (a lost lease) aborts its deliveries in flight at once instead, also those of a
+   * drain already under way.
+   */
+  stop(name: string, options: { abort?: boolean } = {}): Promise<void> {
+    if (options.abort) (this.stopping.get(name) ?? this.running.get(name))?.cutShort();
+    return this.serially(name, () => this.stopNow(name, options.abort ? 0 : this.drainMs));
   }
 
+  /** Stops every tenant, each draining as `stop` does, including those whose start is under way. */
   async stopAll(): Promise<void> {
     await Promise.all([...new Set([...this.running.keys(), ...this.queues.keys()])].map((name) => this.stop(name)));
   }
@@ -102,19 +119,25 @@ export class TenantSupervisor {
     const problem = describeError(error);
     this.failures.set(tenant.name, problem);
     this.running.delete(tenant.name);
-    await runtime?.stop().catch(() => undefined);
+    await runtime?.stop({ drainMs: 0 }).catch(() => undefined);
     this.deps.options.logger.error(
       { tenant: tenant.name, file: tenant.file, err: problem },
       'tenant did not start; the other tenants go on',
     );
   }
 
-  private async stopNow(name: string): Promise<void> {
+  private async stopNow(name: string, drainMs: number): Promise<void> {
     const runtime = this.running.get(name);
     this.running.delete(name);
     this.prepared.delete(name);
     this.failures.delete(name);
-    if (runtime) await runtime.stop();
+    if (!runtime) return;
+    this.stopping.set(name, runtime);
+    try {
+      await runtime.stop({ drainMs });
+    } finally {
+      this.stopping.delete(name);
+    }
   }
 
   private serially(name: string, operation: () => Promise<void>): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
@@ -39,6 +39,9 @@ const REQUEUE_CHECK_MS = 500;
 
 export class DeliveryEngine {
   private readonly workers: SinkWorker[];
+  /** Ends the workers' loops: nothing new is launched. */
+  private readonly stopLaunching = new AbortController();
+  /** Aborts the writes in flight (their events stay pending). */
   private readonly abort = new AbortController();
   private running: Promise<unknown> | undefined;
 
@@ -90,11 +93,11 @@ export class DeliveryEngine {
     if (this.running) return;
     this.running = Promise.all([
       ...this.workers.map((w) =>
-        w.run(this.abort.signal).catch((error: unknown) => {
+        w.run(this.stopLaunching.signal, this.abort.signal).catch((error: unknown) => {
           this.deps.logger.fatal({ sink: w.name, err: describeError(error) }, 'sink worker crashed');
         }),
       ),
-      this.watchRequeues(this.abort.signal),
+      this.watchRequeues(this.stopLaunching.signal),
     ]);
   }
 
@@ -145,10 +148,28 @@ export class DeliveryEngine {
     );
   }
 
-  /** Stops every worker after its in-flight writes, then closes the sinks. Idempotent. */
-  async stop(): Promise<void> {
-    this.abort.abort();
-    await this.running;
+  /**
+   * Stops launching batches, lets the writes in flight finish for up to `drainMs` (their acks
+   * commit as usual), aborts those still running then (their events stay pending), and closes
+   * the sinks. `drainMs: 0`, the default, aborts them at once. Idempotent.
+   */
+  async stop(options: { drainMs?: number } = {}): Promise<void> {
+    const drainMs = options.drainMs ?? 0;
+    this.stopLaunching.abort();
+    if (drainMs <= 0) this.abort.abort();
+    // A real timer, not the clock: a write that hangs must not hold the stop past its deadline,
+    // and virtual time in tests must not jump to it during every write (as SinkWorker.drain).
+    const cutOff = setTimeout(() => this.abort.abort(), timerDelayMs(drainMs));
+    try {
+      await this.running;
+    } finally {
+      clearTimeout(cutOff);
+    }
     await Promise.all(this.workers.map((w) => w.close()));
+  }
+
+  /** Aborts the writes in flight now, cutting a drain short (a lost lease: their acks would be refused). */
+  abortWrites(): void {
+    this.abort.abort();
   }
 }

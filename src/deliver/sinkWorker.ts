@@ -106,17 +106,22 @@ export class SinkWorker {
     this.wake.notify();
   }
 
-  /** Runs until `engineSignal` aborts or the lease is lost, then waits for in-flight writes. */
-  async run(engineSignal: AbortSignal): Promise<void> {
-    const signal = this.writesSignal(engineSignal);
-    while (!signal.aborted && !this.health.disabled && !this.leaseLost) {
+  /**
+   * Launches batches until `stop` aborts or the lease is lost, then waits for the writes in
+   * flight to finish (a drain: their acks still commit). `abortWrites` aborts those writes, and
+   * launches nothing more either; by default it is `stop`, so stopping aborts them at once.
+   */
+  async run(stop: AbortSignal, abortWrites: AbortSignal = stop): Promise<void> {
+    const writes = this.writesSignal(abortWrites);
+    const launching = AbortSignal.any([stop, writes]);
+    while (!launching.aborted && !this.health.disabled && !this.leaseLost) {
       let wait: number | typeof IN_FLIGHT;
       try {
-        wait = await this.step(signal);
+        wait = await this.step(writes);
       } catch (error) {
         wait = this.failed(error);
       }
-      await this.wake.pause(wait, this.inFlight, signal);
+      await this.wake.pause(wait, this.inFlight, launching);
     }
     await Promise.allSettled(this.inFlight);
   }
@@ -268,7 +273,6 @@ export class SinkWorker {
    * Refused otherwise: held and recorded before anything else once the store takes it.
    */
   private async acknowledge(batch: PendingDelivery[], now: number): Promise<void> {
-    this.window.settle(batch);
     try {
       await this.options.store.outbox.markDelivered(
         this.name,
@@ -277,9 +281,15 @@ export class SinkWorker {
       );
       this.options.store.health.clear();
     } catch (error) {
+      // Settled here, so it is not planned again while it is held (or the worker stops).
+      this.window.settle(batch);
       if (errorCodeOf(error) !== 'LEASE_LOST') this.unacknowledged.push(batch);
       throw error;
     }
+    // Settled only once recorded: while the ack was under way the rows were still pending in the
+    // store, and a top-up from the start of the outbox (an emptied window, a reload) may have
+    // loaded them again. Settling now drops those copies before the batch's keys leave flight.
+    this.window.settle(batch);
     this.unexpectedInARow = 0;
     this.circuit.recordSuccess();
     this.health.delivered(now);
@@ -290,12 +300,15 @@ export class SinkWorker {
   /** Records the batches held for want of a store, oldest first; throws while it still refuses. */
   private async acknowledgeHeld(now: number): Promise<void> {
     while (this.unacknowledged.length > 0) {
+      const batch = this.unacknowledged[0] ?? [];
       await this.options.store.outbox.markDelivered(
         this.name,
-        (this.unacknowledged[0] ?? []).map((d) => d.seq),
+        batch.map((d) => d.seq),
         now,
       );
       this.unacknowledged.shift();
+      // A top-up while the store refused may have loaded these rows again, still pending then.
+      this.window.settle(batch);
       this.options.store.health.clear();
     }
   }

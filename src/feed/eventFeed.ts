@@ -1,64 +1,62 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
-import { readSecretFile } from '../secrets/readSecretFile.js';
-import { ConfigError } from '../errors.js';
-import { registerSecret } from '../secrets/secretRegistry.js';
 import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';
 import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
-import { withinPageBytes } from './pageBytes.js';
-import { FeedTokens, StreamSlots } from './feedTokens.js';
+import type { FeedReader, FeedSlots } from './feedTokens.js';
 import { JournalSignal } from './journalSignal.js';
 
 export const PAGE_CONTENT_TYPE = 'application/cloudevents-batch+json';
 /** Stretches of the journal (MAX_SCAN_POSITIONS each) one page request looks through at most. */
 const SCAN_STRETCHES = 10;
 
+/** A request the feed router let through: who asked, for what, and where this feed is served. */
+export interface FeedRequest {
+  mode: 'page' | 'stream';
+  /** The path of pages of this feed (`/v1/events`, `/v1/tenants/<tenant>/events`): `Link` continues on it. */
+  pagePath: string;
+  reader: FeedReader;
+  /** The process's per-token limits, shared by every tenant's feed. */
+  slots: FeedSlots;
+}
+
+/** The limits of the feed a tenant's journal is served with. */
+export type FeedLimits = Pick<
+  FeedConfig,
+  | 'maxPageSize'
+  | 'defaultPageSize'
+  | 'maxWaitSeconds'
+  | 'heartbeatSeconds'
+  | 'maxStreamsPerToken'
+  | 'maxPagesPerToken'
+  | 'maxPageBytes'
+>;
+
 /**
- * The journal over HTTP, for consumers that cannot run a broker or expose a webhook:
+ * One tenant's journal over HTTP, for consumers that cannot run a broker or expose a webhook
+ * (its paths and tokens are the feed router's, tenantFeeds.ts):
  *
- * - `GET /v1/events?after=&limit=&log=&type=&wait=`: a page of CloudEvents in ingestion order
+ * - pages (`?after=&limit=&log=&type=&wait=`): CloudEvents in ingestion order
  *   (`application/cloudevents-batch+json`, a JSON array), each with the CloudEvents `sequence`
  *   extension attribute holding its cursor; the cursor to continue from in a `Link: <...>;
  *   rel="next"` header and in `Changefeed-Cursor`. An empty page when nothing is new, or with
  *   `wait` seconds it waits for the first new event (long-polling).
- * - `GET /v1/events/stream`: the same as Server-Sent Events, resumed with Last-Event-ID.
+ * - `/stream`: the same as Server-Sent Events, resumed with Last-Event-ID.
  *
- * A position older than what pruning kept answers 410 with the oldest complete cursor. Every
- * request needs one of the configured bearer tokens.
+ * A position older than what pruning kept answers 410 with the oldest complete cursor.
  */
 export class EventFeed {
-  private readonly tokens: FeedTokens;
-  private readonly slots: StreamSlots;
-  /** Long-polls waiting per token: each holds a connection for up to maxWaitSeconds, like a stream. */
-  private readonly waitSlots: StreamSlots;
   private readonly signal: JournalSignal;
   private readonly open = new Set<AbortController>();
 
   constructor(
-    private readonly config: FeedConfig,
+    private readonly config: FeedLimits,
     private readonly journal: JournalStore,
     private readonly clock: Clock,
   ) {
-    const tokens = [...config.tokens, ...config.tokenFiles.map((file) => readSecretFile(file))];
-    if (tokens.length === 0)
-      throw new ConfigError('feed.enabled needs at least one bearer token in feed.tokens or feed.tokenFiles', [
-        { path: 'feed.tokens', message: 'add a token (at least 16 characters), e.g. from ${FEED_TOKEN}' },
-      ]);
-    for (const token of tokens) registerSecret(token);
-    const unusable = config.tokenFiles.find(
-      (_, i) => !/^[\x21-\x7e]{16,}$/.test(tokens[config.tokens.length + i] ?? ''),
-    );
-    if (unusable !== undefined)
-      throw new ConfigError(`the token in ${unusable} cannot be sent in a header`, [
-        { path: 'feed.tokenFiles', message: 'write at least 16 printable ASCII characters without spaces' },
-      ]);
-    this.tokens = new FeedTokens(tokens);
-    this.slots = new StreamSlots(config.maxStreamsPerToken);
-    this.waitSlots = new StreamSlots(config.maxStreamsPerToken);
     this.signal = new JournalSignal(clock);
   }
 
@@ -72,15 +70,9 @@ export class EventFeed {
     for (const abort of this.open) abort.abort();
   }
 
-  /** Serves /v1/events and /v1/events/stream; false for every other path. */
-  handle(req: IncomingMessage, res: ServerResponse): boolean {
-    // The parser passes request targets URL refuses (`GET http://[ HTTP/1.1`); a throw here would
-    // escape the server's request listener and end the daemon. Not a feed path, then.
-    const target = req.url ?? '/';
-    if (!URL.canParse(target, 'http://feed')) return false;
-    const url = new URL(target, 'http://feed');
-    const mode = url.pathname === '/v1/events' ? 'page' : url.pathname === '/v1/events/stream' ? 'stream' : undefined;
-    if (mode === undefined) return false;
+  /** Answers a page or stream request the router authorized for this tenant. */
+  handle(req: IncomingMessage, res: ServerResponse, request: FeedRequest): void {
+    const { mode } = request;
     if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
       sendProblem(
         res,
@@ -91,21 +83,9 @@ export class EventFeed {
         {},
         { allow: 'GET' },
       );
-      return true;
+      return;
     }
-    const token = this.tokens.match(req.headers.authorization);
-    if (token < 0) {
-      sendProblem(
-        res,
-        401,
-        'unauthorized',
-        'Unauthorized',
-        'send one of the tokens of feed.tokens or feed.tokenFiles as "Authorization: Bearer <token>"',
-        {},
-        { 'www-authenticate': 'Bearer realm="changefeed"' },
-      );
-      return true;
-    }
+    const url = new URL(req.url ?? '/', 'http://feed');
     const lastEventId = mode === 'stream' ? header(req, 'last-event-id') : undefined;
     const parsed = parseFeedQuery(url.searchParams, this.config, mode, lastEventId);
     if ('invalid' in parsed) {
@@ -113,16 +93,27 @@ export class EventFeed {
       sendProblem(res, 400, 'invalid-parameter', `Invalid parameter ${name}`, `${name}: ${reason}`, {
         'invalid-params': [{ name, reason }],
       });
-      return true;
+      return;
     }
     const abort = new AbortController();
     res.once('close', () => abort.abort());
     this.open.add(abort);
     const served = (async () => {
-      const start = await this.position(res, parsed.query);
-      if (start === undefined) return;
-      if (mode === 'page') await this.page(res, start, parsed.query, token, abort.signal);
-      else await this.stream(res, start, parsed.query, token, abort);
+      if (mode === 'stream') {
+        const start = await this.position(res, parsed.query);
+        if (start !== undefined) await this.stream(res, start, parsed.query, request, abort);
+        return;
+      }
+      // Held while the store is read and the page written, not while a long-poll waits (those
+      // count against the waits): with maxPageBytes it bounds the memory of one token's pages.
+      if (!this.takeSlot(res, request, 'pages')) return;
+      const pageSlot = once(() => request.slots.pages.release(request.reader.key));
+      try {
+        const start = await this.position(res, parsed.query);
+        if (start !== undefined) await this.page(res, start, parsed.query, request, abort.signal, pageSlot);
+      } finally {
+        pageSlot();
+      }
     })();
     served
       .catch((error: unknown) => {
@@ -131,7 +122,32 @@ export class EventFeed {
         else res.destroy();
       })
       .finally(() => this.open.delete(abort));
-    return true;
+  }
+
+  /** Takes one of the token's slots of `kind`, or answers 429 and returns false. */
+  private takeSlot(res: ServerResponse, request: FeedRequest, kind: 'pages' | 'waits' | 'streams'): boolean {
+    if (request.slots[kind].acquire(request.reader.key)) return true;
+    const limit = request.slots[kind].perToken;
+    const [type, title, detail] =
+      kind === 'pages'
+        ? ([
+            'too-many-pages',
+            'Too many page requests',
+            `this token has ${limit} page requests being answered (feed.maxPagesPerToken); wait for one to finish`,
+          ] as const)
+        : kind === 'waits'
+          ? ([
+              'too-many-waits',
+              'Too many waiting requests',
+              `this token holds ${limit} waiting long-polls (feed.maxStreamsPerToken); wait for one to answer first`,
+            ] as const)
+          : ([
+              'too-many-streams',
+              'Too many streams',
+              `this token holds ${limit} open streams (feed.maxStreamsPerToken); close one first`,
+            ] as const);
+    sendProblem(res, 429, type, title, detail, {}, { 'retry-after': kind === 'pages' ? '1' : '5' });
+    return false;
   }
 
   /** Where a request starts reading, or undefined once it was answered 410. */
@@ -155,10 +171,11 @@ export class EventFeed {
     res: ServerResponse,
     start: number,
     query: FeedQuery,
-    token: number,
+    request: FeedRequest,
     abort: AbortSignal,
+    releasePageSlot: () => void,
   ): Promise<void> {
-    const filter = { log: query.log, type: query.type };
+    const filter = { log: query.log, type: query.type, maxBytes: this.config.maxPageBytes };
     let generation = this.signal.generation;
     let page = await this.journal.page(start, query.limit, filter);
     // A filter that rarely matches: look further, a bounded stretch per request; an empty page
@@ -166,19 +183,8 @@ export class EventFeed {
     for (let stretch = 1; page.events.length === 0 && !page.reachedHead && stretch < SCAN_STRETCHES; stretch++)
       page = await this.journal.page(page.next, query.limit, filter);
     const waits = page.events.length === 0 && page.reachedHead && query.waitMs > 0;
-    if (waits && !this.waitSlots.acquire(token)) {
-      sendProblem(
-        res,
-        429,
-        'too-many-waits',
-        'Too many waiting requests',
-        `this token holds ${this.config.maxStreamsPerToken} waiting long-polls (feed.maxStreamsPerToken); ` +
-          'wait for one to answer first',
-        {},
-        { 'retry-after': '5' },
-      );
-      return;
-    }
+    if (waits && !this.takeSlot(res, request, 'waits')) return;
+    if (waits) releasePageSlot();
     try {
       const deadline = this.clock.now() + query.waitMs;
       while (page.events.length === 0 && page.reachedHead && !abort.aborted && this.clock.now() < deadline) {
@@ -187,19 +193,17 @@ export class EventFeed {
         if (!abort.aborted) page = await this.journal.page(page.next, query.limit, filter);
       }
     } finally {
-      if (waits) this.waitSlots.release(token);
+      if (waits) request.slots.waits.release(request.reader.key);
     }
     if (abort.aborted) return;
-    const events = withinPageBytes(page.events);
-    const last = events[events.length - 1];
-    const next = formatCursor(events.length < page.events.length && last ? last.seq : page.next);
+    const next = formatCursor(page.next);
     // The stored JSON with one attribute added at the end: `sequence` (CloudEvents Sequence extension).
-    const body = `[${events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
+    const body = `[${page.events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
     res
       .writeHead(200, {
         'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,
         'cache-control': 'no-store',
-        link: `<${nextUrl(next, query)}>; rel="next"`,
+        link: `<${nextUrl(request.pagePath, next, query)}>; rel="next"`,
         'changefeed-cursor': next,
       })
       .end(body);
@@ -209,21 +213,10 @@ export class EventFeed {
     res: ServerResponse,
     start: number,
     query: FeedQuery,
-    token: number,
+    request: FeedRequest,
     abort: AbortController,
   ): Promise<void> {
-    if (!this.slots.acquire(token)) {
-      sendProblem(
-        res,
-        429,
-        'too-many-streams',
-        'Too many streams',
-        `this token holds ${this.config.maxStreamsPerToken} open streams (feed.maxStreamsPerToken); close one first`,
-        {},
-        { 'retry-after': '5' },
-      );
-      return;
-    }
+    if (!this.takeSlot(res, request, 'streams')) return;
     try {
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -237,13 +230,24 @@ export class EventFeed {
         signal: this.signal,
         clock: this.clock,
         heartbeatMs: this.config.heartbeatSeconds * 1000,
+        maxBytes: this.config.maxPageBytes,
       };
       await streamEvents(res, start, query, options, abort.signal);
       res.end();
     } finally {
-      this.slots.release(token);
+      request.slots.streams.release(request.reader.key);
     }
   }
+}
+
+/** `action`, run the first time the returned function is called only. */
+function once(action: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    action();
+  };
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -251,11 +255,11 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** The request again, continuing from `next`. */
-function nextUrl(next: string, query: FeedQuery): string {
+/** The request again, on the path it came by, continuing from `next`. */
+function nextUrl(pagePath: string, next: string, query: FeedQuery): string {
   const params = new URLSearchParams({ after: next, limit: String(query.limit) });
   if (query.log) params.set('log', query.log === 'identityProvider' ? 'identity_provider' : query.log);
   if (query.type) params.set('type', query.type);
   if (query.waitMs > 0) params.set('wait', String(query.waitMs / 1000));
-  return `/v1/events?${params.toString()}`;
+  return `${pagePath}?${params.toString()}`;
 }

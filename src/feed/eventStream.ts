@@ -4,7 +4,6 @@ import type { JournalStore } from '../store/changefeedStore.js';
 import { formatCursor } from './feedCursor.js';
 import type { FeedQuery } from './feedQuery.js';
 import type { JournalSignal } from './journalSignal.js';
-import { withinPageBytes } from './pageBytes.js';
 
 /** Events read (and written to the socket) at a time while a stream catches up. */
 const STREAM_PAGE = 500;
@@ -14,6 +13,8 @@ export interface StreamOptions {
   signal: JournalSignal;
   clock: Clock;
   heartbeatMs: number;
+  /** Most bytes of events one read (and one write) holds. */
+  maxBytes: number;
 }
 
 /**
@@ -33,16 +34,15 @@ export async function streamEvents(
   abort: AbortSignal,
 ): Promise<void> {
   const { journal, signal, clock, heartbeatMs } = options;
-  const filter = { log: query.log, type: query.type };
+  const filter = { log: query.log, type: query.type, maxBytes: options.maxBytes };
   let cursor = start;
   let lastWriteAt = clock.now();
   while (!abort.aborted) {
     const generation = signal.generation;
+    // One read, and so one write, holds at most maxBytes of events: 500 large ones would be one huge string.
     const page = await journal.page(cursor, STREAM_PAGE, filter);
-    // One write holds at most MAX_PAGE_CHARS of events: 500 large ones would be one huge string.
-    const events = withinPageBytes(page.events);
-    const last = events[events.length - 1];
-    cursor = events.length < page.events.length && last ? last.seq : page.next;
+    const { events } = page;
+    cursor = page.next;
     if (page.events.length === 0 && !page.reachedHead) {
       // A filter that rarely matches, far behind: go on looking, letting others run in between.
       await new Promise((resolve) => setImmediate(resolve));

@@ -1,27 +1,86 @@
 import { z } from 'zod';
 
+const tokenSchema = z
+  .string()
+  .min(16, 'a feed token needs at least 16 characters')
+  .regex(/^[\x21-\x7e]+$/, 'a feed token is printable ASCII without spaces (it travels in a header)');
+
+/**
+ * The tokens that read one tenant's feed: in a tenant file, that tenant's only; in the main file
+ * of a daemon without `tenants.dir`, the tenant `default`'s.
+ */
+export const tenantFeedTokensSchema = z
+  .object({
+    tokens: z
+      .array(tokenSchema)
+      .default([])
+      .describe(
+        "Secret: bearer tokens that read this tenant's feed, and no other tenant's. Prefer `${VAR}` or " +
+          '`tokenFiles` to writing them here. With `tenants.dir` they belong in the tenant files.',
+      ),
+    tokenFiles: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Files each holding one bearer token of this tenant (a secret mount); read when the tenant starts.'),
+  })
+  .strict();
+
+export type TenantFeedTokens = z.infer<typeof tenantFeedTokensSchema>;
+
 export const feedConfigSchema = z
   .object({
     enabled: z
       .boolean()
       .default(false)
       .describe(
-        'Serve the journal over HTTP on the `http` server: `GET /v1/events` (pages, long-polling) and ' +
-          '`GET /v1/events/stream` (Server-Sent Events). Needs `http.port` and at least one token.',
+        'Serve the journal over HTTP on its own listener (`feed.port`): `GET /v1/events` and ' +
+          '`/v1/tenants/<tenant>/events` (pages, long-polling) and `.../stream` (Server-Sent Events). ' +
+          'Needs `feed.port` and at least one token.',
       ),
-    tokens: z
-      .array(
-        z
-          .string()
-          .min(16, 'a feed token needs at least 16 characters')
-          .regex(/^[\x21-\x7e]+$/, 'a feed token is printable ASCII without spaces (it travels in a header)'),
-      )
+    port: z
+      .number()
+      .int()
+      .min(0)
+      .max(65_535)
+      .nullable()
+      .default(null)
+      .describe(
+        "Port of the feed's own listener, apart from `http.port` (health, readiness, metrics): a flood of " +
+          'feed clients cannot starve the probes. Required with `enabled`.',
+      ),
+    host: z.string().default('127.0.0.1').describe('Interface the feed listener binds to; loopback unless set.'),
+    maxConnections: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(512)
+      .describe(
+        'Most connections the feed listener holds at once (pages, long-polls, streams); more are closed as ' +
+          'they arrive, before any token is checked.',
+      ),
+    headersTimeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(120)
+      .default(10)
+      .describe(
+        'A client must send its request head within this many seconds of connecting, or its connection is ' +
+          'closed: half-open connections do not hold slots of `maxConnections` for long.',
+      ),
+    ...tenantFeedTokensSchema.shape,
+    allTenantsTokens: z
+      .array(tokenSchema)
       .default([])
-      .describe('Secret: bearer tokens that may read the feed. Prefer `${VAR}` or `tokenFiles` to writing them here.'),
-    tokenFiles: z
+      .describe(
+        "Secret: bearer tokens that read every tenant's feed (an operator's, a platform pipeline's). Only " +
+          'in the main file; a token in `tokens` reads one tenant.',
+      ),
+    allTenantsTokenFiles: z
       .array(z.string().min(1))
       .default([])
-      .describe('Files each holding one bearer token (a secret mount); read at start.'),
+      .describe('Files each holding one bearer token that reads every tenant; read at start.'),
     maxPageSize: z
       .number()
       .int()
@@ -59,6 +118,26 @@ export const feedConfigSchema = z
       .describe(
         'Live streams one token may hold open at once, and as many long-polls (`wait`) waiting at once; ' +
           'one more of either is refused with 429.',
+      ),
+    maxPagesPerToken: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .default(4)
+      .describe(
+        'Page requests one token may have being read and written at once; one more is refused with 429 and ' +
+          '`Retry-After`. With `maxPageBytes` it bounds the memory one client can take.',
+      ),
+    maxPageBytes: z
+      .number()
+      .int()
+      .min(65_536)
+      .max(67_108_864)
+      .default(4_194_304)
+      .describe(
+        'Most bytes of events one page (and one write of a stream) reads from the store; a page stops ' +
+          'before it (always holding one event), and `Link` continues after the last event sent.',
       ),
   })
   .strict();

@@ -7,6 +7,8 @@ export type FeedProblemType =
   | 'cursor-gone'
   | 'too-many-streams'
   | 'too-many-waits'
+  | 'too-many-pages'
+  | 'not-found'
   | 'journal-unavailable'
   | 'method-not-allowed'
   | 'tenant-elsewhere';

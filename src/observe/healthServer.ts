@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 
@@ -33,7 +33,7 @@ export const httpConfigSchema = z
       .max(100_000)
       .default(1024)
       .describe(
-        'Most connections the server holds at once (probes, metrics, feed pages and streams); more are ' +
+        'Most connections the server holds at once (probes, metrics); more are ' +
           'closed as they arrive, so idle connections from whoever reaches the port cannot use up file descriptors.',
       ),
   })
@@ -56,8 +56,6 @@ export interface HealthSource {
   readiness(): ReadinessCheck[];
   /** A prom-client Registry, or anything that renders an exposition the same way. */
   metrics: { metrics(): Promise<string>; readonly contentType: string };
-  /** More routes on the same server (the event feed): true when it answered the request. */
-  routes?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 export interface HealthServer {
@@ -72,7 +70,6 @@ export interface HealthServer {
 export async function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (source.routes?.(req, res)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET' }).end();
       return;

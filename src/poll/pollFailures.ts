@@ -28,6 +28,8 @@ export class PollFailures {
   private pausedForCredential = false;
   /** Rejected-key failures in a row, so each pause is longer than the last. */
   private authFailures = 0;
+  /** A pause for a store that cannot be written was logged since the last successful poll. */
+  private storePauseLogged = false;
 
   constructor(private readonly deps: PollFailuresDeps) {}
 
@@ -56,6 +58,7 @@ export class PollFailures {
     this.notBefore.delete(logKey(w));
     this.failuresInARow.delete(logKey(w));
     this.authFailures = 0;
+    this.storePauseLogged = false;
   }
 
   /** Classifies a failed poll, applies what it calls for and returns it. */
@@ -103,6 +106,13 @@ export class PollFailures {
         }
         this.pausedForCredential = errorCodeOf(error) === 'API_INVALID_CREDENTIAL';
         this.pausedUntil = Math.max(this.pausedUntil, now + action.pauseMs);
+        if (errorCodeOf(error) === 'STORE_UNAVAILABLE') {
+          // Every poll after each 5 s pause meets the same store: logged once until a poll succeeds.
+          if (!this.storePauseLogged)
+            logger.warn({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
+          this.storePauseLogged = true;
+          return;
+        }
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
         return;
       case 'disableKind':

@@ -29,8 +29,11 @@ export interface ReceiverOptions {
   port?: number;
   /** Secrets a signature may match (several during a rotation). Unverified requests get 401. */
   secrets?: readonly string[];
-  /** Decides the answer per request, after verification; default 204 for verified ones. */
-  respond?: (request: ReceivedWebhook, count: number) => ReceiverReply | undefined;
+  /**
+   * Decides the answer per request, after verification; default 204 for verified ones. A promise
+   * holds the request in flight until it settles (tests: a delivery under way during a hand-over).
+   */
+  respond?: (request: ReceivedWebhook, count: number) => ReceiverReply | Promise<ReceiverReply> | undefined;
   onWebhook?: (request: ReceivedWebhook) => void;
   /** Keep every request in `received` (tests); off for a long-running receiver, whose memory must not grow. */
   keepReceived?: boolean;
@@ -105,10 +108,14 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       count++;
       if (keep) received.push(request);
       options.onWebhook?.(request);
-      const reply = options.respond?.(request, count) ?? {
-        status: verifiers.length === 0 || request.verified ? 204 : 401,
-      };
-      answer(res, reply);
+      const fallback: ReceiverReply = { status: verifiers.length === 0 || request.verified ? 204 : 401 };
+      const reply = options.respond?.(request, count) ?? fallback;
+      if (reply instanceof Promise)
+        reply.then(
+          (held) => answer(res, held),
+          () => answer(res, { drop: true }),
+        );
+      else answer(res, reply);
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -31,3 +31,8 @@ export function readSecretFile(path: string): string {
   }
   return secret;
 }
+
+/** A secret given inline, or else read from its file (`password` or `passwordFile`); undefined with neither. */
+export function inlineOrFileSecret(inline: string | undefined, file: string | undefined): string | undefined {
+  return inline ?? (file === undefined ? undefined : readSecretFile(file));
+}

@@ -91,7 +91,7 @@ export function asyncApiDocument(): Record<string, unknown> {
       redis: server('redis', '127.0.0.1:6379', "The Redis of the redis-streams sink's `url`."),
       mqtt: server('mqtt', '127.0.0.1:1883', "The broker of the mqtt sink's `url`."),
       feed: {
-        ...server('http', '127.0.0.1:9464', "changefeed's own HTTP server (`http.port`), with `feed.enabled`."),
+        ...server('http', '127.0.0.1:9465', "changefeed's feed listener (`feed.port`), with `feed.enabled`."),
         security: [{ $ref: '#/components/securitySchemes/feedToken' }],
       },
     },

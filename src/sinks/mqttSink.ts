@@ -7,6 +7,7 @@ import {
 } from 'mqtt';
 import { AbortedError } from '../errors.js';
 import { readTlsFiles } from '../tlsFiles.js';
+import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -72,7 +73,8 @@ export class MqttSink implements Sink {
   private readonly peer: BrokerPeer;
 
   constructor(private readonly config: MqttSinkConfig) {
-    if (config.password) registerSecret(config.password);
+    const password = inlineOrFileSecret(config.password, config.passwordFile);
+    if (password) registerSecret(password);
     const url = new URL(config.url);
     // Not url.origin: that is "null" for schemes the URL standard does not know, such as mqtt:.
     this.peer = {
@@ -88,7 +90,7 @@ export class MqttSink implements Sink {
       // Without an expiry an MQTT 5 session ends with its connection: not persistent at all.
       properties: v5 ? { sessionExpiryInterval: config.sessionExpirySeconds } : undefined,
       username: config.username,
-      password: config.password,
+      password,
       connectTimeout: config.connectTimeoutMs,
       // The engine owns reconnecting (with backoff, and knowing what is unacknowledged).
       reconnectPeriod: 0,

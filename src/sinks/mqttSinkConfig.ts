@@ -3,7 +3,14 @@ import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema } from './eventTemplate.js';
-import { caFile, connectTimeoutMs, credentialFreeUrl, loginFields, timeLimitMs } from './sinkConfigFields.js';
+import {
+  caFile,
+  connectTimeoutMs,
+  credentialFreeUrl,
+  inlineOrFile,
+  loginFields,
+  timeLimitMs,
+} from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a topic template may stand for; see renderTopic. */
 export const TOPIC_PLACEHOLDERS = ['prefix', 'tenant', 'type', 'log', 'event', 'subject'] as const;
@@ -90,6 +97,7 @@ export const mqttSinkConfigSchema = sinkCommonSchema
     message: 'user properties need MQTT 5 (protocolVersion: 5)',
     path: ['ceUserProperties'],
   })
-  .refine(...certAndKeyTogether);
+  .refine(...certAndKeyTogether)
+  .refine(...inlineOrFile('password', 'passwordFile'));
 
 export type MqttSinkConfig = z.infer<typeof mqttSinkConfigSchema>;

@@ -15,6 +15,7 @@ import {
   type NatsConnection,
 } from '@nats-io/transport-node';
 import { AbortedError, describeError } from '../errors.js';
+import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
@@ -59,12 +60,17 @@ export class NatsSink implements Sink {
   private readonly connection = new ConnectionSlot<NatsSession>();
   private readonly servers: string[];
   private readonly peer: BrokerPeer;
+  /** `password` and `token`, or the content of their files. */
+  private readonly password: string | undefined;
+  private readonly token: string | undefined;
 
   constructor(private readonly config: NatsSinkConfig) {
     this.servers = typeof config.servers === 'string' ? [config.servers] : config.servers;
     this.peer = { name: 'NATS', address: this.servers.join(', '), loginRefused: /authorization violation/i };
-    if (config.password) registerSecret(config.password);
-    if (config.token) registerSecret(config.token);
+    this.password = inlineOrFileSecret(config.password, config.passwordFile);
+    this.token = inlineOrFileSecret(config.token, config.tokenFile);
+    if (this.password) registerSecret(this.password);
+    if (this.token) registerSecret(this.token);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
@@ -78,7 +84,8 @@ export class NatsSink implements Sink {
     const current = this.connection.current;
     if (current && !current.nc.isClosed()) return;
     if (current) this.connection.release(current);
-    const { user, password, token, timeoutMs } = this.config;
+    const { user, timeoutMs } = this.config;
+    const { password, token } = this;
     let nc: NatsConnection;
     try {
       nc = await connect({

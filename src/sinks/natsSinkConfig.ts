@@ -3,7 +3,7 @@ import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema as templateSchema_ } from './eventTemplate.js';
-import { caFile, timeLimitMs } from './sinkConfigFields.js';
+import { caFile, inlineOrFile, secretFile, timeLimitMs } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a subject template may stand for; see renderSubject. */
 export const SUBJECT_PLACEHOLDERS = ['tenant', 'type', 'log', 'event', 'subject'] as const;
@@ -38,7 +38,9 @@ export const natsSinkConfigSchema = sinkCommonSchema
       ),
     user: z.string().min(1).optional().describe('User name, with `password`.'),
     password: z.string().min(1).optional().describe('Secret: password of `user`.'),
+    passwordFile: secretFile('`password`'),
     token: z.string().min(1).optional().describe('Secret: authentication token (instead of user/password).'),
+    tokenFile: secretFile('`token`'),
     tls: z
       .boolean()
       .default(false)
@@ -105,12 +107,16 @@ export const natsSinkConfigSchema = sinkCommonSchema
     dataschema: dataschemaSchema,
   })
   .strict()
-  .refine((c) => c.token === undefined || (c.user === undefined && c.password === undefined), {
-    message: 'set either token or user/password, not both',
-    path: ['token'],
-  })
+  .refine(...inlineOrFile('password', 'passwordFile'))
+  .refine(...inlineOrFile('token', 'tokenFile'))
+  .refine(
+    (c) =>
+      (c.token === undefined && c.tokenFile === undefined) ||
+      (c.user === undefined && c.password === undefined && c.passwordFile === undefined),
+    { message: 'set either token or user/password, not both', path: ['token'] },
+  )
   .refine(...certAndKeyTogether)
-  .refine((c) => (c.user === undefined) === (c.password === undefined), {
+  .refine((c) => (c.user === undefined) === (c.password === undefined && c.passwordFile === undefined), {
     message: 'user and password go together',
     path: ['password'],
   })

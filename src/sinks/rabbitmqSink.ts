@@ -1,4 +1,5 @@
 import { connect, IllegalOperationError, type ConfirmChannel, type Options } from 'amqplib';
+import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
@@ -39,9 +40,12 @@ export class RabbitmqSink implements Sink {
   private readonly peer: BrokerPeer;
   private readonly vhost: string;
   private readonly connectOptions: Options.Connect;
+  /** `password`, or the content of `passwordFile`. */
+  private readonly password: string | undefined;
 
   constructor(private readonly config: RabbitmqSinkConfig) {
-    if (config.password !== undefined) registerSecret(config.password);
+    this.password = inlineOrFileSecret(config.password, config.passwordFile);
+    if (this.password !== undefined) registerSecret(this.password);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
@@ -61,7 +65,7 @@ export class RabbitmqSink implements Sink {
       port: url.port === '' ? (protocol === 'amqps' ? 5671 : 5672) : Number(url.port),
       vhost: path === '' ? undefined : path,
       username: config.username,
-      password: config.password,
+      password: this.password,
       heartbeat: config.heartbeatSeconds,
     };
   }
@@ -245,7 +249,7 @@ export class RabbitmqSink implements Sink {
    * broker: "cannot connect to RabbitMQ at ...: <reason>"); never holds the password.
    */
   private explain(error: unknown): string {
-    const password = this.config.password;
+    const password = this.password;
     // scrubSecrets ignores values under 4 characters; a short password is still cut out here.
     let text = scrubSecrets(error instanceof Error ? error.message : String(error));
     if (password) text = text.replaceAll(password, '[redacted]');

@@ -7,6 +7,7 @@ import {
   caFile,
   connectTimeoutMs,
   credentialFreeUrl,
+  inlineOrFile,
   loginFields,
   percentDecodes,
   timeLimitMs,
@@ -102,7 +103,8 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
     dataschema: dataschemaSchema,
   })
   .strict()
-  .refine((c) => c.password === undefined || c.username !== undefined, {
+  .refine(...inlineOrFile('password', 'passwordFile'))
+  .refine((c) => (c.password === undefined && c.passwordFile === undefined) || c.username !== undefined, {
     message: 'password needs username',
     path: ['password'],
   })

@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { AbortedError } from '../errors.js';
 import { readTlsFiles } from '../tlsFiles.js';
+import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -83,7 +84,8 @@ export class RedisStreamsSink implements Sink {
   private readonly peer: BrokerPeer;
 
   constructor(private readonly config: RedisStreamsSinkConfig) {
-    if (config.password) registerSecret(config.password);
+    const password = inlineOrFileSecret(config.password, config.passwordFile);
+    if (password) registerSecret(password);
     const url = new URL(config.url);
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
     const port = Number(url.port || 6379);
@@ -100,7 +102,7 @@ export class RedisStreamsSink implements Sink {
       port,
       db,
       username: config.username,
-      password: config.password,
+      password,
       // Node checks the certificate against `host` (and sends it as SNI) unless told otherwise.
       tls: tls ? readTlsFiles(config) : undefined,
       connectionName: `changefeed-${config.name}`,

@@ -7,6 +7,7 @@ import {
   caFile,
   connectTimeoutMs,
   credentialFreeUrl,
+  inlineOrFile,
   loginFields,
   timeLimitMs,
   urlOrUndefined,
@@ -68,6 +69,7 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
     dataschema: dataschemaSchema,
   })
   .strict()
-  .refine(...certAndKeyTogether);
+  .refine(...certAndKeyTogether)
+  .refine(...inlineOrFile('password', 'passwordFile'));
 
 export type RedisStreamsSinkConfig = z.infer<typeof redisStreamsSinkConfigSchema>;

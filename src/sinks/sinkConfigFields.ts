@@ -56,12 +56,43 @@ export function credentialFreeUrl(options: {
   }, refusal);
 }
 
-/** `username` and `password` (a secret: registered, redacted in errors and logs). */
+/**
+ * `username`, `password` (a secret: registered, redacted in errors and logs) and `passwordFile`,
+ * the same password from a file of its own.
+ */
 export function loginFields(usernameDescription: string, passwordDescription = 'Secret: password of `username`.') {
   return {
     username: z.string().min(1).optional().describe(usernameDescription),
     password: z.string().min(1).optional().describe(passwordDescription),
+    passwordFile: secretFile('`password`'),
   };
+}
+
+/**
+ * A file holding a secret (a Docker or Kubernetes secret mount), so that it need not be written
+ * into the config or an environment variable. Read when the sink is built, at start and on each
+ * reload (SIGHUP), which is how a rotated secret is taken up.
+ */
+export function secretFile(what: string) {
+  return z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      `File holding ${what} (a Docker or Kubernetes secret mount), read at start and on each reload; ` +
+        `one trailing newline is dropped. Not together with ${what}.`,
+    );
+}
+
+/** A refinement: a secret given inline and from its file at once (which one was meant?) is refused. */
+export function inlineOrFile<Inline extends string, File extends string>(
+  inline: Inline,
+  file: File,
+): [(c: Partial<Record<Inline | File, string>>) => boolean, { message: string; path: string[] }] {
+  return [
+    (c) => c[inline] === undefined || c[file] === undefined,
+    { message: `set either ${inline} or ${file}, not both`, path: [file] },
+  ];
 }
 
 /** A PEM file of CA certificates to trust, for a destination with a private CA. */

@@ -7,6 +7,7 @@ import type {
   IngestRequest,
   IngestResult,
   JournalPage,
+  JournalPageFilter,
   PendingDelivery,
   QuarantineRecord,
   RateEstimateRow,
@@ -148,13 +149,11 @@ export interface JournalStore {
   prunedThrough(): Promise<number>;
   /**
    * Up to `limit` events after `after`, optionally of one log and with a type matching a glob
-   * (`*` any run, `?` one character), looking at no more than MAX_SCAN_POSITIONS positions.
+   * (`*` any run, `?` one character), looking at no more than MAX_SCAN_POSITIONS positions, and
+   * stopping before `filter.maxBytes` of JSON (after the first event): then `next` is the last
+   * event returned, so the next read starts with the first one left out.
    */
-  page(
-    after: number,
-    limit: number,
-    filter?: { log?: LogKind | undefined; type?: string | undefined },
-  ): Promise<JournalPage>;
+  page(after: number, limit: number, filter?: JournalPageFilter): Promise<JournalPage>;
 }
 
 export interface SinkStateStore {

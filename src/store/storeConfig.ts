@@ -14,7 +14,16 @@ export const storeConfigSchema = z
         'The store: `sqlite:<path>` (default `sqlite:<stateDir>/changefeed.sqlite`) or ' +
           '`postgres://user:password@host:port/database` (also `postgresql://`; `?sslmode=` and the other ' +
           'libpq parameters that node-postgres reads apply). A password here is a secret: prefer ' +
-          'CHANGEFEED_STORE_URL from a secret.',
+          '`passwordFile`, or CHANGEFEED_STORE_URL from a secret.',
+      ),
+    passwordFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'PostgreSQL only: file holding the password of the user in `url` (a Docker or Kubernetes ' +
+          'secret mount), read when the store opens; one trailing newline is dropped. `url` then ' +
+          'names the user and carries no password.',
       ),
     schema: z
       .string()
@@ -29,6 +38,29 @@ export const storeConfigSchema = z
       .default(10)
       .describe('PostgreSQL only: connections in the pool of this replica, shared by all its tenants.'),
   })
-  .strict();
+  .strict()
+  .refine((store) => store.passwordFile === undefined || store.url === undefined || urlPassword(store.url) === '', {
+    message: 'set the password either in url or in passwordFile, not both',
+    path: ['passwordFile'],
+  })
+  .refine((store) => store.passwordFile === undefined || (store.url !== undefined && POSTGRES_URL.test(store.url)), {
+    message: 'passwordFile needs a postgres:// url (a SQLite store has no password)',
+    path: ['passwordFile'],
+  })
+  .refine((store) => store.passwordFile === undefined || store.url === undefined || urlUser(store.url) !== '', {
+    message: 'passwordFile needs a user in url: postgres://user@host:port/database',
+    path: ['url'],
+  });
+
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+
+// For refinements: an unparsable URL is reported when the store opens, naming store.url.
+function urlPassword(url: string): string {
+  return URL.canParse(url) ? new URL(url).password : '';
+}
+
+function urlUser(url: string): string | undefined {
+  return URL.canParse(url) ? new URL(url).username : undefined;
+}
 
 export type StoreConfig = z.infer<typeof storeConfigSchema>;

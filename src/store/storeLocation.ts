@@ -7,7 +7,15 @@ export const STORE_FILE_NAME = 'changefeed.sqlite';
 
 export type StoreLocation =
   | { readonly kind: 'sqlite'; readonly file: string }
-  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string; readonly maxConnections: number };
+  | {
+      readonly kind: 'postgres';
+      /** As configured: a password here is the one from the URL, never the file's. */
+      readonly url: string;
+      /** `store.passwordFile`, read when the store opens. */
+      readonly passwordFile?: string;
+      readonly schema: string;
+      readonly maxConnections: number;
+    };
 
 export class StoreUrlError extends ChangefeedError {
   constructor(message: string) {
@@ -23,7 +31,13 @@ export class StoreUrlError extends ChangefeedError {
 export function storeLocation(config: { stateDir: string; store: StoreConfig }): StoreLocation {
   const url = config.store.url ?? `sqlite:${join(config.stateDir, STORE_FILE_NAME)}`;
   if (/^postgres(ql)?:\/\//i.test(url))
-    return { kind: 'postgres', url, schema: config.store.schema, maxConnections: config.store.maxConnections };
+    return {
+      kind: 'postgres',
+      url,
+      ...(config.store.passwordFile === undefined ? {} : { passwordFile: config.store.passwordFile }),
+      schema: config.store.schema,
+      maxConnections: config.store.maxConnections,
+    };
   if (!url.startsWith('sqlite:'))
     throw new StoreUrlError(
       `store.url must start with sqlite: or postgres:// (got "${redactUrlCredentials(url).slice(0, 80)}")`,

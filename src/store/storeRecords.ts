@@ -179,6 +179,19 @@ export interface JournalEvent {
   payload: string;
 }
 
+/** What one journal read takes: optionally one log, a type glob, and a bound in bytes. */
+export interface JournalPageFilter {
+  log?: LogKind | undefined;
+  /** A glob over the CloudEvent type: `*` any run of characters, `?` one. */
+  type?: string | undefined;
+  /**
+   * Most bytes (UTF-8) of stored JSON the read returns, the first event always: `limit` bounds
+   * the rows, but an event may be megabytes, and a thousand of them must not reach the heap.
+   * Unbounded when absent.
+   */
+  maxBytes?: number | undefined;
+}
+
 export interface JournalPage {
   events: JournalEvent[];
   /** Where the next read starts (read after it): past every event this read looked at, matching or not. */

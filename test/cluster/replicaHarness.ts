@@ -12,6 +12,7 @@ import { skipOrFail } from '../support/requiredBinary.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { writeTenantFile } from '../support/tenantFile.js';
+import { SECRET } from '../support/webhookHarness.js';
 
 /**
  * Replicas of `changefeed run` (real child processes) sharing one PostgreSQL schema and one
@@ -82,6 +83,8 @@ export function startReplicaSet(
      * within a minute (watch.schedule.firstPollWithinSeconds), so a quiet log is polled seldom.
      */
     readsPerHour?: number;
+    /** Each tenant delivers to this webhook (signed with webhookHarness's SECRET) instead of a file of its own. */
+    webhookUrl?: string;
   },
 ): ReplicaSet {
   const dir = makeTempDir();
@@ -94,7 +97,9 @@ export function startReplicaSet(
   const writeCompanyFile = (company: number): void =>
     writeTenantFile(tenantsDir, tenantName(company), {
       apiKey: simulator.companies[company]!.apiKey,
-      sinkPath: eventsFile(company),
+      ...(options.webhookUrl
+        ? { sink: `{ name: out, type: webhook, url: "${options.webhookUrl}", secret: "${SECRET}" }` }
+        : { sinkPath: eventsFile(company) }),
       lines: options.readsPerHour
         ? [
             `budget: { readsPerHour: ${options.readsPerHour}, reserve: 0 }`,

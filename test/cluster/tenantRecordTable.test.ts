@@ -68,4 +68,46 @@ describe.skipIf(!admin)('TenantRecordTable', () => {
       await schema.close();
     }
   });
+  it('a settlement whose connection is cut while it waits for the lock fails, and nothing escapes', async () => {
+    const schema = await createLeaseSchema(admin!);
+    const escaped: unknown[] = [];
+    const onEscape = (error: unknown): void => void escaped.push(error);
+    process.on('uncaughtException', onEscape);
+    try {
+      await schema.query(TENANT_RECORDS_SCHEMA_SQL);
+      const holder = await schema.pool().connect();
+      await holder.query('BEGIN');
+      await holder.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.changefeed_tenant_records'))");
+      const settling = new TenantRecordTable(schema.pool()).settle(decideFrom([file('a')]));
+      const outcome = settling.then(
+        () => 'settled',
+        () => 'refused',
+      );
+      let waiter = 0;
+      await until(
+        async () => {
+          const { rows } = await admin!.query<{ pid: number }>(
+            `SELECT pid FROM pg_locks
+              WHERE locktype = 'advisory' AND NOT granted
+                AND objid = ((hashtext($1 || '.changefeed_tenant_records')::bigint) & 4294967295)::oid`,
+            [schema.name],
+          );
+          waiter = rows[0]?.pid ?? 0;
+          return waiter !== 0;
+        },
+        10_000,
+        'the settlement waiting on the lock',
+      );
+      // As an operator would cut it (or a PostgreSQL restart): the backend goes mid-transaction.
+      await admin!.query('SELECT pg_terminate_backend($1)', [waiter]);
+      expect(await outcome).toBe('refused');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await holder.query('COMMIT');
+      holder.release();
+      expect(escaped).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onEscape);
+      await schema.close();
+    }
+  });
 });

@@ -39,7 +39,8 @@ describe('without tenants.dir', () => {
     expect(tenants.map((t) => [t.name, t.file])).toEqual([['default', undefined]]);
     expect(tenants[0]?.config.api.apiKey).toBe('key-default-0001');
     expect(tenants[0]?.config.watch.overlapSeconds).toBe(300);
-    expect(Object.keys(tenants[0]?.config ?? {}).sort()).toEqual([...TENANT_SECTIONS].sort());
+    // The tenant sections, and the main file's feed tokens: the tenant `default`'s own.
+    expect(Object.keys(tenants[0]?.config ?? {}).sort()).toEqual([...TENANT_SECTIONS, 'feed'].sort());
     expect(main.process.stateDir).toBe('state');
     expect(main.process.tenants.rescanSeconds).toBe(5);
   });
@@ -161,6 +162,24 @@ describe('with tenants.dir', () => {
     expect(problems[0]?.message).toMatch(/not valid YAML/);
     expect(problems[0]?.message).not.toContain('key-syntax-0001');
     expect(problems[1]?.message).toContain('environment variable ACME_KEY is not set');
+  });
+
+  it('reports a tenant file of too many YAML aliases as invalid, and still loads the others', () => {
+    const t = setup();
+    t.tenant('acme.yaml', ['api: { apiKey: key-acme-0001 }']);
+    // Each anchor repeats the one before ten times: 10^11 nodes once expanded.
+    const lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i <= 10; i++)
+      lines.push(
+        `a${i}: &a${i} [${Array(10)
+          .fill(`*a${i - 1}`)
+          .join(', ')}]`,
+      );
+    const bomb = t.tenant('bomb.yaml', ['api: { apiKey: key-bomb-0001 }', ...lines]);
+    const { tenants, problems } = readTenants(t.load().tenants);
+    expect(tenants.map((x) => x.name)).toEqual(['acme']);
+    expect(problems.map((p) => [p.code, p.tenant, p.file])).toEqual([['CONFIG_INVALID', 'bomb', bomb]]);
+    expect(problems[0]?.message).toMatch(/aliases/);
   });
 
   it('interpolates ${VAR} in tenant files and reads a key from api.apiKeyFile', () => {

@@ -51,8 +51,7 @@ describe('the live stream across a daemon crash', () => {
     const config = writeCliConfig(dir, simulator.url, {
       extra: [
         'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z", pollIntervalSeconds: 0, schedule: { firstPollWithinSeconds: 0 } }',
-        `http: { port: ${port} }`,
-        'feed: { enabled: true, tokens: ["${FEED_TOKEN}"] }',
+        `feed: { enabled: true, port: ${port}, tokens: ["\${FEED_TOKEN}"] }`,
         'log: { level: info }',
       ],
       sinks: [`  - { name: file, type: file, path: ${join(dir, 'events.jsonl')} }`],

@@ -1,12 +1,14 @@
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { EventSource } from 'eventsource';
-import { Registry } from 'prom-client';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock } from '../../src/clock.js';
+import { routeTenantFeeds } from '../../src/daemon/tenantFeeds.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema, type FeedConfig } from '../../src/feed/feedConfig.js';
+import { startFeedServer, type FeedServer } from '../../src/feed/feedServer.js';
+import { FeedSlots, FeedTokens, type FeedTokenGrant } from '../../src/feed/feedTokens.js';
 import type { LogKind } from '../../src/logs.js';
-import { httpConfigSchema, startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
 import { prefilledStore } from '../support/prefilledStore.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -16,8 +18,44 @@ export const OTHER_TOKEN = 'feed-token-fedcba9876543210';
 export interface FeedHarness {
   store: SqliteChangefeedStore;
   feed: EventFeed;
-  server: HealthServer;
+  server: FeedServer;
   close(): Promise<void>;
+}
+
+export interface FeedsOptions {
+  config?: Partial<FeedConfig>;
+  /** Who reads what; TOKEN and OTHER_TOKEN read the tenant `default` unless given. */
+  grants?: FeedTokenGrant[];
+  /** Tenants known to this process without running here. */
+  elsewhere?: string[];
+  /** Sees every request first (to wrap the response), then passes it on. */
+  around?: (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
+}
+
+/** The feed listener of a process running `feeds` (tenant name to feed), as the daemon serves it. */
+export function serveFeeds(
+  feeds: Readonly<Record<string, EventFeed>>,
+  options: FeedsOptions = {},
+): Promise<FeedServer> {
+  const config = feedConfigSchema.parse({ enabled: true, port: 0, ...options.config });
+  const grants = options.grants ?? [
+    { token: TOKEN, reads: { kind: 'tenant', tenant: 'default' } },
+    { token: OTHER_TOKEN, reads: { kind: 'tenant', tenant: 'default' } },
+  ];
+  const tokens = new FeedTokens(grants);
+  const slots = new FeedSlots(config);
+  const known = new Set([...Object.keys(feeds), ...(options.elsewhere ?? [])]);
+  const routes = {
+    tokens: () => tokens,
+    slots,
+    feedOf: (tenant: string) => feeds[tenant],
+    knows: (tenant: string) => known.has(tenant),
+  };
+  return startFeedServer(config, (req, res) => {
+    const next = () => routeTenantFeeds(req, res, routes);
+    if (options.around) options.around(req, res, next);
+    else next();
+  });
 }
 
 /** A store pre-filled with `count` career events, served by the feed on a loopback port. */
@@ -26,14 +64,9 @@ export async function startFeed(
   options: { clock?: Clock; config?: Partial<FeedConfig>; objects?: number } = {},
 ): Promise<FeedHarness> {
   const { store } = await prefilledStore(count, [{ name: 'file', type: 'file' }], options.objects ?? 10, makeTempDir());
-  const config = feedConfigSchema.parse({ enabled: true, tokens: [TOKEN, OTHER_TOKEN], ...options.config });
+  const config = feedConfigSchema.parse({ enabled: true, port: 0, ...options.config });
   const feed = new EventFeed(config, store.journal, options.clock ?? systemClock);
-  const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
-    alive: () => true,
-    readiness: () => [],
-    metrics: new Registry(),
-    routes: feed.handle.bind(feed),
-  });
+  const server = await serveFeeds({ default: feed }, { config: options.config ?? {} });
   return {
     store,
     feed,

@@ -4,10 +4,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { until } from '../support/daemonProcess.js';
-import { Registry } from 'prom-client';
-import { MAX_PAGE_CHARS } from '../../src/feed/pageBytes.js';
-import { httpConfigSchema, startHealthServer } from '../../src/observe/healthServer.js';
-import { appendEvents, openEventSource, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';
+import { feedConfigSchema } from '../../src/feed/feedConfig.js';
+import {
+  appendEvents,
+  openEventSource,
+  OTHER_TOKEN,
+  serveFeeds,
+  startFeed,
+  TOKEN,
+  type FeedHarness,
+} from './feedHarness.js';
 
 const harnesses: FeedHarness[] = [];
 afterEach(async () => {
@@ -48,7 +54,8 @@ describe('the feed against hostile clients', () => {
 
   it('refuses a long-poll beyond feed.maxStreamsPerToken waiting ones, and frees its place on disconnect', async () => {
     const clock = new ManualClock(Date.now());
-    const h = await feedOf(5, { clock, config: { maxStreamsPerToken: 2 } });
+    // One page at a time per token: long-polls that wait do not hold it.
+    const h = await feedOf(5, { clock, config: { maxStreamsPerToken: 2, maxPagesPerToken: 1 } });
     const now = clock.now();
     const poll = (wait: number, token = TOKEN, signal?: AbortSignal) =>
       request(`${h.server.url}/v1/events?after=${formatCursor(5)}&wait=${wait}`, {
@@ -67,7 +74,7 @@ describe('the feed against hostile clients', () => {
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('5');
     expect(await refused.body.json()).toMatchObject({ type: '/v1/problems/too-many-waits', status: 429 });
-    // Another token has its own places; a page that needs no wait is never refused.
+    // Another token has its own places; a page that needs no wait is not refused by the waiting ones.
     const other = poll(15, OTHER_TOKEN);
     await until(() => clock.nextWakeAt() === now + 10_000, 5_000, 'the other token to wait');
     const noWait = await request(`${h.server.url}/v1/events?after=0&wait=5`, {
@@ -111,19 +118,19 @@ describe('the feed against hostile clients', () => {
     await appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
     // The feed behind a server that records the largest single write of the stream.
     let largestWrite = 0;
-    const server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
-      alive: () => true,
-      readiness: () => [],
-      metrics: new Registry(),
-      routes: (req, res) => {
-        const write = res.write.bind(res) as (chunk: string) => boolean;
-        res.write = ((chunk: string) => {
-          largestWrite = Math.max(largestWrite, chunk.length);
-          return write(chunk);
-        }) as typeof res.write;
-        return h.feed.handle(req, res);
+    const server = await serveFeeds(
+      { default: h.feed },
+      {
+        around: (req, res, next) => {
+          const write = res.write.bind(res) as (chunk: string) => boolean;
+          res.write = ((chunk: string) => {
+            largestWrite = Math.max(largestWrite, chunk.length);
+            return write(chunk);
+          }) as typeof res.write;
+          next();
+        },
       },
-    });
+    );
     const source = openEventSource(`${server.url}/v1/events/stream`);
     const ids: string[] = [];
     await new Promise<void>((resolve) =>
@@ -135,6 +142,6 @@ describe('the feed against hostile clients', () => {
     source.close();
     await server.close();
     expect(ids).toEqual([1, 2, 3, 4, 5, 6].map(formatCursor));
-    expect(largestWrite).toBeLessThanOrEqual(MAX_PAGE_CHARS + 1024);
+    expect(largestWrite).toBeLessThanOrEqual(feedConfigSchema.parse({}).maxPageBytes + 1024);
   });
 });

@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -44,6 +46,36 @@ describe('changefeed tenants list', () => {
       ['acme', true, ['out'], []],
       ['beta', false, [], ['CONFIG_INVALID']],
     ]);
+  });
+
+  it('reads a SQLite store the previous version wrote (schema 6, no tenant records) without migrating it (exit 0)', async () => {
+    // The deployment gate runs this build's `tenants list` before this build's daemon ever started.
+    const root = makeTempDir();
+    const dir = join(root, 'tenants');
+    const state = join(root, 'state');
+    mkdirSync(dir);
+    mkdirSync(state);
+    const raw = new Database(join(state, 'changefeed.sqlite'));
+    for (const sql of MIGRATIONS.slice(0, 6)) raw.exec(sql);
+    raw.pragma('user_version = 6');
+    raw.close();
+    const main = join(root, 'changefeed.yaml');
+    writeFileSync(
+      main,
+      [
+        'api: { baseUrl: https://skills.example.com }',
+        'sinks: [{ name: out, type: stdout }]',
+        `stateDir: ${state}`,
+      ].join('\n'),
+    );
+    writeFileSync(join(dir, 'acme.yaml'), 'api: { apiKey: secret-acme-0001 }\n');
+    const result = await runCli(['tenants', 'list', '--config', main], { CHANGEFEED_TENANTS_DIR: dir });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain(`acme  valid  ${join(dir, 'acme.yaml')}`);
+    const after = new Database(join(state, 'changefeed.sqlite'), { readonly: true });
+    expect(after.pragma('user_version', { simple: true })).toBe(6);
+    after.close();
   });
 
   it('shows the one tenant "default" from the main config without tenants.dir (exit 0)', async () => {

@@ -46,6 +46,21 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ createdAt: T, firstPollBy: T });
   });
 
+  it('lets a replica of the previous version, still running in a rolling update, watch a new log', async () => {
+    const schema = freshSchema();
+    await (await openBackend(schema)).tenantStore('t');
+    // WatchedLogs.register as the version-1 build (81b78f7) writes it: no first_poll_by.
+    await admin!.query(
+      `INSERT INTO "${schema}".watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+       ON CONFLICT (tenant, log, object_id) DO NOTHING`,
+      ['t', 'career', 'c-old', 'config', T, T, T],
+    );
+    const store = await (await openBackend(schema)).tenantStore('t');
+    // Due at once, as the logs migration 2 found.
+    expect((await store.watchedLogs.get('career', 'c-old'))?.firstPollBy).toBeLessThanOrEqual(T);
+  });
+
   it('refuses a schema written by a newer version, saying to upgrade', async () => {
     const schema = freshSchema();
     await openBackend(schema);

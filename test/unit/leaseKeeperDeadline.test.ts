@@ -147,4 +147,61 @@ describe('LeaseKeeper deadlines', () => {
     expect(fake.calls.sort()).toEqual(['release acme', 'release hooli', 'retire a']);
     expect(keeper.canWrite('acme')).toBe(false);
   });
+  it('a fence refused past the local deadline gives the lease up then, though a late renewal answers before the timer', async () => {
+    // An event loop stalled past the deadline (SIGSTOP, a long pause) runs its I/O callbacks (a
+    // write's fence check, a renewal's answer) before its due timers. The refused write stops the
+    // tenant's runtime; the keeper must not keep renewing a lease nobody runs here.
+    let now = START;
+    const sleepers: { wakeAt: number; resolve: () => void }[] = [];
+    const clock = {
+      now: () => now,
+      sleep: (ms: number, signal?: AbortSignal) =>
+        new Promise<void>((resolve, reject) => {
+          sleepers.push({ wakeAt: now + ms, resolve });
+          signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        }),
+    };
+    const runTimers = async (): Promise<void> => {
+      for (const sleeper of sleepers.splice(0)) {
+        if (sleeper.wakeAt <= now) sleeper.resolve();
+        else sleepers.push(sleeper);
+      }
+      for (let i = 0; i < 20; i++) await Promise.resolve();
+    };
+    const fake = fakeTable(new ManualClock(START));
+    let answerRenewal: (() => void) | undefined;
+    const table = fake.table as unknown as Record<string, unknown>;
+    const renew = table.renew as (holder: string, leases: { tenant: string; epoch: number }[]) => Promise<unknown>;
+    table.renew = (holder: string, leases: { tenant: string; epoch: number }[]) =>
+      new Promise((resolve) => (answerRenewal = () => resolve(renew(holder, leases))));
+    const { log, events, nextRound } = recorder();
+    const keeper = new LeaseKeeper({
+      table: fake.table,
+      instanceId: 'a',
+      leaseMs: 15_000,
+      tenants: () => ['acme'],
+      events,
+      clock,
+    });
+    const first = nextRound();
+    keeper.start();
+    await first;
+    expect(keeper.validUntil('acme')).toBe(START + 12_000);
+    const fence = keeper.fence('acme');
+    // From now on the database credits the lease to this replica.
+    table.list = () => Promise.resolve([{ tenant: 'acme', holder: 'a', epoch: 1, expiresInMs: 10_000 }]);
+
+    now = START + 5_000;
+    await runTimers(); // the second round sends its renewal, which the database answers late
+    expect(answerRenewal).toBeDefined();
+    now = START + 12_500; // stalled past the deadline; the deadline's timer has not run yet
+    await expect(fence.check({} as never)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    answerRenewal!();
+    for (let i = 0; i < 20; i++) await Promise.resolve(); // the answer is taken before the timers run
+    await runTimers();
+    // The keeper gave the lease up (the supervisor stops the tenant) and did not keep it renewed
+    // for a runtime that stopped; a later round may take it again and start the tenant afresh.
+    expect(log[1]).toMatch(/^lost acme: not renewed before its local deadline/);
+    await keeper.stop({ release: false });
+  });
 });

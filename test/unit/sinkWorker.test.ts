@@ -97,6 +97,47 @@ describe('SinkWorker with a real store', () => {
     await store.close();
   });
 
+  it('sends a batch once when the outbox is read again while its acknowledgement is under way', async () => {
+    const { store, sink, clock } = await setup();
+    const ids = await ingestEntries(store, 'career', 'c-1', ['a']);
+    // The first acknowledgement waits until the worker has read the outbox again: the row is
+    // still pending in the store then, as it is while a real commit is under way.
+    const markDelivered = store.outbox.markDelivered.bind(store.outbox);
+    const pending = store.outbox.pending.bind(store.outbox);
+    let acknowledging: (() => void) | undefined;
+    let readDuringAck = false;
+    store.outbox.pending = async (...args) => {
+      const rows = await pending(...args);
+      if (acknowledging) {
+        readDuringAck = true;
+        acknowledging();
+      }
+      return rows;
+    };
+    let acks = 0;
+    store.outbox.markDelivered = async (...args) => {
+      if (acks++ === 0)
+        await new Promise<void>((resolve) => {
+          acknowledging = resolve;
+          w.notify();
+        });
+      acknowledging = undefined;
+      return markDelivered(...args);
+    };
+    // Room for a second write, so the worker reads the outbox while the first is acknowledged.
+    const w = worker(store, sink, clock, { maxInFlight: 2 });
+    const stop = new AbortController();
+    const running = w.run(stop.signal);
+    // Done once nothing is pending and the worker sleeps on the clock, having nothing to send.
+    while ((await store.outbox.counts('out')).pending > 0 || clock.nextWakeAt() === undefined)
+      await new Promise((resolve) => setImmediate(resolve));
+    stop.abort();
+    await running;
+    expect(readDuringAck).toBe(true);
+    expect(sink.writes).toEqual([ids]);
+    await store.close();
+  });
+
   it('never has two writes of one object in flight at once, while writing several objects in parallel', async () => {
     const { store, sink, clock, drain } = await setup();
     sink.latencyMs = 2;

@@ -1,7 +1,6 @@
-import type { LogKind } from '../../logs.js';
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
-import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
+import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage, type JournalPageFilter } from '../storeRecords.js';
 import { globToLike } from './globPattern.js';
 import type { TenantDb } from './tenantDb.js';
 
@@ -44,18 +43,29 @@ export class PostgresJournal implements JournalStore {
    * as it looked, so `next` is that far: a filtered consumer does not scan the same non-matching
    * events again.
    */
-  async page(
-    after: number,
-    limit: number,
-    filter: { log?: LogKind | undefined; type?: string | undefined } = {},
-  ): Promise<JournalPage> {
+  async page(after: number, limit: number, filter: JournalPageFilter = {}): Promise<JournalPage> {
     const head = await this.head();
     const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);
-    const events = await this.db.read<JournalEvent>(
-      `SELECT seq, payload FROM events
-       WHERE tenant = $1 AND seq > $2 AND seq <= $3 AND ($4::text IS NULL OR log = $4)
-         AND ($5::text IS NULL OR type LIKE $5 ESCAPE '\\')
-       ORDER BY seq LIMIT $6`,
+    // The running total of the JSON's bytes is summed in the database (octet_length reads a
+    // stored value's size without decompressing it), so payloads past the bound never leave it:
+    // the first row that does not fit comes back without its payload, to say the page was cut.
+    const rows = await this.db.read<{ seq: number; payload: string | null; fits: boolean }>(
+      `SELECT seq, CASE WHEN fits THEN payload END AS payload, fits FROM (
+         SELECT seq, payload, fits, ROW_NUMBER() OVER (PARTITION BY fits ORDER BY seq) AS rank FROM (
+           SELECT seq, payload, (before = 0 OR $7::bigint IS NULL OR before + size <= $7::bigint) AS fits
+           FROM (
+             SELECT seq, payload, octet_length(payload)::bigint AS size,
+                    (SUM(octet_length(payload)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING))::bigint
+                      - octet_length(payload) AS before
+             FROM events
+             WHERE tenant = $1 AND seq > $2 AND seq <= $3 AND ($4::text IS NULL OR log = $4)
+               AND ($5::text IS NULL OR type LIKE $5 ESCAPE '\\')
+             ORDER BY seq LIMIT $6
+           ) sized
+         ) judged
+       ) ranked
+       WHERE fits OR rank = 1
+       ORDER BY seq`,
       [
         this.db.tenant,
         after,
@@ -63,10 +73,16 @@ export class PostgresJournal implements JournalStore {
         filter.log ?? null,
         filter.type === undefined ? null : globToLike(filter.type),
         limit,
+        filter.maxBytes ?? null,
       ],
     );
-    for (const event of events) event.payload = withTenantAttribute(event.payload, this.db.tenant);
-    const next = events.length === limit ? (events[events.length - 1] as JournalEvent).seq : Math.max(after, scanTo);
+    const events: JournalEvent[] = [];
+    for (const row of rows)
+      if (row.fits && row.payload !== null)
+        events.push({ seq: row.seq, payload: withTenantAttribute(row.payload, this.db.tenant) });
+    const full = events.length < rows.length;
+    const last = events[events.length - 1];
+    const next = (full || events.length === limit) && last ? last.seq : Math.max(after, scanTo);
     return { events, next, reachedHead: next >= head };
   }
 }

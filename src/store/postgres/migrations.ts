@@ -21,7 +21,9 @@ import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/lease
  * - `changefeed_instances` and `changefeed_leases` are the replicas of a deployment and the lease
  *   each tenant is held under (docs/scaling.md); the fence of every write transaction reads them.
  *
- * Migration 2 adds `watched_logs.first_poll_by`, as SQLite's migration 7 does.
+ * Migration 2 adds `watched_logs.first_poll_by`, as SQLite's migration 7 does. Its default (0: due
+ * at once) is for the replicas of the previous version still running in a rolling update, whose
+ * inserts do not name it.
  *
  * Migration 3 adds `changefeed_tenant_records`: which tenant owns each API key and the last valid
  * text of each tenant file, from which every replica decides the same tenants (docs/tenants.md).
@@ -160,9 +162,8 @@ export const MIGRATIONS: readonly string[] = [
   ${LEASE_SCHEMA_SQL}
   `,
   `
-  ALTER TABLE watched_logs ADD COLUMN first_poll_by DOUBLE PRECISION;
+  ALTER TABLE watched_logs ADD COLUMN first_poll_by DOUBLE PRECISION NOT NULL DEFAULT 0;
   UPDATE watched_logs SET first_poll_by = created_at;
-  ALTER TABLE watched_logs ALTER COLUMN first_poll_by SET NOT NULL;
   `,
   `
   ${TENANT_RECORDS_SCHEMA_SQL}

@@ -213,7 +213,7 @@ export class PostgresOutbox implements OutboxStore {
          SELECT seq FROM events WHERE tenant = $1 AND ingested_at < $2
            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq
                            AND d.state = 'pending')
-         LIMIT $3
+         ORDER BY seq LIMIT $3
        ), gone AS (
          DELETE FROM events e USING doomed WHERE e.tenant = $1 AND e.seq = doomed.seq
          RETURNING e.seq

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { redactUrlCredentials } from '../../secrets/urlCredentials.js';
+import { readSecretFile } from '../../secrets/readSecretFile.js';
+import { redactUrlCredentials, withUrlPassword } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { StoreUnavailableError } from '../storeHealth.js';
@@ -13,6 +14,8 @@ import { TenantDb } from './tenantDb.js';
 /** What the backend needs of `store` in the config (a StoreLocation of kind postgres). */
 export interface PostgresLocation {
   url: string;
+  /** The password of the URL's user, in a file of its own (`store.passwordFile`): read here, put in the URL. */
+  passwordFile?: string;
   schema: string;
   maxConnections: number;
 }
@@ -79,8 +82,9 @@ export class PostgresStoreBackend implements StoreBackend {
    * if waiting may help (the database is down, starting up, out of reach; isRetryableOpenError),
    * which a daemon retries; STORE_ERROR otherwise, naming what to fix.
    */
-  static async open(location: PostgresLocation, options: PostgresBackendOptions = {}): Promise<PostgresStoreBackend> {
-    const shown = redactUrlCredentials(location.url);
+  static async open(configured: PostgresLocation, options: PostgresBackendOptions = {}): Promise<PostgresStoreBackend> {
+    const shown = redactUrlCredentials(configured.url);
+    const location = { ...configured, url: connectionUrl(configured, shown) };
     // node-postgres throws a bare "Invalid URL" TypeError from its constructors: say which setting.
     if (searchParamsOf(location.url) === undefined)
       throw new PostgresStoreError(
@@ -165,6 +169,25 @@ export class PostgresStoreBackend implements StoreBackend {
     this.closing ??= Promise.all([endPool(this.pool), endPool(this.leasePool)]).then(() => undefined);
     await this.closing;
   }
+}
+
+/**
+ * The URL the pools connect with: with `passwordFile`, the file's password put into the URL, as
+ * node-postgres lets a connection string's fields win over the pool's own. Registered as a
+ * secret before anything can log it.
+ */
+export function connectionUrl(location: PostgresLocation, shown: string): string {
+  if (location.passwordFile === undefined) return location.url;
+  const password = readSecretFile(location.passwordFile);
+  registerSecret(password);
+  if (!URL.canParse(location.url))
+    throw new PostgresStoreError(
+      `store.url ${shown} is not a valid URL; write postgres://user@host:port/database ` +
+        '(percent-encode special characters of the user)',
+    );
+  if (new URL(location.url).password !== '')
+    throw new PostgresStoreError(`store.url ${shown} carries a password and store.passwordFile another: keep one`);
+  return withUrlPassword(location.url, password);
 }
 
 function searchParamsOf(url: string): URLSearchParams | undefined {

@@ -15,6 +15,9 @@ export class StoreError extends ChangefeedError {
   }
 }
 
+/** A store of an older schema than this build's, which a reader cannot migrate. */
+export class OlderSchemaError extends StoreError {}
+
 export function storePath(stateDir: string): string {
   return join(stateDir, STORE_FILE_NAME);
 }
@@ -92,7 +95,7 @@ function checkReadableVersion(db: Db, file: string): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version === MIGRATIONS.length) return;
   if (version > MIGRATIONS.length) throw newerSchema(file, version);
-  throw new StoreError(
+  throw new OlderSchemaError(
     `the store at ${file} has schema version ${version}, older than this build's (${MIGRATIONS.length}); ` +
       'start the daemon of this build once, which migrates it, then run this command again',
   );

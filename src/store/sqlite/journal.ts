@@ -1,7 +1,6 @@
-import type { LogKind } from '../../logs.js';
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
-import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage } from '../storeRecords.js';
+import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage, type JournalPageFilter } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 /** The meta key of the highest `seq` ever pruned from the journal. */
@@ -56,18 +55,14 @@ export class Journal implements JournalStore {
 
   /**
    * Up to `limit` events after `after`, optionally of one log and with a type matching a SQLite
-   * GLOB, looking at no more than MAX_SCAN_POSITIONS positions. A page shorter than `limit` read
-   * as far as it looked, so `next` is that far: a filtered consumer does not scan the same
-   * non-matching events again.
+   * GLOB, looking at no more than MAX_SCAN_POSITIONS positions and stopping before
+   * `filter.maxBytes`. A page shorter than `limit` and not cut by bytes read as far as it looked,
+   * so `next` is that far: a filtered consumer does not scan the same non-matching events again.
    */
-  async page(
-    after: number,
-    limit: number,
-    filter: { log?: LogKind | undefined; type?: string | undefined } = {},
-  ): Promise<JournalPage> {
+  async page(after: number, limit: number, filter: JournalPageFilter = {}): Promise<JournalPage> {
     const head = this.headNow();
     const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);
-    const events = this.conn.statement<object, JournalEvent>(PAGE).all({
+    const rows = this.conn.statement<object, JournalEvent>(PAGE).iterate({
       tenant: this.conn.tenant,
       after,
       head: scanTo,
@@ -75,8 +70,21 @@ export class Journal implements JournalStore {
       type: filter.type ?? null,
       limit,
     });
-    for (const event of events) event.payload = withTenantAttribute(event.payload, this.conn.tenant);
-    const next = events.length === limit ? (events[events.length - 1] as JournalEvent).seq : Math.max(after, scanTo);
+    // Row by row, so the rows past the byte bound are never read out of SQLite.
+    const maxBytes = filter.maxBytes ?? Infinity;
+    const events: JournalEvent[] = [];
+    let bytes = 0;
+    let full = false;
+    for (const row of rows) {
+      bytes += Buffer.byteLength(row.payload, 'utf8');
+      if (events.length > 0 && bytes > maxBytes) {
+        full = true;
+        break;
+      }
+      events.push({ seq: row.seq, payload: withTenantAttribute(row.payload, this.conn.tenant) });
+    }
+    const last = events[events.length - 1];
+    const next = (full || events.length === limit) && last ? last.seq : Math.max(after, scanTo);
     return { events, next, reachedHead: next >= head };
   }
 }

@@ -46,7 +46,7 @@ const COUNTS = `SELECT state, COUNT(*) AS n,
   FROM deliveries d WHERE tenant = ? AND sink = ? GROUP BY state`;
 const PRUNABLE = `FROM events WHERE tenant = @tenant AND ingested_at < @before
   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq AND d.state = 'pending')`;
-const PRUNE_BATCH = `DELETE FROM events WHERE tenant = @tenant AND seq IN (SELECT seq ${PRUNABLE} LIMIT @limit)
+const PRUNE_BATCH = `DELETE FROM events WHERE tenant = @tenant AND seq IN (SELECT seq ${PRUNABLE} ORDER BY seq LIMIT @limit)
   RETURNING seq`;
 // The feed answers 410 to a position below the highest pruned seq (see Journal).
 const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value) VALUES (@tenant, '${PRUNED_THROUGH_KEY}', @seq)

@@ -53,6 +53,28 @@ export function defineJournalContract(openFresh: OpenFresh): void {
       expect(await store.journal.page(base + 50, 100)).toEqual({ events: [], next: base + 50, reachedHead: true });
     });
 
+    it('a page stops at maxBytes of JSON, the first event always, and continues after its last event', async () => {
+      const { store, first } = await storeWith(30, () => 'career');
+      const base = first - 1;
+      const all = await store.journal.page(base, 100);
+      const sizes = all.events.map((e) => Buffer.byteLength(e.payload, 'utf8'));
+      // Room for exactly three events and a little: the fourth does not fit.
+      const maxBytes = sizes[0]! + sizes[1]! + sizes[2]! + Math.floor(sizes[3]! / 2);
+      const page = await store.journal.page(base, 100, { maxBytes });
+      expect(page.events.map((e) => e.seq)).toEqual([1, 2, 3].map((n) => base + n));
+      expect(page).toMatchObject({ next: base + 3, reachedHead: false });
+      const rest = await store.journal.page(page.next, 100, { maxBytes: 1 });
+      expect(rest.events.map((e) => e.seq)).toEqual([base + 4]);
+      expect(rest).toMatchObject({ next: base + 4, reachedHead: false });
+      // With a filter too, and a page that ends at the head within the bound reaches it.
+      const filtered = await store.journal.page(base, 100, { type: '*level*', maxBytes: sizes[0]! + 1 });
+      expect(filtered.events.map((e) => e.seq)).toEqual([base + 1]);
+      expect(await store.journal.page(base + 29, 100, { maxBytes })).toMatchObject({
+        next: base + 30,
+        reachedHead: true,
+      });
+    });
+
     it('filters by log and by a type glob where only * and ? are wildcards', async () => {
       const names = ['level_added', 'levelXadded', 'level%added', 'level_removed', 'Level_added'];
       const { store } = await storeWith(

@@ -210,6 +210,26 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.journal.prunedThrough()).toBe(head);
     });
 
+    it('prunes the lowest positions first, so a prune stopped between batches records a position below every event left', async () => {
+      const { store } = await openFresh([]);
+      await ingest(
+        store,
+        Array.from({ length: PRUNE_BATCH_EVENTS + 10 }, (_, i) => entry(`e-${i}`)),
+      );
+      // Aborted once the first batch is under way: exactly one batch is deleted.
+      let checks = 0;
+      const afterOneBatch = {
+        get aborted() {
+          return checks++ > 0;
+        },
+      } as AbortSignal;
+      expect(await store.outbox.prune(T + 1, afterOneBatch)).toBe(PRUNE_BATCH_EVENTS);
+      const through = await store.journal.prunedThrough();
+      const left = (await store.journal.page(0, 100)).events.map((e) => e.seq);
+      expect(left).toHaveLength(10);
+      expect(Math.min(...left)).toBeGreaterThan(through);
+    });
+
     it('replays journal events for a sink with a fresh budget, by time range and log', async () => {
       const { store } = await openFresh(['a']);
       await ingest(store, [entry('e-1')], { now: T });
