@@ -7,6 +7,7 @@ import { setStoreAside } from '../store/sqlite/storeIdentity.js';
 import type { ProcessConfig } from '../config/mainConfig.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
+import { ProcessMetrics } from '../observe/processMetrics.js';
 import { exitOnEscapedErrors } from './fatalErrors.js';
 import { loadTenantedConfig } from './loadAppConfig.js';
 import { requiredNumericFlag } from './numericFlag.js';
@@ -40,7 +41,9 @@ export async function runCommand(argv: string[]): Promise<number> {
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
   exitOnEscapedErrors(logger);
   if (values['reset-store']) resetStore(config.stateDir, logger);
-  let daemon = new ChangefeedDaemon(main, { logger, shutdownTimeoutMs });
+  // One registry for the life of the process: a SIGHUP's new daemon counts on from the same values.
+  const metrics = new ProcessMetrics();
+  let daemon = new ChangefeedDaemon(main, { logger, shutdownTimeoutMs, metrics });
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
   let shuttingDown = false;
@@ -70,7 +73,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
       await daemon.stop();
       if (shuttingDown) return;
-      daemon = new ChangefeedDaemon(next, { logger, shutdownTimeoutMs });
+      daemon = new ChangefeedDaemon(next, { logger, shutdownTimeoutMs, metrics });
       await daemon.start();
     });
   });

@@ -19,8 +19,11 @@ export interface LeaseEvents {
   /** Another replica should have `tenant`: drain its in-flight deliveries, then call `release(tenant)`. */
   handOver(tenant: string): void;
   /** After every round, for metrics and tests. */
-  round?(outcome: { ok: true } | { ok: false; error: unknown }): void;
+  round?(outcome: RoundOutcome): void;
 }
+
+/** A round's outcome; a good one says how long heartbeat and renewal took (the part leases ride on). */
+export type RoundOutcome = { ok: true; renewalMs: number } | { ok: false; error: unknown };
 
 export interface LeaseKeeperOptions {
   table: LeaseTable;
@@ -188,10 +191,10 @@ export class LeaseKeeper {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
-        await this.round();
+        const renewalMs = await this.round();
         this.failure = undefined;
         waitMs = startedAt + this.renewEveryMs - this.clock.now();
-        this.emit(() => this.options.events.round?.({ ok: true }));
+        this.emit(() => this.options.events.round?.({ ok: true, renewalMs }));
       } catch (error) {
         if (this.stopController.signal.aborted) break;
         const attempts = (this.failure?.attempts ?? 0) + 1;
@@ -207,16 +210,19 @@ export class LeaseKeeper {
     }
   }
 
-  private async round(): Promise<void> {
+  /** One round; returns how long its heartbeat and renewal took, ms. */
+  private async round(): Promise<number> {
     const { table, instanceId: me } = this.options;
+    const startedAt = this.clock.now();
     await table.heartbeat(me);
     await this.renewHeld();
+    const renewalMs = this.clock.now() - startedAt;
     await table.releaseAllExcept(
       me,
       this.held.all().map((l) => l.tenant),
     );
     this.finishStaleHandOvers();
-    if (this.state !== 'active') return;
+    if (this.state !== 'active') return renewalMs;
 
     const tenants = this.options.tenants();
     const live = await table.liveInstances();
@@ -231,20 +237,24 @@ export class LeaseKeeper {
       this.emit(() => this.options.events.handOver(tenant));
     }
     for (const tenant of decision.acquire) {
-      if (this.state !== 'active') return;
+      if (this.state !== 'active') return renewalMs;
       const sentAt = this.clock.now();
       const granted = await table.acquire(tenant, me);
       if (!granted) continue; // another replica was faster: the next round sees it
       this.held.grant(tenant, granted.epoch, sentAt);
       this.armDeadlineTimer();
       // Stopping since it was sent: nobody here will start it, so it is freed for the others.
-      if (this.state !== 'active') return this.release(tenant);
+      if (this.state !== 'active') {
+        await this.release(tenant);
+        return renewalMs;
+      }
       this.emit(() => this.options.events.acquired(tenant, granted.epoch));
     }
 
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
+    return renewalMs;
   }
 
   /** Renews every held lease in one statement; those the database refused are lost. */

@@ -5,6 +5,7 @@ import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema
 import { systemClock } from '../clock.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
 import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
+import { ProcessMetrics } from '../observe/processMetrics.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
@@ -60,11 +61,10 @@ export class ChangefeedDaemon {
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
   private stopped = false;
+  private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
-  constructor(
-    config: AppConfig | MainConfig,
-    private readonly options: DaemonOptions,
-  ) {
+  constructor(config: AppConfig | MainConfig, options: DaemonOptions) {
+    this.options = { ...options, metrics: options.metrics ?? new ProcessMetrics() };
     this.main = 'process' in config ? config : asMainConfig(config);
     this.config = this.main.process;
     ProcessFeed.check(this.main);
@@ -124,6 +124,7 @@ export class ChangefeedDaemon {
         supervisor: () => this.tenantSupervisor,
         stopped: () => this.stopped,
         readiness: () => this.readiness(),
+        metrics: this.options.metrics,
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
     }
@@ -212,6 +213,8 @@ export class ChangefeedDaemon {
     else await this.tenantSupervisor?.stopAll();
     await this.feed?.close();
     await this.healthServer?.close();
+    if (this.healthServer) this.options.metrics.watch(undefined);
+    if (this.leases) this.options.metrics.leases.watch(undefined);
     await this.backend?.close();
     this.lock?.release();
   }
@@ -282,6 +285,7 @@ export class ChangefeedDaemon {
           supervisor,
           tenants: () => this.tenants,
           logger: this.options.logger,
+          metrics: this.options.metrics.leases,
         });
     }
     return this.supervisor(this.backend);

@@ -9,7 +9,8 @@ import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { EventFeed } from '../feed/eventFeed.js';
 import { readFeedTokens } from '../feed/feedTokens.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
-import { ChangefeedMetrics } from '../observe/changefeedMetrics.js';
+import type { TenantMetricSource, TenantMetrics } from '../observe/changefeedMetrics.js';
+import type { ProcessMetrics } from '../observe/processMetrics.js';
 import { LogPoller } from '../poll/logPoller.js';
 import { PollLoop } from '../poll/pollLoop.js';
 import { ReadBudget } from '../poll/readBudget.js';
@@ -30,6 +31,11 @@ export interface DaemonOptions {
   onBatchOutcome?: (outcome: BatchOutcome) => void;
   /** `run --shutdown-timeout`: bounds how long a stopping tenant drains (drainWithinMs). Default 20 s. */
   shutdownTimeoutMs?: number;
+  /**
+   * The process's metrics, kept across reloads (runCommand makes one per process); a daemon
+   * given none makes its own.
+   */
+  metrics?: ProcessMetrics;
 }
 
 /** Everything a running daemon is made of, in the order data flows through it. */
@@ -42,7 +48,10 @@ export interface DaemonParts {
   apiKey: ApiKeyProvider;
   credential: CredentialTracker;
   client: ServiceClient;
-  metrics: ChangefeedMetrics;
+  /** This tenant's counters in the process's metrics; detached when the tenant stops. */
+  metrics: TenantMetrics;
+  /** What the process's gauges read about this tenant while it runs. */
+  metricSource: TenantMetricSource;
   registry: WatchRegistry;
   pollLoop: PollLoop;
   engine: DeliveryEngine;
@@ -59,14 +68,15 @@ export function assembleTenant(
   tenant: string,
   config: AppConfig,
   store: ChangefeedStore,
-  options: DaemonOptions,
+  options: DaemonOptions & { metrics: ProcessMetrics },
   /** A write of the tenant refused with LEASE_LOST, by polling or delivery: the runtime stops. */
   onLeaseLost: (error: unknown) => void,
 ): DaemonParts {
   const logger = options.logger.child({ tenant });
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
   const clock = options.clock ?? systemClock;
-  const feed = config.feed.enabled ? createFeed(config, store, clock) : undefined;
+  const metrics = options.metrics.tenants.forTenant(tenant);
+  const feed = config.feed.enabled ? createFeed(config, store, clock, metrics) : undefined;
   const serverClock = new ServerClock(clock, {
     toleranceMs: config.api.clockToleranceSeconds * 1000,
     onRejected: (rejected) => {
@@ -86,15 +96,14 @@ export function assembleTenant(
   const apiKey = createApiKeyProvider(config.api, options.env);
   const credential = new CredentialTracker(apiKey.source);
   const client = createServiceClient(config, { apiKey, clock, logger, budget, serverClock, onResponse });
-  const metrics = new ChangefeedMetrics(store, {
-    tenant,
-    // The process exports its own memory and CPU once (ProcessMetrics), not once per tenant.
-    defaultMetrics: false,
+  const metricSource: TenantMetricSource = {
+    store,
     now: () => clock.now(),
     allowancePerHour: () => budget.allowancePerHour(),
     serviceClockSkewSeconds: () => serverClock.skewMs / 1000,
     schedule: () => pollLoop.scheduler.snapshot(clock.now()),
-  });
+    sinks: () => engine.connectionStates(),
+  };
   function onResponse(meta: ResponseMeta, path: string): void {
     metrics.observeResponse(meta, path);
     credential.observe(meta.status);
@@ -146,6 +155,7 @@ export function assembleTenant(
     credential,
     client,
     metrics,
+    metricSource,
     registry,
     pollLoop,
     engine,
@@ -153,9 +163,9 @@ export function assembleTenant(
   };
 }
 
-function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock): EventFeed {
+function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock, metrics: TenantMetrics): EventFeed {
   // The tenant's tokens are checked by the feed router; read here so a token file that cannot
   // be read fails this tenant's start, where /readyz and `status` show it.
   readFeedTokens(config.feed.tokens, config.feed.tokenFiles, 'feed.tokenFiles');
-  return new EventFeed(config.feed, store.journal, clock);
+  return new EventFeed(config.feed, store.journal, clock, metrics);
 }

@@ -1,6 +1,6 @@
 import type { HttpConfig } from '../observe/healthServer.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
-import { ProcessMetrics } from '../observe/processMetrics.js';
+import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 
 export interface ProcessHealthSource {
@@ -8,6 +8,8 @@ export interface ProcessHealthSource {
   supervisor: () => TenantSupervisor | undefined;
   stopped: () => boolean;
   readiness: () => ReadinessCheck[];
+  /** The process's metrics, which outlive this daemon (a reload keeps them). */
+  metrics: ProcessMetrics;
 }
 
 /**
@@ -18,13 +20,13 @@ export interface ProcessHealthSource {
  */
 export function serveProcessHealth(config: HttpConfig, source: ProcessHealthSource): Promise<HealthServer> {
   const runtimes = () => source.supervisor()?.runtimes ?? [];
-  const metrics = new ProcessMetrics(() => runtimes().map((r) => r.metrics.registry), {
+  source.metrics.watch({
     running: () => runtimes().length,
     failed: () => source.supervisor()?.startFailures.size ?? 0,
   });
   return startHealthServer(config, {
     alive: () => !source.stopped() && runtimes().every((r) => r.alive),
     readiness: source.readiness,
-    metrics,
+    metrics: source.metrics,
   });
 }

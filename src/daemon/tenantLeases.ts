@@ -1,9 +1,10 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { LeaseKeeper } from '../cluster/leaseKeeper.js';
+import { LeaseKeeper, type RoundOutcome } from '../cluster/leaseKeeper.js';
 import { LeaseTable } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
+import type { LeaseMetrics } from '../observe/leaseMetrics.js';
 import type { WriteFence } from '../store/storeBackend.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
@@ -18,6 +19,8 @@ export interface TenantLeasesDeps {
   /** The tenants configured now. */
   tenants: () => readonly Tenant<TenantConfig>[];
   logger: Logger;
+  /** The process's lease metrics: this replica's leases are shown there while it runs. */
+  metrics: LeaseMetrics;
 }
 
 /**
@@ -44,6 +47,10 @@ export class TenantLeases {
         handOver: (tenant) => this.handle(tenant, 'handing the tenant over', () => this.handOver(tenant)),
         round: (outcome) => this.rounded(outcome),
       },
+    });
+    deps.metrics.watch({
+      configured: () => deps.tenants().map((t) => t.name),
+      held: () => this.keeper.heldLeases().map((l) => l.tenant),
     });
   }
 
@@ -107,7 +114,9 @@ export class TenantLeases {
 
   /** Logs the first failed round of a run of failures, and the recovery. */
   private failing = false;
-  private rounded(outcome: { ok: true } | { ok: false; error: unknown }): void {
+  private rounded(outcome: RoundOutcome): void {
+    if (outcome.ok) this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
+    else this.deps.metrics.failedRounds.inc();
     if (outcome.ok) {
       if (this.failing) this.deps.logger.info('tenant leases renewed again');
       this.failing = false;
@@ -122,6 +131,7 @@ export class TenantLeases {
   }
 
   private async acquired(name: string, epoch: number): Promise<void> {
+    this.deps.metrics.acquired.inc({ tenant: name });
     const tenant = this.deps.tenants().find((t) => t.name === name);
     // Acquired as the replica began to stop: given back rather than started.
     if (!tenant || this.stopping) return this.keeper.release(name);
@@ -137,12 +147,16 @@ export class TenantLeases {
   private async lost(name: string, reason: string): Promise<void> {
     // A replica stopping has drained its tenants already and gives their leases back: no warning.
     if (this.stopping) this.deps.logger.info({ tenant: name, reason }, 'lease given back; replica stopping');
-    else this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
+    else {
+      this.deps.metrics.lost.inc({ tenant: name });
+      this.deps.logger.warn({ tenant: name, reason }, 'lease lost; tenant stopped here');
+    }
     // Its acks would be refused by the fence: deliveries in flight are aborted, not drained.
     await this.deps.supervisor.stop(name, { abort: true });
   }
 
   private async handOver(name: string): Promise<void> {
+    this.deps.metrics.handedOver.inc({ tenant: name });
     this.deps.logger.info({ tenant: name }, 'handing the tenant over: draining, then releasing its lease');
     try {
       await this.deps.supervisor.stop(name);

@@ -4,6 +4,7 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { DrainReport } from '../deliver/deliveryEngine.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
+import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
@@ -45,15 +46,10 @@ export class TenantRuntime {
     readonly tenant: string,
     readonly config: AppConfig,
     store: ChangefeedStore,
-    private readonly options: DaemonOptions,
+    private readonly options: DaemonOptions & { metrics: ProcessMetrics },
   ) {
     this.logger = options.logger.child({ tenant });
     this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error));
-  }
-
-  /** This tenant's metrics (every series labelled with the tenant). */
-  get metrics(): DaemonParts['metrics'] {
-    return this.parts.metrics;
   }
 
   /** This tenant's journal over HTTP, when feed.enabled. */
@@ -96,6 +92,7 @@ export class TenantRuntime {
     await this.prepare();
     engine.start();
     pollLoop.start();
+    this.parts.metrics.attach(this.parts.metricSource);
     this.pruning = pruneJournalHourly({
       store,
       clock,
@@ -157,6 +154,7 @@ export class TenantRuntime {
 
   private async shutDown(drainMs: number): Promise<void> {
     this.stopped = true;
+    this.parts.metrics.detach(this.parts.metricSource);
     this.abort.abort();
     await this.parts.pollLoop.stop();
     if (drainMs > 0)

@@ -1,5 +1,6 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
+import type { ProcessMetrics } from '../observe/processMetrics.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { StoreBackend, WriteFence } from '../store/storeBackend.js';
@@ -10,7 +11,7 @@ import { TenantRuntime } from './tenantRuntime.js';
 
 export interface TenantSupervisorDeps {
   backend: StoreBackend;
-  options: DaemonOptions;
+  options: DaemonOptions & { metrics: ProcessMetrics };
   /** The whole config of a tenant: the process-wide sections with the tenant's over them. */
   configOf: (tenant: Tenant<TenantConfig>) => AppConfig;
   /** On a shared store: the fence of the lease under which the tenant is started. */

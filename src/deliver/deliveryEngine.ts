@@ -3,6 +3,7 @@ import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { CircuitState } from '../store/storeRecords.js';
 import type { SinkDeliveryConfig } from '../sinkContract/deliveryConfig.js';
 import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
 import { compileSinkFilter } from './sinkFilter.js';
@@ -18,6 +19,8 @@ export interface EngineSink {
 export interface SinkConnectionState {
   sink: string;
   disabled: boolean;
+  /** The circuit breaker's state now (an open circuit whose cool-down is over reads half-open). */
+  circuit: CircuitState;
   /** When the sink last lost (or never had) its connection; null while connected. */
   disconnectedSince: number | null;
   lastError: string | null;
@@ -84,7 +87,7 @@ export class DeliveryEngine {
     return this.workers.map((w) => w.name);
   }
 
-  /** Per sink, for readiness: disabled, and since when not connected. */
+  /** Per sink, for readiness and metrics: disabled, the circuit, and since when not connected. */
   connectionStates(): SinkConnectionState[] {
     return this.workers.map((w) => ({ sink: w.name, ...w.connectionState }));
   }

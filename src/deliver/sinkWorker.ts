@@ -4,7 +4,7 @@ import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
-import type { PendingDelivery } from '../store/storeRecords.js';
+import type { CircuitState, PendingDelivery } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
 import { logKey } from '../logs.js';
@@ -85,10 +85,16 @@ export class SinkWorker {
     return this.health.connected && !this.health.disabled;
   }
 
-  /** For readiness: disabled, or since when not connected (null while connected). */
-  get connectionState(): { disabled: boolean; disconnectedSince: number | null; lastError: string | null } {
+  /** For readiness and metrics: disabled, the circuit, since when not connected (null while connected). */
+  get connectionState(): {
+    disabled: boolean;
+    circuit: CircuitState;
+    disconnectedSince: number | null;
+    lastError: string | null;
+  } {
     return {
       disabled: this.health.disabled,
+      circuit: this.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
       lastError: this.health.lastErrorMessage,
     };

@@ -4,6 +4,7 @@ import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
 import { formatCursor } from './feedCursor.js';
+import type { FeedObserver } from './feedObserver.js';
 import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
 import type { FeedReader, FeedSlots } from './feedTokens.js';
@@ -56,6 +57,7 @@ export class EventFeed {
     private readonly config: FeedLimits,
     private readonly journal: JournalStore,
     private readonly clock: Clock,
+    private readonly observer?: FeedObserver,
   ) {
     this.signal = new JournalSignal(clock);
   }
@@ -73,6 +75,9 @@ export class EventFeed {
   /** Answers a page or stream request the router authorized for this tenant. */
   handle(req: IncomingMessage, res: ServerResponse, request: FeedRequest): void {
     const { mode } = request;
+    const observer = this.observer;
+    // 'close' comes however the response ends: answered, or the client gone before an answer.
+    if (observer) res.once('close', () => observer.feedAnswered(mode, res.headersSent ? res.statusCode : undefined));
     if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
       sendProblem(
         res,
@@ -207,6 +212,7 @@ export class EventFeed {
         'changefeed-cursor': next,
       })
       .end(body);
+    this.observer?.feedEventsServed('page', page.events.length);
   }
 
   private async stream(
@@ -217,6 +223,7 @@ export class EventFeed {
     abort: AbortController,
   ): Promise<void> {
     if (!this.takeSlot(res, request, 'streams')) return;
+    this.observer?.feedStreamOpened();
     try {
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -231,11 +238,13 @@ export class EventFeed {
         clock: this.clock,
         heartbeatMs: this.config.heartbeatSeconds * 1000,
         maxBytes: this.config.maxPageBytes,
+        onServed: (count: number) => this.observer?.feedEventsServed('stream', count),
       };
       await streamEvents(res, start, query, options, abort.signal);
       res.end();
     } finally {
       request.slots.streams.release(request.reader.key);
+      this.observer?.feedStreamClosed();
     }
   }
 }

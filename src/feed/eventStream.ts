@@ -15,6 +15,8 @@ export interface StreamOptions {
   heartbeatMs: number;
   /** Most bytes of events one read (and one write) holds. */
   maxBytes: number;
+  /** Events written to the response, after each write. */
+  onServed?: (count: number) => void;
 }
 
 /**
@@ -52,7 +54,9 @@ export async function streamEvents(
       let chunk = '';
       for (const event of events) chunk += `id: ${formatCursor(event.seq)}\ndata: ${event.payload}\n\n`;
       lastWriteAt = clock.now();
-      if (!res.write(chunk)) await drained(res, abort);
+      const written = res.write(chunk);
+      options.onServed?.(events.length);
+      if (!written) await drained(res, abort);
       // Let the other streams and the daemon's loops run between pages of a long catch-up.
       else await new Promise((resolve) => setImmediate(resolve));
       continue;

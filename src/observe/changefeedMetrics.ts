@@ -1,66 +1,90 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
+import type { FeedObserver, FeedMode } from '../feed/feedObserver.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
 import type { ScheduleSnapshot } from '../schedule/scheduleViews.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { CircuitState, DeliveryCounts } from '../store/storeRecords.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
+/** Every state of a circuit, as the `state` label spells it (Prometheus label values: no hyphen). */
+const CIRCUIT_STATES: readonly [CircuitState, string][] = [
+  ['closed', 'closed'],
+  ['half-open', 'half_open'],
+  ['open', 'open'],
+];
+
+/** A sink's state now, as its worker holds it. */
+export interface SinkMetricState {
+  sink: string;
+  disabled: boolean;
+  circuit: CircuitState;
+  /** Null while connected. */
+  disconnectedSince: number | null;
+}
+
+/** What a running tenant lets the metrics read at scrape time. */
+export interface TenantMetricSource {
+  store: ChangefeedStore;
+  /** Milliseconds, on the clock the store's times are written with. */
+  now(): number;
+  allowancePerHour(): number;
+  /** The scheduler's current choices (absent in tests that run no poll loop). */
+  schedule?: () => ScheduleSnapshot;
+  /** The believed offset of the service's clock from ours, seconds. */
+  serviceClockSkewSeconds?: () => number;
+  /** Each configured sink's connection, circuit and disabled state. */
+  sinks?: () => readonly SinkMetricState[];
+}
 
 /**
- * Every metric a tenant exports on /metrics, in its own registry labelled `tenant` (the process
- * serves them together, see processMetrics.ts; tests can run several). Counters move as things happen; gauges about the store (outbox depth, dead
- * letters, watermark age, gaps) are read from it at scrape time, so they are always current.
+ * Every series about the tenants, labelled `tenant`, in the process's one registry. Created once
+ * per process (processMetrics.ts), not per tenant or per reload: a tenant restarted, a lease
+ * acquired again or a SIGHUP never resets a counter. Counters move through a tenant's
+ * TenantMetrics; gauges are read at scrape time from the tenants attached now (the store for
+ * outbox depth, dead letters, watermark age and gaps; the workers for connection and circuit), so
+ * they are always current and a tenant that stopped here drops out of them.
  */
 export class ChangefeedMetrics {
-  readonly registry = new Registry();
-  private readonly polls: Counter<'log' | 'outcome'>;
-  private readonly requests: Counter<'endpoint' | 'status'>;
-  private readonly rateLimited: Counter;
-  private readonly budgetRemaining: Gauge;
-  private readonly budgetAllowance: Gauge;
-  private readonly ingested: Counter<'log'>;
-  private readonly duplicates: Counter<'log'>;
-  private readonly deliveries: Counter<'sink' | 'outcome'>;
-  private readonly deliveryLatency: Histogram<'sink'>;
-  private readonly detectionDelay: Histogram<'log'>;
-  private readonly clockRejected: Counter;
-  private readonly quarantined: Counter<'log'>;
+  readonly polls: Counter<'tenant' | 'log' | 'outcome'>;
+  readonly requests: Counter<'tenant' | 'endpoint' | 'status'>;
+  readonly rateLimited: Counter<'tenant'>;
+  readonly budgetRemaining: Gauge<'tenant'>;
+  readonly ingested: Counter<'tenant' | 'log'>;
+  readonly duplicates: Counter<'tenant' | 'log'>;
+  readonly deliveries: Counter<'tenant' | 'sink' | 'outcome'>;
+  readonly deliveryLatency: Histogram<'tenant' | 'sink'>;
+  readonly detectionDelay: Histogram<'tenant' | 'log'>;
+  readonly clockRejected: Counter<'tenant'>;
+  readonly quarantined: Counter<'tenant' | 'log'>;
+  readonly feedRequests: Counter<'tenant' | 'mode' | 'status_class'>;
+  readonly feedStreams: Gauge<'tenant'>;
+  readonly feedEventsServed: Counter<'tenant' | 'mode'>;
+  private readonly sources = new Map<string, TenantMetricSource>();
+  /** Outbox counts read during the scrape under way: three gauges share one query per sink. */
+  private scrapeCounts = new Map<string, Promise<DeliveryCounts>>();
 
-  constructor(
-    store: ChangefeedStore,
-    options: {
-      /** Set as the `tenant` label of every series. */
-      tenant?: string;
-      now: () => number;
-      allowancePerHour: () => number;
-      /** The scheduler's current choices (absent in tests that run no poll loop). */
-      schedule?: () => ScheduleSnapshot;
-      /** The believed offset of the service's clock from ours, seconds. */
-      serviceClockSkewSeconds?: () => number;
-      defaultMetrics?: boolean;
-    },
-  ) {
-    const registers = [this.registry];
-    if (options.tenant !== undefined) this.registry.setDefaultLabels({ tenant: options.tenant });
-    if (options.defaultMetrics ?? true) collectProcessMetrics(this.registry);
+  constructor(registry: Registry) {
+    const registers = [registry];
     this.polls = new Counter({
       name: 'changefeed_polls_total',
       help: 'Polls of a watched log, by log and outcome (ok or an error code).',
-      labelNames: ['log', 'outcome'],
+      labelNames: ['tenant', 'log', 'outcome'],
       registers,
     });
     this.requests = new Counter({
       name: 'changefeed_api_requests_total',
       help: 'GET requests to the service, by endpoint and HTTP status.',
-      labelNames: ['endpoint', 'status'],
+      labelNames: ['tenant', 'endpoint', 'status'],
       registers,
     });
     this.rateLimited = new Counter({
       name: 'changefeed_api_rate_limited_total',
       help: '429 answers from the service.',
+      labelNames: ['tenant'],
       registers,
     });
     this.quarantined = new Counter({
@@ -68,38 +92,165 @@ export class ChangefeedMetrics {
       help:
         'Entries that could not become events (no id, bad performedAt, too large), by log; see ' +
         'changefeed quarantine list.',
-      labelNames: ['log'],
+      labelNames: ['tenant', 'log'],
       registers,
     });
     this.clockRejected = new Counter({
       name: 'changefeed_service_clock_rejected_total',
       help: 'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.',
+      labelNames: ['tenant'],
       registers,
     });
-    const skew = options.serviceClockSkewSeconds;
-    if (skew) {
-      new Gauge({
-        name: 'changefeed_service_clock_skew_seconds',
-        help: 'Believed offset of the service clock from the local clock (positive: the service is ahead).',
-        registers,
-        collect() {
-          this.set(skew());
-        },
-      });
-    }
     this.budgetRemaining = new Gauge({
       name: 'changefeed_budget_remaining',
       help: 'RateLimit-Remaining from the last response: reads left in the window.',
+      labelNames: ['tenant'],
       registers,
     });
-    this.budgetAllowance = new Gauge({
-      name: 'changefeed_budget_allowance_per_hour',
-      help: 'Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve.',
+    this.ingested = new Counter({
+      name: 'changefeed_entries_ingested_total',
+      help: 'New activity entries stored as events, by log.',
+      labelNames: ['tenant', 'log'],
       registers,
-      collect() {
-        this.set(options.allowancePerHour());
+    });
+    this.duplicates = new Counter({
+      name: 'changefeed_duplicates_dropped_total',
+      help: 'Entries read again (window overlap, retries) and dropped by id, by log.',
+      labelNames: ['tenant', 'log'],
+      registers,
+    });
+    this.deliveries = new Counter({
+      name: 'changefeed_deliveries_total',
+      help: 'Event deliveries by sink and outcome (delivered, retried, dead).',
+      labelNames: ['tenant', 'sink', 'outcome'],
+      registers,
+    });
+    this.deliveryLatency = new Histogram({
+      name: 'changefeed_delivery_latency_seconds',
+      help: 'Time from ingestion to acknowledgement by the sink.',
+      labelNames: ['tenant', 'sink'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.detectionDelay = new Histogram({
+      name: 'changefeed_detection_delay_seconds',
+      help: "Time from an entry's performedAt to its ingestion.",
+      labelNames: ['tenant', 'log'],
+      buckets: DELAY_BUCKETS,
+      registers,
+    });
+    this.feedRequests = new Counter({
+      name: 'changefeed_feed_requests_total',
+      help:
+        'Requests to the pull feed answered, by mode (page, stream) and status class (2xx, 4xx, 5xx; ' +
+        'aborted: the client left before an answer). A stream counts when it ends.',
+      labelNames: ['tenant', 'mode', 'status_class'],
+      registers,
+    });
+    this.feedStreams = new Gauge({
+      name: 'changefeed_feed_open_streams',
+      help: 'Server-Sent Events streams of the feed open now.',
+      labelNames: ['tenant'],
+      registers,
+    });
+    this.feedEventsServed = new Counter({
+      name: 'changefeed_feed_events_served_total',
+      help: 'Events sent to feed clients, in pages and streams.',
+      labelNames: ['tenant', 'mode'],
+      registers,
+    });
+    this.defineScrapeGauges(registers);
+  }
+
+  /** A tenant's hand on these metrics. Counters already counted for it go on from where they were. */
+  forTenant(tenant: string): TenantMetrics {
+    return new TenantMetrics(this, tenant);
+  }
+
+  /** The tenant runs here: its gauges are read from `source` until detached. */
+  attach(tenant: string, source: TenantMetricSource): void {
+    this.sources.set(tenant, source);
+  }
+
+  /** The tenant stopped here: its gauges leave /metrics (a newer runtime of it attached since stays). */
+  detach(tenant: string, source: TenantMetricSource): void {
+    if (this.sources.get(tenant) === source) this.sources.delete(tenant);
+  }
+
+  /** Called before each scrape: outbox counts are read once per sink and scrape. */
+  beginScrape(): void {
+    this.scrapeCounts = new Map();
+  }
+
+  private countsOf(tenant: string, store: ChangefeedStore, sink: string): Promise<DeliveryCounts> {
+    const key = `${tenant}\u0000${sink}`;
+    let counts = this.scrapeCounts.get(key);
+    if (!counts) {
+      counts = store.outbox.counts(sink);
+      this.scrapeCounts.set(key, counts);
+    }
+    return counts;
+  }
+
+  /**
+   * Runs `read` for each attached tenant. A tenant whose store refuses is left out of this
+   * scrape (its absence is the signal, beside the readiness check), not the whole /metrics.
+   */
+  private async eachTenant(read: (tenant: string, source: TenantMetricSource) => Promise<void> | void): Promise<void> {
+    await Promise.all(
+      [...this.sources].map(async ([tenant, source]) => {
+        try {
+          await read(tenant, source);
+        } catch {
+          // Left out of this scrape; the tenant's own loops report the store's refusal.
+        }
+      }),
+    );
+  }
+
+  private async activeSinks(store: ChangefeedStore): Promise<string[]> {
+    return (await store.sinks.list()).filter((s) => s.active).map((s) => s.name);
+  }
+
+  private defineScrapeGauges(registers: Registry[]): void {
+    const gauge = (
+      name: string,
+      help: string,
+      labelNames: string[],
+      read: (
+        set: (labels: Record<string, string>, value: number) => void,
+        tenant: string,
+        source: TenantMetricSource,
+      ) => Promise<void> | void,
+    ): void => {
+      const each = (fn: Parameters<ChangefeedMetrics['eachTenant']>[0]) => this.eachTenant(fn);
+      new Gauge({
+        name,
+        help,
+        labelNames: ['tenant', ...labelNames],
+        registers,
+        async collect() {
+          this.reset();
+          await each((tenant, source) =>
+            read((labels, value) => this.set({ tenant, ...labels }, value), tenant, source),
+          );
+        },
+      });
+    };
+    gauge(
+      'changefeed_budget_allowance_per_hour',
+      'Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve.',
+      [],
+      (set, _, source) => set({}, source.allowancePerHour()),
+    );
+    gauge(
+      'changefeed_service_clock_skew_seconds',
+      'Believed offset of the service clock from the local clock (positive: the service is ahead).',
+      [],
+      (set, _, source) => {
+        if (source.serviceClockSkewSeconds) set({}, source.serviceClockSkewSeconds());
       },
-    });
+    );
     const scheduleGauges: [string, string, (s: ScheduleSnapshot) => number][] = [
       [
         'changefeed_schedule_alpha',
@@ -118,136 +269,161 @@ export class ChangefeedMetrics {
         (s) => s.followUpsLastHour,
       ],
     ];
-    const schedule = options.schedule;
-    if (schedule) {
-      for (const [name, help, pick] of scheduleGauges) {
-        new Gauge({
-          name,
-          help,
-          registers,
-          collect() {
-            this.set(pick(schedule()));
-          },
-        });
-      }
-    }
-    this.ingested = new Counter({
-      name: 'changefeed_entries_ingested_total',
-      help: 'New activity entries stored as events, by log.',
-      labelNames: ['log'],
-      registers,
-    });
-    this.duplicates = new Counter({
-      name: 'changefeed_duplicates_dropped_total',
-      help: 'Entries read again (window overlap, retries) and dropped by id, by log.',
-      labelNames: ['log'],
-      registers,
-    });
-    this.deliveries = new Counter({
-      name: 'changefeed_deliveries_total',
-      help: 'Event deliveries by sink and outcome (delivered, retried, dead).',
-      labelNames: ['sink', 'outcome'],
-      registers,
-    });
-    this.deliveryLatency = new Histogram({
-      name: 'changefeed_delivery_latency_seconds',
-      help: 'Time from ingestion to acknowledgement by the sink.',
-      labelNames: ['sink'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.detectionDelay = new Histogram({
-      name: 'changefeed_detection_delay_seconds',
-      help: "Time from an entry's performedAt to its ingestion.",
-      labelNames: ['log'],
-      buckets: DELAY_BUCKETS,
-      registers,
-    });
-    new Gauge({
-      name: 'changefeed_outbox_pending',
-      help: 'Events waiting for delivery, by sink.',
-      labelNames: ['sink'],
-      registers,
-      async collect() {
-        for (const sink of (await store.sinks.list()).filter((s) => s.active))
-          this.set({ sink: sink.name }, (await store.outbox.counts(sink.name)).pending);
+    for (const [name, help, pick] of scheduleGauges)
+      gauge(name, help, [], (set, _, source) => {
+        if (source.schedule) set({}, pick(source.schedule()));
+      });
+    gauge(
+      'changefeed_outbox_pending',
+      'Events waiting for delivery, by sink.',
+      ['sink'],
+      async (set, tenant, source) => {
+        for (const sink of await this.activeSinks(source.store))
+          set({ sink }, (await this.countsOf(tenant, source.store, sink)).pending);
       },
+    );
+    gauge('changefeed_dead_letters', 'Events a sink gave up on, by sink.', ['sink'], async (set, tenant, source) => {
+      for (const sink of await this.activeSinks(source.store))
+        set({ sink }, (await this.countsOf(tenant, source.store, sink)).dead);
     });
-    new Gauge({
-      name: 'changefeed_dead_letters',
-      help: 'Events a sink gave up on, by sink.',
-      labelNames: ['sink'],
-      registers,
-      async collect() {
-        for (const sink of (await store.sinks.list()).filter((s) => s.active))
-          this.set({ sink: sink.name }, (await store.outbox.counts(sink.name)).dead);
+    gauge(
+      'changefeed_sink_oldest_pending_age_seconds',
+      'Age of the oldest event waiting for a sink (since its ingestion); 0 when none waits. Grows while ' +
+        'a sink is down, however few deliveries are attempted meanwhile.',
+      ['sink'],
+      async (set, tenant, source) => {
+        const now = source.now();
+        for (const sink of await this.activeSinks(source.store)) {
+          const oldest = (await this.countsOf(tenant, source.store, sink)).oldestPendingIngestedAt;
+          set({ sink }, oldest === null ? 0 : Math.max(0, (now - oldest) / 1000));
+        }
       },
-    });
-    new Gauge({
-      name: 'changefeed_watermark_age_seconds',
-      help:
-        'Age of the oldest cursor among active logs of a kind: how far behind the feed may be. ' +
+    );
+    gauge(
+      'changefeed_sink_connected',
+      '1 while the sink is connected (its last connection attempt or write reached the destination), else 0.',
+      ['sink'],
+      (set, _, source) => {
+        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.disconnectedSince === null ? 1 : 0);
+      },
+    );
+    gauge(
+      'changefeed_sink_disabled',
+      '1 once the sink was disabled (a permanent refusal: credentials, a missing destination); it stays ' +
+        'so until fixed and restarted.',
+      ['sink'],
+      (set, _, source) => {
+        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.disabled ? 1 : 0);
+      },
+    );
+    gauge(
+      'changefeed_sink_circuit_state',
+      "The sink's circuit breaker: 1 for its current state (closed, half_open, open), 0 for the others.",
+      ['sink', 'state'],
+      (set, _, source) => {
+        for (const s of source.sinks?.() ?? [])
+          for (const [state, label] of CIRCUIT_STATES) set({ sink: s.sink, state: label }, s.circuit === state ? 1 : 0);
+      },
+    );
+    gauge(
+      'changefeed_watermark_age_seconds',
+      'Age of the oldest cursor among active logs of a kind: how far behind the feed may be. ' +
         'Catches a feed that silently stopped.',
-      labelNames: ['log'],
-      registers,
-      async collect() {
-        const now = options.now();
+      ['log'],
+      async (set, _, source) => {
+        const now = source.now();
         const oldest = new Map<LogKind, number>();
-        for (const w of await store.watchedLogs.list()) {
+        for (const w of await source.store.watchedLogs.list()) {
           if (w.status !== 'active' || w.windowEnd === null) continue;
           oldest.set(w.log, Math.min(oldest.get(w.log) ?? Number.POSITIVE_INFINITY, w.windowEnd));
         }
-        for (const [log, end] of oldest) this.set({ log: LOGS[log].slug }, Math.max(0, (now - end) / 1000));
+        for (const [log, end] of oldest) set({ log: LOGS[log].slug }, Math.max(0, (now - end) / 1000));
       },
-    });
-    new Gauge({
-      name: 'changefeed_coverage_gaps',
-      help:
-        'Watched logs with a gap in coverage, as changefeed status shows it: disabled (missing ' +
+    );
+    gauge(
+      'changefeed_coverage_gaps',
+      'Watched logs with a gap in coverage, as changefeed status shows it: disabled (missing ' +
         'scope, rejected request), gone, or failing every poll; by log.',
-      labelNames: ['log'],
-      registers,
-      async collect() {
+      ['log'],
+      async (set, _, source) => {
         const counts = new Map<string, number>(Object.values(LOGS).map((l) => [l.slug, 0]));
-        for (const w of await store.watchedLogs.list()) {
+        for (const w of await source.store.watchedLogs.list()) {
           if (w.status !== 'active' || w.consecutiveFailures > 0)
             counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
         }
-        for (const [log, n] of counts) this.set({ log }, n);
+        for (const [log, n] of counts) set({ log }, n);
       },
-    });
+    );
+  }
+}
+
+/** One tenant's hand on the process's metrics: what it counts carries its `tenant` label. */
+export class TenantMetrics implements FeedObserver {
+  constructor(
+    private readonly all: ChangefeedMetrics,
+    readonly tenant: string,
+  ) {}
+
+  /** The tenant runs here: its gauges are read from `source` at each scrape. */
+  attach(source: TenantMetricSource): void {
+    this.all.attach(this.tenant, source);
+  }
+
+  /** The tenant stopped here: its gauges leave /metrics; its counters stay, to go on if it returns. */
+  detach(source: TenantMetricSource): void {
+    this.all.detach(this.tenant, source);
   }
 
   observeResponse(meta: ResponseMeta, path: string): void {
-    this.requests.inc({ endpoint: endpointOf(path), status: String(meta.status) });
-    if (meta.status === 429) this.rateLimited.inc();
-    if (meta.remaining !== undefined) this.budgetRemaining.set(meta.remaining);
+    const tenant = this.tenant;
+    this.all.requests.inc({ tenant, endpoint: endpointOf(path), status: String(meta.status) });
+    if (meta.status === 429) this.all.rateLimited.inc({ tenant });
+    if (meta.remaining !== undefined) this.all.budgetRemaining.set({ tenant }, meta.remaining);
   }
 
   observeClockRejected(): void {
-    this.clockRejected.inc();
+    this.all.clockRejected.inc({ tenant: this.tenant });
   }
 
   observePoll(log: LogKind, outcome: { result?: PollResult; error?: unknown }, now: number): void {
-    const slug = LOGS[log].slug;
+    const labels = { tenant: this.tenant, log: LOGS[log].slug };
+    const { polls, ingested, duplicates, quarantined, detectionDelay } = this.all;
     if (outcome.result) {
-      this.polls.inc({ log: slug, outcome: 'ok' });
-      this.ingested.inc({ log: slug }, outcome.result.emitted);
-      this.duplicates.inc({ log: slug }, outcome.result.duplicates);
-      if (outcome.result.quarantined) this.quarantined.inc({ log: slug }, outcome.result.quarantined);
-      for (const t of outcome.result.emittedPerformedAt)
-        this.detectionDelay.observe({ log: slug }, Math.max(0, (now - t) / 1000));
+      polls.inc({ ...labels, outcome: 'ok' });
+      ingested.inc(labels, outcome.result.emitted);
+      duplicates.inc(labels, outcome.result.duplicates);
+      if (outcome.result.quarantined) quarantined.inc(labels, outcome.result.quarantined);
+      for (const t of outcome.result.emittedPerformedAt) detectionDelay.observe(labels, Math.max(0, (now - t) / 1000));
     } else {
       const code = (outcome.error as { code?: unknown } | undefined)?.code;
-      this.polls.inc({ log: slug, outcome: typeof code === 'string' ? code : 'error' });
+      polls.inc({ ...labels, outcome: typeof code === 'string' ? code : 'error' });
     }
   }
 
   observeDelivery(outcome: BatchOutcome): void {
-    if (outcome.delivered) this.deliveries.inc({ sink: outcome.sink, outcome: 'delivered' }, outcome.delivered);
-    if (outcome.retried) this.deliveries.inc({ sink: outcome.sink, outcome: 'retried' }, outcome.retried);
-    if (outcome.dead) this.deliveries.inc({ sink: outcome.sink, outcome: 'dead' }, outcome.dead);
-    for (const ms of outcome.latenciesMs) this.deliveryLatency.observe({ sink: outcome.sink }, ms / 1000);
+    const labels = { tenant: this.tenant, sink: outcome.sink };
+    const { deliveries, deliveryLatency } = this.all;
+    if (outcome.delivered) deliveries.inc({ ...labels, outcome: 'delivered' }, outcome.delivered);
+    if (outcome.retried) deliveries.inc({ ...labels, outcome: 'retried' }, outcome.retried);
+    if (outcome.dead) deliveries.inc({ ...labels, outcome: 'dead' }, outcome.dead);
+    for (const ms of outcome.latenciesMs) deliveryLatency.observe(labels, ms / 1000);
+  }
+
+  feedAnswered(mode: FeedMode, status: number | undefined): void {
+    const statusClass = status === undefined ? 'aborted' : `${Math.floor(status / 100)}xx`;
+    this.all.feedRequests.inc({ tenant: this.tenant, mode, status_class: statusClass });
+  }
+
+  feedStreamOpened(): void {
+    this.all.feedStreams.inc({ tenant: this.tenant });
+  }
+
+  feedStreamClosed(): void {
+    this.all.feedStreams.dec({ tenant: this.tenant });
+  }
+
+  feedEventsServed(mode: FeedMode, count: number): void {
+    if (count > 0) this.all.feedEventsServed.inc({ tenant: this.tenant, mode }, count);
   }
 }
 
@@ -260,9 +436,4 @@ function endpointOf(path: string): string {
   if (path.endsWith('/skills')) return 'skill_list';
   if (path.endsWith('/ping')) return 'ping';
   return 'other';
-}
-
-/** The process's own metrics (memory, CPU, event loop), once per process whatever the tenants. */
-export function collectProcessMetrics(registry: Registry): void {
-  collectDefaultMetrics({ register: registry, prefix: 'changefeed_process_' });
 }

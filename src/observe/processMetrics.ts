@@ -1,36 +1,85 @@
-import { AggregatorRegistry, Gauge, Registry } from 'prom-client';
-import { collectProcessMetrics } from './changefeedMetrics.js';
+import { readFileSync } from 'node:fs';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { ChangefeedMetrics } from './changefeedMetrics.js';
+import { LeaseMetrics } from './leaseMetrics.js';
+
+// From src/observe/ and dist/observe/ alike, package.json is two folders up.
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+const GAUGES_NAMED_AS_COUNTERS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
+/** The tenants of the daemon serving now. */
+export interface TenantCountView {
+  running(): number;
+  failed(): number;
+}
 
 /**
- * /metrics of the whole process: its own series (memory, CPU, tenants) once, and every running
- * tenant's registry, whose series carry a `tenant` label. prom-client's aggregator merges the
- * registries into one exposition, each metric family declared once.
+ * /metrics of the whole process, in one registry that lives as long as the process: a SIGHUP
+ * builds a new daemon around the same ProcessMetrics, so no counter resets. Holds Node's and the
+ * process's own metrics under their standard names (`process_cpu_seconds_total`,
+ * `nodejs_heap_size_used_bytes`, ...), `changefeed_build_info`, the tenants, the leases, and every
+ * tenant's series (labelled `tenant`).
  */
 export class ProcessMetrics {
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
-  private readonly own = new Registry();
+  readonly registry = new Registry();
+  readonly tenants: ChangefeedMetrics;
+  readonly leases: LeaseMetrics;
+  private view: TenantCountView | undefined;
 
-  constructor(
-    private readonly tenants: () => Iterable<Registry>,
-    view: { running: () => number; failed: () => number },
-  ) {
-    collectProcessMetrics(this.own);
+  constructor(options: { version?: string } = {}) {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'changefeed_build_info',
+      help: 'Always 1; the version of changefeed running, as a label.',
+      labelNames: ['version'],
+      registers,
+    }).set({ version: options.version ?? PACKAGE_VERSION }, 1);
+    const view = () => this.view;
     new Gauge({
       name: 'changefeed_tenants',
       help: 'Tenants of this process, by state: running here, or failed to start (see the logs).',
       labelNames: ['state'],
-      registers: [this.own],
+      registers,
       collect() {
-        this.set({ state: 'running' }, view.running());
-        this.set({ state: 'failed' }, view.failed());
+        this.set({ state: 'running' }, view()?.running() ?? 0);
+        this.set({ state: 'failed' }, view()?.failed() ?? 0);
       },
     });
+    this.tenants = new ChangefeedMetrics(this.registry);
+    this.leases = new LeaseMetrics(this.registry);
   }
 
-  /** The series every registry holds now, as one Prometheus text exposition. */
-  async metrics(): Promise<string> {
-    const registries = [this.own, ...this.tenants()];
-    const json = await Promise.all(registries.map((r) => r.getMetricsAsJSON()));
-    return AggregatorRegistry.aggregate(json).metrics();
+  /** The daemon serving now (one at a time: a reload replaces it). */
+  watch(view: TenantCountView | undefined): void {
+    this.view = view;
+  }
+
+  /** Every series now, as one Prometheus text exposition. */
+  metrics(): Promise<string> {
+    this.collectProcessMetrics();
+    this.tenants.beginScrape();
+    return this.registry.metrics();
+  }
+
+  private processMetricsCollected = false;
+  /**
+   * Node's and the process's metrics, from the first scrape on: they start a GC observer and an
+   * event-loop monitor, which a daemon nobody scrapes (run --once, tests) need not carry.
+   */
+  private collectProcessMetrics(): void {
+    if (this.processMetricsCollected) return;
+    this.processMetricsCollected = true;
+    collectDefaultMetrics({ register: this.registry });
+    // Gauges named like counters (promtool refuses them); each is the sum of its family without
+    // `_total` (nodejs_active_handles by type, ...), which stays.
+    for (const name of GAUGES_NAMED_AS_COUNTERS) this.registry.removeSingleMetric(name);
   }
 }

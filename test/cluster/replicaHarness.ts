@@ -27,7 +27,8 @@ export interface ReplicaSet {
   readonly config: string;
   readonly admin: pg.Client;
   readonly replicas: Map<string, DaemonProcess>;
-  start(instanceId: string): DaemonProcess;
+  /** Starts a replica; `env` adds variables (CHANGEFEED_HTTP_PORT, ...). */
+  start(instanceId: string, env?: Record<string, string>): DaemonProcess;
   tenantName(company: number): string;
   /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
   writeTenantFile(company: number): void;
@@ -138,10 +139,11 @@ export function startReplicaSet(
         sinkPath: join(dir, `${name}.jsonl`),
       }),
     removeTenantFile: (company) => rmSync(tenantFile(company)),
-    start(instanceId) {
+    start(instanceId, env = {}) {
       const replica = startDaemonProcess(['--config', config], {
         CHANGEFEED_INSTANCE_ID: instanceId,
         CHANGEFEED_STATE_DIR: join(dir, `state-${instanceId}`),
+        ...env,
       });
       replicas.set(instanceId, replica);
       return replica;

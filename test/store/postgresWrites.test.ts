@@ -195,6 +195,34 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     expect(store.health.problem).toBeUndefined();
   });
 
+  it("ends a session left idle inside a fenced transaction within the fence's statement timeout", async () => {
+    const schema = freshSchema();
+    const backend = await openBackend(schema);
+    let pid = 0;
+    let resume = (): void => undefined;
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    // A replica paused inside its write (SIGSTOP, a long GC) leaves its session idle in the
+    // transaction that holds the lease row's lock: the database must end it, not the next holder wait.
+    const fence: WriteFence = {
+      statementTimeoutMs: 300,
+      check: async (transaction) => {
+        const client = transaction as pg.PoolClient;
+        pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        await resumed;
+      },
+    };
+    const store = await backend.tenantStore('t', { fence });
+    const write = store.setMeta('k', 'v').catch((e: unknown) => e);
+    await until(async () => pid !== 0);
+    // The pool's own idle timeout is a minute: ended sooner, it was the fence's bound.
+    await until(
+      async () => (await admin!.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0,
+    );
+    resume();
+    expect(await write).toBeInstanceOf(StoreUnavailableError);
+    expect((await admin!.query(`SELECT 1 FROM "${schema}".meta WHERE tenant = 't' AND key = 'k'`)).rowCount).toBe(0);
+  });
+
   it('lets no ingest of a tenant commit seqs above those of one still in flight, so a reader skips nothing', async () => {
     const applicationName = `cf-test-order-${process.pid}`;
     const backend = await openBackend(freshSchema(), { applicationName });

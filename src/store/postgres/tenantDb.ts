@@ -70,11 +70,14 @@ export class TenantDb {
     let broken: Error | undefined;
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
-      // One round trip: BEGIN and the bound on every statement of the transaction (set by LOCAL).
+      const bound = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
+      // One round trip: BEGIN and the bounds of the transaction (SET LOCAL: for it alone). A
+      // fenced transaction holds its lease row's lock: neither a statement nor a pause of this
+      // process between two statements (SIGSTOP, a long GC) may hold it past the bound.
       await client.query(
-        timeoutMs === undefined
+        bound === undefined
           ? 'BEGIN'
-          : `BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`,
+          : `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`,
       );
       if (this.fence) await this.fence.check(client);
       const result = await work((sql, params) => client.query(sql, params as unknown[]));

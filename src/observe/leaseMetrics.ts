@@ -1,0 +1,80 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+const RENEWAL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The leases of the replica serving now: the tenants configured, and those it holds. */
+export interface LeaseView {
+  configured(): readonly string[];
+  held(): readonly string[];
+}
+
+/**
+ * The tenant leases of this replica (PostgreSQL store). `changefeed_lease_held` is exported for
+ * every configured tenant, 0 where another replica (or none) holds it, so that across replicas
+ * `sum by (tenant) (changefeed_lease_held) == 0` shows a tenant nobody runs. Counters live as
+ * long as the process: a reload does not reset them.
+ */
+export class LeaseMetrics {
+  readonly acquired: Counter<'tenant'>;
+  readonly lost: Counter<'tenant'>;
+  readonly handedOver: Counter<'tenant'>;
+  readonly renewal: Histogram;
+  readonly failedRounds: Counter;
+  private view: LeaseView | undefined;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const view = () => this.view;
+    new Gauge({
+      name: 'changefeed_lease_held',
+      help:
+        '1 for a tenant whose lease this replica holds, 0 for a configured tenant it does not; only on a ' +
+        'PostgreSQL store, where replicas share the tenants.',
+      labelNames: ['tenant'],
+      registers,
+      collect() {
+        this.reset();
+        const leases = view();
+        if (!leases) return;
+        const held = new Set(leases.held());
+        for (const tenant of new Set([...leases.configured(), ...held])) this.set({ tenant }, held.has(tenant) ? 1 : 0);
+      },
+    });
+    this.acquired = new Counter({
+      name: 'changefeed_lease_acquired_total',
+      help: 'Tenant leases this replica acquired (the tenant then starts here).',
+      labelNames: ['tenant'],
+      registers,
+    });
+    this.lost = new Counter({
+      name: 'changefeed_lease_lost_total',
+      help:
+        'Tenant leases this replica lost without handing them over: not renewed in time, or taken over. ' +
+        'Leases given back while the replica stops are not counted.',
+      labelNames: ['tenant'],
+      registers,
+    });
+    this.handedOver = new Counter({
+      name: 'changefeed_lease_handed_over_total',
+      help: 'Tenant leases this replica handed over to another (after draining), to even out the tenants.',
+      labelNames: ['tenant'],
+      registers,
+    });
+    this.renewal = new Histogram({
+      name: 'changefeed_lease_renewal_duration_seconds',
+      help: "Time a lease round took to heartbeat and renew every held lease: near the lease's safety margin, leases are at risk.",
+      buckets: RENEWAL_BUCKETS,
+      registers,
+    });
+    this.failedRounds = new Counter({
+      name: 'changefeed_lease_rounds_failed_total',
+      help: 'Lease rounds that failed (the store unreachable or refusing); tenants stop before their leases may expire.',
+      registers,
+    });
+  }
+
+  /** The leases of the daemon serving now (one at a time: a reload replaces it); undefined drops them. */
+  watch(view: LeaseView | undefined): void {
+    this.view = view;
+  }
+}

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { ProcessMetrics } from '../../src/observe/processMetrics.js';
+import type { TenantMetricSource } from '../../src/observe/changefeedMetrics.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { sampleValue } from '../support/metricsText.js';
+
+/** A tenant whose store answers with one sink and `pending` events, or refuses every read. */
+function source(pending: number | 'refused'): TenantMetricSource {
+  const refuse = () => Promise.reject(new Error('the store refused'));
+  const store = {
+    sinks: { list: pending === 'refused' ? refuse : () => Promise.resolve([{ name: 'hook', active: true }]) },
+    outbox: {
+      counts: () => Promise.resolve({ pending, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: 1_000 }),
+    },
+    watchedLogs: { list: pending === 'refused' ? refuse : () => Promise.resolve([]) },
+  } as unknown as ChangefeedStore;
+  return {
+    store,
+    now: () => 61_000,
+    allowancePerHour: () => 100,
+    sinks: () => [{ sink: 'hook', disabled: false, circuit: 'open', disconnectedSince: 0 }],
+  };
+}
+
+describe('the process metrics', () => {
+  it('counters of a tenant go on across runtimes; gauges follow the runtime attached now', async () => {
+    const metrics = new ProcessMetrics({ version: '9.9.9' });
+    const first = metrics.tenants.forTenant('acme');
+    const firstSource = source(3);
+    first.attach(firstSource);
+    first.observeDelivery({ sink: 'hook', delivered: 2, retried: 0, dead: 0, latenciesMs: [] });
+    let text = await metrics.metrics();
+    expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'acme', sink: 'hook' })).toBe(3);
+    expect(sampleValue(text, 'changefeed_sink_oldest_pending_age_seconds', { tenant: 'acme' })).toBe(60);
+    expect(sampleValue(text, 'changefeed_sink_circuit_state', { tenant: 'acme', state: 'open' })).toBe(1);
+    expect(sampleValue(text, 'changefeed_sink_connected', { tenant: 'acme' })).toBe(0);
+    expect(sampleValue(text, 'changefeed_build_info', { version: '9.9.9' })).toBe(1);
+
+    // A restart: the new runtime attaches before the old one's late detach, which must not drop it.
+    const second = metrics.tenants.forTenant('acme');
+    second.attach(source(5));
+    first.detach(firstSource);
+    second.observeDelivery({ sink: 'hook', delivered: 1, retried: 0, dead: 0, latenciesMs: [] });
+    text = await metrics.metrics();
+    expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'acme' })).toBe(5);
+    expect(sampleValue(text, 'changefeed_deliveries_total', { tenant: 'acme', outcome: 'delivered' })).toBe(3);
+  });
+
+  it('a tenant whose store refuses is left out of the scrape; the rest of /metrics still answers', async () => {
+    const metrics = new ProcessMetrics();
+    metrics.tenants.forTenant('broken').attach(source('refused'));
+    metrics.tenants.forTenant('fine').attach(source(1));
+    const text = await metrics.metrics();
+    expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'fine' })).toBe(1);
+    expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'broken' })).toBeUndefined();
+    expect(sampleValue(text, 'process_cpu_seconds_total')).toBeGreaterThan(0);
+  });
+});
