@@ -98,7 +98,10 @@ async function appendPoll(store: ChangefeedStore, offset: number, n: number): Pr
     })),
     windowEnd: start + (offset + n) * 1000,
     toEvent: (entry) =>
-      buildCloudEvent({ log: 'career', objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig),
+      buildCloudEvent(
+        { tenant: 'default', log: 'career', objectId, entry, baseUrl: 'https://skills.example' },
+        eventsConfig,
+      ),
     now: Date.now(),
   });
 }

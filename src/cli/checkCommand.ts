@@ -58,7 +58,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
   } finally {
     await session.close();
   }
-  report(await checkSinks(config, { probeWebhooks: values['probe-sinks'] }));
+  report(await checkSinks(config, { probeWebhooks: values['probe-sinks'], tenant }));
   const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
   const storePassword = checkStorePassword(config);

@@ -106,7 +106,7 @@ async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number
     const report = await daemon.runOnce();
     for (const g of report.gone) {
       logger.error(
-        { log: g.log, objectId: g.objectId, reason: g.reason },
+        { tenant: g.tenant, log: g.log, objectId: g.objectId, reason: g.reason },
         `configured ${g.log} ${g.objectId} does not exist or is not visible to the key; remove ` +
           `it from watch.${g.log}s.ids, or \`changefeed watch retry ${g.log} ${g.objectId}\` ` +
           `once it is back`,

@@ -15,7 +15,10 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * directory must be writable. With `probeWebhooks`, each webhook also gets one signed test event,
  * opt-in since it reaches a real consumer.
  */
-export async function checkSinks(config: AppConfig, options: { probeWebhooks: boolean }): Promise<CheckResult[]> {
+export async function checkSinks(
+  config: AppConfig,
+  options: { probeWebhooks: boolean; tenant: string },
+): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   for (const sink of config.sinks) results.push(await checkSink(sink, config, options));
   return results;
@@ -24,7 +27,7 @@ export async function checkSinks(config: AppConfig, options: { probeWebhooks: bo
 async function checkSink(
   sinkConfig: SinkConfig,
   config: AppConfig,
-  options: { probeWebhooks: boolean },
+  options: { probeWebhooks: boolean; tenant: string },
 ): Promise<CheckResult> {
   const name = `sink ${sinkConfig.name} (${sinkConfig.type})`;
   if (sinkConfig.type === 'stdout') return { name, ok: true, detail: 'writes to standard output' };
@@ -34,7 +37,7 @@ async function checkSink(
   try {
     await sink.connect(signal);
     if (sinkConfig.type === 'webhook' && options.probeWebhooks) {
-      await sink.write([testEvent(config)], signal);
+      await sink.write([testEvent(config, options.tenant)], signal);
       return { name, ok: true, detail: 'accepted a signed test event' };
     }
     const detail =
@@ -77,11 +80,12 @@ async function checkFileSink(name: string, path: string): Promise<CheckResult> {
 }
 
 /** A CloudEvent that says what it is, so a consumer that logs it is not misled. */
-function testEvent(config: AppConfig): OutboundEvent {
+function testEvent(config: AppConfig, tenant: string): OutboundEvent {
   const id = `check-${randomUUID()}`;
   const type = `${config.events.typePrefix}.check`;
   const json = JSON.stringify({
     specversion: '1.0',
+    tenant,
     id,
     source: 'skills-changefeed/check',
     type,
@@ -89,5 +93,5 @@ function testEvent(config: AppConfig): OutboundEvent {
     datacontenttype: 'application/json',
     data: { message: 'changefeed check --probe-sinks: a test request, not a change' },
   });
-  return { seq: 0, id, type, log: 'career', objectId: '', orderingKey: 'check', json, attempt: 1 };
+  return { seq: 0, tenant, id, type, log: 'career', objectId: '', orderingKey: 'check', json, attempt: 1 };
 }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { DrainReport } from '../deliver/deliveryEngine.js';
@@ -15,11 +16,14 @@ import { prepareStore } from './storePreparation.js';
 
 export type { DaemonOptions };
 
+/** A finding of one tenant, named so, since `run --once` reports every tenant's together. */
+export type OfTenant<T> = { tenant: string } & T;
+
 export interface OnceReport {
-  sweep: SweepSummary;
-  sinks: DrainReport[];
+  sweep: Omit<SweepSummary, 'failures'> & { failures: OfTenant<SweepSummary['failures'][number]>[] };
+  sinks: OfTenant<DrainReport>[];
   /** Configured ids the service does not know (404): a typo or a deleted object. */
-  gone: { log: string; objectId: string; reason: string }[];
+  gone: OfTenant<{ log: string; objectId: string; reason: string }>[];
   ok: boolean;
 }
 
@@ -31,6 +35,8 @@ export interface OnceReport {
  */
 export class TenantRuntime {
   private readonly parts: DaemonParts;
+  /** Every line this runtime logs names its tenant. */
+  private readonly logger: Logger;
   private readonly abort = new AbortController();
   private pruning: Promise<void> | undefined;
   private stopped = false;
@@ -42,6 +48,7 @@ export class TenantRuntime {
     store: ChangefeedStore,
     private readonly options: DaemonOptions & { metrics: ProcessMetrics },
   ) {
+    this.logger = options.logger.child({ tenant });
     this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error));
   }
 
@@ -72,7 +79,7 @@ export class TenantRuntime {
       return true;
     } catch (error) {
       if (isAbortError(error)) throw error;
-      this.options.logger.error(
+      this.logger.error(
         { err: describeError(error), requestId: requestIdOf(error) },
         'ping failed; polling will retry',
       );
@@ -89,13 +96,12 @@ export class TenantRuntime {
     this.pruning = pruneJournalHourly({
       store,
       clock,
-      logger: this.options.logger,
+      logger: this.logger,
       retentionDays: this.config.journal.retentionDays,
       signal: this.abort.signal,
     });
-    this.options.logger.info(
+    this.logger.info(
       {
-        tenant: this.tenant,
         instanceId: this.config.cluster.instanceId,
         sinks: engine.sinkNames,
         watched: (await store.watchedLogs.list()).length,
@@ -119,7 +125,13 @@ export class TenantRuntime {
       sweep.failures.length === 0 &&
       gone.length === 0 &&
       sinks.every((s) => s.drained && s.dead <= (deadBefore.get(s.sink) ?? 0));
-    return { sweep, sinks, gone, ok };
+    const tenant = this.tenant;
+    return {
+      sweep: { ...sweep, failures: sweep.failures.map((f) => ({ tenant, ...f })) },
+      sinks: sinks.map((s) => ({ tenant, ...s })),
+      gone: gone.map((g) => ({ tenant, ...g })),
+      ok,
+    };
   }
 
   /**
@@ -146,10 +158,7 @@ export class TenantRuntime {
     this.abort.abort();
     await this.parts.pollLoop.stop();
     if (drainMs > 0)
-      this.options.logger.info(
-        { tenant: this.tenant, drainMs },
-        'tenant stopping: polling stopped, deliveries in flight finish within drainMs',
-      );
+      this.logger.info({ drainMs }, 'tenant stopping: polling stopped, deliveries in flight finish within drainMs');
     await this.parts.engine.stop({ drainMs });
     await this.pruning;
     await this.parts.client.close();
@@ -164,15 +173,12 @@ export class TenantRuntime {
    */
   private leaseLost(error: unknown): void {
     if (this.stopped) return;
-    this.options.logger.warn(
-      { tenant: this.tenant, err: describeError(error) },
+    this.logger.warn(
+      { err: describeError(error) },
       'a write was refused: this replica no longer holds the lease; the tenant stops here and the new holder carries on',
     );
     this.stop({ drainMs: 0 }).catch((stopError: unknown) =>
-      this.options.logger.error(
-        { tenant: this.tenant, err: describeError(stopError) },
-        'stopping a tenant whose lease was lost failed',
-      ),
+      this.logger.error({ err: describeError(stopError) }, 'stopping a tenant whose lease was lost failed'),
     );
   }
 
@@ -192,7 +198,7 @@ export class TenantRuntime {
 
   /** The store in line with the config, the service's clock learned, configured logs registered. */
   private async prepare(): Promise<void> {
-    await prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.options.logger);
+    await prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.logger);
     await this.ping();
     await this.parts.registry.registerConfigured();
   }

@@ -74,9 +74,11 @@ export function planBatches(args: {
 export function toOutboundEvents(
   batch: readonly PendingDelivery[],
   payloads: ReadonlyMap<number, string>,
+  tenant: string,
 ): OutboundEvent[] {
   return batch.map((d) => ({
     seq: d.seq,
+    tenant,
     id: d.eventId,
     type: d.type,
     log: d.log,

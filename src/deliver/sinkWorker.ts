@@ -248,7 +248,7 @@ export class SinkWorker {
     const seqs = batch.map((d) => d.seq);
     let events;
     try {
-      events = toOutboundEvents(batch, await this.options.store.outbox.payloads(seqs));
+      events = toOutboundEvents(batch, await this.options.store.outbox.payloads(seqs), this.options.store.tenant);
     } catch (error) {
       // The store cannot be read now: the batch stays pending and is planned again later.
       this.window.settle(batch);

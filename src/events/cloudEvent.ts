@@ -23,6 +23,9 @@ export type EventsConfig = z.infer<typeof eventsConfigSchema>;
 /**
  * The event every sink receives: a CloudEvents 1.0 event in JSON (structured mode).
  *
+ * - `tenant`: the company the event belongs to (extension attribute): the tenant file's name, or
+ *   `default` when the config has no `tenants.dir`. Second in the JSON, right after `specversion`,
+ *   so a reader can tell whether a stored event carries it without parsing (eventTenant.ts).
  * - `id`: see eventIdFor: stable per entry, unique across logs, no `.`, at most 64 characters.
  * - `source`: the log's URL, e.g. `https://svc.example/api/v1/careers/c-1/activity`.
  * - `type`: `<typePrefix>.<log>.<event>` with log one of career, skill, identity_provider.
@@ -33,6 +36,7 @@ export type EventsConfig = z.infer<typeof eventsConfigSchema>;
  */
 export interface ChangeCloudEvent {
   specversion: '1.0';
+  tenant: string;
   id: string;
   source: string;
   type: string;
@@ -44,13 +48,14 @@ export interface ChangeCloudEvent {
 }
 
 export function buildCloudEvent(
-  args: { log: LogKind; objectId: string; entry: ActivityEntry; baseUrl: string },
+  args: { tenant: string; log: LogKind; objectId: string; entry: ActivityEntry; baseUrl: string },
   config: EventsConfig,
 ): ChangeCloudEvent {
   const descriptor = LOGS[args.log];
   const eventName = args.entry.event ? args.entry.event : config.nullEventName;
   const event: ChangeCloudEvent = {
     specversion: '1.0',
+    tenant: args.tenant,
     id: eventIdFor(args.log, args.objectId, args.entry.id),
     source: `${args.baseUrl.replace(/\/+$/, '')}${descriptor.path(descriptor.perObject ? args.objectId : undefined)}`,
     type: `${config.typePrefix}.${descriptor.slug}.${eventName}`,

@@ -97,9 +97,16 @@ export function cloudEventSchema(ref: SchemaRef, options: { id?: string } = {}):
       'One entry of an activity log as a CloudEvent in structured JSON mode. Extension attributes ' +
       'may be added later; consumers ignore what they do not know.',
     type: 'object',
-    required: ['specversion', 'id', 'source', 'type', 'datacontenttype', 'entryid', 'data'],
+    required: ['specversion', 'tenant', 'id', 'source', 'type', 'datacontenttype', 'entryid', 'data'],
     properties: {
       specversion: { const: '1.0' },
+      tenant: {
+        type: 'string',
+        pattern: '^[a-z0-9][a-z0-9_-]{0,62}$',
+        description:
+          "The company the event belongs to (extension attribute): the tenant file's name, or `default` for a " +
+          'single-company config. With `source` and `id`, it tells apart the events of companies that share a sink.',
+      },
       id: {
         type: 'string',
         minLength: 1,

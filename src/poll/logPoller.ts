@@ -214,7 +214,13 @@ export class LogPoller {
 
   private toEvent(watched: WatchedLog, entry: ActivityEntry) {
     return buildCloudEvent(
-      { log: watched.log, objectId: watched.objectId, entry, baseUrl: this.deps.baseUrl },
+      {
+        tenant: this.deps.store.tenant,
+        log: watched.log,
+        objectId: watched.objectId,
+        entry,
+        baseUrl: this.deps.baseUrl,
+      },
       this.deps.events,
     );
   }

@@ -6,8 +6,13 @@ import type { LogKind } from '../logs.js';
  * carries byte-identical events.
  */
 export interface OutboundEvent {
-  /** Ingestion order; per ordering key, the engine hands events over in increasing seq. */
+  /**
+   * The event's journal position: ingestion order within its tenant, the same number the feed's
+   * cursor stands for. Per ordering key, the engine hands events over in increasing seq.
+   */
   readonly seq: number;
+  /** The company the event belongs to: its `tenant` attribute (`default` for a single-company config). */
+  readonly tenant: string;
   /** CloudEvent id: stable across retries, replays and restarts; use it to deduplicate. */
   readonly id: string;
   /** CloudEvent type, `<prefix>.<log>.<event>`. */

@@ -13,9 +13,10 @@ const ref = (name: SchemaName): string => `#/components/schemas/${name}`;
 const string = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
 
 const CE_ATTRIBUTE_NOTE =
-  'one per CloudEvent attribute except data and datacontenttype (id, source, type, subject, time, specversion, entryid, and dataschema when set)';
+  'one per CloudEvent attribute except data and datacontenttype (id, source, type, subject, time, specversion, tenant, entryid, and dataschema when set)';
 
 const PARAMETERS = {
+  tenant: 'the tenant the event belongs to (`default` for a single-company config)',
   type: 'the CloudEvent type, `<typePrefix>.<log>.<event>`',
   log: 'career, skill or identity_provider',
   event: 'the event name',
@@ -221,9 +222,10 @@ export function asyncApiDocument(): Record<string, unknown> {
           {
             type: 'object',
             description: 'The entry fields. Redis does not deduplicate: skip ids already handled.',
-            required: ['id', 'type', 'source', 'subject', 'time', 'event'],
+            required: ['id', 'tenant', 'type', 'source', 'subject', 'time', 'event'],
             properties: {
               id: string('The CloudEvent id.'),
+              tenant: string('The CloudEvent tenant: the company the event belongs to.'),
               type: string('The CloudEvent type.'),
               source: string('The CloudEvent source.'),
               subject: string('The CloudEvent subject; empty for the identity-provider log.'),

@@ -4,11 +4,12 @@ import type { OutboundEvent } from '../sinkContract/sink.js';
 
 /**
  * Templates that name where an event goes (NATS subject, routing key, stream key, MQTT topic).
- * Placeholders: `{prefix}` (the sink's own prefix, where it has one), `{type}` the CloudEvent type,
+ * Placeholders: `{prefix}` (the sink's own prefix, where it has one), `{tenant}` the company the
+ * event belongs to (`default` for a single-company config), `{type}` the CloudEvent type,
  * `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the career or
  * skill id ('' for the identity-provider log). Each sink escapes values for its destination.
  */
-export type TemplatePlaceholder = 'prefix' | 'type' | 'log' | 'event' | 'subject';
+export type TemplatePlaceholder = 'prefix' | 'tenant' | 'type' | 'log' | 'event' | 'subject';
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 
@@ -38,7 +39,7 @@ export function templateSchema(
 
 /** The raw placeholder values of an event. */
 export function templateValues(
-  event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>,
+  event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
   prefix = '',
 ): Record<TemplatePlaceholder, string> {
   const slug = LOGS[event.log].slug;
@@ -46,6 +47,7 @@ export function templateValues(
   const marker = event.type.lastIndexOf(`.${slug}.`);
   return {
     prefix,
+    tenant: event.tenant,
     type: event.type,
     log: slug,
     event: marker < 0 ? event.type : event.type.slice(marker + slug.length + 2),

@@ -29,7 +29,7 @@ const reasonName = (code: number): string =>
 /** The event's topic. Placeholder values cannot add levels or wildcards. */
 export function renderTopic(
   config: Pick<MqttSinkConfig, 'topic' | 'prefix'>,
-  event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>,
+  event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
 ): string {
   // The prefix is the operator's own and may hold levels; event values may not.
   return renderTemplate(config.topic, templateValues(event, config.prefix), (value, name) =>

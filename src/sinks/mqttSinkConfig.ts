@@ -13,7 +13,7 @@ import {
 } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a topic template may stand for; see renderTopic. */
-export const TOPIC_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
+export const TOPIC_PLACEHOLDERS = ['prefix', 'tenant', 'type', 'log', 'event', 'subject'] as const;
 /** Wildcards and NUL may not appear in a topic name; `$` topics belong to the broker. */
 const isTopicText = (text: string): boolean => !/[+#]/.test(text) && !text.includes('\u0000') && !text.startsWith('$');
 
@@ -47,7 +47,8 @@ export const mqttSinkConfigSchema = sinkCommonSchema
     topic: topicTemplateSchema
       .default('{prefix}/{log}/{event}')
       .describe(
-        'Topic each event is published to. Placeholders: `{prefix}`, `{type}` the CloudEvent type, ' +
+        'Topic each event is published to. Placeholders: `{prefix}`, ' +
+          '`{tenant}` the tenant (`default` for a single-company config), `{type}` the CloudEvent type, ' +
           '`{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` the ' +
           'career or skill id (`_` for the identity-provider log). `/`, `+`, `#` in placeholder ' +
           'values become `_`. The broker keeps order per topic only: use `{prefix}/{log}/{subject}` ' +

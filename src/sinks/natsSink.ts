@@ -27,7 +27,10 @@ import { streamSubjectsFor, type NatsSinkConfig } from './natsSinkConfig.js';
 import { natsTlsOptions } from './natsTls.js';
 
 /** The event's subject. Placeholder values are made into valid tokens, so any event renders to a valid subject. */
-export function renderSubject(template: string, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
+export function renderSubject(
+  template: string,
+  event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
+): string {
   // `{type}` spans several tokens: escape each, keep its dots.
   return renderTemplate(template, templateValues(event), (value, name) =>
     name === 'type' ? value.split('.').map(token).join('.') : token(value),

@@ -6,7 +6,7 @@ import { templateSchema as templateSchema_ } from './eventTemplate.js';
 import { caFile, inlineOrFile, secretFile, timeLimitMs } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a subject template may stand for; see renderSubject. */
-export const SUBJECT_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
+export const SUBJECT_PLACEHOLDERS = ['tenant', 'type', 'log', 'event', 'subject'] as const;
 /** A token may not be empty nor hold whitespace or the wildcards `*` and `>`. */
 const SUBJECT = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
 
@@ -57,7 +57,8 @@ export const natsSinkConfigSchema = sinkCommonSchema
     subject: templateSchema
       .default('{type}')
       .describe(
-        'Subject each event is published to. Placeholders: `{type}` the CloudEvent type ' +
+        'Subject each event is published to. Placeholders: ' +
+          '`{tenant}` the tenant (`default` for a single-company config), `{type}` the CloudEvent type ' +
           '(`<typePrefix>.<log>.<event>`, several tokens), `{log}` career, skill or ' +
           'identity_provider, `{event}` the event name, `{subject}` the career or skill id (`_` for ' +
           'the identity-provider log). Characters a token cannot hold (`.`, space, `*`, `>`) become ' +

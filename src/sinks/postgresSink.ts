@@ -5,7 +5,14 @@ import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import { boundedQuery, endPool, Lease } from './postgresConnection.js';
 import type { PostgresSinkConfig } from './postgresSinkConfig.js';
-import { insertParameters, tableSql, type TableSql } from './postgresTable.js';
+import {
+  ADDED_COLUMNS,
+  addColumnsStatement,
+  insertParameters,
+  tableSql,
+  type AddedColumn,
+  type TableSql,
+} from './postgresTable.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { throwIfAborted } from './deadline.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -16,6 +23,9 @@ import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from 
  * (57P01-57P03), too many connections (53300), and a read-only standby after a failover (25006).
  */
 const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
+
+/** Longest wait for a lock on the table when creating or migrating it (lock_timeout). */
+const SCHEMA_LOCK_WAIT_MS = 3_000;
 
 /**
  * Writes each batch as one multi-row INSERT (one statement, one transaction) into a table keyed by
@@ -68,10 +78,18 @@ export class PostgresSink implements Sink {
       const lease = await this.checkout(pool, signal);
       let healthy = false;
       try {
+        // ALTER TABLE waits for every query on the table, and every later query waits behind it:
+        // a bounded wait fails this connect (retried) rather than stall the table's readers.
+        if (this.config.createTable) await this.run(lease, `SET lock_timeout = ${SCHEMA_LOCK_WAIT_MS}`, [], signal);
         if (this.config.createTable) {
           for (const statement of this.sql.create) await this.run(lease, statement, [], signal);
         }
         await this.run(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
+        await this.addMissingColumns(lease, signal);
+        if (this.config.createTable) {
+          for (const statement of this.sql.indexes) await this.run(lease, statement, [], signal);
+          await this.run(lease, 'RESET lock_timeout', [], signal);
+        }
         healthy = true;
       } finally {
         lease.release(!healthy);
@@ -83,6 +101,26 @@ export class PostgresSink implements Sink {
     }
     this.pool = pool;
     this.lastError = undefined;
+  }
+
+  /**
+   * A table made before the `tenant` and `sequence` columns existed: with createTable the sink
+   * adds them (see postgresTable.ts); without it, it may not alter the table, so it stays
+   * unavailable with the statement an administrator runs.
+   */
+  private async addMissingColumns(lease: Lease, signal: AbortSignal): Promise<void> {
+    const names = Object.keys(ADDED_COLUMNS) as AddedColumn[];
+    const missing = (
+      await this.rows<{ name: AddedColumn }>(lease, this.sql.missingColumns, [this.sql.table, names], signal)
+    ).map((row) => row.name);
+    if (missing.length === 0) return;
+    if (!this.config.createTable)
+      throw new MissingColumnsError(
+        `table ${this.sql.table} lacks column${missing.length > 1 ? 's' : ''} ${missing.map((c) => `"${c}"`).join(' and ')} ` +
+          `(createTable is off, so the sink does not alter it): run \`${addColumnsStatement(this.sql.table, missing)}\` ` +
+          'as its owner, or set createTable: true',
+      );
+    for (const column of missing) await this.run(lease, this.sql.addColumn[column], [], signal);
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
@@ -182,8 +220,22 @@ export class PostgresSink implements Sink {
 
   /** One query, bounded by timeoutMs and the signal; on either the connection is destroyed. */
   private async run(lease: Lease, text: string, values: unknown[], signal: AbortSignal): Promise<void> {
+    await this.rows(lease, text, values, signal);
+  }
+
+  private async rows<R extends pg.QueryResultRow>(
+    lease: Lease,
+    text: string,
+    values: unknown[],
+    signal: AbortSignal,
+  ): Promise<R[]> {
     const what = `a query on PostgreSQL at ${this.server}`;
-    await boundedQuery(lease.client.query(text, values), { what, signal, timeoutMs: this.config.timeoutMs }, lease);
+    const result = await boundedQuery(
+      lease.client.query<R>(text, values),
+      { what, signal, timeoutMs: this.config.timeoutMs },
+      lease,
+    );
+    return result.rows;
   }
 
   /** The connection failed under a write: drop the pool so the engine reconnects. */
@@ -235,15 +287,21 @@ function neverFits(state: string): boolean {
   return state.startsWith('22') || state === '54000';
 }
 
+/** The table lacks columns the sink writes and may not add them: the message says the statement to run. */
+class MissingColumnsError extends Error {}
+
 function explain(error: unknown): string {
+  if (error instanceof MissingColumnsError) return error.message;
   const e = error as { message?: string; code?: string };
   const hint =
     e.code === '28P01' || e.code === '28000'
       ? '; check the user and password'
       : e.code === '42P01'
         ? '; the table is missing: create it or set createTable: true'
-        : e.code === '42501'
-          ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
-          : '';
+        : e.code === '55P03'
+          ? '; the table is in use (a long query or an open transaction holds it): the sink tries again at its next connect'
+          : e.code === '42501'
+            ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
+            : '';
   return `${scrubSecrets(e.message ?? String(error))}${hint}`;
 }

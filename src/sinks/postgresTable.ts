@@ -1,30 +1,72 @@
+import { createHash } from 'node:crypto';
 import { LOGS } from '../logs.js';
 import type { OutboundEvent } from '../sinkContract/sink.js';
 
 /**
- * The table the postgres sink writes, as SQL. One row per event, keyed by the CloudEvent id:
+ * The table the postgres sink writes, as SQL. One row per event of a tenant:
  *
- * - `id` text primary key (the CloudEvent id), `type`, `source`, `subject` (null for the
- *   identity-provider log), `time` timestamptz (null when the entry has no performedAt), `log`
- *   (career, skill or identity_provider), `object_id` ('' for the identity-provider log);
+ * - `id` text (the CloudEvent id) and `tenant` text (the company the event belongs to): the
+ *   primary key, so tenants sharing a table never overwrite or hide each other's events;
+ * - `sequence` bigint: the event's journal position in its tenant, the number the feed's cursor
+ *   stands for;
+ * - `type`, `source`, `subject` (null for the identity-provider log), `time` timestamptz (null
+ *   when the entry has no performedAt), `log` (career, skill or identity_provider), `object_id`
+ *   ('' for the identity-provider log);
  * - `data` jsonb: the entry exactly as the service sent it; `event` jsonb: the whole CloudEvent;
  * - `ingested_at` timestamptz: when the row was inserted, on the database's clock.
  *
- * Indexes serve the obvious queries: one object's history in time order, and events of one type.
+ * Indexes serve the obvious queries: one object's history in time order, events of one type, and
+ * one tenant's events in journal order.
+ *
+ * A table created before `tenant` and `sequence` existed (primary key on `id` alone) is migrated
+ * in place by adding the two columns, each a catalog-only change that rewrites no row: existing
+ * rows get tenant `''` (which tenant wrote them cannot be known) and sequence null. Its primary key
+ * stays; the insert names no conflict target, so any unique index of the table makes a re-sent
+ * event a no-op.
  */
 
 /** `name` or `schema.name`: letters, digits, `_` and `$`, starting with a letter or `_`. */
 export const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_$]{0,62}(\.[A-Za-z_][A-Za-z0-9_$]{0,62})?$/;
+
+/** PostgreSQL keeps the first 63 bytes of an identifier and drops the rest without a word. */
+const IDENTIFIER_BYTES = 63;
 
 /** A double-quoted identifier: used exactly as written, case included, whatever words PostgreSQL reserves. */
 export function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+/**
+ * An index name for `table`: `<table><suffix>` when that fits in 63 bytes. A longer one would be
+ * cut, and two long table names sharing their first characters would then name the same index,
+ * the second `CREATE INDEX IF NOT EXISTS` silently creating nothing: the table is shortened and
+ * a hash of its full name keeps the names of two tables apart.
+ */
+export function indexName(table: string, suffix: string): string {
+  const plain = `${table}${suffix}`;
+  if (Buffer.byteLength(plain) <= IDENTIFIER_BYTES) return plain;
+  const hash = createHash('sha256').update(table).digest('hex').slice(0, 8);
+  return `${table.slice(0, IDENTIFIER_BYTES - suffix.length - hash.length - 1)}_${hash}${suffix}`;
+}
+
+/** The columns the sink writes, and how each is added to a table that lacks it. */
+export const ADDED_COLUMNS = {
+  tenant: `text NOT NULL DEFAULT ''`,
+  sequence: 'bigint',
+} as const;
+export type AddedColumn = keyof typeof ADDED_COLUMNS;
+
 export interface TableSql {
   /** The table, schema-qualified when configured so, quoted. */
   table: string;
+  /** The schema and table when missing. */
   create: string[];
+  /** Which of ADDED_COLUMNS the table lacks: `$1` the table, `$2` the column names; rows of `{ name }`. */
+  missingColumns: string;
+  /** ALTER TABLE adding one column, for each of ADDED_COLUMNS. */
+  addColumn: Record<AddedColumn, string>;
+  /** The indexes when missing; run once the columns exist. */
+  indexes: string[];
   insert: string;
 }
 
@@ -32,14 +74,22 @@ export function tableSql(name: string): TableSql {
   const parts = name.split('.');
   const bare = parts[parts.length - 1] as string;
   const table = parts.map(quoteIdentifier).join('.');
-  // An index lives in its table's schema and takes an unqualified name, at most 63 bytes.
-  const index = (suffix: string) => quoteIdentifier(`${bare.slice(0, 63 - suffix.length)}${suffix}`);
+  // An index lives in its table's schema and takes an unqualified name.
+  const index = (suffix: string) => quoteIdentifier(indexName(bare, suffix));
+  const addColumn = Object.fromEntries(
+    Object.entries(ADDED_COLUMNS).map(([column, type]) => [
+      column,
+      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(column)} ${type}`,
+    ]),
+  ) as Record<AddedColumn, string>;
   return {
     table,
     create: [
       ...(parts.length === 2 ? [`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(parts[0] as string)}`] : []),
       `CREATE TABLE IF NOT EXISTS ${table} (
-        id text PRIMARY KEY,
+        id text NOT NULL,
+        tenant text NOT NULL,
+        sequence bigint NOT NULL,
         type text NOT NULL,
         source text NOT NULL,
         subject text,
@@ -48,28 +98,47 @@ export function tableSql(name: string): TableSql {
         object_id text NOT NULL,
         data jsonb NOT NULL,
         event jsonb NOT NULL,
-        ingested_at timestamptz NOT NULL DEFAULT now()
+        ingested_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (tenant, id)
       )`,
+    ],
+    missingColumns: `SELECT c AS name FROM unnest($2::text[]) AS c
+      WHERE NOT EXISTS (SELECT 1 FROM pg_attribute
+        WHERE attrelid = to_regclass($1) AND attname = c AND attnum > 0 AND NOT attisdropped)`,
+    addColumn,
+    indexes: [
       `CREATE INDEX IF NOT EXISTS ${index('_by_object_time')} ON ${table} (log, object_id, time)`,
       `CREATE INDEX IF NOT EXISTS ${index('_by_type_time')} ON ${table} (type, time)`,
+      `CREATE INDEX IF NOT EXISTS ${index('_by_tenant_sequence')} ON ${table} (tenant, sequence)`,
     ],
     // One statement for the whole batch: a column of values per parameter, so the statement is
     // the same for every batch size (no 65,535-parameter ceiling, one parse per connection).
-    // unnest keeps the array order, and ON CONFLICT makes a re-sent event a no-op.
-    insert: `INSERT INTO ${table} (id, type, source, subject, time, log, object_id, data, event)
-      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
-        $7::text[], $8::jsonb[], $9::jsonb[])
-      ON CONFLICT (id) DO NOTHING`,
+    // unnest keeps the array order. ON CONFLICT without a target makes a re-sent event a no-op
+    // whichever unique index it meets: (tenant, id) on a new table, id on a migrated one.
+    insert: `INSERT INTO ${table} (id, tenant, sequence, type, source, subject, time, log, object_id, data, event)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+        $7::timestamptz[], $8::text[], $9::text[], $10::jsonb[], $11::jsonb[])
+      ON CONFLICT DO NOTHING`,
   };
+}
+
+/**
+ * What an operator runs to add the missing columns to a table the sink may not alter
+ * (`createTable: false`).
+ */
+export function addColumnsStatement(table: string, missing: readonly AddedColumn[]): string {
+  return `ALTER TABLE ${table} ${missing.map((c) => `ADD COLUMN IF NOT EXISTS ${c} ${ADDED_COLUMNS[c]}`).join(', ')}`;
 }
 
 /** A row as the parameters of `insert`, one array per column. */
 export function insertParameters(batch: readonly OutboundEvent[]): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: 9 }, () => []);
+  const columns: unknown[][] = Array.from({ length: 11 }, () => []);
   for (const event of batch) {
     const ce = JSON.parse(event.json) as { source?: string; subject?: string; time?: string; data?: unknown };
     const row = [
       event.id,
+      event.tenant,
+      event.seq,
       event.type,
       ce.source ?? '',
       ce.subject ?? null,

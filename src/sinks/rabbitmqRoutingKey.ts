@@ -13,7 +13,10 @@ const MAX_ROUTING_KEY_BYTES = 255;
  * one word. A key longer than AMQP allows is cut and given a hash of the whole, so it stays
  * distinct and deterministic instead of failing the channel.
  */
-export function routingKeyFor(template: string, event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>): string {
+export function routingKeyFor(
+  template: string,
+  event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
+): string {
   const word = (value: string): string => escapeTemplateValue(value, ROUTING_WORD_FORBIDDEN);
   const key = renderTemplate(template, templateValues(event), (value, name) =>
     name === 'type' ? value.split('.').map(word).join('.') : word(value),

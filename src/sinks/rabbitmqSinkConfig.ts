@@ -15,7 +15,7 @@ import {
 } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a routing-key template may stand for; see routingKeyFor. */
-export const ROUTING_KEY_PLACEHOLDERS = ['type', 'log', 'event', 'subject'] as const;
+export const ROUTING_KEY_PLACEHOLDERS = ['tenant', 'type', 'log', 'event', 'subject'] as const;
 
 const urlSchema = credentialFreeUrl({
   protocol: /^amqps?$/,
@@ -61,7 +61,8 @@ export const rabbitmqSinkConfigSchema = sinkCommonSchema
     routingKey: routingKeySchema
       .default('{type}')
       .describe(
-        'Routing key of each message. Placeholders: `{type}` the CloudEvent type ' +
+        'Routing key of each message. Placeholders: ' +
+          '`{tenant}` the tenant (`default` for a single-company config), `{type}` the CloudEvent type ' +
           '(`<typePrefix>.<log>.<event>`), `{log}` career, skill or identity_provider, `{event}` the ' +
           'event name, `{subject}` the career or skill id (empty for the identity-provider log).',
       ),

@@ -23,7 +23,7 @@ const KEY_FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]/;
 /** The stream key of an event. */
 export function renderKey(
   config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>,
-  event: Pick<OutboundEvent, 'type' | 'log' | 'objectId'>,
+  event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
 ): string {
   // Keys are binary-safe, but control characters in them break every tool that shows them.
   return renderTemplate(config.key, templateValues(event, config.prefix), (value, name) =>
@@ -32,8 +32,9 @@ export function renderKey(
 }
 
 /**
- * The entry's fields: `id` (the CloudEvent id, to deduplicate on), `type`, `source`, `subject` and
- * `time` (empty when the event has none), then `event`, the CloudEvent JSON exactly as stored.
+ * The entry's fields: `id` (the CloudEvent id, to deduplicate on), `tenant`, `type`, `source`,
+ * `subject` and `time` (empty when the event has none), then `event`, the CloudEvent JSON exactly
+ * as stored.
  * The attributes are copies, so consumers can route and deduplicate without parsing `event`.
  */
 export function streamFields(event: OutboundEvent): string[] {
@@ -41,6 +42,8 @@ export function streamFields(event: OutboundEvent): string[] {
   return [
     'id',
     event.id,
+    'tenant',
+    event.tenant,
     'type',
     event.type,
     'source',

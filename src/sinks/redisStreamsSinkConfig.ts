@@ -14,7 +14,7 @@ import {
 } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a key template may stand for; see renderKey. */
-export const KEY_PLACEHOLDERS = ['prefix', 'type', 'log', 'event', 'subject'] as const;
+export const KEY_PLACEHOLDERS = ['prefix', 'tenant', 'type', 'log', 'event', 'subject'] as const;
 
 const keyTemplateSchema = templateSchema(KEY_PLACEHOLDERS).min(1);
 
@@ -36,7 +36,8 @@ export const redisStreamsSinkConfigSchema = sinkCommonSchema
     key: keyTemplateSchema
       .default('{prefix}:{log}')
       .describe(
-        'Stream key each event is added to. Placeholders: `{prefix}`, `{type}` the CloudEvent ' +
+        'Stream key each event is added to. Placeholders: `{prefix}`, ' +
+          '`{tenant}` the tenant (`default` for a single-company config), `{type}` the CloudEvent ' +
           'type, `{log}` career, skill or identity_provider, `{event}` the event name, `{subject}` ' +
           "the career or skill id (`_` for the identity-provider log). A consumer sees an object's " +
           'events in order only when they share a key: keep `{type}` and `{event}` out of it if ' +

@@ -36,6 +36,8 @@ import type {
  *   fails with LEASE_LOST once another replica may hold it (fencing).
  */
 export interface ChangefeedStore {
+  /** The tenant whose records this is: every event read from it carries this `tenant` attribute. */
+  readonly tenant: string;
   /** Where the store is, for messages: a file path or a database URL without its password. */
   readonly location: string;
   /** Whether writes work; see StoreHealth. */

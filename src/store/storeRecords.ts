@@ -175,7 +175,7 @@ export interface RateEstimateRow {
 
 export interface JournalEvent {
   seq: number;
-  /** The CloudEvent JSON exactly as stored. */
+  /** The CloudEvent JSON exactly as stored; an event journaled before the `tenant` attribute gets it (eventTenant.ts). */
   payload: string;
 }
 

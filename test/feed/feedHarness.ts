@@ -102,7 +102,8 @@ export async function appendEvents(
     objectId,
     entries,
     windowEnd: Date.UTC(2026, 1, 2),
-    toEvent: (entry) => buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig),
+    toEvent: (entry) =>
+      buildCloudEvent({ tenant: 'default', log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig),
     now: Date.now(),
   });
   harness.feed.notify();

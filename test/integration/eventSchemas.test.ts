@@ -47,7 +47,7 @@ describe('the published event schemas', () => {
       const problems: string[] = [];
       for (const { log, objectId, entry } of entries) {
         const event = buildCloudEvent(
-          { log, objectId: objectId ?? '', entry: entry as { id: string }, baseUrl: simulator.url },
+          { tenant: 'default', log, objectId: objectId ?? '', entry: entry as { id: string }, baseUrl: simulator.url },
           config,
         );
         const json = JSON.parse(JSON.stringify(event)) as unknown;
@@ -64,7 +64,7 @@ describe('the published event schemas', () => {
     const check = validator();
     const entry = { id: 'act_1', event: 'baseline', performedAt: '2026-01-01T00:00:00Z' };
     const event = buildCloudEvent(
-      { log: 'skill', objectId: 'sk_1', entry, baseUrl: 'https://x.example' },
+      { tenant: 'default', log: 'skill', objectId: 'sk_1', entry, baseUrl: 'https://x.example' },
       eventsConfigSchema.parse({}),
     );
     expect(check(SCHEMA_FILE('cloudevent'), { ...event, unknownattr: 'kept' })).toEqual([]);
@@ -72,6 +72,28 @@ describe('the published event schemas', () => {
     expect(check(SCHEMA_FILE('cloudevent'), { ...event, time: 'yesterday' })).not.toEqual([]);
     expect(check(SCHEMA_FILE('cloudevent'), { ...event, data: { event: 'baseline' } })).not.toEqual([]);
     expect(check(SCHEMA_FILE('cloudevent'), { ...event, data: { ...entry, brandNewField: [1] } })).toEqual([]);
+  });
+
+  it('require the tenant attribute, a tenant name, on every event', () => {
+    const check = validator();
+    const entry = { id: 'act_1', event: 'user_created', performedAt: null };
+    const event = buildCloudEvent(
+      { tenant: 'acme-corp', log: 'identityProvider', objectId: '', entry, baseUrl: 'https://x.example' },
+      eventsConfigSchema.parse({}),
+    );
+    expect(event.tenant).toBe('acme-corp');
+    expect(check(SCHEMA_FILE('cloudevent'), event)).toEqual([]);
+    const { tenant: _tenant, ...withoutTenant } = event;
+    expect(check(SCHEMA_FILE('cloudevent'), withoutTenant)).toEqual([" must have required property 'tenant'"]);
+    for (const tenant of ['', 'Acme', 'a b', 'x'.repeat(64), 7])
+      expect(check(SCHEMA_FILE('cloudevent'), { ...event, tenant }), JSON.stringify(tenant)).not.toEqual([]);
+    // Where a sink copies attributes into headers or fields, the AsyncAPI document says the tenant is one.
+    const document = JSON.stringify(asyncApiDocument());
+    expect(document).toContain('specversion, tenant, entryid');
+    const redis = asyncApiDocument() as {
+      components: { messages: Record<string, { payload: { required: string[] } }> };
+    };
+    expect(redis.components.messages.redisStreamEntry?.payload.required).toContain('tenant');
   });
 
   it('the AsyncAPI 3.0 document parses cleanly, as generated and as published in docs/events', async () => {
@@ -109,7 +131,7 @@ describe('the published event schemas', () => {
     const check = validator();
     const entry = { id: 'act_2', event: 'user_created', performedAt: null };
     const event = buildCloudEvent(
-      { log: 'identityProvider', objectId: '', entry, baseUrl: 'https://x.example' },
+      { tenant: 'default', log: 'identityProvider', objectId: '', entry, baseUrl: 'https://x.example' },
       eventsConfigSchema.parse({}),
     );
     const json = addDataSchema(JSON.stringify(event), 'identityProvider', 'https://schemas.example.com/changefeed/');

@@ -58,6 +58,11 @@ export interface ConformanceTarget {
   sinkConfig(args: { name: string; tag: string; port: number }): Record<string, unknown>;
   /** A real consumer of that destination, started before delivery; `port` is the broker's own. */
   openReader(args: { tag: string; port: number }): Promise<ConformanceReader>;
+  /**
+   * The header, property or field that carries the event's tenant besides the body, as the
+   * reader reports it in `headers`; undefined when the sink sends the body alone.
+   */
+  tenantHeader?: string;
   /** Values that must appear in no message (credentials in the config). */
   secrets?: string[];
   cases: { readBack: boolean; orderedReadBack: boolean; dropConnections: boolean; downAtStart: boolean };
@@ -76,6 +81,8 @@ const FAST_RETRY = { initialDelayMs: 50, maxDelayMs: 500, maxAttempts: 0, maxAge
 const FAST_CIRCUIT = { failureThreshold: 5, cooldownMs: 300, maxCooldownMs: 1_000 };
 let tagCounter = 0;
 const newTag = (): string => `cf${process.pid}x${Date.now().toString(36)}x${tagCounter++}`;
+/** The tenant whose store the suite fills: not `default`, so a sink cannot pass by assuming it. */
+const TENANT = 'acme-corp';
 
 /** One event to write by hand, outside the delivery engine. */
 export function conformanceEvent(): OutboundEvent {
@@ -86,11 +93,12 @@ export function conformanceEvent(): OutboundEvent {
     performedAt: '2026-01-01T00:00:00Z',
   };
   const ce = buildCloudEvent(
-    { log: 'career', objectId: 'car_1', entry, baseUrl: 'https://skills.example' },
+    { tenant: 'default', log: 'career', objectId: 'car_1', entry, baseUrl: 'https://skills.example' },
     eventsConfigSchema.parse({}),
   );
   return {
     seq: 1,
+    tenant: 'default',
     id: ce.id,
     type: ce.type,
     log: 'career',
@@ -178,6 +186,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
         [{ name: 'conformance', type: target.type }],
         objects,
         makeTempDir(),
+        TENANT,
       );
       cleanups.push(() => store.close());
       const engine = new DeliveryEngine([{ sink: createSink(config, target.sinkContext), delivery: config.delivery }], {
@@ -205,7 +214,7 @@ export function runSinkConformance(target: ConformanceTarget): void {
       }
     });
 
-    it('delivers a batch that a real consumer reads back intact, each carrying its event id', async (ctx) => {
+    it('delivers a batch that a real consumer reads back intact, each carrying its event id and tenant', async (ctx) => {
       if (skipReason || !target.cases.readBack) return ctx.skip();
       const { reader, engine, expected } = await setup(300, 10);
       const [report] = await engine.drain(Date.now() + 20_000);
@@ -220,6 +229,8 @@ export function runSinkConformance(target: ConformanceTarget): void {
         const event = new CloudEvent(JSON.parse(m.body) as Record<string, unknown>);
         expect(event.validate()).toBe(true);
         expect(event.id).toBe(m.id);
+        expect(event.tenant).toBe(TENANT);
+        if (target.tenantHeader) expect(m.headers[target.tenantHeader], target.tenantHeader).toBe(TENANT);
       }
       for (const secret of target.secrets ?? []) {
         for (const m of read) expect(`${m.body}${JSON.stringify(m.headers)}`).not.toContain(secret);

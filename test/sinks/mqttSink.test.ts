@@ -170,7 +170,7 @@ describe('mqtt sink', () => {
       if (skipReason) return ctx.skip();
       const tag = newTag();
       const sink = newSink(tag, { ceUserProperties: true, retain: true });
-      const published = event(1, { objectId: 'car_5' });
+      const published = event(1, { objectId: 'car_5', tenant: 'acme' });
       await sink.connect(never);
       await sink.write([published], never);
       // Subscribed only now: the broker hands over the retained message.
@@ -184,6 +184,7 @@ describe('mqtt sink', () => {
       expect(packet).toMatchObject({ retain: true, payload: Buffer.from(published.json) });
       expect({ ...packet!.properties?.userProperties }).toEqual({
         specversion: '1.0',
+        tenant: 'acme',
         id: published.id,
         source: 'https://skills.example/api/v1/careers/car_5/activity',
         type: 'com.skills.changefeed.career.level_added',

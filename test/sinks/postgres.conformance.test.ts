@@ -13,6 +13,7 @@ runSinkConformance({
   type: 'postgres',
   brokerPort: POSTGRES_PORT,
   connectionOriented: true,
+  tenantHeader: 'tenant',
   // Rows of one object are committed one batch after the other (the engine never writes two
   // batches of an object at once); within a batch they are one transaction. Read in commit order
   // (ingested_at is the transaction's start), then by event time within a transaction.
@@ -41,8 +42,8 @@ runSinkConformance({
     const ids = new Set<string>();
     const poll = async (): Promise<void> => {
       const result = await client
-        .query<{ id: string; event: string; type: string; log: string }>(
-          `SELECT id, event::text AS event, type, log FROM "${tag}".changefeed_events ORDER BY ingested_at, time, id`,
+        .query<{ id: string; event: string; type: string; log: string; tenant: string }>(
+          `SELECT id, event::text AS event, type, log, tenant FROM "${tag}".changefeed_events ORDER BY ingested_at, time, id`,
         )
         .catch((error: { code?: string }) => {
           if (error.code === '42P01' || error.code === '3F000') return { rows: [] };
@@ -51,7 +52,7 @@ runSinkConformance({
       for (const row of result.rows) {
         if (ids.has(row.id)) continue;
         ids.add(row.id);
-        messages.push({ id: row.id, body: row.event, headers: { type: row.type, log: row.log } });
+        messages.push({ id: row.id, body: row.event, headers: { type: row.type, log: row.log, tenant: row.tenant } });
       }
     };
     return {

@@ -39,7 +39,11 @@ let counter = 0;
 const never = new AbortController().signal;
 const eventsConfig = eventsConfigSchema.parse({});
 
-function event(n: number, options: { log?: LogKind; objectId?: string; description?: string } = {}): OutboundEvent {
+function event(
+  n: number,
+  options: { log?: LogKind; objectId?: string; description?: string; tenant?: string; seq?: number } = {},
+): OutboundEvent {
+  const tenant = options.tenant ?? 'default';
   const log = options.log ?? 'career';
   const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
   const entry = {
@@ -49,9 +53,10 @@ function event(n: number, options: { log?: LogKind; objectId?: string; descripti
     performedAt: `2026-01-01T00:00:${String(n % 60).padStart(2, '0')}Z`,
     relatedLevelId: `lvl_${n}`,
   };
-  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
+  const ce = buildCloudEvent({ tenant, log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
   return {
-    seq: n,
+    seq: options.seq ?? n,
+    tenant,
     id: ce.id,
     type: ce.type,
     log,
@@ -62,10 +67,8 @@ function event(n: number, options: { log?: LogKind; objectId?: string; descripti
   };
 }
 
-/** A sink writing to `table` in a schema of its own, dropped after the test. */
-function sinkFor(table: string, extra: Record<string, unknown> = {}) {
-  const schema = `pgsink${process.pid}x${Date.now().toString(36)}x${counter++}`;
-  cleanups.push(() => dropSchema(admin!, schema));
+/** A sink writing to `table` in a schema of its own (or `schema`), dropped after the test. */
+function sinkFor(table: string, extra: Record<string, unknown> = {}, schema = newSchema()) {
   const sink = new PostgresSink(
     postgresSinkConfigSchema.parse({
       name: 'pg',
@@ -79,6 +82,43 @@ function sinkFor(table: string, extra: Record<string, unknown> = {}) {
   return { sink, qualified: `"${schema}"."${table}"`, schema };
 }
 
+function newSchema(): string {
+  const schema = `pgsink${process.pid}x${Date.now().toString(36)}x${counter++}`;
+  cleanups.push(() => dropSchema(admin!, schema));
+  return schema;
+}
+
+async function indexesOf(schema: string): Promise<string[]> {
+  const { rows } = await admin!.query<{ indexname: string }>(
+    'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
+    [schema],
+  );
+  return rows.map((r) => r.indexname);
+}
+
+/** The table exactly as the sink created it before it had `tenant` and `sequence`. */
+async function createTableOfEarlierVersion(schema: string, table: string): Promise<string> {
+  const qualified = `"${schema}"."${table}"`;
+  await admin!.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  await admin!.query(`CREATE TABLE ${qualified} (
+    id text PRIMARY KEY, type text NOT NULL, source text NOT NULL, subject text, time timestamptz,
+    log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL, event jsonb NOT NULL,
+    ingested_at timestamptz NOT NULL DEFAULT now())`);
+  await admin!.query(`CREATE INDEX "${table}_by_object_time" ON ${qualified} (log, object_id, time)`);
+  await admin!.query(`CREATE INDEX "${table}_by_type_time" ON ${qualified} (type, time)`);
+  return qualified;
+}
+
+/** A row as the earlier version wrote it. */
+async function insertEarlierRow(qualified: string, e: OutboundEvent): Promise<void> {
+  const ce = JSON.parse(e.json) as { source: string; subject?: string; time?: string; data: unknown };
+  await admin!.query(
+    `INSERT INTO ${qualified} (id, type, source, subject, time, log, object_id, data, event)
+     VALUES ($1, $2, $3, $4, $5, 'career', $6, $7, $8)`,
+    [e.id, e.type, ce.source, ce.subject ?? null, ce.time ?? null, e.objectId, JSON.stringify(ce.data), e.json],
+  );
+}
+
 describe('postgres sink', () => {
   it('lands one row per event with the listed columns, and a re-sent batch changes nothing', async (ctx) => {
     if (skipReason) return ctx.skip();
@@ -88,12 +128,15 @@ describe('postgres sink', () => {
     await sink.write(batch, never);
     await sink.write(batch, never);
     const { rows } = await admin!.query<Record<string, unknown>>(
-      `SELECT id, type, source, subject, time, log, object_id, data, event, ingested_at FROM ${qualified} ORDER BY id`,
+      `SELECT id, tenant, sequence, type, source, subject, time, log, object_id, data, event, ingested_at
+       FROM ${qualified} ORDER BY id`,
     );
     expect(rows).toHaveLength(3);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const career = byId.get(batch[0]!.id)!;
     expect(career).toMatchObject({
+      tenant: 'default',
+      sequence: '1',
       type: 'com.skills.changefeed.career.level_added',
       source: 'https://skills.example/api/v1/careers/car_1/activity',
       subject: 'car_1',
@@ -105,15 +148,127 @@ describe('postgres sink', () => {
     expect((career.time as Date).toISOString()).toBe('2026-01-01T00:00:01.000Z');
     expect(career.ingested_at).toBeInstanceOf(Date);
     expect(byId.get(batch[2]!.id)).toMatchObject({ subject: null, log: 'identity_provider', object_id: '' });
-    const indexes = await admin!.query<{ indexname: string }>(
-      `SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
-      [qualified.split('.')[0]!.replace(/"/g, '')],
-    );
-    expect(indexes.rows.map((r) => r.indexname)).toEqual([
+    expect(await indexesOf(qualified.split('.')[0]!.replace(/"/g, ''))).toEqual([
       'Events_by_object_time',
+      'Events_by_tenant_sequence',
       'Events_by_type_time',
       'Events_pkey',
     ]);
+  });
+
+  it('keeps the events of two tenants sharing a table apart, even with the same event id', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const acme = sinkFor('changefeed_events', {}, schema);
+    const globex = sinkFor('changefeed_events', {}, schema);
+    await acme.sink.connect(never);
+    await globex.sink.connect(never);
+    // The identity-provider log has one source for every company: only the tenant tells them apart.
+    await acme.sink.write([event(1, { log: 'identityProvider', tenant: 'acme', seq: 7 })], never);
+    await globex.sink.write([event(1, { log: 'identityProvider', tenant: 'globex', seq: 3 })], never);
+    await globex.sink.write([event(1, { log: 'identityProvider', tenant: 'globex', seq: 3 })], never);
+    const { rows } = await admin!.query<{
+      tenant: string;
+      sequence: string;
+      source: string;
+      event: { tenant: string };
+    }>(`SELECT tenant, sequence, source, event FROM ${acme.qualified} ORDER BY tenant`);
+    expect(rows.map((r) => [r.tenant, r.sequence, r.event.tenant])).toEqual([
+      ['acme', '7', 'acme'],
+      ['globex', '3', 'globex'],
+    ]);
+    expect(new Set(rows.map((r) => r.source)).size).toBe(1);
+  });
+
+  it('migrates a table of the earlier version in place: columns added, old rows kept, re-sent events a no-op', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = await createTableOfEarlierVersion(schema, 'changefeed_events');
+    const old = event(1);
+    await insertEarlierRow(qualified, old);
+    const { sink } = sinkFor('changefeed_events', {}, schema);
+    await sink.connect(never);
+    // The old event sent again (a crash before its acknowledgement) and a new one.
+    await sink.write([old, event(2, { tenant: 'acme', seq: 42 })], never);
+    const { rows } = await admin!.query<{ id: string; tenant: string; sequence: string | null }>(
+      `SELECT id, tenant, sequence FROM ${qualified} ORDER BY tenant`,
+    );
+    expect(rows).toEqual([
+      { id: old.id, tenant: '', sequence: null },
+      { id: event(2).id, tenant: 'acme', sequence: '42' },
+    ]);
+    expect(await indexesOf(schema)).toEqual([
+      'changefeed_events_by_object_time',
+      'changefeed_events_by_tenant_sequence',
+      'changefeed_events_by_type_time',
+      'changefeed_events_pkey',
+    ]);
+    // A second replica connecting to the migrated table changes nothing.
+    const second = sinkFor('changefeed_events', {}, schema);
+    await second.sink.connect(never);
+  });
+
+  it("gives up migrating a table in use after a bounded lock wait, not queueing the table's readers behind it", async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = await createTableOfEarlierVersion(schema, 'changefeed_events');
+    const reader = await connectPostgres();
+    if (!('client' in reader)) throw new Error(reader.reason);
+    cleanups.push(() => reader.client.end());
+    // A long report holds the table: ALTER TABLE must wait for it, and would make every later query wait too.
+    await reader.client.query('BEGIN');
+    await reader.client.query(`SELECT count(*) FROM ${qualified}`);
+    // timeoutMs far beyond the test's: only the lock wait can end the connect in time.
+    const { sink } = sinkFor('changefeed_events', { timeoutMs: 300_000 }, schema);
+    const { error } = await rejection(sink.connect(never));
+    expect(error).toBeInstanceOf(SinkUnavailableError);
+    expect(error.message).toMatch(/lock timeout.*the table is in use/);
+    await reader.client.query('COMMIT');
+    await sink.connect(never);
+    const { rows } = await admin!.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname IN ('tenant', 'sequence')`,
+      [qualified],
+    );
+    expect(rows[0]?.n).toBe('2');
+  });
+
+  it('with createTable off, names the table and the missing columns and says how to add them', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = await createTableOfEarlierVersion(schema, 'changefeed_events');
+    const { sink } = sinkFor('changefeed_events', { createTable: false }, schema);
+    const { error } = await rejection(sink.connect(never));
+    expect(error).toBeInstanceOf(SinkUnavailableError);
+    expect(error.message).toContain(`table ${qualified} lacks columns "tenant" and "sequence"`);
+    expect(error.message).toContain(
+      `ALTER TABLE ${qualified} ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS sequence bigint`,
+    );
+    // Run as written, the statement makes the table usable.
+    await admin!.query(
+      `ALTER TABLE ${qualified} ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS sequence bigint`,
+    );
+    await sink.connect(never);
+    await sink.write([event(1, { tenant: 'acme' })], never);
+  });
+
+  it('gives two long table names of one schema indexes of their own', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    // 60 characters in common: cut to 63 bytes with a suffix, both names would be the same.
+    const common = `events_of_the_warehouse_for_the_analytics_team_of_the_group_`;
+    for (const table of [`${common}a`, `${common}b`]) {
+      const { sink } = sinkFor(table, {}, schema);
+      await sink.connect(never);
+    }
+    const { rows } = await admin!.query<{ tablename: string; n: string }>(
+      'SELECT tablename, count(*) AS n FROM pg_indexes WHERE schemaname = $1 GROUP BY tablename ORDER BY tablename',
+      [schema],
+    );
+    expect(rows).toEqual([
+      { tablename: `${common}a`, n: '4' },
+      { tablename: `${common}b`, n: '4' },
+    ]);
+    for (const name of await indexesOf(schema)) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(63);
   });
 
   it('rejects for good only the event PostgreSQL cannot store, commits the rest and holds back that object', async (ctx) => {

@@ -109,11 +109,12 @@ function makeEvents(
       performedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
     };
     const ce = buildCloudEvent(
-      { log, objectId, entry, baseUrl: 'https://skills.example' },
+      { tenant: 'default', log, objectId, entry, baseUrl: 'https://skills.example' },
       eventsConfigSchema.parse({}),
     );
     return {
       seq: i + 1,
+      tenant: 'default',
       id: ce.id,
       type: ce.type,
       log,

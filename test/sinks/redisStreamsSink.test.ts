@@ -85,22 +85,23 @@ async function silentCapableProxy(targetPort: number) {
 
 describe('redis-streams sink', () => {
   it(
-    'adds each event as an entry of id, type, source, subject, time and the CloudEvent JSON, ' +
+    'adds each event as an entry of id, tenant, type, source, subject, time and the CloudEvent JSON, ' +
       'keyed {prefix}:{log} by default',
     async (ctx) => {
       if (skipReason) return ctx.skip();
       const tag = newTag();
       const sink = newSink(tag);
-      const career = event(1, { objectId: 'car_7' });
-      const idp = event(2, { log: 'identityProvider', name: 'user_added' });
+      const career = event(1, { objectId: 'car_7', tenant: 'acme' });
+      const idp = event(2, { log: 'identityProvider', name: 'user_added', tenant: 'acme' });
       await sink.connect(never);
       await sink.write([career, idp], never);
 
       const [entry, ...more] = await entries(`${tag}:career`);
       expect(more).toEqual([]);
-      expect(Object.keys(entry!)).toEqual(['id', 'type', 'source', 'subject', 'time', 'event']);
+      expect(Object.keys(entry!)).toEqual(['id', 'tenant', 'type', 'source', 'subject', 'time', 'event']);
       expect(entry).toEqual({
         id: career.id,
+        tenant: 'acme',
         type: 'com.skills.changefeed.career.level_added',
         source: 'https://skills.example/api/v1/careers/car_7/activity',
         subject: 'car_7',
@@ -110,6 +111,7 @@ describe('redis-streams sink', () => {
       expect(await entries(`${tag}:identity_provider`)).toEqual([
         {
           id: idp.id,
+          tenant: 'acme',
           type: 'com.skills.changefeed.identity_provider.user_added',
           source: 'https://skills.example/api/v1/identity-provider-events',
           subject: '',

@@ -32,6 +32,7 @@ const cases: { type: string; config: () => Record<string, unknown>; names: RegEx
 
 const event: OutboundEvent = {
   seq: 1,
+  tenant: 'default',
   id: 'evt_abort',
   type: 'com.skills.changefeed.career.level_added',
   log: 'career',

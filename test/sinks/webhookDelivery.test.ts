@@ -58,7 +58,7 @@ describe('webhook sink, fault-free', () => {
 
   it('sends binary mode: ce-* headers, the entry as the body, the signature over that body', async () => {
     const hook = await receiver();
-    const { store } = await storeWithEvents(3, 1);
+    const { store } = await storeWithEvents(3, 1, 'globex');
     const engine = webhookEngine({
       store,
       url: hook.url,
@@ -74,6 +74,7 @@ describe('webhook sink, fault-free', () => {
     expect(first.headers['ce-id']).toBe(first.id);
     expect(first.headers['ce-type']).toBe('com.skills.changefeed.career.level_added');
     expect(first.headers['ce-subject']).toBe('car_0');
+    expect(first.headers['ce-tenant']).toBe('globex');
     expect(first.headers['x-team']).toBe('integrations');
     expect(JSON.parse(first.body)).toMatchObject({ id: 'act_0_0', event: 'level_added' });
     await store.close();

@@ -22,6 +22,7 @@ async function receiver(handler: Parameters<typeof createServer>[1]): Promise<st
 
 const event: OutboundEvent = {
   seq: 1,
+  tenant: 'default',
   id: 'ev-1',
   type: 't',
   log: 'career',

@@ -11,21 +11,25 @@ export interface TestEventOptions {
   /** The entry's event name. Default `level_added`. */
   name?: string;
   description?: string;
+  /** The tenant the event belongs to. Default `default`. */
+  tenant?: string;
 }
 
 /** Event `n` as the engine hands it to a sink: a real CloudEvent built from an entry `act_<n>`. */
 export function outboundEvent(n: number, options: TestEventOptions = {}): OutboundEvent {
   const log = options.log ?? 'career';
   const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
+  const tenant = options.tenant ?? 'default';
   const entry = {
     id: `act_${n}`,
     event: options.name ?? 'level_added',
     description: options.description ?? `Level ${n}`,
     performedAt: '2026-01-01T00:00:00Z',
   };
-  const ce = buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
+  const ce = buildCloudEvent({ tenant, log, objectId, entry, baseUrl: 'https://skills.example' }, eventsConfig);
   return {
     seq: n,
+    tenant,
     id: ce.id,
     type: ce.type,
     log,

@@ -3,20 +3,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
+import { openDatabase } from '../../src/store/sqlite/database.js';
 import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 
 /**
  * A store whose outbox holds `count` career events spread over `objects` careers, each ingested
- * as one poll would, for the given sinks. In a fresh temp dir unless `dir` is given.
+ * as one poll would, for the given sinks. In a fresh temp dir unless `dir` is given; the events
+ * belong to `tenant` (default `default`).
  */
 export async function prefilledStore(
   count: number,
   sinks: { name: string; type: string }[],
   objects = 500,
   dir?: string,
+  tenant?: string,
 ): Promise<{ store: SqliteChangefeedStore; dir: string }> {
   dir ??= mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
-  const store = SqliteChangefeedStore.open(join(dir, 'changefeed.sqlite'));
+  const file = join(dir, 'changefeed.sqlite');
+  const store =
+    tenant === undefined ? SqliteChangefeedStore.open(file) : new SqliteChangefeedStore(openDatabase(file), tenant);
   await store.sinks.activate(sinks, Date.now());
   const events = eventsConfigSchema.parse({});
   const perObject = Math.ceil(count / objects);
@@ -37,7 +42,8 @@ export async function prefilledStore(
       objectId,
       entries,
       windowEnd: start + perObject * 1000,
-      toEvent: (entry) => buildCloudEvent({ log, objectId, entry, baseUrl: 'https://skills.example' }, events),
+      toEvent: (entry) =>
+        buildCloudEvent({ tenant: store.tenant, log, objectId, entry, baseUrl: 'https://skills.example' }, events),
       now: Date.now(),
     });
   }

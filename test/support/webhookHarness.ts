@@ -32,8 +32,9 @@ export async function receiver(options: ReceiverOptions = {}): Promise<WebhookRe
 export function storeWithEvents(
   count: number,
   objects: number,
+  tenant?: string,
 ): Promise<{ store: SqliteChangefeedStore; dir: string }> {
-  return prefilledStore(count, [{ name: 'hook', type: 'webhook' }], objects, makeTempDir());
+  return prefilledStore(count, [{ name: 'hook', type: 'webhook' }], objects, makeTempDir(), tenant);
 }
 
 /** A delivery engine with one webhook sink named `hook`; `sink` settings are merged over url and secret. */

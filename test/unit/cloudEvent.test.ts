@@ -19,7 +19,7 @@ const build = (
   objectId: string,
   e: ActivityEntry = entry(),
   baseUrl = 'https://svc.example',
-): ChangeCloudEvent => buildCloudEvent({ log, objectId, entry: e, baseUrl }, config);
+): ChangeCloudEvent => buildCloudEvent({ tenant: 'default', log, objectId, entry: e, baseUrl }, config);
 /** What a consumer parses from the wire, validated by the CloudEvents SDK (throws when invalid). */
 const validated = (event: ChangeCloudEvent): CloudEvent<unknown> =>
   new CloudEvent<unknown>(JSON.parse(JSON.stringify(event)) as object);

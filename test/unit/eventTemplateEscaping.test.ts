@@ -3,6 +3,8 @@ import { escapeTemplateValue } from '../../src/sinks/eventTemplate.js';
 import { renderSubject } from '../../src/sinks/natsSink.js';
 import { routingKeyFor } from '../../src/sinks/rabbitmqRoutingKey.js';
 import { renderKey } from '../../src/sinks/redisStreamsSink.js';
+import { renderTopic } from '../../src/sinks/mqttSink.js';
+import { sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
 
 describe('escapeTemplateValue', () => {
   it.each([
@@ -24,6 +26,7 @@ describe('escapeTemplateValue', () => {
 });
 
 const event = (name: string, objectId = 'car_1') => ({
+  tenant: 'acme',
   type: `com.skills.changefeed.career.${name}`,
   log: 'career' as const,
   objectId,
@@ -51,5 +54,28 @@ describe('names built from hostile event data', () => {
     expect(renderKey({ key: '{prefix}:{log}:{subject}', prefix: 'cf' }, event('x', 'c\r\n1'))).toBe(
       'cf:career:c%0D%0A1',
     );
+  });
+});
+
+describe('names that hold the tenant', () => {
+  it('every broker sink can route by {tenant}', () => {
+    expect(renderSubject('cf.{tenant}.{type}', event('level_added'))).toBe(
+      'cf.acme.com.skills.changefeed.career.level_added',
+    );
+    expect(routingKeyFor('{tenant}.{log}', event('x'))).toBe('acme.career');
+    expect(renderKey({ key: '{prefix}:{tenant}:{log}', prefix: 'cf' }, event('x'))).toBe('cf:acme:career');
+    expect(renderTopic({ topic: '{prefix}/{tenant}/{log}', prefix: 'cf' }, event('x'))).toBe('cf/acme/career');
+  });
+
+  it('a template naming {tenant} passes config validation for each broker sink', () => {
+    for (const config of [
+      { type: 'nats', servers: ['nats://127.0.0.1:4222'], subject: 'cf.{tenant}.{type}' },
+      { type: 'rabbitmq', url: 'amqp://127.0.0.1', exchange: { name: 'cf' }, routingKey: '{tenant}.{type}' },
+      { type: 'redis-streams', url: 'redis://127.0.0.1', key: '{prefix}:{tenant}' },
+      { type: 'mqtt', url: 'mqtt://127.0.0.1', topic: '{prefix}/{tenant}/{log}' },
+    ]) {
+      const parsed = sinkConfigSchema.safeParse({ name: 'broker', ...config });
+      expect(parsed.error?.issues ?? [], config.type).toEqual([]);
+    }
   });
 });

@@ -18,6 +18,7 @@ const fileSink = (path: string) => new FileSink(fileSinkConfigSchema.parse({ nam
 function outbound(entryId: string, seq: number): OutboundEvent {
   const event = buildCloudEvent(
     {
+      tenant: 'default',
       log: 'career',
       objectId: 'c-1',
       baseUrl: BASE_URL,
@@ -27,6 +28,7 @@ function outbound(entryId: string, seq: number): OutboundEvent {
   );
   return {
     seq,
+    tenant: 'default',
     id: event.id,
     type: event.type,
     log: 'career',

@@ -81,6 +81,7 @@ describe('nothing accumulates on a long-lived signal', () => {
 function event(seq: number): OutboundEvent {
   return {
     seq,
+    tenant: 'default',
     id: `evt_${seq}`,
     type: 'com.skills.changefeed.career.level_added',
     log: 'career',

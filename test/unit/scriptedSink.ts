@@ -121,6 +121,7 @@ export async function ingestEntries(
   const built = entryIds.map((id, i) =>
     buildCloudEvent(
       {
+        tenant: 'default',
         log,
         objectId,
         baseUrl: BASE_URL,

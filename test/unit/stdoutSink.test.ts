@@ -8,9 +8,10 @@ import { StdoutSink, prettyLine, stdoutSinkConfigSchema } from '../../src/sinks/
 import { BASE_URL, EVENTS } from './scriptedSink.js';
 
 function outbound(log: LogKind, objectId: string, entry: ActivityEntry): OutboundEvent {
-  const event = buildCloudEvent({ log, objectId, baseUrl: BASE_URL, entry }, EVENTS);
+  const event = buildCloudEvent({ tenant: 'default', log, objectId, baseUrl: BASE_URL, entry }, EVENTS);
   return {
     seq: 1,
+    tenant: 'default',
     id: event.id,
     type: event.type,
     log,

@@ -1,3 +1,4 @@
+import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
 import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage, type JournalPageFilter } from '../storeRecords.js';
 import { globToLike } from './globPattern.js';
@@ -76,7 +77,9 @@ export class PostgresJournal implements JournalStore {
       ],
     );
     const events: JournalEvent[] = [];
-    for (const row of rows) if (row.fits && row.payload !== null) events.push({ seq: row.seq, payload: row.payload });
+    for (const row of rows)
+      if (row.fits && row.payload !== null)
+        events.push({ seq: row.seq, payload: withTenantAttribute(row.payload, this.db.tenant) });
     const full = events.length < rows.length;
     const last = events[events.length - 1];
     const next = (full || events.length === limit) && last ? last.seq : Math.max(after, scanTo);

@@ -1,4 +1,5 @@
 import type { LogKind } from '../../logs.js';
+import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import { PRUNE_BATCH_EVENTS, type DeliveryCounts, type FailedDelivery, type PendingDelivery } from '../storeRecords.js';
 import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
@@ -71,7 +72,7 @@ export class PostgresOutbox implements OutboxStore {
       'SELECT seq, payload FROM events WHERE tenant = $1 AND seq = ANY($2::bigint[])',
       [this.db.tenant, seqs],
     );
-    return new Map(rows.map((r) => [r.seq, r.payload]));
+    return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.db.tenant)]));
   }
 
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {

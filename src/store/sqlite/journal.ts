@@ -1,3 +1,4 @@
+import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
 import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage, type JournalPageFilter } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
@@ -80,7 +81,7 @@ export class Journal implements JournalStore {
         full = true;
         break;
       }
-      events.push(row);
+      events.push({ seq: row.seq, payload: withTenantAttribute(row.payload, this.conn.tenant) });
     }
     const last = events[events.length - 1];
     const next = (full || events.length === limit) && last ? last.seq : Math.max(after, scanTo);

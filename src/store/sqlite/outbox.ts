@@ -1,4 +1,5 @@
 import type { LogKind } from '../../logs.js';
+import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import { PRUNE_BATCH_EVENTS, type DeliveryCounts, type FailedDelivery, type PendingDelivery } from '../storeRecords.js';
@@ -93,7 +94,7 @@ export class Outbox implements OutboxStore {
     const rows = this.conn
       .statement<[string, string], { seq: number; payload: string }>(PAYLOADS)
       .all(this.tenant, JSON.stringify(seqs));
-    return new Map(rows.map((r) => [r.seq, r.payload]));
+    return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.tenant)]));
   }
 
   /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */

@@ -32,6 +32,7 @@ export function mqttTarget(options: { tls?: boolean } = {}): ConformanceTarget {
     brokerPort: options.tls ? 0 : PLAIN_PORT,
     connectionOriented: true,
     secrets: [USERNAME, PASSWORD],
+    tenantHeader: 'tenant',
     // The broker keeps the order of QoS 1 messages per topic from one client (MQTT "ordered topic"),
     // and the sink publishes a batch in seq order on one connection. The suite's events all have
     // one type, so each object's events share the topic `<tag>/career/level_added`: order applies.

@@ -67,6 +67,7 @@ export function natsTarget(options: { tls?: boolean } = {}): ConformanceTarget {
     // With TLS, the port of the listener `unavailable` starts.
     brokerPort: options.tls ? 0 : PLAIN_PORT,
     connectionOriented: true,
+    tenantHeader: 'ce-tenant',
     cases: { readBack: true, orderedReadBack: true, dropConnections: true, downAtStart: true },
     // One setting bounds connecting and each publish acknowledgement.
     timeouts: (ms) => ({ timeoutMs: ms }),
@@ -98,6 +99,7 @@ export function natsTarget(options: { tls?: boolean } = {}): ConformanceTarget {
       servers: [`nats://127.0.0.1:${port}`],
       subject: `${tag}.{type}`,
       timeoutMs: 2_000,
+      ceHeaders: true,
       stream: { ...streamOf(tag), create: true },
       ...(pki ? { tls: true, caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile } : {}),
     }),

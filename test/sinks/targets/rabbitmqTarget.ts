@@ -40,6 +40,7 @@ export function rabbitmqTarget(options: { tls?: boolean } = {}): ConformanceTarg
     brokerPort: options.tls ? 0 : BROKER_PORT,
     connectionOriented: true,
     secrets: ['guest'],
+    tenantHeader: 'cloudEvents:tenant',
     cases: { readBack: true, orderedReadBack: true, dropConnections: true, downAtStart: true },
     timeouts: (ms) => ({ connectTimeoutMs: ms, confirmTimeoutMs: ms }),
     async unavailable() {

@@ -57,6 +57,7 @@ export function redisStreamsTarget(options: { tls?: boolean } = {}): Conformance
     connectionOriented: true,
     // The default key `{prefix}:{log}` puts every event of a log in one stream, in XADD order, and
     // the engine never has two batches of one object in flight: each object's events stay in order.
+    tenantHeader: 'tenant',
     cases: { readBack: true, orderedReadBack: true, dropConnections: true, downAtStart: true },
     timeouts: (ms) => ({ connectTimeoutMs: ms, timeoutMs: ms }),
     async unavailable() {

@@ -46,7 +46,10 @@ export function defineIngestContract(openFresh: OpenFresh): void {
           quarantined: [quarantined('{"id":"q"}')],
           toEvent: (e) => {
             if (e.id === 'e-2') throw new Error('cannot build');
-            return buildCloudEvent({ log: 'career', objectId: 'c-1', entry: e, baseUrl: BASE_URL }, EVENTS);
+            return buildCloudEvent(
+              { tenant: 'default', log: 'career', objectId: 'c-1', entry: e, baseUrl: BASE_URL },
+              EVENTS,
+            );
           },
         }),
       ).rejects.toThrow('cannot build');

@@ -28,7 +28,7 @@ export function ingest(store: ChangefeedStore, entries: ActivityEntry[], over: P
     entries,
     windowEnd: T,
     now: T,
-    toEvent: (e) => buildCloudEvent({ log, objectId, entry: e, baseUrl: BASE_URL }, EVENTS),
+    toEvent: (e) => buildCloudEvent({ tenant: store.tenant, log, objectId, entry: e, baseUrl: BASE_URL }, EVENTS),
     ...over,
   });
 }

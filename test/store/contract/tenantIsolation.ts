@@ -27,6 +27,15 @@ export async function expectTenantsKeptApart(one: ChangefeedStore, two: Changefe
   expect(await one.journal.head()).toBe(Math.max(...oneSeqs));
   expect(await two.journal.head()).toBe(twoSeqs[0]);
   expect((await two.journal.page(0, 10)).events.map((e) => e.seq)).toEqual(twoSeqs);
+  // Every event says whose it is, from the journal and from the outbox.
+  for (const store of [one, two]) {
+    const seqs = (await store.outbox.pending('a', 0, 10)).map((d) => d.seq);
+    const payloads = [
+      ...(await store.outbox.payloads(seqs)).values(),
+      ...(await store.journal.page(0, 10)).events.map((e) => e.payload),
+    ];
+    expect(payloads.map((p) => (JSON.parse(p) as { tenant: string }).tenant)).toEqual(payloads.map(() => store.tenant));
+  }
   // Positions are a tenant's own (SQLite numbers each tenant's from 1, PostgreSQL shares one
   // sequence): the same number in another tenant is another event, or none.
   const bothSeqs = [...new Set([...oneSeqs, ...twoSeqs])];
