@@ -17,6 +17,8 @@ export interface TenantLeasesDeps {
   supervisor: TenantSupervisor;
   /** The tenants configured now. */
   tenants: () => readonly Tenant<TenantConfig>[];
+  /** The tenants the shared store records, as the last read of the directory found them. */
+  recorded: () => readonly string[];
   logger: Logger;
 }
 
@@ -38,6 +40,8 @@ export class TenantLeases {
       instanceId: deps.instanceId,
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
+      recorded: deps.recorded,
+      keyOf: (tenant) => deps.tenants().find((t) => t.name === tenant)?.keyFingerprint,
       events: {
         acquired: (tenant, epoch) => this.handle(tenant, 'starting the tenant', () => this.acquired(tenant, epoch)),
         lost: (tenant, reason) => this.handle(tenant, 'stopping the lost tenant', () => this.lost(tenant, reason)),

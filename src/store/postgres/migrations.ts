@@ -1,4 +1,9 @@
-import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
+import {
+  LEASE_KEY_SQL,
+  LEASE_SCHEMA_SQL,
+  TENANT_RECORDS_MISSING_SQL,
+  TENANT_RECORDS_SCHEMA_SQL,
+} from '../../cluster/leaseSchema.js';
 
 /**
  * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
@@ -27,6 +32,11 @@ import { LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/lease
  *
  * Migration 3 adds `changefeed_tenant_records`: which tenant owns each API key and the last valid
  * text of each tenant file, from which every replica decides the same tenants (docs/tenants.md).
+ *
+ * Migration 4 adds `changefeed_tenant_records.missing_since` (a record outlives its file by
+ * `tenants.forgetAfterSeconds`) and `changefeed_leases.key_fingerprint` (one key, one leased tenant
+ * in the cluster); see leaseSchema.ts. Both are NULL on the rows of earlier versions, and the
+ * replicas of the previous version still running in a rolling update never name them.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -167,5 +177,9 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   ${TENANT_RECORDS_SCHEMA_SQL}
+  `,
+  `
+  ${TENANT_RECORDS_MISSING_SQL}
+  ${LEASE_KEY_SQL}
   `,
 ];
