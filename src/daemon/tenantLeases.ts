@@ -109,9 +109,17 @@ export class TenantLeases {
     while (this.handling.size > 0) await Promise.all(this.handling);
   }
 
-  /** Logs the first failed round of a run of failures, and the recovery. */
+  /** Logs the first failed round of a run of failures, and the recovery; and when the replica starts or stops sitting the deal out. */
   private failing = false;
+  private sittingOut = false;
   private rounded(outcome: { ok: true } | { ok: false; error: unknown }): void {
+    const sittingOut = this.keeper.sittingOut;
+    if (sittingOut !== undefined && !this.sittingOut) this.deps.logger.warn(sittingOut);
+    if (sittingOut === undefined && this.sittingOut)
+      this.deps.logger.info(
+        "this replica's tenants directory has every tenant the others run again; it takes part in the lease deal",
+      );
+    this.sittingOut = sittingOut !== undefined;
     if (outcome.ok) {
       if (this.failing) this.deps.logger.info('tenant leases renewed again');
       this.failing = false;

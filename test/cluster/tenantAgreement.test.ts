@@ -187,7 +187,9 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
 
     // Restarted on the empty directory, it knows no tenant: it must not take a share it cannot run.
     await stop(set, emptied);
-    await set.start(emptied, { tenantsDir: own }).waitForLog('"msg":"changefeed running"', 60_000);
+    const restarted = set.start(emptied, { tenantsDir: own });
+    await restarted.waitForLog('"msg":"changefeed running"', 60_000);
+    await restarted.waitForLog('not counted in the lease deal', 30_000);
     await until(
       async () => !(await liveInstances(set)).includes(emptied) && (await liveInstances(set)).length === 1,
       30_000,
