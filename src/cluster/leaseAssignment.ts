@@ -133,3 +133,26 @@ export function assignLeases(snapshot: AssignmentSnapshot): Assignment {
   }
   return { acquire: acquire.sort(byWeightFor(me)), release };
 }
+
+/**
+ * The tenants the cluster runs that this replica does not know: recorded in the store
+ * (`recorded`, settleTenants) and validly leased by another replica, yet missing from this
+ * replica's `tenants` (its tenants directory is empty, wrongly mounted, or not read again yet).
+ * While there is any, the replica sits the deal out: counted in it, it would take a fair share
+ * of tenants it cannot run and leave them unheld, because the others, seeing it live, keep only
+ * their own shares. Sorted by name.
+ */
+export function tenantsMissingHere(snapshot: {
+  me: string;
+  tenants: readonly string[];
+  recorded: readonly string[];
+  leases: ReadonlyMap<string, string>;
+}): string[] {
+  const known = new Set(snapshot.tenants);
+  return [...new Set(snapshot.recorded)]
+    .filter((tenant) => {
+      const holder = snapshot.leases.get(tenant);
+      return !known.has(tenant) && holder !== undefined && holder !== snapshot.me;
+    })
+    .sort(compare);
+}

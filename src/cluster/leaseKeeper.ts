@@ -2,7 +2,7 @@ import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import { HeldLeases, type HeldLease } from './heldLeases.js';
-import { assignLeases } from './leaseAssignment.js';
+import { assignLeases, tenantsMissingHere } from './leaseAssignment.js';
 import type { AdvertisedUrls, LeaseTable } from './leaseTable.js';
 import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
 
@@ -34,6 +34,14 @@ export interface LeaseKeeperOptions {
   leaseMs: number;
   /** The tenants configured now; read every round, so tenants may come and go. */
   tenants: () => readonly string[];
+  /**
+   * The tenants the shared store records (settleTenants), read every round: while another replica
+   * validly holds one that `tenants` lacks, this replica sits the deal out (tenantsMissingHere).
+   * Default: none.
+   */
+  recorded?: () => readonly string[];
+  /** The key fingerprint `tenant` polls with: its acquisition is refused while another tenant's lease holds it. */
+  keyOf?: (tenant: string) => string | undefined;
   events: LeaseEvents;
   /** Measures local deadlines and paces the loop. Default: systemClock (monotonic). */
   clock?: Clock;
@@ -55,9 +63,9 @@ const FORGET_INSTANCES_EVERY_ROUNDS = 100;
 
 /**
  * Holds this replica's share of the tenants (docs/leases.md). Every `renewEveryMs` one round:
- * heartbeat, renew every held lease in one statement, release what the database credits to this
- * replica but it does not know it holds, then ask assignLeases what to take and hand over, and do
- * it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
+ * renew every held lease in one statement, release what the database credits to this replica but
+ * it does not know it holds, heartbeat (unless it sits the deal out: tenantsMissingHere), then ask
+ * assignLeases what to take and hand over, and do it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
  * replica whose database is unreachable (or hangs) stops writing before its lease may expire.
  * State: created -> active [-> draining: stopAcquiring] -> stopping -> stopped; stop() awaits the loop.
  */
@@ -74,6 +82,8 @@ export class LeaseKeeper {
   private stopping: Promise<void> | undefined;
   private failure: { since: number; attempts: number; error: string } | undefined;
   private rounds = 0;
+  /** Set while this replica sits the deal out: the tenants it lacks. */
+  private missingHere: string[] | undefined;
 
   constructor(private readonly options: LeaseKeeperOptions) {
     this.clock = options.clock ?? systemClock;
@@ -92,6 +102,22 @@ export class LeaseKeeper {
     if (this.state !== 'created') throw new Error(`lease keeper cannot start: it is ${this.state}`);
     this.state = 'active';
     this.loop = this.run();
+  }
+
+  /**
+   * Why this replica sits the lease deal out (for /readyz): tenants other replicas run that its
+   * tenants directory lacks. Undefined while it takes part.
+   */
+  get sittingOut(): string | undefined {
+    const missing = this.missingHere;
+    if (missing === undefined) return undefined;
+    const listed =
+      missing.length > 5 ? `${missing.slice(0, 5).join(', ')} and ${missing.length - 5} more` : missing.join(', ');
+    return (
+      `this replica's tenants directory lacks ${missing.length} tenants that other replicas run (${listed}): it ` +
+      'takes no tenant and is not counted in the lease deal, so the others take every tenant, until its ' +
+      'directory holds the same tenant files as theirs'
+    );
   }
 
   /** Why the leases cannot be kept up (for /readyz), or undefined while rounds succeed. */
@@ -212,11 +238,10 @@ export class LeaseKeeper {
     }
   }
 
-  /** One round; returns how long its heartbeat and renewal took, ms. */
+  /** One round; returns how long its renewal took, ms. */
   private async round(): Promise<number> {
     const { table, instanceId: me } = this.options;
     const startedAt = this.clock.now();
-    await table.heartbeat(me, this.options.advertised);
     await this.renewHeld();
     const renewalMs = this.clock.now() - startedAt;
     await table.releaseAllExcept(
@@ -224,13 +249,26 @@ export class LeaseKeeper {
       this.held.all().map((l) => l.tenant),
     );
     this.finishStaleHandOvers();
-    if (this.state !== 'active') return renewalMs;
+    if (this.state !== 'active') {
+      await table.heartbeat(me, this.options.advertised);
+      return renewalMs;
+    }
 
     const tenants = this.options.tenants();
-    const live = await table.liveInstances();
     const rows = await table.list();
     const leases = new Map<string, string>();
     for (const row of rows) if (row.holder !== undefined && row.expiresInMs > 0) leases.set(row.tenant, row.holder);
+    // Sitting out, it heartbeats not at all (a heartbeat even for an instant would count it live
+    // in the others' deal, and they would hand tenants over to it): it renews what it holds.
+    const missing = tenantsMissingHere({ me, tenants, recorded: this.options.recorded?.() ?? [], leases });
+    if (missing.length > 0) {
+      this.missingHere = missing;
+      await table.retireInstance(me);
+      return renewalMs;
+    }
+    this.missingHere = undefined;
+    await table.heartbeat(me, this.options.advertised);
+    const live = await table.liveInstances();
     const decision = assignLeases({ me, tenants, liveInstances: live, leases, handingOver: this.held.handingOver() });
 
     for (const tenant of decision.release) {
@@ -241,8 +279,9 @@ export class LeaseKeeper {
     for (const tenant of decision.acquire) {
       if (this.state !== 'active') return renewalMs;
       const sentAt = this.clock.now();
-      const granted = await table.acquire(tenant, me);
-      if (!granted) continue; // another replica was faster: the next round sees it
+      const granted = await table.acquire(tenant, me, this.options.keyOf?.(tenant));
+      // Another replica was faster, or another tenant's lease polls the key: the next round sees it.
+      if (!granted) continue;
       this.held.grant(tenant, granted.epoch, sentAt);
       this.armDeadlineTimer();
       // Stopping since it was sent: nobody here will start it, so it is freed for the others.

@@ -56,6 +56,20 @@ ALTER TABLE changefeed_instances ADD COLUMN IF NOT EXISTS health_url text NULL;
 `;
 
 /**
+ * The PostgreSQL store's migration 5 on the lease table: `changefeed_leases.key_fingerprint`, the
+ * sha256 of the API key the tenant polls with, written by every acquisition (never by a renewal).
+ * An acquisition is refused while another tenant's valid lease holds the same fingerprint
+ * (LeaseTable.acquire), so one key is polled by one tenant at a time in the whole cluster, even
+ * while replicas read the tenants directory at different times. Not unique and in no index: a
+ * unique index would make it a key column, and renewals would then wait for fenced writes; an
+ * expired lease must not block the key either. NULL on rows a replica of the previous version
+ * acquired.
+ */
+export const LEASE_KEY_SQL = `
+ALTER TABLE changefeed_leases ADD COLUMN IF NOT EXISTS key_fingerprint text NULL;
+`;
+
+/**
  * Creates the lease tables if they are missing. Two replicas starting together would race in
  * `CREATE TABLE IF NOT EXISTS` (one fails on the catalog's unique index), so the creation is
  * serialised by a transaction-scoped advisory lock.
@@ -66,6 +80,7 @@ export async function createLeaseTables(client: pg.ClientBase): Promise<void> {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('changefeed_leases'))");
     await client.query(LEASE_SCHEMA_SQL);
     await client.query(INSTANCE_ADVERTISE_SQL);
+    await client.query(LEASE_KEY_SQL);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -91,4 +106,15 @@ CREATE TABLE IF NOT EXISTS changefeed_tenant_records (
   file_text text NOT NULL,
   recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+`;
+
+/**
+ * The PostgreSQL store's migration 5 on the tenant records: `missing_since`, set (on the database's
+ * clock) by the first read that misses the tenant's file and cleared by a read that finds it. The
+ * record is deleted only once it is older than `tenants.forgetAfterSeconds` (settleTenants), so a
+ * replica that reads an empty or wrongly mounted directory frees no key and loses no last valid
+ * text.
+ */
+export const TENANT_RECORDS_MISSING_SQL = `
+ALTER TABLE changefeed_tenant_records ADD COLUMN IF NOT EXISTS missing_since timestamptz NULL;
 `;

@@ -46,6 +46,15 @@ export interface LeaseTableOptions {
   queryTimeoutMs?: number;
 }
 
+/**
+ * The acquisition's condition on the key (`$4`, its fingerprint): no other tenant's valid lease
+ * polls it. A NULL fingerprint (a caller that does not know the key) checks nothing.
+ */
+const KEY_FREE = `($4::text IS NULL OR NOT EXISTS (
+           SELECT 1 FROM changefeed_leases AS other
+            WHERE other.key_fingerprint = $4 AND other.tenant <> $1
+              AND other.holder IS NOT NULL AND other.expires_at > clock_timestamp()))`;
+
 /** Instances not heard from for this many lease durations are deleted from changefeed_instances. */
 const FORGET_INSTANCES_AFTER_LEASES = 20;
 
@@ -124,31 +133,78 @@ export class LeaseTable {
    * CONFLICT DO UPDATE) would take FOR NO KEY UPDATE and not wait for the old holder's write.
    * `fresh` inserts a tenant never leased; of two replicas inserting together one conflicts and
    * gets nothing. A row nobody can have fenced yet needs no wait.
+   *
+   * With `keyFingerprint` (the sha256 of the tenant's API key) it is refused too while another
+   * tenant's valid lease holds that key, and records it on the lease: one key is polled by one
+   * tenant at a time in the cluster, whatever each replica's view of the tenants directory (a key
+   * moved from tenant A to tenant B while a replica still runs A). Acquisitions with a key run
+   * under that key's advisory lock, so two for one key cannot both pass the check.
    */
-  async acquire(tenant: string, holder: string): Promise<GrantedLease | undefined> {
-    const result = await this.query<{ epoch: string; expires_at: Date }>(
-      `WITH locked AS (
+  async acquire(tenant: string, holder: string, keyFingerprint?: string): Promise<GrantedLease | undefined> {
+    const statement = `WITH locked AS (
          SELECT tenant FROM changefeed_leases
-          WHERE tenant = $1 AND (holder IS NULL OR expires_at <= clock_timestamp())
+          WHERE tenant = $1 AND (holder IS NULL OR expires_at <= clock_timestamp()) AND ${KEY_FREE}
           FOR UPDATE
        ), taken AS (
          UPDATE changefeed_leases AS l
             SET holder = $2, epoch = l.epoch + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond',
-                acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), released_at = NULL
+                acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), released_at = NULL,
+                key_fingerprint = $4
            FROM locked WHERE l.tenant = locked.tenant
          RETURNING l.epoch, l.expires_at
        ), fresh AS (
-         INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at, acquired_at, renewed_at)
-         SELECT $1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', clock_timestamp(), clock_timestamp()
-          WHERE NOT EXISTS (SELECT 1 FROM changefeed_leases WHERE tenant = $1)
+         INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at, acquired_at, renewed_at, key_fingerprint)
+         SELECT $1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', clock_timestamp(), clock_timestamp(), $4
+          WHERE NOT EXISTS (SELECT 1 FROM changefeed_leases WHERE tenant = $1) AND ${KEY_FREE}
          ON CONFLICT (tenant) DO NOTHING
          RETURNING epoch, expires_at
        )
-       SELECT epoch, expires_at FROM taken UNION ALL SELECT epoch, expires_at FROM fresh`,
-      [tenant, holder, this.leaseMs],
-    );
+       SELECT epoch, expires_at FROM taken UNION ALL SELECT epoch, expires_at FROM fresh`;
+    const values = [tenant, holder, this.leaseMs, keyFingerprint ?? null];
+    const result =
+      keyFingerprint === undefined
+        ? await this.query<{ epoch: string; expires_at: Date }>(statement, values)
+        : await this.underKeyLock(keyFingerprint, (client) =>
+            client.query<{ epoch: string; expires_at: Date }>(this.timed(statement, values)),
+          );
     const row = result.rows[0];
     return row ? { tenant, epoch: Number(row.epoch), expiresAt: row.expires_at } : undefined;
+  }
+
+  /**
+   * Runs `work` in a transaction holding the advisory lock of `keyFingerprint`: acquisitions of
+   * tenants with one key are serialised, and each one's statement, started after the lock, sees
+   * the lease the one before took (READ COMMITTED takes a snapshot per statement).
+   */
+  private async underKeyLock<R>(keyFingerprint: string, work: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+    const client = await this.pool.connect();
+    // A checked-out client has no listener of the pool's: a connection cut meanwhile would emit an
+    // uncaught 'error'. The statement under way fails instead.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      await client.query(
+        this.timed(`SELECT pg_advisory_xact_lock(hashtext('changefeed_leases.key:' || $1))`, [keyFingerprint]),
+      );
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      broken = true;
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.off('error', ignore);
+      // A client whose statement timed out may still be running it: discarded, not reused.
+      client.release(broken);
+    }
+  }
+
+  private timed(text: string, values: unknown[]): pg.QueryConfig {
+    // query_timeout is honoured per query by pg's client, though its types only list it on the client config.
+    return { text, values, query_timeout: this.queryTimeoutMs } as pg.QueryConfig;
   }
 
   /**
@@ -258,7 +314,6 @@ export class LeaseTable {
     text: string,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    // query_timeout is honoured per query by pg's client, though its types only list it on the client config.
-    return this.pool.query<R>({ text, values, query_timeout: this.queryTimeoutMs } as pg.QueryConfig);
+    return this.pool.query<R>(this.timed(text, values));
   }
 }

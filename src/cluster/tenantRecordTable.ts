@@ -39,8 +39,14 @@ export class TenantRecordTable implements TenantRecords {
           `INSERT INTO changefeed_tenant_records (tenant, key_fingerprint, file_text) VALUES ($1, $2, $3)
            ON CONFLICT (tenant) DO UPDATE
              SET key_fingerprint = EXCLUDED.key_fingerprint, file_text = EXCLUDED.file_text,
-                 recorded_at = clock_timestamp()`,
+                 recorded_at = clock_timestamp(), missing_since = NULL`,
           [record.tenant, record.keyFingerprint, record.fileText],
+        );
+      if (changes.markMissing.length > 0)
+        await client.query(
+          `UPDATE changefeed_tenant_records SET missing_since = clock_timestamp()
+            WHERE tenant = ANY($1::text[]) AND missing_since IS NULL`,
+          [changes.markMissing],
         );
       await client.query('COMMIT');
       return result;
@@ -54,9 +60,22 @@ export class TenantRecordTable implements TenantRecords {
   }
 }
 
+/** The records, with how long each file has been missing measured on the database's clock. */
 async function readRecords(db: pg.Pool | pg.ClientBase): Promise<TenantRecord[]> {
-  const { rows } = await db.query<{ tenant: string; key_fingerprint: string; file_text: string }>(
-    'SELECT tenant, key_fingerprint, file_text FROM changefeed_tenant_records ORDER BY tenant',
+  const { rows } = await db.query<{
+    tenant: string;
+    key_fingerprint: string;
+    file_text: string;
+    missing_for_ms: number | null;
+  }>(
+    `SELECT tenant, key_fingerprint, file_text,
+            (extract(epoch FROM (clock_timestamp() - missing_since)) * 1000)::float8 AS missing_for_ms
+       FROM changefeed_tenant_records ORDER BY tenant`,
   );
-  return rows.map((row) => ({ tenant: row.tenant, keyFingerprint: row.key_fingerprint, fileText: row.file_text }));
+  return rows.map((row) => ({
+    tenant: row.tenant,
+    keyFingerprint: row.key_fingerprint,
+    fileText: row.file_text,
+    ...(row.missing_for_ms === null ? {} : { missingForMs: Math.max(0, row.missing_for_ms) }),
+  }));
 }

@@ -26,6 +26,8 @@ export type TenantSource =
       readonly describeDefault: (path: readonly PropertyKey[]) => string;
       /** Read by `${VAR}` references in the tenant files. */
       readonly env: NodeJS.ProcessEnv;
+      /** `tenants.forgetAfterSeconds` in ms: how long a tenant's record outlives its file (settleTenants). */
+      readonly forgetAfterMs: number;
     };
 
 export interface MainConfig {
@@ -99,6 +101,7 @@ export function loadMainConfig(sources: ConfigSources): MainConfig {
       defaults,
       describeDefault: describeDefaults(sources.file),
       env: sources.env ?? process.env,
+      forgetAfterMs: config.tenants.forgetAfterSeconds * 1000,
     },
   };
 }

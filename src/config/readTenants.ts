@@ -35,6 +35,7 @@ export function readTenants(
       tenants: [{ name: DEFAULT_TENANT, file: undefined, config, keyFingerprint: mainKey(config) }],
       problems: [],
       changes: NO_CHANGES,
+      recorded: [],
     };
   }
   return settleTenantScan(source, scanTenantFiles(source), previous, records);
@@ -67,7 +68,10 @@ export function scanTenantFiles(source: DirectorySource): TenantScan {
 
 /**
  * The tenants of `scan` settled against `records` (settleTenants). A directory that could not be
- * read keeps `previous` and changes no record: a remount must not stop or forget any company.
+ * read keeps `previous` and changes no record: a remount must not stop or forget any company. So
+ * does a directory without a single tenant file while the store records tenants: an empty or
+ * wrongly mounted ConfigMap is far likelier than an operator removing every tenant at once, and
+ * applied it would stop every company this replica runs.
  */
 export function settleTenantScan(
   source: DirectorySource,
@@ -75,17 +79,31 @@ export function settleTenantScan(
   previous: readonly Tenant<TenantConfig>[],
   records: readonly TenantRecord[],
 ): SettledTenants<TenantConfig> {
-  if (!scan.ok) return { tenants: previous, problems: [scan.problem], changes: NO_CHANGES };
+  const recorded = records.map((r) => r.tenant);
+  if (!scan.ok) return { tenants: previous, problems: [scan.problem], changes: NO_CHANGES, recorded };
+  if (scan.scanned.length === 0 && records.length > 0)
+    return { tenants: previous, problems: [emptyDirectory(source, records)], changes: NO_CHANGES, recorded };
   const paths = new Map(scan.scanned.map((s) => (s.ok ? [s.tenant.name, s.tenant.file] : [s.name, s.problem.file])));
   const lastValid = (record: TenantRecord): ScannedTenant<TenantConfig> => {
     const path = paths.get(record.tenant) ?? join(source.dir, `${record.tenant}.yaml`);
     return validateTenantText({ name: record.tenant, path }, record.fileText, source);
   };
-  const settled = settleTenants(scan.scanned, records, lastValid);
+  const settled = settleTenants(scan.scanned, records, lastValid, source.forgetAfterMs);
   return { ...settled, problems: [...scan.unnamed, ...settled.problems] };
 }
 
-const NO_CHANGES: TenantRecordChanges = { put: [], remove: [] };
+const NO_CHANGES: TenantRecordChanges = { put: [], markMissing: [], remove: [] };
+
+function emptyDirectory(source: DirectorySource, records: readonly TenantRecord[]): TenantProblem {
+  const names = records.map((r) => r.tenant);
+  const listed = names.length > 5 ? `${names.slice(0, 5).join(', ')} and ${names.length - 5} more` : names.join(', ');
+  const message =
+    `the tenants directory ${source.dir} holds no tenant file, while the store records ${names.length} tenants ` +
+    `(${listed}); taken for a wrong or empty mount, this read is not applied: the tenants running here keep ` +
+    `running, no record is changed, and this replica takes no tenant from the others and reports itself not ` +
+    `ready until the directory holds tenant files again. To stop every tenant, stop the replicas`;
+  return { code: 'TENANTS_DIR_EMPTY', tenant: undefined, file: source.dir, message, issues: [] };
+}
 
 /** One tenant file, or undefined when it vanished since the directory was listed (a ConfigMap swap). */
 function readTenantFile(file: TenantFile, source: DirectorySource): ScannedTenant<TenantConfig> | undefined {

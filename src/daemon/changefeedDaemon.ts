@@ -51,6 +51,8 @@ export class ChangefeedDaemon {
    */
   private tenantRecords: TenantRecords = new MemoryTenantRecords();
   private tenants: readonly Tenant<TenantConfig>[] = [];
+  /** The tenants the store records, as the last settlement of the directory found them. */
+  private recorded: readonly string[] = [];
   private report: TenantsReport<TenantConfig> | undefined;
   private healthServer: HealthServer | undefined;
   /** The pull feed's listener and tokens, when feed.enabled. */
@@ -146,6 +148,7 @@ export class ChangefeedDaemon {
         const scan = scanTenantFiles(source);
         return this.tenantRecords.settle((records) => {
           const settled = settleTenantScan(source, scan, previous, records);
+          this.recorded = settled.recorded;
           return { result: settled, changes: settled.changes };
         });
       },
@@ -227,6 +230,8 @@ export class ChangefeedDaemon {
       startFailures: this.tenantSupervisor?.startFailures ?? new Map(),
       problems: this.report?.problems ?? [],
       isolated: this.main.tenants.kind === 'directory',
+      viewProblem:
+        this.report?.problems.find((p) => p.code === 'TENANTS_DIR_EMPTY')?.message ?? this.leases?.keeper.sittingOut,
       backendProblem: this.backend
         ? this.leases?.keeper.problem
         : (this.opening?.problem ?? 'the store is not open yet'),
@@ -290,6 +295,7 @@ export class ChangefeedDaemon {
           leaseMs,
           supervisor,
           tenants: () => this.tenants,
+          recorded: () => this.recorded,
           logger: this.options.logger,
           metrics: this.options.metrics.leases,
         });

@@ -20,6 +20,8 @@ export interface TenantLeasesDeps {
   supervisor: TenantSupervisor;
   /** The tenants configured now. */
   tenants: () => readonly Tenant<TenantConfig>[];
+  /** The tenants the shared store records, as the last read of the directory found them. */
+  recorded: () => readonly string[];
   logger: Logger;
   /** The process's lease metrics: this replica's leases are shown there while it runs. */
   metrics: LeaseMetrics;
@@ -44,6 +46,8 @@ export class TenantLeases {
       advertised: deps.advertised,
       leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
+      recorded: deps.recorded,
+      keyOf: (tenant) => deps.tenants().find((t) => t.name === tenant)?.keyFingerprint,
       events: {
         acquired: (tenant, epoch) => this.handle(tenant, 'starting the tenant', () => this.acquired(tenant, epoch)),
         lost: (tenant, reason) => this.handle(tenant, 'stopping the lost tenant', () => this.lost(tenant, reason)),
@@ -115,11 +119,19 @@ export class TenantLeases {
     while (this.handling.size > 0) await Promise.all(this.handling);
   }
 
-  /** Logs the first failed round of a run of failures, and the recovery. */
+  /** Logs the first failed round of a run of failures, and the recovery; and when the replica starts or stops sitting the deal out. */
   private failing = false;
+  private sittingOut = false;
   private rounded(outcome: RoundOutcome): void {
     if (outcome.ok) this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
     else this.deps.metrics.failedRounds.inc();
+    const sittingOut = this.keeper.sittingOut;
+    if (sittingOut !== undefined && !this.sittingOut) this.deps.logger.warn(sittingOut);
+    if (sittingOut === undefined && this.sittingOut)
+      this.deps.logger.info(
+        "this replica's tenants directory has every tenant the others run again; it takes part in the lease deal",
+      );
+    this.sittingOut = sittingOut !== undefined;
     if (outcome.ok) {
       if (this.failing) this.deps.logger.info('tenant leases renewed again');
       this.failing = false;

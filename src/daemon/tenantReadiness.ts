@@ -12,6 +12,11 @@ export interface TenantReadinessInputs {
   backendProblem: string | undefined;
   /** Tenants from a directory: each one's checks are reported without deciding the instance's readiness. */
   isolated: boolean;
+  /**
+   * Why this replica's view of the tenants is not applied or not trusted: its directory read
+   * empty while the store records tenants, or it lacks tenants other replicas run. Not ready.
+   */
+  viewProblem?: string | undefined;
 }
 
 /**
@@ -24,11 +29,12 @@ export interface TenantReadinessInputs {
  * of every other tenant it serves, out of a Service. Each replica would fail alike (the tenant's
  * lease moves on), so a single bad tenant would otherwise make every replica unready. An invalid
  * tenant file never decides readiness either; only the process's own checks (the store engine,
- * the leases) do.
+ * the leases, a view of the tenants directory that is refused or lacks tenants others run) do.
  */
 export function tenantReadiness(r: TenantReadinessInputs): ReadinessCheck[] {
   const checks: ReadinessCheck[] = [];
   if (r.backendProblem !== undefined) checks.push({ name: 'store', ok: false, detail: r.backendProblem });
+  if (r.viewProblem !== undefined) checks.push({ name: 'tenants-directory', ok: false, detail: r.viewProblem });
   for (const runtime of r.runtimes) {
     const prefix = runtime.tenant === DEFAULT_TENANT ? '' : `${runtime.tenant}/`;
     for (const check of runtime.readiness())

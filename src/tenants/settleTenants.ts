@@ -12,6 +12,11 @@ import {
 /** The tenants that run, their problems, and what the records must say afterwards. */
 export interface SettledTenants<C> extends TenantSet<C> {
   readonly changes: TenantRecordChanges;
+  /**
+   * Every tenant the store records once `changes` are written, sorted by name: the tenants the
+   * cluster knows, whichever of their files this replica sees (the lease deal compares them).
+   */
+  readonly recorded: readonly string[];
 }
 
 /**
@@ -32,16 +37,21 @@ export interface SettledTenants<C> extends TenantSet<C> {
  * - A tenant whose file is invalid or refused runs on the text its record holds, when that still
  *   validates, and is reported: a typo must not stop a company's feed on any replica, including
  *   one started after it. Without a record it does not start.
- * - An accepted file's record is written (its key and text); the record of a tenant whose file is
- *   gone is removed, unless a file holds its key (above): its key is then free for the next claim.
+ * - An accepted file's record is written (its key and text). A tenant whose file is gone stops,
+ *   but its record is kept: the first read that misses the file marks it missing (on the store's
+ *   clock), a read that finds it again clears the mark, and the record goes only once the file has
+ *   been missing for `forgetAfterMs` and no file holds its key (above). A replica that reads a
+ *   wrong or half-mounted directory for a while therefore frees no key and loses no last valid
+ *   text; its key is free for the next claim only once it is forgotten.
  *
- * A key moving from one tenant to another takes two reads: the new holder is refused on the read
- * where the old one lets go, and accepted on the next.
+ * A key moving from one tenant to another takes `forgetAfterMs` and two reads: the new holder is
+ * refused until the old one's record goes, and accepted on the read after.
  */
 export function settleTenants<C>(
   scanned: readonly ScannedTenant<C>[],
   records: readonly TenantRecord[],
   lastValid: (record: TenantRecord) => ScannedTenant<C>,
+  forgetAfterMs: number,
 ): SettledTenants<C> {
   const nameOf = (s: ScannedTenant<C>): string => (s.ok ? s.tenant.name : s.name);
   const fileOf = new Map(scanned.map((s) => [nameOf(s), s.ok ? where(s.tenant) : s.problem.file]));
@@ -83,7 +93,9 @@ export function settleTenants<C>(
       const ownerFile = fileOf.get(owner);
       fallBack(
         tenant.name,
-        ownerFile === undefined ? keyOfRemovedTenant(tenant, owner) : duplicateKey(tenant, owner, ownerFile, 'owns it'),
+        ownerFile === undefined
+          ? keyOfRemovedTenant(tenant, owner, forgetAfterMs)
+          : duplicateKey(tenant, owner, ownerFile, 'owns it'),
       );
       continue;
     }
@@ -95,17 +107,42 @@ export function settleTenants<C>(
     claimed.set(tenant.keyFingerprint, tenant);
     accepted.set(tenant.name, tenant);
     const record = recordOf.get(tenant.name);
-    if (record?.keyFingerprint !== tenant.keyFingerprint || record.fileText !== fileText)
+    if (
+      record?.keyFingerprint !== tenant.keyFingerprint ||
+      record.fileText !== fileText ||
+      record.missingForMs !== undefined
+    )
       put.push({ tenant: tenant.name, keyFingerprint: tenant.keyFingerprint, fileText });
   }
 
+  // A file there again, though invalid or refused: its record's mark goes, or the record would be
+  // forgotten at once the next time the file goes.
+  const putNames = new Set(put.map((r) => r.tenant));
+  for (const record of records)
+    if (record.missingForMs !== undefined && fileOf.has(record.tenant) && !putNames.has(record.tenant))
+      put.push({ tenant: record.tenant, keyFingerprint: record.keyFingerprint, fileText: record.fileText });
+
   const keysInFiles = new Set(scanned.flatMap((s) => (s.ok ? [s.tenant.keyFingerprint] : [])));
-  const remove = records
-    .filter((r) => !fileOf.has(r.tenant) && !keysInFiles.has(r.keyFingerprint))
-    .map((r) => r.tenant)
-    .sort(compareNames);
+  const gone = records.filter((r) => !fileOf.has(r.tenant));
+  const markMissing = gone.filter((r) => r.missingForMs === undefined).map((r) => r.tenant);
+  const remove = gone
+    .filter((r) => (r.missingForMs ?? -1) >= forgetAfterMs && !keysInFiles.has(r.keyFingerprint))
+    .map((r) => r.tenant);
+  const removed = new Set(remove);
+  const recorded = [...new Set([...records.map((r) => r.tenant), ...put.map((r) => r.tenant)])].filter(
+    (name) => !removed.has(name),
+  );
   const tenants = [...accepted.values()].sort((a, b) => compareNames(a.name, b.name));
-  return { tenants, problems, changes: { put: put.sort((a, b) => compareNames(a.tenant, b.tenant)), remove } };
+  return {
+    tenants,
+    problems,
+    recorded: recorded.sort(compareNames),
+    changes: {
+      put: put.sort((a, b) => compareNames(a.tenant, b.tenant)),
+      markMissing: markMissing.sort(compareNames),
+      remove: remove.sort(compareNames),
+    },
+  };
 }
 
 function where<C>(tenant: Tenant<C>): string {
@@ -119,13 +156,14 @@ function duplicateKey<C>(tenant: Tenant<C>, owner: string, ownerFile: string, wh
   return { code: 'TENANT_DUPLICATE_API_KEY', tenant: tenant.name, file: where(tenant), message, issues: [] };
 }
 
-function keyOfRemovedTenant<C>(tenant: Tenant<C>, owner: string): TenantProblem {
+function keyOfRemovedTenant<C>(tenant: Tenant<C>, owner: string, forgetAfterMs: number): TenantProblem {
   const message =
     `tenant "${tenant.name}" (${where(tenant)}) has the API key (sha256 ${shortFingerprint(tenant.keyFingerprint)}) ` +
     `of tenant "${owner}", whose file is gone; the company's history (cursors, journal, deliveries) is kept under ` +
     `"${owner}", and a new name would read all of it again into its sinks. To rename, name the file ` +
     `"${owner}.yaml" again (the tenant carries on where it was). To start "${tenant.name}" afresh from ` +
-    `watch.startFrom instead, remove its file and add it again after the next read of the directory, which ` +
-    `forgets "${owner}"`;
+    `watch.startFrom instead, remove its file and add it again once "${owner}" is forgotten: its record goes ` +
+    `when its file has been gone for tenants.forgetAfterSeconds (${Math.round(forgetAfterMs / 1000)} s) and no ` +
+    `file holds its key`;
   return { code: 'TENANT_KEY_OF_REMOVED_TENANT', tenant: tenant.name, file: where(tenant), message, issues: [] };
 }

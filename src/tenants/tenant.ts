@@ -26,6 +26,7 @@ export type TenantProblemCode = Extract<
   | 'TENANT_DUPLICATE_API_KEY'
   | 'TENANT_KEY_OF_REMOVED_TENANT'
   | 'TENANTS_DIR_UNREADABLE'
+  | 'TENANTS_DIR_EMPTY'
 >;
 
 /** Something wrong with the tenants directory or one tenant file. Never holds a key. */
@@ -76,11 +77,22 @@ export interface TenantRecord {
   readonly keyFingerprint: string;
   /** The tenant file's text that last validated. */
   readonly fileText: string;
+  /**
+   * How long its file has been missing from the directory, on the store's clock, since the first
+   * read that missed it; undefined while the file is there. The record is forgotten only once this
+   * reaches `tenants.forgetAfterSeconds` (settleTenants).
+   */
+  readonly missingForMs?: number | undefined;
 }
 
-/** What a settlement writes back: records to insert or replace, and tenants whose record goes. */
+/**
+ * What a settlement writes back: records to insert or replace (which also says their file is
+ * there again), tenants whose file a read missed for the first time (their `missingForMs` starts
+ * at 0 on the store's clock), and tenants whose record goes.
+ */
 export interface TenantRecordChanges {
   readonly put: readonly TenantRecord[];
+  readonly markMissing: readonly string[];
   readonly remove: readonly string[];
 }
 
@@ -97,5 +109,5 @@ export interface TenantRecords {
 
 /** True when `changes` writes nothing. */
 export function noRecordChanges(changes: TenantRecordChanges): boolean {
-  return changes.put.length === 0 && changes.remove.length === 0;
+  return changes.put.length === 0 && changes.markMissing.length === 0 && changes.remove.length === 0;
 }

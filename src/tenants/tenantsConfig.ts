@@ -22,6 +22,18 @@ export const tenantsConfigSchema = z
         'The directory is read again this often, besides file-system notifications, which miss ' +
           'changes on some mounts (a Kubernetes ConfigMap swaps a `..data` symlink).',
       ),
+    forgetAfterSeconds: z
+      .number()
+      .min(1)
+      .max(30 * 24 * 3600)
+      .default(3600)
+      .describe(
+        "How long a tenant's record in the store (the API key it owns, its last valid file) outlives " +
+          'its file: measured on the store clock from the first read that missed the file, reset when ' +
+          'the file is back. Until then no other tenant may take its key, and a file turned invalid ' +
+          'meanwhile still runs on its last valid configuration; a replica reading a wrongly mounted ' +
+          'directory for less than this forgets nothing. See docs/tenants.md.',
+      ),
   })
   .strict();
 

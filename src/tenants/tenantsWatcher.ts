@@ -50,7 +50,8 @@ const MAX_DEBOUNCE_ROUNDS = 10;
  *
  * A directory that is missing or unreadable is a problem, not an empty directory: every running
  * tenant keeps running (a remount or a transient error must not stop every company's feed); only
- * a file that is gone from a readable directory stops its tenant.
+ * a file that is gone from a readable directory stops its tenant, and not even that when the
+ * directory holds no tenant file at all while the store records tenants (`load` refuses it).
  *
  * States: created -> active (start) -> stopping -> stopped (stop, idempotent, awaits the loop).
  */

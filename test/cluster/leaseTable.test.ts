@@ -256,6 +256,35 @@ describe('LeaseTable', () => {
     }
   });
 
+  it('refuses a tenant whose key another tenant’s valid lease polls, until that lease is released or expires', async (ctx) => {
+    const { table } = await setup(ctx);
+    const key = 'k1'.padEnd(64, '0');
+    const a = await table.acquire('tenant-a', 'r1', key);
+    expect(a?.epoch).toBe(1);
+    // Never leased (fresh) and leased before (taken) alike are refused while tenant-a holds the key.
+    expect(await table.acquire('tenant-b', 'r2', key)).toBeUndefined();
+    expect(await table.acquire('tenant-c', 'r2', 'k2'.padEnd(64, '0'))).toBeDefined();
+    await table.release('tenant-c', 'r2', 1);
+    expect(await table.acquire('tenant-c', 'r2', key)).toBeUndefined();
+    // The renewal keeps the key on the lease: still refused.
+    expect(await table.renew('r1', [{ tenant: 'tenant-a', epoch: 1 }])).toHaveLength(1);
+    expect(await table.acquire('tenant-b', 'r2', key)).toBeUndefined();
+    // The holder of tenant-a itself re-acquires it after expiry: its own key does not block it.
+    await expire('tenant-a');
+    expect((await table.acquire('tenant-a', 'r1', key))?.epoch).toBe(2);
+    await table.release('tenant-a', 'r1', 2);
+    expect((await table.acquire('tenant-b', 'r2', key))?.epoch).toBe(1);
+    await expire('tenant-b');
+    expect((await table.acquire('tenant-c', 'r1', key))?.epoch).toBe(2);
+  });
+
+  it('ten tenants of one key acquired at once by ten replicas: exactly one is granted', async (ctx) => {
+    const { table } = await setup(ctx);
+    const key = 'k1'.padEnd(64, '0');
+    const granted = await Promise.all(Array.from({ length: 10 }, (_, i) => table.acquire(`tenant-${i}`, `r${i}`, key)));
+    expect(granted.filter((g) => g !== undefined)).toHaveLength(1);
+  });
+
   it('has `tenant` as its only key column, so a renewal takes no lock that a fenced write blocks', async (ctx) => {
     await setup(ctx);
     // PostgreSQL's key columns are those of unique indexes a foreign key could use.

@@ -27,8 +27,12 @@ export interface ReplicaSet {
   readonly config: string;
   readonly admin: pg.Client;
   readonly replicas: Map<string, DaemonProcess>;
-  /** Starts a replica; `env` adds variables (CHANGEFEED_HTTP_PORT, ...). */
-  start(instanceId: string, env?: Record<string, string>): DaemonProcess;
+  /**
+   * Starts a replica; `env` adds variables (CHANGEFEED_HTTP_PORT, ...); `view` gives it a tenants
+   * directory and rescan interval of its own (a replica whose mount differs, or whose view is
+   * stale), in a config file of its own.
+   */
+  start(instanceId: string, env?: Record<string, string>, view?: ReplicaView): DaemonProcess;
   tenantName(company: number): string;
   /** Writes the tenant file of `company` (every company below `options.companies` has one from the start). */
   writeTenantFile(company: number): void;
@@ -40,6 +44,12 @@ export interface ReplicaSet {
   /** Tenant -> holder of an unexpired lease, from the lease table. */
   holders(): Promise<Map<string, string>>;
   close(): Promise<void>;
+}
+
+/** What one replica sees of the tenants, when not the set's shared directory. */
+export interface ReplicaView {
+  readonly tenantsDir: string;
+  readonly rescanSeconds?: number;
 }
 
 export async function connectAdmin(what: string): Promise<pg.Client | undefined> {
@@ -88,6 +98,8 @@ export function startReplicaSet(
     mainLines?: readonly string[];
     /** Each tenant delivers to this webhook (signed with webhookHarness's SECRET) instead of a file of its own. */
     webhookUrl?: string;
+    /** `tenants.forgetAfterSeconds`; the default (an hour) when unset. */
+    forgetAfterSeconds?: number;
   },
 ): ReplicaSet {
   const dir = makeTempDir();
@@ -112,19 +124,22 @@ export function startReplicaSet(
     });
   for (let company = 0; company < options.companies; company++) writeCompanyFile(company);
   const config = join(dir, 'changefeed.yaml');
-  writeFileSync(
-    config,
-    [
-      `api: { baseUrl: "${simulator.url}", timeoutMs: 5000 }`,
-      'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z", pollIntervalSeconds: 1 }',
-      'budget: { readsPerHour: 3600000, reserve: 0 }',
-      `store: { url: "${POSTGRES_URL}", schema: ${schema}, maxConnections: 4 }`,
-      `cluster: { leaseSeconds: ${options.leaseSeconds} }`,
-      `tenants: { dir: "${tenantsDir}", rescanSeconds: 1 }`,
-      'log: { level: info }',
-      ...(options.mainLines ?? []),
-    ].join('\n'),
-  );
+  const writeConfig = (file: string, view: ReplicaView): void =>
+    writeFileSync(
+      file,
+      [
+        `api: { baseUrl: "${simulator.url}", timeoutMs: 5000 }`,
+        'watch: { careers: { discover: true }, skills: { discover: true }, startFrom: "2000-01-01T00:00:00Z", pollIntervalSeconds: 1 }',
+        'budget: { readsPerHour: 3600000, reserve: 0 }',
+        `store: { url: "${POSTGRES_URL}", schema: ${schema}, maxConnections: 4 }`,
+        `cluster: { leaseSeconds: ${options.leaseSeconds} }`,
+        `tenants: { dir: "${view.tenantsDir}", rescanSeconds: ${view.rescanSeconds ?? 1}` +
+          (options.forgetAfterSeconds === undefined ? ' }' : `, forgetAfterSeconds: ${options.forgetAfterSeconds} }`),
+        'log: { level: info }',
+        ...(options.mainLines ?? []),
+      ].join('\n'),
+    );
+  writeConfig(config, { tenantsDir });
   const replicas = new Map<string, DaemonProcess>();
   const set: ReplicaSet = {
     dir,
@@ -142,8 +157,13 @@ export function startReplicaSet(
         sinkPath: join(dir, `${name}.jsonl`),
       }),
     removeTenantFile: (company) => rmSync(tenantFile(company)),
-    start(instanceId, env = {}) {
-      const replica = startDaemonProcess(['--config', config], {
+    start(instanceId, env = {}, view) {
+      let file = config;
+      if (view) {
+        file = join(dir, `changefeed-${instanceId}.yaml`);
+        writeConfig(file, view);
+      }
+      const replica = startDaemonProcess(['--config', file], {
         CHANGEFEED_INSTANCE_ID: instanceId,
         CHANGEFEED_STATE_DIR: join(dir, `state-${instanceId}`),
         ...env,

@@ -1,4 +1,4 @@
-import { renameSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { until } from '../support/daemonProcess.js';
@@ -10,7 +10,9 @@ import {
   startReplicaSet,
   writeRound,
   type ReplicaSet,
+  type ReplicaView,
 } from './replicaHarness.js';
+import { rendezvousWeight } from '../../src/cluster/leaseAssignment.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { deliveredEvents } from '../support/daemonHarness.js';
 
@@ -71,16 +73,28 @@ const sinkEvents = (set: ReplicaSet, name: string): number => {
   }
 };
 
-/** Two replicas serving four companies, every entry of a first round delivered. */
-async function servedCompanies(seed: number): Promise<{ set: ReplicaSet; simulator: Simulator; companies: string[] }> {
+/**
+ * Two replicas serving four companies, every entry of a first round delivered. `views` gives a
+ * replica a tenants directory of its own; `only` starts just those replicas.
+ */
+async function servedCompanies(
+  seed: number,
+  options: {
+    views?: (set: ReplicaSet) => Record<string, ReplicaView>;
+    only?: string[];
+    forgetAfterSeconds?: number;
+  } = {},
+): Promise<{ set: ReplicaSet; simulator: Simulator; companies: string[] }> {
   const simulator = await simulatedCompanies(seed, COMPANIES);
   const set = startReplicaSet(admin!, simulator, {
     leaseSeconds: LEASE_SECONDS,
     companies: COMPANIES,
     readsPerHour: 14_400,
+    ...(options.forgetAfterSeconds === undefined ? {} : { forgetAfterSeconds: options.forgetAfterSeconds }),
   });
   const companies = Array.from({ length: COMPANIES }, (_, i) => set.tenantName(i));
-  for (const id of REPLICAS) set.start(id);
+  const views = options.views?.(set) ?? {};
+  for (const id of options.only ?? REPLICAS) set.start(id, {}, views[id]);
   await everyCompanyHeld(set, companies);
   writeRound(simulator);
   await everythingDelivered(set, simulator);
@@ -147,4 +161,141 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     ]);
     expect(rows).toEqual([]);
   }, 300_000);
+
+  it('one replica’s tenants directory emptied, then that replica restarted: the records survive, every company is held, an invalid file runs on its last valid configuration', async () => {
+    const emptied = 'replica-a';
+    const { set, simulator, companies } = await servedCompanies(80, {
+      views: (set) => ({ [emptied]: { tenantsDir: copyOfTenants(set, emptied) } }),
+    });
+    const own = join(set.dir, `tenants-${emptied}`);
+    const invalid = set.tenantName(1);
+    for (const dir of [set.tenantsDir, own]) writeFileSync(join(dir, `${invalid}.yaml`), 'api: { apiKey: [\n');
+    await everyReplicaLogged(set, 'the invalid file', `"tenant":"${invalid}"`, 'last valid configuration');
+
+    // A ConfigMap gone empty on one replica: its read finds no tenant file at all.
+    for (const file of readdirSync(own)) rmSync(join(own, file));
+    const replica = set.replicas.get(emptied)!;
+    await until(
+      () => replica.logs().includes('holds no tenant file') || replica.logs().includes('"removed":["'),
+      30_000,
+      `${emptied} to read its emptied directory`,
+    );
+    expect(await recordedTenants(set)).toEqual(companies);
+    await everyCompanyHeld(set, companies);
+    writeRound(simulator);
+    await everythingDelivered(set, simulator);
+
+    // Restarted on the empty directory, it knows no tenant: it must not take a share it cannot run.
+    await stop(set, emptied);
+    const restarted = set.start(emptied, { tenantsDir: own });
+    await restarted.waitForLog('"msg":"changefeed running"', 60_000);
+    await restarted.waitForLog('not counted in the lease deal', 30_000);
+    await until(
+      async () => !(await liveInstances(set)).includes(emptied) && (await liveInstances(set)).length === 1,
+      30_000,
+      `${emptied} to sit the lease deal out`,
+    );
+    await everyCompanyHeld(set, companies);
+    writeRound(simulator);
+    await everythingDelivered(set, simulator);
+    expect(await recordedTenants(set)).toEqual(companies);
+    expect([...new Set((await set.holders()).values())]).toEqual(REPLICAS.filter((id) => id !== emptied));
+  }, 300_000);
+
+  it('a key moved from tenant A to tenant B while one replica has not read the directory again: A and B are never leased at once', async () => {
+    const stale = 'replica-a';
+    const fresh = 'replica-b';
+    // The stale replica reads a directory of its own, which never changes, once an hour.
+    const { set, companies } = await servedCompanies(81, {
+      views: (set) => ({ [stale]: { tenantsDir: copyOfTenants(set, stale), rescanSeconds: 3600 } }),
+      only: [stale],
+      forgetAfterSeconds: 2,
+    });
+    // A: the company the stale replica ranks highest, so it keeps it when the other joins and
+    // hands over its surplus (the lowest ranked).
+    const company = [0, 1, 2, 3].sort(
+      (x, y) => rendezvousWeight(set.tenantName(y), stale) - rendezvousWeight(set.tenantName(x), stale),
+    )[0]!;
+    const moved = set.tenantName(company);
+    // B: named to come first in the deal, and to rank the fresh replica above the stale one, so
+    // the fresh replica deals B to itself while the stale one still holds A.
+    const B = Array.from({ length: 100 }, (_, i) => `b-moved-${i}`).find(
+      (name) => rendezvousWeight(name, fresh) > rendezvousWeight(name, stale),
+    )!;
+    // A's file removed from the directory of the replica about to start; forgotten after 2 s.
+    set.removeTenantFile(company);
+    set.start(fresh);
+    await until(async () => !(await recordedTenants(set)).includes(moved), 60_000, `the record of ${moved} forgotten`);
+    // The stale replica has handed its surplus over, and kept A.
+    await until(
+      async () => {
+        const holders = [...(await set.holders()).values()];
+        return holders.includes(fresh) && (await set.holders()).get(moved) === stale;
+      },
+      60_000,
+      `${fresh} to hold tenants, ${stale} to keep ${moved}`,
+    );
+    const overlaps: string[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const held = await set.holders();
+        if (held.has(moved) && held.has(B)) overlaps.push(`${moved}@${held.get(moved)} ${B}@${held.get(B)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    try {
+      set.writeTenantFileAs(B, company);
+      await set.replicas.get(fresh)!.waitForLog(`"added":["${B}"]`, 30_000);
+      // Several lease rounds (2 s each) of the fresh replica, which deals B to itself.
+      const addedAt = Date.now();
+      await until(() => Date.now() > addedAt + 6_000, 20_000, 'three lease rounds');
+      expect(await leasesOverlapped(set, moved, B)).toBe(false);
+      // The stale replica stops (releasing A): B is taken, the others stay held.
+      await stop(set, stale);
+      await everyCompanyHeld(set, [...companies.filter((name) => name !== moved), B].sort());
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    expect(overlaps).toEqual([]);
+    expect(await leasesOverlapped(set, moved, B)).toBe(false);
+  }, 300_000);
 });
+
+/** A copy of the set's tenants directory for `id` alone, at `<dir>/tenants-<id>`. */
+function copyOfTenants(set: ReplicaSet, id: string): string {
+  const own = join(set.dir, `tenants-${id}`);
+  cpSync(set.tenantsDir, own, { recursive: true });
+  return own;
+}
+
+async function recordedTenants(set: ReplicaSet): Promise<string[]> {
+  const { rows } = await admin!.query<{ tenant: string }>(
+    `SELECT tenant FROM "${set.schema}".changefeed_tenant_records ORDER BY tenant`,
+  );
+  return rows.map((r) => r.tenant);
+}
+
+async function liveInstances(set: ReplicaSet): Promise<string[]> {
+  const { rows } = await admin!.query<{ instance_id: string }>(
+    `SELECT instance_id FROM "${set.schema}".changefeed_instances
+      WHERE heartbeat_at > clock_timestamp() - interval '${LEASE_SECONDS} seconds' ORDER BY instance_id`,
+  );
+  return rows.map((r) => r.instance_id);
+}
+
+/**
+ * Whether `b` was acquired while `a`'s lease was valid, from the lease rows: a release sets
+ * `expires_at` to its time, so `a` covered `b`'s acquisition if acquired before it and expiring
+ * (or released) after it.
+ */
+async function leasesOverlapped(set: ReplicaSet, a: string, b: string): Promise<boolean> {
+  const { rows } = await admin!.query<{ overlapped: boolean }>(
+    `SELECT (x.acquired_at < y.acquired_at AND x.expires_at > y.acquired_at) AS overlapped
+       FROM "${set.schema}".changefeed_leases x, "${set.schema}".changefeed_leases y
+      WHERE x.tenant = $1 AND y.tenant = $2 AND y.acquired_at IS NOT NULL`,
+    [a, b],
+  );
+  return rows.some((r) => r.overlapped);
+}

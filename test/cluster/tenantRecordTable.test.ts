@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { TENANT_RECORDS_SCHEMA_SQL } from '../../src/cluster/leaseSchema.js';
+import { TENANT_RECORDS_MISSING_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../src/cluster/leaseSchema.js';
 import { TenantRecordTable } from '../../src/cluster/tenantRecordTable.js';
 import { settleTenants } from '../../src/tenants/settleTenants.js';
 import type { ScannedTenant, TenantRecord } from '../../src/tenants/tenant.js';
@@ -18,16 +18,18 @@ const file = (name: string): ScannedTenant<string> => ({
   fileText: `${name} text`,
 });
 /** What one replica decides from the files it sees. */
-const decideFrom = (scanned: ScannedTenant<string>[]) => (records: readonly TenantRecord[]) => {
-  const settled = settleTenants(scanned, records, () => scanned[0]!);
-  return { result: settled.tenants.map((t) => t.name), changes: settled.changes };
-};
+const decideFrom =
+  (scanned: ScannedTenant<string>[], forgetAfterMs = 60_000) =>
+  (records: readonly TenantRecord[]) => {
+    const settled = settleTenants(scanned, records, () => scanned[0]!, forgetAfterMs);
+    return { result: settled.tenants.map((t) => t.name), changes: settled.changes };
+  };
 
 describe.skipIf(!admin)('TenantRecordTable', () => {
   it('two replicas settling claims of one key at once: one owner, and the other decides again from it', async () => {
     const schema = await createLeaseSchema(admin!);
     try {
-      await schema.query(TENANT_RECORDS_SCHEMA_SQL);
+      await schema.query(TENANT_RECORDS_SCHEMA_SQL + TENANT_RECORDS_MISSING_SQL);
       // Each replica sees another file with the key (one read the directory before the other).
       // Both decide to claim it from their first read; the settle lock, held here until both wait
       // on it, makes them write one after the other, the second deciding again from the first.
@@ -68,13 +70,34 @@ describe.skipIf(!admin)('TenantRecordTable', () => {
       await schema.close();
     }
   });
+  it('marks a missing file on the database clock, clears the mark when it is back, forgets the record only after the grace', async () => {
+    const schema = await createLeaseSchema(admin!);
+    try {
+      await schema.query(TENANT_RECORDS_SCHEMA_SQL + TENANT_RECORDS_MISSING_SQL);
+      const table = new TenantRecordTable(schema.pool());
+      await table.settle(decideFrom([file('a')]));
+      expect(await table.settle(decideFrom([]))).toEqual([]);
+      const [marked] = await table.read();
+      expect(marked?.tenant).toBe('a');
+      expect(marked?.missingForMs).toBeGreaterThanOrEqual(0);
+      await table.settle(decideFrom([file('a')]));
+      expect((await table.read())[0]?.missingForMs).toBeUndefined();
+      // Missing for an hour by the database's clock: forgotten at the next read that misses it.
+      await table.settle(decideFrom([]));
+      await schema.query("UPDATE changefeed_tenant_records SET missing_since = clock_timestamp() - interval '1 hour'");
+      await table.settle(decideFrom([], 3_600_000 - 1_000));
+      expect(await table.read()).toEqual([]);
+    } finally {
+      await schema.close();
+    }
+  });
   it('a settlement whose connection is cut while it waits for the lock fails, and nothing escapes', async () => {
     const schema = await createLeaseSchema(admin!);
     const escaped: unknown[] = [];
     const onEscape = (error: unknown): void => void escaped.push(error);
     process.on('uncaughtException', onEscape);
     try {
-      await schema.query(TENANT_RECORDS_SCHEMA_SQL);
+      await schema.query(TENANT_RECORDS_SCHEMA_SQL + TENANT_RECORDS_MISSING_SQL);
       const holder = await schema.pool().connect();
       await holder.query('BEGIN');
       await holder.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.changefeed_tenant_records'))");

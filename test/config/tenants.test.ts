@@ -1,9 +1,9 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENV_MAPPING } from '../../src/config/appConfigSchema.js';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
-import { readTenants } from '../../src/config/readTenants.js';
+import { readTenants, scanTenantFiles, settleTenantScan } from '../../src/config/readTenants.js';
 import { TENANT_SECTIONS } from '../../src/config/tenantConfigSchema.js';
 import { ConfigError } from '../../src/errors.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -241,5 +241,22 @@ describe('with tenants.dir', () => {
     expect(gone.tenants).toEqual(first.tenants);
     expect(gone.problems.map((p) => p.code)).toEqual(['TENANTS_DIR_UNREADABLE']);
     expect(gone.problems[0]?.message).toContain('does not exist');
+  });
+
+  it('refuses a read that finds no tenant file while the store records tenants: nothing stops, no record changes', () => {
+    const t = setup();
+    const source = t.load().tenants;
+    if (source.kind !== 'directory') throw new Error('a directory source');
+    const acme = t.tenant('acme.yaml', ['api: { apiKey: key-acme-0001 }']);
+    const records = [{ tenant: 'acme', keyFingerprint: 'f'.repeat(64), fileText: 'api: { apiKey: key-acme-0001 }' }];
+    const first = settleTenantScan(source, scanTenantFiles(source), [], records);
+    rmSync(acme);
+    const empty = settleTenantScan(source, scanTenantFiles(source), first.tenants, records);
+    expect(empty.tenants).toEqual(first.tenants);
+    expect(empty.changes).toEqual({ put: [], markMissing: [], remove: [] });
+    expect(empty.problems.map((p) => p.code)).toEqual(['TENANTS_DIR_EMPTY']);
+    expect(empty.problems[0]?.message).toContain('holds no tenant file, while the store records 1 tenants (acme)');
+    // Without records an empty directory is simply empty: nothing to protect.
+    expect(settleTenantScan(source, scanTenantFiles(source), [], []).problems).toEqual([]);
   });
 });

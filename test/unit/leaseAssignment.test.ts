@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { assignLeases, fairShares, type AssignmentSnapshot } from '../../src/cluster/leaseAssignment.js';
+import {
+  assignLeases,
+  fairShares,
+  tenantsMissingHere,
+  type AssignmentSnapshot,
+} from '../../src/cluster/leaseAssignment.js';
 
 const names = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
 const TENANTS_30 = names('company-', 30);
@@ -249,5 +254,57 @@ describe('fairShares', () => {
   it('gives the larger shares to the first replicas by id, whatever they hold', () => {
     expect(Object.fromEntries(fairShares(30, ['d', 'b', 'c', 'a', 'a']))).toEqual({ a: 8, b: 8, c: 7, d: 7 });
     expect(fairShares(5, [])).toEqual(new Map());
+  });
+});
+
+describe('tenantsMissingHere', () => {
+  const cases: {
+    name: string;
+    tenants: string[];
+    recorded: string[];
+    leases: [string, string][];
+    missing: string[];
+  }[] = [
+    {
+      name: 'a view with every recorded tenant takes part',
+      tenants: ['t1', 't2'],
+      recorded: ['t1', 't2'],
+      leases: [['t1', 'b']],
+      missing: [],
+    },
+    {
+      name: 'an empty view (a replica started on an empty directory) sits out while others run the tenants',
+      tenants: [],
+      recorded: ['t1', 't2', 't3'],
+      leases: [
+        ['t1', 'b'],
+        ['t3', 'b'],
+      ],
+      missing: ['t1', 't3'],
+    },
+    {
+      name: 'a recorded tenant nobody holds (its file gone everywhere) keeps nobody out',
+      tenants: ['t1'],
+      recorded: ['t1', 't2'],
+      leases: [],
+      missing: [],
+    },
+    {
+      name: 'a recorded tenant held here, though gone from the view, keeps nobody out (this replica stops it)',
+      tenants: ['t1'],
+      recorded: ['t1', 't2'],
+      leases: [['t2', 'a']],
+      missing: [],
+    },
+    {
+      name: 'a tenant another replica holds but the store does not record (a stale replica) keeps nobody out',
+      tenants: ['t1'],
+      recorded: ['t1'],
+      leases: [['old', 'b']],
+      missing: [],
+    },
+  ];
+  it.each(cases)('$name', ({ tenants, recorded, leases, missing }) => {
+    expect(tenantsMissingHere({ me: 'a', tenants, recorded, leases: new Map(leases) })).toEqual(missing);
   });
 });

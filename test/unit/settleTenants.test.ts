@@ -33,6 +33,10 @@ const rec = (name: string, key: string, v = 1): TenantRecord => ({
   keyFingerprint: fp(key),
   fileText: `${key} v${v}`,
 });
+/** tenants.forgetAfterSeconds of these cases, in ms. */
+const FORGET_AFTER_MS = 60_000;
+/** The record of `name` whose file has been missing for `ms`. */
+const missing = (name: string, key: string, ms: number): TenantRecord => ({ ...rec(name, key), missingForMs: ms });
 /** The stored text validated again; `bad` in it stands for a text no longer valid. */
 const lastValid = (record: TenantRecord): ScannedTenant<number> => {
   const [key = '', version = ''] = record.fileText.split(' ');
@@ -47,8 +51,9 @@ interface Case {
   runs: string[];
   /** tenant:code of each problem. */
   problems: string[];
-  /** The records written (tenant:key:version) and removed afterwards. */
+  /** The records written (tenant:key:version), marked missing, and removed afterwards. */
   put: string[];
+  markMissing?: string[];
   remove: string[];
 }
 
@@ -135,13 +140,68 @@ const cases: Case[] = [
     remove: [],
   },
   {
-    name: 'a removed file stops its tenant and its record goes',
+    name: 'a removed file stops its tenant; its record stays, marked missing on the first read that misses it',
     scanned: [ok('b', 'k2')],
     records: [rec('a', 'k1'), rec('b', 'k2')],
     runs: ['b:1'],
     problems: [],
     put: [],
+    markMissing: ['a'],
+    remove: [],
+  },
+  {
+    name: 'a record missing for less than tenants.forgetAfterSeconds stays, and is not marked again',
+    scanned: [ok('b', 'k2')],
+    records: [missing('a', 'k1', FORGET_AFTER_MS - 1), rec('b', 'k2')],
+    runs: ['b:1'],
+    problems: [],
+    put: [],
+    remove: [],
+  },
+  {
+    name: 'a record missing for tenants.forgetAfterSeconds goes',
+    scanned: [ok('b', 'k2')],
+    records: [missing('a', 'k1', FORGET_AFTER_MS), rec('b', 'k2')],
+    runs: ['b:1'],
+    problems: [],
+    put: [],
     remove: ['a'],
+  },
+  {
+    name: 'a file back before it is forgotten carries on, its mark cleared',
+    scanned: [ok('a', 'k1')],
+    records: [missing('a', 'k1', FORGET_AFTER_MS - 1)],
+    runs: ['a:1'],
+    problems: [],
+    put: ['a:k1:1'],
+    remove: [],
+  },
+  {
+    name: 'an invalid file back before it is forgotten runs on its stored text, its mark cleared',
+    scanned: [invalid('a')],
+    records: [missing('a', 'k1', FORGET_AFTER_MS - 1)],
+    runs: ['a:1'],
+    problems: ['a:CONFIG_INVALID'],
+    put: ['a:k1:1'],
+    remove: [],
+  },
+  {
+    name: 'the key of a tenant missing but not forgotten is still its own: a copy first by name is refused',
+    scanned: [ok('a-copy', 'k1')],
+    records: [missing('t1', 'k1', FORGET_AFTER_MS - 1)],
+    runs: [],
+    problems: ['a-copy:TENANT_KEY_OF_REMOVED_TENANT'],
+    put: [],
+    remove: [],
+  },
+  {
+    name: 'a record missing for long is kept while a file holds its key (a rename stays refused)',
+    scanned: [ok('acme', 'k1')],
+    records: [missing('company-0', 'k1', 10 * FORGET_AFTER_MS)],
+    runs: [],
+    problems: ['acme:TENANT_KEY_OF_REMOVED_TENANT'],
+    put: [],
+    remove: [],
   },
   {
     name: 'a rename (the owner gone, its key in a new file) is refused, and the owner record kept',
@@ -150,6 +210,7 @@ const cases: Case[] = [
     runs: [],
     problems: ['acme:TENANT_KEY_OF_REMOVED_TENANT'],
     put: [],
+    markMissing: ['company-0'],
     remove: [],
   },
   {
@@ -177,27 +238,34 @@ const records = (put: readonly TenantRecord[]): string[] =>
 
 /** `settleTenants` applied to `scanned`, its changes applied to `before`: the next read's records. */
 function settleAndApply(scanned: ScannedTenant<number>[], before: TenantRecord[]) {
-  const settled = settleTenants(scanned, before, lastValid);
+  const settled = settleTenants(scanned, before, lastValid, FORGET_AFTER_MS);
   const after = new Map(before.map((r) => [r.tenant, r]));
   for (const name of settled.changes.remove) after.delete(name);
   for (const r of settled.changes.put) after.set(r.tenant, r);
+  for (const name of settled.changes.markMissing) after.set(name, { ...after.get(name)!, missingForMs: 0 });
   return { settled, records: [...after.values()] };
 }
 
+/** `records` as a read `ms` later finds them. */
+const later = (records: TenantRecord[], ms: number): TenantRecord[] =>
+  records.map((r) => (r.missingForMs === undefined ? r : { ...r, missingForMs: r.missingForMs + ms }));
+
 describe('settleTenants', () => {
-  it.each(cases)('$name', ({ scanned, records: stored, runs, problems, put, remove }) => {
-    const settled = settleTenants(scanned, stored, lastValid);
+  it.each(cases)('$name', (c) => {
+    const { scanned, records: stored, runs, problems, put, remove } = c;
+    const settled = settleTenants(scanned, stored, lastValid, FORGET_AFTER_MS);
     expect(settled.tenants.map((x) => `${x.name}:${x.config}`)).toEqual(runs);
     expect(settled.problems.map((p) => `${p.tenant}:${p.code}`)).toEqual(problems);
     expect(records(settled.changes.put)).toEqual(put);
+    expect(settled.changes.markMissing).toEqual(c.markMissing ?? []);
     expect(settled.changes.remove).toEqual(remove);
   });
 
   it('decides from the files and the records alone: the order the files are listed in never counts', () => {
     const scanned = [ok('t0', 'k0'), ok('t1', 'k1'), ok('a0', 'k0'), invalid('t2')];
     const stored = [rec('t0', 'k0'), rec('t2', 'k2')];
-    const first = settleTenants(scanned, stored, lastValid);
-    const reversed = settleTenants([...scanned].reverse(), [...stored].reverse(), lastValid);
+    const first = settleTenants(scanned, stored, lastValid, FORGET_AFTER_MS);
+    const reversed = settleTenants([...scanned].reverse(), [...stored].reverse(), lastValid, FORGET_AFTER_MS);
     expect(reversed).toEqual(first);
     expect(first.tenants.map((x) => x.name)).toEqual(['t0', 't1', 't2']);
   });
@@ -210,17 +278,32 @@ describe('settleTenants', () => {
     expect(second.settled.problems).toEqual([]);
   });
 
-  it('a rename refused until the new file goes, then the key is free for a fresh start', () => {
+  it('a rename refused until the new file goes and the old tenant is forgotten, then the key is free for a fresh start', () => {
     const refused = settleAndApply([ok('acme', 'k1')], [rec('company-0', 'k1')]);
-    expect(refused.records).toEqual([rec('company-0', 'k1')]);
-    const forgotten = settleAndApply([], refused.records);
+    expect(refused.records).toEqual([missing('company-0', 'k1', 0)]);
+    const stillRefused = settleAndApply([ok('acme', 'k1')], later(refused.records, 10 * FORGET_AFTER_MS));
+    expect(stillRefused.settled.tenants).toEqual([]);
+    expect(stillRefused.records).toEqual([missing('company-0', 'k1', 10 * FORGET_AFTER_MS)]);
+    // The new file removed: kept while not yet forgotten, then gone.
+    expect(settleAndApply([], later(refused.records, FORGET_AFTER_MS - 1)).records).toHaveLength(1);
+    const forgotten = settleAndApply([], later(refused.records, FORGET_AFTER_MS));
     expect(forgotten.records).toEqual([]);
     const fresh = settleAndApply([ok('acme', 'k1')], forgotten.records);
     expect(fresh.settled.tenants.map((x) => x.name)).toEqual(['acme']);
-    // Named back, the owner carries on with its record (and its history in the store).
-    const back = settleAndApply([ok('company-0', 'k1')], refused.records);
+    // Named back, the owner carries on with its record (and its history in the store), unmarked.
+    const back = settleAndApply([ok('company-0', 'k1')], later(refused.records, 1_000));
     expect(back.settled.tenants.map((x) => x.name)).toEqual(['company-0']);
-    expect(back.settled.changes).toEqual({ put: [], remove: [] });
+    expect(back.records).toEqual([rec('company-0', 'k1')]);
+  });
+
+  it('records what the store holds after the changes, for the lease deal', () => {
+    const settled = settleTenants(
+      [ok('b', 'k2'), ok('c', 'k3')],
+      [rec('a', 'k1'), missing('d', 'k4', FORGET_AFTER_MS), rec('b', 'k2')],
+      lastValid,
+      FORGET_AFTER_MS,
+    );
+    expect(settled.recorded).toEqual(['a', 'b', 'c']);
   });
 
   it('says whether the refused tenant keeps running, names both tenants, and the key only by a short fingerprint', () => {
@@ -228,6 +311,7 @@ describe('settleTenants', () => {
       [ok('a', 'k1'), ok('b', 'k1'), ok('c', 'k1', 2)],
       [rec('b', 'k1'), rec('c', 'k2')],
       lastValid,
+      FORGET_AFTER_MS,
     ).problems;
     expect(notStarted?.message).toBe(
       'tenant "a" (/t/a.yaml) has the same API key (sha256 k10000000000) as tenant "b" (/t/b.yaml), ' +
@@ -240,7 +324,7 @@ describe('settleTenants', () => {
   });
 
   it('tells how to rename without replaying the history', () => {
-    const [problem] = settleTenants([ok('acme', 'k1')], [rec('company-0', 'k1')], lastValid).problems;
+    const [problem] = settleTenants([ok('acme', 'k1')], [rec('company-0', 'k1')], lastValid, FORGET_AFTER_MS).problems;
     expect(problem?.message).toContain('name the file "company-0.yaml" again');
     expect(problem?.message).toContain('would read all of it again into its sinks');
   });

@@ -46,6 +46,23 @@ describe('/readyz of a process serving tenants', () => {
     expect(ready(checks)).toBe(expected);
   });
 
+  it('is not ready while its view of the tenants directory is refused or lacks tenants others run, and says why', () => {
+    const checks = tenantReadiness({
+      runtimes: [runtime('a', [fine])],
+      startFailures: new Map(),
+      problems: [],
+      backendProblem: undefined,
+      isolated: true,
+      viewProblem: 'the tenants directory /tenants holds no tenant file',
+    });
+    expect(ready(checks)).toBe(false);
+    expect(checks[0]).toEqual({
+      name: 'tenants-directory',
+      ok: false,
+      detail: 'the tenants directory /tenants holds no tenant file',
+    });
+  });
+
   it('still names a failing tenant and why, under its own name', () => {
     const checks = tenantReadiness({
       runtimes: [runtime('b', [starting])],

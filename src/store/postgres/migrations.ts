@@ -1,4 +1,10 @@
-import { INSTANCE_ADVERTISE_SQL, LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
+import {
+  INSTANCE_ADVERTISE_SQL,
+  LEASE_KEY_SQL,
+  LEASE_SCHEMA_SQL,
+  TENANT_RECORDS_MISSING_SQL,
+  TENANT_RECORDS_SCHEMA_SQL,
+} from '../../cluster/leaseSchema.js';
 
 /**
  * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
@@ -30,6 +36,11 @@ import { INSTANCE_ADVERTISE_SQL, LEASE_SCHEMA_SQL, TENANT_RECORDS_SCHEMA_SQL } f
  *
  * Migration 4 adds `changefeed_instances.advertise_url`: where each replica's feed is reached, so
  * a replica not holding a tenant redirects its feed clients to the one that does (docs/scaling.md).
+ *
+ * Migration 5 adds `changefeed_tenant_records.missing_since` (a record outlives its file by
+ * `tenants.forgetAfterSeconds`) and `changefeed_leases.key_fingerprint` (one key, one leased tenant
+ * in the cluster); see leaseSchema.ts. Both are NULL on the rows of earlier versions, and the
+ * replicas of the previous version still running in a rolling update never name them.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -173,5 +184,9 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   ${INSTANCE_ADVERTISE_SQL}
+  `,
+  `
+  ${TENANT_RECORDS_MISSING_SQL}
+  ${LEASE_KEY_SQL}
   `,
 ];

@@ -51,6 +51,9 @@ import { TENANT_KEYS_MIGRATION } from './tenantKeysMigration.js';
  * Migration 8 adds `tenant_records`: which tenant owns each API key and the text of each tenant
  * file as it last validated, from which the tenants are decided (docs/tenants.md); the same as
  * PostgreSQL's `changefeed_tenant_records`.
+ *
+ * Migration 9 adds `tenant_records.missing_since` (ms since the epoch): when a read first missed
+ * the tenant's file; the record is forgotten only after `tenants.forgetAfterSeconds` of that.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -183,5 +186,8 @@ export const MIGRATIONS: readonly string[] = [
     file_text TEXT NOT NULL,
     recorded_at INTEGER NOT NULL
   ) WITHOUT ROWID;
+  `,
+  `
+  ALTER TABLE tenant_records ADD COLUMN missing_since INTEGER;
   `,
 ];
