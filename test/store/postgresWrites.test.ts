@@ -213,7 +213,7 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     };
     const store = await backend.tenantStore('t', { fence });
     const write = store.setMeta('k', 'v').catch((e: unknown) => e);
-    await until(async () => pid !== 0);
+    await until(() => Promise.resolve(pid !== 0));
     // The pool's own idle timeout is a minute: ended sooner, it was the fence's bound.
     await until(
       async () => (await admin!.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0,
