@@ -67,7 +67,10 @@ export class EventFeed {
     this.signal.notify();
   }
 
-  /** Ends every open stream and long-poll; the server closes their connections. */
+  /**
+   * Ends every open stream and long-poll (a waiting one answers with the empty page it has), so
+   * their clients ask again and find where the tenant is served now.
+   */
   close(): void {
     for (const abort of this.open) abort.abort();
   }
@@ -200,7 +203,9 @@ export class EventFeed {
     } finally {
       if (waits) request.slots.waits.release(request.reader.key);
     }
-    if (abort.aborted) return;
+    // The client left. A wait cut short by close() (the tenant stopped here: handed over, removed)
+    // still answers, with what it has: the client asks again and meets the tenant's new holder.
+    if (res.destroyed) return;
     const next = formatCursor(page.next);
     // The stored JSON with one attribute added at the end: `sequence` (CloudEvents Sequence extension).
     const body = `[${page.events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;

@@ -64,6 +64,8 @@ export class ChangefeedMetrics {
   readonly feedStreams: Gauge<'tenant'>;
   readonly feedEventsServed: Counter<'tenant' | 'mode'>;
   private readonly sources = new Map<string, TenantMetricSource>();
+  /** RateLimit-Remaining of each tenant's last answer, exported while the tenant is attached. */
+  private readonly budgets = new Map<string, number>();
   /** Outbox counts read during the scrape under way: three gauges share one query per sink. */
   private scrapeCounts = new Map<string, Promise<DeliveryCounts>>();
 
@@ -101,11 +103,22 @@ export class ChangefeedMetrics {
       labelNames: ['tenant'],
       registers,
     });
+    const budgets = this.budgets;
+    const sources = this.sources;
     this.budgetRemaining = new Gauge({
       name: 'changefeed_budget_remaining',
       help: 'RateLimit-Remaining from the last response: reads left in the window.',
       labelNames: ['tenant'],
       registers,
+      // Only for the tenants running here: the last answer of a tenant handed over or removed
+      // would stay for ever, and an exhausted one keep its alert firing from this replica.
+      collect() {
+        this.reset();
+        for (const tenant of sources.keys()) {
+          const remaining = budgets.get(tenant);
+          if (remaining !== undefined) this.set({ tenant }, remaining);
+        }
+      },
     });
     this.ingested = new Counter({
       name: 'changefeed_entries_ingested_total',
@@ -174,7 +187,14 @@ export class ChangefeedMetrics {
 
   /** The tenant stopped here: its gauges leave /metrics (a newer runtime of it attached since stays). */
   detach(tenant: string, source: TenantMetricSource): void {
-    if (this.sources.get(tenant) === source) this.sources.delete(tenant);
+    if (this.sources.get(tenant) !== source) return;
+    this.sources.delete(tenant);
+    this.budgets.delete(tenant);
+  }
+
+  /** A tenant's RateLimit-Remaining from an answer of the service. */
+  budgetLeft(tenant: string, remaining: number): void {
+    this.budgets.set(tenant, remaining);
   }
 
   /** Called before each scrape: outbox counts are read once per sink and scrape. */
@@ -378,7 +398,7 @@ export class TenantMetrics implements FeedObserver {
     const tenant = this.tenant;
     this.all.requests.inc({ tenant, endpoint: endpointOf(path), status: String(meta.status) });
     if (meta.status === 429) this.all.rateLimited.inc({ tenant });
-    if (meta.remaining !== undefined) this.all.budgetRemaining.set({ tenant }, meta.remaining);
+    if (meta.remaining !== undefined) this.all.budgetLeft(tenant, meta.remaining);
   }
 
   observeClockRejected(): void {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { closeSilentConnections, headTimeoutOptions } from '../silentConnections.js';
 
 export const httpConfigSchema = z
   .object({
@@ -36,6 +37,16 @@ export const httpConfigSchema = z
         'Most connections the server holds at once (probes, metrics); more are ' +
           'closed as they arrive, so idle connections from whoever reaches the port cannot use up file descriptors.',
       ),
+    headersTimeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(120)
+      .default(10)
+      .describe(
+        'A client must send its request head within this many seconds of connecting, or its connection is ' +
+          'closed: silent or slow connections cannot hold every place of `maxConnections` and starve the probes.',
+      ),
   })
   .strict();
 
@@ -68,7 +79,8 @@ export interface HealthServer {
  * passes; the JSON body says which fails) and `/metrics` (Prometheus text format).
  */
 export async function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
-  const server: Server = createServer((req, res) => {
+  const timeoutMs = config.headersTimeoutSeconds * 1000;
+  const server: Server = createServer(headTimeoutOptions(timeoutMs), (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET' }).end();
@@ -99,6 +111,7 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
   });
   // Anyone who reaches the port may open connections before any token is checked: bounded.
   server.maxConnections = config.maxConnections;
+  closeSilentConnections(server, timeoutMs);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port ?? 0, config.host, () => {

@@ -86,6 +86,7 @@ export class PostgresSink implements Sink {
         }
         await this.run(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
         await this.addMissingColumns(lease, signal);
+        await this.checkEventKey(lease, signal);
         if (this.config.createTable) {
           for (const statement of this.sql.indexes) await this.run(lease, statement, [], signal);
           await this.run(lease, 'RESET lock_timeout', [], signal);
@@ -115,12 +116,26 @@ export class PostgresSink implements Sink {
     ).map((row) => row.name);
     if (missing.length === 0) return;
     if (!this.config.createTable)
-      throw new MissingColumnsError(
+      throw new UnusableTableError(
         `table ${this.sql.table} lacks column${missing.length > 1 ? 's' : ''} ${missing.map((c) => `"${c}"`).join(' and ')} ` +
           `(createTable is off, so the sink does not alter it): run \`${addColumnsStatement(this.sql.table, missing)}\` ` +
           'as its owner, or set createTable: true',
       );
     for (const column of missing) await this.run(lease, this.sql.addColumn[column], [], signal);
+  }
+
+  /**
+   * The insert names no conflict target (see postgresTable.ts): without a unique key on the event,
+   * a batch sent again after a lost connection would land twice. A table the sink created has one;
+   * one made by hand may not, and the sink does not add constraints to it.
+   */
+  private async checkEventKey(lease: Lease, signal: AbortSignal): Promise<void> {
+    const [row] = await this.rows<{ keyed: boolean }>(lease, this.sql.eventKey, [this.sql.table], signal);
+    if (row?.keyed) return;
+    throw new UnusableTableError(
+      `table ${this.sql.table} has no primary key or unique index on (tenant, id), so a batch sent again ` +
+        `would be written twice: run \`CREATE UNIQUE INDEX ON ${this.sql.table} (tenant, id)\` as its owner`,
+    );
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
@@ -287,11 +302,11 @@ function neverFits(state: string): boolean {
   return state.startsWith('22') || state === '54000';
 }
 
-/** The table lacks columns the sink writes and may not add them: the message says the statement to run. */
-class MissingColumnsError extends Error {}
+/** The table lacks columns the sink writes, or a key on the event, and the sink may not fix it: the message says the statement to run. */
+class UnusableTableError extends Error {}
 
 function explain(error: unknown): string {
-  if (error instanceof MissingColumnsError) return error.message;
+  if (error instanceof UnusableTableError) return error.message;
   const e = error as { message?: string; code?: string };
   const hint =
     e.code === '28P01' || e.code === '28000'

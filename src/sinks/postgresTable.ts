@@ -63,6 +63,11 @@ export interface TableSql {
   create: string[];
   /** Which of ADDED_COLUMNS the table lacks: `$1` the table, `$2` the column names; rows of `{ name }`. */
   missingColumns: string;
+  /**
+   * Whether the table has a key that makes a re-sent event a no-op: a primary key or plain unique
+   * index on (`tenant`, `id`) or on `id` alone (a migrated table); `$1` the table; one row `{ keyed }`.
+   */
+  eventKey: string;
   /** ALTER TABLE adding one column, for each of ADDED_COLUMNS. */
   addColumn: Record<AddedColumn, string>;
   /** The indexes when missing; run once the columns exist. */
@@ -105,6 +110,13 @@ export function tableSql(name: string): TableSql {
     missingColumns: `SELECT c AS name FROM unnest($2::text[]) AS c
       WHERE NOT EXISTS (SELECT 1 FROM pg_attribute
         WHERE attrelid = to_regclass($1) AND attname = c AND attnum > 0 AND NOT attisdropped)`,
+    eventKey: `SELECT EXISTS (SELECT 1 FROM pg_index i
+      WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indimmediate
+        AND i.indpred IS NULL AND i.indexprs IS NULL
+        AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
+               FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+               JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+              WHERE k.n <= i.indnkeyatts) IN (ARRAY['id'], ARRAY['id', 'tenant'])) AS keyed`,
     addColumn,
     indexes: [
       `CREATE INDEX IF NOT EXISTS ${index('_by_object_time')} ON ${table} (log, object_id, time)`,

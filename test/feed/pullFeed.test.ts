@@ -144,4 +144,20 @@ describe('GET /v1/events', () => {
     expect(events(empty)).toEqual([]);
     expect(empty.headers['changefeed-cursor']).toBe(formatCursor(7));
   });
+
+  it('answers a waiting long-poll with an empty page when its tenant stops here, so the client asks again', async () => {
+    const clock = new ManualClock(Date.now());
+    const h = await feedOf(5, { clock });
+    const waiting = get(h, `/v1/events?after=${formatCursor(5)}&wait=30`);
+    await until(() => clock.nextWakeAt() !== undefined, 5_000, 'the long-poll to wait');
+    // The tenant is handed over or removed: the process and its listener go on.
+    h.feed.close();
+    const answered = await Promise.race([
+      waiting,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000)),
+    ]);
+    expect(answered?.status).toBe(200);
+    expect(events(answered!)).toEqual([]);
+    expect(answered?.headers['changefeed-cursor']).toBe(formatCursor(5));
+  });
 });

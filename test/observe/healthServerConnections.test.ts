@@ -52,4 +52,27 @@ describe('the health server', () => {
     first.destroy();
     await until(() => answers(url), 30_000, 'a new connection answered once one was released');
   });
+
+  it('closes a connection that sends no request head within http.headersTimeoutSeconds: silent sockets cannot starve /healthz', async () => {
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0, maxConnections: 2, headersTimeoutSeconds: 1 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: new Registry(),
+    });
+    const url = new URL(server.url);
+    // One silent from the start, one that sends half a request head and stops.
+    const silent = connect(Number(url.port), url.hostname);
+    const slow = connect(Number(url.port), url.hostname);
+    for (const s of [silent, slow]) {
+      sockets.push(s);
+      s.on('error', () => undefined);
+    }
+    slow.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    const closed = (s: Socket) => new Promise<number>((resolve) => s.once('close', () => resolve(Date.now())));
+    const started = Date.now();
+    const [silentClosed, slowClosed] = await Promise.all([closed(silent), closed(slow)]);
+    expect(silentClosed - started).toBeLessThan(5_000);
+    expect(slowClosed - started).toBeLessThan(5_000);
+    expect(await answers(url)).toBe(true);
+  }, 15_000);
 });

@@ -55,4 +55,27 @@ describe('the process metrics', () => {
     expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'broken' })).toBeUndefined();
     expect(sampleValue(text, 'process_cpu_seconds_total')).toBeGreaterThan(0);
   });
+
+  it('the budget left of a tenant that stopped here leaves /metrics: an exhausted one would page for ever', async () => {
+    const metrics = new ProcessMetrics();
+    const acme = metrics.tenants.forTenant('acme');
+    const acmeSource = source(0);
+    acme.attach(acmeSource);
+    const meta = { status: 200, remaining: 0 } as Parameters<typeof acme.observeResponse>[0];
+    acme.observeResponse(meta, '/api/v1/identity-provider-events');
+    expect(sampleValue(await metrics.metrics(), 'changefeed_budget_remaining', { tenant: 'acme' })).toBe(0);
+
+    // Handed over to another replica (or removed): its alert must not go on firing from here.
+    acme.detach(acmeSource);
+    expect(sampleValue(await metrics.metrics(), 'changefeed_budget_remaining', { tenant: 'acme' })).toBeUndefined();
+    // A poll that was in flight answers after the detach: still not exported.
+    acme.observeResponse(meta, '/api/v1/identity-provider-events');
+    expect(sampleValue(await metrics.metrics(), 'changefeed_budget_remaining', { tenant: 'acme' })).toBeUndefined();
+
+    // Back here: its next answer shows again.
+    const again = metrics.tenants.forTenant('acme');
+    again.attach(source(0));
+    again.observeResponse({ ...meta, remaining: 7 }, '/api/v1/identity-provider-events');
+    expect(sampleValue(await metrics.metrics(), 'changefeed_budget_remaining', { tenant: 'acme' })).toBe(7);
+  });
 });

@@ -251,6 +251,33 @@ describe('postgres sink', () => {
     await sink.write([event(1, { tenant: 'acme' })], never);
   });
 
+  it('refuses a table created by hand without a key on (tenant, id): a re-sent batch would land twice', async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = `"${schema}"."events"`;
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(`CREATE TABLE ${qualified} (
+      id text NOT NULL, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
+      subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
+      event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now())`);
+    // A unique index on something else is no key of an event.
+    await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id, ingested_at)`);
+    for (const createTable of [false, true]) {
+      const { sink } = sinkFor('events', { createTable }, schema);
+      const { error } = await rejection(sink.connect(never));
+      expect(error).toBeInstanceOf(SinkUnavailableError);
+      expect(error.message).toContain(`table ${qualified} has no primary key or unique index on (tenant, id)`);
+      expect(error.message).toContain(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id)`);
+    }
+    await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id)`);
+    const { sink } = sinkFor('events', { createTable: false }, schema);
+    await sink.connect(never);
+    await sink.write([event(1, { tenant: 'acme' })], never);
+    await sink.write([event(1, { tenant: 'acme' })], never);
+    const { rows } = await admin!.query<{ n: string }>(`SELECT count(*) AS n FROM ${qualified}`);
+    expect(rows[0]?.n).toBe('1');
+  });
+
   it('gives two long table names of one schema indexes of their own', async (ctx) => {
     if (skipReason) return ctx.skip();
     const schema = newSchema();
