@@ -47,9 +47,11 @@ export class TenantRuntime {
     readonly config: AppConfig,
     store: ChangefeedStore,
     private readonly options: DaemonOptions & { metrics: ProcessMetrics },
+    /** On a shared store: called before each request to the service; throws LEASE_LOST once the lease is gone. */
+    requestGuard?: () => void,
   ) {
     this.logger = options.logger.child({ tenant });
-    this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error));
+    this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error), requestGuard);
   }
 
   /** This tenant's journal over HTTP, when feed.enabled. */
