@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { DrainReport } from '../deliver/deliveryEngine.js';
-import { describeError, isAbortError } from '../errors.js';
+import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
@@ -80,7 +80,8 @@ export class TenantRuntime {
       await pingService(this.parts.client, this.abort.signal);
       return true;
     } catch (error) {
-      if (isAbortError(error)) throw error;
+      // A lease lost while the tenant starts: nothing more is asked or written here.
+      if (isAbortError(error) || errorCodeOf(error) === 'LEASE_LOST') throw error;
       this.logger.error(
         { err: describeError(error), requestId: requestIdOf(error) },
         'ping failed; polling will retry',

@@ -67,3 +67,32 @@ it("a tenant's runtime asks its lease before every request to the service, and s
     await backend.close();
   }
 }, 60_000);
+
+it('a tenant whose lease was lost while it started sends the service nothing, not even its ping', async () => {
+  const simulator = await simulatedCompanies(8, 1);
+  const stateDir = makeTempDir();
+  const config = simulatorConfig({
+    simulator,
+    stateDir,
+    overrides: { sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'company-0.jsonl') }] },
+  });
+  // A replica resumed after a pause that caught the tenant starting: the lease's local deadline
+  // passed, and the start goes on from where it was (the store prepared, the ping next).
+  const backend = new SqliteStoreBackend(config);
+  supervisor = new TenantSupervisor({
+    backend,
+    options: { logger: noopLogger, metrics: new ProcessMetrics() },
+    configOf: () => config,
+    requestGuardOf: () => () => {
+      throw new LeaseLostError('company-0', 'past its local deadline', 'the request was not sent');
+    },
+  });
+  try {
+    await supervisor.start({ name: 'company-0', file: undefined, config, keyFingerprint: 'test' });
+    expect(simulator.requests.map((r) => r.path)).toEqual([]);
+    expect(supervisor.startFailures.get('company-0')).toMatch(/lease of tenant "company-0" lost/);
+  } finally {
+    await supervisor.stopAll();
+    await backend.close();
+  }
+});
