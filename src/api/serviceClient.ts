@@ -43,6 +43,12 @@ export interface ServiceClientOptions {
   maxEntryBytes?: number;
   clock: Clock;
   gate: RequestGate;
+  /**
+   * Called right before every request leaves, after the gate's wait; what it throws is thrown
+   * instead and nothing is sent. A replica passes its tenant's lease check here (LEASE_LOST once
+   * the lease is past its local deadline), so a replica resumed after a pause polls nothing.
+   */
+  requestGuard?: () => void;
   logger: Logger;
   connections?: number;
 }
@@ -101,6 +107,7 @@ export class ServiceClient {
     // Outside the transport try: a missing key file is a credential problem, not a network one.
     const authorization = `Bearer ${this.options.apiKey()}`;
     await this.options.gate.acquire(priority, signal);
+    this.options.requestGuard?.();
     const started = this.options.clock.now();
     // The caller's signal lives as long as the tenant: AbortSignal.any would leave an entry on it
     // for every request, for good, on Node 20 (nodejs/node#55351). anySignal's listeners go when

@@ -155,15 +155,39 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return localThenDatabaseFence(claim, this.options.leaseMs, () => {
-      if (this.held.get(tenant)?.epoch === lease.epoch && this.canWrite(tenant)) return true;
-      // Refused for its deadline before the deadline's timer ran (an event loop stalled past it
-      // runs I/O first): the refused write stops the tenant's runtime, so the lease is given up
-      // now. Left to the timer, a renewal answered meanwhile would keep it, renewed for good,
-      // for a tenant nobody runs.
-      this.expireDue();
-      return false;
-    });
+    return localThenDatabaseFence(claim, this.options.leaseMs, () => this.locallyValid(tenant, lease.epoch));
+  }
+
+  /**
+   * What `tenant`'s service client calls right before each request leaves, under the lease held
+   * now: it throws LeaseLostError (no round trip) once that lease is past its local deadline or
+   * given up, the check the fence makes first. A replica resumed after a pause (SIGSTOP, a frozen
+   * VM) runs I/O callbacks (a response that came meanwhile, then its next page) and the timers
+   * due before the deadline's before that one: without this check such a poll would reach the
+   * service while another replica holds the tenant. Throws LeaseLostError if not held now.
+   */
+  requestGuard(tenant: string): () => void {
+    const lease = this.held.get(tenant);
+    if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
+    return () => {
+      if (!this.locallyValid(tenant, lease.epoch))
+        throw new LeaseLostError(
+          tenant,
+          `epoch ${lease.epoch} is past its local deadline or was given up`,
+          'the request was not sent',
+        );
+    };
+  }
+
+  /** Whether the lease of `tenant` at `epoch` is held and before its local deadline. */
+  private locallyValid(tenant: string, epoch: number): boolean {
+    if (this.held.get(tenant)?.epoch === epoch && this.canWrite(tenant)) return true;
+    // Refused for its deadline before the deadline's timer ran (an event loop stalled past it
+    // runs I/O first): the refusal stops the tenant's runtime, so the lease is given up now. Left
+    // to the timer, a renewal answered meanwhile would keep it, renewed for good, for a tenant
+    // nobody runs.
+    this.expireDue();
+    return false;
   }
 
   /**

@@ -39,11 +39,9 @@ export interface LeaseClaim {
 export class LeaseLostError extends ChangefeedError {
   readonly tenant: string;
 
-  constructor(tenant: string, reason: string) {
-    super(
-      'LEASE_LOST',
-      `lease of tenant "${tenant}" lost: ${reason}; the write was not made (another replica carries on)`,
-    );
+  /** `refused`: what was not done, for the message. */
+  constructor(tenant: string, reason: string, refused = 'the write was not made') {
+    super('LEASE_LOST', `lease of tenant "${tenant}" lost: ${reason}; ${refused} (another replica carries on)`);
     this.tenant = tenant;
   }
 }

@@ -313,6 +313,7 @@ export class ChangefeedDaemon {
       options: this.options,
       configOf: (tenant) => tenantAppConfig(this.config, tenant.config),
       fenceOf: (tenant) => this.leases?.fenceOf(tenant),
+      requestGuardOf: (tenant) => this.leases?.requestGuardOf(tenant),
       leaseMs: backend instanceof PostgresStoreBackend ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;

@@ -71,6 +71,8 @@ export function assembleTenant(
   options: DaemonOptions & { metrics: ProcessMetrics },
   /** A write of the tenant refused with LEASE_LOST, by polling or delivery: the runtime stops. */
   onLeaseLost: (error: unknown) => void,
+  /** On a shared store: the lease's local check, made before each request to the service. */
+  requestGuard?: () => void,
 ): DaemonParts {
   const logger = options.logger.child({ tenant });
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
@@ -95,7 +97,15 @@ export function assembleTenant(
   const budget = new ReadBudget(config.budget, clock);
   const apiKey = createApiKeyProvider(config.api, options.env);
   const credential = new CredentialTracker(apiKey.source);
-  const client = createServiceClient(config, { apiKey, clock, logger, budget, serverClock, onResponse });
+  const client = createServiceClient(config, {
+    apiKey,
+    clock,
+    logger,
+    budget,
+    serverClock,
+    onResponse,
+    ...(requestGuard ? { requestGuard } : {}),
+  });
   const metricSource: TenantMetricSource = {
     store,
     now: () => clock.now(),

@@ -24,6 +24,8 @@ export function createServiceClient(
     budget: ReadBudget;
     serverClock: ServerClock;
     onResponse?: (meta: ResponseMeta, path: string) => void;
+    /** Called right before each request leaves (ServiceClientOptions.requestGuard). */
+    requestGuard?: () => void;
   },
 ): ServiceClient {
   const apiKey = deps.apiKey;
@@ -38,6 +40,7 @@ export function createServiceClient(
     maxEntryBytes: config.api.maxEntryBytes,
     clock: deps.clock,
     logger: deps.logger,
+    ...(deps.requestGuard ? { requestGuard: deps.requestGuard } : {}),
     gate: {
       acquire: (priority, signal) => deps.budget.acquire(priority, signal),
       observe: (meta, path) => {

@@ -70,6 +70,11 @@ export class TenantLeases {
     return this.keeper.fence(tenant);
   }
 
+  /** What the tenant's service client calls before each request, under the lease held now. */
+  requestGuardOf(tenant: string): () => void {
+    return this.keeper.requestGuard(tenant);
+  }
+
   /** A tenant held here whose config changed: restarted under the same lease. */
   async changed(tenant: Tenant<TenantConfig>): Promise<void> {
     if (this.keeper.canWrite(tenant.name)) await this.deps.supervisor.start(tenant);

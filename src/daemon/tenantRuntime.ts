@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import type { DrainReport } from '../deliver/deliveryEngine.js';
-import { describeError, isAbortError } from '../errors.js';
+import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
@@ -47,9 +47,11 @@ export class TenantRuntime {
     readonly config: AppConfig,
     store: ChangefeedStore,
     private readonly options: DaemonOptions & { metrics: ProcessMetrics },
+    /** On a shared store: called before each request to the service; throws LEASE_LOST once the lease is gone. */
+    requestGuard?: () => void,
   ) {
     this.logger = options.logger.child({ tenant });
-    this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error));
+    this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error), requestGuard);
   }
 
   /** This tenant's journal over HTTP, when feed.enabled. */
@@ -78,7 +80,8 @@ export class TenantRuntime {
       await pingService(this.parts.client, this.abort.signal);
       return true;
     } catch (error) {
-      if (isAbortError(error)) throw error;
+      // A lease lost while the tenant starts: nothing more is asked or written here.
+      if (isAbortError(error) || errorCodeOf(error) === 'LEASE_LOST') throw error;
       this.logger.error(
         { err: describeError(error), requestId: requestIdOf(error) },
         'ping failed; polling will retry',

@@ -16,6 +16,8 @@ export interface TenantSupervisorDeps {
   configOf: (tenant: Tenant<TenantConfig>) => AppConfig;
   /** On a shared store: the fence of the lease under which the tenant is started. */
   fenceOf?: (tenant: string) => WriteFence | undefined;
+  /** On a shared store: what the tenant's service client calls before each request (LeaseKeeper.requestGuard). */
+  requestGuardOf?: (tenant: string) => (() => void) | undefined;
   /** On a shared store: the lease length, which bounds how long a stopping tenant drains (drainWithinMs). */
   leaseMs?: number | undefined;
 }
@@ -106,8 +108,10 @@ export class TenantSupervisor {
   /** Opens a tenant's store and builds its runtime without starting it (`run --once`). */
   async prepare(tenant: Tenant<TenantConfig>): Promise<TenantRuntime> {
     const fence = this.deps.fenceOf?.(tenant.name);
+    const requestGuard = this.deps.requestGuardOf?.(tenant.name);
     const store = await this.deps.backend.tenantStore(tenant.name, fence ? { fence } : {});
-    const runtime = new TenantRuntime(tenant.name, this.deps.configOf(tenant), store, this.deps.options);
+    const config = this.deps.configOf(tenant);
+    const runtime = new TenantRuntime(tenant.name, config, store, this.deps.options, requestGuard);
     this.running.set(tenant.name, runtime);
     return runtime;
   }

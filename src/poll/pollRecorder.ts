@@ -52,6 +52,9 @@ export class PollRecorder {
       return { polled: true, result };
     } catch (error) {
       if (isAbortError(error) && signal.aborted) return { polled: false, error };
+      // The lease is gone (the client refused to send): nothing may be recorded, and the loop
+      // stops the tenant's runtime.
+      if (errorCodeOf(error) === 'LEASE_LOST') return { polled: false, error };
       this.deps.onPolled?.(w, { error });
       try {
         return { polled: false, error, action: await failures.failed(w, error, clock.now()) };

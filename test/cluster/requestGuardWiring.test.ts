@@ -1,0 +1,98 @@
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { LeaseLostError } from '../../src/cluster/writeFence.js';
+import type { TenantConfig } from '../../src/config/tenantConfigSchema.js';
+import { TenantSupervisor } from '../../src/daemon/tenantSupervisor.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import { ProcessMetrics } from '../../src/observe/processMetrics.js';
+import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
+import type { Tenant } from '../../src/tenants/tenant.js';
+import { simulatorConfig } from '../support/daemonHarness.js';
+import { until } from '../support/daemonProcess.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { simulatedCompanies } from './replicaHarness.js';
+
+let supervisor: TenantSupervisor | undefined;
+afterEach(async () => {
+  await supervisor?.stopAll();
+  supervisor = undefined;
+});
+
+it("a tenant's runtime asks its lease before every request to the service, and stops polling once refused", async () => {
+  const simulator = await simulatedCompanies(7, 1);
+  const stateDir = makeTempDir();
+  const config = simulatorConfig({
+    simulator,
+    stateDir,
+    overrides: { sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'company-0.jsonl') }] },
+  });
+  // The lease as the keeper would judge it: valid, then past its local deadline.
+  let leaseValid = true;
+  let sent = 0;
+  let refused = 0;
+  const guard = (): void => {
+    if (leaseValid) {
+      sent++;
+      return;
+    }
+    refused++;
+    throw new LeaseLostError('company-0', 'past its local deadline', 'the request was not sent');
+  };
+  const backend = new SqliteStoreBackend(config);
+  supervisor = new TenantSupervisor({
+    backend,
+    options: { logger: noopLogger, metrics: new ProcessMetrics() },
+    configOf: () => config,
+    requestGuardOf: () => guard,
+  });
+  const tenant: Tenant<TenantConfig> = {
+    name: 'company-0',
+    file: undefined,
+    config,
+    keyFingerprint: 'test',
+  };
+  try {
+    await supervisor.start(tenant, { rethrow: true });
+    const runtime = supervisor.runtime('company-0')!;
+    await until(() => simulator.requests.length >= 3, 30_000, 'the tenant polling');
+
+    leaseValid = false;
+    await until(() => !runtime.alive, 30_000, 'the runtime stopped for its lease');
+    await supervisor.stop('company-0');
+    expect(refused).toBeGreaterThanOrEqual(1);
+    // Every request the service saw was let through by the lease; none left after the refusal.
+    expect(simulator.requests.length).toBe(sent);
+  } finally {
+    await supervisor.stopAll();
+    await backend.close();
+  }
+}, 60_000);
+
+it('a tenant whose lease was lost while it started sends the service nothing, not even its ping', async () => {
+  const simulator = await simulatedCompanies(8, 1);
+  const stateDir = makeTempDir();
+  const config = simulatorConfig({
+    simulator,
+    stateDir,
+    overrides: { sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'company-0.jsonl') }] },
+  });
+  // A replica resumed after a pause that caught the tenant starting: the lease's local deadline
+  // passed, and the start goes on from where it was (the store prepared, the ping next).
+  const backend = new SqliteStoreBackend(config);
+  supervisor = new TenantSupervisor({
+    backend,
+    options: { logger: noopLogger, metrics: new ProcessMetrics() },
+    configOf: () => config,
+    requestGuardOf: () => () => {
+      throw new LeaseLostError('company-0', 'past its local deadline', 'the request was not sent');
+    },
+  });
+  try {
+    await supervisor.start({ name: 'company-0', file: undefined, config, keyFingerprint: 'test' });
+    expect(simulator.requests.map((r) => r.path)).toEqual([]);
+    expect(supervisor.startFailures.get('company-0')).toMatch(/lease of tenant "company-0" lost/);
+  } finally {
+    await supervisor.stopAll();
+    await backend.close();
+  }
+});
