@@ -111,7 +111,7 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
     authorization === undefined && tickets.length > 0
       ? ticketReader(tickets, { tenant, path }, tokens, routes.tickets?.())
       : undefined;
-  const reader = byToken ?? byTicket;
+  const reader = byToken ?? byTicket?.reader;
   if (!reader) {
     answered(401, authorization === undefined && tickets.length > 0 ? 'ticket_refused' : 'unauthorized');
     sendProblem(
@@ -134,7 +134,8 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
     // From the parsed URL, not the raw target: an absolute-form target (`GET http://x/v1/...`)
     // must not put its own origin after the holder's.
     const signer = routes.tickets?.();
-    const ticket = signer ? issueTicket(signer.key, { tenant, readerKey: reader.key, path }, signer.now()) : undefined;
+    const claim = { tenant, readerKey: reader.key, path };
+    const ticket = signer ? issueTicket(signer.key, claim, signer.now(), byTicket?.expiresAtMs) : undefined;
     answerElsewhere(res, tenant, `${path}${search}`, ticket, elsewhere, answered);
     return;
   }
@@ -197,20 +198,21 @@ function header(req: IncomingMessage, name: string): string | undefined {
 }
 
 /**
- * The reader a redirect ticket vouches for: one ticket, valid for this tenant and path, signed
- * with the cluster's key, naming a token still configured that still reads the tenant here.
+ * The reader a redirect ticket vouches for, and when the ticket expires: one ticket, valid for
+ * this tenant and path, signed with the cluster's key, naming a token still configured that still
+ * reads the tenant here.
  */
 function ticketReader(
   tickets: readonly string[],
   expect: { tenant: string; path: string },
   tokens: FeedTokens,
   signer: RedirectTickets | undefined,
-): FeedReader | undefined {
+): { reader: FeedReader; expiresAtMs: number } | undefined {
   if (!signer || tickets.length !== 1) return undefined;
   const verified = verifyTicket(signer.key, tickets[0] as string, expect, signer.now());
   if (!('readerKey' in verified)) return undefined;
   const reader = tokens.reader(verified.readerKey);
-  return reader && readsTenant(reader, expect.tenant) ? reader : undefined;
+  return reader && readsTenant(reader, expect.tenant) ? { reader, expiresAtMs: verified.expiresAtMs } : undefined;
 }
 
 function answerElsewhere(

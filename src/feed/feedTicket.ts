@@ -26,14 +26,17 @@ export type TicketRefusal = 'malformed' | 'bad-signature' | 'expired' | 'too-far
 const TICKET_SHAPE = /^([A-Za-z0-9_-]{1,2000})\.([A-Za-z0-9_-]{43})$/;
 
 /**
- * A ticket for `claim`, valid until `nowMs + TICKET_LIFETIME_MS`: base64url of its JSON payload, a
+ * A ticket for `claim`, valid until `nowMs + TICKET_LIFETIME_MS`, or `notAfterMs` if sooner: a
+ * request let in by a ticket and redirected again gets one expiring with the ticket it came with,
+ * so sending a ticket to a replica that does not hold the tenant never renews it. Base64url of its JSON payload, a
  * dot, base64url of the payload's HMAC-SHA256 under `key`. Like a presigned URL's signature, it
  * lets a client whose redirect-following dropped the `Authorization` header (a redirect to another
  * origin) be served by the holder without ever carrying the token itself.
  */
-export function issueTicket(key: Buffer, claim: TicketClaim, nowMs: number): string {
+export function issueTicket(key: Buffer, claim: TicketClaim, nowMs: number, notAfterMs = Infinity): string {
+  const expiresAtMs = Math.floor(Math.min(nowMs + TICKET_LIFETIME_MS, notAfterMs));
   const payload = Buffer.from(
-    JSON.stringify({ t: claim.tenant, r: claim.readerKey, p: claim.path, e: Math.floor(nowMs + TICKET_LIFETIME_MS) }),
+    JSON.stringify({ t: claim.tenant, r: claim.readerKey, p: claim.path, e: expiresAtMs }),
     'utf8',
   ).toString('base64url');
   return `${payload}.${signature(key, payload).toString('base64url')}`;
@@ -51,7 +54,7 @@ export function verifyTicket(
   ticket: string,
   expect: { tenant: string; path: string },
   nowMs: number,
-): { readerKey: string } | { refused: TicketRefusal } {
+): { readerKey: string; expiresAtMs: number } | { refused: TicketRefusal } {
   if (ticket.length > MAX_TICKET_CHARS) return { refused: 'malformed' };
   const shape = TICKET_SHAPE.exec(ticket);
   if (!shape) return { refused: 'malformed' };
@@ -65,7 +68,7 @@ export function verifyTicket(
   if (claim.e > nowMs + TICKET_LIFETIME_MS + TICKET_SKEW_MS) return { refused: 'too-far-ahead' };
   if (claim.t !== expect.tenant) return { refused: 'other-tenant' };
   if (claim.p !== expect.path) return { refused: 'other-path' };
-  return { readerKey: claim.r };
+  return { readerKey: claim.r, expiresAtMs: claim.e };
 }
 
 function signature(key: Buffer, payload: string): Buffer {

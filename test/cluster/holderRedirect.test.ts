@@ -161,6 +161,14 @@ describe('feed requests for a tenant held by another replica', () => {
     await redirect.body.dump();
     const location = String(redirect.headers.location);
     const ticket = new URL(location).searchParams.get('cf_ticket')!;
+    const expiryOf = (t: string) =>
+      (JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString('utf8')) as { e: number }).e;
+    // Sent to a replica that does not hold the tenant, a ticket is redirected on, never renewed.
+    const bounced = await request(`${otherFeed}${target}&cf_ticket=${ticket}`);
+    await bounced.body.dump();
+    expect(bounced.statusCode).toBe(307);
+    const onward = new URL(String(bounced.headers.location)).searchParams.get('cf_ticket')!;
+    expect(expiryOf(onward)).toBe(expiryOf(ticket));
     const otherTenant = set.tenantName(1) === tenant ? set.tenantName(0) : set.tenantName(1);
     const refused = [
       // On another tenant's path (held by the replica that issued it, so served there by a token).
@@ -196,7 +204,7 @@ describe('feed requests for a tenant held by another replica', () => {
     const metricsOf = async (replica: string) =>
       await (await fetch(`http://127.0.0.1:${ports.get(path(replica))}/metrics`)).text();
     const redirected = { status_class: '3xx', reason: 'redirected' };
-    expect(sampleValue(await metricsOf(other), 'changefeed_feed_router_answers_total', redirected)).toBe(2);
+    expect(sampleValue(await metricsOf(other), 'changefeed_feed_router_answers_total', redirected)).toBe(3);
     const ticketRefused = { status_class: '4xx', reason: 'ticket_refused' };
     expect(sampleValue(await metricsOf(holder), 'changefeed_feed_router_answers_total', ticketRefused)).toBe(4);
     expect(sampleValue(await metricsOf(other), 'changefeed_feed_router_answers_total', ticketRefused)).toBe(1);

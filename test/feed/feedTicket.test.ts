@@ -80,7 +80,22 @@ describe('verifyTicket', () => {
     ['on a holder whose clock runs behind by the allowance', NOW - TICKET_SKEW_MS],
   ];
   it.each(accepted)('accepts a valid ticket %s', (_name, now) => {
-    expect(verifyTicket(KEY, good, EXPECT, now)).toEqual({ readerKey: CLAIM.readerKey });
+    expect(verifyTicket(KEY, good, EXPECT, now)).toEqual({
+      readerKey: CLAIM.readerKey,
+      expiresAtMs: NOW + TICKET_LIFETIME_MS,
+    });
+  });
+
+  it('reissued for a request a ticket let in, expires with that ticket: never renewed', () => {
+    const later = NOW + 45_000;
+    const again = issueTicket(KEY, CLAIM, later, NOW + TICKET_LIFETIME_MS);
+    expect(verifyTicket(KEY, again, EXPECT, later)).toEqual({
+      readerKey: CLAIM.readerKey,
+      expiresAtMs: NOW + TICKET_LIFETIME_MS,
+    });
+    expect(verifyTicket(KEY, again, EXPECT, NOW + TICKET_LIFETIME_MS + TICKET_SKEW_MS + 1)).toEqual({
+      refused: 'expired',
+    });
   });
 
   it('carries a digest of the token, never the token', () => {
