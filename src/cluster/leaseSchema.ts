@@ -70,6 +70,20 @@ ALTER TABLE changefeed_leases ADD COLUMN IF NOT EXISTS key_fingerprint text NULL
 `;
 
 /**
+ * The PostgreSQL store's migration 6: `changefeed_cluster_keys`, secrets the replicas of one store
+ * share. Its one row today, `feed-ticket`, is the HMAC key of the tickets a replica appends to a
+ * feed redirect (src/feed/feedTicket.ts), so the holder can check a ticket another replica signed.
+ * The first replica to start inserts 32 random bytes; the others read them (FeedTicketKey).
+ */
+export const CLUSTER_KEYS_SQL = `
+CREATE TABLE IF NOT EXISTS changefeed_cluster_keys (
+  name text PRIMARY KEY,
+  secret bytea NOT NULL CHECK (octet_length(secret) >= 32),
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+`;
+
+/**
  * Creates the lease tables if they are missing. Two replicas starting together would race in
  * `CREATE TABLE IF NOT EXISTS` (one fails on the catalog's unique index), so the creation is
  * serialised by a transaction-scoped advisory lock.
@@ -81,6 +95,7 @@ export async function createLeaseTables(client: pg.ClientBase): Promise<void> {
     await client.query(LEASE_SCHEMA_SQL);
     await client.query(INSTANCE_ADVERTISE_SQL);
     await client.query(LEASE_KEY_SQL);
+    await client.query(CLUSTER_KEYS_SQL);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -3,6 +3,7 @@ import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource
 import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
+import { readFeedTicketKey } from '../cluster/feedTicketKey.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
 import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
@@ -71,7 +72,8 @@ export class ChangefeedDaemon {
     this.main = 'process' in config ? config : asMainConfig(config);
     this.config = this.main.process;
     ProcessFeed.check(this.main);
-    if (this.config.feed.enabled) this.feed = new ProcessFeed(this.config.feed, options.logger);
+    if (this.config.feed.enabled)
+      this.feed = new ProcessFeed(this.config.feed, options.logger, this.options.metrics.feedRouter);
     if (storeLocation(this.config).kind !== 'sqlite') return;
     // Before the store is opened: a second daemon must not even migrate it.
     this.lock = StateDirLock.acquire(this.config.stateDir);
@@ -299,9 +301,13 @@ export class ChangefeedDaemon {
           logger: this.options.logger,
           metrics: this.options.metrics.leases,
         });
-        this.feed?.sendElsewhere(
-          holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
-        );
+        if (this.feed) {
+          const clock = this.options.clock ?? systemClock;
+          this.feed.sendElsewhere(
+            holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
+            { key: await readFeedTicketKey(this.backend.leasePool), now: () => clock.now() },
+          );
+        }
       }
     }
     return this.supervisor(this.backend);

@@ -7,7 +7,8 @@ import type { FeedConfig } from '../feed/feedConfig.js';
 import { startFeedServer, type FeedServer } from '../feed/feedServer.js';
 import { FeedSlots, FeedTokens, readFeedTokens } from '../feed/feedTokens.js';
 import type { Tenant } from '../tenants/tenant.js';
-import { feedTokenGrants, routeTenantFeeds, type TenantsElsewhere } from './tenantFeeds.js';
+import type { FeedRouterMetrics } from '../observe/feedRouterMetrics.js';
+import { feedTokenGrants, routeTenantFeeds, type RedirectTickets, type TenantsElsewhere } from './tenantFeeds.js';
 
 /**
  * The pull feed of the process: its own listener, the tokens of every tenant the process knows
@@ -19,10 +20,12 @@ export class ProcessFeed {
   private known = new Set<string>();
   private server: FeedServer | undefined;
   private elsewhere: TenantsElsewhere | undefined;
+  private tickets: RedirectTickets | undefined;
 
   constructor(
     private readonly config: FeedConfig,
     private readonly logger: Logger,
+    private readonly metrics?: FeedRouterMetrics,
   ) {
     this.slots = new FeedSlots(config);
   }
@@ -62,9 +65,13 @@ export class ProcessFeed {
     this.known = new Set(tenants.map((t) => t.name));
   }
 
-  /** On a store shared by replicas, once it is open: known tenants not running here go to their holder. */
-  sendElsewhere(elsewhere: TenantsElsewhere): void {
+  /**
+   * On a store shared by replicas, once it is open: known tenants not running here go to their
+   * holder, with a ticket signed by the key the replicas share, and tickets from them are accepted.
+   */
+  sendElsewhere(elsewhere: TenantsElsewhere, tickets: RedirectTickets): void {
     this.elsewhere = elsewhere;
+    this.tickets = tickets;
   }
 
   /** Starts the listener; `feedOf` finds the feed of a tenant running here. */
@@ -76,6 +83,8 @@ export class ProcessFeed {
         feedOf,
         knows: (tenant) => this.known.has(tenant),
         elsewhere: () => this.elsewhere,
+        tickets: () => this.tickets,
+        answered: (status, reason) => this.metrics?.answered(status, reason),
       }),
     );
     return this.server.url;

@@ -4,9 +4,11 @@ import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import type { EventFeed } from '../feed/eventFeed.js';
 import type { FeedConfig } from '../feed/feedConfig.js';
 import { sendProblem } from '../feed/feedProblem.js';
+import { issueTicket, TICKET_PARAMETER, verifyTicket } from '../feed/feedTicket.js';
 import {
   readFeedTokens,
   readsTenant,
+  type FeedReader,
   type FeedSlots,
   type FeedTokenGrant,
   type FeedTokens,
@@ -32,7 +34,30 @@ export interface TenantFeedRoutes {
    * (holderRedirect.ts). Without it such a tenant answers 503.
    */
   elsewhere?: () => TenantsElsewhere | undefined;
+  /**
+   * On a store shared by replicas, once it is open: the key redirect tickets are signed with
+   * (shared through the store) and the clock they expire on. Without it redirects carry no
+   * ticket and tickets are refused.
+   */
+  tickets?: () => RedirectTickets | undefined;
+  /** Each answer the router gives itself, before any tenant's feed sees the request. */
+  answered?: (status: number, reason: RouterAnswerReason) => void;
 }
+
+/** The HMAC key of redirect tickets and the clock (ms) they are issued and checked on. */
+export interface RedirectTickets {
+  key: Buffer;
+  now: () => number;
+}
+
+/**
+ * Why the router answered itself: a fixed set, so no client can add label values. `unauthorized`:
+ * no valid token; `ticket_refused`: a redirect ticket instead of a token, and it was refused
+ * (expired, another tenant or path, tampered, its token revoked); `not_found`: not a feed path, or
+ * a tenant this token does not read; `redirected`: 307 to the holder; `unavailable`: 503, nobody to
+ * send the client to now.
+ */
+export type RouterAnswerReason = 'unauthorized' | 'ticket_refused' | 'not_found' | 'redirected' | 'unavailable';
 
 /** Sends the clients of a tenant this replica does not run to the replica that does. */
 export interface TenantsElsewhere {
@@ -55,7 +80,9 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
   const path = url?.pathname ?? '';
   const byDefault = DEFAULT_PATH.exec(path);
   const byTenant = byDefault ? undefined : TENANT_PATH.exec(path);
+  const answered = routes.answered ?? (() => undefined);
   if (!byDefault && !byTenant) {
+    answered(404, 'not_found');
     sendProblem(
       res,
       404,
@@ -67,8 +94,26 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
   }
   const tenant = byTenant ? (byTenant[1] as string) : DEFAULT_TENANT;
   const stream = (byTenant ?? byDefault)?.[byTenant ? 2 : 1] !== undefined;
-  const reader = routes.tokens().match(header(req, 'authorization'));
+  const params = url?.searchParams ?? new URLSearchParams();
+  const tickets = params.getAll(TICKET_PARAMETER);
+  // The query without the ticket: what the tenant's feed parses, and what a redirect passes on.
+  let search = url?.search ?? '';
+  if (tickets.length > 0) {
+    params.delete(TICKET_PARAMETER);
+    const rest = params.toString();
+    search = rest === '' ? '' : `?${rest}`;
+  }
+  const tokens = routes.tokens();
+  const authorization = header(req, 'authorization');
+  const byToken = tokens.match(authorization);
+  // A token, when sent, decides: a wrong one is not rescued by a ticket.
+  const byTicket =
+    authorization === undefined && tickets.length > 0
+      ? ticketReader(tickets, { tenant, path }, tokens, routes.tickets?.())
+      : undefined;
+  const reader = byToken ?? byTicket?.reader;
   if (!reader) {
+    answered(401, authorization === undefined && tickets.length > 0 ? 'ticket_refused' : 'unauthorized');
     sendProblem(
       res,
       401,
@@ -88,10 +133,14 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
   if (!feed && readsTenant(reader, tenant) && routes.knows(tenant) && elsewhere) {
     // From the parsed URL, not the raw target: an absolute-form target (`GET http://x/v1/...`)
     // must not put its own origin after the holder's.
-    answerElsewhere(res, tenant, `${path}${url?.search ?? ''}`, elsewhere);
+    const signer = routes.tickets?.();
+    const claim = { tenant, readerKey: reader.key, path };
+    const ticket = signer ? issueTicket(signer.key, claim, signer.now(), byTicket?.expiresAtMs) : undefined;
+    answerElsewhere(res, tenant, `${path}${search}`, ticket, elsewhere, answered);
     return;
   }
   if (!feed && readsTenant(reader, tenant) && routes.knows(tenant)) {
+    answered(503, 'unavailable');
     sendProblem(
       res,
       503,
@@ -104,9 +153,12 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
     return;
   }
   if (!feed) {
+    answered(404, 'not_found');
     sendProblem(res, 404, 'not-found', 'Not found', 'this token reads no feed at this path');
     return;
   }
+  // The feed never sees the ticket: it is no feed parameter, and no `Link` may carry it on.
+  if (tickets.length > 0) req.url = `${path}${search}`;
   const pagePath = byTenant ? `/v1/tenants/${tenant}/events` : '/v1/events';
   feed.handle(req, res, { mode: stream ? 'stream' : 'page', pagePath, reader, slots: routes.slots });
 }
@@ -145,14 +197,40 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function answerElsewhere(res: ServerResponse, tenant: string, target: string, elsewhere: TenantsElsewhere): void {
+/**
+ * The reader a redirect ticket vouches for, and when the ticket expires: one ticket, valid for
+ * this tenant and path, signed with the cluster's key, naming a token still configured that still
+ * reads the tenant here.
+ */
+function ticketReader(
+  tickets: readonly string[],
+  expect: { tenant: string; path: string },
+  tokens: FeedTokens,
+  signer: RedirectTickets | undefined,
+): { reader: FeedReader; expiresAtMs: number } | undefined {
+  if (!signer || tickets.length !== 1) return undefined;
+  const verified = verifyTicket(signer.key, tickets[0] as string, expect, signer.now());
+  if (!('readerKey' in verified)) return undefined;
+  const reader = tokens.reader(verified.readerKey);
+  return reader && readsTenant(reader, expect.tenant) ? { reader, expiresAtMs: verified.expiresAtMs } : undefined;
+}
+
+function answerElsewhere(
+  res: ServerResponse,
+  tenant: string,
+  target: string,
+  ticket: string | undefined,
+  elsewhere: TenantsElsewhere,
+  answered: (status: number, reason: RouterAnswerReason) => void,
+): void {
   elsewhere
     .route(tenant, target)
     .then(
-      (decision) => answerRoute(res, tenant, decision),
+      (decision) => answerRoute(res, tenant, withTicket(decision, ticket), answered),
       // What the store said is not the client's business (it may name hosts); the cause is in
       // the replica's own logs and /readyz, where its lease rounds fail the same way.
-      () =>
+      () => {
+        answered(503, 'unavailable');
         sendProblem(
           res,
           503,
@@ -161,7 +239,8 @@ function answerElsewhere(res: ServerResponse, tenant: string, target: string, el
           `tenant ${tenant} is not running on this replica, and who holds it could not be read from the store`,
           {},
           { 'retry-after': '5' },
-        ),
+        );
+      },
     )
     // The response could not be written (the client left, a header Node refuses): drop the
     // connection rather than let the error escape the request listener.
@@ -176,8 +255,25 @@ const UNAVAILABLE_DETAIL: Record<Extract<RouteDecision, { kind: 'unavailable' }>
   'holder-url-is-self': "its holder's cluster.advertiseUrl is this replica's own: give each replica its own",
 };
 
-function answerRoute(res: ServerResponse, tenant: string, decision: RouteDecision): void {
+/**
+ * The redirect's Location with the ticket appended: a client following it to another origin
+ * drops its `Authorization` header (fetch, browsers, curl -L, requests), and the ticket stands in
+ * for it at the holder for a minute. The rest of the target is passed on byte for byte.
+ */
+function withTicket(decision: RouteDecision, ticket: string | undefined): RouteDecision {
+  if (decision.kind !== 'redirect' || ticket === undefined) return decision;
+  const joiner = decision.url.includes('?') ? '&' : '?';
+  return { ...decision, url: `${decision.url}${joiner}${TICKET_PARAMETER}=${ticket}` };
+}
+
+function answerRoute(
+  res: ServerResponse,
+  tenant: string,
+  decision: RouteDecision,
+  answered: (status: number, reason: RouterAnswerReason) => void,
+): void {
   if (res.headersSent || res.destroyed) return;
+  answered(decision.kind === 'redirect' ? 307 : 503, decision.kind === 'redirect' ? 'redirected' : 'unavailable');
   if (decision.kind === 'redirect') {
     res.writeHead(307, { location: decision.url, 'cache-control': 'no-store', 'content-length': '0' }).end();
     return;

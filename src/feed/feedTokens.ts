@@ -76,6 +76,19 @@ export class FeedTokens {
     });
     return presented === undefined || found < 0 ? undefined : this.readers[found];
   }
+
+  /**
+   * The reader whose key a redirect ticket names, while its token is still configured: a token
+   * removed from the files (and so from these tokens at the reload) takes its tickets with it.
+   * Compared with every reader's key in constant time, as `match` does.
+   */
+  reader(key: string): FeedReader | undefined {
+    const candidate = digestOf(key);
+    let found: FeedReader | undefined;
+    for (const reader of this.readers)
+      if (timingSafeEqual(digestOf(reader.key), candidate) && found === undefined) found = reader;
+    return found;
+  }
 }
 
 /** Whether `reader` may read the feed of `tenant`. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ChangefeedMetrics } from './changefeedMetrics.js';
+import { FeedRouterMetrics } from './feedRouterMetrics.js';
 import { LeaseMetrics } from './leaseMetrics.js';
 
 // From src/observe/ and dist/observe/ alike, package.json is two folders up.
@@ -24,14 +25,15 @@ export interface TenantCountView {
  * /metrics of the whole process, in one registry that lives as long as the process: a SIGHUP
  * builds a new daemon around the same ProcessMetrics, so no counter resets. Holds Node's and the
  * process's own metrics under their standard names (`process_cpu_seconds_total`,
- * `nodejs_heap_size_used_bytes`, ...), `changefeed_build_info`, the tenants, the leases, and every
- * tenant's series (labelled `tenant`).
+ * `nodejs_heap_size_used_bytes`, ...), `changefeed_build_info`, the tenants, the leases, the feed
+ * router's own answers, and every tenant's series (labelled `tenant`).
  */
 export class ProcessMetrics {
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
   readonly registry = new Registry();
   readonly tenants: ChangefeedMetrics;
   readonly leases: LeaseMetrics;
+  readonly feedRouter: FeedRouterMetrics;
   private view: TenantCountView | undefined;
 
   constructor(options: { version?: string } = {}) {
@@ -55,6 +57,7 @@ export class ProcessMetrics {
     });
     this.tenants = new ChangefeedMetrics(this.registry);
     this.leases = new LeaseMetrics(this.registry);
+    this.feedRouter = new FeedRouterMetrics(this.registry);
   }
 
   /** The daemon serving now (one at a time: a reload replaces it). */

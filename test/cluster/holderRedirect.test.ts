@@ -1,6 +1,8 @@
+import { issueTicket } from '../../src/feed/feedTicket.js';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { freePort, runCli, until } from '../support/daemonProcess.js';
+import { sampleValue } from '../support/metricsText.js';
 import { startPrefixIngress } from '../support/prefixIngress.js';
 import { connectAdmin, deliveredIds, simulatedCompanies, startReplicaSet, writeRound } from './replicaHarness.js';
 
@@ -14,7 +16,7 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
  * origin. Each also has its health server (`ports`) at cluster.advertiseHealthUrl. The token of
  * every tenant lives in the main file (feed.allTenantsTokens).
  */
-async function twoReplicasWithFeeds(seed: number) {
+async function twoReplicasWithFeeds(seed: number, options: { ingress: boolean } = { ingress: true }) {
   const admin = await connectAdmin('replicas redirecting feed requests to the holder');
   if (!admin) return undefined;
   const simulator = await simulatedCompanies(seed, 2);
@@ -36,7 +38,7 @@ async function twoReplicasWithFeeds(seed: number) {
     set.start(`replica-${name}`, {
       CHANGEFEED_HTTP_PORT: String(port),
       CHANGEFEED_FEED_PORT: String(feedPorts.get(name)),
-      CHANGEFEED_ADVERTISE_URL: `${ingress}/${name}`,
+      CHANGEFEED_ADVERTISE_URL: options.ingress ? `${ingress}/${name}` : `http://127.0.0.1:${feedPorts.get(name)}`,
       CHANGEFEED_ADVERTISE_HEALTH_URL: `http://127.0.0.1:${port}`,
     });
   // One tenant each: the assignment deals two tenants to two live replicas evenly.
@@ -65,7 +67,9 @@ describe('feed requests for a tenant held by another replica', () => {
     const direct = await request(`http://127.0.0.1:${feedPorts.get(path(other))}${target}`, { headers: AUTH });
     await direct.body.dump();
     expect(direct.statusCode).toBe(307);
-    expect(direct.headers.location).toBe(`${ingress}/${path(holder)}${target}`);
+    expect(direct.headers.location).toMatch(
+      new RegExp(`^${escape(`${ingress}/${path(holder)}${target}`)}&cf_ticket=[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{43}$`),
+    );
 
     // Without a token the non-holder says no more than the holder would: the same 401.
     const anonymous = await request(`http://127.0.0.1:${feedPorts.get(path(other))}${target}`);
@@ -81,7 +85,7 @@ describe('feed requests for a tenant held by another replica', () => {
     const followed = await fetch(`${ingress}/${path(other)}${target}`, { headers: AUTH });
     expect(followed.status).toBe(200);
     expect(followed.redirected).toBe(true);
-    expect(followed.url).toBe(`${ingress}/${path(holder)}${target}`);
+    expect(followed.url).toMatch(new RegExp(`^${escape(`${ingress}/${path(holder)}${target}`)}&cf_ticket=`));
     const events = (await followed.json()) as { id: string; sequence: string }[];
     expect(events.length).toBeGreaterThan(0);
 
@@ -132,4 +136,81 @@ describe('feed requests for a tenant held by another replica', () => {
         `${ingress}/${path(holder)}/v1/tenants/${tenant}/events`,
     );
   }, 180_000);
+
+  it('a client following a redirect to another origin is served through the ticket, which opens nothing else', async () => {
+    const setup = await twoReplicasWithFeeds(2503, { ingress: false });
+    if (!setup) return;
+    const { set, ports, feedPorts, tenant, holder, other, path, admin } = setup;
+    const holderFeed = `http://127.0.0.1:${feedPorts.get(path(holder))}`;
+    const otherFeed = `http://127.0.0.1:${feedPorts.get(path(other))}`;
+    const target = `/v1/tenants/${tenant}/events?limit=1&log=career`;
+
+    // fetch drops Authorization on a redirect to another origin (another port here, another pod
+    // IP in Kubernetes): the ticket in the Location stands in for it.
+    const followed = await fetch(`${otherFeed}${target}`, { headers: AUTH });
+    expect(followed.status).toBe(200);
+    expect(followed.redirected).toBe(true);
+    expect(followed.url.startsWith(`${holderFeed}${target}&cf_ticket=`)).toBe(true);
+    expect(((await followed.json()) as unknown[]).length).toBe(1);
+    // The next page is the client's own request to the holder, with its own token: no ticket.
+    const link = followed.headers.get('link') ?? '';
+    expect(link).toContain(`/v1/tenants/${tenant}/events?`);
+    expect(link).not.toContain('cf_ticket');
+
+    const redirect = await request(`${otherFeed}${target}`, { headers: AUTH });
+    await redirect.body.dump();
+    const location = String(redirect.headers.location);
+    const ticket = new URL(location).searchParams.get('cf_ticket')!;
+    const expiryOf = (t: string) =>
+      (JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString('utf8')) as { e: number }).e;
+    // Sent to a replica that does not hold the tenant, a ticket is redirected on, never renewed.
+    const bounced = await request(`${otherFeed}${target}&cf_ticket=${ticket}`);
+    await bounced.body.dump();
+    expect(bounced.statusCode).toBe(307);
+    const onward = new URL(String(bounced.headers.location)).searchParams.get('cf_ticket')!;
+    expect(expiryOf(onward)).toBe(expiryOf(ticket));
+    const otherTenant = set.tenantName(1) === tenant ? set.tenantName(0) : set.tenantName(1);
+    const refused = [
+      // On another tenant's path (held by the replica that issued it, so served there by a token).
+      `${otherFeed}/v1/tenants/${otherTenant}/events?cf_ticket=${ticket}`,
+      // On another path of the same tenant.
+      `${holderFeed}/v1/tenants/${tenant}/events/stream?cf_ticket=${ticket}`,
+      // Tampered.
+      `${holderFeed}/v1/tenants/${tenant}/events?cf_ticket=f${ticket.slice(1)}`,
+      // Twice.
+      `${holderFeed}/v1/tenants/${tenant}/events?cf_ticket=${ticket}&cf_ticket=${ticket}`,
+    ];
+    for (const url of refused) {
+      const answer = await request(url);
+      await answer.body.dump();
+      expect({ url, status: answer.statusCode }).toEqual({ url, status: 401 });
+    }
+    // Replayed after its expiry: signed with the cluster's key, expired a while ago.
+    const { rows } = await admin.query<{ secret: Buffer }>(
+      `SELECT secret FROM "${set.schema}".changefeed_cluster_keys WHERE name = 'feed-ticket'`,
+    );
+    const readerKey = (JSON.parse(Buffer.from(ticket.split('.')[0]!, 'base64url').toString('utf8')) as { r: string }).r;
+    const claim = { tenant, readerKey, path: `/v1/tenants/${tenant}/events` };
+    const expired = issueTicket(rows[0]!.secret, claim, Date.now() - 5 * 60_000);
+    const late = await request(`${holderFeed}${target}&cf_ticket=${expired}`);
+    await late.body.dump();
+    expect(late.statusCode).toBe(401);
+    // The same claim, fresh, is served: the refusals above were the ticket's, not the key's.
+    const fresh = await request(`${holderFeed}${target}&cf_ticket=${issueTicket(rows[0]!.secret, claim, Date.now())}`);
+    await fresh.body.dump();
+    expect(fresh.statusCode).toBe(200);
+
+    // The routers counted what no tenant's feed saw.
+    const metricsOf = async (replica: string) =>
+      await (await fetch(`http://127.0.0.1:${ports.get(path(replica))}/metrics`)).text();
+    const redirected = { status_class: '3xx', reason: 'redirected' };
+    expect(sampleValue(await metricsOf(other), 'changefeed_feed_router_answers_total', redirected)).toBe(3);
+    const ticketRefused = { status_class: '4xx', reason: 'ticket_refused' };
+    expect(sampleValue(await metricsOf(holder), 'changefeed_feed_router_answers_total', ticketRefused)).toBe(4);
+    expect(sampleValue(await metricsOf(other), 'changefeed_feed_router_answers_total', ticketRefused)).toBe(1);
+  }, 180_000);
 });
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

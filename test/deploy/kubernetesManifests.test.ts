@@ -386,6 +386,25 @@ describe('the Kubernetes manifests (deploy/kubernetes)', () => {
       );
       expect(services.flat()).toContainEqual(expect.objectContaining({ name: 'feed', targetPort: 'feed' }));
     });
+
+    it("advertises the pod's own IP for the feed and health ports, so a replica not holding a tenant redirects (no 503)", () => {
+      const env = daemon.env ?? [];
+      const names = env.map((e) => e.name);
+      const podIp = names.indexOf('POD_IP');
+      expect(env[podIp]?.valueFrom?.fieldRef?.fieldPath).toBe('status.podIP');
+      const { main } = daemonConfigFiles(docs, pod, daemon);
+      const feedPort = daemon.ports!.find((p) => p.name === 'feed')!.containerPort;
+      const healthPort = daemon.ports!.find((p) => p.name === 'metrics')!.containerPort;
+      expect(main.feed?.port).toBe(feedPort);
+      for (const [name, port] of [
+        ['CHANGEFEED_ADVERTISE_URL', feedPort],
+        ['CHANGEFEED_ADVERTISE_HEALTH_URL', healthPort],
+      ] as const) {
+        // $(POD_IP) expands only after POD_IP is declared.
+        expect(names.indexOf(name), name).toBeGreaterThan(podIp);
+        expect(env.find((e) => e.name === name)?.value).toBe(`http://$(POD_IP):${port}`);
+      }
+    });
   });
 });
 

@@ -1,4 +1,5 @@
 import {
+  CLUSTER_KEYS_SQL,
   INSTANCE_ADVERTISE_SQL,
   LEASE_KEY_SQL,
   LEASE_SCHEMA_SQL,
@@ -41,6 +42,9 @@ import {
  * `tenants.forgetAfterSeconds`) and `changefeed_leases.key_fingerprint` (one key, one leased tenant
  * in the cluster); see leaseSchema.ts. Both are NULL on the rows of earlier versions, and the
  * replicas of the previous version still running in a rolling update never name them.
+ *
+ * Migration 6 adds `changefeed_cluster_keys`, whose `feed-ticket` row signs the tickets of feed
+ * redirects (leaseSchema.ts). Replicas of the previous version redirect without a ticket, as before.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -188,5 +192,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ${TENANT_RECORDS_MISSING_SQL}
   ${LEASE_KEY_SQL}
+  `,
+  `
+  ${CLUSTER_KEYS_SQL}
   `,
 ];
