@@ -187,7 +187,7 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
 
     // Restarted on the empty directory, it knows no tenant: it must not take a share it cannot run.
     await stop(set, emptied);
-    const restarted = set.start(emptied, { tenantsDir: own });
+    const restarted = set.start(emptied, {}, { tenantsDir: own });
     await restarted.waitForLog('"msg":"changefeed running"', 60_000);
     await restarted.waitForLog('not counted in the lease deal', 30_000);
     await until(
