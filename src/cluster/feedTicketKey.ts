@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
-import { TICKET_KEY_BYTES } from '../feed/feedTicket.js';
+
+/** The HMAC key's length: 32 random bytes, shared by the replicas through the store. */
+export const TICKET_KEY_BYTES = 32;
 
 /**
  * The HMAC key of feed redirect tickets, shared by the replicas of one store through

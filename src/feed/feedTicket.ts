@@ -8,8 +8,6 @@ export const TICKET_LIFETIME_MS = 60_000;
 export const TICKET_SKEW_MS = 10_000;
 /** Longer than any ticket issued (a 200-character tenant, the longest path): refused unread. */
 export const MAX_TICKET_CHARS = 2048;
-/** The HMAC key's length: 32 random bytes, shared by the replicas through the store. */
-export const TICKET_KEY_BYTES = 32;
 
 /** What a ticket vouches for: this reader, this tenant, this path, until then. */
 export interface TicketClaim {
