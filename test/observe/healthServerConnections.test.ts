@@ -66,6 +66,9 @@ describe('the health server', () => {
     for (const s of [silent, slow]) {
       sockets.push(s);
       s.on('error', () => undefined);
+      // Whichever comes first at the timeout, our timer (no bytes) or Node's header check (a 408
+      // response), closes the socket; unread bytes would hold back its 'end' and 'close' forever.
+      s.resume();
     }
     slow.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
     const closed = (s: Socket) => new Promise<number>((resolve) => s.once('close', () => resolve(Date.now())));
