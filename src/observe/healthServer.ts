@@ -1,7 +1,5 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { closeSilentConnections, headTimeoutOptions } from '../silentConnections.js';
+import { listenBounded, type BoundedListener } from '../boundedListener.js';
 
 export const httpConfigSchema = z
   .object({
@@ -69,18 +67,15 @@ export interface HealthSource {
   metrics: { metrics(): Promise<string>; readonly contentType: string };
 }
 
-export interface HealthServer {
-  readonly url: string;
-  close(): Promise<void>;
-}
+export type HealthServer = BoundedListener;
 
 /**
  * `/healthz` (liveness: 200 while the daemon's loops run), `/readyz` (200 only when every check
  * passes; the JSON body says which fails) and `/metrics` (Prometheus text format).
  */
-export async function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
-  const timeoutMs = config.headersTimeoutSeconds * 1000;
-  const server: Server = createServer(headTimeoutOptions(timeoutMs), (req, res) => {
+export function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
+  // Anyone who reaches the port may open connections before any token is checked: bounded.
+  return listenBounded(config, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET' }).end();
@@ -109,23 +104,4 @@ export async function startHealthServer(config: HttpConfig, source: HealthSource
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
   });
-  // Anyone who reaches the port may open connections before any token is checked: bounded.
-  server.maxConnections = config.maxConnections;
-  closeSilentConnections(server, timeoutMs);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port ?? 0, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

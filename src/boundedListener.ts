@@ -1,0 +1,81 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/** How often Node looks for connections past their header timeout: a small part of it. */
+const CHECK_INTERVAL_MS = 500;
+
+/**
+ * Server options that close a connection whose request head has not arrived within `timeoutMs`
+ * (a slowloris). A request has no body worth waiting for, so the whole request gets as long.
+ */
+function headTimeoutOptions(timeoutMs: number) {
+  return {
+    headersTimeout: timeoutMs,
+    requestTimeout: timeoutMs,
+    connectionsCheckingInterval: Math.min(CHECK_INTERVAL_MS, timeoutMs),
+    keepAliveTimeout: 5_000,
+  };
+}
+
+/**
+ * Node times out a request head only once its first byte came: a connection that sends nothing
+ * would hold its place under `maxConnections` until the client leaves. It gets `timeoutMs` for its
+ * first request too. With headTimeoutOptions, whoever reaches the port cannot fill it for long.
+ */
+function closeSilentConnections(server: Server, timeoutMs: number): void {
+  const silent = new WeakMap<Socket, NodeJS.Timeout>();
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    silent.set(socket, timer);
+    socket.once('close', () => clearTimeout(timer));
+  });
+  server.on('request', (req: { socket: Socket }) => clearTimeout(silent.get(req.socket)));
+}
+
+/** Where a bounded listener binds, and its bounds against whoever reaches the port. */
+export interface BoundedListenerConfig {
+  /** 0 or null: a free port. */
+  port: number | null;
+  host: string;
+  /** Connections beyond it are closed as they arrive. */
+  maxConnections: number;
+  /** A connection that has not sent its request head within this is closed. */
+  headersTimeoutSeconds: number;
+}
+
+export interface BoundedListener {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP listener that anyone who reaches its port may open connections to before any token is
+ * checked (the health server, the feed): their number is capped and a connection that sends no
+ * request head in time is closed, so a flood cannot hold the port. Answers already under way
+ * (streams, long-polls) are not bounded by the timeouts.
+ */
+export async function listenBounded(
+  config: BoundedListenerConfig,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<BoundedListener> {
+  const timeoutMs = config.headersTimeoutSeconds * 1000;
+  const server: Server = createServer(headTimeoutOptions(timeoutMs), handle);
+  server.maxConnections = config.maxConnections;
+  closeSilentConnections(server, timeoutMs);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port ?? 0, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
