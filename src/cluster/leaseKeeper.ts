@@ -64,7 +64,8 @@ const FORGET_INSTANCES_EVERY_ROUNDS = 100;
 /**
  * Holds this replica's share of the tenants (docs/leases.md). Every `renewEveryMs` one round:
  * renew every held lease in one statement, release what the database credits to this replica but
- * it does not know it holds, heartbeat (unless it sits the deal out: tenantsMissingHere), then ask
+ * it does not know it holds, heartbeat (unless it sits the deal out: tenantsMissingHere, and
+ * then it deals only if no replica takes part), then ask
  * assignLeases what to take and hand over, and do it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
  * replica whose database is unreachable (or hangs) stops writing before its lease may expire.
  * State: created -> active [-> draining: stopAcquiring] -> stopping -> stopped; stop() awaits the loop.
@@ -285,14 +286,20 @@ export class LeaseKeeper {
     // Sitting out, it heartbeats not at all (a heartbeat even for an instant would count it live
     // in the others' deal, and they would hand tenants over to it): it renews what it holds.
     const missing = tenantsMissingHere({ me, tenants, recorded: this.options.recorded?.() ?? [], leases });
+    let live: string[];
     if (missing.length > 0) {
       this.missingHere = missing;
       await table.retireInstance(me);
-      return renewalMs;
+      // Sitting out leaves its share to the replicas taking part. With none (each replica lacks a
+      // tenant another holds), a free tenant would stay unheld until the views agree: it takes the
+      // free tenants it knows as if alone, still without a heartbeat.
+      if ((await table.liveInstances()).some((instance) => instance !== me)) return renewalMs;
+      live = [me];
+    } else {
+      this.missingHere = undefined;
+      await table.heartbeat(me, this.options.advertised);
+      live = await table.liveInstances();
     }
-    this.missingHere = undefined;
-    await table.heartbeat(me, this.options.advertised);
-    const live = await table.liveInstances();
     const decision = assignLeases({ me, tenants, liveInstances: live, leases, handingOver: this.held.handingOver() });
 
     for (const tenant of decision.release) {
@@ -316,6 +323,8 @@ export class LeaseKeeper {
       this.emit(() => this.options.events.acquired(tenant, granted.epoch));
     }
 
+    // Forgetting rows by a view that lacks tenants others run is left to the replicas taking part.
+    if (missing.length > 0) return renewalMs;
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();

@@ -17,6 +17,11 @@ export class PendingWindow {
   private readonly queues = new Map<string, PendingDelivery[]>();
   private loadedUpTo = 0;
   private size = 0;
+  /**
+   * Seqs settled while a top-up is under way: its page may have been read before their outcome
+   * was recorded, and must not bring them back (the worker would send a delivered row again).
+   */
+  private settledDuringLoad: Set<number> | undefined;
 
   constructor(
     private readonly outbox: OutboxStore,
@@ -41,6 +46,16 @@ export class PendingWindow {
   /** Loads rows ingested since the last load, up to capacity; returns how many were filtered out. */
   async topUp(): Promise<number> {
     if (this.size === 0) this.loadedUpTo = 0;
+    const settled = new Set<number>();
+    this.settledDuringLoad = settled;
+    try {
+      return await this.load(settled);
+    } finally {
+      this.settledDuringLoad = undefined;
+    }
+  }
+
+  private async load(settled: ReadonlySet<number>): Promise<number> {
     let filtered = 0;
     while (this.size < this.capacity) {
       const page = await this.outbox.pending(
@@ -51,6 +66,7 @@ export class PendingWindow {
       const rejected: number[] = [];
       for (const d of page) {
         this.loadedUpTo = d.seq;
+        if (settled.has(d.seq)) continue;
         if (this.accepts && !this.accepts(d)) {
           rejected.push(d.seq);
           continue;
@@ -81,6 +97,7 @@ export class PendingWindow {
   /** Delivered, dead or otherwise settled: no longer pending. */
   settle(deliveries: readonly { log: LogKind; objectId: string; seq: number }[]): void {
     for (const d of deliveries) {
+      this.settledDuringLoad?.add(d.seq);
       const key = logKey(d);
       const queue = this.queues.get(key);
       if (!queue) continue;

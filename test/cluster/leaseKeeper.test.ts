@@ -118,6 +118,28 @@ describe('LeaseKeeper', () => {
     await assertMatchesDatabase([a, b, blind]);
   });
 
+  it('two replicas that each lack a tenant the other holds, both sitting out, still take a free tenant', async (ctx) => {
+    const { db, set } = await setup(ctx);
+    let viewA = tenantNames(4);
+    let viewB = tenantNames(4);
+    let recorded = tenantNames(4);
+    const a = set.add('a', db.pool(), () => viewA, { recorded: () => recorded });
+    const b = set.add('b', db.pool(), () => viewB, { recorded: () => recorded });
+    a.start();
+    b.start();
+    await set.tickUntil('2 each', () => a.keeper.heldLeases().length === 2 && b.keeper.heldLeases().length === 2);
+    const heldBy = (k: TestKeeper): string[] => k.keeper.heldLeases().map((l) => l.tenant);
+    // Their directories drift apart (a mount that lags): each lacks one of the other's tenants,
+    // and both get a new tenant, company-5, that nobody holds yet.
+    viewA = [...viewA.filter((t) => t !== heldBy(b)[0]), 'company-5'];
+    viewB = [...viewB.filter((t) => t !== heldBy(a)[0]), 'company-5'];
+    recorded = tenantNames(5);
+    await set.tickUntil('company-5 held', () => [a, b].some((k) => k.keeper.canWrite('company-5')), 6);
+    expect(a.keeper.sittingOut ?? b.keeper.sittingOut).toBeDefined();
+    expect(a.count('lost') + b.count('lost')).toBe(0);
+    await assertMatchesDatabase([a, b]);
+  });
+
   it('spreads 30 tenants over 3 keepers 10/10/10', async (ctx) => {
     const { db, set } = await setup(ctx);
     const tenants = tenantNames(30);
