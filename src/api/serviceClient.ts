@@ -1,13 +1,14 @@
 import { anySignal } from 'any-signal';
-import { Pool, errors as undiciErrors } from 'undici';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { isAbortError } from '../errors.js';
+import { errorCodeOf, isAbortError } from '../errors.js';
 import { ApiError, ApiProblemError, ApiTransportError, type ApiErrorCode } from './apiErrors.js';
 import { ERROR_BODY_BYTES, headerValue, readCappedBody, readJsonBody, type BodyReader } from './responseBody.js';
 import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './problemDetails.js';
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
 import { isTlsFailure, opensslReason } from '../tlsFiles.js';
+import { guardBeforeWrite } from './guardedDispatch.js';
 
 /**
  * Who gets a request first when the budget is tight: the identity-provider log, then polls of
@@ -65,6 +66,8 @@ export interface JsonResponse {
  */
 export class ServiceClient {
   private readonly pool: Pool;
+  /** The pool, behind the request guard when there is one (asked again as each request is written). */
+  private readonly dispatcher: Dispatcher;
   private readonly basePath: string;
 
   constructor(private readonly options: ServiceClientOptions) {
@@ -77,6 +80,7 @@ export class ServiceClient {
       bodyTimeout: options.timeoutMs,
       ...(options.ca ? { connect: { ca: options.ca } } : {}),
     });
+    this.dispatcher = options.requestGuard ? this.pool.compose(guardBeforeWrite(options.requestGuard)) : this.pool;
   }
 
   get maxEntryBytes(): number {
@@ -116,7 +120,7 @@ export class ServiceClient {
     try {
       let res;
       try {
-        res = await this.pool.request({
+        res = await this.dispatcher.request({
           method: 'GET',
           path: fullPath,
           headers: { authorization, accept: 'application/json', 'user-agent': this.options.userAgent },
@@ -124,6 +128,8 @@ export class ServiceClient {
         });
       } catch (error) {
         if (signal?.aborted) throw error;
+        // The guard refused as the request was about to be written: nothing was sent.
+        if (errorCodeOf(error) === 'LEASE_LOST') throw error;
         throw this.transportError(error, path);
       }
       const status = res.statusCode;
