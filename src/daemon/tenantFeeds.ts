@@ -141,14 +141,10 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
   }
   if (!feed && readsTenant(reader, tenant) && routes.knows(tenant)) {
     answered(503, 'unavailable');
-    sendProblem(
+    sendNotServedHere(
       res,
-      503,
-      'tenant-elsewhere',
-      'Tenant not served here',
       `tenant ${tenant} is not running on this replica (starting, stopped, or held by another replica)`,
-      {},
-      { 'retry-after': '5' },
+      5,
     );
     return;
   }
@@ -231,14 +227,10 @@ function answerElsewhere(
       // the replica's own logs and /readyz, where its lease rounds fail the same way.
       () => {
         answered(503, 'unavailable');
-        sendProblem(
+        sendNotServedHere(
           res,
-          503,
-          'tenant-elsewhere',
-          'Tenant not served here',
           `tenant ${tenant} is not running on this replica, and who holds it could not be read from the store`,
-          {},
-          { 'retry-after': '5' },
+          5,
         );
       },
     )
@@ -280,27 +272,25 @@ function answerRoute(
   }
   if (decision.kind === 'serve') {
     // The tenant started here while its lease row was read: the client's retry finds it.
-    sendProblem(
-      res,
-      503,
-      'tenant-elsewhere',
-      'Tenant starting here',
-      `tenant ${tenant} is starting on this replica`,
-      {},
-      {
-        'retry-after': '1',
-      },
-    );
+    sendNotServedHere(res, `tenant ${tenant} is starting on this replica`, 1, {}, 'Tenant starting here');
     return;
   }
   const holder = decision.holder === undefined ? '' : ` (held by ${decision.holder})`;
-  sendProblem(
+  sendNotServedHere(
     res,
-    503,
-    'tenant-elsewhere',
-    'Tenant not served here',
     `tenant ${tenant} is not running on this replica${holder}: ${UNAVAILABLE_DETAIL[decision.reason]}`,
+    decision.retryAfterSeconds,
     decision.holder === undefined ? {} : { holder: decision.holder },
-    { 'retry-after': String(decision.retryAfterSeconds) },
   );
+}
+
+/** The 503 for a tenant this replica does not serve now; the client asks again after `retryAfterSeconds`. */
+function sendNotServedHere(
+  res: ServerResponse,
+  detail: string,
+  retryAfterSeconds: number,
+  extensions: Record<string, string> = {},
+  title = 'Tenant not served here',
+): void {
+  sendProblem(res, 503, 'tenant-elsewhere', title, detail, extensions, { 'retry-after': String(retryAfterSeconds) });
 }
