@@ -1,25 +1,22 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { ServiceClient } from '../../src/api/serviceClient.js';
-import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
+import { ManualClock, type Clock } from '../../src/clock.js';
+import { guardedClient, startCountingService, type CountingService } from '../support/countingService.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { KeeperSet } from '../support/leaseKeepers.js';
 
 const admin: pg.Client | undefined = await connectLeaseAdmin('the request guard tests');
 let db: LeaseSchema | undefined;
 let set: KeeperSet | undefined;
-let server: Server | undefined;
+let service: CountingService | undefined;
 
 afterEach(async () => {
   await set?.stopAll();
   await db?.close();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  await service?.close();
   set = undefined;
   db = undefined;
-  server = undefined;
+  service = undefined;
 });
 afterAll(async () => {
   await admin?.end();
@@ -51,32 +48,16 @@ describe.skipIf(!admin)("a tenant's requests to the service", () => {
     a.start();
     await set.until('replica-a holds company-1', () => a.count('acquired') === 1);
 
-    let requests = 0;
-    server = createServer((_req, res) => {
-      requests++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-    const client = new ServiceClient({
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      apiKey: () => 'key',
-      credentialSource: 'test',
-      userAgent: 'test',
-      timeoutMs: 5_000,
-      maxResponseBytes: 1024,
-      clock: systemClock,
-      gate: { acquire: () => Promise.resolve(), observe: () => undefined },
-      logger: pino({ level: 'silent' }),
-      requestGuard: a.keeper.requestGuard('company-1'),
-    });
+    service = await startCountingService();
+    const client = guardedClient(service.url, a.keeper.requestGuard('company-1'));
     try {
       await client.getJson('/api/v1/ping', {}, 'poll');
-      expect(requests).toBe(1);
+      expect(service.requests()).toBe(1);
 
       // Resumed after two leases: the deadline passed, its timer has not fired.
       clock.stalledMs = 2 * leaseMs;
       await expect(client.getJson('/api/v1/ping', {}, 'poll')).rejects.toMatchObject({ code: 'LEASE_LOST' });
-      expect(requests).toBe(1);
+      expect(service.requests()).toBe(1);
       // Refused for its deadline, the lease is given up at once, as a refused write does.
       expect(a.count('lost')).toBe(1);
       expect(a.keeper.canWrite('company-1')).toBe(false);
