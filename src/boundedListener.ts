@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { z } from 'zod';
 
 /** How often Node looks for connections past their header timeout: a small part of it. */
 const CHECK_INTERVAL_MS = 500;
@@ -31,6 +32,9 @@ function closeSilentConnections(server: Server, timeoutMs: number): void {
   });
   server.on('request', (req: { socket: Socket }) => clearTimeout(silent.get(req.socket)));
 }
+
+/** The port a listener binds: null keeps it off, 0 takes a free one. Each listener describes its own. */
+export const listenerPortSchema = z.number().int().min(0).max(65_535).nullable().default(null);
 
 /** Where a bounded listener binds, and its bounds against whoever reaches the port. */
 export interface BoundedListenerConfig {

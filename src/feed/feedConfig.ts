@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listenerPortSchema } from '../boundedListener.js';
 
 const tokenSchema = z
   .string()
@@ -37,17 +38,10 @@ export const feedConfigSchema = z
           '`/v1/tenants/<tenant>/events` (pages, long-polling) and `.../stream` (Server-Sent Events). ' +
           'Needs `feed.port` and at least one token.',
       ),
-    port: z
-      .number()
-      .int()
-      .min(0)
-      .max(65_535)
-      .nullable()
-      .default(null)
-      .describe(
-        "Port of the feed's own listener, apart from `http.port` (health, readiness, metrics): a flood of " +
-          'feed clients cannot starve the probes. Required with `enabled`.',
-      ),
+    port: listenerPortSchema.describe(
+      "Port of the feed's own listener, apart from `http.port` (health, readiness, metrics): a flood of " +
+        'feed clients cannot starve the probes. Required with `enabled`.',
+    ),
     host: z.string().default('127.0.0.1').describe('Interface the feed listener binds to; loopback unless set.'),
     maxConnections: z
       .number()

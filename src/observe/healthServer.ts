@@ -1,19 +1,12 @@
 import { z } from 'zod';
-import { listenBounded, type BoundedListener } from '../boundedListener.js';
+import { listenBounded, listenerPortSchema, type BoundedListener } from '../boundedListener.js';
 
 export const httpConfigSchema = z
   .object({
-    port: z
-      .number()
-      .int()
-      .min(0)
-      .max(65_535)
-      .nullable()
-      .default(null)
-      .describe(
-        'Port of the health, readiness and metrics server; null (the default) keeps it off. The ' +
-          'container image sets 9464.',
-      ),
+    port: listenerPortSchema.describe(
+      'Port of the health, readiness and metrics server; null (the default) keeps it off. The ' +
+        'container image sets 9464.',
+    ),
     host: z
       .string()
       .default('127.0.0.1')
