@@ -10,9 +10,9 @@ import { ReadBudget } from '../../src/poll/readBudget.js';
 import { ServerClock } from '../../src/poll/serverClock.js';
 import { LAST_DISCOVERY_KEY, WatchRegistry } from '../../src/poll/watchRegistry.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import type { BenchRow } from '../benchTable.js';
+import { openSqliteStoreFile } from '../../test/support/sqliteStoreFile.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** The budget's default pace: 900 reads an hour, one every 4 seconds. */
@@ -35,7 +35,7 @@ export async function largeDiscoveryRow(dir: string): Promise<BenchRow> {
     sinks: [{ name: 'file', type: 'file', path: join(dir, 'events.jsonl') }],
     stateDir: dir,
   });
-  const store = SqliteChangefeedStore.open(storePath(dir));
+  const store = openSqliteStoreFile(storePath(dir));
   let requests = 0;
   const serverClock = new ServerClock(systemClock);
   const client = createServiceClient(config, {
@@ -80,7 +80,7 @@ export async function largeDiscoveryRow(dir: string): Promise<BenchRow> {
  * few times and the least CPU kept (and the shortest wall time); `changefeed --version` `changefeed help` gives Node's own start for comparison.
  */
 export async function largeCommandRows(stateDir: string, configDir: string): Promise<BenchRow[]> {
-  const store = SqliteChangefeedStore.open(storePath(stateDir));
+  const store = openSqliteStoreFile(storePath(stateDir));
   await store.setMeta(LAST_DISCOVERY_KEY, String(Date.now()));
   const logs = (await store.watchedLogs.list()).length;
   await store.close();

@@ -2,7 +2,6 @@ import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { ManualClock } from '../../src/clock.js';
@@ -11,6 +10,7 @@ import { noopLogger } from '../../src/observe/createLogger.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { QuietClockDriver } from './quietClock.js';
 import type { DayOptions, DayResult } from './schedulingDay.js';
+import { openSqliteStoreFile } from '../../test/support/sqliteStoreFile.js';
 
 const HOUR_MS = 3_600_000;
 const SINK = 'file';
@@ -73,7 +73,7 @@ export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: nu
   // A second, read-only connection to the daemon's store: in WAL mode it sees every commit.
   let reader: ChangefeedStore | undefined;
   const pending = async (): Promise<boolean> => {
-    reader ??= SqliteChangefeedStore.open(storePath(join(dir, 'state')), { readonly: true });
+    reader ??= openSqliteStoreFile(storePath(join(dir, 'state')), { readonly: true });
     return (await reader.outbox.pending(SINK, 0, 1)).length > 0;
   };
   try {

@@ -16,9 +16,9 @@ import { Random } from '../../src/simulator/random.js';
 import { ReadBuckets } from '../../src/simulator/readBucket.js';
 import type { Workload } from '../../src/simulator/simulatorOptions.js';
 import { WorkloadModel } from '../../src/simulator/workload.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import type { WatchedLog } from '../../src/store/storeRecords.js';
+import { openSqliteStoreFile } from '../../test/support/sqliteStoreFile.js';
 
 const HOUR_MS = 3_600_000;
 const KEY = 'bench-key';
@@ -105,7 +105,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const skillIds = Array.from({ length: o.skills }, (_, i) => `sk_${i}`);
   const { byKey, rates } = generateArrivals(o, start, careerIds, skillIds);
   const dir = o.stateDir ?? mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
-  const store = SqliteChangefeedStore.open(storePath(dir));
+  const store = openSqliteStoreFile(storePath(dir));
   const register = async (log: LogKind, objectId: string): Promise<void> =>
     void (await store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start }));
   await register('identityProvider', '');

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { LeaseTable } from '../cluster/leaseTable.js';
 import { databaseFence, type WriteFence } from '../cluster/writeFence.js';
 import { ChangefeedError } from '../errors.js';
-import type { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
+import type { SharedByReplicas } from '../store/storeBackend.js';
 
 /** A tenant's lease taken by a command for as long as it runs. */
 export interface CommandLease {
@@ -24,11 +24,11 @@ export interface CommandLease {
  * `leaseMs` like a crashed replica's.
  */
 export async function takeCommandLease(
-  backend: PostgresStoreBackend,
+  store: SharedByReplicas,
   tenant: string,
   options: { leaseMs: number; command: string },
 ): Promise<CommandLease> {
-  const table = new LeaseTable(backend.leasePool, { leaseMs: options.leaseMs });
+  const table = new LeaseTable(store.leasePool, { leaseMs: options.leaseMs });
   const holder = `${options.command}@${hostname()}-${process.pid}`;
   const granted = await table.acquire(tenant, holder);
   if (!granted) {

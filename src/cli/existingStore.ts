@@ -1,6 +1,5 @@
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
-import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
@@ -30,9 +29,9 @@ export async function withExistingStore<T>(
   const tenant = options.tenant ?? DEFAULT_TENANT;
   const backend = await openStoreBackend(config, { readonly: options.readonly ?? false, mustExist: true });
   try {
-    if (!options.lease || !(backend instanceof PostgresStoreBackend))
-      return await use(await backend.tenantStore(tenant), undefined, backend);
-    const lease = await takeCommandLease(backend, tenant, options.lease);
+    const shared = backend.sharedByReplicas;
+    if (!options.lease || !shared) return await use(await backend.tenantStore(tenant), undefined, backend);
+    const lease = await takeCommandLease(shared, tenant, options.lease);
     try {
       return await use(await backend.tenantStore(tenant, { fence: lease.fence }), lease, backend);
     } finally {

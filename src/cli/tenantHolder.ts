@@ -1,6 +1,5 @@
 import type { LeaseRow } from '../cluster/leaseTable.js';
 import { LeaseTable } from '../cluster/leaseTable.js';
-import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 
 /** Who runs a tenant, as the store says: on SQLite the one daemon; on PostgreSQL the lease holder. */
@@ -23,8 +22,9 @@ export type TenantHolder =
  * On SQLite the daemon on this host's state directory is the only one there is.
  */
 export async function findTenantHolder(backend: StoreBackend, tenant: string, leaseMs: number): Promise<TenantHolder> {
-  if (!(backend instanceof PostgresStoreBackend)) return { kind: 'local' };
-  const rows = await new LeaseTable(backend.leasePool, { leaseMs }).list();
+  const shared = backend.sharedByReplicas;
+  if (!shared) return { kind: 'local' };
+  const rows = await new LeaseTable(shared.leasePool, { leaseMs }).list();
   return holderOf(rows.find((row) => row.tenant === tenant));
 }
 

@@ -5,7 +5,6 @@ import type { TenantRecord } from '../tenants/tenant.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import { OlderSchemaError } from '../store/sqlite/database.js';
-import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
 import type { TenantsReport } from './tenantsReport.js';
@@ -49,7 +48,7 @@ export async function tenantsCommand(argv: string[]): Promise<number> {
 async function readSqliteRecords(config: { stateDir: string; store: StoreConfig }): Promise<readonly TenantRecord[]> {
   const backend = await openStoreBackend(config, { readonly: true, mustExist: true });
   try {
-    return backend instanceof SqliteStoreBackend ? await backend.tenantRecords().read() : [];
+    return await backend.tenantRecords().read();
   } catch (error) {
     if (error instanceof ChangefeedError && error.code === 'STORE_MISSING') return [];
     // Not migrated yet (a deployment gate runs this before this build's daemon): it has no

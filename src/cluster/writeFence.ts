@@ -2,20 +2,25 @@ import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
 
 /**
- * What a store calls inside every write transaction of a tenant, with that transaction's client,
- * before it commits: it throws LeaseLostError unless this replica still holds the tenant's lease,
- * and then the caller rolls back. Because the check runs in the same transaction as the write
- * (and locks the lease row, see checkLease), a replica that paused past its lease cannot write a
- * cursor or ack a delivery after another replica took the tenant over.
+ * What a store shared by replicas (StoreBackend.sharedByReplicas) calls inside every write
+ * transaction of a tenant, with that transaction's client, before the transaction writes: it
+ * throws LeaseLostError unless this replica still holds the tenant's lease, and then the store
+ * rolls back. Because the check runs in the same transaction as the write (and locks the lease
+ * row, see checkLease), a replica that paused past its lease cannot write a cursor or ack a
+ * delivery after another replica took the tenant over.
  */
 export interface WriteFence {
   /** The tenant whose writes this fence guards. */
   readonly tenant: string;
   /** The lease epoch the writes were begun under. */
   readonly epoch: number;
-  /** The longest a statement of a fenced transaction may run: fencedStatementTimeoutMs of the lease. */
+  /**
+   * The longest one statement of a fenced transaction may run (fencedStatementTimeoutMs of the
+   * lease; PostgreSQL: `SET LOCAL statement_timeout`). A fenced transaction holds its lease row's
+   * lock, which a takeover waits for.
+   */
   readonly statementTimeoutMs: number;
-  check(client: pg.ClientBase): Promise<void>;
+  check(transaction: pg.ClientBase): Promise<void>;
 }
 
 /**

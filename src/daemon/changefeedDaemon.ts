@@ -9,12 +9,10 @@ import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
-import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
-import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
 import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
@@ -283,15 +281,15 @@ export class ChangefeedDaemon {
         this.backend = await this.opening.open();
       } else this.backend = await openOnce();
       const supervisor = this.supervisor(this.backend);
-      if (this.backend instanceof PostgresStoreBackend) this.tenantRecords = new TenantRecordTable(this.backend.pool);
-      if (this.backend instanceof SqliteStoreBackend) this.tenantRecords = this.backend.tenantRecords();
-      if (this.backend instanceof PostgresStoreBackend) {
+      this.tenantRecords = this.backend.tenantRecords();
+      const shared = this.backend.sharedByReplicas;
+      if (shared) {
         const { instanceId } = this.config.cluster;
         // Without a feed of its own nothing answers there: others must not send clients to it.
         const advertiseUrl = this.feed ? this.config.cluster.advertiseUrl : undefined;
         const healthUrl = this.healthServer ? this.config.cluster.advertiseHealthUrl : undefined;
         this.leases = new TenantLeases({
-          pool: this.backend.leasePool,
+          pool: shared.leasePool,
           instanceId,
           advertised: { feedUrl: advertiseUrl, healthUrl },
           leaseMs,
@@ -305,7 +303,7 @@ export class ChangefeedDaemon {
           const clock = this.options.clock ?? systemClock;
           this.feed.sendElsewhere(
             holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
-            { key: await readFeedTicketKey(this.backend.leasePool), now: () => clock.now() },
+            { key: await readFeedTicketKey(shared.leasePool), now: () => clock.now() },
           );
         }
       }
@@ -320,7 +318,7 @@ export class ChangefeedDaemon {
       configOf: (tenant) => tenantAppConfig(this.config, tenant.config),
       fenceOf: (tenant) => this.leases?.fenceOf(tenant),
       requestGuardOf: (tenant) => this.leases?.requestGuardOf(tenant),
-      leaseMs: backend instanceof PostgresStoreBackend ? this.config.cluster.leaseSeconds * 1000 : undefined,
+      leaseMs: backend.sharedByReplicas ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;
   }

@@ -5,7 +5,7 @@ import { LeaseTable, type AdvertisedUrls } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
 import type { LeaseMetrics } from '../observe/leaseMetrics.js';
-import type { WriteFence } from '../store/storeBackend.js';
+import type { WriteFence } from '../cluster/writeFence.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 

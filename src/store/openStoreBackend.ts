@@ -6,9 +6,12 @@ import type { StoreConfig } from './storeConfig.js';
 import { storeLocation } from './storeLocation.js';
 
 export interface OpenStoreOptions {
-  /** Open existing stores for reading only (inspection commands beside a running daemon). */
+  /**
+   * Open existing stores for reading only (inspection commands beside a running daemon): nothing
+   * is created or migrated, and every write is refused by the database.
+   */
   readonly?: boolean;
-  /** A missing SQLite file is STORE_MISSING instead of a new empty store (commands, not the daemon). */
+  /** A store no daemon has created (SQLite file, PostgreSQL schema) is STORE_MISSING instead of a new empty one. */
   mustExist?: boolean;
   /** Names this process's connections in pg_stat_activity (the instance id). */
   applicationName?: string;
@@ -30,5 +33,7 @@ export async function openStoreBackend(
     ...(options.idleInTransactionTimeoutMs !== undefined
       ? { idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs }
       : {}),
+    ...(options.readonly !== undefined ? { readonly: options.readonly } : {}),
+    ...(options.mustExist !== undefined ? { mustExist: options.mustExist } : {}),
   });
 }

@@ -1,36 +1,41 @@
+import type pg from 'pg';
+import type { WriteFence } from '../cluster/writeFence.js';
+import type { TenantRecords } from '../tenants/tenant.js';
 import type { ChangefeedStore } from './changefeedStore.js';
 
 /**
- * A store engine serving the tenants of one process: SQLite opens one file per tenant,
- * PostgreSQL one connection pool for all of them. Opened once by the daemon or a command.
+ * A store engine serving the tenants of one process: SQLite keeps them in one file on one
+ * connection, PostgreSQL in one schema through one connection pool. Opened once by the daemon or a command.
+ * Callers ask it what it can do (`sharedByReplicas`) rather than which engine it is.
  */
 export interface StoreBackend {
-  readonly kind: 'sqlite' | 'postgres';
   /** For messages: the path or the URL without its password. */
   readonly location: string;
   /**
-   * The store of one tenant. `fence`, on a shared store, is checked inside every write
-   * transaction of the tenant (see docs/scaling.md); a store without one never checks.
+   * Present when several replicas may open the store at once (PostgreSQL): they then share its
+   * tenants out by leases and fence every write. Absent when one process owns the store (SQLite,
+   * under the state directory's lock): no leases, no fences.
+   */
+  readonly sharedByReplicas: SharedByReplicas | undefined;
+  /**
+   * The store of one tenant. `fence` is checked inside every write transaction of the tenant
+   * (see docs/scaling.md); an engine not shared by replicas refuses one, as it could not check it.
    */
   tenantStore(tenant: string, options?: TenantStoreOptions): Promise<ChangefeedStore>;
+  /** Who owns each API key and each tenant file's last valid text, kept in the store. */
+  tenantRecords(): TenantRecords;
   close(): Promise<void>;
+}
+
+/** What a store shared by replicas gives them to share its tenants out (cluster/). */
+export interface SharedByReplicas {
+  /**
+   * Connections of their own for the lease table (LeaseTable, the feed ticket key), so renewals
+   * never queue behind the tenants' queries.
+   */
+  readonly leasePool: pg.Pool;
 }
 
 export interface TenantStoreOptions {
   fence?: WriteFence;
-}
-
-/**
- * Proof, checked in a write transaction, that this replica still holds the tenant's lease.
- * `transaction` is the engine's handle of the open transaction (a pg client on PostgreSQL).
- * Throws LEASE_LOST when another replica may hold the tenant now.
- */
-export interface WriteFence {
-  check(transaction: unknown): Promise<void>;
-  /**
-   * The longest one statement of a fenced transaction may run, when the engine can bound it
-   * (PostgreSQL: `SET LOCAL statement_timeout`). A fenced transaction holds its lease row's lock,
-   * which a takeover waits for; without a bound the engine's own statement timeout applies.
-   */
-  readonly statementTimeoutMs?: number;
 }

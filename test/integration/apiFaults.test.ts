@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { startTestSimulator } from '../support/testSimulator.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import {
@@ -13,6 +12,7 @@ import {
   testClock,
 } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const BACKFILL_ALL = '2000-01-01T00:00:00Z';
 const quiet = { eventsPerHour: 0, historyHours: 0, readsPerHour: 1_000_000 } as const;
@@ -159,12 +159,12 @@ describe('polling through what goes wrong in production', () => {
     await clock.advance(600_000);
     const report = await runOnce(config, { clock });
     expect(report.ok).toBe(true);
-    const store = SqliteChangefeedStore.open(storePath(stateDir));
+    const store = openSqliteStoreFile(storePath(stateDir));
     const watched = await store.watchedLogs.get('career', gone as string);
     await store.close();
     expect(watched?.status).toBe('gone');
     expect(watched?.statusReason).toMatch(/404/);
-    const reopened = SqliteChangefeedStore.open(storePath(stateDir));
+    const reopened = openSqliteStoreFile(storePath(stateDir));
     const logs = (await buildStatusReport(reopened, clock.now())).logs;
     await reopened.close();
     const coverage = logs.find((l) => l.objectId === gone);

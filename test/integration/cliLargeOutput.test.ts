@@ -1,16 +1,16 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 describe('changefeed status of a large company', () => {
   it('writes the whole report of 6,000 logs to a pipe before it exits (not the first 64 KiB)', async () => {
     const dir = makeTempDir();
     const stateDir = join(dir, 'state');
-    const store = SqliteChangefeedStore.open(storePath(stateDir));
+    const store = openSqliteStoreFile(storePath(stateDir));
     const now = Date.now();
     for (let i = 0; i < 6_000; i++)
       await store.watchedLogs.register({

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { until } from '../support/daemonProcess.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { receiver, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 // `dead-letters retry` took effect only when the worker next read the outbox from its start:
 // about two minutes on a daemon with a backlog. Time is virtual, so "at once" is measured on the
@@ -39,7 +39,7 @@ describe('changefeed dead-letters retry while the daemon runs', () => {
       );
       refuse = false;
       // What the CLI does, from another connection to the store.
-      const cli = SqliteChangefeedStore.open(join(dir, 'changefeed.sqlite'));
+      const cli = openSqliteStoreFile(join(dir, 'changefeed.sqlite'));
       const [dead] = await cli.deadLetters.list();
       expect(await cli.deadLetters.requeueEvent(dead?.eventId as string, 'hook', clock.now())).toBe(1);
       await cli.close();

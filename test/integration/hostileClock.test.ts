@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import {
   createDaemon,
@@ -14,6 +13,7 @@ import { startRewritingProxy } from '../support/rewritingProxy.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { startTestSimulator } from '../support/testSimulator.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const DAY_MS = 86_400_000;
 
@@ -57,7 +57,7 @@ describe('a service answer with a Date header 30 days ahead', () => {
 
     expect((await runOnce(proxied, { clock })).ok).toBe(true);
     expect(lied).toBe(1);
-    const store = SqliteChangefeedStore.open(storePath(stateDir));
+    const store = openSqliteStoreFile(storePath(stateDir));
     const cursor = (await store.watchedLogs.get('career', careerId))?.windowEnd ?? 0;
     await store.close();
     expect(cursor).toBeLessThanOrEqual(clock.now());
@@ -101,7 +101,7 @@ describe('a service answer with a Date header 30 days ahead', () => {
         },
       });
       expect((await runOnce(config, { clock })).ok).toBe(true);
-      const store = SqliteChangefeedStore.open(storePath(stateDir));
+      const store = openSqliteStoreFile(storePath(stateDir));
       store.db
         .prepare('UPDATE watched_logs SET window_end = ?, last_success_at = ? WHERE object_id = ?')
         .run(clock.now() + 30 * DAY_MS, clock.now(), careerId);

@@ -2,7 +2,6 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import { deliveredEvents, duplicatesOf, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
@@ -10,6 +9,7 @@ import { startRewritingProxy, type ProxiedAnswer } from '../support/rewritingPro
 import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const BAD_ENTRIES = [
   { event: 'level_added', performedAt: '2026-11-22T11:59:00Z', description: 'no id at all' },
@@ -69,7 +69,7 @@ describe('an activity page holding entries that cannot become events', () => {
     expect(duplicatesOf(ids)).toEqual([]);
     expect(new Set(ids)).toEqual(new Set(written.map((e) => eventIdFor('career', careerId, e.id))));
 
-    const store = SqliteChangefeedStore.open(storePath(stateDir));
+    const store = openSqliteStoreFile(storePath(stateDir));
     try {
       // Read on every poll, recorded once each.
       const records = await store.quarantine.list();

@@ -4,6 +4,7 @@ import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { receiver, SECRET } from '../support/webhookHarness.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 describe('sink isolation', () => {
   it('a webhook endpoint that never answers holds up neither polling nor the file sink', async () => {
@@ -71,8 +72,7 @@ describe('sink isolation', () => {
     const first = await runOnce(config);
     expect(first.ok).toBe(false);
     expect(first.sinks).toEqual([expect.objectContaining({ sink: 'hook', dead: 3, pending: 0 })]);
-    const { SqliteChangefeedStore } = await import('../../src/store/sqlite/sqliteStore.js');
-    const store = SqliteChangefeedStore.open(join(stateDir, 'changefeed.sqlite'));
+    const store = openSqliteStoreFile(join(stateDir, 'changefeed.sqlite'));
     expect((await store.deadLetters.list()).map((d) => [d.lastStatus, d.lastResponse])).toEqual(
       Array(3).fill([400, 'schema mismatch']),
     );

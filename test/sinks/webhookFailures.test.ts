@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/observe/createLogger.js';
 import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { receiver, SECRET, storeFile, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const entryOf = (r: ReceivedWebhook): { object: number; index: number } => {
   const [, object, index] = (JSON.parse(r.body) as { data: { id: string } }).data.id.split('_').map(Number);
@@ -225,7 +225,7 @@ describe('webhook sink, when the endpoint fails', () => {
     await first.stop();
     await store.close();
     healthy = true;
-    const reopened = SqliteChangefeedStore.open(storeFile(dir));
+    const reopened = openSqliteStoreFile(storeFile(dir));
     const row = reopened.db
       .prepare('SELECT attempts, next_attempt_at AS nextAttemptAt, last_error AS lastError FROM deliveries')
       .get() as { attempts: number; nextAttemptAt: number; lastError: string };

@@ -1,7 +1,6 @@
-import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
-import { databaseFence } from '../../src/cluster/writeFence.js';
+import { databaseFence, type WriteFence } from '../../src/cluster/writeFence.js';
 import { PRUNE_BATCH_EVENTS } from '../../src/store/storeRecords.js';
 import { admin, openBackend } from './postgresTestDb.js';
 
@@ -25,10 +24,9 @@ describe.skipIf(!admin)('the journal prune on PostgreSQL', () => {
     // statement timeout in force, and whether a renewal of every lease finishes meanwhile.
     const seen: { left: number; statementTimeoutMs: number; renewed: number }[] = [];
     const fence = databaseFence({ tenant: 'acme', holder: 'a', epoch: 1 }, LEASE_MS);
-    const observing = {
-      statementTimeoutMs: fence.statementTimeoutMs,
-      check: async (transaction: unknown) => {
-        const client = transaction as pg.ClientBase;
+    const observing: WriteFence = {
+      ...fence,
+      check: async (client) => {
         await fence.check(client); // the transaction now holds the lease row's lock
         const { rows } = await client.query<{ left: number; timeout: string }>(
           `SELECT (SELECT count(*) FROM events WHERE tenant = 'acme')::int AS left,

@@ -1,122 +1,38 @@
-import { TENANT_TABLES } from '../../src/store/sqlite/tenantTables.js';
 import { describe, expect, it } from 'vitest';
-import type pg from 'pg';
-import type { WriteFence } from '../../src/store/storeBackend.js';
+import type { WriteFence } from '../../src/cluster/writeFence.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
 import { POSTGRES_PORT } from '../support/postgresAdmin.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
+import { WRITES, writeFixture } from './contract/writeContract.js';
 import { entry, ingest, T } from './storeContract.suite.js';
 
-const TABLES = [...TENANT_TABLES, 'journal_heads'];
-
-/** Every row of the tenant in every table, to compare before and after. */
-async function snapshot(schema: string, tenant: string): Promise<Record<string, unknown[]>> {
-  const tables: Record<string, unknown[]> = {};
-  for (const table of TABLES) {
-    const { rows } = await admin!.query(
-      `SELECT to_jsonb(t) AS row FROM "${schema}"."${table}" t WHERE tenant = $1 ORDER BY to_jsonb(t)::text`,
-      [tenant],
-    );
-    tables[table] = rows.map((r: { row: unknown }) => r.row);
-  }
-  return tables;
-}
-
 describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
-  it('makes every write fail and keep nothing once the fence says the lease is lost', async () => {
-    const schema = freshSchema();
-    const backend = await openBackend(schema);
-    const lost = new Error('lease lost');
-    let checks = 0;
-    let armed = false;
+  it("checks the fence of every write on the write's own connection, in its transaction, before it writes", async () => {
+    // Refusal and rollback are the shared suite's (contract/writeContract.ts); this is where the check runs.
+    const backend = await openBackend(freshSchema());
+    let probing = false;
+    const probed: boolean[] = [];
     const fence: WriteFence = {
-      check: async (transaction) => {
-        checks++;
-        // The fence runs on the write's own connection, inside its transaction (SAVEPOINT fails
-        // outside one), before the transaction wrote anything (no transaction id assigned yet).
-        const client = transaction as pg.PoolClient;
+      tenant: 't',
+      epoch: 1,
+      statementTimeoutMs: 10_000,
+      check: async (client) => {
+        if (!probing) return;
+        // SAVEPOINT fails outside a transaction; no transaction id is assigned before a write.
         await client.query('SAVEPOINT fence_probe');
         const { rows } = await client.query<{ clean: boolean }>(
           'SELECT pg_current_xact_id_if_assigned() IS NULL AS clean',
         );
-        expect(rows[0]?.clean).toBe(true);
         await client.query('RELEASE SAVEPOINT fence_probe');
-        if (armed) throw lost;
+        probed.push(rows[0]?.clean === true);
       },
     };
     const store = await backend.tenantStore('t', { fence });
-    await prepare(store);
-    await ingest(store, [entry('e-1'), entry('e-2')]);
-    const [seq1, seq2] = (await store.outbox.pending('a', 0, 10)).map((d) => d.seq) as [number, number];
-    await store.outbox.markDead('a', [{ seq: seq2, error: 'x' }], T);
-    const eventId = (await store.deadLetters.list())[0]!.eventId;
-    expect(checks).toBe(4);
-    const before = await snapshot(schema, 't');
-
-    armed = true;
-    checks = 0;
-    const writes: [string, () => Promise<unknown>][] = [
-      ['ingest', () => ingest(store, [entry('e-3')], { windowEnd: T + 9 })],
-      [
-        'register',
-        () => store.watchedLogs.register({ log: 'skill', objectId: 's', origin: 'config', coverageStart: T, now: T }),
-      ],
-      ['recordFailure', () => store.watchedLogs.recordFailure('career', 'c-1', 'x', T)],
-      ['setStatus', () => store.watchedLogs.setStatus('career', 'c-1', 'gone', 'x')],
-      ['setSortOrder', () => store.watchedLogs.setSortOrder('career', 'c-1', 'oldest-first')],
-      ['markDelivered', () => store.outbox.markDelivered('a', [seq1], T)],
-      ['scheduleRetry', () => store.outbox.scheduleRetry('a', [{ seq: seq1, error: 'x', nextAttemptAt: T }], T)],
-      ['markDead', () => store.outbox.markDead('a', [{ seq: seq1, error: 'x' }], T)],
-      ['markFiltered', () => store.outbox.markFiltered('a', [seq1], T)],
-      ['enqueueFromJournal', () => store.outbox.enqueueFromJournal('b', {}, T)],
-      ['prune', () => store.outbox.prune(T + 1_000_000)],
-      ['requeueSink', () => store.deadLetters.requeueSink('a', T)],
-      ['requeueEvent', () => store.deadLetters.requeueEvent(eventId, undefined, T)],
-      ['activate', () => store.sinks.activate([{ name: 'b', type: 'file' }], T)],
-      [
-        'recordState',
-        () =>
-          store.sinks.recordState({
-            sink: 'a',
-            connected: true,
-            pausedUntil: 0,
-            consecutiveFailures: 0,
-            lastError: null,
-            lastErrorAt: null,
-            lastDeliveryAt: T,
-          }),
-      ],
-      [
-        'rates.save',
-        () =>
-          store.rates.save({
-            log: 'career',
-            objectId: 'c-1',
-            events: 1,
-            hours: 1,
-            sessions: 1,
-            lastEventAt: null,
-            updatedAt: T,
-            pollCost: 1,
-            plannedRate: null,
-            nextPollAt: null,
-          }),
-      ],
-      ['setMeta', () => store.setMeta('k', 'v')],
-    ];
-    const outcomes = await Promise.all(
-      writes.map(([name, write]) =>
-        write().then(
-          () => name,
-          (e: unknown) => e,
-        ),
-      ),
-    );
-    expect(outcomes).toEqual(writes.map(() => lost));
-    expect(checks).toBe(writes.length);
-    expect(await snapshot(schema, 't')).toEqual(before);
-    expect(store.health.problem).toBeUndefined();
+    const fixture = await writeFixture(store);
+    probing = true;
+    for (const [, write] of WRITES) await write(store, fixture);
+    expect(probed).toEqual(WRITES.map(() => true));
   });
 
   it('answers StoreUnavailableError, with the reason in health, while the database cannot be reached', async () => {
@@ -204,9 +120,10 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     // A replica paused inside its write (SIGSTOP, a long GC) leaves its session idle in the
     // transaction that holds the lease row's lock: the database must end it, not the next holder wait.
     const fence: WriteFence = {
+      tenant: 't',
+      epoch: 1,
       statementTimeoutMs: 300,
-      check: async (transaction) => {
-        const client = transaction as pg.PoolClient;
+      check: async (client) => {
         pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         await resumed;
       },

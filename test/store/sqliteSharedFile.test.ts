@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
 import { legacyTenantNames, type MovedTenant } from '../../src/store/sqlite/legacyTenantFile.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { V5_T, writeVersionFiveStore } from '../support/versionFiveStore.js';
 import { expectTenantsKeptApart } from './contract/tenantIsolation.js';
 import { entry, entryIdsInJournal, ingest } from './contract/storeFixtures.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 function backendIn(stateDir: string, options: ConstructorParameters<typeof SqliteStoreBackend>[1] = {}) {
   return new SqliteStoreBackend({ stateDir, store: storeConfigSchema.parse({}) }, options);
@@ -43,7 +43,7 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
   it('upgrades a version-5 store: its rows become tenant default, positions and the journal head kept', async () => {
     const dir = makeTempDir();
     writeVersionFiveStore(join(dir, 'changefeed.sqlite'));
-    const store = SqliteChangefeedStore.open(join(dir, 'changefeed.sqlite'));
+    const store = openSqliteStoreFile(join(dir, 'changefeed.sqlite'));
     expect(await store.journal.head()).toBe(3);
     expect(await store.journal.prunedThrough()).toBe(3);
     expect(await entryIdsInJournal(store)).toEqual(['e-1', 'e-2']);
@@ -73,7 +73,7 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
     const raw = new Database(file);
     raw.prepare("DELETE FROM sqlite_sequence WHERE name = 'events'").run();
     raw.close();
-    const store = SqliteChangefeedStore.open(file);
+    const store = openSqliteStoreFile(file);
     expect(await store.journal.head()).toBe(2);
     expect(await ingest(store, [entry('e-4')])).toMatchObject({ emitted: 1 });
     expect((await store.journal.page(2, 10)).events.map((e) => e.seq)).toEqual([3]);
@@ -88,7 +88,7 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
     raw.pragma('foreign_keys = OFF'); // as the sqlite3 shell has it
     raw.prepare('DELETE FROM events WHERE seq = 2').run();
     raw.close();
-    expect(() => SqliteChangefeedStore.open(file)).toThrow(
+    expect(() => openSqliteStoreFile(file)).toThrow(
       /to schema version 6 left 1 rows without their parent: 1 in deliveries \(parent events\) .*nothing was changed/,
     );
     const after = new Database(file, { readonly: true });
@@ -159,7 +159,7 @@ describe("a tenant's own file of an earlier build", () => {
     const backend = backendIn(dir);
     backend.openNow('acme');
     await backend.close();
-    const earlier = SqliteChangefeedStore.open(legacyOf(dir, 'acme'));
+    const earlier = openSqliteStoreFile(legacyOf(dir, 'acme'));
     await ingest(earlier, [entry('after-downgrade')]);
     await earlier.close();
 

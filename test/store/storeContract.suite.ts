@@ -1,37 +1,66 @@
 import { afterEach } from 'vitest';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { openStoreBackend, type OpenStoreOptions } from '../../src/store/openStoreBackend.js';
+import type { StoreBackend, TenantStoreOptions } from '../../src/store/storeBackend.js';
+import type { StoreConfig } from '../../src/store/storeConfig.js';
 import { defineIngestContract } from './contract/ingestContract.js';
 import { defineJournalContract } from './contract/journalContract.js';
 import { defineOutboxContract } from './contract/outboxContract.js';
 import { defineStateContract } from './contract/stateContract.js';
 import { HOUR, T } from './contract/storeFixtures.js';
+import { defineWriteContract } from './contract/writeContract.js';
 
 export { entry, ingest, T } from './contract/storeFixtures.js';
 
-/** A fresh, empty store of the implementation under test, and how to open it again or throw it away. */
-export interface StoreUnderTest {
-  store: ChangefeedStore;
-  /** Closes the store and opens the same one again. */
-  reopen(): Promise<ChangefeedStore>;
-  cleanup(): Promise<void>;
-}
+/** The tenant whose store every contract test opens. */
+export const CONTRACT_TENANT = 'acme';
+
+/** Where the engine under test keeps a fresh store that does not exist yet: what `run` is configured with. */
+export type StoreSettings = { stateDir: string; store: StoreConfig };
 
 /**
- * The store contract (src/store/changefeedStore.ts) as behaviour, run against every
- * implementation: test/store/sqliteStore.test.ts and test/store/postgresStore.test.ts.
- * `factory` gives a fresh, empty store per test.
+ * The engine under test, opened as the product opens it (openStoreBackend), each backend closed
+ * after the test.
  */
-export function defineStoreContractTests(factory: () => Promise<StoreUnderTest>): void {
-  const opened: StoreUnderTest[] = [];
+export interface EngineUnderTest {
+  readonly settings: StoreSettings;
+  open(options?: OpenStoreOptions): Promise<StoreBackend>;
+  /** A new backend with `options`, and the contract tenant's store on it. */
+  openStore(options?: OpenStoreOptions, tenant?: TenantStoreOptions): Promise<ChangefeedStore>;
+}
+
+export type OpenEngine = () => EngineUnderTest;
+
+/**
+ * The store contract (src/store/changefeedStore.ts, storeBackend.ts) as behaviour, run against
+ * every engine: test/store/sqliteStore.test.ts and test/store/postgresStore.test.ts. `settings`
+ * gives the settings of a fresh store per test.
+ */
+export function defineStoreContractTests(settings: () => StoreSettings): void {
+  const backends: StoreBackend[] = [];
   afterEach(async () => {
-    for (const s of opened.splice(0).reverse()) await s.cleanup();
+    for (const backend of backends.splice(0).reverse()) await backend.close();
   });
 
+  const openEngine: OpenEngine = () => {
+    const fresh = settings();
+    const open = async (options?: OpenStoreOptions): Promise<StoreBackend> => {
+      const backend = await openStoreBackend(fresh, options);
+      backends.push(backend);
+      return backend;
+    };
+    return {
+      settings: fresh,
+      open,
+      openStore: async (options, tenant) => (await open(options)).tenantStore(CONTRACT_TENANT, tenant),
+    };
+  };
+
   /** A fresh store with `sinks` active and the career log c-1 watched. */
-  async function openFresh(sinks: string[] = ['a']): Promise<StoreUnderTest & { store: ChangefeedStore }> {
-    const underTest = await factory();
-    opened.push(underTest);
-    const { store } = underTest;
+  async function openFresh(sinks: string[] = ['a']) {
+    const engine = openEngine();
+    let backend = await engine.open();
+    const store = await backend.tenantStore(CONTRACT_TENANT);
     await store.sinks.activate(
       sinks.map((name) => ({ name, type: 'file' })),
       T,
@@ -43,11 +72,19 @@ export function defineStoreContractTests(factory: () => Promise<StoreUnderTest>)
       coverageStart: T - HOUR,
       now: T,
     });
-    return underTest;
+    return {
+      store,
+      reopen: async () => {
+        await backend.close();
+        backend = await engine.open();
+        return backend.tenantStore(CONTRACT_TENANT);
+      },
+    };
   }
 
   defineIngestContract(openFresh);
   defineOutboxContract(openFresh);
   defineStateContract(openFresh);
   defineJournalContract(openFresh);
+  defineWriteContract(openEngine);
 }

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { copySqliteToPostgres } from '../../src/store/storeMigration.js';
 import { runCli } from '../support/daemonProcess.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
@@ -11,11 +11,12 @@ import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { writeVersionFiveStore } from '../support/versionFiveStore.js';
 import { admin, freshSchema, openBackend } from './postgresTestDb.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 /** A SQLite store with a bit of everything: cursors, delivered, pending and dead deliveries, rates, meta. */
 async function busySqliteStore(): Promise<{ file: string; store: SqliteChangefeedStore }> {
   const file = join(makeTempDir(), 'changefeed.sqlite');
-  const store = SqliteChangefeedStore.open(file);
+  const store = openSqliteStoreFile(file);
   await store.sinks.activate(
     [
       { name: 'a', type: 'file' },

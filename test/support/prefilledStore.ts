@@ -5,6 +5,7 @@ import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent
 import type { LogKind } from '../../src/logs.js';
 import { openDatabase } from '../../src/store/sqlite/database.js';
 import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { openSqliteStoreFile } from './sqliteStoreFile.js';
 
 /**
  * A store whose outbox holds `count` career events spread over `objects` careers, each ingested
@@ -21,7 +22,7 @@ export async function prefilledStore(
   dir ??= mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
   const file = join(dir, 'changefeed.sqlite');
   const store =
-    tenant === undefined ? SqliteChangefeedStore.open(file) : new SqliteChangefeedStore(openDatabase(file), tenant);
+    tenant === undefined ? openSqliteStoreFile(file) : new SqliteChangefeedStore(openDatabase(file), tenant);
   await store.sinks.activate(sinks, Date.now());
   const events = eventsConfigSchema.parse({});
   const perObject = Math.ceil(count / objects);

@@ -72,7 +72,32 @@ function folderCycles(edges: Map<string, Map<string, string>>): string[][] {
   return groups;
 }
 
+/**
+ * The store engines: the classes of src/store/ that implement the store contract (StoreBackend,
+ * ChangefeedStore), as written in their declarations.
+ */
+function storeEngineClasses(): string[] {
+  const storeFiles = sourceFiles(join(SRC, 'store'));
+  return storeFiles.flatMap((file) =>
+    [
+      ...readFileSync(file, 'utf8').matchAll(/class (\w+)[^{]* implements [^{]*\b(?:StoreBackend|ChangefeedStore)\b/g),
+    ].map((match) => match[1]!),
+  );
+}
+
 describe('architecture', () => {
+  it('asks the store contract what an engine can do: no instanceof on a store engine outside src/store/', () => {
+    const engines = storeEngineClasses();
+    expect(engines).toEqual(expect.arrayContaining(['SqliteStoreBackend', 'PostgresStoreBackend']));
+    const tests = new RegExp(`\\binstanceof\\s+(?:${engines.join('|')})\\b`, 'g');
+    const outside = sourceFiles(SRC)
+      .filter((file) => !relative(SRC, file).startsWith(`store${sep}`))
+      .flatMap((file) =>
+        [...readFileSync(file, 'utf8').matchAll(tests)].map((match) => `${relative(SRC, file)}: ${match[0]}`),
+      );
+    expect(outside).toEqual([]);
+  });
+
   it('has no import cycle between the rooms of src/ (data flows one way)', () => {
     const edges = roomImports();
     // Each group is named by the imports between its rooms, so a failure says which line to change.

@@ -3,7 +3,8 @@ import { buildCloudEvent, type EventsConfig } from '../../src/events/cloudEvent.
 import type { LogKind } from '../../src/logs.js';
 import type { OutboundEvent, Sink } from '../../src/sinkContract/sink.js';
 import { SinkPartialFailureError } from '../../src/sinkContract/sinkErrors.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 /** Decides the fate of one write: return to accept the batch, throw a sink error to fail it. */
 export type WriteScript = (batch: readonly OutboundEvent[], writeIndex: number) => void | Promise<void>;
@@ -99,7 +100,7 @@ export function testClock(): ManualClock {
 
 /** A store in `file` whose sinks are active before anything is ingested. */
 export async function openStore(file: string, sinks: readonly string[], now = START): Promise<SqliteChangefeedStore> {
-  const store = SqliteChangefeedStore.open(file);
+  const store = openSqliteStoreFile(file);
   await store.sinks.activate(
     sinks.map((name) => ({ name, type: 'scripted' })),
     now,

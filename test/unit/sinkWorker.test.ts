@@ -9,11 +9,12 @@ import {
   SinkRejectedError,
   SinkUnavailableError,
 } from '../../src/sinkContract/sinkErrors.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import type { ManualClock } from '../../src/clock.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { ScriptedSink, START, ingestEntries, openStore, testClock, type WriteScript } from './scriptedSink.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const RETRY: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
 
@@ -330,7 +331,7 @@ describe('SinkWorker with a real store', () => {
     expect(await first.drain(worker(first.store, first.sink, first.clock), 1_000)).toBe(false);
     await first.store.close();
 
-    const store = SqliteChangefeedStore.open(first.file);
+    const store = openSqliteStoreFile(first.file);
     const sink = new ScriptedSink('out', undefined, first.clock);
     const resumedAt = first.clock.now();
     expect(

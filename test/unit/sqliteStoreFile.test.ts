@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { StoreError } from '../../src/store/sqlite/database.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { entry, entryIdsInJournal, HOUR, ingest, T } from '../store/contract/storeFixtures.js';
 import { makeTempDir } from '../support/tempDir.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 async function openFresh(sinks: string[] = ['a']) {
   const file = join(makeTempDir(), 's.sqlite');
-  const store = SqliteChangefeedStore.open(file);
+  const store = openSqliteStoreFile(file);
   await store.sinks.activate(
     sinks.map((name) => ({ name, type: 'file' })),
     T,
@@ -38,7 +38,7 @@ describe('opening the SQLite store', () => {
     await ingest(store, [entry('e-1')]);
     await store.setMeta('discovery.completedAt', '123');
     await store.close();
-    const reopened = SqliteChangefeedStore.open(file);
+    const reopened = openSqliteStoreFile(file);
     expect(reopened.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(await entryIdsInJournal(reopened)).toEqual(['e-1']);
     expect(await reopened.getMeta('discovery.completedAt')).toBe('123');
@@ -55,7 +55,7 @@ describe('opening the SQLite store', () => {
       .prepare("INSERT INTO watched_logs (tenant, log, object_id, origin, created_at) VALUES ('default', ?, ?, ?, ?)")
       .run('career', 'c-1', 'config', T);
     raw.close();
-    const store = SqliteChangefeedStore.open(file);
+    const store = openSqliteStoreFile(file);
     expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ createdAt: T, firstPollBy: T });
     await store.close();
   });
@@ -71,7 +71,7 @@ describe('opening the SQLite store', () => {
       )
       .run('career', 'c-1', 7.5, 20, 3, T);
     raw.close();
-    const store = SqliteChangefeedStore.open(file);
+    const store = openSqliteStoreFile(file);
     const rows = await store.rates.list();
     expect(rows).toEqual([
       expect.objectContaining({
@@ -93,7 +93,7 @@ describe('opening the SQLite store', () => {
     const raw = new Database(file);
     raw.pragma(`user_version = ${MIGRATIONS.length + 1}`);
     raw.close();
-    expect(() => SqliteChangefeedStore.open(file)).toThrow(StoreError);
-    expect(() => SqliteChangefeedStore.open(file)).toThrow(/newer than this build knows.*upgrade changefeed/);
+    expect(() => openSqliteStoreFile(file)).toThrow(StoreError);
+    expect(() => openSqliteStoreFile(file)).toThrow(/newer than this build knows.*upgrade changefeed/);
   });
 });

@@ -7,16 +7,18 @@ import { createLogger } from '../../src/observe/createLogger.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
 import type { StoreBackend } from '../../src/store/storeBackend.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
+import { MemoryTenantRecords } from '../../src/tenants/memoryTenantRecords.js';
 
 const LOCATION = 'postgres://<redacted>@db:5432/changefeed';
 
 /** A store backend that only records whether it was closed. */
 function fakeBackend(): StoreBackend & { closed: boolean } {
   const backend = {
-    kind: 'postgres' as const,
     location: LOCATION,
+    sharedByReplicas: undefined,
     closed: false,
     tenantStore: () => Promise.reject(new Error('not used')),
+    tenantRecords: () => new MemoryTenantRecords(),
     close: () => {
       backend.closed = true;
       return Promise.resolve();

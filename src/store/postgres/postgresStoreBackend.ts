@@ -2,8 +2,11 @@ import pg from 'pg';
 import { readSecretFile } from '../../secrets/readSecretFile.js';
 import { redactUrlCredentials, withUrlPassword } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
+import { TenantRecordTable } from '../../cluster/tenantRecordTable.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { StoreUnavailableError } from '../storeHealth.js';
+import { ChangefeedError } from '../../errors.js';
+import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
@@ -32,6 +35,13 @@ export interface PostgresBackendOptions {
    * length: a replica paused inside a write transaction must not hold the tenant's rows past it.
    */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * Reads only (inspection commands beside the replicas): every session is read-only
+   * (default_transaction_read_only) and nothing is created or migrated.
+   */
+  readonly?: boolean;
+  /** A schema no daemon has created is STORE_MISSING instead of a new empty store (commands). */
+  mustExist?: boolean;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -59,7 +69,7 @@ const types = {
  * and parameterized queries built in, and already a dependency for the postgres sink.
  */
 export class PostgresStoreBackend implements StoreBackend {
-  readonly kind = 'postgres';
+  readonly sharedByReplicas = this;
   private closing: Promise<void> | undefined;
   private readonly requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS);
 
@@ -78,7 +88,8 @@ export class PostgresStoreBackend implements StoreBackend {
   ) {}
 
   /**
-   * Connects, creates the schema if missing and migrates it. When it cannot: STORE_UNAVAILABLE
+   * Connects, creates the schema if missing and migrates it (with `readonly` or `mustExist`, only
+   * an existing store: checkExistingSchema). When it cannot: STORE_UNAVAILABLE
    * if waiting may help (the database is down, starting up, out of reach; isRetryableOpenError),
    * which a daemon retries; STORE_ERROR otherwise, naming what to fix.
    */
@@ -117,7 +128,7 @@ export class PostgresStoreBackend implements StoreBackend {
         query_timeout: statementTimeout + 10_000,
         // A transaction left open by a stalled process releases the tenant's head lock.
         idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 60_000,
-        options: `-c search_path=${location.schema}`,
+        options: `-c search_path=${location.schema}${options.readonly ? ' -c default_transaction_read_only=on' : ''}`,
         types,
       });
     const pool = poolOf(location.maxConnections);
@@ -136,13 +147,16 @@ export class PostgresStoreBackend implements StoreBackend {
     migrator.on('error', () => undefined);
     try {
       await migrator.connect();
-      await migrate(migrator, location.schema, shown);
+      const readonly = options.readonly ?? false;
+      if (readonly || options.mustExist)
+        await checkExistingSchema(migrator, { schema: location.schema, shown }, { readonly });
+      if (!readonly) await migrate(migrator, location.schema, shown);
       await migrator.end();
     } catch (error) {
       await migrator.end().catch(() => undefined);
       await endPool(pool);
       await endPool(leasePool);
-      if (error instanceof PostgresStoreError) throw error;
+      if (error instanceof ChangefeedError) throw error;
       const reason = (error as Error).message;
       if (isRetryableOpenError(error))
         throw new StoreUnavailableError(
@@ -163,6 +177,11 @@ export class PostgresStoreBackend implements StoreBackend {
     return Promise.resolve(
       new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence), this.requeueCounts),
     );
+  }
+
+  /** Shared by every replica of the schema (changefeed_tenant_records). */
+  tenantRecords(): TenantRecordTable {
+    return new TenantRecordTable(this.pool);
   }
 
   async close(): Promise<void> {

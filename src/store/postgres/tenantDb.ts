@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { WriteFence } from '../storeBackend.js';
+import type { WriteFence } from '../../cluster/writeFence.js';
 import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 

@@ -1,7 +1,7 @@
 import { performedAtMs } from '../../api/activityEntry.js';
 import type { ChangefeedStore } from '../changefeedStore.js';
 import type { IngestRequest, IngestResult } from '../storeRecords.js';
-import { openDatabase, type Db } from './database.js';
+import type { Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
 import { Journal } from './journal.js';
 import { Outbox } from './outbox.js';
@@ -92,11 +92,6 @@ export class SqliteChangefeedStore implements ChangefeedStore {
       if (req.pruneSeenBefore !== undefined) this.seen.prune(req.log, req.objectId, req.pruneSeenBefore);
       return { emitted, duplicates, emittedPerformedAt, quarantined };
     });
-  }
-
-  /** The tenant `default` of the file, on a connection of its own. */
-  static open(file: string, options: { readonly?: boolean } = {}): SqliteChangefeedStore {
-    return new SqliteChangefeedStore(openDatabase(file, options));
   }
 
   get location(): string {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
-import type { StoreBackend } from '../storeBackend.js';
+import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
@@ -25,7 +25,7 @@ export interface SqliteBackendOptions {
  * no leases.
  */
 export class SqliteStoreBackend implements StoreBackend {
-  readonly kind = 'sqlite';
+  readonly sharedByReplicas = undefined;
   private connection: Db | undefined;
   private readonly stores = new Map<string, SqliteChangefeedStore>();
 
@@ -44,7 +44,10 @@ export class SqliteStoreBackend implements StoreBackend {
     return location.file;
   }
 
-  async tenantStore(tenant: string): Promise<SqliteChangefeedStore> {
+  async tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<SqliteChangefeedStore> {
+    // A fence given here would be a lease check that never runs: refused, not ignored.
+    if (options.fence)
+      throw new StoreError(`the SQLite store at ${this.file} is written by one process and takes no write fence`);
     return this.openNow(tenant);
   }
 
