@@ -1,4 +1,5 @@
 import { describeError } from '../errors.js';
+import { processIo } from './cliIo.js';
 import { limitHeapGrowth } from './heapGrowth.js';
 import { main } from './main.js';
 
@@ -12,8 +13,9 @@ const exit = (code: number): void => {
   process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
 };
 
-// The executable: long-running commands never resolve and exit from their signal handlers.
-main(process.argv.slice(2)).then(exit, (error: unknown) => {
+// The executable: without io.signal, long-running commands never resolve and exit from their
+// signal handlers.
+main(process.argv.slice(2), processIo()).then(exit, (error: unknown) => {
   process.stderr.write(`changefeed: ${describeError(error)}\n`);
   exit(1);
 });

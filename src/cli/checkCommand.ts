@@ -1,5 +1,7 @@
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import { type CheckResult, formatCheck } from './checkResult.js';
+import { writeLine, type CliIo } from './cliIo.js';
+import { configOption, tenantOption, type CommandHost } from './commandLine.js';
 import { checkFeed } from './feedCheck.js';
 import { checkTenantHolder } from './holderCheck.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
@@ -9,27 +11,34 @@ import { openServiceSession } from './serviceSession.js';
 import { checkSinks } from './sinkChecks.js';
 import { checkStorePassword } from './storePasswordCheck.js';
 
-export const CHECK_USAGE = `changefeed check [--config FILE] [--tenant NAME] [--no-ids] [--probe-sinks]
-  Validates the configuration, pings the service, reads each configured career and skill log once
-  (--no-ids skips these reads), reads one page of each list discovery uses, and connects to every
-  sink (--probe-sinks also sends each webhook one signed test event). One line per check; exits 1
-  on any problem. The reads it spends from the key's bucket are counted and shown. With
-  tenants.dir, --tenant names the tenant checked: its file, its key, its watch set and sinks. On a
-  PostgreSQL store it also says which replica holds the tenant and where its feed is served.`;
+export function defineCheckCommand(program: Command, host: CommandHost): void {
+  program
+    .command('check')
+    .summary('validate the config, ping the service and connect to every sink')
+    .description(
+      `Validates the configuration, pings the service, reads each configured career and skill log once (--no-ids skips these reads), reads one page of each list discovery uses, and connects to every sink (--probe-sinks also sends each webhook one signed test event). One line per check; exits 1 on any problem. The reads it spends from the key's bucket are counted and shown. With tenants.dir, --tenant names the tenant checked: its file, its key, its watch set and sinks. On a PostgreSQL store it also says which replica holds the tenant and where its feed is served.`,
+    )
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .option('--no-ids', 'skip reading the configured career and skill logs')
+    .option('--probe-sinks', 'send each webhook sink one signed test event', false)
+    .action(host.run((options: CheckOptions) => checkCommand(options, host.io)));
+}
 
-export async function checkCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      tenant: { type: 'string' },
-      'no-ids': { type: 'boolean', default: false },
-      'probe-sinks': { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  const { config, file, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'full');
-  const out = (line: string): boolean => process.stdout.write(`${line}\n`);
+export interface CheckOptions {
+  config?: string;
+  tenant?: string;
+  /** False with --no-ids. */
+  ids: boolean;
+  probeSinks: boolean;
+}
+
+export async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
+  const { config, file, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'full',
+  );
+  const out = (line: string): void => writeLine(io.stdout, line);
   const of = tenant === DEFAULT_TENANT ? '' : `of tenant ${tenant} `;
   out(`config ${of}${file ?? '(defaults and environment only)'} is valid`);
   out(`  service: ${config.api.baseUrl}`);
@@ -43,12 +52,12 @@ export async function checkCommand(argv: string[]): Promise<number> {
     for (const r of found) out(formatCheck(r));
     results.push(...found);
   };
-  const session = openServiceSession(config);
+  const session = openServiceSession(config, io.env);
   try {
     const ping = await checkPing(session);
     report([ping]);
     if (ping.ok) {
-      if (values['no-ids']) out('skipped: reading the configured ids (--no-ids)');
+      if (!values.ids) out('skipped: reading the configured ids (--no-ids)');
       else report(await checkConfiguredIds(config, session));
       report(await checkDiscoveryLists(config, session));
     } else {
@@ -58,7 +67,7 @@ export async function checkCommand(argv: string[]): Promise<number> {
   } finally {
     await session.close();
   }
-  report(await checkSinks(config, { probeWebhooks: values['probe-sinks'], tenant }));
+  report(await checkSinks(config, { probeWebhooks: values.probeSinks, tenant }));
   const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
   const storePassword = checkStorePassword(config);

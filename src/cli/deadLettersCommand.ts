@@ -1,31 +1,56 @@
 import { withExistingStore } from './existingStore.js';
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
+import type { CliIo } from './cliIo.js';
+import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
 import { ChangefeedError } from '../errors.js';
 import { loadTenantInspectionConfig } from './loadAppConfig.js';
 
-export const DEAD_LETTERS_USAGE = `changefeed dead-letters list [--config FILE] [--tenant NAME] [--sink S] [--json]
-changefeed dead-letters retry [--config FILE] [--tenant NAME] [--sink S] (--id EVENT_ID | --all)
-  Shows events that exhausted their retries or were rejected for good, with the last status,
-  response and error; retry puts them back in line with a fresh attempt budget. Safe while the
-  daemon runs; it picks re-queued events up within seconds.`;
+export function defineDeadLettersCommand(program: Command, host: CommandHost): void {
+  const deadLetters = program
+    .command('dead-letters')
+    .summary('list dead letters, or put them back in line')
+    .description(
+      `Shows events that exhausted their retries or were rejected for good, with the last status, response and error; retry puts them back in line with a fresh attempt budget. Safe while the daemon runs; it picks re-queued events up within seconds.`,
+    );
+  deadLetters
+    .command('list')
+    .description('Shows the dead letters with their last status, response and error.')
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .option('--sink <name>', 'only those of this sink')
+    .option('--id <event-id>', 'only this event')
+    .addOption(jsonOption())
+    .action(host.run((options: DeadLettersOptions) => deadLettersCommand('list', options, host.io)));
+  deadLetters
+    .command('retry')
+    .description('Puts dead letters back in line with a fresh attempt budget; exit 1 when none was re-queued.')
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .option('--sink <name>', 'only those of this sink')
+    .option('--id <event-id>', 'this event')
+    .option('--all', 'every dead letter (of --sink, if given)', false)
+    .action(host.run((options: DeadLettersOptions) => deadLettersCommand('retry', options, host.io)));
+}
 
-export async function deadLettersCommand(argv: string[]): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action !== 'list' && action !== 'retry')
-    throw new ChangefeedError('USAGE', `expected "list" or "retry"\n\n${DEAD_LETTERS_USAGE}`);
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      config: { type: 'string', short: 'c' },
-      tenant: { type: 'string' },
-      sink: { type: 'string' },
-      id: { type: 'string' },
-      all: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-    },
-    strict: true,
+export interface DeadLettersOptions {
+  config?: string;
+  tenant?: string;
+  sink?: string;
+  id?: string;
+  all?: boolean;
+  json?: boolean;
+}
+
+export async function deadLettersCommand(
+  action: 'list' | 'retry',
+  values: DeadLettersOptions,
+  io: CliIo,
+): Promise<number> {
+  const { config, tenant } = loadTenantInspectionConfig({
+    configFlag: values.config,
+    tenant: values.tenant,
+    env: io.env,
   });
-  const { config, tenant } = loadTenantInspectionConfig({ configFlag: values.config, tenant: values.tenant });
   if (values.sink !== undefined && !config.sinks.some((s) => s.name === values.sink)) {
     throw new ChangefeedError(
       'USAGE',
@@ -35,11 +60,11 @@ export async function deadLettersCommand(argv: string[]): Promise<number> {
   return withExistingStore(config, { tenant }, async (store) => {
     if (action === 'list') {
       const letters = await store.deadLetters.list({ sink: values.sink, eventId: values.id });
-      if (values.json) process.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);
-      else if (letters.length === 0) process.stdout.write('no dead letters\n');
+      if (values.json) io.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);
+      else if (letters.length === 0) io.stdout.write('no dead letters\n');
       else {
         for (const d of letters) {
-          process.stdout.write(
+          io.stdout.write(
             `${d.sink}  ${d.eventId}  ${d.type}  attempts=${d.attempts}  status=${d.lastStatus ?? '-'} ` +
               ` died=${d.deadAt === null ? '-' : new Date(d.deadAt).toISOString()}\n` +
               `    error: ${d.lastError ?? '-'}\n${d.lastResponse ? `    response: ${d.lastResponse.replace(/\s+/g, ' ').slice(0, 200)}\n` : ''}`,
@@ -56,7 +81,7 @@ export async function deadLettersCommand(argv: string[]): Promise<number> {
     else
       for (const sink of values.sink ? [values.sink] : config.sinks.map((s) => s.name))
         requeued += await store.deadLetters.requeueSink(sink, now);
-    process.stdout.write(`re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}\n`);
+    io.stdout.write(`re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}\n`);
     return requeued > 0 || values.all ? 0 : 1;
   });
 }

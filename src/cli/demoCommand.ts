@@ -1,19 +1,33 @@
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
 import { createLogger } from '../observe/createLogger.js';
 import { startWebhookReceiver } from '../receiver/webhookReceiver.js';
 import { startSimulator } from '../simulator/index.js';
 import { loadAppConfig } from './loadAppConfig.js';
-import { requiredNumericFlag, SEED_FLAG } from './numericFlag.js';
-import { onShutdownSignals } from './shutdownSignals.js';
-import { RATE_FLAG } from './simulateCommand.js';
+import { logDestination, type CliIo } from './cliIo.js';
+import type { CommandHost } from './commandLine.js';
+import { numberIn, SEED } from './optionParsers.js';
+import { untilStopped } from './shutdownSignals.js';
+import { RATE } from './simulateCommand.js';
 
-export const DEMO_USAGE = `changefeed demo [--seed N] [--events-per-hour N]
-  Starts the built-in simulator and a webhook receiver on loopback and runs the daemon against
-  them: each delivered event is printed as one line, appended to state/events.jsonl and posted,
-  signed, to the receiver, which verifies every signature. Ctrl-C stops all three.`;
+export function defineDemoCommand(program: Command, host: CommandHost): void {
+  program
+    .command('demo')
+    .summary('run the daemon against the built-in simulator and a webhook receiver')
+    .description(
+      `Starts the built-in simulator and a webhook receiver on loopback and runs the daemon against them: each delivered event is printed as one line, appended to state/events.jsonl and posted, signed, to the receiver, which verifies every signature. Ctrl-C stops all three.`,
+    )
+    .option('--seed <n>', 'the seed of the simulated service', numberIn(SEED), 1)
+    .option('--events-per-hour <n>', 'changes the simulated service makes per hour', numberIn(RATE), 1800)
+    .action(host.run((options: DemoOptions) => demoCommand(options, host.io)));
+}
+
+export interface DemoOptions {
+  seed: number;
+  eventsPerHour: number;
+}
 
 const DEMO_CONFIG = fileURLToPath(new URL('../../config/demo.yaml', import.meta.url));
 const BACKFILL_MS = 5 * 60_000;
@@ -22,14 +36,8 @@ const RECEIVER_REPORT_MS = 15_000;
 /** A fixed demo secret: the demo shows signing, it protects nothing. */
 const DEMO_WEBHOOK_SECRET = 'whsec_ZGVtby1vbmx5LXdlYmhvb2stc2VjcmV0';
 
-export async function demoCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { seed: { type: 'string', default: '1' }, 'events-per-hour': { type: 'string', default: '1800' } },
-    strict: true,
-  });
-  const seed = requiredNumericFlag('seed', values.seed, SEED_FLAG);
-  const eventsPerHour = requiredNumericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG);
+export async function demoCommand(values: DemoOptions, io: CliIo): Promise<number> {
+  const { seed, eventsPerHour } = values;
   const simulator = await startSimulator({
     seed,
     careers: 12,
@@ -46,12 +54,12 @@ export async function demoCommand(argv: string[]): Promise<number> {
     onWebhook: (r) => (r.verified ? verified++ : rejected++),
   });
   const report = setInterval(() => {
-    process.stderr.write(`webhook receiver: ${verified} signed deliveries verified, ${rejected} rejected\n`);
+    io.stderr.write(`webhook receiver: ${verified} signed deliveries verified, ${rejected} rejected\n`);
   }, RECEIVER_REPORT_MS);
   const { config } = loadAppConfig({
     configFlag: DEMO_CONFIG,
     env: {
-      ...process.env,
+      ...io.env,
       CHANGEFEED_DEMO_WEBHOOK_URL: receiver.url,
       CHANGEFEED_DEMO_WEBHOOK_SECRET: DEMO_WEBHOOK_SECRET,
     },
@@ -66,12 +74,14 @@ export async function demoCommand(argv: string[]): Promise<number> {
   });
   // Each demo talks to a fresh simulator, so it starts from a fresh store.
   rmSync(config.stateDir, { recursive: true, force: true });
-  const logger = createLogger({ level: config.log.level, pretty: true });
-  process.stderr.write(
+  const logger = createLogger({ level: config.log.level, pretty: true, destination: logDestination(io) });
+  io.stderr.write(
     `changefeed demo: simulator at ${simulator.url}, webhook receiver at ${receiver.url}; events below and in state/events.jsonl (Ctrl-C stops)\n`,
   );
   const daemon = new ChangefeedDaemon(config, { logger });
-  onShutdownSignals(
+  await daemon.start();
+  return untilStopped(
+    io.signal,
     async () => {
       clearInterval(report);
       await daemon.stop();
@@ -80,6 +90,4 @@ export async function demoCommand(argv: string[]): Promise<number> {
     logger,
     20_000,
   );
-  await daemon.start();
-  return new Promise<number>(() => undefined);
 }

@@ -1,81 +1,137 @@
+import { Command, CommanderError } from 'commander';
 import { ENV_MAPPING } from '../config/appConfigSchema.js';
 import { ChangefeedError, ConfigError, describeError } from '../errors.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
-import { CHECK_USAGE, checkCommand } from './checkCommand.js';
-import { DEAD_LETTERS_USAGE, deadLettersCommand } from './deadLettersCommand.js';
-import { DEMO_USAGE, demoCommand } from './demoCommand.js';
-import { RECEIVE_USAGE, receiveCommand } from './receiveCommand.js';
-import { PLAN_USAGE, planCommand } from './planCommand.js';
-import { REPLAY_USAGE, replayCommand } from './replayCommand.js';
-import { RUN_USAGE, runCommand } from './runCommand.js';
-import { SCHEMA_USAGE, schemaCommand } from './schemaCommand.js';
-import { SIMULATE_USAGE, simulateCommand } from './simulateCommand.js';
-import { QUARANTINE_USAGE, quarantineCommand } from './quarantineCommand.js';
-import { STATUS_USAGE, statusCommand } from './statusCommand.js';
-import { STORE_USAGE, storeCommand } from './storeCommand.js';
-import { TENANTS_USAGE, tenantsCommand } from './tenantsCommand.js';
-import { WATCH_USAGE, watchCommand } from './watchCommand.js';
+import { VERSION } from '../version.js';
+import type { CliIo } from './cliIo.js';
+import type { CommandHost, DefineCommand } from './commandLine.js';
+import { defineCheckCommand } from './checkCommand.js';
+import { defineDeadLettersCommand } from './deadLettersCommand.js';
+import { defineDemoCommand } from './demoCommand.js';
+import { definePlanCommand } from './planCommand.js';
+import { defineQuarantineCommand } from './quarantineCommand.js';
+import { defineReceiveCommand } from './receiveCommand.js';
+import { defineReplayCommand } from './replayCommand.js';
+import { defineRunCommand } from './runCommand.js';
+import { defineSchemaCommand } from './schemaCommand.js';
+import { defineSimulateCommand } from './simulateCommand.js';
+import { defineStatusCommand } from './statusCommand.js';
+import { defineStoreCommand } from './storeCommand.js';
+import { defineTenantsCommand } from './tenantsCommand.js';
+import { defineWatchCommand } from './watchCommand.js';
 
-/** Every command, by name; README.md's command table lists each (test/unit/docsMatchCode.test.ts). */
-export const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise<number> | number }> = {
-  run: { usage: RUN_USAGE, run: runCommand },
-  demo: { usage: DEMO_USAGE, run: demoCommand },
-  simulate: { usage: SIMULATE_USAGE, run: simulateCommand },
-  check: { usage: CHECK_USAGE, run: checkCommand },
-  status: { usage: STATUS_USAGE, run: statusCommand },
-  'dead-letters': { usage: DEAD_LETTERS_USAGE, run: deadLettersCommand },
-  replay: { usage: REPLAY_USAGE, run: replayCommand },
-  plan: { usage: PLAN_USAGE, run: planCommand },
-  receive: { usage: RECEIVE_USAGE, run: receiveCommand },
-  watch: { usage: WATCH_USAGE, run: watchCommand },
-  quarantine: { usage: QUARANTINE_USAGE, run: quarantineCommand },
-  tenants: { usage: TENANTS_USAGE, run: tenantsCommand },
-  store: { usage: STORE_USAGE, run: storeCommand },
-  schema: { usage: SCHEMA_USAGE, run: schemaCommand },
-};
+/** Every command, in the order `changefeed --help` lists them. */
+const COMMANDS: readonly DefineCommand[] = [
+  defineRunCommand,
+  defineDemoCommand,
+  defineSimulateCommand,
+  defineCheckCommand,
+  defineStatusCommand,
+  defineDeadLettersCommand,
+  defineReplayCommand,
+  definePlanCommand,
+  defineReceiveCommand,
+  defineWatchCommand,
+  defineQuarantineCommand,
+  defineTenantsCommand,
+  defineStoreCommand,
+  defineSchemaCommand,
+];
 
-const USAGE = `usage: changefeed <command> [options]
+/** The exit codes, as `--help` and README.md's command section state them. */
+export const EXIT_CODES = { ok: 0, failure: 1, usage: 2 } as const;
 
-${Object.values(COMMANDS)
-  .map((c) => c.usage)
-  .join('\n\n')}
+const HELP_FOOTER = `
+Exit codes:
+  0  done (for run, demo, simulate and receive: stopped by SIGINT/SIGTERM after draining)
+  1  a failure at run time (a check failed, a sink refused, a second signal, ...)
+  2  bad usage or configuration (unknown command or flag, bad value, invalid config, port in use)
 
 Environment: ${['CHANGEFEED_CONFIG', ...Object.keys(ENV_MAPPING)].join(', ')}`;
 
-/** Exit codes: 0 ok, 1 failure at run time, 2 bad usage or configuration. */
-export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(`${USAGE}\n`);
-    return name === undefined ? 2 : 0;
-  }
-  const command = COMMANDS[name];
-  if (!command) {
-    process.stderr.write(`changefeed: unknown command "${name}"\n\n${USAGE}\n`);
-    return 2;
-  }
-  if (rest.includes('--help') || rest.includes('-h')) {
-    process.stdout.write(`${command.usage}\n`);
-    return 0;
-  }
+/**
+ * The command line as a commander program writing through `io`; README.md's command table lists
+ * each of its commands (test/unit/docsMatchCode.test.ts). `onExit` receives each command's exit code.
+ */
+export function buildProgram(io: CliIo, onExit: (code: number) => void = () => undefined): Command {
+  const program = new Command('changefeed')
+    .description('Polls the activity logs of the skills-management API and delivers the changes to sinks.')
+    .version(VERSION, '-V, --version', 'print the version')
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .showHelpAfterError('(add --help for usage)')
+    .helpCommand('help [command]', 'show the help of a command')
+    .addHelpText('after', HELP_FOOTER);
+  const host: CommandHost = {
+    io,
+    run:
+      (body) =>
+      async (...args) => {
+        onExit(await runBody(io, commandPath(args[args.length - 1]), () => body(...args)));
+      },
+  };
+  program
+    .command('version')
+    .summary('print the version')
+    .description('Prints the version of changefeed, as --version does.')
+    .action(() => {
+      io.stdout.write(`${VERSION}\n`);
+    });
+  for (const define of COMMANDS) define(program, host);
+  for (const command of allCommands(program))
+    command.addHelpText('after', '\nExit codes: 0 ok, 1 failure at run time, 2 bad usage or configuration.');
+  return program;
+}
+
+/** Runs `changefeed` with `argv` (the arguments after the program name) and returns its exit code. */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  let code: number = EXIT_CODES.ok;
+  const program = buildProgram(io, (exit) => (code = exit));
   try {
-    return await command.run(rest);
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (error) {
+    // Commander has written its message (with a "did you mean" where one fits) or the help.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
+    throw error;
+  }
+}
+
+/** A command's body, its error turned into a message and an exit code. */
+async function runBody(io: CliIo, name: string, body: () => Promise<number> | number): Promise<number> {
+  const say = (text: string): void => void io.stderr.write(`${text}\n`);
+  try {
+    return await body();
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`changefeed: invalid configuration\n${scrubSecrets(error.message)}\n`);
-      return 2;
+      say(`changefeed: invalid configuration\n${scrubSecrets(error.message)}`);
+      return EXIT_CODES.usage;
     }
-    const usageError = error instanceof ChangefeedError && error.code === 'USAGE';
     if (error instanceof ChangefeedError && error.code === 'PORT_IN_USE') {
-      process.stderr.write(`changefeed ${name}: ${error.message}\n`);
-      return 2;
+      say(`changefeed ${name}: ${error.message}`);
+      return EXIT_CODES.usage;
     }
-    if (usageError || (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
-      process.stderr.write(`changefeed ${name}: ${error.message}\n\n${command.usage}\n`);
-      return 2;
+    if (error instanceof ChangefeedError && error.code === 'USAGE') {
+      say(`changefeed ${name}: ${error.message}\n(changefeed ${name} --help for usage)`);
+      return EXIT_CODES.usage;
     }
     const message = error instanceof ChangefeedError ? describeError(error) : ((error as Error).stack ?? String(error));
-    process.stderr.write(`changefeed ${name}: ${scrubSecrets(message)}\n`);
-    return 1;
+    say(`changefeed ${name}: ${scrubSecrets(message)}`);
+    return EXIT_CODES.failure;
   }
+}
+
+function allCommands(parent: Command): Command[] {
+  return parent.commands.flatMap((command) => [command, ...allCommands(command)]);
+}
+
+/** "dead-letters retry" for the command commander passes an action last. */
+function commandPath(command: unknown): string {
+  const names: string[] = [];
+  for (let c = command as Command | null; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
 }

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import { logKey, type LogKind } from '../logs.js';
 import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../schedule/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
@@ -9,15 +9,32 @@ import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { withExistingStore } from './existingStore.js';
 import { errorCodeOf } from '../errors.js';
+import type { CliIo } from './cliIo.js';
+import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
 
-export const PLAN_USAGE = `changefeed plan [--config FILE] [--tenant NAME] [--json] [--no-discover]
-  Prints, without polling, the requests per hour the scheduler would spend and the expected mean
-  and p95 detection delay for the watched logs, from the rates learned so far (or the prior). With
-  discovery on and none recorded in the store, it first reads the discovery lists (shown against
-  the budget; needs the tenant's key), unless --no-discover, which plans the configured logs only.
-  With tenants.dir, --tenant names the tenant whose store, budget and key are used.`;
+export function definePlanCommand(program: Command, host: CommandHost): void {
+  program
+    .command('plan')
+    .summary('the requests per hour and detection delay the scheduler would give, without polling')
+    .description(
+      `Prints, without polling, the requests per hour the scheduler would spend and the expected mean and p95 detection delay for the watched logs, from the rates learned so far (or the prior). With discovery on and none recorded in the store, it first reads the discovery lists (shown against the budget; needs the tenant's key), unless --no-discover, which plans the configured logs only. With tenants.dir, --tenant names the tenant whose store, budget and key are used.`,
+    )
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .addOption(jsonOption())
+    .option('--no-discover', 'plan the configured logs only, without reading the discovery lists')
+    .action(host.run((options: PlanOptions) => planCommand(options, host.io)));
+}
+
+export interface PlanOptions {
+  config?: string;
+  tenant?: string;
+  json: boolean;
+  /** False with --no-discover. */
+  discover: boolean;
+}
 
 interface PlannedLog {
   log: LogKind;
@@ -44,18 +61,8 @@ export interface PlanReport {
   discovery: PlanDiscovery;
 }
 
-export async function planCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      tenant: { type: 'string' },
-      json: { type: 'boolean', default: false },
-      'no-discover': { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  const args = { configFlag: values.config, tenant: values.tenant };
+export async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
+  const args = { configFlag: values.config, tenant: values.tenant, env: io.env };
   const { config, tenant } = loadTenantConfig(args, 'inspection');
   const { watch, budget } = config;
   const schedule = watch.schedule;
@@ -95,9 +102,10 @@ export async function planCommand(argv: string[]): Promise<number> {
   const discovery = await discoverForPlan({
     watch,
     discoveredInStore,
-    skip: values['no-discover'],
+    skip: !values.discover,
     // Only now is the key needed: a plan from the store alone runs where the key is not mounted.
     loadConfig: () => loadTenantConfig(args, 'full').config,
+    env: io.env,
   });
   if (discovery.state === 'read') {
     const known = new Set(logs.map((l) => logKey(l)));
@@ -152,7 +160,7 @@ export async function planCommand(argv: string[]): Promise<number> {
       .slice(0, 10)
       .map((p) => ({ ...p, ratePerHour: round(p.ratePerHour), pollsPerHour: round(p.pollsPerHour) })),
   };
-  process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatPlan(report, schedule.policy)}\n`);
+  io.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatPlan(report, schedule.policy)}\n`);
   return 0;
 }
 

@@ -22,12 +22,13 @@ export async function discoverForPlan(args: {
   skip: boolean;
   /** The config with the key of the tenant planned (`plan --tenant`), loaded only if the lists are read. */
   loadConfig: () => AppConfig;
+  env: NodeJS.ProcessEnv;
 }): Promise<PlanDiscovery> {
   if (discoveryLists(args.watch).length === 0) return { state: 'off' };
   if (args.discoveredInStore) return { state: 'from-store' };
   if (args.skip) return { state: 'skipped', reason: '--no-discover' };
   const config = args.loadConfig();
-  const session = openServiceSession(config);
+  const session = openServiceSession(config, args.env);
   try {
     const found: { career: string[]; skill: string[] } = { career: [], skill: [] };
     for (const list of discoveryLists(config.watch)) {

@@ -1,48 +1,55 @@
 import { withExistingStore } from './existingStore.js';
-import { parseArgs } from 'node:util';
-import { ChangefeedError } from '../errors.js';
-import type { LogKind } from '../logs.js';
+import { Option, type Command } from 'commander';
+import { LOG_KINDS, type LogKind } from '../logs.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { loadTenantInspectionConfig } from './loadAppConfig.js';
-import { numericFlag } from './numericFlag.js';
+import type { CliIo } from './cliIo.js';
+import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
+import { numberIn } from './optionParsers.js';
 import { terminalSafe } from './terminalText.js';
 
-export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--tenant NAME] [--log career|skill|identityProvider] [--limit N] [--json]
-  Shows entries the service sent that could not become events (no id, a performedAt that does not
-  parse, larger than api.maxEntryBytes): their log, the reason and the raw JSON. They were not
-  emitted; the rest of their page was, and the log went on. Safe while the daemon runs.`;
+export function defineQuarantineCommand(program: Command, host: CommandHost): void {
+  program
+    .command('quarantine')
+    .summary('entries the service sent that could not become events')
+    .description('Entries the service sent that could not become events. Safe while the daemon runs.')
+    .command('list')
+    .description(
+      `Shows entries the service sent that could not become events (no id, a performedAt that does not parse, larger than api.maxEntryBytes): their log, the reason and the raw JSON. They were not emitted; the rest of their page was, and the log went on. Safe while the daemon runs.`,
+    )
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .addOption(new Option('--log <kind>', 'only entries of this log').choices(LOG_KINDS))
+    .option('--limit <n>', 'at most this many, newest first', numberIn({ min: 1, max: 100_000, integer: true }), 100)
+    .addOption(jsonOption())
+    .action(host.run((options: QuarantineOptions) => quarantineCommand(options, host.io)));
+}
 
-const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvider'];
+export interface QuarantineOptions {
+  config?: string;
+  tenant?: string;
+  log?: LogKind;
+  limit: number;
+  json: boolean;
+}
 
-export async function quarantineCommand(argv: string[]): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action !== 'list') throw new ChangefeedError('USAGE', `expected "list"\n\n${QUARANTINE_USAGE}`);
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      config: { type: 'string', short: 'c' },
-      tenant: { type: 'string' },
-      log: { type: 'string' },
-      limit: { type: 'string', default: '100' },
-      json: { type: 'boolean', default: false },
-    },
-    strict: true,
+export async function quarantineCommand(values: QuarantineOptions, io: CliIo): Promise<number> {
+  const { log, limit } = values;
+  const { config, tenant } = loadTenantInspectionConfig({
+    configFlag: values.config,
+    tenant: values.tenant,
+    env: io.env,
   });
-  const log = values.log as LogKind | undefined;
-  if (log !== undefined && !LOG_KINDS.includes(log))
-    throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
-  const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
-  const { config, tenant } = loadTenantInspectionConfig({ configFlag: values.config, tenant: values.tenant });
   return withExistingStore(config, { readonly: true, tenant }, async (store) => {
     const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {
-      process.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
+      io.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
     } else if (records.length === 0) {
-      process.stdout.write('no quarantined entries\n');
+      io.stdout.write('no quarantined entries\n');
     } else {
       for (const r of records) {
         const raw = r.raw.length > 300 ? `${r.raw.slice(0, 300)}... (${r.rawBytes} bytes)` : r.raw;
-        process.stdout.write(
+        io.stdout.write(
           `${new Date(r.firstSeenAt).toISOString()}  ${r.log} ${terminalSafe(r.objectId || '-')} ` +
             ` entry ${terminalSafe(r.entryId ?? '(no id)')}  request ${terminalSafe(r.requestId ?? '-')}\n` +
             `    reason: ${terminalSafe(r.reason)}\n    raw: ${terminalSafe(scrubSecrets(raw))}\n`,

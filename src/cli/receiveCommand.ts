@@ -1,36 +1,45 @@
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { isWebhookSecret } from '../sinks/standardWebhookSignature.js';
 import { DEFAULT_MAX_BODY_BYTES, startWebhookReceiver, type ReceivedWebhook } from '../receiver/webhookReceiver.js';
 import { terminalSafe } from './terminalText.js';
-import { PORT_FLAG, requiredNumericFlag } from './numericFlag.js';
+import { writeLine, type CliIo } from './cliIo.js';
+import type { CommandHost } from './commandLine.js';
+import { numberIn, PORT } from './optionParsers.js';
 import { bindPort } from './portInUse.js';
-import { onShutdownSignals } from './shutdownSignals.js';
+import { untilStopped } from './shutdownSignals.js';
 
-export const RECEIVE_USAGE = `changefeed receive [--port N] [--secret whsec_...]... [--quiet] [--max-body-bytes N]
-  A webhook endpoint on 127.0.0.1 that verifies Standard Webhooks signatures and prints one line
-  per request (✓ verified, ✗ rejected with 401; --quiet prints none). Point a webhook sink at
-  http://127.0.0.1:N/webhooks. Bodies above --max-body-bytes (16 MiB) get 413; text from requests is
-  printed with control characters escaped.`;
+export function defineReceiveCommand(program: Command, host: CommandHost): void {
+  program
+    .command('receive')
+    .summary('a local webhook endpoint that verifies signatures and prints each request')
+    .description(
+      `A webhook endpoint on 127.0.0.1 that verifies Standard Webhooks signatures and prints one line per request (✓ verified, ✗ rejected with 401; --quiet prints none). Point a webhook sink at http://127.0.0.1:N/webhooks. Bodies above --max-body-bytes (16 MiB) get 413; text from requests is printed with control characters escaped.`,
+    )
+    .option('--port <n>', 'the port on 127.0.0.1 (0: any free one)', numberIn(PORT), 9000)
+    .option('--secret <whsec_...>', 'a signing secret to verify with (repeat for several)', collect, [])
+    .option('--quiet', 'print no line per request', false)
+    .option(
+      '--max-body-bytes <n>',
+      'larger bodies get 413',
+      numberIn({ min: 1024, max: 1024 ** 3, integer: true }),
+      DEFAULT_MAX_BODY_BYTES,
+    )
+    .action(host.run((options: ReceiveOptions) => receiveCommand(options, host.io)));
+}
 
-export async function receiveCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      port: { type: 'string', default: '9000' },
-      secret: { type: 'string', multiple: true },
-      quiet: { type: 'boolean', default: false },
-      'max-body-bytes': { type: 'string', default: String(DEFAULT_MAX_BODY_BYTES) },
-    },
-    strict: true,
-  });
-  const port = requiredNumericFlag('port', values.port, PORT_FLAG);
-  const maxBodyBytes = requiredNumericFlag('max-body-bytes', values['max-body-bytes'], {
-    min: 1024,
-    max: 1024 ** 3,
-    integer: true,
-  });
+export interface ReceiveOptions {
+  port: number;
+  secret: string[];
+  quiet: boolean;
+  maxBodyBytes: number;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+export async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise<number> {
+  const { port, maxBodyBytes } = values;
   // A secret the sink could never have (the config refuses it) would reject every request as forged.
   const badSecret = (values.secret ?? []).findIndex((secret) => !isWebhookSecret(secret));
   if (badSecret >= 0) {
@@ -45,12 +54,11 @@ export async function receiveCommand(argv: string[]): Promise<number> {
       secrets: values.secret ?? [],
       keepReceived: false,
       maxBodyBytes,
-      onWebhook: values.quiet ? undefined : (r) => process.stdout.write(`${describeWebhook(r)}\n`),
+      onWebhook: values.quiet ? undefined : (r) => writeLine(io.stdout, describeWebhook(r)),
     }),
   );
-  process.stdout.write(`receiving webhooks at ${receiver.url}\n`);
-  onShutdownSignals(() => receiver.close(), createLogger({}), 5_000);
-  return new Promise<number>(() => undefined);
+  writeLine(io.stdout, `receiving webhooks at ${receiver.url}`);
+  return untilStopped(io.signal, () => receiver.close(), createLogger({}), 5_000);
 }
 
 /** `✓ career_3q2… com.skills.changefeed.career.level_added (signature verified)` */

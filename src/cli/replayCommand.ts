@@ -1,5 +1,5 @@
 import { withExistingStore } from './existingStore.js';
-import { parseArgs } from 'node:util';
+import { Option, type Command } from 'commander';
 import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { LeaseLostError } from '../cluster/writeFence.js';
@@ -7,44 +7,55 @@ import { ChangefeedError } from '../errors.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
+import { logDestination, type CliIo } from './cliIo.js';
+import { configOption, tenantOption, type CommandHost } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
+import { timeOrAge } from './optionParsers.js';
 
-export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--tenant NAME] [--queue-only]
-  Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
-  any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
-  times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
-  is running (two processes delivering to one sink at once would not keep per-object order).
-  With tenants.dir, --tenant names the tenant. On a PostgreSQL store, delivering takes the tenant's
-  lease for the run and is refused (LEASE_HELD) while a replica holds it; --queue-only never is.`;
+export function defineReplayCommand(program: Command, host: CommandHost): void {
+  program
+    .command('replay')
+    .summary("re-deliver events from the store's journal to one sink")
+    .description(
+      `Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without any API read: to fill a newly added sink or recover a consumer's data. --since and --until are times of ingestion: ISO 8601 (2026-11-20T00:00:00Z) or an age (90s, 30m, 1h, 7d ago). Delivers and exits; with --queue-only it only queues them for a daemon that is running (two processes delivering to one sink at once would not keep per-object order). With tenants.dir, --tenant names the tenant. On a PostgreSQL store, delivering takes the tenant's lease for the run and is refused (LEASE_HELD) while a replica holds it; --queue-only never is.`,
+    )
+    .option('--sink <name>', 'the configured sink to deliver to')
+    .requiredOption('--since <time>', 'from this time of ingestion: ISO 8601 or an age such as 1h or 7d', timeOrAge())
+    .option('--until <time>', 'up to this time of ingestion: ISO 8601 or an age such as 30m', timeOrAge())
+    .addOption(new Option('--log <kind>', 'only events of this log').choices(LOG_KINDS))
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .option('--queue-only', 'only queue the events for a running daemon', false)
+    .action(host.run((options: ReplayOptions) => replayCommand(options, host.io)));
+}
 
-export async function replayCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      tenant: { type: 'string' },
-      sink: { type: 'string' },
-      since: { type: 'string' },
-      until: { type: 'string' },
-      log: { type: 'string' },
-      'queue-only': { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'replay');
+export interface ReplayOptions {
+  config?: string;
+  tenant?: string;
+  sink?: string;
+  /** Epoch milliseconds. */
+  since: number;
+  /** Epoch milliseconds. */
+  until?: number;
+  log?: LogKind;
+  queueOnly: boolean;
+}
+
+export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'replay',
+  );
   const sinkConfig = config.sinks.find((s) => s.name === values.sink);
   if (!sinkConfig)
     throw new ChangefeedError(
       'USAGE',
       `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`,
     );
-  const since = parseTime('--since', values.since, true);
-  const until = parseTime('--until', values.until, false);
-  if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
-    throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
+  const { since, until } = values;
   // Queuing is one idempotent statement the lease holder picks up; delivering makes this process
   // a second deliverer of the tenant, so on a shared store it must hold the lease (commandLease.ts).
-  const lease = values['queue-only'] ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };
+  const lease = values.queueOnly ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };
   return withExistingStore(config, { tenant, ...(lease ? { lease } : {}) }, async (store, held) => {
     await store.sinks.activate(
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
@@ -52,12 +63,16 @@ export async function replayCommand(argv: string[]): Promise<number> {
     );
     const queued = await store.outbox.enqueueFromJournal(
       sinkConfig.name,
-      { since, until, log: values.log as LogKind | undefined },
+      { since, until, log: values.log },
       systemClock.now(),
     );
-    process.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
-    if (values['queue-only'] || queued === 0) return 0;
-    const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+    io.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
+    if (values.queueOnly || queued === 0) return 0;
+    const logger = createLogger({
+      level: config.log.level,
+      pretty: config.log.pretty,
+      destination: logDestination(io),
+    });
     const engine = new DeliveryEngine(
       [{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }],
       { store, clock: systemClock, logger },
@@ -71,18 +86,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     } finally {
       await engine.stop();
     }
-    process.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
+    io.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
     return report?.drained ? 0 : 1;
   });
-}
-
-function parseTime(flag: string, value: string | undefined, required: boolean): number | undefined {
-  if (value === undefined) {
-    if (required)
-      throw new ChangefeedError('USAGE', `${flag} is required (an ISO 8601 time such as 2026-11-20T00:00:00Z)`);
-    return undefined;
-  }
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new ChangefeedError('USAGE', `${flag} must be an ISO 8601 time, got "${value}"`);
-  return ms;
 }

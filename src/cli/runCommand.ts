@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
 import { storePath } from '../store/sqlite/database.js';
@@ -8,46 +8,66 @@ import type { ProcessConfig } from '../config/mainConfig.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
+import { logDestination, type CliIo } from './cliIo.js';
+import type { CommandHost } from './commandLine.js';
+import { configOption } from './commandLine.js';
 import { exitOnEscapedErrors } from './fatalErrors.js';
 import { loadTenantedConfig } from './loadAppConfig.js';
-import { requiredNumericFlag } from './numericFlag.js';
+import { secondsOrDuration } from './optionParsers.js';
 import { bindPort, type PortBinding } from './portInUse.js';
-import { onShutdownSignals } from './shutdownSignals.js';
+import { untilStopped } from './shutdownSignals.js';
 
-export const RUN_USAGE = `changefeed run [--config FILE] [--once] [--shutdown-timeout SECONDS] [--reset-store]
-  Polls the service and delivers events until stopped (SIGINT/SIGTERM drain; a second signal exits).
-  SIGHUP reloads the configuration; an invalid one is reported and the running one kept.
-  --once   poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink
-           failed, or a configured career or skill id does not exist)
-  --reset-store   move a SQLite store that is refused (empty, damaged, not ours) aside, every
-                  tenant in it, and start a new one`;
+export function defineRunCommand(program: Command, host: CommandHost): void {
+  program
+    .command('run')
+    .summary('poll the service and deliver events until stopped')
+    .description(
+      `Polls the service and delivers events until stopped (SIGINT/SIGTERM drain; a second signal exits). SIGHUP reloads the configuration; an invalid one is reported and the running one kept.`,
+    )
+    .addOption(configOption())
+    .option(
+      '--once',
+      'poll every watched log once, deliver everything pending, exit 0 (non-zero if a log or sink failed, or a configured career or skill id does not exist)',
+      false,
+    )
+    .option(
+      '--shutdown-timeout <time>',
+      'how long a stop may drain: seconds (20) or a duration (90s, 2m), at most 1h',
+      secondsOrDuration(3_600),
+      20_000,
+    )
+    .option(
+      '--reset-store',
+      'move a SQLite store that is refused (empty, damaged, not ours) aside, every tenant in it, and start a new one',
+      false,
+    )
+    .action(host.run((options: RunOptions) => runCommand(options, host.io)));
+}
 
-export async function runCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      once: { type: 'boolean', default: false },
-      'shutdown-timeout': { type: 'string', default: '20' },
-      'reset-store': { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  // Checked before anything starts: a bad value must not surface only at the first SIGTERM.
-  const shutdownTimeoutMs =
-    requiredNumericFlag('shutdown-timeout', values['shutdown-timeout'], { min: 0, max: 3_600 }) * 1000;
-  const { main } = loadTenantedConfig({ configFlag: values.config });
+export interface RunOptions {
+  config?: string;
+  once: boolean;
+  /** Milliseconds. */
+  shutdownTimeout: number;
+  resetStore: boolean;
+}
+
+export async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
+  const shutdownTimeoutMs = values.shutdownTimeout;
+  const { main } = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const config = main.process;
-  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
-  exitOnEscapedErrors(logger);
-  if (values['reset-store']) resetStore(config.stateDir, logger);
+  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty, destination: logDestination(io) });
+  // In-process the caller owns the process and its last-resort handlers.
+  if (!io.signal) exitOnEscapedErrors(logger);
+  if (values.resetStore) resetStore(config.stateDir, logger);
   // One registry for the life of the process: a SIGHUP's new daemon counts on from the same values.
   const metrics = new ProcessMetrics();
-  let daemon = new ChangefeedDaemon(main, { logger, shutdownTimeoutMs, metrics });
+  let daemon = new ChangefeedDaemon(main, { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout });
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
   let shuttingDown = false;
-  onShutdownSignals(
+  const stopped = untilStopped(
+    io.signal,
     async () => {
       shuttingDown = true;
       // First the daemon running now: a reload's start that waits for the store ends at once.
@@ -58,27 +78,29 @@ export async function runCommand(argv: string[]): Promise<number> {
     logger,
     shutdownTimeoutMs,
   );
-  process.on('SIGHUP', () => {
-    reloading = reloading.then(async () => {
-      let next;
-      try {
-        next = loadTenantedConfig({ configFlag: values.config }).main;
-      } catch (error) {
-        logger.error(
-          { err: describeError(error) },
-          'SIGHUP: the new configuration is invalid; still running on the previous one',
-        );
-        return;
-      }
-      logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
-      await daemon.stop();
-      if (shuttingDown) return;
-      daemon = new ChangefeedDaemon(next, { logger, shutdownTimeoutMs, metrics });
-      await daemon.start();
+  // SIGHUP belongs to the process: in-process, the caller runs a new command to reload.
+  if (!io.signal)
+    process.on('SIGHUP', () => {
+      reloading = reloading.then(async () => {
+        let next;
+        try {
+          next = loadTenantedConfig({ configFlag: values.config, env: io.env }).main;
+        } catch (error) {
+          logger.error(
+            { err: describeError(error) },
+            'SIGHUP: the new configuration is invalid; still running on the previous one',
+          );
+          return;
+        }
+        logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
+        await daemon.stop();
+        if (shuttingDown) return;
+        daemon = new ChangefeedDaemon(next, { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout });
+        await daemon.start();
+      });
     });
-  });
   await bindPort(httpBinding(config), () => daemon.start());
-  return new Promise<number>(() => undefined);
+  return stopped;
 }
 
 /** Moves the store aside (kept, not deleted), under the lock so a running daemon is not pulled from under. */

@@ -17,10 +17,11 @@ export interface ServiceSession {
   close(): Promise<void>;
 }
 
-export function openServiceSession(config: AppConfig): ServiceSession {
+/** `env` tells where the key came from, for the advice a rejected key gets. */
+export function openServiceSession(config: AppConfig, env: NodeJS.ProcessEnv): ServiceSession {
   let requests = 0;
   const client = createServiceClient(config, {
-    apiKey: createApiKeyProvider(config.api),
+    apiKey: createApiKeyProvider(config.api, env),
     clock: systemClock,
     logger: createLogger({ level: 'silent' }),
     budget: new ReadBudget(config.budget, systemClock),

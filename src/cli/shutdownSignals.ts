@@ -39,3 +39,27 @@ export function onShutdownSignals(stop: () => Promise<void>, logger: Logger, tim
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
 }
+
+/**
+ * Waits until a long-running command is asked to stop, stops it and resolves with its exit code.
+ * In-process (`signal` given) the caller stops it by aborting; the executable gives none, and the
+ * command then stops on SIGINT/SIGTERM as above and exits the process (the promise never resolves).
+ */
+export function untilStopped(
+  signal: AbortSignal | undefined,
+  stop: () => Promise<void>,
+  logger: Logger,
+  timeoutMs: number,
+): Promise<number> {
+  if (!signal) {
+    onShutdownSignals(stop, logger, timeoutMs);
+    return new Promise<number>(() => undefined);
+  }
+  return new Promise<number>((resolve, reject) => {
+    const onAbort = (): void => {
+      stop().then(() => resolve(0), reject);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,63 +1,71 @@
-import { parseArgs } from 'node:util';
+import { Option, type Command } from 'commander';
 import { ZodError } from 'zod';
 import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { MAX_COMPANIES, startSimulator, type Simulator } from '../simulator/index.js';
-import { numericFlag, PORT_FLAG, requiredNumericFlag, SEED_FLAG, type NumericFlagRule } from './numericFlag.js';
+import { type CliIo } from './cliIo.js';
+import type { CommandHost } from './commandLine.js';
+import { numberIn, PORT, SEED, type NumberRule } from './optionParsers.js';
 import { bindPort } from './portInUse.js';
-import { onShutdownSignals } from './shutdownSignals.js';
+import { untilStopped } from './shutdownSignals.js';
 
-const COUNT_FLAG: NumericFlagRule = { min: 0, max: 100_000, integer: true };
+const COUNT: NumberRule = { min: 0, max: 100_000, integer: true };
 /** Events per hour across all logs; beyond a million an hour the simulator is no longer a stand-in. */
-export const RATE_FLAG: NumericFlagRule = { min: 0, max: 1_000_000 };
-const COMPANIES_FLAG: NumericFlagRule = { min: 1, max: MAX_COMPANIES, integer: true };
+export const RATE: NumberRule = { min: 0, max: 1_000_000 };
+const COMPANIES: NumberRule = { min: 1, max: MAX_COMPANIES, integer: true };
 
-export const SIMULATE_USAGE = `changefeed simulate [--port N] [--seed N] [--careers N] [--skills N] [--events-per-hour N]
-                    [--sort-order newest-first|oldest-first] [--reads-per-hour N] [--error-rate P]
-                    [--companies N]
-  Runs the built-in simulator of the service on 127.0.0.1 until stopped, and prints its base URL
-  and API key, so consumers can be developed without access to the real service. With
-  --companies N (1 to ${MAX_COMPANIES.toLocaleString('en-US')}) it serves N companies, each with its own logs, key and reads
-  bucket, and prints one key per company; counts and rates are per company.`;
+export function defineSimulateCommand(program: Command, host: CommandHost): void {
+  program
+    .command('simulate')
+    .summary('run the built-in simulator of the service until stopped')
+    .description(
+      `Runs the built-in simulator of the service on 127.0.0.1 until stopped, and prints its base URL and API key, so consumers can be developed without access to the real service. With --companies N (1 to ${MAX_COMPANIES.toLocaleString('en-US')}) it serves N companies, each with its own logs, key and reads bucket, and prints one key per company; counts and rates are per company.`,
+    )
+    .option('--port <n>', 'the port on 127.0.0.1 (0: any free one)', numberIn(PORT), 8080)
+    .option('--seed <n>', 'the seed of the simulated data', numberIn(SEED), 1)
+    .option('--careers <n>', 'careers per company', numberIn(COUNT))
+    .option('--skills <n>', 'skills per company', numberIn(COUNT))
+    .option('--events-per-hour <n>', 'changes per hour across all logs', numberIn(RATE))
+    .addOption(
+      new Option('--sort-order <order>', 'the order of activity pages').choices(['newest-first', 'oldest-first']),
+    )
+    .option(
+      '--reads-per-hour <n>',
+      'the reads bucket of each key',
+      numberIn({ min: 0, max: 10_000_000, integer: true }),
+    )
+    .option('--error-rate <p>', 'the share of requests answered with an error (0 to 1)', numberIn({ min: 0, max: 1 }))
+    .option('--companies <n>', 'serve this many companies, each with its own key', numberIn(COMPANIES))
+    .action(host.run((options: SimulateOptions) => simulateCommand(options, host.io)));
+}
 
-export async function simulateCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      port: { type: 'string', default: '8080' },
-      seed: { type: 'string', default: '1' },
-      careers: { type: 'string' },
-      skills: { type: 'string' },
-      'events-per-hour': { type: 'string' },
-      'sort-order': { type: 'string' },
-      'reads-per-hour': { type: 'string' },
-      'error-rate': { type: 'string' },
-      companies: { type: 'string' },
-    },
-    strict: true,
-  });
-  const sortOrder = values['sort-order'];
-  if (sortOrder !== undefined && sortOrder !== 'newest-first' && sortOrder !== 'oldest-first') {
-    throw new ChangefeedError('USAGE', `--sort-order must be newest-first or oldest-first, got "${sortOrder}"`);
-  }
-  const port = requiredNumericFlag('port', values.port, PORT_FLAG);
-  const companies = numericFlag('companies', values.companies, COMPANIES_FLAG);
+export interface SimulateOptions {
+  port: number;
+  seed: number;
+  careers?: number;
+  skills?: number;
+  eventsPerHour?: number;
+  sortOrder?: 'newest-first' | 'oldest-first';
+  readsPerHour?: number;
+  errorRate?: number;
+  companies?: number;
+}
+
+export async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
+  const { port, companies, sortOrder } = values;
   const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
     startSimulator({
       port,
-      seed: numericFlag('seed', values.seed, SEED_FLAG),
-      careers: numericFlag('careers', values.careers, COUNT_FLAG),
-      skills: numericFlag('skills', values.skills, COUNT_FLAG),
-      eventsPerHour: numericFlag('events-per-hour', values['events-per-hour'], RATE_FLAG),
+      seed: values.seed,
+      careers: values.careers,
+      skills: values.skills,
+      eventsPerHour: values.eventsPerHour,
       sortOrder,
-      readsPerHour: numericFlag('reads-per-hour', values['reads-per-hour'], { min: 0, max: 10_000_000, integer: true }),
+      readsPerHour: values.readsPerHour,
       companies,
       // Nothing can read the request record of this process; it would only grow.
       recordRequests: false,
-      faults:
-        values['error-rate'] === undefined
-          ? undefined
-          : { errorRate: numericFlag('error-rate', values['error-rate'], { min: 0, max: 1 }) },
+      faults: values.errorRate === undefined ? undefined : { errorRate: values.errorRate },
     }).catch((error: unknown) => {
       if (error instanceof ZodError) {
         throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
@@ -65,9 +73,8 @@ export async function simulateCommand(argv: string[]): Promise<number> {
       throw error;
     }),
   );
-  process.stdout.write(startBanner(simulator, companies !== undefined));
-  onShutdownSignals(() => simulator.close(), createLogger({}), 5_000);
-  return new Promise<number>(() => undefined);
+  io.stdout.write(startBanner(simulator, companies !== undefined));
+  return untilStopped(io.signal, () => simulator.close(), createLogger({}), 5_000);
 }
 
 /**

@@ -1,5 +1,7 @@
 import { withExistingStore } from './existingStore.js';
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
+import type { CliIo } from './cliIo.js';
+import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { fetchHolderReadiness, withLiveSinkState } from './liveSinkState.js';
@@ -7,23 +9,31 @@ import { loadTenantInspectionConfig } from './loadAppConfig.js';
 import { buildStatusReport, formatStatusReport } from './statusReport.js';
 import { findTenantHolder } from './tenantHolder.js';
 
-export const STATUS_USAGE = `changefeed status [--config FILE] [--tenant NAME] [--json]
-  Shows cursors, lag, outbox depth and per-sink progress from the store. Safe while the daemon runs.
-  Sink state (active, connected) is asked live from the daemon running the tenant when it answers:
-  on a PostgreSQL store the replica holding its lease, at its cluster.advertiseUrl; else the daemon
-  on http.port. Otherwise the last recorded value is shown and marked "(recorded)".`;
+export function defineStatusCommand(program: Command, host: CommandHost): void {
+  program
+    .command('status')
+    .summary('cursors, lag, outbox depth and per-sink progress from the store')
+    .description(
+      `Shows cursors, lag, outbox depth and per-sink progress from the store. Safe while the daemon runs. Sink state (active, connected) is asked live from the daemon running the tenant when it answers: on a PostgreSQL store the replica holding its lease, at its cluster.advertiseUrl; else the daemon on http.port. Otherwise the last recorded value is shown and marked "(recorded)".`,
+    )
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .addOption(jsonOption())
+    .action(host.run((options: StatusOptions) => statusCommand(options, host.io)));
+}
 
-export async function statusCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      tenant: { type: 'string' },
-      json: { type: 'boolean', default: false },
-    },
-    strict: true,
+export interface StatusOptions {
+  config?: string;
+  tenant?: string;
+  json: boolean;
+}
+
+export async function statusCommand(values: StatusOptions, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantInspectionConfig({
+    configFlag: values.config,
+    tenant: values.tenant,
+    env: io.env,
   });
-  const { config, tenant } = loadTenantInspectionConfig({ configFlag: values.config, tenant: values.tenant });
   const checkPrefix = tenant === DEFAULT_TENANT ? '' : `${tenant}/`;
   return withExistingStore(config, { readonly: true, tenant }, async (store, _, backend) => {
     const holder = await findTenantHolder(backend, tenant, config.cluster.leaseSeconds * 1000);
@@ -35,9 +45,7 @@ export async function statusCommand(argv: string[]): Promise<number> {
       checkPrefix,
     );
     // Errors recorded by sinks and polls may quote a URL with credentials or an echoed secret.
-    process.stdout.write(
-      `${scrubSecrets(values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report))}\n`,
-    );
+    io.stdout.write(`${scrubSecrets(values.json ? JSON.stringify(report, null, 2) : formatStatusReport(report))}\n`);
     return 0;
   });
 }

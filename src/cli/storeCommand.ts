@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import { ChangefeedError } from '../errors.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openDatabase } from '../store/sqlite/database.js';
@@ -12,30 +12,36 @@ import { copySqliteToPostgres, StoreMigrationError, tenantsWithData } from '../s
 import { sqliteTenants } from '../store/sqlite/tenantTables.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { TENANT_NAME } from '../tenants/tenantDirectory.js';
+import type { CliIo } from './cliIo.js';
+import type { CommandHost } from './commandLine.js';
 
-export const STORE_USAGE = `changefeed store migrate --from sqlite:PATH --to postgres://... [--schema NAME] [--tenant NAME]
-  Moves a deployment on SQLite to the shared PostgreSQL store without re-delivering anything:
-  cursors, seen ids, the journal with its positions (feed cursors stay valid), every delivery's
-  state, dead letters, learned rates, quarantine and meta, each tenant in one transaction under
-  its own name. Stop the daemon first: the command takes its state directory's lock. Refuses,
-  before copying anything, when a tenant already has data in PostgreSQL.
-  --tenant   only this tenant; the store of a daemon without tenants.dir (its one tenant
-             "default") goes into this name
-  --schema   the PostgreSQL schema (store.schema; default changefeed)`;
+export function defineStoreCommand(program: Command, host: CommandHost): void {
+  program
+    .command('store')
+    .summary('move a deployment on SQLite to the shared PostgreSQL store')
+    .description('Operations on the store as a whole.')
+    .command('migrate')
+    .description(
+      `Moves a deployment on SQLite to the shared PostgreSQL store without re-delivering anything: cursors, seen ids, the journal with its positions (feed cursors stay valid), every delivery's state, dead letters, learned rates, quarantine and meta, each tenant in one transaction under its own name. Stop the daemon first: the command takes its state directory's lock. Refuses, before copying anything, when a tenant already has data in PostgreSQL.`,
+    )
+    .option('--from <sqlite:path>', 'the SQLite store: sqlite:<path of the store>')
+    .option('--to <postgres://...>', 'the PostgreSQL store')
+    .option('--schema <name>', 'the PostgreSQL schema (store.schema)', 'changefeed')
+    .option(
+      '--tenant <name>',
+      'only this tenant; the store of a daemon without tenants.dir (its one tenant "default") goes into this name',
+    )
+    .action(host.run((options: StoreMigrateOptions) => storeCommand(options, host.io)));
+}
 
-export async function storeCommand(argv: string[]): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action !== 'migrate') throw new ChangefeedError('USAGE', `expected "migrate"\n\n${STORE_USAGE}`);
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      from: { type: 'string' },
-      to: { type: 'string' },
-      schema: { type: 'string', default: 'changefeed' },
-      tenant: { type: 'string' },
-    },
-    strict: true,
-  });
+export interface StoreMigrateOptions {
+  from?: string;
+  to?: string;
+  schema: string;
+  tenant?: string;
+}
+
+export async function storeCommand(values: StoreMigrateOptions, io: CliIo): Promise<number> {
   if (!values.from?.startsWith('sqlite:'))
     throw new ChangefeedError('USAGE', '--from must be sqlite:<path of the store>');
   if (!values.to || !/^postgres(ql)?:\/\//i.test(values.to))
@@ -66,7 +72,7 @@ export async function storeCommand(argv: string[]): Promise<number> {
       try {
         const moves = chooseTenants(sqliteTenants(source), values.tenant);
         if (moves.length === 0) {
-          process.stdout.write(`${from.file} holds no tenant: nothing to copy\n`);
+          io.stdout.write(`${from.file} holds no tenant: nothing to copy\n`);
           return 0;
         }
         const taken = await tenantsWithData(
@@ -102,7 +108,7 @@ export async function storeCommand(argv: string[]): Promise<number> {
             .filter(([, n]) => n > 0)
             .map(([table, n]) => `${table} ${n}`)
             .join(', ');
-          process.stdout.write(
+          io.stdout.write(
             `migrated ${from.file}${move.from === DEFAULT_TENANT ? '' : ` (tenant ${move.from})`} into tenant ` +
               `${report.tenant} (${copied || 'nothing to copy'}; journal head ${report.journalHead})\n`,
           );

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import type { Command } from 'commander';
 import { LeaseTable, type LeaseRow } from '../cluster/leaseTable.js';
 import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
 import type { TenantRecord } from '../tenants/tenant.js';
@@ -11,25 +11,32 @@ import type { TenantsReport } from './tenantsReport.js';
 import { readTenants } from '../config/readTenants.js';
 import { ChangefeedError } from '../errors.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
+import type { CliIo } from './cliIo.js';
+import { configOption, jsonOption, type CommandHost } from './commandLine.js';
 import { loadTenantedConfig } from './loadAppConfig.js';
 import { buildTenantsReport, formatTenantsReport } from './tenantsReport.js';
 
-export const TENANTS_USAGE = `changefeed tenants list [--config FILE] [--json]
-  Reads the tenants as the daemon would: each file of tenants.dir merged over the main config, or
-  the one tenant "default" without tenants.dir, settled against the tenant records of the store
-  (who owns each API key, the last valid text of each file), so its verdicts are the daemon's. Prints each tenant's file, whether it is valid (and
-  why not), its sinks and what it watches, and on a PostgreSQL store which replica holds its lease.
-  Exit 1 when any tenant file or the directory has a problem.`;
+export function defineTenantsCommand(program: Command, host: CommandHost): void {
+  program
+    .command('tenants')
+    .summary('the tenants as the daemon reads them, and who holds each')
+    .description('The tenants of tenants.dir, or the one tenant "default" without it.')
+    .command('list')
+    .description(
+      `Reads the tenants as the daemon would: each file of tenants.dir merged over the main config, or the one tenant "default" without tenants.dir, settled against the tenant records of the store (who owns each API key, the last valid text of each file), so its verdicts are the daemon's. Prints each tenant's file, whether it is valid (and why not), its sinks and what it watches, and on a PostgreSQL store which replica holds its lease. Exit 1 when any tenant file or the directory has a problem.`,
+    )
+    .addOption(configOption())
+    .addOption(jsonOption())
+    .action(host.run((options: TenantsOptions) => tenantsCommand(options, host.io)));
+}
 
-export async function tenantsCommand(argv: string[]): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action !== 'list') throw new ChangefeedError('USAGE', `expected "list"\n\n${TENANTS_USAGE}`);
-  const { values } = parseArgs({
-    args: rest,
-    options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean', default: false } },
-    strict: true,
-  });
-  const { main } = loadTenantedConfig({ configFlag: values.config });
+export interface TenantsOptions {
+  config?: string;
+  json: boolean;
+}
+
+export async function tenantsCommand(values: TenantsOptions, io: CliIo): Promise<number> {
+  const { main } = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
   const location = storeLocation(main.process);
   const shared =
@@ -39,7 +46,7 @@ export async function tenantsCommand(argv: string[]): Promise<number> {
   const report = buildTenantsReport(dir, readTenants(main.tenants, [], records));
   if (shared) addLeases(report, shared.leases);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
-  process.stdout.write(`${scrubSecrets(text)}\n`);
+  io.stdout.write(`${scrubSecrets(text)}\n`);
   const problems = report.problems.length + report.tenants.filter((t) => !t.valid).length;
   return problems > 0 ? 1 : 0;
 }

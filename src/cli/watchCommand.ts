@@ -1,35 +1,52 @@
 import { withExistingStore } from './existingStore.js';
-import { parseArgs } from 'node:util';
+import { Argument, type Command } from 'commander';
 import { readActivityPage } from '../api/activityReader.js';
-import { ChangefeedError, describeError, errorCodeOf } from '../errors.js';
+import { describeError, errorCodeOf } from '../errors.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { openServiceSession } from './serviceSession.js';
+import { writeLine, type CliIo } from './cliIo.js';
+import { configOption, tenantOption, type CommandHost } from './commandLine.js';
 
-export const WATCH_USAGE = `changefeed watch retry [--config FILE] [--tenant NAME] <career|skill> <ID>
-  Re-checks a career or skill marked gone (the service answered 404) with one read of its log. If
-  the service answers now, the log is watched again from where its cursor stopped (a running daemon
-  picks it up within 30 s); if it still answers 404, nothing changes and the exit code is 1.
-  With tenants.dir, --tenant names the tenant: its store, and its key for the read.`;
+export function defineWatchCommand(program: Command, host: CommandHost): void {
+  program
+    .command('watch')
+    .summary('re-check a career or skill marked gone')
+    .description('Watched logs of the store.')
+    .command('retry')
+    .description(
+      `Re-checks a career or skill marked gone (the service answered 404) with one read of its log. If the service answers now, the log is watched again from where its cursor stopped (a running daemon picks it up within 30 s); if it still answers 404, nothing changes and the exit code is 1. With tenants.dir, --tenant names the tenant: its store, and its key for the read.`,
+    )
+    .addArgument(new Argument('<log>', 'the kind of log').choices(['career', 'skill']))
+    .argument('<id>', 'the id of the career or skill')
+    .addOption(configOption())
+    .addOption(tenantOption())
+    .action(
+      host.run((log: 'career' | 'skill', objectId: string, options: WatchRetryOptions) =>
+        watchCommand(log, objectId, options, host.io),
+      ),
+    );
+}
+
+export interface WatchRetryOptions {
+  config?: string;
+  tenant?: string;
+}
 
 /** `watch retry`: the way back for a log marked gone, which is otherwise never polled again. */
-export async function watchCommand(argv: string[]): Promise<number> {
-  const [action, ...rest] = argv;
-  if (action !== 'retry') throw new ChangefeedError('USAGE', `expected "retry"\n\n${WATCH_USAGE}`);
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' } },
-    allowPositionals: true,
-    strict: true,
-  });
-  const [log, objectId, ...extra] = positionals;
-  if ((log !== 'career' && log !== 'skill') || objectId === undefined || objectId === '' || extra.length > 0) {
-    throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
-  }
-  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'full');
+export async function watchCommand(
+  log: 'career' | 'skill',
+  objectId: string,
+  values: WatchRetryOptions,
+  io: CliIo,
+): Promise<number> {
+  const { config, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'full',
+  );
   // The status flip is one statement a lease holder picks up like a running daemon (docs/operations.md).
   return withExistingStore(config, { tenant }, async (store) => {
-    const session = openServiceSession(config);
-    const out = (line: string): boolean => process.stdout.write(`${line}\n`);
+    const session = openServiceSession(config, io.env);
+    const out = (line: string): void => writeLine(io.stdout, line);
     try {
       const watched = await store.watchedLogs.get(log, objectId);
       if (!watched) {

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTestSimulator } from '../support/testSimulator.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 describe('the changefeed command', () => {

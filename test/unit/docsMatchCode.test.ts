@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/main.js';
+import { processIo } from '../../src/cli/cliIo.js';
 import { ENV_MAPPING } from '../../src/config/appConfigSchema.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { SINK_FACTORIES } from '../../src/sinks/sinkRegistry.js';
@@ -42,7 +43,9 @@ describe('README.md matches the code', () => {
 
   it('lists every command of changefeed --help', () => {
     const table = tableAfter('## Commands');
-    expect(Object.keys(COMMANDS).filter((name) => !table.includes(`| \`changefeed ${name}`))).toEqual([]);
+    const commands = buildProgram(processIo()).commands.map((command) => command.name());
+    expect(commands.length).toBeGreaterThan(10);
+    expect(commands.filter((name) => !table.includes(`| \`changefeed ${name}`))).toEqual([]);
   });
 
   it('names every sink type in the folder table', () => {
