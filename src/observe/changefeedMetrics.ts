@@ -323,10 +323,12 @@ export class ChangefeedMetrics {
     );
     gauge(
       'changefeed_sink_connected',
-      '1 while the sink is connected (its last connection attempt or write reached the destination), else 0.',
+      '1 while the sink is connected and its destination takes events; 0 while not connected or while ' +
+        'the destination fails as a whole (changefeed_sink_endpoint_failing), as changefeed status shows it.',
       ['sink'],
       (set, _, source) => {
-        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.disconnectedSince === null ? 1 : 0);
+        for (const s of source.sinks?.() ?? [])
+          set({ sink: s.sink }, s.disconnectedSince === null && s.failingSince === null ? 1 : 0);
       },
     );
     gauge(
