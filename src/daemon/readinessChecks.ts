@@ -15,7 +15,7 @@ export interface ReadinessInputs {
   sinkGraceMs: number;
 }
 
-/** What /readyz reports: store writable, key accepted, polling running, clock believed, every sink connected or reconnecting briefly. */
+/** What /readyz reports: store writable, key accepted, polling running, clock believed, every sink connected (and not failing as a whole) or only briefly not. */
 export function readinessChecks(r: ReadinessInputs): ReadinessCheck[] {
   const storeProblem = r.store.isOpen ? r.store.health.problem : 'the store is closed';
   const checks: ReadinessCheck[] = [
@@ -28,12 +28,15 @@ export function readinessChecks(r: ReadinessInputs): ReadinessCheck[] {
   ];
   for (const sink of r.sinks) {
     const down = sink.disconnectedSince === null ? 0 : r.now - sink.disconnectedSince;
-    const ok = !sink.disabled && down <= r.sinkGraceMs;
+    const failing = sink.failingSince === null ? 0 : r.now - sink.failingSince;
+    const ok = !sink.disabled && down <= r.sinkGraceMs && failing <= r.sinkGraceMs;
     const detail = sink.disabled
       ? `disabled: ${sink.lastError ?? ''}`
-      : sink.disconnectedSince === null
-        ? undefined
-        : `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`;
+      : sink.disconnectedSince !== null
+        ? `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`
+        : sink.failingSince !== null
+          ? `endpoint failing for ${Math.round(failing / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`
+          : undefined;
     checks.push({ name: `sink:${sink.sink}`, ok, ...(detail ? { detail } : {}) });
   }
   return checks;

@@ -51,6 +51,15 @@ export class CircuitBreaker {
     return false;
   }
 
+  /**
+   * Opens the circuit until `until`, whatever the threshold: the destination failed as a whole and
+   * the endpoint schedule decides the pause. Then one probe, as after any cool-down.
+   */
+  holdOpenUntil(until: number): void {
+    this.stateValue = 'open';
+    this.openUntil = until;
+  }
+
   private open(now: number): boolean {
     this.stateValue = 'open';
     this.openUntil = now + this.cooldown;

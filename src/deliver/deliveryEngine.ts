@@ -23,6 +23,8 @@ export interface SinkConnectionState {
   circuit: CircuitState;
   /** When the sink last lost (or never had) its connection; null while connected. */
   disconnectedSince: number | null;
+  /** Since when the destination has failed as a whole (401, 5xx, timeouts...) with no delivery since; else null. */
+  failingSince: number | null;
   lastError: string | null;
 }
 
@@ -70,6 +72,7 @@ export class DeliveryEngine {
           retry: delivery.retry,
           poisonStrikes: delivery.poison.strikes,
           circuitBreaker: delivery.circuitBreaker,
+          endpointBackoff: delivery.endpointBackoff,
           accepts: compileSinkFilter(filter),
           batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
           maxInFlight: Math.min(

@@ -18,6 +18,8 @@ export class SinkHealth {
   pausedUntil = 0;
   /** When the sink last went from connected (or created) to not connected; null while connected. */
   disconnectedSince: number | null;
+  /** Since when the destination has failed as a whole (endpoint-level), with no delivery since; else null. */
+  failingSince: number | null = null;
   private connectFailures = 0;
   private consecutiveFailures = 0;
   private circuit: CircuitState = 'closed';
@@ -73,6 +75,30 @@ export class SinkHealth {
     this.pause(error, ms, 'sink asked to back off');
   }
 
+  /**
+   * The destination failed as a whole: the sink pauses until `until` with its circuit open, its
+   * events pending. `status` shows it not connected, with the reason, until a delivery gets through.
+   */
+  endpointFailing(message: string, failingSince: number, until: number): void {
+    const now = this.clock.now();
+    this.failingSince = failingSince;
+    this.pausedUntil = until;
+    this.circuit = 'open';
+    this.consecutiveFailures++;
+    this.lastError = message;
+    this.lastErrorAt = now;
+    this.persist();
+    this.logger.warn(
+      {
+        sink: this.sink,
+        err: message,
+        failingSince: new Date(failingSince).toISOString(),
+        retryAt: new Date(until).toISOString(),
+      },
+      'endpoint failing: its events stay pending, in order; one probe at retryAt',
+    );
+  }
+
   disable(reason: string): void {
     this.disabled = true;
     this.disabledReason = reason;
@@ -88,6 +114,7 @@ export class SinkHealth {
   delivered(now: number): void {
     const persistedLongAgo = this.lastDeliveryAt === null || now - this.lastDeliveryAt >= 1000;
     this.lastDeliveryAt = now;
+    this.failingSince = null;
     if (this.consecutiveFailures !== 0 || this.lastError !== null || this.circuit !== 'closed' || persistedLongAgo) {
       this.consecutiveFailures = 0;
       this.lastError = null;
@@ -143,7 +170,8 @@ export class SinkHealth {
   private persist(): void {
     const state = {
       sink: this.sink,
-      connected: this.connected,
+      // Reachable is not enough: an endpoint answering 401 to everything is not connected in any useful sense.
+      connected: this.connected && this.failingSince === null,
       pausedUntil: this.pausedUntil,
       consecutiveFailures: this.consecutiveFailures,
       lastError: this.lastError,

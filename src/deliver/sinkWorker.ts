@@ -3,7 +3,14 @@ import { anySignal } from 'any-signal';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
-import { SinkBackoffError, SinkDisabledError, SinkUnavailableError } from '../sinkContract/sinkErrors.js';
+import {
+  SinkBackoffError,
+  SinkDisabledError,
+  SinkEndpointFailingError,
+  SinkUnavailableError,
+} from '../sinkContract/sinkErrors.js';
+import { ENDPOINT_BACKOFF_DEFAULTS } from '../sinkContract/deliveryConfig.js';
+import { decideEndpointFailure, NO_FAILURES, type EndpointFailureRun } from './endpointBackoff.js';
 import type { CircuitState, PendingDelivery } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
@@ -66,6 +73,8 @@ export class SinkWorker {
   private unexpectedInARow = 0;
   /** The lease fence refused a write: this worker launches nothing more. */
   private leaseLost = false;
+  /** The destination's run of endpoint-level failures, ended by the next delivery. */
+  private endpointRun: EndpointFailureRun = NO_FAILURES;
 
   constructor(private readonly options: SinkWorkerOptions) {
     this.circuit = new CircuitBreaker(options.circuitBreaker);
@@ -90,12 +99,14 @@ export class SinkWorker {
     disabled: boolean;
     circuit: CircuitState;
     disconnectedSince: number | null;
+    failingSince: number | null;
     lastError: string | null;
   } {
     return {
       disabled: this.health.disabled,
       circuit: this.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
+      failingSince: this.health.failingSince,
       lastError: this.health.lastErrorMessage,
     };
   }
@@ -297,6 +308,7 @@ export class SinkWorker {
     // loaded them again. Settling now drops those copies before the batch's keys leave flight.
     this.window.settle(batch);
     this.unexpectedInARow = 0;
+    this.endpointRun = NO_FAILURES;
     this.circuit.recordSuccess();
     this.health.delivered(now);
     this.lastSuccessAt = now;
@@ -366,6 +378,11 @@ export class SinkWorker {
     const message = describeError(error);
     // Batches planned before this failure may hold events the failure should now hold back.
     this.ready = [];
+    if (error instanceof SinkEndpointFailingError) {
+      this.endpointFailed(error, now);
+      this.report({ retried: batch.length, error: message });
+      return;
+    }
     // The connection or the destination as a whole failed, not these events: they keep their
     // attempt count, and the worker disables, reconnects or backs off.
     if (error instanceof SinkDisabledError) this.health.disable(message);
@@ -402,6 +419,29 @@ export class SinkWorker {
       dead: outcome.dead.length,
       error: message,
     });
+  }
+
+  /**
+   * The destination failed as a whole: its events keep their attempts and their order, and the
+   * endpoint pauses on its schedule or, past the give-up rule, is disabled. Writes launched before
+   * the circuit opened that fail the same way do not advance the schedule.
+   */
+  private endpointFailed(error: SinkEndpointFailingError, now: number): void {
+    if (this.circuit.state(now) === 'open') return;
+    const decision = decideEndpointFailure(
+      this.endpointRun,
+      now,
+      this.options.endpointBackoff ?? ENDPOINT_BACKOFF_DEFAULTS,
+      error.failure.retryAfterMs,
+      this.options.random,
+    );
+    this.endpointRun = decision.run;
+    if (decision.kind === 'disable') {
+      this.health.disable(`${decision.reason}; last: ${error.message}`);
+      return;
+    }
+    this.circuit.holdOpenUntil(decision.until);
+    this.health.endpointFailing(error.message, decision.run.failingSince ?? now, decision.until);
   }
 
   private report(partial: Partial<Omit<BatchOutcome, 'sink'>>): void {

@@ -4,7 +4,7 @@ import type { LogKind } from '../logs.js';
 import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitBreakerConfig } from '../sinkContract/deliveryConfig.js';
-import type { RetryConfig } from '../sinkContract/deliveryConfig.js';
+import type { EndpointBackoffConfig, RetryConfig } from '../sinkContract/deliveryConfig.js';
 
 /** What a sink worker is given by the delivery engine: its sink, the store, and the sink's delivery settings. */
 export interface SinkWorkerOptions {
@@ -16,6 +16,8 @@ export interface SinkWorkerOptions {
   /** delivery.poison.strikes: 0 turns the poison search off. */
   poisonStrikes?: number;
   circuitBreaker: CircuitBreakerConfig;
+  /** delivery.endpointBackoff: the schedule and give-up rule of a destination failing as a whole. */
+  endpointBackoff?: EndpointBackoffConfig;
   batchSize: number;
   maxInFlight: number;
   /** False for events this sink must not receive (its filter). */

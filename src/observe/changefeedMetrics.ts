@@ -24,6 +24,8 @@ export interface SinkMetricState {
   circuit: CircuitState;
   /** Null while connected. */
   disconnectedSince: number | null;
+  /** Since when the destination has failed as a whole; null while it delivers. */
+  failingSince: number | null;
 }
 
 /** What a running tenant lets the metrics read at scrape time. */
@@ -321,16 +323,27 @@ export class ChangefeedMetrics {
     );
     gauge(
       'changefeed_sink_connected',
-      '1 while the sink is connected (its last connection attempt or write reached the destination), else 0.',
+      '1 while the sink is connected and its destination takes events; 0 while not connected or while ' +
+        'the destination fails as a whole (changefeed_sink_endpoint_failing), as changefeed status shows it.',
       ['sink'],
       (set, _, source) => {
-        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.disconnectedSince === null ? 1 : 0);
+        for (const s of source.sinks?.() ?? [])
+          set({ sink: s.sink }, s.disconnectedSince === null && s.failingSince === null ? 1 : 0);
+      },
+    );
+    gauge(
+      'changefeed_sink_endpoint_failing',
+      '1 while the destination fails as a whole (a webhook answering 401, 403, 404, 429, 5xx or not ' +
+        'answering): the sink backs off on its endpoint schedule and its events stay pending; else 0.',
+      ['sink'],
+      (set, _, source) => {
+        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.failingSince === null ? 0 : 1);
       },
     );
     gauge(
       'changefeed_sink_disabled',
-      '1 once the sink was disabled (a permanent refusal: credentials, a missing destination); it stays ' +
-        'so until fixed and restarted.',
+      '1 once the sink was disabled (410 Gone, or endpoint-level failures for delivery.endpointBackoff.' +
+        'disableAfterSeconds); it stays so until fixed and restarted.',
       ['sink'],
       (set, _, source) => {
         for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.disabled ? 1 : 0);

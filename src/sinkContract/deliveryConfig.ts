@@ -70,6 +70,40 @@ export type CircuitBreakerConfig = z.infer<typeof circuitBreakerConfigSchema>;
 
 export const CIRCUIT_DEFAULTS: CircuitBreakerConfig = circuitBreakerConfigSchema.parse({});
 
+/**
+ * Svix's published schedule (docs.svix.com/retries): after the first attempt fails, 5 s, 5 min,
+ * 30 min, 2 h, 5 h, 10 h, 10 h; an endpoint whose every attempt fails for 5 days is disabled.
+ */
+const SVIX_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
+export const endpointBackoffConfigSchema = z
+  .object({
+    scheduleMs: z
+      .array(z.number().int().min(0).max(86_400_000))
+      .min(1)
+      .max(100)
+      .default(SVIX_SCHEDULE_MS)
+      .describe(
+        'Pauses of the whole endpoint after 1, 2, 3... endpoint-level failures in a row (the last one ' +
+          'repeats), each lengthened by up to 10% jitter; a Retry-After is a floor. Events stay pending ' +
+          "meanwhile and keep their order. Svix's schedule by default.",
+      ),
+    disableAfterSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(31_536_000)
+      .default(432_000)
+      .describe(
+        'Continuous endpoint-level failure (no delivery in between) after which the sink is disabled ' +
+          'until restarted; 0 never disables. 5 days, as Svix.',
+      ),
+  })
+  .strict();
+
+export type EndpointBackoffConfig = z.infer<typeof endpointBackoffConfigSchema>;
+export const ENDPOINT_BACKOFF_DEFAULTS: EndpointBackoffConfig = endpointBackoffConfigSchema.parse({});
+
 export const poisonConfigSchema = z
   .object({
     strikes: z
@@ -139,6 +173,12 @@ export function deliverySchema(retryDefaults: RetryConfig) {
         ),
       retry: retryConfigSchema.default(retryDefaults).describe('Retry schedule of failed events.'),
       circuitBreaker: circuitBreakerConfigSchema.prefault({}).describe('Pausing a destination that keeps failing.'),
+      endpointBackoff: endpointBackoffConfigSchema
+        .prefault({})
+        .describe(
+          'Backing off a destination that fails as a whole (a webhook answering 401, 403, 404, 429, 5xx, ' +
+            'or not answering) and the rule that disables it.',
+        ),
       poison: poisonConfigSchema
         .prefault({})
         .describe('Narrowing a batch that keeps failing down to the one event the destination cannot take.'),

@@ -58,3 +58,28 @@ export class SinkDisabledError extends SinkError {
     super('SINK_DISABLED', message);
   }
 }
+
+/** Why a destination as a whole is failing: it answered with a status, or did not answer in time, or not at all. */
+export type EndpointFailureCause = 'status' | 'timeout' | 'connection';
+
+/**
+ * The destination as a whole is failing, whatever the event: it refuses our credentials or
+ * signature (401, 403), the address is wrong (404, 405, a redirect), it is overloaded or broken
+ * (429, 5xx), or it did not answer in time or at all. No event is at fault, so none is charged an
+ * attempt or becomes a dead letter: the engine backs the endpoint off on its schedule, keeps the
+ * events pending in order, and disables the sink once the give-up rule says so.
+ */
+export class SinkEndpointFailingError extends SinkError {
+  constructor(
+    message: string,
+    readonly failure: {
+      cause: EndpointFailureCause;
+      /** The status the destination answered, when it answered. */
+      status?: number;
+      /** The destination's requested wait (Retry-After): a floor under the schedule's delay. */
+      retryAfterMs?: number;
+    },
+  ) {
+    super('SINK_ENDPOINT_FAILING', message);
+  }
+}

@@ -1,8 +1,11 @@
-import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 
 const SECRET_PREFIX = 'whsec_';
 
-/** True for a Standard Webhooks secret: `whsec_` followed by base64 of at least 16 bytes. */
+/**
+ * True for a Standard Webhooks secret: `whsec_` followed by base64 of at least 16 bytes. The
+ * `standardwebhooks` package accepts any non-empty key, so config and `receive` check the form here.
+ */
 export function isWebhookSecret(value: string): boolean {
   if (!value.startsWith(SECRET_PREFIX)) return false;
   const encoded = value.slice(SECRET_PREFIX.length);
@@ -10,21 +13,17 @@ export function isWebhookSecret(value: string): boolean {
 }
 
 /**
- * The `webhook-signature` header of the Standard Webhooks specification: for each secret,
- * `v1,` + base64 HMAC-SHA256 over `<id>.<timestamp>.<body>` keyed with the secret's decoded bytes;
- * several signatures (a rotation) are separated by spaces, and a receiver accepts any of them.
+ * The `webhook-signature` header, signed by the `standardwebhooks` package (the same one the
+ * receiver verifies with): one `v1,<base64 HMAC>` per secret, separated by spaces during a
+ * rotation, and a receiver accepts any of them. The package signs one key at a time; joining is ours.
  */
 export function signWebhook(
   secrets: readonly string[],
   id: string,
   timestampSeconds: number,
-  body: string | Buffer,
+  /** A string: the package signs a Buffer as its UTF-8 decoding, not its bytes. */
+  body: string,
 ): string {
-  return secrets
-    .map((secret) => {
-      const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
-      const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.`).update(body).digest('base64');
-      return `v1,${mac}`;
-    })
-    .join(' ');
+  const at = new Date(timestampSeconds * 1000);
+  return secrets.map((secret) => new Webhook(secret).sign(id, at, body)).join(' ');
 }

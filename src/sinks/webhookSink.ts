@@ -7,10 +7,11 @@ import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import { throwIfAborted } from './deadline.js';
-import { checkReachable, isUnreachable } from './endpointReachability.js';
+import { checkReachable } from './endpointReachability.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
   SinkDisabledError,
+  SinkEndpointFailingError,
   SinkPartialFailureError,
   SinkUnavailableError,
   type ItemFailure,
@@ -21,7 +22,36 @@ import type { WebhookSinkConfig } from './webhookSinkConfig.js';
 const RESPONSE_SNIPPET = 512;
 /** The most of a response body read (for the dead-letter snippet); the rest is discarded unread. */
 export const RESPONSE_READ_CAP = 2048;
-const RETRYABLE = new Set([408, 429]);
+
+/**
+ * Answers that say the endpoint or its configuration is wrong, whatever the event: the signature or
+ * credentials refused, the path or method wrong, a proxy wanting credentials, a request timeout,
+ * too many requests. With 3xx (a redirect not followed: the url is out of date) and 5xx.
+ */
+const ENDPOINT_STATUSES = new Set([401, 403, 404, 405, 407, 408, 429]);
+
+/** What the sink reports for a status: delivered, the endpoint failing as a whole, the endpoint gone, or this event refused. */
+export type StatusClass = 'delivered' | 'endpoint' | 'gone' | 'event';
+
+/**
+ * Endpoint-level answers keep every event pending while the endpoint backs off; event-level ones
+ * (400, 409, 413, 415, 422 and the other 4xx) make that one event a dead letter.
+ */
+export function classifyStatus(status: number): StatusClass {
+  if (status >= 200 && status < 300) return 'delivered';
+  if (status === 410) return 'gone';
+  if (status >= 400 && status < 500 && !ENDPOINT_STATUSES.has(status)) return 'event';
+  return 'endpoint';
+}
+
+/** What to check, for the answers whose cause sits on the receiver's side of the configuration. */
+const STATUS_HINTS: Partial<Record<number, string>> = {
+  401: 'the receiver refused the request: check that it verifies with the signing secret this sink uses',
+  403: 'the receiver refused the request: check the signing secret and any headers it requires',
+  404: 'nothing at this url: check url',
+  405: 'the url does not take POST: check url',
+  407: 'a proxy wants credentials',
+};
 
 /** How much later than timeoutMs the pool's own timers fire. */
 const POOL_TIMEOUT_MARGIN_MS = 1_000;
@@ -30,8 +60,9 @@ const POOL_TIMEOUT_MARGIN_MS = 1_000;
  * Posts each event to an HTTP endpoint, signed per Standard Webhooks (`webhook-id` is the event id,
  * identical on every retry and replay). One event per request; the engine decides concurrency,
  * ordering and retries from what this sink reports: 2xx is success, 410 disables the sink,
- * 408/429/5xx/timeouts/connection errors are retried (honouring Retry-After), other answers are
- * permanent (redirects are not followed).
+ * endpoint-level failures (see classifyStatus; timeouts, connection errors) throw
+ * SinkEndpointFailingError with the status and Retry-After, and event-level answers fail that one
+ * event for good (or for a retry with `retryClientErrors`). Redirects are not followed.
  */
 export class WebhookSink implements Sink {
   readonly type = 'webhook';
@@ -94,7 +125,8 @@ export class WebhookSink implements Sink {
       } catch (error) {
         // The events before this one were delivered: report this one as failed rather than the
         // whole batch as unsent, which would send them again.
-        if (!(error instanceof SinkUnavailableError) || index === 0) throw error;
+        if (!(error instanceof SinkUnavailableError || error instanceof SinkEndpointFailingError) || index === 0)
+          throw error;
         failure = { error: error.message, permanent: false };
       }
       if (failure) {
@@ -117,7 +149,7 @@ export class WebhookSink implements Sink {
     await pool?.close().catch(() => undefined);
   }
 
-  /** Throws SinkUnavailableError when the receiver takes no connections: the endpoint is down, not this event. */
+  /** Throws SinkEndpointFailingError when the endpoint as a whole fails, not this event. */
   private async post(event: OutboundEvent, signal: AbortSignal): Promise<ItemFailure | undefined> {
     const pool = this.pool;
     if (!pool) return { error: 'not connected', permanent: false };
@@ -145,32 +177,37 @@ export class WebhookSink implements Sink {
       // up to a small cap, within the same deadline, for the dead-letter snippet.
       text = status >= 200 && status < 300 ? discard(res.body) : await readSnippet(res.body, exchange);
     } catch (error) {
-      throwIfAborted(signal, `POST ${this.url.origin}${this.url.pathname}`);
+      const target = `POST ${this.url.origin}${this.url.pathname}`;
+      throwIfAborted(signal, target);
       if (deadline.aborted)
-        return { error: `no complete answer within timeoutMs (${this.config.timeoutMs} ms)`, permanent: false };
+        throw new SinkEndpointFailingError(
+          `${target}: no complete answer within timeoutMs (${this.config.timeoutMs} ms)`,
+          { cause: 'timeout' },
+        );
       const message = transportMessage(error, this.config.timeoutMs);
-      if (isUnreachable(error))
-        throw new SinkUnavailableError(`POST ${this.url.origin}${this.url.pathname}: ${message}`, { cause: error });
-      return { error: message, permanent: false };
+      throw new SinkEndpointFailingError(`${target}: ${message}`, {
+        cause: isTimeout(error) ? 'timeout' : 'connection',
+      });
     } finally {
       exchange.clear();
     }
-    if (status >= 200 && status < 300) return undefined;
+    const kind = classifyStatus(status);
+    if (kind === 'delivered') return undefined;
     const response = text.slice(0, RESPONSE_SNIPPET);
-    if (status === 410)
+    if (kind === 'gone')
       throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
-    const retryAfterMs =
-      status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after'], this.wallClock()) : undefined;
-    const retryable = RETRYABLE.has(status) || status >= 500 || (this.config.retryClientErrors && status >= 400);
-    const redirect =
-      status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
-    return {
-      error: `HTTP ${status}${redirect}`,
-      permanent: !retryable,
-      status,
-      response,
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    };
+    if (kind === 'endpoint') {
+      const retryAfterMs =
+        status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after'], this.wallClock()) : undefined;
+      const redirect =
+        status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
+      const hint = STATUS_HINTS[status];
+      throw new SinkEndpointFailingError(
+        `POST ${this.url.origin}${this.url.pathname}: HTTP ${status}${redirect}${hint ? `; ${hint}` : ''}`,
+        { cause: 'status', status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
+      );
+    }
+    return { error: `HTTP ${status}`, permanent: !this.config.retryClientErrors, status, response };
   }
 
   private render(event: OutboundEvent): { body: string; headers: Record<string, string> } {
@@ -255,14 +292,16 @@ function retryAfter(value: string | string[] | undefined, now: number): number |
   return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
 }
 
-function transportMessage(error: unknown, timeoutMs: number): string {
-  if (
+function isTimeout(error: unknown): boolean {
+  return (
     error instanceof undiciErrors.HeadersTimeoutError ||
     error instanceof undiciErrors.BodyTimeoutError ||
     (error instanceof Error && error.name === 'TimeoutError')
-  ) {
-    return `no answer within ${timeoutMs} ms`;
-  }
+  );
+}
+
+function transportMessage(error: unknown, timeoutMs: number): string {
+  if (isTimeout(error)) return `no answer within ${timeoutMs} ms`;
   const code = (error as { code?: string }).code;
   if (isTlsFailure(error)) {
     return (

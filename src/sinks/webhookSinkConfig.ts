@@ -6,8 +6,9 @@ import { caFile, timeLimitMs } from './sinkConfigFields.js';
 import { isWebhookSecret } from './standardWebhookSignature.js';
 
 /**
- * Retries for about a day (some 25 attempts with full jitter under a 2-hour ceiling), in line with
- * webhook services such as Svix (about 28 hours) before an event becomes a dead letter.
+ * Retries of an event the endpoint refused with `retryClientErrors` on: about a day (some 25
+ * attempts with full jitter under a 2-hour ceiling), like Svix's schedule (about 28 hours), before
+ * it becomes a dead letter. An endpoint failing as a whole waits on delivery.endpointBackoff instead.
  */
 export const WEBHOOK_RETRY_DEFAULTS: RetryConfig = {
   initialDelayMs: 5_000,
@@ -49,7 +50,10 @@ export const webhookSinkConfigSchema = sinkCommonSchema
     retryClientErrors: z
       .boolean()
       .default(false)
-      .describe('Retry 4xx answers (other than 408, 410, 429) instead of dead-lettering them at once.'),
+      .describe(
+        'Retry event-level 4xx answers (400, 409, 413, 415, 422 and the other 4xx not listed as ' +
+          'endpoint-level) on delivery.retry instead of dead-lettering them at once.',
+      ),
     caFile: caFile(
       'PEM file of CA certificates to trust, for endpoints with a private CA. Certificate checks stay on.',
     ),

@@ -18,7 +18,7 @@ function source(pending: number | 'refused'): TenantMetricSource {
     store,
     now: () => 61_000,
     allowancePerHour: () => 100,
-    sinks: () => [{ sink: 'hook', disabled: false, circuit: 'open', disconnectedSince: 0 }],
+    sinks: () => [{ sink: 'hook', disabled: false, circuit: 'open', disconnectedSince: 0, failingSince: null }],
   };
 }
 

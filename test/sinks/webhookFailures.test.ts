@@ -33,7 +33,7 @@ describe('webhook sink, when the endpoint fails', () => {
     await store.close();
   });
 
-  it('retries on the configured schedule: full jitter doubling from initialDelayMs', async () => {
+  it('backs the endpoint off on delivery.endpointBackoff after 5xx, the last pause repeating', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
     const hook = await receiver({ respond: (_r, n) => (times.push(clock.now()), { status: n <= 4 ? 500 : 204 }) });
@@ -42,14 +42,64 @@ describe('webhook sink, when the endpoint fails', () => {
       store,
       url: hook.url,
       clock,
-      sink: { delivery: { maxInFlight: 1, retry: fastRetry } },
+      sink: { delivery: { maxInFlight: 1, retry: fastRetry, endpointBackoff: { scheduleMs: [1_000, 2_000, 4_000] } } },
     });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     await engine.stop();
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
-    // random() = 0.5: half of 1 s, 2 s, 4 s, 8 s.
-    expect(gaps).toEqual([500, 1_000, 2_000, 4_000]);
-    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 1 });
+    // random() = 0.5: each pause lengthened by 5%; the last one repeats.
+    expect(gaps).toEqual([1_050, 2_100, 4_200, 4_200]);
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 1, dead: 0 });
+    await store.close();
+  });
+
+  // A receiver answering 401 (a wrong secret on its side) turned 69 events into dead letters in
+  // about 40 s while the sink counted as connected.
+  it('keeps every event pending while the endpoint answers 401, says why, and delivers once it is fixed', async () => {
+    const clock = new ManualClock();
+    let fixed = false;
+    const hook = await receiver({ respond: () => ({ status: fixed ? 204 : 401, body: 'bad signature' }) });
+    const { store } = await storeWithEvents(69, 10);
+    const engine = webhookEngine({ store, url: hook.url, clock });
+    await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 69, dead: 0 });
+    // The 8 writes in flight when it first failed, then one probe after each pause of the default
+    // schedule within the hour: 5 s, 5 min, 30 min (each +5% at random() = 0.5).
+    expect(hook.count).toBe(11);
+    const [state] = engine.connectionStates();
+    expect(state).toMatchObject({ circuit: 'open', disabled: false, failingSince: expect.any(Number) });
+    expect(state?.lastError).toMatch(
+      /HTTP 401; the receiver refused the request: check that it verifies with the signing secret/,
+    );
+    const [recorded] = await store.sinks.list();
+    expect(recorded).toMatchObject({ connected: false, circuit: 'open', disabledReason: null });
+    fixed = true;
+    await withVirtualTime(clock, engine.drain(clock.now() + 24 * 3_600_000));
+    await engine.stop();
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: 69, dead: 0 });
+    expect(engine.connectionStates()[0]).toMatchObject({ circuit: 'closed', failingSince: null });
+    await store.close();
+  });
+
+  it('disables the endpoint after disableAfterSeconds of continuous failure, its events still pending', async () => {
+    const clock = new ManualClock();
+    const hook = await receiver({ respond: () => ({ status: 503 }) });
+    const { store } = await storeWithEvents(5, 5);
+    const engine = webhookEngine({ store, url: hook.url, clock });
+    const [report] = await withVirtualTime(clock, engine.drain(clock.now() + 10 * 86_400_000), {
+      maxVirtualMs: 10 * 86_400_000,
+    });
+    await engine.stop();
+    expect(report?.drained).toBe(false);
+    expect(await store.outbox.counts('hook')).toMatchObject({ pending: 5, dead: 0 });
+    expect(engine.connectionStates()[0]?.disabled).toBe(true);
+    const [recorded] = await store.sinks.list();
+    expect(recorded?.disabledReason).toMatch(
+      /^every attempt failed for 5 days \(\d+ in a row; disableAfterSeconds 432000\); last: .*HTTP 503/,
+    );
+    // The 5 writes first in flight, then a probe after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, and every
+    // 10 h (+5% each) until one fails 5 days after the first failure: 16 probes.
+    expect(hook.count).toBe(21);
     await store.close();
   });
 
@@ -75,20 +125,20 @@ describe('webhook sink, when the endpoint fails', () => {
     const clock = new ManualClock();
     let healthy = false;
     const hook = await receiver({
-      respond: () => (healthy ? { status: 204 } : { status: 503, body: 'upstream exploded' }),
+      respond: () => (healthy ? { status: 204 } : { status: 409, body: 'upstream exploded' }),
     });
     const { store } = await storeWithEvents(2, 1);
     const engine = webhookEngine({
       store,
       url: hook.url,
       clock,
-      sink: { delivery: { retry: { ...fastRetry, maxAttempts: 3 } } },
+      sink: { retryClientErrors: true, delivery: { retry: { ...fastRetry, maxAttempts: 3 } } },
     });
     await withVirtualTime(clock, engine.drain(clock.now() + 3_600_000));
     const [dead, ...more] = await store.deadLetters.list({ sink: 'hook' });
     expect(more).toHaveLength(1);
-    expect(dead).toMatchObject({ attempts: 3, lastStatus: 503, lastResponse: 'upstream exploded' });
-    expect(dead?.lastError).toMatch(/gave up after 3 attempts: HTTP 503/);
+    expect(dead).toMatchObject({ attempts: 3, lastStatus: 409, lastResponse: 'upstream exploded' });
+    expect(dead?.lastError).toMatch(/gave up after 3 attempts: HTTP 409/);
     expect(hook.received).toHaveLength(6);
     healthy = true;
     expect(await store.deadLetters.requeueSink('hook', clock.now())).toBe(2);
@@ -126,16 +176,17 @@ describe('webhook sink, when the endpoint fails', () => {
     await store.close();
   });
 
-  it('opens the circuit after repeated failures: no request during the cool-down, then one probe', async () => {
+  it('opens the circuit after repeated retried failures: no request during the cool-down, then one probe', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
-    const hook = await receiver({ respond: () => (times.push(clock.now()), { status: 500 }) });
+    const hook = await receiver({ respond: () => (times.push(clock.now()), { status: 409 }) });
     const { store } = await storeWithEvents(20, 20);
     const engine = webhookEngine({
       store,
       url: hook.url,
       clock,
       sink: {
+        retryClientErrors: true,
         delivery: {
           maxInFlight: 1,
           retry: { ...fastRetry, initialDelayMs: 10 },
@@ -154,7 +205,7 @@ describe('webhook sink, when the endpoint fails', () => {
     await store.close();
   });
 
-  it('retries timeouts and dropped connections', async () => {
+  it('backs the endpoint off on timeouts and dropped connections, charging the event no attempt', async () => {
     const hook = await receiver({
       respond: (_r, n) => (n === 1 ? { delayMs: 1_000 } : n === 2 ? { drop: true } : { status: 204 }),
     });
@@ -163,7 +214,7 @@ describe('webhook sink, when the endpoint fails', () => {
       store,
       url: hook.url,
       clock: systemClock,
-      sink: { timeoutMs: 200, delivery: { retry: { ...fastRetry, initialDelayMs: 20 } } },
+      sink: { timeoutMs: 200, delivery: { retry: fastRetry, endpointBackoff: { scheduleMs: [20] } } },
     });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
@@ -172,7 +223,7 @@ describe('webhook sink, when the endpoint fails', () => {
       attempts: number;
       state: string;
     }[];
-    expect(row).toEqual({ attempts: 3, state: 'delivered' });
+    expect(row).toEqual({ attempts: 1, state: 'delivered' });
     await store.close();
   });
 
@@ -202,6 +253,7 @@ describe('webhook sink, when the endpoint fails', () => {
           delivery: {
             maxInFlight: 8,
             retry: { ...fastRetry, initialDelayMs: 5 },
+            endpointBackoff: { scheduleMs: [5] },
             circuitBreaker: { failureThreshold: 0 },
             poison: { strikes: 0 },
           },
@@ -218,9 +270,14 @@ describe('webhook sink, when the endpoint fails', () => {
   it('resumes a retry after a restart: retry state lives in the store', async () => {
     const clock = new ManualClock();
     let healthy = false;
-    const hook = await receiver({ respond: () => ({ status: healthy ? 204 : 500 }) });
+    const hook = await receiver({ respond: () => ({ status: healthy ? 204 : 409 }) });
     const { store, dir } = await storeWithEvents(1, 1);
-    const first = webhookEngine({ store, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
+    const first = webhookEngine({
+      store,
+      url: hook.url,
+      clock,
+      sink: { retryClientErrors: true, delivery: { retry: fastRetry } },
+    });
     await withVirtualTime(clock, first.drain(clock.now() + 100));
     await first.stop();
     await store.close();
@@ -231,7 +288,7 @@ describe('webhook sink, when the endpoint fails', () => {
       .get() as { attempts: number; nextAttemptAt: number; lastError: string };
     expect(row.attempts).toBe(1);
     expect(row.nextAttemptAt).toBeGreaterThan(clock.now() - 100);
-    expect(row.lastError).toBe('HTTP 500');
+    expect(row.lastError).toBe('HTTP 409');
     const second = webhookEngine({ store: reopened, url: hook.url, clock, sink: { delivery: { retry: fastRetry } } });
     await withVirtualTime(clock, second.drain(clock.now() + 3_600_000));
     await second.stop();
@@ -251,11 +308,11 @@ describe('webhook sink, when the endpoint fails', () => {
       url: hook.url,
       clock: systemClock,
       logger: createLogger({ level: 'trace', destination: out }),
-      sink: { delivery: { retry: { ...fastRetry, initialDelayMs: 5 } } },
+      sink: { delivery: { retry: { ...fastRetry, initialDelayMs: 5 }, endpointBackoff: { scheduleMs: [5] } } },
     });
     await engine.drain(Date.now() + 10_000);
     await engine.stop();
-    expect(text).toContain('delivery failed');
+    expect(text).toContain('endpoint failing');
     expect(text).not.toContain(SECRET);
     expect(text).not.toContain(SECRET.slice('whsec_'.length));
     expect(text).not.toMatch(/v1,[A-Za-z0-9+/=]{20,}/);
