@@ -1,17 +1,19 @@
 import type { Logger } from 'pino';
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import { ApiResponseTooLargeError } from '../api/apiErrors.js';
 import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
-import { LOGS } from '../logs.js';
+import { LOGS, logKey } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { IngestResult, SortOrder, WatchedLog } from '../store/storeRecords.js';
-import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory.js';
+import { historyLookbackMs, probeHistory, versionLogHistory, type HistoryProbeResult } from './logHistory.js';
+import { PageSizes } from './pageSize.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from '../schedule/rateState.js';
-import { believableCursor, nextWindow } from './timeWindow.js';
+import { believableCursor, nextWindow, type TimeWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
 import { readWindowPage, walkWindow } from './windowWalker.js';
@@ -44,6 +46,8 @@ export interface LogPollerDeps {
  * the cursor advance. Throws the API's typed errors; the poll loop decides what they mean.
  */
 export class LogPoller {
+  private readonly sizes = new PageSizes();
+
   constructor(private readonly deps: LogPollerDeps) {}
 
   async poll(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
@@ -88,10 +92,10 @@ export class LogPoller {
       // Nothing can be new yet: the service's clock has not passed the cursor. A log never read
       // must still show that it exists, or a configured id with a typo would pass `run --once`
       // unnoticed whenever the sweep comes within the Date header's second of registering it.
-      // One page of the overlap before the cursor: before coverage, so nothing is emitted.
+      // One entry of the overlap before the cursor: before coverage, so nothing is emitted.
       if (watched.lastSuccessAt === null) {
         const proof = { from: cursor - Math.max(overlapMs, 1000), to: cursor };
-        await readWindowPage({ ...this.deps, log: watched.log, objectId: watched.objectId, signal }, proof, 0);
+        await readWindowPage({ ...this.deps, log: watched.log, objectId: watched.objectId, signal }, proof, 0, 1);
         result.requests++;
       }
       return result;
@@ -118,15 +122,7 @@ export class LogPoller {
     let firstWindowRead = false;
     // An object that appeared since the previous discovery has no history before its coverage.
     if (watched.lastSuccessAt === null && watched.origin !== 'appeared' && this.historyMs() > 0) {
-      const probe = await probeHistory({
-        client: this.deps.client,
-        log: watched.log,
-        objectId: watched.objectId,
-        window,
-        historyMs: this.historyMs(),
-        priority,
-        signal,
-      });
+      const probe = await this.probe(watched, window, priority, signal);
       result.requests++;
       result.history = probe.history;
       detectedOrder ??= probe.detectedOrder;
@@ -147,6 +143,7 @@ export class LogPoller {
           sortOrder,
           signal,
           priority,
+          sizes: this.sizes,
           commit,
           quarantine,
         },
@@ -166,6 +163,35 @@ export class LogPoller {
     return result;
   }
 
+  /**
+   * The first poll's look at the log's history. A page too large to read only costs the rate
+   * estimate: the page size is lowered and the window walk reads the log in smaller pages.
+   */
+  private async probe(
+    watched: WatchedLog,
+    window: TimeWindow,
+    priority: 'backfill' | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<HistoryProbeResult> {
+    const key = logKey(watched);
+    try {
+      return await probeHistory({
+        client: this.deps.client,
+        log: watched.log,
+        objectId: watched.objectId,
+        window,
+        historyMs: this.historyMs(),
+        limit: this.sizes.limit(key),
+        priority,
+        signal,
+      });
+    } catch (error) {
+      if (!(error instanceof ApiResponseTooLargeError)) throw error;
+      this.sizes.record(key, { tooLarge: true });
+      return { history: undefined, firstWindow: undefined, detectedOrder: undefined };
+    }
+  }
+
   private historyMs(): number {
     return historyLookbackMs(this.deps.watch.schedule);
   }
@@ -177,6 +203,7 @@ export class LogPoller {
       objectId: watched.objectId,
       sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
       seenAmong: (ids) => store.seen.seenAmong(watched.log, watched.objectId, ids),
+      sizes: this.sizes,
       signal,
     });
     if (read.detectedOrder && !watched.sortOrder)
