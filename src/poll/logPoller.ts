@@ -9,11 +9,12 @@ import { LOGS, logKey } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { IngestResult, SortOrder, WatchedLog } from '../store/storeRecords.js';
 import { historyLookbackMs, probeHistory, versionLogHistory, type HistoryProbeResult } from './logHistory.js';
+import { backfillProgress, type BackfillState } from './backfillProgress.js';
 import { PageSizes } from './pageSize.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from '../schedule/rateState.js';
-import { believableCursor, nextWindow, type TimeWindow } from './timeWindow.js';
+import { believableCursor, nextWindow, toIso, type TimeWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
 import { readWindowPage, walkWindow } from './windowWalker.js';
@@ -47,6 +48,8 @@ export interface LogPollerDeps {
  */
 export class LogPoller {
   private readonly sizes = new PageSizes();
+  /** Logs that are behind, by log key: how far their backfill has come. */
+  private readonly backfills = new Map<string, BackfillState>();
 
   constructor(private readonly deps: LogPollerDeps) {}
 
@@ -103,6 +106,9 @@ export class LogPoller {
     // Quarantined entries of the pages read so far, stored with the next commit.
     const held: QuarantinedEntry[] = [];
     const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;
+    let coveredUntil = cursor;
+    const progress = (pages: number, entries: number): void =>
+      this.observeProgress(watched, coveredUntil, pages, entries);
     const commit = async (entries: ActivityEntry[], windowEnd: number): Promise<void> => {
       const ingested = await store.ingest({
         log: watched.log,
@@ -116,6 +122,8 @@ export class LogPoller {
         now: this.deps.clock.now(),
       });
       this.account(result, ingested, watched);
+      coveredUntil = windowEnd;
+      progress(0, 0);
     };
     const sortOrder = this.configuredOrder(watched) ?? watched.sortOrder ?? undefined;
     let detectedOrder = sortOrder;
@@ -146,6 +154,7 @@ export class LogPoller {
           sizes: this.sizes,
           commit,
           quarantine,
+          onPage: (entries) => progress(1, entries),
         },
         window,
       );
@@ -190,6 +199,42 @@ export class LogPoller {
       this.sizes.record(key, { tooLarge: true });
       return { history: undefined, firstWindow: undefined, detectedOrder: undefined };
     }
+  }
+
+  /** Logs a backfilling log's progress now and then, and once when it has caught up. */
+  private observeProgress(watched: WatchedLog, coveredUntil: number, pages: number, entries: number): void {
+    const key = logKey(watched);
+    const observation = {
+      now: this.deps.clock.now(),
+      serviceNow: this.deps.serverClock.now(),
+      coveredUntil,
+      pages,
+      entries,
+    };
+    const next = backfillProgress(this.backfills.get(key), observation, backfillDistanceMs(this.deps.watch));
+    if (next.state) this.backfills.set(key, next.state);
+    else this.backfills.delete(key);
+    const { line } = next;
+    if (!line) return;
+    const where = { log: watched.log, objectId: watched.objectId };
+    if (line.kind === 'caughtUp') {
+      this.deps.logger.info(
+        { ...where, pages: line.pages, entries: line.entries, seconds: line.seconds },
+        'backfill caught up: the log is read to the present',
+      );
+      return;
+    }
+    this.deps.logger.info(
+      {
+        ...where,
+        pages: line.pages,
+        entries: line.entries,
+        coveredUntil: toIso(line.coveredUntil),
+        behindSeconds: line.behindSeconds,
+        entriesPerSecond: line.entriesPerSecond,
+      },
+      'backfill in progress',
+    );
   }
 
   private historyMs(): number {
@@ -273,5 +318,10 @@ export class LogPoller {
  * pages take only the read budget that regular polls leave.
  */
 export function isBackfill(windowFrom: number, serverNow: number, watch: Pick<WatchConfig, 'schedule'>): boolean {
-  return serverNow - windowFrom > 2 * watch.schedule.maxIntervalMinutes * 60_000;
+  return serverNow - windowFrom > backfillDistanceMs(watch);
+}
+
+/** How far behind the service's now a window must start to be a backfill. */
+export function backfillDistanceMs(watch: Pick<WatchConfig, 'schedule'>): number {
+  return 2 * watch.schedule.maxIntervalMinutes * 60_000;
 }

@@ -39,6 +39,8 @@ export interface WindowWalk {
   commit: (entries: ActivityEntry[], windowEnd: number) => Promise<void>;
   /** Receives the entries of each page that cannot become events; the caller stores them with the next commit. */
   quarantine?: (entries: QuarantinedEntry[]) => void;
+  /** Told of each page read, with the entries the service sent on it (for backfill progress). */
+  onPage?: (entries: number) => void;
 }
 
 export interface WalkStats {
@@ -103,6 +105,7 @@ async function readWholeWindow(
     stats.entriesRead += pageItemCount(page);
     entries.push(...page.entries);
     if (page.quarantined.length > 0) walk.quarantine?.(page.quarantined);
+    walk.onPage?.(pageItemCount(page));
     stats.detectedOrder ??= detectSortOrder(page.entries);
     // A page is full by what the service sent, quarantined entries included.
     if (pageItemCount(page) < page.limit) return { entries, overflow: false };
