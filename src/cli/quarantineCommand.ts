@@ -1,18 +1,17 @@
 import { withExistingStore } from './existingStore.js';
 import { parseArgs } from 'node:util';
 import { ChangefeedError } from '../errors.js';
-import type { LogKind } from '../logs.js';
+import { LOGS } from '../logs.js';
+import { logFlag } from './logFlag.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { loadTenantInspectionConfig } from './loadAppConfig.js';
 import { numericFlag } from './numericFlag.js';
 import { terminalSafe } from './terminalText.js';
 
-export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--tenant NAME] [--log career|skill|identityProvider] [--limit N] [--json]
+export const QUARANTINE_USAGE = `changefeed quarantine list [--config FILE] [--tenant NAME] [--log career|skill|identity_provider] [--limit N] [--json]
   Shows entries the service sent that could not become events (no id, a performedAt that does not
   parse, larger than api.maxEntryBytes): their log, the reason and the raw JSON. They were not
   emitted; the rest of their page was, and the log went on. Safe while the daemon runs.`;
-
-const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvider'];
 
 export async function quarantineCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
@@ -28,13 +27,12 @@ export async function quarantineCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const log = values.log as LogKind | undefined;
-  if (log !== undefined && !LOG_KINDS.includes(log))
-    throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}, got "${values.log}"`);
+  const log = logFlag(values.log);
   const limit = numericFlag('limit', values.limit, { min: 1, max: 100_000, integer: true });
   const { config, tenant } = loadTenantInspectionConfig({ configFlag: values.config, tenant: values.tenant });
   return withExistingStore(config, { readonly: true, tenant }, async (store) => {
-    const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+    const stored = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+    const records = stored.map((r) => ({ ...r, log: LOGS[r.log].slug }));
     if (values.json) {
       process.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
     } else if (records.length === 0) {

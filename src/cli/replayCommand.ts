@@ -4,12 +4,12 @@ import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { LeaseLostError } from '../cluster/writeFence.js';
 import { ChangefeedError } from '../errors.js';
-import { LOG_KINDS, type LogKind } from '../logs.js';
+import { logFlag } from './logFlag.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 
-export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--tenant NAME] [--queue-only]
+export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identity_provider] [--config FILE] [--tenant NAME] [--queue-only]
   Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
   any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
   times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
@@ -40,8 +40,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
     );
   const since = parseTime('--since', values.since, true);
   const until = parseTime('--until', values.until, false);
-  if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
-    throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
+  const log = logFlag(values.log);
   // Queuing is one idempotent statement the lease holder picks up; delivering makes this process
   // a second deliverer of the tenant, so on a shared store it must hold the lease (commandLease.ts).
   const lease = values['queue-only'] ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };
@@ -50,11 +49,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
       config.sinks.map((s) => ({ name: s.name, type: s.type })),
       systemClock.now(),
     );
-    const queued = await store.outbox.enqueueFromJournal(
-      sinkConfig.name,
-      { since, until, log: values.log as LogKind | undefined },
-      systemClock.now(),
-    );
+    const queued = await store.outbox.enqueueFromJournal(sinkConfig.name, { since, until, log }, systemClock.now());
     process.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
     if (values['queue-only'] || queued === 0) return 0;
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });

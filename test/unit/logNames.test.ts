@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { logFlag } from '../../src/cli/logFlag.js';
+import { compileSinkFilter } from '../../src/deliver/sinkFilter.js';
+import { sinkFilterSchema } from '../../src/sinkContract/deliveryConfig.js';
+import { buildStatusReport, formatStatusReport } from '../../src/cli/statusReport.js';
+import { errorCodeOf } from '../../src/errors.js';
+import { parseLogName } from '../../src/logs.js';
+import { storePath } from '../../src/store/sqlite/database.js';
+import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+// The identity-provider log was `identityProvider` in --log, filter.logs and status, but
+// `identity_provider` in event types, metric labels and the feed: one name now, the other taken
+// on input with a note.
+describe('parseLogName', () => {
+  it.each([
+    ['career', { kind: 'career' }],
+    ['skill', { kind: 'skill' }],
+    ['identity_provider', { kind: 'identityProvider' }],
+    [
+      'identityProvider',
+      {
+        kind: 'identityProvider',
+        deprecated: 'the log name "identityProvider" is deprecated; write "identity_provider"',
+      },
+    ],
+    ['identity-provider', undefined],
+    ['Career', undefined],
+    ['constructor', undefined],
+  ])('%s', (name, expected) => {
+    expect(parseLogName(name)).toEqual(expected);
+  });
+});
+
+describe('--log', () => {
+  it('takes identity_provider without a word', () => {
+    const notes: string[] = [];
+    expect(logFlag('identity_provider', (n) => notes.push(n))).toBe('identityProvider');
+    expect(notes).toEqual([]);
+  });
+
+  it('takes identityProvider with a deprecation note', () => {
+    const notes: string[] = [];
+    expect(logFlag('identityProvider', (n) => notes.push(n))).toBe('identityProvider');
+    expect(notes).toEqual(['--log: the log name "identityProvider" is deprecated; write "identity_provider"']);
+  });
+
+  it('refuses anything else as a usage error naming the one spelling', () => {
+    let thrown: unknown;
+    try {
+      logFlag('idp', () => undefined);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(errorCodeOf(thrown)).toBe('USAGE');
+    expect((thrown as Error).message).toBe('--log must be one of career, skill, identity_provider, got "idp"');
+  });
+});
+
+describe('filter.logs', () => {
+  const idp = { log: 'identityProvider' as const, type: 'com.skills.changefeed.identity_provider.user_added' };
+  const career = { log: 'career' as const, type: 'com.skills.changefeed.career.level_added' };
+
+  it('takes identity_provider without a word', () => {
+    const notes: string[] = [];
+    const accepts = compileSinkFilter(sinkFilterSchema.parse({ logs: ['identity_provider'] }), (n) => notes.push(n));
+    expect([accepts(idp), accepts(career)]).toEqual([true, false]);
+    expect(notes).toEqual([]);
+  });
+
+  it('takes identityProvider with one deprecation warning', () => {
+    const notes: string[] = [];
+    const filter = sinkFilterSchema.parse({ logs: ['identityProvider', 'identityProvider'] });
+    const accepts = compileSinkFilter(filter, (n) => notes.push(n));
+    expect([accepts(idp), accepts(career)]).toEqual([true, false]);
+    expect(notes).toEqual(['filter.logs: the log name "identityProvider" is deprecated; write "identity_provider"']);
+  });
+
+  it('refuses any other name', () => {
+    expect(sinkFilterSchema.safeParse({ logs: ['identity-provider'] }).success).toBe(false);
+  });
+});
+
+describe('changefeed status', () => {
+  it('names the identity-provider log identity_provider', async () => {
+    const store = SqliteChangefeedStore.open(storePath(makeTempDir()));
+    try {
+      const now = Date.UTC(2026, 10, 22, 12);
+      await store.watchedLogs.register({
+        log: 'identityProvider',
+        objectId: '',
+        origin: 'config',
+        coverageStart: now,
+        now,
+      });
+      const report = await buildStatusReport(store, now);
+      expect(report.logs.map((l) => l.log)).toEqual(['identity_provider']);
+      expect(formatStatusReport(report)).toMatch(/^\s*identity_provider\s/m);
+    } finally {
+      await store.close();
+    }
+  });
+});
