@@ -8,10 +8,16 @@ export const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvid
 
 export type ActivityFilter = 'event' | 'from' | 'to' | 'performedBy' | 'relatedPersonId' | 'bulkGroupId';
 
+/** The name of each log wherever people and programs read or write one. */
+export type LogSlug = 'career' | 'skill' | 'identity_provider';
+
 export interface LogDescriptor {
   readonly kind: LogKind;
-  /** Short name used in event types, event ids and metrics labels. */
-  readonly slug: 'career' | 'skill' | 'identity_provider';
+  /**
+   * The log's one public name: in event types and ids, metric labels, the feed's `log=`, `--log`,
+   * `filter.logs` and `status`. `kind` is the name the store keeps, never shown.
+   */
+  readonly slug: LogSlug;
   /** Whether the log is per object (career, skill) or company-wide. */
   readonly perObject: boolean;
   /** The scope a key needs to read it (spec 4.5). */
@@ -59,6 +65,23 @@ export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
     path: () => '/api/v1/identity-provider-events',
   },
 };
+
+export const LOG_SLUGS: readonly LogSlug[] = ['career', 'skill', 'identity_provider'];
+
+/** A name that was once accepted for a log and still is on input, with a deprecation note. */
+const DEPRECATED_LOG_NAMES: Readonly<Record<string, LogKind>> = { identityProvider: 'identityProvider' };
+
+/**
+ * The log a name given on input stands for: its slug, or a deprecated spelling (`deprecated`
+ * then says what to write instead). Undefined for anything else.
+ */
+export function parseLogName(name: string): { kind: LogKind; deprecated?: string } | undefined {
+  const kind = LOG_KINDS.find((k) => LOGS[k].slug === name);
+  if (kind) return { kind };
+  const old = Object.hasOwn(DEPRECATED_LOG_NAMES, name) ? DEPRECATED_LOG_NAMES[name] : undefined;
+  if (!old) return undefined;
+  return { kind: old, deprecated: `the log name "${name}" is deprecated; write "${LOGS[old].slug}"` };
+}
 
 /**
  * The one name of a watched log: `<log>:<objectId>` (`identityProvider:` for the company-wide

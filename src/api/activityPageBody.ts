@@ -1,5 +1,6 @@
 import { JSONParser } from '@streamparser/json';
 import { ApiMalformedResponseError, ApiResponseTooLargeError } from './apiErrors.js';
+import { RAW_KEPT_BYTES } from './quarantinedEntry.js';
 import { discardBody, headerValue, type BodyReader } from './responseBody.js';
 
 /**
@@ -7,7 +8,8 @@ import { discardBody, headerValue, type BodyReader } from './responseBody.js';
  * envelope keys may be anything and are dropped; once `data` is complete the rest of the body is
  * not read at all). A page holding more entries than the
  * `limit` asked for is refused at entry limit + 1, before the rest is parsed: a hostile
- * 100,000-entry page never becomes 100,000 objects. The body is capped at maxBytes as it arrives.
+ * 100,000-entry page never becomes 100,000 objects. The body is capped at maxBytes as it arrives;
+ * a refused one keeps its first RAW_KEPT_BYTES in the error, to show what it held.
  */
 export function activityPageReader(limit: number): BodyReader {
   return async (body, headers, context) => {
@@ -15,12 +17,30 @@ export function activityPageReader(limit: number): BodyReader {
     const where = `response to GET ${path}`;
     const request = `request ${requestId ?? 'without id'}`;
     const declared = Number(headerValue(headers['content-length']));
+    const head: Buffer[] = [];
+    let headBytes = 0;
+    const keepHead = (chunk: Buffer): void => {
+      if (headBytes >= RAW_KEPT_BYTES) return;
+      head.push(chunk.subarray(0, RAW_KEPT_BYTES - headBytes));
+      headBytes += Math.min(chunk.length, RAW_KEPT_BYTES - headBytes);
+    };
+    const headText = (): string => Buffer.concat(head).toString('utf8');
     if (Number.isFinite(declared) && declared > maxBytes) {
-      discardBody(body);
+      try {
+        for await (const chunk of body as AsyncIterable<Buffer>) {
+          keepHead(chunk);
+          if (headBytes >= RAW_KEPT_BYTES) break;
+        }
+      } catch {
+        // The head only illustrates the refusal; a body that fails while it is read has none.
+      } finally {
+        discardBody(body);
+      }
       throw new ApiResponseTooLargeError(
         `${where} declares ${declared} bytes, more than api.maxResponseBytes (${maxBytes})`,
         path,
         requestId,
+        headText(),
       );
     }
     const data: unknown[] = [];
@@ -49,11 +69,13 @@ export function activityPageReader(limit: number): BodyReader {
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         total += chunk.length;
+        keepHead(chunk);
         if (total > maxBytes) {
           refusal ??= new ApiResponseTooLargeError(
             `${where} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there (${request})`,
             path,
             requestId,
+            headText(),
           );
         }
         if (refusal) break;

@@ -25,6 +25,8 @@ export interface ActivityPage {
   entries: ActivityEntry[];
   /** Entries that cannot become events; the page's others are in `entries`. */
   quarantined: QuarantinedEntry[];
+  /** What the page's entries took as JSON: how close the page came to api.maxResponseBytes. */
+  bytes: number;
   meta: ResponseMeta;
 }
 
@@ -90,7 +92,7 @@ export async function readActivityPage(
 function parseEntries(
   body: unknown,
   page: { path: string; requestId: string | undefined; limit: number; maxEntryBytes: number },
-): { entries: ActivityEntry[]; quarantined: QuarantinedEntry[] } {
+): { entries: ActivityEntry[]; quarantined: QuarantinedEntry[]; bytes: number } {
   const { path, requestId } = page;
   const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined;
   if (!Array.isArray(data)) {
@@ -111,9 +113,11 @@ function parseEntries(
   }
   const entries: ActivityEntry[] = [];
   const quarantined: QuarantinedEntry[] = [];
+  let bytes = 0;
   data.forEach((item: unknown, index) => {
     const json = JSON.stringify(item) ?? 'undefined';
     const rawBytes = Buffer.byteLength(json);
+    bytes += rawBytes;
     const raw = rawBytes > RAW_KEPT_BYTES ? Buffer.from(json).subarray(0, RAW_KEPT_BYTES).toString('utf8') : json;
     const id = typeof item === 'object' && item !== null ? (item as { id?: unknown }).id : undefined;
     const entryId = typeof id === 'string' && id !== '' ? id : undefined;
@@ -132,5 +136,5 @@ function parseEntries(
     }
     entries.push(parsed.data);
   });
-  return { entries, quarantined };
+  return { entries, quarantined, bytes };
 }

@@ -37,8 +37,9 @@ export const apiConfigSchema = z
       .max(268_435_456)
       .default(16 * 1024 * 1024)
       .describe(
-        'Largest answer read from the service; reading stops beyond it (API_RESPONSE_TOO_LARGE, ' +
-          'retried). A full page of 200 entries is far below the default 16 MiB.',
+        'Largest answer read from the service; reading stops beyond it (API_RESPONSE_TOO_LARGE). ' +
+          'An activity page beyond it is read again with half the entries, down to one; an entry ' +
+          'larger alone is quarantined. A full page of 200 entries is far below the default 16 MiB.',
       ),
     maxEntryBytes: z
       .number()

@@ -60,8 +60,15 @@ export class ApiMalformedResponseError extends ApiError {
 
 /** A 2xx answer larger than api.maxResponseBytes: reading stopped at the cap, retried like a malformed one. */
 export class ApiResponseTooLargeError extends ApiError {
-  constructor(message: string, path: string, requestId?: string) {
+  /**
+   * The first bytes of the body (up to RAW_KEPT_BYTES), when the reader kept them: what shows
+   * which entry a one-entry page that is still too large holds.
+   */
+  readonly bodyHead: string | undefined;
+
+  constructor(message: string, path: string, requestId?: string, bodyHead?: string) {
     super('API_RESPONSE_TOO_LARGE', message, path, requestId);
+    this.bodyHead = bodyHead;
   }
 }
 

@@ -83,6 +83,10 @@ export class ServiceClient {
     this.dispatcher = options.requestGuard ? this.pool.compose(guardBeforeWrite(options.requestGuard)) : this.pool;
   }
 
+  get maxResponseBytes(): number {
+    return this.options.maxResponseBytes;
+  }
+
   get maxEntryBytes(): number {
     return this.options.maxEntryBytes ?? 1024 * 1024;
   }

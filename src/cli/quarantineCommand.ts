@@ -1,6 +1,7 @@
 import { withExistingStore } from './existingStore.js';
-import { Option, type Command } from 'commander';
-import { LOG_KINDS, type LogKind } from '../logs.js';
+import type { Command } from 'commander';
+import { LOGS, type LogKind } from '../logs.js';
+import { logOption } from './logFlag.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { loadTenantInspectionConfig } from './loadAppConfig.js';
 import type { CliIo } from './cliIo.js';
@@ -19,7 +20,7 @@ export function defineQuarantineCommand(program: Command, host: CommandHost): vo
     )
     .addOption(configOption())
     .addOption(tenantOption())
-    .addOption(new Option('--log <kind>', 'only entries of this log').choices(LOG_KINDS))
+    .addOption(logOption('only entries of this log', host.io))
     .option('--limit <n>', 'at most this many, newest first', numberIn({ min: 1, max: 100_000, integer: true }), 100)
     .addOption(jsonOption())
     .action(host.run((options: QuarantineOptions) => quarantineCommand(options, host.io)));
@@ -41,7 +42,8 @@ export async function quarantineCommand(values: QuarantineOptions, io: CliIo): P
     env: io.env,
   });
   return withExistingStore(config, { readonly: true, tenant }, async (store) => {
-    const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+    const stored = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
+    const records = stored.map((r) => ({ ...r, log: LOGS[r.log].slug }));
     if (values.json) {
       io.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
     } else if (records.length === 0) {

@@ -1,10 +1,11 @@
 import { withExistingStore } from './existingStore.js';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { LeaseLostError } from '../cluster/writeFence.js';
 import { ChangefeedError } from '../errors.js';
-import { LOG_KINDS, type LogKind } from '../logs.js';
+import { logOption } from './logFlag.js';
+import type { LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { logDestination, type CliIo } from './cliIo.js';
@@ -22,7 +23,7 @@ export function defineReplayCommand(program: Command, host: CommandHost): void {
     .option('--sink <name>', 'the configured sink to deliver to')
     .requiredOption('--since <time>', 'from this time of ingestion: ISO 8601 or an age such as 1h or 7d', timeOrAge())
     .option('--until <time>', 'up to this time of ingestion: ISO 8601 or an age such as 30m', timeOrAge())
-    .addOption(new Option('--log <kind>', 'only events of this log').choices(LOG_KINDS))
+    .addOption(logOption('only events of this log', host.io))
     .addOption(configOption())
     .addOption(tenantOption())
     .option('--queue-only', 'only queue the events for a running daemon', false)

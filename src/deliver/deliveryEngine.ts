@@ -73,7 +73,7 @@ export class DeliveryEngine {
           poisonStrikes: delivery.poison.strikes,
           circuitBreaker: delivery.circuitBreaker,
           endpointBackoff: delivery.endpointBackoff,
-          accepts: compileSinkFilter(filter),
+          accepts: compileSinkFilter(filter, (note) => deps.logger.warn({ sink: sink.name }, note)),
           batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
           maxInFlight: Math.min(
             delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight,

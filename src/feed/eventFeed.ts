@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
+import { LOGS } from '../logs.js';
 import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
@@ -103,6 +104,8 @@ export class EventFeed {
       });
       return;
     }
+    // RFC 7234's warn-code 299 (a persistent warning), on whatever this request answers.
+    if (parsed.deprecation) res.setHeader('warning', `299 changefeed "${parsed.deprecation}"`);
     const abort = new AbortController();
     res.once('close', () => abort.abort());
     this.open.add(abort);
@@ -272,7 +275,7 @@ function header(req: IncomingMessage, name: string): string | undefined {
 /** The request again, on the path it came by, continuing from `next`. */
 function nextUrl(pagePath: string, next: string, query: FeedQuery): string {
   const params = new URLSearchParams({ after: next, limit: String(query.limit) });
-  if (query.log) params.set('log', query.log === 'identityProvider' ? 'identity_provider' : query.log);
+  if (query.log) params.set('log', LOGS[query.log].slug);
   if (query.type) params.set('type', query.type);
   if (query.waitMs > 0) params.set('wait', String(query.waitMs / 1000));
   return `${pagePath}?${params.toString()}`;

@@ -1,4 +1,4 @@
-import type { LogKind } from '../logs.js';
+import { LOG_SLUGS, LOGS, parseLogName, type LogKind } from '../logs.js';
 import type { FeedConfig } from './feedConfig.js';
 import { parseCursor } from './feedCursor.js';
 
@@ -21,11 +21,6 @@ export interface InvalidParameter {
   reason: string;
 }
 
-const LOG_BY_SLUG: Readonly<Record<string, LogKind>> = {
-  career: 'career',
-  skill: 'skill',
-  identity_provider: 'identityProvider',
-};
 /** Letters, digits, `.`, `_`, `-` and the wildcards: also a valid SQLite GLOB with the same meaning. */
 const TYPE_GLOB = /^[A-Za-z0-9._*?-]{1,200}$/;
 const PAGE_PARAMETERS = ['after', 'limit', 'log', 'type', 'wait'];
@@ -41,7 +36,7 @@ export function parseFeedQuery(
   config: Pick<FeedConfig, 'maxPageSize' | 'defaultPageSize' | 'maxWaitSeconds'>,
   mode: 'page' | 'stream',
   lastEventId?: string,
-): { query: FeedQuery } | { invalid: InvalidParameter } {
+): { query: FeedQuery; deprecation?: string } | { invalid: InvalidParameter } {
   const allowed = mode === 'page' ? PAGE_PARAMETERS : STREAM_PARAMETERS;
   const seen = new Set<string>();
   for (const name of params.keys()) {
@@ -75,9 +70,10 @@ export function parseFeedQuery(
       return { invalid: { name: 'limit', reason: `must be a whole number from 1 to ${config.maxPageSize}` } };
   }
   const slug = params.get('log') ?? undefined;
-  const log = slug === undefined ? undefined : LOG_BY_SLUG[slug];
-  if (slug !== undefined && log === undefined)
-    return { invalid: { name: 'log', reason: `must be one of ${Object.keys(LOG_BY_SLUG).join(', ')}` } };
+  const named = slug === undefined ? undefined : parseLogName(slug);
+  if (slug !== undefined && named === undefined)
+    return { invalid: { name: 'log', reason: `must be one of ${LOG_SLUGS.join(', ')}` } };
+  const log = named?.kind;
   const type = params.get('type') ?? undefined;
   if (type !== undefined && !TYPE_GLOB.test(type))
     return {
@@ -97,5 +93,7 @@ export function parseFeedQuery(
       };
     waitMs = seconds * 1000;
   }
-  return { query: { after, limit, log, type, waitMs } };
+  const query = { after, limit, log, type, waitMs };
+  if (!named?.deprecated || log === undefined) return { query };
+  return { query, deprecation: `log=${slug} is deprecated; use log=${LOGS[log].slug}` };
 }

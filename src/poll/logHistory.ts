@@ -24,6 +24,8 @@ export interface HistoryProbe {
   /** The log's first window, [coverage start, service now). */
   window: TimeWindow;
   historyMs: number;
+  /** The log's page size (pageSize.ts). */
+  limit?: number | undefined;
   priority?: RequestPriority | undefined;
   signal?: AbortSignal | undefined;
 }
@@ -48,10 +50,11 @@ export interface HistoryProbeResult {
  */
 export async function probeHistory(probe: HistoryProbe): Promise<HistoryProbeResult> {
   const from = probe.window.from - probe.historyMs;
-  const page = await readWindowPage(probe, { from, to: probe.window.to }, 0);
+  const limit = probe.limit ?? MAX_PAGE_LIMIT;
+  const page = await readWindowPage(probe, { from, to: probe.window.to }, 0, limit);
   const dated = page.entries.map(performedAtMs).filter((t): t is number => t !== null);
   const detectedOrder = detectSortOrder(page.entries);
-  if (pageItemCount(page) >= MAX_PAGE_LIMIT) return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
+  if (pageItemCount(page) >= limit) return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
   // The server filtered [from, to), so the first window is the page's tail; an undated entry
   // cannot be placed in it, and the first window is then read on its own.
   // A quarantined entry cannot be placed either; the window's own read quarantines it.

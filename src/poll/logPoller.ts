@@ -1,17 +1,20 @@
 import type { Logger } from 'pino';
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
+import { ApiResponseTooLargeError } from '../api/apiErrors.js';
 import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import { buildCloudEvent, type EventsConfig } from '../events/cloudEvent.js';
-import { LOGS } from '../logs.js';
+import { LOGS, logKey } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { IngestResult, SortOrder, WatchedLog } from '../store/storeRecords.js';
-import { historyLookbackMs, probeHistory, versionLogHistory } from './logHistory.js';
+import { historyLookbackMs, probeHistory, versionLogHistory, type HistoryProbeResult } from './logHistory.js';
+import { backfillProgress, type BackfillState } from './backfillProgress.js';
+import { PageSizes } from './pageSize.js';
 import { inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from '../schedule/rateState.js';
-import { believableCursor, nextWindow } from './timeWindow.js';
+import { believableCursor, nextWindow, toIso, type TimeWindow } from './timeWindow.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
 import { readWindowPage, walkWindow } from './windowWalker.js';
@@ -44,6 +47,10 @@ export interface LogPollerDeps {
  * the cursor advance. Throws the API's typed errors; the poll loop decides what they mean.
  */
 export class LogPoller {
+  private readonly sizes = new PageSizes();
+  /** Logs that are behind, by log key: how far their backfill has come. */
+  private readonly backfills = new Map<string, BackfillState>();
+
   constructor(private readonly deps: LogPollerDeps) {}
 
   async poll(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
@@ -88,10 +95,10 @@ export class LogPoller {
       // Nothing can be new yet: the service's clock has not passed the cursor. A log never read
       // must still show that it exists, or a configured id with a typo would pass `run --once`
       // unnoticed whenever the sweep comes within the Date header's second of registering it.
-      // One page of the overlap before the cursor: before coverage, so nothing is emitted.
+      // One entry of the overlap before the cursor: before coverage, so nothing is emitted.
       if (watched.lastSuccessAt === null) {
         const proof = { from: cursor - Math.max(overlapMs, 1000), to: cursor };
-        await readWindowPage({ ...this.deps, log: watched.log, objectId: watched.objectId, signal }, proof, 0);
+        await readWindowPage({ ...this.deps, log: watched.log, objectId: watched.objectId, signal }, proof, 0, 1);
         result.requests++;
       }
       return result;
@@ -99,6 +106,9 @@ export class LogPoller {
     // Quarantined entries of the pages read so far, stored with the next commit.
     const held: QuarantinedEntry[] = [];
     const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;
+    let coveredUntil = cursor;
+    const progress = (pages: number, entries: number): void =>
+      this.observeProgress(watched, coveredUntil, pages, entries);
     const commit = async (entries: ActivityEntry[], windowEnd: number): Promise<void> => {
       const ingested = await store.ingest({
         log: watched.log,
@@ -112,21 +122,15 @@ export class LogPoller {
         now: this.deps.clock.now(),
       });
       this.account(result, ingested, watched);
+      coveredUntil = windowEnd;
+      progress(0, 0);
     };
     const sortOrder = this.configuredOrder(watched) ?? watched.sortOrder ?? undefined;
     let detectedOrder = sortOrder;
     let firstWindowRead = false;
     // An object that appeared since the previous discovery has no history before its coverage.
     if (watched.lastSuccessAt === null && watched.origin !== 'appeared' && this.historyMs() > 0) {
-      const probe = await probeHistory({
-        client: this.deps.client,
-        log: watched.log,
-        objectId: watched.objectId,
-        window,
-        historyMs: this.historyMs(),
-        priority,
-        signal,
-      });
+      const probe = await this.probe(watched, window, priority, signal);
       result.requests++;
       result.history = probe.history;
       detectedOrder ??= probe.detectedOrder;
@@ -147,8 +151,10 @@ export class LogPoller {
           sortOrder,
           signal,
           priority,
+          sizes: this.sizes,
           commit,
           quarantine,
+          onPage: (entries) => progress(1, entries),
         },
         window,
       );
@@ -166,6 +172,71 @@ export class LogPoller {
     return result;
   }
 
+  /**
+   * The first poll's look at the log's history. A page too large to read only costs the rate
+   * estimate: the page size is lowered and the window walk reads the log in smaller pages.
+   */
+  private async probe(
+    watched: WatchedLog,
+    window: TimeWindow,
+    priority: 'backfill' | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<HistoryProbeResult> {
+    const key = logKey(watched);
+    try {
+      return await probeHistory({
+        client: this.deps.client,
+        log: watched.log,
+        objectId: watched.objectId,
+        window,
+        historyMs: this.historyMs(),
+        limit: this.sizes.limit(key),
+        priority,
+        signal,
+      });
+    } catch (error) {
+      if (!(error instanceof ApiResponseTooLargeError)) throw error;
+      this.sizes.record(key, { tooLarge: true });
+      return { history: undefined, firstWindow: undefined, detectedOrder: undefined };
+    }
+  }
+
+  /** Logs a backfilling log's progress now and then, and once when it has caught up. */
+  private observeProgress(watched: WatchedLog, coveredUntil: number, pages: number, entries: number): void {
+    const key = logKey(watched);
+    const observation = {
+      now: this.deps.clock.now(),
+      serviceNow: this.deps.serverClock.now(),
+      coveredUntil,
+      pages,
+      entries,
+    };
+    const next = backfillProgress(this.backfills.get(key), observation, backfillDistanceMs(this.deps.watch));
+    if (next.state) this.backfills.set(key, next.state);
+    else this.backfills.delete(key);
+    const { line } = next;
+    if (!line) return;
+    const where = { log: watched.log, objectId: watched.objectId };
+    if (line.kind === 'caughtUp') {
+      this.deps.logger.info(
+        { ...where, pages: line.pages, entries: line.entries, seconds: line.seconds },
+        'backfill caught up: the log is read to the present',
+      );
+      return;
+    }
+    this.deps.logger.info(
+      {
+        ...where,
+        pages: line.pages,
+        entries: line.entries,
+        coveredUntil: toIso(line.coveredUntil),
+        behindSeconds: line.behindSeconds,
+        entriesPerSecond: line.entriesPerSecond,
+      },
+      'backfill in progress',
+    );
+  }
+
   private historyMs(): number {
     return historyLookbackMs(this.deps.watch.schedule);
   }
@@ -177,6 +248,7 @@ export class LogPoller {
       objectId: watched.objectId,
       sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
       seenAmong: (ids) => store.seen.seenAmong(watched.log, watched.objectId, ids),
+      sizes: this.sizes,
       signal,
     });
     if (read.detectedOrder && !watched.sortOrder)
@@ -246,5 +318,10 @@ export class LogPoller {
  * pages take only the read budget that regular polls leave.
  */
 export function isBackfill(windowFrom: number, serverNow: number, watch: Pick<WatchConfig, 'schedule'>): boolean {
-  return serverNow - windowFrom > 2 * watch.schedule.maxIntervalMinutes * 60_000;
+  return serverNow - windowFrom > backfillDistanceMs(watch);
+}
+
+/** How far behind the service's now a window must start to be a backfill. */
+export function backfillDistanceMs(watch: Pick<WatchConfig, 'schedule'>): number {
+  return 2 * watch.schedule.maxIntervalMinutes * 60_000;
 }

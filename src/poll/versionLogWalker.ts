@@ -5,6 +5,8 @@ import type { ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
+import type { PageSizes } from './pageSize.js';
+import { readSizedPage } from './sizedPageReader.js';
 import { detectSortOrder } from './sortOrder.js';
 
 export class VersionLogTooLongError extends ChangefeedError {
@@ -24,6 +26,8 @@ export interface VersionLogWalk {
   sortOrder: SortOrder | undefined;
   /** Which of these entry ids were ingested before (one question per page). */
   seenAmong: (entryIds: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Each log's page size, lowered for pages that exceed api.maxResponseBytes. */
+  sizes: PageSizes;
   signal?: AbortSignal | undefined;
 }
 
@@ -49,24 +53,29 @@ export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRe
   const all: ActivityEntry[] = [];
   const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
-  for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
-    const page = await readActivityPage(
-      walk.client,
-      { log: 'skill', objectId: walk.objectId, offset, limit: MAX_PAGE_LIMIT },
-      walk.signal,
-    );
-    requests++;
+  for (let offset = 0; offset <= MAX_OFFSET;) {
+    const page = await readSizedPage({
+      log: 'skill',
+      objectId: walk.objectId,
+      sizes: walk.sizes,
+      maxResponseBytes: walk.client.maxResponseBytes,
+      read: (limit) =>
+        readActivityPage(walk.client, { log: 'skill', objectId: walk.objectId, offset, limit }, walk.signal),
+      position: `offset ${offset}`,
+    });
+    requests += page.requests;
     all.push(...page.entries);
     quarantined.push(...page.quarantined);
     const seen = await walk.seenAmong(page.entries.map((e) => e.id));
     const fresh = page.entries.filter((e) => !seen.has(e.id));
     unseen.push(...fresh);
     const order = walk.sortOrder ?? detectSortOrder(all);
-    if (pageItemCount(page) < MAX_PAGE_LIMIT)
+    if (pageItemCount(page) < page.limit)
       return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true, quarantined };
     if (order === 'newest-first' && fresh.length === 0 && page.quarantined.length === 0) {
       return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };
     }
+    offset += page.limit;
   }
   if ((walk.sortOrder ?? detectSortOrder(all)) !== 'newest-first') throw new VersionLogTooLongError(walk.objectId);
   return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };

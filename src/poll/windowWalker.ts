@@ -5,6 +5,8 @@ import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
 import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
+import type { PageSizes } from './pageSize.js';
+import { readSizedPage } from './sizedPageReader.js';
 import { detectSortOrder } from './sortOrder.js';
 import { splitWindow, toIso, type TimeWindow } from './timeWindow.js';
 
@@ -28,6 +30,8 @@ export interface WindowWalk {
   signal?: AbortSignal | undefined;
   /** Read-budget priority of every page (a backfill yields to regular polls). */
   priority?: RequestPriority | undefined;
+  /** Each log's page size, lowered for pages that exceed api.maxResponseBytes. */
+  sizes: PageSizes;
   /**
    * Receives each completely read part of the window, in chronological order: every entry with
    * performedAt in [part.from, windowEnd). The caller commits it with the cursor in one transaction.
@@ -35,6 +39,8 @@ export interface WindowWalk {
   commit: (entries: ActivityEntry[], windowEnd: number) => Promise<void>;
   /** Receives the entries of each page that cannot become events; the caller stores them with the next commit. */
   quarantine?: (entries: QuarantinedEntry[]) => void;
+  /** Told of each page read, with the entries the service sent on it (for backfill progress). */
+  onPage?: (entries: number) => void;
 }
 
 export interface WalkStats {
@@ -47,8 +53,8 @@ export interface WalkStats {
 /**
  * Reads a window of a time-filtered log (career, identity provider) completely.
  *
- * Pages are read with offsets up to the cap. A window that holds more than offsets can reach
- * (10,000 + 200 entries) is narrowed: when the log is known to be oldest-first, what was read
+ * Pages are read with offsets up to the cap, as many entries each as the log's page size allows
+ * (see pageSize.ts). A window that holds more than offsets can reach (10,000 + a page) is narrowed: when the log is known to be oldest-first, what was read
  * covers [from, last performedAt) exactly, so that part is committed and the walk continues from
  * there without wasting a read; otherwise the window is halved and each half read on its own.
  */
@@ -86,15 +92,24 @@ async function readWholeWindow(
   stats: WalkStats,
 ): Promise<{ entries: ActivityEntry[]; overflow: boolean }> {
   const entries: ActivityEntry[] = [];
-  for (let offset = 0; offset <= MAX_OFFSET; offset += MAX_PAGE_LIMIT) {
-    const page = await readWindowPage(walk, window, offset);
-    stats.requests++;
+  for (let offset = 0; offset <= MAX_OFFSET;) {
+    const page = await readSizedPage({
+      log: walk.log,
+      objectId: walk.objectId,
+      sizes: walk.sizes,
+      maxResponseBytes: walk.client.maxResponseBytes,
+      read: (limit) => readWindowPage(walk, window, offset, limit),
+      position: `offset ${offset} of ${toIso(window.from)}..${toIso(window.to)}`,
+    });
+    stats.requests += page.requests;
     stats.entriesRead += pageItemCount(page);
     entries.push(...page.entries);
     if (page.quarantined.length > 0) walk.quarantine?.(page.quarantined);
+    walk.onPage?.(pageItemCount(page));
     stats.detectedOrder ??= detectSortOrder(page.entries);
     // A page is full by what the service sent, quarantined entries included.
-    if (pageItemCount(page) < MAX_PAGE_LIMIT) return { entries, overflow: false };
+    if (pageItemCount(page) < page.limit) return { entries, overflow: false };
+    offset += page.limit;
   }
   return { entries, overflow: true };
 }
@@ -104,6 +119,7 @@ export function readWindowPage(
   walk: Pick<WindowWalk, 'client' | 'log' | 'objectId' | 'priority' | 'signal'>,
   window: TimeWindow,
   offset: number,
+  limit = MAX_PAGE_LIMIT,
 ): Promise<ActivityPage> {
   return readActivityPage(
     walk.client,
@@ -111,7 +127,7 @@ export function readWindowPage(
       log: walk.log,
       objectId: walk.objectId || undefined,
       offset,
-      limit: MAX_PAGE_LIMIT,
+      limit,
       from: toIso(window.from),
       to: toIso(window.to),
       ...(walk.priority ? { priority: walk.priority } : {}),

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { LOG_KINDS, type LogKind } from '../logs.js';
 
 /*
  * The `delivery` and `filter` blocks every sink's configuration carries. They are read by the
@@ -127,9 +126,12 @@ export const POISON_DEFAULTS: PoisonConfig = poisonConfigSchema.parse({});
 export const sinkFilterSchema = z
   .object({
     logs: z
-      .array(z.enum(LOG_KINDS as [LogKind, ...LogKind[]]))
+      .array(z.enum(['career', 'skill', 'identity_provider', 'identityProvider']))
       .optional()
-      .describe('Only events of these logs (career, skill, identityProvider); all logs when absent.'),
+      .describe(
+        'Only events of these logs (career, skill, identity_provider); all logs when absent. ' +
+          '`identityProvider` is a deprecated spelling, taken with a warning.',
+      ),
     include: z
       .array(z.string().min(1))
       .optional()

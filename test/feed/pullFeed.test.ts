@@ -64,12 +64,28 @@ describe('GET /v1/events', () => {
     expect(events(idp).map((e) => e.type)).toEqual(
       Array(3).fill('com.skills.changefeed.identity_provider.user_created'),
     );
+    expect(idp.headers.warning).toBeUndefined();
+    expect(String(idp.headers.link)).toContain('log=identity_provider');
     const removed = await get(h, '/v1/events?type=*.career.level_remov?d');
     expect(events(removed)).toHaveLength(2);
     expect(removed.headers['changefeed-cursor']).toBe(formatCursor(25));
     const none = await get(h, '/v1/events?type=*.skill.*');
     expect(events(none)).toEqual([]);
     expect(none.headers['changefeed-cursor']).toBe(formatCursor(25));
+  });
+
+  it('takes the deprecated log=identityProvider with a Warning, and links on with identity_provider', async () => {
+    const h = await feedOf(5);
+    await appendEvents(h, 2, 'identityProvider', 'user_created');
+    const page = await get(h, '/v1/events?log=identityProvider');
+    expect(page.status).toBe(200);
+    expect(events(page).map((e) => e.type)).toEqual(
+      Array(2).fill('com.skills.changefeed.identity_provider.user_created'),
+    );
+    expect(page.headers.warning).toBe('299 changefeed "log=identityProvider is deprecated; use log=identity_provider"');
+    expect(String(page.headers.link)).toContain('log=identity_provider');
+    const unknown = await get(h, '/v1/events?log=identity-provider');
+    expect(unknown.status).toBe(400);
   });
 
   it.each([

@@ -86,7 +86,7 @@ describe('the changefeed command', () => {
       logs: { log: string; status: string }[];
       sinks: { name: string; pending: number; delivered: number }[];
     };
-    expect(report.logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
+    expect(report.logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identity_provider', 'skill']);
     expect(report.sinks).toEqual([expect.objectContaining({ name: 'out', pending: 0 })]);
     expect(report.sinks[0]?.delivered).toBeGreaterThan(0);
     const letters = await runCli(['dead-letters', 'list', '--config', inspectConfig]);

@@ -1,0 +1,54 @@
+import { MAX_PAGE_LIMIT } from '../logs.js';
+
+/**
+ * How many entries a log's pages ask for. A log whose entries are large (100 KB each) sends pages
+ * of 200 larger than api.maxResponseBytes: every read is refused and the log never advances. So a
+ * refused page halves the page size (down to 1), and a run of pages well under the limit doubles
+ * it again, since a smaller page costs more requests of the read budget for the same entries.
+ */
+export interface PageSizeState {
+  limit: number;
+  /** Pages in a row read at this size that were well under the limit. */
+  roomyInARow: number;
+}
+
+export const FULL_PAGE_SIZE: PageSizeState = { limit: MAX_PAGE_LIMIT, roomyInARow: 0 };
+
+/** Roomy pages in a row after which the page size doubles. */
+export const RAISE_AFTER_ROOMY_PAGES = 8;
+
+/**
+ * What came of reading one page: refused for exceeding maxResponseBytes, or read, with the bytes
+ * its entries took.
+ */
+export type PageOutcome = { tooLarge: true } | { tooLarge: false; bytes: number; maxBytes: number };
+
+/**
+ * The page size after `outcome`. A page is roomy when it took at most a quarter of the limit, so
+ * the doubled page is still at most half of it: the size does not swing between a refused page
+ * and a roomy one.
+ */
+export function nextPageSize(state: PageSizeState, outcome: PageOutcome): PageSizeState {
+  if (outcome.tooLarge) return { limit: Math.max(1, Math.floor(state.limit / 2)), roomyInARow: 0 };
+  if (state.limit >= MAX_PAGE_LIMIT) return FULL_PAGE_SIZE;
+  if (outcome.bytes * 4 > outcome.maxBytes) return { limit: state.limit, roomyInARow: 0 };
+  const roomyInARow = state.roomyInARow + 1;
+  if (roomyInARow < RAISE_AFTER_ROOMY_PAGES) return { limit: state.limit, roomyInARow };
+  return { limit: Math.min(MAX_PAGE_LIMIT, state.limit * 2), roomyInARow: 0 };
+}
+
+/** Each log's page size, by log key, for as long as the poller lives. */
+export class PageSizes {
+  private readonly sizes = new Map<string, PageSizeState>();
+
+  limit(key: string): number {
+    return (this.sizes.get(key) ?? FULL_PAGE_SIZE).limit;
+  }
+
+  record(key: string, outcome: PageOutcome): PageSizeState {
+    const next = nextPageSize(this.sizes.get(key) ?? FULL_PAGE_SIZE, outcome);
+    if (next.limit >= MAX_PAGE_LIMIT) this.sizes.delete(key);
+    else this.sizes.set(key, next);
+    return next;
+  }
+}
