@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { ChangefeedError } from '../../errors.js';
 import { readSecretFile } from '../../secrets/readSecretFile.js';
 import { redactUrlCredentials, withUrlPassword } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
@@ -142,7 +143,8 @@ export class PostgresStoreBackend implements StoreBackend {
       await migrator.end().catch(() => undefined);
       await endPool(pool);
       await endPool(leasePool);
-      if (error instanceof PostgresStoreError) throw error;
+      // Ours already say what to do (a newer or a development build's schema).
+      if (error instanceof ChangefeedError) throw error;
       const reason = (error as Error).message;
       if (isRetryableOpenError(error))
         throw new StoreUnavailableError(
