@@ -1,13 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { CHANGEFEED_VERSION } from '../version.js';
 import { ChangefeedMetrics } from './changefeedMetrics.js';
 import { FeedRouterMetrics } from './feedRouterMetrics.js';
 import { LeaseMetrics } from './leaseMetrics.js';
-
-// From src/observe/ and dist/observe/ alike, package.json is two folders up.
-const PACKAGE_VERSION = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
 
 const GAUGES_NAMED_AS_COUNTERS = [
   'nodejs_active_handles_total',
@@ -43,7 +38,7 @@ export class ProcessMetrics {
       help: 'Always 1; the version of changefeed running, as a label.',
       labelNames: ['version'],
       registers,
-    }).set({ version: options.version ?? PACKAGE_VERSION }, 1);
+    }).set({ version: options.version ?? CHANGEFEED_VERSION }, 1);
     const view = () => this.view;
     new Gauge({
       name: 'changefeed_tenants',
