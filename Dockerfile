@@ -45,6 +45,10 @@ RUN cd node_modules/better-sqlite3 \
  && node -e "require('better-sqlite3')(':memory:').close()"
 
 FROM ${NODE_IMAGE} AS runtime
+# package.json's version, written here too so a plain `docker build` labels the image right;
+# test/deploy/imageVersionLabel.test.ts keeps the two equal.
+LABEL org.opencontainers.image.title="skills-changefeed" \
+      org.opencontainers.image.version="1.0.0"
 ENV NODE_ENV=production \
     CHANGEFEED_CONFIG=/config/changefeed.yaml \
     CHANGEFEED_STATE_DIR=/state \

@@ -123,6 +123,8 @@ podman image inspect "$IMAGE" | node -e '
     ["runs as the node user", c.User === "node", `User ${c.User}`],
     ["HEALTHCHECK probes /healthz (liveness)", test.includes("/healthz") && !test.includes("/readyz") && c.Healthcheck.Interval > 0, test.slice(0, 60)],
     ["stop signal SIGTERM", c.StopSignal === "SIGTERM", `StopSignal ${c.StopSignal}`],
+    ["labelled with the version of package.json", (c.Labels ?? {})["org.opencontainers.image.version"] === require("./package.json").version,
+      `org.opencontainers.image.version ${(c.Labels ?? {})["org.opencontainers.image.version"]}`],
     ["/state is a volume", Object.keys(c.Volumes ?? {}).join() === "/state", `Volumes ${Object.keys(c.Volumes ?? {})}`],
     ["exposes 9464/tcp", Object.keys(c.ExposedPorts ?? {}).join() === "9464/tcp", `ExposedPorts ${Object.keys(c.ExposedPorts ?? {})}`],
     ["entrypoint node /app/bin/changefeed.js run", JSON.stringify([...c.Entrypoint, ...c.Cmd]) === JSON.stringify(["node", "/app/bin/changefeed.js", "run"]), [...c.Entrypoint, ...c.Cmd].join(" ")],

@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ENV_MAPPING } from '../config/appConfigSchema.js';
 import { ChangefeedError, ConfigError, describeError } from '../errors.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
-import { VERSION } from '../version.js';
+import { CHANGEFEED_VERSION } from '../version.js';
 import type { CliIo } from './cliIo.js';
 import type { CommandHost, DefineCommand } from './commandLine.js';
 import { defineCheckCommand } from './checkCommand.js';
@@ -56,7 +56,7 @@ Environment: ${['CHANGEFEED_CONFIG', ...Object.keys(ENV_MAPPING)].join(', ')}`;
 export function buildProgram(io: CliIo, onExit: (code: number) => void = () => undefined): Command {
   const program = new Command('changefeed')
     .description('Polls the activity logs of the skills-management API and delivers the changes to sinks.')
-    .version(VERSION, '-V, --version', 'print the version')
+    .version(CHANGEFEED_VERSION, '-V, --version', 'print the version')
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
@@ -79,7 +79,7 @@ export function buildProgram(io: CliIo, onExit: (code: number) => void = () => u
     .summary('print the version')
     .description('Prints the version of changefeed, as --version does.')
     .action(() => {
-      io.stdout.write(`${VERSION}\n`);
+      io.stdout.write(`${CHANGEFEED_VERSION}\n`);
     });
   for (const define of COMMANDS) define(program, host);
   for (const command of allCommands(program))

@@ -4,7 +4,6 @@ import type { Command } from 'commander';
 import { ChangefeedError } from '../errors.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openDatabase } from '../store/sqlite/database.js';
-import { legacyTenantNames, moveLegacyTenantFile } from '../store/sqlite/legacyTenantFile.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { storeConfigSchema } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
@@ -63,11 +62,9 @@ export async function storeCommand(values: StoreMigrateOptions, io: CliIo): Prom
   // A daemon still writing the file would keep polling after its history was copied.
   const lock = StateDirLock.acquire(dirname(from.file));
   try {
-    // Opened for writing, under the lock: brought to this build's schema, with the tenants' own
-    // files of an earlier build moved in, so every tenant is copied from one place.
+    // Opened for writing, under the lock: brought to this build's schema before it is copied.
     const source = openDatabase(from.file);
     try {
-      for (const tenant of legacyTenantNames(from.file)) moveLegacyTenantFile(source, from.file, tenant, Date.now());
       const target = await PostgresStoreBackend.open(to, { applicationName: 'changefeed store migrate' });
       try {
         const moves = chooseTenants(sqliteTenants(source), values.tenant);

@@ -7,7 +7,7 @@ export const TICKET_KEY_BYTES = 32;
 
 /**
  * The HMAC key of feed redirect tickets, shared by the replicas of one store through
- * `changefeed_cluster_keys` (leaseSchema.ts, migration 6): the first replica to ask inserts 32
+ * `changefeed_cluster_keys` (leaseSchema.ts): the first replica to ask inserts 32
  * random bytes, every replica (that one included) reads the row that won. Two replicas starting
  * together each offer a key; the primary key keeps one, and both read it. Never logged: the
  * caller keeps it in memory only.

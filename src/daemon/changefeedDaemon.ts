@@ -269,7 +269,6 @@ export class ChangefeedDaemon {
         openStoreBackend(this.config, {
           applicationName: `changefeed ${this.config.cluster.instanceId}`,
           idleInTransactionTimeoutMs: leaseMs,
-          onTenantMoved: (moved) => this.options.logger.info(moved, "tenant's own file moved into the shared store"),
         });
       if (options.retry) {
         this.opening = new StoreOpening({

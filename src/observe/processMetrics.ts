@@ -1,8 +1,8 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { CHANGEFEED_VERSION } from '../version.js';
 import { ChangefeedMetrics } from './changefeedMetrics.js';
 import { FeedRouterMetrics } from './feedRouterMetrics.js';
 import { LeaseMetrics } from './leaseMetrics.js';
-import { VERSION } from '../version.js';
 
 const GAUGES_NAMED_AS_COUNTERS = [
   'nodejs_active_handles_total',
@@ -38,7 +38,7 @@ export class ProcessMetrics {
       help: 'Always 1; the version of changefeed running, as a label.',
       labelNames: ['version'],
       registers,
-    }).set({ version: options.version ?? VERSION }, 1);
+    }).set({ version: options.version ?? CHANGEFEED_VERSION }, 1);
     const view = () => this.view;
     new Gauge({
       name: 'changefeed_tenants',

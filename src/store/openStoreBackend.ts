@@ -1,7 +1,6 @@
 import { PostgresStoreBackend } from './postgres/postgresStoreBackend.js';
 import { SqliteStoreBackend } from './sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from './storeBackend.js';
-import type { MovedTenant } from './sqlite/legacyTenantFile.js';
 import type { StoreConfig } from './storeConfig.js';
 import { storeLocation } from './storeLocation.js';
 
@@ -17,8 +16,6 @@ export interface OpenStoreOptions {
   applicationName?: string;
   /** With leases: how long the database lets a transaction sit idle (the lease length). */
   idleInTransactionTimeoutMs?: number;
-  /** SQLite: told when a tenant's own file of an earlier build was moved into the shared file. */
-  onTenantMoved?: (moved: MovedTenant) => void;
 }
 
 /** The store engine `store.url` names: SQLite (the default) or PostgreSQL. */

@@ -1,5 +1,4 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { TENANT_RECORDS_MISSING_SQL, TENANT_RECORDS_SCHEMA_SQL } from '../../src/cluster/leaseSchema.js';
 import { TenantRecordTable } from '../../src/cluster/tenantRecordTable.js';
 import { settleTenants } from '../../src/tenants/settleTenants.js';
 import type { ScannedTenant, TenantRecord } from '../../src/tenants/tenant.js';
@@ -29,7 +28,6 @@ describe.skipIf(!admin)('TenantRecordTable', () => {
   it('two replicas settling claims of one key at once: one owner, and the other decides again from it', async () => {
     const schema = await createLeaseSchema(admin!);
     try {
-      await schema.query(TENANT_RECORDS_SCHEMA_SQL + TENANT_RECORDS_MISSING_SQL);
       // Each replica sees another file with the key (one read the directory before the other).
       // Both decide to claim it from their first read; the settle lock, held here until both wait
       // on it, makes them write one after the other, the second deciding again from the first.
@@ -73,7 +71,6 @@ describe.skipIf(!admin)('TenantRecordTable', () => {
   it('marks a missing file on the database clock, clears the mark when it is back, forgets the record only after the grace', async () => {
     const schema = await createLeaseSchema(admin!);
     try {
-      await schema.query(TENANT_RECORDS_SCHEMA_SQL + TENANT_RECORDS_MISSING_SQL);
       const table = new TenantRecordTable(schema.pool());
       await table.settle(decideFrom([file('a')]));
       expect(await table.settle(decideFrom([]))).toEqual([]);
@@ -97,7 +94,6 @@ describe.skipIf(!admin)('TenantRecordTable', () => {
     const onEscape = (error: unknown): void => void escaped.push(error);
     process.on('uncaughtException', onEscape);
     try {
-      await schema.query(TENANT_RECORDS_SCHEMA_SQL + TENANT_RECORDS_MISSING_SQL);
       const holder = await schema.pool().connect();
       await holder.query('BEGIN');
       await holder.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.changefeed_tenant_records'))");

@@ -2,7 +2,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { runCli } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -48,15 +47,14 @@ describe('changefeed tenants list', () => {
     ]);
   });
 
-  it('reads a SQLite store the previous version wrote (schema 6, no tenant records) without migrating it (exit 0)', async () => {
-    // The deployment gate runs this build's `tenants list` before this build's daemon ever started.
+  it('refuses a SQLite store of a development build before 1.0.0, naming its version, without changing it', async () => {
     const root = makeTempDir();
     const dir = join(root, 'tenants');
     const state = join(root, 'state');
     mkdirSync(dir);
     mkdirSync(state);
     const raw = new Database(join(state, 'changefeed.sqlite'));
-    for (const sql of MIGRATIONS.slice(0, 6)) raw.exec(sql);
+    raw.exec('CREATE TABLE watched_logs (log TEXT, object_id TEXT)');
     raw.pragma('user_version = 6');
     raw.close();
     const main = join(root, 'changefeed.yaml');
@@ -70,9 +68,10 @@ describe('changefeed tenants list', () => {
     );
     writeFileSync(join(dir, 'acme.yaml'), 'api: { apiKey: secret-acme-0001 }\n');
     const result = await runCli(['tenants', 'list', '--config', main], { CHANGEFEED_TENANTS_DIR: dir });
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    expect(result.stdout).toContain(`acme  valid  ${join(dir, 'acme.yaml')}`);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(
+      /STORE_SCHEMA_PRERELEASE.*schema version 6, written by a development build before 1\.0\.0/s,
+    );
     const after = new Database(join(state, 'changefeed.sqlite'), { readonly: true });
     expect(after.pragma('user_version', { simple: true })).toBe(6);
     after.close();

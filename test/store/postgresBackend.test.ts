@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
 import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { until } from '../support/daemonProcess.js';
@@ -21,96 +21,38 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     const { rows } = await admin!.query<{ version: number }>(
       `SELECT version FROM "${schema}".schema_migrations ORDER BY version`,
     );
-    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((_, i) => i + 1));
+    expect(rows.map((r) => r.version)).toEqual(
+      Array.from({ length: MIGRATIONS.length + 1 }, (_, i) => BASELINE_VERSION + i),
+    );
     // Every replica works on the one schema.
     const stores = await Promise.all(backends.map((b) => b.tenantStore('t')));
     await Promise.all(stores.map((s, i) => s.setMeta(`replica-${i}`, 'up')));
     expect(await stores[0]!.getMeta('replica-4')).toBe('up');
   });
 
-  it('gives the logs of a version-1 schema a first-poll deadline at their creation: due at once', async () => {
+  it('refuses a schema of a development build before 1.0.0, naming its version and what to do', async () => {
     const schema = freshSchema();
-    await admin!.query('BEGIN');
     await admin!.query(`CREATE SCHEMA "${schema}"`);
-    await admin!.query(`SET LOCAL search_path TO "${schema}"`);
     await admin!.query(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+      `CREATE TABLE "${schema}".schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
     );
-    await admin!.query(MIGRATIONS[0]!);
-    await admin!.query('INSERT INTO schema_migrations (version) VALUES (1)');
-    await admin!.query(
-      `INSERT INTO watched_logs (tenant, log, object_id, origin, created_at) VALUES ('t', 'career', 'c-1', 'config', $1)`,
-      [T],
+    await admin!.query(`INSERT INTO "${schema}".schema_migrations (version) SELECT generate_series(1, 6)`);
+    const opening = openBackend(schema);
+    await expect(opening).rejects.toThrow(PrereleaseSchemaError);
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_SCHEMA_PRERELEASE' });
+    await expect(opening).rejects.toThrow(
+      new RegExp(`schema version 6, written by a development build before 1\\.0\\.0.*DROP SCHEMA "${schema}" CASCADE`),
     );
-    await admin!.query('COMMIT');
-    const store = await (await openBackend(schema)).tenantStore('t');
-    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ createdAt: T, firstPollBy: T });
-  });
-
-  it('adds the advertised URL to a version-3 schema, keeping the replicas and leases written before', async () => {
-    const schema = freshSchema();
-    await admin!.query('BEGIN');
-    await admin!.query(`CREATE SCHEMA "${schema}"`);
-    await admin!.query(`SET LOCAL search_path TO "${schema}"`);
-    await admin!.query(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-    );
-    for (const [i, migration] of MIGRATIONS.slice(0, 3).entries()) {
-      await admin!.query(migration);
-      await admin!.query('INSERT INTO schema_migrations (version) VALUES ($1)', [i + 1]);
-    }
-    // What a replica of the previous build wrote: its heartbeat and a lease, no URL.
-    await admin!.query("INSERT INTO changefeed_instances (instance_id) VALUES ('old-replica')");
-    await admin!.query(
-      `INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at)
-       VALUES ('acme', 'old-replica', 4, clock_timestamp() + interval '1 minute')`,
-    );
-    await admin!.query('COMMIT');
-    const backend = await openBackend(schema);
-    const table = new LeaseTable(backend.leasePool, { leaseMs: 60_000 });
-    expect(await table.list()).toEqual([
-      expect.objectContaining({
-        tenant: 'acme',
-        holder: 'old-replica',
-        epoch: 4,
-        holderLive: true,
-        holderUrl: undefined,
-        holderHealthUrl: undefined,
-      }),
-    ]);
-    // The previous build's heartbeat (no URL) still works on the new schema, and the new one records its URL.
-    await admin!.query(
-      `INSERT INTO "${schema}".changefeed_instances (instance_id) VALUES ('old-replica')
-       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = clock_timestamp()`,
-    );
-    await table.heartbeat('old-replica', { feedUrl: 'http://10.0.0.7:8080', healthUrl: 'http://10.0.0.7:9464/' });
-    expect((await table.list())[0]).toMatchObject({
-      holderUrl: 'http://10.0.0.7:8080',
-      holderHealthUrl: 'http://10.0.0.7:9464',
-    });
-    await table.heartbeat('old-replica');
-    expect((await table.list())[0]).toMatchObject({ holderUrl: undefined, holderHealthUrl: undefined });
-  });
-
-  it('lets a replica of the previous version, still running in a rolling update, watch a new log', async () => {
-    const schema = freshSchema();
-    await (await openBackend(schema)).tenantStore('t');
-    // WatchedLogs.register as the version-1 build (81b78f7) writes it: no first_poll_by.
-    await admin!.query(
-      `INSERT INTO "${schema}".watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-       ON CONFLICT (tenant, log, object_id) DO NOTHING`,
-      ['t', 'career', 'c-old', 'config', T, T, T],
-    );
-    const store = await (await openBackend(schema)).tenantStore('t');
-    // Due at once, as the logs migration 2 found.
-    expect((await store.watchedLogs.get('career', 'c-old'))?.firstPollBy).toBeLessThanOrEqual(T);
+    const { rows } = await admin!.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1`, [schema]);
+    expect(rows[0]).toEqual({ n: 1 });
   });
 
   it('refuses a schema written by a newer version, saying to upgrade', async () => {
     const schema = freshSchema();
     await openBackend(schema);
-    await admin!.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES ($1)`, [MIGRATIONS.length + 1]);
+    await admin!.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES ($1)`, [
+      latestSchemaVersion(MIGRATIONS.length) + 1,
+    ]);
     const opening = openBackend(schema);
     await expect(opening).rejects.toThrow(PostgresStoreError);
     await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });

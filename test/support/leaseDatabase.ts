@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createLeaseTables } from '../../src/cluster/leaseSchema.js';
+import { CLUSTER_SCHEMA_SQL } from '../../src/cluster/leaseSchema.js';
 import { connectPostgres, dropSchema, POSTGRES_PORT } from './postgresAdmin.js';
 import { skipOrFail } from './requiredBinary.js';
 
 /**
- * A fresh schema holding the lease tables, for one test, and pools whose connections see only
- * it (search_path), so tests running in parallel never meet. `close` ends the pools and drops the
- * schema.
+ * A fresh schema holding the cluster's tables (leases, tenant records), for one test, and pools
+ * whose connections see only it (search_path), so tests running in parallel never meet. `close`
+ * ends the pools and drops the schema.
  */
 export interface LeaseSchema {
   readonly name: string;
@@ -48,12 +48,7 @@ export async function createLeaseSchema(admin: pg.Client): Promise<LeaseSchema> 
     return p;
   };
   const direct = pool();
-  const setup = await direct.connect();
-  try {
-    await createLeaseTables(setup);
-  } finally {
-    setup.release();
-  }
+  await direct.query(CLUSTER_SCHEMA_SQL);
   return {
     name,
     admin,

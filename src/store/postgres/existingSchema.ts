@@ -1,7 +1,9 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../../errors.js';
+import { prereleaseRemedy } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
+import { latestSchemaVersion, PrereleaseSchemaError, schemaStep } from '../schemaVersion.js';
 
 /**
  * Checks, without creating or changing anything, that `schema` holds a store a command may open:
@@ -27,14 +29,17 @@ export async function checkExistingSchema(
     : 0;
   if (version === 0)
     throw new ChangefeedError('STORE_MISSING', `no store at ${where}; has the daemon run against this store.url?`);
-  if (version > MIGRATIONS.length)
+  const step = schemaStep(version, MIGRATIONS.length);
+  const latest = latestSchemaVersion(MIGRATIONS.length);
+  if (step.action === 'prerelease')
+    throw new PrereleaseSchemaError(where, version, prereleaseRemedy(`"${location.schema}"`));
+  if (step.action === 'newer')
     throw new PostgresStoreError(
-      `the store at ${where} has schema version ${version}, newer than this build knows (${MIGRATIONS.length}); ` +
-        'upgrade changefeed',
+      `the store at ${where} has schema version ${version}, newer than this build knows (${latest}); upgrade changefeed`,
     );
-  if (options.readonly && version < MIGRATIONS.length)
+  if (options.readonly && step.action === 'migrate')
     throw new PostgresStoreError(
-      `the store at ${where} has schema version ${version}, older than this build's (${MIGRATIONS.length}); ` +
+      `the store at ${where} has schema version ${version}, older than this build's (${latest}); ` +
         'start the daemon of this build once, which migrates it, then run this command again',
     );
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { MIGRATIONS } from './migrations.js';
+import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError, schemaStep } from '../schemaVersion.js';
+import { BASELINE, MIGRATIONS } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
 
 /**
@@ -12,10 +13,11 @@ export function migrationLockKey(schema: string): string {
 }
 
 /**
- * Brings `schema` to the latest version, one transaction per migration. Each transaction first
- * takes the schema's transaction-level advisory lock, then reads the applied version: replicas
- * starting at once queue on the lock, and each finds the versions applied by those before it, so
- * every migration runs exactly once. The schema itself is created under the same lock, since two
+ * Brings `schema` to the latest version (../schemaVersion.ts): a new one gets the baseline, then
+ * each migration after it, one transaction each. Each transaction first takes the schema's
+ * transaction-level advisory lock, then reads the applied version: replicas starting at once
+ * queue on the lock, and each finds the versions applied by those before it, so every migration
+ * runs exactly once. The schema itself is created under the same lock, since two
  * concurrent `CREATE SCHEMA IF NOT EXISTS` can both try to create it and one fail.
  *
  * `client` must not be in a transaction; the schema is named explicitly, not through search_path.
@@ -37,24 +39,36 @@ export async function migrate(client: pg.ClientBase, schema: string, location: s
       const { rows } = await client.query<{ version: number | null }>(
         `SELECT MAX(version) AS version FROM ${q}.schema_migrations`,
       );
-      const current = rows[0]?.version ?? 0;
-      if (current > MIGRATIONS.length)
+      const found = rows[0]?.version ?? 0;
+      const step = schemaStep(found, MIGRATIONS.length);
+      if (step.action === 'newer')
         throw new PostgresStoreError(
-          `the store at ${location} (schema ${schema}) has schema version ${current}, newer than this build knows ` +
-            `(${MIGRATIONS.length}); upgrade changefeed`,
+          `the store at ${location} (schema ${schema}) has schema version ${found}, newer than this build knows ` +
+            `(${latestSchemaVersion(MIGRATIONS.length)}); upgrade changefeed`,
         );
-      if (current === MIGRATIONS.length) {
+      if (step.action === 'prerelease')
+        throw new PrereleaseSchemaError(`${location} (schema ${schema})`, found, prereleaseRemedy(q));
+      if (step.action === 'current') {
         await client.query('COMMIT');
-        return current;
+        return found;
       }
       // The migration's unqualified names land in the schema, whatever the connection's search_path.
       await client.query(`SET LOCAL search_path TO ${q}`);
-      await client.query(MIGRATIONS[current] ?? '');
-      await client.query(`INSERT INTO ${q}.schema_migrations (version) VALUES ($1)`, [current + 1]);
+      const version = step.action === 'create' ? BASELINE_VERSION : found + 1;
+      await client.query(step.action === 'create' ? BASELINE : (MIGRATIONS[step.index] ?? ''));
+      await client.query(`INSERT INTO ${q}.schema_migrations (version) VALUES ($1)`, [version]);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     }
   }
+}
+
+/** What an operator can do with a development build's store on PostgreSQL (`q`: the quoted schema). */
+export function prereleaseRemedy(q: string): string {
+  return (
+    'keep running the build that made it, or start afresh in a new schema (store.schema) or after ' +
+    `DROP SCHEMA ${q} CASCADE (every sink then starts from now and logs from watch.startFrom)`
+  );
 }

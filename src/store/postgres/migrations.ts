@@ -1,21 +1,16 @@
-import {
-  CLUSTER_KEYS_SQL,
-  INSTANCE_ADVERTISE_SQL,
-  LEASE_KEY_SQL,
-  LEASE_SCHEMA_SQL,
-  TENANT_RECORDS_MISSING_SQL,
-  TENANT_RECORDS_SCHEMA_SQL,
-} from '../../cluster/leaseSchema.js';
+import { CLUSTER_SCHEMA_SQL } from '../../cluster/leaseSchema.js';
 
 /**
- * The PostgreSQL store schema, as numbered migrations applied in order (migrate.ts) and recorded
- * in `schema_migrations`. Never edit a released migration; append a new one.
+ * The PostgreSQL store's schema: `BASELINE`, the schema of release 1.0.0 (version 100,
+ * ../schemaVersion.ts), created whole in a new schema, then `MIGRATIONS`, versions 101, 102, ...,
+ * applied in order by migrate.ts and recorded in `schema_migrations`. Never edit the baseline or
+ * a released migration: append a migration, and test/store/schemaBaseline.test.ts checks that a
+ * 1.0.0 store migrated to this build's schema equals a new one (docs/operations.md, "Schema
+ * changes"). A migration runs while replicas of the previous release may still be writing (a
+ * rolling update): a column they do not name needs a default.
  *
  * The tables and their meaning are those of the SQLite store (../sqlite/migrations.ts), with
  * these differences:
- * - Every table starts with `tenant`, which leads every primary key and index: the tenants of a
- *   deployment share one schema, and every query names its tenant (SQLite's too since its
- *   migration 6).
  * - `events.seq` is one identity shared by the tenants: a tenant's positions grow but are not
  *   contiguous (SQLite, with one writer, numbers each tenant's from 1). `journal_heads` keeps per
  *   tenant the highest seq ever assigned, as SQLite's does, so the head never goes back when the
@@ -25,29 +20,11 @@ import {
  *   exactly, fractions of a jittered retry time included, as SQLite's dynamic typing does.
  * - Flags are `boolean`; payloads and raw entries are `text`, never jsonb, so the feed returns
  *   the exact bytes it stored.
- * - `changefeed_instances` and `changefeed_leases` are the replicas of a deployment and the lease
- *   each tenant is held under (docs/scaling.md); the fence of every write transaction reads them.
- *
- * Migration 2 adds `watched_logs.first_poll_by`, as SQLite's migration 7 does. Its default (0: due
- * at once) is for the replicas of the previous version still running in a rolling update, whose
- * inserts do not name it.
- *
- * Migration 3 adds `changefeed_tenant_records`: which tenant owns each API key and the last valid
- * text of each tenant file, from which every replica decides the same tenants (docs/tenants.md).
- *
- * Migration 4 adds `changefeed_instances.advertise_url`: where each replica's feed is reached, so
- * a replica not holding a tenant redirects its feed clients to the one that does (docs/scaling.md).
- *
- * Migration 5 adds `changefeed_tenant_records.missing_since` (a record outlives its file by
- * `tenants.forgetAfterSeconds`) and `changefeed_leases.key_fingerprint` (one key, one leased tenant
- * in the cluster); see leaseSchema.ts. Both are NULL on the rows of earlier versions, and the
- * replicas of the previous version still running in a rolling update never name them.
- *
- * Migration 6 adds `changefeed_cluster_keys`, whose `feed-ticket` row signs the tickets of feed
- * redirects (leaseSchema.ts). Replicas of the previous version redirect without a ticket, as before.
+ * - The tenant records are `changefeed_tenant_records`, beside the tables through which replicas
+ *   divide the tenants (CLUSTER_SCHEMA_SQL, docs/scaling.md); the fence of every write
+ *   transaction reads the leases.
  */
-export const MIGRATIONS: readonly string[] = [
-  `
+export const BASELINE = `
   CREATE TABLE watched_logs (
     tenant TEXT NOT NULL,
     log TEXT NOT NULL,
@@ -65,6 +42,7 @@ export const MIGRATIONS: readonly string[] = [
     next_poll_at DOUBLE PRECISION NOT NULL DEFAULT 0,
     entries_ingested BIGINT NOT NULL DEFAULT 0,
     created_at DOUBLE PRECISION NOT NULL,
+    first_poll_by DOUBLE PRECISION NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, log, object_id)
   );
 
@@ -177,23 +155,8 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX quarantine_by_first_seen ON quarantine (tenant, first_seen_at);
 
-  ${LEASE_SCHEMA_SQL}
-  `,
-  `
-  ALTER TABLE watched_logs ADD COLUMN first_poll_by DOUBLE PRECISION NOT NULL DEFAULT 0;
-  UPDATE watched_logs SET first_poll_by = created_at;
-  `,
-  `
-  ${TENANT_RECORDS_SCHEMA_SQL}
-  `,
-  `
-  ${INSTANCE_ADVERTISE_SQL}
-  `,
-  `
-  ${TENANT_RECORDS_MISSING_SQL}
-  ${LEASE_KEY_SQL}
-  `,
-  `
-  ${CLUSTER_KEYS_SQL}
-  `,
-];
+  ${CLUSTER_SCHEMA_SQL}
+`;
+
+/** The migrations after the baseline: `MIGRATIONS[i]` brings a store to version 101 + i. */
+export const MIGRATIONS: readonly string[] = [];

@@ -1,11 +1,11 @@
 import pg from 'pg';
+import { ChangefeedError } from '../../errors.js';
 import { readSecretFile } from '../../secrets/readSecretFile.js';
 import { redactUrlCredentials, withUrlPassword } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
 import { TenantRecordTable } from '../../cluster/tenantRecordTable.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { StoreUnavailableError } from '../storeHealth.js';
-import { ChangefeedError } from '../../errors.js';
 import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
@@ -156,6 +156,7 @@ export class PostgresStoreBackend implements StoreBackend {
       await migrator.end().catch(() => undefined);
       await endPool(pool);
       await endPool(leasePool);
+      // Ours already say what to do (a newer or a development build's schema).
       if (error instanceof ChangefeedError) throw error;
       const reason = (error as Error).message;
       if (isRetryableOpenError(error))

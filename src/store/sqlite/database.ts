@@ -2,7 +2,8 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ChangefeedError } from '../../errors.js';
-import { MIGRATIONS } from './migrations.js';
+import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError, schemaStep } from '../schemaVersion.js';
+import { BASELINE, MIGRATIONS } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 
 export type Db = Database.Database;
@@ -61,14 +62,23 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
 }
 
 function migrate(db: Db, file: string): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > MIGRATIONS.length) throw newerSchema(file, current);
-  // Off while tables are rebuilt (migration 6), as SQLite's recipe for it asks; each migration
-  // checks the keys itself before it commits.
-  db.pragma('foreign_keys = OFF');
-  for (let version = current; version < MIGRATIONS.length; version++) {
+  const found = db.pragma('user_version', { simple: true }) as number;
+  const step = schemaStep(found, MIGRATIONS.length);
+  if (step.action === 'current') return;
+  if (step.action === 'newer') throw newerSchema(file, found);
+  if (step.action === 'prerelease') throw prereleaseSchema(file, found);
+  if (step.action === 'create')
     db.transaction(() => {
-      db.exec(MIGRATIONS[version] ?? '');
+      db.exec(BASELINE);
+      db.pragma(`user_version = ${BASELINE_VERSION}`);
+    })();
+  // Off while a migration rebuilds a table, as SQLite's recipe for changes ALTER TABLE cannot make
+  // asks (https://sqlite.org/lang_altertable.html); each migration checks the keys before it commits.
+  db.pragma('foreign_keys = OFF');
+  for (let index = step.action === 'create' ? 0 : step.index; index < MIGRATIONS.length; index++) {
+    const version = BASELINE_VERSION + index + 1;
+    db.transaction(() => {
+      db.exec(MIGRATIONS[index] ?? '');
       const broken = db.pragma('foreign_key_check') as { table: string; parent: string }[];
       if (broken.length > 0) {
         const tables = new Map<string, number>();
@@ -77,12 +87,12 @@ function migrate(db: Db, file: string): void {
           tables.set(key, (tables.get(key) ?? 0) + 1);
         }
         throw new StoreError(
-          `migrating the store at ${file} to schema version ${version + 1} left ${broken.length} rows without ` +
+          `migrating the store at ${file} to schema version ${version} left ${broken.length} rows without ` +
             `their parent: ${[...tables].map(([table, n]) => `${n} in ${table}`).join(', ')} (rows written with ` +
             'foreign keys off, as by the sqlite3 shell; PRAGMA foreign_key_check lists them); nothing was changed',
         );
       }
-      db.pragma(`user_version = ${version + 1}`);
+      db.pragma(`user_version = ${version}`);
     })();
   }
 }
@@ -92,17 +102,30 @@ function migrate(db: Db, file: string): void {
  * the first query that names a newer column.
  */
 function checkReadableVersion(db: Db, file: string): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version === MIGRATIONS.length) return;
-  if (version > MIGRATIONS.length) throw newerSchema(file, version);
+  const found = db.pragma('user_version', { simple: true }) as number;
+  const step = schemaStep(found, MIGRATIONS.length);
+  if (step.action === 'current') return;
+  if (step.action === 'newer') throw newerSchema(file, found);
+  if (step.action === 'prerelease') throw prereleaseSchema(file, found);
   throw new OlderSchemaError(
-    `the store at ${file} has schema version ${version}, older than this build's (${MIGRATIONS.length}); ` +
-      'start the daemon of this build once, which migrates it, then run this command again',
+    `the store at ${file} has schema version ${found}, older than this build's ` +
+      `(${latestSchemaVersion(MIGRATIONS.length)}); start the daemon of this build once, which migrates it, ` +
+      'then run this command again',
   );
 }
 
 function newerSchema(file: string, version: number): StoreError {
   return new StoreError(
-    `the store at ${file} has schema version ${version}, newer than this build knows (${MIGRATIONS.length}); upgrade changefeed`,
+    `the store at ${file} has schema version ${version}, newer than this build knows ` +
+      `(${latestSchemaVersion(MIGRATIONS.length)}); upgrade changefeed`,
+  );
+}
+
+function prereleaseSchema(file: string, version: number): PrereleaseSchemaError {
+  return new PrereleaseSchemaError(
+    file,
+    version,
+    'keep running the build that made it, or start afresh with `changefeed run --reset-store` (the file is ' +
+      `kept as ${file}.reset-<time>; every sink then starts from now and logs from watch.startFrom)`,
   );
 }

@@ -6,15 +6,12 @@ import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
 import { openDatabase, StoreError, type Db } from './database.js';
 import { SqliteTenantRecords } from './tenantRecordRows.js';
-import { legacyTenantFile, moveLegacyTenantFile, type MovedTenant } from './legacyTenantFile.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
 import { tenantHasRows } from './tenantTables.js';
 
 export interface SqliteBackendOptions {
   readonly?: boolean;
   mustExist?: boolean;
-  /** Told when a tenant's file of an earlier build was moved into the shared file. */
-  onTenantMoved?: (moved: MovedTenant) => void;
 }
 
 /**
@@ -74,25 +71,9 @@ export class SqliteStoreBackend implements StoreBackend {
     return this.connection;
   }
 
-  /**
-   * A tenant of an earlier build's own file is moved in; a command is told when it has no rows.
-   * Only the daemon moves one, under the state directory's lock: a command (mustExist) holds no
-   * lock, and a daemon of the earlier build may still be writing the file it would set aside.
-   */
+  /** A command is told when the tenant has no rows: the daemon has not run it. */
   private checkTenant(db: Db, tenant: string): void {
-    if (!this.options.readonly && !this.options.mustExist) {
-      const moved = moveLegacyTenantFile(db, this.file, tenant, Date.now());
-      if (moved) this.options.onTenantMoved?.(moved);
-      return;
-    }
-    if (tenantHasRows(db, tenant)) return;
-    const ownFile = legacyTenantFile(this.file, tenant);
-    if (existsSync(ownFile))
-      throw new StoreError(
-        `tenant ${tenant} is still in its own file ${ownFile}, from an earlier build; ` +
-          `start the daemon of this build once, which moves it into ${this.file}, then run this command again`,
-      );
-    if (this.options.mustExist)
+    if (this.options.mustExist && !tenantHasRows(db, tenant))
       throw new ChangefeedError(
         'STORE_MISSING',
         `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,

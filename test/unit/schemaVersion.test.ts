@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { BASELINE_VERSION, schemaStep, type SchemaStep } from '../../src/store/schemaVersion.js';
+
+describe('schemaStep: from the version a store records to this build', () => {
+  it.each<[string, number, number, SchemaStep]>([
+    ['a new store gets the baseline and every migration', 0, 2, { action: 'create' }],
+    ['a new store of a build without migrations gets the baseline', 0, 0, { action: 'create' }],
+    ['the 1.0.0 schema is current while no migration follows it', BASELINE_VERSION, 0, { action: 'current' }],
+    ['the 1.0.0 schema takes every migration', BASELINE_VERSION, 2, { action: 'migrate', index: 0 }],
+    ['a store one migration behind takes the last', BASELINE_VERSION + 1, 2, { action: 'migrate', index: 1 }],
+    ['a store at the last migration is current', BASELINE_VERSION + 2, 2, { action: 'current' }],
+    ['a store of a newer build is newer', BASELINE_VERSION + 3, 2, { action: 'newer' }],
+    ['a newer store is newer for a build without migrations', BASELINE_VERSION + 1, 0, { action: 'newer' }],
+    ['the first development schema is refused', 1, 0, { action: 'prerelease' }],
+    [
+      'the last development schema is refused, never taken for 1.0.0',
+      BASELINE_VERSION - 1,
+      2,
+      { action: 'prerelease' },
+    ],
+  ])('%s (found %i, %i migrations)', (_, found, migrations, step) => {
+    expect(schemaStep(found, migrations)).toEqual(step);
+  });
+});
