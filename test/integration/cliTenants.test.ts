@@ -48,6 +48,26 @@ describe('changefeed tenants list', () => {
     ]);
   });
 
+  it('never prints a key pasted where its file belongs, nor the content of a key file', async () => {
+    const root = makeTempDir();
+    const dir = join(root, 'tenants');
+    mkdirSync(dir);
+    const main = join(root, 'changefeed.yaml');
+    writeFileSync(main, 'api: { baseUrl: https://skills.example.com }\nsinks: [{ name: out, type: stdout }]\n');
+    writeFileSync(join(root, 'acme-key'), 'skl_live_FROMFILE0123456789\n');
+    writeFileSync(join(dir, 'acme.yaml'), `api: { apiKeyFile: ${join(root, 'acme-key')} }\n`);
+    writeFileSync(join(dir, 'pasted.yaml'), 'api: { apiKeyFile: skl_live_PASTED0123456789 }\n');
+
+    const env = { CHANGEFEED_TENANTS_DIR: dir };
+    for (const json of [[], ['--json']]) {
+      const out = await runCli(['tenants', 'list', '--config', main, ...json], env);
+      expect(out.status).toBe(1);
+      expect(out.stdout).toContain('pasted');
+      expect(out.stdout).toContain('cannot read secret file');
+      expect(out.stdout + out.stderr).not.toMatch(/skl_live_(PASTED|FROMFILE)/);
+    }
+  });
+
   it('reads a SQLite store the previous version wrote (schema 6, no tenant records) without migrating it (exit 0)', async () => {
     // The deployment gate runs this build's `tenants list` before this build's daemon ever started.
     const root = makeTempDir();
