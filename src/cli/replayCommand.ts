@@ -14,8 +14,9 @@ export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [-
   any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
   times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
   is running (two processes delivering to one sink at once would not keep per-object order).
-  With tenants.dir, --tenant names the tenant. On a PostgreSQL store, delivering takes the tenant's
-  lease for the run and is refused (LEASE_HELD) while a replica holds it; --queue-only never is.`;
+  With tenants.dir, --tenant names the tenant. Delivering is refused beside a running daemon: on
+  SQLite it takes the state directory's lock for the run (STATE_DIR_LOCKED while a daemon holds it),
+  on PostgreSQL the tenant's lease (LEASE_HELD while a replica holds it); --queue-only never is.`;
 
 export async function replayCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -42,8 +43,8 @@ export async function replayCommand(argv: string[]): Promise<number> {
   const until = parseTime('--until', values.until, false);
   if (values.log !== undefined && !LOG_KINDS.includes(values.log as LogKind))
     throw new ChangefeedError('USAGE', `--log must be one of ${LOG_KINDS.join(', ')}`);
-  // Queuing is one idempotent statement the lease holder picks up; delivering makes this process
-  // a second deliverer of the tenant, so on a shared store it must hold the lease (commandLease.ts).
+  // Queuing is one idempotent statement the daemon picks up; delivering makes this process a second
+  // deliverer of the tenant, so it must hold what the daemon holds: the lease or the state dir lock.
   const lease = values['queue-only'] ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };
   return withExistingStore(config, { tenant, ...(lease ? { lease } : {}) }, async (store, held) => {
     await store.sinks.activate(
