@@ -97,7 +97,7 @@ export async function planCommand(argv: string[]): Promise<number> {
     discoveredInStore,
     skip: values['no-discover'],
     // Only now is the key needed: a plan from the store alone runs where the key is not mounted.
-    loadConfig: () => loadTenantConfig(args, 'full').config,
+    loadConfig: () => loadTenantConfig(args, 'service').config,
   });
   if (discovery.state === 'read') {
     const known = new Set(logs.map((l) => logKey(l)));

@@ -17,7 +17,7 @@ export interface ServiceSession {
   close(): Promise<void>;
 }
 
-export function openServiceSession(config: AppConfig): ServiceSession {
+export function openServiceSession(config: Pick<AppConfig, 'api' | 'cluster' | 'budget'>): ServiceSession {
   let requests = 0;
   const client = createServiceClient(config, {
     apiKey: createApiKeyProvider(config.api),

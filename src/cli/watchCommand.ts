@@ -25,7 +25,7 @@ export async function watchCommand(argv: string[]): Promise<number> {
   if ((log !== 'career' && log !== 'skill') || objectId === undefined || objectId === '' || extra.length > 0) {
     throw new ChangefeedError('USAGE', 'watch retry needs a log (career or skill) and one id');
   }
-  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'full');
+  const { config, tenant } = loadTenantConfig({ configFlag: values.config, tenant: values.tenant }, 'service');
   // The status flip is one statement a lease holder picks up like a running daemon (docs/operations.md).
   return withExistingStore(config, { tenant }, async (store) => {
     const session = openServiceSession(config);
