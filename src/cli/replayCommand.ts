@@ -8,11 +8,13 @@ import { LOG_KINDS, type LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { loadTenantConfig } from './loadAppConfig.js';
+import { createProgressReporter } from './progressReporter.js';
 
 export const REPLAY_USAGE = `changefeed replay --sink S --since T [--until U] [--log career|skill|identityProvider] [--config FILE] [--tenant NAME] [--queue-only]
   Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without
   any API read: to fill a newly added sink or recover a consumer's data. T and U are ISO 8601
-  times of ingestion. Delivers and exits; with --queue-only it only queues them for a daemon that
+  times of ingestion. Delivers and exits, showing its progress on stderr (a bar on a terminal,
+  otherwise a line every 2 s); with --queue-only it only queues them for a daemon that
   is running (two processes delivering to one sink at once would not keep per-object order).
   With tenants.dir, --tenant names the tenant. Delivering is refused beside a running daemon: on
   SQLite it takes the state directory's lock for the run (STATE_DIR_LOCKED while a daemon holds it),
@@ -59,9 +61,17 @@ export async function replayCommand(argv: string[]): Promise<number> {
     process.stdout.write(`queued ${queued} event${queued === 1 ? '' : 's'} from the journal for ${sinkConfig.name}\n`);
     if (values['queue-only'] || queued === 0) return 0;
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+    const progress = createProgressReporter({
+      label: `replay to ${sinkConfig.name}`,
+      unit: 'events',
+      total: queued,
+      stream: process.stderr,
+      now: () => performance.now(),
+    });
+    let settled = 0;
     const engine = new DeliveryEngine(
       [{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }],
-      { store, clock: systemClock, logger },
+      { store, clock: systemClock, logger, onOutcome: (o) => progress.update((settled += o.delivered + o.dead)) },
     );
     const lost = held?.lost.then((reason) => {
       throw new LeaseLostError(tenant, reason);
@@ -71,6 +81,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
       [report] = await Promise.race([engine.drain(systemClock.now() + 3_600_000), ...(lost ? [lost] : [])]);
     } finally {
       await engine.stop();
+      progress.stop();
     }
     process.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
     return report?.drained ? 0 : 1;

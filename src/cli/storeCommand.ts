@@ -8,17 +8,24 @@ import { legacyTenantNames, moveLegacyTenantFile } from '../store/sqlite/legacyT
 import { StateDirLock } from '../store/stateDirLock.js';
 import { storeConfigSchema } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
-import { copySqliteToPostgres, StoreMigrationError, tenantsWithData } from '../store/storeMigration.js';
+import {
+  copySqliteToPostgres,
+  countTenantRows,
+  StoreMigrationError,
+  tenantsWithData,
+} from '../store/storeMigration.js';
 import { sqliteTenants } from '../store/sqlite/tenantTables.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { TENANT_NAME } from '../tenants/tenantDirectory.js';
+import { createProgressReporter } from './progressReporter.js';
 
 export const STORE_USAGE = `changefeed store migrate --from sqlite:PATH --to postgres://... [--schema NAME] [--tenant NAME]
   Moves a deployment on SQLite to the shared PostgreSQL store without re-delivering anything:
   cursors, seen ids, the journal with its positions (feed cursors stay valid), every delivery's
   state, dead letters, learned rates, quarantine and meta, each tenant in one transaction under
   its own name. Stop the daemon first: the command takes its state directory's lock. Refuses,
-  before copying anything, when a tenant already has data in PostgreSQL.
+  before copying anything, when a tenant already has data in PostgreSQL. Shows its progress on
+  stderr: a bar on a terminal, otherwise a line every 2 s (rows, rate, time left).
   --tenant   only this tenant; the store of a daemon without tenants.dir (its one tenant
              "default") goes into this name
   --schema   the PostgreSQL schema (store.schema; default changefeed)`;
@@ -83,7 +90,16 @@ export async function storeCommand(argv: string[]): Promise<number> {
         }
         const copiedTenants: string[] = [];
         for (const move of moves) {
-          const report = await copySqliteToPostgres(source, target, move.to, move.from).catch((error: unknown) => {
+          const progress = createProgressReporter({
+            label: `store migrate ${move.from}`,
+            unit: 'rows',
+            total: countTenantRows(source, move.from),
+            stream: process.stderr,
+            now: () => performance.now(),
+          });
+          const copy = () => copySqliteToPostgres(source, target, move.to, move.from, (rows) => progress.update(rows));
+          const report = await copy().catch((error: unknown) => {
+            progress.stop();
             // Each tenant is its own transaction: those before it stay copied, and a run without
             // --tenant would now be refused, so say which are left.
             const left = moves.slice(copiedTenants.length).map((m) => m.to);
@@ -97,6 +113,7 @@ export async function storeCommand(argv: string[]): Promise<number> {
                   : ''),
             );
           });
+          progress.stop();
           copiedTenants.push(move.to);
           const copied = Object.entries(report.rows)
             .filter(([, n]) => n > 0)

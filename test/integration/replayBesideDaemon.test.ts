@@ -53,6 +53,8 @@ describe('replay beside a live daemon on SQLite', () => {
     const delivered = await replay();
     expect(delivered.status, delivered.stderr).toBe(0);
     expect(delivered.stdout).toContain('0 still pending');
+    // Not a terminal: progress in lines on stderr, the last one at the end.
+    expect(delivered.stderr).toMatch(/replay to b: 20\/20 events \(100%\), done in \d+ s\n$/);
     expect(existsSync(join(dir, 'b.jsonl'))).toBe(true);
     StateDirLock.acquire(dir).release();
   });
