@@ -2,8 +2,10 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
+import { storeLocation } from '../store/storeLocation.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { takeCommandLease } from './commandLease.js';
+import { takeCommandStateDirLock } from './commandStateDirLock.js';
 
 /** How a command holds the tenant's lease on a shared store (`takeCommandLease`). */
 export interface StoreLeaseOptions {
@@ -17,7 +19,8 @@ export interface StoreLeaseOptions {
  * file is STORE_MISSING (exit 1) naming the path and the stateDir, rather than a new empty store.
  * `readonly` opens it beside a running daemon without taking part in its writes. With `lease`, on
  * a PostgreSQL store, the command holds the tenant's lease while `use` runs and its writes are
- * fenced by it; `lost` then settles if the lease runs out (on SQLite there is none). `use` also
+ * fenced by it; `lost` then settles if the lease runs out. On SQLite it holds the state
+ * directory's lock instead, which a running daemon refuses it (STATE_DIR_LOCKED). `use` also
  * gets the engine, to read what is not a tenant's (who holds it: tenantHolder.ts). The store and
  * its engine are closed afterwards, whatever `use` does.
  */
@@ -27,7 +30,17 @@ export async function withExistingStore<T>(
   use: (store: ChangefeedStore, lease: { lost: Promise<string> } | undefined, backend: StoreBackend) => Promise<T>,
 ): Promise<T> {
   const tenant = options.tenant ?? DEFAULT_TENANT;
-  const backend = await openStoreBackend(config, { readonly: options.readonly ?? false, mustExist: true });
+  // On SQLite the daemon's state directory lock plays the lease's part, taken before opening.
+  const lock =
+    options.lease && storeLocation(config).kind === 'sqlite'
+      ? takeCommandStateDirLock(config.stateDir, options.lease.command)
+      : undefined;
+  const backend = await openStoreBackend(config, { readonly: options.readonly ?? false, mustExist: true }).catch(
+    (error: unknown) => {
+      lock?.release();
+      throw error;
+    },
+  );
   try {
     const shared = backend.sharedByReplicas;
     if (!options.lease || !shared) return await use(await backend.tenantStore(tenant), undefined, backend);
@@ -39,5 +52,6 @@ export async function withExistingStore<T>(
     }
   } finally {
     await backend.close();
+    lock?.release();
   }
 }

@@ -6,12 +6,14 @@ import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import {
   appConfigSchema,
   ENV_MAPPING,
-  INSPECTION_UNREAD_SECTIONS,
   inspectionConfigSchema,
   replayConfigSchema,
+  serviceConfigSchema,
+  UNREAD_SECRET_SECTIONS,
   type AppConfig,
   type InspectionConfig,
   type ReplayConfig,
+  type ServiceConfig,
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
 import { loadMainConfig, tenantAppConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
@@ -41,16 +43,24 @@ export function loadInspectionConfig(args: ConfigArgs): { config: InspectionConf
   return {
     config: loadConfig(inspectionConfigSchema, {
       ...sources(args, file),
-      keepUnsetEnvUnder: INSPECTION_UNREAD_SECTIONS,
+      keepUnsetEnvUnder: UNREAD_SECRET_SECTIONS.inspection,
     }),
     file,
   };
 }
 
-/** As loadAppConfig, for commands that deliver from the store without polling: `api` is not read. */
+/** As loadAppConfig, for commands that deliver from the store without polling: neither `api` nor `feed` is read. */
 export function loadReplayConfig(args: ConfigArgs): { config: ReplayConfig; file: string | undefined } {
   const file = configFile(args);
-  return { config: loadConfig(replayConfigSchema, { ...sources(args, file), keepUnsetEnvUnder: ['api'] }), file };
+  const keepUnsetEnvUnder = UNREAD_SECRET_SECTIONS.replay;
+  return { config: loadConfig(replayConfigSchema, { ...sources(args, file), keepUnsetEnvUnder }), file };
+}
+
+/** As loadAppConfig, for commands that call the service but open no sink: the sinks' secrets and `feed` are not read. */
+export function loadServiceConfig(args: ConfigArgs): { config: ServiceConfig; file: string | undefined } {
+  const file = configFile(args);
+  const keepUnsetEnvUnder = UNREAD_SECRET_SECTIONS.service;
+  return { config: loadConfig(serviceConfigSchema, { ...sources(args, file), keepUnsetEnvUnder }), file };
 }
 
 /**
@@ -85,13 +95,16 @@ export interface TenantConfigViews {
   inspection: InspectionConfig;
   /** Delivers from the store without polling: the sinks in full, no credential (`replay`). */
   replay: ReplayConfig;
-  /** Calls the service with the tenant's key (`check`, `watch retry`, `plan`'s discovery). */
+  /** Calls the service with the tenant's key, opens no sink (`watch retry`, `plan`'s discovery). */
+  service: ServiceConfig;
+  /** Everything a daemon reads, every secret included (`check`). */
   full: AppConfig;
 }
 
 const LOADERS: { [V in keyof TenantConfigViews]: (args: ConfigArgs) => { config: TenantConfigViews[V] } } = {
   inspection: loadInspectionConfig,
   replay: loadReplayConfig,
+  service: loadServiceConfig,
   full: loadAppConfig,
 };
 

@@ -104,7 +104,7 @@ export async function planCommand(values: PlanOptions, io: CliIo): Promise<numbe
     discoveredInStore,
     skip: !values.discover,
     // Only now is the key needed: a plan from the store alone runs where the key is not mounted.
-    loadConfig: () => loadTenantConfig(args, 'full').config,
+    loadConfig: () => loadTenantConfig(args, 'service').config,
     env: io.env,
   });
   if (discovery.state === 'read') {

@@ -21,7 +21,7 @@ export async function discoverForPlan(args: {
   discoveredInStore: boolean;
   skip: boolean;
   /** The config with the key of the tenant planned (`plan --tenant`), loaded only if the lists are read. */
-  loadConfig: () => AppConfig;
+  loadConfig: () => Pick<AppConfig, 'api' | 'cluster' | 'budget' | 'watch'>;
   env: NodeJS.ProcessEnv;
 }): Promise<PlanDiscovery> {
   if (discoveryLists(args.watch).length === 0) return { state: 'off' };

@@ -3,6 +3,7 @@ import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { isWebhookSecret } from '../sinks/standardWebhookSignature.js';
 import { DEFAULT_MAX_BODY_BYTES, startWebhookReceiver, type ReceivedWebhook } from '../receiver/webhookReceiver.js';
+import { generateWebhookSecret } from '../receiver/webhookSecret.js';
 import { terminalSafe } from './terminalText.js';
 import { writeLine, type CliIo } from './cliIo.js';
 import type { CommandHost } from './commandLine.js';
@@ -15,10 +16,11 @@ export function defineReceiveCommand(program: Command, host: CommandHost): void 
     .command('receive')
     .summary('a local webhook endpoint that verifies signatures and prints each request')
     .description(
-      `A webhook endpoint on 127.0.0.1 that verifies Standard Webhooks signatures and prints one line per request (✓ verified, ✗ rejected with 401; --quiet prints none). Point a webhook sink at http://127.0.0.1:N/webhooks. Bodies above --max-body-bytes (16 MiB) get 413; text from requests is printed with control characters escaped.`,
+      `A webhook endpoint on 127.0.0.1 that verifies Standard Webhooks signatures and prints one line per request (✓ verified, ✗ rejected with 401; --quiet prints none). Point a webhook sink at http://127.0.0.1:N/webhooks. Without --secret it generates a whsec_ secret and prints it, to set as the sink's secret; --no-verify accepts unsigned requests instead. Bodies above --max-body-bytes (16 MiB) get 413; text from requests is printed with control characters escaped.`,
     )
     .option('--port <n>', 'the port on 127.0.0.1 (0: any free one)', numberIn(PORT), 9000)
     .option('--secret <whsec_...>', 'a signing secret to verify with (repeat for several)', collect, [])
+    .option('--no-verify', 'accept unsigned requests (no secret is generated)')
     .option('--quiet', 'print no line per request', false)
     .option(
       '--max-body-bytes <n>',
@@ -32,6 +34,8 @@ export function defineReceiveCommand(program: Command, host: CommandHost): void 
 export interface ReceiveOptions {
   port: number;
   secret: string[];
+  /** False with --no-verify. */
+  verify: boolean;
   quiet: boolean;
   maxBodyBytes: number;
 }
@@ -48,15 +52,24 @@ export async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise
       `--secret number ${badSecret + 1} is not a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes`,
     );
   }
+  const noVerify = !values.verify;
+  if (noVerify && values.secret.length > 0)
+    throw new ChangefeedError('USAGE', '--no-verify accepts unsigned requests; it cannot be combined with --secret');
+  // An endpoint that accepts anything would pass a sink whose signing is broken: without a secret
+  // one is made up and printed for the sink's config, and accepting unsigned requests is asked for.
+  const generated = noVerify || values.secret.length > 0 ? undefined : generateWebhookSecret();
+  const secrets = generated !== undefined ? [generated] : values.secret;
   const receiver = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
     startWebhookReceiver({
       port,
-      secrets: values.secret ?? [],
+      secrets,
       keepReceived: false,
       maxBodyBytes,
       onWebhook: values.quiet ? undefined : (r) => writeLine(io.stdout, describeWebhook(r)),
     }),
   );
+  if (generated !== undefined) writeLine(io.stdout, `Your webhook signing secret is ${generated} (^C to quit)`);
+  if (noVerify) writeLine(io.stdout, '--no-verify: signatures are not checked; every request is accepted');
   writeLine(io.stdout, `receiving webhooks at ${receiver.url}`);
   return untilStopped(io.signal, () => receiver.close(), createLogger({}), 5_000);
 }
@@ -76,7 +89,7 @@ export function describeWebhook(r: ReceivedWebhook): string {
     ? 'signature verified'
     : r.verifyError
       ? `REJECTED: ${r.verifyError}`
-      : 'not verified (no secret given)';
+      : 'not verified: --no-verify';
   // Everything but the mark comes from the request: escaped, so it cannot forge a line.
   return `${r.verified ? '✓' : '✗'} ${terminalSafe(`${r.id} ${type} (${verdict})`)}`;
 }

@@ -12,13 +12,14 @@ import { logDestination, type CliIo } from './cliIo.js';
 import { configOption, tenantOption, type CommandHost } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { timeOrAge } from './optionParsers.js';
+import { createProgressReporter } from './progressReporter.js';
 
 export function defineReplayCommand(program: Command, host: CommandHost): void {
   program
     .command('replay')
     .summary("re-deliver events from the store's journal to one sink")
     .description(
-      `Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without any API read: to fill a newly added sink or recover a consumer's data. --since and --until are times of ingestion: ISO 8601 (2026-11-20T00:00:00Z) or an age (90s, 30m, 1h, 7d ago). Delivers and exits; with --queue-only it only queues them for a daemon that is running (two processes delivering to one sink at once would not keep per-object order). With tenants.dir, --tenant names the tenant. On a PostgreSQL store, delivering takes the tenant's lease for the run and is refused (LEASE_HELD) while a replica holds it; --queue-only never is.`,
+      `Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without any API read: to fill a newly added sink or recover a consumer's data. --since and --until are times of ingestion: ISO 8601 (2026-11-20T00:00:00Z) or an age (90s, 30m, 1h, 7d ago). Delivers and exits; with --queue-only it only queues them for a daemon that is running (two processes delivering to one sink at once would not keep per-object order). With tenants.dir, --tenant names the tenant. Delivering shows its progress on stderr (a bar on a terminal, otherwise a line every 2 s) and is refused beside a running daemon: on SQLite it takes the state directory's lock for the run (STATE_DIR_LOCKED while a daemon holds it), on PostgreSQL the tenant's lease (LEASE_HELD while a replica holds it); --queue-only never is.`,
     )
     .option('--sink <name>', 'the configured sink to deliver to')
     .requiredOption('--since <time>', 'from this time of ingestion: ISO 8601 or an age such as 1h or 7d', timeOrAge())
@@ -54,8 +55,8 @@ export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<n
       `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`,
     );
   const { since, until } = values;
-  // Queuing is one idempotent statement the lease holder picks up; delivering makes this process
-  // a second deliverer of the tenant, so on a shared store it must hold the lease (commandLease.ts).
+  // Queuing is one idempotent statement the daemon picks up; delivering makes this process a second
+  // deliverer of the tenant, so it must hold what the daemon holds: the lease or the state dir lock.
   const lease = values.queueOnly ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };
   return withExistingStore(config, { tenant, ...(lease ? { lease } : {}) }, async (store, held) => {
     await store.sinks.activate(
@@ -74,9 +75,17 @@ export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<n
       pretty: config.log.pretty,
       destination: logDestination(io),
     });
+    const progress = createProgressReporter({
+      label: `replay to ${sinkConfig.name}`,
+      unit: 'events',
+      total: queued,
+      stream: io.stderr,
+      now: () => performance.now(),
+    });
+    let settled = 0;
     const engine = new DeliveryEngine(
       [{ sink: createSink(sinkConfig), delivery: sinkConfig.delivery, filter: sinkConfig.filter }],
-      { store, clock: systemClock, logger },
+      { store, clock: systemClock, logger, onOutcome: (o) => progress.update((settled += o.delivered + o.dead)) },
     );
     const lost = held?.lost.then((reason) => {
       throw new LeaseLostError(tenant, reason);
@@ -86,6 +95,7 @@ export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<n
       [report] = await Promise.race([engine.drain(systemClock.now() + 3_600_000), ...(lost ? [lost] : [])]);
     } finally {
       await engine.stop();
+      progress.stop();
     }
     io.stdout.write(`delivered; ${report?.pending ?? 0} still pending, ${report?.dead ?? 0} dead letters\n`);
     return report?.drained ? 0 : 1;

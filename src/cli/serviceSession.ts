@@ -18,7 +18,10 @@ export interface ServiceSession {
 }
 
 /** `env` tells where the key came from, for the advice a rejected key gets. */
-export function openServiceSession(config: AppConfig, env: NodeJS.ProcessEnv): ServiceSession {
+export function openServiceSession(
+  config: Pick<AppConfig, 'api' | 'cluster' | 'budget'>,
+  env: NodeJS.ProcessEnv,
+): ServiceSession {
   let requests = 0;
   const client = createServiceClient(config, {
     apiKey: createApiKeyProvider(config.api, env),

@@ -7,12 +7,18 @@ import { openDatabase } from '../store/sqlite/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { storeConfigSchema } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
-import { copySqliteToPostgres, StoreMigrationError, tenantsWithData } from '../store/storeMigration.js';
+import {
+  copySqliteToPostgres,
+  countTenantRows,
+  StoreMigrationError,
+  tenantsWithData,
+} from '../store/storeMigration.js';
 import { sqliteTenants } from '../store/sqlite/tenantTables.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { TENANT_NAME } from '../tenants/tenantDirectory.js';
 import type { CliIo } from './cliIo.js';
 import type { CommandHost } from './commandLine.js';
+import { createProgressReporter } from './progressReporter.js';
 
 export function defineStoreCommand(program: Command, host: CommandHost): void {
   program
@@ -21,7 +27,7 @@ export function defineStoreCommand(program: Command, host: CommandHost): void {
     .description('Operations on the store as a whole.')
     .command('migrate')
     .description(
-      `Moves a deployment on SQLite to the shared PostgreSQL store without re-delivering anything: cursors, seen ids, the journal with its positions (feed cursors stay valid), every delivery's state, dead letters, learned rates, quarantine and meta, each tenant in one transaction under its own name. Stop the daemon first: the command takes its state directory's lock. Refuses, before copying anything, when a tenant already has data in PostgreSQL.`,
+      `Moves a deployment on SQLite to the shared PostgreSQL store without re-delivering anything: cursors, seen ids, the journal with its positions (feed cursors stay valid), every delivery's state, dead letters, learned rates, quarantine and meta, each tenant in one transaction under its own name. Stop the daemon first: the command takes its state directory's lock. Refuses, before copying anything, when a tenant already has data in PostgreSQL. Shows its progress on stderr: a bar on a terminal, otherwise a line every 2 s (rows, rate, time left).`,
     )
     .option('--from <sqlite:path>', 'the SQLite store: sqlite:<path of the store>')
     .option('--to <postgres://...>', 'the PostgreSQL store')
@@ -86,7 +92,16 @@ export async function storeCommand(values: StoreMigrateOptions, io: CliIo): Prom
         }
         const copiedTenants: string[] = [];
         for (const move of moves) {
-          const report = await copySqliteToPostgres(source, target, move.to, move.from).catch((error: unknown) => {
+          const progress = createProgressReporter({
+            label: `store migrate ${move.from}`,
+            unit: 'rows',
+            total: countTenantRows(source, move.from),
+            stream: io.stderr,
+            now: () => performance.now(),
+          });
+          const copy = () => copySqliteToPostgres(source, target, move.to, move.from, (rows) => progress.update(rows));
+          const report = await copy().catch((error: unknown) => {
+            progress.stop();
             // Each tenant is its own transaction: those before it stay copied, and a run without
             // --tenant would now be refused, so say which are left.
             const left = moves.slice(copiedTenants.length).map((m) => m.to);
@@ -100,6 +115,7 @@ export async function storeCommand(values: StoreMigrateOptions, io: CliIo): Prom
                   : ''),
             );
           });
+          progress.stop();
           copiedTenants.push(move.to);
           const copied = Object.entries(report.rows)
             .filter(([, n]) => n > 0)

@@ -41,7 +41,7 @@ export async function watchCommand(
 ): Promise<number> {
   const { config, tenant } = loadTenantConfig(
     { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'full',
+    'service',
   );
   // The status flip is one statement a lease holder picks up like a running daemon (docs/operations.md).
   return withExistingStore(config, { tenant }, async (store) => {

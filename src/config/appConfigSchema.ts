@@ -52,32 +52,56 @@ export const appConfigSchema = tenantConfigSchema
 
 export type AppConfig = z.infer<typeof appConfigSchema>;
 
+// A section a command does not read is not validated beyond what the command uses, and its unset
+// `${VAR}` references are kept as written: the command runs where that section's secrets (the key,
+// the sinks' passwords and signing secrets, the feed's tokens) are not mounted.
+const unreadFeed = z.unknown().optional().describe('Not read by commands that do not serve the feed.');
+const sinkNamesOnly = z
+  .array(z.object({ name: z.string().min(1), type: z.string() }).passthrough())
+  .min(1, 'configure at least one sink')
+  .describe('Only the names and types are read by commands that do not open the sinks.');
+
 /**
  * The configuration for commands that deliver from the store without polling (`replay`): the
- * sinks in full, but not the credential, which may not even be mounted where they run.
+ * sinks in full, but not the credential nor the feed's tokens, which may not even be mounted
+ * where they run.
  */
 export const replayConfigSchema = appConfigSchema.extend({
   api: z.unknown().optional().describe('Not read by commands that do not poll.'),
+  feed: unreadFeed,
 });
 
 /**
  * The configuration for commands that only read the store (`status`, `dead-letters`, `plan`):
- * stateDir, the watch and budget settings and the sinks' names, not the credential nor the
- * sinks' destinations and secrets.
+ * stateDir, the watch and budget settings and the sinks' names, not the credential, the feed's
+ * tokens nor the sinks' destinations and secrets.
  */
 export const inspectionConfigSchema = appConfigSchema.extend({
   api: z.unknown().optional().describe('Not read by inspection commands.'),
-  sinks: z
-    .array(z.object({ name: z.string().min(1), type: z.string() }).passthrough())
-    .min(1, 'configure at least one sink')
-    .describe('Only the names and types are read by inspection commands.'),
+  sinks: sinkNamesOnly,
+  feed: unreadFeed,
 });
 
-/** Sections an inspection command does not read: an unset `${VAR}` in them is no error there. */
-export const INSPECTION_UNREAD_SECTIONS = ['api', 'sinks'] as const;
+/**
+ * The configuration for commands that call the service with the key but open no sink
+ * (`watch retry`, `plan`'s discovery): the credential, the sinks by name and type only.
+ */
+export const serviceConfigSchema = appConfigSchema.extend({ sinks: sinkNamesOnly, feed: unreadFeed });
+
+/**
+ * The sections holding secrets that each view of the config does not read: an unset `${VAR}` in
+ * them is no error there. What a command needs is declared by the view it loads (loadAppConfig.ts).
+ */
+export const UNREAD_SECRET_SECTIONS = {
+  inspection: ['api', 'sinks', 'feed'],
+  replay: ['api', 'feed'],
+  service: ['sinks', 'feed'],
+  full: [],
+} as const satisfies Record<string, readonly ('api' | 'sinks' | 'feed')[]>;
 
 export type InspectionConfig = z.infer<typeof inspectionConfigSchema>;
 export type ReplayConfig = z.infer<typeof replayConfigSchema>;
+export type ServiceConfig = z.infer<typeof serviceConfigSchema>;
 
 /** Environment variables and the config paths they set. */
 export const ENV_MAPPING: Readonly<Record<string, string>> = {

@@ -16,7 +16,7 @@ import { ConfigError } from '../errors.js';
  * file be read again.
  */
 export function createServiceClient(
-  config: AppConfig,
+  config: Pick<AppConfig, 'api' | 'cluster'>,
   deps: {
     apiKey: ApiKeyProvider;
     clock: Clock;

@@ -9,6 +9,7 @@ import { ConfigError } from '../errors.js';
  */
 export function readSecretFile(path: string): string {
   const absolute = resolve(path);
+  const named = nameInMessages(path, absolute);
   let content: string;
   try {
     content = readFileSync(absolute, 'utf8');
@@ -22,12 +23,12 @@ export function readSecretFile(path: string): string {
           : code === 'EISDIR'
             ? 'it is a directory; point at the file inside it'
             : code;
-    throw new ConfigError(`cannot read secret file ${absolute}: ${hint}`, [{ path: absolute, message: hint }]);
+    throw new ConfigError(`cannot read secret file ${named}: ${hint}`, [{ path: named, message: hint }]);
   }
   const secret = content.replace(/\r?\n$/, '');
   if (secret.trim() === '') {
     const message = 'the file is empty; write the secret into it';
-    throw new ConfigError(`secret file ${absolute} is empty; write the secret into it`, [{ path: absolute, message }]);
+    throw new ConfigError(`secret file ${named} is empty; write the secret into it`, [{ path: named, message }]);
   }
   return secret;
 }
@@ -35,4 +36,13 @@ export function readSecretFile(path: string): string {
 /** A secret given inline, or else read from its file (`password` or `passwordFile`); undefined with neither. */
 export function inlineOrFileSecret(inline: string | undefined, file: string | undefined): string | undefined {
   return inline ?? (file === undefined ? undefined : readSecretFile(file));
+}
+
+/**
+ * How messages name a secret file. A value without a directory is withheld: a key pasted where
+ * its file's path belongs (`apiKeyFile: sk_live_...`) would otherwise be printed in clear by every
+ * command that reports the problem, whereas a mounted secret always sits in a directory.
+ */
+function nameInMessages(path: string, absolute: string): string {
+  return /[\\/]/.test(path) ? absolute : `(a name without a directory, not shown: it may be a pasted secret)`;
 }

@@ -39,6 +39,8 @@ export async function copySqliteToPostgres(
   target: PostgresStoreBackend,
   tenant: string,
   from: string = DEFAULT_TENANT,
+  /** Told the rows copied so far, after each batch: the progress of a copy that takes minutes. */
+  onRows: (copied: number) => void = () => undefined,
 ): Promise<StoreMigrationReport> {
   const client = await target.pool.connect();
   const rows: Record<string, number> = {};
@@ -54,7 +56,9 @@ export async function copySqliteToPostgres(
         `tenant ${tenant} already has data in the PostgreSQL store; migrate into a tenant that has none ` +
           '(a second migration would mix two histories)',
       );
-    for (const table of TENANT_TABLES) rows[table] = await copyTable(source, client, { from, to: tenant }, table);
+    let copied = 0;
+    for (const table of TENANT_TABLES)
+      rows[table] = await copyTable(source, client, { from, to: tenant }, table, (batch) => onRows((copied += batch)));
     const head =
       (source.prepare('SELECT head FROM journal_heads WHERE tenant = ?').get(from) as { head: number } | undefined)
         ?.head ?? 0;
@@ -82,6 +86,7 @@ async function copyTable(
   client: { query(sql: string, values?: unknown[]): Promise<unknown> },
   tenants: { from: string; to: string },
   table: TenantTable,
+  onBatch: (rows: number) => void,
 ): Promise<number> {
   const booleans = new Set(BOOLEANS[table] ?? []);
   const tenant = tenants.to;
@@ -106,6 +111,7 @@ async function copyTable(
       values,
     );
     copied += batch.length;
+    onBatch(batch.length);
     batch = [];
   };
   const select = `SELECT ${tenantTableColumns(source, table).join(', ')} FROM ${table} WHERE tenant = ?`;
@@ -121,6 +127,14 @@ function toPostgres(value: unknown, boolean: boolean): unknown {
   if (boolean) return value === 1 || value === true;
   if (typeof value === 'string') return storableText(value);
   return value;
+}
+
+/** The rows `copySqliteToPostgres` copies of tenant `from`: the total its progress counts towards. */
+export function countTenantRows(source: Db, from: string): number {
+  let total = 0;
+  for (const table of TENANT_TABLES)
+    total += (source.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE tenant = ?`).get(from) as { n: number }).n;
+  return total;
 }
 
 /** Those of `tenants` that have any rows in the PostgreSQL store (before a copy, and inside it). */

@@ -23,6 +23,12 @@ describe('readSecretFile', () => {
     );
   });
 
+  it('does not name a file without a directory: it may be a key pasted in place of its path', () => {
+    expect(() => readSecretFile('sk_live_pasted_0123')).toThrow(ConfigError);
+    expect(() => readSecretFile('sk_live_pasted_0123')).toThrow(/cannot read secret file .*: it does not exist/);
+    expect(() => readSecretFile('sk_live_pasted_0123')).not.toThrow(/sk_live/);
+  });
+
   it('rejects an empty or blank file, naming the path', async () => {
     const empty = await temp.write('empty', '\n');
     expect(() => readSecretFile(empty)).toThrow(`secret file ${empty} is empty`);

@@ -86,4 +86,9 @@ describe('receive --secret', () => {
     },
     60_000,
   );
+
+  it('refuses --no-verify beside --secret with exit 2: verifying and not are one choice', async () => {
+    const both = ['receive', '--port', '0', '--no-verify', '--secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'];
+    expectUsageError(await runCli(both), '--no-verify accepts unsigned requests; it cannot be combined with --secret');
+  }, 60_000);
 });

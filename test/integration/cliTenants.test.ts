@@ -47,6 +47,26 @@ describe('changefeed tenants list', () => {
     ]);
   });
 
+  it('never prints a key pasted where its file belongs, nor the content of a key file', async () => {
+    const root = makeTempDir();
+    const dir = join(root, 'tenants');
+    mkdirSync(dir);
+    const main = join(root, 'changefeed.yaml');
+    writeFileSync(main, 'api: { baseUrl: https://skills.example.com }\nsinks: [{ name: out, type: stdout }]\n');
+    writeFileSync(join(root, 'acme-key'), 'skl_live_FROMFILE0123456789\n');
+    writeFileSync(join(dir, 'acme.yaml'), `api: { apiKeyFile: ${join(root, 'acme-key')} }\n`);
+    writeFileSync(join(dir, 'pasted.yaml'), 'api: { apiKeyFile: skl_live_PASTED0123456789 }\n');
+
+    const env = { CHANGEFEED_TENANTS_DIR: dir };
+    for (const json of [[], ['--json']]) {
+      const out = await runCli(['tenants', 'list', '--config', main, ...json], env);
+      expect(out.status).toBe(1);
+      expect(out.stdout).toContain('pasted');
+      expect(out.stdout).toContain('cannot read secret file');
+      expect(out.stdout + out.stderr).not.toMatch(/skl_live_(PASTED|FROMFILE)/);
+    }
+  });
+
   it('refuses a SQLite store of a development build before 1.0.0, naming its version, without changing it', async () => {
     const root = makeTempDir();
     const dir = join(root, 'tenants');
@@ -96,6 +116,7 @@ describe('changefeed tenants list', () => {
   it('rejects a missing action with exit 2 and the usage', async () => {
     const result = await runCli(['tenants']);
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain('changefeed tenants list');
+    expect(result.stderr).toContain('Usage: changefeed tenants');
+    expect(result.stderr).toMatch(/^\s+list \[options\]/m);
   });
 });

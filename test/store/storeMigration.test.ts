@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
-import { copySqliteToPostgres } from '../../src/store/storeMigration.js';
+import { copySqliteToPostgres, countTenantRows } from '../../src/store/storeMigration.js';
 import { runCli } from '../support/daemonProcess.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -90,8 +90,13 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     const many = Array.from({ length: 1_234 }, (_, i) => entry(`bulk-${i}`));
     await ingest(store, many, { windowEnd: T + 3_000 });
     const backend = await openBackend();
-    await copySqliteToPostgres(store.db, backend, 'bulk');
+    const progress: number[] = [];
+    await copySqliteToPostgres(store.db, backend, 'bulk', undefined, (rows) => progress.push(rows));
     expect(await contents(await backend.tenantStore('bulk'))).toEqual(await contents(store));
+    // Told after every batch, rising to every row counted beforehand.
+    expect(progress.length).toBeGreaterThan(2);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(progress.at(-1)).toBe(countTenantRows(store.db, 'default'));
     await store.close();
   });
 
@@ -117,7 +122,8 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/STATE_DIR_LOCKED|another changefeed/i);
     const done = await runCli(args);
-    expect(done.stderr).toBe('');
+    // Not a terminal: one progress line at the end of a copy this small, and nothing else.
+    expect(done.stderr).toMatch(/^store migrate default: (\d+)\/\1 rows \(100%\), done in \d+ s\n$/);
     expect(done.status).toBe(0);
     expect(done.stdout).toMatch(/migrated .* into tenant default \(.*events 4.*; journal head 4\)/);
   }, 60_000);
@@ -146,7 +152,13 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     expect(unknown.stderr).toMatch(/--tenant nope: the store holds no such tenant \(it holds acme, zeta\)/);
 
     const done = await runCli([...base, '--schema', schema]);
-    expect(done.stderr).toBe('');
+    // Copies shorter than 2 s: only the last progress line of each tenant.
+    expect(
+      done.stderr
+        .trim()
+        .split('\n')
+        .map((line) => /^store migrate (\w+): (\d+)\/\2 rows/.exec(line)?.[1]),
+    ).toEqual(['acme', 'zeta']);
     expect(done.stdout.trim().split('\n')).toEqual([
       expect.stringMatching(/\(tenant acme\) into tenant acme \(.*events 2.*; journal head 2\)$/),
       expect.stringMatching(/\(tenant zeta\) into tenant zeta \(.*events 1.*; journal head 1\)$/),
