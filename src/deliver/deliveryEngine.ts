@@ -8,7 +8,7 @@ import type { SinkDeliveryConfig } from '../sinkContract/deliveryConfig.js';
 import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
 import { compileSinkFilter } from './sinkFilter.js';
 import { SinkWorker } from './sinkWorker.js';
-import type { BatchOutcome } from './sinkWorkerOptions.js';
+import type { BatchOutcome } from './sinkWorker.js';
 
 export interface EngineSink {
   sink: Sink;
