@@ -47,7 +47,7 @@ export function decisionCost(logs: number, policy: 'adaptive' | 'round-robin', d
   const random = Random.derive(1, 'decision-cost');
   const busy = (w: WatchedLog): boolean => Number(w.objectId.slice(1)) % 10 === 0;
   const snapshot = (now: number): LoopSnapshot => ({
-    pausedUntil: undefined,
+    pause: undefined,
     discovery: { dueAt: undefined, running: false },
     freeSlots: 4,
     budget: { sendAt: now, waitingDiscoveryOrHigher: 0, waiting: 0 },

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 
+/** A signal this soon after the first is the same request delivered twice. */
+const DUPLICATE_SIGNAL_MS = 500;
+
 /**
  * Two-stage shutdown: the first SIGINT/SIGTERM asks `stop` to drain and exit 0; a second signal,
  * or `timeoutMs` passing first, exits 1 at once. Either way the store is consistent: every event
  * not acknowledged by a sink is still pending and is delivered after the restart.
  */
-/** A signal this soon after the first is the same request delivered twice. */
-const DUPLICATE_SIGNAL_MS = 500;
-
 export function onShutdownSignals(stop: () => Promise<void>, logger: Logger, timeoutMs: number): void {
   let firstAt: number | undefined;
   const handler = (signal: NodeJS.Signals): void => {

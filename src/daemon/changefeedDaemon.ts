@@ -9,7 +9,6 @@ import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
 import type { PlannedLog } from '../schedule/scheduleViews.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
-import { SqliteStoreBackend } from '../store/sqlite/sqliteStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
@@ -72,38 +71,31 @@ export class ChangefeedDaemon {
     ProcessFeed.check(this.main);
     if (this.config.feed.enabled)
       this.feed = new ProcessFeed(this.config.feed, options.logger, this.options.metrics.feedRouter);
-    if (storeLocation(this.config).kind !== 'sqlite') return;
     // Before the store is opened: a second daemon must not even migrate it.
-    this.lock = StateDirLock.acquire(this.config.stateDir);
-    if (this.main.tenants.kind !== 'main') return;
-    // One tenant on SQLite, as a daemon without tenants: store and config are checked right here.
-    try {
-      const backend = new SqliteStoreBackend(this.config);
-      this.backend = backend;
-      const [tenant] = readTenants(this.main.tenants).tenants;
-      if (tenant) this.supervisor(backend).adopt(tenant, backend.openNow(tenant.name));
-    } catch (error) {
-      this.backend?.close().catch(() => undefined);
-      this.lock.release();
-      throw error;
-    }
+    if (storeLocation(this.config).kind === 'sqlite') this.lock = StateDirLock.acquire(this.config.stateDir);
   }
 
   /**
-   * Serves health first, then opens the store (waiting for a PostgreSQL that is down: StoreOpening)
-   * and starts the tenants. Resolves early, having started nothing, when stopped meanwhile.
+   * Opens the store and starts the tenants, serving health from before the store is awaited
+   * (a PostgreSQL that is down: StoreOpening). Resolves early, having started nothing, when
+   * stopped meanwhile. A store or tenant config that cannot work fails the start before anything
+   * is served on SQLite, which never has to be waited for, and everything opened is closed again.
    */
   async start(): Promise<void> {
     const opening = this.serveAndOpen();
     this.opened = opening.then(settled, settled);
-    let supervisor: TenantSupervisor;
     try {
-      supervisor = await opening;
+      const supervisor = await opening;
+      if (!this.stopped) await this.startTenants(supervisor);
     } catch (error) {
       if (this.stopped && isAbortError(error)) return;
+      // Whatever was opened is closed again, the state directory's lock too.
+      await this.stop();
       throw error;
     }
-    if (this.stopped) return;
+  }
+
+  private async startTenants(supervisor: TenantSupervisor): Promise<void> {
     if (this.main.tenants.kind === 'main') {
       this.tenants = readTenants(this.main.tenants).tenants;
       if (!this.leases) for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
@@ -121,6 +113,12 @@ export class ChangefeedDaemon {
   }
 
   private async serveAndOpen(): Promise<TenantSupervisor> {
+    if (this.lock && this.main.tenants.kind === 'main') {
+      // SQLite opens at once: the store and the tenant built on it are checked before anything
+      // is served or polled, so a bad config fails the start with its own message.
+      const supervisor = await this.open({ retry: false });
+      for (const tenant of readTenants(this.main.tenants).tenants) await supervisor.prepare(tenant);
+    }
     // Before the store: /healthz 200 while the database is unreachable (a restart would not help), /readyz says why.
     if (this.config.http.port !== null) {
       this.healthServer = await serveProcessHealth(this.config.http, {
@@ -187,11 +185,8 @@ export class ChangefeedDaemon {
     });
     for (const problem of tenants.problems) this.options.logger.error({ file: problem.file }, problem.message);
     const reports: OnceReport[] = [];
-    // The tenant the constructor already built (one tenant on SQLite) sweeps as it is.
-    for (const tenant of tenants.tenants) {
-      const runtime = supervisor.runtime(tenant.name) ?? (await supervisor.prepare(tenant));
-      reports.push(await runtime.runOnce(deliveryTimeoutMs));
-    }
+    for (const tenant of tenants.tenants)
+      reports.push(await (await supervisor.prepare(tenant)).runOnce(deliveryTimeoutMs));
     return {
       sweep: {
         polled: reports.reduce((n, r) => n + r.sweep.polled, 0),

@@ -8,7 +8,7 @@ import { listConfigSecrets } from '../config/secretFields.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { EventFeed } from '../feed/eventFeed.js';
 import { readFeedTokens } from '../feed/feedTokens.js';
-import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
+import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import type { TenantMetricSource, TenantMetrics } from '../observe/changefeedMetrics.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import { LogPoller } from '../poll/logPoller.js';

@@ -25,9 +25,9 @@ export interface StoreOpeningOptions {
 }
 
 /**
- * Opening the store at the start of `run`. A PostgreSQL down at start used to end the process
- * (its supervisor restarting it over and over, each restart a cold start); now the daemon waits
- * for it as it does when the database goes away later: it stays alive, /readyz names the problem,
+ * Opening the store at the start of `run`. A PostgreSQL down at start is waited for as when the
+ * database goes away later, rather than ending the process (its supervisor would restart it over
+ * and over, each restart a cold start): the daemon stays alive, /readyz names the problem,
  * each failed attempt is logged, and the attempts back off. What waiting cannot fix (credentials,
  * a missing database, a newer schema) is thrown at once. State: opening until `open` settles;
  * `abort` (a stop) ends the wait at once, and a late attempt's store is closed, not leaked.

@@ -2,7 +2,6 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import { describeError } from '../errors.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WriteFence } from '../cluster/writeFence.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import type { Tenant } from '../tenants/tenant.js';
@@ -31,7 +30,7 @@ export interface TenantSupervisorDeps {
 export class TenantSupervisor {
   private readonly running = new Map<string, TenantRuntime>();
   private readonly failures = new Map<string, string>();
-  /** Runtimes built by `adopt` and not started yet. */
+  /** Runtimes built by `prepare` and not started yet: `start` starts them as they are. */
   private readonly prepared = new Set<string>();
   /** Per tenant, the tail of its start/stop operations, so they never interleave. */
   private readonly queues = new Map<string, Promise<void>>();
@@ -96,17 +95,9 @@ export class TenantSupervisor {
   }
 
   /**
-   * Builds the runtime of a tenant whose store is already open, at once, so a bad config throws
-   * where the daemon is constructed; `start` then starts it.
+   * Opens a tenant's store and builds its runtime without starting it: for `run --once`, and so
+   * that a bad store or config fails before anything starts; `start` then starts it as it is.
    */
-  adopt(tenant: Tenant<TenantConfig>, store: ChangefeedStore): TenantRuntime {
-    const runtime = new TenantRuntime(tenant.name, this.deps.configOf(tenant), store, this.deps.options);
-    this.running.set(tenant.name, runtime);
-    this.prepared.add(tenant.name);
-    return runtime;
-  }
-
-  /** Opens a tenant's store and builds its runtime without starting it (`run --once`). */
   async prepare(tenant: Tenant<TenantConfig>): Promise<TenantRuntime> {
     const fence = this.deps.fenceOf?.(tenant.name);
     const requestGuard = this.deps.requestGuardOf?.(tenant.name);
@@ -114,6 +105,7 @@ export class TenantSupervisor {
     const config = this.deps.configOf(tenant);
     const runtime = new TenantRuntime(tenant.name, config, store, this.deps.options, requestGuard);
     this.running.set(tenant.name, runtime);
+    this.prepared.add(tenant.name);
     return runtime;
   }
 

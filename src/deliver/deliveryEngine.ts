@@ -8,7 +8,7 @@ import type { SinkDeliveryConfig } from '../sinkContract/deliveryConfig.js';
 import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
 import { compileSinkFilter } from './sinkFilter.js';
 import { SinkWorker } from './sinkWorker.js';
-import type { BatchOutcome } from './sinkWorkerOptions.js';
+import type { BatchOutcome } from './sinkWorker.js';
 
 export interface EngineSink {
   sink: Sink;
@@ -36,12 +36,13 @@ export interface DrainReport {
   lastError: string | null;
 }
 
+/** How often the store's re-queue count is read: a CLI that re-queued dead letters has no way to notify. */
+const REQUEUE_CHECK_MS = 500;
+
 /**
  * Owns delivery to every sink: one worker per sink, each with its own retries, batching and
  * in-flight limit, so a slow or failing sink holds up neither the others nor polling.
  */
-const REQUEUE_CHECK_MS = 500;
-
 export class DeliveryEngine {
   private readonly workers: SinkWorker[];
   /** Ends the workers' loops: nothing new is launched. */

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { anySignal } from 'any-signal';
+import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
@@ -11,6 +12,10 @@ import {
 } from '../sinkContract/sinkErrors.js';
 import { ENDPOINT_BACKOFF_DEFAULTS } from '../sinkContract/deliveryConfig.js';
 import { decideEndpointFailure, NO_FAILURES, type EndpointFailureRun } from './endpointBackoff.js';
+import type { LogKind } from '../logs.js';
+import type { Sink } from '../sinkContract/sink.js';
+import type { CircuitBreakerConfig, EndpointBackoffConfig, RetryConfig } from '../sinkContract/deliveryConfig.js';
+import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitState, PendingDelivery } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
@@ -19,7 +24,6 @@ import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
-import type { BatchOutcome, SinkWorkerOptions } from './sinkWorkerOptions.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /** With nothing due, look again after this long even without a notify (events requeued by a CLI, say). */
@@ -32,6 +36,40 @@ export const IN_FLIGHT = 'in-flight' as const;
 const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
 const PLAN_AHEAD = 4;
+
+/** What a sink worker is given by the delivery engine: its sink, the store, and the sink's delivery settings. */
+export interface SinkWorkerOptions {
+  sink: Sink;
+  store: ChangefeedStore;
+  clock: Clock;
+  logger: Logger;
+  retry: RetryConfig;
+  /** delivery.poison.strikes: 0 turns the poison search off. */
+  poisonStrikes?: number;
+  circuitBreaker: CircuitBreakerConfig;
+  /** delivery.endpointBackoff: the schedule and give-up rule of a destination failing as a whole. */
+  endpointBackoff?: EndpointBackoffConfig;
+  batchSize: number;
+  maxInFlight: number;
+  /** False for events this sink must not receive (its filter). */
+  accepts?: (event: { log: LogKind; type: string }) => boolean;
+  random?: () => number;
+  /** Called after each batch outcome, for metrics. */
+  onOutcome?: (outcome: BatchOutcome) => void;
+  /** The lease fence refused a write (LEASE_LOST): the worker has stopped; the tenant's runtime stops. */
+  onLeaseLost?: (error: unknown) => void;
+}
+
+/** What one batch came to, reported to `onOutcome` for metrics. */
+export interface BatchOutcome {
+  sink: string;
+  delivered: number;
+  retried: number;
+  dead: number;
+  /** Age of each delivered event: now minus its ingestion time. */
+  latenciesMs: number[];
+  error?: string;
+}
 
 /**
  * Delivers one sink's pending events: connects, plans batches that keep each object's events in

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResponseMeta } from '../api/responseHeaders.js';
-import type { BatchOutcome } from '../deliver/sinkWorkerOptions.js';
+import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import type { FeedObserver, FeedMode } from '../feed/feedObserver.js';
 import { LOGS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';

@@ -4,7 +4,6 @@ import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /** How long the list of active logs is trusted before it is read again. */
 const ACTIVE_REFRESH_MS = 30_000;
-/** A store that could not be read for the list: ask again this soon, polling the last list meanwhile. */
 
 /**
  * The active watched logs as the poll loop plans with them, read again when marked stale or half
@@ -38,6 +37,7 @@ export class ActiveLogs {
     } catch (error) {
       if (!this.store.health.record(error, this.store.location)) throw error;
       this.stale = false;
+      // The list could not be read: ask again after STORE_RETRY_MS, polling the last list meanwhile.
       this.readAt = now - ACTIVE_REFRESH_MS + STORE_RETRY_MS;
       return undefined;
     }

@@ -88,13 +88,17 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
   }
 }
 
+/** `run --once` tries a log, or discovery, this many times before it reports the failure. */
+export const ONCE_ATTEMPTS = 6;
+
 /**
- * True when trying again after a backoff may succeed. Whether a failure is transient never
- * depends on which log failed (only what follows from a permanent one does), so discovery's list
- * reads are judged by the same rules as polls.
+ * What `run --once` makes of a failed attempt (`attempt` counts from 1): `retry` after the
+ * backoff while the failure is transient and attempts are left; `handled` for an object that was
+ * deleted (no longer watching it is the answer, not a failed sweep); `report` otherwise.
  */
-export function isTransientPollFailure(error: unknown): boolean {
-  return classifyPollFailure(error, 'career', 0).kind === 'retry';
+export function onceAfterFailure(action: FailureAction, attempt: number): 'retry' | 'handled' | 'report' {
+  if (action.kind === 'disableLog' && action.status === 'gone') return 'handled';
+  return action.kind === 'retry' && attempt < ONCE_ATTEMPTS ? 'retry' : 'report';
 }
 
 /** Backoff of a log whose polls keep failing: ceilings from 5 s to 5 min, never under 1 s. */

@@ -5,6 +5,7 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { classifyPollFailure, pollRetryDelayMs, STORE_PAUSE_MS, type FailureAction } from './failurePolicy.js';
 import { logKey } from '../logs.js';
+import type { KeyPause } from '../schedule/nextAction.js';
 
 export interface PollFailuresDeps {
   store: ChangefeedStore;
@@ -33,15 +34,16 @@ export class PollFailures {
 
   constructor(private readonly deps: PollFailuresDeps) {}
 
-  /** When a key-wide pause ends (undefined when there is none): while it lasts no poll leaves. */
-  pauseWakeAt(now: number): number | undefined {
-    if (this.pausedUntil > now && this.pausedForCredential && this.deps.credentialChanged?.()) {
-      this.deps.logger.info('the key file changed; resuming polls with the new key');
-      this.pausedUntil = 0;
-    }
+  /** The key-wide pause as the decision sees it (undefined when there is none): while it lasts no poll leaves. */
+  pause(now: number): KeyPause | undefined {
     if (this.pausedUntil <= now) return undefined;
-    // A rejected key may be replaced any moment; look at the key file every second meanwhile.
-    return this.pausedForCredential ? Math.min(this.pausedUntil, now + 1_000) : this.pausedUntil;
+    const forCredential = this.pausedForCredential;
+    return { until: this.pausedUntil, forCredential, keyReplaced: forCredential && !!this.deps.credentialChanged?.() };
+  }
+
+  /** Ends the key-wide pause (the rejected key was replaced). */
+  endPause(): void {
+    this.pausedUntil = 0;
   }
 
   /** When the log (by its key) may be polled again after a failure (0 when it may now). */

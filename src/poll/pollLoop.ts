@@ -10,12 +10,12 @@ import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
 import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
-import { isTransientPollFailure, pollRetryDelayMs } from './failurePolicy.js';
+import { classifyPollFailure, onceAfterFailure, pollRetryDelayMs } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
-import { PollRecorder } from './pollRecorder.js';
+import { PollRecorder, type PollOutcome } from './pollRecorder.js';
 import { ActiveLogs, readActiveLogs } from './activeLogs.js';
 import { PollFailures } from './pollFailures.js';
-import { nextAction, type LoopSnapshot } from '../schedule/nextAction.js';
+import { nextAction, pauseWakeAt, type LoopSnapshot } from '../schedule/nextAction.js';
 import { PollScheduler } from '../schedule/pollScheduler.js';
 import type { ReadBudget } from './readBudget.js';
 import type { WatchConfig } from './watchConfig.js';
@@ -50,7 +50,14 @@ export interface SweepSummary {
   failures: { log: LogKind; objectId: string; error: string }[];
 }
 
-const ONCE_ATTEMPTS = 6;
+/** What one `run --once` sweep has done so far: the logs it has still to poll, attempts, and its report. */
+interface Sweep {
+  summary: SweepSummary;
+  remaining: Set<string> | undefined;
+  /** Failed attempts so far, per log key, and of discovery under DISCOVERY. */
+  attempts: Map<string, number>;
+}
+
 /** Pauses of every poll after errors nobody expected: 1 s doubling to a minute. */
 const UNEXPECTED_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000, minMs: 1_000 };
 /** The in-flight key of a discovery run (a log key always holds a colon, so they never meet). */
@@ -77,6 +84,8 @@ export class PollLoop {
   private nextDiscoveryAt: number | undefined;
   /** Errors nobody expected in a row, since the last successful poll: each pause is longer. */
   private unexpectedInARow = 0;
+  /** Set while `run --once` sweeps: the loop runs in the decision's once mode. */
+  private sweep: Sweep | undefined;
 
   constructor(private readonly deps: PollLoopDeps) {
     this.queue = new PQueue({ concurrency: deps.watch.concurrency });
@@ -126,73 +135,69 @@ export class PollLoop {
   }
 
   /**
-   * One poll of every active watched log (after discovery), each through the same launch path as
-   * `run`: a failure is classified, recorded and backed off as there, and a transient one is
-   * tried again after its backoff, up to ONCE_ATTEMPTS times.
+   * `run --once`: the loop in its once mode. Discovery, then one poll of every active watched log,
+   * each decided by `nextAction` and launched as in `run`: a failure is classified, recorded and
+   * backed off as there, and the failure policy says whether it is tried again or reported.
    */
   async sweepOnce(): Promise<SweepSummary> {
-    const summary: SweepSummary = { polled: 0, emitted: 0, failures: [] };
-    if (this.deps.registry.discoveryEnabled) {
-      const error = await this.discoverWithRetries();
-      if (error !== undefined)
-        summary.failures.push({ log: 'career', objectId: '(discovery)', error: describeError(error) });
-    }
-    await this.restoreRates();
+    const sweep: Sweep = {
+      summary: { polled: 0, emitted: 0, failures: [] },
+      remaining: undefined,
+      attempts: new Map(),
+    };
+    this.sweep = sweep;
+    this.start();
+    await this.running;
+    await this.queue.onIdle();
+    return sweep.summary;
+  }
+
+  /** Once discovery has run: the active logs are the ones the sweep polls. */
+  private async readSweepLogs(sweep: Sweep): Promise<void> {
     const targets = await readActiveLogs(this.deps.store);
     // So each poll updates (and persists) the log's learned rate: `run --once` from a cron job
     // learns across runs, and `plan` and `status` show what it learned.
     this.scheduler.sync(targets);
-    await Promise.all(targets.map((w) => this.queue.add(() => this.sweepLog(w, summary))));
-    return summary;
+    sweep.remaining = new Set(targets.map(logKey));
   }
 
-  private async sweepLog(w: WatchedLog, summary: SweepSummary): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      const outcome = await this.recorder.pollAndRecord(w, this.signal);
-      if (outcome.polled) {
-        summary.polled++;
-        summary.emitted += outcome.result.emitted;
-        return;
-      }
-      const { action, error } = outcome;
-      if (action === undefined) return;
-      this.active.markStale();
-      // An object that vanished is handled (no longer watched), not a failed sweep.
-      if (action.kind === 'disableLog' && action.status === 'gone') return;
-      if (action.kind !== 'retry' || attempt >= ONCE_ATTEMPTS) {
-        summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(error) });
-        return;
-      }
-      const wait = this.failures.backoffUntil(logKey(w)) - this.deps.clock.now();
-      if (!(await this.sleep(wait))) return;
+  /** What a poll of the sweep came to: done (polled, handled or reported), or tried again after its backoff. */
+  private sweepPolled(sweep: Sweep, w: WatchedLog, key: string, outcome: PollOutcome | { error: unknown }): void {
+    if ('polled' in outcome && outcome.polled) {
+      sweep.summary.polled++;
+      sweep.summary.emitted += outcome.result.emitted;
+    } else if ('action' in outcome && outcome.action !== undefined) {
+      const attempt = (sweep.attempts.get(key) ?? 0) + 1;
+      sweep.attempts.set(key, attempt);
+      const next = onceAfterFailure(outcome.action, attempt);
+      if (next === 'retry') return;
+      if (next === 'report')
+        sweep.summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(outcome.error) });
+    } else if (!('polled' in outcome)) {
+      // An error nobody expected (it went to `failed`): reported, not tried again.
+      sweep.summary.failures.push({ log: w.log, objectId: w.objectId, error: describeError(outcome.error) });
     }
+    // A poll that was stopped, or refused under a lost lease, ends the log's part without a report.
+    sweep.remaining?.delete(key);
   }
 
-  private async discoverWithRetries(): Promise<unknown> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.deps.registry.discover(this.signal);
-        return undefined;
-      } catch (error) {
-        if (isAbortError(error) || !isTransientPollFailure(error) || attempt >= ONCE_ATTEMPTS) return error;
+  /** When the sweep's discovery runs again after `error`; undefined once it is reported. */
+  private sweepDiscoveryFailed(sweep: Sweep, error: unknown): number | undefined {
+    const attempt = (sweep.attempts.get(DISCOVERY) ?? 0) + 1;
+    sweep.attempts.set(DISCOVERY, attempt);
+    // Discovery's list reads are judged by the rules of polls: whether a failure is transient
+    // never depends on which log failed.
+    if (!(isAbortError(error) && this.signal.aborted)) {
+      if (onceAfterFailure(classifyPollFailure(error, 'career', 0), attempt) === 'retry') {
         this.deps.logger.warn(
           { attempt, err: describeError(error), requestId: requestIdOf(error) },
           'discovery failed; retrying',
         );
-        if (!(await this.sleep(pollRetryDelayMs(attempt)))) return error;
+        return this.deps.clock.now() + pollRetryDelayMs(attempt);
       }
     }
-  }
-
-  /** Sleeps on the loop's clock; false when the loop was stopped meanwhile. */
-  private async sleep(ms: number): Promise<boolean> {
-    try {
-      await this.deps.clock.sleep(Math.max(0, ms), this.signal);
-      return true;
-    } catch (error) {
-      if (isAbortError(error)) return false;
-      throw error;
-    }
+    sweep.summary.failures.push({ log: 'career', objectId: '(discovery)', error: describeError(error) });
+    return undefined;
   }
 
   /** A plain loop: gather the snapshot, ask `nextAction`, carry out its answer. */
@@ -204,9 +209,11 @@ export class PollLoop {
       } catch (error) {
         // A store that does not answer is waited out (its health tells /readyz), not the loop's
         // end; so is anything else, after failed() paused every poll for a while.
+        // A sweep cannot wait out a store that does not answer: `run --once` fails with it.
+        if (this.sweep) throw error;
         this.failed(error);
         const now = this.deps.clock.now();
-        wakeAt = this.failures.pauseWakeAt(now) ?? now + STORE_RETRY_MS;
+        wakeAt = pauseWakeAt(now, this.failures.pause(now)) ?? now + STORE_RETRY_MS;
       }
       // stop() aborts the wake controller too; checking the state first means a stop that came
       // during this pass is not slept through (and no signal is combined per pass).
@@ -224,22 +231,28 @@ export class PollLoop {
   private async pass(): Promise<number> {
     await this.restoreRates();
     await this.refreshActive(this.deps.clock.now());
+    const sweep = this.sweep;
+    if (sweep && sweep.remaining === undefined && this.nextDiscoveryAt === undefined && !this.inFlight.has(DISCOVERY))
+      await this.readSweepLogs(sweep);
     const now = this.deps.clock.now();
     const action = nextAction(now, this.snapshot(now));
-    if ('launch' in action) {
-      if (action.launch === 'discovery') this.launchDiscovery();
-      else this.launchPoll(action.key);
-    }
+    if ('wakeAt' in action) return action.wakeAt;
+    if ('stop' in action) this.stateValue = 'stopping';
+    else if ('resume' in action) {
+      this.deps.logger.info('the key file changed; resuming polls with the new key');
+      this.failures.endPause();
+    } else if (action.launch === 'discovery') this.launchDiscovery();
+    else this.launchPoll(action.key);
     // After a launch, yield once before deciding again, so the launched poll can take its slot
     // of the read budget and the next decision sees it.
-    return 'wakeAt' in action ? action.wakeAt : now;
+    return now;
   }
 
   /** Everything `nextAction` decides on, as of `now`. */
   private snapshot(now: number): LoopSnapshot {
     const budget = this.deps.budget;
     return {
-      pausedUntil: this.failures.pauseWakeAt(now),
+      pause: this.failures.pause(now),
       discovery: { dueAt: this.nextDiscoveryAt, running: this.inFlight.has(DISCOVERY) },
       freeSlots: this.deps.watch.concurrency - this.queue.pending - this.queue.size,
       budget: budget && {
@@ -250,6 +263,7 @@ export class PollLoop {
       logs: this.scheduler.candidates(now),
       inFlight: this.inFlight,
       backoffUntil: this.failures.backoffs(),
+      once: this.sweep && { remaining: this.sweep.remaining },
     };
   }
 
@@ -277,7 +291,11 @@ export class PollLoop {
 
   private launchPoll(key: string): void {
     const w = this.scheduler.watchedLog(key);
-    if (!w) return;
+    if (!w) {
+      // Disabled since the sweep read its logs: there is nothing left to poll.
+      this.sweep?.remaining?.delete(key);
+      return;
+    }
     this.inFlight.add(key);
     this.queue.add(() => this.pollOne(w, key)).catch((error: unknown) => this.failed(error));
   }
@@ -290,8 +308,10 @@ export class PollLoop {
         this.active.markStale();
         if (errorCodeOf(outcome.error) === 'LEASE_LOST') this.failed(outcome.error);
       }
+      if (this.sweep) this.sweepPolled(this.sweep, w, key, outcome);
     } catch (error) {
       this.failed(error);
+      if (this.sweep) this.sweepPolled(this.sweep, w, key, { error });
     } finally {
       this.inFlight.delete(key);
       this.wake?.abort();
@@ -304,12 +324,19 @@ export class PollLoop {
   }
 
   private async discoverOnce(): Promise<void> {
+    // A sweep runs discovery once; the daemon on its cron schedule.
+    const next = (): number | undefined =>
+      this.sweep ? undefined : nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
     try {
       await this.deps.registry.discover(this.signal);
+      this.nextDiscoveryAt = next();
     } catch (error) {
+      this.nextDiscoveryAt = this.sweep ? this.sweepDiscoveryFailed(this.sweep, error) : next();
       if (isAbortError(error) && this.signal.aborted) return;
-      if (errorCodeOf(error) === 'LEASE_LOST' || this.deps.store.health.record(error, this.deps.store.location))
-        this.failed(error);
+      // A sweep reports its discovery's failure itself; a lost lease stops the tenant either way.
+      if (errorCodeOf(error) === 'LEASE_LOST') this.failed(error);
+      else if (this.sweep) return;
+      else if (this.deps.store.health.record(error, this.deps.store.location)) this.failed(error);
       else
         this.deps.logger.error(
           { err: describeError(error), requestId: requestIdOf(error) },
@@ -318,7 +345,6 @@ export class PollLoop {
     } finally {
       this.inFlight.delete(DISCOVERY);
       this.active.markStale();
-      this.nextDiscoveryAt = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
       this.wake?.abort();
     }
   }

@@ -33,7 +33,7 @@ export type PollOutcome =
 /**
  * The one launch path of a poll, for `run` and `run --once` alike: poll one log, then record
  * what came of it (the learned rate, a failure's backoff or pause, metrics, the budget's state
- * for `status`). Before it was one path, `run --once` recorded no success and saved no budget.
+ * for `status`), so a cron job's `run --once` learns across runs as the daemon does.
  */
 export class PollRecorder {
   private budgetWrittenAt = Number.NEGATIVE_INFINITY;

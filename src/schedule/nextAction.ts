@@ -52,9 +52,27 @@ export interface BudgetView {
   waiting: number;
 }
 
+/** A pause of every poll on the key (rejected key, expired trial, full disk). */
+export interface KeyPause {
+  /** It ends then. */
+  until: number;
+  /** For a rejected key: it ends as soon as the key file is replaced. */
+  forCredential: boolean;
+  /** The key file was replaced since the key was rejected. */
+  keyReplaced: boolean;
+}
+
+/**
+ * `run --once`: one poll of every active log, after discovery. A log leaves `remaining` once it
+ * was polled or the failure policy gave it up; a retried one waits its backoff in `backoffUntil`.
+ */
+export interface OnceSweep {
+  /** Keys of the logs still to poll; undefined until discovery has run and the logs are read. */
+  remaining: ReadonlySet<string> | undefined;
+}
+
 export interface LoopSnapshot {
-  /** A pause of every poll on the key (rejected key, expired trial, full disk) ends then. */
-  pausedUntil: number | undefined;
+  pause: KeyPause | undefined;
   /** Discovery: when it is due next (undefined when off), and whether a run is in flight. */
   discovery: { dueAt: number | undefined; running: boolean };
   /** Polls that may start now under `watch.concurrency`. */
@@ -65,14 +83,31 @@ export interface LoopSnapshot {
   inFlight: ReadonlySet<string>;
   /** Per key, the end of a failure backoff; a log is not polled before it. */
   backoffUntil: ReadonlyMap<string, number>;
+  /** Set for `run --once`, which polls each log once instead of on its schedule. */
+  once?: OnceSweep | undefined;
 }
 
-export type NextAction = { launch: 'discovery' } | { launch: 'poll'; key: string } | { wakeAt: number };
+export type NextAction =
+  | { launch: 'discovery' }
+  | { launch: 'poll'; key: string }
+  | { wakeAt: number }
+  /** The rejected key was replaced: the key-wide pause ends now. */
+  | { resume: 'keyReplaced' }
+  /** `run --once`: every log was polled or given up, and nothing is in flight. */
+  | { stop: 'swept' };
 
 /** Wake at least this often, whatever the snapshot says: a safety net, never the plan. */
 export const IDLE_WAKE_MS = 60_000;
 /** A wake-up no sooner than this after now, so a moment that just passed cannot spin the loop. */
 export const MIN_WAKE_MS = 50;
+/** While the key is paused for a rejection, the key file is looked at this often: it may be replaced any moment. */
+export const KEY_FILE_CHECK_MS = 1_000;
+
+/** When to look again while a key-wide pause holds every poll; undefined when none does. */
+export function pauseWakeAt(now: number, pause: KeyPause | undefined): number | undefined {
+  if (pause === undefined || pause.until <= now) return undefined;
+  return pause.forCredential ? Math.min(pause.until, now + KEY_FILE_CHECK_MS) : pause.until;
+}
 
 /**
  * The loop's next step. Discovery goes first when due. A poll is launched only when the budget
@@ -82,7 +117,10 @@ export const MIN_WAKE_MS = 50;
  * to look again.
  */
 export function nextAction(now: number, s: LoopSnapshot): NextAction {
-  if (s.pausedUntil !== undefined && s.pausedUntil > now) return { wakeAt: s.pausedUntil };
+  if (s.once) return onceAction(now, s, s.once);
+  const paused = pauseWakeAt(now, s.pause);
+  if (paused !== undefined)
+    return s.pause?.forCredential && s.pause.keyReplaced ? { resume: 'keyReplaced' } : { wakeAt: paused };
   const discoveryDue = s.discovery.dueAt !== undefined && !s.discovery.running;
   if (discoveryDue && (s.discovery.dueAt as number) <= now) return { launch: 'discovery' };
   // While discovery runs, its end wakes the loop; its past due time must not.
@@ -106,6 +144,35 @@ export function nextAction(now: number, s: LoopSnapshot): NextAction {
   const choice = chooseLog(now, s.logs, eligible, { dueOnly: backfillWaiting });
   if ('key' in choice) return { launch: 'poll', key: choice.key };
   return wake(Math.max(now + MIN_WAKE_MS, Math.min(choice.wakeAt, backoffEnds)));
+}
+
+/**
+ * `run --once`: discovery first (again after its backoff while it fails transiently), then every
+ * remaining log as soon as a slot is free, whatever its schedule: a sweep polls each log once, and
+ * each poll waits for its request's slot in the read budget. A key-wide pause does not hold the
+ * sweep: the failure that caused it is reported and the other logs are still tried, rather than
+ * keeping a cron job waiting up to an hour. The sweep stops when no log remains and nothing is
+ * in flight.
+ */
+function onceAction(now: number, s: LoopSnapshot, once: OnceSweep): NextAction {
+  const wake = (at: number): NextAction => ({ wakeAt: Math.max(now + MIN_WAKE_MS, Math.min(at, now + IDLE_WAKE_MS)) });
+  const { dueAt, running } = s.discovery;
+  if (dueAt !== undefined && !running && dueAt <= now) return { launch: 'discovery' };
+  // The logs to poll are those discovery leaves active. While it runs, its end wakes the loop
+  // (its past due time must not); after a failure, its retry does.
+  if (running || once.remaining === undefined) return wake(Infinity);
+  if (dueAt !== undefined) return wake(dueAt);
+  if (once.remaining.size === 0 && s.inFlight.size === 0) return { stop: 'swept' };
+  // A finishing poll wakes the loop when the slots are full.
+  if (s.freeSlots <= 0) return wake(Infinity);
+  let backoffEnds = Infinity;
+  for (const key of once.remaining) {
+    if (s.inFlight.has(key)) continue;
+    const until = s.backoffUntil.get(key) ?? 0;
+    if (until <= now) return { launch: 'poll', key };
+    backoffEnds = Math.min(backoffEnds, until);
+  }
+  return wake(backoffEnds);
 }
 
 export interface Urgency {

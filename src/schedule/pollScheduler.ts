@@ -4,7 +4,7 @@ import type { PlannedLog, ScheduleSnapshot } from './scheduleViews.js';
 import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
-import { chooseLog, type LogCandidate } from './nextAction.js';
+import type { LogCandidate } from './nextAction.js';
 import type { ScheduleConfig } from './scheduleConfig.js';
 import { noFollowUp, SessionFollowUps, type FollowUpState } from './sessionFollowUps.js';
 import { configuredPrior, priorsByKind, type RatePrior } from './sessionPrior.js';
@@ -160,16 +160,6 @@ export class PollScheduler {
   /** The scheduled log with this key (the decision names logs by key). */
   watchedLog(key: string): WatchedLog | undefined {
     return this.logs.get(key)?.watched;
-  }
-
-  /** The log `chooseLog` would poll now among those `eligible` allows, or when one becomes due. */
-  pick(
-    now: number,
-    eligible: (key: string) => boolean,
-    options: { dueOnly?: boolean } = {},
-  ): { poll: WatchedLog } | { wakeAt: number } {
-    const choice = chooseLog(now, this.candidates(now), eligible, options);
-    return 'key' in choice ? { poll: this.logs.get(choice.key)!.watched } : choice;
   }
 
   /**

@@ -1,3 +1,6 @@
+/** What every random stream of one simulated company is derived from (see companySeed). */
+export type CompanySeed = number | string;
+
 /**
  * Seeded pseudo-random numbers: sfc32 seeded through the cyrb128 string hash.
  *
@@ -5,9 +8,6 @@
  * 'career', 17)`), so consuming one stream never shifts another: a chunk of career activity is
  * identical whether or not the skill log, a fault draw or a test's appended entry came first.
  */
-/** What every random stream of one simulated company is derived from (see companySeed). */
-export type CompanySeed = number | string;
-
 export class Random {
   private a: number;
   private b: number;

@@ -46,6 +46,7 @@ function isDatabaseUnavailable(error: unknown): boolean {
 /** How long polling and delivery wait before trying a store that did not answer again. */
 export const STORE_RETRY_MS = 2_000;
 
+/** The store cannot serve now but may later; the message is already phrased for the operator. */
 export class StoreUnavailableError extends ChangefeedError {
   constructor(message: string, cause?: unknown) {
     super('STORE_UNAVAILABLE', message, { cause });
@@ -53,8 +54,8 @@ export class StoreUnavailableError extends ChangefeedError {
 }
 
 /**
- * Whether the store could be written last time it was tried. A state directory on a disk that
- * filled up crashed the daemon with an uncaught SQLITE_FULL; now polling and delivery pause,
+ * Whether the store could be written last time it was tried. A store that refuses (a full disk,
+ * a database away) is an outage to wait out, not a reason to crash: polling and delivery pause,
  * readiness says why, and the next successful write (each pause ends with another try) clears it.
  */
 export class StoreHealth {

@@ -6,8 +6,8 @@ import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { receiver, SECRET } from '../support/webhookHarness.js';
 
-// check used to validate the config and ping, nothing more: a career id the service does not know
-// and an unreachable sink were found only by run.
+// check finds before run does what run would trip on: a career id the service does not know and
+// an unreachable sink, not only an invalid config and a failed ping.
 describe('changefeed check', () => {
   it(
     'reads each configured id once, one page of each discovery list, reaches every sink, and ' +

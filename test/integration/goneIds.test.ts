@@ -5,8 +5,8 @@ import { makeTempDir } from '../support/tempDir.js';
 import { runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
-// A configured id the service does not know used to be marked gone silently, with run --once
-// exiting 0, and a gone log had no way back.
+// A configured id the service does not know is no silent success: run --once names it and exits
+// 1, and `watch retry` is the way back for a gone log.
 describe('a configured career that does not exist', () => {
   it('fails run --once naming the id, and watch retry brings it back once the service knows it', async () => {
     const simulator = await startTestSimulator({

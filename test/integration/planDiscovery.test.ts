@@ -4,8 +4,8 @@ import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
-// On a fresh store with discovery on, plan used to report "for 1 watched logs": the
-// identity-provider log alone, ignoring every object discovery would add.
+// On a fresh store with discovery on, the store knows only the identity-provider log: a plan of
+// "1 watched log" would ignore every object discovery is about to add.
 describe('changefeed plan on a fresh store with discovery on', () => {
   it('reads the discovery lists (shown against the budget), or says plainly that it plans without them', async () => {
     const simulator = await startTestSimulator({

@@ -30,8 +30,9 @@ async function statusSinks(
   return { ...(JSON.parse(json.stdout) as { sinks: SinkRow[]; daemon: { reachable: boolean } }), text: text.stdout };
 }
 
-// status used to print the store's `connected`: a webhook whose receiver refused every connection
-// showed "connected yes", and a sink removed from the config still showed "active yes".
+// The store's recorded `connected` is not the truth while a daemon runs: a webhook whose receiver
+// refuses every connection must not show "connected yes", nor a sink removed from the config
+// "active yes".
 describe('changefeed status', () => {
   it('shows sink state live from the running daemon, and marks recorded values once it is gone', async () => {
     const simulator = await startTestSimulator({

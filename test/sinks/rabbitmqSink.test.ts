@@ -510,11 +510,11 @@ async function startFrameProxy(targetPort: number) {
       return accepted;
     },
     inject: (frame: Buffer): void => void links.forEach((l) => l.client.write(frame)),
-    /** Stops passing the client's bytes of the open connections on; new connections pass. */
     /** Bytes from the client held back so far. */
     get heldBytes() {
       return links.reduce((sum, l) => sum + (l.held ?? []).reduce((n, chunk) => n + chunk.length, 0), 0);
     },
+    /** Stops passing the client's bytes of the open connections on; new connections pass. */
     holdUpstream: (): void => {
       for (const l of links) l.held ??= [];
     },

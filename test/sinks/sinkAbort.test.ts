@@ -7,7 +7,7 @@ import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
 import { rejection } from '../support/rejection.js';
 
 // Every sink reports an abort the same way: an AbortedError naming what was aborted, whatever
-// reason the signal carries (MQTT and Redis used to reject with the reason itself).
+// reason the signal carries (a client library may reject with the reason itself).
 
 let receiver: Server;
 let receiverPort = 0;

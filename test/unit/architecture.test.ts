@@ -4,12 +4,6 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(import.meta.dirname, '../../src');
-/**
- * A file holds one concept and its size follows that concept (STYLE.md: a worker loop read top to
- * bottom beats three files that hide the control flow between them); this bound only catches the
- * other warning, a file that grew into several concepts.
- */
-const MAX_LINES = 500;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -105,13 +99,5 @@ describe('architecture', () => {
       group.flatMap((room) => group.map((other) => edges.get(room)?.get(other)).filter(Boolean)).join('; '),
     );
     expect(cycles).toEqual([]);
-  });
-
-  it(`has no file in src/ over ${MAX_LINES} lines`, () => {
-    const long = sourceFiles(SRC)
-      .map((file) => ({ file: relative(SRC, file), lines: readFileSync(file, 'utf8').split('\n').length - 1 }))
-      .filter((f) => f.lines > MAX_LINES)
-      .map((f) => `${f.file}: ${f.lines}`);
-    expect(long).toEqual([]);
   });
 });

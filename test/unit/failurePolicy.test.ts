@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ApiProblemError, ApiTransportError } from '../../src/api/apiErrors.js';
 import { parseProblemDetails } from '../../src/api/problemDetails.js';
 import { ConfigError } from '../../src/errors.js';
-import { classifyPollFailure, pollRetryDelayMs } from '../../src/poll/failurePolicy.js';
+import {
+  classifyPollFailure,
+  ONCE_ATTEMPTS,
+  onceAfterFailure,
+  pollRetryDelayMs,
+  type FailureAction,
+} from '../../src/poll/failurePolicy.js';
 import { WindowTooDenseError } from '../../src/poll/windowWalker.js';
 import { VersionLogTooLongError } from '../../src/poll/versionLogWalker.js';
 
@@ -100,5 +106,31 @@ describe('what a failed poll means', () => {
   it('backs a failing log off exponentially from 5 s to 5 min with full jitter', () => {
     expect([1, 2, 3, 10].map((n) => pollRetryDelayMs(n, () => 0.999_999))).toEqual([4_999, 9_999, 19_999, 299_999]);
     expect(pollRetryDelayMs(3, () => 0)).toBe(1_000);
+  });
+});
+
+describe('onceAfterFailure (run --once gives up when the failure policy says so)', () => {
+  const retry: FailureAction = { kind: 'retry', reason: '503', budgetPause: false };
+  it.each<[string, FailureAction, number, ReturnType<typeof onceAfterFailure>]>([
+    ['a transient failure is tried again', retry, 1, 'retry'],
+    ['still, on the last attempt but one', retry, ONCE_ATTEMPTS - 1, 'retry'],
+    ['and reported once the attempts are spent', retry, ONCE_ATTEMPTS, 'report'],
+    ['a 429 is tried again after the budget pause', { ...retry, budgetPause: true }, 1, 'retry'],
+    [
+      'a key-wide pause is reported at once',
+      { kind: 'pauseAll', reason: 'key rejected', pauseMs: 60_000 },
+      1,
+      'report',
+    ],
+    ['a missing scope is reported at once', { kind: 'disableKind', reason: 'scope' }, 1, 'report'],
+    ['a disabled log is reported at once', { kind: 'disableLog', status: 'disabled', reason: '403' }, 1, 'report'],
+    [
+      'a deleted object is handled, not a failed sweep',
+      { kind: 'disableLog', status: 'gone', reason: '404' },
+      1,
+      'handled',
+    ],
+  ])('%s', (_name, action, attempt, expected) => {
+    expect(onceAfterFailure(action, attempt)).toBe(expected);
   });
 });

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   IDLE_WAKE_MS,
+  KEY_FILE_CHECK_MS,
   MIN_WAKE_MS,
   nextAction,
   urgencyOf,
+  type KeyPause,
   type LogCandidate,
   type LoopSnapshot,
   type NextAction,
@@ -44,7 +46,7 @@ function fresh(key: string, deadlineIn: number, startIn = deadlineIn, interval =
 
 function snapshot(extra: Partial<LoopSnapshot> = {}): LoopSnapshot {
   return {
-    pausedUntil: undefined,
+    pause: undefined,
     discovery: { dueAt: undefined, running: false },
     freeSlots: 4,
     budget: { sendAt: NOW, waitingDiscoveryOrHigher: 0, waiting: 0 },
@@ -54,6 +56,13 @@ function snapshot(extra: Partial<LoopSnapshot> = {}): LoopSnapshot {
     ...extra,
   };
 }
+
+const pause = (until: number, extra: Partial<KeyPause> = {}): KeyPause => ({
+  until,
+  forCredential: false,
+  keyReplaced: false,
+  ...extra,
+});
 
 const budget = (sendAt: number, waiting = 0, waitingDiscoveryOrHigher = 0) => ({
   sendAt,
@@ -148,12 +157,37 @@ describe('nextAction', () => {
     ],
     [
       'a key-wide pause (rejected key, 429 on every poll, full disk) holds everything, discovery too',
-      { pausedUntil: NOW + 30_000, logs: [log('career:a', 20 * MIN)], discovery: { dueAt: NOW, running: false } },
+      { pause: pause(NOW + 30_000), logs: [log('career:a', 20 * MIN)], discovery: { dueAt: NOW, running: false } },
       { wakeAt: NOW + 30_000 },
     ],
     [
       'a pause that has ended holds nothing',
-      { pausedUntil: NOW, logs: [log('career:a', 20 * MIN)] },
+      { pause: pause(NOW), logs: [log('career:a', 20 * MIN)] },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'a pause for a rejected key looks at the key file every second',
+      { pause: pause(NOW + 5 * MIN, { forCredential: true }), logs: [log('career:a', 20 * MIN)] },
+      { wakeAt: NOW + KEY_FILE_CHECK_MS },
+    ],
+    [
+      'a pause for a rejected key ending within the second wakes at its end',
+      { pause: pause(NOW + 300, { forCredential: true }) },
+      { wakeAt: NOW + 300 },
+    ],
+    [
+      'a pause for a rejected key ends when the key file was replaced',
+      { pause: pause(NOW + 5 * MIN, { forCredential: true, keyReplaced: true }), logs: [log('career:a', 20 * MIN)] },
+      { resume: 'keyReplaced' },
+    ],
+    [
+      'a replaced key file does not end a pause for another reason (trial expired, full disk)',
+      { pause: pause(NOW + 5 * MIN, { keyReplaced: true }) },
+      { wakeAt: NOW + 5 * MIN },
+    ],
+    [
+      'a replaced key file after the pause ended changes nothing',
+      { pause: pause(NOW, { forCredential: true, keyReplaced: true }), logs: [log('career:a', 20 * MIN)] },
       { launch: 'poll', key: 'career:a' },
     ],
     [
@@ -244,11 +278,85 @@ describe('nextAction', () => {
     expect(nextAction(NOW, snapshot(extra))).toEqual(expected);
   });
 
-  it('without a budget (tests, run --once) nothing waits for a slot', () => {
+  it('without a budget (tests) nothing waits for a slot', () => {
     expect(nextAction(NOW, snapshot({ budget: undefined, logs: [log('career:a', 3 * MIN)] }))).toEqual({
       launch: 'poll',
       key: 'career:a',
     });
+  });
+});
+
+describe('nextAction in once mode (run --once)', () => {
+  const once = (remaining: string[] | undefined): LoopSnapshot['once'] => ({
+    remaining: remaining && new Set(remaining),
+  });
+  const cases: [string, Partial<LoopSnapshot>, NextAction][] = [
+    [
+      'discovery goes first',
+      { once: once(undefined), discovery: { dueAt: NOW, running: false } },
+      { launch: 'discovery' },
+    ],
+    [
+      'polls wait while discovery runs: its end wakes the loop, not its past due time',
+      { once: once(undefined), discovery: { dueAt: NOW - 5, running: true }, logs: [log('career:a', 20 * MIN)] },
+      { wakeAt: NOW + IDLE_WAKE_MS },
+    ],
+    [
+      'discovery tried again after its backoff holds the polls until then',
+      { once: once(['career:a']), discovery: { dueAt: NOW + 5_000, running: false } },
+      { wakeAt: NOW + 5_000 },
+    ],
+    ['the logs are not read yet: nothing to decide on', { once: once(undefined) }, { wakeAt: NOW + IDLE_WAKE_MS }],
+    [
+      'a log polled a moment ago is polled again: the sweep ignores the schedule',
+      { once: once(['career:a']), logs: [log('career:a', 1_000)] },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'the budget does not hold a launch: the poll waits for its slot itself',
+      { once: once(['career:a']), budget: budget(NOW + 3_600_000, 5, 2) },
+      { launch: 'poll', key: 'career:a' },
+    ],
+    [
+      'a key-wide pause does not hold the sweep: every log is tried once',
+      { once: once(['career:b']), pause: pause(NOW + 60 * MIN, { forCredential: true }) },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'never polls a log twice at once',
+      { once: once(['career:a', 'career:b']), inFlight: new Set(['career:a']) },
+      { launch: 'poll', key: 'career:b' },
+    ],
+    [
+      'a log the failure policy retries waits for its backoff',
+      { once: once(['career:a']), backoffUntil: new Map([['career:a', NOW + 7_000]]) },
+      { wakeAt: NOW + 7_000 },
+    ],
+    [
+      'all slots busy: a finishing poll wakes the loop',
+      { once: once(['career:a', 'career:b']), freeSlots: 0, inFlight: new Set(['career:c']) },
+      { wakeAt: NOW + IDLE_WAKE_MS },
+    ],
+    [
+      'the last polls in flight: their end wakes the loop',
+      { once: once(['career:a']), inFlight: new Set(['career:a']) },
+      { wakeAt: NOW + IDLE_WAKE_MS },
+    ],
+    ['stops when every log was polled or given up and nothing is in flight', { once: once([]) }, { stop: 'swept' }],
+    [
+      'does not stop while a poll is in flight',
+      { once: once([]), inFlight: new Set(['career:a']) },
+      { wakeAt: NOW + IDLE_WAKE_MS },
+    ],
+    [
+      'a backoff already past becomes a short wait, never a busy loop',
+      { once: once(['career:a']), backoffUntil: new Map([['career:a', NOW + 1]]), inFlight: new Set(['x']) },
+      { wakeAt: NOW + MIN_WAKE_MS },
+    ],
+  ];
+
+  it.each(cases)('%s', (_name, extra, expected) => {
+    expect(nextAction(NOW, snapshot(extra))).toEqual(expected);
   });
 });
 

@@ -9,12 +9,29 @@ import {
   squareRootOptimumMeanHours,
   type FirstPoll,
 } from '../../src/schedule/pollAllocation.js';
+import { nextAction } from '../../src/schedule/nextAction.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
 import type { WatchedLog } from '../../src/store/storeRecords.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8);
+
+/** What the poll loop decides at `now` with a slot free: `nextAction` over the scheduler's candidates. */
+function decide(scheduler: PollScheduler, now: number): { poll: WatchedLog } | { wakeAt: number } {
+  const action = nextAction(now, {
+    pause: undefined,
+    discovery: { dueAt: undefined, running: false },
+    freeSlots: 1,
+    budget: undefined,
+    logs: scheduler.candidates(now),
+    inFlight: new Set(),
+    backoffUntil: new Map(),
+  });
+  if ('wakeAt' in action) return action;
+  if ('launch' in action && action.launch === 'poll') return { poll: scheduler.watchedLog(action.key)! };
+  throw new Error(`unexpected decision ${JSON.stringify(action)}`);
+}
 const HOUR = 3_600_000;
 
 const watched = (log: LogKind, objectId: string): WatchedLog => ({
@@ -219,7 +236,7 @@ describe('PollScheduler first polls', () => {
   it('polls a log never polled at once when the budget is idle, not after firstPollWithinSeconds', () => {
     const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
     scheduler.sync([fresh('new')]);
-    expect(scheduler.pick(T0, () => true)).toMatchObject({ poll: { objectId: 'new' } });
+    expect(decide(scheduler, T0)).toMatchObject({ poll: { objectId: 'new' } });
   });
 
   it('keeps the deadline a restart found in the store: polled by it even while other logs are due', () => {
@@ -230,7 +247,7 @@ describe('PollScheduler first polls', () => {
     scheduler.sync([...due, fresh('new')]);
     const order: string[] = [];
     for (let t = start; t <= T0 + 60_000; t += 4_000) {
-      const choice = scheduler.pick(t, () => true);
+      const choice = decide(scheduler, t);
       if (!('poll' in choice)) continue;
       order.push(choice.poll.objectId);
       scheduler.recordPoll(choice.poll, t, { requests: 1, emittedPerformedAt: [] });
@@ -248,7 +265,7 @@ describe('PollScheduler first polls', () => {
     const firstPolledAt = new Map<string, number>();
     let idle = 0;
     for (let t = T0; t < T0 + 60_000; t += 1_000) {
-      const choice = scheduler.pick(t, () => true);
+      const choice = decide(scheduler, t);
       if (!('poll' in choice)) {
         idle++;
         continue;
@@ -284,7 +301,7 @@ describe('PollScheduler', () => {
     const counts = new Map<string, number>();
     const last = new Map<string, number>();
     for (let t = clock.now(); t < T0 + hours * HOUR; t += 10_000) {
-      const choice = scheduler.pick(t, () => true);
+      const choice = decide(scheduler, t);
       if (!('poll' in choice)) continue;
       const key = `${choice.poll.log}:${choice.poll.objectId}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -423,16 +440,16 @@ describe('PollScheduler', () => {
       scheduler.recordPoll(w, t, { requests: 1, emittedPerformedAt: found });
     }
     // Before the minimum interval nothing is due; then c7 goes first though every log waited as long.
-    expect(scheduler.pick(t + 30_000, () => true)).toEqual({ wakeAt: t + 60_000 });
-    const next = scheduler.pick(t + 60_000, () => true);
+    expect(decide(scheduler, t + 30_000)).toEqual({ wakeAt: t + 60_000 });
+    const next = decide(scheduler, t + 60_000);
     expect('poll' in next && next.poll.objectId).toBe('c7');
     // The follow-up finds more of the session: another one follows.
     scheduler.recordPoll(logs[7]!, t + 60_000, { requests: 1, emittedPerformedAt: session(t + 55_000) });
-    const again = scheduler.pick(t + 120_000, () => true);
+    const again = decide(scheduler, t + 120_000);
     expect('poll' in again && again.poll.objectId).toBe('c7');
     // It finds nothing new: the session is over and c7 waits its regular turn like the others.
     scheduler.recordPoll(logs[7]!, t + 120_000, { requests: 1, emittedPerformedAt: [] });
-    const after = scheduler.pick(t + 180_000, () => true);
+    const after = decide(scheduler, t + 180_000);
     expect('poll' in after && after.poll.objectId).not.toBe('c7');
   });
 
@@ -450,7 +467,7 @@ describe('PollScheduler', () => {
         emittedPerformedAt: w.objectId === 'c0' ? [t - 1_000] : [],
       });
     }
-    const next = scheduler.pick(t + 70_000, () => true);
+    const next = decide(scheduler, t + 70_000);
     expect('poll' in next && next.poll.objectId).toBe('c1');
   });
 

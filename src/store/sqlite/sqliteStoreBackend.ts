@@ -48,7 +48,7 @@ export class SqliteStoreBackend implements StoreBackend {
     return this.openNow(tenant);
   }
 
-  /** As tenantStore, at once: SQLite opens synchronously, so a daemon can check it in its constructor. */
+  /** As tenantStore, at once: SQLite opens synchronously. */
   openNow(tenant: string): SqliteChangefeedStore {
     const known = this.stores.get(tenant);
     if (known?.isOpen) return known;

@@ -28,7 +28,7 @@ export class StoreRefusedError extends ChangefeedError {
 
 /**
  * Before SQLite opens it: a file that exists must look like a SQLite database. An emptied store
- * used to be taken as new, silently re-delivering everything from watch.startFrom.
+ * taken as new would silently re-deliver everything from watch.startFrom.
  */
 export function checkStoreFile(file: string): void {
   if (!existsSync(file)) return;
