@@ -1,3 +1,4 @@
+import { performedAtMs, type ActivityEntry } from '../../api/activityEntry.js';
 import type { LogKind } from '../../logs.js';
 import type { SeenEntryStore } from '../changefeedStore.js';
 import type { Query, TenantDb } from './tenantDb.js';
@@ -18,36 +19,26 @@ export class PostgresSeenEntries implements SeenEntryStore {
     return new Set(entryIds.filter((id) => stored.has(storableText(id))));
   }
 
-  /**
-   * Part of the ingest transaction: records the ids (each once: the caller drops repeats, and
-   * gives them as storableText) and returns those that were new. One statement for the whole page.
-   */
+  /** Part of the ingest transaction: records the entries' ids (each once, as decideIngest gives them), one statement for the page. */
   async add(
     query: Query,
-    args: {
-      log: LogKind;
-      objectId: string;
-      entries: readonly { id: string; performedAt: number | null }[];
-      now: number;
-    },
-  ): Promise<Set<string>> {
-    if (args.entries.length === 0) return new Set();
-    const { rows } = await query<{ entry_id: string }>(
+    args: { log: LogKind; objectId: string; entries: readonly ActivityEntry[]; now: number },
+  ): Promise<void> {
+    if (args.entries.length === 0) return;
+    await query(
       `INSERT INTO seen_entries (tenant, log, object_id, entry_id, performed_at, seen_at)
        SELECT $1, $2, $3, u.entry_id, u.performed_at, $6
        FROM unnest($4::text[], $5::float8[]) AS u (entry_id, performed_at)
-       ON CONFLICT DO NOTHING
-       RETURNING entry_id`,
+       ON CONFLICT DO NOTHING`,
       [
         this.db.tenant,
         args.log,
         args.objectId,
-        args.entries.map((e) => e.id),
-        args.entries.map((e) => e.performedAt),
+        args.entries.map((e) => storableText(e.id)),
+        args.entries.map(performedAtMs),
         args.now,
       ],
     );
-    return new Set(rows.map((r) => r.entry_id));
   }
 
   /** Part of the ingest transaction: forgets ids older than `before` (an undated one aged by when it was seen). */
