@@ -10,11 +10,10 @@ import { PostgresJournal } from './journal.js';
 import { PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
 import { PostgresRateEstimates } from './rateEstimates.js';
-import { PostgresSeenEntries } from './seenEntries.js';
+import { PostgresSeenEntries, storedEntryId } from './seenEntries.js';
 import { PostgresSinkStates } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { PostgresWatchedLogs } from './watchedLogs.js';
-import { storableText } from './storableText.js';
 
 /**
  * The store contract for one tenant of a PostgreSQL store (PostgresStoreBackend.tenantStore).
@@ -118,7 +117,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
         this.db.tenant,
         req.log,
         req.objectId,
-        ids.map(storableText),
+        ids.map(storedEntryId),
         req.entries.map((e) => journalIdOf(req, e)),
         fingerprints,
       ],
@@ -126,7 +125,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     const facts = rows[0] ?? { seen: [], journaled: [], quarantined: [] };
     const seen = new Set(facts.seen);
     return {
-      seen: new Set(ids.filter((id) => seen.has(storableText(id)))),
+      seen: new Set(ids.filter((id) => seen.has(storedEntryId(id)))),
       journaled: new Set(facts.journaled),
       quarantinedBefore: new Set(facts.quarantined),
     };

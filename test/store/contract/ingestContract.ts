@@ -142,6 +142,19 @@ export function defineIngestContract(openFresh: OpenFresh): void {
       expect(await entryIdsInJournal(store)).toEqual(['e\u0000-1', 'e-2']);
     });
 
+    it('keeps an id holding a NUL apart from the same id holding U+FFFD, within a read and across reads', async () => {
+      const { store } = await openFresh();
+      expect(await ingest(store, [entry('e\u0000-1'), entry('e\uFFFD-1')])).toMatchObject({
+        emitted: 2,
+        duplicates: 0,
+      });
+      expect(await ingest(store, [entry('e\u0000-2')])).toMatchObject({ emitted: 1, duplicates: 0 });
+      expect(await ingest(store, [entry('e\uFFFD-2')])).toMatchObject({ emitted: 1, duplicates: 0 });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e\uFFFD-1', 'e\u0000-2', 'e\uFFFD0-2'])).toEqual(
+        new Set(['e\uFFFD-1', 'e\u0000-2']),
+      );
+    });
+
     it('counts an entry whose seen id was pruned as a duplicate each time a read repeats it, and records it again', async () => {
       const { store } = await openFresh();
       await ingest(store, [entry('e-1', T - 10 * HOUR)], { pruneSeenBefore: T - HOUR });
