@@ -28,7 +28,8 @@ import type {
  * Guarantees both keep (test/store/storeContract.suite.ts runs against each):
  * - `ingest` is one transaction: new entries (deduplicated by entry id), their events, one
  *   pending delivery per active sink, quarantined entries and the cursor advance all commit, or
- *   none does.
+ *   none does. Which entries are new, duplicates, out of window or quarantined is decided by
+ *   decideIngest (ingestDecision.ts), the one rule of every engine.
  * - Journal positions (`seq`) grow in commit order within a tenant and are never reused.
  * - Every change of a delivery's state is one short transaction: after a crash each event is
  *   delivered or still pending (at-least-once).

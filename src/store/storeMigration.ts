@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
+import { storedEntryId } from './postgres/seenEntries.js';
 import { storableText } from './postgres/storableText.js';
 import type { PostgresStoreBackend } from './postgres/postgresStoreBackend.js';
 import type { Db } from './sqlite/database.js';
@@ -100,10 +101,12 @@ async function copyTable(
     const columns = Object.keys(batch[0] ?? {});
     const values: unknown[] = [];
     const tuples = batch.map((row) => {
-      const placeholders = [tenant, ...columns.map((c) => toPostgres(row[c], booleans.has(c)))].map((value) => {
-        values.push(value);
-        return `$${values.length}`;
-      });
+      const placeholders = [tenant, ...columns.map((c) => toPostgres(row[c], booleans.has(c), table, c))].map(
+        (value) => {
+          values.push(value);
+          return `$${values.length}`;
+        },
+      );
       return `(${placeholders.join(', ')})`;
     });
     await client.query(
@@ -123,8 +126,10 @@ async function copyTable(
   return copied;
 }
 
-function toPostgres(value: unknown, boolean: boolean): unknown {
+function toPostgres(value: unknown, boolean: boolean, table: TenantTable, column: string): unknown {
   if (boolean) return value === 1 || value === true;
+  // Seen ids are keys: kept apart exactly, where other text only has to be storable.
+  if (table === 'seen_entries' && column === 'entry_id' && typeof value === 'string') return storedEntryId(value);
   if (typeof value === 'string') return storableText(value);
   return value;
 }

@@ -49,7 +49,7 @@ export interface IngestRequest {
   objectId: string;
   /** Entries of one completed read, already in ingestion order. */
   entries: readonly ActivityEntry[];
-  /** Entries that must be recorded as seen but not emitted (history before the start point). */
+  /** Entries out of the window, recorded as seen but not emitted (history before the start point). */
   silentEntries?: readonly ActivityEntry[];
   /** Entries of the read that cannot become events: kept aside in the same transaction. */
   quarantined?: readonly QuarantinedEntry[];
@@ -57,6 +57,7 @@ export interface IngestRequest {
   windowEnd: number;
   /** Forget seen ids older than this (windowed logs only). */
   pruneSeenBefore?: number;
+  /** The entry's CloudEvent, with id eventIdFor(log, objectId, entry.id): the journal is deduplicated by it. */
   toEvent: (entry: ActivityEntry) => ChangeCloudEvent;
   now: number;
 }

@@ -100,6 +100,21 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     await store.close();
   });
 
+  it('copies seen ids holding a NUL or U+FFFD so that the PostgreSQL store still tells them apart', async () => {
+    const { store } = await busySqliteStore();
+    await ingest(store, [entry('n\u0000-1'), entry('n\uFFFD-2')], { windowEnd: T + 3_000 });
+    const backend = await openBackend();
+    await copySqliteToPostgres(store.db, backend, 'odd');
+    const migrated = await backend.tenantStore('odd');
+    const asked = ['n\u0000-1', 'n\uFFFD-1', 'n\u0000-2', 'n\uFFFD-2'];
+    expect(await migrated.seen.seenAmong('career', 'c-1', asked)).toEqual(new Set(['n\u0000-1', 'n\uFFFD-2']));
+    expect(await ingest(migrated, [entry('n\u0000-1'), entry('n\uFFFD-1')], { windowEnd: T + 4_000 })).toMatchObject({
+      emitted: 1,
+      duplicates: 1,
+    });
+    await store.close();
+  });
+
   it('refuses a tenant that already has data, and leaves it as it was', async () => {
     const { store } = await busySqliteStore();
     const backend = await openBackend();

@@ -26,24 +26,24 @@ export class PostgresOutbox implements OutboxStore {
   /**
    * Part of the ingest transaction: appends the events in the given order, a pending delivery for
    * each active sink, and moves the tenant's journal head, in one statement. Seqs are drawn in
-   * the order of `ord` (INSERT ... SELECT ... ORDER BY). Returns the event ids appended: an id
-   * already in the journal (a replayed entry whose seen id was pruned) is skipped.
+   * the order of `ord` (INSERT ... SELECT ... ORDER BY). No ON CONFLICT: ingest appends only
+   * events the journal does not hold (decideIngest), so a conflict is a broken invariant and
+   * fails the transaction.
    */
   async append(
     query: Query,
     events: readonly NewEvent[],
     args: { log: LogKind; objectId: string; now: number },
-  ): Promise<Set<string>> {
-    if (events.length === 0) return new Set();
-    const { rows } = await query<{ event_id: string }>(
+  ): Promise<void> {
+    if (events.length === 0) return;
+    await query(
       `WITH fresh AS (
          INSERT INTO events (tenant, event_id, log, object_id, type, performed_at, ingested_at, payload)
          SELECT $1, u.event_id, $2, $3, u.type, u.performed_at, $4, u.payload
          FROM unnest($5::text[], $6::text[], $7::float8[], $8::text[]) WITH ORDINALITY
            AS u (event_id, type, performed_at, payload, ord)
          ORDER BY u.ord
-         ON CONFLICT (tenant, event_id) DO NOTHING
-         RETURNING seq, event_id
+         RETURNING seq
        ), queued AS (
          INSERT INTO deliveries (tenant, sink, seq, updated_at)
          SELECT $1, s.name, f.seq, $4 FROM fresh f CROSS JOIN sinks s WHERE s.tenant = $1 AND s.active
@@ -51,7 +51,7 @@ export class PostgresOutbox implements OutboxStore {
          UPDATE journal_heads SET head = GREATEST(head, (SELECT MAX(seq) FROM fresh))
          WHERE tenant = $1 AND EXISTS (SELECT 1 FROM fresh)
        )
-       SELECT event_id FROM fresh`,
+       SELECT 1`,
       [
         this.db.tenant,
         args.log,
@@ -63,7 +63,6 @@ export class PostgresOutbox implements OutboxStore {
         events.map((e) => e.payload),
       ],
     );
-    return new Set(rows.map((r) => r.event_id));
   }
 
   async payloads(seqs: readonly number[]): Promise<Map<number, string>> {

@@ -1,6 +1,8 @@
 import { performedAtMs } from '../../api/activityEntry.js';
 import type { ChangefeedStore } from '../changefeedStore.js';
 import type { StoreHealth } from '../storeHealth.js';
+import { decideIngest, eventToAppend, journalIdOf, type IngestFacts } from '../ingestDecision.js';
+import { quarantineFingerprint } from '../storedRows.js';
 import type { IngestRequest, IngestResult } from '../storeRecords.js';
 import { PostgresDeadLetters } from './deadLetters.js';
 import type { RequeueCounts } from './requeueCounts.js';
@@ -8,11 +10,10 @@ import { PostgresJournal } from './journal.js';
 import { PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
 import { PostgresRateEstimates } from './rateEstimates.js';
-import { PostgresSeenEntries } from './seenEntries.js';
+import { PostgresSeenEntries, storedEntryId } from './seenEntries.js';
 import { PostgresSinkStates } from './sinkStates.js';
-import type { TenantDb } from './tenantDb.js';
+import type { Query, TenantDb } from './tenantDb.js';
 import { PostgresWatchedLogs } from './watchedLogs.js';
-import { storableText } from './storableText.js';
 
 /**
  * The store contract for one tenant of a PostgreSQL store (PostgresStoreBackend.tenantStore).
@@ -61,10 +62,12 @@ export class PostgresChangefeedStore implements ChangefeedStore {
 
   /**
    * The steps of SqliteChangefeedStore.ingest, in one transaction, each a statement for the whole
-   * page (a 200-entry page is a few round trips, not hundreds). Its first write locks the
-   * tenant's `journal_heads` row until commit: ingests of a tenant run one at a time, and each
-   * draws its seqs only once the previous one committed, so a tenant's seqs grow in commit order
-   * and the head a reader sees never has an uncommitted seq below it (see PostgresJournal).
+   * page (a 200-entry page is a few round trips, not hundreds): the facts in one query, then
+   * decideIngest, then its writes. The first statement locks the tenant's `journal_heads` row
+   * until commit: ingests of a tenant run one at a time, so the facts hold until the writes, and
+   * each ingest draws its seqs only once the previous one committed, so a tenant's seqs grow in
+   * commit order and the head a reader sees never has an uncommitted seq below it (see
+   * PostgresJournal).
    */
   async ingest(req: IngestRequest): Promise<IngestResult> {
     return this.db.transaction(async (query) => {
@@ -73,68 +76,59 @@ export class PostgresChangefeedStore implements ChangefeedStore {
          ON CONFLICT (tenant) DO UPDATE SET head = journal_heads.head`,
         [this.db.tenant],
       );
-      const quarantined = await this.quarantine.add(query, req.log, req.objectId, req.quarantined ?? [], req.now);
-
-      // Silent entries first, then the page; an id recorded earlier in the same read is a duplicate.
-      const ids = new Set<string>();
-      const toRecord: { id: string; performedAt: number | null }[] = [];
-      for (const entry of req.silentEntries ?? []) {
-        const id = storableText(entry.id);
-        if (!ids.has(id)) {
-          ids.add(id);
-          toRecord.push({ id, performedAt: performedAtMs(entry) });
-        }
-      }
-      const firstInRead = req.entries.map((entry) => {
-        const id = storableText(entry.id);
-        if (ids.has(id)) return false;
-        ids.add(id);
-        toRecord.push({ id, performedAt: performedAtMs(entry) });
-        return true;
+      const decision = decideIngest(req, await this.ingestFacts(query, req));
+      const { log, objectId, now } = req;
+      await this.quarantine.add(query, log, objectId, decision.quarantine, now);
+      await this.seen.add(query, { log, objectId, entries: decision.recordSeen, now });
+      const events = decision.emit.map((entry): NewEvent => {
+        const event = eventToAppend(req, entry);
+        return {
+          eventId: event.id,
+          type: event.type,
+          performedAt: performedAtMs(entry),
+          payload: JSON.stringify(event),
+        };
       });
-      const fresh = await this.seen.add(query, {
-        log: req.log,
-        objectId: req.objectId,
-        entries: toRecord,
-        now: req.now,
-      });
-
-      // Events are built only for entries never seen, as SQLite does; a throw rolls everything back.
-      const candidates: { performedAt: number | null; eventId: string }[] = [];
-      const events: NewEvent[] = [];
-      const eventIds = new Set<string>();
-      req.entries.forEach((entry, i) => {
-        if (!firstInRead[i] || !fresh.has(storableText(entry.id))) return;
-        const event = req.toEvent(entry);
-        const performedAt = performedAtMs(entry);
-        if (eventIds.has(event.id)) return;
-        eventIds.add(event.id);
-        candidates.push({ performedAt, eventId: event.id });
-        events.push({ eventId: event.id, type: event.type, performedAt, payload: JSON.stringify(event) });
-      });
-      const appended = await this.outbox.append(query, events, {
-        log: req.log,
-        objectId: req.objectId,
-        now: req.now,
-      });
-
-      const emittedPerformedAt: number[] = [];
-      let emitted = 0;
-      for (const candidate of candidates) {
-        if (!appended.has(candidate.eventId)) continue;
-        emitted++;
-        if (candidate.performedAt !== null) emittedPerformedAt.push(candidate.performedAt);
-      }
+      await this.outbox.append(query, events, { log, objectId, now });
       await this.watchedLogs.advance(query, {
-        log: req.log,
-        objectId: req.objectId,
+        log,
+        objectId,
         windowEnd: req.windowEnd,
-        ingested: emitted,
-        now: req.now,
+        ingested: decision.result.emitted,
+        now,
       });
-      if (req.pruneSeenBefore !== undefined) await this.seen.prune(query, req.log, req.objectId, req.pruneSeenBefore);
-      return { emitted, duplicates: req.entries.length - emitted, emittedPerformedAt, quarantined };
+      if (req.pruneSeenBefore !== undefined) await this.seen.prune(query, log, objectId, req.pruneSeenBefore);
+      return decision.result;
     });
+  }
+
+  /** What decideIngest asks of the store about the read, in one statement. */
+  private async ingestFacts(query: Query, req: IngestRequest): Promise<IngestFacts> {
+    const ids = [...(req.silentEntries ?? []), ...req.entries].map((e) => e.id);
+    const fingerprints = (req.quarantined ?? []).map(quarantineFingerprint);
+    const { rows } = await query<{ seen: string[]; journaled: string[]; quarantined: string[] }>(
+      `SELECT
+         ARRAY(SELECT entry_id FROM seen_entries
+               WHERE tenant = $1 AND log = $2 AND object_id = $3 AND entry_id = ANY($4::text[])) AS seen,
+         ARRAY(SELECT event_id FROM events WHERE tenant = $1 AND event_id = ANY($5::text[])) AS journaled,
+         ARRAY(SELECT fingerprint FROM quarantine
+               WHERE tenant = $1 AND log = $2 AND object_id = $3 AND fingerprint = ANY($6::text[])) AS quarantined`,
+      [
+        this.db.tenant,
+        req.log,
+        req.objectId,
+        ids.map(storedEntryId),
+        req.entries.map((e) => journalIdOf(req, e)),
+        fingerprints,
+      ],
+    );
+    const facts = rows[0] ?? { seen: [], journaled: [], quarantined: [] };
+    const seen = new Set(facts.seen);
+    return {
+      seen: new Set(ids.filter((id) => seen.has(storedEntryId(id)))),
+      journaled: new Set(facts.journaled),
+      quarantinedBefore: new Set(facts.quarantined),
+    };
   }
 
   async getMeta(key: string): Promise<string | undefined> {

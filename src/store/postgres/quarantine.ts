@@ -13,10 +13,16 @@ import { storableText } from './storableText.js';
 export class PostgresQuarantine implements QuarantineStore {
   constructor(private readonly db: TenantDb) {}
 
-  /** Part of the ingest transaction, one statement for the page: how many were not quarantined before. */
-  async add(query: Query, log: LogKind, objectId: string, entries: readonly QuarantinedEntry[], now: number) {
-    if (entries.length === 0) return 0;
-    const { rowCount } = await query(
+  /** Part of the ingest transaction, one statement for the page: keeps each raw entry once. */
+  async add(
+    query: Query,
+    log: LogKind,
+    objectId: string,
+    entries: readonly QuarantinedEntry[],
+    now: number,
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    await query(
       `INSERT INTO quarantine (tenant, log, object_id, fingerprint, entry_id, reason, raw, raw_bytes, request_id,
          first_seen_at)
        SELECT $1, $2, $3, u.fingerprint, u.entry_id, u.reason, u.raw, u.raw_bytes, u.request_id, $10
@@ -37,7 +43,6 @@ export class PostgresQuarantine implements QuarantineStore {
         now,
       ],
     );
-    return rowCount ?? 0;
   }
 
   async count(): Promise<number> {

@@ -8,10 +8,11 @@ import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 // The caller draws the seq (the tenant's head plus one, see Journal) and moves the head once per
-// ingest, in the same transaction.
+// ingest, in the same transaction. No ON CONFLICT: ingest appends only events the journal does not
+// hold (decideIngest), so a conflict is a broken invariant and fails the transaction.
 const INSERT_EVENT = `INSERT INTO events (tenant, seq, event_id, log, object_id, type, performed_at, ingested_at, payload)
-  VALUES (@tenant, @seq, @eventId, @log, @objectId, @type, @performedAt, @ingestedAt, @payload)
-  ON CONFLICT (tenant, event_id) DO NOTHING`;
+  VALUES (@tenant, @seq, @eventId, @log, @objectId, @type, @performedAt, @ingestedAt, @payload)`;
+const JOURNALED = 'SELECT 1 AS one FROM events WHERE tenant = ? AND event_id = ?';
 const INSERT_DELIVERIES = `INSERT INTO deliveries (tenant, sink, seq, updated_at)
   SELECT tenant, name, ?, ? FROM sinks WHERE tenant = ? AND active = 1`;
 const PENDING = `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at,
@@ -64,16 +65,21 @@ export class Outbox implements OutboxStore {
     return this.conn.tenant;
   }
 
+  /** Which of the event ids the journal holds, for the ingest transaction. */
+  journaled(eventIds: readonly string[]): Set<string> {
+    const has = this.conn.statement<[string, string], { one: number }>(JOURNALED);
+    return new Set(eventIds.filter((id) => has.get(this.tenant, id) !== undefined));
+  }
+
   /**
    * Appends one event at position `seq` and a pending delivery for every active sink. Call inside
-   * the ingest transaction, which moves the tenant's head past the seqs it used. Returns false
-   * when the event id already exists (a replayed entry), and `seq` stays free.
+   * the ingest transaction, which moves the tenant's head past the seqs it used.
    */
   append(
     event: ChangeCloudEvent,
     args: { seq: number; log: LogKind; objectId: string; performedAt: number | null; now: number },
-  ): boolean {
-    const info = this.conn.statement<object>(INSERT_EVENT).run({
+  ): void {
+    this.conn.statement<object>(INSERT_EVENT).run({
       tenant: this.tenant,
       seq: args.seq,
       eventId: event.id,
@@ -84,9 +90,7 @@ export class Outbox implements OutboxStore {
       ingestedAt: args.now,
       payload: JSON.stringify(event),
     });
-    if (info.changes === 0) return false;
     this.conn.statement(INSERT_DELIVERIES).run(args.seq, args.now, this.tenant);
-    return true;
   }
 
   /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */

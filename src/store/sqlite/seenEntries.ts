@@ -13,12 +13,17 @@ const PRUNE =
 export class SeenEntries implements SeenEntryStore {
   constructor(private readonly conn: TenantConnection) {}
 
-  /** Records an id; true when it was new. Call inside the ingest transaction. */
-  add(log: LogKind, objectId: string, entryId: string, performedAt: number | null, now: number): boolean {
-    return this.conn.statement(INSERT).run(this.conn.tenant, log, objectId, entryId, performedAt, now).changes === 1;
+  /** Records an id (kept as it is when already recorded). Call inside the ingest transaction. */
+  add(log: LogKind, objectId: string, entryId: string, performedAt: number | null, now: number): void {
+    this.conn.statement(INSERT).run(this.conn.tenant, log, objectId, entryId, performedAt, now);
   }
 
   async seenAmong(log: LogKind, objectId: string, entryIds: readonly string[]): Promise<Set<string>> {
+    return this.among(log, objectId, entryIds);
+  }
+
+  /** seenAmong at once, for the ingest transaction: one indexed lookup per id. */
+  among(log: LogKind, objectId: string, entryIds: readonly string[]): Set<string> {
     const has = this.conn.statement<[string, string, string, string], { one: number }>(HAS);
     return new Set(entryIds.filter((id) => has.get(this.conn.tenant, log, objectId, id) !== undefined));
   }

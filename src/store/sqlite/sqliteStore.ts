@@ -1,5 +1,7 @@
 import { performedAtMs } from '../../api/activityEntry.js';
 import type { ChangefeedStore } from '../changefeedStore.js';
+import { decideIngest, eventToAppend, journalIdOf } from '../ingestDecision.js';
+import { quarantineFingerprint } from '../storedRows.js';
 import type { IngestRequest, IngestResult } from '../storeRecords.js';
 import type { Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
@@ -58,39 +60,30 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     this.sinks = new SinkStates(conn);
     this.quarantine = new Quarantine(conn);
     this.rates = new RateEstimates(conn);
+    // The facts first, then decideIngest, then its writes: one rule for both engines.
     this.ingestTx = db.transaction((req: IngestRequest): IngestResult => {
-      let emitted = 0;
-      let duplicates = 0;
-      const emittedPerformedAt: number[] = [];
-      let quarantined = 0;
-      for (const entry of req.quarantined ?? [])
-        if (this.quarantine.add(req.log, req.objectId, entry, req.now)) quarantined++;
-      for (const entry of req.silentEntries ?? []) {
-        this.seen.add(req.log, req.objectId, entry.id, performedAtMs(entry), req.now);
-      }
-      const head = this.journal.headNow();
-      for (const entry of req.entries) {
-        const performedAt = performedAtMs(entry);
-        if (!this.seen.add(req.log, req.objectId, entry.id, performedAt, req.now)) {
-          duplicates++;
-          continue;
-        }
-        const placed = { seq: head + emitted + 1, log: req.log, objectId: req.objectId, performedAt, now: req.now };
-        if (this.outbox.append(req.toEvent(entry), placed)) {
-          emitted++;
-          if (performedAt !== null) emittedPerformedAt.push(performedAt);
-        } else duplicates++;
-      }
-      if (emitted > 0) this.journal.moveHead(head + emitted);
-      this.watchedLogs.advance({
-        log: req.log,
-        objectId: req.objectId,
-        windowEnd: req.windowEnd,
-        ingested: emitted,
-        now: req.now,
+      const { log, objectId, now } = req;
+      const decision = decideIngest(req, {
+        seen: this.seen.among(
+          log,
+          objectId,
+          [...(req.silentEntries ?? []), ...req.entries].map((e) => e.id),
+        ),
+        journaled: this.outbox.journaled(req.entries.map((e) => journalIdOf(req, e))),
+        quarantinedBefore: this.quarantine.known(log, objectId, (req.quarantined ?? []).map(quarantineFingerprint)),
       });
-      if (req.pruneSeenBefore !== undefined) this.seen.prune(req.log, req.objectId, req.pruneSeenBefore);
-      return { emitted, duplicates, emittedPerformedAt, quarantined };
+      for (const entry of decision.quarantine) this.quarantine.add(log, objectId, entry, now);
+      for (const entry of decision.recordSeen) this.seen.add(log, objectId, entry.id, performedAtMs(entry), now);
+      const head = this.journal.headNow();
+      decision.emit.forEach((entry, i) => {
+        const placed = { seq: head + i + 1, log, objectId, performedAt: performedAtMs(entry), now };
+        this.outbox.append(eventToAppend(req, entry), placed);
+      });
+      const { emitted } = decision.result;
+      if (emitted > 0) this.journal.moveHead(head + emitted);
+      this.watchedLogs.advance({ log, objectId, windowEnd: req.windowEnd, ingested: emitted, now });
+      if (req.pruneSeenBefore !== undefined) this.seen.prune(log, objectId, req.pruneSeenBefore);
+      return decision.result;
     });
   }
 

@@ -142,6 +142,52 @@ export function defineIngestContract(openFresh: OpenFresh): void {
       expect(await entryIdsInJournal(store)).toEqual(['e\u0000-1', 'e-2']);
     });
 
+    it('keeps an id holding a NUL apart from the same id holding U+FFFD, within a read and across reads', async () => {
+      const { store } = await openFresh();
+      expect(await ingest(store, [entry('e\u0000-1'), entry('e\uFFFD-1')])).toMatchObject({
+        emitted: 2,
+        duplicates: 0,
+      });
+      expect(await ingest(store, [entry('e\u0000-2')])).toMatchObject({ emitted: 1, duplicates: 0 });
+      expect(await ingest(store, [entry('e\uFFFD-2')])).toMatchObject({ emitted: 1, duplicates: 0 });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e\uFFFD-1', 'e\u0000-2', 'e\uFFFD0-2'])).toEqual(
+        new Set(['e\uFFFD-1', 'e\u0000-2']),
+      );
+    });
+
+    it('counts an entry whose seen id was pruned as a duplicate each time a read repeats it, and records it again', async () => {
+      const { store } = await openFresh();
+      await ingest(store, [entry('e-1', T - 10 * HOUR)], { pruneSeenBefore: T - HOUR });
+      const again = [entry('e-1', T - 10 * HOUR), entry('e-1', T - 10 * HOUR)];
+      expect(await ingest(store, again)).toEqual({ emitted: 0, duplicates: 2, emittedPerformedAt: [], quarantined: 0 });
+      expect(await isSeen(store, 'e-1')).toBe(true);
+      expect(await entryIdsInJournal(store)).toEqual(['e-1']);
+    });
+
+    it('emits nothing for silent entries seen before or repeated, and counts none of them', async () => {
+      const { store } = await openFresh();
+      await ingest(store, [entry('e-1')]);
+      const silent = [entry('e-1'), entry('s-1'), entry('s-1')];
+      expect(await ingest(store, [entry('e-2')], { silentEntries: silent })).toEqual({
+        emitted: 1,
+        duplicates: 0,
+        emittedPerformedAt: [T - 60_000],
+        quarantined: 0,
+      });
+      expect(await entryIdsInJournal(store)).toEqual(['e-1', 'e-2']);
+      expect(await isSeen(store, 's-1')).toBe(true);
+    });
+
+    it('quarantines a raw entry sent twice in one read once, beside a valid entry of the same id', async () => {
+      const { store } = await openFresh();
+      const bad = quarantined('{"id":"e-1","performedAt":"yesterday"}', 'e-1');
+      expect(await ingest(store, [entry('e-1')], { quarantined: [bad, bad] })).toMatchObject({
+        emitted: 1,
+        quarantined: 1,
+      });
+      expect(await store.quarantine.count()).toBe(1);
+    });
+
     it('quarantines entries in the same transaction, each raw entry once, newest first', async () => {
       const { store } = await openFresh();
       const bad = quarantined('{"id":"q-1","performedAt":"yesterday"}', 'q-1');
