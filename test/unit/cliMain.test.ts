@@ -81,6 +81,14 @@ describe('changefeed, as people expect a command-line tool', () => {
     expect(result.stdout).toBe('');
   });
 
+  it('an empty CHANGEFEED_CONFIG names no file: the configuration itself is what is reported', async () => {
+    // runCliInProcess sets CHANGEFEED_CONFIG to ''.
+    const result = await runCliInProcess(['status']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).not.toContain('EISDIR');
+    expect(result.stderr).toContain('sinks: required setting is missing');
+  });
+
   it('replay --since beyond the range of a date is refused with exit 2', async () => {
     const result = await runCliInProcess(['replay', '--sink', 'out', '--since', '99999999999d']);
     expect(result.status).toBe(2);
