@@ -43,7 +43,9 @@ export function parseDuration(text: string): number | undefined {
  */
 export function parseTimeOrAge(text: string, now: number): number | undefined {
   const age = parseDuration(text);
-  if (age !== undefined) return now - age;
+  // An age beyond the range of a Date (99999999999d) is no time: it would reach the store as a
+  // number no engine can hold or turn back into a date.
+  if (age !== undefined) return Number.isNaN(new Date(now - age).getTime()) ? undefined : now - age;
   // Date.parse also reads "1" or "March 7" in the local zone; an ISO 8601 time starts with its year.
   if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return undefined;
   const at = Date.parse(text);

@@ -44,6 +44,13 @@ export interface ReplayOptions {
 }
 
 export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<number> {
+  const { since, until } = values;
+  // An empty range queues nothing and would end "queued 0" with exit 0, as if the journal were empty.
+  if (until !== undefined && until <= since)
+    throw new ChangefeedError(
+      'USAGE',
+      `--until (${new Date(until).toISOString()}) must come after --since (${new Date(since).toISOString()})`,
+    );
   const { config, tenant } = loadTenantConfig(
     { configFlag: values.config, tenant: values.tenant, env: io.env },
     'replay',
@@ -54,7 +61,6 @@ export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<n
       'USAGE',
       `--sink must name a configured sink (${config.sinks.map((s) => s.name).join(', ')})`,
     );
-  const { since, until } = values;
   // Queuing is one idempotent statement the daemon picks up; delivering makes this process a second
   // deliverer of the tenant, so it must hold what the daemon holds: the lease or the state dir lock.
   const lease = values.queueOnly ? undefined : { command: 'replay', leaseMs: config.cluster.leaseSeconds * 1000 };

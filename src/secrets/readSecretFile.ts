@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 
 /**
@@ -39,10 +39,14 @@ export function inlineOrFileSecret(inline: string | undefined, file: string | un
 }
 
 /**
- * How messages name a secret file. A value without a directory is withheld: a key pasted where
- * its file's path belongs (`apiKeyFile: sk_live_...`) would otherwise be printed in clear by every
- * command that reports the problem, whereas a mounted secret always sits in a directory.
+ * How messages name a secret file. A value without a directory, or whose directory does not exist,
+ * is withheld: a key pasted where its file's path belongs (`apiKeyFile: sk_live_...`, or a base64
+ * `whsec_...` or password, which hold slashes) would otherwise be printed in clear by every command
+ * that reports the problem, whereas a mounted secret sits in a directory that is there.
  */
 function nameInMessages(path: string, absolute: string): string {
-  return /[\\/]/.test(path) ? absolute : `(a name without a directory, not shown: it may be a pasted secret)`;
+  if (!/[\\/]/.test(path)) return '(a name without a directory, not shown: it may be a pasted secret)';
+  return existsSync(dirname(absolute))
+    ? absolute
+    : '(a name whose directory does not exist, not shown: it may be a pasted secret)';
 }

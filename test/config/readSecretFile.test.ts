@@ -16,11 +16,17 @@ describe('readSecretFile', () => {
     expect(readSecretFile(await temp.write('key', ' a b \n\n'))).toBe(' a b \n');
   });
 
-  it('names the path of a missing file', () => {
-    expect(() => readSecretFile('/nonexistent/api-key')).toThrow(ConfigError);
-    expect(() => readSecretFile('/nonexistent/api-key')).toThrow(
-      'cannot read secret file /nonexistent/api-key: it does not exist',
-    );
+  it('names the path of a missing file in a directory that is there', async () => {
+    await temp.write('other', 'x');
+    const missing = temp.path('api-key');
+    expect(() => readSecretFile(missing)).toThrow(ConfigError);
+    expect(() => readSecretFile(missing)).toThrow(`cannot read secret file ${missing}: it does not exist`);
+  });
+
+  it('does not name a path whose directory does not exist: it may be a base64 secret, slashes and all', () => {
+    const pasted = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Bd4Y+Qf8s0=';
+    expect(() => readSecretFile(pasted)).toThrow(/cannot read secret file .*: it does not exist/);
+    expect(() => readSecretFile(pasted)).not.toThrow(/MfKQ9r8G|Bd4Y/);
   });
 
   it('does not name a file without a directory: it may be a key pasted in place of its path', () => {

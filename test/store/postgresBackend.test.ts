@@ -47,6 +47,23 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     expect(rows[0]).toEqual({ n: 1 });
   });
 
+  it("refuses a schema that holds another application's tables, naming them and store.schema", async () => {
+    const schema = freshSchema();
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(`CREATE TABLE "${schema}".events (id INTEGER)`);
+    await admin!.query(`CREATE TABLE "${schema}".invoices (id INTEGER)`);
+    const opening = openBackend(schema);
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+    await expect(opening).rejects.toThrow(
+      new RegExp(
+        `the schema ${schema} at .* holds no changefeed store but other tables \\(events, invoices\\); set store\\.schema`,
+      ),
+    );
+    const { rows } = await admin!.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1`, [schema]);
+    // Nothing of the store's was left beside them.
+    expect(rows[0]).toEqual({ n: 2 });
+  });
+
   it('refuses a schema written by a newer version, saying to upgrade', async () => {
     const schema = freshSchema();
     await openBackend(schema);

@@ -69,6 +69,32 @@ describe('changefeed, as people expect a command-line tool', () => {
     expect(result.stderr).toContain('1h');
   });
 
+  it.each([
+    [['--since', '1h', '--until', '2h'], '--until'],
+    [['--since', '2026-11-20T00:00:00Z', '--until', '2026-11-20T00:00:00Z'], '--until'],
+  ])('replay %j, an empty range, is refused with exit 2 before the store is read', async (range, flag) => {
+    const config = writeCliConfig(makeTempDir(), 'http://127.0.0.1:9/api');
+    const result = await runCliInProcess(['replay', '--config', config, '--sink', 'out', ...range]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(`${flag} (`);
+    expect(result.stderr).toContain('must come after --since');
+    expect(result.stdout).toBe('');
+  });
+
+  it('an empty CHANGEFEED_CONFIG names no file: the configuration itself is what is reported', async () => {
+    // runCliInProcess sets CHANGEFEED_CONFIG to ''.
+    const result = await runCliInProcess(['status']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).not.toContain('EISDIR');
+    expect(result.stderr).toContain('sinks: required setting is missing');
+  });
+
+  it('replay --since beyond the range of a date is refused with exit 2', async () => {
+    const result = await runCliInProcess(['replay', '--sink', 'out', '--since', '99999999999d']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain("option '--since <time>' argument '99999999999d' is invalid");
+  });
+
   it('replay --since and --until take ages: the command goes on to the store', async () => {
     const config = writeCliConfig(makeTempDir(), 'http://127.0.0.1:9/api');
     const result = await runCliInProcess([

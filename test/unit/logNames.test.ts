@@ -9,6 +9,8 @@ import { storePath } from '../../src/store/sqlite/database.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 import { runCliInProcess } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
+import { writeCliConfig } from '../support/cliConfig.js';
+import { LoopbackService } from './loopbackService.js';
 
 // The identity-provider log was `identityProvider` in --log, filter.logs and status, but
 // `identity_provider` in event types, metric labels and the feed: one name now, the other taken
@@ -66,6 +68,22 @@ describe('--log', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('expected one of career, skill, identity_provider, got "idp"');
   });
+});
+
+describe('the lines run writes', () => {
+  it('name the identity-provider log identity_provider, in each poll line and the sweep report', async () => {
+    const service = await LoopbackService.start(() => ({
+      status: 401,
+      headers: { 'content-type': 'application/problem+json' },
+      body: { type: 'about:blank', title: 'Unauthorized', status: 401 },
+    }));
+    const config = writeCliConfig(makeTempDir(), `${service.url}/api`);
+    const result = await runCliInProcess(['run', '--once', '--config', config], { CHANGEFEED_API_KEY: 'k_test_1' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('"log":"identity_provider"');
+    expect(result.stderr).toMatch(/"failures":\[\{"tenant":"default","log":"identity_provider"/);
+    expect(result.stderr).not.toContain('identityProvider');
+  }, 60_000);
 });
 
 describe('filter.logs', () => {

@@ -52,6 +52,7 @@ export async function migrate(client: pg.ClientBase, schema: string, location: s
         await client.query('COMMIT');
         return found;
       }
+      if (step.action === 'create') await refuseForeignRelations(client, schema, location);
       // The migration's unqualified names land in the schema, whatever the connection's search_path.
       await client.query(`SET LOCAL search_path TO ${q}`);
       const version = step.action === 'create' ? BASELINE_VERSION : found + 1;
@@ -63,6 +64,26 @@ export async function migrate(client: pg.ClientBase, schema: string, location: s
       throw error;
     }
   }
+}
+
+/**
+ * A schema without a store version that already holds tables or views (another application's,
+ * or `store.schema: public`) is not taken: the baseline would stop at the first name they share
+ * with "relation already exists", or, where none is shared, mix the store into their schema.
+ */
+async function refuseForeignRelations(client: pg.ClientBase, schema: string, location: string): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname <> 'schema_migrations'
+      ORDER BY c.relname LIMIT 6`,
+    [schema],
+  );
+  if (rows.length === 0) return;
+  const names = rows.slice(0, 5).map((r) => r.name);
+  throw new PostgresStoreError(
+    `the schema ${schema} at ${location} holds no changefeed store but other tables (${names.join(', ')}` +
+      `${rows.length > 5 ? ', ...' : ''}); set store.schema to a schema of the store's own (created if missing)`,
+  );
 }
 
 /** What an operator can do with a development build's store on PostgreSQL (`q`: the quoted schema). */
