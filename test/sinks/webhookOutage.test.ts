@@ -1,5 +1,8 @@
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { buildStatusReport, formatStatusReport } from '../../src/cli/statusReport.js';
 import { ManualClock } from '../../src/clock.js';
+import { createLogger } from '../../src/observe/createLogger.js';
 import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { receiver, storeFile, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
@@ -146,6 +149,37 @@ describe('webhook sink, through an endpoint outage', () => {
     }
     for (const indexes of deliveredOrder.values()) expect(indexes).toEqual([0, 1, 2, 3]);
     expect(deliveredOrder.size).toBe(10);
+    await store.close();
+  });
+});
+
+describe('webhook sink, an endpoint-level answer', () => {
+  it("shows the start of the answer's body, escaped, in status and the log", async () => {
+    const clock = new ManualClock();
+    const out = new PassThrough();
+    let log = '';
+    out.on('data', (c: Buffer) => (log += c.toString()));
+    const body = `\u001b[2Jmaintenance "until 5"\u2028${'x'.repeat(1_000)}`;
+    const hook = await receiver({ respond: () => ({ status: 503, body }) });
+    const { store } = await storeWithEvents(1, 1);
+    const engine = webhookEngine({ store, url: hook.url, clock, logger: createLogger({ destination: out }) });
+    const failedAt = clock.now();
+    await withVirtualTime(clock, engine.drain(clock.now() + 1_000));
+    await engine.stop();
+    const expected = `HTTP 503 answering "\\u001b[2Jmaintenance \\"until 5\\"\\u2028${'x'.repeat(200 - 28)}" (cut)`;
+    expect(engine.connectionStates()[0]?.lastError).toContain(expected);
+    const [sink] = (await buildStatusReport(store, clock.now())).sinks;
+    expect(sink?.lastError).toContain(expected);
+    expect(sink?.failingSince).toBe(new Date(failedAt).toISOString());
+    const text = formatStatusReport({ ...(await buildStatusReport(store, clock.now())), logs: [] });
+    expect(text).toContain(`failing since ${sink?.failingSince}: POST`);
+    expect(text).not.toContain('\u001b');
+    expect(text).not.toContain('\u2028');
+    const warning = log
+      .split('\n')
+      .filter((line) => line.includes('endpoint failing'))
+      .map((line) => JSON.parse(line) as { err: string })[0];
+    expect(warning?.err).toContain(expected);
     await store.close();
   });
 });
