@@ -15,6 +15,7 @@ import { defineReplayCommand } from './replayCommand.js';
 import { defineRunCommand } from './runCommand.js';
 import { defineSchemaCommand } from './schemaCommand.js';
 import { defineSimulateCommand } from './simulateCommand.js';
+import { defineSinksCommand } from './sinksCommand.js';
 import { defineStatusCommand } from './statusCommand.js';
 import { defineStoreCommand } from './storeCommand.js';
 import { defineTenantsCommand } from './tenantsCommand.js';
@@ -28,6 +29,7 @@ const COMMANDS: readonly DefineCommand[] = [
   defineCheckCommand,
   defineStatusCommand,
   defineDeadLettersCommand,
+  defineSinksCommand,
   defineReplayCommand,
   definePlanCommand,
   defineReceiveCommand,

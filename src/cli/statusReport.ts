@@ -2,6 +2,7 @@ import { LOGS, logKey, type LogSlug } from '../logs.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
+import { terminalSafe } from './terminalText.js';
 
 export interface LogStatus {
   /** The log's public name (`identity_provider`, as in event types and the feed). */
@@ -50,8 +51,13 @@ export interface SinkStatus {
   lastDeliveryAt: string | null;
   /** closed, open (paused after repeated failures) or half-open (one probe). */
   circuit: string;
-  /** Set when the sink was disabled (410 Gone); its events stay pending. */
+  /**
+   * Set when the sink was disabled (410 Gone, or its endpoint failed for disableAfterSeconds); its
+   * events stay pending, across restarts, until `changefeed sinks enable <name>`.
+   */
   disabledReason: string | null;
+  /** Since when the destination has failed as a whole (endpoint-level), with no delivery since; ISO. */
+  failingSince: string | null;
   filtered: number;
   /**
    * Where `active` and `connected` come from: `live` (the running daemon's /readyz) or `recorded`
@@ -162,6 +168,7 @@ export async function buildStatusReport(store: ChangefeedStore, now: number): Pr
       lastDeliveryAt: iso(s.lastDeliveryAt),
       circuit: s.circuit,
       disabledReason: s.disabledReason,
+      failingSince: iso(s.failingSince),
       filtered: counts.filtered,
       stateSource: 'recorded' as const,
     });
@@ -227,7 +234,7 @@ export function formatStatusReport(report: StatusReport): string {
         String(s.dead),
         String(s.filtered),
         s.oldestPendingAgeSeconds?.toString() ?? '-',
-        s.disabledReason ?? s.lastError ?? '',
+        sinkProblem(s),
       ]),
     ),
   );
@@ -260,6 +267,15 @@ export function formatStatusReport(report: StatusReport): string {
       : 'budget: not recorded yet (the daemon writes it while polling)',
   );
   return lines.join('\n');
+}
+
+/** The last-error column: why a sink is disabled and how to enable it, since when it fails, or its last error. */
+function sinkProblem(s: SinkStatus): string {
+  // The errors quote what destinations answered: one line, whatever they sent.
+  if (s.disabledReason)
+    return `disabled: ${terminalSafe(s.disabledReason)} (fix it, then: changefeed sinks enable ${s.name})`;
+  if (s.failingSince) return `failing since ${s.failingSince}: ${terminalSafe(s.lastError ?? '')}`;
+  return terminalSafe(s.lastError ?? '');
 }
 
 function table(header: string[], rows: string[][]): string {

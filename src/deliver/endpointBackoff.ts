@@ -46,6 +46,30 @@ export function decideEndpointFailure(
   return { kind: 'backOff', run, until: now + Math.min(MAX_TIMER_MS, Math.max(jittered, floor)) };
 }
 
+/** What the store recorded of a sink's endpoint when its worker last ran. */
+export interface RecordedEndpointState {
+  disabledReason: string | null;
+  failingSince: number | null;
+}
+
+/**
+ * Where a sink's worker starts: disabled (it stays so until `changefeed sinks enable`), resuming
+ * a failure run (one probe at once; the give-up clock runs on from when the run began, the
+ * schedule starts again from its first pause), or afresh.
+ */
+export type EndpointStart =
+  { kind: 'disabled'; reason: string } | { kind: 'resume'; run: EndpointFailureRun } | { kind: 'fresh' };
+
+/**
+ * The start a recorded state means at `now`. A run recorded as starting after `now` (a clock set
+ * back since) begins now instead: it could otherwise never reach the give-up rule.
+ */
+export function decideEndpointStart(recorded: RecordedEndpointState | undefined, now: number): EndpointStart {
+  if (recorded?.disabledReason != null) return { kind: 'disabled', reason: recorded.disabledReason };
+  if (recorded?.failingSince == null) return { kind: 'fresh' };
+  return { kind: 'resume', run: { failingSince: Math.min(recorded.failingSince, now), failures: 0 } };
+}
+
 function formatDuration(ms: number): string {
   const hours = ms / 3_600_000;
   return hours >= 48

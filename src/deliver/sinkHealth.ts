@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitState } from '../store/storeRecords.js';
+import type { EndpointStart } from './endpointBackoff.js';
 
 /** Reconnecting a sink: ceilings from 500 ms to a minute, never sooner than 100 ms. */
 const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 60_000, minMs: 100 };
@@ -107,15 +108,56 @@ export class SinkHealth {
     this.persist();
     this.logger.error(
       { sink: this.sink, err: reason },
-      'sink disabled; its events stay pending until it is enabled again (fix the destination and restart)',
+      `sink disabled; its events stay pending until it is enabled again: fix the destination, then changefeed sinks enable ${this.sink}`,
     );
+  }
+
+  /**
+   * Takes up what an earlier run recorded: a disabled sink stays disabled, and a destination
+   * failing as a whole keeps the start of its failure run, the give-up rule's clock.
+   */
+  resume(start: EndpointStart): void {
+    if (start.kind === 'disabled') {
+      this.disabled = true;
+      this.disabledReason = start.reason;
+      this.lastError = start.reason;
+      this.logger.warn(
+        { sink: this.sink, err: start.reason },
+        `sink disabled by an earlier run; its events stay pending: fix the destination, then changefeed sinks enable ${this.sink}`,
+      );
+    } else if (start.kind === 'resume') {
+      this.failingSince = start.run.failingSince ?? this.clock.now();
+      this.logger.warn(
+        { sink: this.sink, failingSince: new Date(this.failingSince).toISOString() },
+        'endpoint failing since an earlier run: one probe now; the give-up clock runs on from failingSince',
+      );
+    }
+  }
+
+  /** `changefeed sinks enable` cleared the disabled state in the store: deliver again, from a clean slate. */
+  enabled(): void {
+    this.disabled = false;
+    this.disabledReason = null;
+    this.failingSince = null;
+    this.consecutiveFailures = 0;
+    this.circuit = 'closed';
+    this.pausedUntil = 0;
+    this.persist();
+    this.logger.info({ sink: this.sink }, 'sink enabled again: delivering its pending events');
   }
 
   delivered(now: number): void {
     const persistedLongAgo = this.lastDeliveryAt === null || now - this.lastDeliveryAt >= 1000;
     this.lastDeliveryAt = now;
+    const wasFailing = this.failingSince !== null;
     this.failingSince = null;
-    if (this.consecutiveFailures !== 0 || this.lastError !== null || this.circuit !== 'closed' || persistedLongAgo) {
+    if (
+      wasFailing ||
+      this.consecutiveFailures !== 0 ||
+      this.lastError !== null ||
+      this.circuit !== 'closed' ||
+      persistedLongAgo
+    ) {
       this.consecutiveFailures = 0;
       this.lastError = null;
       this.circuit = 'closed';
@@ -179,6 +221,7 @@ export class SinkHealth {
       lastDeliveryAt: this.lastDeliveryAt,
       circuit: this.circuit,
       disabledReason: this.disabledReason,
+      failingSince: this.failingSince,
     };
     this.persisting = this.persisting
       .then(() => this.store.sinks.recordState(state))

@@ -11,12 +11,12 @@ import {
   SinkUnavailableError,
 } from '../sinkContract/sinkErrors.js';
 import { ENDPOINT_BACKOFF_DEFAULTS } from '../sinkContract/deliveryConfig.js';
-import { decideEndpointFailure, NO_FAILURES, type EndpointFailureRun } from './endpointBackoff.js';
+import { decideEndpointFailure, decideEndpointStart, NO_FAILURES, type EndpointFailureRun } from './endpointBackoff.js';
 import type { LogKind } from '../logs.js';
 import type { Sink } from '../sinkContract/sink.js';
 import type { CircuitBreakerConfig, EndpointBackoffConfig, RetryConfig } from '../sinkContract/deliveryConfig.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState, PendingDelivery } from '../store/storeRecords.js';
+import type { CircuitState, PendingDelivery, SinkStateRow } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
 import { poisonBatchCap } from './poisonSearch.js';
 import { logKey } from '../logs.js';
@@ -32,6 +32,8 @@ const IDLE_WAIT_MS = 5_000;
 const UNEXPECTED_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000, minMs: 1_000 };
 /** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
 export const IN_FLIGHT = 'in-flight' as const;
+/** How often a disabled sink's worker looks whether `changefeed sinks enable` cleared it. */
+const ENABLE_CHECK_MS = 5_000;
 /** Pending deliveries held in memory per sink for planning. */
 const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
@@ -113,6 +115,8 @@ export class SinkWorker {
   private leaseLost = false;
   /** The destination's run of endpoint-level failures, ended by the next delivery. */
   private endpointRun: EndpointFailureRun = NO_FAILURES;
+  /** The state an earlier run recorded (disabled, a failure run) was taken up. */
+  private resumed = false;
 
   constructor(private readonly options: SinkWorkerOptions) {
     this.circuit = new CircuitBreaker(options.circuitBreaker);
@@ -169,10 +173,10 @@ export class SinkWorker {
   async run(stop: AbortSignal, abortWrites: AbortSignal = stop): Promise<void> {
     const writes = this.writesSignal(abortWrites);
     const launching = AbortSignal.any([stop, writes]);
-    while (!launching.aborted && !this.health.disabled && !this.leaseLost) {
+    while (!launching.aborted && !this.leaseLost) {
       let wait: number | typeof IN_FLIGHT;
       try {
-        wait = await this.step(writes);
+        wait = this.health.disabled ? await this.checkEnabled() : await this.step(writes);
       } catch (error) {
         wait = this.failed(error);
       }
@@ -238,6 +242,10 @@ export class SinkWorker {
     const now = clock.now();
     this.wake.reading();
     if (this.pausedUntil > now) return this.pausedUntil - now;
+    if (!this.resumed) {
+      this.resume(await this.options.store.sinks.list(), now);
+      if (this.health.disabled) return 0;
+    }
     await this.acknowledgeHeld(now);
     if (this.health.pausedUntil > now) return this.health.pausedUntil - now;
     if (!this.health.connected) {
@@ -274,6 +282,33 @@ export class SinkWorker {
     if (this.inFlight.size > 0) return this.ready.length > 0 && this.inFlight.size < allowance ? 0 : IN_FLIGHT;
     if (this.filteredInLastScan > 0) return 0;
     return nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, nextDueAt - now);
+  }
+
+  /**
+   * Takes up what the store recorded for this sink: disabled stays disabled; a failure run keeps
+   * its start (the give-up clock) and the circuit lets one probe out at once.
+   */
+  private resume(recorded: readonly SinkStateRow[], now: number): void {
+    const start = decideEndpointStart(
+      recorded.find((s) => s.name === this.name),
+      now,
+    );
+    this.resumed = true;
+    this.health.resume(start);
+    if (start.kind === 'resume') {
+      this.endpointRun = start.run;
+      this.circuit.holdOpenUntil(now);
+    }
+  }
+
+  /** A disabled sink: delivers again once `changefeed sinks enable` cleared it in the store. */
+  private async checkEnabled(): Promise<number> {
+    const recorded = (await this.options.store.sinks.list()).find((s) => s.name === this.name);
+    if (recorded === undefined || recorded.disabledReason !== null) return ENABLE_CHECK_MS;
+    this.endpointRun = NO_FAILURES;
+    this.circuit.recordSuccess();
+    this.health.enabled();
+    return 0;
   }
 
   /** Starts a batch; its errors end at `failed`, so a task in flight never rejects. */

@@ -108,7 +108,11 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       count++;
       if (keep) received.push(request);
       options.onWebhook?.(request);
-      const fallback: ReceiverReply = { status: verifiers.length === 0 || request.verified ? 204 : 401 };
+      // A refusal says why, so the sender's status and logs show it.
+      const fallback: ReceiverReply =
+        verifiers.length === 0 || request.verified
+          ? { status: 204 }
+          : { status: 401, body: `webhook signature not verified: ${request.verifyError ?? 'no signature'}\n` };
       const reply = options.respond?.(request, count) ?? fallback;
       if (reply instanceof Promise)
         reply.then(

@@ -94,8 +94,9 @@ export const endpointBackoffConfigSchema = z
       .max(31_536_000)
       .default(432_000)
       .describe(
-        'Continuous endpoint-level failure (no delivery in between) after which the sink is disabled ' +
-          'until restarted; 0 never disables. 5 days, as Svix.',
+        'Continuous endpoint-level failure (no delivery in between) after which the sink is disabled, ' +
+          'across restarts, until `changefeed sinks enable <name>`; 0 never disables. 5 days, as Svix. ' +
+          'The clock is kept in the store: a restart during an outage does not reset it.',
       ),
   })
   .strict();

@@ -20,6 +20,8 @@ import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
 import type { WebhookSinkConfig } from './webhookSinkConfig.js';
 
 const RESPONSE_SNIPPET = 512;
+/** The most of an answer's body quoted in an endpoint-level failure's message (status, logs). */
+const MESSAGE_SNIPPET = 200;
 /** The most of a response body read (for the dead-letter snippet); the rest is discarded unread. */
 export const RESPONSE_READ_CAP = 2048;
 
@@ -203,7 +205,7 @@ export class WebhookSink implements Sink {
         status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
       const hint = STATUS_HINTS[status];
       throw new SinkEndpointFailingError(
-        `POST ${this.url.origin}${this.url.pathname}: HTTP ${status}${redirect}${hint ? `; ${hint}` : ''}`,
+        `POST ${this.url.origin}${this.url.pathname}: HTTP ${status}${redirect}${answered(response)}${hint ? `; ${hint}` : ''}`,
         { cause: 'status', status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
       );
     }
@@ -235,6 +237,24 @@ export class WebhookSink implements Sink {
       },
     };
   }
+}
+
+/**
+ * The start of an answer's body (200 bytes), quoted with quotes and control characters escaped,
+ * so a receiver cannot forge log lines or status columns; nothing for an empty body.
+ */
+function answered(body: string): string {
+  const trimmed = body.trim();
+  if (trimmed === '') return '';
+  const cut = Buffer.from(trimmed, 'utf8')
+    .subarray(0, MESSAGE_SNIPPET)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  const quoted = JSON.stringify(cut).replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return ` answering ${quoted}${cut.length < trimmed.length ? ' (cut)' : ''}`;
 }
 
 function secretSource(config: WebhookSinkConfig): () => string[] {

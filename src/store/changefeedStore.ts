@@ -161,6 +161,11 @@ export interface SinkStateStore {
   /** Marks exactly the configured sinks active; returns the names that were never known before. */
   activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]>;
   recordState(state: SinkStateUpdate): Promise<void>;
+  /**
+   * Clears a sink's disabled state and its run of endpoint-level failures (`changefeed sinks
+   * enable`); a running daemon sees it within seconds and delivers again. True when it was disabled.
+   */
+  enable(sink: string): Promise<boolean>;
   list(): Promise<SinkStateRow[]>;
 }
 

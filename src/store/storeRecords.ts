@@ -133,7 +133,10 @@ export interface SinkStateRow {
   lastErrorAt: number | null;
   lastDeliveryAt: number | null;
   circuit: CircuitState;
+  /** Why the sink was disabled; it stays so, across restarts, until `changefeed sinks enable`. */
   disabledReason: string | null;
+  /** When the destination's current run of endpoint-level failures began; null while it delivers. */
+  failingSince: number | null;
 }
 
 export interface SinkStateUpdate {
@@ -146,6 +149,7 @@ export interface SinkStateUpdate {
   lastDeliveryAt: number | null;
   circuit?: CircuitState;
   disabledReason?: string | null;
+  failingSince?: number | null;
 }
 
 /** An entry the service sent that cannot become an event, kept with its raw JSON. */

@@ -180,6 +180,7 @@ export interface SinkStateDbRow {
   last_delivery_at: number | null;
   circuit: CircuitState | null;
   disabled_reason: string | null;
+  failing_since: number | null;
 }
 
 export const sinkStateFromRow = (r: SinkStateDbRow): SinkStateRow => ({
@@ -195,4 +196,5 @@ export const sinkStateFromRow = (r: SinkStateDbRow): SinkStateRow => ({
   lastDeliveryAt: r.last_delivery_at,
   circuit: r.circuit ?? 'closed',
   disabledReason: r.disabled_reason,
+  failingSince: r.failing_since,
 });

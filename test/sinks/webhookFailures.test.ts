@@ -69,7 +69,7 @@ describe('webhook sink, when the endpoint fails', () => {
     const [state] = engine.connectionStates();
     expect(state).toMatchObject({ circuit: 'open', disabled: false, failingSince: expect.any(Number) });
     expect(state?.lastError).toMatch(
-      /HTTP 401; the receiver refused the request: check that it verifies with the signing secret/,
+      /HTTP 401 answering "bad signature"; the receiver refused the request: check that it verifies with the signing secret/,
     );
     const [recorded] = await store.sinks.list();
     expect(recorded).toMatchObject({ connected: false, circuit: 'open', disabledReason: null });

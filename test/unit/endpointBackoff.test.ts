@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { decideEndpointFailure, NO_FAILURES, type EndpointFailureRun } from '../../src/deliver/endpointBackoff.js';
+import {
+  decideEndpointFailure,
+  decideEndpointStart,
+  NO_FAILURES,
+  type EndpointFailureRun,
+  type EndpointStart,
+  type RecordedEndpointState,
+} from '../../src/deliver/endpointBackoff.js';
 import { ENDPOINT_BACKOFF_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { classifyStatus } from '../../src/sinks/webhookSink.js';
 
@@ -93,6 +100,49 @@ describe('decideEndpointFailure', () => {
     expect(
       decideEndpointFailure({ failingSince: 0, failures: 1_000 }, 365 * 24 * HOUR, config, undefined, () => 0).kind,
     ).toBe('backOff');
+  });
+});
+
+describe('decideEndpointStart', () => {
+  it.each<[string, RecordedEndpointState | undefined, EndpointStart]>([
+    ['a sink never recorded starts afresh', undefined, { kind: 'fresh' }],
+    ['a sink that delivered starts afresh', { disabledReason: null, failingSince: null }, { kind: 'fresh' }],
+    [
+      'a failure run resumes its clock, the schedule from its start',
+      { disabledReason: null, failingSince: T0 - 4 * 24 * HOUR },
+      { kind: 'resume', run: { failingSince: T0 - 4 * 24 * HOUR, failures: 0 } },
+    ],
+    [
+      'a run past the give-up rule still gets its probe first',
+      { disabledReason: null, failingSince: T0 - 9 * 24 * HOUR },
+      { kind: 'resume', run: { failingSince: T0 - 9 * 24 * HOUR, failures: 0 } },
+    ],
+    [
+      'a run recorded in the future begins now',
+      { disabledReason: null, failingSince: T0 + HOUR },
+      { kind: 'resume', run: { failingSince: T0, failures: 0 } },
+    ],
+    [
+      'a disabled sink stays disabled',
+      { disabledReason: 'every attempt failed for 5 days', failingSince: T0 - 5 * 24 * HOUR },
+      { kind: 'disabled', reason: 'every attempt failed for 5 days' },
+    ],
+    [
+      'a sink disabled by 410 stays disabled',
+      { disabledReason: 'answered 410 Gone', failingSince: null },
+      { kind: 'disabled', reason: 'answered 410 Gone' },
+    ],
+  ])('%s', (_name, recorded, expected) => {
+    expect(decideEndpointStart(recorded, T0)).toEqual(expected);
+  });
+
+  it('a resumed run past disableAfterSeconds disables at its first failed probe', () => {
+    const start = decideEndpointStart({ disabledReason: null, failingSince: T0 - 6 * 24 * HOUR }, T0);
+    if (start.kind !== 'resume') throw new Error(start.kind);
+    expect(decideEndpointFailure(start.run, T0, ENDPOINT_BACKOFF_DEFAULTS, undefined, () => 0)).toMatchObject({
+      kind: 'disable',
+      reason: 'every attempt failed for 6 days (1 in a row; disableAfterSeconds 432000)',
+    });
   });
 });
 

@@ -115,6 +115,7 @@ export const BASELINE = `
     last_delivery_at DOUBLE PRECISION,
     circuit TEXT NOT NULL DEFAULT 'closed',
     disabled_reason TEXT,
+    failing_since DOUBLE PRECISION,
     PRIMARY KEY (tenant, sink)
   );
 

@@ -31,13 +31,14 @@ export class PostgresSinkStates implements SinkStateStore {
   async recordState(state: SinkStateUpdate): Promise<void> {
     await this.db.writeOne(
       `INSERT INTO sink_state (tenant, sink, connected, paused_until, consecutive_failures, last_error, last_error_at,
-         last_delivery_at, circuit, disabled_reason)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         last_delivery_at, circuit, disabled_reason, failing_since)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (tenant, sink) DO UPDATE SET connected = excluded.connected, paused_until = excluded.paused_until,
          consecutive_failures = excluded.consecutive_failures, last_error = excluded.last_error,
          last_error_at = excluded.last_error_at,
          last_delivery_at = COALESCE(excluded.last_delivery_at, sink_state.last_delivery_at),
-         circuit = excluded.circuit, disabled_reason = excluded.disabled_reason`,
+         circuit = excluded.circuit, disabled_reason = excluded.disabled_reason,
+         failing_since = excluded.failing_since`,
       [
         this.db.tenant,
         state.sink,
@@ -49,14 +50,28 @@ export class PostgresSinkStates implements SinkStateStore {
         state.lastDeliveryAt,
         state.circuit ?? 'closed',
         storableText(state.disabledReason ?? null),
+        state.failingSince ?? null,
       ],
     );
+  }
+
+  async enable(sink: string): Promise<boolean> {
+    // The row as it was, read in the same statement that clears it.
+    const { rows } = await this.db.writeOne<{ was_disabled: boolean }>(
+      `UPDATE sink_state t SET disabled_reason = NULL, failing_since = NULL, consecutive_failures = 0,
+         circuit = 'closed', paused_until = 0
+       FROM sink_state old
+       WHERE t.tenant = $1 AND t.sink = $2 AND old.tenant = t.tenant AND old.sink = t.sink
+       RETURNING old.disabled_reason IS NOT NULL AS was_disabled`,
+      [this.db.tenant, sink],
+    );
+    return rows[0]?.was_disabled ?? false;
   }
 
   async list(): Promise<SinkStateRow[]> {
     const rows = await this.db.read<SinkStateDbRow>(
       `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until, t.consecutive_failures,
-              t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason
+              t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason, t.failing_since
        FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
        WHERE s.tenant = $1 ORDER BY s.name COLLATE "C"`,
       [this.db.tenant],

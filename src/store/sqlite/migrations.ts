@@ -28,8 +28,10 @@
  * - `deliveries`: per (sink, event) progress: state pending | delivered | filtered | dead, attempts,
  *   the next attempt time, the last error, and the destination's last status and a truncated
  *   response body for dead letters. Retry state lives here so it survives restarts.
- * - `sink_state`: per-sink connection and circuit state, and why a sink was disabled (410 Gone),
- *   shown by `changefeed status`.
+ * - `sink_state`: per-sink connection and circuit state, why a sink was disabled (410 Gone, the
+ *   give-up rule) and `failing_since`, when its destination's current run of endpoint-level
+ *   failures began (null while it delivers): shown by `changefeed status`, and read back on
+ *   start so a restart neither re-enables a disabled sink nor resets the give-up clock.
  * - `meta`: small named values, such as when discovery last completed.
  * - `rate_estimates`: per watched log, the scheduler's learned change rate (decayed counts of
  *   events and edit sessions, observed hours, the newest change's performedAt), the average
@@ -135,6 +137,7 @@ export const BASELINE = `
     last_delivery_at INTEGER,
     circuit TEXT NOT NULL DEFAULT 'closed',
     disabled_reason TEXT,
+    failing_since INTEGER,
     PRIMARY KEY (tenant, sink)
   ) WITHOUT ROWID;
 

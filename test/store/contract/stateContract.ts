@@ -112,6 +112,7 @@ export function defineStateContract(openFresh: OpenFresh): void {
         lastDeliveryAt: null,
         circuit: 'closed',
         disabledReason: null,
+        failingSince: null,
       });
       const base = { sink: 'a', pausedUntil: 0, consecutiveFailures: 0, lastError: null, lastErrorAt: null };
       await store.sinks.recordState({ ...base, connected: true, lastDeliveryAt: T + 1 });
@@ -138,6 +139,39 @@ export function defineStateContract(openFresh: OpenFresh): void {
       });
       await store.sinks.recordState({ ...base, connected: true, lastDeliveryAt: null });
       expect((await store.sinks.list())[0]).toMatchObject({ connected: true, circuit: 'closed', disabledReason: null });
+    });
+
+    it('keeps a failure run and a disabled state until the sink is enabled again', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      const failing = {
+        sink: 'a',
+        connected: false,
+        pausedUntil: T + 5_000,
+        consecutiveFailures: 4,
+        lastError: 'HTTP 401',
+        lastErrorAt: T + 3,
+        lastDeliveryAt: null,
+        circuit: 'open' as const,
+      };
+      await store.sinks.recordState({ ...failing, failingSince: T });
+      expect((await store.sinks.list())[0]).toMatchObject({ failingSince: T, disabledReason: null });
+      expect(await store.sinks.enable('a')).toBe(false);
+      expect((await store.sinks.list())[0]).toMatchObject({ failingSince: null, consecutiveFailures: 0 });
+      await store.sinks.recordState({ ...failing, failingSince: T, disabledReason: 'every attempt failed for 5 days' });
+      expect((await store.sinks.list())[0]).toMatchObject({
+        failingSince: T,
+        disabledReason: 'every attempt failed for 5 days',
+      });
+      expect(await store.sinks.enable('a')).toBe(true);
+      expect((await store.sinks.list())[0]).toMatchObject({
+        failingSince: null,
+        disabledReason: null,
+        circuit: 'closed',
+        pausedUntil: 0,
+        consecutiveFailures: 0,
+        lastError: 'HTTP 401',
+      });
+      expect(await store.sinks.enable('b')).toBe(false);
     });
 
     it('saves and lists learned rates, one row per log', async () => {

@@ -75,6 +75,7 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
         lastDeliveryAt: T,
       }),
   },
+  'sinks.enable': { write: (s) => s.sinks.enable('a') },
   'sinks.list': { read: (s) => s.sinks.list() },
   'quarantine.count': { read: (s) => s.quarantine.count() },
   'quarantine.list': { read: (s) => s.quarantine.list() },
