@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -48,12 +49,15 @@ export async function demoCommand(argv: string[]): Promise<number> {
   const report = setInterval(() => {
     process.stderr.write(`webhook receiver: ${verified} signed deliveries verified, ${rejected} rejected\n`);
   }, RECEIVER_REPORT_MS);
+  // A fresh operator token each run: the console is on loopback, but still signed in to.
+  const consoleToken = randomBytes(18).toString('base64url');
   const { config } = loadAppConfig({
     configFlag: DEMO_CONFIG,
     env: {
       ...process.env,
       CHANGEFEED_DEMO_WEBHOOK_URL: receiver.url,
       CHANGEFEED_DEMO_WEBHOOK_SECRET: DEMO_WEBHOOK_SECRET,
+      CHANGEFEED_DEMO_CONSOLE_TOKEN: consoleToken,
     },
     overrides: {
       'api.baseUrl': simulator.url,
@@ -81,5 +85,6 @@ export async function demoCommand(argv: string[]): Promise<number> {
     20_000,
   );
   await daemon.start();
+  process.stderr.write(`operator console: ${daemon.healthUrl ?? '?'}/console (sign in with token ${consoleToken})\n`);
   return new Promise<number>(() => undefined);
 }
