@@ -33,7 +33,8 @@ export const consoleConfigSchema = z
           .strict(),
       )
       .default([])
-      .describe('Secret: sign-in tokens of the console, each with its role. Prefer `${VAR}` or `tokenFiles`.'),
+      // Not described as a secret as a whole: the roles beside the tokens would be scrubbed from every page.
+      .describe('Sign-in tokens of the console, each with its role. Prefer `${VAR}` or `tokenFiles` for the token.'),
     tokenFiles: z
       .array(
         z

@@ -34,6 +34,8 @@ const HTMX_CONFIG = JSON.stringify({
   allowEval: false,
   allowScriptTags: false,
   includeIndicatorStyles: false,
+  // Settling copies these attributes across a swap; a `style` copied is an inline style the CSP refuses.
+  attributesToSettle: ['class', 'width', 'height'],
   selfRequestsOnly: true,
   historyCacheSize: 0,
   responseHandling: [
@@ -80,6 +82,7 @@ export function layout(options: LayoutOptions): string {
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <link rel="icon" href="data:," />
         <meta name="htmx-config" content="${HTMX_CONFIG}" />
         <title>${title} · changefeed console</title>
         <link rel="stylesheet" href="${assets.css.path}" integrity="${assets.css.integrity}" />

@@ -323,19 +323,18 @@ export class OperatorConsole {
       return;
     }
     const params = await this.checkedForm(req, auth.session);
-    const form = replayFormOf(params);
+    const typed = replayFormOf(params);
+    // A count without an end is pinned to now, and the queue form carries that end: what is
+    // queued is what was counted, not that and whatever was ingested in between.
+    const form = typed.until === '' ? { ...typed, until: new Date(Date.now()).toISOString() } : typed;
     const parsed = parseReplayForm(form, sinks);
     if ('errors' in parsed) {
-      send(400, page(form, { errors: parsed.errors }));
+      send(400, page(typed, { errors: parsed.errors }));
       return;
     }
     const { request } = parsed;
     if (params.get('action') === 'queue') {
       requireOperator(auth.user, 'queue a replay');
-      await store.sinks.activate(
-        (await store.sinks.list()).filter((s) => s.active).map((s) => ({ name: s.name, type: s.type })),
-        Date.now(),
-      );
       const queued = await store.outbox.enqueueFromJournal(request.sink, request.range, Date.now());
       this.deps.logger.info(
         { tenant, sink: request.sink, queued, token: auth.user.key },
