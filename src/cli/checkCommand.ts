@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { type CheckResult, formatCheck } from './checkResult.js';
+import { checkConsole } from './consoleCheck.js';
 import { checkFeed } from './feedCheck.js';
 import { checkTenantHolder } from './holderCheck.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
@@ -61,6 +62,8 @@ export async function checkCommand(argv: string[]): Promise<number> {
   report(await checkSinks(config, { probeWebhooks: values['probe-sinks'], tenant }));
   const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
+  const operatorConsole = checkConsole(config);
+  if (operatorConsole) report([operatorConsole]);
   const storePassword = checkStorePassword(config);
   if (storePassword) report([storePassword]);
   const holder = await checkTenantHolder(config, tenant);
