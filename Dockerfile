@@ -32,6 +32,7 @@ RUN --mount=type=secret,id=npm_ca \
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bin ./bin
+COPY assets ./assets
 RUN npm run build \
  && npm prune --omit=dev
 # better-sqlite3 needs only its addon at run time: the compiler's leftovers (object files,
@@ -60,6 +61,7 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
+COPY --from=build /app/assets ./assets
 # chown before VOLUME: a new named volume starts with the ownership of the image's directory.
 RUN mkdir -p /state /config \
  && chown node:node /state

@@ -11,7 +11,10 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['bin/*.js'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['bin/*.js', 'assets/*/*.js'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -38,6 +41,9 @@ export default tseslint.config(
   },
   { files: ['eslint.config.js', 'bin/*.js'], ...tseslint.configs.disableTypeChecked },
   { files: ['bin/*.js'], languageOptions: { globals: globals.node } },
+  // The console's browser script is served as written (no build step), as a classic script.
+  { files: ['assets/**/*.js'], ...tseslint.configs.disableTypeChecked },
+  { files: ['assets/**/*.js'], languageOptions: { globals: globals.browser, sourceType: 'script' } },
   // Formatting is Prettier's (npm run format:check); ESLint keeps to rules that find bugs.
   prettier,
 );

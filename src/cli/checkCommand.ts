@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { type CheckResult, formatCheck } from './checkResult.js';
 import { writeLine, type CliIo } from './cliIo.js';
 import { configOption, tenantOption, type CommandHost } from './commandLine.js';
+import { checkConsole } from './consoleCheck.js';
 import { checkFeed } from './feedCheck.js';
 import { checkTenantHolder } from './holderCheck.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
@@ -70,6 +71,8 @@ export async function checkCommand(values: CheckOptions, io: CliIo): Promise<num
   report(await checkSinks(config, { probeWebhooks: values.probeSinks, tenant }));
   const feed = checkFeed(config, tenant);
   if (feed) report([feed]);
+  const operatorConsole = checkConsole(config);
+  if (operatorConsole) report([operatorConsole]);
   const storePassword = checkStorePassword(config);
   if (storePassword) report([storePassword]);
   const holder = await checkTenantHolder(config, tenant);

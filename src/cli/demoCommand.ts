@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -56,12 +57,15 @@ export async function demoCommand(values: DemoOptions, io: CliIo): Promise<numbe
   const report = setInterval(() => {
     io.stderr.write(`webhook receiver: ${verified} signed deliveries verified, ${rejected} rejected\n`);
   }, RECEIVER_REPORT_MS);
+  // A fresh operator token each run: the console is on loopback, but still signed in to.
+  const consoleToken = randomBytes(18).toString('base64url');
   const { config } = loadAppConfig({
     configFlag: DEMO_CONFIG,
     env: {
       ...io.env,
       CHANGEFEED_DEMO_WEBHOOK_URL: receiver.url,
       CHANGEFEED_DEMO_WEBHOOK_SECRET: DEMO_WEBHOOK_SECRET,
+      CHANGEFEED_DEMO_CONSOLE_TOKEN: consoleToken,
     },
     overrides: {
       'api.baseUrl': simulator.url,
@@ -80,6 +84,7 @@ export async function demoCommand(values: DemoOptions, io: CliIo): Promise<numbe
   );
   const daemon = new ChangefeedDaemon(config, { logger });
   await daemon.start();
+  io.stderr.write(`operator console: ${daemon.healthUrl ?? '?'}/console (sign in with token ${consoleToken})\n`);
   return untilStopped(
     io.signal,
     async () => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { clusterConfigSchema } from '../cluster/clusterConfig.js';
+import { consoleConfigSchema } from '../console/consoleConfig.js';
 import { feedConfigSchema } from '../feed/feedConfig.js';
 import { httpConfigSchema } from '../observe/healthServer.js';
 import { storeConfigSchema } from '../store/storeConfig.js';
@@ -33,6 +34,9 @@ export const appConfigSchema = tenantConfigSchema
     feed: feedConfigSchema
       .default(feedConfigSchema.parse({}))
       .describe('The journal over HTTP for consumers without a broker: pages, long-polling and Server-Sent Events.'),
+    console: consoleConfigSchema
+      .prefault({})
+      .describe('The operator console in the browser, at /console on the health server (docs/operations.md).'),
     log: z
       .object({
         level: z

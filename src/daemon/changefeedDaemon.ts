@@ -4,6 +4,7 @@ import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTe
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
 import { readFeedTicketKey } from '../cluster/feedTicketKey.js';
+import { OperatorConsole } from '../console/operatorConsole.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
 import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
@@ -15,6 +16,7 @@ import { describeStoreLocation, storeLocation } from '../store/storeLocation.js'
 import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
+import { daemonConsoleSource } from './daemonConsoleSource.js';
 import type { DaemonOptions } from './daemonParts.js';
 import { holderRedirect } from './holderRedirect.js';
 import { ProcessFeed } from './processFeed.js';
@@ -55,6 +57,8 @@ export class ChangefeedDaemon {
   private healthServer: HealthServer | undefined;
   /** The pull feed's listener and tokens, when feed.enabled. */
   private readonly feed: ProcessFeed | undefined;
+  /** The operator console at /console on the health server, when console.enabled. */
+  private readonly console: OperatorConsole | undefined;
   /** Opening the store at start, while it is under way or the database is awaited. */
   private opening: StoreOpening | undefined;
   /** Settles once start() has its health server and store, or gave up on them. */
@@ -71,6 +75,8 @@ export class ChangefeedDaemon {
     ProcessFeed.check(this.main);
     if (this.config.feed.enabled)
       this.feed = new ProcessFeed(this.config.feed, options.logger, this.options.metrics.feedRouter);
+    OperatorConsole.check(this.config);
+    if (this.config.console.enabled) this.console = this.createConsole();
     // Before the store is opened: a second daemon must not even migrate it.
     if (storeLocation(this.config).kind === 'sqlite') this.lock = StateDirLock.acquire(this.config.stateDir);
   }
@@ -126,8 +132,14 @@ export class ChangefeedDaemon {
         stopped: () => this.stopped,
         readiness: () => this.readiness(),
         metrics: this.options.metrics,
+        mounted: this.console && {
+          owns: (path) => OperatorConsole.owns(path),
+          handle: (req, res) => this.console?.handle(req, res),
+        },
       });
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
+      if (this.console)
+        this.options.logger.info({ url: `${this.healthServer.url}/console` }, 'operator console served');
     }
     if (this.feed) {
       if (this.main.tenants.kind === 'main') this.feed.setTenants(readTenants(this.main.tenants).tenants);
@@ -199,6 +211,11 @@ export class ChangefeedDaemon {
     };
   }
 
+  /** Where the health server (and the console, at /console) answers, once started. */
+  get healthUrl(): string | undefined {
+    return this.healthServer?.url;
+  }
+
   /** Stops the tenants (each drains its in-flight deliveries), the server and the store. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -211,6 +228,7 @@ export class ChangefeedDaemon {
     if (this.leases) await this.leases.stop();
     else await this.tenantSupervisor?.stopAll();
     await this.feed?.close();
+    this.console?.close();
     await this.healthServer?.close();
     if (this.healthServer) this.options.metrics.watch(undefined);
     if (this.leases) this.options.metrics.leases.watch(undefined);
@@ -293,6 +311,8 @@ export class ChangefeedDaemon {
           logger: this.options.logger,
           metrics: this.options.metrics.leases,
         });
+        // Sessions signed by one replica are accepted by every other: a key derived from the shared one.
+        if (this.console) this.console.useSharedSecret(await readFeedTicketKey(shared.leasePool));
         if (this.feed) {
           const clock = this.options.clock ?? systemClock;
           this.feed.sendElsewhere(
@@ -303,6 +323,20 @@ export class ChangefeedDaemon {
       }
     }
     return this.supervisor(this.backend);
+  }
+
+  private createConsole(): OperatorConsole {
+    return new OperatorConsole(
+      this.config.console,
+      daemonConsoleSource({
+        tenants: () => this.tenants,
+        supervisor: () => this.tenantSupervisor,
+        backend: () => this.backend,
+        leaseTable: () => this.leases?.table,
+        instanceId: this.config.cluster.instanceId,
+      }),
+      { clock: this.options.clock ?? systemClock, logger: this.options.logger },
+    );
   }
 
   private supervisor(backend: StoreBackend): TenantSupervisor {

@@ -1,4 +1,4 @@
-import type { HttpConfig } from '../observe/healthServer.js';
+import type { HttpConfig, MountedRoutes } from '../observe/healthServer.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
@@ -10,6 +10,8 @@ export interface ProcessHealthSource {
   readiness: () => ReadinessCheck[];
   /** The process's metrics, which outlive this daemon (a reload keeps them). */
   metrics: ProcessMetrics;
+  /** Served on the same listener under its own paths: the operator console, when enabled. */
+  mounted?: MountedRoutes | undefined;
 }
 
 /**
@@ -24,9 +26,13 @@ export function serveProcessHealth(config: HttpConfig, source: ProcessHealthSour
     running: () => runtimes().length,
     failed: () => source.supervisor()?.startFailures.size ?? 0,
   });
-  return startHealthServer(config, {
-    alive: () => !source.stopped() && runtimes().every((r) => r.alive),
-    readiness: source.readiness,
-    metrics: source.metrics,
-  });
+  return startHealthServer(
+    config,
+    {
+      alive: () => !source.stopped() && runtimes().every((r) => r.alive),
+      readiness: source.readiness,
+      metrics: source.metrics,
+    },
+    source.mounted,
+  );
 }

@@ -21,8 +21,8 @@ export interface InvalidParameter {
   reason: string;
 }
 
-/** Letters, digits, `.`, `_`, `-` and the wildcards: also a valid SQLite GLOB with the same meaning. */
-const TYPE_GLOB = /^[A-Za-z0-9._*?-]{1,200}$/;
+/** A type glob as the feed and the console take it: letters, digits, `.`, `_`, `-` and the wildcards; also a valid SQLite GLOB with the same meaning. */
+export const TYPE_GLOB = /^[A-Za-z0-9._*?-]{1,200}$/;
 const PAGE_PARAMETERS = ['after', 'limit', 'log', 'type', 'wait'];
 const STREAM_PARAMETERS = ['after', 'log', 'type'];
 

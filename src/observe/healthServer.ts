@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { listenBounded, listenerPortSchema, type BoundedListener } from '../boundedListener.js';
 
@@ -62,14 +63,29 @@ export interface HealthSource {
 
 export type HealthServer = BoundedListener;
 
+/** Another part served on this listener under paths of its own (the operator console). */
+export interface MountedRoutes {
+  owns(path: string): boolean;
+  /** Answers the request; never throws. */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
+
 /**
  * `/healthz` (liveness: 200 while the daemon's loops run), `/readyz` (200 only when every check
  * passes; the JSON body says which fails) and `/metrics` (Prometheus text format).
  */
-export function startHealthServer(config: HttpConfig, source: HealthSource): Promise<HealthServer> {
+export function startHealthServer(
+  config: HttpConfig,
+  source: HealthSource,
+  mounted?: MountedRoutes,
+): Promise<HealthServer> {
   // Anyone who reaches the port may open connections before any token is checked: bounded.
   return listenBounded(config, (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (mounted?.owns(path)) {
+      mounted.handle(req, res);
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET' }).end();
       return;

@@ -7,6 +7,7 @@ import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
 import type { FailureAction } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import type { PollFailures } from './pollFailures.js';
+import { addPollSample, mergePollHours, parsePollHours, POLL_HOURS_META_KEY, type PollHour } from './pollHours.js';
 import type { BudgetSnapshot } from './readBudget.js';
 
 /** Meta key under which the budget's state is left for `changefeed status`. */
@@ -37,6 +38,11 @@ export type PollOutcome =
  */
 export class PollRecorder {
   private budgetWrittenAt = Number.NEGATIVE_INFINITY;
+  /** The day of polling by hour (pollHours.ts); merged with what the store holds at the first write. */
+  private hours: PollHour[] = [];
+  private hoursLoaded = false;
+  /** The budget's `sent` at the previous sample: requests per hour count every request, not only polls. */
+  private sentBefore = 0;
 
   constructor(private readonly deps: PollRecorderDeps) {}
 
@@ -45,6 +51,7 @@ export class PollRecorder {
     try {
       const result = await poller.poll(w, signal);
       const now = clock.now();
+      this.sample(w, now, { failed: false, events: result.emitted, requests: result.requests });
       failures.succeeded(w);
       const learned = scheduler.recordPoll(w, now, result);
       await this.persist(learned, now);
@@ -56,6 +63,7 @@ export class PollRecorder {
       // stops the tenant's runtime.
       if (errorCodeOf(error) === 'LEASE_LOST') return { polled: false, error };
       this.deps.onPolled?.(w, { error });
+      this.sample(w, clock.now(), { failed: true, events: 0, requests: 0 });
       try {
         return { polled: false, error, action: await failures.failed(w, error, clock.now()) };
       } catch (recordError) {
@@ -67,16 +75,38 @@ export class PollRecorder {
     }
   }
 
+  /** Counts a poll in its hour, with its log's lag as it began. */
+  private sample(w: WatchedLog, now: number, poll: { failed: boolean; events: number; requests: number }): void {
+    const budget = this.deps.budget?.snapshot();
+    const requests = budget ? Math.max(0, budget.sent - this.sentBefore) : poll.requests;
+    if (budget) this.sentBefore = budget.sent;
+    this.hours = addPollSample(this.hours, {
+      now,
+      requests,
+      allowancePerHour: budget?.allowancePerHour,
+      lagMs: w.windowEnd === null ? null : now - w.windowEnd,
+      failed: poll.failed,
+      events: poll.events,
+    });
+  }
+
   /**
-   * The learned rate and, now and then, the budget's state, for restarts and `status`. The poll
-   * itself is already committed: a store that cannot take these now only loses a refinement.
+   * The learned rate and, now and then, the budget's state and the hours of polling, for
+   * restarts, `status` and the console. The poll itself is already committed: a store that
+   * cannot take these now only loses a refinement.
    */
   private async persist(learned: RateEstimateRow | undefined, now: number): Promise<void> {
     const { store, budget, logger } = this.deps;
     try {
       if (learned) await store.rates.save(learned);
-      if (!budget || now - this.budgetWrittenAt < BUDGET_META_EVERY_MS) return;
+      if (now - this.budgetWrittenAt < BUDGET_META_EVERY_MS) return;
       this.budgetWrittenAt = now;
+      if (!this.hoursLoaded) {
+        this.hours = mergePollHours(parsePollHours(await store.getMeta(POLL_HOURS_META_KEY)), this.hours);
+        this.hoursLoaded = true;
+      }
+      await store.setMeta(POLL_HOURS_META_KEY, JSON.stringify(this.hours));
+      if (!budget) return;
       const pollBudgetPerHour = this.deps.scheduler.pollBudgetPerHour(now);
       await store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour }));
     } catch (error) {

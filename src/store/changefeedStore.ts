@@ -8,6 +8,7 @@ import type {
   IngestResult,
   JournalPage,
   JournalPageFilter,
+  JournalRange,
   PendingDelivery,
   QuarantineRecord,
   RateEstimateRow,
@@ -111,14 +112,13 @@ export interface OutboxStore {
   markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void>;
   /**
    * Queues journal events for `sink` again (replay), with a fresh attempt budget, whatever their
-   * delivery state: events ingested in [since, until), optionally of one log. Adds deliveries for
-   * events the sink never had (a sink added later). Returns how many were queued.
+   * delivery state: events ingested in [since, until), optionally of one log and with a type
+   * matching a glob (as JournalPageFilter's). Adds deliveries for events the sink never had (a
+   * sink added later). Returns how many were queued.
    */
-  enqueueFromJournal(
-    sink: string,
-    range: { since?: number; until?: number; log?: LogKind },
-    now: number,
-  ): Promise<number>;
+  enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number>;
+  /** How many events `enqueueFromJournal` with this range would queue now: a replay's count before it is queued. */
+  countFromJournal(range: JournalRange): Promise<number>;
   counts(sink: string): Promise<DeliveryCounts>;
   /**
    * Drops journal entries older than `before` that no sink still waits for; returns how many.

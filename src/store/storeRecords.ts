@@ -197,6 +197,15 @@ export interface JournalPageFilter {
   maxBytes?: number | undefined;
 }
 
+/** The journal events a replay takes: ingested in [since, until), optionally of one log and a type glob. */
+export interface JournalRange {
+  since?: number | undefined;
+  until?: number | undefined;
+  log?: LogKind | undefined;
+  /** A glob over the CloudEvent type, as JournalPageFilter's. */
+  type?: string | undefined;
+}
+
 export interface JournalPage {
   events: JournalEvent[];
   /** Where the next read starts (read after it): past every event this read looked at, matching or not. */

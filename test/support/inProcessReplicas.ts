@@ -32,8 +32,14 @@ export interface InProcessCluster {
   readonly schema: string;
   readonly tenantsDir: string;
   readonly dir: string;
-  /** Starts a replica with instance id `id`; `stdout` is where its stdout sinks write. */
-  start(id: string, options?: { stdout?: NodeJS.WritableStream }): Promise<InProcessReplica>;
+  /**
+   * Starts a replica with instance id `id`; `stdout` is where its stdout sinks write, `overrides`
+   * more settings (dotted paths) over the cluster's.
+   */
+  start(
+    id: string,
+    options?: { stdout?: NodeJS.WritableStream; overrides?: Record<string, unknown> },
+  ): Promise<InProcessReplica>;
   /** Tenant -> holder of an unexpired lease, from the lease table. */
   holders(): Promise<Map<string, string>>;
   /** When `id` last heartbeated, by the database's clock (ms), or undefined. */
@@ -95,6 +101,7 @@ export function inProcessCluster(
           'store.maxConnections': 4,
           'cluster.leaseSeconds': options.leaseSeconds,
           'cluster.instanceId': id,
+          ...startOptions.overrides,
         },
       });
       const daemon = new ChangefeedDaemon(main, {

@@ -1,11 +1,22 @@
 import type { LogKind } from '../../logs.js';
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { OutboxStore } from '../changefeedStore.js';
-import { PRUNE_BATCH_EVENTS, type DeliveryCounts, type FailedDelivery, type PendingDelivery } from '../storeRecords.js';
+import {
+  PRUNE_BATCH_EVENTS,
+  type DeliveryCounts,
+  type FailedDelivery,
+  type JournalRange,
+  type PendingDelivery,
+} from '../storeRecords.js';
 import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
+import { globToLike } from './globPattern.js';
 import { storableText } from './storableText.js';
+
+/** The events a replay takes (JournalRange): $1 tenant, $2 since, $3 until, $4 log, $5 the type as a LIKE pattern. */
+const IN_RANGE = `tenant = $1 AND ($2::float8 IS NULL OR ingested_at >= $2) AND ($3::float8 IS NULL OR ingested_at < $3)
+  AND ($4::text IS NULL OR log = $4) AND ($5::text IS NULL OR type LIKE $5 ESCAPE '\\')`;
 
 /** An event ready to append: its CloudEvent JSON and what the journal indexes it by. */
 export interface NewEvent {
@@ -146,22 +157,30 @@ export class PostgresOutbox implements OutboxStore {
     );
   }
 
-  async enqueueFromJournal(
-    sink: string,
-    range: { since?: number; until?: number; log?: LogKind },
-    now: number,
-  ): Promise<number> {
+  async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const result = await this.db.writeOne(
       `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
-       SELECT $1, $2, seq, 'pending', $6 FROM events
-       WHERE tenant = $1 AND ($3::float8 IS NULL OR ingested_at >= $3) AND ($4::float8 IS NULL OR ingested_at < $4)
-         AND ($5::text IS NULL OR log = $5)
+       SELECT $1, $7, seq, 'pending', $6 FROM events WHERE ${IN_RANGE}
        ORDER BY seq
        ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
          first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $6`,
-      [this.db.tenant, sink, range.since ?? null, range.until ?? null, range.log ?? null, now],
+      [...this.rangeParameters(range), now, sink],
     );
     return result.rowCount ?? 0;
+  }
+
+  async countFromJournal(range: JournalRange): Promise<number> {
+    const rows = await this.db.read<{ n: string }>(
+      `SELECT COUNT(*) AS n FROM events WHERE ${IN_RANGE}`,
+      this.rangeParameters(range),
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** The parameters of IN_RANGE. */
+  private rangeParameters(range: JournalRange): unknown[] {
+    const type = range.type === undefined ? null : globToLike(range.type);
+    return [this.db.tenant, range.since ?? null, range.until ?? null, range.log ?? null, type];
   }
 
   async counts(sink: string): Promise<DeliveryCounts> {

@@ -2,7 +2,13 @@ import type { LogKind } from '../../logs.js';
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
-import { PRUNE_BATCH_EVENTS, type DeliveryCounts, type FailedDelivery, type PendingDelivery } from '../storeRecords.js';
+import {
+  PRUNE_BATCH_EVENTS,
+  type DeliveryCounts,
+  type FailedDelivery,
+  type JournalRange,
+  type PendingDelivery,
+} from '../storeRecords.js';
 import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
@@ -30,13 +36,14 @@ const DEAD = `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, las
   last_response = @response, updated_at = @now, ${SETTLED}`;
 const FILTERED = `UPDATE deliveries SET state = 'filtered', updated_at = @now
   WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
+const IN_RANGE = `tenant = @tenant AND (@since IS NULL OR ingested_at >= @since) AND (@until IS NULL OR ingested_at < @until)
+    AND (@log IS NULL OR log = @log) AND (@type IS NULL OR type GLOB @type)`;
 const ENQUEUE = `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
-  SELECT @tenant, @sink, seq, 'pending', @now FROM events
-  WHERE tenant = @tenant AND (@since IS NULL OR ingested_at >= @since) AND (@until IS NULL OR ingested_at < @until)
-    AND (@log IS NULL OR log = @log)
+  SELECT @tenant, @sink, seq, 'pending', @now FROM events WHERE ${IN_RANGE}
   ORDER BY seq
   ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
     first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = @now`;
+const COUNT_RANGE = `SELECT COUNT(*) AS n FROM events WHERE ${IN_RANGE}`;
 const PAYLOADS = 'SELECT seq, payload FROM events WHERE tenant = ? AND seq IN (SELECT value FROM json_each(?))';
 // Counted from the index alone. The oldest pending is the first in journal order: seqs are drawn
 // in ingestion order, and this reads one row where a MIN over the join read every pending one.
@@ -161,24 +168,22 @@ export class Outbox implements OutboxStore {
     });
   }
 
-  /**
-   * Queues journal events for `sink` again (replay), with a fresh attempt budget, whatever their
-   * delivery state: events ingested in [since, until), optionally of one log. Adds deliveries for
-   * events the sink never had (a sink added later). Returns how many were queued.
-   */
-  async enqueueFromJournal(
-    sink: string,
-    range: { since?: number; until?: number; log?: LogKind },
-    now: number,
-  ): Promise<number> {
-    return this.conn.statement<object>(ENQUEUE).run({
+  async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
+    return this.conn.statement<object>(ENQUEUE).run({ ...this.rangeParameters(range), sink, now }).changes;
+  }
+
+  async countFromJournal(range: JournalRange): Promise<number> {
+    return this.conn.statement<object, { n: number }>(COUNT_RANGE).get(this.rangeParameters(range))?.n ?? 0;
+  }
+
+  private rangeParameters(range: JournalRange) {
+    return {
       tenant: this.tenant,
-      sink,
       since: range.since ?? null,
       until: range.until ?? null,
       log: range.log ?? null,
-      now,
-    }).changes;
+      type: range.type ?? null,
+    };
   }
 
   async counts(sink: string): Promise<DeliveryCounts> {

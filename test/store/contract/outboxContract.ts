@@ -254,6 +254,25 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await pendingEntryIds(store, 'late')).toEqual(['e-1', 'e-2', 's-1']);
       expect(await store.outbox.enqueueFromJournal('late', { since: T + 100 }, T + 40)).toBe(0);
     });
+
+    it('counts what a replay would queue before queuing it, by time range, log and type glob', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1'), entry('e-2', T - 60_000, 'level_removed')], { now: T });
+      await ingest(store, [entry('s-1')], { log: 'skill', now: T + 20 });
+
+      expect(await store.outbox.countFromJournal({})).toBe(3);
+      expect(await store.outbox.countFromJournal({ type: 'com.test.*.level_added' })).toBe(2);
+      expect(await store.outbox.countFromJournal({ type: 'com.test.career.level_?emoved' })).toBe(1);
+      expect(await store.outbox.countFromJournal({ type: '*_removed', log: 'skill' })).toBe(0);
+      expect(await store.outbox.countFromJournal({ since: T + 10 })).toBe(1);
+      // Only `*` and `?` are wildcards, on both engines: SQL's own are plain characters.
+      expect(await store.outbox.countFromJournal({ type: 'com.test.%' })).toBe(0);
+      expect(await store.outbox.countFromJournal({ type: 'com.test.career.level_added' })).toBe(1);
+      // Counting queues nothing; queuing takes exactly what was counted.
+      expect(await pendingEntryIds(store, 'late')).toEqual([]);
+      expect(await store.outbox.enqueueFromJournal('late', { type: 'com.test.*.level_added' }, T + 40)).toBe(2);
+      expect(await pendingEntryIds(store, 'late')).toEqual(['e-1', 's-1']);
+    });
   });
 
   describe('dead letters', () => {

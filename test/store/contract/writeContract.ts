@@ -53,6 +53,7 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   'outbox.markDead': { write: (s, f) => s.outbox.markDead('a', [{ seq: f.pendingSeq, error: 'x' }], T) },
   'outbox.markFiltered': { write: (s, f) => s.outbox.markFiltered('a', [f.pendingSeq], T) },
   'outbox.enqueueFromJournal': { write: (s) => s.outbox.enqueueFromJournal('b', {}, T) },
+  'outbox.countFromJournal': { read: (s) => s.outbox.countFromJournal({}) },
   'outbox.counts': { read: (s) => s.outbox.counts('a') },
   'outbox.prune': { write: (s) => s.outbox.prune(T + 1_000_000) },
   'deadLetters.list': { read: (s) => s.deadLetters.list() },

@@ -1,0 +1,69 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** The session cookie's name. */
+export const SESSION_COOKIE = 'changefeed_console';
+const VERSION = 'v1';
+
+/** A signed-in browser: its random id, its token's key and when it ends (clock ms). */
+export interface ConsoleSession {
+  readonly id: string;
+  readonly tokenKey: string;
+  readonly expiresAt: number;
+}
+
+/**
+ * Sessions as HMAC-signed cookie values (`v1.<id>.<expiry>.<token key>.<mac>`): nothing is kept
+ * on the server, so any replica that shares the key accepts a session another one issued. The
+ * cookie names the token by its key, never the token; the role is looked up from the tokens
+ * configured now, so a token removed from the config ends its sessions at once. The CSRF token of
+ * a session is an HMAC of its id under the same key: a form posted without it, or with another
+ * session's, is refused.
+ */
+export class ConsoleSessions {
+  constructor(
+    private key: Buffer,
+    private readonly lifetimeMs: number,
+  ) {}
+
+  /** Sessions signed from now on (and accepted) use `key`: on a shared store, the replicas' key. */
+  useKey(key: Buffer): void {
+    this.key = key;
+  }
+
+  issue(tokenKey: string, now: number): { session: ConsoleSession; cookie: string } {
+    const session = { id: randomBytes(16).toString('base64url'), tokenKey, expiresAt: now + this.lifetimeMs };
+    const body = `${VERSION}.${session.id}.${session.expiresAt.toString(36)}.${tokenKey}`;
+    return { session, cookie: `${body}.${this.mac(body)}` };
+  }
+
+  /** The session a cookie value carries, or undefined when it is forged, damaged or expired. */
+  verify(cookie: string | undefined, now: number): ConsoleSession | undefined {
+    if (cookie === undefined || cookie.length > 256) return undefined;
+    const parts = cookie.split('.');
+    if (parts.length !== 5 || parts[0] !== VERSION) return undefined;
+    const [, id, expiry, tokenKey, mac] = parts as [string, string, string, string, string];
+    if (!equal(mac, this.mac(parts.slice(0, 4).join('.')))) return undefined;
+    const expiresAt = parseInt(expiry, 36);
+    if (!Number.isSafeInteger(expiresAt) || expiresAt <= now) return undefined;
+    return { id, tokenKey, expiresAt };
+  }
+
+  /** The CSRF token every form of this session carries. */
+  csrfToken(session: ConsoleSession): string {
+    return this.mac(`csrf.${session.id}`);
+  }
+
+  checkCsrf(session: ConsoleSession, presented: string | undefined): boolean {
+    return presented !== undefined && equal(presented, this.csrfToken(session));
+  }
+
+  private mac(text: string): string {
+    return createHmac('sha256', this.key).update(text, 'utf8').digest('base64url');
+  }
+}
+
+function equal(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'utf8');
+  const right = Buffer.from(b, 'utf8');
+  return left.length === right.length && timingSafeEqual(left, right);
+}

@@ -1,0 +1,125 @@
+/**
+ * A tenant's last day of polling, one bucket per clock hour, kept in the store's meta under
+ * POLL_HOURS_META_KEY by the poll recorder: the operator console draws its freshness chart and
+ * its read budget per hour from it. The store keeps only the latest state of each log (cursor,
+ * last poll), not its history, and a row per poll would grow with the number of logs; 24 small
+ * buckets per tenant are what a day's chart needs.
+ */
+
+export const POLL_HOURS_META_KEY = 'poll.hours';
+export const POLL_HOURS_KEPT = 24;
+const HOUR_MS = 3_600_000;
+
+export interface PollHour {
+  /** Start of the hour, clock ms (a multiple of an hour). */
+  hour: number;
+  /** Requests sent to the service in the hour: polls, discovery and backfill. */
+  requests: number;
+  /** Requests per hour the read budget allowed itself, as last seen in the hour; null when unknown. */
+  allowancePerHour: number | null;
+  polls: number;
+  failedPolls: number;
+  /** Events emitted by the hour's polls. */
+  events: number;
+  /** How far behind (seconds) the stalest log polled in the hour was as its poll began; null before any cursor. */
+  worstLagSeconds: number | null;
+}
+
+/** What one poll adds to its hour. */
+export interface PollSample {
+  now: number;
+  /** Requests sent since the previous sample. */
+  requests: number;
+  allowancePerHour?: number | undefined;
+  /** now − the log's cursor as the poll began; null for a log never read. */
+  lagMs: number | null;
+  failed: boolean;
+  events: number;
+}
+
+/** The buckets with `sample` counted in its hour, keeping only the last POLL_HOURS_KEPT hours up to it. */
+export function addPollSample(hours: readonly PollHour[], sample: PollSample): PollHour[] {
+  const hour = Math.floor(sample.now / HOUR_MS) * HOUR_MS;
+  const lagSeconds = sample.lagMs === null ? null : Math.max(0, Math.round(sample.lagMs / 1000));
+  const added: PollHour = {
+    hour,
+    requests: Math.max(0, sample.requests),
+    allowancePerHour: sample.allowancePerHour ?? null,
+    polls: 1,
+    failedPolls: sample.failed ? 1 : 0,
+    events: Math.max(0, sample.events),
+    worstLagSeconds: lagSeconds,
+  };
+  return mergePollHours(hours, [added], hour);
+}
+
+/**
+ * Two sets of buckets as one, the same hour's summed (the lag the worse of both, the allowance
+ * the later set's): what a holder counted before it first read what an earlier holder stored.
+ * Keeps the POLL_HOURS_KEPT hours up to `latestHour` (default: the latest of either).
+ */
+export function mergePollHours(
+  earlier: readonly PollHour[],
+  later: readonly PollHour[],
+  latestHour?: number,
+): PollHour[] {
+  const byHour = new Map<number, PollHour>();
+  for (const bucket of [...earlier, ...later]) {
+    const known = byHour.get(bucket.hour);
+    byHour.set(
+      bucket.hour,
+      known
+        ? {
+            hour: bucket.hour,
+            requests: known.requests + bucket.requests,
+            allowancePerHour: bucket.allowancePerHour ?? known.allowancePerHour,
+            polls: known.polls + bucket.polls,
+            failedPolls: known.failedPolls + bucket.failedPolls,
+            events: known.events + bucket.events,
+            worstLagSeconds: worse(known.worstLagSeconds, bucket.worstLagSeconds),
+          }
+        : { ...bucket },
+    );
+  }
+  const latest = latestHour ?? Math.max(...byHour.keys());
+  const oldest = latest - (POLL_HOURS_KEPT - 1) * HOUR_MS;
+  return [...byHour.values()].filter((b) => b.hour >= oldest && b.hour <= latest).sort((a, b) => a.hour - b.hour);
+}
+
+/**
+ * The buckets stored under POLL_HOURS_META_KEY; nothing for a value that is absent or not
+ * buckets (written by another build, or damaged): the chart starts again, the daemon goes on.
+ */
+export function parsePollHours(raw: string | undefined): PollHour[] {
+  if (raw === undefined) return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(value)) return [];
+  return value.filter(isPollHour).slice(-POLL_HOURS_KEPT);
+}
+
+function isPollHour(value: unknown): value is PollHour {
+  if (typeof value !== 'object' || value === null) return false;
+  const b = value as Record<string, unknown>;
+  const count = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+  const countOrNull = (v: unknown) => v === null || count(v);
+  return (
+    count(b.hour) &&
+    count(b.requests) &&
+    count(b.polls) &&
+    count(b.failedPolls) &&
+    count(b.events) &&
+    countOrNull(b.allowancePerHour) &&
+    countOrNull(b.worstLagSeconds)
+  );
+}
+
+function worse(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.max(a, b);
+}

@@ -1,0 +1,222 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { consoleConfigSchema } from '../../src/console/consoleConfig.js';
+import { CONSOLE_CSP } from '../../src/console/consoleRequests.js';
+import type { ConsoleSource } from '../../src/console/consoleSource.js';
+import { OperatorConsole } from '../../src/console/operatorConsole.js';
+import { noopLogger } from '../../src/observe/createLogger.js';
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { storeWithEvents } from '../support/webhookHarness.js';
+
+const OPERATOR = 'operator-token-0123456789';
+const READER = 'read-only-token-0123456789';
+const SHARED = Buffer.alloc(32, 7);
+
+/** A console over a real SQLite store with one dead letter, on a loopback server. */
+async function serve(consoleOf: (source: ConsoleSource) => OperatorConsole, store: SqliteChangefeedStore) {
+  const source: ConsoleSource = {
+    tenants: () => [{ name: 'default', keyFingerprint: 'ab'.repeat(32), sinks: [{ name: 'hook', type: 'webhook' }] }],
+    placement: () => Promise.resolve({ kind: 'here' }),
+    store: () => Promise.resolve(store),
+  };
+  const operatorConsole = consoleOf(source);
+  const server: Server = createServer((req, res) => operatorConsole.handle(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { base, operatorConsole, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+function consoleWith(tokens: { token: string; role: 'operator' | 'read-only' }[], clock: ManualClock) {
+  return (source: ConsoleSource) => {
+    const c = new OperatorConsole(consoleConfigSchema.parse({ enabled: true, tokens, sessionMinutes: 60 }), source, {
+      clock,
+      logger: noopLogger,
+    });
+    c.useSharedSecret(SHARED);
+    return c;
+  };
+}
+
+const form = (fields: Record<string, string>) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams(fields).toString(),
+  redirect: 'manual' as const,
+});
+
+async function signIn(base: string, token: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${base}/console/sign-in`, {
+    ...form({ token }),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+  });
+  const setCookie = res.headers.get('set-cookie') ?? '';
+  return { res, setCookie, cookie: setCookie.split(';')[0] ?? '' };
+}
+
+/** The CSRF token the console's own pages put in their forms. */
+async function csrfOf(base: string, cookie: string): Promise<string> {
+  const page = await (await fetch(`${base}/console/tenants/default/dead-letters`, { headers: { cookie } })).text();
+  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+}
+
+describe('the operator console: access', () => {
+  const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+  let store: SqliteChangefeedStore;
+  let app: Awaited<ReturnType<typeof serve>>;
+
+  beforeAll(async () => {
+    ({ store } = await storeWithEvents(3, 3));
+    const [first] = await store.outbox.pending('hook', 0, 1);
+    await store.outbox.markDead('hook', [{ seq: first!.seq, error: 'refused', status: 422, response: '<b>no</b>' }], 1);
+    app = await serve(
+      consoleWith(
+        [
+          { token: OPERATOR, role: 'operator' },
+          { token: READER, role: 'read-only' },
+        ],
+        clock,
+      ),
+      store,
+    );
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  it('sends a browser without a session to the sign-in form, and a stream request gets 401', async () => {
+    const page = await fetch(`${app.base}/console/tenants/default`, { redirect: 'manual' });
+    expect(page.status).toBe(303);
+    expect(page.headers.get('location')).toBe('/console/sign-in');
+    expect((await fetch(`${app.base}/console/tenants/default/tail/events`)).status).toBe(401);
+  });
+
+  it('signs in with a cookie that is HttpOnly, SameSite=Strict, never the token, and Secure over HTTPS', async () => {
+    const wrong = await signIn(app.base, 'not-a-console-token-at-all');
+    expect(wrong.res.status).toBe(401);
+    expect(wrong.setCookie).toBe('');
+    const plain = await signIn(app.base, OPERATOR);
+    expect(plain.res.status).toBe(303);
+    expect(plain.setCookie).toMatch(/HttpOnly/);
+    expect(plain.setCookie).toMatch(/SameSite=Strict/);
+    expect(plain.setCookie).toMatch(/Path=\/console/);
+    expect(plain.setCookie).not.toMatch(/Secure/);
+    expect(plain.setCookie).not.toContain(OPERATOR);
+    const proxied = await signIn(app.base, OPERATOR, { 'x-forwarded-proto': 'https' });
+    expect(proxied.setCookie).toMatch(/Secure/);
+  });
+
+  it('serves every page with the strict Content-Security-Policy', async () => {
+    const { cookie } = await signIn(app.base, READER);
+    for (const path of [
+      '',
+      '/tenants/default',
+      '/tenants/default/sinks',
+      '/tenants/default/dead-letters',
+      '/sign-in',
+    ]) {
+      const res = await fetch(`${app.base}/console${path}`, { headers: { cookie } });
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-security-policy'), path).toBe(CONSOLE_CSP);
+    }
+  });
+
+  it.each<{ name: string; csrf: boolean; headers: Record<string, string>; status: number; says: string }>([
+    { name: 'without the CSRF token', csrf: false, headers: {}, status: 403, says: 'CSRF check failed' },
+    {
+      name: 'from another site (Sec-Fetch-Site)',
+      csrf: true,
+      headers: { 'sec-fetch-site': 'cross-site' },
+      status: 403,
+      says: 'Sec-Fetch-Site',
+    },
+    {
+      name: 'from another origin',
+      csrf: true,
+      headers: { origin: 'http://evil.example' },
+      status: 403,
+      says: 'Origin is another site',
+    },
+  ])('refuses a retry $name', async ({ csrf, headers, status, says }) => {
+    const { cookie } = await signIn(app.base, OPERATOR);
+    const token = csrf ? await csrfOf(app.base, cookie) : '';
+    const res = await fetch(`${app.base}/console/tenants/default/dead-letters/retry`, {
+      ...form({ csrf: token, all: '1' }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers },
+    });
+    expect(res.status).toBe(status);
+    expect(await res.text()).toContain(says);
+    expect(await store.deadLetters.list()).toHaveLength(1);
+  });
+
+  it('refuses a read-only token a retry, and lets an operator retry', async () => {
+    const retry = async (token: string) => {
+      const { cookie } = await signIn(app.base, token);
+      return fetch(`${app.base}/console/tenants/default/dead-letters/retry`, {
+        ...form({ csrf: await csrfOf(app.base, cookie), all: '1' }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      });
+    };
+    const reader = await retry(READER);
+    expect(reader.status).toBe(403);
+    expect(await reader.text()).toContain('your token is read-only');
+    expect(await store.deadLetters.list()).toHaveLength(1);
+    const operator = await retry(OPERATOR);
+    expect(operator.status).toBe(200);
+    expect(await operator.text()).toContain('Re-queued 1 dead letter');
+    expect(await store.deadLetters.list()).toHaveLength(0);
+  });
+
+  it('names the field of bad input: an unknown tenant, a bad time, a bad glob', async () => {
+    const { cookie } = await signIn(app.base, OPERATOR);
+    const unknown = await fetch(`${app.base}/console/tenants/%3Cscript%3Ex/sinks`, { headers: { cookie } });
+    expect(unknown.status).toBe(404);
+    const text = await unknown.text();
+    expect(text).toContain('<strong>tenant</strong>: unknown tenant &quot;&lt;script&gt;x&quot;');
+    expect(text).not.toContain('<script>x');
+    const replay = await fetch(`${app.base}/console/tenants/default/replay`, {
+      ...form({ csrf: await csrfOf(app.base, cookie), action: 'count', sink: 'hook', since: 'yesterday', type: 'a b' }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    });
+    expect(replay.status).toBe(400);
+    const body = await replay.text();
+    expect(body).toContain('since: &quot;yesterday&quot; is not an ISO 8601 time with a zone');
+    expect(body).toContain('type: must be a glob');
+    const tail = await fetch(`${app.base}/console/tenants/default/tail?type=%3Cx%3E`, { headers: { cookie } });
+    expect(tail.status).toBe(400);
+    expect(await tail.text()).toContain('type: must be a glob');
+  });
+
+  it('accepts a session on another replica sharing the key, until it expires or its token is removed', async () => {
+    const { cookie } = await signIn(app.base, READER);
+    const same = await serve(
+      consoleWith(
+        [
+          { token: OPERATOR, role: 'operator' },
+          { token: READER, role: 'read-only' },
+        ],
+        clock,
+      ),
+      store,
+    );
+    const without = await serve(consoleWith([{ token: OPERATOR, role: 'operator' }], clock), store);
+    try {
+      const at = async (base: string) =>
+        (await fetch(`${base}/console`, { headers: { cookie }, redirect: 'manual' })).status;
+      expect(await at(same.base)).toBe(200);
+      expect(await at(without.base)).toBe(303);
+      const forged = cookie.replace(/\.[^.]+$/, '.AAAA');
+      expect((await fetch(`${same.base}/console`, { headers: { cookie: forged }, redirect: 'manual' })).status).toBe(
+        303,
+      );
+      await clock.advance(61 * 60_000);
+      expect(await at(same.base)).toBe(303);
+    } finally {
+      await same.close();
+      await without.close();
+    }
+  });
+});
