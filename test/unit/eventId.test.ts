@@ -15,6 +15,14 @@ describe('eventIdFor', () => {
     expect(eventIdFor('career', 'c-1', 'e-1')).toBe(eventIdFor('career', 'c-1', 'e-1'));
   });
 
+  it('gives every log the id it has always given, whatever the log is called inside', () => {
+    // Pinned per log: renaming a log kind must not re-emit its events under new ids.
+    expect(eventIdFor('skill', 's-1', 'e-1')).toBe('skill_w_m5Ffg4OhPofcYFgeWrYA0IfZ1wi9ClywM5_2_Xtso');
+    expect(eventIdFor('identityProvider', '', 'idp-1')).toBe(
+      'identity_provider_T6GCCTv_lTxpQAmVLA5rsRUUOcVRJ7zJIziqSpxLYh4',
+    );
+  });
+
   it('differs across the three logs for the same object and entry id', () => {
     const ids = LOG_KINDS.map((log) => eventIdFor(log, 'x-1', 'e-1'));
     expect(new Set(ids).size).toBe(3);
