@@ -60,9 +60,9 @@ export const watchConfigSchema = z
       .default(2)
       .describe('Polls in flight at once (requests still leave one at a time, paced by the budget).'),
     sortOrder: z
-      .object({ career: sortOrderSchema, skill: sortOrderSchema, identityProvider: sortOrderSchema })
+      .object({ career: sortOrderSchema, skill: sortOrderSchema, identity_provider: sortOrderSchema })
       .strict()
-      .default({ career: 'auto', skill: 'auto', identityProvider: 'auto' })
+      .default({ career: 'auto', skill: 'auto', identity_provider: 'auto' })
       .describe('Sort order of each log.'),
     discovery: z
       .object({
