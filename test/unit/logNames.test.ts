@@ -5,6 +5,7 @@ import { compileSinkFilter } from '../../src/deliver/sinkFilter.js';
 import { sinkFilterSchema } from '../../src/sinkContract/deliveryConfig.js';
 import { buildStatusReport, formatStatusReport } from '../../src/cli/statusReport.js';
 import { parseLogName } from '../../src/logs.js';
+import { watchConfigDeprecations, watchConfigSchema } from '../../src/poll/watchConfig.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 import { runCliInProcess } from '../support/runCli.js';
@@ -88,6 +89,31 @@ describe('filter.logs', () => {
 
   it('refuses any other name', () => {
     expect(sinkFilterSchema.safeParse({ logs: ['identity-provider'] }).success).toBe(false);
+  });
+});
+
+describe('watch.sortOrder', () => {
+  const deprecated = 'watch.sortOrder: the log name "identityProvider" is deprecated; write "identity_provider"';
+  it.each([
+    ['nothing', {}, 'auto', []],
+    ['identity_provider', { identity_provider: 'oldest-first' }, 'oldest-first', []],
+    ['identityProvider', { identityProvider: 'newest-first' }, 'newest-first', [deprecated]],
+  ])('takes %s', (_, sortOrder, expected, notes) => {
+    const watch = watchConfigSchema.parse({ sortOrder });
+    expect(watch.sortOrder.identity_provider).toBe(expected);
+    expect(watchConfigDeprecations(watch)).toEqual(notes);
+  });
+
+  it('refuses both spellings at once rather than letting one silently win', () => {
+    const result = watchConfigSchema.safeParse({
+      sortOrder: { identity_provider: 'oldest-first', identityProvider: 'newest-first' },
+    });
+    expect(result.error?.issues).toEqual([
+      expect.objectContaining({
+        path: ['sortOrder', 'identityProvider'],
+        message: 'is the deprecated spelling of identity_provider; write identity_provider only',
+      }),
+    ]);
   });
 });
 
