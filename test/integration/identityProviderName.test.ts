@@ -45,7 +45,11 @@ function storedLogNames(stateDir: string): Record<string, string[]> {
  * ago. With `readsPerSecond` 1 on the injected clock, a burst of 15 pages backfills for long
  * enough to log its progress.
  */
-async function identityProviderOnly(watch: Record<string, unknown> = {}, burstSize = 5, readsPerSecond?: number) {
+async function backfillIdentityProviderLog(
+  watch: Record<string, unknown> = {},
+  burstSize = 5,
+  readsPerSecond?: number,
+) {
   const clock = testClock();
   const simulator = await startTestSimulator({
     clock,
@@ -80,7 +84,7 @@ async function identityProviderOnly(watch: Record<string, unknown> = {}, burstSi
 // One spelling of each log wherever it is written (issue 26): the store, log lines, ordering keys.
 describe('the identity-provider log', () => {
   it('is written identity_provider in every log column of the store and in log lines', async () => {
-    const { stateDir, lines, burst } = await identityProviderOnly({}, 3_000, 1);
+    const { stateDir, lines, burst } = await backfillIdentityProviderLog({}, 3_000, 1);
 
     const stored = storedLogNames(stateDir);
     expect(Object.values(stored).flat().sort()).not.toContain('identityProvider');
@@ -100,13 +104,13 @@ describe('the identity-provider log', () => {
   }, 60_000);
 
   it('takes its sort order from watch.sortOrder.identity_provider', async () => {
-    const { stateDir, lines } = await identityProviderOnly({ sortOrder: { identity_provider: 'oldest-first' } });
+    const { stateDir, lines } = await backfillIdentityProviderLog({ sortOrder: { identity_provider: 'oldest-first' } });
     expect(sortOrderOf(stateDir)).toBe('oldest-first');
     expect(lines.join('\n')).not.toContain('deprecated');
   }, 60_000);
 
   it('takes the deprecated watch.sortOrder.identityProvider, with one warning', async () => {
-    const { stateDir, lines } = await identityProviderOnly({ sortOrder: { identityProvider: 'oldest-first' } });
+    const { stateDir, lines } = await backfillIdentityProviderLog({ sortOrder: { identityProvider: 'oldest-first' } });
     expect(sortOrderOf(stateDir)).toBe('oldest-first');
     const warnings = lines
       .map((l) => JSON.parse(l) as { level: number; msg: string; tenant?: string })
