@@ -2,22 +2,19 @@
  * The three activity logs of the service (spec 4.5 and 6) and what each one accepts.
  * Everything that differs between the logs is declared here, once.
  */
-export type LogKind = 'career' | 'skill' | 'identityProvider';
+/**
+ * A log's one name wherever people, programs and the store read or write one: event types and
+ * ids, metric labels, the feed's `log=`, `--log`, `filter.logs`, `watch.sortOrder`, `status`, log
+ * lines and the store's `log` columns.
+ */
+export type LogKind = 'career' | 'skill' | 'identity_provider';
 
-export const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identityProvider'];
+export const LOG_KINDS: readonly LogKind[] = ['career', 'skill', 'identity_provider'];
 
 export type ActivityFilter = 'event' | 'from' | 'to' | 'performedBy' | 'relatedPersonId' | 'bulkGroupId';
 
-/** The name of each log wherever people and programs read or write one. */
-export type LogSlug = 'career' | 'skill' | 'identity_provider';
-
 export interface LogDescriptor {
   readonly kind: LogKind;
-  /**
-   * The log's one public name: in event types and ids, metric labels, the feed's `log=`, `--log`,
-   * `filter.logs` and `status`. `kind` is the name the store keeps, never shown.
-   */
-  readonly slug: LogSlug;
   /** Whether the log is per object (career, skill) or company-wide. */
   readonly perObject: boolean;
   /** The scope a key needs to read it (spec 4.5). */
@@ -37,7 +34,6 @@ const encode = (id: string | undefined): string => {
 export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
   career: {
     kind: 'career',
-    slug: 'career',
     perObject: true,
     scope: 'careers:read',
     filters: new Set<ActivityFilter>(['event', 'from', 'to', 'performedBy', 'relatedPersonId', 'bulkGroupId']),
@@ -46,7 +42,6 @@ export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
   },
   skill: {
     kind: 'skill',
-    slug: 'skill',
     perObject: true,
     scope: 'skills:read',
     // The skill log rejects relatedPersonId, and offers no date filter for polling (4.5 rules 2, 6).
@@ -54,9 +49,8 @@ export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
     windowed: false,
     path: (id) => `/api/v1/skills/${encode(id)}/activity`,
   },
-  identityProvider: {
-    kind: 'identityProvider',
-    slug: 'identity_provider',
+  identity_provider: {
+    kind: 'identity_provider',
     perObject: false,
     scope: 'people:read',
     // The identity-provider log rejects performedBy (4.5 rule 3).
@@ -66,25 +60,23 @@ export const LOGS: Readonly<Record<LogKind, LogDescriptor>> = {
   },
 };
 
-export const LOG_SLUGS: readonly LogSlug[] = ['career', 'skill', 'identity_provider'];
-
 /** A name that was once accepted for a log and still is on input, with a deprecation note. */
-const DEPRECATED_LOG_NAMES: Readonly<Record<string, LogKind>> = { identityProvider: 'identityProvider' };
+const DEPRECATED_LOG_NAMES: Readonly<Record<string, LogKind>> = { identityProvider: 'identity_provider' };
 
 /**
- * The log a name given on input stands for: its slug, or a deprecated spelling (`deprecated`
+ * The log a name given on input stands for: its name, or a deprecated spelling (`deprecated`
  * then says what to write instead). Undefined for anything else.
  */
 export function parseLogName(name: string): { kind: LogKind; deprecated?: string } | undefined {
-  const kind = LOG_KINDS.find((k) => LOGS[k].slug === name);
+  const kind = LOG_KINDS.find((k) => k === name);
   if (kind) return { kind };
   const old = Object.hasOwn(DEPRECATED_LOG_NAMES, name) ? DEPRECATED_LOG_NAMES[name] : undefined;
   if (!old) return undefined;
-  return { kind: old, deprecated: `the log name "${name}" is deprecated; write "${LOGS[old].slug}"` };
+  return { kind: old, deprecated: `the log name "${name}" is deprecated; write "${old}"` };
 }
 
 /**
- * The one name of a watched log: `<log>:<objectId>` (`identityProvider:` for the company-wide
+ * The one name of a watched log: `<log>:<objectId>` (`identity_provider:` for the company-wide
  * log). The scheduler keys its plan by it, failures back off by it, and it is the delivery
  * ordering key: events with the same key reach a destination in order.
  */

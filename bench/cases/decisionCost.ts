@@ -40,7 +40,7 @@ export function decisionCost(logs: number, policy: 'adaptive' | 'round-robin', d
   const config = scheduleConfigSchema.parse({ policy });
   const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => SLOT_MS } });
   const list = Array.from({ length: logs }, (_, i) =>
-    i === 0 ? watched('identityProvider', '', start) : watched(i % 6 === 0 ? 'skill' : 'career', `o${i}`, start),
+    i === 0 ? watched('identity_provider', '', start) : watched(i % 6 === 0 ? 'skill' : 'career', `o${i}`, start),
   );
   const byKey = new Map(list.map((w) => [`${w.log}:${w.objectId}`, w]));
   scheduler.sync(list);

@@ -65,7 +65,7 @@ export interface DayResult {
   undetected?: number;
 }
 
-/** Every change of the day, per log key (`career:id`, `identityProvider:`), oldest first. */
+/** Every change of the day, per log key (`career:id`, `identity_provider:`), oldest first. */
 function generateArrivals(o: DayOptions, start: number, careerIds: string[], skillIds: string[]) {
   const model = new WorkloadModel(
     { workload: o.workload, eventsPerHour: o.eventsPerHour, identityProviderShare: 0.1, skillShare: 0.2 },
@@ -76,7 +76,7 @@ function generateArrivals(o: DayOptions, start: number, careerIds: string[], ski
   const rates = new Map<string, number>();
   for (const [k, rate] of model.trueRates()) rates.set(k.replace(/:null$/, ':'), rate);
   const historyFrom = start - o.serviceHistoryHours * HOUR_MS;
-  for (const log of ['career', 'skill', 'identityProvider'] as const) {
+  for (const log of ['career', 'skill', 'identity_provider'] as const) {
     const history = model.arrivals(log, historyFrom, start, Random.derive(o.seed, 'history', log));
     for (const a of [
       ...history,
@@ -108,7 +108,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const store = openSqliteStoreFile(storePath(dir));
   const register = async (log: LogKind, objectId: string): Promise<void> =>
     void (await store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start }));
-  await register('identityProvider', '');
+  await register('identity_provider', '');
   for (const id of careerIds) await register('career', id);
   for (const id of skillIds) await register('skill', id);
 
@@ -161,7 +161,7 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const cursor = new Map<string, number>();
   const poller = {
     poll: async (w: WatchedLog, signal?: AbortSignal): Promise<PollResult> => {
-      await request(w.log === 'identityProvider' ? 'identityProvider' : 'poll', signal);
+      await request(w.log === 'identity_provider' ? 'identity_provider' : 'poll', signal);
       const key = `${w.log}:${w.objectId}`;
       const now = clock.now();
       const from = cursor.get(key) ?? start;

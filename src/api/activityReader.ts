@@ -63,7 +63,7 @@ export async function readActivityPage(
   ];
   for (const [name, value] of filters) {
     if (value === undefined) continue;
-    if (!log.filters.has(name)) throw new ForbiddenFilterError(`the ${log.slug} log rejects the filter "${name}"`);
+    if (!log.filters.has(name)) throw new ForbiddenFilterError(`the ${request.log} log rejects the filter "${name}"`);
     query[name] = value;
   }
   if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_PAGE_LIMIT) {
@@ -75,7 +75,7 @@ export async function readActivityPage(
   query.limit = request.limit;
   query.offset = request.offset;
   const priority: RequestPriority =
-    request.priority ?? (request.log === 'identityProvider' ? 'identityProvider' : 'poll');
+    request.priority ?? (request.log === 'identity_provider' ? 'identity_provider' : 'poll');
   const path = log.path(request.objectId);
   const { body, meta } = await client.getJson(path, query, priority, signal, activityPageReader(request.limit));
   return {

@@ -15,7 +15,7 @@ import { guardBeforeWrite } from './guardedDispatch.js';
  * career and skill logs, then discovery lists, then backfill (reading history older than any
  * regular poll would), which takes only what the others leave.
  */
-export type RequestPriority = 'identityProvider' | 'poll' | 'discovery' | 'backfill';
+export type RequestPriority = 'identity_provider' | 'poll' | 'discovery' | 'backfill';
 
 /**
  * Decides when a request may leave. The read budget implements it; the client calls `acquire`

@@ -95,7 +95,7 @@ export async function planCommand(values: PlanOptions, io: CliIo): Promise<numbe
   if (logs.length === 0) {
     // No store yet: the configured logs with the prior (discovered ones are unknown until discovery runs).
     if (watch.identityProviderEvents)
-      logs.push({ log: 'identityProvider', objectId: '', state: emptyRateState(), cost: 1 });
+      logs.push({ log: 'identity_provider', objectId: '', state: emptyRateState(), cost: 1 });
     for (const id of watch.careers.ids) logs.push({ log: 'career', objectId: id, state: emptyRateState(), cost: 1 });
     for (const id of watch.skills.ids) logs.push({ log: 'skill', objectId: id, state: emptyRateState(), cost: 1 });
   }

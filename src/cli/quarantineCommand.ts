@@ -1,6 +1,6 @@
 import { withExistingStore } from './existingStore.js';
 import type { Command } from 'commander';
-import { LOGS, type LogKind } from '../logs.js';
+import type { LogKind } from '../logs.js';
 import { logOption } from './logFlag.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { loadTenantInspectionConfig } from './loadAppConfig.js';
@@ -42,8 +42,7 @@ export async function quarantineCommand(values: QuarantineOptions, io: CliIo): P
     env: io.env,
   });
   return withExistingStore(config, { readonly: true, tenant }, async (store) => {
-    const stored = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
-    const records = stored.map((r) => ({ ...r, log: LOGS[r.log].slug }));
+    const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {
       io.stdout.write(`${scrubSecrets(JSON.stringify(records, null, 2))}\n`);
     } else if (records.length === 0) {

@@ -1,4 +1,4 @@
-import { LOGS, logKey, type LogSlug } from '../logs.js';
+import { logKey, type LogKind } from '../logs.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
@@ -6,7 +6,7 @@ import { terminalSafe } from './terminalText.js';
 
 export interface LogStatus {
   /** The log's public name (`identity_provider`, as in event types and the feed). */
-  log: LogSlug;
+  log: LogKind;
   objectId: string;
   status: string;
   statusReason: string | null;
@@ -133,7 +133,7 @@ function gapOf(w: WatchedLog): LogStatus['gap'] {
 export async function buildStatusReport(store: ChangefeedStore, now: number): Promise<StatusReport> {
   const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
   const logs = (await store.watchedLogs.list()).map((w) => ({
-    log: LOGS[w.log].slug,
+    log: w.log,
     objectId: w.objectId,
     status: w.status,
     statusReason: w.statusReason,

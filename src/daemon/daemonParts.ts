@@ -15,6 +15,7 @@ import { LogPoller } from '../poll/logPoller.js';
 import { PollLoop } from '../poll/pollLoop.js';
 import { ReadBudget } from '../poll/readBudget.js';
 import { ServerClock } from '../poll/serverClock.js';
+import { watchConfigDeprecations } from '../poll/watchConfig.js';
 import { WatchRegistry } from '../poll/watchRegistry.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { createSink } from '../sinks/sinkRegistry.js';
@@ -118,6 +119,7 @@ export function assembleTenant(
     metrics.observeResponse(meta, path);
     credential.observe(meta.status);
   }
+  for (const note of watchConfigDeprecations(config.watch)) logger.warn(note);
   const shared = { client, store, serverClock, clock, watch: config.watch, logger };
   const registry = new WatchRegistry(shared);
   const poller = new LogPoller({ ...shared, events: config.events, baseUrl: config.api.baseUrl });

@@ -53,7 +53,7 @@ export function createServiceClient(
 }
 
 export async function pingService(client: ServiceClient, signal?: AbortSignal): Promise<void> {
-  await client.getJson('/api/v1/ping', {}, 'identityProvider', signal);
+  await client.getJson('/api/v1/ping', {}, 'identity_provider', signal);
 }
 
 function readCaFile(file: string): string {

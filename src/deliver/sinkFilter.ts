@@ -1,5 +1,5 @@
 import picomatch from 'picomatch';
-import { LOGS, parseLogName, type LogKind } from '../logs.js';
+import { parseLogName, type LogKind } from '../logs.js';
 import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
 
 /**
@@ -18,7 +18,7 @@ export function compileSinkFilter(
   const exclude = filter.exclude ? picomatch(filter.exclude, { dot: true }) : undefined;
   return (event) => {
     if (logs && !logs.has(event.log)) return false;
-    const name = `${LOGS[event.log].slug}.${event.type.split('.').at(-1) ?? ''}`;
+    const name = `${event.log}.${event.type.split('.').at(-1) ?? ''}`;
     if (include && !include(name)) return false;
     return !(exclude && exclude(name));
   };

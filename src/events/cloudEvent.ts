@@ -58,7 +58,7 @@ export function buildCloudEvent(
     tenant: args.tenant,
     id: eventIdFor(args.log, args.objectId, args.entry.id),
     source: `${args.baseUrl.replace(/\/+$/, '')}${descriptor.path(descriptor.perObject ? args.objectId : undefined)}`,
-    type: `${config.typePrefix}.${descriptor.slug}.${eventName}`,
+    type: `${config.typePrefix}.${args.log}.${eventName}`,
     datacontenttype: 'application/json',
     entryid: args.entry.id,
     data: args.entry,

@@ -1,4 +1,4 @@
-import { LOG_KINDS, LOGS, type LogKind } from '../logs.js';
+import { LOG_KINDS, type LogKind } from '../logs.js';
 
 /**
  * JSON Schemas (draft-07, which AsyncAPI 3.0 schemas also are) of what the sinks carry: the
@@ -13,7 +13,7 @@ export type JsonSchema = Record<string, unknown>;
 /** How one schema refers to another: a file name in docs/events, a component in the AsyncAPI document. */
 export type SchemaRef = (name: SchemaName) => string;
 
-export type SchemaName = 'cloudevent' | `${(typeof LOGS)[LogKind]['slug']}-data`;
+export type SchemaName = 'cloudevent' | `${LogKind}-data`;
 
 const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
 export const SCHEMA_FILE = (name: SchemaName): string => `${name}.schema.json`;
@@ -49,7 +49,7 @@ const EXTRA_PROPERTIES: Record<LogKind, Record<string, JsonSchema>> = {
     affectedUserCount: untyped('People the version affects.'),
     renewalOption: untyped('Renewal option of a renew_training entry.'),
   },
-  identityProvider: {
+  identity_provider: {
     oldValue: untyped('Value before the change.'),
     newValue: untyped('Value after the change.'),
     payloadSummary: untyped('Summary of what the identity provider sent.'),
@@ -67,18 +67,17 @@ const EVENT_NOTES: Record<LogKind, string> = {
   career:
     'about 40 event types: lifecycle, settings, skills, sections, levels, groups, learnings, assignments, labels, flags',
   skill: SKILL_EVENTS,
-  identityProvider:
+  identity_provider:
     '13 event types: group lifecycle, user provisioning, permission changes, career assignment, membership; changes not originated in the service',
 };
 
 export function dataSchema(log: LogKind, options: { id?: string } = {}): JsonSchema {
-  const slug = LOGS[log].slug;
   return {
     $schema: DRAFT_07,
     ...(options.id ? { $id: options.id } : {}),
-    title: `${slug} activity entry`,
+    title: `${log} activity entry`,
     description:
-      `The \`data\` of a ${slug} event: the entry exactly as the service sent it (${EVENT_NOTES[log]}). ` +
+      `The \`data\` of a ${log} event: the entry exactly as the service sent it (${EVENT_NOTES[log]}). ` +
       'Fields the service adds later are kept, so consumers must ignore what they do not know.',
     type: 'object',
     required: ['id'],
@@ -142,8 +141,8 @@ export function cloudEventSchema(ref: SchemaRef, options: { id?: string } = {}):
     },
     additionalProperties: true,
     allOf: LOG_KINDS.map((log) => ({
-      if: { properties: { type: { pattern: `\\.${LOGS[log].slug}\\.[^.]+$` } } },
-      then: { properties: { data: { $ref: ref(`${LOGS[log].slug}-data`) } } },
+      if: { properties: { type: { pattern: `\\.${log}\\.[^.]+$` } } },
+      then: { properties: { data: { $ref: ref(`${log}-data`) } } },
     })),
   };
 }
@@ -154,7 +153,7 @@ export function eventSchemaFiles(): Record<string, JsonSchema> {
     [SCHEMA_FILE('cloudevent')]: cloudEventSchema(SCHEMA_FILE, { id: SCHEMA_FILE('cloudevent') }),
   };
   for (const log of LOG_KINDS) {
-    const name = SCHEMA_FILE(`${LOGS[log].slug}-data`);
+    const name = SCHEMA_FILE(`${log}-data`);
     files[name] = dataSchema(log, { id: name });
   }
   return files;

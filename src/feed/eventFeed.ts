@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
-import { LOGS } from '../logs.js';
 import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
@@ -275,7 +274,7 @@ function header(req: IncomingMessage, name: string): string | undefined {
 /** The request again, on the path it came by, continuing from `next`. */
 function nextUrl(pagePath: string, next: string, query: FeedQuery): string {
   const params = new URLSearchParams({ after: next, limit: String(query.limit) });
-  if (query.log) params.set('log', LOGS[query.log].slug);
+  if (query.log) params.set('log', query.log);
   if (query.type) params.set('type', query.type);
   if (query.waitMs > 0) params.set('wait', String(query.waitMs / 1000));
   return `${pagePath}?${params.toString()}`;

@@ -1,4 +1,4 @@
-import { LOG_SLUGS, LOGS, parseLogName, type LogKind } from '../logs.js';
+import { LOG_KINDS, parseLogName, type LogKind } from '../logs.js';
 import type { FeedConfig } from './feedConfig.js';
 import { parseCursor } from './feedCursor.js';
 
@@ -8,7 +8,7 @@ export interface FeedQuery {
   after: number | undefined;
   /** Most events per page (a stream reads in pages of this size too). */
   limit: number;
-  /** Only events of this log (asked for by its slug: `career`, `skill` or `identity_provider`). */
+  /** Only events of this log (asked for by its name: `career`, `skill` or `identity_provider`). */
   log: LogKind | undefined;
   /** Only events whose CloudEvent type matches this glob (`*` any run of characters, `?` one). */
   type: string | undefined;
@@ -69,10 +69,10 @@ export function parseFeedQuery(
     if (!/^[0-9]{1,6}$/.test(limitText) || limit < 1 || limit > config.maxPageSize)
       return { invalid: { name: 'limit', reason: `must be a whole number from 1 to ${config.maxPageSize}` } };
   }
-  const slug = params.get('log') ?? undefined;
-  const named = slug === undefined ? undefined : parseLogName(slug);
-  if (slug !== undefined && named === undefined)
-    return { invalid: { name: 'log', reason: `must be one of ${LOG_SLUGS.join(', ')}` } };
+  const logName = params.get('log') ?? undefined;
+  const named = logName === undefined ? undefined : parseLogName(logName);
+  if (logName !== undefined && named === undefined)
+    return { invalid: { name: 'log', reason: `must be one of ${LOG_KINDS.join(', ')}` } };
   const log = named?.kind;
   const type = params.get('type') ?? undefined;
   if (type !== undefined && !TYPE_GLOB.test(type))
@@ -95,5 +95,5 @@ export function parseFeedQuery(
   }
   const query = { after, limit, log, type, waitMs };
   if (!named?.deprecated || log === undefined) return { query };
-  return { query, deprecation: `log=${slug} is deprecated; use log=${LOGS[log].slug}` };
+  return { query, deprecation: `log=${logName} is deprecated; use log=${log}` };
 }

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import type { FeedObserver, FeedMode } from '../feed/feedObserver.js';
-import { LOGS, type LogKind } from '../logs.js';
+import { LOG_KINDS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
 import type { ScheduleSnapshot } from '../schedule/scheduleViews.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
@@ -370,7 +370,7 @@ export class ChangefeedMetrics {
           if (w.status !== 'active' || w.windowEnd === null) continue;
           oldest.set(w.log, Math.min(oldest.get(w.log) ?? Number.POSITIVE_INFINITY, w.windowEnd));
         }
-        for (const [log, end] of oldest) set({ log: LOGS[log].slug }, Math.max(0, (now - end) / 1000));
+        for (const [log, end] of oldest) set({ log }, Math.max(0, (now - end) / 1000));
       },
     );
     gauge(
@@ -379,10 +379,9 @@ export class ChangefeedMetrics {
         'scope, rejected request), gone, or failing every poll; by log.',
       ['log'],
       async (set, _, source) => {
-        const counts = new Map<string, number>(Object.values(LOGS).map((l) => [l.slug, 0]));
+        const counts = new Map<string, number>(LOG_KINDS.map((log) => [log, 0]));
         for (const w of await source.store.watchedLogs.list()) {
-          if (w.status !== 'active' || w.consecutiveFailures > 0)
-            counts.set(LOGS[w.log].slug, (counts.get(LOGS[w.log].slug) ?? 0) + 1);
+          if (w.status !== 'active' || w.consecutiveFailures > 0) counts.set(w.log, (counts.get(w.log) ?? 0) + 1);
         }
         for (const [log, n] of counts) set({ log }, n);
       },
@@ -419,7 +418,7 @@ export class TenantMetrics implements FeedObserver {
   }
 
   observePoll(log: LogKind, outcome: { result?: PollResult; error?: unknown }, now: number): void {
-    const labels = { tenant: this.tenant, log: LOGS[log].slug };
+    const labels = { tenant: this.tenant, log };
     const { polls, ingested, duplicates, quarantined, detectionDelay } = this.all;
     if (outcome.result) {
       polls.inc({ ...labels, outcome: 'ok' });

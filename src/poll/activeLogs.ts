@@ -48,5 +48,5 @@ export class ActiveLogs {
 export async function readActiveLogs(store: ChangefeedStore): Promise<WatchedLog[]> {
   return (await store.watchedLogs.list())
     .filter((w) => w.status === 'active')
-    .sort((a, b) => Number(b.log === 'identityProvider') - Number(a.log === 'identityProvider'));
+    .sort((a, b) => Number(b.log === 'identity_provider') - Number(a.log === 'identity_provider'));
 }

@@ -54,14 +54,14 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
     case 'API_INSUFFICIENT_SCOPE':
       return {
         kind: 'disableKind',
-        reason: `the API key lacks the scope ${LOGS[log].scope} needed for the ${LOGS[log].slug} log; grant it and restart`,
+        reason: `the API key lacks the scope ${LOGS[log].scope} needed for the ${log} log; grant it and restart`,
       };
     case 'API_INSUFFICIENT_PERMISSIONS':
       return { kind: 'disableLog', status: 'disabled', reason: error.message };
     case 'API_NOT_FOUND':
       // The company-wide log cannot be deleted: a 404 there means a wrong base URL or a proxy
       // in the way, which a restart with a fixed config should retry.
-      if (log === 'identityProvider') {
+      if (log === 'identity_provider') {
         return {
           kind: 'disableLog',
           status: 'disabled',

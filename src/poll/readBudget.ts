@@ -44,7 +44,7 @@ export const budgetConfigSchema = z
 
 export type BudgetConfig = z.infer<typeof budgetConfigSchema>;
 
-const PRIORITY_RANK: Record<RequestPriority, number> = { identityProvider: 0, poll: 1, discovery: 2, backfill: 3 };
+const PRIORITY_RANK: Record<RequestPriority, number> = { identity_provider: 0, poll: 1, discovery: 2, backfill: 3 };
 const HOUR_MS = 3_600_000;
 
 interface Waiter {

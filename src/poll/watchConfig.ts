@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema } from '../api/listReader.js';
+import { parseLogName } from '../logs.js';
 import { scheduleConfigSchema } from '../schedule/scheduleConfig.js';
 
 const objectSetSchema = z
@@ -12,13 +13,35 @@ const objectSetSchema = z
   })
   .strict();
 
-const sortOrderSchema = z
-  .enum(['auto', 'newest-first', 'oldest-first'])
-  .default('auto')
-  .describe(
-    'The spec does not say how the log is sorted; `auto` detects it from performedAt and reads ' +
-      'to the end when it cannot tell.',
-  );
+const SORT_ORDER_NOTE =
+  'The spec does not say how the log is sorted; `auto` detects it from performedAt and reads to the end when it cannot tell.';
+
+const sortOrderEnum = z.enum(['auto', 'newest-first', 'oldest-first']);
+const sortOrderSchema = sortOrderEnum.default('auto').describe(SORT_ORDER_NOTE);
+
+/**
+ * One sort order per log, keyed by the log's name. The identity-provider log's key has no default
+ * of its own so that its deprecated spelling can stand in for it, and so that a file giving both
+ * is refused rather than one silently winning.
+ */
+const sortOrdersSchema = z
+  .object({
+    career: sortOrderSchema,
+    skill: sortOrderSchema,
+    identity_provider: sortOrderEnum.optional().describe(`${SORT_ORDER_NOTE} \`auto\` when unset.`),
+    identityProvider: sortOrderEnum
+      .optional()
+      .describe('Deprecated spelling of `identity_provider`, taken with a warning.'),
+  })
+  .strict()
+  .refine((o) => o.identity_provider === undefined || o.identityProvider === undefined, {
+    message: 'is the deprecated spelling of identity_provider; write identity_provider only',
+    path: ['identityProvider'],
+  })
+  .transform(({ identity_provider, ...rest }) => ({
+    ...rest,
+    identity_provider: identity_provider ?? rest.identityProvider ?? 'auto',
+  }));
 
 const startFromSchema = z.union([
   z.literal('now'),
@@ -59,11 +82,7 @@ export const watchConfigSchema = z
       .max(16)
       .default(2)
       .describe('Polls in flight at once (requests still leave one at a time, paced by the budget).'),
-    sortOrder: z
-      .object({ career: sortOrderSchema, skill: sortOrderSchema, identityProvider: sortOrderSchema })
-      .strict()
-      .default({ career: 'auto', skill: 'auto', identityProvider: 'auto' })
-      .describe('Sort order of each log.'),
+    sortOrder: sortOrdersSchema.prefault({}).describe('Sort order of each log.'),
     discovery: z
       .object({
         schedule: z
@@ -84,3 +103,11 @@ export const watchConfigSchema = z
   .strict();
 
 export type WatchConfig = z.infer<typeof watchConfigSchema>;
+
+/** What the watch section says in a deprecated spelling, one note each, for the log at start. */
+export function watchConfigDeprecations(watch: WatchConfig): string[] {
+  return Object.keys(watch.sortOrder).flatMap((key) => {
+    const note = parseLogName(key)?.deprecated;
+    return note ? [`watch.sortOrder: ${note}`] : [];
+  });
+}

@@ -50,13 +50,13 @@ export class WatchRegistry {
     const { store, watch, clock } = this.deps;
     const coverageStart = this.configuredStart();
     let added = 0;
-    const register = async (log: 'career' | 'skill' | 'identityProvider', objectId: string): Promise<void> => {
+    const register = async (log: 'career' | 'skill' | 'identity_provider', objectId: string): Promise<void> => {
       const now = clock.now();
       const firstPollBy = this.firstPollBy(now);
       if (await store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now, firstPollBy }))
         added++;
     };
-    if (watch.identityProviderEvents) await register('identityProvider', '');
+    if (watch.identityProviderEvents) await register('identity_provider', '');
     for (const id of watch.careers.ids) await register('career', id);
     for (const id of watch.skills.ids) await register('skill', id);
     return added;

@@ -16,7 +16,7 @@ const PAGING_PARAMS = ['limit', 'offset'];
 const LOG_NAMES: Readonly<Record<LogKind, string>> = {
   career: 'career activity log',
   skill: 'skill activity log',
-  identityProvider: 'identity-provider event log',
+  identity_provider: 'identity-provider event log',
 };
 
 /**

@@ -165,7 +165,7 @@ export class ActivitySimulation {
   }
 
   private requireStream(log: LogKind, objectId: string | null): void {
-    if (log === 'identityProvider') {
+    if (log === 'identity_provider') {
       if (objectId !== null) throw new Error('the identity-provider log is company-wide: pass objectId null');
       return;
     }

@@ -31,7 +31,7 @@ export function routeRead(ctx: RouteContext): Outcome {
   }
   if (path === '/api/v1/careers') return discoveryList(ctx, 'career');
   if (path === '/api/v1/skills') return discoveryList(ctx, 'skill');
-  if (path === '/api/v1/identity-provider-events') return activityRead(ctx, 'identityProvider', null);
+  if (path === '/api/v1/identity-provider-events') return activityRead(ctx, 'identity_provider', null);
   const match = PER_OBJECT_ACTIVITY.exec(path);
   if (match) {
     const objectId = decodePathSegment(match[2] ?? '');

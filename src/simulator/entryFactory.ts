@@ -71,7 +71,7 @@ export class EntryFactory {
         ? opts.event
         : (EVENT_TYPES[log][random.weightedIndex(CUMULATIVE_EVENT_WEIGHTS[log])]?.name ?? 'unknown');
     const subject = EVENT_TYPES[log].find((t) => t.name === eventName)?.subject ?? 'unknown';
-    const performer = log === 'identityProvider' || random.chance(0.05) ? null : random.pick(this.authors);
+    const performer = log === 'identity_provider' || random.chance(0.05) ? null : random.pick(this.authors);
     const entry: Entry = {
       id: this.ids.next(random),
       event: eventName,

@@ -97,7 +97,7 @@ const identityProviderEventTypes: readonly EventType[] = [
 export const EVENT_TYPES: Readonly<Record<LogKind, readonly EventType[]>> = {
   career: careerEventTypes,
   skill: skillEventTypes,
-  identityProvider: identityProviderEventTypes,
+  identity_provider: identityProviderEventTypes,
 };
 
 export const CAREER_EVENTS: readonly string[] = careerEventTypes.map((e) => e.name);
@@ -108,13 +108,13 @@ export const IDENTITY_PROVIDER_EVENTS: readonly string[] = identityProviderEvent
 export const EVENT_CATALOGS: Readonly<Record<LogKind, readonly string[]>> = {
   career: CAREER_EVENTS,
   skill: SKILL_EVENTS,
-  identityProvider: IDENTITY_PROVIDER_EVENTS,
+  identity_provider: IDENTITY_PROVIDER_EVENTS,
 };
 
 const catalogSets: Readonly<Record<LogKind, ReadonlySet<string>>> = {
   career: new Set(CAREER_EVENTS),
   skill: new Set(SKILL_EVENTS),
-  identityProvider: new Set(IDENTITY_PROVIDER_EVENTS),
+  identity_provider: new Set(IDENTITY_PROVIDER_EVENTS),
 };
 
 export function isKnownEvent(log: LogKind, name: string): boolean {
@@ -125,7 +125,7 @@ export function isKnownEvent(log: LogKind, name: string): boolean {
 export const CUMULATIVE_EVENT_WEIGHTS: Readonly<Record<LogKind, readonly number[]>> = {
   career: cumulate(careerEventTypes),
   skill: cumulate(skillEventTypes),
-  identityProvider: cumulate(identityProviderEventTypes),
+  identity_provider: cumulate(identityProviderEventTypes),
 };
 
 function cumulate(types: readonly EventType[]): number[] {

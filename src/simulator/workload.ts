@@ -39,7 +39,7 @@ export class WorkloadModel {
   private readonly rates: Record<LogKind, Map<string | null, number>> = {
     career: new Map(),
     skill: new Map(),
-    identityProvider: new Map(),
+    identity_provider: new Map(),
   };
   private readonly tables: Partial<Record<LogKind, RateTable>> = {};
   /** The rate given to an object added at run time: the mean of its log at start. */
@@ -54,13 +54,13 @@ export class WorkloadModel {
     const logRate: Record<LogKind, number> = {
       career: eventsPerHour * (1 - identityProviderShare - skillShare),
       skill: eventsPerHour * skillShare,
-      identityProvider: eventsPerHour * identityProviderShare,
+      identity_provider: eventsPerHour * identityProviderShare,
     };
-    this.rates.identityProvider.set(null, logRate.identityProvider);
+    this.rates.identity_provider.set(null, logRate.identity_provider);
     this.meanRate = {
       career: logRate.career / Math.max(1, objects.career.length),
       skill: logRate.skill / Math.max(1, objects.skill.length),
-      identityProvider: logRate.identityProvider,
+      identity_provider: logRate.identity_provider,
     };
     const s = settings.workload.kind === 'uniform' ? 0 : settings.workload.s;
     for (const log of ['career', 'skill'] as const) {
@@ -75,7 +75,7 @@ export class WorkloadModel {
   /** Long-run events per hour of every live stream, keyed by `${log}:${objectId}`. */
   trueRates(): Map<string, number> {
     const out = new Map<string, number>();
-    for (const log of ['career', 'skill', 'identityProvider'] as const) {
+    for (const log of ['career', 'skill', 'identity_provider'] as const) {
       for (const [objectId, rate] of this.rates[log]) out.set(streamKey(log, objectId), rate);
     }
     return out;

@@ -1,5 +1,5 @@
 import { cloudEventSchema, dataSchema, type JsonSchema, type SchemaName } from '../events/eventSchemas.js';
-import { LOG_KINDS, LOGS } from '../logs.js';
+import { LOG_KINDS } from '../logs.js';
 
 /**
  * The AsyncAPI 3.0 document of what changefeed sends: one channel per kind of destination
@@ -71,7 +71,7 @@ const cloudEvent = { $ref: ref('cloudevent') };
 
 export function asyncApiDocument(): Record<string, unknown> {
   const schemas: Record<string, JsonSchema> = { cloudevent: stripDraft(cloudEventSchema(ref)) };
-  for (const log of LOG_KINDS) schemas[`${LOGS[log].slug}-data`] = stripDraft(dataSchema(log));
+  for (const log of LOG_KINDS) schemas[`${log}-data`] = stripDraft(dataSchema(log));
   return {
     asyncapi: '3.0.0',
     info: {

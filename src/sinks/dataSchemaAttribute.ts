@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SCHEMA_FILE } from '../events/eventSchemas.js';
-import { LOGS, type LogKind } from '../logs.js';
+import type { LogKind } from '../logs.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 
 /** The opt-in `dataschema` setting of the webhook and broker sinks. */
@@ -17,7 +17,7 @@ export const dataschemaSchema = z
 /** The event's JSON with `dataschema` added before `data`. */
 export function addDataSchema(json: string, log: LogKind, base: string): string {
   const { data, ...attributes } = JSON.parse(json) as Record<string, unknown>;
-  return JSON.stringify({ ...attributes, dataschema: `${base}${SCHEMA_FILE(`${LOGS[log].slug}-data`)}`, data });
+  return JSON.stringify({ ...attributes, dataschema: `${base}${SCHEMA_FILE(`${log}-data`)}`, data });
 }
 
 /** `sink`, sending every event with the `dataschema` attribute. */

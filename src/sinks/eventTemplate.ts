@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { LOGS } from '../logs.js';
 import type { OutboundEvent } from '../sinkContract/sink.js';
 
 /**
@@ -42,15 +41,15 @@ export function templateValues(
   event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
   prefix = '',
 ): Record<TemplatePlaceholder, string> {
-  const slug = LOGS[event.log].slug;
-  // The type is `<typePrefix>.<slug>.<event>` and the prefix may hold dots: the event name starts after the last `.<slug>.`.
-  const marker = event.type.lastIndexOf(`.${slug}.`);
+  const { log } = event;
+  // The type is `<typePrefix>.<log>.<event>` and the prefix may hold dots: the event name starts after the last `.<log>.`.
+  const marker = event.type.lastIndexOf(`.${log}.`);
   return {
     prefix,
     tenant: event.tenant,
     type: event.type,
-    log: slug,
-    event: marker < 0 ? event.type : event.type.slice(marker + slug.length + 2),
+    log,
+    event: marker < 0 ? event.type : event.type.slice(marker + log.length + 2),
     subject: event.objectId,
   };
 }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { LOGS } from '../logs.js';
 import type { OutboundEvent } from '../sinkContract/sink.js';
 
 /**
@@ -155,7 +154,7 @@ export function insertParameters(batch: readonly OutboundEvent[]): unknown[][] {
       ce.source ?? '',
       ce.subject ?? null,
       ce.time ?? null,
-      LOGS[event.log].slug,
+      event.log,
       event.objectId,
       // `data` is re-serialised from the parsed event: the same JSON value, and jsonb keeps values, not bytes.
       JSON.stringify(ce.data ?? null),

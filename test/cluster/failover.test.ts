@@ -92,7 +92,7 @@ describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
     const status = await runCli(['status', '--config', set.config, '--tenant', set.tenantName(0), '--json']);
     expect(status.status, status.stderr).toBe(0);
     const logs = (JSON.parse(status.stdout) as { logs: { log: string; lastSuccessAt: string | null }[] }).logs;
-    expect(logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identityProvider', 'skill']);
+    expect(logs.map((l) => l.log).sort()).toEqual(['career', 'career', 'identity_provider', 'skill']);
     expect(logs.every((l) => l.lastSuccessAt !== null)).toBe(true);
     for (let i = 0; i < COMPANIES; i++) {
       const ids = deliveredIds(set, i);

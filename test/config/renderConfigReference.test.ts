@@ -28,7 +28,7 @@ describe('renderConfigReference', () => {
       '| `stateDir` | string | `"./state"` | Directory of the SQLite state file. |',
       '| `logLevel` | "debug" \\| "info" \\| "warn" \\| "error" | `"info"` | Minimum level written to the log. |',
       '| `proxy` | object \\| null | `null` | Outbound HTTP proxy, or null for none. |',
-      '| `logs` | ("career" \\| "skill" \\| "identityProvider")[] | `["career"]` | Activity logs to poll. |',
+      '| `logs` | ("career" \\| "skill" \\| "identity_provider")[] | `["career"]` | Activity logs to poll. |',
       '| `sinks` | object[] | `[]` | Where events go. Variants by `type`: `stdout`, `webhook`, `file`. |',
     ]);
     expect(table(markdown, '`api`')).toEqual([

@@ -90,7 +90,7 @@ export async function appendEvents(
   name = 'level_added',
   description = 'live',
 ): Promise<void> {
-  const objectId = log === 'identityProvider' ? '' : 'car_live';
+  const objectId = log === 'identity_provider' ? '' : 'car_live';
   const entries = Array.from({ length: n }, () => ({
     id: `act_live_${process.pid}_${appended++}`,
     event: name,

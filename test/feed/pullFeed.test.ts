@@ -58,7 +58,7 @@ describe('GET /v1/events', () => {
 
   it('filters by log and type glob, and the cursor moves past events that do not match', async () => {
     const h = await feedOf(20);
-    await appendEvents(h, 3, 'identityProvider', 'user_created');
+    await appendEvents(h, 3, 'identity_provider', 'user_created');
     await appendEvents(h, 2, 'career', 'level_removed');
     const idp = await get(h, '/v1/events?log=identity_provider');
     expect(events(idp).map((e) => e.type)).toEqual(
@@ -76,7 +76,7 @@ describe('GET /v1/events', () => {
 
   it('takes the deprecated log=identityProvider with a Warning, and links on with identity_provider', async () => {
     const h = await feedOf(5);
-    await appendEvents(h, 2, 'identityProvider', 'user_created');
+    await appendEvents(h, 2, 'identity_provider', 'user_created');
     const page = await get(h, '/v1/events?log=identityProvider');
     expect(page.status).toBe(200);
     expect(events(page).map((e) => e.type)).toEqual(

@@ -200,7 +200,7 @@ describe('polling through what goes wrong in production', () => {
       from: clock.now() - 3_600_000,
       to: clock.now() - 1_000,
     });
-    simulator.appendBurst('identityProvider', null, 50, { from: clock.now() - 3_600_000, to: clock.now() - 1_000 });
+    simulator.appendBurst('identity_provider', null, 50, { from: clock.now() - 3_600_000, to: clock.now() - 1_000 });
     const expected = expectedEventIds(simulator);
     simulator.spendReads(simulator.apiKey, 300);
     const stateDir = makeTempDir();

@@ -49,7 +49,7 @@ describe('a configured career that does not exist', () => {
   }, 180_000);
 
   it('watch retry refuses a log kind that cannot be gone', async () => {
-    const result = await runCli(['watch', 'retry', 'identityProvider', 'x']);
+    const result = await runCli(['watch', 'retry', 'identity_provider', 'x']);
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('career or skill');
   }, 60_000);

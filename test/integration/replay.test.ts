@@ -23,7 +23,7 @@ describe('the journal', () => {
         from: Date.now() - 600_000,
         to: Date.now() - 5_000,
       });
-      simulator.appendBurst('identityProvider', null, 10, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
+      simulator.appendBurst('identity_provider', null, 10, { from: Date.now() - 600_000, to: Date.now() - 5_000 });
       const dir = makeTempDir();
       const sink = (name: string, extra: object = {}) => ({
         name,

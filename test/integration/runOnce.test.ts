@@ -56,7 +56,7 @@ describe('run --once against the simulator', () => {
     const fresh = [
       ...simulator.appendEntries('career', simulator.careerIds[0] as string, [{ event: 'career_updated' }]),
       ...simulator.appendEntries('skill', simulator.skillIds[0] as string, [{ event: 'version_created' }]),
-      ...simulator.appendEntries('identityProvider', null, [{ event: 'user_provisioned' }]),
+      ...simulator.appendEntries('identity_provider', null, [{ event: 'user_provisioned' }]),
     ];
     await clock.advance(2_000);
     expect((await runOnce(config, { clock })).ok).toBe(true);

@@ -42,7 +42,7 @@ describe('many companies', () => {
     expect(ids((await idp(second!.apiKey)).json.data)).toEqual(
       second!
         .visibleEntries()
-        .filter((e) => e.log === 'identityProvider')
+        .filter((e) => e.log === 'identity_provider')
         .map((e) => e.entry.id)
         .reverse()
         .slice(0, 200),

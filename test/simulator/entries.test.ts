@@ -14,7 +14,7 @@ describe('entry shapes', () => {
     const extras = {
       career: ['emailSent', 'relatedPersonId', 'relatedSkillId', 'relatedSectionId', 'relatedLevelId', 'bulkGroupId'],
       skill: ['versionId', 'affectedUserCount', 'renewalOption'],
-      identityProvider: [
+      identity_provider: [
         'oldValue',
         'newValue',
         'payloadSummary',
@@ -26,14 +26,14 @@ describe('entry shapes', () => {
         'relatedGroupName',
       ],
     };
-    for (const log of ['career', 'skill', 'identityProvider'] as const) {
+    for (const log of ['career', 'skill', 'identity_provider'] as const) {
       const ofLog = entries.filter((e) => e.log === log);
       expect(ofLog.length).toBeGreaterThan(10);
       for (const { entry } of ofLog) {
         expect(Object.keys(entry).sort()).toEqual([...envelope, ...extras[log]].sort());
         expect(EVENT_CATALOGS[log]).toContain(entry.event);
         expect(entry.id).toMatch(/^act_[0-9a-z]{12}$/);
-        if (log === 'identityProvider') expect(entry.performedById).toBeNull();
+        if (log === 'identity_provider') expect(entry.performedById).toBeNull();
       }
     }
     expect(new Set(entries.map((e) => e.entry.id)).size).toBe(entries.length);
@@ -110,7 +110,7 @@ describe('appended entries', () => {
   it('holds back appended entries until their arrival time', async () => {
     const clock = new ManualClock(START);
     const sim = await useSimulator({ clock, eventsPerHour: 0 });
-    const [entry] = sim.appendEntries('identityProvider', null, [{ event: 'user_provisioned' }], {
+    const [entry] = sim.appendEntries('identity_provider', null, [{ event: 'user_provisioned' }], {
       arrivesAt: START + 60_000,
     });
     expect(sim.visibleEntries()).toEqual([]);
@@ -122,6 +122,6 @@ describe('appended entries', () => {
   it('rejects appends to unknown objects and per-object ids on the company-wide log', async () => {
     const sim = await useSimulator({ clock: new ManualClock(START) });
     expect(() => sim.appendEntries('career', 'car_missing', [{}])).toThrow(/no live career/);
-    expect(() => sim.appendEntries('identityProvider', 'x', [{}])).toThrow(/company-wide/);
+    expect(() => sim.appendEntries('identity_provider', 'x', [{}])).toThrow(/company-wide/);
   });
 });

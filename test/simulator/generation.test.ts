@@ -56,7 +56,7 @@ describe('activity generation', () => {
     await clock.advance(HOUR);
     // Reads generate lazily without an explicit catchUp.
     const ipEvents = await readAll(sim, '/api/v1/identity-provider-events');
-    const expected = sim.visibleEntries().filter((e) => e.log === 'identityProvider').length;
+    const expected = sim.visibleEntries().filter((e) => e.log === 'identity_provider').length;
     expect(ipEvents).toHaveLength(expected);
     expect(expected).toBeGreaterThan(60);
   });
@@ -90,7 +90,7 @@ describe('activity generation', () => {
     const rates = sim.trueRates();
     expect(rates.size).toBe(16);
     expect([...rates.values()].reduce((a, b) => a + b, 0)).toBeCloseTo(1000, 6);
-    expect(rates.get('identityProvider:null')).toBeCloseTo(100, 6);
+    expect(rates.get('identity_provider:null')).toBeCloseTo(100, 6);
     const careerRates = sim.careerIds.map((id) => rates.get(streamKey('career', id)) ?? 0).sort((x, y) => y - x);
     const harmonic10 = Array.from({ length: 10 }, (_, i) => 1 / (i + 1)).reduce((a, b) => a + b, 0);
     expect(careerRates[0]).toBeCloseTo(700 / harmonic10, 6);

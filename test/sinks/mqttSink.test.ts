@@ -92,7 +92,7 @@ describe('mqtt sink', () => {
     const tag = newTag();
     const reader = await subscribe(tag);
     const sink = newSink(tag);
-    const batch = [...events(3), event(4, { log: 'identityProvider', name: 'user_added' })];
+    const batch = [...events(3), event(4, { log: 'identity_provider', name: 'user_added' })];
     await sink.connect(never);
     await sink.write(batch, never);
     const packets = await reader.waitFor(4);
@@ -121,7 +121,7 @@ describe('mqtt sink', () => {
       [
         event(1, { objectId: 'car/3+#' }),
         event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }),
-        event(3, { log: 'identityProvider', name: 'user_added' }),
+        event(3, { log: 'identity_provider', name: 'user_added' }),
       ],
       never,
     );

@@ -165,7 +165,7 @@ describe('nats sink against a real JetStream server', () => {
       await sink.write(
         [
           event(1, { objectId: 'car.7 x' }),
-          event(2, { log: 'identityProvider', name: 'user_created' }),
+          event(2, { log: 'identity_provider', name: 'user_created' }),
           event(3, { log: 'skill', objectId: 'sk_1', name: 'version_created' }),
         ],
         signal(),

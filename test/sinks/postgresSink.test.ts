@@ -45,7 +45,7 @@ function event(
 ): OutboundEvent {
   const tenant = options.tenant ?? 'default';
   const log = options.log ?? 'career';
-  const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
+  const objectId = log === 'identity_provider' ? '' : (options.objectId ?? 'car_1');
   const entry = {
     id: `act_${n}`,
     event: 'level_added',
@@ -124,7 +124,7 @@ describe('postgres sink', () => {
     if (skipReason) return ctx.skip();
     const { sink, qualified } = sinkFor('Events');
     await sink.connect(never);
-    const batch = [event(1), event(2), event(3, { log: 'identityProvider' })];
+    const batch = [event(1), event(2), event(3, { log: 'identity_provider' })];
     await sink.write(batch, never);
     await sink.write(batch, never);
     const { rows } = await admin!.query<Record<string, unknown>>(
@@ -164,9 +164,9 @@ describe('postgres sink', () => {
     await acme.sink.connect(never);
     await globex.sink.connect(never);
     // The identity-provider log has one source for every company: only the tenant tells them apart.
-    await acme.sink.write([event(1, { log: 'identityProvider', tenant: 'acme', seq: 7 })], never);
-    await globex.sink.write([event(1, { log: 'identityProvider', tenant: 'globex', seq: 3 })], never);
-    await globex.sink.write([event(1, { log: 'identityProvider', tenant: 'globex', seq: 3 })], never);
+    await acme.sink.write([event(1, { log: 'identity_provider', tenant: 'acme', seq: 7 })], never);
+    await globex.sink.write([event(1, { log: 'identity_provider', tenant: 'globex', seq: 3 })], never);
+    await globex.sink.write([event(1, { log: 'identity_provider', tenant: 'globex', seq: 3 })], never);
     const { rows } = await admin!.query<{
       tenant: string;
       sequence: string;

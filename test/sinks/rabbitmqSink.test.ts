@@ -175,7 +175,7 @@ describe('rabbitmq sink', () => {
     await sink.connect(never);
     const removed = makeEvents(2, { objectId: 'car_7', event: 'level_removed' });
     const other = makeEvents(2, { objectId: 'car_8', event: 'level_removed' });
-    const company = makeEvents(1, { log: 'identityProvider', objectId: '', event: 'user_added' });
+    const company = makeEvents(1, { log: 'identity_provider', objectId: '', event: 'user_added' });
     await sink.write([...removed, ...other, ...company], never);
     const read = await all.waitFor(5);
     expect(read.map((m) => m.fields.routingKey)).toEqual([

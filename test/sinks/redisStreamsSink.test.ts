@@ -92,7 +92,7 @@ describe('redis-streams sink', () => {
       const tag = newTag();
       const sink = newSink(tag);
       const career = event(1, { objectId: 'car_7', tenant: 'acme' });
-      const idp = event(2, { log: 'identityProvider', name: 'user_added', tenant: 'acme' });
+      const idp = event(2, { log: 'identity_provider', name: 'user_added', tenant: 'acme' });
       await sink.connect(never);
       await sink.write([career, idp], never);
 
@@ -133,7 +133,7 @@ describe('redis-streams sink', () => {
         [
           event(1, { objectId: 'car_3' }),
           event(2, { log: 'skill', objectId: 'sk_9', name: 'version_created' }),
-          event(3, { log: 'identityProvider', name: 'user_added' }),
+          event(3, { log: 'identity_provider', name: 'user_added' }),
         ],
         never,
       );

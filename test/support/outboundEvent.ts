@@ -18,7 +18,7 @@ export interface TestEventOptions {
 /** Event `n` as the engine hands it to a sink: a real CloudEvent built from an entry `act_<n>`. */
 export function outboundEvent(n: number, options: TestEventOptions = {}): OutboundEvent {
   const log = options.log ?? 'career';
-  const objectId = log === 'identityProvider' ? '' : (options.objectId ?? 'car_1');
+  const objectId = log === 'identity_provider' ? '' : (options.objectId ?? 'car_1');
   const tenant = options.tenant ?? 'default';
   const entry = {
     id: `act_${n}`,

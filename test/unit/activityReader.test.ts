@@ -75,10 +75,10 @@ describe('readActivityPage', () => {
 
   it('reads the identity-provider log with its own priority and no object id', async () => {
     const { gate, client: c, service: s } = await serve({ status: 200, body: { data: [] } });
-    await readActivityPage(c, { log: 'identityProvider', offset: 0, limit: 50, filters: { relatedPersonId: 'p-9' } });
+    await readActivityPage(c, { log: 'identity_provider', offset: 0, limit: 50, filters: { relatedPersonId: 'p-9' } });
     expect(s.requests[0]!.url.pathname).toBe('/api/v1/identity-provider-events');
     expect(s.requests[0]!.url.searchParams.get('relatedPersonId')).toBe('p-9');
-    expect(gate.acquired).toEqual(['identityProvider']);
+    expect(gate.acquired).toEqual(['identity_provider']);
   });
 
   it('accepts the largest limit and offset the spec allows', async () => {
@@ -105,7 +105,7 @@ describe('readActivityPage', () => {
     ],
     [
       'performedBy on the identity-provider log',
-      { log: 'identityProvider', offset: 0, limit: 10, filters: { performedBy: 'p-1' } },
+      { log: 'identity_provider', offset: 0, limit: 10, filters: { performedBy: 'p-1' } },
       /identity_provider log rejects the filter "performedBy"/,
     ],
     ['limit 201', page({ limit: 201 }), /limit 201 is outside 1..200/],

@@ -8,7 +8,7 @@ let nextSeq = 1;
 
 /** A pending delivery of object `key` ("c1", "s2", or "idp" for the identity-provider log). */
 function d(key: string, over: Partial<PendingDelivery> = {}): PendingDelivery {
-  const log: LogKind = key === 'idp' ? 'identityProvider' : key.startsWith('s') ? 'skill' : 'career';
+  const log: LogKind = key === 'idp' ? 'identity_provider' : key.startsWith('s') ? 'skill' : 'career';
   const seq = over.seq ?? nextSeq++;
   return {
     seq,
@@ -42,7 +42,7 @@ describe('planBatches', () => {
   it('keys deliveries by log and object', () => {
     expect(logKey({ log: 'career', objectId: 'c1' })).toBe('career:c1');
     expect(logKey({ log: 'skill', objectId: 'c1' })).not.toBe(logKey({ log: 'career', objectId: 'c1' }));
-    expect(logKey({ log: 'identityProvider', objectId: '' })).toBe('identityProvider:');
+    expect(logKey({ log: 'identity_provider', objectId: '' })).toBe('identity_provider:');
   });
 
   it('keeps each key in seq order and fills one batch while it has room', () => {

@@ -45,7 +45,7 @@ describe('buildCloudEvent', () => {
 
   it('names the log in the type: career, skill, identity_provider', () => {
     expect(build('skill', 's-1').type).toBe('com.acme.skills.skill.level_added');
-    expect(build('identityProvider', '').type).toBe('com.acme.skills.identity_provider.level_added');
+    expect(build('identity_provider', '').type).toBe('com.acme.skills.identity_provider.level_added');
   });
 
   it('uses nullEventName when the entry has a null, missing or empty event', () => {
@@ -55,7 +55,7 @@ describe('buildCloudEvent', () => {
   });
 
   it('has no subject for the company-wide identity-provider log, and still validates', () => {
-    const event = build('identityProvider', '', entry({ id: 'idp-9', event: 'user_created' }));
+    const event = build('identity_provider', '', entry({ id: 'idp-9', event: 'user_created' }));
     expect(Object.keys(event)).not.toContain('subject');
     expect(event.source).toBe('https://svc.example/api/v1/identity-provider-events');
     expect(validated(event).subject).toBeUndefined();

@@ -15,6 +15,14 @@ describe('eventIdFor', () => {
     expect(eventIdFor('career', 'c-1', 'e-1')).toBe(eventIdFor('career', 'c-1', 'e-1'));
   });
 
+  it('gives every log the id it has always given, whatever the log is called inside', () => {
+    // Pinned per log: renaming a log kind must not re-emit its events under new ids.
+    expect(eventIdFor('skill', 's-1', 'e-1')).toBe('skill_w_m5Ffg4OhPofcYFgeWrYA0IfZ1wi9ClywM5_2_Xtso');
+    expect(eventIdFor('identity_provider', '', 'idp-1')).toBe(
+      'identity_provider_T6GCCTv_lTxpQAmVLA5rsRUUOcVRJ7zJIziqSpxLYh4',
+    );
+  });
+
   it('differs across the three logs for the same object and entry id', () => {
     const ids = LOG_KINDS.map((log) => eventIdFor(log, 'x-1', 'e-1'));
     expect(new Set(ids).size).toBe(3);
@@ -56,7 +64,7 @@ describe('eventIdFor', () => {
 
   it('works as a Standard Webhooks webhook-id: our signature verifies with the reference library', () => {
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
-    const id = eventIdFor('identityProvider', '', 'idp-1');
+    const id = eventIdFor('identity_provider', '', 'idp-1');
     const timestamp = Math.floor(Date.now() / 1000);
     const body = JSON.stringify({ id, hello: 'world' });
     const headers = {
@@ -67,7 +75,7 @@ describe('eventIdFor', () => {
     expect(new Webhook(secret).verify(body, headers)).toEqual({ id, hello: 'world' });
     // The signature covers the id: another event's id does not verify.
     expect(() =>
-      new Webhook(secret).verify(body, { ...headers, 'webhook-id': eventIdFor('identityProvider', '', 'idp-2') }),
+      new Webhook(secret).verify(body, { ...headers, 'webhook-id': eventIdFor('identity_provider', '', 'idp-2') }),
     ).toThrow();
   });
 });

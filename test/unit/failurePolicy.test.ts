@@ -53,7 +53,7 @@ describe('what a failed poll means', () => {
       kind: 'disableLog',
       status: 'gone',
     });
-    const company = classifyPollFailure(problem(404, 'API_NOT_FOUND'), 'identityProvider', 0);
+    const company = classifyPollFailure(problem(404, 'API_NOT_FOUND'), 'identity_provider', 0);
     expect(company).toMatchObject({ kind: 'disableLog', status: 'disabled' });
     expect(company.reason).toContain('api.baseUrl');
   });

@@ -92,7 +92,7 @@ describe('the User-Agent of requests to the service', () => {
   it('is sent by the service client on every request', async () => {
     const service = await LoopbackService.start(() => ({ status: 200, body: { data: [] } }));
     const client = clientFor(service.url, new RecordingGate());
-    await client.getJson('/api/v1/ping', {}, 'identityProvider');
+    await client.getJson('/api/v1/ping', {}, 'identity_provider');
     await client.getJson('/api/v1/careers', { limit: 1 }, 'discovery');
     expect(service.requests.map((r) => r.headers['user-agent'])).toEqual([TEST_USER_AGENT, TEST_USER_AGENT]);
   });
@@ -112,7 +112,7 @@ describe('the User-Agent of requests to the service', () => {
       serverClock: new ServerClock(systemClock, { toleranceMs: 300_000 }),
     });
     try {
-      await client.getJson('/api/v1/ping', {}, 'identityProvider');
+      await client.getJson('/api/v1/ping', {}, 'identity_provider');
     } finally {
       await client.close();
     }

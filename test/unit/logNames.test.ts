@@ -5,6 +5,7 @@ import { compileSinkFilter } from '../../src/deliver/sinkFilter.js';
 import { sinkFilterSchema } from '../../src/sinkContract/deliveryConfig.js';
 import { buildStatusReport, formatStatusReport } from '../../src/cli/statusReport.js';
 import { parseLogName } from '../../src/logs.js';
+import { watchConfigDeprecations, watchConfigSchema } from '../../src/poll/watchConfig.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 import { runCliInProcess } from '../support/runCli.js';
@@ -12,18 +13,17 @@ import { makeTempDir } from '../support/tempDir.js';
 import { writeCliConfig } from '../support/cliConfig.js';
 import { LoopbackService } from './loopbackService.js';
 
-// The identity-provider log was `identityProvider` in --log, filter.logs and status, but
-// `identity_provider` in event types, metric labels and the feed: one name now, the other taken
-// on input with a note.
+// Each log has one name wherever it is written (issue 26); the identity-provider log's older
+// camel-case spelling is still taken on input, with a note saying what to write.
 describe('parseLogName', () => {
   it.each([
     ['career', { kind: 'career' }],
     ['skill', { kind: 'skill' }],
-    ['identity_provider', { kind: 'identityProvider' }],
+    ['identity_provider', { kind: 'identity_provider' }],
     [
       'identityProvider',
       {
-        kind: 'identityProvider',
+        kind: 'identity_provider',
         deprecated: 'the log name "identityProvider" is deprecated; write "identity_provider"',
       },
     ],
@@ -87,7 +87,7 @@ describe('the lines run writes', () => {
 });
 
 describe('filter.logs', () => {
-  const idp = { log: 'identityProvider' as const, type: 'com.skills.changefeed.identity_provider.user_added' };
+  const idp = { log: 'identity_provider' as const, type: 'com.skills.changefeed.identity_provider.user_added' };
   const career = { log: 'career' as const, type: 'com.skills.changefeed.career.level_added' };
 
   it('takes identity_provider without a word', () => {
@@ -110,13 +110,38 @@ describe('filter.logs', () => {
   });
 });
 
+describe('watch.sortOrder', () => {
+  const deprecated = 'watch.sortOrder: the log name "identityProvider" is deprecated; write "identity_provider"';
+  it.each([
+    ['nothing', {}, 'auto', []],
+    ['identity_provider', { identity_provider: 'oldest-first' }, 'oldest-first', []],
+    ['identityProvider', { identityProvider: 'newest-first' }, 'newest-first', [deprecated]],
+  ])('takes %s', (_, sortOrder, expected, notes) => {
+    const watch = watchConfigSchema.parse({ sortOrder });
+    expect(watch.sortOrder.identity_provider).toBe(expected);
+    expect(watchConfigDeprecations(watch)).toEqual(notes);
+  });
+
+  it('refuses both spellings at once rather than letting one silently win', () => {
+    const result = watchConfigSchema.safeParse({
+      sortOrder: { identity_provider: 'oldest-first', identityProvider: 'newest-first' },
+    });
+    expect(result.error?.issues).toEqual([
+      expect.objectContaining({
+        path: ['sortOrder', 'identityProvider'],
+        message: 'is the deprecated spelling of identity_provider; write identity_provider only',
+      }),
+    ]);
+  });
+});
+
 describe('changefeed status', () => {
   it('names the identity-provider log identity_provider', async () => {
     const store = openSqliteStoreFile(storePath(makeTempDir()));
     try {
       const now = Date.UTC(2026, 10, 22, 12);
       await store.watchedLogs.register({
-        log: 'identityProvider',
+        log: 'identity_provider',
         objectId: '',
         origin: 'config',
         coverageStart: now,

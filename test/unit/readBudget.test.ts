@@ -155,14 +155,14 @@ describe('ReadBudget waiters', () => {
       ['backfill-1', 'backfill'],
       ['discovery-1', 'discovery'],
       ['poll-1', 'poll'],
-      ['idp-1', 'identityProvider'],
+      ['idp-1', 'identity_provider'],
       ['poll-2', 'poll'],
-      ['idp-2', 'identityProvider'],
+      ['idp-2', 'identity_provider'],
     ];
     const grants = queue.map(([label, priority]) => budget.acquire(priority).then(() => order.push(label)));
     expect(budget.waiting()).toBe(6);
     expect(budget.waitingAtLeast('discovery')).toBe(5);
-    expect(budget.waitingAtLeast('identityProvider')).toBe(2);
+    expect(budget.waitingAtLeast('identity_provider')).toBe(2);
     await withVirtualTime(clock, Promise.all(grants));
     expect(order).toEqual(['idp-1', 'idp-2', 'poll-1', 'poll-2', 'discovery-1', 'backfill-1']);
   });
@@ -171,7 +171,7 @@ describe('ReadBudget waiters', () => {
     const { clock, budget } = setup({ readsPerHour: 3600, reserve: 0 });
     await budget.acquire('poll');
     const controller = new AbortController();
-    const cancelled = budget.acquire('identityProvider', controller.signal);
+    const cancelled = budget.acquire('identity_provider', controller.signal);
     let otherAt: number | undefined;
     const other = budget.acquire('discovery').then(() => (otherAt = clock.now() - T0));
     controller.abort();

@@ -81,7 +81,7 @@ describe('SinkWorker with a real store', () => {
   it('delivers everything once, each object in ingestion order, across several batches', async () => {
     const { store, sink, clock, drain } = await setup();
     const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);
-    const idp = await ingestEntries(store, 'identityProvider', '', ['x', 'y']);
+    const idp = await ingestEntries(store, 'identity_provider', '', ['x', 'y']);
     const c2 = await ingestEntries(store, 'career', 'c-2', ['a', 'b', 'c', 'd']);
     const s1 = await ingestEntries(store, 'skill', 's-1', ['a']);
     expect(await drain(worker(store, sink, clock, { batchSize: 2, maxInFlight: 3 }))).toBe(true);
@@ -327,7 +327,7 @@ describe('SinkWorker with a real store', () => {
       throw new Error('down');
     });
     const c1 = await ingestEntries(first.store, 'career', 'c-1', ['a', 'b']);
-    const idp = await ingestEntries(first.store, 'identityProvider', '', ['x']);
+    const idp = await ingestEntries(first.store, 'identity_provider', '', ['x']);
     expect(await first.drain(worker(first.store, first.sink, first.clock), 1_000)).toBe(false);
     await first.store.close();
 

@@ -40,7 +40,7 @@ const career = outbound('career', 'c-17', {
   performedById: 'p-3',
   performedAt: '2026-03-01T12:04:31+02:00',
 });
-const idp = outbound('identityProvider', '', {
+const idp = outbound('identity_provider', '', {
   id: 'i-1',
   event: 'user_created',
   description: null,

@@ -38,7 +38,7 @@ export function defineStateContract(openFresh: OpenFresh): void {
       ).toBe(true);
       expect(
         await store.watchedLogs.register({
-          log: 'identityProvider',
+          log: 'identity_provider',
           objectId: '',
           origin: 'config',
           coverageStart: T,
@@ -88,7 +88,7 @@ export function defineStateContract(openFresh: OpenFresh): void {
       });
       expect((await store.watchedLogs.list()).map((w) => [w.log, w.objectId])).toEqual([
         ['career', 'c-1'],
-        ['identityProvider', ''],
+        ['identity_provider', ''],
         ['skill', 's-1'],
       ]);
       expect(await store.watchedLogs.get('career', 'missing')).toBeUndefined();
