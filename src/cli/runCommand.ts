@@ -7,7 +7,6 @@ import { setStoreAside } from '../store/sqlite/storeIdentity.js';
 import type { ProcessConfig } from '../config/mainConfig.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
-import { LOGS } from '../logs.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
 import { logDestination, type CliIo } from './cliIo.js';
 import type { CommandHost } from './commandLine.js';
@@ -139,7 +138,7 @@ async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number
       {
         polled: report.sweep.polled,
         emitted: report.sweep.emitted,
-        failures: report.sweep.failures.map((f) => ({ ...f, log: LOGS[f.log].slug })),
+        failures: report.sweep.failures,
         sinks: report.sinks,
       },
       report.ok ? 'sweep complete' : 'sweep finished with failures',

@@ -1,3 +1,4 @@
+import { LOG_KINDS } from '../logs.js';
 import type { FieldError, ReplayForm, ReplayRequest } from './consoleForms.js';
 import { tenantPath, type Viewer } from './consoleLayout.js';
 import { html, type SafeHtml } from './htmlTemplate.js';
@@ -75,9 +76,7 @@ export function replayBody(options: {
       <select id="replay-log" name="log" ${described('log')}>
         ${[
           html`<option value="">every log</option>`,
-          ...['career', 'skill', 'identityProvider'].map(
-            (l) => html`<option ${l === form.log ? html`selected` : ''}>${l}</option>`,
-          ),
+          ...LOG_KINDS.map((l) => html`<option ${l === form.log ? html`selected` : ''}>${l}</option>`),
         ]}
       </select>
       ${fieldError('log', 'one log, or all')}

@@ -2,7 +2,6 @@ import { isatty } from 'node:tty';
 import { pino, type LogFn } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
-import { LOGS, type LogKind } from '../logs.js';
 import { REDACTED, REDACT_PATHS, redactLogValue, serializeError } from './redactLogValue.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 
@@ -46,20 +45,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     {
       level,
       redact: { paths: [...REDACT_PATHS], censor: REDACTED },
-      serializers: { err: serializeError, log: logSlug },
+      serializers: { err: serializeError },
       formatters: { log: (object) => redactLogValue(object) as Record<string, unknown> },
       hooks: { logMethod: scrubLogArguments, streamWrite: redactLine },
     },
     options.pretty ? prettyStream(destination) : rawStream(destination),
   );
-}
-
-/**
- * A log's public name (`identity_provider`) for the `log` field every poll line carries, so a
- * search for the name that metrics, the feed and `status` show finds the lines too.
- */
-function logSlug(value: unknown): unknown {
-  return typeof value === 'string' && Object.hasOwn(LOGS, value) ? LOGS[value as LogKind].slug : value;
 }
 
 /** A logger that discards everything, for tests and for components used without one. */

@@ -1,7 +1,11 @@
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { makeTempDir } from '../support/tempDir.js';
 import { checkConsole } from '../../src/cli/consoleCheck.js';
 import { consoleConfigSchema } from '../../src/console/consoleConfig.js';
 
+// In a directory that exists, so the message may show the path (a bare name may be a pasted secret).
+const missingTokenFile = join(makeTempDir(), 'console-token');
 const token = { token: 'operator-token-0123456789', role: 'operator' };
 const http = (port: number | null) => ({ port, host: '127.0.0.1' }) as Parameters<typeof checkConsole>[0]['http'];
 
@@ -22,9 +26,9 @@ describe('changefeed check: the console', () => {
     },
     {
       name: 'on with a token file that is missing',
-      console: { enabled: true, tokenFiles: [{ file: '/nonexistent/console-token', role: 'read-only' }] },
+      console: { enabled: true, tokenFiles: [{ file: missingTokenFile, role: 'read-only' }] },
       port: 9464,
-      result: { ok: false, detail: expect.stringContaining('/nonexistent/console-token') as string },
+      result: { ok: false, detail: expect.stringContaining(missingTokenFile) as string },
     },
     {
       name: 'on, served',
