@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeTempDir } from '../support/tempDir.js';
+import { tmpdir } from 'node:os';
 import { checkConsole } from '../../src/cli/consoleCheck.js';
 import { consoleConfigSchema } from '../../src/console/consoleConfig.js';
 
 // In a directory that exists, so the message may show the path (a bare name may be a pasted secret).
-const missingTokenFile = join(makeTempDir(), 'console-token');
+const missingTokenFile = join(tmpdir(), `changefeed-no-console-token-${process.pid}`);
 const token = { token: 'operator-token-0123456789', role: 'operator' };
 const http = (port: number | null) => ({ port, host: '127.0.0.1' }) as Parameters<typeof checkConsole>[0]['http'];
 
