@@ -100,7 +100,7 @@ export class DeliveryEngine {
     if (this.running) return;
     this.running = Promise.all([
       ...this.workers.map((w) =>
-        w.run(this.stopLaunching.signal, this.abort.signal).catch((error: unknown) => {
+        w.run(this.stopLaunching.signal, { abortWrites: this.abort.signal }).catch((error: unknown) => {
           this.deps.logger.fatal({ sink: w.name, err: describeError(error) }, 'sink worker crashed');
         }),
       ),
@@ -142,11 +142,11 @@ export class DeliveryEngine {
   async drain(deadline: number): Promise<DrainReport[]> {
     return Promise.all(
       this.workers.map(async (w) => {
-        const drained = await w.drain(this.abort.signal, deadline);
+        await w.run(this.abort.signal, { deadline });
         const counts = await this.deps.store.outbox.counts(w.name);
         return {
           sink: w.name,
-          drained,
+          drained: counts.pending === 0,
           pending: counts.pending,
           dead: counts.dead,
           lastError: w.connectionState.lastError,
@@ -165,7 +165,7 @@ export class DeliveryEngine {
     this.stopLaunching.abort();
     if (drainMs <= 0) this.abort.abort();
     // A real timer, not the clock: a write that hangs must not hold the stop past its deadline,
-    // and virtual time in tests must not jump to it during every write (as SinkWorker.drain).
+    // and virtual time in tests must not jump to it during every write (as SinkWorker.run's deadline).
     const cutOff = setTimeout(() => this.abort.abort(), timerDelayMs(drainMs));
     try {
       await this.running;

@@ -162,67 +162,44 @@ export class SinkWorker {
   }
 
   /**
-   * Launches batches until `stop` aborts or the lease is lost, then waits for the writes in
-   * flight to finish (a drain: their acks still commit). `abortWrites` aborts those writes, and
-   * launches nothing more either; by default it is `stop`, so stopping aborts them at once.
+   * Launches batches until `stop` aborts, the sink is disabled or the lease is lost, then waits
+   * for the writes in flight to finish (a drain: their acks still commit). `abortWrites` aborts
+   * those writes, and launches nothing more either; by default it is `stop`, so stopping aborts
+   * them at once. With a `deadline` (`run --once`) it also ends once nothing is pending, and at the
+   * deadline aborts the writes still in flight: their events stay pending.
    */
-  async run(stop: AbortSignal, abortWrites: AbortSignal = stop): Promise<void> {
-    const writes = this.writesSignal(abortWrites);
-    const launching = AbortSignal.any([stop, writes]);
-    while (!launching.aborted && !this.health.disabled && !this.leaseLost) {
-      let wait: number | typeof IN_FLIGHT;
-      try {
-        wait = await this.step(writes);
-      } catch (error) {
-        wait = this.failed(error);
-      }
-      await this.wake.pause(wait, this.inFlight, launching);
-    }
-    await Promise.allSettled(this.inFlight);
-  }
-
-  /**
-   * The signal this worker's writes listen on. Every write in flight adds a listener to it (the
-   * HTTP or broker client's), so up to maxInFlight of them is the design, not the leak Node warns
-   * about past ten; the signal is the worker's own so that bound does not hide a leak elsewhere.
-   */
-  private writesSignal(parent: AbortSignal): AbortSignal {
-    const signal = AbortSignal.any([parent]);
-    setMaxListeners(this.options.maxInFlight + 2, signal);
-    return signal;
-  }
-
-  /**
-   * Delivers until nothing is pending or `deadline` passes (`run --once`). Writes still in flight
-   * at the deadline are aborted and their events stay pending. True when the outbox is empty.
-   */
-  async drain(signal: AbortSignal, deadline: number): Promise<boolean> {
+  async run(stop: AbortSignal, mode: { abortWrites?: AbortSignal; deadline?: number } = {}): Promise<void> {
+    const { clock } = this.options;
+    const deadline = mode.deadline ?? Infinity;
     const cutOff = new AbortController();
-    const drainSignal = this.writesSignal(AbortSignal.any([signal, cutOff.signal]));
-    // A write that hangs must not hold the drain past its deadline. A real timer, not the clock:
+    // Every write in flight adds a listener to this signal (the HTTP or broker client's), so up to
+    // maxInFlight of them is the design, not the leak Node warns about past ten; the signal is the
+    // worker's own so that bound does not hide a leak elsewhere.
+    const writes = AbortSignal.any([mode.abortWrites ?? stop, cutOff.signal]);
+    setMaxListeners(this.options.maxInFlight + 2, writes);
+    const launching = AbortSignal.any([stop, writes]);
+    // A write that hangs must not hold the run past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
-    const timer = setTimeout(() => cutOff.abort(), timerDelayMs(deadline - this.options.clock.now()));
+    const timer =
+      mode.deadline === undefined ? undefined : setTimeout(() => cutOff.abort(), timerDelayMs(deadline - clock.now()));
     try {
-      while (!drainSignal.aborted && !this.health.disabled && !this.leaseLost && this.options.clock.now() < deadline) {
-        if (this.inFlight.size === 0 && (await this.options.store.outbox.counts(this.name)).pending === 0) return true;
+      while (!launching.aborted && !this.health.disabled && !this.leaseLost && clock.now() < deadline) {
+        const idle = mode.deadline !== undefined && this.inFlight.size === 0;
+        if (idle && (await this.options.store.outbox.counts(this.name)).pending === 0) break;
         let wait: number | typeof IN_FLIGHT;
         try {
-          wait = await this.step(drainSignal);
+          wait = await this.step(writes);
         } catch (error) {
           wait = this.failed(error);
         }
-        await this.wake.pause(
-          wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())),
-          this.inFlight,
-          drainSignal,
-        );
+        if (wait !== IN_FLIGHT) wait = Math.min(wait, Math.max(0, deadline - clock.now()));
+        await this.wake.pause(wait, this.inFlight, launching);
       }
     } finally {
       clearTimeout(timer);
-      cutOff.abort();
+      if (mode.deadline !== undefined) cutOff.abort();
       await Promise.allSettled(this.inFlight);
     }
-    return (await this.options.store.outbox.counts(this.name)).pending === 0;
   }
 
   async close(): Promise<void> {
