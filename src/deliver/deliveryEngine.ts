@@ -3,29 +3,14 @@ import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState } from '../store/storeRecords.js';
-import type { SinkDeliveryConfig } from '../sinkContract/deliveryConfig.js';
-import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
+import type { SinkDeliveryConfig, SinkFilter } from '../sinkContract/deliveryConfig.js';
 import { compileSinkFilter } from './sinkFilter.js';
-import { SinkWorker } from './sinkWorker.js';
-import type { BatchOutcome } from './sinkWorker.js';
+import { SinkWorker, type BatchOutcome, type SinkConnectionState } from './sinkWorker.js';
 
 export interface EngineSink {
   sink: Sink;
   delivery: SinkDeliveryConfig;
   filter?: SinkFilter | undefined;
-}
-
-export interface SinkConnectionState {
-  sink: string;
-  disabled: boolean;
-  /** The circuit breaker's state now (an open circuit whose cool-down is over reads half-open). */
-  circuit: CircuitState;
-  /** When the sink last lost (or never had) its connection; null while connected. */
-  disconnectedSince: number | null;
-  /** Since when the destination has failed as a whole (401, 5xx, timeouts...) with no delivery since; else null. */
-  failingSince: number | null;
-  lastError: string | null;
 }
 
 export interface DrainReport {
@@ -93,7 +78,7 @@ export class DeliveryEngine {
 
   /** Per sink, for readiness and metrics: disabled, the circuit, and since when not connected. */
   connectionStates(): SinkConnectionState[] {
-    return this.workers.map((w) => ({ sink: w.name, ...w.connectionState }));
+    return this.workers.map((w) => w.connectionState);
   }
 
   start(): void {

@@ -60,6 +60,19 @@ export interface SinkWorkerOptions {
   onLeaseLost?: (error: unknown) => void;
 }
 
+/** A sink's connection as its worker holds it. */
+export interface SinkConnectionState {
+  sink: string;
+  disabled: boolean;
+  /** The circuit breaker's state now (an open circuit whose cool-down is over reads half-open). */
+  circuit: CircuitState;
+  /** When the sink last lost (or never had) its connection; null while connected. */
+  disconnectedSince: number | null;
+  /** Since when the destination has failed as a whole (401, 5xx, timeouts...) with no delivery since; else null. */
+  failingSince: number | null;
+  lastError: string | null;
+}
+
 /** What one batch came to, reported to `onOutcome` for metrics. */
 export interface BatchOutcome {
   sink: string;
@@ -132,15 +145,10 @@ export class SinkWorker {
     return this.health.connected && !this.health.disabled;
   }
 
-  /** For readiness and metrics: disabled, the circuit, since when not connected (null while connected). */
-  get connectionState(): {
-    disabled: boolean;
-    circuit: CircuitState;
-    disconnectedSince: number | null;
-    failingSince: number | null;
-    lastError: string | null;
-  } {
+  /** For readiness and metrics. */
+  get connectionState(): SinkConnectionState {
     return {
+      sink: this.name,
       disabled: this.health.disabled,
       circuit: this.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
