@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { CliIo } from './cliIo.js';
 import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
 import { ChangefeedError } from '../errors.js';
-import { loadTenantInspectionConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 
 export function defineDeadLettersCommand(program: Command, host: CommandHost): void {
   const deadLetters = program
@@ -46,11 +46,10 @@ export async function deadLettersCommand(
   values: DeadLettersOptions,
   io: CliIo,
 ): Promise<number> {
-  const { config, tenant } = loadTenantInspectionConfig({
-    configFlag: values.config,
-    tenant: values.tenant,
-    env: io.env,
-  });
+  const { config, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'inspection',
+  );
   if (values.sink !== undefined && !config.sinks.some((s) => s.name === values.sink)) {
     throw new ChangefeedError(
       'USAGE',

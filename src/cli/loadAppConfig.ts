@@ -31,45 +31,15 @@ interface ConfigArgs {
 /** Resolves the config file (--config, CHANGEFEED_CONFIG, or the default path if present) and loads every layer. */
 export function loadAppConfig(args: ConfigArgs): { config: AppConfig; file: string | undefined } {
   const file = configFile(args);
-  return { config: loadConfig(appConfigSchema, sources(args, file)), file };
-}
-
-/**
- * As loadAppConfig, for commands that only read the store: neither `api` nor the sinks beyond
- * their names and types are validated, and unset `${VAR}` references there are no error.
- */
-export function loadInspectionConfig(args: ConfigArgs): { config: InspectionConfig; file: string | undefined } {
-  const file = configFile(args);
-  return {
-    config: loadConfig(inspectionConfigSchema, {
-      ...sources(args, file),
-      keepUnsetEnvUnder: UNREAD_SECRET_SECTIONS.inspection,
-    }),
-    file,
-  };
-}
-
-/** As loadAppConfig, for commands that deliver from the store without polling: neither `api` nor `feed` is read. */
-export function loadReplayConfig(args: ConfigArgs): { config: ReplayConfig; file: string | undefined } {
-  const file = configFile(args);
-  const keepUnsetEnvUnder = UNREAD_SECRET_SECTIONS.replay;
-  return { config: loadConfig(replayConfigSchema, { ...sources(args, file), keepUnsetEnvUnder }), file };
-}
-
-/** As loadAppConfig, for commands that call the service but open no sink: the sinks' secrets and `feed` are not read. */
-export function loadServiceConfig(args: ConfigArgs): { config: ServiceConfig; file: string | undefined } {
-  const file = configFile(args);
-  const keepUnsetEnvUnder = UNREAD_SECRET_SECTIONS.service;
-  return { config: loadConfig(serviceConfigSchema, { ...sources(args, file), keepUnsetEnvUnder }), file };
+  return { config: loadView(args, file, 'full'), file };
 }
 
 /**
  * The main config for commands that know tenants: with `tenants.dir`, its tenant sections are
  * defaults for the tenant files (read them with `readTenants`); without it, the one tenant `default`.
  */
-export function loadTenantedConfig(args: ConfigArgs): { main: MainConfig; file: string | undefined } {
-  const file = configFile(args);
-  return { main: loadMainConfig(sources(args, file)), file };
+export function loadTenantedConfig(args: ConfigArgs): MainConfig {
+  return loadMainConfig(sources(args, configFile(args)));
 }
 
 function configFile(args: ConfigArgs): string | undefined {
@@ -102,12 +72,22 @@ export interface TenantConfigViews {
   full: AppConfig;
 }
 
-const LOADERS: { [V in keyof TenantConfigViews]: (args: ConfigArgs) => { config: TenantConfigViews[V] } } = {
-  inspection: loadInspectionConfig,
-  replay: loadReplayConfig,
-  service: loadServiceConfig,
-  full: loadAppConfig,
-};
+const VIEW_SCHEMAS = {
+  inspection: inspectionConfigSchema,
+  replay: replayConfigSchema,
+  service: serviceConfigSchema,
+  full: appConfigSchema,
+} as const;
+
+/** The config loaded as `view`: that view's schema, its unread secret sections' unset `${VAR}` no error. */
+function loadView<V extends keyof TenantConfigViews>(
+  args: ConfigArgs,
+  file: string | undefined,
+  view: V,
+): TenantConfigViews[V] {
+  const keepUnsetEnvUnder = UNREAD_SECRET_SECTIONS[view];
+  return loadConfig(VIEW_SCHEMAS[view], { ...sources(args, file), keepUnsetEnvUnder }) as TenantConfigViews[V];
+}
 
 /** One tenant's config for a command, and where it came from. */
 export interface LoadedTenantConfig<C> {
@@ -133,9 +113,9 @@ export function loadTenantConfig<V extends keyof TenantConfigViews>(
   if (tenantsDirOf(sources(args, file)) === undefined) {
     if (args.tenant !== undefined && args.tenant !== DEFAULT_TENANT)
       throw new ChangefeedError('USAGE', `no tenant "${args.tenant}": without tenants.dir the only tenant is default`);
-    return { config: LOADERS[view](args).config, tenant: DEFAULT_TENANT, file };
+    return { config: loadView(args, file, view), tenant: DEFAULT_TENANT, file };
   }
-  const { main } = loadTenantedConfig(args);
+  const main = loadMainConfig(sources(args, file));
   const set = readTenants(main.tenants);
   const names = set.tenants.map((t) => t.name).join(', ') || 'none';
   if (args.tenant === undefined)
@@ -154,11 +134,4 @@ export function loadTenantConfig<V extends keyof TenantConfigViews>(
   // The tenant file was validated in full (tenantConfigSchema), which every view accepts.
   const config = tenantAppConfig(main.process, tenant.config) as TenantConfigViews[V];
   return { config, tenant: tenant.name, file: tenant.file };
-}
-
-/** loadTenantConfig for the commands that only read the store (`status`, `dead-letters`, `quarantine`). */
-export function loadTenantInspectionConfig(
-  args: ConfigArgs & { tenant?: string | undefined },
-): LoadedTenantConfig<InspectionConfig> {
-  return loadTenantConfig(args, 'inspection');
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { LogKind } from '../logs.js';
 import { logOption } from './logFlag.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
-import { loadTenantInspectionConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 import type { CliIo } from './cliIo.js';
 import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
 import { numberIn } from './optionParsers.js';
@@ -36,11 +36,10 @@ export interface QuarantineOptions {
 
 export async function quarantineCommand(values: QuarantineOptions, io: CliIo): Promise<number> {
   const { log, limit } = values;
-  const { config, tenant } = loadTenantInspectionConfig({
-    configFlag: values.config,
-    tenant: values.tenant,
-    env: io.env,
-  });
+  const { config, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'inspection',
+  );
   return withExistingStore(config, { readonly: true, tenant }, async (store) => {
     const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {

@@ -54,7 +54,7 @@ export interface RunOptions {
 
 export async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   const shutdownTimeoutMs = values.shutdownTimeout;
-  const { main } = loadTenantedConfig({ configFlag: values.config, env: io.env });
+  const main = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const config = main.process;
   const logger = createLogger({ level: config.log.level, pretty: config.log.pretty, destination: logDestination(io) });
   // In-process the caller owns the process and its last-resort handlers.
@@ -84,7 +84,7 @@ export async function runCommand(values: RunOptions, io: CliIo): Promise<number>
       reloading = reloading.then(async () => {
         let next;
         try {
-          next = loadTenantedConfig({ configFlag: values.config, env: io.env }).main;
+          next = loadTenantedConfig({ configFlag: values.config, env: io.env });
         } catch (error) {
           logger.error(
             { err: describeError(error) },

@@ -3,7 +3,7 @@ import { ChangefeedError } from '../errors.js';
 import type { CliIo } from './cliIo.js';
 import { configOption, tenantOption, type CommandHost } from './commandLine.js';
 import { withExistingStore } from './existingStore.js';
-import { loadTenantInspectionConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 
 export function defineSinksCommand(program: Command, host: CommandHost): void {
   const sinks = program
@@ -29,11 +29,10 @@ export interface SinksOptions {
 }
 
 export async function enableSinkCommand(name: string, values: SinksOptions, io: CliIo): Promise<number> {
-  const { config, tenant } = loadTenantInspectionConfig({
-    configFlag: values.config,
-    tenant: values.tenant,
-    env: io.env,
-  });
+  const { config, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'inspection',
+  );
   if (!config.sinks.some((s) => s.name === name))
     throw new ChangefeedError(
       'USAGE',

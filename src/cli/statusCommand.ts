@@ -5,7 +5,7 @@ import { configOption, jsonOption, tenantOption, type CommandHost } from './comm
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { fetchHolderReadiness, withLiveSinkState } from './liveSinkState.js';
-import { loadTenantInspectionConfig } from './loadAppConfig.js';
+import { loadTenantConfig } from './loadAppConfig.js';
 import { buildStatusReport, formatStatusReport } from './statusReport.js';
 import { findTenantHolder } from './tenantHolder.js';
 
@@ -29,11 +29,10 @@ export interface StatusOptions {
 }
 
 export async function statusCommand(values: StatusOptions, io: CliIo): Promise<number> {
-  const { config, tenant } = loadTenantInspectionConfig({
-    configFlag: values.config,
-    tenant: values.tenant,
-    env: io.env,
-  });
+  const { config, tenant } = loadTenantConfig(
+    { configFlag: values.config, tenant: values.tenant, env: io.env },
+    'inspection',
+  );
   const checkPrefix = tenant === DEFAULT_TENANT ? '' : `${tenant}/`;
   return withExistingStore(config, { readonly: true, tenant }, async (store, _, backend) => {
     const holder = await findTenantHolder(backend, tenant, config.cluster.leaseSeconds * 1000);

@@ -36,7 +36,7 @@ export interface TenantsOptions {
 }
 
 export async function tenantsCommand(values: TenantsOptions, io: CliIo): Promise<number> {
-  const { main } = loadTenantedConfig({ configFlag: values.config, env: io.env });
+  const main = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
   const location = storeLocation(main.process);
   const shared =

@@ -100,5 +100,3 @@ export const clusterConfigSchema = z
     ),
   })
   .strict();
-
-export type ClusterConfig = z.infer<typeof clusterConfigSchema>;

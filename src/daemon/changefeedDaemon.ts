@@ -264,11 +264,6 @@ export class ChangefeedDaemon {
     return this.only.schedulePlan();
   }
 
-  /** Requests per hour the default tenant's read budget allows itself now (for tests and benchmarks). */
-  readsAllowedPerHour(): number {
-    return this.only.readsAllowedPerHour();
-  }
-
   /** One request to learn the service's clock and check the key (default tenant). */
   ping(): Promise<boolean> {
     return this.only.ping();

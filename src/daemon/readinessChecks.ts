@@ -1,4 +1,4 @@
-import type { SinkConnectionState } from '../deliver/deliveryEngine.js';
+import type { SinkConnectionState } from '../deliver/sinkWorker.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
 import type { PollLoopState } from '../poll/pollLoop.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';

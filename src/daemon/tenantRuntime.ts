@@ -46,7 +46,7 @@ export class TenantRuntime {
     readonly tenant: string,
     readonly config: AppConfig,
     store: ChangefeedStore,
-    private readonly options: DaemonOptions & { metrics: ProcessMetrics },
+    options: DaemonOptions & { metrics: ProcessMetrics },
     /** On a shared store: called before each request to the service; throws LEASE_LOST once the lease is gone. */
     requestGuard?: () => void,
   ) {
@@ -67,11 +67,6 @@ export class TenantRuntime {
   /** The scheduler's current plan (for tests and benchmarks). */
   schedulePlan(): PlannedLog[] {
     return this.parts.pollLoop.scheduler.plan(this.parts.clock.now());
-  }
-
-  /** Requests per hour the read budget allows itself now (for tests and benchmarks). */
-  readsAllowedPerHour(): number {
-    return this.parts.budget.allowancePerHour();
   }
 
   /** One request to learn the service's clock and check the key before anything is registered. */

@@ -3,29 +3,14 @@ import { timerDelayMs, type Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
 import type { Sink } from '../sinkContract/sink.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState } from '../store/storeRecords.js';
-import type { SinkDeliveryConfig } from '../sinkContract/deliveryConfig.js';
-import type { SinkFilter } from '../sinkContract/deliveryConfig.js';
+import type { SinkDeliveryConfig, SinkFilter } from '../sinkContract/deliveryConfig.js';
 import { compileSinkFilter } from './sinkFilter.js';
-import { SinkWorker } from './sinkWorker.js';
-import type { BatchOutcome } from './sinkWorker.js';
+import { SinkWorker, type BatchOutcome, type SinkConnectionState } from './sinkWorker.js';
 
 export interface EngineSink {
   sink: Sink;
   delivery: SinkDeliveryConfig;
   filter?: SinkFilter | undefined;
-}
-
-export interface SinkConnectionState {
-  sink: string;
-  disabled: boolean;
-  /** The circuit breaker's state now (an open circuit whose cool-down is over reads half-open). */
-  circuit: CircuitState;
-  /** When the sink last lost (or never had) its connection; null while connected. */
-  disconnectedSince: number | null;
-  /** Since when the destination has failed as a whole (401, 5xx, timeouts...) with no delivery since; else null. */
-  failingSince: number | null;
-  lastError: string | null;
 }
 
 export interface DrainReport {
@@ -93,14 +78,14 @@ export class DeliveryEngine {
 
   /** Per sink, for readiness and metrics: disabled, the circuit, and since when not connected. */
   connectionStates(): SinkConnectionState[] {
-    return this.workers.map((w) => ({ sink: w.name, ...w.connectionState }));
+    return this.workers.map((w) => w.connectionState);
   }
 
   start(): void {
     if (this.running) return;
     this.running = Promise.all([
       ...this.workers.map((w) =>
-        w.run(this.stopLaunching.signal, this.abort.signal).catch((error: unknown) => {
+        w.run(this.stopLaunching.signal, { abortWrites: this.abort.signal }).catch((error: unknown) => {
           this.deps.logger.fatal({ sink: w.name, err: describeError(error) }, 'sink worker crashed');
         }),
       ),
@@ -142,11 +127,11 @@ export class DeliveryEngine {
   async drain(deadline: number): Promise<DrainReport[]> {
     return Promise.all(
       this.workers.map(async (w) => {
-        const drained = await w.drain(this.abort.signal, deadline);
+        await w.run(this.abort.signal, { deadline });
         const counts = await this.deps.store.outbox.counts(w.name);
         return {
           sink: w.name,
-          drained,
+          drained: counts.pending === 0,
           pending: counts.pending,
           dead: counts.dead,
           lastError: w.connectionState.lastError,
@@ -165,7 +150,7 @@ export class DeliveryEngine {
     this.stopLaunching.abort();
     if (drainMs <= 0) this.abort.abort();
     // A real timer, not the clock: a write that hangs must not hold the stop past its deadline,
-    // and virtual time in tests must not jump to it during every write (as SinkWorker.drain).
+    // and virtual time in tests must not jump to it during every write (as SinkWorker.run's deadline).
     const cutOff = setTimeout(() => this.abort.abort(), timerDelayMs(drainMs));
     try {
       await this.running;

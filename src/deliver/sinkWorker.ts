@@ -62,6 +62,19 @@ export interface SinkWorkerOptions {
   onLeaseLost?: (error: unknown) => void;
 }
 
+/** A sink's connection as its worker holds it. */
+export interface SinkConnectionState {
+  sink: string;
+  disabled: boolean;
+  /** The circuit breaker's state now (an open circuit whose cool-down is over reads half-open). */
+  circuit: CircuitState;
+  /** When the sink last lost (or never had) its connection; null while connected. */
+  disconnectedSince: number | null;
+  /** Since when the destination has failed as a whole (401, 5xx, timeouts...) with no delivery since; else null. */
+  failingSince: number | null;
+  lastError: string | null;
+}
+
 /** What one batch came to, reported to `onOutcome` for metrics. */
 export interface BatchOutcome {
   sink: string;
@@ -136,15 +149,10 @@ export class SinkWorker {
     return this.health.connected && !this.health.disabled;
   }
 
-  /** For readiness and metrics: disabled, the circuit, since when not connected (null while connected). */
-  get connectionState(): {
-    disabled: boolean;
-    circuit: CircuitState;
-    disconnectedSince: number | null;
-    failingSince: number | null;
-    lastError: string | null;
-  } {
+  /** For readiness and metrics. */
+  get connectionState(): SinkConnectionState {
     return {
+      sink: this.name,
       disabled: this.health.disabled,
       circuit: this.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
@@ -166,67 +174,46 @@ export class SinkWorker {
   }
 
   /**
-   * Launches batches until `stop` aborts or the lease is lost, then waits for the writes in
-   * flight to finish (a drain: their acks still commit). `abortWrites` aborts those writes, and
-   * launches nothing more either; by default it is `stop`, so stopping aborts them at once.
+   * Launches batches until `stop` aborts or the lease is lost (a disabled sink waits for `sinks enable`), then waits
+   * for the writes in flight to finish (a drain: their acks still commit). `abortWrites` aborts
+   * those writes, and launches nothing more either; by default it is `stop`, so stopping aborts
+   * them at once. With a `deadline` (`run --once`) it also ends once nothing is pending, and at the
+   * deadline aborts the writes still in flight: their events stay pending.
    */
-  async run(stop: AbortSignal, abortWrites: AbortSignal = stop): Promise<void> {
-    const writes = this.writesSignal(abortWrites);
-    const launching = AbortSignal.any([stop, writes]);
-    while (!launching.aborted && !this.leaseLost) {
-      let wait: number | typeof IN_FLIGHT;
-      try {
-        wait = this.health.disabled ? await this.checkEnabled() : await this.step(writes);
-      } catch (error) {
-        wait = this.failed(error);
-      }
-      await this.wake.pause(wait, this.inFlight, launching);
-    }
-    await Promise.allSettled(this.inFlight);
-  }
-
-  /**
-   * The signal this worker's writes listen on. Every write in flight adds a listener to it (the
-   * HTTP or broker client's), so up to maxInFlight of them is the design, not the leak Node warns
-   * about past ten; the signal is the worker's own so that bound does not hide a leak elsewhere.
-   */
-  private writesSignal(parent: AbortSignal): AbortSignal {
-    const signal = AbortSignal.any([parent]);
-    setMaxListeners(this.options.maxInFlight + 2, signal);
-    return signal;
-  }
-
-  /**
-   * Delivers until nothing is pending or `deadline` passes (`run --once`). Writes still in flight
-   * at the deadline are aborted and their events stay pending. True when the outbox is empty.
-   */
-  async drain(signal: AbortSignal, deadline: number): Promise<boolean> {
+  async run(stop: AbortSignal, mode: { abortWrites?: AbortSignal; deadline?: number } = {}): Promise<void> {
+    const { clock } = this.options;
+    const deadline = mode.deadline ?? Infinity;
     const cutOff = new AbortController();
-    const drainSignal = this.writesSignal(AbortSignal.any([signal, cutOff.signal]));
-    // A write that hangs must not hold the drain past its deadline. A real timer, not the clock:
+    // Every write in flight adds a listener to this signal (the HTTP or broker client's), so up to
+    // maxInFlight of them is the design, not the leak Node warns about past ten; the signal is the
+    // worker's own so that bound does not hide a leak elsewhere.
+    const writes = AbortSignal.any([mode.abortWrites ?? stop, cutOff.signal]);
+    setMaxListeners(this.options.maxInFlight + 2, writes);
+    const launching = AbortSignal.any([stop, writes]);
+    // A write that hangs must not hold the run past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
-    const timer = setTimeout(() => cutOff.abort(), timerDelayMs(deadline - this.options.clock.now()));
+    const timer =
+      mode.deadline === undefined ? undefined : setTimeout(() => cutOff.abort(), timerDelayMs(deadline - clock.now()));
     try {
-      while (!drainSignal.aborted && !this.health.disabled && !this.leaseLost && this.options.clock.now() < deadline) {
-        if (this.inFlight.size === 0 && (await this.options.store.outbox.counts(this.name)).pending === 0) return true;
+      while (!launching.aborted && !this.leaseLost && clock.now() < deadline) {
+        // `run --once` ends at a disabled sink; the daemon's worker waits for `sinks enable`.
+        if (this.health.disabled && mode.deadline !== undefined) break;
         let wait: number | typeof IN_FLIGHT;
         try {
-          wait = await this.step(drainSignal);
+          const idle = mode.deadline !== undefined && this.inFlight.size === 0;
+          if (idle && (await this.options.store.outbox.counts(this.name)).pending === 0) break;
+          wait = this.health.disabled ? await this.checkEnabled() : await this.step(writes);
         } catch (error) {
           wait = this.failed(error);
         }
-        await this.wake.pause(
-          wait === IN_FLIGHT ? wait : Math.min(wait, Math.max(0, deadline - this.options.clock.now())),
-          this.inFlight,
-          drainSignal,
-        );
+        if (wait !== IN_FLIGHT) wait = Math.min(wait, Math.max(0, deadline - clock.now()));
+        await this.wake.pause(wait, this.inFlight, launching);
       }
     } finally {
       clearTimeout(timer);
-      cutOff.abort();
+      if (mode.deadline !== undefined) cutOff.abort();
       await Promise.allSettled(this.inFlight);
     }
-    return (await this.options.store.outbox.counts(this.name)).pending === 0;
   }
 
   async close(): Promise<void> {

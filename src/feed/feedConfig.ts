@@ -26,8 +26,6 @@ export const tenantFeedTokensSchema = z
   })
   .strict();
 
-export type TenantFeedTokens = z.infer<typeof tenantFeedTokensSchema>;
-
 export const feedConfigSchema = z
   .object({
     enabled: z

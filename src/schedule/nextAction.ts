@@ -204,7 +204,7 @@ const goesBefore = (a: Urgency, b: Urgency): boolean => {
  * yet due: slots lost to rounding would otherwise stretch every interval a little. With `dueOnly`
  * (backfill is waiting for the slot) only a log that is due counts.
  */
-export function chooseLog(
+function chooseLog(
   now: number,
   logs: readonly LogCandidate[],
   eligible: (key: string) => boolean,

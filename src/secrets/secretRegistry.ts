@@ -27,10 +27,6 @@ export function registerSecret(value: string): void {
   pattern = new RegExp(alternatives.join('|'), 'g');
 }
 
-export function hasRegisteredSecrets(): boolean {
-  return pattern !== undefined;
-}
-
 /** `text` with every registered secret replaced by `[redacted]`, and credentials in URLs too. */
 export function scrubSecrets(text: string): string {
   const safe = redactUrlCredentials(text);

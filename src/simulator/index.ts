@@ -6,25 +6,16 @@ import { SimulatedService, type RequestRecord } from './simulatedService.js';
 import { SimulatorServer } from './simulatorServer.js';
 import { simulatorOptionsSchema, type FaultOptions, type SimulatorOptionsInput } from './simulatorOptions.js';
 
-export type { Entry } from './activityStore.js';
 export { streamKey } from './activityStore.js';
-export type { AppendedEntry } from './activitySimulation.js';
-export { CHUNK_MS } from './activitySimulation.js';
-export { deriveApiKey } from './apiKeys.js';
-export { CAREER_EVENTS, EVENT_CATALOGS, IDENTITY_PROVIDER_EVENTS, SKILL_EVENTS, isKnownEvent } from './eventCatalog.js';
-export { ERRORS_BASE_URL, UPGRADE_URL, type FieldError, type Problem } from './problemResponses.js';
+export { CAREER_EVENTS, EVENT_CATALOGS, IDENTITY_PROVIDER_EVENTS, SKILL_EVENTS } from './eventCatalog.js';
 export type { RequestRecord } from './simulatedService.js';
 export { instanceIdFrom, type InstanceRequest } from './instanceRequests.js';
 export type { SimulatedCompany } from './simulatedCompany.js';
 export {
   ALL_SCOPES,
   MAX_COMPANIES,
-  faultOptionsSchema,
   simulatorOptionsSchema,
-  workloadSchema,
   type FaultOptions,
-  type Workload,
-  type SimulatorOptions,
   type SimulatorOptionsInput,
 } from './simulatorOptions.js';
 

@@ -67,8 +67,6 @@ export const circuitBreakerConfigSchema = z
 
 export type CircuitBreakerConfig = z.infer<typeof circuitBreakerConfigSchema>;
 
-export const CIRCUIT_DEFAULTS: CircuitBreakerConfig = circuitBreakerConfigSchema.parse({});
-
 /**
  * Svix's published schedule (docs.svix.com/retries): after the first attempt fails, 5 s, 5 min,
  * 30 min, 2 h, 5 h, 10 h, 10 h; an endpoint whose every attempt fails for 5 days is disabled.
@@ -104,7 +102,7 @@ export const endpointBackoffConfigSchema = z
 export type EndpointBackoffConfig = z.infer<typeof endpointBackoffConfigSchema>;
 export const ENDPOINT_BACKOFF_DEFAULTS: EndpointBackoffConfig = endpointBackoffConfigSchema.parse({});
 
-export const poisonConfigSchema = z
+const poisonConfigSchema = z
   .object({
     strikes: z
       .number()
@@ -120,9 +118,6 @@ export const poisonConfigSchema = z
       ),
   })
   .strict();
-
-export type PoisonConfig = z.infer<typeof poisonConfigSchema>;
-export const POISON_DEFAULTS: PoisonConfig = poisonConfigSchema.parse({});
 
 export const sinkFilterSchema = z
   .object({

@@ -1,27 +1,9 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { isTlsFailure } from '../tlsFiles.js';
 import { waitWithin } from './deadline.js';
 
 /** Longest wait after a TLS 1.3 handshake for the server to accept or refuse the client (see checkReachable). */
 const TICKET_WAIT_MS = 1_000;
-
-/** Socket errors that mean the endpoint cannot be reached at all (nothing was sent to it). */
-export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'CONNECT_TIMEOUT',
-]);
-
-/** True for an error of a connection attempt that never reached the endpoint (TLS refusals included). */
-export function isUnreachable(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && (UNREACHABLE_CODES.has(code) || isTlsFailure(error));
-}
 
 /**
  * Opens one TCP connection to the URL's host and port (with a TLS handshake for https, so a

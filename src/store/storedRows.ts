@@ -4,6 +4,7 @@ import type { LogKind } from '../logs.js';
 import type {
   CircuitState,
   DeadLetter,
+  DeliveryCounts,
   PendingDelivery,
   QuarantineRecord,
   RateEstimateRow,
@@ -198,3 +199,23 @@ export const sinkStateFromRow = (r: SinkStateDbRow): SinkStateRow => ({
   disabledReason: r.disabled_reason,
   failingSince: r.failing_since,
 });
+
+/** A sink's deliveries in one state, and for `pending` the ingestion time of the first in journal order. */
+export interface DeliveryCountRow {
+  state: string;
+  n: number;
+  oldest: number | null;
+}
+
+export function deliveryCountsFromRows(rows: readonly DeliveryCountRow[]): DeliveryCounts {
+  const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
+  for (const row of rows) {
+    if (row.state === 'pending') {
+      counts.pending = row.n;
+      counts.oldestPendingIngestedAt = row.oldest;
+    } else if (row.state === 'delivered') counts.delivered = row.n;
+    else if (row.state === 'dead') counts.dead = row.n;
+    else if (row.state === 'filtered') counts.filtered = row.n;
+  }
+  return counts;
+}

@@ -36,5 +36,3 @@ export const tenantsConfigSchema = z
       ),
   })
   .strict();
-
-export type TenantsConfig = z.infer<typeof tenantsConfigSchema>;

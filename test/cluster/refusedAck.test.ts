@@ -72,11 +72,10 @@ describe.skipIf(!admin)('a sink worker whose acknowledgement the lease fence ref
       fence: databaseFence({ tenant: 't', holder: 'replica-b', epoch: epochB }, 60_000),
     });
     const sinkB = new ScriptedSink('a');
-    const done = await worker(storeB, sinkB, (error) => lost.push(error)).drain(
-      new AbortController().signal,
-      Date.now() + 60_000,
-    );
-    expect(done).toBe(true);
+    await worker(storeB, sinkB, (error) => lost.push(error)).run(new AbortController().signal, {
+      deadline: Date.now() + 60_000,
+    });
+    expect((await storeB.outbox.counts('a')).pending).toBe(0);
     expect(sinkB.accepted).toEqual(sent);
     expect(lost).toHaveLength(1);
     expect(escaped).toEqual([]);

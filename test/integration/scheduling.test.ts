@@ -5,6 +5,8 @@ import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
+import { ProcessMetrics } from '../../src/observe/processMetrics.js';
+import { sampleValue } from '../support/metricsText.js';
 
 let simulator: Simulator | undefined;
 let daemon: ChangefeedDaemon | undefined;
@@ -86,9 +88,12 @@ describe('scheduling within the read budget', { timeout: 180_000 }, () => {
       stateDir: makeTempDir(),
       overrides: { budget: { readsPerHour: 1000, reserve: 0.1 } },
     });
-    daemon = createDaemon(config, { clock });
+    const metrics = new ProcessMetrics();
+    daemon = createDaemon(config, { clock, metrics });
     await runFor(clock, daemon, 2 * 60 * MINUTE);
-    expect(daemon.readsAllowedPerHour()).toBe(180);
+    expect(sampleValue(await metrics.metrics(), 'changefeed_budget_allowance_per_hour', { tenant: 'default' })).toBe(
+      180,
+    );
     expect(simulator.requests.filter((r) => r.status === 429)).toEqual([]);
     const start = simulator.requests[0]!.at;
     for (let hour = 0; hour < 2; hour++) {

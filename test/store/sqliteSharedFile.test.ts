@@ -18,13 +18,13 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
 
   it('gives every tenant the one connection and prepares each statement once for all of them', async () => {
     const backend = backendIn(makeTempDir());
-    const first = backend.openNow('t-0');
+    const first = await backend.tenantStore('t-0');
     await first.sinks.activate([{ name: 'a', type: 'file' }], T);
     await ingest(first, [entry('e-0')]);
     await first.outbox.pending('a', 0, 10);
     const prepare = vi.spyOn(first.db, 'prepare');
     for (let i = 1; i <= 50; i++) {
-      const store = backend.openNow(`t-${i}`);
+      const store = await backend.tenantStore(`t-${i}`);
       expect(store.db).toBe(first.db);
       await store.sinks.activate([{ name: 'a', type: 'file' }], T);
       await ingest(store, [entry(`e-${i}`)]);
@@ -36,9 +36,9 @@ describe('the SQLite store keeps the tenants of a process in one file', () => {
 
   it('tells a command that reads the store of a tenant the daemon has not run', async () => {
     const dir = makeTempDir();
-    backendIn(dir).openNow('default');
+    await backendIn(dir).tenantStore('default');
     const reader = backendIn(dir, { readonly: true, mustExist: true });
-    expect(() => reader.openNow('zeta')).toThrow(/tenant zeta has nothing in the store/);
+    await expect(reader.tenantStore('zeta')).rejects.toThrow(/tenant zeta has nothing in the store/);
     await reader.close();
   });
 });

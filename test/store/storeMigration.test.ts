@@ -150,7 +150,7 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
       ['acme', ['e-1', 'e-2']],
       ['zeta', ['e-1']],
     ] as const) {
-      const store = backend.openNow(tenant);
+      const store = await backend.tenantStore(tenant);
       await store.sinks.activate([{ name: 'a', type: 'file' }], T);
       await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
       await ingest(
@@ -189,15 +189,14 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     const dir = makeTempDir();
     const backend = new SqliteStoreBackend({ stateDir: dir, store: storeConfigSchema.parse({}) });
     for (const tenant of ['acme', 'beta', 'zeta']) {
-      const store = backend.openNow(tenant);
+      const store = await backend.tenantStore(tenant);
       await store.sinks.activate([{ name: 'a', type: 'file' }], T);
       await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
       await ingest(store, [entry('e-1')]);
     }
     // A row PostgreSQL refuses (SQLite keeps any value in any column).
-    backend
-      .openNow('beta')
-      .db.prepare("INSERT INTO rate_estimates (tenant, log, object_id, hours) VALUES ('beta', 'career', 'c-1', 'soon')")
+    (await backend.tenantStore('beta')).db
+      .prepare("INSERT INTO rate_estimates (tenant, log, object_id, hours) VALUES ('beta', 'career', 'c-1', 'soon')")
       .run();
     await backend.close();
     const schema = freshSchema();
@@ -217,7 +216,9 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
   }, 60_000);
   it('as a command: says so when the store holds no tenant, rather than nothing at all', async () => {
     const dir = makeTempDir();
-    new SqliteStoreBackend({ stateDir: dir, store: storeConfigSchema.parse({}) }).openNow('default').db.close();
+    await new SqliteStoreBackend({ stateDir: dir, store: storeConfigSchema.parse({}) })
+      .tenantStore('default')
+      .then((s) => s.db.close());
     const schema = freshSchema();
     const done = await runCli([
       ...['store', 'migrate', '--from', `sqlite:${join(dir, 'changefeed.sqlite')}`, '--to', POSTGRES_URL],

@@ -42,8 +42,11 @@ async function setup(script?: WriteScript) {
   const clock = testClock();
   const store = await openStore(file, ['out']);
   const sink = new ScriptedSink('out', script, clock);
-  const drain = (w: SinkWorker, forMs = 3_600_000) =>
-    withVirtualTime(clock, w.drain(new AbortController().signal, clock.now() + forMs));
+  /** Runs `w` as `run --once` does; true when nothing is left pending. */
+  const drain = async (w: SinkWorker, forMs = 3_600_000) => {
+    await withVirtualTime(clock, w.run(new AbortController().signal, { deadline: clock.now() + forMs }));
+    return (await store.outbox.counts('out')).pending === 0;
+  };
   return { file, clock, store, sink, drain };
 }
 
@@ -334,12 +337,9 @@ describe('SinkWorker with a real store', () => {
     const store = openSqliteStoreFile(first.file);
     const sink = new ScriptedSink('out', undefined, first.clock);
     const resumedAt = first.clock.now();
-    expect(
-      await withVirtualTime(
-        first.clock,
-        worker(store, sink, first.clock).drain(new AbortController().signal, resumedAt + 60_000),
-      ),
-    ).toBe(true);
+    const w = worker(store, sink, first.clock);
+    await withVirtualTime(first.clock, w.run(new AbortController().signal, { deadline: resumedAt + 60_000 }));
+    expect((await store.outbox.counts('out')).pending).toBe(0);
     expect(only(sink.accepted, c1)).toEqual(c1);
     expect(only(sink.accepted, idp)).toEqual(idp);
     // The retry schedule survived the restart: nothing went before the stored next attempt time.

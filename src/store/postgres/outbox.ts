@@ -8,7 +8,12 @@ import {
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
-import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
+import {
+  deliveryCountsFromRows,
+  pendingDeliveryFromRow,
+  type DeliveryCountRow,
+  type PendingDeliveryRow,
+} from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { globToLike } from './globPattern.js';
@@ -184,7 +189,7 @@ export class PostgresOutbox implements OutboxStore {
   }
 
   async counts(sink: string): Promise<DeliveryCounts> {
-    const rows = await this.db.read<{ state: string; n: number; oldest: number | null }>(
+    const rows = await this.db.read<DeliveryCountRow>(
       // As SQLite's: counted from the index, the oldest pending being the first in journal order.
       `SELECT d.state, COUNT(*) AS n,
          CASE d.state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
@@ -193,16 +198,7 @@ export class PostgresOutbox implements OutboxStore {
        FROM deliveries d WHERE d.tenant = $1 AND d.sink = $2 GROUP BY d.state`,
       [this.db.tenant, sink],
     );
-    const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
-    for (const row of rows) {
-      if (row.state === 'pending') {
-        counts.pending = row.n;
-        counts.oldestPendingIngestedAt = row.oldest;
-      } else if (row.state === 'delivered') counts.delivered = row.n;
-      else if (row.state === 'dead') counts.dead = row.n;
-      else if (row.state === 'filtered') counts.filtered = row.n;
-    }
-    return counts;
+    return deliveryCountsFromRows(rows);
   }
 
   /**

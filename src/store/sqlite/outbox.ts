@@ -9,7 +9,12 @@ import {
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
-import { pendingDeliveryFromRow, type PendingDeliveryRow } from '../storedRows.js';
+import {
+  deliveryCountsFromRows,
+  pendingDeliveryFromRow,
+  type DeliveryCountRow,
+  type PendingDeliveryRow,
+} from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
 
@@ -187,19 +192,8 @@ export class Outbox implements OutboxStore {
   }
 
   async counts(sink: string): Promise<DeliveryCounts> {
-    const counts: DeliveryCounts = { pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null };
-    const rows = this.conn
-      .statement<[string, string], { state: string; n: number; oldest: number | null }>(COUNTS)
-      .all(this.tenant, sink);
-    for (const row of rows) {
-      if (row.state === 'pending') {
-        counts.pending = row.n;
-        counts.oldestPendingIngestedAt = row.oldest;
-      } else if (row.state === 'delivered') counts.delivered = row.n;
-      else if (row.state === 'dead') counts.dead = row.n;
-      else if (row.state === 'filtered') counts.filtered = row.n;
-    }
-    return counts;
+    const rows = this.conn.statement<[string, string], DeliveryCountRow>(COUNTS).all(this.tenant, sink);
+    return deliveryCountsFromRows(rows);
   }
 
   /**

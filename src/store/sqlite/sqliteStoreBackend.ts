@@ -45,11 +45,6 @@ export class SqliteStoreBackend implements StoreBackend {
     // A fence given here would be a lease check that never runs: refused, not ignored.
     if (options.fence)
       throw new StoreError(`the SQLite store at ${this.file} is written by one process and takes no write fence`);
-    return this.openNow(tenant);
-  }
-
-  /** As tenantStore, at once: SQLite opens synchronously. */
-  openNow(tenant: string): SqliteChangefeedStore {
     const known = this.stores.get(tenant);
     if (known?.isOpen) return known;
     const db = this.connectionNow();
