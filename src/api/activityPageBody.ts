@@ -1,4 +1,4 @@
-import { JSONParser } from '@streamparser/json';
+import { JSONParser, Tokenizer, TokenType } from '@streamparser/json';
 import { ApiMalformedResponseError, ApiResponseTooLargeError } from './apiErrors.js';
 import { RAW_KEPT_BYTES } from './quarantinedEntry.js';
 import { discardBody, headerValue, type BodyReader } from './responseBody.js';
@@ -98,4 +98,55 @@ export function activityPageReader(limit: number): BodyReader {
       throw new ApiMalformedResponseError(`${where} has no "data" array (${request})`, path, requestId);
     return { data };
   };
+}
+
+/**
+ * What of an oversized entry a refused page's head holds. Its page's envelope may put other keys
+ * before `data` (offset, a request id, a time it was generated) that differ from one read to the
+ * next, so the page's first bytes would make a new quarantine record per read: this is the
+ * entry's own first bytes, cut at a fixed length an envelope of up to half the head leaves whole.
+ * The page's head when `data` does not start in it.
+ */
+export function oversizedEntryHead(pageHead: string): string {
+  const bytes = Buffer.from(pageHead, 'utf8');
+  const start = firstDataElementOffset(bytes);
+  if (start === undefined) return pageHead;
+  return bytes.subarray(start, start + RAW_KEPT_BYTES / 2).toString('utf8');
+}
+
+/** The byte offset of the first element of the top-level `data` array, if `head` reaches it. */
+function firstDataElementOffset(head: Buffer): number | undefined {
+  const tokenizer = new Tokenizer();
+  let depth = 0;
+  let expectKey = false;
+  let key: string | undefined;
+  let arrayOpened = false;
+  let found: number | undefined;
+  tokenizer.onToken = ({ token, value, offset }) => {
+    if (found !== undefined) return;
+    if (arrayOpened) {
+      if (token !== TokenType.RIGHT_BRACKET) found = offset;
+      arrayOpened = false;
+      return;
+    }
+    if (token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET) {
+      depth++;
+      if (depth === 2 && token === TokenType.LEFT_BRACKET && key === 'data') arrayOpened = true;
+      expectKey = depth === 1 && token === TokenType.LEFT_BRACE;
+      return;
+    }
+    if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth--;
+    if (depth !== 1) return;
+    if (token === TokenType.COMMA) expectKey = true;
+    else if (expectKey && token === TokenType.STRING) {
+      key = value as string;
+      expectKey = false;
+    }
+  };
+  try {
+    tokenizer.write(head);
+  } catch {
+    // A head that is not JSON: the page's bytes are all there is to show.
+  }
+  return found;
 }

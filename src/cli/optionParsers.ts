@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import ms from 'ms';
+import { z } from 'zod';
 
 export interface NumberRule {
   /** Smallest accepted value (inclusive). */
@@ -37,29 +38,38 @@ export function parseDuration(text: string): number | undefined {
   return value === undefined || !Number.isFinite(value) ? undefined : value;
 }
 
+// RFC 3339 as zod reads it: seconds required, a `Z` or `±HH:MM` offset required, and the day checked
+// against its month. Date.parse alone reads "2026-01-01 12:00" in the local zone and rolls
+// 2026-02-30 over to March 2.
+const INSTANT = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
+
+/** The forms a time on the command line may take, for help texts and refusals. */
+export const TIME_FORMS =
+  'an ISO 8601 time with its zone as RFC 3339 writes it (2026-11-20T08:30:00Z, 2026-11-20T09:30:00+01:00), ' +
+  'a date for its midnight UTC (2026-11-20), or an age such as 90s, 30m, 1h or 7d';
+
 /**
- * A point in time given as an ISO 8601 timestamp or as an age (`1h` = one hour before `now`),
- * in epoch milliseconds; undefined when it is neither.
+ * A point in time given as an RFC 3339 timestamp with `Z` or an offset, as a plain date (midnight
+ * UTC), or as an age (`1h` = one hour before `now`), in epoch milliseconds; undefined for anything
+ * else, including a time without a zone and a day its month does not have.
  */
 export function parseTimeOrAge(text: string, now: number): number | undefined {
   const age = parseDuration(text);
   // An age beyond the range of a Date (99999999999d) is no time: it would reach the store as a
   // number no engine can hold or turn back into a date.
   if (age !== undefined) return Number.isNaN(new Date(now - age).getTime()) ? undefined : now - age;
-  // Date.parse also reads "1" or "March 7" in the local zone; an ISO 8601 time starts with its year.
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return undefined;
-  const at = Date.parse(text);
+  const instant = INSTANT.safeParse(text.trim());
+  if (!instant.success) return undefined;
+  // A date alone is UTC midnight in Date.parse, which is what is documented.
+  const at = Date.parse(instant.data);
   return Number.isNaN(at) ? undefined : at;
 }
 
-/** A commander argument parser for a time: an ISO 8601 timestamp or an age such as 30m, 1h, 7d. */
+/** A commander argument parser for a time (see `TIME_FORMS`); commander names the flag. */
 export function timeOrAge(now: () => number = Date.now): (raw: string) => number {
   return (raw) => {
     const at = parseTimeOrAge(raw, now());
-    if (at === undefined)
-      throw new InvalidArgumentError(
-        `expected an ISO 8601 time (2026-11-20T00:00:00Z) or an age such as 90s, 30m, 1h or 7d, got "${raw}"`,
-      );
+    if (at === undefined) throw new InvalidArgumentError(`expected ${TIME_FORMS}, got "${raw}"`);
     return at;
   };
 }

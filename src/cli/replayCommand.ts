@@ -19,11 +19,19 @@ export function defineReplayCommand(program: Command, host: CommandHost): void {
     .command('replay')
     .summary("re-deliver events from the store's journal to one sink")
     .description(
-      `Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without any API read: to fill a newly added sink or recover a consumer's data. --since and --until are times of ingestion: ISO 8601 (2026-11-20T00:00:00Z) or an age (90s, 30m, 1h, 7d ago). Delivers and exits; with --queue-only it only queues them for a daemon that is running (two processes delivering to one sink at once would not keep per-object order). With tenants.dir, --tenant names the tenant. Delivering shows its progress on stderr (a bar on a terminal, otherwise a line every 2 s) and is refused beside a running daemon: on SQLite it takes the state directory's lock for the run (STATE_DIR_LOCKED while a daemon holds it), on PostgreSQL the tenant's lease (LEASE_HELD while a replica holds it); --queue-only never is.`,
+      `Re-delivers events from the store's journal (kept journal.retentionDays) to one sink, without any API read: to fill a newly added sink or recover a consumer's data. --since and --until are times of ingestion: an ISO 8601 time with its zone as RFC 3339 writes it (2026-11-20T08:30:00Z, 2026-11-20T09:30:00+01:00; a time without Z or an offset is refused rather than read in the local zone), a date for its midnight UTC (2026-11-20), or an age (90s, 30m, 1h, 7d ago). Delivers and exits; with --queue-only it only queues them for a daemon that is running (two processes delivering to one sink at once would not keep per-object order). With tenants.dir, --tenant names the tenant. Delivering shows its progress on stderr (a bar on a terminal, otherwise a line every 2 s) and is refused beside a running daemon: on SQLite it takes the state directory's lock for the run (STATE_DIR_LOCKED while a daemon holds it), on PostgreSQL the tenant's lease (LEASE_HELD while a replica holds it); --queue-only never is.`,
     )
     .option('--sink <name>', 'the configured sink to deliver to')
-    .requiredOption('--since <time>', 'from this time of ingestion: ISO 8601 or an age such as 1h or 7d', timeOrAge())
-    .option('--until <time>', 'up to this time of ingestion: ISO 8601 or an age such as 30m', timeOrAge())
+    .requiredOption(
+      '--since <time>',
+      'from this time of ingestion: 2026-11-20T08:30:00Z, 2026-11-20 (UTC) or an age such as 1h or 7d',
+      timeOrAge(),
+    )
+    .option(
+      '--until <time>',
+      'up to this time of ingestion: 2026-11-20T08:30:00Z, 2026-11-20 (UTC) or an age such as 30m',
+      timeOrAge(),
+    )
     .addOption(logOption('only events of this log', host.io))
     .addOption(configOption())
     .addOption(tenantOption())

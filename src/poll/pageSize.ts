@@ -37,12 +37,50 @@ export function nextPageSize(state: PageSizeState, outcome: PageOutcome): PageSi
   return { limit: Math.min(MAX_PAGE_LIMIT, state.limit * 2), roomyInARow: 0 };
 }
 
+/** A span of the service's time, [from, to) in epoch ms: the window a page belongs to. */
+export interface TimeSpan {
+  from: number;
+  to: number;
+}
+
+/**
+ * The limit for a page of `window` of a log whose size is `state`, where `oversized` is the window
+ * that held an entry too large for a page of its own. While a window overlaps it (the overlap of
+ * later polls re-reads it), pages are read one entry each: halving down to 1 again would cost about
+ * eight requests per poll to find the entry, a page of 1 costs one.
+ */
+export function pageLimit(state: PageSizeState, oversized: TimeSpan | undefined, window: TimeSpan | undefined): number {
+  if (oversized && window && window.from < oversized.to && oversized.from < window.to) return 1;
+  return state.limit;
+}
+
 /** Each log's page size, by log key, for as long as the poller lives. */
 export class PageSizes {
   private readonly sizes = new Map<string, PageSizeState>();
+  private readonly oversized = new Map<string, TimeSpan>();
 
-  limit(key: string): number {
-    return (this.sizes.get(key) ?? FULL_PAGE_SIZE).limit;
+  /** The limit for the next page of `key`, of `window` when the log is read by time windows. */
+  limit(key: string, window?: TimeSpan): number {
+    const mark = this.oversized.get(key);
+    // Windows only move forward: once one starts after the mark, no overlap reaches it again.
+    if (mark && window && window.from >= mark.to) this.oversized.delete(key);
+    return pageLimit(this.sizes.get(key) ?? FULL_PAGE_SIZE, this.oversized.get(key), window);
+  }
+
+  /** Whether pages of `window` are held at one entry by an oversized entry (their outcomes say nothing of the size). */
+  heldAtOne(key: string, window: TimeSpan | undefined): boolean {
+    return pageLimit(FULL_PAGE_SIZE, this.oversized.get(key), window) === 1;
+  }
+
+  /** `window` of `key` holds an entry too large for a page of its own. */
+  markOversized(key: string, window: TimeSpan): void {
+    const mark = this.oversized.get(key);
+    // Found again by a window overlapping the last that found it: it sits where the two overlap.
+    const overlaps = mark && window.from < mark.to && mark.from < window.to;
+    this.oversized.set(
+      key,
+      overlaps ? { from: Math.max(mark.from, window.from), to: Math.min(mark.to, window.to) } : window,
+    );
   }
 
   record(key: string, outcome: PageOutcome): PageSizeState {

@@ -100,6 +100,7 @@ async function readWholeWindow(
       maxResponseBytes: walk.client.maxResponseBytes,
       read: (limit) => readWindowPage(walk, window, offset, limit),
       position: `offset ${offset} of ${toIso(window.from)}..${toIso(window.to)}`,
+      window,
     });
     stats.requests += page.requests;
     stats.entriesRead += pageItemCount(page);

@@ -19,7 +19,9 @@ export type SchemaStep =
   | { action: 'migrate'; index: number }
   | { action: 'current' }
   | { action: 'newer' }
-  | { action: 'prerelease' };
+  | { action: 'prerelease' }
+  /** A version no build writes (below 0, or not a whole number): not a store of ours, or damaged. */
+  | { action: 'unknown' };
 
 /** The version this build's schema is at, with `migrations` entries after the baseline. */
 export function latestSchemaVersion(migrations: number): number {
@@ -29,6 +31,7 @@ export function latestSchemaVersion(migrations: number): number {
 /** The step from a store's recorded version to this build's, which has `migrations` after the baseline. */
 export function schemaStep(found: number, migrations: number): SchemaStep {
   const latest = latestSchemaVersion(migrations);
+  if (!Number.isSafeInteger(found) || found < 0) return { action: 'unknown' };
   if (found === 0) return { action: 'create' };
   if (found > latest) return { action: 'newer' };
   if (found === latest) return { action: 'current' };
@@ -50,4 +53,30 @@ export class PrereleaseSchemaError extends ChangefeedError {
         `which no release can migrate (release schemas start at ${BASELINE_VERSION}); ${remedy}`,
     );
   }
+}
+
+/** Why a store recording `version`, which no build writes (schemaStep's 'unknown'), is refused. */
+export function unknownVersionProblem(version: number): string {
+  return (
+    `has schema version ${version}, which no build of changefeed writes (release schemas start at ` +
+    `${BASELINE_VERSION}): it is not a changefeed store, or it is damaged`
+  );
+}
+
+/**
+ * The tables of `expected` that `present` lacks, in `expected`'s order: a store that records a
+ * version but lost tables (dropped by hand, a partial restore) must be refused when it opens,
+ * not fail on the first query that names one.
+ */
+export function missingTables(expected: readonly string[], present: Iterable<string>): string[] {
+  const have = new Set(present);
+  return expected.filter((table) => !have.has(table));
+}
+
+/** Why a store of `version` that lacks `missing` tables is refused. */
+export function missingTablesProblem(version: number, missing: readonly string[]): string {
+  return (
+    `records schema version ${version} but lacks ${missing.length === 1 ? 'the table' : 'the tables'} ` +
+    `${missing.join(', ')}: it was damaged (tables dropped by hand, a partial restore)`
+  );
 }

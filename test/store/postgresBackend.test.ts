@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { MIGRATIONS, TABLES } from '../../src/store/postgres/migrations.js';
 import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
 import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
@@ -45,6 +45,71 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     );
     const { rows } = await admin!.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1`, [schema]);
     expect(rows[0]).toEqual({ n: 1 });
+  });
+
+  it('creates exactly the tables that opening an existing store checks for', async () => {
+    const schema = freshSchema();
+    await openBackend(schema);
+    const { rows } = await admin!.query<{ name: string }>(
+      `SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_migrations'`,
+      [schema],
+    );
+    expect(rows.map((r) => r.name).sort()).toEqual([...TABLES].sort());
+  });
+
+  it('refuses a store at this version that lost tables, naming them, for the daemon and for readers', async () => {
+    const schema = freshSchema();
+    await openBackend(schema);
+    await admin!.query(`DROP TABLE "${schema}".deliveries, "${schema}".changefeed_leases`);
+    for (const options of [{}, { readonly: true }, { mustExist: true }]) {
+      const opening = openBackend(schema, options);
+      await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+      await expect(opening).rejects.toThrow(
+        new RegExp(
+          `\\(schema ${schema}\\) records schema version ${latestSchemaVersion(MIGRATIONS.length)} but lacks ` +
+            `the tables deliveries, changefeed_leases: it was damaged.*DROP SCHEMA "${schema}" CASCADE`,
+        ),
+      );
+    }
+  });
+
+  it('refuses a version no build writes as not a store of ours or damaged, never as a development build', async () => {
+    const schema = freshSchema();
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(
+      `CREATE TABLE "${schema}".schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
+    await admin!.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES (-3)`);
+    for (const options of [{}, { readonly: true }]) {
+      const opening = openBackend(schema, options);
+      await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
+      await expect(opening).rejects.toThrow(
+        /has schema version -3, which no build of changefeed writes .*not a changefeed store, or it is damaged/,
+      );
+    }
+  });
+
+  it('says a schema whose schema_migrations records nothing is half-created and what to do, not "has the daemon run?"', async () => {
+    const schema = freshSchema();
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(
+      `CREATE TABLE "${schema}".schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
+    const opening = openBackend(schema, { readonly: true });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_MISSING' });
+    await expect(opening).rejects.toThrow(
+      /is half-created: its schema_migrations table records no version\. Start the daemon/,
+    );
+    await expect(opening).rejects.not.toThrow(/has the daemon run/);
+    // What the message promises: the daemon creates the store there.
+    await openBackend(schema);
+    await expect(openBackend(schema, { readonly: true })).resolves.toBeDefined();
+  });
+
+  it('says there is no store where the schema has none', async () => {
+    const opening = openBackend(freshSchema(), { readonly: true });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_MISSING' });
+    await expect(opening).rejects.toThrow(/no store at .*has the daemon run against this store\.url\?/);
   });
 
   it("refuses a schema that holds another application's tables, naming them and store.schema", async () => {

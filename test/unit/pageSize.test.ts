@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import {
   FULL_PAGE_SIZE,
   nextPageSize,
+  pageLimit,
   PageSizes,
+  type TimeSpan,
   RAISE_AFTER_ROOMY_PAGES,
   type PageOutcome,
   type PageSizeState,
@@ -49,5 +51,28 @@ describe('PageSizes', () => {
     sizes.record('career:a', tooLarge);
     expect(sizes.limit('career:a')).toBe(50);
     expect(sizes.limit('career:b')).toBe(200);
+  });
+});
+
+describe('pageLimit: a window that held an entry too large for a page of its own', () => {
+  const mark: TimeSpan = { from: 100, to: 200 };
+  it.each<[string, TimeSpan | undefined, TimeSpan | undefined, number]>([
+    ["no entry known: the log's size", undefined, { from: 150, to: 250 }, 50],
+    ['a window overlapping it is read a page of one at a time', mark, { from: 150, to: 250 }, 1],
+    ['a window inside it too', mark, { from: 120, to: 130 }, 1],
+    ['a window ending where it starts does not hold it', mark, { from: 0, to: 100 }, 50],
+    ['a window starting where it ends does not hold it', mark, { from: 200, to: 300 }, 50],
+    ['a read without windows (the skill log) keeps the size', mark, undefined, 50],
+  ])('%s', (_name, oversized, window, expected) => {
+    expect(pageLimit(at(50), oversized, window)).toBe(expected);
+  });
+
+  it('narrows to where two windows that found it overlap, and is forgotten once windows pass it', () => {
+    const sizes = new PageSizes();
+    sizes.markOversized('career:a', { from: 0, to: 120 });
+    sizes.markOversized('career:a', { from: 60, to: 180 });
+    expect(sizes.limit('career:a', { from: 110, to: 200 })).toBe(1);
+    expect(sizes.limit('career:a', { from: 120, to: 200 })).toBe(200);
+    expect(sizes.limit('career:a', { from: 0, to: 200 })).toBe(200);
   });
 });

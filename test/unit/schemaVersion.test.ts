@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BASELINE_VERSION, schemaStep, type SchemaStep } from '../../src/store/schemaVersion.js';
+import { BASELINE_VERSION, missingTables, schemaStep, type SchemaStep } from '../../src/store/schemaVersion.js';
 
 describe('schemaStep: from the version a store records to this build', () => {
   it.each<[string, number, number, SchemaStep]>([
@@ -18,7 +18,23 @@ describe('schemaStep: from the version a store records to this build', () => {
       2,
       { action: 'prerelease' },
     ],
-  ])('%s (found %i, %i migrations)', (_, found, migrations, step) => {
+    ['a negative version is none any build wrote', -1, 0, { action: 'unknown' }],
+    ['the lowest user_version SQLite holds is none any build wrote', -(2 ** 31), 2, { action: 'unknown' }],
+    ['a fraction is none any build wrote', BASELINE_VERSION + 0.5, 2, { action: 'unknown' }],
+    ['NaN is none any build wrote', Number.NaN, 0, { action: 'unknown' }],
+  ])('%s (found %s, %i migrations)', (_, found, migrations, step) => {
     expect(schemaStep(found, migrations)).toEqual(step);
+  });
+});
+
+describe('missingTables: what a store that records a version lacks of its tables', () => {
+  it.each<[string, string[], string[], string[]]>([
+    ['a whole store lacks nothing', ['a', 'b'], ['b', 'a'], []],
+    ["tables of others beside ours don't count", ['a', 'b'], ['a', 'b', 'x'], []],
+    ['a store with no tables lacks every one, in schema order', ['a', 'b', 'c'], [], ['a', 'b', 'c']],
+    ['one dropped table is named', ['a', 'b', 'c'], ['c', 'a'], ['b']],
+    ['names are matched exactly', ['events'], ['Events', 'events_old'], ['events']],
+  ])('%s', (_, expected, present, missing) => {
+    expect(missingTables(expected, present)).toEqual(missing);
   });
 });

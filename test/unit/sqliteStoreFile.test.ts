@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, StoreError } from '../../src/store/sqlite/database.js';
-import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { MIGRATIONS, TABLES } from '../../src/store/sqlite/migrations.js';
 import { latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
 import { entry, entryIdsInJournal, HOUR, ingest, T } from '../store/contract/storeFixtures.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -68,6 +68,62 @@ describe('opening the SQLite store', () => {
     const after = new Database(file, { readonly: true });
     expect(after.pragma('user_version', { simple: true })).toBe(9);
     after.close();
+  });
+
+  it.each([-1, -(2 ** 31)])(
+    'refuses a store whose user_version %i no build writes as not a store of ours or damaged, and leaves it as it was',
+    (version) => {
+      const file = join(makeTempDir(), 'odd.sqlite');
+      const raw = new Database(file);
+      raw.exec('CREATE TABLE watched_logs (log TEXT, object_id TEXT)');
+      raw.pragma(`user_version = ${version}`);
+      raw.close();
+      for (const readonly of [false, true]) {
+        const opening = () => openDatabase(file, { readonly });
+        expect(opening).toThrow(
+          expect.objectContaining({
+            code: 'STORE_REFUSED',
+            message: expect.stringMatching(
+              new RegExp(
+                `has schema version ${version}, which no build of changefeed writes .*not a changefeed store, or it is damaged`,
+              ),
+            ),
+          }),
+        );
+        expect(opening).not.toThrow(/development build/);
+      }
+      const after = new Database(file, { readonly: true });
+      expect(after.pragma('user_version', { simple: true })).toBe(version);
+      after.close();
+    },
+  );
+
+  it('has exactly the tables that opening an existing store checks for', async () => {
+    const { store, file } = await openFresh();
+    await store.close();
+    const raw = new Database(file, { readonly: true });
+    const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+    raw.close();
+    expect([...tables].sort()).toEqual([...TABLES].sort());
+  });
+
+  it('refuses a store at this version that lost tables, naming them, for the daemon and for readers', async () => {
+    const { store, file } = await openFresh();
+    await store.close();
+    const raw = new Database(file);
+    raw.exec('DROP TABLE deliveries; DROP TABLE sink_state');
+    raw.close();
+    for (const readonly of [false, true])
+      expect(() => openDatabase(file, { readonly })).toThrow(
+        expect.objectContaining({
+          code: 'STORE_REFUSED',
+          message: expect.stringMatching(
+            new RegExp(
+              `records schema version ${latestSchemaVersion(MIGRATIONS.length)} but lacks the tables deliveries, sink_state: it was damaged`,
+            ),
+          ),
+        }),
+      );
   });
 
   it('refuses a store written by a newer version', async () => {

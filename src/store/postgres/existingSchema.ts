@@ -1,14 +1,15 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../../errors.js';
-import { prereleaseRemedy } from './migrate.js';
+import { checkTables, damagedRemedy, prereleaseRemedy } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
-import { latestSchemaVersion, PrereleaseSchemaError, schemaStep } from '../schemaVersion.js';
+import { latestSchemaVersion, PrereleaseSchemaError, schemaStep, unknownVersionProblem } from '../schemaVersion.js';
 
 /**
  * Checks, without creating or changing anything, that `schema` holds a store a command may open:
  * STORE_MISSING when no daemon has created one there (as SQLite says of a missing file), and, for
- * a reader (`readonly`, which cannot migrate), a store of exactly this build's schema version.
+ * a reader (`readonly`, which cannot migrate), a store of exactly this build's schema version with
+ * its tables (a writer's migrate() checks them).
  * `client` must not be in a transaction; the schema is named explicitly, not through search_path.
  */
 export async function checkExistingSchema(
@@ -20,19 +21,34 @@ export async function checkExistingSchema(
   const table = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
     `"${location.schema}".schema_migrations`,
   ]);
-  const version = table.rows[0]?.found
+  const found = table.rows[0]?.found === true;
+  const version = found
     ? ((
         await client.query<{ version: number | null }>(
           `SELECT MAX(version) AS version FROM "${location.schema}".schema_migrations`,
         )
       ).rows[0]?.version ?? 0)
     : 0;
-  if (version === 0)
+  if (!found)
     throw new ChangefeedError('STORE_MISSING', `no store at ${where}; has the daemon run against this store.url?`);
+  // The daemon creates schema_migrations in the transaction that creates the rest, so an empty one
+  // was made by hand or left by a partial restore: "has the daemon run?" would mislead.
+  if (version === 0)
+    throw new ChangefeedError(
+      'STORE_MISSING',
+      `the store at ${where} is half-created: its schema_migrations table records no version. Start the ` +
+        `daemon against this store.url, which creates the store there when the schema holds no other tables; ` +
+        `if it refuses because of tables left there, drop them or the schema (DROP SCHEMA "${location.schema}" ` +
+        'CASCADE) and start it again',
+    );
   const step = schemaStep(version, MIGRATIONS.length);
   const latest = latestSchemaVersion(MIGRATIONS.length);
   if (step.action === 'prerelease')
     throw new PrereleaseSchemaError(where, version, prereleaseRemedy(`"${location.schema}"`));
+  if (step.action === 'unknown')
+    throw new PostgresStoreError(
+      `the store at ${where} ${unknownVersionProblem(version)}; ${damagedRemedy(`"${location.schema}"`)}`,
+    );
   if (step.action === 'newer')
     throw new PostgresStoreError(
       `the store at ${where} has schema version ${version}, newer than this build knows (${latest}); upgrade changefeed`,
@@ -42,4 +58,5 @@ export async function checkExistingSchema(
       `the store at ${where} has schema version ${version}, older than this build's (${latest}); ` +
         'start the daemon of this build once, which migrates it, then run this command again',
     );
+  if (options.readonly && step.action === 'current') await checkTables(client, location.schema, where, version);
 }

@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError, schemaStep } from '../schemaVersion.js';
-import { BASELINE, MIGRATIONS } from './migrations.js';
+import {
+  BASELINE_VERSION,
+  latestSchemaVersion,
+  missingTables,
+  missingTablesProblem,
+  PrereleaseSchemaError,
+  schemaStep,
+  unknownVersionProblem,
+} from '../schemaVersion.js';
+import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
 
 /**
@@ -48,7 +56,12 @@ export async function migrate(client: pg.ClientBase, schema: string, location: s
         );
       if (step.action === 'prerelease')
         throw new PrereleaseSchemaError(`${location} (schema ${schema})`, found, prereleaseRemedy(q));
+      if (step.action === 'unknown')
+        throw new PostgresStoreError(
+          `the store at ${location} (schema ${schema}) ${unknownVersionProblem(found)}; ${damagedRemedy(q)}`,
+        );
       if (step.action === 'current') {
+        await checkTables(client, schema, `${location} (schema ${schema})`, found);
         await client.query('COMMIT');
         return found;
       }
@@ -83,6 +96,39 @@ async function refuseForeignRelations(client: pg.ClientBase, schema: string, loc
   throw new PostgresStoreError(
     `the schema ${schema} at ${location} holds no changefeed store but other tables (${names.join(', ')}` +
       `${rows.length > 5 ? ', ...' : ''}); set store.schema to a schema of the store's own (created if missing)`,
+  );
+}
+
+/**
+ * A store at this build's version must hold this build's tables (schemaVersion.ts, missingTables):
+ * one catalog query when a store opens.
+ */
+export async function checkTables(
+  client: pg.ClientBase,
+  schema: string,
+  where: string,
+  version: number,
+): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')`,
+    [schema],
+  );
+  const missing = missingTables(
+    TABLES,
+    rows.map((r) => r.name),
+  );
+  if (missing.length > 0)
+    throw new PostgresStoreError(
+      `the store at ${where} ${missingTablesProblem(version, missing)}; ${damagedRemedy(`"${schema}"`)}`,
+    );
+}
+
+/** What an operator can do with a damaged store on PostgreSQL (`q`: the quoted schema). */
+export function damagedRemedy(q: string): string {
+  return (
+    'restore it from a backup, or start afresh in a new schema (store.schema) or after ' +
+    `DROP SCHEMA ${q} CASCADE (every sink then starts from now and logs from watch.startFrom)`
   );
 }
 

@@ -161,3 +161,24 @@ export const BASELINE = `
 
 /** The migrations after the baseline: `MIGRATIONS[i]` brings a store to version 101 + i. */
 export const MIGRATIONS: readonly string[] = [];
+
+/**
+ * The tables of this build's schema (the baseline and every migration), which opening an existing
+ * store checks are there; test/store/postgresBackend.test.ts checks a new store has exactly these.
+ */
+export const TABLES: readonly string[] = [
+  'watched_logs',
+  'seen_entries',
+  'events',
+  'journal_heads',
+  'sinks',
+  'deliveries',
+  'sink_state',
+  'meta',
+  'rate_estimates',
+  'quarantine',
+  'changefeed_instances',
+  'changefeed_leases',
+  'changefeed_cluster_keys',
+  'changefeed_tenant_records',
+];

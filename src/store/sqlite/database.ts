@@ -2,8 +2,16 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ChangefeedError } from '../../errors.js';
-import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError, schemaStep } from '../schemaVersion.js';
-import { BASELINE, MIGRATIONS } from './migrations.js';
+import {
+  BASELINE_VERSION,
+  latestSchemaVersion,
+  missingTables,
+  missingTablesProblem,
+  PrereleaseSchemaError,
+  schemaStep,
+  unknownVersionProblem,
+} from '../schemaVersion.js';
+import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 
 export type Db = Database.Database;
@@ -64,9 +72,10 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
 function migrate(db: Db, file: string): void {
   const found = db.pragma('user_version', { simple: true }) as number;
   const step = schemaStep(found, MIGRATIONS.length);
-  if (step.action === 'current') return;
+  if (step.action === 'current') return checkTables(db, file, found);
   if (step.action === 'newer') throw newerSchema(file, found);
   if (step.action === 'prerelease') throw prereleaseSchema(file, found);
+  if (step.action === 'unknown') throw new StoreRefusedError(file, unknownVersionProblem(found));
   if (step.action === 'create')
     db.transaction(() => {
       db.exec(BASELINE);
@@ -104,14 +113,22 @@ function migrate(db: Db, file: string): void {
 function checkReadableVersion(db: Db, file: string): void {
   const found = db.pragma('user_version', { simple: true }) as number;
   const step = schemaStep(found, MIGRATIONS.length);
-  if (step.action === 'current') return;
+  if (step.action === 'current') return checkTables(db, file, found);
   if (step.action === 'newer') throw newerSchema(file, found);
   if (step.action === 'prerelease') throw prereleaseSchema(file, found);
+  if (step.action === 'unknown') throw new StoreRefusedError(file, unknownVersionProblem(found));
   throw new OlderSchemaError(
     `the store at ${file} has schema version ${found}, older than this build's ` +
       `(${latestSchemaVersion(MIGRATIONS.length)}); start the daemon of this build once, which migrates it, ` +
       'then run this command again',
   );
+}
+
+/** A store at this build's version must hold this build's tables (schemaVersion.ts, missingTables). */
+function checkTables(db: Db, file: string, version: number): void {
+  const present = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+  const missing = missingTables(TABLES, present);
+  if (missing.length > 0) throw new StoreRefusedError(file, missingTablesProblem(version, missing));
 }
 
 function newerSchema(file: string, version: number): StoreError {

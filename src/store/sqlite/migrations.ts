@@ -189,3 +189,21 @@ export const BASELINE = `
 
 /** The migrations after the baseline: `MIGRATIONS[i]` brings a store to version 101 + i. */
 export const MIGRATIONS: readonly string[] = [];
+
+/**
+ * The tables of this build's schema (the baseline and every migration), which opening an existing
+ * store checks are there; test/unit/sqliteStoreFile.test.ts checks a new store has exactly these.
+ */
+export const TABLES: readonly string[] = [
+  'watched_logs',
+  'seen_entries',
+  'events',
+  'journal_heads',
+  'sinks',
+  'deliveries',
+  'sink_state',
+  'meta',
+  'rate_estimates',
+  'quarantine',
+  'tenant_records',
+];

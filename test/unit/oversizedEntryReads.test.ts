@@ -1,0 +1,86 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
+import { logKey } from '../../src/logs.js';
+import { PageSizes } from '../../src/poll/pageSize.js';
+import { walkWindow } from '../../src/poll/windowWalker.js';
+import { quarantineFingerprint } from '../../src/store/storedRows.js';
+import { guardedClient } from '../support/countingService.js';
+
+const T0 = Date.UTC(2026, 10, 22, 11, 0, 0);
+const MINUTE = 60_000;
+const OVERSIZED = 6;
+const MAX_RESPONSE_BYTES = 1024; // guardedClient's
+
+/** Entry i at T0 + i minutes, oldest first; entry OVERSIZED larger than a response may be. */
+const entries = Array.from({ length: 16 }, (_, i) => ({
+  id: `e-${String(i).padStart(2, '0')}`,
+  performedAt: new Date(T0 + i * MINUTE).toISOString(),
+  ...(i === OVERSIZED ? { padding: 'x'.repeat(3 * MAX_RESPONSE_BYTES) } : {}),
+}));
+
+/**
+ * A career log whose envelope puts pagination fields before `data`, as some services do, and
+ * which counts the requests whose page held the oversized entry.
+ */
+let pagesWithOversized = 0;
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://x');
+  const [from, to] = [Date.parse(url.searchParams.get('from')!), Date.parse(url.searchParams.get('to')!)];
+  const offset = Number(url.searchParams.get('offset'));
+  const limit = Number(url.searchParams.get('limit'));
+  const page = entries.filter((e) => Date.parse(e.performedAt) >= from && Date.parse(e.performedAt) < to);
+  const data = page.slice(offset, offset + limit);
+  if (data.some((e) => e.id === entries[OVERSIZED]!.id)) pagesWithOversized++;
+  res
+    .writeHead(200, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ offset, limit, from: url.searchParams.get('from'), total: page.length, data }));
+});
+let url = '';
+beforeAll(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+async function poll(sizes: PageSizes, from: number, to: number) {
+  const quarantined: QuarantinedEntry[] = [];
+  pagesWithOversized = 0;
+  const stats = await walkWindow(
+    {
+      client: guardedClient(url, () => undefined),
+      log: 'career',
+      objectId: 'c-1',
+      sortOrder: 'oldest-first',
+      sizes,
+      commit: () => Promise.resolve(),
+      quarantine: (q) => quarantined.push(...q),
+    },
+    { from, to },
+  );
+  return { quarantined, requests: stats.requests, pagesWithOversized };
+}
+
+describe('an entry too large for a page of its own, re-read by the overlap of later polls', () => {
+  it('costs each overlap poll one request and is the same quarantine record each time', async () => {
+    const sizes = new PageSizes();
+    const first = await poll(sizes, T0, T0 + 12 * MINUTE);
+    expect(first.quarantined).toHaveLength(1);
+    // The log's reads elsewhere since were roomy: its page size grew back to full pages.
+    for (let i = 0; i < 64; i++)
+      sizes.record(logKey({ log: 'career', objectId: 'c-1' }), { tooLarge: false, bytes: 10, maxBytes: 1024 });
+    expect(sizes.limit(logKey({ log: 'career', objectId: 'c-1' }))).toBe(200);
+
+    const overlap = await poll(sizes, T0 + 4 * MINUTE, T0 + 16 * MINUTE);
+    expect(overlap.pagesWithOversized).toBe(1);
+    expect(overlap.quarantined).toHaveLength(1);
+    // Found at offset 6 of the first window and 2 of the second, behind other envelope fields.
+    expect(overlap.quarantined[0]!.raw.startsWith('{"id":"e-06"')).toBe(true);
+    expect(quarantineFingerprint(overlap.quarantined[0]!)).toBe(quarantineFingerprint(first.quarantined[0]!));
+
+    // Once the windows have moved past it, the log reads full pages again.
+    const later = await poll(sizes, T0 + 12 * MINUTE, T0 + 16 * MINUTE);
+    expect(later.requests).toBe(1);
+  });
+});
