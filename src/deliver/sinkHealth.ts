@@ -146,6 +146,17 @@ export class SinkHealth {
     this.logger.info({ sink: this.sink }, 'sink enabled again: delivering its pending events');
   }
 
+  /** The endpoint takes connections again and nothing waits to be delivered: its failure run is over. */
+  recovered(now: number): void {
+    this.failingSince = null;
+    this.consecutiveFailures = 0;
+    this.lastError = null;
+    this.circuit = 'closed';
+    this.pausedUntil = Math.min(this.pausedUntil, now);
+    this.persist();
+    this.logger.info({ sink: this.sink }, 'endpoint reachable again, with nothing pending: no longer failing');
+  }
+
   delivered(now: number): void {
     const persistedLongAgo = this.lastDeliveryAt === null || now - this.lastDeliveryAt >= 1000;
     this.lastDeliveryAt = now;
