@@ -30,12 +30,13 @@ export function readinessChecks(r: ReadinessInputs): ReadinessCheck[] {
     const down = sink.disconnectedSince === null ? 0 : r.now - sink.disconnectedSince;
     const failing = sink.failingSince === null ? 0 : r.now - sink.failingSince;
     const ok = !sink.disabled && down <= r.sinkGraceMs && failing <= r.sinkGraceMs;
+    // Failing before not connected: an endpoint that cannot be reached is on the give-up clock too.
     const detail = sink.disabled
       ? `disabled: ${sink.lastError ?? ''}`
-      : sink.disconnectedSince !== null
-        ? `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`
-        : sink.failingSince !== null
-          ? `endpoint failing for ${Math.round(failing / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`
+      : sink.failingSince !== null
+        ? `endpoint failing for ${Math.round(failing / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`
+        : sink.disconnectedSince !== null
+          ? `not connected for ${Math.round(down / 1000)} s${sink.lastError ? `: ${sink.lastError}` : ''}`
           : undefined;
     checks.push({ name: `sink:${sink.sink}`, ok, ...(detail ? { detail } : {}) });
   }

@@ -30,6 +30,12 @@ export class SinkHealth {
   private disabledReason: string | null = null;
   /** State writes, one at a time and in order: the last one recorded is the newest state. */
   private persisting: Promise<void> = Promise.resolve();
+  /**
+   * The disabled reason the store held when this worker last read or wrote it (null: enabled);
+   * undefined until the recorded state was taken up, and nothing is written before then. Every
+   * write is guarded by it, so an enable this worker has not seen yet is never undone.
+   */
+  private storedDisabledReason: string | null | undefined;
 
   constructor(
     private readonly sink: string,
@@ -117,6 +123,7 @@ export class SinkHealth {
    * failing as a whole keeps the start of its failure run, the give-up rule's clock.
    */
   resume(start: EndpointStart): void {
+    this.readFromStore(start.kind === 'disabled' ? start.reason : null);
     if (start.kind === 'disabled') {
       this.disabled = true;
       this.disabledReason = start.reason;
@@ -136,6 +143,7 @@ export class SinkHealth {
 
   /** `changefeed sinks enable` cleared the disabled state in the store: deliver again, from a clean slate. */
   enabled(): void {
+    this.readFromStore(null);
     this.disabled = false;
     this.disabledReason = null;
     this.failingSince = null;
@@ -144,6 +152,17 @@ export class SinkHealth {
     this.pausedUntil = 0;
     this.persist();
     this.logger.info({ sink: this.sink }, 'sink enabled again: delivering its pending events');
+  }
+
+  /** The endpoint takes connections again and nothing waits to be delivered: its failure run is over. */
+  recovered(now: number): void {
+    this.failingSince = null;
+    this.consecutiveFailures = 0;
+    this.lastError = null;
+    this.circuit = 'closed';
+    this.pausedUntil = Math.min(this.pausedUntil, now);
+    this.persist();
+    this.logger.info({ sink: this.sink }, 'endpoint reachable again, with nothing pending: no longer failing');
   }
 
   delivered(now: number): void {
@@ -224,9 +243,26 @@ export class SinkHealth {
       failingSince: this.failingSince,
     };
     this.persisting = this.persisting
-      .then(() => this.store.sinks.recordState(state))
+      .then(async () => {
+        const guard = this.storedDisabledReason;
+        if (guard === undefined) return;
+        if (await this.store.sinks.recordState(state, { disabledReason: guard }))
+          this.storedDisabledReason = state.disabledReason;
+        else
+          this.logger.info(
+            { sink: this.sink },
+            'sink state not recorded: its disabled state changed in the store since this worker read it (changefeed sinks enable)',
+          );
+      })
       .catch((error: unknown) =>
         this.logger.debug({ sink: this.sink, err: describeError(error) }, 'sink state not recorded'),
       );
+  }
+
+  /** What the store was read holding, taken in turn with the writes queued before it. */
+  private readFromStore(disabledReason: string | null): void {
+    this.persisting = this.persisting.then(() => {
+      this.storedDisabledReason = disabledReason;
+    });
   }
 }

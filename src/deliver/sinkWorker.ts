@@ -244,8 +244,12 @@ export class SinkWorker {
         this.health.markConnected();
       } catch (error) {
         if (signal.aborted) return 0;
-        return this.health.connectFailed(error);
+        if (!(error instanceof SinkEndpointFailingError)) return this.health.connectFailed(error);
+        // An endpoint that cannot be reached fails as a whole: one run and one give-up rule with its answers.
+        this.endpointFailed(error, clock.now());
+        return this.health.disabled ? 0 : Math.max(1, this.health.pausedUntil - clock.now());
       }
+      if (this.endpointRun.failingSince !== null) await this.connectedWhileFailing(clock.now());
     }
     const allowance = this.circuit.allowance(now, this.options.maxInFlight);
     if (allowance === 0) return Math.max(1, this.circuit.reopensAt - now);
@@ -286,6 +290,19 @@ export class SinkWorker {
       this.endpointRun = start.run;
       this.circuit.holdOpenUntil(now);
     }
+  }
+
+  /**
+   * A connection taken while the endpoint's failure run is open ends the run only when nothing
+   * waits to be delivered: with pending events, the next write is the probe that decides (a
+   * receiver that accepts connections but answers 503 is still failing); with none, there is
+   * nothing left to find out, and the sink would otherwise show as failing until the next event.
+   */
+  private async connectedWhileFailing(now: number): Promise<void> {
+    if ((await this.options.store.outbox.counts(this.name)).pending > 0) return;
+    this.endpointRun = NO_FAILURES;
+    this.circuit.recordSuccess();
+    this.health.recovered(now);
   }
 
   /** A disabled sink: delivers again once `changefeed sinks enable` cleared it in the store. */

@@ -333,8 +333,8 @@ export class ChangefeedMetrics {
     );
     gauge(
       'changefeed_sink_endpoint_failing',
-      '1 while the destination fails as a whole (a webhook answering 401, 403, 404, 429, 5xx or not ' +
-        'answering): the sink backs off on its endpoint schedule and its events stay pending; else 0.',
+      '1 while the destination fails as a whole (a webhook answering 401, 403, 404, 429, 5xx, not answering or not ' +
+        'reachable): the sink backs off on its endpoint schedule and its events stay pending; else 0.',
       ['sink'],
       (set, _, source) => {
         for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.failingSince === null ? 0 : 1);

@@ -34,6 +34,10 @@ export interface OutboundEvent {
  *
  * - `SinkUnavailableError`: not connected or connection lost; the engine reconnects with backoff
  *   and resends the batch. Does not count as an attempt of the events.
+ * - `SinkEndpointFailingError`: a third-party endpoint failing as a whole (refused, unreachable,
+ *   answering 401 or 5xx), from `connect` or `write`: the events keep their attempts and stay
+ *   pending, the endpoint backs off on its schedule and is disabled by the give-up rule. Brokers
+ *   and databases the operator runs throw SinkUnavailableError instead and are reconnected for ever.
  * - `SinkBackoffError(ms)`: the destination asked to slow down; nothing is sent for `ms`.
  * - `SinkPartialFailureError`: some events of the batch failed (each transient or permanent);
  *   the rest were written, except that events after a failed one of the same ordering key may be

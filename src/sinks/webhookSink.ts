@@ -92,7 +92,8 @@ export class WebhookSink implements Sink {
   /**
    * Proves the endpoint accepts connections (one TCP connection, with the TLS handshake for
    * https, no request), so a receiver that refuses them shows as not connected rather than as
-   * events failing one by one.
+   * events failing one by one. A refusal is the endpoint failing as a whole, as it is during a
+   * write: it counts toward the endpoint's failure run and its give-up rule.
    */
   async connect(signal: AbortSignal): Promise<void> {
     if (this.pool) return;
@@ -101,9 +102,9 @@ export class WebhookSink implements Sink {
       await checkReachable(this.url, this.config.timeoutMs, signal, tls);
     } catch (error) {
       if (error instanceof AbortedError) throw error;
-      throw new SinkUnavailableError(
+      throw new SinkEndpointFailingError(
         `cannot connect to ${this.url.origin}: ${transportMessage(error, this.config.timeoutMs)}`,
-        { cause: error },
+        { cause: (error as { code?: unknown }).code === 'CONNECT_TIMEOUT' ? 'timeout' : 'connection' },
       );
     }
     this.pool = new Pool(this.url.origin, {

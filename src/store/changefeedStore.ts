@@ -160,7 +160,13 @@ export interface JournalStore {
 export interface SinkStateStore {
   /** Marks exactly the configured sinks active; returns the names that were never known before. */
   activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]>;
-  recordState(state: SinkStateUpdate): Promise<void>;
+  /**
+   * Records a sink's state for `status` and for the next start. With `guard`, only while the
+   * store still holds the disabled state the caller last read or wrote (`guard.disabledReason`,
+   * null for enabled): a worker's in-memory state must never undo a `changefeed sinks enable` it
+   * has not seen yet. False when the guard refused the write (nothing was written).
+   */
+  recordState(state: SinkStateUpdate, guard?: { disabledReason: string | null }): Promise<boolean>;
   /**
    * Clears a sink's disabled state and its run of endpoint-level failures (`changefeed sinks
    * enable`); a running daemon sees it within seconds and delivers again. True when it was disabled.

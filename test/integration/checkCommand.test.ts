@@ -51,7 +51,7 @@ describe('changefeed check', () => {
       expect(lines).toContain("reads: 4 requests of the key's 1000/h bucket");
       expect(full.stdout).toMatch(/ok {6}sink out \(file\): .* is writable/);
       expect(full.stdout).toMatch(/ok {6}sink hook \(webhook\): the endpoint accepts connections/);
-      expect(full.stdout).toMatch(/PROBLEM sink down \(webhook\): SINK_UNAVAILABLE: .*ECONNREFUSED/);
+      expect(full.stdout).toMatch(/PROBLEM sink down \(webhook\): SINK_ENDPOINT_FAILING: .*ECONNREFUSED/);
       expect(full.stdout).toMatch(/PROBLEM sink stream \(redis-streams\): SINK_UNAVAILABLE/);
       expect(lines).toContain('3 problems found');
       expect(hook.count).toBe(0);

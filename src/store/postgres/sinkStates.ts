@@ -28,8 +28,8 @@ export class PostgresSinkStates implements SinkStateStore {
     return configured.map((s) => s.name).filter((name) => !known.has(name));
   }
 
-  async recordState(state: SinkStateUpdate): Promise<void> {
-    await this.db.writeOne(
+  async recordState(state: SinkStateUpdate, guard?: { disabledReason: string | null }): Promise<boolean> {
+    const { rowCount } = await this.db.writeOne(
       `INSERT INTO sink_state (tenant, sink, connected, paused_until, consecutive_failures, last_error, last_error_at,
          last_delivery_at, circuit, disabled_reason, failing_since)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
@@ -38,7 +38,8 @@ export class PostgresSinkStates implements SinkStateStore {
          last_error_at = excluded.last_error_at,
          last_delivery_at = COALESCE(excluded.last_delivery_at, sink_state.last_delivery_at),
          circuit = excluded.circuit, disabled_reason = excluded.disabled_reason,
-         failing_since = excluded.failing_since`,
+         failing_since = excluded.failing_since
+       WHERE NOT $12::boolean OR sink_state.disabled_reason IS NOT DISTINCT FROM $13::text`,
       [
         this.db.tenant,
         state.sink,
@@ -51,8 +52,11 @@ export class PostgresSinkStates implements SinkStateStore {
         state.circuit ?? 'closed',
         storableText(state.disabledReason ?? null),
         state.failingSince ?? null,
+        guard !== undefined,
+        storableText(guard?.disabledReason ?? null),
       ],
     );
+    return (rowCount ?? 0) > 0;
   }
 
   async enable(sink: string): Promise<boolean> {

@@ -13,7 +13,8 @@ const STATE = `INSERT INTO sink_state (tenant, sink, connected, paused_until, co
   ON CONFLICT (tenant, sink) DO UPDATE SET connected = excluded.connected, paused_until = excluded.paused_until,
     consecutive_failures = excluded.consecutive_failures, last_error = excluded.last_error,
     last_error_at = excluded.last_error_at, last_delivery_at = COALESCE(excluded.last_delivery_at, last_delivery_at),
-    circuit = excluded.circuit, disabled_reason = excluded.disabled_reason, failing_since = excluded.failing_since`;
+    circuit = excluded.circuit, disabled_reason = excluded.disabled_reason, failing_since = excluded.failing_since
+  WHERE @guarded = 0 OR sink_state.disabled_reason IS @expectedDisabledReason`;
 const ENABLE = `UPDATE sink_state SET disabled_reason = NULL, failing_since = NULL, consecutive_failures = 0,
     circuit = 'closed', paused_until = 0
   WHERE tenant = ? AND sink = ?`;
@@ -42,15 +43,18 @@ export class SinkStates implements SinkStateStore {
     return configured.map((s) => s.name).filter((name) => !known.has(name));
   }
 
-  async recordState(state: SinkStateUpdate): Promise<void> {
-    this.conn.statement<object>(STATE).run({
+  async recordState(state: SinkStateUpdate, guard?: { disabledReason: string | null }): Promise<boolean> {
+    const { changes } = this.conn.statement<object>(STATE).run({
       circuit: 'closed',
       disabledReason: null,
       failingSince: null,
       ...state,
       connected: state.connected ? 1 : 0,
       tenant: this.conn.tenant,
+      guarded: guard === undefined ? 0 : 1,
+      expectedDisabledReason: guard?.disabledReason ?? null,
     });
+    return changes > 0;
   }
 
   async enable(sink: string): Promise<boolean> {

@@ -174,6 +174,31 @@ export function defineStateContract(openFresh: OpenFresh): void {
       expect(await store.sinks.enable('b')).toBe(false);
     });
 
+    it('writes a guarded state only while the store holds the disabled state the writer last saw', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      const disabled = {
+        sink: 'a',
+        connected: false,
+        pausedUntil: 0,
+        consecutiveFailures: 16,
+        lastError: 'every attempt failed for 5 days',
+        lastErrorAt: T,
+        lastDeliveryAt: null,
+        circuit: 'open' as const,
+        disabledReason: 'every attempt failed for 5 days',
+        failingSince: T,
+      };
+      expect(await store.sinks.recordState(disabled, { disabledReason: null })).toBe(true);
+      expect(await store.sinks.enable('a')).toBe(true);
+      // A worker that has not seen the enable yet, stopping: its stale state is not written.
+      expect(await store.sinks.recordState(disabled, { disabledReason: disabled.disabledReason })).toBe(false);
+      expect((await store.sinks.list())[0]).toMatchObject({ disabledReason: null, failingSince: null });
+      // Having read the enable, it writes again.
+      expect(await store.sinks.recordState({ ...disabled, disabledReason: null }, { disabledReason: null })).toBe(true);
+      // No state recorded yet: nothing to undo.
+      expect(await store.sinks.recordState({ ...disabled, sink: 'b' }, { disabledReason: 'x' })).toBe(true);
+    });
+
     it('saves and lists learned rates, one row per log', async () => {
       const { store } = await openFresh();
       const row = {
