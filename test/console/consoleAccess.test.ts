@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { consoleConfigSchema } from '../../src/console/consoleConfig.js';
 import { CONSOLE_CSP } from '../../src/console/consoleRequests.js';
+import { FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/console/signInThrottle.js';
 import type { ConsoleSource } from '../../src/console/consoleSource.js';
 import { OperatorConsole } from '../../src/console/operatorConsole.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
@@ -217,6 +218,29 @@ describe('the operator console: access', () => {
     } finally {
       await same.close();
       await without.close();
+    }
+  });
+});
+
+describe('the operator console: guessing tokens', () => {
+  it('pauses sign-in from an address after too many wrong tokens, the right one too, until the window ends', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const app = await serve(consoleWith([{ token: OPERATOR, role: 'operator' }], clock), store);
+    try {
+      for (let i = 0; i < FAILURES_PER_ADDRESS; i++)
+        expect((await signIn(app.base, `wrong-token-guess-${i}-000000`)).res.status).toBe(401);
+      const paused = await signIn(app.base, OPERATOR);
+      expect(paused.res.status).toBe(429);
+      expect(paused.setCookie).toBe('');
+      expect(paused.res.headers.get('retry-after')).toBe(String(SIGN_IN_WINDOW_MS / 1000));
+      expect(paused.res.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+      expect(await paused.res.text()).toContain('too many wrong tokens');
+      await clock.advance(SIGN_IN_WINDOW_MS);
+      expect((await signIn(app.base, OPERATOR)).res.status).toBe(303);
+    } finally {
+      await app.close();
+      await store.close();
     }
   });
 });
