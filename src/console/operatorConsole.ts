@@ -370,6 +370,13 @@ export class OperatorConsole {
     type: string | undefined,
     session: ConsoleSession,
   ): Promise<void> {
+    // Every sign-in is a new session: without a bound in all, tails could hold every connection
+    // of the health listener and starve the probes.
+    if (this.open.size >= this.config.maxTails)
+      throw new Refusal(
+        429,
+        `the console holds ${this.config.maxTails} live tails (console.maxTails); try again later`,
+      );
     if (!this.tails.acquire(session.id))
       throw new Refusal(
         429,

@@ -244,3 +244,38 @@ describe('the operator console: guessing tokens', () => {
     }
   });
 });
+
+describe('the operator console: live tails', () => {
+  it('holds console.maxTails tails in all, however many sessions ask', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const config = consoleConfigSchema.parse({
+      enabled: true,
+      tokens: [{ token: READER, role: 'read-only' }],
+      maxTails: 1,
+    });
+    const app = await serve((source) => {
+      const c = new OperatorConsole(config, source, { clock, logger: noopLogger });
+      c.useSharedSecret(SHARED);
+      return c;
+    }, store);
+    const abort = new AbortController();
+    try {
+      const tail = async () => {
+        const { cookie } = await signIn(app.base, READER);
+        return fetch(`${app.base}/console/tenants/default/tail/events`, { headers: { cookie }, signal: abort.signal });
+      };
+      const first = await tail();
+      expect(first.status).toBe(200);
+      await first.body?.getReader().read();
+      const second = await tail();
+      expect(second.status).toBe(429);
+      expect(await second.text()).toContain('console.maxTails');
+    } finally {
+      abort.abort();
+      app.operatorConsole.close();
+      await app.close();
+      await store.close();
+    }
+  });
+});
