@@ -191,7 +191,7 @@ describe('the operator console: access', () => {
     expect(await tail.text()).toContain('type: must be a glob');
   });
 
-  it('accepts a session on another replica sharing the key, until it expires or its token is removed', async () => {
+  it('accepts a session on another replica sharing the key, until it expires or its token is removed, never past its lifetime', async () => {
     const { cookie } = await signIn(app.base, READER);
     const same = await serve(
       consoleWith(
@@ -215,6 +215,22 @@ describe('the operator console: access', () => {
       );
       await clock.advance(61 * 60_000);
       expect(await at(same.base)).toBe(303);
+      // A replica whose clock runs a day ahead issues sessions that end a day late elsewhere.
+      const ahead = await serve(
+        consoleWith([{ token: READER, role: 'read-only' }], new ManualClock(clock.now() + 86_400_000)),
+        store,
+      );
+      try {
+        const fromAhead = (await signIn(ahead.base, READER)).cookie;
+        expect(
+          (await fetch(`${ahead.base}/console`, { headers: { cookie: fromAhead }, redirect: 'manual' })).status,
+        ).toBe(200);
+        expect(
+          (await fetch(`${same.base}/console`, { headers: { cookie: fromAhead }, redirect: 'manual' })).status,
+        ).toBe(303);
+      } finally {
+        await ahead.close();
+      }
     } finally {
       await same.close();
       await without.close();
