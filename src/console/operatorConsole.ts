@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { ConfigError, describeError } from '../errors.js';
 import { TokenSlots } from '../feed/feedTokens.js';
-import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { shortFingerprint } from '../tenants/tenant.js';
 import { ConsoleAssets } from './consoleAssets.js';
@@ -436,8 +435,7 @@ export class OperatorConsole {
     view: TenantView | undefined,
     body: SafeHtml,
   ): void {
-    // Errors recorded by sinks and polls may quote a URL with credentials or an echoed secret.
-    const page = scrubSecrets(layout({ title, assets: this.assets.page, viewer, tenant, view, body }));
+    const page = layout({ title, assets: this.assets.page, viewer, tenant, view, body });
     res.writeHead(status, { ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(page)) }).end(page);
   }
 

@@ -8,6 +8,7 @@ import { FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/console/signI
 import type { ConsoleSource } from '../../src/console/consoleSource.js';
 import { OperatorConsole } from '../../src/console/operatorConsole.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
+import { registerSecret } from '../../src/secrets/secretRegistry.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storeWithEvents } from '../support/webhookHarness.js';
 
@@ -290,6 +291,33 @@ describe('the operator console: live tails', () => {
     } finally {
       abort.abort();
       app.operatorConsole.close();
+      await app.close();
+      await store.close();
+    }
+  });
+});
+
+describe('the operator console: secrets in recorded errors', () => {
+  it('cuts a secret out of a page even when it holds characters that are escaped', async () => {
+    const secret = 'broker-pa&ss<"word>-0123';
+    registerSecret(secret);
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const [first] = await store.outbox.pending('hook', 0, 1);
+    await store.outbox.markDead(
+      'hook',
+      [{ seq: first!.seq, error: `auth failed with ${secret}`, response: secret }],
+      1,
+    );
+    const app = await serve(consoleWith([{ token: READER, role: 'read-only' }], clock), store);
+    try {
+      const { cookie } = await signIn(app.base, READER);
+      const page = await (
+        await fetch(`${app.base}/console/tenants/default/dead-letters`, { headers: { cookie } })
+      ).text();
+      expect(page).toContain('auth failed with [redacted]');
+      expect(page).not.toContain('pa&amp;ss');
+    } finally {
       await app.close();
       await store.close();
     }
