@@ -63,6 +63,16 @@ export const consoleConfigSchema = z
       .max(100)
       .default(4)
       .describe('Live tails (open Server-Sent Events streams) one session may hold at once.'),
+    maxTails: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .default(32)
+      .describe(
+        'Live tails the console holds at once, every session together: each holds a connection of ' +
+          '`http.maxConnections` and reads the journal every 2 seconds, and signing in again gives a new session.',
+      ),
   })
   .strict();
 

@@ -3,6 +3,11 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'changefeed_console';
 const VERSION = 'v1';
+/**
+ * How far a replica's clock may run ahead of this one's: a session ending later than a lifetime
+ * and this from now was issued by a clock further ahead, and would outlast its lifetime here.
+ */
+export const SESSION_CLOCK_SKEW_MS = 5 * 60_000;
 
 /** A signed-in browser: its random id, its token's key and when it ends (clock ms). */
 export interface ConsoleSession {
@@ -15,7 +20,9 @@ export interface ConsoleSession {
  * Sessions as HMAC-signed cookie values (`v1.<id>.<expiry>.<token key>.<mac>`): nothing is kept
  * on the server, so any replica that shares the key accepts a session another one issued. The
  * cookie names the token by its key, never the token; the role is looked up from the tokens
- * configured now, so a token removed from the config ends its sessions at once. The CSRF token of
+ * configured now, so a token removed from the config ends its sessions at once. A session that
+ * ends further ahead than its lifetime (a replica's clock ahead) is refused rather than let live
+ * longer than configured. The CSRF token of
  * a session is an HMAC of its id under the same key: a form posted without it, or with another
  * session's, is refused.
  */
@@ -45,6 +52,7 @@ export class ConsoleSessions {
     if (!equal(mac, this.mac(parts.slice(0, 4).join('.')))) return undefined;
     const expiresAt = parseInt(expiry, 36);
     if (!Number.isSafeInteger(expiresAt) || expiresAt <= now) return undefined;
+    if (expiresAt > now + this.lifetimeMs + SESSION_CLOCK_SKEW_MS) return undefined;
     return { id, tokenKey, expiresAt };
   }
 

@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { ConfigError, describeError } from '../errors.js';
 import { TokenSlots } from '../feed/feedTokens.js';
-import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { shortFingerprint } from '../tenants/tenant.js';
 import { ConsoleAssets } from './consoleAssets.js';
@@ -34,6 +33,7 @@ import {
   readSinkRows,
 } from './consoleReads.js';
 import { SESSION_COOKIE, ConsoleSessions, type ConsoleSession } from './consoleSessions.js';
+import { SignInThrottle } from './signInThrottle.js';
 import type { ConsoleSource, ConsoleTenant } from './consoleSource.js';
 import { ConsoleTokens, type ConsoleUser } from './consoleTokens.js';
 import { DeliveryRates } from './deliveryRates.js';
@@ -65,6 +65,7 @@ export class OperatorConsole {
   private readonly rates = new DeliveryRates();
   private readonly tails: TokenSlots;
   private readonly open = new Set<AbortController>();
+  private readonly throttle = new SignInThrottle();
 
   constructor(
     private readonly config: ConsoleConfig,
@@ -227,13 +228,25 @@ export class OperatorConsole {
       return;
     }
     checkOrigin(req);
+    const address = req.socket.remoteAddress ?? 'unknown';
+    const waitMs = this.throttle.waitMs(address, this.deps.clock.now());
+    if (waitMs > 0) {
+      // Refused before the form is read, the right token too: the answer says nothing of the token.
+      const minutes = Math.ceil(waitMs / 60_000);
+      res.setHeader('retry-after', String(Math.ceil(waitMs / 1000)));
+      const message = `token: too many wrong tokens; sign-in is paused for ${minutes} minute${minutes === 1 ? '' : 's'}`;
+      this.sendPage(res, 429, 'Sign in', undefined, undefined, undefined, signInBody(message));
+      return;
+    }
     const form = await readForm(req);
     const user = this.tokens.signIn(form.get('token') ?? '');
     if (!user) {
-      this.deps.logger.warn({ remote: req.socket.remoteAddress }, 'console sign-in refused: unknown token');
+      this.throttle.failed(address, this.deps.clock.now());
+      this.deps.logger.warn({ remote: address }, 'console sign-in refused: unknown token');
       this.sendPage(res, 401, 'Sign in', undefined, undefined, undefined, signInBody('token: not a console token'));
       return;
     }
+    this.throttle.succeeded(address);
     const { cookie } = this.sessions.issue(user.key, this.deps.clock.now());
     this.deps.logger.info({ role: user.role, token: user.key }, 'console sign-in');
     res
@@ -356,6 +369,13 @@ export class OperatorConsole {
     type: string | undefined,
     session: ConsoleSession,
   ): Promise<void> {
+    // Every sign-in is a new session: without a bound in all, tails could hold every connection
+    // of the health listener and starve the probes.
+    if (this.open.size >= this.config.maxTails)
+      throw new Refusal(
+        429,
+        `the console holds ${this.config.maxTails} live tails (console.maxTails); try again later`,
+      );
     if (!this.tails.acquire(session.id))
       throw new Refusal(
         429,
@@ -415,8 +435,7 @@ export class OperatorConsole {
     view: TenantView | undefined,
     body: SafeHtml,
   ): void {
-    // Errors recorded by sinks and polls may quote a URL with credentials or an echoed secret.
-    const page = scrubSecrets(layout({ title, assets: this.assets.page, viewer, tenant, view, body }));
+    const page = layout({ title, assets: this.assets.page, viewer, tenant, view, body });
     res.writeHead(status, { ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(page)) }).end(page);
   }
 

@@ -4,9 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { consoleConfigSchema } from '../../src/console/consoleConfig.js';
 import { CONSOLE_CSP } from '../../src/console/consoleRequests.js';
+import { FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/console/signInThrottle.js';
 import type { ConsoleSource } from '../../src/console/consoleSource.js';
 import { OperatorConsole } from '../../src/console/operatorConsole.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
+import { registerSecret } from '../../src/secrets/secretRegistry.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storeWithEvents } from '../support/webhookHarness.js';
 
@@ -190,7 +192,7 @@ describe('the operator console: access', () => {
     expect(await tail.text()).toContain('type: must be a glob');
   });
 
-  it('accepts a session on another replica sharing the key, until it expires or its token is removed', async () => {
+  it('accepts a session on another replica sharing the key, until it expires or its token is removed, never past its lifetime', async () => {
     const { cookie } = await signIn(app.base, READER);
     const same = await serve(
       consoleWith(
@@ -214,9 +216,110 @@ describe('the operator console: access', () => {
       );
       await clock.advance(61 * 60_000);
       expect(await at(same.base)).toBe(303);
+      // A replica whose clock runs a day ahead issues sessions that end a day late elsewhere.
+      const ahead = await serve(
+        consoleWith([{ token: READER, role: 'read-only' }], new ManualClock(clock.now() + 86_400_000)),
+        store,
+      );
+      try {
+        const fromAhead = (await signIn(ahead.base, READER)).cookie;
+        expect(
+          (await fetch(`${ahead.base}/console`, { headers: { cookie: fromAhead }, redirect: 'manual' })).status,
+        ).toBe(200);
+        expect(
+          (await fetch(`${same.base}/console`, { headers: { cookie: fromAhead }, redirect: 'manual' })).status,
+        ).toBe(303);
+      } finally {
+        await ahead.close();
+      }
     } finally {
       await same.close();
       await without.close();
+    }
+  });
+});
+
+describe('the operator console: guessing tokens', () => {
+  it('pauses sign-in from an address after too many wrong tokens, the right one too, until the window ends', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const app = await serve(consoleWith([{ token: OPERATOR, role: 'operator' }], clock), store);
+    try {
+      for (let i = 0; i < FAILURES_PER_ADDRESS; i++)
+        expect((await signIn(app.base, `wrong-token-guess-${i}-000000`)).res.status).toBe(401);
+      const paused = await signIn(app.base, OPERATOR);
+      expect(paused.res.status).toBe(429);
+      expect(paused.setCookie).toBe('');
+      expect(paused.res.headers.get('retry-after')).toBe(String(SIGN_IN_WINDOW_MS / 1000));
+      expect(paused.res.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+      expect(await paused.res.text()).toContain('too many wrong tokens');
+      await clock.advance(SIGN_IN_WINDOW_MS);
+      expect((await signIn(app.base, OPERATOR)).res.status).toBe(303);
+    } finally {
+      await app.close();
+      await store.close();
+    }
+  });
+});
+
+describe('the operator console: live tails', () => {
+  it('holds console.maxTails tails in all, however many sessions ask', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const config = consoleConfigSchema.parse({
+      enabled: true,
+      tokens: [{ token: READER, role: 'read-only' }],
+      maxTails: 1,
+    });
+    const app = await serve((source) => {
+      const c = new OperatorConsole(config, source, { clock, logger: noopLogger });
+      c.useSharedSecret(SHARED);
+      return c;
+    }, store);
+    const abort = new AbortController();
+    try {
+      const tail = async () => {
+        const { cookie } = await signIn(app.base, READER);
+        return fetch(`${app.base}/console/tenants/default/tail/events`, { headers: { cookie }, signal: abort.signal });
+      };
+      const first = await tail();
+      expect(first.status).toBe(200);
+      await first.body?.getReader().read();
+      const second = await tail();
+      expect(second.status).toBe(429);
+      expect(await second.text()).toContain('console.maxTails');
+    } finally {
+      abort.abort();
+      app.operatorConsole.close();
+      await app.close();
+      await store.close();
+    }
+  });
+});
+
+describe('the operator console: secrets in recorded errors', () => {
+  it('cuts a secret out of a page even when it holds characters that are escaped', async () => {
+    const secret = 'broker-pa&ss<"word>-0123';
+    registerSecret(secret);
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const [first] = await store.outbox.pending('hook', 0, 1);
+    await store.outbox.markDead(
+      'hook',
+      [{ seq: first!.seq, error: `auth failed with ${secret}`, response: secret }],
+      1,
+    );
+    const app = await serve(consoleWith([{ token: READER, role: 'read-only' }], clock), store);
+    try {
+      const { cookie } = await signIn(app.base, READER);
+      const page = await (
+        await fetch(`${app.base}/console/tenants/default/dead-letters`, { headers: { cookie } })
+      ).text();
+      expect(page).toContain('auth failed with [redacted]');
+      expect(page).not.toContain('pa&amp;ss');
+    } finally {
+      await app.close();
+      await store.close();
     }
   });
 });
