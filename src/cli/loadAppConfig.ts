@@ -74,9 +74,10 @@ export function loadTenantedConfig(args: ConfigArgs): { main: MainConfig; file: 
 
 function configFile(args: ConfigArgs): string | undefined {
   const env = args.env ?? process.env;
-  return (
-    args.configFlag ?? env.CHANGEFEED_CONFIG ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined)
-  );
+  // An empty variable counts as unset, as loadConfig does for every other one (`CHANGEFEED_CONFIG=`
+  // in a compose file names no file).
+  const fromEnv = env.CHANGEFEED_CONFIG === '' ? undefined : env.CHANGEFEED_CONFIG;
+  return args.configFlag ?? fromEnv ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined);
 }
 
 function sources(args: ConfigArgs, file: string | undefined) {
