@@ -10,7 +10,7 @@ import { LOGS, type LogKind } from '../../src/logs.js';
 import { asyncApiDocument } from '../../src/sinks/asyncApiDocument.js';
 import { addDataSchema } from '../../src/sinks/dataSchemaAttribute.js';
 import { sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
