@@ -41,9 +41,12 @@ export async function runCliInProcess(
   return { status, stdout: stdout.text(), stderr: stderr.text() };
 }
 
-/** A long-running command (`run`) in this process, its stderr (the log lines) readable as it runs. */
+/** A long-running command (`run`, `receive`, `simulate`) in this process, its output readable as it runs. */
 export interface InProcessCommand {
-  logs(): string;
+  /** What it has written to stdout so far. */
+  readonly stdout: () => string;
+  /** What it has written to stderr so far: messages and, for `run`, the log lines. */
+  readonly logs: () => string;
   /** Resolves once a log line contains `text`; fails if the command exits first. */
   waitForLog(text: string, timeoutMs?: number): Promise<void>;
   /** Aborts the command (as SIGTERM does the executable) and resolves with its exit code once it has drained. */
@@ -54,16 +57,18 @@ export interface InProcessCommand {
 
 /** Starts `changefeed <args>` in this process, as runCliInProcess does, without waiting for it to end. */
 export function startCliInProcess(args: string[], env: Record<string, string> = {}): InProcessCommand {
+  const stdout = capture();
   const stderr = capture();
   const stop = new AbortController();
   let ended = false;
   const exit = main(args, {
-    stdout: new PassThrough().resume(),
+    stdout: stdout.stream,
     stderr: stderr.stream,
     env: { ...process.env, CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: '', ...env },
     signal: stop.signal,
   }).finally(() => (ended = true));
   return {
+    stdout: stdout.text,
     logs: stderr.text,
     waitForLog: async (text, timeoutMs = 15_000) => {
       await until(() => ended || stderr.text().includes(text), timeoutMs, `log line "${text}"`);
