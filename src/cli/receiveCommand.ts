@@ -5,7 +5,7 @@ import { isWebhookSecret } from '../sinks/standardWebhookSignature.js';
 import { DEFAULT_MAX_BODY_BYTES, startWebhookReceiver, type ReceivedWebhook } from '../receiver/webhookReceiver.js';
 import { generateWebhookSecret } from '../receiver/webhookSecret.js';
 import { terminalSafe } from './terminalText.js';
-import { writeLine, type CliIo } from './cliIo.js';
+import { logDestination, writeLine, type CliIo } from './cliIo.js';
 import type { CommandHost } from './commandLine.js';
 import { numberIn, PORT } from './optionParsers.js';
 import { bindPort } from './portInUse.js';
@@ -44,6 +44,8 @@ const collect = (value: string, previous: string[]): string[] => [...previous, v
 
 export async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise<number> {
   const { port, maxBodyBytes } = values;
+  // Before the port is bound, so a bad CHANGEFEED_LOG_LEVEL leaves nothing open.
+  const logger = createLogger({ env: io.env, destination: logDestination(io) });
   // A secret the sink could never have (the config refuses it) would reject every request as forged.
   const badSecret = (values.secret ?? []).findIndex((secret) => !isWebhookSecret(secret));
   if (badSecret >= 0) {
@@ -71,7 +73,7 @@ export async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise
   if (generated !== undefined) writeLine(io.stdout, `Your webhook signing secret is ${generated} (^C to quit)`);
   if (noVerify) writeLine(io.stdout, '--no-verify: signatures are not checked; every request is accepted');
   writeLine(io.stdout, `receiving webhooks at ${receiver.url}`);
-  return untilStopped(io.signal, () => receiver.close(), createLogger({}), 5_000);
+  return untilStopped(io.signal, () => receiver.close(), logger, 5_000);
 }
 
 /** `✓ career_3q2… com.skills.changefeed.career.level_added (signature verified)` */

@@ -3,7 +3,7 @@ import { ZodError } from 'zod';
 import { ChangefeedError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { MAX_COMPANIES, startSimulator, type Simulator } from '../simulator/index.js';
-import { type CliIo } from './cliIo.js';
+import { logDestination, type CliIo } from './cliIo.js';
 import type { CommandHost } from './commandLine.js';
 import { numberIn, PORT, SEED, type NumberRule } from './optionParsers.js';
 import { bindPort } from './portInUse.js';
@@ -53,6 +53,8 @@ export interface SimulateOptions {
 
 export async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
   const { port, companies, sortOrder } = values;
+  // Before the port is bound, so a bad CHANGEFEED_LOG_LEVEL leaves nothing open.
+  const logger = createLogger({ env: io.env, destination: logDestination(io) });
   const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
     startSimulator({
       port,
@@ -74,7 +76,7 @@ export async function simulateCommand(values: SimulateOptions, io: CliIo): Promi
     }),
   );
   io.stdout.write(startBanner(simulator, companies !== undefined));
-  return untilStopped(io.signal, () => simulator.close(), createLogger({}), 5_000);
+  return untilStopped(io.signal, () => simulator.close(), logger, 5_000);
 }
 
 /**

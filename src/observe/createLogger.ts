@@ -14,6 +14,8 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** A stream, or a file descriptor; default 2 (stderr), so stdout stays free for the stdout sink. */
   destination?: NodeJS.WritableStream | number;
+  /** Where CHANGEFEED_LOG_LEVEL is read when `level` is not given; default `process.env`. */
+  env?: NodeJS.ProcessEnv;
 }
 
 const LEVELS = [...Object.keys(pino.levels.values), 'silent'];
@@ -31,7 +33,7 @@ const LEVELS = [...Object.keys(pino.levels.values), 'silent'];
  * - pino's own `redact` paths catch the common spellings once more.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const level = options.level ?? process.env.CHANGEFEED_LOG_LEVEL ?? 'info';
+  const level = options.level ?? (options.env ?? process.env).CHANGEFEED_LOG_LEVEL ?? 'info';
   if (!LEVELS.includes(level)) {
     const source = options.level === undefined ? `CHANGEFEED_LOG_LEVEL=${level}` : `log level "${level}"`;
     const path = options.level === undefined ? 'CHANGEFEED_LOG_LEVEL' : 'log.level';

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { duplicatesOf } from '../support/daemonHarness.js';
-import { runCli, until } from '../support/daemonProcess.js';
+import { until } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import {
   connectAdmin,
   deliveredIds,

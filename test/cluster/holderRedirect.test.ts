@@ -1,7 +1,8 @@
 import { issueTicket } from '../../src/feed/feedTicket.js';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, until } from '../support/daemonProcess.js';
+import { freePort, until } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { sampleValue } from '../support/metricsText.js';
 import { startPrefixIngress } from '../support/prefixIngress.js';
 import { connectAdmin, deliveredIds, simulatedCompanies, startReplicaSet, writeRound } from './replicaHarness.js';

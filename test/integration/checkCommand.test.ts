@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli } from '../support/daemonProcess.js';
+import { freePort } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { receiver, SECRET } from '../support/webhookHarness.js';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { admin, freshSchema } from '../store/postgresTestDb.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { deadLettersOf, lines, runReplicaUntilDelivered, twoTenants } from '../support/twoTenants.js';
 

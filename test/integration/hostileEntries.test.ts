@@ -6,7 +6,7 @@ import { storePath } from '../../src/store/sqlite/database.js';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import { deliveredEvents, duplicatesOf, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { startRewritingProxy, type ProxiedAnswer } from '../support/rewritingProxy.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';

@@ -1,27 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isWebhookSecret } from '../../src/sinks/standardWebhookSignature.js';
 import { freePort, until } from '../support/daemonProcess.js';
+import { startCliInProcess, type InProcessCommand } from '../support/runCli.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-let child: ChildProcess | undefined;
-afterEach(() => {
-  child?.kill('SIGKILL');
-  child = undefined;
+let receive: InProcessCommand | undefined;
+afterEach(async () => {
+  if (receive) expect(await receive.stop()).toBe(0);
+  receive = undefined;
 });
 
 async function startReceive(port: number, extra: string[] = []): Promise<() => string> {
-  let out = '';
-  child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'src/cli/changefeed.ts'), 'receive', '--port', String(port), ...extra],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
-  await until(() => out.includes('receiving webhooks at'), 60_000, 'the receiver listening');
-  return () => out;
+  receive = startCliInProcess(['receive', '--port', String(port), ...extra]);
+  const { stdout } = receive;
+  await until(() => stdout().includes('receiving webhooks at'), 60_000, 'the receiver listening');
+  return stdout;
 }
 
 async function post(port: number, body: string, headers: Record<string, string> = {}): Promise<number> {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 import { StateDirLock } from '../../src/store/stateDirLock.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { prefilledStore } from '../support/prefilledStore.js';
 import { makeTempDir } from '../support/tempDir.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { createDaemon, simulatorConfig } from '../support/daemonHarness.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 

@@ -1,29 +1,18 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../support/daemonProcess.js';
+import { startCliInProcess, type InProcessCommand } from '../support/runCli.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const children: ChildProcess[] = [];
+const running: InProcessCommand[] = [];
 afterEach(async () => {
-  for (const child of children.splice(0)) {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  }
+  for (const command of running.splice(0)) expect(await command.stop()).toBe(0);
 });
 
-/** `changefeed simulate` as a real process; resolves with what it printed once `ready` holds. */
+/** `changefeed simulate` in this process; resolves with what it printed once `ready` holds. */
 async function simulate(args: string[], ready: (stdout: string) => boolean): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/changefeed.ts'), 'simulate', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, CHANGEFEED_CONFIG: '' },
-  });
-  children.push(child);
-  let stdout = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  await until(() => ready(stdout), 30_000, 'the simulator to print its keys');
-  return stdout;
+  const command = startCliInProcess(['simulate', ...args]);
+  running.push(command);
+  await until(() => ready(command.stdout()), 30_000, 'the simulator to print its keys');
+  return command.stdout();
 }
 
 const keyLines = (stdout: string) => [...stdout.matchAll(/^company (\d+) CHANGEFEED_API_KEY=(\S+)$/gm)];

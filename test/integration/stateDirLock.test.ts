@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, startDaemonProcess, type DaemonProcess } from '../support/daemonProcess.js';
 import { writeCliConfig } from '../support/cliConfig.js';
+import { runCliInProcess } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -39,14 +40,14 @@ describe('one daemon per state directory', () => {
       const { file, env } = await configFor(dir);
       daemon = startDaemonProcess(['--config', file], env);
       await daemon.waitForLog('changefeed running', 60_000);
-      const second = await runCli(['run', '--config', file], env);
+      const second = await runCliInProcess(['run', '--config', file], env);
       expect(second.status).toBe(1);
       expect(second.stderr).toContain(
         `STATE_DIR_LOCKED: state directory ${join(dir, 'state')} held by pid ${daemon.child.pid}`,
       );
       daemon.child.kill('SIGKILL');
       await daemon.exited();
-      const after = await runCli(['run', '--config', file, '--once'], env);
+      const after = await runCliInProcess(['run', '--config', file, '--once'], env);
       expect(after.status, after.stderr).toBe(0);
     },
     180_000,
@@ -57,6 +58,7 @@ describe('one daemon per state directory', () => {
     async () => {
       const dir = makeTempDir();
       const { file, env } = await configFor(dir);
+      // Two processes: the race is between two migrations' transactions, each in its own process.
       const results = await Promise.all([
         runCli(['run', '--config', file, '--once'], env),
         runCli(['run', '--config', file, '--once'], env),

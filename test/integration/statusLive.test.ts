@@ -1,16 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, runCli, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
+import { freePort, until } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli, startCliInProcess, type InProcessCommand } from '../support/runCli.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
-let daemon: DaemonProcess | undefined;
+let daemon: InProcessCommand | undefined;
 afterEach(async () => {
-  if (daemon && daemon.child.exitCode === null) {
-    daemon.child.kill('SIGKILL');
-    await daemon.exited();
-  }
+  await daemon?.stop();
   daemon = undefined;
 });
 
@@ -59,7 +57,7 @@ describe('changefeed status', () => {
     const fileSink = `  - { name: out, type: file, path: ${join(dir, 'events.jsonl')} }`;
     const hookSink = `  - { name: hook, type: webhook, url: "http://127.0.0.1:${refusing}/hooks" }`;
     writeFileSync(config, lines([fileSink, hookSink]));
-    daemon = startDaemonProcess(['--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
+    daemon = startCliInProcess(['run', '--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
     await daemon.waitForLog('changefeed running', 60_000);
 
     let live: Awaited<ReturnType<typeof statusSinks>> | undefined;
@@ -80,8 +78,7 @@ describe('changefeed status', () => {
     );
     expect(live?.text).toContain('sink state: live from the running daemon');
 
-    daemon.child.kill('SIGTERM');
-    expect(await daemon.exited()).toBe(0);
+    expect(await daemon.stop()).toBe(0);
     // The webhook sink is gone from the config now; the daemon no longer answers.
     writeFileSync(config, lines([fileSink]));
     const recorded = await statusSinks(config);

@@ -1,31 +1,28 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
+import { until } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli, startCliInProcess, type InProcessCommand } from '../support/runCli.js';
 import { writeTenantFile } from '../support/tenantFile.js';
 import { lines, twoTenants } from '../support/twoTenants.js';
 
-const running: DaemonProcess[] = [];
+const running: InProcessCommand[] = [];
 afterEach(async () => {
-  for (const daemon of running.splice(0)) {
-    if (daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
-    await daemon.exited();
-  }
+  for (const daemon of running.splice(0)) await daemon.stop();
 });
 
-function start(config: string): DaemonProcess {
-  const daemon = startDaemonProcess(['--config', config]);
+function start(config: string): InProcessCommand {
+  const daemon = startCliInProcess(['run', '--config', config]);
   running.push(daemon);
   return daemon;
 }
 
-async function stop(daemon: DaemonProcess): Promise<void> {
-  daemon.child.kill('SIGTERM');
-  await daemon.exited();
+async function stop(daemon: InProcessCommand): Promise<void> {
+  expect(await daemon.stop()).toBe(0);
 }
 
 /** The tenants a daemon's log reports with the duplicate-key problem. */
-const refusedForKey = (daemon: DaemonProcess): string[] =>
+const refusedForKey = (daemon: InProcessCommand): string[] =>
   daemon
     .logs()
     .split('\n')

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { copySqliteToPostgres, countTenantRows } from '../../src/store/storeMigration.js';
-import { runCli } from '../support/daemonProcess.js';
+import { runCliInProcess as runCli } from '../support/runCli.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { entry, entryIdsInJournal, HOUR, ingest, quarantined, T } from './contract/storeFixtures.js';

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import type { Simulator } from '../../src/simulator/index.js';
 import { openStoreBackend } from '../../src/store/openStoreBackend.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
-import { runCli, startDaemonProcess, until } from './daemonProcess.js';
+import { until } from './daemonProcess.js';
+import { runCliInProcess } from './runCli.js';
 import { makeTempDir } from './tempDir.js';
 import { startTestSimulator } from './testSimulator.js';
 import { writeTenantFile } from './tenantFile.js';
@@ -87,22 +88,29 @@ export async function twoTenants(
 }
 
 /**
- * On the PostgreSQL store, where `run --once` is refused: a replica runs until both tenants'
- * events are delivered, then stops on SIGTERM, releasing its leases.
+ * On the PostgreSQL store, where `run --once` is refused: a replica runs in this process until both
+ * tenants' events are delivered, then drains and stops, releasing its leases.
  */
 export async function runReplicaUntilDelivered(set: TwoTenants): Promise<void> {
-  const replica = startDaemonProcess(['--config', set.config], { CHANGEFEED_INSTANCE_ID: 'replica-0' });
+  const stop = new AbortController();
+  let exited = false;
+  const replica = runCliInProcess(
+    ['run', '--config', set.config],
+    { CHANGEFEED_INSTANCE_ID: 'replica-0', CHANGEFEED_API_KEY: '' },
+    stop.signal,
+  ).finally(() => (exited = true));
+  const delivered = (): boolean => lines(set.sinkFile('acme')) === 5 && lines(set.sinkFile('beta')) === 8;
+  let waited: unknown;
   try {
-    await until(
-      () => lines(set.sinkFile('acme')) === 5 && lines(set.sinkFile('beta')) === 8,
-      30_000,
-      'both tenants delivered',
-    );
+    await until(() => exited || delivered(), 30_000, 'both tenants delivered');
   } catch (error) {
-    throw new Error(`${(error as Error).message}; the replica logged:\n${replica.logs().slice(-4000)}`);
-  } finally {
-    replica.child.kill('SIGTERM');
-    await replica.exited();
+    waited = error;
+  }
+  stop.abort();
+  const { status, stderr } = await replica;
+  if (waited !== undefined || status !== 0 || !delivered()) {
+    const why = waited instanceof Error ? waited.message : `the replica exited ${status} before both were delivered`;
+    throw new Error(`${why}; the replica logged:\n${stderr.slice(-4000)}`);
   }
 }
 
@@ -113,7 +121,7 @@ export function lines(file: string): number {
 
 /** One `run --once` of both tenants; throws with its logs unless it exits `expected`. */
 export async function runOnceCli(set: TwoTenants, expected = 0): Promise<void> {
-  const run = await runCli(['run', '--once', '--config', set.config]);
+  const run = await runCliInProcess(['run', '--once', '--config', set.config]);
   if (run.status !== expected) throw new Error(`run --once exited ${run.status}:\n${run.stderr.slice(-4000)}`);
 }
 
