@@ -113,14 +113,6 @@ describe('changefeed, as people expect a command-line tool', () => {
     expect(result.status).toBe(1);
   });
 
-  it('an empty CHANGEFEED_CONFIG names no file, as an empty variable is unset everywhere else', async () => {
-    const result = await runCliInProcess(['status'], { CHANGEFEED_CONFIG: '' });
-    expect(result.stderr).not.toContain('cannot read config file');
-    // Defaults and environment only: the one setting without a default is missing.
-    expect(result.stderr).toContain('sinks: required setting is missing');
-    expect(result.status).toBe(2);
-  });
-
   it.each([
     ['receive', '--port', '0'],
     ['simulate', '--port', '0'],
