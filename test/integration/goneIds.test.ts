@@ -51,7 +51,7 @@ describe('a configured career that does not exist', () => {
   it('watch retry refuses a log kind that cannot be gone', async () => {
     const result = await runCli(['watch', 'retry', 'identity_provider', 'x']);
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain('career or skill');
+    expect(result.stderr).toContain('Allowed choices are career, skill');
   }, 60_000);
 
   it('is found by run --once even when the sweep comes in the same instant as its registration', async () => {
