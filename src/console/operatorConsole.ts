@@ -34,6 +34,7 @@ import {
 } from './consoleReads.js';
 import { SESSION_COOKIE, ConsoleSessions, type ConsoleSession } from './consoleSessions.js';
 import { SignInThrottle } from './signInThrottle.js';
+import { TenantActions } from './tenantActions.js';
 import type { ConsoleSource, ConsoleTenant } from './consoleSource.js';
 import { ConsoleTokens, type ConsoleUser } from './consoleTokens.js';
 import { DeliveryRates } from './deliveryRates.js';
@@ -66,6 +67,7 @@ export class OperatorConsole {
   private readonly tails: TokenSlots;
   private readonly open = new Set<AbortController>();
   private readonly throttle = new SignInThrottle();
+  private readonly actions = new TenantActions();
 
   constructor(
     private readonly config: ConsoleConfig,
@@ -292,7 +294,12 @@ export class OperatorConsole {
     const now = Date.now();
     const sinks = (await store.sinks.list()).map((s) => s.name);
     let requeued = 0;
-    if (form.get('all') === '1') for (const sink of sinks) requeued += await store.deadLetters.requeueSink(sink, now);
+    if (form.get('all') === '1')
+      requeued = await this.actions.run(tenant, 'a retry of all dead letters', async () => {
+        let sum = 0;
+        for (const sink of sinks) sum += await store.deadLetters.requeueSink(sink, now);
+        return sum;
+      });
     else {
       const eventId = form.get('eventId') ?? '';
       const sink = form.get('sink') ?? '';
@@ -348,7 +355,9 @@ export class OperatorConsole {
     const { request } = parsed;
     if (params.get('action') === 'queue') {
       requireOperator(auth.user, 'queue a replay');
-      const queued = await store.outbox.enqueueFromJournal(request.sink, request.range, Date.now());
+      const queued = await this.actions.run(tenant, 'a replay', () =>
+        store.outbox.enqueueFromJournal(request.sink, request.range, Date.now()),
+      );
       this.deps.logger.info(
         { tenant, sink: request.sink, queued, token: auth.user.key },
         'replay queued from the console',
@@ -357,7 +366,7 @@ export class OperatorConsole {
       send(200, page(form, { notice }));
       return;
     }
-    const count = await store.outbox.countFromJournal(request.range);
+    const count = await this.actions.run(tenant, 'a replay count', () => store.outbox.countFromJournal(request.range));
     send(200, page(form, { preview: { request, count } }));
   }
 

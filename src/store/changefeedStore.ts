@@ -115,9 +115,17 @@ export interface OutboxStore {
    * delivery state: events ingested in [since, until), optionally of one log and with a type
    * matching a glob (as JournalPageFilter's). Adds deliveries for events the sink never had (a
    * sink added later). Returns how many were queued.
+   *
+   * Writes REQUEUE_BATCH_EVENTS journal positions per transaction in seq order, from the first
+   * event to the head when it starts, so no replay holds the process (SQLite) or a transaction
+   * (PostgreSQL) for long. One press queues each event once; if it stops part way, the batches it
+   * wrote stay queued, and a second press queues the range again, still one delivery per event.
    */
   enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number>;
-  /** How many events `enqueueFromJournal` with this range would queue now: a replay's count before it is queued. */
+  /**
+   * How many events `enqueueFromJournal` with this range would queue now: a replay's count before
+   * it is queued. Read COUNT_WINDOW_EVENTS journal positions per statement.
+   */
   countFromJournal(range: JournalRange): Promise<number>;
   counts(sink: string): Promise<DeliveryCounts>;
   /**
@@ -130,11 +138,15 @@ export interface OutboxStore {
 
 export interface DeadLetterStore {
   list(filter?: { sink?: string; eventId?: string; limit?: number }): Promise<DeadLetter[]>;
-  /** Every dead delivery of the sink back to pending with a fresh attempt budget. */
+  /**
+   * Every dead delivery of the sink back to pending with a fresh attempt budget, REQUEUE_BATCH_EVENTS
+   * per transaction in seq order, each counted in `requeueCount`. Stopped part way, a second call
+   * takes up the letters still dead.
+   */
   requeueSink(sink: string, now: number): Promise<number>;
   /** One event's dead deliveries (of one sink, or all) back to pending. */
   requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number>;
-  /** How many requeue commands changed something, for the metric. */
+  /** How many requeue writes (a command, or a batch of one) changed something: a running daemon watches it. */
   requeueCount(): Promise<number>;
 }
 

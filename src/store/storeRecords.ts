@@ -228,3 +228,14 @@ export const MAX_SCAN_POSITIONS = 10_000;
  * to the other tenants between batches.
  */
 export const PRUNE_BATCH_EVENTS = 1_000;
+
+/**
+ * Most journal positions one replay or requeue transaction covers, and one count statement reads
+ * (COUNT_WINDOW_EVENTS). A console press on a journal of millions is many short statements in seq
+ * order, not one long one: on SQLite the event loop (health, delivery, the other tenants) runs
+ * between them, on PostgreSQL no transaction stays open for long.
+ */
+export const REQUEUE_BATCH_EVENTS = 1_000;
+
+/** Most journal positions one statement of a replay count reads (see REQUEUE_BATCH_EVENTS). */
+export const COUNT_WINDOW_EVENTS = 20_000;

@@ -1,6 +1,6 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
-import type { DeadLetter } from '../storeRecords.js';
+import { REQUEUE_BATCH_EVENTS, type DeadLetter } from '../storeRecords.js';
 import type { RequeueCounts, RequeueCountRow } from './requeueCounts.js';
 import type { TenantDb } from './tenantDb.js';
 
@@ -15,12 +15,12 @@ const requeueSql = (where: string): string => `
   WITH changed AS (
     UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL, updated_at = $2
     WHERE tenant = $1 AND state = 'dead' AND ${where}
-    RETURNING 1
+    RETURNING seq
   ), counted AS (
     INSERT INTO meta (tenant, key, value) SELECT $1, '${REQUEUE_COUNT_KEY}', '1' WHERE EXISTS (SELECT 1 FROM changed)
     ON CONFLICT (tenant, key) DO UPDATE SET value = (meta.value::bigint + 1)::text
   )
-  SELECT COUNT(*) AS n FROM changed`;
+  SELECT COUNT(*) AS n, MAX(seq) AS last FROM changed`;
 
 /** Deliveries of one tenant that ran out of chances (`state = 'dead'`), listed and put back in line. */
 export class PostgresDeadLetters implements DeadLetterStore {
@@ -43,10 +43,21 @@ export class PostgresDeadLetters implements DeadLetterStore {
     return rows.map(deadLetterFromRow);
   }
 
+  /** REQUEUE_BATCH_EVENTS per statement in seq order, each its own (fenced) transaction and counted. */
   async requeueSink(sink: string, now: number): Promise<number> {
-    const result = await this.db.writeOne<{ n: number }>(requeueSql('sink = $3'), [this.db.tenant, now, sink]);
-    this.requeueCounts.invalidate();
-    return result.rows[0]?.n ?? 0;
+    let requeued = 0;
+    for (let after = 0; ;) {
+      const result = await this.db.writeOne<{ n: number; last: string | null }>(
+        requeueSql(`sink = $3 AND seq IN (SELECT seq FROM deliveries WHERE tenant = $1 AND sink = $3
+          AND state = 'dead' AND seq > $4 ORDER BY seq LIMIT ${REQUEUE_BATCH_EVENTS})`),
+        [this.db.tenant, now, sink, after],
+      );
+      this.requeueCounts.invalidate();
+      const batch = Number(result.rows[0]?.n ?? 0);
+      requeued += batch;
+      if (batch < REQUEUE_BATCH_EVENTS) return requeued;
+      after = Number(result.rows[0]?.last);
+    }
   }
 
   async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {

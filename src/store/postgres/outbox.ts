@@ -2,7 +2,9 @@ import type { LogKind } from '../../logs.js';
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
+  COUNT_WINDOW_EVENTS,
   PRUNE_BATCH_EVENTS,
+  REQUEUE_BATCH_EVENTS,
   type DeliveryCounts,
   type FailedDelivery,
   type JournalRange,
@@ -22,6 +24,8 @@ import { storableText } from './storableText.js';
 /** The events a replay takes (JournalRange): $1 tenant, $2 since, $3 until, $4 log, $5 the type as a LIKE pattern. */
 const IN_RANGE = `tenant = $1 AND ($2::float8 IS NULL OR ingested_at >= $2) AND ($3::float8 IS NULL OR ingested_at < $3)
   AND ($4::text IS NULL OR log = $4) AND ($5::text IS NULL OR type LIKE $5 ESCAPE '\\')`;
+/** One window of seqs, [$6, $7), per statement: bounded by the journal positions it reads, however rarely the range matches. */
+const IN_WINDOW = `${IN_RANGE} AND seq >= $6 AND seq < $7`;
 
 /** An event ready to append: its CloudEvent JSON and what the journal indexes it by. */
 export interface NewEvent {
@@ -162,24 +166,50 @@ export class PostgresOutbox implements OutboxStore {
     );
   }
 
+  /**
+   * REQUEUE_BATCH_EVENTS journal positions per statement (each its own fenced transaction), in seq
+   * order, up to the head when it starts: what a batch queued stays queued if the process stops.
+   */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
-    const result = await this.db.writeOne(
-      `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
-       SELECT $1, $7, seq, 'pending', $6 FROM events WHERE ${IN_RANGE}
-       ORDER BY seq
-       ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
-         first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $6`,
-      [...this.rangeParameters(range), now, sink],
-    );
-    return result.rowCount ?? 0;
+    const parameters = this.rangeParameters(range);
+    return this.inSeqWindows(REQUEUE_BATCH_EVENTS, async (from, to) => {
+      const result = await this.db.writeOne(
+        `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
+         SELECT $1, $9, seq, 'pending', $8 FROM events WHERE ${IN_WINDOW}
+         ORDER BY seq
+         ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
+           first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $8`,
+        [...parameters, from, to, now, sink],
+      );
+      return result.rowCount ?? 0;
+    });
   }
 
+  /** Counted COUNT_WINDOW_EVENTS journal positions per statement. */
   async countFromJournal(range: JournalRange): Promise<number> {
-    const rows = await this.db.read<{ n: string }>(
-      `SELECT COUNT(*) AS n FROM events WHERE ${IN_RANGE}`,
-      this.rangeParameters(range),
+    const parameters = this.rangeParameters(range);
+    return this.inSeqWindows(COUNT_WINDOW_EVENTS, async (from, to) => {
+      const rows = await this.db.read<{ n: string }>(`SELECT COUNT(*) AS n FROM events WHERE ${IN_WINDOW}`, [
+        ...parameters,
+        from,
+        to,
+      ]);
+      return Number(rows[0]?.n ?? 0);
+    });
+  }
+
+  /** Runs `step` on consecutive windows of `size` seqs from the first event to the head, summing what it returns. */
+  private async inSeqWindows(size: number, step: (from: number, to: number) => Promise<number>): Promise<number> {
+    const [bounds] = await this.db.read<{ lo: string | null; hi: string | null }>(
+      `SELECT (SELECT MIN(seq) FROM events WHERE tenant = $1) AS lo, (SELECT MAX(seq) FROM events WHERE tenant = $1) AS hi`,
+      [this.db.tenant],
     );
-    return Number(rows[0]?.n ?? 0);
+    if (bounds?.lo == null || bounds.hi == null) return 0;
+    const lo = Number(bounds.lo);
+    const hi = Number(bounds.hi);
+    let total = 0;
+    for (let from = lo; from <= hi; from += size) total += await step(from, Math.min(from + size, hi + 1));
+    return total;
   }
 
   /** The parameters of IN_RANGE. */

@@ -1,6 +1,6 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
-import type { DeadLetter } from '../storeRecords.js';
+import { REQUEUE_BATCH_EVENTS, type DeadLetter } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
@@ -15,9 +15,12 @@ const REQUEUE_EVENT = `UPDATE deliveries SET state = 'pending', attempts = 0, ne
     updated_at = @now
   WHERE tenant = @tenant AND state = 'dead' AND (@sink IS NULL OR sink = @sink)
     AND seq IN (SELECT seq FROM events WHERE tenant = @tenant AND event_id = @eventId)`;
+// The next REQUEUE_BATCH_EVENTS dead letters after @after in seq order (deliveries_by_state).
 const REQUEUE_SINK = `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = 0, first_attempt_at = NULL,
-    updated_at = ?
-  WHERE tenant = ? AND sink = ? AND state = 'dead'`;
+    updated_at = @now
+  WHERE tenant = @tenant AND sink = @sink AND seq IN (SELECT seq FROM deliveries
+    WHERE tenant = @tenant AND sink = @sink AND state = 'dead' AND seq > @after ORDER BY seq LIMIT @limit)
+  RETURNING seq`;
 const COUNT = 'SELECT value FROM meta WHERE tenant = ? AND key = ?';
 const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
   ON CONFLICT (tenant, key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`;
@@ -43,9 +46,27 @@ export class DeadLetters implements DeadLetterStore {
       .map(deadLetterFromRow);
   }
 
-  /** Puts every dead letter of `sink` back in line, with a fresh attempt budget. */
+  /**
+   * Puts every dead letter of `sink` back in line, with a fresh attempt budget: REQUEUE_BATCH_EVENTS
+   * per transaction in seq order, each counted for a running daemon, the event loop free between
+   * them. Letters that die meanwhile behind the position reached wait for the next retry.
+   */
   async requeueSink(sink: string, now: number): Promise<number> {
-    return this.bumpRequeues(this.conn.statement(REQUEUE_SINK).run(now, this.conn.tenant, sink).changes);
+    const requeue = this.conn.statement<object, { seq: number }>(REQUEUE_SINK);
+    let requeued = 0;
+    for (let after = 0; ;) {
+      const seqs = this.conn.transaction(() => {
+        const batch = requeue
+          .all({ tenant: this.conn.tenant, sink, now, after, limit: REQUEUE_BATCH_EVENTS })
+          .map((row) => row.seq);
+        this.bumpRequeues(batch.length);
+        return batch;
+      });
+      requeued += seqs.length;
+      if (seqs.length < REQUEUE_BATCH_EVENTS) return requeued;
+      after = Math.max(...seqs);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */

@@ -3,7 +3,9 @@ import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
+  COUNT_WINDOW_EVENTS,
   PRUNE_BATCH_EVENTS,
+  REQUEUE_BATCH_EVENTS,
   type DeliveryCounts,
   type FailedDelivery,
   type JournalRange,
@@ -43,12 +45,18 @@ const FILTERED = `UPDATE deliveries SET state = 'filtered', updated_at = @now
   WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
 const IN_RANGE = `tenant = @tenant AND (@since IS NULL OR ingested_at >= @since) AND (@until IS NULL OR ingested_at < @until)
     AND (@log IS NULL OR log = @log) AND (@type IS NULL OR type GLOB @type)`;
+// One window of seqs [@from, @to) per statement: bounded by the journal positions it reads,
+// however rarely the range matches.
+const IN_WINDOW = `${IN_RANGE} AND seq >= @from AND seq < @to`;
 const ENQUEUE = `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
-  SELECT @tenant, @sink, seq, 'pending', @now FROM events WHERE ${IN_RANGE}
+  SELECT @tenant, @sink, seq, 'pending', @now FROM events WHERE ${IN_WINDOW}
   ORDER BY seq
   ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
     first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = @now`;
-const COUNT_RANGE = `SELECT COUNT(*) AS n FROM events WHERE ${IN_RANGE}`;
+const COUNT_RANGE = `SELECT COUNT(*) AS n FROM events WHERE ${IN_WINDOW}`;
+// Two subqueries, not MIN and MAX in one: each alone is one step down the primary key.
+const SEQ_BOUNDS = `SELECT (SELECT MIN(seq) FROM events WHERE tenant = ?) AS lo,
+  (SELECT MAX(seq) FROM events WHERE tenant = ?) AS hi`;
 const PAYLOADS = 'SELECT seq, payload FROM events WHERE tenant = ? AND seq IN (SELECT value FROM json_each(?))';
 // Counted from the index alone. The oldest pending is the first in journal order: seqs are drawn
 // in ingestion order, and this reads one row where a MIN over the join read every pending one.
@@ -173,12 +181,36 @@ export class Outbox implements OutboxStore {
     });
   }
 
+  /**
+   * REQUEUE_BATCH_EVENTS journal positions per transaction, in seq order, up to the head when it
+   * starts. The connection is synchronous and shared by the process's tenants: between batches
+   * the event loop serves the others, and what a batch queued stays queued if the process stops.
+   */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
-    return this.conn.statement<object>(ENQUEUE).run({ ...this.rangeParameters(range), sink, now }).changes;
+    const enqueue = this.conn.statement<object>(ENQUEUE);
+    const parameters = { ...this.rangeParameters(range), sink, now };
+    return this.inSeqWindows(REQUEUE_BATCH_EVENTS, (from, to) => enqueue.run({ ...parameters, from, to }).changes);
   }
 
+  /** Counted COUNT_WINDOW_EVENTS journal positions per statement, yielding between them. */
   async countFromJournal(range: JournalRange): Promise<number> {
-    return this.conn.statement<object, { n: number }>(COUNT_RANGE).get(this.rangeParameters(range))?.n ?? 0;
+    const count = this.conn.statement<object, { n: number }>(COUNT_RANGE);
+    const parameters = this.rangeParameters(range);
+    return this.inSeqWindows(COUNT_WINDOW_EVENTS, (from, to) => count.get({ ...parameters, from, to })?.n ?? 0);
+  }
+
+  /** Runs `step` on consecutive windows of `size` seqs from the first event to the head, summing what it returns. */
+  private async inSeqWindows(size: number, step: (from: number, to: number) => number): Promise<number> {
+    const tenant = this.tenant;
+    const bounds = this.conn.statement<[string, string], { lo: number | null; hi: number | null }>(SEQ_BOUNDS);
+    const { lo, hi } = bounds.get(tenant, tenant) ?? { lo: null, hi: null };
+    if (lo === null || hi === null) return 0;
+    let total = 0;
+    for (let from = lo; from <= hi; from += size) {
+      if (from > lo) await new Promise<void>((resolve) => setImmediate(resolve));
+      total += step(from, Math.min(from + size, hi + 1));
+    }
+    return total;
   }
 
   private rangeParameters(range: JournalRange) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildCloudEvent } from '../../../src/events/cloudEvent.js';
-import { PRUNE_BATCH_EVENTS } from '../../../src/store/storeRecords.js';
+import { COUNT_WINDOW_EVENTS, PRUNE_BATCH_EVENTS, REQUEUE_BATCH_EVENTS } from '../../../src/store/storeRecords.js';
 import {
   BASE_URL,
   entry,
@@ -273,9 +273,61 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.outbox.enqueueFromJournal('late', { type: 'com.test.*.level_added' }, T + 40)).toBe(2);
       expect(await pendingEntryIds(store, 'late')).toEqual(['e-1', 's-1']);
     });
+    it('replays and counts a journal of many batches in full, from its first event left after a prune to its head', async () => {
+      const { store } = await openFresh(['a']);
+      const count = Math.floor(REQUEUE_BATCH_EVENTS * 2.5) + COUNT_WINDOW_EVENTS;
+      await ingest(
+        store,
+        Array.from({ length: 100 }, (_, i) => entry(`old-${i}`)),
+        { now: T - 10 },
+      );
+      await ingest(
+        store,
+        Array.from({ length: count }, (_, i) => entry(`e-${i}`)),
+        { now: T },
+      );
+      const seqs = (await store.outbox.pending('a', 0, count + 100)).map((d) => d.seq);
+      await store.outbox.markDelivered('a', seqs, T + 1);
+      expect(await store.outbox.prune(T)).toBe(100);
+
+      expect(await store.outbox.countFromJournal({})).toBe(count);
+      expect(await store.outbox.countFromJournal({ log: 'skill' })).toBe(0);
+      expect(await store.outbox.enqueueFromJournal('a', {}, T + 2)).toBe(count);
+      expect((await store.outbox.counts('a')).pending).toBe(count);
+      // A second press queues each event once more, never a second delivery row.
+      expect(await store.outbox.enqueueFromJournal('a', {}, T + 3)).toBe(count);
+      expect((await store.outbox.counts('a')).pending).toBe(count);
+    });
   });
 
   describe('dead letters', () => {
+    it('puts back in line the dead letters of a sink holding many batches of them, each batch counted', async () => {
+      const { store } = await openFresh(['a', 'b']);
+      const count = Math.floor(REQUEUE_BATCH_EVENTS * 2.5);
+      await ingest(
+        store,
+        Array.from({ length: count }, (_, i) => entry(`e-${i}`)),
+      );
+      const seqs = (await store.outbox.pending('a', 0, count)).map((d) => d.seq);
+      await store.outbox.markDead(
+        'a',
+        seqs.map((seq) => ({ seq, error: 'gone' })),
+        T + 1,
+      );
+      await store.outbox.markDead(
+        'b',
+        seqs.slice(0, 10).map((seq) => ({ seq, error: 'gone' })),
+        T + 1,
+      );
+
+      expect(await store.deadLetters.requeueSink('a', T + 2)).toBe(count);
+      expect(await store.deadLetters.requeueCount()).toBe(3);
+      expect((await store.outbox.counts('a')).pending).toBe(count);
+      expect((await store.deadLetters.list()).map((d) => d.sink)).toEqual(Array(10).fill('b'));
+      expect(await store.deadLetters.requeueSink('a', T + 3)).toBe(0);
+      expect(await store.deadLetters.requeueCount()).toBe(3);
+    });
+
     it('lists dead deliveries with the last answer, and puts them back in line', async () => {
       const { store } = await openFresh(['a', 'b']);
       await ingest(store, [entry('e-1'), entry('e-2')]);
