@@ -111,7 +111,8 @@ export function withLiveSinkState(
       return { ...s, active: configuredSinks.includes(s.name) && s.disabledReason === null, stateSource: 'recorded' };
     const check = checks.get(`${checkPrefix}sink:${s.name}`);
     const running = check !== undefined && !(check.detail ?? '').startsWith('disabled');
-    const disconnected = check === undefined || !check.ok || (check.detail ?? '').startsWith('not connected');
+    // Any detail (not connected, endpoint failing, disabled) is a sink not delivering, within grace or not.
+    const disconnected = check === undefined || !check.ok || check.detail !== undefined;
     return { ...s, active: running, connected: running && !disconnected, stateSource: 'live' };
   });
   return {

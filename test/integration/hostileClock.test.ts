@@ -145,6 +145,8 @@ describe('a service answer with a Date header 30 days ahead', () => {
     const daemon = createDaemon({ ...config, api: { ...config.api, baseUrl } }, { clock });
     try {
       const clockCheck = () => daemon.readiness().find((c) => c.name === 'clock');
+      // The tenant runs once the daemon has started: the store is opened there, not in the constructor.
+      await withVirtualTime(clock, daemon.start());
       expect(await withVirtualTime(clock, daemon.ping())).toBe(true);
       expect(clockCheck()).toEqual({ name: 'clock', ok: true });
       lie = true;

@@ -36,7 +36,7 @@ describe('the console: replay form', () => {
     { over: { since: '2026-11-20T00:00:00' }, field: 'since', says: 'not an ISO 8601 time with a zone' },
     { over: { since: 'yesterday' }, field: 'since', says: 'not an ISO 8601 time with a zone' },
     { over: { until: '2026-11-19T00:00:00Z' }, field: 'until', says: 'must be after since' },
-    { over: { log: 'careers' }, field: 'log', says: 'must be one of career, skill, identityProvider' },
+    { over: { log: 'careers' }, field: 'log', says: 'must be one of career, skill, identity_provider' },
     { over: { type: '<script>' }, field: 'type', says: 'must be a glob' },
     { over: { type: 'a%b' }, field: 'type', says: 'must be a glob' },
   ])('names $field for $over', ({ over, field, says }) => {
