@@ -106,8 +106,14 @@ describe('webhook sink, a receiver that refuses connections from the start', () 
     });
     const engine = webhookEngine({ store, url: hook.url, clock });
     engine.start();
+    // Connected and no longer failing: before its first round the worker has not yet read the
+    // recorded run, and shows no failure only because it knows none.
     const recovered = async (): Promise<void> => {
-      while (engine.connectionStates()[0]?.failingSince !== null) await clock.sleep(1_000);
+      const done = () => {
+        const state = engine.connectionStates()[0];
+        return state !== undefined && state.disconnectedSince === null && state.failingSince === null;
+      };
+      while (!done()) await clock.sleep(1_000);
     };
     await withVirtualTime(clock, recovered(), { maxVirtualMs: 60_000 });
     await engine.stop();
