@@ -1,3 +1,5 @@
+import { scrubSecrets } from '../secrets/secretRegistry.js';
+import { terminalSafe } from './terminalText.js';
 import { withExistingStore } from './existingStore.js';
 import type { Command } from 'commander';
 import type { CliIo } from './cliIo.js';
@@ -59,14 +61,15 @@ export async function deadLettersCommand(
   return withExistingStore(config, { tenant }, async (store) => {
     if (action === 'list') {
       const letters = await store.deadLetters.list({ sink: values.sink, eventId: values.id });
-      if (values.json) io.stdout.write(`${JSON.stringify(letters, null, 2)}\n`);
+      if (values.json) io.stdout.write(`${scrubSecrets(JSON.stringify(letters, null, 2))}\n`);
       else if (letters.length === 0) io.stdout.write('no dead letters\n');
       else {
         for (const d of letters) {
           io.stdout.write(
             `${d.sink}  ${d.eventId}  ${d.type}  attempts=${d.attempts}  status=${d.lastStatus ?? '-'} ` +
               ` died=${d.deadAt === null ? '-' : new Date(d.deadAt).toISOString()}\n` +
-              `    error: ${d.lastError ?? '-'}\n${d.lastResponse ? `    response: ${d.lastResponse.replace(/\s+/g, ' ').slice(0, 200)}\n` : ''}`,
+              `    error: ${printable(d.lastError ?? '-')}\n` +
+              (d.lastResponse ? `    response: ${printable(d.lastResponse.replace(/\s+/g, ' ').slice(0, 200))}\n` : ''),
           );
         }
       }
@@ -84,3 +87,6 @@ export async function deadLettersCommand(
     return requeued > 0 || values.all ? 0 : 1;
   });
 }
+
+/** A destination's words for a terminal: its escapes made visible, secrets this process knows cut. */
+const printable = (text: string): string => terminalSafe(scrubSecrets(text));
