@@ -148,7 +148,7 @@ node -e 'console.log(Object.entries(require(process.argv[1]).packages).filter(([
 chmod 0644 "$WORK/dev-packages"
 inside() { podman run --rm --network=none --no-healthcheck --entrypoint sh -v "$WORK/dev-packages:/tmp/dev-packages:ro" "$IMAGE" -c "$1"; }
 top=$(inside 'ls -A /app | tr "\n" " "')
-[ "$top" = "bin dist node_modules package.json " ] && pass "/app holds bin dist node_modules package.json only" || fail "/app holds $top"
+[ "$top" = "assets bin dist node_modules package.json " ] && pass "/app holds assets (the console's files) bin dist node_modules package.json only" || fail "/app holds $top"
 dev_left=$(inside 'cd /app && while read -r p; do [ -e "$p" ] && echo "$p"; done </tmp/dev-packages; true' | tr '\n' ' ')
 dev_count=$(wc -l <"$WORK/dev-packages")
 [ -z "$dev_left" ] && pass "none of the lockfile's $dev_count dev-only packages is in /app" || fail "dev-only packages in /app: $dev_left"
