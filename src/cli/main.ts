@@ -3,7 +3,7 @@ import { ENV_MAPPING } from '../config/appConfigSchema.js';
 import { ChangefeedError, ConfigError, describeError } from '../errors.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { CHANGEFEED_VERSION } from '../version.js';
-import type { CliIo } from './cliIo.js';
+import { writeLine, type CliIo } from './cliIo.js';
 import type { CommandHost, DefineCommand } from './commandLine.js';
 import { defineCheckCommand } from './checkCommand.js';
 import { defineDeadLettersCommand } from './deadLettersCommand.js';
@@ -105,7 +105,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
 /** A command's body, its error turned into a message and an exit code. */
 async function runBody(io: CliIo, name: string, body: () => Promise<number> | number): Promise<number> {
-  const say = (text: string): void => void io.stderr.write(`${text}\n`);
+  const say = (text: string): void => writeLine(io.stderr, text);
   try {
     return await body();
   } catch (error) {
