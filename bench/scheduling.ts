@@ -5,9 +5,11 @@
  * loopback HTTP for the issue's workload (index 5 alone). The days are independent: they run in a
  * pool of child processes, one per core, the real daemon's (the longest) first.
  */
-import { printTable, type BenchRow } from './benchTable.js';
+import { loadavg } from 'node:os';
+import { judged, printTable, type BenchRow } from './benchTable.js';
 import {
   DAEMON_WORKLOAD,
+  POLICY,
   SCHEDULING_WORKLOADS,
   SEEDS,
   daemonRows,
@@ -15,7 +17,7 @@ import {
   sharedKeyRows,
 } from './cases/schedulingPolicies.js';
 import { DayPool } from './cases/schedulingDayPool.js';
-import { checkDaemonTargets, checkTargets } from './schedulingTargets.js';
+import { checkDaemonTargets, checkTargets, freshnessGoal } from './schedulingTargets.js';
 
 export async function runSchedulingBench(only?: number): Promise<void> {
   const started = performance.now();
@@ -42,13 +44,15 @@ export async function runSchedulingBench(only?: number): Promise<void> {
     const lines = rows.length > 0 || shared.length > 0 ? checkTargets(rows, shared) : [];
     if (real) {
       const daemon = await real;
+      const goal = freshnessGoal(daemon.find((r) => r.policy === POLICY.roundRobin));
       const modelled = rows.filter((r) => r.case === DAEMON_WORKLOAD && daemon.some((d) => d.policy === r.policy));
       printTable(
         `Scheduling, the real daemon (HTTP client, poll loop, SQLite store, file sink) against the simulator over ` +
           `loopback HTTP, in virtual time, next to the model; ${days}`,
-        [...modelled.map((r) => ({ ...r, run: 'model' })), ...daemon.map((r) => ({ ...r, run: 'real daemon' }))].map(
-          ({ case: name, run, ...rest }) => ({ case: name, run, ...rest }),
-        ),
+        [
+          ...modelled.map((r) => ({ ...r, run: 'model' })),
+          ...daemon.map((r) => ({ ...(r.policy === POLICY.ours ? judged(r, goal) : r), run: 'real daemon' })),
+        ].map(({ case: name, run, ...rest }) => ({ case: name, run, ...rest })),
       );
       lines.push(...checkDaemonTargets(daemon));
     }
@@ -57,7 +61,13 @@ export async function runSchedulingBench(only?: number): Promise<void> {
     pool.close();
   }
   const minutes = (performance.now() - started) / 60_000;
-  console.log(`\nScheduling section: ${minutes.toFixed(1)} min on ${pool.size} processes`);
+  const { days, cpuMinutes } = pool.finished;
+  console.log(
+    `\nScheduling: ${days} simulated days in ${minutes.toFixed(1)} min on ${pool.size} processes ` +
+      `(${cpuMinutes.toFixed(1)} min of CPU; load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')})`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -12,7 +12,7 @@ export interface DayJob {
   readonly options: DayOptions;
 }
 
-export type DayReply = { id: number; result: DayResult } | { id: number; error: string };
+export type DayReply = { id: number; result: DayResult; cpuSeconds: number } | { id: number; error: string };
 
 interface Waiting {
   readonly job: DayJob;
@@ -35,6 +35,7 @@ export class DayPool {
   private nextId = 0;
   private asked = 0;
   private done = 0;
+  private cpuSeconds = 0;
   private closed = false;
 
   constructor(
@@ -50,6 +51,11 @@ export class DayPool {
       this.queue.push({ job: { id: this.nextId++, kind, options }, label, resolve, reject });
       this.dispatch();
     });
+  }
+
+  /** Days finished, and the CPU they took: what the section costs whatever the machine's load. */
+  get finished(): { days: number; cpuMinutes: number } {
+    return { days: this.done, cpuMinutes: this.cpuSeconds / 60 };
   }
 
   /** Ends the child processes; days still queued or running fail. */
@@ -77,7 +83,7 @@ export class DayPool {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.children.push(child);
-    child.on('message', (reply: DayReply) => this.finished(child, reply));
+    child.on('message', (reply: DayReply) => this.answered(child, reply));
     child.once('exit', (code, signal) => {
       const waiting = this.running.get(child);
       this.running.delete(child);
@@ -86,14 +92,16 @@ export class DayPool {
     return child;
   }
 
-  private finished(child: ChildProcess, reply: DayReply): void {
+  private answered(child: ChildProcess, reply: DayReply): void {
     const waiting = this.running.get(child);
     this.running.delete(child);
     this.idle.push(child);
     if (waiting) {
       this.done++;
       const seconds = Math.round((performance.now() - waiting.startedAt) / 1000);
-      this.log(`  day ${this.done}/${this.asked}: ${waiting.label} (${seconds} s)`);
+      const cpu = 'error' in reply ? '' : `, ${Math.round(reply.cpuSeconds)} s of CPU`;
+      if ('cpuSeconds' in reply) this.cpuSeconds += reply.cpuSeconds;
+      this.log(`  day ${this.done}/${this.asked}: ${waiting.label} (${seconds} s${cpu})`);
       if ('error' in reply) waiting.reject(new Error(`${waiting.label}: ${reply.error}`));
       else waiting.resolve(reply.result);
     }

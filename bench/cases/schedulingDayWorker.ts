@@ -8,9 +8,13 @@ import { simulateDay } from './schedulingDay.js';
 import type { DayJob, DayReply } from './schedulingDayPool.js';
 
 process.on('message', (job: DayJob) => {
+  const cpu = process.cpuUsage();
   const day = job.kind === 'daemon' ? simulateDaemonDay(job.options) : simulateDay(job.options);
   day.then(
-    (result) => reply({ id: job.id, result }),
+    (result) => {
+      const used = process.cpuUsage(cpu);
+      reply({ id: job.id, result, cpuSeconds: (used.user + used.system) / 1e6 });
+    },
     (error: unknown) =>
       reply({ id: job.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
   );
