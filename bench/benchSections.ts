@@ -196,7 +196,7 @@ export const BENCH_SECTIONS: readonly BenchSection[] = [
   },
   {
     name: 'scheduling',
-    minutes: '15',
+    minutes: '15-20',
     measures: 'the poll scheduler over simulated days: the model, then the real daemon in virtual time',
     run: async () => {
       const { runSchedulingBench } = await import('./scheduling.js');
