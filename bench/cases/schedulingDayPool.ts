@@ -87,7 +87,14 @@ export class DayPool {
     child.once('exit', (code, signal) => {
       const waiting = this.running.get(child);
       this.running.delete(child);
-      if (!this.closed) waiting?.reject(new Error(`${waiting.label}: its process exited (${signal ?? code})`));
+      // A process that died is not given another day; a new one takes its place if days remain.
+      for (const list of [this.idle, this.children]) {
+        const at = list.indexOf(child);
+        if (at >= 0) list.splice(at, 1);
+      }
+      if (this.closed) return;
+      waiting?.reject(new Error(`${waiting.label}: its process exited (${signal ?? code})`));
+      this.dispatch();
     });
     return child;
   }
