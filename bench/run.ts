@@ -20,7 +20,7 @@ if ('error' in request) {
   const width = Math.max(...BENCH_SECTIONS.map((s) => s.name.length));
   console.log('Sections of npm run bench (expected minutes on a quiet 2-core machine):\n');
   for (const s of BENCH_SECTIONS)
-    console.log(`  ${s.name.padEnd(width)}  ~${s.minutes.padStart(5)} min  ${s.measures}`);
+    console.log(`  ${s.name.padEnd(width)}  ${`~${s.minutes} min`.padEnd(11)} ${s.measures}`);
   console.log('\nnpm run bench -- <section> [<section>...] runs those alone; no section runs them all.');
 } else {
   for (const name of request.sections) {
