@@ -1,80 +1,39 @@
 /**
- * `npm run bench`: throughput and memory of the pipeline's stages, printed as tables.
- * Figures are for this machine (2 cores); compare runs on the same machine only.
+ * `npm run bench [-- <section>...]`: throughput, memory, freshness and failover figures, printed
+ * as tables whose rows carry their goal and a met/short verdict. No section: all of them, in
+ * order; `--list`: the sections with their expected times. Figures are for this machine (2
+ * cores); compare runs on the same machine only. `npm run bench` builds dist/ first: the scale,
+ * hostile and large-company cases run the compiled CLI.
  */
-import { feedStreaming } from './cases/feedStreaming.js';
-import { fileSinkDelivery } from './cases/fileSinkDelivery.js';
-import { hostilePage } from './cases/hostilePages.js';
-import { pollIngest } from './cases/pollIngest.js';
-import { postgresDelivery } from './cases/postgresDelivery.js';
-import { simulatorCompanies } from './cases/simulatorCompanies.js';
-import { mqttDelivery, natsDelivery, rabbitmqDelivery, redisDelivery } from './cases/queueSinkDelivery.js';
-import { webhookDelivery } from './cases/webhookDelivery.js';
-import { printTable, type BenchRow } from './benchTable.js';
+import { loadavg } from 'node:os';
+import { parseBenchArgs } from './benchArgs.js';
+import { BENCH_SECTIONS } from './benchSections.js';
 
-const rows: BenchRow[] = [];
-rows.push(await pollIngest(20_000));
-rows.push(await fileSinkDelivery(100_000));
-printTable('Pipeline', rows);
-
-const webhookRows: BenchRow[] = [];
-webhookRows.push(await webhookDelivery(5_000, 1));
-webhookRows.push(await webhookDelivery(20_000, 16));
-printTable('Webhook sink (target: at least 2,000 events/s at concurrency 16)', webhookRows);
-
-const queueRows: BenchRow[] = [];
-for (const measure of [natsDelivery, redisDelivery, rabbitmqDelivery, mqttDelivery])
-  queueRows.push(await measure(100_000));
-printTable(
-  'Queue sinks, outbox pre-filled with 100,000 events (targets: NATS and Redis 5,000 events/s, RabbitMQ 2,000)',
-  queueRows,
+const request = parseBenchArgs(
+  process.argv.slice(2),
+  BENCH_SECTIONS.map((s) => s.name),
 );
-
-printTable('PostgreSQL sink, outbox pre-filled with 100,000 events (target: 5,000 events/s)', [
-  await postgresDelivery(100_000),
-]);
-
-printTable(
-  'Live stream (SSE) of the pull feed, eventsource clients in the same process (target: 5,000 events/s per stream)',
-  [await feedStreaming(100_000, 1), await feedStreaming(20_000, 100)],
-);
-
-// Hostile answers: peak RSS of the compiled CLI (npm run build first) polling a hostile service.
-printTable('Hostile service answers (target: peak RSS under 200 MiB)', [
-  await hostilePage('page of 100,000 entries'),
-  await hostilePage('body of 200 MB'),
-  await hostilePage('body of 200 MB, padding before data'),
-]);
-
-// The many-company simulator of the scale bench: its own memory, so the daemon's can be told apart.
-printTable('Simulator serving 1,000 companies of 20 careers and 5 skills (compiled CLI, own process)', [
-  await simulatorCompanies(1_000, 600),
-  await simulatorCompanies(1_000, 60),
-]);
-
-// Scale: the compiled daemon (npm run build first) serving 1,000 tenants against the many-company
-// simulator, each its own process, on SQLite and on PostgreSQL (docs/scaling.md).
-const { tenantsScale } = await import('./cases/tenantsScale.js');
-printTable('Scale: one process, 1,000 tenants (targets: RSS at most 500 MB, at most one core, 0 429s)', [
-  await tenantsScale({ tenants: 1_000, store: 'sqlite', warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 }),
-  await tenantsScale({ tenants: 1_000, store: 'postgres', warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 }),
-]);
-
-// Failover (issue 14): 3 replicas of the compiled daemon share 300 tenants on PostgreSQL with the
-// default lease; the one holding the most is killed with SIGKILL (docs/scaling.md).
-const { failoverDistribution } = await import('./cases/failoverDistribution.js');
-const failover = await failoverDistribution({ tenants: 300, replicas: 3, careers: 20, skills: 5, eventsPerHour: 60 });
-printTable(
-  'Scale: failover of 3 replicas, 300 tenants, kill -9 of the busiest (seconds, over its tenants)',
-  failover.distribution,
-);
-printTable('Scale: the failover run', [failover.run]);
-
-// Scheduling: the real poll loop, scheduler and read budget, three simulated days per row; then
-// the real daemon against the simulator over loopback HTTP, in virtual time.
-const { runSchedulingBench } = await import('./scheduling.js');
-await runSchedulingBench();
-
-// A large company on one key: 6,001 logs at 900 reads/h, discovery, plan and status (docs/scaling.md).
-const { runLargeCompanyBench } = await import('./largeCompanyBench.js');
-await runLargeCompanyBench();
+if ('error' in request) {
+  console.error(`bench: ${request.error}`);
+  process.exitCode = 2;
+} else if ('list' in request) {
+  const width = Math.max(...BENCH_SECTIONS.map((s) => s.name.length));
+  console.log('Sections of npm run bench (expected minutes on a quiet 2-core machine):\n');
+  for (const s of BENCH_SECTIONS)
+    console.log(`  ${s.name.padEnd(width)}  ${`~${s.minutes} min`.padEnd(11)} ${s.measures}`);
+  console.log('\nnpm run bench -- <section> [<section>...] runs those alone; no section runs them all.');
+} else {
+  for (const name of request.sections) {
+    const section = BENCH_SECTIONS.find((s) => s.name === name);
+    if (!section) continue;
+    const load = (): string =>
+      loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ');
+    console.log(`\n== ${section.name}: ${section.measures} (expected ~${section.minutes} min; load ${load()})`);
+    const started = performance.now();
+    await section.run();
+    const minutes = (performance.now() - started) / 60_000;
+    console.log(`== ${section.name}: ${minutes.toFixed(1)} min (load ${load()})`);
+  }
+}

@@ -3,6 +3,7 @@ import type { Workload } from '../../src/simulator/simulatorOptions.js';
 import type { BenchRow } from '../benchTable.js';
 import { simulateDaemonDay } from './schedulingDaemon.js';
 import { simulateDay, type DayOptions, type DayResult } from './schedulingDay.js';
+import type { DayKind } from './schedulingDayPool.js';
 
 /**
  * Every row is the average of one simulated day per seed: one day's p95 moves by a few tenths of
@@ -54,15 +55,29 @@ const POLICIES: Array<{ name: string; schedule: Record<string, unknown>; useTrue
   { name: POLICY.oursNoHistory, schedule: { historyHours: 0 } },
 ];
 
-/** The seeds' days of one policy, summarised as one row (of the model, or of the real daemon). */
+const policies = (...names: string[]): typeof POLICIES => POLICIES.filter((p) => names.includes(p.name));
+
+/** Runs one simulated day, of the model or of the real daemon; `label` names it in progress lines. */
+export type DayRunner = (kind: DayKind, options: DayOptions, label: string) => Promise<DayResult>;
+
+/** Each day in this process, one after another. */
+export const runDayInProcess: DayRunner = (kind, options) =>
+  kind === 'daemon' ? simulateDaemonDay(options) : simulateDay(options);
+
+/**
+ * The seeds' days of one policy, summarised as one row (of the model, or of the real daemon).
+ * All seeds are asked for at once: a pool runs them side by side.
+ */
 async function averagedRow(
   name: string,
   policy: string,
   options: Omit<DayOptions, 'seed'>,
-  day: (options: DayOptions) => Promise<DayResult> = simulateDay,
+  runDay: DayRunner,
+  kind: DayKind = 'model',
 ): Promise<{ row: BenchRow; rates: number[] }> {
-  const days: DayResult[] = [];
-  for (const seed of SEEDS) days.push(await day({ ...options, seed }));
+  const days = await Promise.all(
+    SEEDS.map((seed) => runDay(kind, { ...options, seed }, `${kind}, ${name}, ${policy}, seed ${seed}`)),
+  );
   const average = (pick: (d: DayResult) => number): number => days.reduce((sum, d) => sum + pick(d), 0) / days.length;
   return {
     row: {
@@ -82,19 +97,19 @@ async function averagedRow(
 const minutes = (x: number): string => x.toFixed(2);
 
 /** One row per policy, plus the analytic square-root optimum: (Σ√λ)² / (2·B·Σλ) with B = 900. */
-export async function schedulingRows(name: string, workload: Workload): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  let rates: number[] = [];
-  for (const policy of POLICIES) {
-    const result = await averagedRow(name, policy.name, {
-      ...BASE,
-      workload,
-      schedule: policy.schedule,
-      useTrueRates: policy.useTrueRates,
-    });
-    rates = result.rates;
-    rows.push(result.row);
-  }
+export async function schedulingRows(name: string, workload: Workload, runDay: DayRunner): Promise<BenchRow[]> {
+  const results = await Promise.all(
+    POLICIES.map((policy) =>
+      averagedRow(
+        name,
+        policy.name,
+        { ...BASE, workload, schedule: policy.schedule, useTrueRates: policy.useTrueRates },
+        runDay,
+      ),
+    ),
+  );
+  const rows = results.map((r) => r.row);
+  const rates = results.at(-1)?.rates ?? [];
   // The seeds shuffle which object gets which rate, not the rates: one formula value serves all.
   const formula = squareRootOptimumMeanHours(rates, ALLOWANCE) * 60;
   rows.splice(1, 0, {
@@ -110,20 +125,19 @@ export async function schedulingRows(name: string, workload: Workload): Promise<
 }
 
 /** Another client spends 30% of the key's bucket, evenly: the daemon must adapt from the headers. */
-export async function sharedKeyRows(): Promise<BenchRow[]> {
+export async function sharedKeyRows(runDay: DayRunner): Promise<BenchRow[]> {
   const workload: Workload = { kind: 'zipf', s: 1 };
-  const rows: BenchRow[] = [];
-  for (const policy of [POLICIES[0], POLICIES[2]]) {
-    if (!policy) continue;
-    const { row } = await averagedRow('zipf s=1.0, key shared (other client 300/h)', policy.name, {
-      ...BASE,
-      workload,
-      otherClientPerHour: 300,
-      schedule: policy.schedule,
-    });
-    rows.push(row);
-  }
-  return rows;
+  const results = await Promise.all(
+    policies(POLICY.roundRobin, POLICY.ours).map((policy) =>
+      averagedRow(
+        'zipf s=1.0, key shared (other client 300/h)',
+        policy.name,
+        { ...BASE, workload, otherClientPerHour: 300, schedule: policy.schedule },
+        runDay,
+      ),
+    ),
+  );
+  return results.map((r) => r.row);
 }
 
 /** The workload of the issue's measurement from outside, which the real daemon's rows repeat. */
@@ -133,20 +147,14 @@ export const DAEMON_WORKLOAD = 'zipf s=1.0';
  * The same day, seeds and policies as the model's rows, run by the real daemon (service client
  * over loopback HTTP, store, delivery engine, file sink) against the simulator in virtual time.
  */
-export async function daemonRows(): Promise<BenchRow[]> {
+export async function daemonRows(runDay: DayRunner): Promise<BenchRow[]> {
   const workload = SCHEDULING_WORKLOADS.find((w) => w.name === DAEMON_WORKLOAD)?.workload;
   if (!workload) return [];
-  const rows: BenchRow[] = [];
   // Round-robin, ours, and ours without history (the setting of the issue's measurement).
-  for (const policy of [POLICIES[0], POLICIES[2], POLICIES[3]]) {
-    if (!policy) continue;
-    const { row } = await averagedRow(
-      DAEMON_WORKLOAD,
-      policy.name,
-      { ...BASE, workload, schedule: policy.schedule },
-      simulateDaemonDay,
-    );
-    rows.push(row);
-  }
-  return rows;
+  const results = await Promise.all(
+    policies(POLICY.roundRobin, POLICY.ours, POLICY.oursNoHistory).map((policy) =>
+      averagedRow(DAEMON_WORKLOAD, policy.name, { ...BASE, workload, schedule: policy.schedule }, runDay, 'daemon'),
+    ),
+  );
+  return results.map((r) => r.row);
 }
