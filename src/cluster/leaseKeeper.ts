@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import { HeldLeases, type HeldLease } from './heldLeases.js';
 import { assignLeases, tenantsMissingHere } from './leaseAssignment.js';
+import { nextRoundAt } from './roundCadence.js';
 import type { AdvertisedUrls, LeaseTable } from './leaseTable.js';
 import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
 
@@ -244,9 +245,9 @@ export class LeaseKeeper {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
-        const renewalMs = await this.round();
+        const { renewalMs, nextAt } = await this.round(startedAt + this.renewEveryMs);
         this.failure = undefined;
-        waitMs = startedAt + this.renewEveryMs - this.clock.now();
+        waitMs = nextAt - this.clock.now();
         this.emit(() => this.options.events.round?.({ ok: true, renewalMs }));
       } catch (error) {
         if (this.stopController.signal.aborted) break;
@@ -263,12 +264,16 @@ export class LeaseKeeper {
     }
   }
 
-  /** One round; returns how long its renewal took, ms. */
-  private async round(): Promise<number> {
+  /**
+   * One round; returns how long its renewal took, ms, and when the next one runs: `regularAt`, or
+   * sooner when a lease another replica holds becomes free to take before then (nextRoundAt).
+   */
+  private async round(regularAt: number): Promise<{ renewalMs: number; nextAt: number }> {
     const { table, instanceId: me } = this.options;
     const startedAt = this.clock.now();
     await this.renewHeld();
     const renewalMs = this.clock.now() - startedAt;
+    const regular = { renewalMs, nextAt: regularAt };
     await table.releaseAllExcept(
       me,
       this.held.all().map((l) => l.tenant),
@@ -276,11 +281,12 @@ export class LeaseKeeper {
     this.finishStaleHandOvers();
     if (this.state !== 'active') {
       await table.heartbeat(me, this.options.advertised);
-      return renewalMs;
+      return regular;
     }
 
     const tenants = this.options.tenants();
     const rows = await table.list();
+    const readAt = this.clock.now();
     const leases = new Map<string, string>();
     for (const row of rows) if (row.holder !== undefined && row.expiresInMs > 0) leases.set(row.tenant, row.holder);
     // Sitting out, it heartbeats not at all (a heartbeat even for an instant would count it live
@@ -293,7 +299,7 @@ export class LeaseKeeper {
       // Sitting out leaves its share to the replicas taking part. With none (each replica lacks a
       // tenant another holds), a free tenant would stay unheld until the views agree: it takes the
       // free tenants it knows as if alone, still without a heartbeat.
-      if ((await table.liveInstances()).some((instance) => instance !== me)) return renewalMs;
+      if ((await table.liveInstances()).some((instance) => instance !== me)) return regular;
       live = [me];
     } else {
       this.missingHere = undefined;
@@ -307,28 +313,28 @@ export class LeaseKeeper {
       this.held.markHandOver(tenant, this.clock.now());
       this.emit(() => this.options.events.handOver(tenant));
     }
-    for (const tenant of decision.acquire) {
-      if (this.state !== 'active') return renewalMs;
+    if (decision.acquire.length > 0) {
       const sentAt = this.clock.now();
-      const granted = await table.acquire(tenant, me, this.options.keyOf?.(tenant));
-      // Another replica was faster, or another tenant's lease polls the key: the next round sees it.
-      if (!granted) continue;
-      this.held.grant(tenant, granted.epoch, sentAt);
+      const wanted = decision.acquire.map((tenant) => ({ tenant, keyFingerprint: this.options.keyOf?.(tenant) }));
+      // Those missing from the answer: another replica was faster, or another tenant's lease
+      // polls the key; the next round sees it.
+      const granted = await table.acquireMany(me, wanted);
+      for (const lease of granted) this.held.grant(lease.tenant, lease.epoch, sentAt);
       this.armDeadlineTimer();
-      // Stopping since it was sent: nobody here will start it, so it is freed for the others.
+      // Stopping since it was sent: nobody here will start them, so they are freed for the others.
       if (this.state !== 'active') {
-        await this.release(tenant);
-        return renewalMs;
+        await Promise.all(granted.map((lease) => this.release(lease.tenant)));
+        return regular;
       }
-      this.emit(() => this.options.events.acquired(tenant, granted.epoch));
+      for (const lease of granted) this.emit(() => this.options.events.acquired(lease.tenant, lease.epoch));
     }
 
     // Forgetting rows by a view that lacks tenants others run is left to the replicas taking part.
-    if (missing.length > 0) return renewalMs;
+    if (missing.length > 0) return regular;
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
-    return renewalMs;
+    return { renewalMs, nextAt: nextRoundAt({ me, regularAt, readAt, rows }) };
   }
 
   /** Renews every held lease in one statement; those the database refused are lost. */

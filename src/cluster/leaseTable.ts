@@ -12,6 +12,11 @@ export interface LeaseRow {
   /** Whether the holder still heartbeats. */
   holderLive: boolean;
   /**
+   * Milliseconds until the holder's last heartbeat is a lease old and it stops counting as live
+   * (0 or less: not live, or no holder), on the database's clock.
+   */
+  holderLiveForMs: number;
+  /**
    * Where the holder's feed is reached (its `cluster.advertiseUrl`); undefined when it advertises
    * none, is not a replica (a command holding the lease), or wrote something that is not a URL.
    */
@@ -47,13 +52,20 @@ export interface LeaseTableOptions {
 }
 
 /**
- * The acquisition's condition on the key (`$4`, its fingerprint): no other tenant's valid lease
- * polls it. A NULL fingerprint (a caller that does not know the key) checks nothing.
+ * The acquisition's condition on the key of a wanted tenant (`w.key_fingerprint`): no other
+ * tenant's valid lease polls it. A NULL fingerprint (a caller that does not know the key) checks
+ * nothing.
  */
-const KEY_FREE = `($4::text IS NULL OR NOT EXISTS (
+const KEY_FREE = `(w.key_fingerprint IS NULL OR NOT EXISTS (
            SELECT 1 FROM changefeed_leases AS other
-            WHERE other.key_fingerprint = $4 AND other.tenant <> $1
+            WHERE other.key_fingerprint = w.key_fingerprint AND other.tenant <> w.tenant
               AND other.holder IS NOT NULL AND other.expires_at > clock_timestamp()))`;
+
+/** A tenant an acquisition asks for, with the fingerprint of the key it polls with (if known). */
+export interface WantedLease {
+  tenant: string;
+  keyFingerprint?: string | undefined;
+}
 
 /** Instances not heard from for this many lease durations are deleted from changefeed_instances. */
 const FORGET_INSTANCES_AFTER_LEASES = 20;
@@ -122,61 +134,84 @@ export class LeaseTable {
     return result.rowCount ?? 0;
   }
 
-  /**
-   * Takes `tenant` for `holder` if nobody holds it validly: a new row, a released or expired
-   * lease. The epoch grows by one. Undefined when another replica holds it.
-   *
-   * `locked` takes the row FOR UPDATE only while it is free, and waits there for any write of the
-   * old holder still inside its fence (FOR KEY SHARE) to commit or roll back; having waited it
-   * looks at the row again, so of replicas racing the first takes it and the others find a valid
-   * lease. `taken` moves the row it locked to the new holder. An UPDATE alone (or INSERT ... ON
-   * CONFLICT DO UPDATE) would take FOR NO KEY UPDATE and not wait for the old holder's write.
-   * `fresh` inserts a tenant never leased; of two replicas inserting together one conflicts and
-   * gets nothing. A row nobody can have fenced yet needs no wait.
-   *
-   * With `keyFingerprint` (the sha256 of the tenant's API key) it is refused too while another
-   * tenant's valid lease holds that key, and records it on the lease: one key is polled by one
-   * tenant at a time in the cluster, whatever each replica's view of the tenants directory (a key
-   * moved from tenant A to tenant B while a replica still runs A). Acquisitions with a key run
-   * under that key's advisory lock, so two for one key cannot both pass the check.
-   */
+  /** One tenant's acquisition (acquireMany); undefined when another holds it. */
   async acquire(tenant: string, holder: string, keyFingerprint?: string): Promise<GrantedLease | undefined> {
-    const statement = `WITH locked AS (
-         SELECT tenant FROM changefeed_leases
-          WHERE tenant = $1 AND (holder IS NULL OR expires_at <= clock_timestamp()) AND ${KEY_FREE}
-          FOR UPDATE
-       ), taken AS (
-         UPDATE changefeed_leases AS l
-            SET holder = $2, epoch = l.epoch + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond',
-                acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), released_at = NULL,
-                key_fingerprint = $4
-           FROM locked WHERE l.tenant = locked.tenant
-         RETURNING l.epoch, l.expires_at
-       ), fresh AS (
-         INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at, acquired_at, renewed_at, key_fingerprint)
-         SELECT $1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', clock_timestamp(), clock_timestamp(), $4
-          WHERE NOT EXISTS (SELECT 1 FROM changefeed_leases WHERE tenant = $1) AND ${KEY_FREE}
-         ON CONFLICT (tenant) DO NOTHING
-         RETURNING epoch, expires_at
-       )
-       SELECT epoch, expires_at FROM taken UNION ALL SELECT epoch, expires_at FROM fresh`;
-    const values = [tenant, holder, this.leaseMs, keyFingerprint ?? null];
-    const result =
-      keyFingerprint === undefined
-        ? await this.query<{ epoch: string; expires_at: Date }>(statement, values)
-        : await this.underKeyLock(keyFingerprint, (client) =>
-            client.query<{ epoch: string; expires_at: Date }>(this.timed(statement, values)),
-          );
-    const row = result.rows[0];
-    return row ? { tenant, epoch: Number(row.epoch), expiresAt: row.expires_at } : undefined;
+    return (await this.acquireMany(holder, [{ tenant, keyFingerprint }]))[0];
   }
 
   /**
-   * Runs `work` in a transaction holding the advisory lock of `keyFingerprint`: acquisitions of
-   * tenants with one key are serialised, and each one's statement, started after the lock, sees
-   * the lease the one before took (READ COMMITTED takes a snapshot per statement).
+   * Takes for `holder`, in one statement, each wanted tenant nobody holds validly: a new row, a
+   * released or expired lease. Each epoch grows by one. Returns the leases granted; a tenant
+   * missing from the answer is held by another replica (or its key is, below).
+   *
+   * `locked` takes each row FOR UPDATE only while it is free, and waits there for any write of
+   * the old holder still inside its fence (FOR KEY SHARE) to commit or roll back; having waited
+   * it looks at the row again, so of replicas racing the first takes it and the others find a
+   * valid lease. `taken` moves the rows it locked to the new holder. An UPDATE alone (or INSERT
+   * ... ON CONFLICT DO UPDATE) would take FOR NO KEY UPDATE and not wait for the old holder's
+   * write. `fresh` inserts the tenants never leased; of two replicas inserting together one
+   * conflicts and gets nothing. A row nobody can have fenced yet needs no wait.
+   *
+   * With a `keyFingerprint` (the sha256 of the tenant's API key) a tenant is refused too while
+   * another tenant's valid lease holds that key, and the acquisition records it on the lease:
+   * one key is polled by one tenant at a time in the cluster, whatever each replica's view of the
+   * tenants directory (a key moved from tenant A to tenant B while a replica still runs A). The
+   * statement runs under the advisory lock of every key it names, so two acquisitions of one key
+   * cannot both pass the check; of two wanted tenants with one key, only the first is asked for
+   * (the statement's one snapshot would pass both).
    */
-  private async underKeyLock<R>(keyFingerprint: string, work: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+  async acquireMany(holder: string, wanted: readonly WantedLease[]): Promise<GrantedLease[]> {
+    const seenKeys = new Set<string>();
+    const asked = wanted.filter(({ keyFingerprint: key }) => {
+      if (key === undefined) return true;
+      if (seenKeys.has(key)) return false;
+      seenKeys.add(key);
+      return true;
+    });
+    if (asked.length === 0) return [];
+    const statement = `WITH wanted AS (
+         SELECT * FROM unnest($1::text[], $2::text[]) AS w(tenant, key_fingerprint)
+       ), locked AS (
+         SELECT l.tenant, w.key_fingerprint FROM changefeed_leases AS l JOIN wanted AS w ON w.tenant = l.tenant
+          WHERE (l.holder IS NULL OR l.expires_at <= clock_timestamp()) AND ${KEY_FREE}
+          FOR UPDATE OF l
+       ), taken AS (
+         UPDATE changefeed_leases AS l
+            SET holder = $3, epoch = l.epoch + 1, expires_at = clock_timestamp() + $4 * interval '1 millisecond',
+                acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), released_at = NULL,
+                key_fingerprint = locked.key_fingerprint
+           FROM locked WHERE l.tenant = locked.tenant
+         RETURNING l.tenant, l.epoch, l.expires_at
+       ), fresh AS (
+         INSERT INTO changefeed_leases (tenant, holder, epoch, expires_at, acquired_at, renewed_at, key_fingerprint)
+         SELECT w.tenant, $3, 1, clock_timestamp() + $4 * interval '1 millisecond', clock_timestamp(),
+                clock_timestamp(), w.key_fingerprint
+           FROM wanted AS w
+          WHERE NOT EXISTS (SELECT 1 FROM changefeed_leases AS x WHERE x.tenant = w.tenant) AND ${KEY_FREE}
+         ON CONFLICT (tenant) DO NOTHING
+         RETURNING tenant, epoch, expires_at
+       )
+       SELECT tenant, epoch, expires_at FROM taken UNION ALL SELECT tenant, epoch, expires_at FROM fresh`;
+    const values = [asked.map((w) => w.tenant), asked.map((w) => w.keyFingerprint ?? null), holder, this.leaseMs];
+    type Row = { tenant: string; epoch: string; expires_at: Date };
+    const result =
+      seenKeys.size === 0
+        ? await this.query<Row>(statement, values)
+        : await this.underKeyLocks([...seenKeys], (client) => client.query<Row>(this.timed(statement, values)));
+    return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
+  }
+
+  /**
+   * Runs `work` in a transaction holding the advisory lock of each of `keyFingerprints`:
+   * acquisitions of tenants with one key are serialised, and each one's statement, started after
+   * the lock, sees the lease the one before took (READ COMMITTED takes a snapshot per statement).
+   * The locks are taken in one order (sorted), so two acquisitions naming the same keys cannot
+   * wait for each other in a circle.
+   */
+  private async underKeyLocks<R>(
+    keyFingerprints: readonly string[],
+    work: (client: pg.PoolClient) => Promise<R>,
+  ): Promise<R> {
     const client = await this.pool.connect();
     // A checked-out client has no listener of the pool's: a connection cut meanwhile would emit an
     // uncaught 'error'. The statement under way fails instead.
@@ -186,7 +221,11 @@ export class LeaseTable {
     try {
       await client.query('BEGIN');
       await client.query(
-        this.timed(`SELECT pg_advisory_xact_lock(hashtext('changefeed_leases.key:' || $1))`, [keyFingerprint]),
+        this.timed(
+          `SELECT pg_advisory_xact_lock(hashtext('changefeed_leases.key:' || k))
+             FROM unnest($1::text[]) WITH ORDINALITY AS keys(k, i) ORDER BY i`,
+          [[...keyFingerprints].sort()],
+        ),
       );
       const result = await work(client);
       await client.query('COMMIT');
@@ -271,6 +310,7 @@ export class LeaseTable {
       epoch: string;
       expires_in_ms: number;
       holder_live: boolean;
+      holder_live_for_ms: number | null;
       advertise_url: string | null;
       health_url: string | null;
     }>(
@@ -278,6 +318,8 @@ export class LeaseTable {
               (extract(epoch FROM (l.expires_at - clock_timestamp())) * 1000)::float8 AS expires_in_ms,
               (i.heartbeat_at IS NOT NULL AND i.heartbeat_at > clock_timestamp() - $1 * interval '1 millisecond')
                 AS holder_live,
+              (extract(epoch FROM (i.heartbeat_at + $1 * interval '1 millisecond' - clock_timestamp())) * 1000)::float8
+                AS holder_live_for_ms,
               i.advertise_url, i.health_url
          FROM changefeed_leases l LEFT JOIN changefeed_instances i ON i.instance_id = l.holder
         ORDER BY l.tenant`,
@@ -290,6 +332,7 @@ export class LeaseTable {
       // -infinity (a row never leased) comes back as -Infinity: expired.
       expiresInMs: Number.isFinite(row.expires_in_ms) ? row.expires_in_ms : -Infinity,
       holderLive: row.holder_live,
+      holderLiveForMs: row.holder_live_for_ms ?? -Infinity,
       holderUrl: parseAdvertiseUrl(row.advertise_url),
       holderHealthUrl: parseAdvertiseUrl(row.health_url),
     }));

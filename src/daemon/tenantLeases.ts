@@ -1,3 +1,4 @@
+import PQueue from 'p-queue';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { LeaseKeeper, type RoundOutcome } from '../cluster/leaseKeeper.js';
@@ -8,6 +9,14 @@ import type { LeaseMetrics } from '../observe/leaseMetrics.js';
 import type { WriteFence } from '../cluster/writeFence.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
+
+/**
+ * Tenants starting at once after one lease round (a takeover acquires a dead replica's whole
+ * share in one statement). Each start reads and writes the store and pings the service: a few at
+ * a time keeps the store's pool and the event loop free for the tenants already running, and
+ * each started tenant polls as soon as it is ready instead of all of them together at the end.
+ */
+export const TENANT_STARTS_AT_ONCE = 8;
 
 export interface TenantLeasesDeps {
   /** The PostgreSQL store's lease pool: the lease rows live beside the tenants' data, but their
@@ -108,6 +117,8 @@ export class TenantLeases {
   private stopping = false;
   /** The keeper's event handlers under way. */
   private readonly handling = new Set<Promise<void>>();
+  /** The starts of acquired tenants, TENANT_STARTS_AT_ONCE at a time, in the order acquired. */
+  private readonly starts = new PQueue({ concurrency: TENANT_STARTS_AT_ONCE });
 
   /** Runs a handler of a keeper event, kept until it settles; what it throws is logged with the tenant. */
   private handle(tenant: string, what: string, handler: () => Promise<void>): void {
@@ -156,7 +167,11 @@ export class TenantLeases {
     // Acquired as the replica began to stop: given back rather than started.
     if (!tenant || this.stopping) return this.keeper.release(name);
     this.deps.logger.info({ tenant: name, epoch }, 'lease acquired; tenant starting here');
-    await this.deps.supervisor.start(tenant);
+    await this.starts.add(async () => {
+      // Lost while it waited its turn (its lost handler found nothing running), or the replica
+      // began to stop: not started; the lease goes back with the others.
+      if (this.keeper.canWrite(name) && !this.stopping) await this.deps.supervisor.start(tenant);
+    });
     // Lost while it started: its writes are fenced already; do not leave it running.
     if (!this.keeper.canWrite(name)) await this.deps.supervisor.stop(name, { abort: true });
     // Did not start (the database went away meanwhile, say): give the lease back, so a later

@@ -22,3 +22,31 @@ export function discoveryPagesPerRun(watch: WatchConfig, known: { careers: numbe
   if (watch.skills.discover) pages += Math.floor(known.skills / pageSize) + 1;
   return pages;
 }
+
+/** The last discovery a store records: when it started (the service's clock) and the lists it read. */
+export interface RecordedDiscovery {
+  /** Epoch ms on the service's clock. */
+  at: number;
+  /** The lists it read (`discoveryLists`' logs, comma-separated); undefined when not recorded. */
+  lists: string | undefined;
+}
+
+/**
+ * When a starting poll loop runs its first discovery. A discovery recorded in the store (by this
+ * process before a restart, or by the replica that held the tenant before) keeps the cron
+ * schedule: the next run is the first cron time after it, so a new holder polls the logs it knows
+ * at once instead of spending its first read-budget slots on the lists. At once (`now`) when none
+ * is recorded, when a cron time passed since (a run was missed: the holder died, the run failed),
+ * or when it read other lists than the config turns on now (discovery of skills just enabled).
+ * `serviceOffsetMs` is the service's clock minus ours, to bring the recorded time to ours.
+ */
+export function firstDiscoveryAt(
+  now: number,
+  schedule: string,
+  recorded: RecordedDiscovery | undefined,
+  lists: string,
+  serviceOffsetMs: number,
+): number {
+  if (recorded === undefined || recorded.lists !== lists || !Number.isFinite(recorded.at)) return now;
+  return Math.max(now, nextCronTime(schedule, recorded.at - serviceOffsetMs));
+}

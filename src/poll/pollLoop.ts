@@ -9,7 +9,7 @@ import { logKey, type LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
-import { cronRunsPerHour, discoveryPagesPerRun, nextCronTime } from './discoverySchedule.js';
+import { cronRunsPerHour, discoveryPagesPerRun, firstDiscoveryAt, nextCronTime } from './discoverySchedule.js';
 import { classifyPollFailure, onceAfterFailure, pollRetryDelayMs } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import { PollRecorder, type PollOutcome } from './pollRecorder.js';
@@ -78,6 +78,8 @@ export class PollLoop {
   private readonly recorder: PollRecorder;
   private readonly active: ActiveLogs;
   private ratesRestored = false;
+  /** Whether the first discovery's time was read from the store (firstDiscoveryAt); a sweep discovers at once. */
+  private discoveryRestored = false;
   private readonly inFlight = new Set<string>();
   private wake: AbortController | undefined;
   private running: Promise<void> | undefined;
@@ -118,7 +120,10 @@ export class PollLoop {
   start(): void {
     if (this.stateValue !== 'created') return;
     this.stateValue = 'running';
-    if (this.deps.registry.discoveryEnabled) this.nextDiscoveryAt = this.deps.clock.now();
+    const discovers = this.deps.registry.discoveryEnabled;
+    // A sweep discovers first; the daemon keeps the schedule of the last discovery (restoreDiscovery).
+    if (discovers && this.sweep) this.nextDiscoveryAt = this.deps.clock.now();
+    this.discoveryRestored = !discovers || this.sweep !== undefined;
     this.running = this.loop().finally(() => {
       this.stateValue = 'stopped';
     });
@@ -230,6 +235,7 @@ export class PollLoop {
   /** One decision and its launch; returns when to decide again. */
   private async pass(): Promise<number> {
     await this.restoreRates();
+    await this.restoreDiscovery();
     await this.refreshActive(this.deps.clock.now());
     const sweep = this.sweep;
     if (sweep && sweep.remaining === undefined && this.nextDiscoveryAt === undefined && !this.inFlight.has(DISCOVERY))
@@ -277,6 +283,23 @@ export class PollLoop {
     if (this.ratesRestored) return;
     this.scheduler.restore(await this.deps.store.rates.list());
     this.ratesRestored = true;
+  }
+
+  /** When discovery first runs, once, before the first plan: on its schedule after the one the store records. */
+  private async restoreDiscovery(): Promise<void> {
+    if (this.discoveryRestored) return;
+    const { registry, clock, watch, serviceNow } = this.deps;
+    const recorded = await registry.lastDiscovery();
+    const now = clock.now();
+    const offsetMs = serviceNow === undefined ? 0 : serviceNow() - now;
+    this.nextDiscoveryAt = firstDiscoveryAt(
+      now,
+      watch.discovery.schedule,
+      recorded,
+      registry.discoveredLists,
+      offsetMs,
+    );
+    this.discoveryRestored = true;
   }
 
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */

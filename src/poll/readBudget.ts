@@ -67,7 +67,8 @@ export interface BudgetSnapshot {
 /**
  * Paces every GET of one API key. Requests leave one at a time, spaced so that what the server
  * says is left (RateLimit-Remaining, minus the reserve) lasts until RateLimit-Reset, and never
- * closer than the configured hourly cap allows. After a 429 nothing leaves until Retry-After has
+ * closer than the configured hourly cap allows, unless the window holds reads that pace could
+ * not spend before it resets (slots left unused): those go without waiting. After a 429 nothing leaves until Retry-After has
  * passed. Waiters are served by priority: identity-provider log, then polls, then discovery,
  * then backfill.
  */
@@ -179,14 +180,35 @@ export class ReadBudget implements RequestGate {
     return Math.max(steady, (this.resetAt - now) / usable);
   }
 
-  /** When the next request may leave, considering pace, the server's window and any 429 pause. */
+  /**
+   * When the next request may leave, considering pace, the server's window and any 429 pause. A
+   * request leaves without waiting its pace slot while the server's window holds reads that the
+   * pace could not spend before the window resets (`unspentReads`): slots nobody used, such as
+   * those of a replica that died holding this key before this one took it over.
+   */
   earliestSendAt(now: number): number {
     const usable = this.usableUntilReset(now);
+    const slot = this.lastSentAt + this.intervalMs(now);
     const paced =
       usable !== undefined && usable <= 0 && this.resetAt !== undefined
         ? this.resetAt
-        : this.lastSentAt + this.intervalMs(now);
+        : this.unspentReads(now) >= 1
+          ? Math.min(now, slot)
+          : slot;
     return Math.max(paced, this.blockedUntil);
+  }
+
+  /**
+   * Whole reads the server's window (RateLimit-Remaining less the reserve) holds beyond what the
+   * steady pace spends until RateLimit-Reset; 0 when the window is unknown. The headers are the
+   * truth: a window opened at this pace and used at it has none, so this never lets the pace run
+   * ahead of the hourly cap, only spends what was left unused.
+   */
+  private unspentReads(now: number): number {
+    const usable = this.usableUntilReset(now);
+    if (usable === undefined || this.resetAt === undefined) return 0;
+    const steadyMs = HOUR_MS / this.allowancePerHour();
+    return Math.max(0, Math.floor(usable - (this.resetAt - now) / steadyMs));
   }
 
   /** Requests left for us in the server's current window, or undefined when the window is unknown or over. */

@@ -4,6 +4,7 @@ import type { ServiceClient } from '../api/serviceClient.js';
 import type { Clock } from '../clock.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchOrigin } from '../store/storeRecords.js';
+import type { RecordedDiscovery } from './discoverySchedule.js';
 import type { ServerClock } from './serverClock.js';
 import type { WatchConfig } from './watchConfig.js';
 
@@ -18,6 +19,8 @@ export function discoveryLists(watch: WatchConfig): { log: 'career' | 'skill'; p
 
 /** The store's meta key recording when discovery last completed. */
 export const LAST_DISCOVERY_KEY = 'discovery.lastCompletedAt';
+/** The store's meta key recording which lists that discovery read (RecordedDiscovery.lists). */
+export const LAST_DISCOVERY_LISTS_KEY = 'discovery.lists';
 
 /**
  * Decides which logs are watched: the configured ids, the identity-provider log, and what
@@ -77,6 +80,20 @@ export class WatchRegistry {
     return gone;
   }
 
+  /** The lists discovery reads with this config, as recorded (RecordedDiscovery.lists). */
+  get discoveredLists(): string {
+    return discoveryLists(this.deps.watch)
+      .map((l) => l.log)
+      .join(',');
+  }
+
+  /** The last discovery the store records, undefined if none completed. */
+  async lastDiscovery(): Promise<RecordedDiscovery | undefined> {
+    const at = await this.deps.store.getMeta(LAST_DISCOVERY_KEY);
+    if (at === undefined) return undefined;
+    return { at: Number(at), lists: await this.deps.store.getMeta(LAST_DISCOVERY_LISTS_KEY) };
+  }
+
   get discoveryEnabled(): boolean {
     return this.deps.watch.careers.discover || this.deps.watch.skills.discover;
   }
@@ -115,6 +132,9 @@ export class WatchRegistry {
       }
     }
     await store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));
+    // Written when it changes only (a config turned a list on or off): one write per run otherwise.
+    const lists = this.discoveredLists;
+    if ((await store.getMeta(LAST_DISCOVERY_LISTS_KEY)) !== lists) await store.setMeta(LAST_DISCOVERY_LISTS_KEY, lists);
     if (added > 0) this.deps.logger.info({ added }, 'discovery found new objects to watch');
     return { added };
   }

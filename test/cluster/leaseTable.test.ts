@@ -177,7 +177,7 @@ describe('LeaseTable', () => {
         settled = true;
       });
       // The takeover's statement waits on the write's row lock: seen in pg_stat_activity, not guessed.
-      while ((await waitingOnLock('WITH locked AS%')) === 0) {
+      while ((await waitingOnLock('WITH wanted AS%')) === 0) {
         if (settled) throw new Error('the takeover did not wait for the fenced write');
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
@@ -282,6 +282,56 @@ describe('LeaseTable', () => {
     const key = 'k1'.padEnd(64, '0');
     const granted = await Promise.all(Array.from({ length: 10 }, (_, i) => table.acquire(`tenant-${i}`, `r${i}`, key)));
     expect(granted.filter((g) => g !== undefined)).toHaveLength(1);
+  });
+
+  it('acquires a round’s tenants in one statement: new, released and expired rows, never a valid lease or a key held twice', async (ctx) => {
+    const { table } = await setup(ctx, 30_000);
+    const key = 'k2'.padEnd(64, '0');
+    await table.acquire('held', 'b');
+    await table.acquire('released', 'b');
+    await table.release('released', 'b', 1);
+    await table.acquire('expired', 'b');
+    await expire('expired');
+    const granted = await table.acquireMany('a', [
+      { tenant: 'new' },
+      { tenant: 'held' },
+      { tenant: 'released' },
+      { tenant: 'expired' },
+      { tenant: 'key-1', keyFingerprint: key },
+      { tenant: 'key-2', keyFingerprint: key },
+    ]);
+    expect(granted.map((g) => [g.tenant, g.epoch]).sort()).toEqual([
+      ['expired', 2],
+      ['key-1', 1],
+      ['new', 1],
+      ['released', 2],
+    ]);
+    const holders = new Map((await table.list()).map((r) => [r.tenant, r.holder]));
+    expect(Object.fromEntries(holders)).toEqual({
+      expired: 'a',
+      held: 'b',
+      'key-1': 'a',
+      new: 'a',
+      released: 'a',
+    });
+    // The key's second tenant is refused while the first's lease holds the key, also alone.
+    expect(await table.acquireMany('a', [{ tenant: 'key-2', keyFingerprint: key }])).toEqual([]);
+  });
+
+  it('lists when each holder stops counting as live, for the rounds to look again then', async (ctx) => {
+    const { table } = await setup(ctx, 10_000);
+    await table.heartbeat('b');
+    await table.acquire('t1', 'b');
+    await db.query(
+      "UPDATE changefeed_instances SET heartbeat_at = clock_timestamp() - interval '4 seconds' WHERE instance_id = 'b'",
+    );
+    const [row] = await table.list();
+    // A lease of 10 s whose holder last heartbeat 4 s ago: live for about 6 s more, on the database's clock.
+    expect(row!.holderLiveForMs).toBeGreaterThan(5_000);
+    expect(row!.holderLiveForMs).toBeLessThanOrEqual(6_000);
+    await table.release('t1', 'b', 1);
+    await table.retireInstance('b');
+    expect((await table.list())[0]!.holderLiveForMs).toBe(-Infinity);
   });
 
   it('has `tenant` as its only key column, so a renewal takes no lock that a fenced write blocks', async (ctx) => {

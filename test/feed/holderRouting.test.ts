@@ -60,6 +60,7 @@ const lease = (over: Partial<LeaseRow> = {}): LeaseRow => ({
   epoch: 3,
   expiresInMs: 10_000,
   holderLive: true,
+  holderLiveForMs: 15_000,
   holderUrl: 'http://127.0.0.1:2/b',
   holderHealthUrl: undefined,
   ...over,

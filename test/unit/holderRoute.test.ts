@@ -111,6 +111,7 @@ describe('LeaseDirectory', () => {
     epoch: 1,
     expiresInMs,
     holderLive: true,
+    holderLiveForMs: 15_000,
     holderUrl: 'http://10.0.0.2:9464',
     holderHealthUrl: undefined,
   });

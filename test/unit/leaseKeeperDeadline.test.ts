@@ -26,7 +26,8 @@ function fakeTable(clock: ManualClock) {
     list: () => answer([]),
     forgetTenants: () => answer([]),
     forgetDeadInstances: () => answer(0),
-    acquire: (tenant: string) => answer({ tenant, epoch: 1, expiresAt: new Date() }),
+    acquireMany: (_holder: string, wanted: { tenant: string }[]) =>
+      answer(wanted.map(({ tenant }) => ({ tenant, epoch: 1, expiresAt: new Date() }))),
     renew: (_holder: string, leases: { tenant: string; epoch: number }[]) =>
       answer(leases.map((l) => ({ ...l, expiresAt: new Date() }))),
     release: (tenant: string) => {

@@ -77,6 +77,24 @@ describe('ReadBudget pacing', () => {
     expect(offsets[3]! - offsets[2]!).toBeCloseTo(1_000, 3);
   });
 
+  it('spends reads the window holds beyond what the pace can spend before its reset at once, then paces', async () => {
+    // A key taken over from a replica that died: 927 left for 3,300 s, of which the reserve is
+    // 100, and 825 slots of 4 s remain: two reads were left unused.
+    const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    observe({ limit: 1000, remaining: 927, resetSeconds: 3300 });
+    expect(await grantOffsets(4)).toEqual([0, 0, 4_000, 8_000]);
+  });
+
+  it('keeps the pace in a window used at the pace, such as a new one', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    observe({ limit: 1000, remaining: 999, resetSeconds: 3600 });
+    const offsets = await grantOffsets(3);
+    // 899 usable reads over 3,600 s: a little over 4 s apart, never less.
+    expect(offsets[0]).toBe(0);
+    expect(offsets[1]).toBeGreaterThanOrEqual(4_000);
+    expect(offsets[2]! - offsets[1]!).toBeGreaterThanOrEqual(4_000);
+  });
+
   it('waits for the reset when nothing usable is left', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
     observe({ limit: 3600, remaining: 0, resetSeconds: 30 });
