@@ -60,7 +60,7 @@ for (const tenants of [1_000, 5_000]) {
   const scale = (store: 'sqlite' | 'postgres') =>
     tenantsScale({ tenants, store, warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60, targets });
   printTable(
-    `Scale: one process, ${tenants.toLocaleString('en-US')} tenants (targets: RSS max at most ${targets.rssMaxMiB} MiB, at most one core, 0 429s)`,
+    `Scale: one process, ${tenants.toLocaleString('en-US')} tenants (targets: RSS max at most ${targets.rssMaxMiB} MiB, at most one core, 0 429s, at least ${targets.requestsPerSecond} requests/s)`,
     [await scale('sqlite'), await scale('postgres')],
   );
 }
