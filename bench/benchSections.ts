@@ -23,22 +23,30 @@ export interface BenchSection {
   readonly run: () => Promise<void>;
 }
 
-/** Issue 14's scale targets: 500 MB (476.8 MiB) of RSS at most, one core at most, no 429. */
-const SCALE_GOAL = allOf(
-  atMost('RSS max MiB', 500e6 / 2 ** 20, 'MiB RSS max (500 MB)'),
-  atMost('cores', 1, 'core'),
-  atMost('429s (whole run)', 0, '429s'),
-);
-
 /**
- * Issue 28 on PostgreSQL: the full budget of 1,000 tenants (250 requests/s; 99% of it, as a
- * measured rate over minutes lands just under the budget) at most 1.5 store transactions per request.
+ * The scale targets: 1,000 tenants within 500 MB of RSS (issue 14), 5,000 within 1 GB (issue 28),
+ * each at most one core and without a 429, while polling at 90% or more of the tenants' default
+ * budget of 900 reads an hour (memory and CPU of a daemon that barely polls would meet the others
+ * for nothing). On PostgreSQL (issue 28) 1,000 tenants reach the full budget (99% of it: a rate
+ * measured over minutes lands just under it) with at most 1.5 store transactions per request.
  */
-const POSTGRES_SCALE_GOAL = allOf(
-  SCALE_GOAL,
-  atLeast('requests/s', 247.5, 'requests/s (full 250)'),
-  ratioAtMost('store tx/s', 'requests/s', 1.5, '<= 1.5 store transactions per request'),
-);
+export function scaleGoal(tenants: number, store: 'sqlite' | 'postgres'): Goal {
+  const budget = (tenants * 900) / 3600;
+  const rss =
+    tenants <= 1_000
+      ? atMost('RSS max MiB', 500e6 / 2 ** 20, 'MiB RSS max (500 MB)')
+      : atMost('RSS max MiB', 1e9 / 2 ** 20, 'MiB RSS max (1 GB)');
+  const common = [rss, atMost('cores', 1, 'core'), atMost('429s (whole run)', 0, '429s')];
+  if (store === 'sqlite')
+    return allOf(...common, atLeast('requests/s', 0.9 * budget, 'requests/s (90% of the budget)'));
+  return allOf(
+    ...common,
+    tenants <= 1_000
+      ? atLeast('requests/s', 0.99 * budget, `requests/s (full ${budget})`)
+      : atLeast('requests/s', 0.9 * budget, 'requests/s (90% of the budget)'),
+    ratioAtMost('store tx/s', 'requests/s', 1.5, '<= 1.5 store transactions per request'),
+  );
+}
 
 /** Issue 28's failover goal, over the killed replica's tenants. */
 export const FAILOVER_FIRST_POLL_GOAL = allOf(atMost('p95 s', 20, 's p95'), atMost('max s', 25, 's max'));
@@ -159,21 +167,19 @@ export const BENCH_SECTIONS: readonly BenchSection[] = [
   },
   {
     name: 'scale',
-    minutes: '10',
-    measures: 'the compiled daemon serving 1,000 tenants, on SQLite and on PostgreSQL (docs/scaling.md)',
+    minutes: '25',
+    measures: 'the compiled daemon serving 1,000 and 5,000 tenants, on SQLite and on PostgreSQL (docs/scaling.md)',
     run: async () => {
       const { tenantsScale } = await import('./cases/tenantsScale.js');
-      const options = { tenants: 1_000, warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 } as const;
-      printTable('Scale: one process, 1,000 tenants', [
-        judged(
-          await benchCase('1,000 tenants, SQLite', () => tenantsScale({ ...options, store: 'sqlite' })),
-          SCALE_GOAL,
-        ),
-        judged(
-          await benchCase('1,000 tenants, PostgreSQL', () => tenantsScale({ ...options, store: 'postgres' })),
-          POSTGRES_SCALE_GOAL,
-        ),
-      ]);
+      for (const tenants of [1_000, 5_000]) {
+        const rows: BenchRow[] = [];
+        for (const store of ['sqlite', 'postgres'] as const) {
+          const label = `${tenants.toLocaleString('en-US')} tenants, ${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`;
+          const options = { tenants, store, warmUpSeconds: 60, measureSeconds: 180, eventsPerHour: 60 } as const;
+          rows.push(judged(await benchCase(label, () => tenantsScale(options)), scaleGoal(tenants, store)));
+        }
+        printTable(`Scale: one process, ${tenants.toLocaleString('en-US')} tenants`, rows);
+      }
     },
   },
   {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -33,6 +33,9 @@ export interface TenantsScaleOptions {
   /** Changes per hour per company in the simulator. */
   readonly eventsPerHour: number;
 }
+
+/** Real seconds the one-tenant daemon runs after its tenant started, before its RSS is taken. */
+const ONE_TENANT_WARM_UP_SECONDS = 15;
 
 /** `changefeed simulate --companies N` (compiled CLI, its own process): its URL and each company's key. */
 async function startSimulator(
@@ -85,6 +88,9 @@ function writeConfig(dir: string, url: string, keys: readonly string[], store: s
  * measures for a period of real time: the daemon's RSS (sampled, and its peak VmHWM), CPU seconds
  * per hour, requests and 429s from /metrics, and store transactions per second (PostgreSQL: the
  * database's xact_commit delta; SQLite: polls plus deliveries, each at least one transaction).
+ * What a tenant costs is `KB per tenant`: RSS after warm-up less that of the same daemon serving
+ * one tenant (run first, briefly), over the other tenants. The simulator's own RSS and cores are
+ * printed beside, as it shares the machine.
  */
 export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchRow> {
   const dir = mkdtempSync(join(tmpdir(), 'cf-tenants-scale-'));
@@ -98,13 +104,12 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     const port = await freePort();
     const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema} }` : '';
     const config = writeConfig(dir, simulator.url, simulator.keys, store, port);
-    // BENCH_DAEMON_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon.
-    const nodeArgs = process.env.BENCH_DAEMON_NODE_ARGS?.split(' ').filter((a) => a !== '') ?? [];
-    daemon = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/cli/changefeed.js'), 'run', '--config', config], {
-      cwd: ROOT,
-      env: { ...withoutStoreUrl(process.env), CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: '' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const oneTenantRss = await oneTenantDaemonRssMiB(
+      join(dir, 'one-tenant'),
+      simulator,
+      options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema}_one }` : '',
+    );
+    daemon = startDaemon(config);
     daemon.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
     const pid = daemon.pid as number;
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -135,6 +140,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     }
     const rssAfterWarmUp = maxRss;
     const before = { cpu: cpuSeconds(pid), at: Date.now(), metrics: await metrics(), commits: await commits() };
+    const simulatorCpuBefore = cpuSeconds(simulator.child.pid as number);
     for (let t = 0; t < options.measureSeconds; t++) {
       await sleep(1000);
       sampleRss();
@@ -145,13 +151,17 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     const delta = (name: (typeof COUNTERS)[number]): number => (a[name] ?? 0) - (b[name] ?? 0);
     const cpu = after.cpu - before.cpu;
     const requests429 = sumMetricWhere(after.metrics, 'changefeed_api_requests_total', 'status="429"');
+    const rateLimited = Math.max(a.changefeed_api_rate_limited_total ?? 0, requests429);
+    const simulatorCpu = cpuSeconds(simulator.child.pid as number);
     return {
       case: `${options.tenants.toLocaleString('en-US')} tenants, ${options.store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       'all running after s': Math.round(allRunningSeconds),
       'measured s': Math.round(seconds),
       'requests/s': delta('changefeed_api_requests_total') / seconds,
-      '429s (whole run)': Math.max(a.changefeed_api_rate_limited_total ?? 0, requests429),
+      '429s (whole run)': rateLimited,
       'RSS after warm-up MiB': Math.round(rssAfterWarmUp),
+      'one-tenant RSS MiB': Math.round(oneTenantRss),
+      'KB per tenant': Math.round(((rssAfterWarmUp - oneTenantRss) * 1024) / Math.max(1, options.tenants - 1)),
       'RSS max MiB': Math.round(maxRss),
       'VmHWM MiB': Math.round(memoryMiB(pid).peak),
       'CPU s per hour': Math.round((cpu / seconds) * 3600),
@@ -163,22 +173,80 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
         admin === undefined
           ? (delta('changefeed_polls_total') + delta('changefeed_deliveries_total')) / seconds
           : (after.commits - before.commits) / seconds,
+      'simulator RSS MiB': Math.round(memoryMiB(simulator.child.pid as number).rss),
+      'simulator cores': (simulatorCpu - simulatorCpuBefore) / seconds,
     };
   } finally {
-    if (daemon !== undefined && running(daemon)) {
-      // SIGTERM first (a profile is written on exit), SIGKILL if it has not stopped in 20 s.
-      const exited = new Promise((resolve) => daemon?.once('exit', resolve));
-      daemon.kill('SIGTERM');
-      const force = setTimeout(() => daemon?.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(force);
-    }
+    await stopDaemon(daemon);
     simulator.child.kill('SIGTERM');
     if (admin !== undefined) {
-      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+      for (const name of [schema, `${schema}_one`])
+        await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`).catch(() => undefined);
       await admin.end();
     }
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The same daemon serving the first company alone (in `dir`, a store of its own), the baseline
+ * the row's `KB per tenant` is reckoned from: its peak RSS over the first seconds of its tenant
+ * running, as `RSS after warm-up` is of the full daemon.
+ */
+async function oneTenantDaemonRssMiB(
+  dir: string,
+  simulator: { url: string; keys: string[] },
+  store: string,
+): Promise<number> {
+  mkdirSync(dir);
+  const port = await freePort();
+  const daemon = startDaemon(writeConfig(dir, simulator.url, simulator.keys.slice(0, 1), store, port));
+  daemon.stderr?.resume();
+  try {
+    const pid = daemon.pid as number;
+    let maxRss = 0;
+    const started = Date.now();
+    while (runningTenants(await fetchText(`http://127.0.0.1:${port}/metrics`)) < 1) {
+      if (!running(daemon)) throw new Error('the one-tenant daemon exited early');
+      if (Date.now() - started > MAX_START_MS) throw new Error(`its tenant not running after ${MAX_START_MS} ms`);
+      await sleep(500);
+    }
+    for (let t = 0; t < ONE_TENANT_WARM_UP_SECONDS; t++) {
+      await sleep(1000);
+      maxRss = Math.max(maxRss, memoryMiB(pid).rss);
+    }
+    return maxRss;
+  } finally {
+    await stopDaemon(daemon);
+  }
+}
+
+/** `node dist/cli/changefeed.js run --config <config>` with BENCH_DAEMON_NODE_ARGS, its stderr piped. */
+function startDaemon(config: string): ChildProcess {
+  // BENCH_DAEMON_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon.
+  const nodeArgs = process.env.BENCH_DAEMON_NODE_ARGS?.split(' ').filter((a) => a !== '') ?? [];
+  return spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/cli/changefeed.js'), 'run', '--config', config], {
+    cwd: ROOT,
+    env: { ...withoutStoreUrl(process.env), CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: '' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+}
+
+/** SIGTERM first (a profile is written on exit), SIGKILL if it has not stopped in 20 s. */
+async function stopDaemon(daemon: ChildProcess | undefined): Promise<void> {
+  if (daemon === undefined || !running(daemon)) return;
+  const exited = new Promise((resolve) => daemon.once('exit', resolve));
+  daemon.kill('SIGTERM');
+  const force = setTimeout(() => daemon.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(force);
+}
+
+async function fetchText(url: string): Promise<string> {
+  try {
+    return await (await fetch(url)).text();
+  } catch {
+    return '';
   }
 }
 
@@ -199,14 +267,19 @@ function sleep(ms: number): Promise<void> {
 // `npx tsx bench/cases/tenantsScale.ts [sqlite|postgres] [tenants] [warm-up s] [measured s]`
 if (process.argv[1] === import.meta.filename) {
   const [store = 'sqlite', tenants = '1000', warmUp = '60', measure = '180'] = process.argv.slice(2);
-  const { printTable } = await import('../benchTable.js');
+  const { judged, printTable } = await import('../benchTable.js');
+  const { scaleGoal } = await import('../benchSections.js');
+  const engine = store === 'postgres' ? 'postgres' : 'sqlite';
   printTable('Scale: one process, many tenants', [
-    await tenantsScale({
-      tenants: Number(tenants),
-      store: store === 'postgres' ? 'postgres' : 'sqlite',
-      warmUpSeconds: Number(warmUp),
-      measureSeconds: Number(measure),
-      eventsPerHour: 60,
-    }),
+    judged(
+      await tenantsScale({
+        tenants: Number(tenants),
+        store: engine,
+        warmUpSeconds: Number(warmUp),
+        measureSeconds: Number(measure),
+        eventsPerHour: 60,
+      }),
+      scaleGoal(Number(tenants), engine),
+    ),
   ]);
 }

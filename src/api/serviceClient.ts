@@ -1,5 +1,5 @@
 import { anySignal } from 'any-signal';
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { errors as undiciErrors, type Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { errorCodeOf, isAbortError } from '../errors.js';
@@ -9,6 +9,7 @@ import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './p
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
 import { isTlsFailure, opensslReason } from '../tlsFiles.js';
 import { guardBeforeWrite } from './guardedDispatch.js';
+import { acquireServicePool, type ServicePoolLease } from './servicePools.js';
 
 /**
  * Who gets a request first when the budget is tight: the identity-provider log, then polls of
@@ -51,7 +52,6 @@ export interface ServiceClientOptions {
    */
   requestGuard?: () => void;
   logger: Logger;
-  connections?: number;
 }
 
 export interface JsonResponse {
@@ -61,11 +61,11 @@ export interface JsonResponse {
 }
 
 /**
- * The only place that talks HTTP to the service: one pooled undici dispatcher per base URL,
- * bearer auth, timeouts, problem-details errors. It never retries; the pollers decide.
+ * The only place that talks HTTP to the service: bearer auth, timeouts, problem-details errors,
+ * over the process's one pool for its origin (servicePools.ts). It never retries; the pollers decide.
  */
 export class ServiceClient {
-  private readonly pool: Pool;
+  private readonly pool: ServicePoolLease;
   /** The pool, behind the request guard when there is one (asked again as each request is written). */
   private readonly dispatcher: Dispatcher;
   private readonly basePath: string;
@@ -73,14 +73,12 @@ export class ServiceClient {
   constructor(private readonly options: ServiceClientOptions) {
     const url = new URL(options.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
-      connections: options.connections ?? 4,
-      keepAliveTimeout: 30_000,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      ...(options.ca ? { connect: { ca: options.ca } } : {}),
+    this.pool = acquireServicePool(url.origin, {
+      timeoutMs: options.timeoutMs,
+      ...(options.ca ? { ca: options.ca } : {}),
     });
-    this.dispatcher = options.requestGuard ? this.pool.compose(guardBeforeWrite(options.requestGuard)) : this.pool;
+    const pool = this.pool.pool;
+    this.dispatcher = options.requestGuard ? pool.compose(guardBeforeWrite(options.requestGuard)) : pool;
   }
 
   get maxResponseBytes(): number {
@@ -180,8 +178,9 @@ export class ServiceClient {
     }
   }
 
+  /** Done with the service: the shared pool closes with its last client. */
   async close(): Promise<void> {
-    await this.pool.close();
+    await this.pool.release();
   }
 
   private problemError(status: number, text: string, meta: ResponseMeta, path: string): ApiProblemError {

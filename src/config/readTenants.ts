@@ -49,10 +49,24 @@ export type TenantScan =
   | { readonly ok: false; readonly problem: TenantProblem };
 
 /**
+ * The config each tenant file's text gave at its last read, by path: a rescan that finds the same
+ * text (and name) takes that config as it is instead of parsing and validating the file again.
+ * Every `tenants.rescanSeconds` a daemon reads every file; at 5,000 tenants the YAML parse and
+ * validation of all of them was most of its CPU, and each read left a second copy of every
+ * tenant's config beside the one its runtime holds. The key fingerprint is still taken on each
+ * read, since a key file (`api.apiKeyFile`) changes without its tenant file.
+ */
+export type TenantConfigMemo = Map<
+  string,
+  { readonly name: string; readonly text: string; readonly config: TenantConfig }
+>;
+
+/**
  * Lists and validates every file of the tenants directory. Apart from settling, so that a caller
  * settling inside a transaction of the shared store (TenantRecords.settle) reads no file there.
+ * `memo` (kept by the caller from one scan to the next) spares validating a file read unchanged.
  */
-export function scanTenantFiles(source: DirectorySource): TenantScan {
+export function scanTenantFiles(source: DirectorySource, memo?: TenantConfigMemo): TenantScan {
   const listing = listTenantFiles(source.dir);
   if (!listing.ok) return listing;
   const scanned: ScannedTenant<TenantConfig>[] = [];
@@ -60,8 +74,12 @@ export function scanTenantFiles(source: DirectorySource): TenantScan {
     if (problem.tenant !== undefined) scanned.push({ ok: false, name: problem.tenant, problem });
   }
   for (const file of listing.files) {
-    const entry = readTenantFile(file, source);
+    const entry = readTenantFile(file, source, memo);
     if (entry !== undefined) scanned.push(entry);
+  }
+  if (memo !== undefined) {
+    const listed = new Set(listing.files.map((file) => file.path));
+    for (const path of memo.keys()) if (!listed.has(path)) memo.delete(path);
   }
   return { ok: true, scanned, unnamed: listing.problems.filter((problem) => problem.tenant === undefined) };
 }
@@ -106,7 +124,11 @@ function emptyDirectory(source: DirectorySource, records: readonly TenantRecord[
 }
 
 /** One tenant file, or undefined when it vanished since the directory was listed (a ConfigMap swap). */
-function readTenantFile(file: TenantFile, source: DirectorySource): ScannedTenant<TenantConfig> | undefined {
+function readTenantFile(
+  file: TenantFile,
+  source: DirectorySource,
+  memo: TenantConfigMemo | undefined,
+): ScannedTenant<TenantConfig> | undefined {
   let text: string | undefined;
   try {
     text = readFileSync(file.path, 'utf8');
@@ -114,25 +136,39 @@ function readTenantFile(file: TenantFile, source: DirectorySource): ScannedTenan
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     // Unreadable: validated without its text, loadConfig then says why it cannot read the file.
   }
-  const entry = validateTenantText(file, text, source);
+  const known = memo?.get(file.path);
+  const entry =
+    known !== undefined && known.text === text && known.name === file.name
+      ? validateTenantText(file, text, source, known.config)
+      : validateTenantText(file, text, source);
+  if (memo !== undefined) {
+    if (entry.ok && text !== undefined) memo.set(file.path, { name: file.name, text, config: entry.tenant.config });
+    else memo.delete(file.path);
+  }
   if (!entry.ok && !existsSync(file.path)) return undefined;
   return entry;
 }
 
-/** `text` validated as the tenant file `file`, merged over the main config's tenant sections. */
+/**
+ * `text` validated as the tenant file `file`, merged over the main config's tenant sections;
+ * `validated` is the config this same text gave before, taken as it is.
+ */
 function validateTenantText(
   file: TenantFile,
   text: string | undefined,
   source: DirectorySource,
+  validated?: TenantConfig,
 ): ScannedTenant<TenantConfig> {
   try {
-    const config = loadConfig(tenantConfigSchema, {
-      file: file.path,
-      ...(text !== undefined ? { fileText: text } : {}),
-      env: source.env,
-      embeddedDefaults: source.defaults,
-      describeEmbeddedDefault: source.describeDefault,
-    });
+    const config =
+      validated ??
+      loadConfig(tenantConfigSchema, {
+        file: file.path,
+        ...(text !== undefined ? { fileText: text } : {}),
+        env: source.env,
+        embeddedDefaults: source.defaults,
+        describeEmbeddedDefault: source.describeDefault,
+      });
     const tenant: Tenant<TenantConfig> = {
       name: file.name,
       file: file.path,

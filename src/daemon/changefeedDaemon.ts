@@ -1,6 +1,6 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource } from '../config/mainConfig.js';
-import { readTenants, scanTenantFiles, settleTenantScan } from '../config/readTenants.js';
+import { readTenants, scanTenantFiles, settleTenantScan, type TenantConfigMemo } from '../config/readTenants.js';
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
 import { readFeedTicketKey } from '../cluster/feedTicketKey.js';
@@ -151,11 +151,12 @@ export class ChangefeedDaemon {
 
   /** Starts the tenants of the directory and follows its changes. */
   private async watchTenants(source: Extract<TenantSource, { kind: 'directory' }>): Promise<void> {
+    const memo: TenantConfigMemo = new Map();
     this.watcher = new TenantsWatcher<TenantConfig>({
       dir: source.dir,
       load: (previous) => {
         // Files are read before the records' transaction, which then only decides and writes.
-        const scan = scanTenantFiles(source);
+        const scan = scanTenantFiles(source, memo);
         return this.tenantRecords.settle((records) => {
           const settled = settleTenantScan(source, scan, previous, records);
           this.recorded = settled.recorded;

@@ -69,13 +69,14 @@ export function assembleTenant(
   tenant: string,
   config: AppConfig,
   store: ChangefeedStore,
+  /** `logger` is the tenant's own (bound to its name): each part logs through it. */
   options: DaemonOptions & { metrics: ProcessMetrics },
   /** A write of the tenant refused with LEASE_LOST, by polling or delivery: the runtime stops. */
   onLeaseLost: (error: unknown) => void,
   /** On a shared store: the lease's local check, made before each request to the service. */
   requestGuard?: () => void,
 ): DaemonParts {
-  const logger = options.logger.child({ tenant });
+  const logger = options.logger;
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
   const clock = options.clock ?? systemClock;
   const metrics = options.metrics.tenants.forTenant(tenant);

@@ -51,7 +51,14 @@ export class TenantRuntime {
     requestGuard?: () => void,
   ) {
     this.logger = options.logger.child({ tenant });
-    this.parts = assembleTenant(tenant, config, store, options, (error) => this.leaseLost(error), requestGuard);
+    this.parts = assembleTenant(
+      tenant,
+      config,
+      store,
+      { ...options, logger: this.logger },
+      (error) => this.leaseLost(error),
+      requestGuard,
+    );
   }
 
   /** This tenant's journal over HTTP, when feed.enabled. */

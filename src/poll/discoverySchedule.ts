@@ -6,8 +6,28 @@ export function nextCronTime(expression: string, now: number): number {
   return new CronTime(expression, 'UTC').getNextDateFrom(new Date(now)).toMillis();
 }
 
-/** Runs per hour of a cron schedule, counted over the next hour (a daily one counts as 1/24). */
+/** Counts already made, by expression and minute; a process has a few distinct schedules. */
+const runsPerHourMemo = new Map<string, number>();
+const MAX_MEMO_ENTRIES = 64;
+
+/**
+ * Runs per hour of a cron schedule, counted over the next hour (a daily one counts as 1/24).
+ * Counted once per expression and minute: each count walks the hour run by run (about 10 ms for
+ * every 15 minutes), and every tenant's poll loop asks at its start, so 5,000 tenants starting
+ * together spent most of a minute of CPU on the same answer.
+ */
 export function cronRunsPerHour(expression: string, now: number): number {
+  const key = `${expression}\u0000${Math.floor(now / 60_000)}`;
+  let runs = runsPerHourMemo.get(key);
+  if (runs === undefined) {
+    if (runsPerHourMemo.size >= MAX_MEMO_ENTRIES) runsPerHourMemo.clear();
+    runs = countRunsInHour(expression, now);
+    runsPerHourMemo.set(key, runs);
+  }
+  return runs;
+}
+
+function countRunsInHour(expression: string, now: number): number {
   let runs = 0;
   for (let t = nextCronTime(expression, now); t <= now + 3_600_000 && runs < 3_600; t = nextCronTime(expression, t))
     runs++;

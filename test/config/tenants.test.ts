@@ -3,7 +3,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENV_MAPPING } from '../../src/config/appConfigSchema.js';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
-import { readTenants, scanTenantFiles, settleTenantScan } from '../../src/config/readTenants.js';
+import {
+  readTenants,
+  scanTenantFiles,
+  settleTenantScan,
+  type TenantConfigMemo,
+  type TenantScan,
+} from '../../src/config/readTenants.js';
+import { diffTenants } from '../../src/tenants/diffTenants.js';
 import { TENANT_SECTIONS } from '../../src/config/tenantConfigSchema.js';
 import { ConfigError } from '../../src/errors.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -258,5 +265,36 @@ describe('with tenants.dir', () => {
     expect(empty.problems[0]?.message).toContain('holds no tenant file, while the store records 1 tenants (acme)');
     // Without records an empty directory is simply empty: nothing to protect.
     expect(settleTenantScan(source, scanTenantFiles(source), [], []).problems).toEqual([]);
+  });
+  it('takes the config of a file read again unchanged as it was, and validates a changed one again', () => {
+    const t = setup();
+    const source = t.load().tenants;
+    if (source.kind !== 'directory') throw new Error('a directory source');
+    const keyFile = join(t.root, 'globex.key');
+    writeFileSync(keyFile, 'key-globex-0001\n');
+    const acme = t.tenant('acme.yaml', ['api: { apiKey: key-acme-0001 }']);
+    t.tenant('globex.yaml', [`api: { apiKeyFile: ${keyFile} }`]);
+    const memo: TenantConfigMemo = new Map();
+    const tenantsOf = (scan: TenantScan) => (scan.ok ? scan.scanned.flatMap((s) => (s.ok ? [s.tenant] : [])) : []);
+    const [acme1, globex1] = tenantsOf(scanTenantFiles(source, memo));
+    writeFileSync(keyFile, 'key-globex-0002\n');
+    const [acme2, globex2] = tenantsOf(scanTenantFiles(source, memo));
+    expect(acme2?.config).toBe(acme1?.config);
+    expect(globex2?.config).toBe(globex1?.config);
+    // A key file changes without its tenant file: its fingerprint is taken again.
+    expect(globex2?.keyFingerprint).not.toBe(globex1?.keyFingerprint);
+    expect(
+      diffTenants(
+        [acme1, globex1].flatMap((x) => x ?? []),
+        [acme2, globex2].flatMap((x) => x ?? []),
+      ),
+    ).toMatchObject({ changed: [], unchanged: ['acme', 'globex'] });
+    writeFileSync(acme, 'api: { apiKey: key-acme-0001 }\nwatch: { overlapSeconds: 60 }');
+    const [acme3] = tenantsOf(scanTenantFiles(source, memo));
+    expect(acme3?.config).not.toBe(acme1?.config);
+    expect(acme3?.config.watch.overlapSeconds).toBe(60);
+    rmSync(acme);
+    scanTenantFiles(source, memo);
+    expect([...memo.keys()]).toEqual([join(t.dir, 'globex.yaml')]);
   });
 });
