@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/longestFirstSequencer.js';
 
 export default defineConfig({
   test: {
@@ -9,5 +10,7 @@ export default defineConfig({
     // Two cores: more workers only make integration tests fight over the CPU.
     maxWorkers: 2,
     reporters: ['default'],
+    // The longest files first, so that the two workers finish together (test/fileDurations.json).
+    sequence: { shuffle: false, sequencer: LongestFirstSequencer },
   },
 });

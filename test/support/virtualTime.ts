@@ -23,14 +23,20 @@ const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 
 /**
  * Whether everything in this process now waits on the clock: no HTTP request in flight, no file
  * or socket operation pending, no callback queued. Checked on two turns in a row, because the
- * callback of one I/O step may start the next only on the following turn.
+ * callback of one I/O step may start the next only on the following turn. Idle turns are bare
+ * event-loop turns (a daemon wakes several times a virtual second, so a timer per check would
+ * cost more than the work); only while something is pending does the check sleep.
  */
 async function waitUntilIdle(isSettled: () => boolean): Promise<void> {
   let idleTurns = 0;
   while (idleTurns < 2 && !isSettled()) {
-    await (idleTurns === 0 ? pause() : nextTurn());
+    await nextTurn();
     const busy = requestsInFlight.size > 0 || process.getActiveResourcesInfo().some((name) => BUSY_RESOURCE.test(name));
-    idleTurns = busy ? 0 : idleTurns + 1;
+    if (!busy) idleTurns += 1;
+    else {
+      idleTurns = 0;
+      await pause();
+    }
   }
 }
 
