@@ -34,6 +34,18 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   ingest: { write: (s) => ingest(s, [entry('e-3')], { windowEnd: T + 9 }) },
   getMeta: { read: (s) => s.getMeta('k') },
   setMeta: { write: (s) => s.setMeta('k', 'v2') },
+  deferState: {
+    write: async (s) => {
+      s.deferState({ meta: { k: 'v3' } });
+      await s.flushDeferred();
+    },
+  },
+  flushDeferred: {
+    write: async (s) => {
+      s.deferState({ meta: { deferred: 'v' } });
+      await s.flushDeferred();
+    },
+  },
   journalSize: { read: (s) => s.journalSize() },
   'watchedLogs.get': { read: (s) => s.watchedLogs.get('career', 'c-1') },
   'watchedLogs.list': { read: (s) => s.watchedLogs.list() },
