@@ -113,6 +113,11 @@ export interface OutboxStore {
   pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]>;
   /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
   payloads(seqs: readonly number[]): Promise<Map<number, string>>;
+  /**
+   * The deliveries settled as delivered, and `now` recorded as the sink's last delivery (once the
+   * sink has a recorded state, SinkStateStore.recordState) in the same transaction: a delivered
+   * batch is one write.
+   */
   markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void>;
   scheduleRetry(
     sink: string,

@@ -251,7 +251,7 @@ export const REQUEUE_BATCH_EVENTS = 1_000;
  * is written on its own. A tenant polls every few seconds at its default budget, so its state
  * nearly always rides with an ingest.
  */
-export const DEFERRED_STATE_FLUSH_MS = 5_000;
+export const DEFERRED_STATE_FLUSH_MS = 30_000;
 
 /** Most journal positions one statement of a replay count reads (see REQUEUE_BATCH_EVENTS). */
 export const COUNT_WINDOW_EVENTS = 20_000;
