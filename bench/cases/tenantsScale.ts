@@ -148,28 +148,22 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       sampleRss();
     }
     const rssAfterWarmUp = maxRss;
-    const backends = async (): Promise<Map<number, number>> =>
-      admin === undefined ? new Map() : postgresBackendsCpu(admin, `changefeed ${schema}`);
-    const before = {
+    // The daemon's and its database's counts at one moment: the measurement is the difference of two.
+    const snapshot = async () => ({
       cpu: cpuSeconds(pid),
       at: Date.now(),
       metrics: await metrics(),
       commits: await commits(),
-      backends: await backends(),
+      backends:
+        admin === undefined ? new Map<number, number>() : await postgresBackendsCpu(admin, `changefeed ${schema}`),
       postgres: allPostgresCpu(),
-    };
+    });
+    const before = await snapshot();
     for (let t = 0; t < options.measureSeconds; t++) {
       await sleep(1000);
       sampleRss();
     }
-    const after = {
-      cpu: cpuSeconds(pid),
-      at: Date.now(),
-      metrics: await metrics(),
-      commits: await commits(),
-      backends: await backends(),
-      postgres: allPostgresCpu(),
-    };
+    const after = await snapshot();
     const seconds = (after.at - before.at) / 1000;
     const [b, a] = [sumMetrics(before.metrics, COUNTERS), sumMetrics(after.metrics, COUNTERS)];
     const delta = (name: (typeof COUNTERS)[number]): number => (a[name] ?? 0) - (b[name] ?? 0);

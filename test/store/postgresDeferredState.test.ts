@@ -1,29 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError, type WriteFence } from '../../src/cluster/writeFence.js';
-import type { RateEstimateRow } from '../../src/store/storeRecords.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { connectedSinkA, rateOf } from './contract/storeFixtures.js';
 import { entry, ingest, T } from './storeContract.suite.js';
-
-const rate = (events: number): RateEstimateRow => ({
-  log: 'career',
-  objectId: 'c-1',
-  events,
-  hours: 1,
-  sessions: 1,
-  lastEventAt: null,
-  updatedAt: T,
-  pollCost: 1,
-  plannedRate: null,
-  nextPollAt: null,
-});
 
 describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
   it('rides in the next ingest: one transaction for the poll, its learned rate and the named values', async () => {
     const backend = await openBackend();
     const store = await backend.tenantStore('t');
     await prepare(store);
-    store.deferState({ rates: [rate(1)], meta: { 'budget.snapshot': 'a' } });
-    store.deferState({ rates: [rate(2)], meta: { 'budget.snapshot': 'b', 'poll.hours': '[]' } });
+    store.deferState({ rates: [rateOf(1)], meta: { 'budget.snapshot': 'a' } });
+    store.deferState({ rates: [rateOf(2)], meta: { 'budget.snapshot': 'b', 'poll.hours': '[]' } });
     const before = { ...backend.activity };
     await ingest(store, [entry('e-1')]);
     // BEGIN, the head lock, the facts, quarantine, seen, events, deliveries, cursor, then the
@@ -52,7 +39,7 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
     };
     const store = await backend.tenantStore('t', { fence });
     await prepare(store);
-    store.deferState({ rates: [rate(3)] });
+    store.deferState({ rates: [rateOf(3)] });
     refusing = true;
     await expect(ingest(store, [entry('e-1')])).rejects.toMatchObject({ code: 'LEASE_LOST' });
     await expect(store.flushDeferred()).rejects.toMatchObject({ code: 'LEASE_LOST' });
@@ -67,15 +54,7 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
     const backend = await openBackend();
     const store = await backend.tenantStore('t');
     await prepare(store);
-    await store.sinks.recordState({
-      sink: 'a',
-      connected: true,
-      pausedUntil: 0,
-      consecutiveFailures: 0,
-      lastError: null,
-      lastErrorAt: null,
-      lastDeliveryAt: null,
-    });
+    await store.sinks.recordState(connectedSinkA(null));
     await ingest(store, [entry('e-1')]);
     const [pending] = await store.outbox.pending('a', 0, 10);
     const before = { ...backend.activity };
