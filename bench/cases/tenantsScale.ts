@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -16,6 +16,8 @@ const COUNTERS = [
   'changefeed_polls_total',
   'changefeed_entries_ingested_total',
   'changefeed_deliveries_total',
+  'changefeed_store_transactions_total',
+  'changefeed_store_statements_total',
 ] as const;
 
 const MAX_START_MS = Number(process.env.BENCH_MAX_START_SECONDS ?? 900) * 1000;
@@ -63,7 +65,14 @@ async function startSimulator(
 }
 
 /** The main config and one tenant file per company, each tenant with a file sink of its own. */
-function writeConfig(dir: string, url: string, keys: readonly string[], store: string, port: number): string {
+function writeConfig(
+  dir: string,
+  url: string,
+  keys: readonly string[],
+  store: string,
+  port: number,
+  instanceId: string,
+): string {
   const tenantsDir = writeCompanyTenants(dir, keys);
   const config = join(dir, 'changefeed.yaml');
   writeFileSync(
@@ -75,6 +84,8 @@ function writeConfig(dir: string, url: string, keys: readonly string[], store: s
       ...(store === '' ? [] : [store]),
       `http: { port: ${port} }`,
       `tenants: { dir: "${tenantsDir}" }`,
+      // Names the daemon's connections in pg_stat_activity, so the bench finds its backends.
+      `cluster: { instanceId: "${instanceId}" }`,
       'log: { level: warn }',
     ].join('\n'),
   );
@@ -86,11 +97,14 @@ function writeConfig(dir: string, url: string, keys: readonly string[], store: s
  * against the many-company simulator (its own process), each tenant at its default budget of 900
  * reads an hour with 20 careers, 5 skills and the identity-provider log. After a warm-up it
  * measures for a period of real time: the daemon's RSS (sampled, and its peak VmHWM), CPU seconds
- * per hour, requests and 429s from /metrics, and store transactions per second (PostgreSQL: the
- * database's xact_commit delta; SQLite: polls plus deliveries, each at least one transaction).
- * What a tenant costs is `KB per tenant`: RSS after warm-up less that of the same daemon serving
- * one tenant (run first, briefly), over the other tenants. The simulator's own RSS and cores are
- * printed beside, as it shares the machine.
+ * per hour, requests and 429s from /metrics, and what they cost the store: transactions and
+ * statements (changefeed_store_*_total, counted by the daemon) per request, poll and delivered
+ * event. On PostgreSQL also the database's side: its xact_commit delta (every client of the
+ * database) and the CPU of the backends serving the daemon (pg_stat_activity by the daemon's
+ * application_name, /proc/<pid>/stat) beside all postgres processes' CPU. What a tenant costs is
+ * `KB per tenant`: RSS after warm-up less that of the same daemon serving one tenant (run first,
+ * briefly), over the other tenants. The simulator's own RSS and cores are printed beside, as it
+ * shares the machine.
  */
 export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchRow> {
   const dir = mkdtempSync(join(tmpdir(), 'cf-tenants-scale-'));
@@ -103,11 +117,12 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     await admin?.connect();
     const port = await freePort();
     const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema} }` : '';
-    const config = writeConfig(dir, simulator.url, simulator.keys, store, port);
+    const config = writeConfig(dir, simulator.url, simulator.keys, store, port, schema);
     const oneTenantRss = await oneTenantDaemonRssMiB(
       join(dir, 'one-tenant'),
       simulator,
       options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema}_one }` : '',
+      `${schema}_one`,
     );
     daemon = startDaemon(config);
     daemon.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
@@ -139,17 +154,30 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       sampleRss();
     }
     const rssAfterWarmUp = maxRss;
-    const before = { cpu: cpuSeconds(pid), at: Date.now(), metrics: await metrics(), commits: await commits() };
+    // The daemon's and its database's counts at one moment: the measurement is the difference of two.
+    const snapshot = async () => ({
+      cpu: cpuSeconds(pid),
+      at: Date.now(),
+      metrics: await metrics(),
+      commits: await commits(),
+      backends:
+        admin === undefined ? new Map<number, number>() : await postgresBackendsCpu(admin, `changefeed ${schema}`),
+      postgres: allPostgresCpu(),
+    });
+    const before = await snapshot();
     const simulatorCpuBefore = cpuSeconds(simulator.child.pid as number);
     for (let t = 0; t < options.measureSeconds; t++) {
       await sleep(1000);
       sampleRss();
     }
-    const after = { cpu: cpuSeconds(pid), at: Date.now(), metrics: await metrics(), commits: await commits() };
+    const after = await snapshot();
     const seconds = (after.at - before.at) / 1000;
     const [b, a] = [sumMetrics(before.metrics, COUNTERS), sumMetrics(after.metrics, COUNTERS)];
     const delta = (name: (typeof COUNTERS)[number]): number => (a[name] ?? 0) - (b[name] ?? 0);
     const cpu = after.cpu - before.cpu;
+    const requests = delta('changefeed_api_requests_total');
+    const transactions = delta('changefeed_store_transactions_total');
+    const statements = delta('changefeed_store_statements_total');
     const requests429 = sumMetricWhere(after.metrics, 'changefeed_api_requests_total', 'status="429"');
     const rateLimited = Math.max(a.changefeed_api_rate_limited_total ?? 0, requests429);
     const simulatorCpu = cpuSeconds(simulator.child.pid as number);
@@ -157,7 +185,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       case: `${options.tenants.toLocaleString('en-US')} tenants, ${options.store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       'all running after s': Math.round(allRunningSeconds),
       'measured s': Math.round(seconds),
-      'requests/s': delta('changefeed_api_requests_total') / seconds,
+      'requests/s': requests / seconds,
       '429s (whole run)': rateLimited,
       'RSS after warm-up MiB': Math.round(rssAfterWarmUp),
       'one-tenant RSS MiB': Math.round(oneTenantRss),
@@ -169,10 +197,18 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       'polls/s': delta('changefeed_polls_total') / seconds,
       'entries/s': delta('changefeed_entries_ingested_total') / seconds,
       'deliveries/s': delta('changefeed_deliveries_total') / seconds,
-      'store tx/s':
-        admin === undefined
-          ? (delta('changefeed_polls_total') + delta('changefeed_deliveries_total')) / seconds
-          : (after.commits - before.commits) / seconds,
+      'store tx/s': transactions / seconds,
+      'tx per request': transactions / requests,
+      'statements per request': statements / requests,
+      'tx per poll': transactions / delta('changefeed_polls_total'),
+      'tx per delivered event': transactions / delta('changefeed_deliveries_total'),
+      ...(admin === undefined
+        ? {}
+        : {
+            'db commits/s (all clients)': (after.commits - before.commits) / seconds,
+            'PostgreSQL cores (its backends)': cpuDelta(before.backends, after.backends) / seconds,
+            'PostgreSQL cores (all its processes)': cpuDelta(before.postgres, after.postgres) / seconds,
+          }),
       'simulator RSS MiB': Math.round(memoryMiB(simulator.child.pid as number).rss),
       'simulator cores': (simulatorCpu - simulatorCpuBefore) / seconds,
     };
@@ -197,10 +233,11 @@ async function oneTenantDaemonRssMiB(
   dir: string,
   simulator: { url: string; keys: string[] },
   store: string,
+  instanceId: string,
 ): Promise<number> {
   mkdirSync(dir);
   const port = await freePort();
-  const daemon = startDaemon(writeConfig(dir, simulator.url, simulator.keys.slice(0, 1), store, port));
+  const daemon = startDaemon(writeConfig(dir, simulator.url, simulator.keys.slice(0, 1), store, port, instanceId));
   daemon.stderr?.resume();
   try {
     const pid = daemon.pid as number;
@@ -248,6 +285,54 @@ async function fetchText(url: string): Promise<string> {
   } catch {
     return '';
   }
+}
+
+/**
+ * CPU seconds so far of each PostgreSQL backend serving `applicationName` (the daemon's pools), by
+ * pid. A backend that ends within the measurement takes its CPU with it: connections of a busy
+ * pool live on, so the sum is near, and never above, what the daemon's backends used.
+ */
+async function postgresBackendsCpu(admin: pg.Client, applicationName: string): Promise<Map<number, number>> {
+  const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+    applicationName,
+  ]);
+  return processesCpu(rows.map((r) => r.pid));
+}
+
+/**
+ * CPU seconds so far of every postgres process on this machine, by pid: the database's whole
+ * work, for every client of it (other benches and tests on a shared machine included).
+ */
+function allPostgresCpu(): Map<number, number> {
+  const pids = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    });
+  return processesCpu(pids.map(Number));
+}
+
+function processesCpu(pids: readonly number[]): Map<number, number> {
+  const cpu = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      cpu.set(pid, cpuSeconds(pid));
+    } catch {
+      // Ended since it was listed.
+    }
+  }
+  return cpu;
+}
+
+/** CPU used between two samples by the processes of the second: a process new since the first counts whole. */
+function cpuDelta(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let sum = 0;
+  for (const [pid, cpu] of after) sum += cpu - (before.get(pid) ?? 0);
+  return sum;
 }
 
 /** Neither exited nor killed by a signal (a signal leaves exitCode null). */

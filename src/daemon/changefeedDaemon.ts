@@ -288,6 +288,7 @@ export class ChangefeedDaemon {
         });
         this.backend = await this.opening.open();
       } else this.backend = await openOnce();
+      this.options.metrics.store.watch(this.backend.activity);
       const supervisor = this.supervisor(this.backend);
       this.tenantRecords = this.backend.tenantRecords();
       const shared = this.backend.sharedByReplicas;

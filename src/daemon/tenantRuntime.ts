@@ -166,6 +166,13 @@ export class TenantRuntime {
       this.logger.info({ drainMs }, 'tenant stopping: polling stopped, deliveries in flight finish within drainMs');
     await this.parts.engine.stop({ drainMs });
     await this.pruning;
+    // The learned state still waiting for a write (store.deferState), under the lease still held.
+    // Not tried against a store known to be away (a stop must not wait out its timeouts); refused
+    // (a lost lease, a store away), it is only a refinement lost.
+    if (this.parts.store.health.problem === undefined)
+      await this.parts.store.flushDeferred().catch((error: unknown) => {
+        this.logger.debug({ err: describeError(error) }, 'learned state not recorded while stopping');
+      });
     await this.parts.client.close();
     this.parts.feed?.close();
   }

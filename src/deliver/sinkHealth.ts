@@ -165,18 +165,15 @@ export class SinkHealth {
     this.logger.info({ sink: this.sink }, 'endpoint reachable again, with nothing pending: no longer failing');
   }
 
+  /**
+   * A batch was acknowledged. Its ack recorded the time of the last delivery already
+   * (OutboxStore.markDelivered): the state is written only when something else changed with it.
+   */
   delivered(now: number): void {
-    const persistedLongAgo = this.lastDeliveryAt === null || now - this.lastDeliveryAt >= 1000;
     this.lastDeliveryAt = now;
     const wasFailing = this.failingSince !== null;
     this.failingSince = null;
-    if (
-      wasFailing ||
-      this.consecutiveFailures !== 0 ||
-      this.lastError !== null ||
-      this.circuit !== 'closed' ||
-      persistedLongAgo
-    ) {
+    if (wasFailing || this.consecutiveFailures !== 0 || this.lastError !== null || this.circuit !== 'closed') {
       this.consecutiveFailures = 0;
       this.lastError = null;
       this.circuit = 'closed';

@@ -3,6 +3,7 @@ import { CHANGEFEED_VERSION } from '../version.js';
 import { ChangefeedMetrics } from './changefeedMetrics.js';
 import { FeedRouterMetrics } from './feedRouterMetrics.js';
 import { LeaseMetrics } from './leaseMetrics.js';
+import { StoreMetrics } from './storeMetrics.js';
 
 const GAUGES_NAMED_AS_COUNTERS = [
   'nodejs_active_handles_total',
@@ -21,7 +22,7 @@ export interface TenantCountView {
  * builds a new daemon around the same ProcessMetrics, so no counter resets. Holds Node's and the
  * process's own metrics under their standard names (`process_cpu_seconds_total`,
  * `nodejs_heap_size_used_bytes`, ...), `changefeed_build_info`, the tenants, the leases, the feed
- * router's own answers, and every tenant's series (labelled `tenant`).
+ * router's own answers, the store's transactions and statements, and every tenant's series (labelled `tenant`).
  */
 export class ProcessMetrics {
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
@@ -29,6 +30,7 @@ export class ProcessMetrics {
   readonly tenants: ChangefeedMetrics;
   readonly leases: LeaseMetrics;
   readonly feedRouter: FeedRouterMetrics;
+  readonly store: StoreMetrics;
   private view: TenantCountView | undefined;
 
   constructor(options: { version?: string } = {}) {
@@ -53,6 +55,7 @@ export class ProcessMetrics {
     this.tenants = new ChangefeedMetrics(this.registry);
     this.leases = new LeaseMetrics(this.registry);
     this.feedRouter = new FeedRouterMetrics(this.registry);
+    this.store = new StoreMetrics(this.registry);
   }
 
   /** The daemon serving now (one at a time: a reload replaces it). */

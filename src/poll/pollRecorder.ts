@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { PollScheduler } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
+import type { DeferredState, RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
 import type { FailureAction } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import type { PollFailures } from './pollFailures.js';
@@ -92,23 +92,28 @@ export class PollRecorder {
 
   /**
    * The learned rate and, now and then, the budget's state and the hours of polling, for
-   * restarts, `status` and the console. The poll itself is already committed: a store that
-   * cannot take these now only loses a refinement.
+   * restarts, `status` and the console: deferred, to be written with the tenant's next write
+   * transaction (store.deferState), so a poll costs the store its ingest alone. The poll itself is
+   * already committed: a store that cannot take these now only loses a refinement.
    */
   private async persist(learned: RateEstimateRow | undefined, now: number): Promise<void> {
     const { store, budget, logger } = this.deps;
     try {
-      if (learned) await store.rates.save(learned);
-      if (now - this.budgetWrittenAt < BUDGET_META_EVERY_MS) return;
-      this.budgetWrittenAt = now;
-      if (!this.hoursLoaded) {
-        this.hours = mergePollHours(parsePollHours(await store.getMeta(POLL_HOURS_META_KEY)), this.hours);
-        this.hoursLoaded = true;
+      const state: DeferredState = learned ? { rates: [learned] } : {};
+      if (now - this.budgetWrittenAt >= BUDGET_META_EVERY_MS) {
+        this.budgetWrittenAt = now;
+        if (!this.hoursLoaded) {
+          this.hours = mergePollHours(parsePollHours(await store.getMeta(POLL_HOURS_META_KEY)), this.hours);
+          this.hoursLoaded = true;
+        }
+        const meta: Record<string, string> = { [POLL_HOURS_META_KEY]: JSON.stringify(this.hours) };
+        if (budget) {
+          const pollBudgetPerHour = this.deps.scheduler.pollBudgetPerHour(now);
+          meta[BUDGET_META_KEY] = JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour });
+        }
+        state.meta = meta;
       }
-      await store.setMeta(POLL_HOURS_META_KEY, JSON.stringify(this.hours));
-      if (!budget) return;
-      const pollBudgetPerHour = this.deps.scheduler.pollBudgetPerHour(now);
-      await store.setMeta(BUDGET_META_KEY, JSON.stringify({ ...budget.snapshot(), at: now, pollBudgetPerHour }));
+      store.deferState(state);
     } catch (error) {
       if (!store.health.record(error, store.location)) throw error;
       logger.debug({ err: describeError(error) }, 'learned rate not recorded: the store cannot be written');

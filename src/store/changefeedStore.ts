@@ -2,6 +2,7 @@ import type { LogKind } from '../logs.js';
 import type { StoreHealth } from './storeHealth.js';
 import type {
   DeadLetter,
+  DeferredState,
   DeliveryCounts,
   FailedDelivery,
   IngestRequest,
@@ -35,7 +36,8 @@ import type {
  * - Every change of a delivery's state is one short transaction: after a crash each event is
  *   delivered or still pending (at-least-once).
  * - On a store shared by replicas, every write checks the tenant's lease in its transaction and
- *   fails with LEASE_LOST once another replica may hold it (fencing).
+ *   fails with LEASE_LOST once another replica may hold it (fencing); deferred state rides in a
+ *   fenced transaction too.
  */
 export interface ChangefeedStore {
   /** The tenant whose records this is: every event read from it carries this `tenant` attribute. */
@@ -59,6 +61,16 @@ export interface ChangefeedStore {
    * written (disk full, database away): nothing of the read is kept, the cursor stays.
    */
   ingest(request: IngestRequest): Promise<IngestResult>;
+  /**
+   * Writes `state` with the tenant's next write transaction (an ingest, a delivery's outcome), or
+   * on its own within DEFERRED_STATE_FLUSH_MS when none comes; the last value of a log's rate or a
+   * meta key wins. A store that answers at once (SQLite) may write it now. State given here is
+   * lost if the process dies first, and a write that the lease fence refuses drops it: only for
+   * state whose loss costs a refinement, never a cursor or a delivery.
+   */
+  deferState(state: DeferredState): void;
+  /** Writes what deferState holds now; what cannot be written waits for the next write. */
+  flushDeferred(): Promise<void>;
   getMeta(key: string): Promise<string | undefined>;
   setMeta(key: string, value: string): Promise<void>;
   /** How many events the journal holds now. */
@@ -101,6 +113,11 @@ export interface OutboxStore {
   pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]>;
   /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
   payloads(seqs: readonly number[]): Promise<Map<number, string>>;
+  /**
+   * The deliveries settled as delivered, and `now` recorded as the sink's last delivery (once the
+   * sink has a recorded state, SinkStateStore.recordState) in the same transaction: a delivered
+   * batch is one write.
+   */
   markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void>;
   scheduleRetry(
     sink: string,

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { WriteFence } from '../cluster/writeFence.js';
 import type { TenantRecords } from '../tenants/tenant.js';
 import type { ChangefeedStore } from './changefeedStore.js';
+import type { StoreActivity } from './storeActivity.js';
 
 /**
  * A store engine serving the tenants of one process: SQLite keeps them in one file on one
@@ -17,6 +18,8 @@ export interface StoreBackend {
    * under the state directory's lock): no leases, no fences.
    */
   readonly sharedByReplicas: SharedByReplicas | undefined;
+  /** The transactions and statements its tenants sent so far (changefeed_store_*_total). */
+  readonly activity: StoreActivity;
   /**
    * The store of one tenant. `fence` is checked inside every write transaction of the tenant
    * (see docs/scaling.md); an engine not shared by replicas refuses one, as it could not check it.

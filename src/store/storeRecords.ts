@@ -178,6 +178,15 @@ export interface RateEstimateRow {
   nextPollAt: number | null;
 }
 
+/**
+ * State learned by polling whose loss costs only a refinement, which may wait for the tenant's
+ * next write (ChangefeedStore.deferState): learned rates, one per log, and meta values by key.
+ */
+export interface DeferredState {
+  rates?: readonly RateEstimateRow[];
+  meta?: Readonly<Record<string, string>>;
+}
+
 export interface JournalEvent {
   seq: number;
   /** The CloudEvent JSON exactly as stored; an event journaled before the `tenant` attribute gets it (eventTenant.ts). */
@@ -236,6 +245,13 @@ export const PRUNE_BATCH_EVENTS = 1_000;
  * between them, on PostgreSQL no transaction stays open for long.
  */
 export const REQUEUE_BATCH_EVENTS = 1_000;
+
+/**
+ * How long deferred state (ChangefeedStore.deferState) waits for a write of its tenant before it
+ * is written on its own. A tenant polls every few seconds at its default budget, so its state
+ * nearly always rides with an ingest.
+ */
+export const DEFERRED_STATE_FLUSH_MS = 30_000;
 
 /** Most journal positions one statement of a replay count reads (see REQUEUE_BATCH_EVENTS). */
 export const COUNT_WINDOW_EVENTS = 20_000;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ProcessMetrics } from '../../src/observe/processMetrics.js';
 import type { TenantMetricSource } from '../../src/observe/changefeedMetrics.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { StoreActivity } from '../../src/store/storeActivity.js';
 import { sampleValue } from '../support/metricsText.js';
 
 /** A tenant whose store answers with one sink and `pending` events, or refuses every read. */
@@ -77,5 +78,25 @@ describe('the process metrics', () => {
     again.attach(source(0));
     again.observeResponse({ ...meta, remaining: 7 }, '/api/v1/identity-provider-events');
     expect(sampleValue(await metrics.metrics(), 'changefeed_budget_remaining', { tenant: 'acme' })).toBe(7);
+  });
+
+  it("counts the store's transactions and statements on, across a backend opened again", async () => {
+    const metrics = new ProcessMetrics();
+    const first = new StoreActivity('postgres');
+    metrics.store.watch(first);
+    first.statementAlone();
+    first.transactions += 1;
+    first.statements += 4;
+    let text = await metrics.metrics();
+    expect(sampleValue(text, 'changefeed_store_transactions_total', { engine: 'postgres' })).toBe(2);
+    expect(sampleValue(text, 'changefeed_store_statements_total', { engine: 'postgres' })).toBe(5);
+
+    // A reload opens another backend, whose counts start from nothing: the counters go on.
+    const second = new StoreActivity('postgres');
+    metrics.store.watch(second);
+    second.statementAlone();
+    text = await metrics.metrics();
+    expect(sampleValue(text, 'changefeed_store_transactions_total', { engine: 'postgres' })).toBe(3);
+    expect(sampleValue(text, 'changefeed_store_statements_total', { engine: 'postgres' })).toBe(6);
   });
 });

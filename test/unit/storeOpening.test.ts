@@ -5,6 +5,7 @@ import { STORE_OPEN_RETRY, StoreOpening } from '../../src/daemon/storeOpening.js
 import { AbortedError } from '../../src/errors.js';
 import { createLogger } from '../../src/observe/createLogger.js';
 import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
+import { StoreActivity } from '../../src/store/storeActivity.js';
 import type { StoreBackend } from '../../src/store/storeBackend.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
 import { MemoryTenantRecords } from '../../src/tenants/memoryTenantRecords.js';
@@ -16,6 +17,7 @@ function fakeBackend(): StoreBackend & { closed: boolean } {
   const backend = {
     location: LOCATION,
     sharedByReplicas: undefined,
+    activity: new StoreActivity('postgres'),
     closed: false,
     tenantStore: () => Promise.reject(new Error('not used')),
     tenantRecords: () => new MemoryTenantRecords(),

@@ -106,11 +106,14 @@ export class PostgresOutbox implements OutboxStore {
     return rows.map(pendingDeliveryFromRow);
   }
 
+  /** The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered). */
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
     await this.db.writeOne(
-      `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = $4,
-         first_attempt_at = COALESCE(first_attempt_at, $4)
-       WHERE tenant = $1 AND sink = $2 AND seq = ANY($3::bigint[]) AND state = 'pending'`,
+      `WITH delivered AS (
+         UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = $4,
+           first_attempt_at = COALESCE(first_attempt_at, $4)
+         WHERE tenant = $1 AND sink = $2 AND seq = ANY($3::bigint[]) AND state = 'pending')
+       UPDATE sink_state SET last_delivery_at = $4 WHERE tenant = $1 AND sink = $2`,
       [this.db.tenant, sink, seqs, now],
     );
   }

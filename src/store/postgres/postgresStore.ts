@@ -3,8 +3,9 @@ import type { ChangefeedStore } from '../changefeedStore.js';
 import type { StoreHealth } from '../storeHealth.js';
 import { decideIngest, eventToAppend, journalIdOf, type IngestFacts } from '../ingestDecision.js';
 import { quarantineFingerprint } from '../storedRows.js';
-import type { IngestRequest, IngestResult } from '../storeRecords.js';
+import type { DeferredState, IngestRequest, IngestResult } from '../storeRecords.js';
 import { PostgresDeadLetters } from './deadLetters.js';
+import { PostgresDeferredState } from './deferredState.js';
 import type { RequeueCounts } from './requeueCounts.js';
 import { PostgresJournal } from './journal.js';
 import { PostgresOutbox, type NewEvent } from './outbox.js';
@@ -29,6 +30,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   readonly quarantine: PostgresQuarantine;
   readonly rates: PostgresRateEstimates;
   private open = true;
+  private readonly deferred: PostgresDeferredState;
 
   constructor(
     private readonly db: TenantDb,
@@ -42,6 +44,8 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     this.sinks = new PostgresSinkStates(db);
     this.quarantine = new PostgresQuarantine(db);
     this.rates = new PostgresRateEstimates(db);
+    this.deferred = new PostgresDeferredState(db, this.rates);
+    db.carry(this.deferred);
   }
 
   get tenant(): string {
@@ -129,6 +133,14 @@ export class PostgresChangefeedStore implements ChangefeedStore {
       journaled: new Set(facts.journaled),
       quarantinedBefore: new Set(facts.quarantined),
     };
+  }
+
+  deferState(state: DeferredState): void {
+    this.deferred.add(state);
+  }
+
+  flushDeferred(): Promise<void> {
+    return this.deferred.flush();
   }
 
   async getMeta(key: string): Promise<string | undefined> {

@@ -4,6 +4,7 @@ import { readSecretFile } from '../../secrets/readSecretFile.js';
 import { redactUrlCredentials, withUrlPassword } from '../../secrets/urlCredentials.js';
 import { registerSecret } from '../../secrets/secretRegistry.js';
 import { TenantRecordTable } from '../../cluster/tenantRecordTable.js';
+import { StoreActivity } from '../storeActivity.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { StoreUnavailableError } from '../storeHealth.js';
 import { checkExistingSchema } from './existingSchema.js';
@@ -70,6 +71,7 @@ const types = {
  */
 export class PostgresStoreBackend implements StoreBackend {
   readonly sharedByReplicas = this;
+  readonly activity = new StoreActivity('postgres');
   private closing: Promise<void> | undefined;
   private readonly requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS);
 
@@ -176,7 +178,10 @@ export class PostgresStoreBackend implements StoreBackend {
   /** The store of one tenant; its writes check `fence` first when one is given. */
   tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<PostgresChangefeedStore> {
     return Promise.resolve(
-      new PostgresChangefeedStore(new TenantDb(this.pool, tenant, this.location, options.fence), this.requeueCounts),
+      new PostgresChangefeedStore(
+        new TenantDb(this.pool, tenant, this.location, options.fence, this.activity),
+        this.requeueCounts,
+      ),
     );
   }
 

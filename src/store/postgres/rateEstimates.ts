@@ -1,7 +1,7 @@
 import type { RateEstimateStore } from '../changefeedStore.js';
 import { rateEstimateFromRow, type RateEstimateDbRow } from '../storedRows.js';
 import type { RateEstimateRow } from '../storeRecords.js';
-import type { TenantDb } from './tenantDb.js';
+import type { Query, TenantDb } from './tenantDb.js';
 
 /** Rate estimates per watched log of one tenant, so learned rates survive a restart and `status` can show them. */
 export class PostgresRateEstimates implements RateEstimateStore {
@@ -18,26 +18,39 @@ export class PostgresRateEstimates implements RateEstimateStore {
   }
 
   async save(row: RateEstimateRow): Promise<void> {
-    await this.db.writeOne(
+    await this.db.writeOne(...this.upsert([row]));
+  }
+
+  /** `rows` (one per log at most) written in the caller's transaction. */
+  async saveIn(query: Query, rows: readonly RateEstimateRow[]): Promise<void> {
+    await query(...this.upsert(rows));
+  }
+
+  /** The one statement that writes `rows` (one per log at most). */
+  private upsert(rows: readonly RateEstimateRow[]): [string, unknown[]] {
+    const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((row) => row[key]);
+    return [
       `INSERT INTO rate_estimates (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost,
          planned_rate, next_poll_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       SELECT $1, u.* FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[], $7::float8[],
+         $8::float8[], $9::float8[], $10::float8[], $11::float8[])
+         AS u (log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost, planned_rate, next_poll_at)
        ON CONFLICT (tenant, log, object_id) DO UPDATE SET events = excluded.events, sessions = excluded.sessions,
          hours = excluded.hours, last_event_at = excluded.last_event_at, updated_at = excluded.updated_at,
          poll_cost = excluded.poll_cost, planned_rate = excluded.planned_rate, next_poll_at = excluded.next_poll_at`,
       [
         this.db.tenant,
-        row.log,
-        row.objectId,
-        row.events,
-        row.sessions,
-        row.hours,
-        row.lastEventAt,
-        row.updatedAt,
-        row.pollCost,
-        row.plannedRate,
-        row.nextPollAt,
+        column('log'),
+        column('objectId'),
+        column('events'),
+        column('sessions'),
+        column('hours'),
+        column('lastEventAt'),
+        column('updatedAt'),
+        column('pollCost'),
+        column('plannedRate'),
+        column('nextPollAt'),
       ],
-    );
+    ];
   }
 }

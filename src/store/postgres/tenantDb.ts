@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { WriteFence } from '../../cluster/writeFence.js';
+import type { StoreActivity } from '../storeActivity.js';
 import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 
@@ -8,6 +9,20 @@ export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
   sql: string,
   params?: readonly unknown[],
 ) => Promise<pg.QueryResult<R>>;
+
+/** Writes that wait to ride in the tenant's next write transaction (PostgresDeferredState). */
+export interface RidingWrites {
+  readonly waiting: boolean;
+  /** Writes with `query` before the transaction commits; the transaction then says how it ended. */
+  write(query: Query): Promise<RiddenTransaction>;
+}
+
+/** How the transaction that carried riding writes ended. */
+export interface RiddenTransaction {
+  committed(): void;
+  /** Rolled back with `error` (what the caller of the transaction is thrown): the writes wait for the next one. */
+  rolledBack(error: unknown): void;
+}
 
 /**
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
@@ -24,17 +39,26 @@ export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
  */
 export class TenantDb {
   readonly health = new StoreHealth();
+  private riding: RidingWrites | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
     readonly tenant: string,
     readonly location: string,
     private readonly fence: WriteFence | undefined,
+    /** Counts every transaction and statement sent (the backend's, shared by its tenants). */
+    private readonly activity: StoreActivity,
   ) {}
+
+  /** `writes` go with every write transaction of the tenant from now on, after its fence check. */
+  carry(writes: RidingWrites): void {
+    this.riding = writes;
+  }
 
   /** One read statement, outside any transaction (each statement sees committed data only). */
   async read<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
     try {
+      this.activity.statementAlone();
       return (await this.pool.query<R>(sql, params as unknown[])).rows;
     } catch (error) {
       throw this.failure(error);
@@ -43,11 +67,12 @@ export class TenantDb {
 
   /**
    * One write statement. Without a fence it runs alone (PostgreSQL makes a statement atomic);
-   * with one it is wrapped in a transaction that checks the fence first.
+   * with one, or with writes waiting to ride along, it is wrapped in a transaction (the fence first).
    */
   async writeOne<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<pg.QueryResult<R>> {
-    if (this.fence) return this.transaction((query) => query<R>(sql, params));
+    if (this.fence || this.riding?.waiting) return this.transaction((query) => query<R>(sql, params));
     try {
+      this.activity.statementAlone();
       const result = await this.pool.query<R>(sql, params as unknown[]);
       this.health.clear();
       return result;
@@ -56,7 +81,10 @@ export class TenantDb {
     }
   }
 
-  /** `work` in one transaction on one connection, after the fence check; rolled back if anything throws. */
+  /**
+   * `work` in one transaction on one connection, after the fence check, with the writes waiting to
+   * ride along; rolled back if anything throws (the riding writes then wait for the next one).
+   */
   async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
@@ -68,20 +96,35 @@ export class TenantDb {
     const ignore = (): void => undefined;
     client.on('error', ignore);
     let broken: Error | undefined;
+    let carried: RiddenTransaction | undefined;
+    const activity = this.activity;
+    activity.transactions++;
+    const send = <R extends pg.QueryResultRow>(
+      sql: string,
+      params?: readonly unknown[],
+    ): Promise<pg.QueryResult<R>> => {
+      activity.statements++;
+      return client.query<R>(sql, params as unknown[]);
+    };
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
       const bound = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
       // One round trip: BEGIN and the bounds of the transaction (SET LOCAL: for it alone). A
       // fenced transaction holds its lease row's lock: neither a statement nor a pause of this
       // process between two statements (SIGSTOP, a long GC) may hold it past the bound.
-      await client.query(
+      await send(
         bound === undefined
           ? 'BEGIN'
           : `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`,
       );
-      if (this.fence) await this.fence.check(client);
-      const result = await work((sql, params) => client.query(sql, params as unknown[]));
-      await client.query('COMMIT');
+      if (this.fence) {
+        activity.statements++;
+        await this.fence.check(client);
+      }
+      const result = await work(send);
+      if (this.riding?.waiting) carried = await this.riding.write(send);
+      await send('COMMIT');
+      carried?.committed();
       this.health.clear();
       return result;
     } catch (error) {
@@ -89,10 +132,12 @@ export class TenantDb {
       // which would wait out another timeout: destroyed, the server rolls back on its own.
       if (isConnectionFailure(error)) broken = error as Error;
       else
-        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        await send('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
-      throw this.failure(error);
+      const thrown = this.failure(error);
+      carried?.rolledBack(thrown);
+      throw thrown;
     } finally {
       client.off('error', ignore);
       client.release(broken);

@@ -37,6 +37,7 @@ const SETTLED = `first_attempt_at = COALESCE(first_attempt_at, @now)
   WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
 const DELIVERED = `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = @now,
   ${SETTLED}`;
+const LAST_DELIVERY = 'UPDATE sink_state SET last_delivery_at = @now WHERE tenant = @tenant AND sink = @sink';
 const RETRY = `UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = @nextAttemptAt, last_error = @error,
   last_status = @status, last_response = @response, updated_at = @now, ${SETTLED}`;
 const DEAD = `UPDATE deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error, last_status = @status,
@@ -133,6 +134,7 @@ export class Outbox implements OutboxStore {
     const delivered = this.conn.statement<object>(DELIVERED);
     this.conn.transaction(() => {
       for (const seq of seqs) delivered.run({ tenant: this.tenant, sink, seq, now });
+      this.conn.statement(LAST_DELIVERY).run({ tenant: this.tenant, sink, now });
     });
   }
 

@@ -19,6 +19,10 @@ export class RateEstimates implements RateEstimateStore {
   }
 
   async save(row: RateEstimateRow): Promise<void> {
+    this.saveNow(row);
+  }
+
+  saveNow(row: RateEstimateRow): void {
     this.conn.statement<object>(UPSERT).run({ ...row, tenant: this.conn.tenant });
   }
 }

@@ -2,7 +2,7 @@ import { performedAtMs } from '../../api/activityEntry.js';
 import type { ChangefeedStore } from '../changefeedStore.js';
 import { decideIngest, eventToAppend, journalIdOf } from '../ingestDecision.js';
 import { quarantineFingerprint } from '../storedRows.js';
-import type { IngestRequest, IngestResult } from '../storeRecords.js';
+import type { DeferredState, IngestRequest, IngestResult } from '../storeRecords.js';
 import type { Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
 import { Journal } from './journal.js';
@@ -43,6 +43,8 @@ export class SqliteChangefeedStore implements ChangefeedStore {
 
   private readonly conn: TenantConnection;
   private open = true;
+  /** Deferred state the disk refused so far (deferState). */
+  private unwritten: DeferredState = {};
 
   /** `ownsConnection`: closing the store closes the connection (false when the tenants of a backend share it). */
   constructor(
@@ -98,6 +100,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   /** Throws StoreUnavailableError when the disk is full or read-only: nothing of the read is kept, the cursor stays. */
   async ingest(request: IngestRequest): Promise<IngestResult> {
     try {
+      this.conn.countTransaction();
       const result = this.ingestTx(request);
       this.health.clear();
       return result;
@@ -105,6 +108,36 @@ export class SqliteChangefeedStore implements ChangefeedStore {
       if (!this.health.record(error, this.db.name)) throw error;
       throw new StoreUnavailableError(this.health.problem ?? 'the store cannot be written', error);
     }
+  }
+
+  /**
+   * Written at once, in one transaction: a local file answers without a round trip. State the
+   * disk refuses waits for flushDeferred (the next deferState writes it along); health says why.
+   */
+  deferState(state: DeferredState): void {
+    this.unwritten = {
+      rates: [...(this.unwritten.rates ?? []), ...(state.rates ?? [])],
+      meta: { ...this.unwritten.meta, ...state.meta },
+    };
+    try {
+      this.writeDeferred();
+    } catch (error) {
+      if (!this.health.record(error, this.db.name)) throw error;
+    }
+  }
+
+  async flushDeferred(): Promise<void> {
+    this.writeDeferred();
+  }
+
+  private writeDeferred(): void {
+    const { rates = [], meta = {} } = this.unwritten;
+    if (rates.length === 0 && Object.keys(meta).length === 0) return;
+    this.conn.transaction(() => {
+      for (const row of rates) this.rates.saveNow(row);
+      for (const [key, value] of Object.entries(meta)) this.conn.statement(SET_META).run(this.tenant, key, value);
+    });
+    this.unwritten = {};
   }
 
   async getMeta(key: string): Promise<string | undefined> {

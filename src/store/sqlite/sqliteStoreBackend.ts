@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
+import { StoreActivity } from '../storeActivity.js';
 import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
@@ -7,6 +8,7 @@ import type { StoreConfig } from '../storeConfig.js';
 import { openDatabase, StoreError, type Db } from './database.js';
 import { SqliteTenantRecords } from './tenantRecordRows.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
+import { countActivity } from './tenantConnection.js';
 import { tenantHasRows } from './tenantTables.js';
 
 export interface SqliteBackendOptions {
@@ -23,6 +25,7 @@ export interface SqliteBackendOptions {
  */
 export class SqliteStoreBackend implements StoreBackend {
   readonly sharedByReplicas = undefined;
+  readonly activity = new StoreActivity('sqlite');
   private connection: Db | undefined;
   private readonly stores = new Map<string, SqliteChangefeedStore>();
 
@@ -63,6 +66,7 @@ export class SqliteStoreBackend implements StoreBackend {
         `no store at ${file}; has the daemon run with stateDir ${this.config.stateDir}?`,
       );
     this.connection = openDatabase(file, { readonly: this.options.readonly ?? false });
+    countActivity(this.connection, this.activity);
     return this.connection;
   }
 

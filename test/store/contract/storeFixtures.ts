@@ -3,13 +3,38 @@ import type { QuarantinedEntry } from '../../../src/api/quarantinedEntry.js';
 import { buildCloudEvent, type EventsConfig } from '../../../src/events/cloudEvent.js';
 import type { LogKind } from '../../../src/logs.js';
 import type { ChangefeedStore } from '../../../src/store/changefeedStore.js';
-import type { IngestRequest } from '../../../src/store/storeRecords.js';
+import type { IngestRequest, RateEstimateRow, SinkStateUpdate } from '../../../src/store/storeRecords.js';
 
 /** Opens a fresh store with `sinks` active (default ['a']) and the career log c-1 watched. */
 export type OpenFresh = (sinks?: string[]) => Promise<{ store: ChangefeedStore; reopen(): Promise<ChangefeedStore> }>;
 
 export const T = Date.UTC(2026, 4, 1, 12, 0, 0);
 export const HOUR = 3_600_000;
+
+/** Sink `a` connected, without a failure, last delivering at `lastDeliveryAt`. */
+export const connectedSinkA = (lastDeliveryAt: number | null): SinkStateUpdate => ({
+  sink: 'a',
+  connected: true,
+  pausedUntil: 0,
+  consecutiveFailures: 0,
+  lastError: null,
+  lastErrorAt: null,
+  lastDeliveryAt,
+});
+
+/** A learned rate of the career log c-1 with `events` counted. */
+export const rateOf = (events: number): RateEstimateRow => ({
+  log: 'career',
+  objectId: 'c-1',
+  events,
+  hours: 1,
+  sessions: 1,
+  lastEventAt: null,
+  updatedAt: T,
+  pollCost: 1,
+  plannedRate: null,
+  nextPollAt: null,
+});
 export const EVENTS: EventsConfig = { typePrefix: 'com.test', nullEventName: 'unspecified' };
 export const BASE_URL = 'https://svc.example';
 

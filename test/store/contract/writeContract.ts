@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LeaseLostError, type WriteFence } from '../../../src/cluster/writeFence.js';
 import type { ChangefeedStore } from '../../../src/store/changefeedStore.js';
 import type { OpenEngine } from '../storeContract.suite.js';
-import { entry, HOUR, ingest, T } from './storeFixtures.js';
+import { connectedSinkA, entry, HOUR, ingest, rateOf, T } from './storeFixtures.js';
 
 type MethodsOf<O> = { [K in keyof O]: O[K] extends (...args: never[]) => unknown ? K : never }[keyof O] & string;
 /** The facets of the contract (watchedLogs, outbox, ...): its members that are objects of methods. */
@@ -34,6 +34,18 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   ingest: { write: (s) => ingest(s, [entry('e-3')], { windowEnd: T + 9 }) },
   getMeta: { read: (s) => s.getMeta('k') },
   setMeta: { write: (s) => s.setMeta('k', 'v2') },
+  deferState: {
+    write: async (s) => {
+      s.deferState({ meta: { k: 'v3' } });
+      await s.flushDeferred();
+    },
+  },
+  flushDeferred: {
+    write: async (s) => {
+      s.deferState({ meta: { deferred: 'v' } });
+      await s.flushDeferred();
+    },
+  },
   journalSize: { read: (s) => s.journalSize() },
   'watchedLogs.get': { read: (s) => s.watchedLogs.get('career', 'c-1') },
   'watchedLogs.list': { read: (s) => s.watchedLogs.list() },
@@ -64,38 +76,13 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   'journal.prunedThrough': { read: (s) => s.journal.prunedThrough() },
   'journal.page': { read: (s) => s.journal.page(0, 10) },
   'sinks.activate': { write: (s) => s.sinks.activate([{ name: 'b', type: 'file' }], T) },
-  'sinks.recordState': {
-    write: (s) =>
-      s.sinks.recordState({
-        sink: 'a',
-        connected: true,
-        pausedUntil: 0,
-        consecutiveFailures: 0,
-        lastError: null,
-        lastErrorAt: null,
-        lastDeliveryAt: T,
-      }),
-  },
+  'sinks.recordState': { write: (s) => s.sinks.recordState(connectedSinkA(T)) },
   'sinks.enable': { write: (s) => s.sinks.enable('a') },
   'sinks.list': { read: (s) => s.sinks.list() },
   'quarantine.count': { read: (s) => s.quarantine.count() },
   'quarantine.list': { read: (s) => s.quarantine.list() },
   'rates.list': { read: (s) => s.rates.list() },
-  'rates.save': {
-    write: (s) =>
-      s.rates.save({
-        log: 'career',
-        objectId: 'c-1',
-        events: 1,
-        hours: 1,
-        sessions: 1,
-        lastEventAt: null,
-        updatedAt: T,
-        pollCost: 1,
-        plannedRate: null,
-        nextPollAt: null,
-      }),
-  },
+  'rates.save': { write: (s) => s.rates.save(rateOf(1)) },
 };
 
 const calls = Object.entries(CONTRACT_CALLS) as [ContractMethod, { write: Call } | { read: Call }][];

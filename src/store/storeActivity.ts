@@ -1,0 +1,25 @@
+/** The store engines, as the `engine` label of the store's metrics says them. */
+export type StoreEngine = 'sqlite' | 'postgres';
+
+/**
+ * How much work a store engine asked of its database since the process opened it, for
+ * `changefeed_store_transactions_total` and `changefeed_store_statements_total`: what a poll or a
+ * delivered batch costs the database, counted where it is sent, so a shared database's own
+ * statistics (every client of it at once) are not needed to tell.
+ *
+ * A transaction is an explicit one (BEGIN ... COMMIT or ROLLBACK) or a statement sent on its own,
+ * which the database runs as a transaction of its own. A statement is one round trip to the
+ * database (PostgreSQL: BEGIN and COMMIT included) or one execution of a prepared statement (SQLite).
+ */
+export class StoreActivity {
+  transactions = 0;
+  statements = 0;
+
+  constructor(readonly engine: StoreEngine) {}
+
+  /** One statement outside any transaction: a transaction of its own. */
+  statementAlone(): void {
+    this.transactions++;
+    this.statements++;
+  }
+}

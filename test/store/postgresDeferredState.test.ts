@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { LeaseLostError, type WriteFence } from '../../src/cluster/writeFence.js';
+import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { connectedSinkA, rateOf } from './contract/storeFixtures.js';
+import { entry, ingest, T } from './storeContract.suite.js';
+
+describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
+  it('rides in the next ingest: one transaction for the poll, its learned rate and the named values', async () => {
+    const backend = await openBackend();
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    store.deferState({ rates: [rateOf(1)], meta: { 'budget.snapshot': 'a' } });
+    store.deferState({ rates: [rateOf(2)], meta: { 'budget.snapshot': 'b', 'poll.hours': '[]' } });
+    const before = { ...backend.activity };
+    await ingest(store, [entry('e-1')]);
+    // BEGIN, the head lock, the facts, quarantine, seen, events, deliveries, cursor, then the
+    // rates and the named values, COMMIT: what a poll costs, counted at the source.
+    expect(backend.activity.transactions - before.transactions).toBe(1);
+    const statements = backend.activity.statements - before.statements;
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([2]);
+    expect(await store.getMeta('budget.snapshot')).toBe('b');
+    expect(await store.getMeta('poll.hours')).toBe('[]');
+
+    // Nothing waits any more: the next ingest costs what an ingest costs.
+    const again = { ...backend.activity };
+    await ingest(store, [entry('e-2')]);
+    expect(backend.activity.transactions - again.transactions).toBe(1);
+    expect(backend.activity.statements - again.statements).toBe(statements - 2);
+  });
+
+  it('waits for the next write when the transaction that carried it is refused, and is written then', async () => {
+    const backend = await openBackend();
+    let refusing = false;
+    const fence: WriteFence = {
+      tenant: 't',
+      epoch: 1,
+      statementTimeoutMs: 10_000,
+      check: () => (refusing ? Promise.reject(new LeaseLostError('t', 'the test took it')) : Promise.resolve()),
+    };
+    const store = await backend.tenantStore('t', { fence });
+    await prepare(store);
+    store.deferState({ rates: [rateOf(3)] });
+    refusing = true;
+    await expect(ingest(store, [entry('e-1')])).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    await expect(store.flushDeferred()).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(await store.rates.list()).toEqual([]);
+
+    refusing = false;
+    await store.flushDeferred();
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([3]);
+  });
+
+  it('records the last delivery in the ack of a batch, in the same one statement', async () => {
+    const backend = await openBackend();
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    await store.sinks.recordState(connectedSinkA(null));
+    await ingest(store, [entry('e-1')]);
+    const [pending] = await store.outbox.pending('a', 0, 10);
+    const before = { ...backend.activity };
+    await store.outbox.markDelivered('a', [pending!.seq], T + 5);
+    expect(backend.activity.transactions - before.transactions).toBe(1);
+    expect(backend.activity.statements - before.statements).toBe(1);
+    expect((await store.sinks.list()).find((s) => s.name === 'a')).toMatchObject({ lastDeliveryAt: T + 5 });
+    expect(await store.outbox.counts('a')).toMatchObject({ pending: 0 });
+  });
+});
