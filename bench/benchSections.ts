@@ -210,6 +210,28 @@ export const BENCH_SECTIONS: readonly BenchSection[] = [
     },
   },
   {
+    name: 'freshness',
+    minutes: '36',
+    measures:
+      'the real daemon on the wall clock sped up 60 times, seeds 7, 8, 9: ours against round-robin (docs/scheduling.md)',
+    run: async () => {
+      const { runFreshnessWallClock, FRESHNESS_GOAL } = await import('./schedulingDaemonWallClock.js');
+      const { verdicts } = await runFreshnessWallClock({ timeScale: 60, seeds: [7, 8, 9], hours: 6 });
+      printTable(
+        'Freshness on the wall clock at 60x, six scaled hours per seed and policy (ours / round-robin)',
+        verdicts.map((v) =>
+          judged(
+            { case: `seed ${v.seed}`, 'mean ratio': v.meanRatio, 'p95 ratio': v.p95Ratio },
+            allOf(
+              atMost('mean ratio', FRESHNESS_GOAL.meanRatio, 'x mean'),
+              atMost('p95 ratio', FRESHNESS_GOAL.p95Ratio, 'x p95'),
+            ),
+          ),
+        ),
+      );
+    },
+  },
+  {
     name: 'large-company',
     minutes: '5',
     measures: 'a large company on one key: 6,001 logs at 900 reads/h, discovery, plan and status',

@@ -8,33 +8,60 @@ import { ManualClock } from '../../src/clock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { startSimulator } from '../../src/simulator/index.js';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { systemClock } from '../../src/clock.js';
 import { QuietClockDriver } from './quietClock.js';
+import { ScaledClock } from './scaledClock.js';
 import type { DayOptions, DayResult } from './schedulingDay.js';
 import { openSqliteStoreFile } from '../../test/support/sqliteStoreFile.js';
 
 const HOUR_MS = 3_600_000;
 const SINK = 'file';
+/** How often, in real ms, the wall-clock mode looks for new lines in the sink's file. */
+const WALL_TAIL_MS = 5;
+
+/** How the day's time runs, and what the service adds to each answer. */
+export interface DaemonDayTime {
+  /** The simulator's latency per answer, ms of the day's time. */
+  latencyMs?: number;
+  /** Resolution of the simulator's Date header, seconds of the day's time (default 1). */
+  dateResolutionSeconds?: number;
+  /**
+   * Undefined: virtual time (QuietClockDriver), where nothing real costs time. A number: the wall
+   * clock sped up that many times (ScaledClock), where every real millisecond of latency, CPU and
+   * event-loop queueing costs `timeScale` ms of the day, as users live it on a loaded machine.
+   */
+  timeScale?: number;
+}
+
+export interface DaemonDayResult extends DayResult {
+  /** Wall-clock mode: the 99th percentile of the event loop's delay, real ms (a measure of load). */
+  eventLoopDelayP99Ms?: number;
+}
 
 /**
  * One simulated day of the real daemon, as `changefeed run` wires it (service client over
  * loopback HTTP, poll loop, scheduler, read budget, SQLite store, delivery engine, file sink),
- * against the built-in simulator. Both run on one ManualClock that a QuietClockDriver moves
- * only while nothing is in flight, so a day of the real thing takes about a minute and its
- * figures do not depend on the machine's load.
+ * against the built-in simulator. In virtual time (the default) both run on one ManualClock that
+ * a QuietClockDriver moves only while nothing is in flight, so a day of the real thing takes
+ * about a minute and its figures do not depend on the machine's load. With `timeScale` both run
+ * on the wall clock sped up (ScaledClock): a day takes 24 / timeScale real hours and its figures
+ * include what latency and load cost, scaled up.
  *
  * Detection delay = when the event is in the file sink (virtual time) − its `time`
  * (the entry's performedAt on the simulator), for changes performed from the end of the
  * warm-up until an hour before the end, as in the model bench.
  */
-export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: number } = {}): Promise<DayResult> {
+export async function simulateDaemonDay(o: DayOptions, time: DaemonDayTime = {}): Promise<DaemonDayResult> {
   if (o.otherClientPerHour > 0 || o.useTrueRates)
     throw new Error('the real daemon runs alone on its key, learning rates');
   const start = Date.UTC(2026, 10, 22, 0, 0, 0);
-  const clock = new ManualClock(start);
-  const driver = new QuietClockDriver(clock);
+  const wall = time.timeScale === undefined ? undefined : new ScaledClock(start, time.timeScale);
+  const clock = wall ?? new ManualClock(start);
+  const driver = clock instanceof ManualClock ? new QuietClockDriver(clock) : undefined;
   const simulator = await startSimulator({
-    clock: driver.serviceClock(),
-    faults: { latencyMs: service.latencyMs ?? 0 },
+    clock: driver?.serviceClock() ?? clock,
+    faults: { latencyMs: time.latencyMs ?? 0, dateResolutionSeconds: time.dateResolutionSeconds ?? 1 },
     seed: o.seed,
     careers: o.careers,
     skills: o.skills,
@@ -76,14 +103,25 @@ export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: nu
     reader ??= openSqliteStoreFile(storePath(join(dir, 'state')), { readonly: true });
     return (await reader.outbox.pending(SINK, 0, 1)).length > 0;
   };
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   try {
     const started = daemon.start().catch((error: unknown) => {
       failed = error;
     });
-    await driver.runUntil(start + o.hours * HOUR_MS, pending, stamp);
+    const until = start + o.hours * HOUR_MS;
+    if (driver) await driver.runUntil(until, pending, stamp);
+    else {
+      loopDelay.enable();
+      // What is in the file now was delivered by now: look often, so a look's lag is well under a scaled second.
+      while (clock.now() < until) {
+        await systemClock.sleep(WALL_TAIL_MS);
+        stamp(clock.now());
+      }
+      loopDelay.disable();
+    }
     await started;
   } finally {
-    driver.close();
+    driver?.close();
     await reader?.close();
     await daemon.stop();
     await simulator.close();
@@ -101,6 +139,7 @@ export async function simulateDaemonDay(o: DayOptions, service: { latencyMs?: nu
     p95Minutes: (delays[Math.floor(0.95 * (delays.length - 1))] ?? 0) / 60_000,
     events,
     trueRates: [...simulator.trueRates().values()],
+    ...(wall && { eventLoopDelayP99Ms: loopDelay.percentile(99) / 1e6 }),
   };
 }
 

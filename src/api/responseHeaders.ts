@@ -17,8 +17,14 @@ export interface ResponseMeta {
   retryAfterSeconds: number | undefined;
   /** The service's clock (Date header), epoch ms. */
   serverDate: number | undefined;
-  /** Our clock when the response arrived, epoch ms. */
+  /** Our clock when the response's headers arrived, epoch ms. */
   receivedAt: number;
+  /**
+   * Our clock when the request left (after its budget slot), epoch ms; undefined when unknown.
+   * The service stamped `Date` between the two: with it, a `Date` bounds the service's clock
+   * from both sides.
+   */
+  sentAt?: number;
 }
 
 type HeaderBag = Record<string, string | string[] | undefined>;
@@ -33,7 +39,12 @@ function nonNegativeInteger(value: string | undefined): number | undefined {
   return Number.parseInt(value, 10);
 }
 
-export function readResponseMeta(status: number, headers: HeaderBag, receivedAt: number): ResponseMeta {
+export function readResponseMeta(
+  status: number,
+  headers: HeaderBag,
+  receivedAt: number,
+  sentAt?: number,
+): ResponseMeta {
   const date = header(headers, 'date');
   const parsedDate = date === undefined ? Number.NaN : Date.parse(date);
   return {
@@ -45,5 +56,6 @@ export function readResponseMeta(status: number, headers: HeaderBag, receivedAt:
     retryAfterSeconds: parseRetryAfter(header(headers, 'retry-after'), receivedAt),
     serverDate: Number.isNaN(parsedDate) ? undefined : parsedDate,
     receivedAt,
+    ...(sentAt !== undefined && { sentAt }),
   };
 }

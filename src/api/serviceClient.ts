@@ -134,6 +134,8 @@ export class ServiceClient {
         if (errorCodeOf(error) === 'LEASE_LOST') throw error;
         throw this.transportError(error, path);
       }
+      // When the headers arrived, not after the body: the service stamped Date before sending them.
+      const headersAt = this.options.clock.now();
       const status = res.statusCode;
       const ok = status >= 200 && status < 300;
       let body: unknown;
@@ -151,10 +153,10 @@ export class ServiceClient {
         bodyError = error;
       }
       // The headers arrived, so the budget and the clock learn from them whatever the body was.
-      const meta = readResponseMeta(status, res.headers, this.options.clock.now());
+      const meta = readResponseMeta(status, res.headers, headersAt, started);
       this.options.gate.observe(meta, path);
       this.options.logger.debug(
-        { path, status, requestId: meta.requestId, ms: meta.receivedAt - started, remaining: meta.remaining },
+        { path, status, requestId: meta.requestId, ms: this.options.clock.now() - started, remaining: meta.remaining },
         'service request',
       );
       if (bodyError instanceof ApiError) throw bodyError;

@@ -68,9 +68,9 @@ export interface BudgetSnapshot {
  * Paces every GET of one API key. Requests leave one at a time, spaced so that what the server
  * says is left (RateLimit-Remaining, minus the reserve) lasts until RateLimit-Reset, and never
  * closer than the configured hourly cap allows, unless the window holds reads that pace could
- * not spend before it resets (slots left unused): those go without waiting. After a 429 nothing leaves until Retry-After has
- * passed. Waiters are served by priority: identity-provider log, then polls, then discovery,
- * then backfill.
+ * not spend before it resets (slots left unused): those go without waiting. After a 429 nothing
+ * leaves until Retry-After has passed. Waiters are served by priority: identity-provider log,
+ * then polls, then discovery, then backfill.
  */
 export class ReadBudget implements RequestGate {
   private readonly waiters: Waiter[] = [];
@@ -252,10 +252,14 @@ export class ReadBudget implements RequestGate {
     if (this.pumping) return;
     this.pumping = true;
     try {
+      // The slot the pump last slept for: the pace's own formula moves as time passes (what is
+      // left spread until the reset), so the moment a slot came is the one planned before the sleep.
+      let sleptUntil = Number.NEGATIVE_INFINITY;
       while (this.waiters.length > 0) {
         const now = this.clock.now();
         const sendAt = this.earliestSendAt(now);
         if (sendAt > now) {
+          sleptUntil = sendAt;
           this.wake = new AbortController();
           await this.clock.sleep(sendAt - now, this.wake.signal).catch(() => undefined);
           continue;
@@ -264,7 +268,15 @@ export class ReadBudget implements RequestGate {
         const next = this.waiters.shift();
         if (!next) break;
         if (now < this.lastSentAt + this.intervalMs(now)) this.spendSurplus(now);
-        this.lastSentAt = now;
+        // The pace keeps its grid: a request that leaves late because the process was busy (the
+        // event loop, a launched poll reading the store before it asks) counts as sent when its
+        // slot came, so the next slot is not pushed back by the delay. Counted from the late
+        // send, every such delay was lost for good: on the wall clock sped up 60 times, where a
+        // millisecond is 60, one slot in five. A gap of more than one interval is idleness, not
+        // lateness, and earns nothing.
+        const dueAt = Math.min(now, Math.max(sendAt, sleptUntil));
+        this.lastSentAt = now - dueAt < this.intervalMs(now) ? dueAt : now;
+        sleptUntil = Number.NEGATIVE_INFINITY;
         this.sentSinceSync++;
         this.sent++;
         next.resolve();

@@ -5,6 +5,45 @@ import type { ResponseMeta } from '../api/responseHeaders.js';
 export const CLOCK_CONFIRMATIONS = 3;
 /** How closely those answers must agree (Date has one-second resolution, plus network time). */
 const AGREEMENT_MS = 5_000;
+/** `Date` counts whole seconds: the service's clock read anywhere in the second after it. */
+const DATE_RESOLUTION_MS = 1_000;
+/**
+ * Recent answers whose bounds are combined: enough for the Date header's second boundary to fall
+ * at many phases of it (n answers leave about 1000 / n ms), few enough that one answer of a clock
+ * that has since drifted does not hold the estimate for long.
+ */
+export const OFFSET_SAMPLES = 32;
+
+/**
+ * What one answer proves about the offset of the service's clock from ours (ms): the service read
+ * its clock between `sentAt` and `receivedAt` (ours) and wrote the whole second it was in, so the
+ * offset is at least `Date − receivedAt` and less than `Date + 1 s − sentAt`.
+ */
+export interface OffsetBounds {
+  low: number;
+  high: number;
+}
+
+export function offsetBounds(meta: ResponseMeta): OffsetBounds | undefined {
+  if (meta.serverDate === undefined) return undefined;
+  return {
+    low: meta.serverDate - meta.receivedAt,
+    high: meta.serverDate + DATE_RESOLUTION_MS - (meta.sentAt ?? meta.receivedAt),
+  };
+}
+
+/**
+ * The lower bounds of recent answers after one more: the offset believed is their maximum, the
+ * latest service time every answer allows, so windows never end in the service's future, and
+ * within a few answers it is within the network's one-way time of the truth instead of half a
+ * second (on average) behind it. An answer whose upper bound is below that maximum shows the
+ * clocks have moved apart since (drift, or a step within the tolerance): the older bounds no
+ * longer hold and the answer starts afresh.
+ */
+export function nextOffsetSamples(samples: readonly number[], bounds: OffsetBounds): number[] {
+  const kept = samples.length > 0 && bounds.high < Math.max(...samples) ? [] : samples.slice(-(OFFSET_SAMPLES - 1));
+  return [...kept, bounds.low];
+}
 
 /** A `Date` header that was not believed, for the warning, the metric and readiness. */
 export interface RejectedClock {
@@ -25,8 +64,10 @@ export interface ServerClockOptions {
 /**
  * The service's clock as seen through the `Date` header. Windows end at the service's "now", not
  * ours, so a skewed local clock cannot make a window end in the service's future (and miss entries
- * written there later). `Date` has one-second resolution and lags up to a second; a window that
- * ends a little early only means its last second is read again by the next, overlapping window.
+ * written there later). `Date` has one-second resolution, so one answer leaves the service's clock
+ * up to a second (plus the network's time) behind the truth; the bounds of recent answers
+ * together narrow that to the network's time (nextOffsetSamples). Every change performed in that
+ * lag waits for the log's next poll, which matters where polls are seconds apart.
  *
  * Every `Date` is judged, not trusted: one answer 30 days ahead once moved a cursor 30 days into
  * the future, and entries written afterwards were never read. An answer whose offset from the
@@ -37,6 +78,8 @@ export interface ServerClockOptions {
  */
 export class ServerClock {
   private offsetMs: number | undefined;
+  /** Lower bounds of the offset from recent believed answers (nextOffsetSamples). */
+  private samples: number[] = [];
   private candidate: { offsetMs: number; agreeing: number } | undefined;
   private rejectedTotal = 0;
 
@@ -46,23 +89,29 @@ export class ServerClock {
   ) {}
 
   observe(meta: ResponseMeta): void {
-    if (meta.serverDate === undefined) return;
-    const offsetMs = meta.serverDate - meta.receivedAt;
+    const bounds = offsetBounds(meta);
+    if (bounds === undefined) return;
+    const offsetMs = bounds.low;
     const jumpMs = offsetMs - (this.offsetMs ?? 0);
     if (Math.abs(jumpMs) <= this.options.toleranceMs) {
-      this.offsetMs = offsetMs;
-      this.candidate = undefined;
+      this.believe(nextOffsetSamples(this.samples, bounds));
       return;
     }
     const agrees = this.candidate !== undefined && Math.abs(this.candidate.offsetMs - offsetMs) <= AGREEMENT_MS;
     this.candidate = { offsetMs, agreeing: agrees ? (this.candidate?.agreeing ?? 0) + 1 : 1 };
     if (this.candidate.agreeing >= CLOCK_CONFIRMATIONS) {
-      this.offsetMs = offsetMs;
-      this.candidate = undefined;
+      // The clock really moved: what earlier answers said of the old offset no longer holds.
+      this.believe([offsetMs]);
       return;
     }
     this.rejectedTotal++;
     this.options.onRejected?.({ offsetMs, jumpMs, agreeing: this.candidate.agreeing });
+  }
+
+  private believe(samples: number[]): void {
+    this.samples = samples;
+    this.offsetMs = Math.max(...samples);
+    this.candidate = undefined;
   }
 
   /** True once any response carried a believed Date header. */

@@ -179,7 +179,7 @@ export class SimulatedService {
 
   private render(outcome: Outcome, bucket: BucketState, requestId: string, path: string, now: number): ServiceResponse {
     const headers: Record<string, string> = {
-      Date: new Date(now).toUTCString(),
+      Date: new Date(now - (now % (this.faults.dateResolutionSeconds * 1000))).toUTCString(),
       'X-Request-Id': requestId,
       'RateLimit-Limit': String(bucket.limit),
       'RateLimit-Remaining': String(bucket.remaining),

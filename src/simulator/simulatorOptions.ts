@@ -53,6 +53,16 @@ export const faultOptionsSchema = z.object({
     .min(0)
     .default(0)
     .describe('Delay added to every response, in milliseconds of the injected clock.'),
+  dateResolutionSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(3_600)
+    .default(1)
+    .describe(
+      'Resolution of the Date header, in seconds of the injected clock (HTTP dates count whole ' +
+        'seconds): 60 is how a real Date header reads to a client whose clock runs 60 times faster.',
+    ),
   slowRate: share.default(0).describe('Fraction of responses that are additionally delayed by slowMs.'),
   slowMs: z
     .number()

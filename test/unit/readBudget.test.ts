@@ -137,6 +137,26 @@ describe('ReadBudget pacing', () => {
   });
 });
 
+describe('ReadBudget pace grid', () => {
+  // 900 an hour: a slot every 4 s. Each request asks at its arrival (ms after T0).
+  it.each([
+    ['requests waiting in time leave one slot apart', [0, 0, 0], [0, 4_000, 8_000]],
+    ['a request late by less than a slot leaves the next one on its slot', [0, 5_000, 5_000], [0, 5_000, 8_000]],
+    ['a key idle for more than a slot earns nothing for it', [0, 9_000, 9_000], [0, 9_000, 13_000]],
+    ['after an idle gap the grid starts again from the request', [0, 9_000, 14_000], [0, 9_000, 14_000]],
+  ])('%s', async (_name, arrivals, grants) => {
+    const { clock, budget } = setup();
+    const granted: number[] = [];
+    const requests = arrivals.map(async (at) => {
+      await clock.sleep(at);
+      await budget.acquire('poll');
+      granted.push(clock.now() - T0);
+    });
+    await withVirtualTime(clock, Promise.all(requests));
+    expect(granted).toEqual(grants);
+  });
+});
+
 describe('ReadBudget after a 429', () => {
   it('lets nothing through until Retry-After has passed, then paces again', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });

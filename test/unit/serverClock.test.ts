@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
 import { ManualClock } from '../../src/clock.js';
-import { ServerClock, type RejectedClock } from '../../src/poll/serverClock.js';
+import {
+  nextOffsetSamples,
+  OFFSET_SAMPLES,
+  offsetBounds,
+  ServerClock,
+  type RejectedClock,
+} from '../../src/poll/serverClock.js';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const MIN = 60_000;
@@ -75,5 +81,55 @@ describe('ServerClock judging Date headers', () => {
     serverClock.observe(answer(clock, 0));
     expect(serverClock.problem()).toBeUndefined();
     expect(serverClock.rejected).toBe(1);
+  });
+});
+
+describe('the offset from whole-second Date headers', () => {
+  it('bounds the offset by when the request left and when the headers came back', () => {
+    const meta = { ...answer(new ManualClock(T0 + 40), -40), sentAt: T0 + 30 };
+    // Date says T0 (read between T0 + 30 and T0 + 40 ours, at [T0, T0 + 1 s) the service's).
+    expect(offsetBounds(meta)).toEqual({ low: -40, high: 970 });
+    expect(offsetBounds({ ...meta, sentAt: undefined })).toEqual({ low: -40, high: 960 });
+    expect(offsetBounds({ ...meta, serverDate: undefined })).toBeUndefined();
+  });
+
+  it.each([
+    ['a first answer is believed alone', [], { low: -400, high: 600 }, [-400]],
+    ['a later, tighter answer raises the estimate', [-400], { low: -150, high: 850 }, [-400, -150]],
+    ['a looser answer is kept but does not lower it', [-400, -150], { low: -900, high: 100 }, [-400, -150, -900]],
+    ['an answer that rules out the estimate starts afresh', [-400, -150], { low: -1_300, high: -300 }, [-1_300]],
+    [
+      'only the most recent answers are kept',
+      Array.from({ length: OFFSET_SAMPLES }, (_, i) => -i),
+      { low: -999, high: 1 },
+      [...Array.from({ length: OFFSET_SAMPLES - 1 }, (_, i) => -(i + 1)), -999],
+    ],
+  ])('%s', (_name, samples, bounds, expected) => {
+    expect(nextOffsetSamples(samples, bounds)).toEqual(expected);
+  });
+
+  it("narrows to the network's time, never ahead of the service", async () => {
+    // The service is 250 ms ahead; answers take 10 ms each way and come every 4.321 s, so the
+    // Date header's second boundary falls at many phases of the request.
+    const trueOffset = 250;
+    const clock = new ManualClock(T0);
+    const serverClock = new ServerClock(clock, { toleranceMs: 5 * MIN });
+    const skews: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const sentAt = clock.now();
+      const serviceRead = sentAt + 10 + trueOffset;
+      const receivedAt = sentAt + 20;
+      serverClock.observe({
+        ...answer(clock, 0),
+        serverDate: serviceRead - (serviceRead % 1000),
+        receivedAt,
+        sentAt,
+      });
+      skews.push(serverClock.skewMs);
+      await clock.advance(4_321);
+    }
+    expect(Math.max(...skews)).toBeLessThanOrEqual(trueOffset);
+    // One answer alone is up to a second (and the network's time) behind; forty are within 20 ms.
+    expect(skews.at(-1)).toBeGreaterThanOrEqual(trueOffset - 20);
   });
 });

@@ -1,0 +1,147 @@
+/**
+ * The real daemon's freshness on the wall clock sped up, beside virtual time (issue 28's
+ * "freshness tail as users live it"): for each seed, round-robin and ours on the same day, and
+ * the goal ours must meet against round-robin (mean <= 0.57 x, p95 <= 1.00 x).
+ *
+ * `npx tsx bench/schedulingDaemonWallClock.ts [--time-scale 60|20|virtual] [--seeds 7,8,9]
+ * [--hours 6] [--policies round-robin,adaptive] [--latency-ms 0] [--date-resolution-s 1]
+ * [--schedule JSON]`
+ *
+ * A scaled hour takes 3600 / scale real seconds, so `--time-scale 60 --hours 6` runs six minutes
+ * per seed and policy. The machine's load is printed beside each run: it is part of the figure.
+ */
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { simulateDaemonDay, type DaemonDayResult } from './cases/schedulingDaemon.js';
+
+export interface FreshnessWallClockOptions {
+  /** Times faster than the wall clock, or 'virtual' for the quiet-clock driver's virtual time. */
+  timeScale: number | 'virtual';
+  seeds: readonly number[];
+  /** Scaled hours per day, the two-hour warm-up and the unmeasured last hour included. */
+  hours: number;
+  policies?: readonly ('round-robin' | 'adaptive')[];
+  /** The simulator's latency per answer, ms of scaled time. */
+  latencyMs?: number;
+  /** Resolution of the simulator's Date header, scaled seconds (60 at 60x: how a real header reads). */
+  dateResolutionSeconds?: number;
+  /** Settings under watch.schedule for every policy. */
+  schedule?: Record<string, unknown>;
+  /** Where each run's line goes as it finishes (default: stdout). */
+  writeLine?: (line: string) => void;
+}
+
+export interface FreshnessRun extends DaemonDayResult {
+  seed: number;
+  policy: string;
+  /** The one-minute load average when the run started and when it ended. */
+  loadAverage: [number, number];
+  realSeconds: number;
+}
+
+/** The goal of issue 28 for ours against round-robin on the same day. */
+export const FRESHNESS_GOAL = { meanRatio: 0.57, p95Ratio: 1.0 } as const;
+
+export interface FreshnessVerdict {
+  seed: number;
+  meanRatio: number;
+  p95Ratio: number;
+  met: boolean;
+}
+
+export async function runFreshnessWallClock(options: FreshnessWallClockOptions): Promise<{
+  runs: FreshnessRun[];
+  verdicts: FreshnessVerdict[];
+}> {
+  const writeLine = options.writeLine ?? ((line: string) => console.log(line));
+  const policies = options.policies ?? ['round-robin', 'adaptive'];
+  const runs: FreshnessRun[] = [];
+  for (const seed of options.seeds) {
+    for (const policy of policies) {
+      const load = loadavg()[0] as number;
+      const started = performance.now();
+      const day = await simulateDaemonDay(
+        {
+          workload: { kind: 'zipf', s: 1 },
+          seed,
+          careers: 400,
+          skills: 100,
+          eventsPerHour: 300,
+          bucketPerHour: 1000,
+          otherClientPerHour: 0,
+          hours: options.hours,
+          warmupHours: 2,
+          serviceHistoryHours: 168,
+          schedule: { policy, ...options.schedule },
+        },
+        {
+          latencyMs: options.latencyMs ?? 0,
+          dateResolutionSeconds: options.dateResolutionSeconds ?? 1,
+          ...(options.timeScale !== 'virtual' && { timeScale: options.timeScale }),
+        },
+      );
+      const { trueRates: _rates, ...figures } = day;
+      const run: FreshnessRun = {
+        ...figures,
+        trueRates: [],
+        seed,
+        policy,
+        loadAverage: [load, loadavg()[0] as number],
+        realSeconds: Math.round((performance.now() - started) / 1000),
+      };
+      runs.push(run);
+      const { trueRates: _none, ...shown } = run;
+      writeLine(JSON.stringify({ timeScale: options.timeScale, ...shown }));
+    }
+  }
+  return { runs, verdicts: freshnessVerdicts(runs) };
+}
+
+/** Ours against round-robin, seed by seed, where both ran. */
+export function freshnessVerdicts(runs: readonly FreshnessRun[]): FreshnessVerdict[] {
+  const verdicts: FreshnessVerdict[] = [];
+  for (const ours of runs.filter((r) => r.policy === 'adaptive')) {
+    const rr = runs.find((r) => r.policy === 'round-robin' && r.seed === ours.seed);
+    if (!rr) continue;
+    const meanRatio = ours.meanMinutes / rr.meanMinutes;
+    const p95Ratio = ours.p95Minutes / rr.p95Minutes;
+    verdicts.push({
+      seed: ours.seed,
+      meanRatio,
+      p95Ratio,
+      met: meanRatio <= FRESHNESS_GOAL.meanRatio && p95Ratio <= FRESHNESS_GOAL.p95Ratio,
+    });
+  }
+  return verdicts;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      'time-scale': { type: 'string', default: '60' },
+      seeds: { type: 'string', default: '7,8,9' },
+      hours: { type: 'string', default: '6' },
+      policies: { type: 'string', default: 'round-robin,adaptive' },
+      'latency-ms': { type: 'string', default: '0' },
+      'date-resolution-s': { type: 'string', default: '1' },
+      schedule: { type: 'string', default: '{}' },
+    },
+  });
+  const scale = values['time-scale'];
+  const { verdicts } = await runFreshnessWallClock({
+    timeScale: scale === 'virtual' ? 'virtual' : Number(scale),
+    seeds: values.seeds.split(',').map(Number),
+    hours: Number(values.hours),
+    policies: values.policies.split(',') as ('round-robin' | 'adaptive')[],
+    latencyMs: Number(values['latency-ms']),
+    dateResolutionSeconds: Number(values['date-resolution-s']),
+    schedule: JSON.parse(values.schedule) as Record<string, unknown>,
+  });
+  for (const v of verdicts)
+    console.log(
+      `${v.met ? 'met  ' : 'short'}  seed ${v.seed} at ${scale}: mean ${v.meanRatio.toFixed(3)} x round-robin ` +
+        `(goal <= ${FRESHNESS_GOAL.meanRatio}), p95 ${v.p95Ratio.toFixed(3)} x (goal <= ${FRESHNESS_GOAL.p95Ratio.toFixed(2)})`,
+    );
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
