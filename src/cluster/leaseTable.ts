@@ -260,16 +260,30 @@ export class LeaseTable {
    * returns those renewed. A lease missing from the answer expired or was taken over: its
    * tenant must stop at once. It writes no key column, so it never waits for the tenants'
    * fenced writes (FOR KEY SHARE): a long write cannot hold up the renewal of every lease.
+   *
+   * A lease's `keyFingerprint`, when given, is the key its tenant polls with now, written over the
+   * one its acquisition recorded: a tenant whose file took another key would otherwise keep
+   * refusing its old key to the tenant that has it now (acquireMany) for as long as it is held.
    */
-  async renew(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<GrantedLease[]> {
+  async renew(
+    holder: string,
+    leases: readonly { tenant: string; epoch: number; keyFingerprint?: string | undefined }[],
+  ): Promise<GrantedLease[]> {
     if (leases.length === 0) return [];
     const result = await this.query<{ tenant: string; epoch: string; expires_at: Date }>(
       `UPDATE changefeed_leases AS l
-          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp()
-         FROM unnest($2::text[], $3::bigint[]) AS h(tenant, epoch)
+          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp(),
+              key_fingerprint = coalesce(h.key_fingerprint, l.key_fingerprint)
+         FROM unnest($2::text[], $3::bigint[], $5::text[]) AS h(tenant, epoch, key_fingerprint)
         WHERE l.tenant = h.tenant AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
         RETURNING l.tenant, l.epoch, l.expires_at`,
-      [holder, leases.map((l) => l.tenant), leases.map((l) => String(l.epoch)), this.leaseMs],
+      [
+        holder,
+        leases.map((l) => l.tenant),
+        leases.map((l) => String(l.epoch)),
+        this.leaseMs,
+        leases.map((l) => l.keyFingerprint ?? null),
+      ],
     );
     return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
   }
