@@ -73,7 +73,7 @@ export function firstDiscoveryAt(
   // Outside the dates a Date holds: unreadable, the same as none recorded.
   if (Number.isNaN(new Date(recordedAt).getTime())) return now;
   // Not yet happened on our clock: a corrupt value, or a service clock ahead that no answer has
-  // measured yet (a new holder asks before its first request). Waiting for the cron time after it
+  // measured yet (the tenant's ping at start failed). Waiting for the cron time after it
   // would skip runs (hours of them, or throw past the years cron searches); the cron promises
   // one by its next time after now.
   if (recordedAt > now) return nextCronTime(schedule, now);

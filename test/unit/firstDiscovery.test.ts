@@ -36,8 +36,8 @@ describe('firstDiscoveryAt', () => {
       0,
       now,
     ],
-    // A corrupt value, or a service clock hours ahead that no answer has measured yet (a new holder
-    // asks before its first request): the cron still promises a run by the next cron time.
+    // A corrupt value, or a service clock hours ahead that no answer has measured yet (the ping at
+    // start failed): the cron still promises a run by the next cron time.
     [
       'recorded in the future (a service clock 3 h ahead, not yet measured): the next cron time, 10:30',
       { at: at('13:19:00'), lists: 'career,skill' },
