@@ -342,7 +342,11 @@ export class LeaseKeeper {
     const held = this.held.all();
     if (held.length === 0) return;
     const sentAt = this.clock.now();
-    const renewed = await this.options.table.renew(this.instanceId, held);
+    const keyOf = this.options.keyOf;
+    const renewed = await this.options.table.renew(
+      this.instanceId,
+      keyOf === undefined ? held : held.map((lease) => ({ ...lease, keyFingerprint: keyOf(lease.tenant) })),
+    );
     const ok = new Set(renewed.map((r) => `${r.tenant}\u0000${r.epoch}`));
     for (const lease of held) {
       if (ok.has(`${lease.tenant}\u0000${lease.epoch}`)) this.held.extend(lease.tenant, lease.epoch, sentAt);

@@ -150,7 +150,11 @@ export class LeaseTable {
    * valid lease. `taken` moves the rows it locked to the new holder. An UPDATE alone (or INSERT
    * ... ON CONFLICT DO UPDATE) would take FOR NO KEY UPDATE and not wait for the old holder's
    * write. `fresh` inserts the tenants never leased; of two replicas inserting together one
-   * conflicts and gets nothing. A row nobody can have fenced yet needs no wait.
+   * conflicts and gets nothing. A row nobody can have fenced yet needs no wait. Both lock and
+   * insert in the order of the tenants' names, whatever the order asked (each replica asks in its
+   * own rendezvous order): two acquisitions of the same tenants, both waiting on an old holder's
+   * write, would otherwise each hold a row the other waits for, and PostgreSQL ends one as a
+   * deadlock a second later, failing its round. The leases granted come back in the order asked.
    *
    * With a `keyFingerprint` (the sha256 of the tenant's API key) a tenant is refused too while
    * another tenant's valid lease holds that key, and the acquisition records it on the lease:
@@ -174,6 +178,7 @@ export class LeaseTable {
        ), locked AS (
          SELECT l.tenant, w.key_fingerprint FROM changefeed_leases AS l JOIN wanted AS w ON w.tenant = l.tenant
           WHERE (l.holder IS NULL OR l.expires_at <= clock_timestamp()) AND ${KEY_FREE}
+          ORDER BY l.tenant
           FOR UPDATE OF l
        ), taken AS (
          UPDATE changefeed_leases AS l
@@ -188,6 +193,7 @@ export class LeaseTable {
                 clock_timestamp(), w.key_fingerprint
            FROM wanted AS w
           WHERE NOT EXISTS (SELECT 1 FROM changefeed_leases AS x WHERE x.tenant = w.tenant) AND ${KEY_FREE}
+          ORDER BY w.tenant
          ON CONFLICT (tenant) DO NOTHING
          RETURNING tenant, epoch, expires_at
        )
@@ -198,7 +204,10 @@ export class LeaseTable {
       seenKeys.size === 0
         ? await this.query<Row>(statement, values)
         : await this.underKeyLocks([...seenKeys], (client) => client.query<Row>(this.timed(statement, values)));
-    return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
+    const rank = new Map(asked.map((w, i) => [w.tenant, i]));
+    return result.rows
+      .map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }))
+      .sort((a, b) => (rank.get(a.tenant) ?? 0) - (rank.get(b.tenant) ?? 0));
   }
 
   /**
@@ -251,16 +260,30 @@ export class LeaseTable {
    * returns those renewed. A lease missing from the answer expired or was taken over: its
    * tenant must stop at once. It writes no key column, so it never waits for the tenants'
    * fenced writes (FOR KEY SHARE): a long write cannot hold up the renewal of every lease.
+   *
+   * A lease's `keyFingerprint`, when given, is the key its tenant polls with now, written over the
+   * one its acquisition recorded: a tenant whose file took another key would otherwise keep
+   * refusing its old key to the tenant that has it now (acquireMany) for as long as it is held.
    */
-  async renew(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<GrantedLease[]> {
+  async renew(
+    holder: string,
+    leases: readonly { tenant: string; epoch: number; keyFingerprint?: string | undefined }[],
+  ): Promise<GrantedLease[]> {
     if (leases.length === 0) return [];
     const result = await this.query<{ tenant: string; epoch: string; expires_at: Date }>(
       `UPDATE changefeed_leases AS l
-          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp()
-         FROM unnest($2::text[], $3::bigint[]) AS h(tenant, epoch)
+          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp(),
+              key_fingerprint = coalesce(h.key_fingerprint, l.key_fingerprint)
+         FROM unnest($2::text[], $3::bigint[], $5::text[]) AS h(tenant, epoch, key_fingerprint)
         WHERE l.tenant = h.tenant AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
         RETURNING l.tenant, l.epoch, l.expires_at`,
-      [holder, leases.map((l) => l.tenant), leases.map((l) => String(l.epoch)), this.leaseMs],
+      [
+        holder,
+        leases.map((l) => l.tenant),
+        leases.map((l) => String(l.epoch)),
+        this.leaseMs,
+        leases.map((l) => l.keyFingerprint ?? null),
+      ],
     );
     return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
   }

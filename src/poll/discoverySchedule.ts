@@ -57,7 +57,8 @@ export interface RecordedDiscovery {
  * schedule: the next run is the first cron time after it, so a new holder polls the logs it knows
  * at once instead of spending its first read-budget slots on the lists. At once (`now`) when none
  * is recorded, when a cron time passed since (a run was missed: the holder died, the run failed),
- * or when it read other lists than the config turns on now (discovery of skills just enabled).
+ * or when it read other lists than the config turns on now (discovery of skills just enabled);
+ * never later than the first cron time after `now`, whatever the recorded time.
  * `serviceOffsetMs` is the service's clock minus ours, to bring the recorded time to ours.
  */
 export function firstDiscoveryAt(
@@ -67,6 +68,14 @@ export function firstDiscoveryAt(
   lists: string,
   serviceOffsetMs: number,
 ): number {
-  if (recorded === undefined || recorded.lists !== lists || !Number.isFinite(recorded.at)) return now;
-  return Math.max(now, nextCronTime(schedule, recorded.at - serviceOffsetMs));
+  if (recorded === undefined || recorded.lists !== lists) return now;
+  const recordedAt = recorded.at - serviceOffsetMs;
+  // Outside the dates a Date holds: unreadable, the same as none recorded.
+  if (Number.isNaN(new Date(recordedAt).getTime())) return now;
+  // Not yet happened on our clock: a corrupt value, or a service clock ahead that no answer has
+  // measured yet (the tenant's ping at start failed). Waiting for the cron time after it
+  // would skip runs (hours of them, or throw past the years cron searches); the cron promises
+  // one by its next time after now.
+  if (recordedAt > now) return nextCronTime(schedule, now);
+  return Math.max(now, nextCronTime(schedule, recordedAt));
 }

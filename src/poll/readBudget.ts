@@ -82,6 +82,12 @@ export class ReadBudget implements RequestGate {
   private resetAt: number | undefined;
   private sentSinceSync = 0;
   private sent = 0;
+  /**
+   * The end (RateLimit-Reset) of the server window whose unused reads were spent last, and how
+   * many of them are left: its first answer's count, which later answers can lower, never raise.
+   */
+  private surplusWindowEnd = Number.NEGATIVE_INFINITY;
+  private surplusLeft = 0;
   private pumping = false;
   /** Aborted when a response changes what is known, so a long wait is re-evaluated at once. */
   private wake = new AbortController();
@@ -192,7 +198,7 @@ export class ReadBudget implements RequestGate {
     const paced =
       usable !== undefined && usable <= 0 && this.resetAt !== undefined
         ? this.resetAt
-        : this.unspentReads(now) >= 1
+        : this.surplusReads(now) >= 1
           ? Math.min(now, slot)
           : slot;
     return Math.max(paced, this.blockedUntil);
@@ -202,13 +208,37 @@ export class ReadBudget implements RequestGate {
    * Whole reads the server's window (RateLimit-Remaining less the reserve) holds beyond what the
    * steady pace spends until RateLimit-Reset; 0 when the window is unknown. The headers are the
    * truth: a window opened at this pace and used at it has none, so this never lets the pace run
-   * ahead of the hourly cap, only spends what was left unused.
+   * ahead of the hourly cap, only spends what was left unused. A Remaining above the allowance
+   * counts as the allowance: the window is this key's hour, and the cap holds whatever it claims.
    */
   private unspentReads(now: number): number {
     const usable = this.usableUntilReset(now);
     if (usable === undefined || this.resetAt === undefined) return 0;
-    const steadyMs = HOUR_MS / this.allowancePerHour();
-    return Math.max(0, Math.floor(usable - (this.resetAt - now) / steadyMs));
+    const allowance = this.allowancePerHour();
+    const steadyMs = HOUR_MS / allowance;
+    return Math.max(0, Math.floor(Math.min(usable, allowance) - (this.resetAt - now) / steadyMs));
+  }
+
+  /**
+   * Unused reads that may leave now: each server window's once. Answers that do not count down
+   * (a proxy's cached answer, its Remaining never falling and its Reset always ahead) would
+   * otherwise show the same unused reads after every request, and every request would leave at
+   * once. A window is a later one only if it starts (an hour before its reset) at or after the
+   * end of the one spent last; until then no answer adds to what that one showed.
+   */
+  private surplusReads(now: number): number {
+    const unspent = this.unspentReads(now);
+    if (unspent < 1 || this.resetAt === undefined) return 0;
+    return this.resetAt - HOUR_MS >= this.surplusWindowEnd ? unspent : Math.min(unspent, this.surplusLeft);
+  }
+
+  /** One unused read spent (surplusReads was at least 1): it opens its window's count if new. */
+  private spendSurplus(now: number): void {
+    if (this.resetAt !== undefined && this.resetAt - HOUR_MS >= this.surplusWindowEnd) {
+      this.surplusWindowEnd = this.resetAt;
+      this.surplusLeft = this.unspentReads(now);
+    }
+    this.surplusLeft--;
   }
 
   /** Requests left for us in the server's current window, or undefined when the window is unknown or over. */
@@ -237,6 +267,7 @@ export class ReadBudget implements RequestGate {
         this.waiters.sort((a, b) => PRIORITY_RANK[a.priority] - PRIORITY_RANK[b.priority] || a.order - b.order);
         const next = this.waiters.shift();
         if (!next) break;
+        if (now < this.lastSentAt + this.intervalMs(now)) this.spendSurplus(now);
         // The pace keeps its grid: a request that leaves late because the process was busy (the
         // event loop, a launched poll reading the store before it asks) counts as sent when its
         // slot came, so the next slot is not pushed back by the delay. Counted from the late

@@ -44,6 +44,18 @@ export class WatchRegistry {
     return startFrom === 'now' ? this.deps.serverClock.now() : Date.parse(startFrom);
   }
 
+  /**
+   * Where coverage of an object found by this discovery starts, given the previous one's recorded
+   * start: at that start, so entries written since are emitted. A record that is not a time (a
+   * corrupt meta row) falls back to the configured start; one ahead of this discovery's start is
+   * capped at it, since a window that starts in the future reads nothing until then.
+   */
+  private coverageAfter(previous: string, startedAt: number): number {
+    const recorded = Number(previous);
+    if (!Number.isFinite(recorded)) return this.configuredStart();
+    return Math.min(recorded, startedAt);
+  }
+
   /** When a log first watched now must have been polled at the latest, kept with the log across restarts. */
   private firstPollBy(now: number): number {
     return now + this.deps.watch.schedule.firstPollWithinSeconds * 1000;
@@ -107,7 +119,7 @@ export class WatchRegistry {
     const { store, watch, clock, client } = this.deps;
     const previous = await store.getMeta(LAST_DISCOVERY_KEY);
     const startedAt = this.deps.serverClock.now();
-    const coverageStart = previous === undefined ? this.configuredStart() : Number(previous);
+    const coverageStart = previous === undefined ? this.configuredStart() : this.coverageAfter(previous, startedAt);
     const origin: WatchOrigin = previous === undefined ? 'discovered' : 'appeared';
     let added = 0;
     for (const set of discoveryLists(watch)) {

@@ -200,4 +200,23 @@ describe('LeaseKeeper', () => {
     await set.tick();
     expect((await a.table.list()).map((r) => r.tenant)).toEqual(['company-1', 'company-2', 'company-9']);
   });
+
+  it('a key moved from one tenant to another: the tenant that now has it is taken in the next round', async (ctx) => {
+    const { db, set } = await setup(ctx);
+    const [k1, k2] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0')];
+    // company-1 polls with k1; then its file gets k2 and company-2's file gets k1.
+    let keys = new Map([['company-1', k1]]);
+    const a = set.add('a', db.pool(), () => [...keys.keys()], { keyOf: (tenant) => keys.get(tenant) });
+    const first = a.nextRound();
+    a.start();
+    await first;
+    expect(a.keeper.heldLeases().map((l) => l.tenant)).toEqual(['company-1']);
+    keys = new Map([
+      ['company-1', k2],
+      ['company-2', k1],
+    ]);
+    await set.tick();
+    // company-1 polls with k2 now: its lease no longer holds k1 from company-2.
+    expect(a.keeper.heldLeases().map((l) => l.tenant)).toEqual(['company-1', 'company-2']);
+  });
 });

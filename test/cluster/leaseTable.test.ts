@@ -318,6 +318,33 @@ describe('LeaseTable', () => {
     expect(await table.acquireMany('a', [{ tenant: 'key-2', keyFingerprint: key }])).toEqual([]);
   });
 
+  it('two replicas taking the same free tenants in opposite orders both finish, without a deadlock', async (ctx) => {
+    // Each replica asks for its round's tenants in its own rendezvous order. Both wait on an old
+    // holder's write open on the middle tenant; when it ends, each holds a row the other waits for,
+    // unless both lock in one order.
+    const { table, pool } = await setup(ctx, 30_000);
+    for (const tenant of ['t1', 't2', 't3']) await table.acquire(tenant, 'old');
+    const oldWriter = await pool.connect();
+    try {
+      await oldWriter.query('BEGIN');
+      await checkLease(oldWriter, { tenant: 't2', holder: 'old', epoch: 1 });
+      for (const tenant of ['t1', 't2', 't3']) await expire(tenant);
+      const outcomes = Promise.allSettled([
+        table.acquireMany('x', [{ tenant: 't1' }, { tenant: 't2' }, { tenant: 't3' }]),
+        table.acquireMany('y', [{ tenant: 't3' }, { tenant: 't2' }, { tenant: 't1' }]),
+      ]);
+      while ((await waitingOnLock('WITH wanted AS%')) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      await oldWriter.query('COMMIT');
+      const [x, y] = await outcomes;
+      expect(x.status === 'rejected' ? String(x.reason) : 'granted').toBe('granted');
+      expect(y.status === 'rejected' ? String(y.reason) : 'granted').toBe('granted');
+      const granted = [x, y].flatMap((o) => (o.status === 'fulfilled' ? o.value.map((g) => g.tenant) : []));
+      expect(granted.sort()).toEqual(['t1', 't2', 't3']);
+    } finally {
+      oldWriter.release();
+    }
+  });
+
   it('lists when each holder stops counting as live, for the rounds to look again then', async (ctx) => {
     const { table } = await setup(ctx, 10_000);
     await table.heartbeat('b');

@@ -36,6 +36,23 @@ describe('firstDiscoveryAt', () => {
       0,
       now,
     ],
+    // A corrupt value, or a service clock hours ahead that no answer has measured yet (the ping at
+    // start failed): the cron still promises a run by the next cron time.
+    [
+      'recorded in the future (a service clock 3 h ahead, not yet measured): the next cron time, 10:30',
+      { at: at('13:19:00'), lists: 'career,skill' },
+      'career,skill',
+      0,
+      at('10:30:00'),
+    ],
+    [
+      'recorded in a far future: the next cron time, 10:30',
+      { at: Date.parse('2100-01-01T00:00:00Z'), lists: 'career,skill' },
+      'career,skill',
+      0,
+      at('10:30:00'),
+    ],
+    ['a time no Date holds: at once', { at: -1e20, lists: 'career,skill' }, 'career,skill', 0, now],
     ['an unreadable time: at once', { at: Number.NaN, lists: 'career,skill' }, 'career,skill', 0, now],
     // The service's clock runs 20 s ahead: its 10:15:10 is our 10:14:50, before the 10:15 run.
     ['recorded on the service clock, brought to ours', { at: at('10:15:10'), lists: 'career' }, 'career', 20_000, now],

@@ -85,6 +85,35 @@ describe('ReadBudget pacing', () => {
     expect(await grantOffsets(4)).toEqual([0, 0, 4_000, 8_000]);
   });
 
+  it('spends no more than its allowance in a window whose RateLimit-Remaining is far above the limit', async () => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    observe({ limit: 1000, remaining: 1_000_000, resetSeconds: 60 });
+    const offsets = await grantOffsets(1000);
+    // 900 a window at most, whatever the header claims: the rest wait for the window's end.
+    expect(offsets.filter((offset) => offset < 60_000).length).toBeLessThanOrEqual(900);
+  });
+
+  it('spends unused reads once an hour when a cached answer repeats the same RateLimit headers', async () => {
+    // A proxy's cached answer: Remaining never falls and Reset is always 30 minutes away.
+    const { clock, budget, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
+    const cached = { limit: 1000, remaining: 900, resetSeconds: 1800 };
+    observe(cached);
+    const sentAt: number[] = [];
+    const requests = async (): Promise<void> => {
+      while (clock.now() - T0 < 2 * 3_600_000 && sentAt.length < 5_000) {
+        await budget.acquire('poll');
+        sentAt.push(clock.now() - T0);
+        observe(cached);
+      }
+    };
+    await withVirtualTime(clock, Promise.all(Array.from({ length: 4 }, requests)));
+    // Each hour: its 900 paced reads and, once, the 350 the first answer showed unused at most.
+    for (const hour of [0, 1]) {
+      const inHour = sentAt.filter((at) => at >= hour * 3_600_000 && at < (hour + 1) * 3_600_000);
+      expect(inHour.length).toBeLessThanOrEqual(900 + 350 + 1);
+    }
+  });
+
   it('keeps the pace in a window used at the pace, such as a new one', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
     observe({ limit: 1000, remaining: 999, resetSeconds: 3600 });
