@@ -12,11 +12,13 @@ import type { TenantSupervisor } from './tenantSupervisor.js';
 
 /**
  * Tenants starting at once after one lease round (a takeover acquires a dead replica's whole
- * share in one statement). Each start reads and writes the store and pings the service: a few at
- * a time keeps the store's pool and the event loop free for the tenants already running, and
- * each started tenant polls as soon as it is ready instead of all of them together at the end.
+ * share in one statement). Each start reads and writes the store and pings the service: a bounded
+ * number at a time keeps the store's pool and the event loop free for the tenants already
+ * running, and each started tenant polls as soon as it is ready instead of all of them together
+ * at the end. Each start is a few store round trips waiting behind the running tenants' queries:
+ * 8 at a time took 165 s to start 1,000 tenants on PostgreSQL, 64 at a time 31 s (docs/scaling.md).
  */
-export const TENANT_STARTS_AT_ONCE = 8;
+export const TENANT_STARTS_AT_ONCE = 64;
 
 export interface TenantLeasesDeps {
   /** The PostgreSQL store's lease pool: the lease rows live beside the tenants' data, but their
