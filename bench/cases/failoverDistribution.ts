@@ -23,14 +23,6 @@ const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const LEASE_MS = clusterConfigSchema.parse({}).leaseSeconds * 1000;
 const MAX_SETTLE_MS = Number(process.env.BENCH_MAX_SETTLE_SECONDS ?? 900) * 1000;
 const MAX_TAKEOVER_MS = 180_000;
-/** Issue 28's goal for kill -> first poll by a survivor, with the default lease, in seconds. */
-export const FIRST_POLL_GOAL = { p95: 20, max: 25 } as const;
-
-/** `met` when `value` is within `goal` (both in the same unit, lower is better), else `short`. */
-export function verdict(value: number, goal: number): 'met' | 'short' {
-  return Number.isFinite(value) && value <= goal ? 'met' : 'short';
-}
-
 export interface FailoverOptions {
   readonly tenants: number;
   readonly replicas: number;
@@ -245,11 +237,9 @@ function intervalRows(
       'failover: kill -> first request by a survivor',
       per((_, t) => minus(t.firstRequestAt, killedAt)),
     ),
-    firstPollRow(
-      row(
-        'kill -> first poll by a survivor',
-        per((_, t) => minus(t.firstPollAt, killedAt)),
-      ),
+    row(
+      'kill -> first poll by a survivor',
+      per((_, t) => minus(t.firstPollAt, killedAt)),
     ),
     row(
       'last request by the killed -> first by a survivor',
@@ -274,17 +264,6 @@ function intervalRows(
   ];
 }
 
-/** The first-poll row with its goal and whether it was met: every taken-over tenant counts. */
-function firstPollRow(row: BenchRow): BenchRow {
-  const p95 = verdict(Number(row['p95 s']), FIRST_POLL_GOAL.p95);
-  const max = verdict(Number(row['max s']), FIRST_POLL_GOAL.max);
-  return {
-    ...row,
-    goal: `p95 <= ${FIRST_POLL_GOAL.p95}, max <= ${FIRST_POLL_GOAL.max}`,
-    verdict: p95 === 'met' && max === 'met' ? 'met' : 'short',
-  };
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -293,6 +272,7 @@ function sleep(ms: number): Promise<void> {
 if (process.argv[1] === import.meta.filename) {
   const [tenants = '300', replicas = '3'] = process.argv.slice(2);
   const { printTable } = await import('../benchTable.js');
+  const { FAILOVER_FIRST_POLL, FAILOVER_FIRST_POLL_GOAL, judgeRows } = await import('../benchSections.js');
   const result = await failoverDistribution({
     tenants: Number(tenants),
     replicas: Number(replicas),
@@ -300,6 +280,9 @@ if (process.argv[1] === import.meta.filename) {
     skills: 5,
     eventsPerHour: 60,
   });
-  printTable('Failover after kill -9 of the replica holding the most tenants (seconds)', result.distribution);
+  printTable(
+    'Failover after kill -9 of the replica holding the most tenants (seconds)',
+    judgeRows(result.distribution, new Map([[FAILOVER_FIRST_POLL, FAILOVER_FIRST_POLL_GOAL]])),
+  );
   printTable('Failover run', [result.run]);
 }
