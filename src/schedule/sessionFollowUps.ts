@@ -37,10 +37,6 @@ export class SessionFollowUps {
     private readonly minIntervalMs: number,
   ) {}
 
-  isDue(state: FollowUpState, now: number): boolean {
-    return state.dueAt !== null && state.dueAt <= now;
-  }
-
   /**
    * True when the poll found a session still going on: a new change, performed within the gap,
    * on a log whose changes cluster beyond chance. At rate λ, independent changes less than a gap
@@ -55,7 +51,7 @@ export class SessionFollowUps {
 
   /** The log's follow-up state after a poll at `now`. */
   afterPoll(state: FollowUpState, now: number, sessionInProgress: boolean): FollowUpState {
-    if (this.isDue(state, now)) this.recent.push(now);
+    if (state.dueAt !== null && state.dueAt <= now) this.recent.push(now);
     if (!sessionInProgress || state.inRow >= this.config.followUpPolls) return noFollowUp();
     return { dueAt: now + this.minIntervalMs, inRow: state.inRow + 1 };
   }
