@@ -1,18 +1,12 @@
-import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import { describeError, errorCodeOf } from '../errors.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { classifyPollFailure, pollRetryDelayMs, STORE_PAUSE_MS, type FailureAction } from './failurePolicy.js';
 import { logKey } from '../logs.js';
 import type { KeyPause } from '../schedule/nextAction.js';
+import type { PollLoopDeps } from './pollLoop.js';
 
-export interface PollFailuresDeps {
-  store: ChangefeedStore;
-  logger: Logger;
-  /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
-  credentialChanged?: () => boolean;
-}
+type PollFailuresDeps = Pick<PollLoopDeps, 'store' | 'logger' | 'credentialChanged'>;
 
 /**
  * What failed polls do to the poll loop: a per-log backoff before the next attempt, a pause of
@@ -44,11 +38,6 @@ export class PollFailures {
   /** Ends the key-wide pause (the rejected key was replaced). */
   endPause(): void {
     this.pausedUntil = 0;
-  }
-
-  /** When the log (by its key) may be polled again after a failure (0 when it may now). */
-  backoffUntil(key: string): number {
-    return this.notBefore.get(key) ?? 0;
   }
 
   /** Every log's backoff end, by key. */

@@ -1,11 +1,7 @@
-import type { Logger } from 'pino';
 import { readAllIds } from '../api/listReader.js';
-import type { ServiceClient } from '../api/serviceClient.js';
-import type { Clock } from '../clock.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchOrigin } from '../store/storeRecords.js';
 import type { RecordedDiscovery } from './discoverySchedule.js';
-import type { ServerClock } from './serverClock.js';
+import type { LogPollerDeps } from './logPoller.js';
 import type { WatchConfig } from './watchConfig.js';
 
 /** The lists discovery reads (spec 4.1, 4.2), those that `watch` turns on. */
@@ -27,16 +23,7 @@ export const LAST_DISCOVERY_LISTS_KEY = 'discovery.lists';
  * discovery finds. A log registered once keeps its cursor across restarts.
  */
 export class WatchRegistry {
-  constructor(
-    private readonly deps: {
-      client: ServiceClient;
-      store: ChangefeedStore;
-      serverClock: ServerClock;
-      clock: Clock;
-      watch: WatchConfig;
-      logger: Logger;
-    },
-  ) {}
+  constructor(private readonly deps: Omit<LogPollerDeps, 'events' | 'baseUrl'>) {}
 
   /** Where coverage of a log registered now starts: the service's now, or the configured startFrom. */
   configuredStart(): number {
