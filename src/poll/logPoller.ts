@@ -200,36 +200,23 @@ export class LogPoller {
   /** Logs a backfilling log's progress now and then, and once when it has caught up. */
   private observeProgress(watched: WatchedLog, coveredUntil: number, pages: number, entries: number): void {
     const key = logKey(watched);
-    const observation = {
-      now: this.deps.clock.now(),
-      serviceNow: this.deps.serverClock.now(),
-      coveredUntil,
-      pages,
-      entries,
-    };
-    const next = backfillProgress(this.backfills.get(key), observation, backfillDistanceMs(this.deps.watch));
+    const next = backfillProgress(
+      this.backfills.get(key),
+      { now: this.deps.clock.now(), serviceNow: this.deps.serverClock.now(), coveredUntil, pages, entries },
+      backfillDistanceMs(this.deps.watch),
+    );
     if (next.state) this.backfills.set(key, next.state);
     else this.backfills.delete(key);
-    const { line } = next;
-    if (!line) return;
-    const where = { log: watched.log, objectId: watched.objectId };
-    if (line.kind === 'caughtUp') {
-      this.deps.logger.info(
-        { ...where, pages: line.pages, entries: line.entries, seconds: line.seconds },
-        'backfill caught up: the log is read to the present',
-      );
-      return;
-    }
+    if (!next.line) return;
+    const { kind, ...fields } = next.line;
     this.deps.logger.info(
       {
-        ...where,
-        pages: line.pages,
-        entries: line.entries,
-        coveredUntil: toIso(line.coveredUntil),
-        behindSeconds: line.behindSeconds,
-        entriesPerSecond: line.entriesPerSecond,
+        log: watched.log,
+        objectId: watched.objectId,
+        ...fields,
+        ...('coveredUntil' in fields && { coveredUntil: toIso(fields.coveredUntil) }),
       },
-      'backfill in progress',
+      kind === 'caughtUp' ? 'backfill caught up: the log is read to the present' : 'backfill in progress',
     );
   }
 
