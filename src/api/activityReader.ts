@@ -53,16 +53,11 @@ export async function readActivityPage(
 ): Promise<ActivityPage> {
   const log = LOGS[request.log];
   const query: Record<string, string | number | undefined> = {};
-  const filters: [ActivityFilter, string | undefined][] = [
-    ['from', request.from],
-    ['to', request.to],
-    ...Object.entries(request.filters ?? {}).map(
-      ([k, v]) => [k as ActivityFilter, v] as [ActivityFilter, string | undefined],
-    ),
-  ];
-  for (const [name, value] of filters) {
+  const filters = { from: request.from, to: request.to, ...request.filters };
+  for (const [name, value] of Object.entries(filters)) {
     if (value === undefined) continue;
-    if (!log.filters.has(name)) throw new ForbiddenFilterError(`the ${request.log} log rejects the filter "${name}"`);
+    if (!log.filters.has(name as ActivityFilter))
+      throw new ForbiddenFilterError(`the ${request.log} log rejects the filter "${name}"`);
     query[name] = value;
   }
   if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_PAGE_LIMIT) {
