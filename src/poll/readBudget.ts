@@ -195,10 +195,9 @@ export class ReadBudget implements RequestGate {
 
   /**
    * Whole reads the server's window (RateLimit-Remaining less the reserve) holds beyond what the
-   * steady pace spends until RateLimit-Reset; 0 when the window is unknown. The headers are the
-   * truth: a window opened at this pace and used at it has none, so this never lets the pace run
-   * ahead of the hourly cap, only spends what was left unused. A Remaining above the allowance
-   * counts as the allowance: the window is this key's hour, and the cap holds whatever it claims.
+   * steady pace spends until RateLimit-Reset; 0 when the window is unknown. A window used at this
+   * pace has none, so this only spends what was left unused, never runs ahead of the hourly cap;
+   * a Remaining above the allowance counts as the allowance.
    */
   private unspentReads(now: number): number {
     const usable = this.usableUntilReset(now);
@@ -209,11 +208,9 @@ export class ReadBudget implements RequestGate {
   }
 
   /**
-   * Unused reads that may leave now: each server window's once. Answers that do not count down
-   * (a proxy's cached answer, its Remaining never falling and its Reset always ahead) would
-   * otherwise show the same unused reads after every request, and every request would leave at
-   * once. A window is a later one only if it starts (an hour before its reset) at or after the
-   * end of the one spent last; until then no answer adds to what that one showed.
+   * Unused reads that may leave now: each server window's once, or answers that do not count down
+   * (a proxy's cached answer) would show the same unused reads after every request. A window is a
+   * later one only if it starts (an hour before its reset) at or after the end of the one spent last.
    */
   private surplusReads(now: number): number {
     const unspent = this.unspentReads(now);

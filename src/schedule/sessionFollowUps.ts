@@ -21,13 +21,12 @@ export interface PollEvidence {
 }
 
 /**
- * Follow-up polls of edit sessions in progress. An administrator editing a career makes many
- * changes in a few minutes; a poll that lands in the middle of such a session would otherwise
- * leave the rest of it waiting a whole regular interval. So after a poll that found a change
- * performed less than sessionGapSeconds ago, on a log whose changes come in sessions, the log is
- * polled again as soon as the minimum interval allows, up to followUpPolls times in a row; a poll
- * that finds nothing new ends the chain. Follow-ups spent in the last hour are left out of what
- * the allocation divides, so they never push the key over its budget.
+ * Follow-up polls of edit sessions in progress: a poll that lands in the middle of a session would
+ * otherwise leave the rest of it waiting a whole regular interval. After a poll that found a
+ * change performed less than sessionGapSeconds ago, on a log whose changes come in sessions, the
+ * log is polled again after the minimum interval, up to followUpPolls times in a row (a poll that
+ * finds nothing new ends the chain). Follow-ups of the last hour are left out of what the
+ * allocation divides, so they never exceed the budget.
  */
 export class SessionFollowUps {
   private readonly recent: number[] = [];
