@@ -55,11 +55,6 @@ export class PollFailures {
   /** Classifies a failed poll, applies what it calls for and returns it. */
   async failed(w: WatchedLog, error: unknown, now: number): Promise<FailureAction> {
     const action = classifyPollFailure(error, w.log, this.authFailures);
-    await this.apply(w, action, error, now);
-    return action;
-  }
-
-  private async apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): Promise<void> {
     const { store, logger } = this.deps;
     const key = logKey(w);
     // Counted here too: on a store that cannot be written the recorded count stays behind.
@@ -81,17 +76,14 @@ export class PollFailures {
       case 'retry': {
         this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
         logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
-        return;
+        return action;
       }
       case 'pauseAll':
         if (errorCodeOf(error) === 'API_INVALID_CREDENTIAL') {
           if (this.deps.credentialChanged?.()) {
-            logger.info(
-              { ...target },
-              'the key file changed since the rejected request; retrying with the new key now',
-            );
+            logger.info(target, 'the key file changed since the rejected request; retrying with the new key now');
             this.notBefore.set(key, now);
-            return;
+            return action;
           }
           this.authFailures++;
         }
@@ -102,10 +94,10 @@ export class PollFailures {
           if (!this.storePauseLogged)
             logger.warn({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
           this.storePauseLogged = true;
-          return;
+          return action;
         }
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
-        return;
+        return action;
       case 'disableKind':
         try {
           for (const other of await store.watchedLogs.list()) {
@@ -115,19 +107,19 @@ export class PollFailures {
         } catch (writeError) {
           // Not disabled yet: the pause ends with the same answer, and this write is tried again.
           this.storeRefused(writeError, now);
-          return;
+          return action;
         }
         logger.error({ log: w.log }, action.reason);
-        return;
+        return action;
       case 'disableLog':
         try {
           await store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
         } catch (writeError) {
           this.storeRefused(writeError, now);
-          return;
+          return action;
         }
         logger.warn(target, action.reason);
-        return;
+        return action;
     }
   }
 
