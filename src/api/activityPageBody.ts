@@ -5,11 +5,10 @@ import { discardBody, headerValue, type BodyReader } from './responseBody.js';
 
 /**
  * Reads an activity page as it streams in, keeping only the elements of its `data` array (other
- * envelope keys may be anything and are dropped; once `data` is complete the rest of the body is
- * not read at all). A page holding more entries than the
- * `limit` asked for is refused at entry limit + 1, before the rest is parsed: a hostile
- * 100,000-entry page never becomes 100,000 objects. The body is capped at maxBytes as it arrives;
- * a refused one keeps its first RAW_KEPT_BYTES in the error, to show what it held.
+ * envelope keys are dropped; once `data` is complete the rest of the body is not read). A page
+ * holding more entries than the `limit` asked for is refused at entry limit + 1, before the rest
+ * is parsed: a hostile 100,000-entry page never becomes 100,000 objects. The body is capped at
+ * maxBytes as it arrives; a refused one keeps its first RAW_KEPT_BYTES in the error.
  */
 export function activityPageReader(limit: number): BodyReader {
   return async (body, headers, context) => {
@@ -101,11 +100,9 @@ export function activityPageReader(limit: number): BodyReader {
 }
 
 /**
- * What of an oversized entry a refused page's head holds. Its page's envelope may put other keys
- * before `data` (offset, a request id, a time it was generated) that differ from one read to the
- * next, so the page's first bytes would make a new quarantine record per read: this is the
- * entry's own first bytes, cut at a fixed length an envelope of up to half the head leaves whole.
- * The page's head when `data` does not start in it.
+ * The oversized entry's own first bytes in a refused page's head, cut at a fixed length: envelope
+ * keys before `data` may differ from one read to the next, and the page's first bytes would make
+ * a new quarantine record per read. The page's head when `data` does not start in it.
  */
 export function oversizedEntryHead(pageHead: string): string {
   const bytes = Buffer.from(pageHead, 'utf8');

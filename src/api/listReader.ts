@@ -20,16 +20,10 @@ export const listEnvelopeSchema = z
 
 export type ListEnvelope = z.infer<typeof listEnvelopeSchema>;
 
-export interface ListResult {
-  ids: string[];
-  /** True when more items exist than offsets can reach (offset cap 10,000). */
-  truncated: boolean;
-}
-
 /**
  * Pages through a list endpoint with limit/offset until a short page, returning every id.
- * `maxPages` stops early (`check` reads one page to prove the list and its envelope work);
- * `truncated` then says whether more were there.
+ * `truncated` is true when more items exist than offsets can reach (offset cap 10,000), or than
+ * `maxPages` read (`check` reads one page to prove the list and its envelope work).
  */
 export async function readAllIds(
   client: ServiceClient,
@@ -37,7 +31,7 @@ export async function readAllIds(
   envelope: ListEnvelope,
   signal?: AbortSignal,
   maxPages = Number.POSITIVE_INFINITY,
-): Promise<ListResult> {
+): Promise<{ ids: string[]; truncated: boolean }> {
   const ids: string[] = [];
   const seen = new Set<string>();
   // The last page starts exactly at the cap even when the page size does not divide it: pages

@@ -27,19 +27,17 @@ const fieldErrorSchema = z.object({
   message: z.string().catch(''),
 });
 
-const problemSchema = z
-  .object({
-    type: z.string().optional(),
-    title: z.string().optional(),
-    status: z.number().optional(),
-    detail: z.string().optional(),
-    instance: z.string().optional(),
-    requestId: z.string().optional(),
-    errors: z.array(fieldErrorSchema).optional().catch(undefined),
-    error: z.string().optional(),
-    upgrade_url: z.string().optional(),
-  })
-  .passthrough();
+const problemSchema = z.object({
+  type: z.string().optional(),
+  title: z.string().optional(),
+  status: z.number().optional(),
+  detail: z.string().optional(),
+  instance: z.string().optional(),
+  requestId: z.string().optional(),
+  errors: z.array(fieldErrorSchema).optional().catch(undefined),
+  error: z.string().optional(),
+  upgrade_url: z.string().optional(),
+});
 
 const EXCERPT_LENGTH = 200;
 

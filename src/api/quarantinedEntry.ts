@@ -1,7 +1,7 @@
 /**
  * An entry of a page that cannot become an event: no id, a non-string id, a performedAt that does
  * not parse, larger than api.maxEntryBytes. It is kept aside, not emitted, and the rest of the
- * page goes on; before, one such entry made the whole page rejected on every poll, for ever.
+ * page goes on, so one bad entry cannot stall its log.
  */
 export interface QuarantinedEntry {
   /** The entry as the service sent it (JSON), cut at RAW_KEPT_BYTES. */

@@ -1,4 +1,5 @@
 import { parseRetryAfter } from '../retryAfter.js';
+import { headerValue } from './responseBody.js';
 
 /**
  * What the service tells about its clock and the reads bucket in every response (spec 8 rules 1-2).
@@ -28,11 +29,7 @@ export interface ResponseMeta {
 }
 
 type HeaderBag = Record<string, string | string[] | undefined>;
-
-function header(headers: HeaderBag, name: string): string | undefined {
-  const value = headers[name] ?? headers[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : value;
-}
+const header = (headers: HeaderBag, name: string): string | undefined => headerValue(headers[name]);
 
 function nonNegativeInteger(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;

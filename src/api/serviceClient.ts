@@ -54,12 +54,6 @@ export interface ServiceClientOptions {
   logger: Logger;
 }
 
-export interface JsonResponse {
-  body: unknown;
-  meta: ResponseMeta;
-  path: string;
-}
-
 /**
  * The only place that talks HTTP to the service: bearer auth, timeouts, problem-details errors,
  * over the process's one pool for its origin (servicePools.ts). It never retries; the pollers decide.
@@ -89,10 +83,6 @@ export class ServiceClient {
     return this.options.maxEntryBytes ?? 1024 * 1024;
   }
 
-  get credentialSource(): string {
-    return this.options.credentialSource;
-  }
-
   /**
    * GET `path` (starting with /api/v1) and parse its JSON body; throws an ApiError otherwise.
    * `readBody` replaces the default reading of a 2xx body (capped at maxResponseBytes, then
@@ -105,7 +95,7 @@ export class ServiceClient {
     priority: RequestPriority,
     signal?: AbortSignal,
     readBody: BodyReader = readJsonBody,
-  ): Promise<JsonResponse> {
+  ): Promise<{ body: unknown; meta: ResponseMeta }> {
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) search.set(k, String(v));
     const qs = search.toString();
@@ -164,7 +154,7 @@ export class ServiceClient {
         if (signal?.aborted) throw bodyError as Error;
         throw this.transportError(bodyError, path);
       }
-      if (ok) return { body, meta, path };
+      if (ok) return { body, meta };
       throw this.problemError(status, text, meta, path);
     } finally {
       combined.clear();

@@ -22,21 +22,18 @@ interface SharedPool {
 
 const KEEP_ALIVE_MS = 30_000;
 /**
- * Connections of one pool at most. Each tenant's read budget paces its own requests, but when
- * the service answers slowly the requests of all tenants wait together: 5,000 tenants starting
- * against a simulator slowed by a loaded machine held over 8,000 sockets. Requests beyond this
- * wait in the pool's queue, their timeout running. 512 connections carry 1,250 requests a second
- * (5,000 tenants at 900 reads an hour) up to 400 ms per request.
+ * Connections of one pool at most: when the service answers slowly, the requests of all tenants
+ * wait together, and without a cap each holds a socket. Requests beyond this wait in the pool's
+ * queue, their timeout running. 512 connections carry 1,250 requests a second (5,000 tenants at
+ * 900 reads an hour) up to 400 ms per request.
  */
 const MAX_CONNECTIONS = 512;
 const pools = new Map<string, SharedPool>();
 
 /**
  * One connection pool per service origin (and timeout and CA) for the whole process, shared by
- * every tenant's client. A pool of its own per tenant cost each tenant its request queue (16 KB),
- * its connection objects and a socket or two kept alive between its polls, about 30 KB of heap
- * and the sockets' native memory per tenant; shared, the sockets follow the requests in flight
- * of all tenants together, up to MAX_CONNECTIONS.
+ * every tenant's client: a pool per tenant costs each its queue, connections and idle sockets;
+ * shared, the sockets follow the requests in flight of all tenants together.
  */
 export function acquireServicePool(origin: string, settings: ServicePoolSettings): ServicePoolLease {
   const key = JSON.stringify([origin, settings.timeoutMs, settings.ca ?? null]);

@@ -8,7 +8,7 @@ import { OperatorConsole } from '../console/operatorConsole.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
 import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
-import type { PlannedLog } from '../schedule/scheduleViews.js';
+import type { PlannedLog } from '../schedule/pollScheduler.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';

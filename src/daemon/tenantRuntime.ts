@@ -6,7 +6,7 @@ import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
-import type { PlannedLog } from '../schedule/scheduleViews.js';
+import type { PlannedLog } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonParts.js';
 import { pruneJournalHourly } from './journalPruner.js';

@@ -1,8 +1,7 @@
 /**
- * Events journaled before the `tenant` attribute existed lack it. The store knows whose events
- * it holds, so every read of a stored event (outbox payloads, journal pages) goes through
- * `withTenantAttribute`: an event that carries the attribute is returned as it is, byte for byte;
- * one that does not gets it, the same bytes on every read, so sinks, replays and the feed agree.
+ * Events journaled before the `tenant` attribute existed lack it, so every read of a stored event
+ * (outbox payloads, journal pages) goes through `withTenantAttribute`: an event that carries the
+ * attribute is returned byte for byte; one that does not gets it, the same bytes on every read.
  */
 const STAMPED_PREFIX = '{"specversion":"1.0","tenant":';
 const UNSTAMPED_PREFIX = '{"specversion":"1.0",';

@@ -4,7 +4,7 @@ import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import type { FeedObserver, FeedMode } from '../feed/feedObserver.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
-import type { ScheduleSnapshot } from '../schedule/scheduleViews.js';
+import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitState, DeliveryCounts } from '../store/storeRecords.js';
 

@@ -1,9 +1,7 @@
 /**
- * When a log that is behind says how far it has come. A backfill of hours of history is one long
- * run of pages (a poll's window reaches to the service's now, and the next poll reads what came
- * meanwhile), and without a word in between it looks like a hang: so a log that is behind logs a
- * line every PROGRESS_EVERY_MS, and one when it has caught up. A backfill shorter than that says
- * nothing, as a regular poll does not.
+ * When a log that is behind says how far it has come: a backfill of hours of history is one long
+ * run of pages that would otherwise look like a hang. A log that is behind logs a line every
+ * PROGRESS_EVERY_MS, and one when it has caught up; a shorter backfill says nothing.
  */
 
 /** How often a log that is behind reports its progress, on the poller's clock. */

@@ -12,9 +12,8 @@ const MAX_MEMO_ENTRIES = 64;
 
 /**
  * Runs per hour of a cron schedule, counted over the next hour (a daily one counts as 1/24).
- * Counted once per expression and minute: each count walks the hour run by run (about 10 ms for
- * every 15 minutes), and every tenant's poll loop asks at its start, so 5,000 tenants starting
- * together spent most of a minute of CPU on the same answer.
+ * Memoised per expression and minute: each count walks the hour run by run, and every tenant's
+ * poll loop asks at its start.
  */
 export function cronRunsPerHour(expression: string, now: number): number {
   const key = `${expression}\u0000${Math.floor(now / 60_000)}`;
@@ -52,14 +51,12 @@ export interface RecordedDiscovery {
 }
 
 /**
- * When a starting poll loop runs its first discovery. A discovery recorded in the store (by this
- * process before a restart, or by the replica that held the tenant before) keeps the cron
- * schedule: the next run is the first cron time after it, so a new holder polls the logs it knows
- * at once instead of spending its first read-budget slots on the lists. At once (`now`) when none
- * is recorded, when a cron time passed since (a run was missed: the holder died, the run failed),
- * or when it read other lists than the config turns on now (discovery of skills just enabled);
- * never later than the first cron time after `now`, whatever the recorded time.
- * `serviceOffsetMs` is the service's clock minus ours, to bring the recorded time to ours.
+ * When a starting poll loop runs its first discovery. One recorded in the store (before a restart,
+ * or by the previous holder of the tenant) keeps the cron schedule, so a new holder polls the logs
+ * it knows at once instead of spending its first read-budget slots on the lists. At once when none
+ * is recorded, when a cron time passed since (a missed run), or when it read other lists than the
+ * config turns on now; never later than the first cron time after `now`. `serviceOffsetMs` is the
+ * service's clock minus ours, to bring the recorded time to ours.
  */
 export function firstDiscoveryAt(
   now: number,
@@ -72,10 +69,8 @@ export function firstDiscoveryAt(
   const recordedAt = recorded.at - serviceOffsetMs;
   // Outside the dates a Date holds: unreadable, the same as none recorded.
   if (Number.isNaN(new Date(recordedAt).getTime())) return now;
-  // Not yet happened on our clock: a corrupt value, or a service clock ahead that no answer has
-  // measured yet (the tenant's ping at start failed). Waiting for the cron time after it
-  // would skip runs (hours of them, or throw past the years cron searches); the cron promises
-  // one by its next time after now.
+  // Not yet happened on our clock (a corrupt value, or a service clock ahead not yet measured):
+  // waiting for the cron time after it would skip runs; the cron promises one by its next time.
   if (recordedAt > now) return nextCronTime(schedule, now);
   return Math.max(now, nextCronTime(schedule, recordedAt));
 }

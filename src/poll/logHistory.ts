@@ -1,34 +1,26 @@
 import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
 import { pageItemCount } from '../api/activityReader.js';
-import type { RequestPriority, ServiceClient } from '../api/serviceClient.js';
-import { MAX_PAGE_LIMIT, type LogKind } from '../logs.js';
+import { MAX_PAGE_LIMIT } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
 import type { LogHistory } from '../schedule/rateState.js';
 import { detectSortOrder } from './sortOrder.js';
 import type { ScheduleConfig } from '../schedule/scheduleConfig.js';
 import type { TimeWindow } from './timeWindow.js';
-import { readWindowPage } from './windowWalker.js';
+import { readWindowPage, type WindowWalk } from './windowWalker.js';
 
 /*
- * A log the daemon starts to watch has usually been changing for a long time, and its log holds
- * that record. A day of polls shows most logs zero or one edit session, while a week of history
- * tells a busy log from a quiet one before the first allocation. So the first poll of a log also
- * reads what happened in the `historyHours` before its coverage starts, for the rate estimate
- * only: none of it is emitted.
+ * A week of history tells a busy log from a quiet one before the first allocation, where a day of
+ * polls shows most logs zero or one edit session. So the first poll of a log also reads the
+ * `historyHours` before its coverage starts, for the rate estimate only: none of it is emitted.
  */
 
-export interface HistoryProbe {
-  client: ServiceClient;
-  log: LogKind;
-  objectId: string;
+type HistoryProbe = Pick<WindowWalk, 'client' | 'log' | 'objectId' | 'priority' | 'signal'> & {
   /** The log's first window, [coverage start, service now). */
   window: TimeWindow;
   historyMs: number;
   /** The log's page size (pageSize.ts). */
   limit?: number | undefined;
-  priority?: RequestPriority | undefined;
-  signal?: AbortSignal | undefined;
-}
+};
 
 export interface HistoryProbeResult {
   /** Undefined when the page held too few dated entries to measure a span. */
@@ -55,9 +47,8 @@ export async function probeHistory(probe: HistoryProbe): Promise<HistoryProbeRes
   const dated = page.entries.map(performedAtMs).filter((t): t is number => t !== null);
   const detectedOrder = detectSortOrder(page.entries);
   if (pageItemCount(page) >= limit) return { history: spanOf(dated), firstWindow: undefined, detectedOrder };
-  // The server filtered [from, to), so the first window is the page's tail; an undated entry
-  // cannot be placed in it, and the first window is then read on its own.
-  // A quarantined entry cannot be placed either; the window's own read quarantines it.
+  // The server filtered [from, to), so the first window is the page's tail; an undated or
+  // quarantined entry cannot be placed in it, and the first window is then read on its own.
   const allDated = dated.length === page.entries.length && page.quarantined.length === 0;
   return {
     history: { fromMs: from, toMs: probe.window.to, performedAt: dated },

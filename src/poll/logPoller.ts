@@ -92,10 +92,9 @@ export class LogPoller {
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
     if (!window) {
-      // Nothing can be new yet: the service's clock has not passed the cursor. A log never read
-      // must still show that it exists, or a configured id with a typo would pass `run --once`
-      // unnoticed whenever the sweep comes within the Date header's second of registering it.
-      // One entry of the overlap before the cursor: before coverage, so nothing is emitted.
+      // Nothing can be new yet. A log never read must still prove it exists (a configured id with
+      // a typo must fail `run --once`): one entry of the overlap before the cursor, so nothing is
+      // emitted.
       if (watched.lastSuccessAt === null) {
         const proof = { from: cursor - Math.max(overlapMs, 1000), to: cursor };
         await readWindowPage({ ...this.deps, log: watched.log, objectId: watched.objectId, signal }, proof, 0, 1);
@@ -105,7 +104,7 @@ export class LogPoller {
     }
     // Quarantined entries of the pages read so far, stored with the next commit.
     const held: QuarantinedEntry[] = [];
-    const priority = isBackfill(window.from, serverNow, watch) ? 'backfill' : undefined;
+    const priority = serverNow - window.from > backfillDistanceMs(watch) ? 'backfill' : undefined;
     let coveredUntil = cursor;
     const progress = (pages: number, entries: number): void =>
       this.observeProgress(watched, coveredUntil, pages, entries);
@@ -140,9 +139,6 @@ export class LogPoller {
       }
     }
     if (!firstWindowRead) {
-      const quarantine = (entries: QuarantinedEntry[]): void => {
-        held.push(...entries);
-      };
       const stats = await walkWindow(
         {
           client: this.deps.client,
@@ -153,7 +149,7 @@ export class LogPoller {
           priority,
           sizes: this.sizes,
           commit,
-          quarantine,
+          quarantine: (entries) => held.push(...entries),
           onPage: (entries) => progress(1, entries),
         },
         window,
@@ -204,36 +200,23 @@ export class LogPoller {
   /** Logs a backfilling log's progress now and then, and once when it has caught up. */
   private observeProgress(watched: WatchedLog, coveredUntil: number, pages: number, entries: number): void {
     const key = logKey(watched);
-    const observation = {
-      now: this.deps.clock.now(),
-      serviceNow: this.deps.serverClock.now(),
-      coveredUntil,
-      pages,
-      entries,
-    };
-    const next = backfillProgress(this.backfills.get(key), observation, backfillDistanceMs(this.deps.watch));
+    const next = backfillProgress(
+      this.backfills.get(key),
+      { now: this.deps.clock.now(), serviceNow: this.deps.serverClock.now(), coveredUntil, pages, entries },
+      backfillDistanceMs(this.deps.watch),
+    );
     if (next.state) this.backfills.set(key, next.state);
     else this.backfills.delete(key);
-    const { line } = next;
-    if (!line) return;
-    const where = { log: watched.log, objectId: watched.objectId };
-    if (line.kind === 'caughtUp') {
-      this.deps.logger.info(
-        { ...where, pages: line.pages, entries: line.entries, seconds: line.seconds },
-        'backfill caught up: the log is read to the present',
-      );
-      return;
-    }
+    if (!next.line) return;
+    const { kind, ...fields } = next.line;
     this.deps.logger.info(
       {
-        ...where,
-        pages: line.pages,
-        entries: line.entries,
-        coveredUntil: toIso(line.coveredUntil),
-        behindSeconds: line.behindSeconds,
-        entriesPerSecond: line.entriesPerSecond,
+        log: watched.log,
+        objectId: watched.objectId,
+        ...fields,
+        ...('coveredUntil' in fields && { coveredUntil: toIso(fields.coveredUntil) }),
       },
-      'backfill in progress',
+      kind === 'caughtUp' ? 'backfill caught up: the log is read to the present' : 'backfill in progress',
     );
   }
 
@@ -313,15 +296,11 @@ export class LogPoller {
 }
 
 /**
- * A window that starts further back than twice the longest regular interval reads history no
- * regular poll would (a log watched from a past timestamp, or catching up after downtime): its
- * pages take only the read budget that regular polls leave.
+ * How far behind the service's now a window must start to be a backfill: twice the longest
+ * regular interval. Such a window reads history no regular poll would (a log watched from a past
+ * timestamp, or catching up after downtime): its pages take only the read budget that regular
+ * polls leave.
  */
-export function isBackfill(windowFrom: number, serverNow: number, watch: Pick<WatchConfig, 'schedule'>): boolean {
-  return serverNow - windowFrom > backfillDistanceMs(watch);
-}
-
-/** How far behind the service's now a window must start to be a backfill. */
-export function backfillDistanceMs(watch: Pick<WatchConfig, 'schedule'>): number {
+function backfillDistanceMs(watch: Pick<WatchConfig, 'schedule'>): number {
   return 2 * watch.schedule.maxIntervalMinutes * 60_000;
 }

@@ -1,18 +1,12 @@
-import type { Logger } from 'pino';
 import { requestIdOf } from '../api/apiErrors.js';
 import { describeError, errorCodeOf } from '../errors.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { classifyPollFailure, pollRetryDelayMs, STORE_PAUSE_MS, type FailureAction } from './failurePolicy.js';
 import { logKey } from '../logs.js';
 import type { KeyPause } from '../schedule/nextAction.js';
+import type { PollLoopDeps } from './pollLoop.js';
 
-export interface PollFailuresDeps {
-  store: ChangefeedStore;
-  logger: Logger;
-  /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
-  credentialChanged?: () => boolean;
-}
+type PollFailuresDeps = Pick<PollLoopDeps, 'store' | 'logger' | 'credentialChanged'>;
 
 /**
  * What failed polls do to the poll loop: a per-log backoff before the next attempt, a pause of
@@ -46,11 +40,6 @@ export class PollFailures {
     this.pausedUntil = 0;
   }
 
-  /** When the log (by its key) may be polled again after a failure (0 when it may now). */
-  backoffUntil(key: string): number {
-    return this.notBefore.get(key) ?? 0;
-  }
-
   /** Every log's backoff end, by key. */
   backoffs(): ReadonlyMap<string, number> {
     return this.notBefore;
@@ -66,11 +55,6 @@ export class PollFailures {
   /** Classifies a failed poll, applies what it calls for and returns it. */
   async failed(w: WatchedLog, error: unknown, now: number): Promise<FailureAction> {
     const action = classifyPollFailure(error, w.log, this.authFailures);
-    await this.apply(w, action, error, now);
-    return action;
-  }
-
-  private async apply(w: WatchedLog, action: FailureAction, error: unknown, now: number): Promise<void> {
     const { store, logger } = this.deps;
     const key = logKey(w);
     // Counted here too: on a store that cannot be written the recorded count stays behind.
@@ -92,17 +76,14 @@ export class PollFailures {
       case 'retry': {
         this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
         logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
-        return;
+        return action;
       }
       case 'pauseAll':
         if (errorCodeOf(error) === 'API_INVALID_CREDENTIAL') {
           if (this.deps.credentialChanged?.()) {
-            logger.info(
-              { ...target },
-              'the key file changed since the rejected request; retrying with the new key now',
-            );
+            logger.info(target, 'the key file changed since the rejected request; retrying with the new key now');
             this.notBefore.set(key, now);
-            return;
+            return action;
           }
           this.authFailures++;
         }
@@ -113,10 +94,10 @@ export class PollFailures {
           if (!this.storePauseLogged)
             logger.warn({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
           this.storePauseLogged = true;
-          return;
+          return action;
         }
         logger.error({ ...target, pauseSeconds: Math.round(action.pauseMs / 1000) }, action.reason);
-        return;
+        return action;
       case 'disableKind':
         try {
           for (const other of await store.watchedLogs.list()) {
@@ -126,19 +107,19 @@ export class PollFailures {
         } catch (writeError) {
           // Not disabled yet: the pause ends with the same answer, and this write is tried again.
           this.storeRefused(writeError, now);
-          return;
+          return action;
         }
         logger.error({ log: w.log }, action.reason);
-        return;
+        return action;
       case 'disableLog':
         try {
           await store.watchedLogs.setStatus(w.log, w.objectId, action.status, action.reason);
         } catch (writeError) {
           this.storeRefused(writeError, now);
-          return;
+          return action;
         }
         logger.warn(target, action.reason);
-        return;
+        return action;
     }
   }
 

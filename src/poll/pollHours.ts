@@ -1,29 +1,32 @@
+import { z } from 'zod';
+
 /**
  * A tenant's last day of polling, one bucket per clock hour, kept in the store's meta under
- * POLL_HOURS_META_KEY by the poll recorder: the operator console draws its freshness chart and
- * its read budget per hour from it. The store keeps only the latest state of each log (cursor,
- * last poll), not its history, and a row per poll would grow with the number of logs; 24 small
- * buckets per tenant are what a day's chart needs.
+ * POLL_HOURS_META_KEY by the poll recorder for the console's freshness and budget charts: the
+ * store keeps only each log's latest state, and a row per poll would grow with the logs.
  */
 
 export const POLL_HOURS_META_KEY = 'poll.hours';
 export const POLL_HOURS_KEPT = 24;
 const HOUR_MS = 3_600_000;
 
-export interface PollHour {
+const count = z.number().min(0);
+const pollHourSchema = z.object({
   /** Start of the hour, clock ms (a multiple of an hour). */
-  hour: number;
+  hour: count,
   /** Requests sent to the service in the hour: polls, discovery and backfill. */
-  requests: number;
+  requests: count,
   /** Requests per hour the read budget allowed itself, as last seen in the hour; null when unknown. */
-  allowancePerHour: number | null;
-  polls: number;
-  failedPolls: number;
+  allowancePerHour: count.nullable(),
+  polls: count,
+  failedPolls: count,
   /** Events emitted by the hour's polls. */
-  events: number;
+  events: count,
   /** How far behind (seconds) the stalest log polled in the hour was as its poll began; null before any cursor. */
-  worstLagSeconds: number | null;
-}
+  worstLagSeconds: count.nullable(),
+});
+
+export type PollHour = z.infer<typeof pollHourSchema>;
 
 /** What one poll adds to its hour. */
 export interface PollSample {
@@ -99,23 +102,7 @@ export function parsePollHours(raw: string | undefined): PollHour[] {
     return [];
   }
   if (!Array.isArray(value)) return [];
-  return value.filter(isPollHour).slice(-POLL_HOURS_KEPT);
-}
-
-function isPollHour(value: unknown): value is PollHour {
-  if (typeof value !== 'object' || value === null) return false;
-  const b = value as Record<string, unknown>;
-  const count = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
-  const countOrNull = (v: unknown) => v === null || count(v);
-  return (
-    count(b.hour) &&
-    count(b.requests) &&
-    count(b.polls) &&
-    count(b.failedPolls) &&
-    count(b.events) &&
-    countOrNull(b.allowancePerHour) &&
-    countOrNull(b.worstLagSeconds)
-  );
+  return value.flatMap((bucket) => pollHourSchema.safeParse(bucket).data ?? []).slice(-POLL_HOURS_KEPT);
 }
 
 function worse(a: number | null, b: number | null): number | null {

@@ -157,15 +157,6 @@ export class PollLoop {
     return sweep.summary;
   }
 
-  /** Once discovery has run: the active logs are the ones the sweep polls. */
-  private async readSweepLogs(sweep: Sweep): Promise<void> {
-    const targets = await readActiveLogs(this.deps.store);
-    // So each poll updates (and persists) the log's learned rate: `run --once` from a cron job
-    // learns across runs, and `plan` and `status` show what it learned.
-    this.scheduler.sync(targets);
-    sweep.remaining = new Set(targets.map(logKey));
-  }
-
   /** What a poll of the sweep came to: done (polled, handled or reported), or tried again after its backoff. */
   private sweepPolled(sweep: Sweep, w: WatchedLog, key: string, outcome: PollOutcome | { error: unknown }): void {
     if ('polled' in outcome && outcome.polled) {
@@ -236,10 +227,16 @@ export class PollLoop {
   private async pass(): Promise<number> {
     await this.restoreRates();
     await this.restoreDiscovery();
-    await this.refreshActive(this.deps.clock.now());
+    const fresh = await this.active.refresh(this.deps.clock.now());
+    if (fresh) this.scheduler.sync(fresh);
     const sweep = this.sweep;
-    if (sweep && sweep.remaining === undefined && this.nextDiscoveryAt === undefined && !this.inFlight.has(DISCOVERY))
-      await this.readSweepLogs(sweep);
+    if (sweep && sweep.remaining === undefined && this.nextDiscoveryAt === undefined && !this.inFlight.has(DISCOVERY)) {
+      // Discovery has run: the active logs are the ones the sweep polls. Synced so each poll
+      // updates (and persists) the log's learned rate: `run --once` from cron learns across runs.
+      const targets = await readActiveLogs(this.deps.store);
+      this.scheduler.sync(targets);
+      sweep.remaining = new Set(targets.map(logKey));
+    }
     const now = this.deps.clock.now();
     const action = nextAction(now, this.snapshot(now));
     if ('wakeAt' in action) return action.wakeAt;
@@ -247,8 +244,10 @@ export class PollLoop {
     else if ('resume' in action) {
       this.deps.logger.info('the key file changed; resuming polls with the new key');
       this.failures.endPause();
-    } else if (action.launch === 'discovery') this.launchDiscovery();
-    else this.launchPoll(action.key);
+    } else if (action.launch === 'discovery') {
+      this.inFlight.add(DISCOVERY);
+      this.queue.add(() => this.discoverOnce()).catch((error: unknown) => this.failed(error));
+    } else this.launchPoll(action.key);
     // After a launch, yield once before deciding again, so the launched poll can take its slot
     // of the read budget and the next decision sees it.
     return now;
@@ -271,11 +270,6 @@ export class PollLoop {
       backoffUntil: this.failures.backoffs(),
       once: this.sweep && { remaining: this.sweep.remaining },
     };
-  }
-
-  private async refreshActive(now: number): Promise<void> {
-    const fresh = await this.active.refresh(now);
-    if (fresh) this.scheduler.sync(fresh);
   }
 
   /** Rates learned before a restart, once, before the first plan. */
@@ -339,11 +333,6 @@ export class PollLoop {
       this.inFlight.delete(key);
       this.wake?.abort();
     }
-  }
-
-  private launchDiscovery(): void {
-    this.inFlight.add(DISCOVERY);
-    this.queue.add(() => this.discoverOnce()).catch((error: unknown) => this.failed(error));
   }
 
   private async discoverOnce(): Promise<void> {

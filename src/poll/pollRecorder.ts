@@ -1,30 +1,22 @@
-import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { PollScheduler } from '../schedule/pollScheduler.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { DeferredState, RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
 import type { FailureAction } from './failurePolicy.js';
-import type { LogPoller, PollResult } from './logPoller.js';
+import type { PollResult } from './logPoller.js';
+import type { PollLoopDeps } from './pollLoop.js';
 import type { PollFailures } from './pollFailures.js';
 import { addPollSample, mergePollHours, parsePollHours, POLL_HOURS_META_KEY, type PollHour } from './pollHours.js';
-import type { BudgetSnapshot } from './readBudget.js';
+import type { ReadBudget } from './readBudget.js';
 
 /** Meta key under which the budget's state is left for `changefeed status`. */
 export const BUDGET_META_KEY = 'budget.snapshot';
 const BUDGET_META_EVERY_MS = 30_000;
 
-export interface PollRecorderDeps {
-  poller: LogPoller;
+type PollRecorderDeps = Pick<PollLoopDeps, 'poller' | 'store' | 'clock' | 'logger' | 'onPolled'> & {
   scheduler: PollScheduler;
   failures: PollFailures;
-  store: ChangefeedStore;
-  clock: Clock;
-  logger: Logger;
-  budget?: { snapshot(): BudgetSnapshot } | undefined;
-  /** Called after every poll, successful or not (metrics). */
-  onPolled?: ((watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void) | undefined;
-}
+  budget?: Pick<ReadBudget, 'snapshot'> | undefined;
+};
 
 export type PollOutcome =
   | { polled: true; result: PollResult }
@@ -92,9 +84,9 @@ export class PollRecorder {
 
   /**
    * The learned rate and, now and then, the budget's state and the hours of polling, for
-   * restarts, `status` and the console: deferred, to be written with the tenant's next write
-   * transaction (store.deferState), so a poll costs the store its ingest alone. The poll itself is
-   * already committed: a store that cannot take these now only loses a refinement.
+   * restarts, `status` and the console: deferred to the tenant's next write transaction
+   * (store.deferState), so a poll costs the store its ingest alone. A store that refuses them
+   * loses only a refinement: the poll itself is already committed.
    */
   private async persist(learned: RateEstimateRow | undefined, now: number): Promise<void> {
     const { store, budget, logger } = this.deps;

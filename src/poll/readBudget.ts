@@ -54,16 +54,6 @@ interface Waiter {
   reject: (error: Error) => void;
 }
 
-export interface BudgetSnapshot {
-  allowancePerHour: number;
-  serverLimit: number | undefined;
-  serverRemaining: number | undefined;
-  resetAt: number | undefined;
-  blockedUntil: number;
-  intervalMs: number;
-  sent: number;
-}
-
 /**
  * Paces every GET of one API key. Requests leave one at a time, spaced so that what the server
  * says is left (RateLimit-Remaining, minus the reserve) lasts until RateLimit-Reset, and never
@@ -165,7 +155,7 @@ export class ReadBudget implements RequestGate {
     return Math.max(1, Math.floor(limit * (1 - this.config.reserve)));
   }
 
-  snapshot(): BudgetSnapshot {
+  snapshot() {
     return {
       allowancePerHour: this.allowancePerHour(),
       serverLimit: this.serverLimit,
@@ -187,10 +177,9 @@ export class ReadBudget implements RequestGate {
   }
 
   /**
-   * When the next request may leave, considering pace, the server's window and any 429 pause. A
-   * request leaves without waiting its pace slot while the server's window holds reads that the
-   * pace could not spend before the window resets (`unspentReads`): slots nobody used, such as
-   * those of a replica that died holding this key before this one took it over.
+   * When the next request may leave, considering pace, the server's window and any 429 pause; a
+   * request leaves without waiting its pace slot while the window holds unspent reads
+   * (`surplusReads`), such as those of a replica that died holding this key.
    */
   earliestSendAt(now: number): number {
     const usable = this.usableUntilReset(now);
@@ -206,10 +195,9 @@ export class ReadBudget implements RequestGate {
 
   /**
    * Whole reads the server's window (RateLimit-Remaining less the reserve) holds beyond what the
-   * steady pace spends until RateLimit-Reset; 0 when the window is unknown. The headers are the
-   * truth: a window opened at this pace and used at it has none, so this never lets the pace run
-   * ahead of the hourly cap, only spends what was left unused. A Remaining above the allowance
-   * counts as the allowance: the window is this key's hour, and the cap holds whatever it claims.
+   * steady pace spends until RateLimit-Reset; 0 when the window is unknown. A window used at this
+   * pace has none, so this only spends what was left unused, never runs ahead of the hourly cap;
+   * a Remaining above the allowance counts as the allowance.
    */
   private unspentReads(now: number): number {
     const usable = this.usableUntilReset(now);
@@ -220,11 +208,9 @@ export class ReadBudget implements RequestGate {
   }
 
   /**
-   * Unused reads that may leave now: each server window's once. Answers that do not count down
-   * (a proxy's cached answer, its Remaining never falling and its Reset always ahead) would
-   * otherwise show the same unused reads after every request, and every request would leave at
-   * once. A window is a later one only if it starts (an hour before its reset) at or after the
-   * end of the one spent last; until then no answer adds to what that one showed.
+   * Unused reads that may leave now: each server window's once, or answers that do not count down
+   * (a proxy's cached answer) would show the same unused reads after every request. A window is a
+   * later one only if it starts (an hour before its reset) at or after the end of the one spent last.
    */
   private surplusReads(now: number): number {
     const unspent = this.unspentReads(now);
@@ -252,8 +238,8 @@ export class ReadBudget implements RequestGate {
     if (this.pumping) return;
     this.pumping = true;
     try {
-      // The slot the pump last slept for: the pace's own formula moves as time passes (what is
-      // left spread until the reset), so the moment a slot came is the one planned before the sleep.
+      // The slot the pump last slept for: the pace's formula moves as time passes, so the moment a
+      // slot came is the one planned before the sleep.
       let sleptUntil = Number.NEGATIVE_INFINITY;
       while (this.waiters.length > 0) {
         const now = this.clock.now();
@@ -268,12 +254,9 @@ export class ReadBudget implements RequestGate {
         const next = this.waiters.shift();
         if (!next) break;
         if (now < this.lastSentAt + this.intervalMs(now)) this.spendSurplus(now);
-        // The pace keeps its grid: a request that leaves late because the process was busy (the
-        // event loop, a launched poll reading the store before it asks) counts as sent when its
-        // slot came, so the next slot is not pushed back by the delay. Counted from the late
-        // send, every such delay was lost for good: on the wall clock sped up 60 times, where a
-        // millisecond is 60, one slot in five. A gap of more than one interval is idleness, not
-        // lateness, and earns nothing.
+        // The pace keeps its grid: a request that leaves late because the process was busy counts
+        // as sent when its slot came, so the delay does not push back every later slot. A gap of
+        // more than one interval is idleness, not lateness, and earns nothing.
         const dueAt = Math.min(now, Math.max(sendAt, sleptUntil));
         this.lastSentAt = now - dueAt < this.intervalMs(now) ? dueAt : now;
         sleptUntil = Number.NEGATIVE_INFINITY;

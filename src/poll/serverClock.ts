@@ -34,11 +34,9 @@ export function offsetBounds(meta: ResponseMeta): OffsetBounds | undefined {
 
 /**
  * The lower bounds of recent answers after one more: the offset believed is their maximum, the
- * latest service time every answer allows, so windows never end in the service's future, and
- * within a few answers it is within the network's one-way time of the truth instead of half a
- * second (on average) behind it. An answer whose upper bound is below that maximum shows the
- * clocks have moved apart since (drift, or a step within the tolerance): the older bounds no
- * longer hold and the answer starts afresh.
+ * latest service time every answer allows, so windows never end in the service's future. An
+ * answer whose upper bound is below that maximum shows the clocks have moved apart since (drift,
+ * or a step within the tolerance): the older bounds no longer hold and the answer starts afresh.
  */
 export function nextOffsetSamples(samples: readonly number[], bounds: OffsetBounds): number[] {
   const kept = samples.length > 0 && bounds.high < Math.max(...samples) ? [] : samples.slice(-(OFFSET_SAMPLES - 1));
@@ -64,17 +62,13 @@ export interface ServerClockOptions {
 /**
  * The service's clock as seen through the `Date` header. Windows end at the service's "now", not
  * ours, so a skewed local clock cannot make a window end in the service's future (and miss entries
- * written there later). `Date` has one-second resolution, so one answer leaves the service's clock
- * up to a second (plus the network's time) behind the truth; the bounds of recent answers
- * together narrow that to the network's time (nextOffsetSamples). Every change performed in that
- * lag waits for the log's next poll, which matters where polls are seconds apart.
+ * written there later); the bounds of recent answers narrow Date's one-second resolution to the
+ * network's time (nextOffsetSamples).
  *
- * Every `Date` is judged, not trusted: one answer 30 days ahead once moved a cursor 30 days into
- * the future, and entries written afterwards were never read. An answer whose offset from the
- * local clock jumps more than the tolerance from the offset believed so far (the local clock's
- * own, 0, before the first answer) is not believed until CLOCK_CONFIRMATIONS answers in a row
- * agree on it; a service whose clock really moved is followed after a few requests, a single wild
- * answer never is. Meanwhile windows end at the last believable service time.
+ * Every `Date` is judged, not trusted: a single answer 30 days ahead must not move a cursor into
+ * the future. An answer whose offset jumps more than the tolerance from the offset believed so far
+ * (0 before the first answer) is not believed until CLOCK_CONFIRMATIONS answers in a row agree on
+ * it. Meanwhile windows end at the last believable service time.
  */
 export class ServerClock {
   private offsetMs: number | undefined;

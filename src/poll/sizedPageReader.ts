@@ -19,24 +19,20 @@ export interface SizedPageRead {
   window?: TimeSpan | undefined;
 }
 
-export interface SizedPage {
+/**
+ * Reads one page with the log's page size, halving it while the page is refused for exceeding
+ * api.maxResponseBytes. A page of one entry that is still refused holds an entry no read can
+ * take: it is quarantined (its position and first bytes kept), so the walk steps over it and the
+ * log goes on; while later windows overlap it, they read it a page of one at a time (pageLimit).
+ */
+export async function readSizedPage(read: SizedPageRead): Promise<{
   entries: ActivityEntry[];
   quarantined: QuarantinedEntry[];
   /** The limit the page was read with: the walk's next offset is this much further. */
   limit: number;
   /** Requests it took, refused ones included (each one took its place in the read budget). */
   requests: number;
-}
-
-/**
- * Reads one page with the log's page size, halving it while the page is refused for exceeding
- * api.maxResponseBytes. A page of one entry that is still refused holds an entry no read can
- * take: it is quarantined (its position and the first bytes of the entry itself kept, which is what
- * identifies the record), so the walk steps over it and the log goes on; reading it again later
- * (the overlap) finds the same record, and costs one request: the window that held it is read a
- * page of one entry at a time while later windows overlap it (pageSize.ts, pageLimit).
- */
-export async function readSizedPage(read: SizedPageRead): Promise<SizedPage> {
+}> {
   const key = logKey(read);
   // Pages held at one entry by a known oversized entry say nothing about the log's page size.
   const held = read.sizes.heldAtOne(key, read.window);

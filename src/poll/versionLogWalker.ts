@@ -31,28 +31,20 @@ export interface VersionLogWalk {
   signal?: AbortSignal | undefined;
 }
 
-export interface VersionLogRead {
-  /** Entries not seen before, in read order. */
-  unseen: ActivityEntry[];
-  requests: number;
-  detectedOrder: SortOrder | undefined;
-  /** True when the read went to the end of the log (short page). */
-  complete: boolean;
-  /** Entries that cannot become events, to be stored with the read. */
-  quarantined: QuarantinedEntry[];
-}
-
 /**
  * Reads a skill's version log, which has no date filter (spec 4.5 rule 6, 6 rule 4): pages from
  * offset 0. When the log is known to be newest-first, a page holding only entries already seen
  * ends the read, since everything after it is older. Otherwise the order cannot be relied on and
  * the log is read to its end; version logs are short, so that costs few requests.
  */
-export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRead> {
+export async function readVersionLog(walk: VersionLogWalk) {
+  /** Entries not seen before, in read order. */
   const unseen: ActivityEntry[] = [];
   const all: ActivityEntry[] = [];
+  /** Entries that cannot become events, to be stored with the read. */
   const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
+  const read = () => ({ unseen, requests, detectedOrder: detectSortOrder(all), quarantined });
   for (let offset = 0; offset <= MAX_OFFSET;) {
     const page = await readSizedPage({
       log: 'skill',
@@ -69,14 +61,11 @@ export async function readVersionLog(walk: VersionLogWalk): Promise<VersionLogRe
     const seen = await walk.seenAmong(page.entries.map((e) => e.id));
     const fresh = page.entries.filter((e) => !seen.has(e.id));
     unseen.push(...fresh);
+    if (pageItemCount(page) < page.limit) return read();
     const order = walk.sortOrder ?? detectSortOrder(all);
-    if (pageItemCount(page) < page.limit)
-      return { unseen, requests, detectedOrder: detectSortOrder(all), complete: true, quarantined };
-    if (order === 'newest-first' && fresh.length === 0 && page.quarantined.length === 0) {
-      return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };
-    }
+    if (order === 'newest-first' && fresh.length === 0 && page.quarantined.length === 0) return read();
     offset += page.limit;
   }
   if ((walk.sortOrder ?? detectSortOrder(all)) !== 'newest-first') throw new VersionLogTooLongError(walk.objectId);
-  return { unseen, requests, detectedOrder: detectSortOrder(all), complete: false, quarantined };
+  return read();
 }

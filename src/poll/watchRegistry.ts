@@ -1,11 +1,8 @@
-import type { Logger } from 'pino';
 import { readAllIds } from '../api/listReader.js';
-import type { ServiceClient } from '../api/serviceClient.js';
-import type { Clock } from '../clock.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
+import type { LogKind } from '../logs.js';
 import type { WatchOrigin } from '../store/storeRecords.js';
 import type { RecordedDiscovery } from './discoverySchedule.js';
-import type { ServerClock } from './serverClock.js';
+import type { LogPollerDeps } from './logPoller.js';
 import type { WatchConfig } from './watchConfig.js';
 
 /** The lists discovery reads (spec 4.1, 4.2), those that `watch` turns on. */
@@ -27,16 +24,7 @@ export const LAST_DISCOVERY_LISTS_KEY = 'discovery.lists';
  * discovery finds. A log registered once keeps its cursor across restarts.
  */
 export class WatchRegistry {
-  constructor(
-    private readonly deps: {
-      client: ServiceClient;
-      store: ChangefeedStore;
-      serverClock: ServerClock;
-      clock: Clock;
-      watch: WatchConfig;
-      logger: Logger;
-    },
-  ) {}
+  constructor(private readonly deps: Omit<LogPollerDeps, 'events' | 'baseUrl'>) {}
 
   /** Where coverage of a log registered now starts: the service's now, or the configured startFrom. */
   configuredStart(): number {
@@ -56,20 +44,22 @@ export class WatchRegistry {
     return Math.min(recorded, startedAt);
   }
 
-  /** When a log first watched now must have been polled at the latest, kept with the log across restarts. */
-  private firstPollBy(now: number): number {
-    return now + this.deps.watch.schedule.firstPollWithinSeconds * 1000;
+  /**
+   * Watches a log from `coverageStart` unless it is watched already (then false). Its first poll
+   * is due within firstPollWithinSeconds of now, a deadline kept with the log across restarts.
+   */
+  private register(log: LogKind, objectId: string, origin: WatchOrigin, coverageStart: number): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const firstPollBy = now + this.deps.watch.schedule.firstPollWithinSeconds * 1000;
+    return this.deps.store.watchedLogs.register({ log, objectId, origin, coverageStart, now, firstPollBy });
   }
 
   async registerConfigured(): Promise<number> {
-    const { store, watch, clock } = this.deps;
+    const { watch } = this.deps;
     const coverageStart = this.configuredStart();
     let added = 0;
-    const register = async (log: 'career' | 'skill' | 'identity_provider', objectId: string): Promise<void> => {
-      const now = clock.now();
-      const firstPollBy = this.firstPollBy(now);
-      if (await store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart, now, firstPollBy }))
-        added++;
+    const register = async (log: LogKind, objectId: string): Promise<void> => {
+      if (await this.register(log, objectId, 'config', coverageStart)) added++;
     };
     if (watch.identityProviderEvents) await register('identity_provider', '');
     for (const id of watch.careers.ids) await register('career', id);
@@ -116,7 +106,7 @@ export class WatchRegistry {
    * previous discovery: their first entries are emitted, not skipped as history.
    */
   async discover(signal?: AbortSignal): Promise<{ added: number }> {
-    const { store, watch, clock, client } = this.deps;
+    const { store, watch, client } = this.deps;
     const previous = await store.getMeta(LAST_DISCOVERY_KEY);
     const startedAt = this.deps.serverClock.now();
     const coverageStart = previous === undefined ? this.configuredStart() : this.coverageAfter(previous, startedAt);
@@ -130,18 +120,7 @@ export class WatchRegistry {
           `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`,
         );
       }
-      for (const id of list.ids) {
-        const now = clock.now();
-        const registration = {
-          log: set.log,
-          objectId: id,
-          origin,
-          coverageStart,
-          now,
-          firstPollBy: this.firstPollBy(now),
-        };
-        if (await store.watchedLogs.register(registration)) added++;
-      }
+      for (const id of list.ids) if (await this.register(set.log, id, origin, coverageStart)) added++;
     }
     await store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));
     // Written when it changes only (a config turned a list on or off): one write per run otherwise.

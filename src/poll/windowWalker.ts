@@ -43,23 +43,21 @@ export interface WindowWalk {
   onPage?: (entries: number) => void;
 }
 
-export interface WalkStats {
+interface WalkStats {
   requests: number;
-  entriesRead: number;
   splits: number;
   detectedOrder: SortOrder | undefined;
 }
 
 /**
- * Reads a window of a time-filtered log (career, identity provider) completely.
- *
- * Pages are read with offsets up to the cap, as many entries each as the log's page size allows
- * (see pageSize.ts). A window that holds more than offsets can reach (10,000 + a page) is narrowed: when the log is known to be oldest-first, what was read
- * covers [from, last performedAt) exactly, so that part is committed and the walk continues from
- * there without wasting a read; otherwise the window is halved and each half read on its own.
+ * Reads a window of a time-filtered log (career, identity provider) completely, in pages of the
+ * log's page size up to the offset cap. A window that holds more than offsets can reach is
+ * narrowed: when the log is known to be oldest-first, what was read covers [from, last
+ * performedAt) exactly, so that part is committed and the walk continues from there; otherwise
+ * the window is halved and each half read on its own.
  */
 export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<WalkStats> {
-  const stats: WalkStats = { requests: 0, entriesRead: 0, splits: 0, detectedOrder: walk.sortOrder };
+  const stats: WalkStats = { requests: 0, splits: 0, detectedOrder: walk.sortOrder };
   const stack: TimeWindow[] = [window];
   while (stack.length > 0) {
     const current = stack.pop() as TimeWindow;
@@ -103,7 +101,6 @@ async function readWholeWindow(
       window,
     });
     stats.requests += page.requests;
-    stats.entriesRead += pageItemCount(page);
     entries.push(...page.entries);
     if (page.quarantined.length > 0) walk.quarantine?.(page.quarantined);
     walk.onPage?.(pageItemCount(page));

@@ -62,15 +62,6 @@ export interface KeyPause {
   keyReplaced: boolean;
 }
 
-/**
- * `run --once`: one poll of every active log, after discovery. A log leaves `remaining` once it
- * was polled or the failure policy gave it up; a retried one waits its backoff in `backoffUntil`.
- */
-export interface OnceSweep {
-  /** Keys of the logs still to poll; undefined until discovery has run and the logs are read. */
-  remaining: ReadonlySet<string> | undefined;
-}
-
 export interface LoopSnapshot {
   pause: KeyPause | undefined;
   /** Discovery: when it is due next (undefined when off), and whether a run is in flight. */
@@ -83,8 +74,12 @@ export interface LoopSnapshot {
   inFlight: ReadonlySet<string>;
   /** Per key, the end of a failure backoff; a log is not polled before it. */
   backoffUntil: ReadonlyMap<string, number>;
-  /** Set for `run --once`, which polls each log once instead of on its schedule. */
-  once?: OnceSweep | undefined;
+  /**
+   * Set for `run --once`: one poll of every active log, after discovery. `remaining` holds the
+   * keys still to poll (undefined until discovery has run); a log leaves it once polled or given
+   * up by the failure policy, and a retried one waits its backoff in `backoffUntil`.
+   */
+  once?: { remaining: ReadonlySet<string> | undefined } | undefined;
 }
 
 export type NextAction =
@@ -141,7 +136,7 @@ export function nextAction(now: number, s: LoopSnapshot): NextAction {
     if (until > now) backoffEnds = Math.min(backoffEnds, until);
     return until <= now;
   };
-  const choice = chooseLog(now, s.logs, eligible, { dueOnly: backfillWaiting });
+  const choice = chooseLog(now, s.logs, eligible, backfillWaiting);
   if ('key' in choice) return { launch: 'poll', key: choice.key };
   return wake(Math.max(now + MIN_WAKE_MS, Math.min(choice.wakeAt, backoffEnds)));
 }
@@ -154,7 +149,7 @@ export function nextAction(now: number, s: LoopSnapshot): NextAction {
  * keeping a cron job waiting up to an hour. The sweep stops when no log remains and nothing is
  * in flight.
  */
-function onceAction(now: number, s: LoopSnapshot, once: OnceSweep): NextAction {
+function onceAction(now: number, s: LoopSnapshot, once: NonNullable<LoopSnapshot['once']>): NextAction {
   const wake = (at: number): NextAction => ({ wakeAt: Math.max(now + MIN_WAKE_MS, Math.min(at, now + IDLE_WAKE_MS)) });
   const { dueAt, running } = s.discovery;
   if (dueAt !== undefined && !running && dueAt <= now) return { launch: 'discovery' };
@@ -175,14 +170,11 @@ function onceAction(now: number, s: LoopSnapshot, once: OnceSweep): NextAction {
   return wake(backoffEnds);
 }
 
-export interface Urgency {
-  priority: PriorityClass;
-  /** Compared within the class: higher goes first. */
-  urgency: number;
-}
-
-/** Where a log stands at `now`, or null while it must not be polled yet (minimum interval). */
-export function urgencyOf(c: LogCandidate, now: number): Urgency | null {
+/**
+ * Where a log stands at `now` (urgency is compared within the class: higher goes first), or null
+ * while it must not be polled yet (minimum interval).
+ */
+export function urgencyOf(c: LogCandidate, now: number): { priority: PriorityClass; urgency: number } | null {
   if (c.earliestAt > now) return null;
   const waited = now - c.anchorAt;
   if (c.intervalMs <= 0) return { priority: 'unpaced', urgency: waited };
@@ -192,6 +184,8 @@ export function urgencyOf(c: LogCandidate, now: number): Urgency | null {
   if (c.followUpDueAt !== null && c.followUpDueAt <= now) return { priority: 'followUp', urgency };
   return { priority: 'regular', urgency };
 }
+
+type Urgency = NonNullable<ReturnType<typeof urgencyOf>>;
 
 const goesBefore = (a: Urgency, b: Urgency): boolean => {
   const rank = PRIORITY_CLASSES.indexOf(a.priority) - PRIORITY_CLASSES.indexOf(b.priority);
@@ -208,7 +202,7 @@ function chooseLog(
   now: number,
   logs: readonly LogCandidate[],
   eligible: (key: string) => boolean,
-  options: { dueOnly?: boolean } = {},
+  dueOnly: boolean,
 ): { key: string } | { wakeAt: number } {
   let best: { key: string; at: Urgency } | undefined;
   let wakeAt = Infinity;
@@ -219,7 +213,7 @@ function chooseLog(
       wakeAt = Math.min(wakeAt, c.earliestAt);
       continue;
     }
-    if (options.dueOnly && at.priority === 'regular' && at.urgency < 1) {
+    if (dueOnly && at.priority === 'regular' && at.urgency < 1) {
       const due = [c.anchorAt + c.intervalMs, c.followUpDueAt ?? Infinity, c.firstPollAt ?? Infinity];
       wakeAt = Math.min(wakeAt, ...due, c.anchorAt + c.starvingMs);
       continue;

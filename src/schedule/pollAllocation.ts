@@ -42,9 +42,8 @@ export const OVERSUBSCRIBED_FLOOR_SHARE = 0.5;
 const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, x));
 
 /**
- * Frequencies proportional to the weights, clamped to [min, max], spending the budget exactly.
- * When even the minimum does not fit, the floor falls to OVERSUBSCRIBED_FLOOR_SHARE of an equal
- * share: no log starves, and the busy ones still get more than the quiet ones.
+ * Frequencies proportional to the weights, clamped to [min, max], spending the budget exactly;
+ * when even the minimum does not fit, the floor falls (OVERSUBSCRIBED_FLOOR_SHARE).
  */
 export function allocateFrequencies(input: AllocationInput): Allocation {
   const { weights, costs, budgetPerHour, maxFrequency } = input;

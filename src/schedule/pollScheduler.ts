@@ -1,6 +1,5 @@
 import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
-import type { PlannedLog, ScheduleSnapshot } from './scheduleViews.js';
 import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
@@ -15,17 +14,12 @@ const REALLOCATE_MS = 60_000;
 /** How often the priors are refitted to the watched logs (the population changes slowly). */
 const REFIT_MS = 10 * 60_000;
 
-/** What the scheduler needs of the read budget (ReadBudget implements it). */
-export interface SchedulerBudget {
-  /** Milliseconds between two requests at the current pace (follows the server's headers). */
-  intervalMs(now: number): number;
-}
-
 export interface PollSchedulerDeps {
   config: ScheduleConfig;
   /** watch.pollIntervalSeconds in ms: no log is polled more often. */
   minIntervalMs: number;
-  budget?: SchedulerBudget;
+  /** The read budget's pace: milliseconds between two requests (follows the server's headers). */
+  budget?: { intervalMs(now: number): number } | undefined;
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */
   discoveryPerHour?: () => number;
   /** Benchmark only: plan with these rates (per hour) instead of learned ones, without follow-ups. */
@@ -204,15 +198,17 @@ export class PollScheduler {
     };
   }
 
-  /** The current plan of every scheduled log. */
-  plan(now: number): PlannedLog[] {
+  /** The current plan of every scheduled log (for `plan`, `status` and the metrics). */
+  plan(now: number) {
     this.reallocate(now);
     return [...this.logs.values()].map((s) => {
       const interval = this.intervalMs(s);
       return {
         log: s.watched.log,
         objectId: s.watched.objectId,
+        /** Changes per hour the plan uses (the learned rate). */
         rate: this.rateOf(s),
+        /** Planned polls per hour. */
         frequency: interval > 0 ? HOUR_MS / interval : Number.POSITIVE_INFINITY,
         nextPollAt: s.followUp.dueAt ?? (s.lastPollAt === null ? this.firstPollBy(s) : s.lastPollAt + interval),
       };
@@ -220,7 +216,7 @@ export class PollScheduler {
   }
 
   /** What the scheduler has decided, for metrics: the exponent in use, and where the budget goes. */
-  snapshot(now: number): ScheduleSnapshot {
+  snapshot(now: number) {
     return {
       alpha: this.alpha,
       pollBudgetPerHour: this.pollBudgetPerHour(now),
@@ -298,3 +294,6 @@ export class PollScheduler {
     this.floor = allocation.minFrequency;
   }
 }
+
+export type PlannedLog = ReturnType<PollScheduler['plan']>[number];
+export type ScheduleSnapshot = ReturnType<PollScheduler['snapshot']>;

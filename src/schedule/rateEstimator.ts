@@ -8,17 +8,14 @@ const LN2 = Math.log(2);
 export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessionGapSeconds'>;
 
 /**
- * Online change-rate estimate of one log, from what each poll returns. A poll of an append-only
- * log returns every change since the previous one, so counts over observed time are exact.
+ * Online change-rate estimate of one log, from what each poll returns (every change since the
+ * previous poll, so counts over observed time are exact).
  *
- * Changes come in edit sessions (an administrator makes many in minutes), so the count of
- * changes is far noisier than a Poisson count of the same size. The estimator therefore counts
- * sessions (changes less than `sessionGapSeconds` apart are one) and changes per session
- * separately: rate = changes per session × the posterior mean of the session rate, under the
- * configured Gamma prior or the one fitted to the watched logs (sessionPrior.ts). Counts and hours
- * decay with `rateHalfLifeHours` so the estimate follows slow drift. For a log whose changes are
- * independent under the configured prior, sessions equal changes and this is the plain
- * Gamma-Poisson posterior (priorEvents + n) / (priorHours + t).
+ * Changes come in edit sessions, so a count of changes is far noisier than a Poisson count of the
+ * same size. The estimator counts sessions (changes less than `sessionGapSeconds` apart are one)
+ * and changes per session separately: rate = changes per session × the posterior mean of the
+ * session rate (sessionPrior.ts). Counts and hours decay with `rateHalfLifeHours` so the estimate
+ * follows slow drift.
  */
 export class RateEstimator {
   private readonly decayPerMs: number;

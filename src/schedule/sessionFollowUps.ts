@@ -21,13 +21,12 @@ export interface PollEvidence {
 }
 
 /**
- * Follow-up polls of edit sessions in progress. An administrator editing a career makes many
- * changes in a few minutes; a poll that lands in the middle of such a session would otherwise
- * leave the rest of it waiting a whole regular interval. So after a poll that found a change
- * performed less than sessionGapSeconds ago, on a log whose changes come in sessions, the log is
- * polled again as soon as the minimum interval allows, up to followUpPolls times in a row; a poll
- * that finds nothing new ends the chain. Follow-ups spent in the last hour are left out of what
- * the allocation divides, so they never push the key over its budget.
+ * Follow-up polls of edit sessions in progress: a poll that lands in the middle of a session would
+ * otherwise leave the rest of it waiting a whole regular interval. After a poll that found a
+ * change performed less than sessionGapSeconds ago, on a log whose changes come in sessions, the
+ * log is polled again after the minimum interval, up to followUpPolls times in a row (a poll that
+ * finds nothing new ends the chain). Follow-ups of the last hour are left out of what the
+ * allocation divides, so they never exceed the budget.
  */
 export class SessionFollowUps {
   private readonly recent: number[] = [];
@@ -36,10 +35,6 @@ export class SessionFollowUps {
     private readonly config: Pick<ScheduleConfig, 'followUpPolls' | 'sessionGapSeconds'>,
     private readonly minIntervalMs: number,
   ) {}
-
-  isDue(state: FollowUpState, now: number): boolean {
-    return state.dueAt !== null && state.dueAt <= now;
-  }
 
   /**
    * True when the poll found a session still going on: a new change, performed within the gap,
@@ -55,7 +50,7 @@ export class SessionFollowUps {
 
   /** The log's follow-up state after a poll at `now`. */
   afterPoll(state: FollowUpState, now: number, sessionInProgress: boolean): FollowUpState {
-    if (this.isDue(state, now)) this.recent.push(now);
+    if (state.dueAt !== null && state.dueAt <= now) this.recent.push(now);
     if (!sessionInProgress || state.inRow >= this.config.followUpPolls) return noFollowUp();
     return { dueAt: now + this.minIntervalMs, inRow: state.inRow + 1 };
   }

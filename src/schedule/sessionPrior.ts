@@ -64,12 +64,9 @@ export function posteriorSessionRate(prior: RatePrior, sessions: number, hours: 
 /**
  * Empirical Bayes: the distribution of session rates among the watched logs of one kind, fitted
  * to their counts (the nonparametric maximum-likelihood estimate of Kiefer and Wolfowitz, by EM
- * on a log-spaced grid). Each log's estimate is then its posterior mean under that distribution,
- * so the data decide how far a log's own count is trusted: a quiet log that happened to show one
- * session is pulled back toward the many quiet logs like it, while a busy log's long record
- * stands on its own. Unlike one Gamma, the grid fits a skewed population (a few busy logs, a long
- * quiet tail) on both ends. Counts are decayed and so not integers; the likelihoods are used
- * as they are.
+ * on a log-spaced grid). Each log's posterior mean under it decides how far its own count is
+ * trusted: a quiet log that happened to show one session is pulled back toward the many like it,
+ * a busy log's long record stands. Unlike one Gamma, the grid fits a skewed population.
  */
 export function fitSessionPrior(
   states: readonly RateState[],
