@@ -10,12 +10,7 @@ import {
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
-import {
-  deliveryCountsFromRows,
-  pendingDeliveryFromRow,
-  type DeliveryCountRow,
-  type PendingDeliveryRow,
-} from '../storedRows.js';
+import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { globToLike } from './globPattern.js';
@@ -95,7 +90,7 @@ export class PostgresOutbox implements OutboxStore {
   }
 
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
-    const rows = await this.db.read<PendingDeliveryRow>(
+    const rows = await this.db.read<RowOf<PendingDelivery>>(
       `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at, d.first_attempt_at,
               e.ingested_at
        FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
@@ -103,7 +98,7 @@ export class PostgresOutbox implements OutboxStore {
        ORDER BY d.seq LIMIT $4`,
       [this.db.tenant, sink, afterSeq, limit],
     );
-    return rows.map(pendingDeliveryFromRow);
+    return rows.map(fromRow<PendingDelivery>);
   }
 
   /** The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered). */

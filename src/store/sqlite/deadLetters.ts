@@ -1,12 +1,12 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
-import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
+import { fromRow, type RowOf } from '../storedRows.js';
 import { REQUEUE_BATCH_EVENTS, type DeadLetter } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
 
 const LIST = `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
-    d.last_response, d.first_attempt_at, d.updated_at
+    d.last_response, d.first_attempt_at, d.updated_at AS dead_at
   FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
   WHERE d.tenant = @tenant AND d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink)
     AND (@eventId IS NULL OR e.event_id = @eventId)
@@ -36,14 +36,16 @@ export class DeadLetters implements DeadLetterStore {
   /** Dead letters, optionally of one sink or one event id. */
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
     return this.conn
-      .statement<{ tenant: string; sink: string | null; eventId: string | null; limit: number }, DeadLetterRow>(LIST)
+      .statement<{ tenant: string; sink: string | null; eventId: string | null; limit: number }, RowOf<DeadLetter>>(
+        LIST,
+      )
       .all({
         tenant: this.conn.tenant,
         sink: filter.sink ?? null,
         eventId: filter.eventId ?? null,
         limit: filter.limit ?? 1000,
       })
-      .map(deadLetterFromRow);
+      .map(fromRow<DeadLetter>);
   }
 
   /**

@@ -11,12 +11,7 @@ import {
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
-import {
-  deliveryCountsFromRows,
-  pendingDeliveryFromRow,
-  type DeliveryCountRow,
-  type PendingDeliveryRow,
-} from '../storedRows.js';
+import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
 import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
 
@@ -125,9 +120,9 @@ export class Outbox implements OutboxStore {
   /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
     return this.conn
-      .statement<[string, string, number, number], PendingDeliveryRow>(PENDING)
+      .statement<[string, string, number, number], RowOf<PendingDelivery>>(PENDING)
       .all(this.tenant, sink, afterSeq, limit)
-      .map(pendingDeliveryFromRow);
+      .map(fromRow<PendingDelivery>);
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
