@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
 import { StoreActivity } from '../storeActivity.js';
-import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
+import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
@@ -10,11 +10,6 @@ import { SqliteTenantRecords } from './tenantRecordRows.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
 import { countActivity } from './tenantConnection.js';
 import { tenantHasRows } from './tenantTables.js';
-
-export interface SqliteBackendOptions {
-  readonly?: boolean;
-  mustExist?: boolean;
-}
 
 /**
  * SQLite as the store engine: every tenant of the process in the one file `store.url` names, on
@@ -31,7 +26,7 @@ export class SqliteStoreBackend implements StoreBackend {
 
   constructor(
     private readonly config: { stateDir: string; store: StoreConfig },
-    private readonly options: SqliteBackendOptions = {},
+    private readonly options: Pick<OpenStoreOptions, 'readonly' | 'mustExist'> = {},
   ) {}
 
   get location(): string {
