@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../../errors.js';
-import { checkTables, damagedRemedy, prereleaseRemedy } from './migrate.js';
+import { checkTables, refuseVersion } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
-import { latestSchemaVersion, PrereleaseSchemaError, schemaStep, unknownVersionProblem } from '../schemaVersion.js';
+import { latestSchemaVersion, schemaStep } from '../schemaVersion.js';
 
 /**
  * Checks, without creating or changing anything, that `schema` holds a store a command may open:
@@ -42,20 +42,11 @@ export async function checkExistingSchema(
         'CASCADE) and start it again',
     );
   const step = schemaStep(version, MIGRATIONS.length);
-  const latest = latestSchemaVersion(MIGRATIONS.length);
-  if (step.action === 'prerelease')
-    throw new PrereleaseSchemaError(where, version, prereleaseRemedy(`"${location.schema}"`));
-  if (step.action === 'unknown')
-    throw new PostgresStoreError(
-      `the store at ${where} ${unknownVersionProblem(version)}; ${damagedRemedy(`"${location.schema}"`)}`,
-    );
-  if (step.action === 'newer')
-    throw new PostgresStoreError(
-      `the store at ${where} has schema version ${version}, newer than this build knows (${latest}); upgrade changefeed`,
-    );
+  refuseVersion(step, version, location.schema, where);
   if (options.readonly && step.action === 'migrate')
     throw new PostgresStoreError(
-      `the store at ${where} has schema version ${version}, older than this build's (${latest}); ` +
+      `the store at ${where} has schema version ${version}, older than this build's ` +
+        `(${latestSchemaVersion(MIGRATIONS.length)}); ` +
         'start the daemon of this build once, which migrates it, then run this command again',
     );
   if (options.readonly && step.action === 'current') await checkTables(client, location.schema, where, version);
