@@ -44,6 +44,16 @@ export interface WatchedLog {
   firstPollBy: number;
 }
 
+/** A log to start watching (WatchedLogStore.register). */
+export interface WatchRegistration {
+  log: LogKind;
+  objectId: string;
+  origin: WatchOrigin;
+  coverageStart: number;
+  now: number;
+  firstPollBy?: number;
+}
+
 export interface IngestRequest {
   log: LogKind;
   objectId: string;
@@ -139,18 +149,12 @@ export interface SinkStateRow {
   failingSince: number | null;
 }
 
-export interface SinkStateUpdate {
-  sink: string;
-  connected: boolean;
-  pausedUntil: number;
-  consecutiveFailures: number;
-  lastError: string | null;
-  lastErrorAt: number | null;
-  lastDeliveryAt: number | null;
-  circuit?: CircuitState;
-  disabledReason?: string | null;
-  failingSince?: number | null;
-}
+/** What a sink's worker records of it (SinkStateStore.recordState); the circuit is closed and the sink enabled unless said. */
+export type SinkStateUpdate = { sink: string } & Pick<
+  SinkStateRow,
+  'connected' | 'pausedUntil' | 'consecutiveFailures' | 'lastError' | 'lastErrorAt' | 'lastDeliveryAt'
+> &
+  Partial<Pick<SinkStateRow, 'circuit' | 'disabledReason' | 'failingSince'>>;
 
 /** An entry the service sent that cannot become an event, kept with its raw JSON. */
 export interface QuarantineRecord {

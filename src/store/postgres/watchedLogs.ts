@@ -1,7 +1,7 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
-import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
+import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
 
@@ -26,14 +26,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     return rows.map(fromRow<WatchedLog>);
   }
 
-  async register(args: {
-    log: LogKind;
-    objectId: string;
-    origin: WatchOrigin;
-    coverageStart: number;
-    now: number;
-    firstPollBy?: number;
-  }): Promise<boolean> {
+  async register(args: WatchRegistration): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const result = await this.db.writeOne(
       `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,

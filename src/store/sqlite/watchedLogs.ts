@@ -1,7 +1,7 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
-import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
+import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 const GET = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?`;
@@ -41,14 +41,7 @@ export class WatchedLogs implements WatchedLogStore {
    * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
    * is where emission starts: the service's "now" by default, or a configured startFrom.
    */
-  async register(args: {
-    log: LogKind;
-    objectId: string;
-    origin: WatchOrigin;
-    coverageStart: number;
-    now: number;
-    firstPollBy?: number;
-  }): Promise<boolean> {
+  async register(args: WatchRegistration): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const info = this.conn.statement<object>(INSERT).run({
       tenant: this.conn.tenant,
