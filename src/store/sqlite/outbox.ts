@@ -138,39 +138,22 @@ export class Outbox implements OutboxStore {
     retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
     now: number,
   ): Promise<void> {
-    const retry = this.conn.statement<object>(RETRY);
-    this.conn.transaction(() => {
-      for (const r of retries)
-        retry.run({
-          tenant: this.tenant,
-          sink,
-          seq: r.seq,
-          nextAttemptAt: r.nextAttemptAt,
-          error: r.error,
-          status: r.status ?? null,
-          response: r.response ?? null,
-          now,
-        });
-    });
+    this.recordFailures(RETRY, sink, retries, now);
   }
 
   async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
-    const markDead = this.conn.statement<object>(DEAD);
+    this.recordFailures(DEAD, sink, dead, now);
+  }
+
+  /** Each failed attempt recorded by `sql` (RETRY or DEAD), in one transaction. */
+  private recordFailures(sql: string, sink: string, failures: readonly FailedDelivery[], now: number): void {
+    const record = this.conn.statement<object>(sql);
     this.conn.transaction(() => {
-      for (const d of dead)
-        markDead.run({
-          tenant: this.tenant,
-          sink,
-          seq: d.seq,
-          error: d.error,
-          status: d.status ?? null,
-          response: d.response ?? null,
-          now,
-        });
+      for (const f of failures)
+        record.run({ ...f, status: f.status ?? null, response: f.response ?? null, tenant: this.tenant, sink, now });
     });
   }
 
-  /** Events the sink's filter excludes: settled without being sent. */
   async markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void> {
     const filtered = this.conn.statement<object>(FILTERED);
     this.conn.transaction(() => {
