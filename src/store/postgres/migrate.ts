@@ -17,7 +17,7 @@ import { PostgresStoreError } from './postgresStoreError.js';
  * The advisory lock key of a schema's migrations: the first 8 bytes of a hash of its name, so
  * deployments in other schemas of the same database never wait for each other.
  */
-export function migrationLockKey(schema: string): string {
+function migrationLockKey(schema: string): string {
   return createHash('sha256').update(`changefeed.migrate:${schema}`).digest().readBigInt64BE(0).toString();
 }
 

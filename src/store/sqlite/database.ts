@@ -11,12 +11,11 @@ import {
   schemaStep,
   unknownVersionProblem,
 } from '../schemaVersion.js';
+import { STORE_FILE_NAME } from '../storeLocation.js';
 import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 
 export type Db = Database.Database;
-
-export const STORE_FILE_NAME = 'changefeed.sqlite';
 
 export class StoreError extends ChangefeedError {
   constructor(message: string, cause?: unknown) {
