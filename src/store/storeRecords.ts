@@ -227,6 +227,12 @@ export interface JournalPage {
   reachedHead: boolean;
 }
 
+/** The meta key of the highest `seq` ever pruned from the journal. */
+export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
+
+/** The meta key counting the dead-letter requeues that changed something (DeadLetterStore.requeueCount). */
+export const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
+
 /**
  * Most positions one journal read looks at. A filter that rarely matches would otherwise scan
  * the whole journal on every request; past this a read returns what it found, and `next` where

@@ -1,11 +1,8 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { fromRow, type RowOf } from '../storedRows.js';
-import { REQUEUE_BATCH_EVENTS, type DeadLetter } from '../storeRecords.js';
+import { REQUEUE_BATCH_EVENTS, REQUEUE_COUNT_KEY, type DeadLetter } from '../storeRecords.js';
 import type { RequeueCounts, RequeueCountRow } from './requeueCounts.js';
 import type { TenantDb } from './tenantDb.js';
-
-/** The meta key counting requeue commands that changed something (the same key as SQLite's). */
-const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
 
 /**
  * The requeue and its count as one statement: the count moves exactly when deliveries did, and

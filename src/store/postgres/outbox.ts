@@ -3,6 +3,7 @@ import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
   COUNT_WINDOW_EVENTS,
+  PRUNED_THROUGH_KEY,
   PRUNE_BATCH_EVENTS,
   REQUEUE_BATCH_EVENTS,
   type DeliveryCounts,
@@ -11,7 +12,6 @@ import {
   type PendingDelivery,
 } from '../storeRecords.js';
 import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
-import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { globToLike } from './globPattern.js';
 import { storableText } from './storableText.js';
@@ -164,10 +164,7 @@ export class PostgresOutbox implements OutboxStore {
     );
   }
 
-  /**
-   * REQUEUE_BATCH_EVENTS journal positions per statement (each its own fenced transaction), in seq
-   * order, up to the head when it starts: what a batch queued stays queued if the process stops.
-   */
+  /** Each window of positions is one statement, its own fenced transaction. */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const parameters = this.rangeParameters(range);
     return this.inSeqWindows(REQUEUE_BATCH_EVENTS, async (from, to) => {
@@ -229,11 +226,7 @@ export class PostgresOutbox implements OutboxStore {
     return deliveryCountsFromRows(rows);
   }
 
-  /**
-   * Drops journal entries older than `before` that no sink still waits for, PRUNE_BATCH_EVENTS
-   * at a time, each batch one fenced transaction: a long prune never holds one transaction (and
-   * its lease row's lock) open for long.
-   */
+  /** Each batch is one fenced transaction: a long prune never holds its lease row's lock for long. */
   async prune(before: number, signal?: AbortSignal): Promise<number> {
     let removed = 0;
     while (!signal?.aborted) {

@@ -5,7 +5,6 @@ import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../s
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
 
-/** Cursors and status of the watched logs of one tenant. */
 export class PostgresWatchedLogs implements WatchedLogStore {
   constructor(private readonly db: TenantDb) {}
 

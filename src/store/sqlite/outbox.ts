@@ -4,6 +4,7 @@ import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
   COUNT_WINDOW_EVENTS,
+  PRUNED_THROUGH_KEY,
   PRUNE_BATCH_EVENTS,
   REQUEUE_BATCH_EVENTS,
   type DeliveryCounts,
@@ -12,7 +13,6 @@ import {
   type PendingDelivery,
 } from '../storeRecords.js';
 import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
-import { PRUNED_THROUGH_KEY } from './journal.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 // The caller draws the seq (the tenant's head plus one, see Journal) and moves the head once per
@@ -109,7 +109,6 @@ export class Outbox implements OutboxStore {
     this.conn.statement(INSERT_DELIVERIES).run(args.seq, args.now, this.tenant);
   }
 
-  /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
   async payloads(seqs: readonly number[]): Promise<Map<number, string>> {
     const rows = this.conn
       .statement<[string, string], { seq: number; payload: string }>(PAYLOADS)
@@ -117,7 +116,6 @@ export class Outbox implements OutboxStore {
     return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.tenant)]));
   }
 
-  /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
     return this.conn
       .statement<[string, string, number, number], RowOf<PendingDelivery>>(PENDING)
@@ -161,11 +159,7 @@ export class Outbox implements OutboxStore {
     });
   }
 
-  /**
-   * REQUEUE_BATCH_EVENTS journal positions per transaction, in seq order, up to the head when it
-   * starts. The connection is synchronous and shared by the process's tenants: between batches
-   * the event loop serves the others, and what a batch queued stays queued if the process stops.
-   */
+  /** The connection is synchronous and shared by the process's tenants: between batches the event loop serves the others. */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const enqueue = this.conn.statement<object>(ENQUEUE);
     const parameters = { ...this.rangeParameters(range), sink, now };
@@ -208,11 +202,7 @@ export class Outbox implements OutboxStore {
     return deliveryCountsFromRows(rows);
   }
 
-  /**
-   * Drops journal entries older than `before` that no sink still waits for, PRUNE_BATCH_EVENTS
-   * per transaction, each recording the highest seq it dropped. The connection is synchronous and
-   * shared by the process's tenants: between batches the event loop serves the others.
-   */
+  /** Each batch records the highest seq it dropped; between batches the event loop serves the other tenants. */
   async prune(before: number, signal?: AbortSignal): Promise<number> {
     let removed = 0;
     while (!signal?.aborted) {

@@ -19,7 +19,6 @@ const STATUS = `UPDATE watched_logs SET status = @status, status_reason = @reaso
   WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
 const SORT_ORDER = 'UPDATE watched_logs SET sort_order = ? WHERE tenant = ? AND log = ? AND object_id = ?';
 
-/** Cursors and status of the watched logs. */
 export class WatchedLogs implements WatchedLogStore {
   constructor(private readonly conn: TenantConnection) {}
 
@@ -37,10 +36,6 @@ export class WatchedLogs implements WatchedLogStore {
       .map(fromRow<WatchedLog>);
   }
 
-  /**
-   * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
-   * is where emission starts: the service's "now" by default, or a configured startFrom.
-   */
   async register(args: WatchRegistration): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const info = this.conn.statement<object>(INSERT).run({
