@@ -118,8 +118,23 @@ export class PostgresOutbox implements OutboxStore {
     retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
     now: number,
   ): Promise<void> {
+    await this.recordFailures('pending', sink, retries, now);
+  }
+
+  async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
+    await this.recordFailures('dead', sink, dead, now);
+  }
+
+  /** Each failed attempt in one statement: still pending (retried at its nextAttemptAt), or dead. */
+  private async recordFailures(
+    state: 'pending' | 'dead',
+    sink: string,
+    failures: readonly (FailedDelivery & { nextAttemptAt?: number })[],
+    now: number,
+  ): Promise<void> {
     await this.db.writeOne(
-      `UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = r.next_attempt_at, last_error = r.error,
+      `UPDATE deliveries d SET state = $9, attempts = d.attempts + 1,
+         next_attempt_at = COALESCE(r.next_attempt_at, d.next_attempt_at), last_error = r.error,
          last_status = r.status, last_response = r.response, updated_at = $8,
          first_attempt_at = COALESCE(d.first_attempt_at, $8)
        FROM unnest($3::bigint[], $4::float8[], $5::text[], $6::int[], $7::text[])
@@ -128,30 +143,13 @@ export class PostgresOutbox implements OutboxStore {
       [
         this.db.tenant,
         sink,
-        retries.map((r) => r.seq),
-        retries.map((r) => r.nextAttemptAt),
-        retries.map((r) => storableText(r.error)),
-        retries.map((r) => r.status ?? null),
-        retries.map((r) => storableText(r.response ?? null)),
+        failures.map((f) => f.seq),
+        failures.map((f) => f.nextAttemptAt ?? null),
+        failures.map((f) => storableText(f.error)),
+        failures.map((f) => f.status ?? null),
+        failures.map((f) => storableText(f.response ?? null)),
         now,
-      ],
-    );
-  }
-
-  async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
-    await this.db.writeOne(
-      `UPDATE deliveries d SET state = 'dead', attempts = d.attempts + 1, last_error = r.error, last_status = r.status,
-         last_response = r.response, updated_at = $7, first_attempt_at = COALESCE(d.first_attempt_at, $7)
-       FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[]) AS r (seq, error, status, response)
-       WHERE d.tenant = $1 AND d.sink = $2 AND d.seq = r.seq AND d.state = 'pending'`,
-      [
-        this.db.tenant,
-        sink,
-        dead.map((d) => d.seq),
-        dead.map((d) => storableText(d.error)),
-        dead.map((d) => d.status ?? null),
-        dead.map((d) => storableText(d.response ?? null)),
-        now,
+        state,
       ],
     );
   }
