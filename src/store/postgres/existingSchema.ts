@@ -21,16 +21,12 @@ export async function checkExistingSchema(
   const table = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
     `"${location.schema}".schema_migrations`,
   ]);
-  const found = table.rows[0]?.found === true;
-  const version = found
-    ? ((
-        await client.query<{ version: number | null }>(
-          `SELECT MAX(version) AS version FROM "${location.schema}".schema_migrations`,
-        )
-      ).rows[0]?.version ?? 0)
-    : 0;
-  if (!found)
+  if (table.rows[0]?.found !== true)
     throw new ChangefeedError('STORE_MISSING', `no store at ${where}; has the daemon run against this store.url?`);
+  const { rows } = await client.query<{ version: number | null }>(
+    `SELECT MAX(version) AS version FROM "${location.schema}".schema_migrations`,
+  );
+  const version = rows[0]?.version ?? 0;
   // The daemon creates schema_migrations in the transaction that creates the rest, so an empty one
   // was made by hand or left by a partial restore: "has the daemon run?" would mislead.
   if (version === 0)

@@ -46,7 +46,12 @@ export class SqliteStoreBackend implements StoreBackend {
     const known = this.stores.get(tenant);
     if (known?.isOpen) return known;
     const db = this.connectionNow();
-    if (tenant !== DEFAULT_TENANT) this.checkTenant(db, tenant);
+    // A command is told when the tenant has no rows: the daemon has not run it.
+    if (tenant !== DEFAULT_TENANT && this.options.mustExist && !tenantHasRows(db, tenant))
+      throw new ChangefeedError(
+        'STORE_MISSING',
+        `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
+      );
     const store = new SqliteChangefeedStore(db, tenant, false);
     this.stores.set(tenant, store);
     return store;
@@ -63,15 +68,6 @@ export class SqliteStoreBackend implements StoreBackend {
     this.connection = openDatabase(file, { readonly: this.options.readonly ?? false });
     countActivity(this.connection, this.activity);
     return this.connection;
-  }
-
-  /** A command is told when the tenant has no rows: the daemon has not run it. */
-  private checkTenant(db: Db, tenant: string): void {
-    if (this.options.mustExist && !tenantHasRows(db, tenant))
-      throw new ChangefeedError(
-        'STORE_MISSING',
-        `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
-      );
   }
 
   /** Who owns each API key and each tenant file's last valid text, kept in the store's file. */
