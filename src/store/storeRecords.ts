@@ -211,12 +211,9 @@ export interface JournalPageFilter {
 }
 
 /** The journal events a replay takes: ingested in [since, until), optionally of one log and a type glob. */
-export interface JournalRange {
+export interface JournalRange extends Pick<JournalPageFilter, 'log' | 'type'> {
   since?: number | undefined;
   until?: number | undefined;
-  log?: LogKind | undefined;
-  /** A glob over the CloudEvent type, as JournalPageFilter's. */
-  type?: string | undefined;
 }
 
 export interface JournalPage {
