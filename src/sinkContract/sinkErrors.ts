@@ -60,7 +60,7 @@ export class SinkDisabledError extends SinkError {
 }
 
 /** Why a destination as a whole is failing: it answered with a status, or did not answer in time, or not at all. */
-export type EndpointFailureCause = 'status' | 'timeout' | 'connection';
+type EndpointFailureCause = 'status' | 'timeout' | 'connection';
 
 /**
  * The destination as a whole is failing, whatever the event: it refuses our credentials or

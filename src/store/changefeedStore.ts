@@ -17,7 +17,7 @@ import type {
   SinkStateUpdate,
   SortOrder,
   WatchedLog,
-  WatchOrigin,
+  WatchRegistration,
   WatchStatus,
 } from './storeRecords.js';
 
@@ -88,14 +88,7 @@ export interface WatchedLogStore {
    * `firstPollBy` (default `now`) is kept only when the log is new: the deadline of its first
    * poll, which a restart must not push back. Returns whether the log was new.
    */
-  register(args: {
-    log: LogKind;
-    objectId: string;
-    origin: WatchOrigin;
-    coverageStart: number;
-    now: number;
-    firstPollBy?: number;
-  }): Promise<boolean>;
+  register(args: WatchRegistration): Promise<boolean>;
   recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void>;
   setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void>;
   setSortOrder(log: LogKind, objectId: string, order: SortOrder): Promise<void>;

@@ -24,7 +24,7 @@ export type IngestVerdict =
 export type DuplicateOf = 'read' | 'seen' | 'journal' | 'quarantine';
 
 /** The read as the poller hands it over: IngestRequest's lists. */
-export type IngestRead = Pick<IngestRequest, 'log' | 'objectId' | 'entries' | 'silentEntries' | 'quarantined'>;
+type IngestRead = Pick<IngestRequest, 'log' | 'objectId' | 'entries' | 'silentEntries' | 'quarantined'>;
 
 /** What the store holds that the decision depends on, asked about the read's items only. */
 export interface IngestFacts {

@@ -1,6 +1,3 @@
-/** The store engines, as the `engine` label of the store's metrics says them. */
-export type StoreEngine = 'sqlite' | 'postgres';
-
 /**
  * How much work a store engine asked of its database since the process opened it, for
  * `changefeed_store_transactions_total` and `changefeed_store_statements_total`: what a poll or a
@@ -15,7 +12,8 @@ export class StoreActivity {
   transactions = 0;
   statements = 0;
 
-  constructor(readonly engine: StoreEngine) {}
+  /** The `engine` label of the store's metrics. */
+  constructor(readonly engine: 'sqlite' | 'postgres') {}
 
   /** One statement outside any transaction: a transaction of its own. */
   statementAlone(): void {

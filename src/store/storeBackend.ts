@@ -39,6 +39,24 @@ export interface SharedByReplicas {
   readonly leasePool: pg.Pool;
 }
 
+/** How a command or the daemon opens the store engine (openStoreBackend). */
+export interface OpenStoreOptions {
+  /**
+   * Open existing stores for reading only (inspection commands beside a running daemon): nothing
+   * is created or migrated, and every write is refused by the database.
+   */
+  readonly?: boolean;
+  /** A store no daemon has created (SQLite file, PostgreSQL schema) is STORE_MISSING instead of a new empty one. */
+  mustExist?: boolean;
+  /** Names this process's connections in pg_stat_activity (the instance id). */
+  applicationName?: string;
+  /**
+   * PostgreSQL: the server ends a transaction left idle this long (default 60 s). With leases, the
+   * lease length: a replica paused inside a write transaction must not hold the tenant's rows past it.
+   */
+  idleInTransactionTimeoutMs?: number;
+}
+
 export interface TenantStoreOptions {
   fence?: WriteFence;
 }

@@ -17,7 +17,7 @@ export type StoreLocation =
       readonly maxConnections: number;
     };
 
-export class StoreUrlError extends ChangefeedError {
+class StoreUrlError extends ChangefeedError {
   constructor(message: string) {
     super('CONFIG_INVALID', message);
   }

@@ -4,16 +4,16 @@ import { storedEntryId } from './postgres/seenEntries.js';
 import { storableText } from './postgres/storableText.js';
 import type { PostgresStoreBackend } from './postgres/postgresStoreBackend.js';
 import type { Db } from './sqlite/database.js';
-import { TENANT_TABLES, tenantTableColumns, type TenantTable } from './sqlite/tenantTables.js';
+import { TENANT_TABLES, tenantTableColumns } from './sqlite/tenantTables.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 
 /** The columns PostgreSQL keeps as booleans (SQLite's 0 and 1). */
-const BOOLEANS: Partial<Record<TenantTable, readonly string[]>> = { sinks: ['active'], sink_state: ['connected'] };
+const BOOLEANS: Partial<Record<string, readonly string[]>> = { sinks: ['active'], sink_state: ['connected'] };
 
 /** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table. */
 const BATCH_ROWS = 500;
 
-export interface StoreMigrationReport {
+interface StoreMigrationReport {
   tenant: string;
   /** Rows copied, by table. */
   rows: Record<string, number>;
@@ -86,7 +86,7 @@ async function copyTable(
   source: Db,
   client: { query(sql: string, values?: unknown[]): Promise<unknown> },
   tenants: { from: string; to: string },
-  table: TenantTable,
+  table: string,
   onBatch: (rows: number) => void,
 ): Promise<number> {
   const booleans = new Set(BOOLEANS[table] ?? []);
@@ -126,7 +126,7 @@ async function copyTable(
   return copied;
 }
 
-function toPostgres(value: unknown, boolean: boolean, table: TenantTable, column: string): unknown {
+function toPostgres(value: unknown, boolean: boolean, table: string, column: string): unknown {
   if (boolean) return value === 1 || value === true;
   // Seen ids are keys: kept apart exactly, where other text only has to be storable.
   if (table === 'seen_entries' && column === 'entry_id' && typeof value === 'string') return storedEntryId(value);

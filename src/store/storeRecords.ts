@@ -44,6 +44,16 @@ export interface WatchedLog {
   firstPollBy: number;
 }
 
+/** A log to start watching (WatchedLogStore.register). */
+export interface WatchRegistration {
+  log: LogKind;
+  objectId: string;
+  origin: WatchOrigin;
+  coverageStart: number;
+  now: number;
+  firstPollBy?: number;
+}
+
 export interface IngestRequest {
   log: LogKind;
   objectId: string;
@@ -139,18 +149,12 @@ export interface SinkStateRow {
   failingSince: number | null;
 }
 
-export interface SinkStateUpdate {
-  sink: string;
-  connected: boolean;
-  pausedUntil: number;
-  consecutiveFailures: number;
-  lastError: string | null;
-  lastErrorAt: number | null;
-  lastDeliveryAt: number | null;
-  circuit?: CircuitState;
-  disabledReason?: string | null;
-  failingSince?: number | null;
-}
+/** What a sink's worker records of it (SinkStateStore.recordState); the circuit is closed and the sink enabled unless said. */
+export type SinkStateUpdate = { sink: string } & Pick<
+  SinkStateRow,
+  'connected' | 'pausedUntil' | 'consecutiveFailures' | 'lastError' | 'lastErrorAt' | 'lastDeliveryAt'
+> &
+  Partial<Pick<SinkStateRow, 'circuit' | 'disabledReason' | 'failingSince'>>;
 
 /** An entry the service sent that cannot become an event, kept with its raw JSON. */
 export interface QuarantineRecord {
@@ -207,12 +211,9 @@ export interface JournalPageFilter {
 }
 
 /** The journal events a replay takes: ingested in [since, until), optionally of one log and a type glob. */
-export interface JournalRange {
+export interface JournalRange extends Pick<JournalPageFilter, 'log' | 'type'> {
   since?: number | undefined;
   until?: number | undefined;
-  log?: LogKind | undefined;
-  /** A glob over the CloudEvent type, as JournalPageFilter's. */
-  type?: string | undefined;
 }
 
 export interface JournalPage {
@@ -222,6 +223,12 @@ export interface JournalPage {
   /** This read looked at everything up to the head: nothing more is there to read now. */
   reachedHead: boolean;
 }
+
+/** The meta key of the highest `seq` ever pruned from the journal. */
+export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
+
+/** The meta key counting the dead-letter requeues that changed something (DeadLetterStore.requeueCount). */
+export const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
 
 /**
  * Most positions one journal read looks at. A filter that rarely matches would otherwise scan

@@ -1,11 +1,8 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
-import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
-import { REQUEUE_BATCH_EVENTS, type DeadLetter } from '../storeRecords.js';
+import { fromRow, type RowOf } from '../storedRows.js';
+import { REQUEUE_BATCH_EVENTS, REQUEUE_COUNT_KEY, type DeadLetter } from '../storeRecords.js';
 import type { RequeueCounts, RequeueCountRow } from './requeueCounts.js';
 import type { TenantDb } from './tenantDb.js';
-
-/** The meta key counting requeue commands that changed something (the same key as SQLite's). */
-const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
 
 /**
  * The requeue and its count as one statement: the count moves exactly when deliveries did, and
@@ -31,16 +28,16 @@ export class PostgresDeadLetters implements DeadLetterStore {
   ) {}
 
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
-    const rows = await this.db.read<DeadLetterRow>(
+    const rows = await this.db.read<RowOf<DeadLetter>>(
       `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
-              d.last_response, d.first_attempt_at, d.updated_at
+              d.last_response, d.first_attempt_at, d.updated_at AS dead_at
        FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
        WHERE d.tenant = $1 AND d.state = 'dead' AND ($2::text IS NULL OR d.sink = $2)
          AND ($3::text IS NULL OR e.event_id = $3)
        ORDER BY d.sink COLLATE "C", d.seq LIMIT $4`,
       [this.db.tenant, filter.sink ?? null, filter.eventId ?? null, filter.limit ?? 1000],
     );
-    return rows.map(deadLetterFromRow);
+    return rows.map(fromRow<DeadLetter>);
   }
 
   /** REQUEUE_BATCH_EVENTS per statement in seq order, each its own (fenced) transaction and counted. */

@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../../errors.js';
-import { checkTables, damagedRemedy, prereleaseRemedy } from './migrate.js';
+import { checkTables, refuseVersion } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
-import { latestSchemaVersion, PrereleaseSchemaError, schemaStep, unknownVersionProblem } from '../schemaVersion.js';
+import { latestSchemaVersion, schemaStep } from '../schemaVersion.js';
 
 /**
  * Checks, without creating or changing anything, that `schema` holds a store a command may open:
@@ -21,16 +21,12 @@ export async function checkExistingSchema(
   const table = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
     `"${location.schema}".schema_migrations`,
   ]);
-  const found = table.rows[0]?.found === true;
-  const version = found
-    ? ((
-        await client.query<{ version: number | null }>(
-          `SELECT MAX(version) AS version FROM "${location.schema}".schema_migrations`,
-        )
-      ).rows[0]?.version ?? 0)
-    : 0;
-  if (!found)
+  if (table.rows[0]?.found !== true)
     throw new ChangefeedError('STORE_MISSING', `no store at ${where}; has the daemon run against this store.url?`);
+  const { rows } = await client.query<{ version: number | null }>(
+    `SELECT MAX(version) AS version FROM "${location.schema}".schema_migrations`,
+  );
+  const version = rows[0]?.version ?? 0;
   // The daemon creates schema_migrations in the transaction that creates the rest, so an empty one
   // was made by hand or left by a partial restore: "has the daemon run?" would mislead.
   if (version === 0)
@@ -42,20 +38,11 @@ export async function checkExistingSchema(
         'CASCADE) and start it again',
     );
   const step = schemaStep(version, MIGRATIONS.length);
-  const latest = latestSchemaVersion(MIGRATIONS.length);
-  if (step.action === 'prerelease')
-    throw new PrereleaseSchemaError(where, version, prereleaseRemedy(`"${location.schema}"`));
-  if (step.action === 'unknown')
-    throw new PostgresStoreError(
-      `the store at ${where} ${unknownVersionProblem(version)}; ${damagedRemedy(`"${location.schema}"`)}`,
-    );
-  if (step.action === 'newer')
-    throw new PostgresStoreError(
-      `the store at ${where} has schema version ${version}, newer than this build knows (${latest}); upgrade changefeed`,
-    );
+  refuseVersion(step, version, location.schema, where);
   if (options.readonly && step.action === 'migrate')
     throw new PostgresStoreError(
-      `the store at ${where} has schema version ${version}, older than this build's (${latest}); ` +
+      `the store at ${where} has schema version ${version}, older than this build's ` +
+        `(${latestSchemaVersion(MIGRATIONS.length)}); ` +
         'start the daemon of this build once, which migrates it, then run this command again',
     );
   if (options.readonly && step.action === 'current') await checkTables(client, location.schema, where, version);

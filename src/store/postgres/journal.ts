@@ -1,11 +1,14 @@
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
-import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage, type JournalPageFilter } from '../storeRecords.js';
+import {
+  MAX_SCAN_POSITIONS,
+  PRUNED_THROUGH_KEY,
+  type JournalEvent,
+  type JournalPage,
+  type JournalPageFilter,
+} from '../storeRecords.js';
 import { globToLike } from './globPattern.js';
 import type { TenantDb } from './tenantDb.js';
-
-/** The meta key of the highest `seq` ever pruned from the journal (the same key as SQLite's). */
-export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
 
 /**
  * The journal of one tenant read in ingestion order, for consumers that hold their own position
@@ -37,12 +40,7 @@ export class PostgresJournal implements JournalStore {
     return rows[0]?.value ?? 0;
   }
 
-  /**
-   * Up to `limit` events after `after`, optionally of one log and with a type matching a glob,
-   * looking at no more than MAX_SCAN_POSITIONS positions. A page shorter than `limit` read as far
-   * as it looked, so `next` is that far: a filtered consumer does not scan the same non-matching
-   * events again.
-   */
+  /** As the SQLite Journal's: a page shorter than `limit` read as far as it looked, and `next` is that far. */
   async page(after: number, limit: number, filter: JournalPageFilter = {}): Promise<JournalPage> {
     const head = await this.head();
     const scanTo = Math.min(head, after + MAX_SCAN_POSITIONS);

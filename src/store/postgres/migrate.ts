@@ -8,6 +8,7 @@ import {
   PrereleaseSchemaError,
   schemaStep,
   unknownVersionProblem,
+  type SchemaStep,
 } from '../schemaVersion.js';
 import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { PostgresStoreError } from './postgresStoreError.js';
@@ -16,7 +17,7 @@ import { PostgresStoreError } from './postgresStoreError.js';
  * The advisory lock key of a schema's migrations: the first 8 bytes of a hash of its name, so
  * deployments in other schemas of the same database never wait for each other.
  */
-export function migrationLockKey(schema: string): string {
+function migrationLockKey(schema: string): string {
   return createHash('sha256').update(`changefeed.migrate:${schema}`).digest().readBigInt64BE(0).toString();
 }
 
@@ -49,17 +50,7 @@ export async function migrate(client: pg.ClientBase, schema: string, location: s
       );
       const found = rows[0]?.version ?? 0;
       const step = schemaStep(found, MIGRATIONS.length);
-      if (step.action === 'newer')
-        throw new PostgresStoreError(
-          `the store at ${location} (schema ${schema}) has schema version ${found}, newer than this build knows ` +
-            `(${latestSchemaVersion(MIGRATIONS.length)}); upgrade changefeed`,
-        );
-      if (step.action === 'prerelease')
-        throw new PrereleaseSchemaError(`${location} (schema ${schema})`, found, prereleaseRemedy(q));
-      if (step.action === 'unknown')
-        throw new PostgresStoreError(
-          `the store at ${location} (schema ${schema}) ${unknownVersionProblem(found)}; ${damagedRemedy(q)}`,
-        );
+      refuseVersion(step, found, schema, `${location} (schema ${schema})`);
       if (step.action === 'current') {
         await checkTables(client, schema, `${location} (schema ${schema})`, found);
         await client.query('COMMIT');
@@ -77,6 +68,29 @@ export async function migrate(client: pg.ClientBase, schema: string, location: s
       throw error;
     }
   }
+}
+
+/** Refuses a store this build cannot bring to its schema: a newer one, a development build's, a damaged one. */
+export function refuseVersion(
+  step: SchemaStep,
+  found: number,
+  schema: string,
+  where: string,
+): asserts step is Extract<SchemaStep, { action: 'create' | 'migrate' | 'current' }> {
+  if (step.action === 'newer')
+    throw new PostgresStoreError(
+      `the store at ${where} has schema version ${found}, newer than this build knows ` +
+        `(${latestSchemaVersion(MIGRATIONS.length)}); upgrade changefeed`,
+    );
+  if (step.action === 'prerelease')
+    throw new PrereleaseSchemaError(
+      where,
+      found,
+      'keep running the build that made it, or start afresh in a new schema (store.schema) or after ' +
+        `DROP SCHEMA "${schema}" CASCADE (every sink then starts from now and logs from watch.startFrom)`,
+    );
+  if (step.action === 'unknown')
+    throw new PostgresStoreError(`the store at ${where} ${unknownVersionProblem(found)}; ${damagedRemedy(schema)}`);
 }
 
 /**
@@ -120,22 +134,14 @@ export async function checkTables(
   );
   if (missing.length > 0)
     throw new PostgresStoreError(
-      `the store at ${where} ${missingTablesProblem(version, missing)}; ${damagedRemedy(`"${schema}"`)}`,
+      `the store at ${where} ${missingTablesProblem(version, missing)}; ${damagedRemedy(schema)}`,
     );
 }
 
-/** What an operator can do with a damaged store on PostgreSQL (`q`: the quoted schema). */
-export function damagedRemedy(q: string): string {
+/** What an operator can do with a damaged store on PostgreSQL. */
+function damagedRemedy(schema: string): string {
   return (
     'restore it from a backup, or start afresh in a new schema (store.schema) or after ' +
-    `DROP SCHEMA ${q} CASCADE (every sink then starts from now and logs from watch.startFrom)`
-  );
-}
-
-/** What an operator can do with a development build's store on PostgreSQL (`q`: the quoted schema). */
-export function prereleaseRemedy(q: string): string {
-  return (
-    'keep running the build that made it, or start afresh in a new schema (store.schema) or after ' +
-    `DROP SCHEMA ${q} CASCADE (every sink then starts from now and logs from watch.startFrom)`
+    `DROP SCHEMA "${schema}" CASCADE (every sink then starts from now and logs from watch.startFrom)`
   );
 }

@@ -3,6 +3,7 @@ import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
   COUNT_WINDOW_EVENTS,
+  PRUNED_THROUGH_KEY,
   PRUNE_BATCH_EVENTS,
   REQUEUE_BATCH_EVENTS,
   type DeliveryCounts,
@@ -10,13 +11,7 @@ import {
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
-import {
-  deliveryCountsFromRows,
-  pendingDeliveryFromRow,
-  type DeliveryCountRow,
-  type PendingDeliveryRow,
-} from '../storedRows.js';
-import { PRUNED_THROUGH_KEY } from './journal.js';
+import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { globToLike } from './globPattern.js';
 import { storableText } from './storableText.js';
@@ -95,7 +90,7 @@ export class PostgresOutbox implements OutboxStore {
   }
 
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
-    const rows = await this.db.read<PendingDeliveryRow>(
+    const rows = await this.db.read<RowOf<PendingDelivery>>(
       `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at, d.first_attempt_at,
               e.ingested_at
        FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
@@ -103,7 +98,7 @@ export class PostgresOutbox implements OutboxStore {
        ORDER BY d.seq LIMIT $4`,
       [this.db.tenant, sink, afterSeq, limit],
     );
-    return rows.map(pendingDeliveryFromRow);
+    return rows.map(fromRow<PendingDelivery>);
   }
 
   /** The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered). */
@@ -123,8 +118,23 @@ export class PostgresOutbox implements OutboxStore {
     retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
     now: number,
   ): Promise<void> {
+    await this.recordFailures('pending', sink, retries, now);
+  }
+
+  async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
+    await this.recordFailures('dead', sink, dead, now);
+  }
+
+  /** Each failed attempt in one statement: still pending (retried at its nextAttemptAt), or dead. */
+  private async recordFailures(
+    state: 'pending' | 'dead',
+    sink: string,
+    failures: readonly (FailedDelivery & { nextAttemptAt?: number })[],
+    now: number,
+  ): Promise<void> {
     await this.db.writeOne(
-      `UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = r.next_attempt_at, last_error = r.error,
+      `UPDATE deliveries d SET state = $9, attempts = d.attempts + 1,
+         next_attempt_at = COALESCE(r.next_attempt_at, d.next_attempt_at), last_error = r.error,
          last_status = r.status, last_response = r.response, updated_at = $8,
          first_attempt_at = COALESCE(d.first_attempt_at, $8)
        FROM unnest($3::bigint[], $4::float8[], $5::text[], $6::int[], $7::text[])
@@ -133,30 +143,13 @@ export class PostgresOutbox implements OutboxStore {
       [
         this.db.tenant,
         sink,
-        retries.map((r) => r.seq),
-        retries.map((r) => r.nextAttemptAt),
-        retries.map((r) => storableText(r.error)),
-        retries.map((r) => r.status ?? null),
-        retries.map((r) => storableText(r.response ?? null)),
+        failures.map((f) => f.seq),
+        failures.map((f) => f.nextAttemptAt ?? null),
+        failures.map((f) => storableText(f.error)),
+        failures.map((f) => f.status ?? null),
+        failures.map((f) => storableText(f.response ?? null)),
         now,
-      ],
-    );
-  }
-
-  async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
-    await this.db.writeOne(
-      `UPDATE deliveries d SET state = 'dead', attempts = d.attempts + 1, last_error = r.error, last_status = r.status,
-         last_response = r.response, updated_at = $7, first_attempt_at = COALESCE(d.first_attempt_at, $7)
-       FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[]) AS r (seq, error, status, response)
-       WHERE d.tenant = $1 AND d.sink = $2 AND d.seq = r.seq AND d.state = 'pending'`,
-      [
-        this.db.tenant,
-        sink,
-        dead.map((d) => d.seq),
-        dead.map((d) => storableText(d.error)),
-        dead.map((d) => d.status ?? null),
-        dead.map((d) => storableText(d.response ?? null)),
-        now,
+        state,
       ],
     );
   }
@@ -169,10 +162,7 @@ export class PostgresOutbox implements OutboxStore {
     );
   }
 
-  /**
-   * REQUEUE_BATCH_EVENTS journal positions per statement (each its own fenced transaction), in seq
-   * order, up to the head when it starts: what a batch queued stays queued if the process stops.
-   */
+  /** Each window of positions is one statement, its own fenced transaction. */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const parameters = this.rangeParameters(range);
     return this.inSeqWindows(REQUEUE_BATCH_EVENTS, async (from, to) => {
@@ -234,11 +224,7 @@ export class PostgresOutbox implements OutboxStore {
     return deliveryCountsFromRows(rows);
   }
 
-  /**
-   * Drops journal entries older than `before` that no sink still waits for, PRUNE_BATCH_EVENTS
-   * at a time, each batch one fenced transaction: a long prune never holds one transaction (and
-   * its lease row's lock) open for long.
-   */
+  /** Each batch is one fenced transaction: a long prune never holds its lease row's lock for long. */
   async prune(before: number, signal?: AbortSignal): Promise<number> {
     let removed = 0;
     while (!signal?.aborted) {

@@ -5,7 +5,8 @@ import { redactUrlCredentials, withUrlPassword } from '../../secrets/urlCredenti
 import { registerSecret } from '../../secrets/secretRegistry.js';
 import { TenantRecordTable } from '../../cluster/tenantRecordTable.js';
 import { StoreActivity } from '../storeActivity.js';
-import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
+import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../storeBackend.js';
+import type { StoreLocation } from '../storeLocation.js';
 import { StoreUnavailableError } from '../storeHealth.js';
 import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
@@ -15,34 +16,14 @@ import { RequeueCounts } from './requeueCounts.js';
 import { PostgresStoreError } from './postgresStoreError.js';
 import { TenantDb } from './tenantDb.js';
 
-/** What the backend needs of `store` in the config (a StoreLocation of kind postgres). */
-export interface PostgresLocation {
-  url: string;
-  /** The password of the URL's user, in a file of its own (`store.passwordFile`): read here, put in the URL. */
-  passwordFile?: string;
-  schema: string;
-  maxConnections: number;
-}
+/** What the backend needs of `store` in the config. */
+type PostgresLocation = Omit<Extract<StoreLocation, { kind: 'postgres' }>, 'kind'>;
 
-export interface PostgresBackendOptions {
-  /** Shown in pg_stat_activity, so an operator can tell the replicas' connections apart. */
-  applicationName?: string;
+export interface PostgresBackendOptions extends OpenStoreOptions {
   /** How long to wait for a connection (default 10 s). */
   connectTimeoutMs?: number;
   /** The server cancels a statement running longer (default 30 s): a hung database pauses, never hangs, the daemon. */
   statementTimeoutMs?: number;
-  /**
-   * The server ends a transaction left idle this long (default 60 s). With leases, the lease
-   * length: a replica paused inside a write transaction must not hold the tenant's rows past it.
-   */
-  idleInTransactionTimeoutMs?: number;
-  /**
-   * Reads only (inspection commands beside the replicas): every session is read-only
-   * (default_transaction_read_only) and nothing is created or migrated.
-   */
-  readonly?: boolean;
-  /** A schema no daemon has created is STORE_MISSING instead of a new empty store (commands). */
-  mustExist?: boolean;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -99,7 +80,7 @@ export class PostgresStoreBackend implements StoreBackend {
     const shown = redactUrlCredentials(configured.url);
     const location = { ...configured, url: connectionUrl(configured, shown) };
     // node-postgres throws a bare "Invalid URL" TypeError from its constructors: say which setting.
-    if (searchParamsOf(location.url) === undefined)
+    if (!URL.canParse(location.url))
       throw new PostgresStoreError(
         `store.url ${shown} is not a valid URL; write postgres://user:password@host:port/database ` +
           '(percent-encode special characters of the password)',
@@ -108,11 +89,12 @@ export class PostgresStoreBackend implements StoreBackend {
       throw new PostgresStoreError(`store.schema "${location.schema}" is not a lower-case SQL identifier`);
     // node-postgres lets the URL's parameters win over the pool's: an `options` there would
     // replace the search_path that points every query at the schema.
-    if (searchParamsOf(location.url)?.has('options'))
+    const url = new URL(location.url);
+    if (url.searchParams.has('options'))
       throw new PostgresStoreError(
         `store.url ${shown} sets options, which the store needs for its schema; set store.schema instead`,
       );
-    const password = passwordOf(location.url);
+    const password = passwordOf(url);
     if (password) registerSecret(password);
     const statementTimeout = options.statementTimeoutMs ?? 30_000;
     const applicationName = options.applicationName ?? 'changefeed';
@@ -215,18 +197,9 @@ export function connectionUrl(location: PostgresLocation, shown: string): string
   return withUrlPassword(location.url, password);
 }
 
-function searchParamsOf(url: string): URLSearchParams | undefined {
+function passwordOf(url: URL): string | undefined {
   try {
-    return new URL(url).searchParams;
-  } catch {
-    return undefined;
-  }
-}
-
-function passwordOf(url: string): string | undefined {
-  try {
-    const password = new URL(url).password;
-    return password ? decodeURIComponent(password) : undefined;
+    return url.password ? decodeURIComponent(url.password) : undefined;
   } catch {
     return undefined;
   }

@@ -1,7 +1,7 @@
 import type { QuarantinedEntry } from '../../api/quarantinedEntry.js';
 import type { LogKind } from '../../logs.js';
 import type { QuarantineStore } from '../changefeedStore.js';
-import { quarantineFingerprint, quarantineFromRow, type QuarantineRow } from '../storedRows.js';
+import { fromRow, QUARANTINE_COLUMNS, quarantineFingerprint, type RowOf } from '../storedRows.js';
 import type { QuarantineRecord } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
@@ -54,12 +54,12 @@ export class PostgresQuarantine implements QuarantineStore {
 
   /** Newest first. */
   async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
-    const rows = await this.db.read<QuarantineRow>(
-      `SELECT log, object_id, entry_id, reason, raw, raw_bytes, request_id, first_seen_at FROM quarantine
+    const rows = await this.db.read<RowOf<QuarantineRecord>>(
+      `SELECT ${QUARANTINE_COLUMNS} FROM quarantine
        WHERE tenant = $1 AND ($2::text IS NULL OR log = $2)
        ORDER BY first_seen_at DESC LIMIT $3`,
       [this.db.tenant, filter.log ?? null, filter.limit ?? 1000],
     );
-    return rows.map(quarantineFromRow);
+    return rows.map(fromRow<QuarantineRecord>);
   }
 }

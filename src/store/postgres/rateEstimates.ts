@@ -1,5 +1,5 @@
 import type { RateEstimateStore } from '../changefeedStore.js';
-import { rateEstimateFromRow, type RateEstimateDbRow } from '../storedRows.js';
+import { fromRow, RATE_ESTIMATE_COLUMNS, type RowOf } from '../storedRows.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 
@@ -9,12 +9,11 @@ export class PostgresRateEstimates implements RateEstimateStore {
 
   async list(): Promise<RateEstimateRow[]> {
     // In key order, as SQLite returns the rows of its table keyed by (log, object_id).
-    const rows = await this.db.read<RateEstimateDbRow>(
-      `SELECT log, object_id, events, hours, sessions, last_event_at, updated_at, poll_cost, planned_rate, next_poll_at
-       FROM rate_estimates WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
+    const rows = await this.db.read<RowOf<RateEstimateRow>>(
+      `SELECT ${RATE_ESTIMATE_COLUMNS} FROM rate_estimates WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
       [this.db.tenant],
     );
-    return rows.map(rateEstimateFromRow);
+    return rows.map(fromRow<RateEstimateRow>);
   }
 
   async save(row: RateEstimateRow): Promise<void> {

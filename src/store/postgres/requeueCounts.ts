@@ -5,7 +5,7 @@ export interface RequeueCountRow {
 }
 
 /** Reads the counts of `tenants` (one statement). */
-export type ReadRequeueCounts = (tenants: readonly string[]) => Promise<RequeueCountRow[]>;
+type ReadRequeueCounts = (tenants: readonly string[]) => Promise<RequeueCountRow[]>;
 
 /**
  * Every tenant's dead-letter re-queue count, read for all the tenants of this process in one

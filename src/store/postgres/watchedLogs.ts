@@ -1,42 +1,31 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
-import { watchedLogFromRow, type WatchedLogRow } from '../storedRows.js';
-import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
+import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
+import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
 
-const COLUMNS = `log, object_id, origin, status, status_reason, coverage_start, window_end, sort_order, last_poll_at,
-  last_success_at, last_error, consecutive_failures, next_poll_at, entries_ingested, created_at, first_poll_by`;
-
-/** Cursors and status of the watched logs of one tenant. */
 export class PostgresWatchedLogs implements WatchedLogStore {
   constructor(private readonly db: TenantDb) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
-    const rows = await this.db.read<WatchedLogRow>(
-      `SELECT ${COLUMNS} FROM watched_logs WHERE tenant = $1 AND log = $2 AND object_id = $3`,
+    const rows = await this.db.read<RowOf<WatchedLog>>(
+      `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = $1 AND log = $2 AND object_id = $3`,
       [this.db.tenant, log, objectId],
     );
-    return rows[0] ? watchedLogFromRow(rows[0]) : undefined;
+    return rows[0] ? fromRow(rows[0]) : undefined;
   }
 
   async list(): Promise<WatchedLog[]> {
     // COLLATE "C": byte order, as SQLite sorts text, whatever the database's locale.
-    const rows = await this.db.read<WatchedLogRow>(
-      `SELECT ${COLUMNS} FROM watched_logs WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
+    const rows = await this.db.read<RowOf<WatchedLog>>(
+      `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
       [this.db.tenant],
     );
-    return rows.map(watchedLogFromRow);
+    return rows.map(fromRow<WatchedLog>);
   }
 
-  async register(args: {
-    log: LogKind;
-    objectId: string;
-    origin: WatchOrigin;
-    coverageStart: number;
-    now: number;
-    firstPollBy?: number;
-  }): Promise<boolean> {
+  async register(args: WatchRegistration): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const result = await this.db.writeOne(
       `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,

@@ -11,12 +11,11 @@ import {
   schemaStep,
   unknownVersionProblem,
 } from '../schemaVersion.js';
+import { STORE_FILE_NAME } from '../storeLocation.js';
 import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 
 export type Db = Database.Database;
-
-export const STORE_FILE_NAME = 'changefeed.sqlite';
 
 export class StoreError extends ChangefeedError {
   constructor(message: string, cause?: unknown) {
@@ -37,11 +36,12 @@ export function storePath(stateDir: string): string {
  * crash and loses at most the last commits on power loss, which re-polling recovers.
  */
 export function openDatabase(file: string, options: { readonly?: boolean; cacheKiB?: number } = {}): Db {
-  if (!options.readonly) mkdirSync(dirname(file), { recursive: true });
+  const readonly = options.readonly ?? false;
+  if (!readonly) mkdirSync(dirname(file), { recursive: true });
   checkStoreFile(file);
   let db: Db;
   try {
-    db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    db = new Database(file, { readonly, fileMustExist: readonly });
   } catch (error) {
     throw new StoreError(`cannot open the store at ${file}: ${(error as Error).message}`, error);
   }
@@ -49,15 +49,13 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
     db.pragma('busy_timeout = 5000');
     // A negative cache_size is in KiB; better-sqlite3's build default is 16 MB (storeLocation.ts).
     if (options.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.max(64, Math.floor(options.cacheKiB))}`);
-    checkStoreIdentity(db, file, { readonly: options.readonly ?? false });
-    if (options.readonly) {
-      checkReadableVersion(db, file);
-      return db;
+    checkStoreIdentity(db, file, { readonly });
+    if (!readonly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
     }
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    migrate(db, file);
-    db.pragma('foreign_keys = ON');
+    migrate(db, file, readonly);
+    if (!readonly) db.pragma('foreign_keys = ON');
     return db;
   } catch (error) {
     db.close();
@@ -69,13 +67,30 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
   }
 }
 
-function migrate(db: Db, file: string): void {
+/** Brings the store to this build's schema; a reader, which cannot migrate, only checks it is there. */
+function migrate(db: Db, file: string, readonly: boolean): void {
   const found = db.pragma('user_version', { simple: true }) as number;
   const step = schemaStep(found, MIGRATIONS.length);
+  const latest = latestSchemaVersion(MIGRATIONS.length);
   if (step.action === 'current') return checkTables(db, file, found);
-  if (step.action === 'newer') throw newerSchema(file, found);
-  if (step.action === 'prerelease') throw prereleaseSchema(file, found);
+  if (step.action === 'newer')
+    throw new StoreError(
+      `the store at ${file} has schema version ${found}, newer than this build knows (${latest}); upgrade changefeed`,
+    );
+  if (step.action === 'prerelease')
+    throw new PrereleaseSchemaError(
+      file,
+      found,
+      'keep running the build that made it, or start afresh with `changefeed run --reset-store` (the file is ' +
+        `kept as ${file}.reset-<time>; every sink then starts from now and logs from watch.startFrom)`,
+    );
   if (step.action === 'unknown') throw new StoreRefusedError(file, unknownVersionProblem(found));
+  // Refused by name rather than failing on the first query that names a newer column.
+  if (readonly)
+    throw new OlderSchemaError(
+      `the store at ${file} has schema version ${found}, older than this build's (${latest}); start the daemon ` +
+        'of this build once, which migrates it, then run this command again',
+    );
   if (step.action === 'create')
     db.transaction(() => {
       db.exec(BASELINE);
@@ -106,43 +121,9 @@ function migrate(db: Db, file: string): void {
   }
 }
 
-/**
- * A reader cannot migrate: a store of an older schema is refused by name rather than failing on
- * the first query that names a newer column.
- */
-function checkReadableVersion(db: Db, file: string): void {
-  const found = db.pragma('user_version', { simple: true }) as number;
-  const step = schemaStep(found, MIGRATIONS.length);
-  if (step.action === 'current') return checkTables(db, file, found);
-  if (step.action === 'newer') throw newerSchema(file, found);
-  if (step.action === 'prerelease') throw prereleaseSchema(file, found);
-  if (step.action === 'unknown') throw new StoreRefusedError(file, unknownVersionProblem(found));
-  throw new OlderSchemaError(
-    `the store at ${file} has schema version ${found}, older than this build's ` +
-      `(${latestSchemaVersion(MIGRATIONS.length)}); start the daemon of this build once, which migrates it, ` +
-      'then run this command again',
-  );
-}
-
 /** A store at this build's version must hold this build's tables (schemaVersion.ts, missingTables). */
 function checkTables(db: Db, file: string, version: number): void {
   const present = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
   const missing = missingTables(TABLES, present);
   if (missing.length > 0) throw new StoreRefusedError(file, missingTablesProblem(version, missing));
-}
-
-function newerSchema(file: string, version: number): StoreError {
-  return new StoreError(
-    `the store at ${file} has schema version ${version}, newer than this build knows ` +
-      `(${latestSchemaVersion(MIGRATIONS.length)}); upgrade changefeed`,
-  );
-}
-
-function prereleaseSchema(file: string, version: number): PrereleaseSchemaError {
-  return new PrereleaseSchemaError(
-    file,
-    version,
-    'keep running the build that made it, or start afresh with `changefeed run --reset-store` (the file is ' +
-      `kept as ${file}.reset-<time>; every sink then starts from now and logs from watch.startFrom)`,
-  );
 }

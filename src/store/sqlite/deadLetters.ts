@@ -1,12 +1,10 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
-import { deadLetterFromRow, type DeadLetterRow } from '../storedRows.js';
-import { REQUEUE_BATCH_EVENTS, type DeadLetter } from '../storeRecords.js';
+import { fromRow, type RowOf } from '../storedRows.js';
+import { REQUEUE_BATCH_EVENTS, REQUEUE_COUNT_KEY, type DeadLetter } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
-const REQUEUE_COUNT_KEY = 'deadLetters.requeues';
-
 const LIST = `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
-    d.last_response, d.first_attempt_at, d.updated_at
+    d.last_response, d.first_attempt_at, d.updated_at AS dead_at
   FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
   WHERE d.tenant = @tenant AND d.state = 'dead' AND (@sink IS NULL OR d.sink = @sink)
     AND (@eventId IS NULL OR e.event_id = @eventId)
@@ -33,24 +31,21 @@ const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
 export class DeadLetters implements DeadLetterStore {
   constructor(private readonly conn: TenantConnection) {}
 
-  /** Dead letters, optionally of one sink or one event id. */
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
     return this.conn
-      .statement<{ tenant: string; sink: string | null; eventId: string | null; limit: number }, DeadLetterRow>(LIST)
+      .statement<{ tenant: string; sink: string | null; eventId: string | null; limit: number }, RowOf<DeadLetter>>(
+        LIST,
+      )
       .all({
         tenant: this.conn.tenant,
         sink: filter.sink ?? null,
         eventId: filter.eventId ?? null,
         limit: filter.limit ?? 1000,
       })
-      .map(deadLetterFromRow);
+      .map(fromRow<DeadLetter>);
   }
 
-  /**
-   * Puts every dead letter of `sink` back in line, with a fresh attempt budget: REQUEUE_BATCH_EVENTS
-   * per transaction in seq order, each counted for a running daemon, the event loop free between
-   * them. Letters that die meanwhile behind the position reached wait for the next retry.
-   */
+  /** The event loop is free between batches. Letters that die meanwhile behind the position reached wait for the next retry. */
   async requeueSink(sink: string, now: number): Promise<number> {
     const requeue = this.conn.statement<object, { seq: number }>(REQUEUE_SINK);
     let requeued = 0;
@@ -69,7 +64,6 @@ export class DeadLetters implements DeadLetterStore {
     }
   }
 
-  /** Puts the dead letter of one event (on one sink, or on every sink) back in line. */
   async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
     return this.bumpRequeues(
       this.conn.statement<object>(REQUEUE_EVENT).run({ tenant: this.conn.tenant, eventId, sink: sink ?? null, now })

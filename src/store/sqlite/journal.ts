@@ -1,10 +1,13 @@
 import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
-import { MAX_SCAN_POSITIONS, type JournalEvent, type JournalPage, type JournalPageFilter } from '../storeRecords.js';
+import {
+  MAX_SCAN_POSITIONS,
+  PRUNED_THROUGH_KEY,
+  type JournalEvent,
+  type JournalPage,
+  type JournalPageFilter,
+} from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
-
-/** The meta key of the highest `seq` ever pruned from the journal. */
-export const PRUNED_THROUGH_KEY = 'journal.prunedThroughSeq';
 
 const HEAD = 'SELECT head FROM journal_heads WHERE tenant = ?';
 const MOVE_HEAD = `INSERT INTO journal_heads (tenant, head) VALUES (?, ?)
@@ -30,7 +33,6 @@ const PAGE = `SELECT seq, payload FROM events
 export class Journal implements JournalStore {
   constructor(private readonly conn: TenantConnection) {}
 
-  /** The highest seq ever assigned; 0 before the first event. */
   async head(): Promise<number> {
     return this.headNow();
   }
@@ -45,7 +47,6 @@ export class Journal implements JournalStore {
     this.conn.statement(MOVE_HEAD).run(this.conn.tenant, head);
   }
 
-  /** The highest seq pruned so far; 0 when nothing was. Reading after a lower position may miss events. */
   async prunedThrough(): Promise<number> {
     return (
       this.conn.statement<[string, string], { value: number }>(PRUNED).get(this.conn.tenant, PRUNED_THROUGH_KEY)
@@ -54,10 +55,8 @@ export class Journal implements JournalStore {
   }
 
   /**
-   * Up to `limit` events after `after`, optionally of one log and with a type matching a SQLite
-   * GLOB, looking at no more than MAX_SCAN_POSITIONS positions and stopping before
-   * `filter.maxBytes`. A page shorter than `limit` and not cut by bytes read as far as it looked,
-   * so `next` is that far: a filtered consumer does not scan the same non-matching events again.
+   * A page shorter than `limit` and not cut by bytes read as far as it looked, so `next` is that
+   * far: a filtered consumer does not scan the same non-matching events again.
    */
   async page(after: number, limit: number, filter: JournalPageFilter = {}): Promise<JournalPage> {
     const head = this.headNow();

@@ -4,6 +4,7 @@ import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
   COUNT_WINDOW_EVENTS,
+  PRUNED_THROUGH_KEY,
   PRUNE_BATCH_EVENTS,
   REQUEUE_BATCH_EVENTS,
   type DeliveryCounts,
@@ -11,13 +12,7 @@ import {
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
-import {
-  deliveryCountsFromRows,
-  pendingDeliveryFromRow,
-  type DeliveryCountRow,
-  type PendingDeliveryRow,
-} from '../storedRows.js';
-import { PRUNED_THROUGH_KEY } from './journal.js';
+import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 // The caller draws the seq (the tenant's head plus one, see Journal) and moves the head once per
@@ -114,7 +109,6 @@ export class Outbox implements OutboxStore {
     this.conn.statement(INSERT_DELIVERIES).run(args.seq, args.now, this.tenant);
   }
 
-  /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
   async payloads(seqs: readonly number[]): Promise<Map<number, string>> {
     const rows = this.conn
       .statement<[string, string], { seq: number; payload: string }>(PAYLOADS)
@@ -122,12 +116,11 @@ export class Outbox implements OutboxStore {
     return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.tenant)]));
   }
 
-  /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
     return this.conn
-      .statement<[string, string, number, number], PendingDeliveryRow>(PENDING)
+      .statement<[string, string, number, number], RowOf<PendingDelivery>>(PENDING)
       .all(this.tenant, sink, afterSeq, limit)
-      .map(pendingDeliveryFromRow);
+      .map(fromRow<PendingDelivery>);
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
@@ -143,39 +136,22 @@ export class Outbox implements OutboxStore {
     retries: readonly (FailedDelivery & { nextAttemptAt: number })[],
     now: number,
   ): Promise<void> {
-    const retry = this.conn.statement<object>(RETRY);
-    this.conn.transaction(() => {
-      for (const r of retries)
-        retry.run({
-          tenant: this.tenant,
-          sink,
-          seq: r.seq,
-          nextAttemptAt: r.nextAttemptAt,
-          error: r.error,
-          status: r.status ?? null,
-          response: r.response ?? null,
-          now,
-        });
-    });
+    this.recordFailures(RETRY, sink, retries, now);
   }
 
   async markDead(sink: string, dead: readonly FailedDelivery[], now: number): Promise<void> {
-    const markDead = this.conn.statement<object>(DEAD);
+    this.recordFailures(DEAD, sink, dead, now);
+  }
+
+  /** Each failed attempt recorded by `sql` (RETRY or DEAD), in one transaction. */
+  private recordFailures(sql: string, sink: string, failures: readonly FailedDelivery[], now: number): void {
+    const record = this.conn.statement<object>(sql);
     this.conn.transaction(() => {
-      for (const d of dead)
-        markDead.run({
-          tenant: this.tenant,
-          sink,
-          seq: d.seq,
-          error: d.error,
-          status: d.status ?? null,
-          response: d.response ?? null,
-          now,
-        });
+      for (const f of failures)
+        record.run({ ...f, status: f.status ?? null, response: f.response ?? null, tenant: this.tenant, sink, now });
     });
   }
 
-  /** Events the sink's filter excludes: settled without being sent. */
   async markFiltered(sink: string, seqs: readonly number[], now: number): Promise<void> {
     const filtered = this.conn.statement<object>(FILTERED);
     this.conn.transaction(() => {
@@ -183,11 +159,7 @@ export class Outbox implements OutboxStore {
     });
   }
 
-  /**
-   * REQUEUE_BATCH_EVENTS journal positions per transaction, in seq order, up to the head when it
-   * starts. The connection is synchronous and shared by the process's tenants: between batches
-   * the event loop serves the others, and what a batch queued stays queued if the process stops.
-   */
+  /** The connection is synchronous and shared by the process's tenants: between batches the event loop serves the others. */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const enqueue = this.conn.statement<object>(ENQUEUE);
     const parameters = { ...this.rangeParameters(range), sink, now };
@@ -230,11 +202,7 @@ export class Outbox implements OutboxStore {
     return deliveryCountsFromRows(rows);
   }
 
-  /**
-   * Drops journal entries older than `before` that no sink still waits for, PRUNE_BATCH_EVENTS
-   * per transaction, each recording the highest seq it dropped. The connection is synchronous and
-   * shared by the process's tenants: between batches the event loop serves the others.
-   */
+  /** Each batch records the highest seq it dropped; between batches the event loop serves the other tenants. */
   async prune(before: number, signal?: AbortSignal): Promise<number> {
     let removed = 0;
     while (!signal?.aborted) {

@@ -1,7 +1,7 @@
 import type { QuarantinedEntry } from '../../api/quarantinedEntry.js';
 import type { LogKind } from '../../logs.js';
 import type { QuarantineStore } from '../changefeedStore.js';
-import { quarantineFingerprint, quarantineFromRow, type QuarantineRow } from '../storedRows.js';
+import { fromRow, QUARANTINE_COLUMNS, quarantineFingerprint, type RowOf } from '../storedRows.js';
 import type { QuarantineRecord } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
@@ -10,7 +10,7 @@ const INSERT = `INSERT OR IGNORE INTO quarantine
   VALUES (@tenant, @log, @objectId, @fingerprint, @entryId, @reason, @raw, @rawBytes, @requestId, @now)`;
 const KNOWN = 'SELECT 1 AS one FROM quarantine WHERE tenant = ? AND log = ? AND object_id = ? AND fingerprint = ?';
 const COUNT = 'SELECT COUNT(*) AS n FROM quarantine WHERE tenant = ?';
-const LIST = `SELECT * FROM quarantine WHERE tenant = @tenant AND (@log IS NULL OR log = @log)
+const LIST = `SELECT ${QUARANTINE_COLUMNS} FROM quarantine WHERE tenant = @tenant AND (@log IS NULL OR log = @log)
   ORDER BY first_seen_at DESC LIMIT @limit`;
 
 /**
@@ -50,8 +50,8 @@ export class Quarantine implements QuarantineStore {
   /** Newest first. */
   async list(filter: { log?: LogKind; limit?: number } = {}): Promise<QuarantineRecord[]> {
     return this.conn
-      .statement<{ tenant: string; log: string | null; limit: number }, QuarantineRow>(LIST)
+      .statement<{ tenant: string; log: string | null; limit: number }, RowOf<QuarantineRecord>>(LIST)
       .all({ tenant: this.conn.tenant, log: filter.log ?? null, limit: filter.limit ?? 1000 })
-      .map(quarantineFromRow);
+      .map(fromRow<QuarantineRecord>);
   }
 }

@@ -1,9 +1,9 @@
 import type { RateEstimateStore } from '../changefeedStore.js';
-import { rateEstimateFromRow, type RateEstimateDbRow } from '../storedRows.js';
+import { fromRow, RATE_ESTIMATE_COLUMNS, type RowOf } from '../storedRows.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
-const LIST = 'SELECT * FROM rate_estimates WHERE tenant = ?';
+const LIST = `SELECT ${RATE_ESTIMATE_COLUMNS} FROM rate_estimates WHERE tenant = ?`;
 const UPSERT = `INSERT INTO rate_estimates (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost, planned_rate, next_poll_at)
   VALUES (@tenant, @log, @objectId, @events, @sessions, @hours, @lastEventAt, @updatedAt, @pollCost, @plannedRate, @nextPollAt)
   ON CONFLICT (tenant, log, object_id) DO UPDATE SET events = excluded.events, sessions = excluded.sessions,
@@ -15,7 +15,10 @@ export class RateEstimates implements RateEstimateStore {
   constructor(private readonly conn: TenantConnection) {}
 
   async list(): Promise<RateEstimateRow[]> {
-    return this.conn.statement<[string], RateEstimateDbRow>(LIST).all(this.conn.tenant).map(rateEstimateFromRow);
+    return this.conn
+      .statement<[string], RowOf<RateEstimateRow>>(LIST)
+      .all(this.conn.tenant)
+      .map(fromRow<RateEstimateRow>);
   }
 
   async save(row: RateEstimateRow): Promise<void> {

@@ -31,7 +31,6 @@ const LIST = `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.p
 export class SinkStates implements SinkStateStore {
   constructor(private readonly conn: TenantConnection) {}
 
-  /** Makes exactly the configured sinks active; returns the names registered for the first time. */
   async activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]> {
     const known = new Set((await this.list()).map((s) => s.name));
     const tenant = this.conn.tenant;

@@ -32,12 +32,10 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   readonly seen: SeenEntries;
   readonly outbox: Outbox;
   readonly deadLetters: DeadLetters;
-  /** The outbox read as a journal, in ingestion order: the pull feed. */
   readonly journal: Journal;
   readonly sinks: SinkStates;
   readonly quarantine: Quarantine;
   readonly rates: RateEstimates;
-  /** Whether writes work; see StoreHealth. */
   readonly health = new StoreHealth();
   private readonly ingestTx;
 
@@ -97,7 +95,6 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     return this.open && this.db.open;
   }
 
-  /** Throws StoreUnavailableError when the disk is full or read-only: nothing of the read is kept, the cursor stays. */
   async ingest(request: IngestRequest): Promise<IngestResult> {
     try {
       this.conn.countTransaction();

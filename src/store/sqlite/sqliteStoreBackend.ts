@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
 import { StoreActivity } from '../storeActivity.js';
-import type { StoreBackend, TenantStoreOptions } from '../storeBackend.js';
+import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
@@ -10,11 +10,6 @@ import { SqliteTenantRecords } from './tenantRecordRows.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
 import { countActivity } from './tenantConnection.js';
 import { tenantHasRows } from './tenantTables.js';
-
-export interface SqliteBackendOptions {
-  readonly?: boolean;
-  mustExist?: boolean;
-}
 
 /**
  * SQLite as the store engine: every tenant of the process in the one file `store.url` names, on
@@ -31,7 +26,7 @@ export class SqliteStoreBackend implements StoreBackend {
 
   constructor(
     private readonly config: { stateDir: string; store: StoreConfig },
-    private readonly options: SqliteBackendOptions = {},
+    private readonly options: Pick<OpenStoreOptions, 'readonly' | 'mustExist'> = {},
   ) {}
 
   get location(): string {
@@ -51,7 +46,12 @@ export class SqliteStoreBackend implements StoreBackend {
     const known = this.stores.get(tenant);
     if (known?.isOpen) return known;
     const db = this.connectionNow();
-    if (tenant !== DEFAULT_TENANT) this.checkTenant(db, tenant);
+    // A command is told when the tenant has no rows: the daemon has not run it.
+    if (tenant !== DEFAULT_TENANT && this.options.mustExist && !tenantHasRows(db, tenant))
+      throw new ChangefeedError(
+        'STORE_MISSING',
+        `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
+      );
     const store = new SqliteChangefeedStore(db, tenant, false);
     this.stores.set(tenant, store);
     return store;
@@ -68,15 +68,6 @@ export class SqliteStoreBackend implements StoreBackend {
     this.connection = openDatabase(file, { readonly: this.options.readonly ?? false });
     countActivity(this.connection, this.activity);
     return this.connection;
-  }
-
-  /** A command is told when the tenant has no rows: the daemon has not run it. */
-  private checkTenant(db: Db, tenant: string): void {
-    if (this.options.mustExist && !tenantHasRows(db, tenant))
-      throw new ChangefeedError(
-        'STORE_MISSING',
-        `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
-      );
   }
 
   /** Who owns each API key and each tenant file's last valid text, kept in the store's file. */

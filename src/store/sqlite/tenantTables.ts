@@ -1,25 +1,15 @@
 import type { Db } from './database.js';
+import { TABLES } from './migrations.js';
 
 /**
- * The tables that hold a tenant's rows, in an order that respects the foreign key of
- * `deliveries` on `events`. `journal_heads` is not among them: copies set the head themselves.
+ * The tables that hold a tenant's rows, in TABLES's order, which respects the foreign key of
+ * `deliveries` on `events`. `journal_heads` is not among them: copies set the head themselves;
+ * nor is `tenant_records`, the deployment's.
  */
-export const TENANT_TABLES = [
-  'watched_logs',
-  'seen_entries',
-  'events',
-  'sinks',
-  'deliveries',
-  'sink_state',
-  'meta',
-  'rate_estimates',
-  'quarantine',
-] as const;
-
-export type TenantTable = (typeof TENANT_TABLES)[number];
+export const TENANT_TABLES = TABLES.filter((table) => table !== 'journal_heads' && table !== 'tenant_records');
 
 /** A table's columns other than `tenant`, as the file's schema has them. */
-export function tenantTableColumns(db: Db, table: TenantTable, schema = 'main'): string[] {
+export function tenantTableColumns(db: Db, table: string, schema = 'main'): string[] {
   return (db.prepare(`SELECT name FROM pragma_table_info(?, ?)`).all(table, schema) as { name: string }[])
     .map((c) => c.name)
     .filter((name) => name !== 'tenant');

@@ -1,11 +1,11 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
-import { watchedLogFromRow, type WatchedLogRow } from '../storedRows.js';
-import type { WatchedLog, WatchOrigin, WatchStatus, SortOrder } from '../storeRecords.js';
+import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
+import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
-const GET = 'SELECT * FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?';
-const LIST = 'SELECT * FROM watched_logs WHERE tenant = ? ORDER BY log, object_id';
+const GET = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?`;
+const LIST = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? ORDER BY log, object_id`;
 const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,
     first_poll_by)
   VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now, @firstPollBy)
@@ -19,31 +19,24 @@ const STATUS = `UPDATE watched_logs SET status = @status, status_reason = @reaso
   WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
 const SORT_ORDER = 'UPDATE watched_logs SET sort_order = ? WHERE tenant = ? AND log = ? AND object_id = ?';
 
-/** Cursors and status of the watched logs. */
 export class WatchedLogs implements WatchedLogStore {
   constructor(private readonly conn: TenantConnection) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
-    const row = this.conn.statement<[string, string, string], WatchedLogRow>(GET).get(this.conn.tenant, log, objectId);
-    return row ? watchedLogFromRow(row) : undefined;
+    const row = this.conn
+      .statement<[string, string, string], RowOf<WatchedLog>>(GET)
+      .get(this.conn.tenant, log, objectId);
+    return row ? fromRow(row) : undefined;
   }
 
   async list(): Promise<WatchedLog[]> {
-    return this.conn.statement<[string], WatchedLogRow>(LIST).all(this.conn.tenant).map(watchedLogFromRow);
+    return this.conn
+      .statement<[string], RowOf<WatchedLog>>(LIST)
+      .all(this.conn.tenant)
+      .map(fromRow<WatchedLog>);
   }
 
-  /**
-   * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
-   * is where emission starts: the service's "now" by default, or a configured startFrom.
-   */
-  async register(args: {
-    log: LogKind;
-    objectId: string;
-    origin: WatchOrigin;
-    coverageStart: number;
-    now: number;
-    firstPollBy?: number;
-  }): Promise<boolean> {
+  async register(args: WatchRegistration): Promise<boolean> {
     const windowed = args.log !== 'skill';
     const info = this.conn.statement<object>(INSERT).run({
       tenant: this.conn.tenant,
