@@ -11,6 +11,7 @@ import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
+import { ceAttributes } from './cloudEventsHttp.js';
 import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
@@ -264,11 +265,7 @@ export class MqttSink implements Sink {
 
   private optionsFor(event: OutboundEvent): IClientPublishOptions {
     if (!this.config.ceUserProperties) return this.publishOptions;
-    const userProperties: Record<string, string> = {};
-    for (const [name, value] of Object.entries(JSON.parse(event.json) as Record<string, unknown>)) {
-      if (name === 'data' || name === 'datacontenttype' || value === undefined || value === null) continue;
-      userProperties[name] = typeof value === 'string' ? value : JSON.stringify(value);
-    }
+    const userProperties = Object.fromEntries(ceAttributes(JSON.parse(event.json) as Record<string, unknown>));
     return { ...this.publishOptions, properties: { ...this.publishOptions.properties, userProperties } };
   }
 

@@ -16,6 +16,7 @@ import {
   SinkUnavailableError,
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
+import { ceAttributes } from './cloudEventsHttp.js';
 import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
 import { abortedError, settleWithin, waitWithin } from './deadline.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
@@ -206,7 +207,15 @@ export class RabbitmqSink implements Sink {
     event: OutboundEvent,
   ): Promise<ItemFailure | undefined> {
     const routingKey = this.routingKey(event);
-    const headers = this.config.ceHeaders ? ceHeaders(event.json) : undefined;
+    // The structured-mode body stays whole; the headers copy its attributes (CloudEvents AMQP binding 3.2.3).
+    const headers = this.config.ceHeaders
+      ? Object.fromEntries(
+          ceAttributes(JSON.parse(event.json) as Record<string, unknown>).map(([name, value]) => [
+            `cloudEvents:${name}`,
+            value,
+          ]),
+        )
+      : undefined;
     const options: Options.Publish = {
       persistent: true,
       mandatory: this.config.mandatory,
@@ -276,23 +285,6 @@ export class RabbitmqSink implements Sink {
     if (/ETIMEDOUT/.test(text)) return `no answer within connectTimeoutMs (${this.config.connectTimeoutMs} ms)`;
     return text;
   }
-}
-
-/** The structured-mode body stays whole; these copy its attributes (CloudEvents AMQP binding 3.2.3). */
-function ceHeaders(json: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(JSON.parse(json) as Record<string, unknown>)) {
-    if (
-      name === 'data' ||
-      name === 'data_base64' ||
-      name === 'datacontenttype' ||
-      value === undefined ||
-      value === null
-    )
-      continue;
-    headers[`cloudEvents:${name}`] = typeof value === 'string' ? value : JSON.stringify(value);
-  }
-  return headers;
 }
 
 /**
