@@ -7,7 +7,7 @@ import {
   type Options,
 } from 'amqplib';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
-import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
@@ -17,7 +17,7 @@ import {
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
 import { ceAttributes } from './cloudEventsHttp.js';
-import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { abortedError, settleWithin, waitWithin } from './deadline.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
 import type { RabbitmqSinkConfig } from './rabbitmqSinkConfig.js';
@@ -55,7 +55,6 @@ export class RabbitmqSink implements Sink {
 
   constructor(private readonly config: RabbitmqSinkConfig) {
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
-    if (this.password !== undefined) registerSecret(this.password);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
@@ -111,11 +110,7 @@ export class RabbitmqSink implements Sink {
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const session = this.session.current;
     const channel = session?.channel;
-    if (!session || !channel || session.lost.signal.aborted) {
-      throw new SinkUnavailableError(
-        `not connected to RabbitMQ at ${this.peer.address}${session ? `: ${session.reason}` : ''}`,
-      );
-    }
+    if (!session || !channel || session.lost.signal.aborted) throw notConnected(this.peer, session?.reason);
     const blockedBefore = session.blocked();
     if (blockedBefore !== undefined) {
       const message =
@@ -206,7 +201,7 @@ export class RabbitmqSink implements Sink {
     channel: ConfirmChannel,
     event: OutboundEvent,
   ): Promise<ItemFailure | undefined> {
-    const routingKey = this.routingKey(event);
+    const routingKey = routingKeyFor(this.config.routingKey, event);
     // The structured-mode body stays whole; the headers copy its attributes (CloudEvents AMQP binding 3.2.3).
     const headers = this.config.ceHeaders
       ? Object.fromEntries(
@@ -256,10 +251,6 @@ export class RabbitmqSink implements Sink {
         resolve({ error: `cannot be published: ${this.explain(error)}`, permanent: true });
       }
     });
-  }
-
-  private routingKey(event: OutboundEvent): string {
-    return routingKeyFor(this.config.routingKey, event);
   }
 
   /**
