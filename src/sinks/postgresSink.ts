@@ -4,14 +4,7 @@ import { AbortedError, ConfigError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { PostgresSinkConfig } from './postgresSinkConfig.js';
-import {
-  ADDED_COLUMNS,
-  addColumnsStatement,
-  insertParameters,
-  tableSql,
-  type AddedColumn,
-  type TableSql,
-} from './postgresTable.js';
+import { ADDED_COLUMNS, addColumnsStatement, insertParameters, tableSql, type AddedColumn } from './postgresTable.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -38,7 +31,7 @@ export class PostgresSink implements Sink {
   readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
   private pool: pg.Pool | undefined;
   private lastError: string | undefined;
-  private readonly sql: TableSql;
+  private readonly sql: ReturnType<typeof tableSql>;
   private readonly poolConfig: pg.PoolConfig;
   /** The server, for messages: no credentials. */
   private readonly server: string;
