@@ -252,10 +252,7 @@ export class MqttSink implements Sink {
       pump();
     });
     // Nobody waits for `acknowledged` once the caller stopped; settling it only ends the watch.
-    const stop = (): void => {
-      if (!settled) finish(new Error('publishing stopped'));
-    };
-    return { acknowledged, stop };
+    return { acknowledged, stop: () => finish(new Error('publishing stopped')) };
   }
 
   private optionsFor(event: OutboundEvent): IClientPublishOptions {
