@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { Webhook } from 'standardwebhooks';
 
 /** One request as the receiver saw it. */
@@ -63,8 +64,8 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
   const verifiers = (options.secrets ?? []).map((s) => new Webhook(s));
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const server: Server = createServer((req, res) => {
-    // An unauthenticated 1.5 GB POST took the receiver to 3.16 GB and crashed it: nothing is
-    // buffered beyond the cap, and a declared length above it is refused before reading.
+    // Unauthenticated senders must not exhaust memory: nothing is buffered beyond the cap, and a
+    // declared length above it is refused before reading.
     const tooLarge = (): void => {
       if (res.headersSent) return;
       // The answer first, then the connection goes. Closing at once would reset it while the
@@ -113,23 +114,14 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
         verifiers.length === 0 || request.verified
           ? { status: 204 }
           : { status: 401, body: `webhook signature not verified: ${request.verifyError ?? 'no signature'}\n` };
-      const reply = options.respond?.(request, count) ?? fallback;
-      if (reply instanceof Promise)
-        reply.then(
-          (held) => answer(res, held),
-          () => answer(res, { drop: true }),
-        );
-      else answer(res, reply);
+      Promise.resolve(options.respond?.(request, count) ?? fallback).then(
+        (reply) => answer(res, reply),
+        () => answer(res, { drop: true }),
+      );
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    // Without this the bind failure (EADDRINUSE) is an 'error' event nobody hears: a crash.
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  // once() rejects on 'error': a bind failure (EADDRINUSE) is reported, not a crash.
+  await once(server.listen(options.port ?? 0, options.host ?? '127.0.0.1'), 'listening');
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}/webhooks`,

@@ -1,6 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
+import { registerSecret } from './secretRegistry.js';
+
+const READ_ERROR_HINTS: Record<string, string> = {
+  ENOENT: 'it does not exist; check the path or the secret mount',
+  EACCES: 'permission denied; make it readable by the user running changefeed',
+  EISDIR: 'it is a directory; point at the file inside it',
+};
 
 /**
  * Reads a secret kept in its own file (a Docker or Kubernetes secret mount, a `*_FILE`
@@ -15,14 +22,7 @@ export function readSecretFile(path: string): string {
     content = readFileSync(absolute, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
-    const hint =
-      code === 'ENOENT'
-        ? 'it does not exist; check the path or the secret mount'
-        : code === 'EACCES'
-          ? 'permission denied; make it readable by the user running changefeed'
-          : code === 'EISDIR'
-            ? 'it is a directory; point at the file inside it'
-            : code;
+    const hint = READ_ERROR_HINTS[code] ?? code;
     throw new ConfigError(`cannot read secret file ${named}: ${hint}`, [{ path: named, message: hint }]);
   }
   const secret = content.replace(/\r?\n$/, '');
@@ -33,9 +33,14 @@ export function readSecretFile(path: string): string {
   return secret;
 }
 
-/** A secret given inline, or else read from its file (`password` or `passwordFile`); undefined with neither. */
+/**
+ * A secret given inline, or else read from its file (`password` or `passwordFile`), registered to
+ * be scrubbed from logs; undefined with neither.
+ */
 export function inlineOrFileSecret(inline: string | undefined, file: string | undefined): string | undefined {
-  return inline ?? (file === undefined ? undefined : readSecretFile(file));
+  const secret = inline ?? (file === undefined ? undefined : readSecretFile(file));
+  if (secret !== undefined) registerSecret(secret);
+  return secret;
 }
 
 /**

@@ -2,7 +2,7 @@
  * URLs with credentials in them (`amqp://bob:S3cr3tPW@mq:5672`, `redis://:token@cache`,
  * `nats://token@nats`) as they may be shown: the userinfo replaced by `<redacted>`. Applied to
  * every text that may hold a URL before it is printed, logged or stored: configuration errors,
- * log lines, `status`. Before, configuration errors printed broker URLs in full.
+ * log lines, `status`.
  */
 export function redactUrlCredentials(text: string): string {
   if (!text.includes('@')) return text;

@@ -12,6 +12,8 @@ const ref = (name: SchemaName): string => `#/components/schemas/${name}`;
 
 const string = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
 
+const CE_JSON = 'application/cloudevents+json';
+
 const CE_ATTRIBUTE_NOTE =
   'one per CloudEvent attribute except data and datacontenttype (id, source, type, subject, time, specversion, tenant, entryid, and dataschema when set)';
 
@@ -57,17 +59,24 @@ function operation(channelName: string, summary: string, bindings?: Record<strin
   return { action: 'send', channel: { $ref: `#/channels/${channelName}` }, summary, ...(bindings ? { bindings } : {}) };
 }
 
-function message(
-  name: string,
-  summary: string,
-  contentType: string,
-  payload: JsonSchema,
-  headers?: JsonSchema,
-): Record<string, unknown> {
-  return { name, title: summary, summary, contentType, payload, ...(headers ? { headers } : {}) };
+const cloudEvent = { $ref: ref('cloudevent') };
+
+interface MessageParts {
+  summary: string;
+  contentType?: string;
+  payload?: JsonSchema;
+  headers?: JsonSchema;
 }
 
-const cloudEvent = { $ref: ref('cloudevent') };
+/** The messages, each named after its key and titled by its summary; the CloudEvent JSON unless said otherwise. */
+function messages(parts: Record<string, MessageParts>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(parts).map(([name, { summary, contentType = CE_JSON, payload = cloudEvent, headers }]) => [
+      name,
+      { name, title: summary, summary, contentType, payload, ...(headers ? { headers } : {}) },
+    ]),
+  );
+}
 
 export function asyncApiDocument(): Record<string, unknown> {
   const schemas: Record<string, JsonSchema> = { cloudevent: stripDraft(cloudEventSchema(ref)) };
@@ -83,7 +92,7 @@ export function asyncApiDocument(): Record<string, unknown> {
         'object; the event `id` is stable across retries and replays, so consumers deduplicate on it. ' +
         "Schemas of the envelope and of each log's `data` are in docs/events/ (`changefeed schema`).",
     },
-    defaultContentType: 'application/cloudevents+json',
+    defaultContentType: CE_JSON,
     servers: {
       webhook: server('https', 'hooks.example.com', "The receiver at the webhook sink's `url`."),
       nats: server('nats', '127.0.0.1:4222', "The NATS server of the nats sink's `servers` (JetStream)."),
@@ -157,13 +166,10 @@ export function asyncApiDocument(): Record<string, unknown> {
     },
     components: {
       schemas,
-      messages: {
-        webhookEvent: message(
-          'webhookEvent',
-          'A change event as a webhook request',
-          'application/cloudevents+json',
-          cloudEvent,
-          {
+      messages: messages({
+        webhookEvent: {
+          summary: 'A change event as a webhook request',
+          headers: {
             type: 'object',
             required: ['webhook-id', 'webhook-timestamp', 'content-type', 'user-agent'],
             properties: {
@@ -185,13 +191,10 @@ export function asyncApiDocument(): Record<string, unknown> {
             patternProperties: { '^ce-': string(`Mode binary only: ${CE_ATTRIBUTE_NOTE}, percent-encoded.`) },
             additionalProperties: { type: 'string', description: "The sink's static `headers`." },
           },
-        ),
-        natsEvent: message(
-          'natsEvent',
-          'A change event on a NATS subject',
-          'application/cloudevents+json',
-          cloudEvent,
-          {
+        },
+        natsEvent: {
+          summary: 'A change event on a NATS subject',
+          headers: {
             type: 'object',
             properties: {
               'content-type': { const: 'application/cloudevents+json' },
@@ -199,13 +202,10 @@ export function asyncApiDocument(): Record<string, unknown> {
             },
             patternProperties: { '^ce-': string(`With \`ceHeaders\`: ${CE_ATTRIBUTE_NOTE}, percent-encoded.`) },
           },
-        ),
-        rabbitmqEvent: message(
-          'rabbitmqEvent',
-          'A change event as an AMQP message',
-          'application/cloudevents+json',
-          cloudEvent,
-          {
+        },
+        rabbitmqEvent: {
+          summary: 'A change event as an AMQP message',
+          headers: {
             type: 'object',
             description:
               'AMQP properties: message-id the CloudEvent id, type the CloudEvent type, content-type ' +
@@ -214,12 +214,10 @@ export function asyncApiDocument(): Record<string, unknown> {
               '^cloudEvents:': string(`With \`ceHeaders\`: ${CE_ATTRIBUTE_NOTE} (CloudEvents AMQP binding).`),
             },
           },
-        ),
-        redisStreamEntry: message(
-          'redisStreamEntry',
-          'A change event as a Redis stream entry',
-          'application/cloudevents+json',
-          {
+        },
+        redisStreamEntry: {
+          summary: 'A change event as a Redis stream entry',
+          payload: {
             type: 'object',
             description: 'The entry fields. Redis does not deduplicate: skip ids already handled.',
             required: ['id', 'tenant', 'type', 'source', 'subject', 'time', 'event'],
@@ -235,23 +233,25 @@ export function asyncApiDocument(): Record<string, unknown> {
               }),
             },
           },
-        ),
-        mqttEvent: message('mqttEvent', 'A change event on an MQTT topic', 'application/cloudevents+json', cloudEvent, {
-          type: 'object',
-          description:
-            'MQTT 5 properties: content type application/cloudevents+json, payload format indicator 1 (UTF-8). ' +
-            `With \`ceUserProperties\`, user properties: ${CE_ATTRIBUTE_NOTE}.`,
-        }),
-        feedPage: message(
-          'feedPage',
-          'A page of the pull feed',
-          'application/cloudevents-batch+json',
-          {
+        },
+        mqttEvent: {
+          summary: 'A change event on an MQTT topic',
+          headers: {
+            type: 'object',
+            description:
+              'MQTT 5 properties: content type application/cloudevents+json, payload format indicator 1 (UTF-8). ' +
+              `With \`ceUserProperties\`, user properties: ${CE_ATTRIBUTE_NOTE}.`,
+          },
+        },
+        feedPage: {
+          summary: 'A page of the pull feed',
+          contentType: 'application/cloudevents-batch+json',
+          payload: {
             type: 'array',
             description: 'Events in ingestion order, each with `sequence`, its cursor. Empty when nothing is new.',
             items: cloudEvent,
           },
-          {
+          headers: {
             type: 'object',
             required: ['link', 'changefeed-cursor'],
             properties: {
@@ -261,20 +261,18 @@ export function asyncApiDocument(): Record<string, unknown> {
               'changefeed-cursor': string('The cursor to continue from: 16 digits.', { pattern: '^[0-9]{16}$' }),
             },
           },
-        ),
-        feedStreamEvent: message(
-          'feedStreamEvent',
-          'One Server-Sent Event of the live stream',
-          'text/event-stream',
-          cloudEvent,
-          {
+        },
+        feedStreamEvent: {
+          summary: 'One Server-Sent Event of the live stream',
+          contentType: 'text/event-stream',
+          headers: {
             type: 'object',
             description:
               'SSE fields of each event: `id` the cursor (send it back as Last-Event-ID), `data` the payload.',
             properties: { id: string('The cursor of the event: 16 digits.', { pattern: '^[0-9]{16}$' }) },
           },
-        ),
-      },
+        },
+      }),
       securitySchemes: {
         feedToken: {
           type: 'http',

@@ -41,6 +41,11 @@ export interface BrokerPeer {
   readonly loginRefused?: RegExp;
 }
 
+/** The error of a write without a live connection, with why it was lost when known. */
+export function notConnected(peer: BrokerPeer, reason?: string): SinkUnavailableError {
+  return new SinkUnavailableError(`not connected to ${peer.name} at ${peer.address}${reason ? `: ${reason}` : ''}`);
+}
+
 /** The error of a failed connect. A refused login says what to check. */
 export function cannotConnect(peer: BrokerPeer, reason: string, cause?: unknown): SinkUnavailableError {
   const hint = peer.loginRefused?.test(reason) ? `; ${peer.name} refused the login: check username and password` : '';

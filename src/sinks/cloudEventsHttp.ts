@@ -1,15 +1,22 @@
 /**
+ * The context attributes of a CloudEvent as strings, for the protocol bindings that copy them into
+ * headers or properties: all but `data` and `datacontenttype`, and none without a value.
+ */
+export function ceAttributes(event: Record<string, unknown>): [string, string][] {
+  return Object.entries(event).flatMap(([name, value]): [string, string][] =>
+    name === 'data' || name === 'datacontenttype' || value === undefined || value === null
+      ? []
+      : [[name, typeof value === 'string' ? value : JSON.stringify(value)]],
+  );
+}
+
+/**
  * CloudEvents HTTP binding, binary mode: every context attribute becomes a `ce-<name>` header.
  * Values are percent-encoded where the binding requires it (space, double quote, percent and
  * anything outside printable ASCII), so non-ASCII subjects survive HTTP header rules.
  */
 export function ceBinaryHeaders(event: Record<string, unknown>): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event)) {
-    if (name === 'data' || name === 'datacontenttype' || value === undefined || value === null) continue;
-    headers[`ce-${name}`] = encodeHeaderValue(typeof value === 'string' ? value : JSON.stringify(value));
-  }
-  return headers;
+  return Object.fromEntries(ceAttributes(event).map(([name, value]) => [`ce-${name}`, encodeHeaderValue(value)]));
 }
 
 function encodeHeaderValue(value: string): string {

@@ -67,8 +67,7 @@ export function renderTemplate(
  * Makes a value taken from event data safe inside a destination name: every character that
  * `forbidden` matches, and `%` itself, becomes its UTF-8 bytes as %XX, so distinct values stay
  * distinct and the name can be decoded. Lone surrogates (not valid UTF-8) become U+FFFD first; an
- * empty value becomes `_`. Before, an event name holding `\r\n` or `\u0001` made mosquitto drop
- * the connection, and the sink resent the same batch for ever.
+ * empty value becomes `_`. A `\r\n` or `\u0001` left in makes mosquitto drop the connection.
  */
 export function escapeTemplateValue(value: string, forbidden: RegExp): string {
   if (value === '') return '_';

@@ -8,10 +8,11 @@ import {
 import { AbortedError } from '../errors.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
-import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { ceAttributes } from './cloudEventsHttp.js';
+import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import type { MqttSinkConfig } from './mqttSinkConfig.js';
@@ -74,7 +75,6 @@ export class MqttSink implements Sink {
 
   constructor(private readonly config: MqttSinkConfig) {
     const password = inlineOrFileSecret(config.password, config.passwordFile);
-    if (password) registerSecret(password);
     const url = new URL(config.url);
     // Not url.origin: that is "null" for schemes the URL standard does not know, such as mqtt:.
     this.peer = {
@@ -151,12 +151,8 @@ export class MqttSink implements Sink {
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const connection = this.connection.current;
-    if (!connection?.client.connected) {
-      // mqtt.js would queue a publish until a reconnect that never comes (reconnectPeriod 0).
-      throw new SinkUnavailableError(
-        `not connected to the MQTT broker at ${this.peer.address}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
-      );
-    }
+    // mqtt.js would queue a publish until a reconnect that never comes (reconnectPeriod 0).
+    if (!connection?.client.connected) throw notConnected(this.peer, connection?.lastError);
     const what = `write to the MQTT broker at ${this.peer.address}`;
     throwIfAborted(signal, what);
     const publishing = this.publishAll(connection, batch);
@@ -256,19 +252,12 @@ export class MqttSink implements Sink {
       pump();
     });
     // Nobody waits for `acknowledged` once the caller stopped; settling it only ends the watch.
-    const stop = (): void => {
-      if (!settled) finish(new Error('publishing stopped'));
-    };
-    return { acknowledged, stop };
+    return { acknowledged, stop: () => finish(new Error('publishing stopped')) };
   }
 
   private optionsFor(event: OutboundEvent): IClientPublishOptions {
     if (!this.config.ceUserProperties) return this.publishOptions;
-    const userProperties: Record<string, string> = {};
-    for (const [name, value] of Object.entries(JSON.parse(event.json) as Record<string, unknown>)) {
-      if (name === 'data' || name === 'datacontenttype' || value === undefined || value === null) continue;
-      userProperties[name] = typeof value === 'string' ? value : JSON.stringify(value);
-    }
+    const userProperties = Object.fromEntries(ceAttributes(JSON.parse(event.json) as Record<string, unknown>));
     return { ...this.publishOptions, properties: { ...this.publishOptions.properties, userProperties } };
   }
 

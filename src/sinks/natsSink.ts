@@ -16,11 +16,10 @@ import {
 } from '@nats-io/transport-node';
 import { AbortedError, describeError } from '../errors.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
-import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import { streamSubjectsFor, type NatsSinkConfig } from './natsSinkConfig.js';
@@ -69,8 +68,6 @@ export class NatsSink implements Sink {
     this.peer = { name: 'NATS', address: this.servers.join(', '), loginRefused: /authorization violation/i };
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
     this.token = inlineOrFileSecret(config.token, config.tokenFile);
-    if (this.password) registerSecret(this.password);
-    if (this.token) registerSecret(this.token);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
@@ -128,7 +125,7 @@ export class NatsSink implements Sink {
     const connection = this.connection.current;
     if (!connection || connection.nc.isClosed()) {
       if (connection) this.connection.release(connection);
-      throw new SinkUnavailableError(`not connected to NATS at ${this.peer.address}`);
+      throw notConnected(this.peer);
     }
     // Objects are published concurrently, each object's events one after another. Pipelining an
     // object's events would let a later event be stored while an earlier one is refused (full

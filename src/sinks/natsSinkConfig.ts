@@ -3,20 +3,21 @@ import { certAndKeyTogether, clientCertFields } from '../tlsFiles.js';
 import { dataschemaSchema } from './dataSchemaAttribute.js';
 import { sinkCommonSchema } from '../sinkContract/deliveryConfig.js';
 import { templateSchema as templateSchema_ } from './eventTemplate.js';
-import { caFile, inlineOrFile, secretFile, timeLimitMs } from './sinkConfigFields.js';
+import { caFile, inlineOrFile, secretFile, timeLimitMs, urlOrUndefined } from './sinkConfigFields.js';
 
 /** What `{placeholder}` in a subject template may stand for; see renderSubject. */
 export const SUBJECT_PLACEHOLDERS = ['tenant', 'type', 'log', 'event', 'subject'] as const;
 /** A token may not be empty nor hold whitespace or the wildcards `*` and `>`. */
 const SUBJECT = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
 
+/** A configured server as a URL: `host:port` means `nats://host:port`. Undefined when it is none. */
+export function natsServerUrl(server: string): URL | undefined {
+  return urlOrUndefined(server.includes('://') ? server : `nats://${server}`);
+}
+
 const serverSchema = z.string().refine((s) => {
-  try {
-    const url = new URL(s.includes('://') ? s : `nats://${s}`);
-    return url.protocol === 'nats:' && url.username === '' && url.password === '';
-  } catch {
-    return false;
-  }
+  const url = natsServerUrl(s);
+  return url?.protocol === 'nats:' && url.username === '' && url.password === '';
 }, 'must be nats://host:port or host:port, without credentials (set user/password or token)');
 
 const templateSchema = templateSchema_(SUBJECT_PLACEHOLDERS, (sample) =>

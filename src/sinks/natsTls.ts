@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { readTlsFiles } from '../tlsFiles.js';
-import type { NatsSinkConfig } from './natsSinkConfig.js';
+import { natsServerUrl, type NatsSinkConfig } from './natsSinkConfig.js';
 
 /**
  * The client's TLS options. nats.js sends no server name for a server given by IP address, and
@@ -11,7 +11,7 @@ import type { NatsSinkConfig } from './natsSinkConfig.js';
 export function natsTlsOptions(config: NatsSinkConfig, servers: readonly string[]): Record<string, unknown> {
   const files = readTlsFiles(config);
   const addresses = servers
-    .map((s) => new URL(s.includes('://') ? s : `nats://${s}`).hostname.replace(/^\[(.*)\]$/, '$1'))
+    .map((s) => natsServerUrl(s)?.hostname.replace(/^\[(.*)\]$/, '$1') ?? '')
     .filter((host) => isIP(host) !== 0);
   if (addresses.length === 0) return files;
   return {

@@ -4,14 +4,7 @@ import { AbortedError, ConfigError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { PostgresSinkConfig } from './postgresSinkConfig.js';
-import {
-  ADDED_COLUMNS,
-  addColumnsStatement,
-  insertParameters,
-  tableSql,
-  type AddedColumn,
-  type TableSql,
-} from './postgresTable.js';
+import { ADDED_COLUMNS, addColumnsStatement, insertParameters, tableSql, type AddedColumn } from './postgresTable.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
@@ -38,7 +31,7 @@ export class PostgresSink implements Sink {
   readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
   private pool: pg.Pool | undefined;
   private lastError: string | undefined;
-  private readonly sql: TableSql;
+  private readonly sql: ReturnType<typeof tableSql>;
   private readonly poolConfig: pg.PoolConfig;
   /** The server, for messages: no credentials. */
   private readonly server: string;
@@ -79,16 +72,16 @@ export class PostgresSink implements Sink {
       try {
         // ALTER TABLE waits for every query on the table, and every later query waits behind it:
         // a bounded wait fails this connect (retried) rather than stall the table's readers.
-        if (this.config.createTable) await this.run(lease, `SET lock_timeout = ${SCHEMA_LOCK_WAIT_MS}`, [], signal);
         if (this.config.createTable) {
-          for (const statement of this.sql.create) await this.run(lease, statement, [], signal);
+          await this.query(lease, `SET lock_timeout = ${SCHEMA_LOCK_WAIT_MS}`, [], signal);
+          for (const statement of this.sql.create) await this.query(lease, statement, [], signal);
         }
-        await this.run(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
+        await this.query(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
         await this.addMissingColumns(lease, signal);
         await this.checkEventKey(lease, signal);
         if (this.config.createTable) {
-          for (const statement of this.sql.indexes) await this.run(lease, statement, [], signal);
-          await this.run(lease, 'RESET lock_timeout', [], signal);
+          for (const statement of this.sql.indexes) await this.query(lease, statement, [], signal);
+          await this.query(lease, 'RESET lock_timeout', [], signal);
         }
         healthy = true;
       } finally {
@@ -111,7 +104,7 @@ export class PostgresSink implements Sink {
   private async addMissingColumns(lease: Lease, signal: AbortSignal): Promise<void> {
     const names = Object.keys(ADDED_COLUMNS) as AddedColumn[];
     const missing = (
-      await this.rows<{ name: AddedColumn }>(lease, this.sql.missingColumns, [this.sql.table, names], signal)
+      await this.query<{ name: AddedColumn }>(lease, this.sql.missingColumns, [this.sql.table, names], signal)
     ).map((row) => row.name);
     if (missing.length === 0) return;
     if (!this.config.createTable)
@@ -120,7 +113,7 @@ export class PostgresSink implements Sink {
           `(createTable is off, so the sink does not alter it): run \`${addColumnsStatement(this.sql.table, missing)}\` ` +
           'as its owner, or set createTable: true',
       );
-    for (const column of missing) await this.run(lease, this.sql.addColumn[column], [], signal);
+    for (const column of missing) await this.query(lease, this.sql.addColumn[column], [], signal);
   }
 
   /**
@@ -129,7 +122,7 @@ export class PostgresSink implements Sink {
    * one made by hand may not, and the sink does not add constraints to it.
    */
   private async checkEventKey(lease: Lease, signal: AbortSignal): Promise<void> {
-    const [row] = await this.rows<{ keyed: boolean }>(lease, this.sql.eventKey, [this.sql.table], signal);
+    const [row] = await this.query<{ keyed: boolean }>(lease, this.sql.eventKey, [this.sql.table], signal);
     if (row?.keyed) return;
     throw new UnusableTableError(
       `table ${this.sql.table} has no primary key or unique index on (tenant, id), so a batch sent again ` +
@@ -148,7 +141,7 @@ export class PostgresSink implements Sink {
     let healthy = false;
     try {
       try {
-        await this.run(lease, this.sql.insert, insertParameters(batch), signal);
+        await this.query(lease, this.sql.insert, insertParameters(batch), signal);
         healthy = true;
         return;
       } catch (error) {
@@ -194,17 +187,17 @@ export class PostgresSink implements Sink {
     const failures = new Map<string, ItemFailure>();
     const blocked = new Set<string>();
     let written = 0;
-    await this.run(lease, 'BEGIN', [], signal);
+    await this.query(lease, 'BEGIN', [], signal);
     for (const event of batch) {
       if (blocked.has(event.orderingKey)) continue;
-      await this.run(lease, 'SAVEPOINT one_event', [], signal);
+      await this.query(lease, 'SAVEPOINT one_event', [], signal);
       try {
-        await this.run(lease, this.sql.insert, insertParameters([event]), signal);
-        await this.run(lease, 'RELEASE SAVEPOINT one_event', [], signal);
+        await this.query(lease, this.sql.insert, insertParameters([event]), signal);
+        await this.query(lease, 'RELEASE SAVEPOINT one_event', [], signal);
         written++;
       } catch (error) {
         if (signal.aborted || !isDataError(error)) throw error;
-        await this.run(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
+        await this.query(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
         blocked.add(event.orderingKey);
         const state = (error as pg.DatabaseError).code ?? '';
         // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp; 54000: too
@@ -213,43 +206,55 @@ export class PostgresSink implements Sink {
         failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: neverFits(state) });
       }
     }
-    await this.run(lease, 'COMMIT', [], signal);
+    await this.query(lease, 'COMMIT', [], signal);
     if (written > 0) for (const failure of failures.values()) failure.permanent = true;
     return failures;
   }
 
   private async checkout(pool: pg.Pool, signal: AbortSignal): Promise<Lease> {
     const checkout = pool.connect();
-    // A connection that arrives after the wait was given up goes back to the pool, closed.
-    const client = await boundedQuery(checkout, {
-      what: `connecting to PostgreSQL at ${this.server}`,
-      signal,
-      timeoutMs: this.config.connectTimeoutMs,
-    }).catch((error: unknown) => {
+    const { connectTimeoutMs } = this.config;
+    try {
+      const client = await waitWithin(checkout, {
+        what: `connecting to PostgreSQL at ${this.server}`,
+        signal,
+        timeoutMs: connectTimeoutMs,
+        onTimeout: () => new Error(`no answer within ${connectTimeoutMs} ms`),
+      });
+      return new Lease(client);
+    } catch (error) {
+      // A connection that arrives after the wait was given up goes back to the pool, closed.
       checkout.then((late) => late.release(true)).catch(() => undefined);
       throw error;
-    });
-    return new Lease(client);
+    }
   }
 
-  /** One query, bounded by timeoutMs and the signal; on either the connection is destroyed. */
-  private async run(lease: Lease, text: string, values: unknown[], signal: AbortSignal): Promise<void> {
-    await this.rows(lease, text, values, signal);
-  }
-
-  private async rows<R extends pg.QueryResultRow>(
+  /**
+   * One query, bounded by timeoutMs and the signal. When the wait is given up the connection is
+   * destroyed: the server rolls back what it was doing, and no later query queues behind it. A
+   * query that failed on its own leaves it be.
+   */
+  private async query<R extends pg.QueryResultRow>(
     lease: Lease,
     text: string,
     values: unknown[],
     signal: AbortSignal,
   ): Promise<R[]> {
-    const what = `a query on PostgreSQL at ${this.server}`;
-    const result = await boundedQuery(
-      lease.client.query<R>(text, values),
-      { what, signal, timeoutMs: this.config.timeoutMs },
-      lease,
-    );
-    return result.rows;
+    const { timeoutMs } = this.config;
+    const timedOut = new Error(`no answer within ${timeoutMs} ms`);
+    try {
+      const what = `a query on PostgreSQL at ${this.server}`;
+      const result = await waitWithin(lease.client.query<R>(text, values), {
+        what,
+        signal,
+        timeoutMs,
+        onTimeout: () => timedOut,
+      });
+      return result.rows;
+    } catch (error) {
+      if (error === timedOut || error instanceof AbortedError) lease.release(error as Error);
+      throw error;
+    }
   }
 
   /** The connection failed under a write: drop the pool so the engine reconnects. */
@@ -304,24 +309,25 @@ function neverFits(state: string): boolean {
 /** The table lacks columns the sink writes, or a key on the event, and the sink may not fix it: the message says the statement to run. */
 class UnusableTableError extends Error {}
 
+/** What to check, by SQLSTATE. */
+const STATE_HINTS: Record<string, string> = {
+  '28P01': 'check the user and password',
+  '28000': 'check the user and password',
+  '42P01': 'the table is missing: create it or set createTable: true',
+  '55P03':
+    'the table is in use (a long query or an open transaction holds it): the sink tries again at its next connect',
+  '42501': 'the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)',
+};
+
 function explain(error: unknown): string {
   if (error instanceof UnusableTableError) return error.message;
   const e = error as { message?: string; code?: string };
-  const hint =
-    e.code === '28P01' || e.code === '28000'
-      ? '; check the user and password'
-      : e.code === '42P01'
-        ? '; the table is missing: create it or set createTable: true'
-        : e.code === '55P03'
-          ? '; the table is in use (a long query or an open transaction holds it): the sink tries again at its next connect'
-          : e.code === '42501'
-            ? '; the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)'
-            : '';
-  return `${scrubSecrets(e.message ?? String(error))}${hint}`;
+  const hint = STATE_HINTS[e.code ?? ''];
+  return `${scrubSecrets(e.message ?? String(error))}${hint ? `; ${hint}` : ''}`;
 }
 
 /** A pooled connection, given back once: a timed-out query destroys it before the write's own cleanup runs. */
-export class Lease {
+class Lease {
   private released = false;
   /** A connection lost between queries emits here; the next query fails and says so. */
   private readonly ignore = () => undefined;
@@ -340,25 +346,6 @@ export class Lease {
 }
 
 /** Ends the pool without waiting more than a few seconds for connections that went silent. */
-export async function endPool(pool: pg.Pool): Promise<void> {
+async function endPool(pool: pg.Pool): Promise<void> {
   await settleWithin(pool.end(), { timeoutMs: 5_000 }).catch(() => undefined);
-}
-
-/**
- * `promise` bounded by `timeoutMs` and the signal (an AbortedError naming `what` on abort). A
- * connection given as `lease` is destroyed when the wait is given up: the server rolls back what
- * it was doing, and no later query queues behind it. A query that failed on its own leaves it be.
- */
-export async function boundedQuery<T>(
-  promise: Promise<T>,
-  limits: { what: string; signal: AbortSignal; timeoutMs: number },
-  lease?: Lease,
-): Promise<T> {
-  const timedOut = new Error(`no answer within ${limits.timeoutMs} ms`);
-  try {
-    return await waitWithin(promise, { ...limits, onTimeout: () => timedOut });
-  } catch (error) {
-    if (error === timedOut || error instanceof AbortedError) lease?.release(error as Error);
-    throw error;
-  }
 }

@@ -55,26 +55,8 @@ export const ADDED_COLUMNS = {
 } as const;
 export type AddedColumn = keyof typeof ADDED_COLUMNS;
 
-export interface TableSql {
-  /** The table, schema-qualified when configured so, quoted. */
-  table: string;
-  /** The schema and table when missing. */
-  create: string[];
-  /** Which of ADDED_COLUMNS the table lacks: `$1` the table, `$2` the column names; rows of `{ name }`. */
-  missingColumns: string;
-  /**
-   * Whether the table has a key that makes a re-sent event a no-op: a primary key or plain unique
-   * index on (`tenant`, `id`) or on `id` alone (a migrated table); `$1` the table; one row `{ keyed }`.
-   */
-  eventKey: string;
-  /** ALTER TABLE adding one column, for each of ADDED_COLUMNS. */
-  addColumn: Record<AddedColumn, string>;
-  /** The indexes when missing; run once the columns exist. */
-  indexes: string[];
-  insert: string;
-}
-
-export function tableSql(name: string): TableSql {
+/** The SQL the sink runs on table `name` (see the table described above). */
+export function tableSql(name: string) {
   const parts = name.split('.');
   const bare = parts[parts.length - 1] as string;
   const table = parts.map(quoteIdentifier).join('.');
@@ -87,7 +69,9 @@ export function tableSql(name: string): TableSql {
     ]),
   ) as Record<AddedColumn, string>;
   return {
+    /** The table, schema-qualified when configured so, quoted. */
     table,
+    /** The schema and table when missing. */
     create: [
       ...(parts.length === 2 ? [`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(parts[0] as string)}`] : []),
       `CREATE TABLE IF NOT EXISTS ${table} (
@@ -106,9 +90,14 @@ export function tableSql(name: string): TableSql {
         PRIMARY KEY (tenant, id)
       )`,
     ],
+    /** Which of ADDED_COLUMNS the table lacks: `$1` the table, `$2` the column names; rows of `{ name }`. */
     missingColumns: `SELECT c AS name FROM unnest($2::text[]) AS c
       WHERE NOT EXISTS (SELECT 1 FROM pg_attribute
         WHERE attrelid = to_regclass($1) AND attname = c AND attnum > 0 AND NOT attisdropped)`,
+    /**
+     * Whether the table has a key that makes a re-sent event a no-op: a primary key or plain unique
+     * index on (`tenant`, `id`) or on `id` alone (a migrated table); `$1` the table; one row `{ keyed }`.
+     */
     eventKey: `SELECT EXISTS (SELECT 1 FROM pg_index i
       WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indimmediate
         AND i.indpred IS NULL AND i.indexprs IS NULL
@@ -116,7 +105,9 @@ export function tableSql(name: string): TableSql {
                FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
               WHERE k.n <= i.indnkeyatts) IN (ARRAY['id'], ARRAY['id', 'tenant'])) AS keyed`,
+    /** ALTER TABLE adding one column, for each of ADDED_COLUMNS. */
     addColumn,
+    /** The indexes when missing; run once the columns exist. */
     indexes: [
       `CREATE INDEX IF NOT EXISTS ${index('_by_object_time')} ON ${table} (log, object_id, time)`,
       `CREATE INDEX IF NOT EXISTS ${index('_by_type_time')} ON ${table} (type, time)`,

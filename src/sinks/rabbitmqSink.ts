@@ -7,7 +7,7 @@ import {
   type Options,
 } from 'amqplib';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
-import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
@@ -16,7 +16,8 @@ import {
   SinkUnavailableError,
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
-import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { ceAttributes } from './cloudEventsHttp.js';
+import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { abortedError, settleWithin, waitWithin } from './deadline.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
 import type { RabbitmqSinkConfig } from './rabbitmqSinkConfig.js';
@@ -54,7 +55,6 @@ export class RabbitmqSink implements Sink {
 
   constructor(private readonly config: RabbitmqSinkConfig) {
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
-    if (this.password !== undefined) registerSecret(this.password);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
@@ -110,11 +110,7 @@ export class RabbitmqSink implements Sink {
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const session = this.session.current;
     const channel = session?.channel;
-    if (!session || !channel || session.lost.signal.aborted) {
-      throw new SinkUnavailableError(
-        `not connected to RabbitMQ at ${this.peer.address}${session ? `: ${session.reason}` : ''}`,
-      );
-    }
+    if (!session || !channel || session.lost.signal.aborted) throw notConnected(this.peer, session?.reason);
     const blockedBefore = session.blocked();
     if (blockedBefore !== undefined) {
       const message =
@@ -205,8 +201,16 @@ export class RabbitmqSink implements Sink {
     channel: ConfirmChannel,
     event: OutboundEvent,
   ): Promise<ItemFailure | undefined> {
-    const routingKey = this.routingKey(event);
-    const headers = this.config.ceHeaders ? ceHeaders(event.json) : undefined;
+    const routingKey = routingKeyFor(this.config.routingKey, event);
+    // The structured-mode body stays whole; the headers copy its attributes (CloudEvents AMQP binding 3.2.3).
+    const headers = this.config.ceHeaders
+      ? Object.fromEntries(
+          ceAttributes(JSON.parse(event.json) as Record<string, unknown>).map(([name, value]) => [
+            `cloudEvents:${name}`,
+            value,
+          ]),
+        )
+      : undefined;
     const options: Options.Publish = {
       persistent: true,
       mandatory: this.config.mandatory,
@@ -249,10 +253,6 @@ export class RabbitmqSink implements Sink {
     });
   }
 
-  private routingKey(event: OutboundEvent): string {
-    return routingKeyFor(this.config.routingKey, event);
-  }
-
   /**
    * An amqplib or socket error as the reason part of an operator-facing message (callers name the
    * broker: "cannot connect to RabbitMQ at ...: <reason>"); never holds the password.
@@ -276,23 +276,6 @@ export class RabbitmqSink implements Sink {
     if (/ETIMEDOUT/.test(text)) return `no answer within connectTimeoutMs (${this.config.connectTimeoutMs} ms)`;
     return text;
   }
-}
-
-/** The structured-mode body stays whole; these copy its attributes (CloudEvents AMQP binding 3.2.3). */
-function ceHeaders(json: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(JSON.parse(json) as Record<string, unknown>)) {
-    if (
-      name === 'data' ||
-      name === 'data_base64' ||
-      name === 'datacontenttype' ||
-      value === undefined ||
-      value === null
-    )
-      continue;
-    headers[`cloudEvents:${name}`] = typeof value === 'string' ? value : JSON.stringify(value);
-  }
-  return headers;
 }
 
 /**

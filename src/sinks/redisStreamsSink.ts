@@ -2,10 +2,10 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { AbortedError } from '../errors.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
-import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
+import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import { cannotConnect, ConnectionSlot, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import type { RedisStreamsSinkConfig } from './redisStreamsSinkConfig.js';
@@ -85,7 +85,6 @@ export class RedisStreamsSink implements Sink {
 
   constructor(private readonly config: RedisStreamsSinkConfig) {
     const password = inlineOrFileSecret(config.password, config.passwordFile);
-    if (password) registerSecret(password);
     const url = new URL(config.url);
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
     const port = Number(url.port || 6379);
@@ -156,11 +155,7 @@ export class RedisStreamsSink implements Sink {
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
     const connection = this.connection.current;
-    if (connection?.client.status !== 'ready') {
-      throw new SinkUnavailableError(
-        `not connected to Redis at ${this.peer.address}${connection?.lastError ? `: ${connection.lastError}` : ''}`,
-      );
-    }
+    if (connection?.client.status !== 'ready') throw notConnected(this.peer, connection?.lastError);
     throwIfAborted(signal, `write to Redis at ${this.peer.address}`);
     const keys = batch.map((event) => renderKey(this.config, event));
     const pipeline = connection.client.pipeline();

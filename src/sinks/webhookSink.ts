@@ -13,7 +13,6 @@ import {
   SinkDisabledError,
   SinkEndpointFailingError,
   SinkPartialFailureError,
-  SinkUnavailableError,
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
 import { isWebhookSecret, signWebhook } from './standardWebhookSignature.js';
@@ -116,33 +115,16 @@ export class WebhookSink implements Sink {
       keepAliveTimeout: 30_000,
       connect: Object.keys(tls).length > 0 ? tls : undefined,
     });
-    return Promise.resolve();
   }
 
+  /** Writes the batch's one event: maxBatchSize is 1. */
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
-    const failures = new Map<string, ItemFailure>();
-    for (const [index, event] of batch.entries()) {
-      let failure: ItemFailure | undefined;
-      try {
-        failure = await this.post(event, signal);
-      } catch (error) {
-        // The events before this one were delivered: report this one as failed rather than the
-        // whole batch as unsent, which would send them again.
-        if (!(error instanceof SinkUnavailableError || error instanceof SinkEndpointFailingError) || index === 0)
-          throw error;
-        failure = { error: error.message, permanent: false };
-      }
+    for (const event of batch) {
+      const failure = await this.post(event, signal);
       if (failure) {
-        failures.set(event.id, failure);
-        break;
+        const message = `POST ${this.url.origin}${this.url.pathname}: ${failure.error}`;
+        throw new SinkPartialFailureError(message, new Map([[event.id, failure]]));
       }
-    }
-    if (failures.size > 0) {
-      const [first] = failures.values();
-      throw new SinkPartialFailureError(
-        `POST ${this.url.origin}${this.url.pathname}: ${first?.error ?? 'failed'}`,
-        failures,
-      );
     }
   }
 
