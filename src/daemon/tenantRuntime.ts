@@ -12,7 +12,6 @@ import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonPa
 import { pruneJournalHourly } from './journalPruner.js';
 import { readinessChecks } from './readinessChecks.js';
 import { pingService } from './serviceConnection.js';
-import { prepareStore } from './storePreparation.js';
 
 export type { DaemonOptions };
 
@@ -208,9 +207,29 @@ export class TenantRuntime {
     });
   }
 
-  /** The store in line with the config, the service's clock learned, configured logs registered. */
+  /**
+   * The store in line with the config (a sink seen for the first time starts from now, or from
+   * the journal with `startFrom: journal`; logs an earlier run disabled get another chance), the
+   * service's clock learned, configured logs registered.
+   */
   private async prepare(): Promise<void> {
-    await prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.logger);
+    const { store } = this.parts;
+    const { sinks } = this.config;
+    const now = this.parts.clock.now();
+    const added = await store.sinks.activate(
+      sinks.map((s) => ({ name: s.name, type: s.type })),
+      now,
+    );
+    for (const name of added) {
+      const fromJournal = sinks.find((s) => s.name === name)?.startFrom === 'journal';
+      const queued = fromJournal ? await store.outbox.enqueueFromJournal(name, {}, now) : 0;
+      this.logger.info(
+        { sink: name, queued },
+        fromJournal ? 'new sink starts from the journal' : 'new sink starts from now',
+      );
+    }
+    for (const w of await store.watchedLogs.list())
+      if (w.status === 'disabled') await store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
     await this.ping();
     await this.parts.registry.registerConfigured();
   }
