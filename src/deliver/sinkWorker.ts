@@ -161,7 +161,7 @@ export class SinkWorker {
       circuit: this.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
       failingSince: this.health.failingSince,
-      lastError: this.health.lastErrorMessage,
+      lastError: this.health.lastError,
     };
   }
 
@@ -337,30 +337,22 @@ export class SinkWorker {
 
   /** Reads the batch, writes it, and acknowledges it (or records why the write failed). */
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
-    const seqs = batch.map((d) => d.seq);
-    let events;
+    const { store, sink } = this.options;
     try {
-      events = toOutboundEvents(batch, await this.options.store.outbox.payloads(seqs), this.options.store.tenant);
+      const events = toOutboundEvents(batch, await store.outbox.payloads(batch.map((d) => d.seq)), store.tenant);
+      try {
+        await sink.write(events, signal);
+      } catch (error) {
+        // Shutting down or past a drain's deadline: the events simply stay pending.
+        if (!signal.aborted) await this.handleFailure(batch, error);
+        return;
+      }
     } catch (error) {
-      // The store cannot be read now: the batch stays pending and is planned again later.
+      // The store cannot be read, or the outcome not recorded: the batch stays pending and is
+      // planned again after the pause.
       this.window.settle(batch);
       this.window.reload();
       throw error;
-    }
-    try {
-      await this.options.sink.write(events, signal);
-    } catch (error) {
-      // Shutting down or past a drain's deadline: the events simply stay pending.
-      if (signal.aborted) return;
-      try {
-        await this.handleFailure(batch, error);
-      } catch (recordError) {
-        // The outcome cannot be recorded: the batch stays pending and is tried again after the pause.
-        this.window.settle(batch);
-        this.window.reload();
-        throw recordError;
-      }
-      return;
     }
     await this.acknowledge(batch, this.options.clock.now());
   }
@@ -372,22 +364,14 @@ export class SinkWorker {
    */
   private async acknowledge(batch: PendingDelivery[], now: number): Promise<void> {
     try {
-      await this.options.store.outbox.markDelivered(
-        this.name,
-        batch.map((d) => d.seq),
-        now,
-      );
-      this.options.store.health.clear();
+      await this.markDelivered(batch, now);
     } catch (error) {
-      // Settled here, so it is not planned again while it is held (or the worker stops).
-      this.window.settle(batch);
+      // Held, it is not planned again meanwhile (nor once the worker stops).
       if (errorCodeOf(error) !== 'LEASE_LOST') this.unacknowledged.push(batch);
       throw error;
+    } finally {
+      this.window.settle(batch);
     }
-    // Settled only once recorded: while the ack was under way the rows were still pending in the
-    // store, and a top-up from the start of the outbox (an emptied window, a reload) may have
-    // loaded them again. Settling now drops those copies before the batch's keys leave flight.
-    this.window.settle(batch);
     this.unexpectedInARow = 0;
     this.endpointRun = NO_FAILURES;
     this.circuit.recordSuccess();
@@ -400,16 +384,24 @@ export class SinkWorker {
   private async acknowledgeHeld(now: number): Promise<void> {
     while (this.unacknowledged.length > 0) {
       const batch = this.unacknowledged[0] ?? [];
-      await this.options.store.outbox.markDelivered(
-        this.name,
-        batch.map((d) => d.seq),
-        now,
-      );
+      await this.markDelivered(batch, now);
       this.unacknowledged.shift();
-      // A top-up while the store refused may have loaded these rows again, still pending then.
       this.window.settle(batch);
-      this.options.store.health.clear();
     }
+  }
+
+  /**
+   * Records a batch as delivered. Its rows are settled in the window only once recorded: until
+   * then they were still pending in the store, and a top-up from the start of the outbox (an
+   * emptied window, a reload) may have loaded them again; settling drops those copies.
+   */
+  private async markDelivered(batch: PendingDelivery[], now: number): Promise<void> {
+    await this.options.store.outbox.markDelivered(
+      this.name,
+      batch.map((d) => d.seq),
+      now,
+    );
+    this.options.store.health.clear();
   }
 
   /**
@@ -459,26 +451,17 @@ export class SinkWorker {
     const message = describeError(error);
     // Batches planned before this failure may hold events the failure should now hold back.
     this.ready = [];
-    if (error instanceof SinkEndpointFailingError) {
-      this.endpointFailed(error, now);
-      this.report({ retried: batch.length, error: message });
-      return;
-    }
     // The connection or the destination as a whole failed, not these events: they keep their
     // attempt count, and the worker disables, reconnects or backs off.
-    if (error instanceof SinkDisabledError) this.health.disable(message);
+    let whole = true;
+    if (error instanceof SinkEndpointFailingError) this.endpointFailed(error, now);
+    else if (error instanceof SinkDisabledError) this.health.disable(message);
     else if (error instanceof SinkUnavailableError) {
       this.reconnecting = true;
-      this.health.connectionLost(error);
+      this.health.connectFailed(error, true);
     } else if (error instanceof SinkBackoffError) this.health.backOff(error, error.retryAfterMs);
-    if (
-      error instanceof SinkDisabledError ||
-      error instanceof SinkUnavailableError ||
-      error instanceof SinkBackoffError
-    ) {
-      this.report({ retried: batch.length, error: message });
-      return;
-    }
+    else whole = false;
+    if (whole) return this.report({ retried: batch.length, error: message });
     const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, {
       strikes: this.options.poisonStrikes ?? 0,
       lastSuccessAt: this.lastSuccessAt,
