@@ -48,12 +48,6 @@ export interface LeaseKeeperOptions {
   clock?: Clock;
   /** Default: a third of the lease, so two renewals in a row may fail before a lease is at risk. */
   renewEveryMs?: number;
-  /** Writing stops this long before the lease may expire. Default: a fifth of it, at least 1 s, at most half. */
-  safetyMarginMs?: number;
-  /** A hand-over not released by then is released anyway (its tenant gets `lost`). Default: max(2 leases, 60 s). */
-  handOverTimeoutMs?: number;
-  /** Waits after failed rounds. Default: 100 ms growing to the renewal interval, full jitter. */
-  retry?: BackoffPolicy;
   random?: () => number;
 }
 
@@ -90,10 +84,13 @@ export class LeaseKeeper {
   constructor(private readonly options: LeaseKeeperOptions) {
     this.clock = options.clock ?? systemClock;
     this.renewEveryMs = options.renewEveryMs ?? options.leaseMs / 3;
-    const margin = options.safetyMarginMs ?? Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
+    // Writing stops this long before the lease may expire: a fifth of it, at least 1 s, at most half.
+    const margin = Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
     this.held = new HeldLeases(options.leaseMs - margin);
-    this.handOverTimeoutMs = options.handOverTimeoutMs ?? Math.max(2 * options.leaseMs, 60_000);
-    this.retry = options.retry ?? { initialMs: 100, maxMs: this.renewEveryMs, minMs: 10 };
+    // A hand-over not released by then is released anyway (its tenant gets `lost`).
+    this.handOverTimeoutMs = Math.max(2 * options.leaseMs, 60_000);
+    // Waits after failed rounds: 100 ms growing to the renewal interval, full jitter.
+    this.retry = { initialMs: 100, maxMs: this.renewEveryMs, minMs: 10 };
   }
 
   get instanceId(): string {
