@@ -106,7 +106,7 @@ export class ChangefeedDaemon {
       if (!this.leases) for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
     } else await this.watchTenants(this.main.tenants);
     if (this.stopped) return;
-    this.leases?.start();
+    this.leases?.keeper.start();
     this.options.logger.info(
       {
         instanceId: this.config.cluster.instanceId,
@@ -367,8 +367,8 @@ export class ChangefeedDaemon {
       backend,
       options: this.options,
       configOf: (tenant) => tenantAppConfig(this.config, tenant.config),
-      fenceOf: (tenant) => this.leases?.fenceOf(tenant),
-      requestGuardOf: (tenant) => this.leases?.requestGuardOf(tenant),
+      fenceOf: (tenant) => this.leases?.keeper.fence(tenant),
+      requestGuardOf: (tenant) => this.leases?.keeper.requestGuard(tenant),
       leaseMs: backend.sharedByReplicas ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;

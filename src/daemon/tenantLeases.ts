@@ -6,7 +6,6 @@ import { LeaseTable, type AdvertisedUrls } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
 import type { LeaseMetrics } from '../observe/leaseMetrics.js';
-import type { WriteFence } from '../cluster/writeFence.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 
@@ -70,20 +69,6 @@ export class TenantLeases {
       configured: () => deps.tenants().map((t) => t.name),
       held: () => this.keeper.heldLeases().map((l) => l.tenant),
     });
-  }
-
-  start(): void {
-    this.keeper.start();
-  }
-
-  /** The fence for a tenant's writes under the lease held now. */
-  fenceOf(tenant: string): WriteFence {
-    return this.keeper.fence(tenant);
-  }
-
-  /** What the tenant's service client calls before each request, under the lease held now. */
-  requestGuardOf(tenant: string): () => void {
-    return this.keeper.requestGuard(tenant);
   }
 
   /** A tenant held here whose config changed: restarted under the same lease. */

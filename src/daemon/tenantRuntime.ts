@@ -13,8 +13,6 @@ import { pruneJournalHourly } from './journalPruner.js';
 import { readinessChecks } from './readinessChecks.js';
 import { pingService } from './serviceConnection.js';
 
-export type { DaemonOptions };
-
 /** A finding of one tenant, named so, since `run --once` reports every tenant's together. */
 export type OfTenant<T> = { tenant: string } & T;
 
