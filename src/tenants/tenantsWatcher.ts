@@ -91,11 +91,6 @@ export class TenantsWatcher<C> {
     return this.current;
   }
 
-  /** The tenants and problems of the last read. */
-  snapshot(): TenantSet<C> {
-    return this.current;
-  }
-
   stop(): Promise<void> {
     this.stopped ??= (async () => {
       this.state = 'stopping';
