@@ -27,8 +27,6 @@ export interface OnceReport {
 /**
  * One tenant's life in this process: start (store preparation, delivery, polling, pruning), one
  * sweep for `run --once`, readiness, and an idempotent stop that drains in the reverse order.
- * What it is made of is wired in daemonParts.ts; the process around it (store engine, health
- * server, leases) is the ChangefeedDaemon's.
  */
 export class TenantRuntime {
   private readonly parts: DaemonParts;
@@ -137,11 +135,10 @@ export class TenantRuntime {
   }
 
   /**
-   * Stops polling, then lets the deliveries in flight finish for up to `drainMs` (a hand-over or
-   * a graceful stop: their acks commit under the lease still held) and aborts those left, then
-   * closes the sinks and the client. `drainMs: 0` aborts them at once (a lost lease: their acks
-   * would be refused), as does `cutShort` during a drain. The store belongs to the process.
-   * Idempotent: a second call waits for the first.
+   * Stops polling, lets the deliveries in flight finish for up to `drainMs` (their acks commit
+   * under the lease still held) and aborts those left, then closes the sinks and the client.
+   * `drainMs: 0` aborts them at once (a lost lease: their acks would be refused), as does
+   * `cutShort` during a drain. Idempotent: a second call waits for the first.
    */
   stop(options: { drainMs: number }): Promise<void> {
     if (options.drainMs <= 0) this.cutShort();
@@ -175,10 +172,8 @@ export class TenantRuntime {
   }
 
   /**
-   * A write of this tenant refused with LEASE_LOST, seen by its poll loop or one of its sink
-   * workers: another replica may hold the tenant now, so the whole runtime stops here (polling,
-   * every sink worker, pruning), never one worker alone. The lease keeper reports the loss too,
-   * and the supervisor's stop then finds this runtime stopped or stopping.
+   * A write of this tenant refused with LEASE_LOST, by its poll loop or a sink worker: another
+   * replica may hold the tenant now, so the whole runtime stops here, never one worker alone.
    */
   private leaseLost(error: unknown): void {
     if (this.stopped) return;
