@@ -24,21 +24,18 @@ export class HeldLeases {
   constructor(private readonly validMs: number) {}
 
   /** A fresh acquisition, from a request sent at `sentAt`. */
-  grant(tenant: string, epoch: number, sentAt: number): HeldLease {
-    const lease = { tenant, epoch, writableUntil: sentAt + this.validMs, handOverSince: undefined };
-    this.leases.set(tenant, lease);
-    return lease;
+  grant(tenant: string, epoch: number, sentAt: number): void {
+    this.leases.set(tenant, { tenant, epoch, writableUntil: sentAt + this.validMs, handOverSince: undefined });
   }
 
   /**
    * A renewal sent at `sentAt` succeeded. Ignored if the lease was dropped or re-acquired at
    * another epoch meanwhile: an answer must not revive a lease already given up.
    */
-  extend(tenant: string, epoch: number, sentAt: number): boolean {
+  extend(tenant: string, epoch: number, sentAt: number): void {
     const lease = this.leases.get(tenant);
-    if (!lease || lease.epoch !== epoch) return false;
-    this.leases.set(tenant, { ...lease, writableUntil: Math.max(lease.writableUntil, sentAt + this.validMs) });
-    return true;
+    if (lease?.epoch === epoch)
+      this.leases.set(tenant, { ...lease, writableUntil: Math.max(lease.writableUntil, sentAt + this.validMs) });
   }
 
   markHandOver(tenant: string, now: number): void {

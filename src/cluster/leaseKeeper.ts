@@ -5,7 +5,7 @@ import { HeldLeases, type HeldLease } from './heldLeases.js';
 import { assignLeases, tenantsMissingHere } from './leaseAssignment.js';
 import { nextRoundAt } from './roundCadence.js';
 import type { AdvertisedUrls, LeaseTable } from './leaseTable.js';
-import { LeaseLostError, localThenDatabaseFence, type WriteFence } from './writeFence.js';
+import { LeaseLostError, databaseFence, type WriteFence } from './writeFence.js';
 
 /**
  * What the keeper tells its owner (the daemon). Called synchronously from the keeper's loop or
@@ -48,12 +48,6 @@ export interface LeaseKeeperOptions {
   clock?: Clock;
   /** Default: a third of the lease, so two renewals in a row may fail before a lease is at risk. */
   renewEveryMs?: number;
-  /** Writing stops this long before the lease may expire. Default: a fifth of it, at least 1 s, at most half. */
-  safetyMarginMs?: number;
-  /** A hand-over not released by then is released anyway (its tenant gets `lost`). Default: max(2 leases, 60 s). */
-  handOverTimeoutMs?: number;
-  /** Waits after failed rounds. Default: 100 ms growing to the renewal interval, full jitter. */
-  retry?: BackoffPolicy;
   random?: () => number;
 }
 
@@ -65,10 +59,9 @@ const FORGET_INSTANCES_EVERY_ROUNDS = 100;
 /**
  * Holds this replica's share of the tenants (docs/leases.md). Every `renewEveryMs` one round:
  * renew every held lease in one statement, release what the database credits to this replica but
- * it does not know it holds, heartbeat (unless it sits the deal out: tenantsMissingHere, and
- * then it deals only if no replica takes part), then ask
- * assignLeases what to take and hand over, and do it. Apart from the loop, a deadline timer drops every lease whose local deadline passed, so a
- * replica whose database is unreachable (or hangs) stops writing before its lease may expire.
+ * it does not know it holds, heartbeat (unless it sits the deal out: tenantsMissingHere), then ask
+ * assignLeases what to take and hand over, and do it. A deadline timer drops every lease whose
+ * local deadline passed, so a replica whose database is away (or hangs) stops writing in time.
  * State: created -> active [-> draining: stopAcquiring] -> stopping -> stopped; stop() awaits the loop.
  */
 export class LeaseKeeper {
@@ -90,10 +83,13 @@ export class LeaseKeeper {
   constructor(private readonly options: LeaseKeeperOptions) {
     this.clock = options.clock ?? systemClock;
     this.renewEveryMs = options.renewEveryMs ?? options.leaseMs / 3;
-    const margin = options.safetyMarginMs ?? Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
+    // Writing stops this long before the lease may expire: a fifth of it, at least 1 s, at most half.
+    const margin = Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
     this.held = new HeldLeases(options.leaseMs - margin);
-    this.handOverTimeoutMs = options.handOverTimeoutMs ?? Math.max(2 * options.leaseMs, 60_000);
-    this.retry = options.retry ?? { initialMs: 100, maxMs: this.renewEveryMs, minMs: 10 };
+    // A hand-over not released by then is released anyway (its tenant gets `lost`).
+    this.handOverTimeoutMs = Math.max(2 * options.leaseMs, 60_000);
+    // Waits after failed rounds: 100 ms growing to the renewal interval, full jitter.
+    this.retry = { initialMs: 100, maxMs: this.renewEveryMs, minMs: 10 };
   }
 
   get instanceId(): string {
@@ -157,16 +153,15 @@ export class LeaseKeeper {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
     const claim = { tenant, holder: this.instanceId, epoch: lease.epoch };
-    return localThenDatabaseFence(claim, this.options.leaseMs, () => this.locallyValid(tenant, lease.epoch));
+    return databaseFence(claim, this.options.leaseMs, () => this.locallyValid(tenant, lease.epoch));
   }
 
   /**
-   * What `tenant`'s service client calls right before each request leaves, under the lease held
-   * now: it throws LeaseLostError (no round trip) once that lease is past its local deadline or
-   * given up, the check the fence makes first. A replica resumed after a pause (SIGSTOP, a frozen
-   * VM) runs I/O callbacks (a response that came meanwhile, then its next page) and the timers
-   * due before the deadline's before that one: without this check such a poll would reach the
-   * service while another replica holds the tenant. Throws LeaseLostError if not held now.
+   * What `tenant`'s service client calls right before each request leaves: it throws
+   * LeaseLostError (no round trip) once the lease held now is past its local deadline or given up.
+   * A replica resumed after a pause (SIGSTOP, a frozen VM) runs I/O callbacks before the deadline's
+   * timer: without this check such a poll would reach the service while another replica holds the
+   * tenant. Throws LeaseLostError if not held now.
    */
   requestGuard(tenant: string): () => void {
     const lease = this.held.get(tenant);
@@ -184,10 +179,9 @@ export class LeaseKeeper {
   /** Whether the lease of `tenant` at `epoch` is held and before its local deadline. */
   private locallyValid(tenant: string, epoch: number): boolean {
     if (this.held.get(tenant)?.epoch === epoch && this.canWrite(tenant)) return true;
-    // Refused for its deadline before the deadline's timer ran (an event loop stalled past it
-    // runs I/O first): the refusal stops the tenant's runtime, so the lease is given up now. Left
-    // to the timer, a renewal answered meanwhile would keep it, renewed for good, for a tenant
-    // nobody runs.
+    // Refused before the deadline's timer ran (a stalled event loop runs I/O first): the refusal
+    // stops the tenant, so the lease is given up now, or a renewal answered meanwhile would keep
+    // it for a tenant nobody runs.
     this.expireDue();
     return false;
   }

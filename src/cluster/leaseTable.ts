@@ -75,11 +75,8 @@ const FORGET_INSTANCES_AFTER_LEASES = 20;
  * every written time uses the database's `clock_timestamp()`, so replicas whose clocks disagree
  * still agree on who holds what. Each method is one statement, atomic on its own.
  *
- * Lock modes on a lease row (docs/leases.md): `tenant` is its only key column (the primary key;
- * no other unique index), so an UPDATE that leaves it alone takes FOR NO KEY UPDATE. Fenced
- * writes hold FOR KEY SHARE (writeFence.ts). A change of holder that must not pass an old holder's
- * open write (acquire, release) locks the row FOR UPDATE first, which waits for FOR KEY SHARE; a
- * renewal is a plain UPDATE of `expires_at` and `renewed_at`, which does not.
+ * Lock modes (docs/leases.md): fenced writes hold FOR KEY SHARE (writeFence.ts); a change of holder
+ * (acquire, release) locks the row FOR UPDATE first, which waits for them; a renewal does not.
  */
 export class LeaseTable {
   private readonly leaseMs: number;
@@ -141,28 +138,21 @@ export class LeaseTable {
 
   /**
    * Takes for `holder`, in one statement, each wanted tenant nobody holds validly: a new row, a
-   * released or expired lease. Each epoch grows by one. Returns the leases granted; a tenant
-   * missing from the answer is held by another replica (or its key is, below).
+   * released or expired lease. Each epoch grows by one. Returns the leases granted, in the order
+   * asked; a tenant missing from the answer is held by another replica (or its key is, below).
    *
-   * `locked` takes each row FOR UPDATE only while it is free, and waits there for any write of
-   * the old holder still inside its fence (FOR KEY SHARE) to commit or roll back; having waited
-   * it looks at the row again, so of replicas racing the first takes it and the others find a
-   * valid lease. `taken` moves the rows it locked to the new holder. An UPDATE alone (or INSERT
-   * ... ON CONFLICT DO UPDATE) would take FOR NO KEY UPDATE and not wait for the old holder's
-   * write. `fresh` inserts the tenants never leased; of two replicas inserting together one
-   * conflicts and gets nothing. A row nobody can have fenced yet needs no wait. Both lock and
-   * insert in the order of the tenants' names, whatever the order asked (each replica asks in its
-   * own rendezvous order): two acquisitions of the same tenants, both waiting on an old holder's
-   * write, would otherwise each hold a row the other waits for, and PostgreSQL ends one as a
-   * deadlock a second later, failing its round. The leases granted come back in the order asked.
+   * `locked` takes each free row FOR UPDATE, which waits for the old holder's fenced write (an
+   * UPDATE alone would take FOR NO KEY UPDATE and not wait), then looks at the row again: of
+   * replicas racing, the first takes it. `fresh` inserts tenants never leased; of two inserting
+   * together one conflicts and gets nothing. Both go in the order of the tenants' names, whatever
+   * the order asked, or two acquisitions waiting on one old holder deadlock (docs/leases.md).
    *
    * With a `keyFingerprint` (the sha256 of the tenant's API key) a tenant is refused too while
-   * another tenant's valid lease holds that key, and the acquisition records it on the lease:
-   * one key is polled by one tenant at a time in the cluster, whatever each replica's view of the
-   * tenants directory (a key moved from tenant A to tenant B while a replica still runs A). The
-   * statement runs under the advisory lock of every key it names, so two acquisitions of one key
-   * cannot both pass the check; of two wanted tenants with one key, only the first is asked for
-   * (the statement's one snapshot would pass both).
+   * another tenant's valid lease holds that key, so one key is polled by one tenant at a time in
+   * the cluster whatever each replica's view of the tenants directory. The statement runs under
+   * the advisory lock of every key it names, so two acquisitions of one key cannot both pass the
+   * check; of two wanted tenants with one key only the first is asked for (one snapshot would
+   * pass both).
    */
   async acquireMany(holder: string, wanted: readonly WantedLease[]): Promise<GrantedLease[]> {
     const seenKeys = new Set<string>();
@@ -211,11 +201,9 @@ export class LeaseTable {
   }
 
   /**
-   * Runs `work` in a transaction holding the advisory lock of each of `keyFingerprints`:
-   * acquisitions of tenants with one key are serialised, and each one's statement, started after
-   * the lock, sees the lease the one before took (READ COMMITTED takes a snapshot per statement).
-   * The locks are taken in one order (sorted), so two acquisitions naming the same keys cannot
-   * wait for each other in a circle.
+   * Runs `work` in a transaction holding the advisory lock of each of `keyFingerprints`, taken in
+   * sorted order (no wait in a circle): acquisitions of one key are serialised, and each one's
+   * statement sees the lease the one before took (READ COMMITTED: a snapshot per statement).
    */
   private async underKeyLocks<R>(
     keyFingerprints: readonly string[],
@@ -257,13 +245,10 @@ export class LeaseTable {
 
   /**
    * Extends the leases `holder` still validly holds at the given epochs, in one statement;
-   * returns those renewed. A lease missing from the answer expired or was taken over: its
-   * tenant must stop at once. It writes no key column, so it never waits for the tenants'
-   * fenced writes (FOR KEY SHARE): a long write cannot hold up the renewal of every lease.
-   *
-   * A lease's `keyFingerprint`, when given, is the key its tenant polls with now, written over the
-   * one its acquisition recorded: a tenant whose file took another key would otherwise keep
-   * refusing its old key to the tenant that has it now (acquireMany) for as long as it is held.
+   * returns those renewed. A lease missing from the answer expired or was taken over: its tenant
+   * must stop at once. It writes no key column, so a long fenced write cannot hold it up.
+   * A given `keyFingerprint` replaces the recorded one, so a tenant whose file took another key
+   * does not keep refusing its old key to the tenant that has it now.
    */
   async renew(
     holder: string,
@@ -307,12 +292,11 @@ export class LeaseTable {
   }
 
   /**
-   * Releases every lease the database credits to `holder` except `keep`: leases this replica
-   * does not know it holds (it gave them up locally when the database was unreachable, an
-   * acquisition whose answer timed out, or the previous process with the same instance id).
-   * Without this they would sit unused until they expire. It runs in the renewal round, so it
-   * does not wait for writes still inside their fence (no FOR UPDATE): the next acquisition of
-   * those tenants does.
+   * Releases every lease the database credits to `holder` except `keep`: those this replica does
+   * not know it holds (given up locally while the database was away, an acquisition whose answer
+   * timed out, an earlier process of the same id), which would otherwise sit unused until they
+   * expire. No FOR UPDATE: the renewal round must not wait for fenced writes; the next
+   * acquisition of those tenants does.
    */
   async releaseAllExcept(holder: string, keep: readonly string[]): Promise<string[]> {
     const result = await this.query<{ tenant: string }>(

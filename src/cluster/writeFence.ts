@@ -53,13 +53,8 @@ export class LeaseLostError extends ChangefeedError {
 
 /**
  * Throws LeaseLostError unless `claim` is still the valid lease of its tenant, on the database's
- * clock. `FOR KEY SHARE` locks the lease row until the caller's transaction ends. It conflicts
- * only with FOR UPDATE, which every change of holder takes first (LeaseTable.acquire, release):
- * a replica taking the tenant over waits for the write to commit or roll back, so no write of the
- * old holder can commit after the new holder's acquisition. A renewal changes no key column, so it
- * takes FOR NO KEY UPDATE and never waits for a write; PostgreSQL carries the lock over to the
- * renewed row version, so a takeover after a renewal still waits. Concurrent writes of the holder
- * share the lock and do not wait for each other. See docs/leases.md (lock modes).
+ * clock. `FOR KEY SHARE` holds the lease row until the caller's transaction ends: a takeover (FOR
+ * UPDATE) waits for the write to commit or roll back, a renewal does not (docs/leases.md, lock modes).
  */
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim): Promise<void> {
   const result = await client.query(
@@ -76,27 +71,17 @@ export async function checkLease(client: pg.ClientBase, claim: LeaseClaim): Prom
   }
 }
 
-/** A fence that asks the database only; LeaseKeeper.fence puts the local deadline in front. */
-export function databaseFence(claim: LeaseClaim, leaseMs: number): WriteFence {
-  return {
-    tenant: claim.tenant,
-    epoch: claim.epoch,
-    statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
-    check: (client) => checkLease(client, claim),
-  };
-}
-
 /**
- * A fence that first asks `locallyValid` (no round trip: the holder's own deadline) and refuses at
- * once when it says no, then asks the database in the caller's transaction.
+ * A fence that asks the database in the caller's transaction; with `locallyValid` (LeaseKeeper.fence:
+ * the holder's own deadline, no round trip) it first asks that, and refuses at once when it says no.
  */
-export function localThenDatabaseFence(claim: LeaseClaim, leaseMs: number, locallyValid: () => boolean): WriteFence {
+export function databaseFence(claim: LeaseClaim, leaseMs: number, locallyValid?: () => boolean): WriteFence {
   return {
     tenant: claim.tenant,
     epoch: claim.epoch,
     statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
     check: async (client) => {
-      if (!locallyValid())
+      if (locallyValid?.() === false)
         throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);
       await checkLease(client, claim);
     },

@@ -4,9 +4,10 @@ import { readTenants, scanTenantFiles, settleTenantScan, type TenantConfigMemo }
 import { TENANT_SECTIONS, type TenantConfig } from '../config/tenantConfigSchema.js';
 import { systemClock } from '../clock.js';
 import { readFeedTicketKey } from '../cluster/feedTicketKey.js';
+import type { ConsoleSource, TenantPlacement } from '../console/consoleSource.js';
 import { OperatorConsole } from '../console/operatorConsole.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
-import type { HealthServer, ReadinessCheck } from '../observe/healthServer.js';
+import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
 import type { PlannedLog } from '../schedule/pollScheduler.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
@@ -16,11 +17,9 @@ import { describeStoreLocation, storeLocation } from '../store/storeLocation.js'
 import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
-import { daemonConsoleSource } from './daemonConsoleSource.js';
 import type { DaemonOptions } from './daemonParts.js';
 import { holderRedirect } from './holderRedirect.js';
 import { ProcessFeed } from './processFeed.js';
-import { serveProcessHealth } from './processHealth.js';
 import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
@@ -107,7 +106,7 @@ export class ChangefeedDaemon {
       if (!this.leases) for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
     } else await this.watchTenants(this.main.tenants);
     if (this.stopped) return;
-    this.leases?.start();
+    this.leases?.keeper.start();
     this.options.logger.info(
       {
         instanceId: this.config.cluster.instanceId,
@@ -127,16 +126,24 @@ export class ChangefeedDaemon {
     }
     // Before the store: /healthz 200 while the database is unreachable (a restart would not help), /readyz says why.
     if (this.config.http.port !== null) {
-      this.healthServer = await serveProcessHealth(this.config.http, {
-        supervisor: () => this.tenantSupervisor,
-        stopped: () => this.stopped,
-        readiness: () => this.readiness(),
-        metrics: this.options.metrics,
-        mounted: this.console && {
+      // Read at request time, so the server answers before the store is open: alive, not ready.
+      const runtimes = (): TenantRuntime[] => this.tenantSupervisor?.runtimes ?? [];
+      this.options.metrics.watch({
+        running: () => runtimes().length,
+        failed: () => this.tenantSupervisor?.startFailures.size ?? 0,
+      });
+      this.healthServer = await startHealthServer(
+        this.config.http,
+        {
+          alive: () => !this.stopped && runtimes().every((r) => r.alive),
+          readiness: () => this.readiness(),
+          metrics: this.options.metrics,
+        },
+        this.console && {
           owns: (path) => OperatorConsole.owns(path),
           handle: (req, res) => this.console?.handle(req, res),
         },
-      });
+      );
       this.options.logger.info({ url: this.healthServer.url }, 'health, readiness and metrics served');
       if (this.console)
         this.options.logger.info({ url: `${this.healthServer.url}/console` }, 'operator console served');
@@ -322,18 +329,37 @@ export class ChangefeedDaemon {
     return this.supervisor(this.backend);
   }
 
+  /**
+   * The console reads each tenant's store opened the way the commands open it, without a fence:
+   * its writes are the commands' (re-queue a dead letter, queue a replay), safe beside the holder.
+   */
   private createConsole(): OperatorConsole {
-    return new OperatorConsole(
-      this.config.console,
-      daemonConsoleSource({
-        tenants: () => this.tenants,
-        supervisor: () => this.tenantSupervisor,
-        backend: () => this.backend,
-        leaseTable: () => this.leases?.table,
-        instanceId: this.config.cluster.instanceId,
-      }),
-      { clock: this.options.clock ?? systemClock, logger: this.options.logger },
-    );
+    const source: ConsoleSource = {
+      tenants: () =>
+        this.tenants.map((t) => ({
+          name: t.name,
+          keyFingerprint: t.keyFingerprint,
+          sinks: t.config.sinks.map((s) => ({ name: s.name, type: s.type })),
+        })),
+      placement: async (tenant): Promise<TenantPlacement> => {
+        const supervisor = this.tenantSupervisor;
+        if (supervisor?.runtime(tenant)) return { kind: 'here' };
+        if (this.leases) {
+          const row = (await this.leases.table.list()).find((r) => r.tenant === tenant);
+          if (row?.holder !== undefined && row.expiresInMs > 0)
+            return row.holder === this.config.cluster.instanceId
+              ? { kind: 'idle' }
+              : { kind: 'held', holder: row.holder, live: row.holderLive };
+        }
+        const failure = supervisor?.startFailures.get(tenant);
+        return failure === undefined ? { kind: 'idle' } : { kind: 'failed', error: failure };
+      },
+      store: async (tenant) => this.backend?.tenantStore(tenant),
+    };
+    return new OperatorConsole(this.config.console, source, {
+      clock: this.options.clock ?? systemClock,
+      logger: this.options.logger,
+    });
   }
 
   private supervisor(backend: StoreBackend): TenantSupervisor {
@@ -341,8 +367,8 @@ export class ChangefeedDaemon {
       backend,
       options: this.options,
       configOf: (tenant) => tenantAppConfig(this.config, tenant.config),
-      fenceOf: (tenant) => this.leases?.fenceOf(tenant),
-      requestGuardOf: (tenant) => this.leases?.requestGuardOf(tenant),
+      fenceOf: (tenant) => this.leases?.keeper.fence(tenant),
+      requestGuardOf: (tenant) => this.leases?.keeper.requestGuard(tenant),
       leaseMs: backend.sharedByReplicas ? this.config.cluster.leaseSeconds * 1000 : undefined,
     });
     return this.tenantSupervisor;

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import { createApiKeyProvider, type ApiKeyProvider } from '../api/apiKeyProvider.js';
+import { createApiKeyProvider } from '../api/apiKeyProvider.js';
 import type { ResponseMeta } from '../api/responseHeaders.js';
-import type { ServiceClient } from '../api/serviceClient.js';
 import { systemClock, type Clock } from '../clock.js';
 import { appConfigSchema, type AppConfig } from '../config/appConfigSchema.js';
 import { listConfigSecrets } from '../config/secretFields.js';
@@ -39,26 +38,8 @@ export interface DaemonOptions {
   metrics?: ProcessMetrics;
 }
 
-/** Everything a running daemon is made of, in the order data flows through it. */
-export interface DaemonParts {
-  clock: Clock;
-  store: ChangefeedStore;
-  /** The service's clock, judged from its Date headers. */
-  serverClock: ServerClock;
-  budget: ReadBudget;
-  apiKey: ApiKeyProvider;
-  credential: CredentialTracker;
-  client: ServiceClient;
-  /** This tenant's counters in the process's metrics; detached when the tenant stops. */
-  metrics: TenantMetrics;
-  /** What the process's gauges read about this tenant while it runs. */
-  metricSource: TenantMetricSource;
-  registry: WatchRegistry;
-  pollLoop: PollLoop;
-  engine: DeliveryEngine;
-  /** The journal over HTTP, when feed.enabled. */
-  feed: EventFeed | undefined;
-}
+/** Everything a running tenant is made of, in the order data flows through it. */
+export type DaemonParts = ReturnType<typeof assembleTenant>;
 
 /**
  * Wires one tenant's parts around its store: the service's clock and read budget, the client,
@@ -75,7 +56,7 @@ export function assembleTenant(
   onLeaseLost: (error: unknown) => void,
   /** On a shared store: the lease's local check, made before each request to the service. */
   requestGuard?: () => void,
-): DaemonParts {
+) {
   const logger = options.logger;
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
   const clock = options.clock ?? systemClock;
@@ -159,21 +140,7 @@ export function assembleTenant(
       feed?.notify();
     },
   });
-  return {
-    clock,
-    store,
-    serverClock,
-    budget,
-    apiKey,
-    credential,
-    client,
-    metrics,
-    metricSource,
-    registry,
-    pollLoop,
-    engine,
-    feed,
-  };
+  return { clock, store, serverClock, credential, client, metrics, metricSource, registry, pollLoop, engine, feed };
 }
 
 function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock, metrics: TenantMetrics): EventFeed {

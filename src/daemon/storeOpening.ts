@@ -25,12 +25,11 @@ export interface StoreOpeningOptions {
 }
 
 /**
- * Opening the store at the start of `run`. A PostgreSQL down at start is waited for as when the
- * database goes away later, rather than ending the process (its supervisor would restart it over
- * and over, each restart a cold start): the daemon stays alive, /readyz names the problem,
- * each failed attempt is logged, and the attempts back off. What waiting cannot fix (credentials,
- * a missing database, a newer schema) is thrown at once. State: opening until `open` settles;
- * `abort` (a stop) ends the wait at once, and a late attempt's store is closed, not leaked.
+ * Opening the store at the start of `run`. A PostgreSQL down at start is waited for, rather than
+ * ending the process (its supervisor would restart it over and over, each a cold start): /readyz
+ * names the problem and the attempts back off. What waiting cannot fix (credentials, a missing
+ * database, a newer schema) is thrown at once. `abort` (a stop) ends the wait at once, and a late
+ * attempt's store is closed, not leaked.
  */
 export class StoreOpening {
   private readonly stopController = new AbortController();

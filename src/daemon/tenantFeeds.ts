@@ -81,17 +81,12 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
   const byDefault = DEFAULT_PATH.exec(path);
   const byTenant = byDefault ? undefined : TENANT_PATH.exec(path);
   const answered = routes.answered ?? (() => undefined);
-  if (!byDefault && !byTenant) {
+  const notFound = (detail: string): void => {
     answered(404, 'not_found');
-    sendProblem(
-      res,
-      404,
-      'not-found',
-      'Not found',
-      'the feed serves /v1/events and /v1/tenants/<tenant>/events, each also as /stream',
-    );
-    return;
-  }
+    sendProblem(res, 404, 'not-found', 'Not found', detail);
+  };
+  if (!byDefault && !byTenant)
+    return notFound('the feed serves /v1/events and /v1/tenants/<tenant>/events, each also as /stream');
   const tenant = byTenant ? (byTenant[1] as string) : DEFAULT_TENANT;
   const stream = (byTenant ?? byDefault)?.[byTenant ? 2 : 1] !== undefined;
   const params = url?.searchParams ?? new URLSearchParams();
@@ -104,7 +99,7 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
     search = rest === '' ? '' : `?${rest}`;
   }
   const tokens = routes.tokens();
-  const authorization = header(req, 'authorization');
+  const authorization = req.headers.authorization;
   const byToken = tokens.match(authorization);
   // A token, when sent, decides: a wrong one is not rescued by a ticket.
   const byTicket =
@@ -126,33 +121,25 @@ export function routeTenantFeeds(req: IncomingMessage, res: ServerResponse, rout
     );
     return;
   }
-  const feed = readsTenant(reader, tenant) ? routes.feedOf(tenant) : undefined;
-  const elsewhere = routes.elsewhere?.();
+  const reads = readsTenant(reader, tenant);
+  const feed = reads ? routes.feedOf(tenant) : undefined;
   // After the token, and only for a tenant this token reads: nobody learns a holder's URL, nor
   // that a tenant exists, without the right to read it.
-  if (!feed && readsTenant(reader, tenant) && routes.knows(tenant) && elsewhere) {
-    // From the parsed URL, not the raw target: an absolute-form target (`GET http://x/v1/...`)
-    // must not put its own origin after the holder's.
+  if (!feed && reads && routes.knows(tenant)) {
+    const elsewhere = routes.elsewhere?.();
+    if (!elsewhere) {
+      answered(503, 'unavailable');
+      const detail = `tenant ${tenant} is not running on this replica (starting, stopped, or held by another replica)`;
+      return sendNotServedHere(res, detail, 5);
+    }
     const signer = routes.tickets?.();
     const claim = { tenant, readerKey: reader.key, path };
     const ticket = signer ? issueTicket(signer.key, claim, signer.now(), byTicket?.expiresAtMs) : undefined;
-    answerElsewhere(res, tenant, `${path}${search}`, ticket, elsewhere, answered);
-    return;
+    // From the parsed URL, not the raw target: an absolute-form target (`GET http://x/v1/...`)
+    // must not put its own origin after the holder's.
+    return answerElsewhere(res, tenant, `${path}${search}`, ticket, elsewhere, answered);
   }
-  if (!feed && readsTenant(reader, tenant) && routes.knows(tenant)) {
-    answered(503, 'unavailable');
-    sendNotServedHere(
-      res,
-      `tenant ${tenant} is not running on this replica (starting, stopped, or held by another replica)`,
-      5,
-    );
-    return;
-  }
-  if (!feed) {
-    answered(404, 'not_found');
-    sendProblem(res, 404, 'not-found', 'Not found', 'this token reads no feed at this path');
-    return;
-  }
+  if (!feed) return notFound('this token reads no feed at this path');
   // The feed never sees the ticket: it is no feed parameter, and no `Link` may carry it on.
   if (tickets.length > 0) req.url = `${path}${search}`;
   const pagePath = byTenant ? `/v1/tenants/${tenant}/events` : '/v1/events';
@@ -186,11 +173,6 @@ export function feedTokenGrants(
     }
   }
   return grants;
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 /**

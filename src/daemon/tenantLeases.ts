@@ -1,38 +1,31 @@
 import PQueue from 'p-queue';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { LeaseKeeper, type RoundOutcome } from '../cluster/leaseKeeper.js';
-import { LeaseTable, type AdvertisedUrls } from '../cluster/leaseTable.js';
+import { LeaseKeeper, type LeaseKeeperOptions, type RoundOutcome } from '../cluster/leaseKeeper.js';
+import { LeaseTable } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
 import type { LeaseMetrics } from '../observe/leaseMetrics.js';
-import type { WriteFence } from '../cluster/writeFence.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { TenantSupervisor } from './tenantSupervisor.js';
 
 /**
  * Tenants starting at once after one lease round (a takeover acquires a dead replica's whole
- * share in one statement). Each start reads and writes the store and pings the service: a bounded
- * number at a time keeps the store's pool and the event loop free for the tenants already
- * running, and each started tenant polls as soon as it is ready instead of all of them together
- * at the end. Each start is a few store round trips waiting behind the running tenants' queries:
- * 8 at a time took 165 s to start 1,000 tenants on PostgreSQL, 64 at a time 31 s (docs/scaling.md).
+ * share at once). A bound keeps the store's pool and the event loop free for the tenants already
+ * running, and each tenant polls as soon as it is ready. 8 at a time took 165 s to start 1,000
+ * tenants on PostgreSQL, 64 at a time 31 s (docs/scaling.md).
  */
 export const TENANT_STARTS_AT_ONCE = 64;
 
-export interface TenantLeasesDeps {
-  /** The PostgreSQL store's lease pool: the lease rows live beside the tenants' data, but their
-   * queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
+export interface TenantLeasesDeps extends Pick<
+  LeaseKeeperOptions,
+  'instanceId' | 'advertised' | 'leaseMs' | 'recorded'
+> {
+  /** The PostgreSQL store's lease pool, whose queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
   pool: pg.Pool;
-  instanceId: string;
-  /** cluster.advertiseUrl and cluster.advertiseHealthUrl, recorded with every heartbeat. */
-  advertised: AdvertisedUrls;
-  leaseMs: number;
   supervisor: TenantSupervisor;
   /** The tenants configured now. */
   tenants: () => readonly Tenant<TenantConfig>[];
-  /** The tenants the shared store records, as the last read of the directory found them. */
-  recorded: () => readonly string[];
   logger: Logger;
   /** The process's lease metrics: this replica's leases are shown there while it runs. */
   metrics: LeaseMetrics;
@@ -52,12 +45,9 @@ export class TenantLeases {
   constructor(private readonly deps: TenantLeasesDeps) {
     this.table = new LeaseTable(deps.pool, { leaseMs: deps.leaseMs });
     this.keeper = new LeaseKeeper({
+      ...deps,
       table: this.table,
-      instanceId: deps.instanceId,
-      advertised: deps.advertised,
-      leaseMs: deps.leaseMs,
       tenants: () => deps.tenants().map((t) => t.name),
-      recorded: deps.recorded,
       keyOf: (tenant) => deps.tenants().find((t) => t.name === tenant)?.keyFingerprint,
       events: {
         acquired: (tenant, epoch) => this.handle(tenant, 'starting the tenant', () => this.acquired(tenant, epoch)),
@@ -70,20 +60,6 @@ export class TenantLeases {
       configured: () => deps.tenants().map((t) => t.name),
       held: () => this.keeper.heldLeases().map((l) => l.tenant),
     });
-  }
-
-  start(): void {
-    this.keeper.start();
-  }
-
-  /** The fence for a tenant's writes under the lease held now. */
-  fenceOf(tenant: string): WriteFence {
-    return this.keeper.fence(tenant);
-  }
-
-  /** What the tenant's service client calls before each request, under the lease held now. */
-  requestGuardOf(tenant: string): () => void {
-    return this.keeper.requestGuard(tenant);
   }
 
   /** A tenant held here whose config changed: restarted under the same lease. */

@@ -23,13 +23,10 @@ export interface TenantReadinessInputs {
  * /readyz of the process: the store engine, then every running tenant's checks, named
  * `<tenant>/<check>` (the tenant `default` keeps the plain names of a daemon without tenants).
  *
- * Without a tenants directory the one tenant's checks decide readiness, as they always did. With
- * one they are advisory: reported with their reasons, but one company's revoked key, failing sink
- * or tenant still starting after a takeover does not take the instance, and the feeds and metrics
- * of every other tenant it serves, out of a Service. Each replica would fail alike (the tenant's
- * lease moves on), so a single bad tenant would otherwise make every replica unready. An invalid
- * tenant file never decides readiness either; only the process's own checks (the store engine,
- * the leases, a view of the tenants directory that is refused or lacks tenants others run) do.
+ * Without a tenants directory the one tenant's checks decide readiness. With one they are
+ * advisory: one company's revoked key or failing sink would fail every replica alike (its lease
+ * moves on) and take every other tenant's feed out of a Service. Only the process's own checks
+ * (store engine, leases, the view of the tenants directory) decide.
  */
 export function tenantReadiness(r: TenantReadinessInputs): ReadinessCheck[] {
   const checks: ReadinessCheck[] = [];

@@ -12,9 +12,6 @@ import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonPa
 import { pruneJournalHourly } from './journalPruner.js';
 import { readinessChecks } from './readinessChecks.js';
 import { pingService } from './serviceConnection.js';
-import { prepareStore } from './storePreparation.js';
-
-export type { DaemonOptions };
 
 /** A finding of one tenant, named so, since `run --once` reports every tenant's together. */
 export type OfTenant<T> = { tenant: string } & T;
@@ -30,8 +27,6 @@ export interface OnceReport {
 /**
  * One tenant's life in this process: start (store preparation, delivery, polling, pruning), one
  * sweep for `run --once`, readiness, and an idempotent stop that drains in the reverse order.
- * What it is made of is wired in daemonParts.ts; the process around it (store engine, health
- * server, leases) is the ChangefeedDaemon's.
  */
 export class TenantRuntime {
   private readonly parts: DaemonParts;
@@ -140,11 +135,10 @@ export class TenantRuntime {
   }
 
   /**
-   * Stops polling, then lets the deliveries in flight finish for up to `drainMs` (a hand-over or
-   * a graceful stop: their acks commit under the lease still held) and aborts those left, then
-   * closes the sinks and the client. `drainMs: 0` aborts them at once (a lost lease: their acks
-   * would be refused), as does `cutShort` during a drain. The store belongs to the process.
-   * Idempotent: a second call waits for the first.
+   * Stops polling, lets the deliveries in flight finish for up to `drainMs` (their acks commit
+   * under the lease still held) and aborts those left, then closes the sinks and the client.
+   * `drainMs: 0` aborts them at once (a lost lease: their acks would be refused), as does
+   * `cutShort` during a drain. Idempotent: a second call waits for the first.
    */
   stop(options: { drainMs: number }): Promise<void> {
     if (options.drainMs <= 0) this.cutShort();
@@ -178,10 +172,8 @@ export class TenantRuntime {
   }
 
   /**
-   * A write of this tenant refused with LEASE_LOST, seen by its poll loop or one of its sink
-   * workers: another replica may hold the tenant now, so the whole runtime stops here (polling,
-   * every sink worker, pruning), never one worker alone. The lease keeper reports the loss too,
-   * and the supervisor's stop then finds this runtime stopped or stopping.
+   * A write of this tenant refused with LEASE_LOST, by its poll loop or a sink worker: another
+   * replica may hold the tenant now, so the whole runtime stops here, never one worker alone.
    */
   private leaseLost(error: unknown): void {
     if (this.stopped) return;
@@ -208,9 +200,29 @@ export class TenantRuntime {
     });
   }
 
-  /** The store in line with the config, the service's clock learned, configured logs registered. */
+  /**
+   * The store in line with the config (a sink seen for the first time starts from now, or from
+   * the journal with `startFrom: journal`; logs an earlier run disabled get another chance), the
+   * service's clock learned, configured logs registered.
+   */
   private async prepare(): Promise<void> {
-    await prepareStore(this.parts.store, this.config, this.parts.clock.now(), this.logger);
+    const { store } = this.parts;
+    const { sinks } = this.config;
+    const now = this.parts.clock.now();
+    const added = await store.sinks.activate(
+      sinks.map((s) => ({ name: s.name, type: s.type })),
+      now,
+    );
+    for (const name of added) {
+      const fromJournal = sinks.find((s) => s.name === name)?.startFrom === 'journal';
+      const queued = fromJournal ? await store.outbox.enqueueFromJournal(name, {}, now) : 0;
+      this.logger.info(
+        { sink: name, queued },
+        fromJournal ? 'new sink starts from the journal' : 'new sink starts from now',
+      );
+    }
+    for (const w of await store.watchedLogs.list())
+      if (w.status === 'disabled') await store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
     await this.ping();
     await this.parts.registry.registerConfigured();
   }

@@ -93,11 +93,7 @@ export class DeliveryEngine {
     ]);
   }
 
-  /**
-   * `changefeed dead-letters retry` runs in another process and can only leave a mark in the store:
-   * checked twice a second, so re-queued events go out at once rather than when a worker next
-   * happens to read the outbox from its start.
-   */
+  /** `changefeed dead-letters retry` runs in another process and can only leave a mark in the store. */
   private async watchRequeues(signal: AbortSignal): Promise<void> {
     let seen: number | undefined;
     while (!signal.aborted) {
@@ -141,16 +137,14 @@ export class DeliveryEngine {
   }
 
   /**
-   * Stops launching batches, lets the writes in flight finish for up to `drainMs` (their acks
-   * commit as usual), aborts those still running then (their events stay pending), and closes
-   * the sinks. `drainMs: 0`, the default, aborts them at once. Idempotent.
+   * Stops launching batches, lets the writes in flight finish for up to `drainMs` (default 0),
+   * aborts those still running then (their events stay pending), and closes the sinks. Idempotent.
    */
   async stop(options: { drainMs?: number } = {}): Promise<void> {
     const drainMs = options.drainMs ?? 0;
     this.stopLaunching.abort();
     if (drainMs <= 0) this.abort.abort();
-    // A real timer, not the clock: a write that hangs must not hold the stop past its deadline,
-    // and virtual time in tests must not jump to it during every write (as SinkWorker.run's deadline).
+    // A real timer, not the clock, as SinkWorker.run's deadline.
     const cutOff = setTimeout(() => this.abort.abort(), timerDelayMs(drainMs));
     try {
       await this.running;

@@ -24,7 +24,8 @@ export class SinkHealth {
   private connectFailures = 0;
   private consecutiveFailures = 0;
   private circuit: CircuitState = 'closed';
-  private lastError: string | null = null;
+  /** The last error, as readiness reports it. */
+  lastError: string | null = null;
   private lastErrorAt: number | null = null;
   private lastDeliveryAt: number | null = null;
   private disabledReason: string | null = null;
@@ -59,27 +60,14 @@ export class SinkHealth {
     this.persist();
   }
 
-  /** Connecting failed: back off exponentially. Returns the wait in ms. */
-  connectFailed(error: unknown): number {
-    this.connectFailures++;
-    const delay = backoffDelayMs(this.connectFailures, RECONNECT_BACKOFF);
-    this.pause(error, delay, 'sink unavailable; reconnecting with backoff');
-    return delay;
-  }
-
-  connectionLost(error: unknown): void {
+  /** Connecting failed, or (`lost`) a write found the connection gone: reconnect after a backoff; returns it, ms. */
+  connectFailed(error: unknown, lost = false): number {
     this.connected = false;
     this.disconnectedSince ??= this.clock.now();
     this.connectFailures++;
-    this.pause(
-      error,
-      backoffDelayMs(this.connectFailures, RECONNECT_BACKOFF),
-      'sink connection lost; reconnecting with backoff',
-    );
-  }
-
-  backOff(error: unknown, ms: number): void {
-    this.pause(error, ms, 'sink asked to back off');
+    const delay = backoffDelayMs(this.connectFailures, RECONNECT_BACKOFF);
+    this.backOff(error, delay, `sink ${lost ? 'connection lost' : 'unavailable'}; reconnecting with backoff`);
+    return delay;
   }
 
   /**
@@ -201,7 +189,8 @@ export class SinkHealth {
       );
   }
 
-  private pause(error: unknown, ms: number, message: string): void {
+  /** Nothing is sent for `ms`: the sink asked for it (SinkBackoffError), or it reconnects. */
+  backOff(error: unknown, ms: number, message = 'sink asked to back off'): void {
     const now = this.clock.now();
     this.pausedUntil = now + ms;
     this.consecutiveFailures++;
@@ -209,11 +198,6 @@ export class SinkHealth {
     this.lastErrorAt = now;
     this.persist();
     this.logger.warn({ sink: this.sink, retryInMs: ms, err: this.lastError }, message);
-  }
-
-  /** The last error, as readiness reports it. */
-  get lastErrorMessage(): string | null {
-    return this.lastError;
   }
 
   /** Resolves once every state write so far was recorded (or failed). */

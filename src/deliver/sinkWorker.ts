@@ -28,8 +28,7 @@ import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /**
  * With nothing due, look again after this long even without a notify: for events only another
- * process queued (`replay --queue-only`). Ingests notify and dead-letter retries are watched, so
- * an idle worker costs the store one read per sink per half minute (1,000 tenants: 33 a second).
+ * process queued (`replay --queue-only`). One read per sink per half minute (1,000 tenants: 33/s).
  */
 const IDLE_WAIT_MS = 30_000;
 /** Pauses of the worker after errors nobody expected: 1 s doubling to a minute. */
@@ -94,14 +93,10 @@ export interface BatchOutcome {
  * Delivers one sink's pending events: connects, plans batches that keep each object's events in
  * order, writes them with up to `maxInFlight` in flight, records every outcome in the store, and
  * pauses the sink (circuit breaker, backoff, reconnect) when the destination keeps failing.
- * A failing sink only ever waits on itself: each sink has its own worker.
  *
- * Every error of the worker takes one route, `failed`: a round's (`step`) and a batch's
- * (`deliver`, launched with its catch). LEASE_LOST stops the worker and tells the tenant's
- * runtime, which stops polling and delivery together; a store that refused pauses the worker
- * until a write succeeds; anything else is logged once and the worker backs off. A batch the
- * destination took is acknowledged outside the write's `try`, so a refused acknowledgement is
- * never taken for a failed write, and never a reason to write the batch again.
+ * Every error of the worker takes one route, `failed` (see there). A batch the destination took
+ * is acknowledged outside the write's `try`, so a refused acknowledgement is never taken for a
+ * failed write, and never a reason to write the batch again.
  */
 export class SinkWorker {
   private readonly inFlightKeys = new Set<string>();
@@ -113,11 +108,7 @@ export class SinkWorker {
   private ready: PendingDelivery[][] = [];
   /** The sink lost its connection since it last connected: close it before connecting again. */
   private reconnecting = false;
-  /**
-   * Batches the destination took that the store could not mark delivered: recorded before
-   * anything else once it can, rather than sent again. (A crash before then sends them again on
-   * restart: at least once, as always.)
-   */
+  /** Batches the destination took that the store could not mark delivered: recorded first once it can. */
   private readonly unacknowledged: PendingDelivery[][] = [];
   /** When the destination last took a batch: the poison search needs others to get through. */
   private lastSuccessAt: number | null = null;
@@ -161,7 +152,7 @@ export class SinkWorker {
       circuit: this.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
       failingSince: this.health.failingSince,
-      lastError: this.health.lastErrorMessage,
+      lastError: this.health.lastError,
     };
   }
 
@@ -178,19 +169,17 @@ export class SinkWorker {
   }
 
   /**
-   * Launches batches until `stop` aborts or the lease is lost (a disabled sink waits for `sinks enable`), then waits
-   * for the writes in flight to finish (a drain: their acks still commit). `abortWrites` aborts
-   * those writes, and launches nothing more either; by default it is `stop`, so stopping aborts
-   * them at once. With a `deadline` (`run --once`) it also ends once nothing is pending, and at the
-   * deadline aborts the writes still in flight: their events stay pending.
+   * Launches batches until `stop` aborts or the lease is lost, then waits for the writes in flight
+   * (a drain: their acks still commit). `abortWrites` (default: `stop`) aborts those writes. With a
+   * `deadline` (`run --once`) it also ends once nothing is pending, and at the deadline aborts the
+   * writes still in flight: their events stay pending.
    */
   async run(stop: AbortSignal, mode: { abortWrites?: AbortSignal; deadline?: number } = {}): Promise<void> {
     const { clock } = this.options;
     const deadline = mode.deadline ?? Infinity;
     const cutOff = new AbortController();
-    // Every write in flight adds a listener to this signal (the HTTP or broker client's), so up to
-    // maxInFlight of them is the design, not the leak Node warns about past ten; the signal is the
-    // worker's own so that bound does not hide a leak elsewhere.
+    // Every write in flight adds a listener to this signal: up to maxInFlight is the design, not
+    // the leak Node warns about past ten; the signal is the worker's own so this hides no other leak.
     const writes = AbortSignal.any([mode.abortWrites ?? stop, cutOff.signal]);
     setMaxListeners(this.options.maxInFlight + 2, writes);
     const launching = AbortSignal.any([stop, writes]);
@@ -298,9 +287,8 @@ export class SinkWorker {
 
   /**
    * A connection taken while the endpoint's failure run is open ends the run only when nothing
-   * waits to be delivered: with pending events, the next write is the probe that decides (a
-   * receiver that accepts connections but answers 503 is still failing); with none, there is
-   * nothing left to find out, and the sink would otherwise show as failing until the next event.
+   * waits to be delivered: else the next write is the probe that decides (a receiver may accept
+   * connections and answer 503), and with nothing pending the sink would show failing for good.
    */
   private async connectedWhileFailing(now: number): Promise<void> {
     if ((await this.options.store.outbox.counts(this.name)).pending > 0) return;
@@ -337,30 +325,22 @@ export class SinkWorker {
 
   /** Reads the batch, writes it, and acknowledges it (or records why the write failed). */
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
-    const seqs = batch.map((d) => d.seq);
-    let events;
+    const { store, sink } = this.options;
     try {
-      events = toOutboundEvents(batch, await this.options.store.outbox.payloads(seqs), this.options.store.tenant);
+      const events = toOutboundEvents(batch, await store.outbox.payloads(batch.map((d) => d.seq)), store.tenant);
+      try {
+        await sink.write(events, signal);
+      } catch (error) {
+        // Shutting down or past a drain's deadline: the events simply stay pending.
+        if (!signal.aborted) await this.handleFailure(batch, error);
+        return;
+      }
     } catch (error) {
-      // The store cannot be read now: the batch stays pending and is planned again later.
+      // The store cannot be read, or the outcome not recorded: the batch stays pending and is
+      // planned again after the pause.
       this.window.settle(batch);
       this.window.reload();
       throw error;
-    }
-    try {
-      await this.options.sink.write(events, signal);
-    } catch (error) {
-      // Shutting down or past a drain's deadline: the events simply stay pending.
-      if (signal.aborted) return;
-      try {
-        await this.handleFailure(batch, error);
-      } catch (recordError) {
-        // The outcome cannot be recorded: the batch stays pending and is tried again after the pause.
-        this.window.settle(batch);
-        this.window.reload();
-        throw recordError;
-      }
-      return;
     }
     await this.acknowledge(batch, this.options.clock.now());
   }
@@ -372,22 +352,14 @@ export class SinkWorker {
    */
   private async acknowledge(batch: PendingDelivery[], now: number): Promise<void> {
     try {
-      await this.options.store.outbox.markDelivered(
-        this.name,
-        batch.map((d) => d.seq),
-        now,
-      );
-      this.options.store.health.clear();
+      await this.markDelivered(batch, now);
     } catch (error) {
-      // Settled here, so it is not planned again while it is held (or the worker stops).
-      this.window.settle(batch);
+      // Held, it is not planned again meanwhile (nor once the worker stops).
       if (errorCodeOf(error) !== 'LEASE_LOST') this.unacknowledged.push(batch);
       throw error;
+    } finally {
+      this.window.settle(batch);
     }
-    // Settled only once recorded: while the ack was under way the rows were still pending in the
-    // store, and a top-up from the start of the outbox (an emptied window, a reload) may have
-    // loaded them again. Settling now drops those copies before the batch's keys leave flight.
-    this.window.settle(batch);
     this.unexpectedInARow = 0;
     this.endpointRun = NO_FAILURES;
     this.circuit.recordSuccess();
@@ -400,23 +372,31 @@ export class SinkWorker {
   private async acknowledgeHeld(now: number): Promise<void> {
     while (this.unacknowledged.length > 0) {
       const batch = this.unacknowledged[0] ?? [];
-      await this.options.store.outbox.markDelivered(
-        this.name,
-        batch.map((d) => d.seq),
-        now,
-      );
+      await this.markDelivered(batch, now);
       this.unacknowledged.shift();
-      // A top-up while the store refused may have loaded these rows again, still pending then.
       this.window.settle(batch);
-      this.options.store.health.clear();
     }
   }
 
   /**
-   * The worker's one error route; returns how long the worker waits before its next round.
-   * LEASE_LOST: the worker stops and the tenant's runtime is told (it stops the whole tenant).
-   * A store that refused (full, read-only, locked, away, login refused): delivery pauses and
-   * tries again. Anything else: logged once per run of such errors, and a growing pause.
+   * Records a batch as delivered. Its rows are settled in the window only once recorded: until
+   * then they were still pending in the store, and a top-up from the start of the outbox (an
+   * emptied window, a reload) may have loaded them again; settling drops those copies.
+   */
+  private async markDelivered(batch: PendingDelivery[], now: number): Promise<void> {
+    await this.options.store.outbox.markDelivered(
+      this.name,
+      batch.map((d) => d.seq),
+      now,
+    );
+    this.options.store.health.clear();
+  }
+
+  /**
+   * The worker's one error route, for a round's (`step`) and a batch's (`deliver`) errors; returns
+   * how long to wait. LEASE_LOST: the worker stops and tells the tenant's runtime, which stops
+   * polling and delivery together. A store that refused (full, read-only, locked, away): delivery
+   * pauses until a write succeeds. Anything else: logged once per run of such errors, growing pauses.
    */
   private failed(error: unknown): number {
     const { store, logger, clock } = this.options;
@@ -459,26 +439,17 @@ export class SinkWorker {
     const message = describeError(error);
     // Batches planned before this failure may hold events the failure should now hold back.
     this.ready = [];
-    if (error instanceof SinkEndpointFailingError) {
-      this.endpointFailed(error, now);
-      this.report({ retried: batch.length, error: message });
-      return;
-    }
     // The connection or the destination as a whole failed, not these events: they keep their
     // attempt count, and the worker disables, reconnects or backs off.
-    if (error instanceof SinkDisabledError) this.health.disable(message);
+    let whole = true;
+    if (error instanceof SinkEndpointFailingError) this.endpointFailed(error, now);
+    else if (error instanceof SinkDisabledError) this.health.disable(message);
     else if (error instanceof SinkUnavailableError) {
       this.reconnecting = true;
-      this.health.connectionLost(error);
+      this.health.connectFailed(error, true);
     } else if (error instanceof SinkBackoffError) this.health.backOff(error, error.retryAfterMs);
-    if (
-      error instanceof SinkDisabledError ||
-      error instanceof SinkUnavailableError ||
-      error instanceof SinkBackoffError
-    ) {
-      this.report({ retried: batch.length, error: message });
-      return;
-    }
+    else whole = false;
+    if (whole) return this.report({ retried: batch.length, error: message });
     const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, {
       strikes: this.options.poisonStrikes ?? 0,
       lastSuccessAt: this.lastSuccessAt,
@@ -531,10 +502,9 @@ export class SinkWorker {
 }
 
 /**
- * How a sink worker waits between rounds: for a time, for one of its writes in flight to
- * settle, or until notified of new events. The store is read asynchronously, so a notify can
- * come while a round reads it; such a notify makes the next pause return at once instead of
- * being slept through. The writes in flight never reject (each ends in the worker's `failed`).
+ * How a sink worker waits between rounds: for a time, for one of its writes in flight to settle
+ * (they never reject), or until notified of new events. A notify that comes while a round reads
+ * the store makes the next pause return at once instead of being slept through.
  */
 export class WorkerWake {
   private wake: AbortController | undefined;

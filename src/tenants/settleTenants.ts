@@ -22,30 +22,20 @@ export interface SettledTenants<C> extends TenantSet<C> {
 /**
  * Decides which tenants run from what the tenants directory says now (`scanned`) and the records
  * of the shared store (`records`): a function of what every replica sees, never of what one of
- * them read before, so replicas agree on the tenants and on who owns each API key. Pure; the
- * watcher and `changefeed tenants list` both call it. `lastValid` validates a record's stored
- * text as the tenant's file (against the main config of now).
+ * them read before, so replicas agree on the tenants and on who owns each API key (docs/tenants.md,
+ * "How replicas agree on the tenants"). Pure; the watcher and `changefeed tenants list` both call
+ * it. `lastValid` validates a record's stored text as the tenant's file.
  *
- * - A key has one reads bucket, so it has one owner: the tenant whose record holds it. A valid
- *   file whose key nobody owns claims it; among several, the first by name. Any other tenant with
- *   that key is refused (TENANT_DUPLICATE_API_KEY), naming both tenants and the key only by a
- *   short sha256 fingerprint.
- * - A key whose owner's file is gone while another file has it is a rename (or a copy): that file
- *   is refused (TENANT_KEY_OF_REMOVED_TENANT) and the owner's record is kept, because the
- *   company's history (cursors, journal) is kept under the owner's name, and a new name would read
- *   it all again into its sinks. The message names the ways out (docs/tenants.md).
- * - A tenant whose file is invalid or refused runs on the text its record holds, when that still
- *   validates, and is reported: a typo must not stop a company's feed on any replica, including
- *   one started after it. Without a record it does not start.
- * - An accepted file's record is written (its key and text). A tenant whose file is gone stops,
- *   but its record is kept: the first read that misses the file marks it missing (on the store's
- *   clock), a read that finds it again clears the mark, and the record goes only once the file has
- *   been missing for `forgetAfterMs` and no file holds its key (above). A replica that reads a
- *   wrong or half-mounted directory for a while therefore frees no key and loses no last valid
- *   text; its key is free for the next claim only once it is forgotten.
- *
- * A key moving from one tenant to another takes `forgetAfterMs` and two reads: the new holder is
- * refused until the old one's record goes, and accepted on the read after.
+ * - A key has one reads bucket, so one owner: the tenant whose record holds it; else the first
+ *   valid file by name claims it. Any other tenant with that key is TENANT_DUPLICATE_API_KEY.
+ * - A key whose owner's file is gone while another file has it is a rename: that file is refused
+ *   (TENANT_KEY_OF_REMOVED_TENANT), because the company's history is kept under the owner's name
+ *   and a new name would read it all again into its sinks.
+ * - A tenant whose file is invalid or refused runs on its record's text when that still
+ *   validates, and is reported: a typo must not stop a company's feed on any replica.
+ * - A tenant whose file is gone stops, but its record is only marked missing (on the store's
+ *   clock), and goes once missing for `forgetAfterMs` with no file holding its key: a replica
+ *   reading a wrongly mounted directory frees no key and loses no last valid text.
  */
 export function settleTenants<C>(
   scanned: readonly ScannedTenant<C>[],

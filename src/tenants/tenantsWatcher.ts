@@ -25,10 +25,7 @@ export interface TenantsWatcherOptions<C> {
   readonly load: (previous: readonly Tenant<C>[]) => Promise<TenantSet<C>>;
   /** Called after the first read and after every read that changed the tenants or the problems. */
   readonly onReport: (report: TenantsReport<C>) => void;
-  /**
-   * A read that failed (the store's records could not be read or written, or a bug: a bad file is
-   * a problem, not an error); the tenants stay as they were until a later read succeeds.
-   */
+  /** A read that failed (the store's records, not a bad file); the tenants stay as they were. */
   readonly onError?: (error: unknown) => void;
   /** `tenants.rescanSeconds` in ms: the directory is read this often whatever the notifications say. */
   readonly rescanMs: number;
@@ -46,12 +43,11 @@ const MAX_DEBOUNCE_ROUNDS = 10;
  * Keeps the tenants of `tenants.dir` up to date: reads them on a file-system notification (after
  * the burst goes quiet) and every `rescanMs` in any case, because notifications are missed on some
  * mounts (a Kubernetes ConfigMap swaps a `..data` symlink; a directory replaced as a whole leaves
- * the old watch blind). The watch is re-armed on each read when the directory was replaced.
+ * the old watch blind, so the watch is re-armed when the directory was replaced).
  *
  * A directory that is missing or unreadable is a problem, not an empty directory: every running
- * tenant keeps running (a remount or a transient error must not stop every company's feed); only
- * a file that is gone from a readable directory stops its tenant, and not even that when the
- * directory holds no tenant file at all while the store records tenants (`load` refuses it).
+ * tenant keeps running; only a file gone from a readable directory stops its tenant (and not
+ * when the directory holds no file at all while the store records tenants: `load` refuses it).
  *
  * States: created -> active (start) -> stopping -> stopped (stop, idempotent, awaits the loop).
  */
@@ -88,11 +84,6 @@ export class TenantsWatcher<C> {
       this.options.onError?.(error);
     }
     this.loopDone = this.loop();
-    return this.current;
-  }
-
-  /** The tenants and problems of the last read. */
-  snapshot(): TenantSet<C> {
     return this.current;
   }
 
