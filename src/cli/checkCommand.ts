@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { type CheckResult, formatCheck } from './checkResult.js';
 import { writeLine, type CliIo } from './cliIo.js';
-import { configOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { checkConsole } from './consoleCheck.js';
 import { checkFeed } from './feedCheck.js';
 import { checkTenantHolder } from './holderCheck.js';
@@ -26,19 +26,14 @@ export function defineCheckCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: CheckOptions) => checkCommand(options, host.io)));
 }
 
-export interface CheckOptions {
-  config?: string;
-  tenant?: string;
+interface CheckOptions extends TenantFlags {
   /** False with --no-ids. */
   ids: boolean;
   probeSinks: boolean;
 }
 
-export async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
-  const { config, file, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'full',
-  );
+async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
+  const { config, file, tenant } = loadTenantConfig(values, io.env, 'full');
   const out = (line: string): void => writeLine(io.stdout, line);
   const of = tenant === DEFAULT_TENANT ? '' : `of tenant ${tenant} `;
   out(`config ${of}${file ?? '(defaults and environment only)'} is valid`);

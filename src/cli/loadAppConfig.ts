@@ -17,6 +17,7 @@ import {
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
 import { loadMainConfig, tenantAppConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
+import type { TenantFlags } from './commandLine.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
 export const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
@@ -105,9 +106,11 @@ export interface LoadedTenantConfig<C> {
  * `--tenant` is missing or unknown, and the tenant and its file when that file is invalid.
  */
 export function loadTenantConfig<V extends keyof TenantConfigViews>(
-  args: ConfigArgs & { tenant?: string | undefined },
+  flags: TenantFlags,
+  env: NodeJS.ProcessEnv,
   view: V,
 ): LoadedTenantConfig<TenantConfigViews[V]> {
+  const args = { configFlag: flags.config, tenant: flags.tenant, env };
   const file = configFile(args);
   // Without tenants.dir the one tenant is read as before, without a credential unless `view` needs it.
   if (tenantsDirOf(sources(args, file)) === undefined) {

@@ -10,7 +10,7 @@ import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { withExistingStore } from './existingStore.js';
 import { errorCodeOf } from '../errors.js';
 import type { CliIo } from './cliIo.js';
-import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
 
@@ -28,9 +28,7 @@ export function definePlanCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: PlanOptions) => planCommand(options, host.io)));
 }
 
-export interface PlanOptions {
-  config?: string;
-  tenant?: string;
+interface PlanOptions extends TenantFlags {
   json: boolean;
   /** False with --no-discover. */
   discover: boolean;
@@ -44,7 +42,7 @@ interface PlannedLog {
   learned: boolean;
 }
 
-export interface PlanReport {
+interface PlanReport {
   /** The tenant planned (`default` without tenants.dir). */
   tenant: string;
   /** The exponent of the allocation (0 for round-robin; `auto` resolved for the current rates). */
@@ -61,9 +59,8 @@ export interface PlanReport {
   discovery: PlanDiscovery;
 }
 
-export async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
-  const args = { configFlag: values.config, tenant: values.tenant, env: io.env };
-  const { config, tenant } = loadTenantConfig(args, 'inspection');
+async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantConfig(values, io.env, 'inspection');
   const { watch, budget } = config;
   const schedule = watch.schedule;
   const logs: Array<{ log: LogKind; objectId: string; state: RateState; cost: number }> = [];
@@ -104,7 +101,7 @@ export async function planCommand(values: PlanOptions, io: CliIo): Promise<numbe
     discoveredInStore,
     skip: !values.discover,
     // Only now is the key needed: a plan from the store alone runs where the key is not mounted.
-    loadConfig: () => loadTenantConfig(args, 'service').config,
+    loadConfig: () => loadTenantConfig(values, io.env, 'service').config,
     env: io.env,
   });
   if (discovery.state === 'read') {

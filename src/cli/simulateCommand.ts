@@ -39,7 +39,7 @@ export function defineSimulateCommand(program: Command, host: CommandHost): void
     .action(host.run((options: SimulateOptions) => simulateCommand(options, host.io)));
 }
 
-export interface SimulateOptions {
+interface SimulateOptions {
   port: number;
   seed: number;
   careers?: number;
@@ -51,7 +51,7 @@ export interface SimulateOptions {
   companies?: number;
 }
 
-export async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
+async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
   const { port, companies, sortOrder } = values;
   // Before the port is bound, so a bad CHANGEFEED_LOG_LEVEL leaves nothing open.
   const logger = createLogger({ env: io.env, destination: logDestination(io) });
@@ -83,7 +83,7 @@ export async function simulateCommand(values: SimulateOptions, io: CliIo): Promi
  * The base URL and the key the daemon needs; with --companies, one `company <i> CHANGEFEED_API_KEY=`
  * line per company (a tenant's key: `grep '^company 7 ' | cut -d= -f2`).
  */
-export function startBanner(simulator: Simulator, perCompany: boolean): string {
+function startBanner(simulator: Simulator, perCompany: boolean): string {
   const lines = [`simulator listening at ${simulator.url}`, `CHANGEFEED_BASE_URL=${simulator.url}`];
   if (!perCompany) lines.push(`CHANGEFEED_API_KEY=${simulator.apiKey}`);
   else
