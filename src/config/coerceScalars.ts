@@ -13,13 +13,13 @@ export function coerceScalars(root: JsonSchema | undefined, value: unknown): unk
     if (typeof node === 'string')
       return coerce(
         node,
-        schemas.flatMap((s) => alternatives(root, s, node)),
+        schemas.flatMap((s) => alternatives(s, node)),
       );
     if (Array.isArray(node)) {
       return node.map((item, index) =>
         walk(
           item,
-          schemas.flatMap((s) => childSchemas(root, s, index, node)),
+          schemas.flatMap((s) => childSchemas(s, index, node)),
         ),
       );
     }
@@ -31,7 +31,7 @@ export function coerceScalars(root: JsonSchema | undefined, value: unknown): unk
           key,
           walk(
             item,
-            schemas.flatMap((s) => childSchemas(root, s, key, node)),
+            schemas.flatMap((s) => childSchemas(s, key, node)),
           ),
         );
       }
