@@ -70,20 +70,7 @@ async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
     const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
     for (const w of (await store.watchedLogs.list()).filter((l) => l.status === 'active')) {
       const e = estimates.get(logKey(w));
-      logs.push({
-        log: w.log,
-        objectId: w.objectId,
-        state: e
-          ? {
-              events: e.events,
-              sessions: e.sessions,
-              hours: e.hours,
-              lastEventAt: e.lastEventAt,
-              updatedAt: e.updatedAt,
-            }
-          : emptyRateState(),
-        cost: e?.pollCost ?? 1,
-      });
+      logs.push({ log: w.log, objectId: w.objectId, state: e ?? emptyRateState(), cost: e?.pollCost ?? 1 });
     }
   }).catch((error: unknown) => {
     // No store yet: plan from the config alone.
