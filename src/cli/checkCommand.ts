@@ -44,9 +44,9 @@ async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
   );
   out(`  sinks: ${config.sinks.map((s) => `${s.name} (${s.type})`).join(', ')}`);
   const results: CheckResult[] = [];
-  const report = (found: CheckResult[]): void => {
-    for (const r of found) out(formatCheck(r));
-    results.push(...found);
+  const report = (found: (CheckResult | undefined)[]): void => {
+    for (const r of found) if (r) out(formatCheck(r));
+    results.push(...found.filter((r) => r !== undefined));
   };
   const session = openServiceSession(config, io.env);
   try {
@@ -64,14 +64,8 @@ async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
     await session.close();
   }
   report(await checkSinks(config, { probeWebhooks: values.probeSinks, tenant }));
-  const feed = checkFeed(config, tenant);
-  if (feed) report([feed]);
-  const operatorConsole = checkConsole(config);
-  if (operatorConsole) report([operatorConsole]);
-  const storePassword = checkStorePassword(config);
-  if (storePassword) report([storePassword]);
-  const holder = await checkTenantHolder(config, tenant);
-  if (holder) report([holder]);
+  report([checkFeed(config, tenant), checkConsole(config), checkStorePassword(config)]);
+  report([await checkTenantHolder(config, tenant)]);
   const problems = results.filter((r) => !r.ok).length;
   out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
   return problems === 0 ? 0 : 1;

@@ -52,22 +52,15 @@ interface SimulateOptions {
 }
 
 async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
-  const { port, companies, sortOrder } = values;
+  const { errorRate, ...simulated } = values;
   // Before the port is bound, so a bad CHANGEFEED_LOG_LEVEL leaves nothing open.
   const logger = createLogger({ env: io.env, destination: logDestination(io) });
-  const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
+  const simulator = await bindPort({ port: values.port, host: '127.0.0.1', setting: '--port' }, () =>
     startSimulator({
-      port,
-      seed: values.seed,
-      careers: values.careers,
-      skills: values.skills,
-      eventsPerHour: values.eventsPerHour,
-      sortOrder,
-      readsPerHour: values.readsPerHour,
-      companies,
+      ...simulated,
       // Nothing can read the request record of this process; it would only grow.
       recordRequests: false,
-      faults: values.errorRate === undefined ? undefined : { errorRate: values.errorRate },
+      faults: errorRate === undefined ? undefined : { errorRate },
     }).catch((error: unknown) => {
       if (error instanceof ZodError) {
         throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
@@ -75,7 +68,7 @@ async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<numb
       throw error;
     }),
   );
-  io.stdout.write(startBanner(simulator, companies !== undefined));
+  io.stdout.write(startBanner(simulator, values.companies !== undefined));
   return untilStopped(io.signal, () => simulator.close(), logger, 5_000);
 }
 
