@@ -18,7 +18,7 @@ import { loadMainConfig, tenantAppConfig, tenantsDirOf, type MainConfig } from '
 import type { TenantFlags } from './commandLine.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
-export const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
+const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
 
 interface ConfigArgs {
   configFlag?: string | undefined;

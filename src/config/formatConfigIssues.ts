@@ -26,7 +26,7 @@ interface Problem {
   readonly showValue: boolean;
 }
 
-export const REDACTED = '<redacted>';
+const REDACTED = '<redacted>';
 
 /**
  * Turns zod's issues into one ConfigError listing every problem as `<path>: <message>`, each

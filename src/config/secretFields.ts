@@ -6,7 +6,7 @@ import { alternatives, childSchemas, toConfigJsonSchema, type JsonSchema } from 
 const SECRET_KEY_NAMES = new Set(['apikey', 'secret', 'secrets', 'password', 'token']);
 
 /** A field is secret by name, or because its schema description starts with `Secret:`. */
-export function isSecretKey(key: PropertyKey): boolean {
+function isSecretKey(key: PropertyKey): boolean {
   return typeof key === 'string' && SECRET_KEY_NAMES.has(key.toLowerCase());
 }
 
