@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { type CheckResult, formatCheck } from './checkResult.js';
 import { writeLine, type CliIo } from './cliIo.js';
-import { configOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { checkConsole } from './consoleCheck.js';
 import { checkFeed } from './feedCheck.js';
 import { checkTenantHolder } from './holderCheck.js';
@@ -26,19 +26,14 @@ export function defineCheckCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: CheckOptions) => checkCommand(options, host.io)));
 }
 
-export interface CheckOptions {
-  config?: string;
-  tenant?: string;
+interface CheckOptions extends TenantFlags {
   /** False with --no-ids. */
   ids: boolean;
   probeSinks: boolean;
 }
 
-export async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
-  const { config, file, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'full',
-  );
+async function checkCommand(values: CheckOptions, io: CliIo): Promise<number> {
+  const { config, file, tenant } = loadTenantConfig(values, io.env, 'full');
   const out = (line: string): void => writeLine(io.stdout, line);
   const of = tenant === DEFAULT_TENANT ? '' : `of tenant ${tenant} `;
   out(`config ${of}${file ?? '(defaults and environment only)'} is valid`);
@@ -49,9 +44,9 @@ export async function checkCommand(values: CheckOptions, io: CliIo): Promise<num
   );
   out(`  sinks: ${config.sinks.map((s) => `${s.name} (${s.type})`).join(', ')}`);
   const results: CheckResult[] = [];
-  const report = (found: CheckResult[]): void => {
-    for (const r of found) out(formatCheck(r));
-    results.push(...found);
+  const report = (found: (CheckResult | undefined)[]): void => {
+    for (const r of found) if (r) out(formatCheck(r));
+    results.push(...found.filter((r) => r !== undefined));
   };
   const session = openServiceSession(config, io.env);
   try {
@@ -69,14 +64,8 @@ export async function checkCommand(values: CheckOptions, io: CliIo): Promise<num
     await session.close();
   }
   report(await checkSinks(config, { probeWebhooks: values.probeSinks, tenant }));
-  const feed = checkFeed(config, tenant);
-  if (feed) report([feed]);
-  const operatorConsole = checkConsole(config);
-  if (operatorConsole) report([operatorConsole]);
-  const storePassword = checkStorePassword(config);
-  if (storePassword) report([storePassword]);
-  const holder = await checkTenantHolder(config, tenant);
-  if (holder) report([holder]);
+  report([checkFeed(config, tenant), checkConsole(config), checkStorePassword(config)]);
+  report([await checkTenantHolder(config, tenant)]);
   const problems = results.filter((r) => !r.ok).length;
   out(problems === 0 ? 'all checks passed' : `${problems} problem${problems === 1 ? '' : 's'} found`);
   return problems === 0 ? 0 : 1;

@@ -13,6 +13,12 @@ export interface CommandHost {
 /** Adds a command to `program`: each command's file exports one. */
 export type DefineCommand = (program: Command, host: CommandHost) => void;
 
+/** What `configOption` and `tenantOption` give a command. */
+export interface TenantFlags {
+  config?: string;
+  tenant?: string;
+}
+
 export const configOption = (): Option =>
   new Option('-c, --config <file>', 'the config file (default: $CHANGEFEED_CONFIG, else config/changefeed.yaml)');
 

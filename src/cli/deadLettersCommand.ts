@@ -3,7 +3,7 @@ import { terminalSafe } from './terminalText.js';
 import { withExistingStore } from './existingStore.js';
 import type { Command } from 'commander';
 import type { CliIo } from './cliIo.js';
-import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { ChangefeedError } from '../errors.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 
@@ -34,24 +34,15 @@ export function defineDeadLettersCommand(program: Command, host: CommandHost): v
     .action(host.run((options: DeadLettersOptions) => deadLettersCommand('retry', options, host.io)));
 }
 
-export interface DeadLettersOptions {
-  config?: string;
-  tenant?: string;
+interface DeadLettersOptions extends TenantFlags {
   sink?: string;
   id?: string;
   all?: boolean;
   json?: boolean;
 }
 
-export async function deadLettersCommand(
-  action: 'list' | 'retry',
-  values: DeadLettersOptions,
-  io: CliIo,
-): Promise<number> {
-  const { config, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'inspection',
-  );
+async function deadLettersCommand(action: 'list' | 'retry', values: DeadLettersOptions, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantConfig(values, io.env, 'inspection');
   if (values.sink !== undefined && !config.sinks.some((s) => s.name === values.sink)) {
     throw new ChangefeedError(
       'USAGE',

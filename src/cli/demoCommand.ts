@@ -25,7 +25,7 @@ export function defineDemoCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: DemoOptions) => demoCommand(options, host.io)));
 }
 
-export interface DemoOptions {
+interface DemoOptions {
   seed: number;
   eventsPerHour: number;
 }
@@ -37,7 +37,7 @@ const RECEIVER_REPORT_MS = 15_000;
 /** A fixed demo secret: the demo shows signing, it protects nothing. */
 const DEMO_WEBHOOK_SECRET = 'whsec_ZGVtby1vbmx5LXdlYmhvb2stc2VjcmV0';
 
-export async function demoCommand(values: DemoOptions, io: CliIo): Promise<number> {
+async function demoCommand(values: DemoOptions, io: CliIo): Promise<number> {
   const { seed, eventsPerHour } = values;
   const simulator = await startSimulator({
     seed,

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 
 /** How far V8 lets the heap grow past what the last full collection kept, in percent. */
-export const HEAP_GROWING_PERCENT = 100;
+const HEAP_GROWING_PERCENT = 100;
 
 /**
  * Lets the heap grow to twice what survived the last full collection instead of V8's own factor

@@ -54,7 +54,7 @@ export async function fetchHolderReadiness(
 }
 
 /** Asks the daemon serving `http` (when a port is configured) for its readiness checks. */
-export async function fetchLiveReadiness(http: HttpConfig): Promise<LiveReadiness> {
+async function fetchLiveReadiness(http: HttpConfig): Promise<LiveReadiness> {
   if (http.port === null || http.port === 0)
     return { reachable: false, url: null, reason: 'http.port is not set, so the running daemon cannot be asked' };
   const host = http.host === '0.0.0.0' ? '127.0.0.1' : http.host === '::' ? '::1' : http.host;

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTenants } from '../config/readTenants.js';
@@ -11,15 +12,13 @@ import {
   serviceConfigSchema,
   UNREAD_SECRET_SECTIONS,
   type AppConfig,
-  type InspectionConfig,
-  type ReplayConfig,
-  type ServiceConfig,
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
 import { loadMainConfig, tenantAppConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
+import type { TenantFlags } from './commandLine.js';
 
 /** The default config path, used when neither --config nor CHANGEFEED_CONFIG names one and it exists. */
-export const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
+const DEFAULT_CONFIG_PATH = 'config/changefeed.yaml';
 
 interface ConfigArgs {
   configFlag?: string | undefined;
@@ -60,24 +59,21 @@ function sources(args: ConfigArgs, file: string | undefined) {
   };
 }
 
-/** What a command validates of a tenant's config without tenants.dir (with it, the daemon's validation). */
-export interface TenantConfigViews {
-  /** Reads the store only: no credential, sinks by name and type (`status`, `plan` without discovery). */
-  inspection: InspectionConfig;
-  /** Delivers from the store without polling: the sinks in full, no credential (`replay`). */
-  replay: ReplayConfig;
-  /** Calls the service with the tenant's key, opens no sink (`watch retry`, `plan`'s discovery). */
-  service: ServiceConfig;
-  /** Everything a daemon reads, every secret included (`check`). */
-  full: AppConfig;
-}
-
+/**
+ * What a command validates of a tenant's config without tenants.dir (with it, the daemon's
+ * validation): `inspection` reads the store only, no credential, sinks by name and type (`status`,
+ * `plan` without discovery); `replay` delivers from the store without polling, the sinks in full,
+ * no credential; `service` calls the service with the tenant's key and opens no sink (`watch
+ * retry`, `plan`'s discovery); `full` is everything a daemon reads, every secret included (`check`).
+ */
 const VIEW_SCHEMAS = {
   inspection: inspectionConfigSchema,
   replay: replayConfigSchema,
   service: serviceConfigSchema,
   full: appConfigSchema,
 } as const;
+
+type TenantConfigViews = { [V in keyof typeof VIEW_SCHEMAS]: z.infer<(typeof VIEW_SCHEMAS)[V]> };
 
 /** The config loaded as `view`: that view's schema, its unread secret sections' unset `${VAR}` no error. */
 function loadView<V extends keyof TenantConfigViews>(
@@ -105,9 +101,11 @@ export interface LoadedTenantConfig<C> {
  * `--tenant` is missing or unknown, and the tenant and its file when that file is invalid.
  */
 export function loadTenantConfig<V extends keyof TenantConfigViews>(
-  args: ConfigArgs & { tenant?: string | undefined },
+  flags: TenantFlags,
+  env: NodeJS.ProcessEnv,
   view: V,
 ): LoadedTenantConfig<TenantConfigViews[V]> {
+  const args = { configFlag: flags.config, tenant: flags.tenant, env };
   const file = configFile(args);
   // Without tenants.dir the one tenant is read as before, without a credential unless `view` needs it.
   if (tenantsDirOf(sources(args, file)) === undefined) {

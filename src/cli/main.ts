@@ -41,7 +41,7 @@ const COMMANDS: readonly DefineCommand[] = [
 ];
 
 /** The exit codes, as `--help` and README.md's command section state them. */
-export const EXIT_CODES = { ok: 0, failure: 1, usage: 2 } as const;
+const EXIT_CODES = { ok: 0, failure: 1, usage: 2 } as const;
 
 const HELP_FOOTER = `
 Exit codes:

@@ -44,7 +44,7 @@ export function parseDuration(text: string): number | undefined {
 const INSTANT = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
 
 /** The forms a time on the command line may take, for help texts and refusals. */
-export const TIME_FORMS =
+const TIME_FORMS =
   'an ISO 8601 time with its zone as RFC 3339 writes it (2026-11-20T08:30:00Z, 2026-11-20T09:30:00+01:00), ' +
   'a date for its midnight UTC (2026-11-20), or an age such as 90s, 30m, 1h or 7d';
 

@@ -5,14 +5,17 @@ import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule
 import { RateEstimator } from '../schedule/rateEstimator.js';
 import { emptyRateState, type RateState } from '../schedule/rateState.js';
 import { priorsByKind } from '../schedule/sessionPrior.js';
-import { LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
+import { discoveryLists, LAST_DISCOVERY_KEY } from '../poll/watchRegistry.js';
+import { readAllIds } from '../api/listReader.js';
+import type { WatchConfig } from '../poll/watchConfig.js';
+import type { AppConfig } from '../config/appConfigSchema.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { withExistingStore } from './existingStore.js';
 import { errorCodeOf } from '../errors.js';
 import type { CliIo } from './cliIo.js';
-import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
-import { describePlanDiscovery, discoverForPlan, type PlanDiscovery } from './planDiscovery.js';
+import { openServiceSession } from './serviceSession.js';
 
 export function definePlanCommand(program: Command, host: CommandHost): void {
   program
@@ -28,9 +31,7 @@ export function definePlanCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: PlanOptions) => planCommand(options, host.io)));
 }
 
-export interface PlanOptions {
-  config?: string;
-  tenant?: string;
+interface PlanOptions extends TenantFlags {
   json: boolean;
   /** False with --no-discover. */
   discover: boolean;
@@ -44,7 +45,7 @@ interface PlannedLog {
   learned: boolean;
 }
 
-export interface PlanReport {
+interface PlanReport {
   /** The tenant planned (`default` without tenants.dir). */
   tenant: string;
   /** The exponent of the allocation (0 for round-robin; `auto` resolved for the current rates). */
@@ -61,9 +62,8 @@ export interface PlanReport {
   discovery: PlanDiscovery;
 }
 
-export async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
-  const args = { configFlag: values.config, tenant: values.tenant, env: io.env };
-  const { config, tenant } = loadTenantConfig(args, 'inspection');
+async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantConfig(values, io.env, 'inspection');
   const { watch, budget } = config;
   const schedule = watch.schedule;
   const logs: Array<{ log: LogKind; objectId: string; state: RateState; cost: number }> = [];
@@ -73,20 +73,7 @@ export async function planCommand(values: PlanOptions, io: CliIo): Promise<numbe
     const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
     for (const w of (await store.watchedLogs.list()).filter((l) => l.status === 'active')) {
       const e = estimates.get(logKey(w));
-      logs.push({
-        log: w.log,
-        objectId: w.objectId,
-        state: e
-          ? {
-              events: e.events,
-              sessions: e.sessions,
-              hours: e.hours,
-              lastEventAt: e.lastEventAt,
-              updatedAt: e.updatedAt,
-            }
-          : emptyRateState(),
-        cost: e?.pollCost ?? 1,
-      });
+      logs.push({ log: w.log, objectId: w.objectId, state: e ?? emptyRateState(), cost: e?.pollCost ?? 1 });
     }
   }).catch((error: unknown) => {
     // No store yet: plan from the config alone.
@@ -104,7 +91,7 @@ export async function planCommand(values: PlanOptions, io: CliIo): Promise<numbe
     discoveredInStore,
     skip: !values.discover,
     // Only now is the key needed: a plan from the store alone runs where the key is not mounted.
-    loadConfig: () => loadTenantConfig(args, 'service').config,
+    loadConfig: () => loadTenantConfig(values, io.env, 'service').config,
     env: io.env,
   });
   if (discovery.state === 'read') {
@@ -183,4 +170,57 @@ function formatPlan(r: PlanReport, policy: string): string {
   if (r.watchedLogs === 0)
     lines.push('    (none: configure careers/skills ids or run the daemon once so discovery finds them)');
   return lines.join('\n');
+}
+
+/** What `plan` learned about discovered objects, for its report. */
+type PlanDiscovery =
+  | { state: 'off' }
+  | { state: 'from-store' }
+  | { state: 'read'; requests: number; found: { career: string[]; skill: string[] } }
+  | { state: 'skipped'; reason: string };
+
+/**
+ * With discovery on and no discovery recorded in the store, a plan of the configured logs alone
+ * would describe a much smaller watched set than `run` polls. Reads the lists discovery reads, as
+ * `run` would at start (each page one request from the key's bucket), unless told not to.
+ */
+async function discoverForPlan(args: {
+  watch: WatchConfig;
+  discoveredInStore: boolean;
+  skip: boolean;
+  /** The config with the key of the tenant planned (`plan --tenant`), loaded only if the lists are read. */
+  loadConfig: () => Pick<AppConfig, 'api' | 'cluster' | 'budget' | 'watch'>;
+  env: NodeJS.ProcessEnv;
+}): Promise<PlanDiscovery> {
+  if (discoveryLists(args.watch).length === 0) return { state: 'off' };
+  if (args.discoveredInStore) return { state: 'from-store' };
+  if (args.skip) return { state: 'skipped', reason: '--no-discover' };
+  const config = args.loadConfig();
+  const session = openServiceSession(config, args.env);
+  try {
+    const found: { career: string[]; skill: string[] } = { career: [], skill: [] };
+    for (const list of discoveryLists(config.watch)) {
+      found[list.log] = (await readAllIds(session.client, list.path, config.watch.discovery.envelope)).ids;
+    }
+    return { state: 'read', requests: session.requests(), found };
+  } finally {
+    await session.close();
+  }
+}
+
+function describePlanDiscovery(d: PlanDiscovery, allowancePerHour: number): string | undefined {
+  switch (d.state) {
+    case 'off':
+      return undefined;
+    case 'from-store':
+      return "  discovery:           objects found by the daemon's discovery, from the store";
+    case 'read':
+      return (
+        `  discovery:           read the lists now (${d.requests} requests of ${allowancePerHour}/h): ` +
+        `${d.found.career.length} careers, ${d.found.skill.length} skills, planned with the ` +
+        `prior`
+      );
+    case 'skipped':
+      return `  discovery:           NOT RUN (${d.reason}): this plan covers the configured logs only, not the objects discovery would add`;
+  }
 }

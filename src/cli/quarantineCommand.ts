@@ -5,7 +5,7 @@ import { logOption } from './logFlag.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import type { CliIo } from './cliIo.js';
-import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { numberIn } from './optionParsers.js';
 import { terminalSafe } from './terminalText.js';
 
@@ -26,20 +26,15 @@ export function defineQuarantineCommand(program: Command, host: CommandHost): vo
     .action(host.run((options: QuarantineOptions) => quarantineCommand(options, host.io)));
 }
 
-export interface QuarantineOptions {
-  config?: string;
-  tenant?: string;
+interface QuarantineOptions extends TenantFlags {
   log?: LogKind;
   limit: number;
   json: boolean;
 }
 
-export async function quarantineCommand(values: QuarantineOptions, io: CliIo): Promise<number> {
+async function quarantineCommand(values: QuarantineOptions, io: CliIo): Promise<number> {
   const { log, limit } = values;
-  const { config, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'inspection',
-  );
+  const { config, tenant } = loadTenantConfig(values, io.env, 'inspection');
   return withExistingStore(config, { readonly: true, tenant }, async (store) => {
     const records = await store.quarantine.list({ ...(log ? { log } : {}), ...(limit ? { limit } : {}) });
     if (values.json) {

@@ -31,7 +31,7 @@ export function defineReceiveCommand(program: Command, host: CommandHost): void 
     .action(host.run((options: ReceiveOptions) => receiveCommand(options, host.io)));
 }
 
-export interface ReceiveOptions {
+interface ReceiveOptions {
   port: number;
   secret: string[];
   /** False with --no-verify. */
@@ -42,7 +42,7 @@ export interface ReceiveOptions {
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
-export async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise<number> {
+async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise<number> {
   const { port, maxBodyBytes } = values;
   // Before the port is bound, so a bad CHANGEFEED_LOG_LEVEL leaves nothing open.
   const logger = createLogger({ env: io.env, destination: logDestination(io) });
@@ -77,7 +77,7 @@ export async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise
 }
 
 /** `✓ career_3q2… com.skills.changefeed.career.level_added (signature verified)` */
-export function describeWebhook(r: ReceivedWebhook): string {
+function describeWebhook(r: ReceivedWebhook): string {
   let type = String(r.headers['ce-type'] ?? '');
   if (!type) {
     try {

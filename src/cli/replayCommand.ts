@@ -9,7 +9,7 @@ import type { LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { logDestination, type CliIo } from './cliIo.js';
-import { configOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { timeOrAge } from './optionParsers.js';
 import { createProgressReporter } from './progressReporter.js';
@@ -39,9 +39,7 @@ export function defineReplayCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: ReplayOptions) => replayCommand(options, host.io)));
 }
 
-export interface ReplayOptions {
-  config?: string;
-  tenant?: string;
+interface ReplayOptions extends TenantFlags {
   sink?: string;
   /** Epoch milliseconds. */
   since: number;
@@ -51,7 +49,7 @@ export interface ReplayOptions {
   queueOnly: boolean;
 }
 
-export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<number> {
+async function replayCommand(values: ReplayOptions, io: CliIo): Promise<number> {
   const { since, until } = values;
   // An empty range queues nothing and would end "queued 0" with exit 0, as if the journal were empty.
   if (until !== undefined && until <= since)
@@ -59,10 +57,7 @@ export async function replayCommand(values: ReplayOptions, io: CliIo): Promise<n
       'USAGE',
       `--until (${new Date(until).toISOString()}) must come after --since (${new Date(since).toISOString()})`,
     );
-  const { config, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'replay',
-  );
+  const { config, tenant } = loadTenantConfig(values, io.env, 'replay');
   const sinkConfig = config.sinks.find((s) => s.name === values.sink);
   if (!sinkConfig)
     throw new ChangefeedError(

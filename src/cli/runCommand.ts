@@ -44,7 +44,7 @@ export function defineRunCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: RunOptions) => runCommand(options, host.io)));
 }
 
-export interface RunOptions {
+interface RunOptions {
   config?: string;
   once: boolean;
   /** Milliseconds. */
@@ -52,7 +52,7 @@ export interface RunOptions {
   resetStore: boolean;
 }
 
-export async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
+async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   const shutdownTimeoutMs = values.shutdownTimeout;
   const main = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const config = main.process;

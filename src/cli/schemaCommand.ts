@@ -18,11 +18,11 @@ export function defineSchemaCommand(program: Command, host: CommandHost): void {
     .action(host.run((name: string | undefined, options: SchemaOptions) => schemaCommand(name, options, host.io)));
 }
 
-export interface SchemaOptions {
+interface SchemaOptions {
   out?: string;
 }
 
-export function schemaCommand(name: string | undefined, values: SchemaOptions, io: CliIo): number {
+function schemaCommand(name: string | undefined, values: SchemaOptions, io: CliIo): number {
   const files = publishedSchemaFiles();
   const byName = new Map(
     Object.entries(files).map(([file, text]) => [file.replace(/\.schema\.json$|\.yaml$/, ''), { file, text }]),

@@ -2,7 +2,7 @@ import { readActivityPage } from '../api/activityReader.js';
 import { readAllIds } from '../api/listReader.js';
 import { pingService } from '../daemon/serviceConnection.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
-import { describeError, errorCodeOf } from '../errors.js';
+import { describeError, errorCodeOf, type ErrorCode } from '../errors.js';
 import { discoveryLists } from '../poll/watchRegistry.js';
 import type { CheckResult } from './checkResult.js';
 import type { ServiceSession } from './serviceSession.js';
@@ -35,14 +35,11 @@ export async function checkConfiguredIds(config: AppConfig, session: ServiceSess
       await readActivityPage(session.client, { log, objectId: id, offset: 0, limit: 1 });
       results.push({ name, ok: true, detail: 'its activity log answers' });
     } catch (error) {
-      const fix =
-        errorCodeOf(error) === 'API_NOT_FOUND'
-          ? `the service does not know this id (or the key's person may not see it): correct or remove it in watch.${log}s.ids`
-          : errorCodeOf(error) === 'API_INSUFFICIENT_SCOPE'
-            ? `grant the key the ${log}s:read scope`
-            : errorCodeOf(error) === 'API_INSUFFICIENT_PERMISSIONS'
-              ? 'bind the key to a person who may read this log, or stop watching it'
-              : 'see the error; run check again once it is fixed';
+      const fix = fixFor(error, {
+        API_NOT_FOUND: `the service does not know this id (or the key's person may not see it): correct or remove it in watch.${log}s.ids`,
+        API_INSUFFICIENT_SCOPE: `grant the key the ${log}s:read scope`,
+        API_INSUFFICIENT_PERMISSIONS: 'bind the key to a person who may read this log, or stop watching it',
+      });
       results.push({ name, ok: false, detail: describeError(error), fix });
     }
   }
@@ -62,14 +59,18 @@ export async function checkDiscoveryLists(config: AppConfig, session: ServiceSes
         detail: `GET ${list.path} lists ${page.ids.length}${page.truncated ? '+' : ''} ${list.log}s`,
       });
     } catch (error) {
-      const fix =
-        errorCodeOf(error) === 'API_MALFORMED_RESPONSE'
-          ? 'set watch.discovery.envelope (itemsPath, idField) to the shape of the list response'
-          : errorCodeOf(error) === 'API_INSUFFICIENT_SCOPE'
-            ? `grant the key the ${list.log}s:read scope, or turn watch.${list.log}s.discover off`
-            : 'see the error; run check again once it is fixed';
+      const fix = fixFor(error, {
+        API_MALFORMED_RESPONSE: 'set watch.discovery.envelope (itemsPath, idField) to the shape of the list response',
+        API_INSUFFICIENT_SCOPE: `grant the key the ${list.log}s:read scope, or turn watch.${list.log}s.discover off`,
+      });
       results.push({ name, ok: false, detail: describeError(error), fix });
     }
   }
   return results;
+}
+
+/** What to do about a failed read, by its error's code. */
+function fixFor(error: unknown, fixes: Partial<Record<ErrorCode, string>>): string {
+  const code = errorCodeOf(error);
+  return (code && fixes[code]) ?? 'see the error; run check again once it is fixed';
 }

@@ -39,7 +39,7 @@ export function defineSimulateCommand(program: Command, host: CommandHost): void
     .action(host.run((options: SimulateOptions) => simulateCommand(options, host.io)));
 }
 
-export interface SimulateOptions {
+interface SimulateOptions {
   port: number;
   seed: number;
   careers?: number;
@@ -51,23 +51,16 @@ export interface SimulateOptions {
   companies?: number;
 }
 
-export async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
-  const { port, companies, sortOrder } = values;
+async function simulateCommand(values: SimulateOptions, io: CliIo): Promise<number> {
+  const { errorRate, ...simulated } = values;
   // Before the port is bound, so a bad CHANGEFEED_LOG_LEVEL leaves nothing open.
   const logger = createLogger({ env: io.env, destination: logDestination(io) });
-  const simulator = await bindPort({ port, host: '127.0.0.1', setting: '--port' }, () =>
+  const simulator = await bindPort({ port: values.port, host: '127.0.0.1', setting: '--port' }, () =>
     startSimulator({
-      port,
-      seed: values.seed,
-      careers: values.careers,
-      skills: values.skills,
-      eventsPerHour: values.eventsPerHour,
-      sortOrder,
-      readsPerHour: values.readsPerHour,
-      companies,
+      ...simulated,
       // Nothing can read the request record of this process; it would only grow.
       recordRequests: false,
-      faults: values.errorRate === undefined ? undefined : { errorRate: values.errorRate },
+      faults: errorRate === undefined ? undefined : { errorRate },
     }).catch((error: unknown) => {
       if (error instanceof ZodError) {
         throw new ChangefeedError('USAGE', error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
@@ -75,7 +68,7 @@ export async function simulateCommand(values: SimulateOptions, io: CliIo): Promi
       throw error;
     }),
   );
-  io.stdout.write(startBanner(simulator, companies !== undefined));
+  io.stdout.write(startBanner(simulator, values.companies !== undefined));
   return untilStopped(io.signal, () => simulator.close(), logger, 5_000);
 }
 
@@ -83,7 +76,7 @@ export async function simulateCommand(values: SimulateOptions, io: CliIo): Promi
  * The base URL and the key the daemon needs; with --companies, one `company <i> CHANGEFEED_API_KEY=`
  * line per company (a tenant's key: `grep '^company 7 ' | cut -d= -f2`).
  */
-export function startBanner(simulator: Simulator, perCompany: boolean): string {
+function startBanner(simulator: Simulator, perCompany: boolean): string {
   const lines = [`simulator listening at ${simulator.url}`, `CHANGEFEED_BASE_URL=${simulator.url}`];
   if (!perCompany) lines.push(`CHANGEFEED_API_KEY=${simulator.apiKey}`);
   else

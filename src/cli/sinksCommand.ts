@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ChangefeedError } from '../errors.js';
 import type { CliIo } from './cliIo.js';
-import { configOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { withExistingStore } from './existingStore.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 
@@ -20,19 +20,11 @@ export function defineSinksCommand(program: Command, host: CommandHost): void {
     .argument('<name>', 'the sink, as named in the config')
     .addOption(configOption())
     .addOption(tenantOption())
-    .action(host.run((name: string, options: SinksOptions) => enableSinkCommand(name, options, host.io)));
+    .action(host.run((name: string, options: TenantFlags) => enableSinkCommand(name, options, host.io)));
 }
 
-export interface SinksOptions {
-  config?: string;
-  tenant?: string;
-}
-
-export async function enableSinkCommand(name: string, values: SinksOptions, io: CliIo): Promise<number> {
-  const { config, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'inspection',
-  );
+async function enableSinkCommand(name: string, values: TenantFlags, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantConfig(values, io.env, 'inspection');
   if (!config.sinks.some((s) => s.name === name))
     throw new ChangefeedError(
       'USAGE',

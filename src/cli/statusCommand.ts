@@ -1,7 +1,7 @@
 import { withExistingStore } from './existingStore.js';
 import type { Command } from 'commander';
 import type { CliIo } from './cliIo.js';
-import { configOption, jsonOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { fetchHolderReadiness, withLiveSinkState } from './liveSinkState.js';
@@ -22,17 +22,12 @@ export function defineStatusCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: StatusOptions) => statusCommand(options, host.io)));
 }
 
-export interface StatusOptions {
-  config?: string;
-  tenant?: string;
+interface StatusOptions extends TenantFlags {
   json: boolean;
 }
 
-export async function statusCommand(values: StatusOptions, io: CliIo): Promise<number> {
-  const { config, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'inspection',
-  );
+async function statusCommand(values: StatusOptions, io: CliIo): Promise<number> {
+  const { config, tenant } = loadTenantConfig(values, io.env, 'inspection');
   const checkPrefix = tenant === DEFAULT_TENANT ? '' : `${tenant}/`;
   return withExistingStore(config, { readonly: true, tenant }, async (store, _, backend) => {
     const holder = await findTenantHolder(backend, tenant, config.cluster.leaseSeconds * 1000);

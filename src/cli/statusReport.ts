@@ -1,115 +1,27 @@
-import { logKey, type LogKind } from '../logs.js';
+import { logKey } from '../logs.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
+import type { BudgetSnapshot } from '../poll/readBudget.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { terminalSafe } from './terminalText.js';
 
-export interface LogStatus {
-  /** The log's public name (`identity_provider`, as in event types and the feed). */
-  log: LogKind;
-  objectId: string;
-  status: string;
-  statusReason: string | null;
-  /** Start of continuous coverage: every entry from here to coveredUntil was read (service clock), ISO. */
-  coveredFrom: string | null;
-  /** End of the last completely read window (service clock), ISO. */
-  coveredUntil: string | null;
-  /**
-   * What is not covered after coveredUntil and why: a log that is disabled or gone, or whose polls
-   * keep failing. Null while the log is polled normally (its lag is then only the poll interval).
-   */
-  gap: { from: string; reason: string } | null;
-  /** Seconds between now and coveredUntil: how far behind the feed may be. */
-  lagSeconds: number | null;
-  /**
-   * Local time minus coveredUntil, not clamped: negative when the cursor is ahead of the local
-   * clock (a service clock believed too far ahead), which lagSeconds (never below 0) would hide.
-   */
-  localLagSeconds: number | null;
-  lastSuccessAt: string | null;
-  lastError: string | null;
-  consecutiveFailures: number;
-  entriesIngested: number;
-  sortOrder: string | null;
-  /** Changes per hour the scheduler planned with after the last poll (the learned rate). */
-  estimatedRatePerHour: number | null;
-  /** When the scheduler expected to poll the log next, as of its last poll, ISO. */
-  nextPollAt: string | null;
-}
-
-export interface SinkStatus {
-  name: string;
-  type: string;
-  active: boolean;
-  connected: boolean;
-  pending: number;
-  delivered: number;
-  dead: number;
-  oldestPendingAgeSeconds: number | null;
-  consecutiveFailures: number;
-  lastError: string | null;
-  lastDeliveryAt: string | null;
-  /** closed, open (paused after repeated failures) or half-open (one probe). */
-  circuit: string;
-  /**
-   * Set when the sink was disabled (410 Gone, or its endpoint failed for disableAfterSeconds); its
-   * events stay pending, across restarts, until `changefeed sinks enable <name>`.
-   */
-  disabledReason: string | null;
-  /** Since when the destination has failed as a whole (endpoint-level), with no delivery since; ISO. */
-  failingSince: string | null;
-  filtered: number;
-  /**
-   * Where `active` and `connected` come from: `live` (the running daemon's /readyz) or `recorded`
-   * (connected is the last value the daemon stored; active follows the current config).
-   */
-  stateSource: 'live' | 'recorded';
-}
-
-/** What `changefeed status --json` prints; documented in docs/operations.md. */
-export interface StatusReport {
-  generatedAt: string;
-  logs: LogStatus[];
-  sinks: SinkStatus[];
-  journalEvents: number;
-  /** Entries the service sent that could not become events (`changefeed quarantine list`). */
-  quarantinedEntries: number;
-  /** The read budget as the daemon last saw it (written every 30 s while polling); null before that. */
-  budget: BudgetStatus | null;
-  /**
-   * Whether the daemon running the tenant answered (on a PostgreSQL store the lease holder, at its
-   * cluster.advertiseUrl, named in `holder`; else the one on http.port); sink state is live only when it did.
-   */
+/**
+ * What `changefeed status --json` prints, each field described in docs/operations.md. `daemon`
+ * says whether the daemon running the tenant answered (liveSinkState.ts); sink state is live only
+ * when it did.
+ */
+export type StatusReport = Omit<Awaited<ReturnType<typeof buildStatusReport>>, 'daemon'> & {
   daemon: ({ reachable: true; url: string } | { reachable: false; url: string | null; reason: string }) & {
     holder?: string;
   };
-}
+};
+export type SinkStatus = StatusReport['sinks'][number];
 
-export interface BudgetStatus {
-  /** When the daemon recorded this, ISO. */
-  at: string;
-  /** Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve. */
-  allowancePerHour: number;
-  /** RateLimit-Remaining of the last response, and when the server's window resets (ISO). */
-  serverRemaining: number | null;
-  resetAt: string | null;
-  /** Requests per hour the scheduler could give to polls at the pace of that moment. */
-  pollBudgetPerHour: number | null;
-  /** Set while a 429 pause runs. */
-  blockedUntil: string | null;
-}
-
-async function budgetOf(store: ChangefeedStore): Promise<BudgetStatus | null> {
+/** The read budget as the daemon last recorded it (pollRecorder.ts, every 30 s while polling). */
+async function budgetOf(store: ChangefeedStore) {
   const raw = await store.getMeta(BUDGET_META_KEY);
   if (!raw) return null;
-  const b = JSON.parse(raw) as {
-    at: number;
-    allowancePerHour: number;
-    serverRemaining?: number;
-    resetAt?: number;
-    pollBudgetPerHour?: number;
-    blockedUntil: number;
-  };
+  const b = JSON.parse(raw) as BudgetSnapshot & { at: number; pollBudgetPerHour?: number };
   return {
     at: new Date(b.at).toISOString(),
     allowancePerHour: b.allowancePerHour,
@@ -122,7 +34,8 @@ async function budgetOf(store: ChangefeedStore): Promise<BudgetStatus | null> {
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-function gapOf(w: WatchedLog): LogStatus['gap'] {
+/** What is not covered after coveredUntil and why; null while the log is polled normally. */
+function gapOf(w: WatchedLog): { from: string; reason: string } | null {
   const from = iso(w.windowEnd ?? w.coverageStart) ?? 'the start';
   if (w.status !== 'active') return { from, reason: `${w.status}: ${w.statusReason ?? 'no reason recorded'}` };
   if (w.consecutiveFailures > 0)
@@ -130,7 +43,7 @@ function gapOf(w: WatchedLog): LogStatus['gap'] {
   return null;
 }
 
-export async function buildStatusReport(store: ChangefeedStore, now: number): Promise<StatusReport> {
+export async function buildStatusReport(store: ChangefeedStore, now: number) {
   const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
   const logs = (await store.watchedLogs.list()).map((w) => ({
     log: w.log,
@@ -170,19 +83,18 @@ export async function buildStatusReport(store: ChangefeedStore, now: number): Pr
       disabledReason: s.disabledReason,
       failingSince: iso(s.failingSince),
       filtered: counts.filtered,
-      stateSource: 'recorded' as const,
+      /** `live` from the running daemon's /readyz (liveSinkState.ts), else as the daemon recorded it. */
+      stateSource: 'recorded' as 'live' | 'recorded',
     });
   }
-  const journalEvents = await store.journalSize();
-  const daemon = { reachable: false as const, url: null, reason: 'not asked' };
   return {
     generatedAt: new Date(now).toISOString(),
     logs,
     sinks,
-    journalEvents,
+    journalEvents: await store.journalSize(),
     quarantinedEntries: await store.quarantine.count(),
     budget: await budgetOf(store),
-    daemon,
+    daemon: { reachable: false as const, url: null, reason: 'not asked' },
   };
 }
 

@@ -39,14 +39,14 @@ export function defineStoreCommand(program: Command, host: CommandHost): void {
     .action(host.run((options: StoreMigrateOptions) => storeCommand(options, host.io)));
 }
 
-export interface StoreMigrateOptions {
+interface StoreMigrateOptions {
   from?: string;
   to?: string;
   schema: string;
   tenant?: string;
 }
 
-export async function storeCommand(values: StoreMigrateOptions, io: CliIo): Promise<number> {
+async function storeCommand(values: StoreMigrateOptions, io: CliIo): Promise<number> {
   if (!values.from?.startsWith('sqlite:'))
     throw new ChangefeedError('USAGE', '--from must be sqlite:<path of the store>');
   if (!values.to || !/^postgres(ql)?:\/\//i.test(values.to))
@@ -142,7 +142,7 @@ export async function storeCommand(values: StoreMigrateOptions, io: CliIo): Prom
  * Which tenants of the file go where: all of them under their own names, or the one named (the
  * one tenant `default` of a daemon without a tenants directory goes into that name).
  */
-export function chooseTenants(inFile: readonly string[], only: string | undefined): { from: string; to: string }[] {
+function chooseTenants(inFile: readonly string[], only: string | undefined): { from: string; to: string }[] {
   if (only === undefined) return inFile.map((t) => ({ from: t, to: t }));
   if (inFile.includes(only)) return [{ from: only, to: only }];
   if (inFile.length === 1 && inFile[0] === DEFAULT_TENANT) return [{ from: DEFAULT_TENANT, to: only }];

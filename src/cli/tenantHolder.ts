@@ -1,4 +1,3 @@
-import type { LeaseRow } from '../cluster/leaseTable.js';
 import { LeaseTable } from '../cluster/leaseTable.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 
@@ -24,12 +23,8 @@ export type TenantHolder =
 export async function findTenantHolder(backend: StoreBackend, tenant: string, leaseMs: number): Promise<TenantHolder> {
   const shared = backend.sharedByReplicas;
   if (!shared) return { kind: 'local' };
-  const rows = await new LeaseTable(shared.leasePool, { leaseMs }).list();
-  return holderOf(rows.find((row) => row.tenant === tenant));
-}
-
-/** A lease row as a TenantHolder: held while it names a holder and has not expired. */
-export function holderOf(row: LeaseRow | undefined): TenantHolder {
+  const row = (await new LeaseTable(shared.leasePool, { leaseMs }).list()).find((r) => r.tenant === tenant);
+  // Held while the row names a holder and has not expired.
   if (row?.holder === undefined || !(row.expiresInMs > 0)) return { kind: 'unheld' };
   return { kind: 'held', holder: row.holder, live: row.holderLive, url: row.holderUrl, healthUrl: row.holderHealthUrl };
 }

@@ -30,12 +30,12 @@ export function defineTenantsCommand(program: Command, host: CommandHost): void 
     .action(host.run((options: TenantsOptions) => tenantsCommand(options, host.io)));
 }
 
-export interface TenantsOptions {
+interface TenantsOptions {
   config?: string;
   json: boolean;
 }
 
-export async function tenantsCommand(values: TenantsOptions, io: CliIo): Promise<number> {
+async function tenantsCommand(values: TenantsOptions, io: CliIo): Promise<number> {
   const main = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
   const location = storeLocation(main.process);

@@ -32,7 +32,7 @@ export interface TenantsReport {
   problems: { code: string; file: string; message: string }[];
 }
 
-export const MAIN_CONFIG_SOURCE = '(main config)';
+const MAIN_CONFIG_SOURCE = '(main config)';
 
 /** One row per tenant, valid or not, sorted by name; the problems no tenant owns apart. */
 export function buildTenantsReport(dir: string | undefined, set: TenantSet<TenantConfig>): TenantsReport {

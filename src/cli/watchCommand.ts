@@ -5,7 +5,7 @@ import { describeError, errorCodeOf } from '../errors.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { openServiceSession } from './serviceSession.js';
 import { writeLine, type CliIo } from './cliIo.js';
-import { configOption, tenantOption, type CommandHost } from './commandLine.js';
+import { configOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 
 export function defineWatchCommand(program: Command, host: CommandHost): void {
   program
@@ -21,28 +21,20 @@ export function defineWatchCommand(program: Command, host: CommandHost): void {
     .addOption(configOption())
     .addOption(tenantOption())
     .action(
-      host.run((log: 'career' | 'skill', objectId: string, options: WatchRetryOptions) =>
+      host.run((log: 'career' | 'skill', objectId: string, options: TenantFlags) =>
         watchCommand(log, objectId, options, host.io),
       ),
     );
 }
 
-export interface WatchRetryOptions {
-  config?: string;
-  tenant?: string;
-}
-
 /** `watch retry`: the way back for a log marked gone, which is otherwise never polled again. */
-export async function watchCommand(
+async function watchCommand(
   log: 'career' | 'skill',
   objectId: string,
-  values: WatchRetryOptions,
+  values: TenantFlags,
   io: CliIo,
 ): Promise<number> {
-  const { config, tenant } = loadTenantConfig(
-    { configFlag: values.config, tenant: values.tenant, env: io.env },
-    'service',
-  );
+  const { config, tenant } = loadTenantConfig(values, io.env, 'service');
   // The status flip is one statement a lease holder picks up like a running daemon (docs/operations.md).
   return withExistingStore(config, { tenant }, async (store) => {
     const session = openServiceSession(config, io.env);

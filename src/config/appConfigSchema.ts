@@ -103,10 +103,6 @@ export const UNREAD_SECRET_SECTIONS = {
   full: [],
 } as const satisfies Record<string, readonly ('api' | 'sinks' | 'feed')[]>;
 
-export type InspectionConfig = z.infer<typeof inspectionConfigSchema>;
-export type ReplayConfig = z.infer<typeof replayConfigSchema>;
-export type ServiceConfig = z.infer<typeof serviceConfigSchema>;
-
 /** Environment variables and the config paths they set. */
 export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_API_KEY: 'api.apiKey',

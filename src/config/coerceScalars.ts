@@ -10,31 +10,15 @@ import { alternatives, childSchemas, type JsonSchema } from './configJsonSchema.
 export function coerceScalars(root: JsonSchema | undefined, value: unknown): unknown {
   if (!root) return value;
   const walk = (node: unknown, schemas: JsonSchema[]): unknown => {
-    if (typeof node === 'string')
-      return coerce(
-        node,
-        schemas.flatMap((s) => alternatives(root, s, node)),
-      );
-    if (Array.isArray(node)) {
-      return node.map((item, index) =>
-        walk(
-          item,
-          schemas.flatMap((s) => childSchemas(root, s, index, node)),
-        ),
-      );
+    if (typeof node === 'string') {
+      const accepted = schemas.flatMap((s) => alternatives(s, node));
+      return coerce(node, accepted);
     }
+    const below = (segment: PropertyKey): JsonSchema[] => schemas.flatMap((s) => childSchemas(s, segment, node));
+    if (Array.isArray(node)) return node.map((item, index) => walk(item, below(index)));
     if (isPlainObject(node)) {
       const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(node)) {
-        setOwn(
-          out,
-          key,
-          walk(
-            item,
-            schemas.flatMap((s) => childSchemas(root, s, key, node)),
-          ),
-        );
-      }
+      for (const [key, item] of Object.entries(node)) setOwn(out, key, walk(item, below(key)));
       return out;
     }
     return node;

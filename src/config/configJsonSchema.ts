@@ -35,36 +35,20 @@ function asSchema(value: unknown): JsonSchema | undefined {
   return isPlainObject(value) ? value : undefined;
 }
 
-/** Follows local `$ref`s (`#`, `#/$defs/name`), which zod emits for recursive or registered schemas. */
-export function resolveRef(root: JsonSchema, schema: JsonSchema): JsonSchema {
-  let current = schema;
-  for (let hops = 0; typeof current.$ref === 'string' && hops < 32; hops++) {
-    const ref = current.$ref;
-    if (ref === '#') return root;
-    const match = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
-    const defs = match ? asSchema(root[match[1] ?? '']) : undefined;
-    const target = match && defs ? asSchema(defs[decodeURIComponent(match[2] ?? '')]) : undefined;
-    if (!target) return current;
-    current = target;
-  }
-  return current;
-}
+// zod inlines every schema it meets again ("reused: inline"), so without recursive or registered
+// schemas, which the config has none of, its output holds no `$ref` to follow.
 
 /**
- * The concrete alternatives a schema stands for: unions and `allOf` flattened, refs resolved.
- * When `value` is an object, union members whose `const` properties contradict it are dropped,
- * which picks the right variant of a `type`-tagged union; if none matches, all are kept.
+ * The concrete alternatives a schema stands for: unions flattened. When `value` is an object,
+ * union members whose `const` properties contradict it are dropped, which picks the right
+ * variant of a `type`-tagged union; if none matches, all are kept.
  */
-export function alternatives(root: JsonSchema, schema: JsonSchema, value?: unknown): JsonSchema[] {
-  const resolved = resolveRef(root, schema);
-  const branches = [...(resolved.anyOf ?? []), ...(resolved.oneOf ?? [])];
-  const parts = resolved.allOf ?? [];
-  if (branches.length === 0 && parts.length === 0) return [resolved];
-
+export function alternatives(schema: JsonSchema, value?: unknown): JsonSchema[] {
+  const branches = [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])];
+  if (branches.length === 0) return [schema];
   const out: JsonSchema[] = [];
-  if (resolved.type !== undefined || resolved.properties !== undefined) out.push(resolved);
-  for (const part of parts) out.push(...alternatives(root, part, value));
-  const flat = branches.flatMap((branch) => alternatives(root, branch, value));
+  if (schema.type !== undefined || schema.properties !== undefined) out.push(schema);
+  const flat = branches.flatMap((branch) => alternatives(branch, value));
   const matching = flat.filter((branch) => matchesDiscriminators(branch, value));
   out.push(...(matching.length > 0 ? matching : flat));
   return out;
@@ -80,45 +64,26 @@ function matchesDiscriminators(branch: JsonSchema, value: unknown): boolean {
 }
 
 /** The schemas that apply one step below `schema`, at object key or array index `segment`. */
-export function childSchemas(
-  root: JsonSchema,
-  schema: JsonSchema,
-  segment: PropertyKey,
-  value?: unknown,
-): JsonSchema[] {
-  const out: JsonSchema[] = [];
-  for (const alt of alternatives(root, schema, value)) {
-    if (typeof segment === 'number') {
-      const prefix = alt.prefixItems?.[segment];
-      const items = prefix ?? (Array.isArray(alt.items) ? alt.items[segment] : alt.items);
-      const item = asSchema(items);
-      if (item) out.push(item);
-    } else if (typeof segment === 'string') {
-      const property =
-        alt.properties && Object.hasOwn(alt.properties, segment) ? asSchema(alt.properties[segment]) : undefined;
-      const extra = property ?? asSchema(alt.additionalProperties);
-      if (extra) out.push(extra);
+export function childSchemas(schema: JsonSchema, segment: PropertyKey, value?: unknown): JsonSchema[] {
+  return alternatives(schema, value).flatMap((alt) => {
+    let child: JsonSchema | undefined;
+    if (typeof segment === 'number') child = asSchema(alt.items);
+    else if (typeof segment === 'string') {
+      const own = alt.properties && Object.hasOwn(alt.properties, segment) ? alt.properties[segment] : undefined;
+      child = asSchema(own) ?? asSchema(alt.additionalProperties);
     }
-  }
-  return out;
+    return child ? [child] : [];
+  });
 }
 
-/** Every schema that could apply at `path`, guided by the actual config value where it exists. */
-export function schemasAtPath(root: JsonSchema, path: readonly PropertyKey[], rootValue?: unknown): JsonSchema[] {
+/** The keys an object at `path` accepts, for "did you mean" suggestions; guided by the config value. */
+export function knownKeysAtPath(root: JsonSchema, path: readonly PropertyKey[], rootValue?: unknown): string[] {
   let schemas: JsonSchema[] = [root];
   let value = rootValue;
   for (const segment of path) {
-    schemas = schemas.flatMap((schema) => childSchemas(root, schema, segment, value));
+    schemas = schemas.flatMap((schema) => childSchemas(schema, segment, value));
     value = stepInto(value, segment);
   }
-  return schemas.flatMap((schema) => alternatives(root, schema, value));
-}
-
-/** The keys an object at `path` accepts, for "did you mean" suggestions. */
-export function knownKeysAtPath(root: JsonSchema, path: readonly PropertyKey[], rootValue?: unknown): string[] {
-  const keys = new Set<string>();
-  for (const schema of schemasAtPath(root, path, rootValue)) {
-    for (const key of Object.keys(schema.properties ?? {})) keys.add(key);
-  }
-  return [...keys];
+  const keys = schemas.flatMap((schema) => alternatives(schema, value)).flatMap((s) => Object.keys(s.properties ?? {}));
+  return [...new Set(keys)];
 }

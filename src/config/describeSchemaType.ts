@@ -1,4 +1,4 @@
-import { resolveRef, type JsonSchema } from './configJsonSchema.js';
+import type { JsonSchema } from './configJsonSchema.js';
 
 // zod adds the safe-integer bounds to every `.int()`; they say nothing to an operator.
 const IMPLICIT_BOUND = Number.MAX_SAFE_INTEGER;
@@ -7,19 +7,17 @@ const IMPLICIT_BOUND = Number.MAX_SAFE_INTEGER;
  * A short, human-readable type for the configuration reference, e.g. `integer (> 0)`,
  * `"debug" | "info"`, `string[]`, `map<string, string>`, `string (uri) | null`.
  */
-export function describeSchemaType(root: JsonSchema, input: JsonSchema): string {
-  const schema = resolveRef(root, input);
+export function describeSchemaType(schema: JsonSchema): string {
   if (schema.const !== undefined) return JSON.stringify(schema.const);
   if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(' | ');
 
   const branches = schema.anyOf ?? schema.oneOf;
   if (branches) {
-    const variants = branches.map((branch) => resolveRef(root, branch));
-    if (variants.every(isObjectSchema)) return 'object';
-    return unique(variants.map((variant) => describeSchemaType(root, variant))).join(' | ');
+    if (branches.every(isObjectSchema)) return 'object';
+    return unique(branches.map(describeSchemaType)).join(' | ');
   }
   if (Array.isArray(schema.type)) {
-    return unique(schema.type.map((type) => describeSchemaType(root, { ...schema, type }))).join(' | ');
+    return unique(schema.type.map((type) => describeSchemaType({ ...schema, type }))).join(' | ');
   }
 
   switch (schema.type) {
@@ -31,12 +29,12 @@ export function describeSchemaType(root: JsonSchema, input: JsonSchema): string 
     case 'array': {
       const items = typeof schema.items === 'object' && !Array.isArray(schema.items) ? schema.items : undefined;
       if (!items) return 'array';
-      const inner = describeSchemaType(root, items);
+      const inner = describeSchemaType(items);
       return inner.includes(' ') ? `(${inner})[]` : `${inner}[]`;
     }
     case 'object': {
       const values = schema.additionalProperties;
-      if (!schema.properties && typeof values === 'object') return `map<string, ${describeSchemaType(root, values)}>`;
+      if (!schema.properties && typeof values === 'object') return `map<string, ${describeSchemaType(values)}>`;
       return 'object';
     }
     case undefined:

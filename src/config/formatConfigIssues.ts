@@ -26,7 +26,7 @@ interface Problem {
   readonly showValue: boolean;
 }
 
-export const REDACTED = '<redacted>';
+const REDACTED = '<redacted>';
 
 /**
  * Turns zod's issues into one ConfigError listing every problem as `<path>: <message>`, each
@@ -43,19 +43,16 @@ export function formatConfigIssues(issues: readonly Issue[], context: IssueConte
   const scrub = (text: string): string =>
     redactUrlCredentials(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text));
 
-  const seen = new Set<string>();
-  const listed: { path: string; message: string }[] = [];
+  // By its line, so a problem zod reports twice is listed once.
+  const listed = new Map<string, { path: string; message: string }>();
   for (const problem of problems) {
     const path = formatConfigPath(problem.path);
     const message = scrub(problem.message + detail(problem, context));
-    const line = `${path}: ${message}`;
-    if (seen.has(line)) continue;
-    seen.add(line);
-    listed.push({ path, message });
+    listed.set(`${path}: ${message}`, { path, message });
   }
-  const count = listed.length === 1 ? '1 problem' : `${listed.length} problems`;
-  const body = listed.map((p) => `  ${p.path}: ${p.message}`).join('\n');
-  return new ConfigError(`invalid configuration (${count}):\n${body}`, listed);
+  const count = listed.size === 1 ? '1 problem' : `${listed.size} problems`;
+  const body = [...listed.keys()].map((line) => `  ${line}`).join('\n');
+  return new ConfigError(`invalid configuration (${count}):\n${body}`, [...listed.values()]);
 }
 
 function explain(issue: Issue, prefix: PropertyKey[], context: IssueContext): Problem[] {

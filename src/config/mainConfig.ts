@@ -119,16 +119,8 @@ export function tenantsDirOf(sources: ConfigSources): string | undefined {
 }
 
 function withoutTenantSections(config: AppConfig): ProcessConfig {
-  const {
-    api: _api,
-    watch: _watch,
-    budget: _budget,
-    events: _events,
-    sinks: _sinks,
-    journal: _journal,
-    ...rest
-  } = config;
-  return rest;
+  const tenantSection = (key: string): boolean => (TENANT_SECTIONS as readonly string[]).includes(key);
+  return Object.fromEntries(Object.entries(config).filter(([key]) => !tenantSection(key))) as ProcessConfig;
 }
 
 function describeDefaults(mainFile: string | undefined): (path: readonly PropertyKey[]) => string {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { isPlainObject } from './configPath.js';
-import { resolveRef, toConfigJsonSchema, type JsonSchema } from './configJsonSchema.js';
+import { toConfigJsonSchema, type JsonSchema } from './configJsonSchema.js';
 import {
   describeDefault,
   describeSchemaType,
@@ -36,36 +36,29 @@ export function renderConfigReference(schema: z.ZodType, options: ConfigReferenc
   if (!root) throw new Error('the config schema cannot be expressed as JSON Schema, so no reference can be generated');
 
   const sections: Section[] = [];
-  const visiting = new Set<JsonSchema>();
-
   const visitObject = (path: string, object: JsonSchema, heading: string, variant: string | undefined): void => {
-    if (visiting.has(object)) return;
-    visiting.add(object);
     const section: Section = { heading, variant, description: object.description, rows: [] };
     sections.push(section);
     const required = new Set(object.required ?? []);
     const nested: (() => void)[] = [];
-    for (const [key, raw] of Object.entries(object.properties ?? {})) {
-      if (!isPlainObject(raw)) continue;
-      const property = resolveRef(root, raw);
+    for (const [key, property] of Object.entries(object.properties ?? {})) {
+      if (!isPlainObject(property)) continue;
       const name = path === '' ? key : `${path}.${key}`;
       section.rows.push([
         code(name),
-        escapeCell(describeSchemaType(root, property)),
-        defaultCell(root, property, required.has(key)),
-        escapeCell([property.description, variantsNote(root, property)].filter(Boolean).join(' ')),
+        escapeCell(describeSchemaType(property)),
+        defaultCell(property, required.has(key)),
+        escapeCell([property.description, variantsNote(property)].filter(Boolean).join(' ')),
       ]);
       nested.push(() => visitNested(name, property, variant));
     }
     for (const visit of nested) visit();
-    visiting.delete(object);
   };
 
   // Finds the object levels below a property: plain objects, list items, map values, the
   // non-null side of a nullable, and each variant of a union.
-  const visitNested = (path: string, input: JsonSchema, variant: string | undefined): void => {
-    const schema = resolveRef(root, input);
-    const branches = (schema.anyOf ?? schema.oneOf ?? []).map((b) => resolveRef(root, b));
+  const visitNested = (path: string, schema: JsonSchema, variant: string | undefined): void => {
+    const branches = schema.anyOf ?? schema.oneOf ?? [];
     const objects = branches.filter(isObjectSchema);
     if (objects.length > 1) {
       const tag = findDiscriminator(objects);
@@ -83,14 +76,13 @@ export function renderConfigReference(schema: z.ZodType, options: ConfigReferenc
     }
   };
 
-  const top = resolveRef(root, root);
-  if (isObjectSchema(top)) visitObject('', top, 'Top level', undefined);
-  else visitNested('', top, undefined);
+  if (isObjectSchema(root)) visitObject('', root, 'Top level', undefined);
+  else visitNested('', root, undefined);
 
   const out: string[] = [`# ${options.title}`, ''];
   out.push('<!-- Generated from the zod schema by scripts/generateConfigReference.ts; do not edit by hand. -->', '');
   if (options.intro) out.push(options.intro.trim(), '');
-  if (top.description && !isObjectSchema(top)) out.push(top.description, '');
+  if (root.description && !isObjectSchema(root)) out.push(root.description, '');
   const env = Object.entries(options.envMapping ?? {});
   if (env.length > 0) {
     out.push('## Environment variables', '', '| Variable | Sets |', '|---|---|');
@@ -132,17 +124,16 @@ function distinctSections(sections: readonly Section[]): Section[] {
 
 // Object defaults are spelled out field by field in the level's own table; repeating them as
 // one long JSON blob would only be truncated noise.
-function defaultCell(root: JsonSchema, property: JsonSchema, required: boolean): string {
+function defaultCell(property: JsonSchema, required: boolean): string {
   if (property.default === undefined) return required ? '*required*' : '—';
-  if (isPlainObject(property.default) && isObjectSchema(resolveRef(root, property))) return '*see fields*';
+  if (isPlainObject(property.default) && isObjectSchema(property)) return '*see fields*';
   return escapeCell(code(describeDefault(property.default)));
 }
 
 /** For a union of objects (or a list of them): which tag picks the variant, and its values. */
-function variantsNote(root: JsonSchema, property: JsonSchema): string | undefined {
-  const schema =
-    property.type === 'array' && isPlainObject(property.items) ? resolveRef(root, property.items) : property;
-  const variants = (schema.anyOf ?? schema.oneOf ?? []).map((b) => resolveRef(root, b)).filter(isObjectSchema);
+function variantsNote(property: JsonSchema): string | undefined {
+  const schema = property.type === 'array' && isPlainObject(property.items) ? property.items : property;
+  const variants = (schema.anyOf ?? schema.oneOf ?? []).filter(isObjectSchema);
   if (variants.length < 2) return undefined;
   const tag = findDiscriminator(variants);
   if (!tag) return 'One of the variants below.';

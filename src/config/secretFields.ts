@@ -6,16 +6,13 @@ import { alternatives, childSchemas, toConfigJsonSchema, type JsonSchema } from 
 const SECRET_KEY_NAMES = new Set(['apikey', 'secret', 'secrets', 'password', 'token']);
 
 /** A field is secret by name, or because its schema description starts with `Secret:`. */
-export function isSecretKey(key: PropertyKey): boolean {
+function isSecretKey(key: PropertyKey): boolean {
   return typeof key === 'string' && SECRET_KEY_NAMES.has(key.toLowerCase());
 }
 
-function describedAsSecret(root: JsonSchema, schemas: readonly JsonSchema[], value: unknown): boolean {
-  return schemas.some(
-    (schema) =>
-      schema.description?.trimStart().startsWith('Secret:') === true ||
-      alternatives(root, schema, value).some((alt) => alt.description?.trimStart().startsWith('Secret:') === true),
-  );
+function describedAsSecret(schemas: readonly JsonSchema[], value: unknown): boolean {
+  const secret = (schema: JsonSchema): boolean => schema.description?.trimStart().startsWith('Secret:') === true;
+  return schemas.some((schema) => secret(schema) || alternatives(schema, value).some(secret));
 }
 
 /**
@@ -27,9 +24,9 @@ export function isSecretPath(root: JsonSchema | undefined, path: readonly Proper
   let value = rootValue;
   for (const segment of path) {
     if (isSecretKey(segment)) return true;
-    schemas = root ? schemas.flatMap((schema) => childSchemas(root, schema, segment, value)) : [];
+    schemas = schemas.flatMap((schema) => childSchemas(schema, segment, value));
     value = stepInto(value, segment);
-    if (root && describedAsSecret(root, schemas, value)) return true;
+    if (describedAsSecret(schemas, value)) return true;
   }
   return false;
 }
@@ -51,10 +48,8 @@ export function collectSecretValues(root: JsonSchema | undefined, value: unknown
         ? Object.entries(node)
         : [];
     for (const [segment, child] of entries) {
-      const below = root ? schemas.flatMap((schema) => childSchemas(root, schema, segment, node)) : [];
-      const childSecret =
-        secret || isSecretKey(segment) || (root !== undefined && describedAsSecret(root, below, child));
-      walk(child, below, childSecret);
+      const below = schemas.flatMap((schema) => childSchemas(schema, segment, node));
+      walk(child, below, secret || isSecretKey(segment) || describedAsSecret(below, child));
     }
   };
   walk(value, root ? [root] : [], false);

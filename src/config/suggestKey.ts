@@ -2,7 +2,7 @@
  * Edit distance with adjacent transpositions counted as one edit ("optimal string alignment"),
  * so the common typo `baseUlr` is one edit from `baseUrl`, not two.
  */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const cols = b.length + 1;
   const d = new Array<number>((a.length + 1) * cols).fill(0);
   const at = (i: number, j: number): number => d[i * cols + j] ?? 0;
