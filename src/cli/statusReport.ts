@@ -1,6 +1,6 @@
 import { logKey } from '../logs.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
-import type { BudgetSnapshot } from '../poll/readBudget.js';
+import type { ReadBudget } from '../poll/readBudget.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { terminalSafe } from './terminalText.js';
@@ -21,7 +21,7 @@ export type SinkStatus = StatusReport['sinks'][number];
 async function budgetOf(store: ChangefeedStore) {
   const raw = await store.getMeta(BUDGET_META_KEY);
   if (!raw) return null;
-  const b = JSON.parse(raw) as BudgetSnapshot & { at: number; pollBudgetPerHour?: number };
+  const b = JSON.parse(raw) as ReturnType<ReadBudget['snapshot']> & { at: number; pollBudgetPerHour?: number };
   return {
     at: new Date(b.at).toISOString(),
     allowancePerHour: b.allowancePerHour,
