@@ -89,7 +89,7 @@ export function logsBody(
                 ${l.status}${l.statusReason ? `: ${l.statusReason}` : ''}
               </td>
               <td>${time(l.lastPollAt)}</td>
-              <td>${time(l.coveredUntil)}</td>
+              <td>${time(l.windowEnd)}</td>
               <td class="num">${l.lagSeconds === null ? '–' : formatSeconds(l.lagSeconds)}</td>
               <td class="num">${l.ratePerHour === null ? '–' : l.ratePerHour.toFixed(2)}</td>
               <td>${time(l.nextPollAt)}</td>
