@@ -128,9 +128,10 @@ function tenantSeries(registry: Registry) {
  */
 export class ChangefeedMetrics {
   readonly series: ReturnType<typeof tenantSeries>;
-  private readonly sources = new Map<string, TenantMetricSource>();
+  /** The tenants running here, whose gauges are read at each scrape. */
+  readonly sources = new Map<string, TenantMetricSource>();
   /** RateLimit-Remaining of each tenant's last answer, exported while the tenant is attached. */
-  private readonly budgets = new Map<string, number>();
+  readonly budgets = new Map<string, number>();
   /** Outbox counts read during the scrape under way: three gauges share one query per sink. */
   private scrapeCounts = new Map<string, Promise<DeliveryCounts>>();
 
@@ -159,23 +160,6 @@ export class ChangefeedMetrics {
   /** A tenant's hand on these metrics. Counters already counted for it go on from where they were. */
   forTenant(tenant: string): TenantMetrics {
     return new TenantMetrics(this, tenant);
-  }
-
-  /** The tenant runs here: its gauges are read from `source` until detached. */
-  attach(tenant: string, source: TenantMetricSource): void {
-    this.sources.set(tenant, source);
-  }
-
-  /** The tenant stopped here: its gauges leave /metrics (a newer runtime of it attached since stays). */
-  detach(tenant: string, source: TenantMetricSource): void {
-    if (this.sources.get(tenant) !== source) return;
-    this.sources.delete(tenant);
-    this.budgets.delete(tenant);
-  }
-
-  /** A tenant's RateLimit-Remaining from an answer of the service. */
-  budgetLeft(tenant: string, remaining: number): void {
-    this.budgets.set(tenant, remaining);
   }
 
   /** Called before each scrape: outbox counts are read once per sink and scrape. */
@@ -363,19 +347,24 @@ export class TenantMetrics implements FeedObserver {
 
   /** The tenant runs here: its gauges are read from `source` at each scrape. */
   attach(source: TenantMetricSource): void {
-    this.all.attach(this.tenant, source);
+    this.all.sources.set(this.tenant, source);
   }
 
-  /** The tenant stopped here: its gauges leave /metrics; its counters stay, to go on if it returns. */
+  /**
+   * The tenant stopped here: its gauges leave /metrics (unless a newer runtime of it attached
+   * since); its counters stay, to go on if it returns.
+   */
   detach(source: TenantMetricSource): void {
-    this.all.detach(this.tenant, source);
+    if (this.all.sources.get(this.tenant) !== source) return;
+    this.all.sources.delete(this.tenant);
+    this.all.budgets.delete(this.tenant);
   }
 
   observeResponse(meta: ResponseMeta, path: string): void {
     const tenant = this.tenant;
     this.all.series.requests.inc({ tenant, endpoint: endpointOf(path), status: String(meta.status) });
     if (meta.status === 429) this.all.series.rateLimited.inc({ tenant });
-    if (meta.remaining !== undefined) this.all.budgetLeft(tenant, meta.remaining);
+    if (meta.remaining !== undefined) this.all.budgets.set(tenant, meta.remaining);
   }
 
   observeClockRejected(): void {
