@@ -82,9 +82,7 @@ export async function startSimulator(options: SimulatorOptionsInput = {}): Promi
     setFaults: (faults) => service.setFaults(faults),
     revokeApiKey: (key) => service.keys.revoke(key),
     setReadsPerHour: (n) => service.buckets.setLimit(n),
-    spendReads: (key, n) => {
-      service.buckets.spend(key, n, clock.now());
-    },
+    spendReads: (key, n) => service.buckets.spend(key, n, clock.now()),
     requests: service.requests,
     instanceRequests: service.instanceRequests,
     close: () => server.close(),
