@@ -1,62 +1,39 @@
-import { logKey, type LogKind } from '../logs.js';
+import { z } from 'zod';
+import { logKey } from '../logs.js';
 import { parsePollHours, POLL_HOURS_META_KEY, type PollHour } from '../poll/pollHours.js';
 import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { DeadLetter } from '../store/storeRecords.js';
+import type { DeadLetter, DeliveryCounts, SinkStateRow, WatchedLog } from '../store/storeRecords.js';
 
-/** A watched log as the console's logs view shows it. */
-export interface LogRow {
-  log: LogKind;
-  objectId: string;
-  status: string;
-  statusReason: string | null;
-  lastPollAt: number | null;
-  /** Service-clock ms: everything before it was read. */
-  coveredUntil: number | null;
-  lagSeconds: number | null;
-  ratePerHour: number | null;
-  nextPollAt: number | null;
-  consecutiveFailures: number;
-  lastError: string | null;
-}
+/** A watched log as the console's logs view shows it: when it is next polled comes from its rate. */
+export type LogRow = Pick<
+  WatchedLog,
+  'log' | 'objectId' | 'status' | 'statusReason' | 'lastPollAt' | 'windowEnd' | 'consecutiveFailures' | 'lastError'
+> & { lagSeconds: number | null; ratePerHour: number | null; nextPollAt: number | null };
 
-export interface SinkRow {
-  name: string;
-  type: string;
-  active: boolean;
-  connected: boolean;
-  circuit: string;
-  disabledReason: string | null;
-  pending: number;
-  delivered: number;
-  dead: number;
-  oldestPendingAgeSeconds: number | null;
-  lastError: string | null;
-  lastDeliveryAt: number | null;
-}
+export type SinkRow = Pick<
+  SinkStateRow,
+  'name' | 'type' | 'active' | 'connected' | 'circuit' | 'disabledReason' | 'lastError'
+> &
+  Pick<DeliveryCounts, 'pending' | 'delivered' | 'dead'> & { oldestPendingAgeSeconds: number | null };
+
+const budgetSchema = z.object({
+  at: z.number(),
+  allowancePerHour: z.number(),
+  serverRemaining: z.number().nullable().catch(null),
+  blockedUntil: z.number().nullable().catch(null),
+});
 
 /** The read budget as the holder last recorded it (pollRecorder.ts). */
-export interface BudgetRow {
-  at: number;
-  allowancePerHour: number;
-  serverRemaining: number | null;
-  blockedUntil: number | null;
-}
+export type BudgetRow = z.infer<typeof budgetSchema>;
 
 export async function readLogRows(store: ChangefeedStore, now: number): Promise<LogRow[]> {
   const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
   return (await store.watchedLogs.list()).map((w) => ({
-    log: w.log,
-    objectId: w.objectId,
-    status: w.status,
-    statusReason: w.statusReason,
-    lastPollAt: w.lastPollAt,
-    coveredUntil: w.windowEnd,
-    lagSeconds: w.windowEnd === null ? null : Math.max(0, Math.round((now - w.windowEnd) / 1000)),
+    ...w,
+    lagSeconds: ageSeconds(w.windowEnd, now),
     ratePerHour: estimates.get(logKey(w))?.plannedRate ?? null,
     nextPollAt: estimates.get(logKey(w))?.nextPollAt ?? null,
-    consecutiveFailures: w.consecutiveFailures,
-    lastError: w.lastError,
   }));
 }
 
@@ -64,25 +41,13 @@ export async function readSinkRows(store: ChangefeedStore, now: number): Promise
   const rows: SinkRow[] = [];
   for (const s of await store.sinks.list()) {
     const counts = await store.outbox.counts(s.name);
-    rows.push({
-      name: s.name,
-      type: s.type,
-      active: s.active,
-      connected: s.connected,
-      circuit: s.circuit,
-      disabledReason: s.disabledReason,
-      pending: counts.pending,
-      delivered: counts.delivered,
-      dead: counts.dead,
-      oldestPendingAgeSeconds:
-        counts.oldestPendingIngestedAt === null
-          ? null
-          : Math.max(0, Math.round((now - counts.oldestPendingIngestedAt) / 1000)),
-      lastError: s.lastError,
-      lastDeliveryAt: s.lastDeliveryAt,
-    });
+    rows.push({ ...s, ...counts, oldestPendingAgeSeconds: ageSeconds(counts.oldestPendingIngestedAt, now) });
   }
   return rows;
+}
+
+function ageSeconds(since: number | null, now: number): number | null {
+  return since === null ? null : Math.max(0, Math.round((now - since) / 1000));
 }
 
 export async function readPollHours(store: ChangefeedStore): Promise<PollHour[]> {
@@ -91,24 +56,15 @@ export async function readPollHours(store: ChangefeedStore): Promise<PollHour[]>
 
 export async function readBudget(store: ChangefeedStore): Promise<BudgetRow | null> {
   const raw = await store.getMeta(BUDGET_META_KEY);
-  if (raw === undefined) return null;
+  let parsed;
   try {
-    const b = JSON.parse(raw) as {
-      at?: unknown;
-      allowancePerHour?: unknown;
-      serverRemaining?: unknown;
-      blockedUntil?: unknown;
-    };
-    if (typeof b.at !== 'number' || typeof b.allowancePerHour !== 'number') return null;
-    return {
-      at: b.at,
-      allowancePerHour: b.allowancePerHour,
-      serverRemaining: typeof b.serverRemaining === 'number' ? b.serverRemaining : null,
-      blockedUntil: typeof b.blockedUntil === 'number' && b.blockedUntil > b.at ? b.blockedUntil : null,
-    };
+    parsed = raw === undefined ? undefined : budgetSchema.safeParse(JSON.parse(raw)).data;
   } catch {
     return null;
   }
+  if (!parsed) return null;
+  const { blockedUntil, at } = parsed;
+  return { ...parsed, blockedUntil: blockedUntil !== null && blockedUntil > at ? blockedUntil : null };
 }
 
 /** Most dead letters one page lists; `dead-letters list` shows them all. */

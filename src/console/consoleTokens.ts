@@ -1,6 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { ConfigError } from '../errors.js';
-import { readSecretFile } from '../secrets/readSecretFile.js';
+import { matchDigest, readTokenFile, tokenDigest } from '../feed/feedTokens.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import type { ConsoleConfig, ConsoleRole } from './consoleConfig.js';
 
@@ -13,37 +11,31 @@ export interface ConsoleUser {
 
 /**
  * The console's sign-in tokens, from `console.tokens` and `console.tokenFiles`, each registered as
- * a secret (scrubbed from logs). A token given twice keeps its stronger role. A presented token is
- * hashed and compared with every configured one in constant time, all of them each time, as the
- * feed's tokens are (feedTokens.ts).
+ * a secret (scrubbed from logs). A token given twice keeps its stronger role. Tokens are matched
+ * in constant time (matchDigest).
  */
 export class ConsoleTokens {
   private readonly digests: Buffer[] = [];
   private readonly users: ConsoleUser[] = [];
+  private readonly keyDigests: Buffer[];
 
   constructor(config: Pick<ConsoleConfig, 'tokens' | 'tokenFiles'>) {
     const byKey = new Map<string, { digest: Buffer; role: ConsoleRole }>();
     const add = (token: string, role: ConsoleRole) => {
       registerSecret(token);
-      const digest = digestOf(token);
+      const digest = tokenDigest(token);
       const key = digest.toString('hex').slice(0, 16);
       const known = byKey.get(key);
       byKey.set(key, { digest, role: known?.role === 'operator' ? 'operator' : role });
     };
     for (const { token, role } of config.tokens) add(token, role);
-    for (const { file, role } of config.tokenFiles) {
-      const token = readSecretFile(file);
-      registerSecret(token);
-      if (!/^[\x21-\x7e]{16,}$/.test(token))
-        throw new ConfigError(`the console token in ${file} is not usable`, [
-          { path: 'console.tokenFiles', message: 'write at least 16 printable ASCII characters without spaces' },
-        ]);
-      add(token, role);
-    }
+    for (const { file, role } of config.tokenFiles)
+      add(readTokenFile(file, 'console.tokenFiles', `the console token in ${file} is not usable`), role);
     for (const [key, { digest, role }] of byKey) {
       this.digests.push(digest);
       this.users.push({ key, role });
     }
+    this.keyDigests = this.users.map((user) => tokenDigest(user.key));
   }
 
   get size(): number {
@@ -52,24 +44,11 @@ export class ConsoleTokens {
 
   /** The user of a token typed into the sign-in form, or undefined for a wrong one. */
   signIn(presented: string): ConsoleUser | undefined {
-    const candidate = digestOf(presented);
-    let found: ConsoleUser | undefined;
-    this.digests.forEach((known, index) => {
-      if (timingSafeEqual(known, candidate) && found === undefined) found = this.users[index];
-    });
-    return found;
+    return this.users[matchDigest(this.digests, presented)];
   }
 
   /** The user whose token key a session names, while that token is still configured. */
   byKey(key: string): ConsoleUser | undefined {
-    const candidate = digestOf(key);
-    let found: ConsoleUser | undefined;
-    for (const user of this.users)
-      if (timingSafeEqual(digestOf(user.key), candidate) && found === undefined) found = user;
-    return found;
+    return this.users[matchDigest(this.keyDigests, key)];
   }
-}
-
-function digestOf(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
 }

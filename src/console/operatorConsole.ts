@@ -151,7 +151,7 @@ export class OperatorConsole {
     const viewer: Viewer = { role: auth.user.role, csrf: this.sessions.csrfToken(auth.session) };
     if (path === '/console' || path === '/console/') {
       allow(req, ['GET']);
-      return this.sendPage(res, 200, 'Tenants', viewer, undefined, undefined, tenantsBody(await this.summaries()));
+      return this.sendPage(res, 200, tenantsBody(await this.summaries()), { title: 'Tenants', viewer });
     }
     const match = /^\/console\/tenants\/([^/]+)(\/[a-z-]+(?:\/[a-z]+)?)?$/.exec(path);
     if (!match) throw new Refusal(404, `no console page at ${path}`);
@@ -170,7 +170,12 @@ export class OperatorConsole {
           readPollHours(store),
         ]);
         const body = logsBody(summary, logs, budget, lastDaySlots(hours, now));
-        return this.sendPage(res, 200, `${tenant.name}: logs`, viewer, tenant.name, 'logs', body);
+        return this.sendPage(res, 200, body, {
+          title: `${tenant.name}: logs`,
+          viewer,
+          tenant: tenant.name,
+          view: 'logs',
+        });
       }
       case '/sinks': {
         allow(req, ['GET']);
@@ -178,15 +183,8 @@ export class OperatorConsole {
           ...s,
           perMinute: this.rates.record(tenant.name, s.name, s.delivered, now),
         }));
-        return this.sendPage(
-          res,
-          200,
-          `${tenant.name}: sinks`,
-          viewer,
-          tenant.name,
-          'sinks',
-          sinksBody(tenant.name, sinks),
-        );
+        const page = { title: `${tenant.name}: sinks`, viewer, tenant: tenant.name, view: 'sinks' } as const;
+        return this.sendPage(res, 200, sinksBody(tenant.name, sinks), page);
       }
       case '/dead-letters':
         allow(req, ['GET']);
@@ -202,15 +200,8 @@ export class OperatorConsole {
           'error' in parsed
             ? tailBody(tenant.name, undefined, parsed.error)
             : tailBody(tenant.name, parsed.type, undefined);
-        return this.sendPage(
-          res,
-          'error' in parsed ? 400 : 200,
-          `${tenant.name}: live tail`,
-          viewer,
-          tenant.name,
-          'tail',
-          body,
-        );
+        const page = { title: `${tenant.name}: live tail`, viewer, tenant: tenant.name, view: 'tail' } as const;
+        return this.sendPage(res, 'error' in parsed ? 400 : 200, body, page);
       }
       case '/tail/events': {
         allow(req, ['GET']);
@@ -226,7 +217,7 @@ export class OperatorConsole {
   private async signIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
     allow(req, ['GET', 'POST']);
     if (req.method === 'GET') {
-      this.sendPage(res, 200, 'Sign in', undefined, undefined, undefined, signInBody(undefined));
+      this.sendPage(res, 200, signInBody(undefined), { title: 'Sign in' });
       return;
     }
     checkOrigin(req);
@@ -237,7 +228,7 @@ export class OperatorConsole {
       const minutes = Math.ceil(waitMs / 60_000);
       res.setHeader('retry-after', String(Math.ceil(waitMs / 1000)));
       const message = `token: too many wrong tokens; sign-in is paused for ${minutes} minute${minutes === 1 ? '' : 's'}`;
-      this.sendPage(res, 429, 'Sign in', undefined, undefined, undefined, signInBody(message));
+      this.sendPage(res, 429, signInBody(message), { title: 'Sign in' });
       return;
     }
     const form = await readForm(req);
@@ -245,7 +236,7 @@ export class OperatorConsole {
     if (!user) {
       this.throttle.failed(address, this.deps.clock.now());
       this.deps.logger.warn({ remote: address }, 'console sign-in refused: unknown token');
-      this.sendPage(res, 401, 'Sign in', undefined, undefined, undefined, signInBody('token: not a console token'));
+      this.sendPage(res, 401, signInBody('token: not a console token'), { title: 'Sign in' });
       return;
     }
     this.throttle.succeeded(address);
@@ -320,7 +311,7 @@ export class OperatorConsole {
     notice: string | undefined,
   ): Promise<void> {
     const body = deadLettersBody(tenant, await readDeadLetters(store), viewer, notice);
-    this.sendPage(res, 200, `${tenant}: dead letters`, viewer, tenant, 'dead-letters', body);
+    this.sendPage(res, 200, body, { title: `${tenant}: dead letters`, viewer, tenant, view: 'dead-letters' });
   }
 
   private async replay(
@@ -334,7 +325,7 @@ export class OperatorConsole {
     allow(req, ['GET', 'POST']);
     const sinks = (await store.sinks.list()).filter((s) => s.active).map((s) => s.name);
     const send = (status: number, body: SafeHtml) =>
-      this.sendPage(res, status, `${tenant}: replay`, viewer, tenant, 'replay', body);
+      this.sendPage(res, status, body, { title: `${tenant}: replay`, viewer, tenant, view: 'replay' });
     const page = (form: ReplayForm, extra: Partial<Parameters<typeof replayBody>[0]> = {}) =>
       replayBody({ tenant, sinks, form, errors: [], preview: undefined, notice: undefined, viewer, ...extra });
     if (req.method === 'GET') {
@@ -438,30 +429,16 @@ export class OperatorConsole {
   private sendPage(
     res: ServerResponse,
     status: number,
-    title: string,
-    viewer: Viewer | undefined,
-    tenant: string | undefined,
-    view: TenantView | undefined,
     body: SafeHtml,
+    page: { title: string; viewer?: Viewer; tenant?: string; view?: TenantView },
   ): void {
-    const page = layout({ title, assets: this.assets.page, viewer, tenant, view, body });
-    res.writeHead(status, { ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(page)) }).end(page);
+    const text = layout({ ...page, assets: this.assets.page, body });
+    res.writeHead(status, { ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(text)) }).end(text);
   }
 
   private sendMessage(res: ServerResponse, status: number, message: string, field?: string): void {
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    this.sendPage(
-      res,
-      status,
-      status === 404 ? 'Not found' : 'Not done',
-      undefined,
-      undefined,
-      undefined,
-      messageBody(message, field),
-    );
+    if (res.headersSent) res.destroy();
+    else this.sendPage(res, status, messageBody(message, field), { title: status === 404 ? 'Not found' : 'Not done' });
   }
 
   private cookie(req: IncomingMessage, value: string, maxAgeSeconds: number): string {

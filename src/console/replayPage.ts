@@ -35,6 +35,26 @@ export function replayBody(options: {
       ? html`<span class="error" id="${field}-error">${field}: ${error.message}</span>`
       : html`<span class="hint" id="${field}-hint">${hint}</span>`;
   };
+  const input = (field: keyof ReplayForm, label: string, hint: string, placeholder = '') =>
+    html`<label for="replay-${field}">${label}</label>
+      <input
+        id="replay-${field}"
+        name="${field}"
+        value="${form[field]}"
+        placeholder="${placeholder}"
+        autocomplete="off"
+        ${described(field)}
+      />
+      ${fieldError(field, hint)}`;
+  const choice = (field: 'sink' | 'log', label: string, none: string, values: readonly string[], hint: string) =>
+    html`<label for="replay-${field}">${label}</label>
+      <select id="replay-${field}" name="${field}" ${described(field)}>
+        ${[
+          html`<option value="">${none}</option>`,
+          ...values.map((v) => html`<option ${v === form[field] ? html`selected` : ''}>${v}</option>`),
+        ]}
+      </select>
+      ${fieldError(field, hint)}`;
   const hidden = (f: ReplayForm) =>
     html`${(['sink', 'since', 'until', 'log', 'type'] as const).map((k) => html`<input type="hidden" name="${k}" value="${f[k]}" />`)}`;
   return html`<div id="replay">
@@ -51,45 +71,11 @@ export function replayBody(options: {
     }
     <form class="card" method="post" action="${action}" ${swap}>
       <input type="hidden" name="csrf" value="${viewer.csrf}" /><input type="hidden" name="action" value="count" />
-      <label for="replay-sink">Sink</label>
-      <select id="replay-sink" name="sink" ${described('sink')}>
-        ${[
-          html`<option value="">choose a sink</option>`,
-          ...sinks.map((s) => html`<option ${s === form.sink ? html`selected` : ''}>${s}</option>`),
-        ]}
-      </select>
-      ${fieldError('sink', 'where the events go again')}
-      <label for="replay-since">Since</label>
-      <input
-        id="replay-since"
-        name="since"
-        value="${form.since}"
-        inputmode="text"
-        autocomplete="off"
-        ${described('since')}
-      />
-      ${fieldError('since', 'ingested at or after: ISO 8601 with a zone, e.g. 2026-11-20T00:00:00Z')}
-      <label for="replay-until">Until</label>
-      <input id="replay-until" name="until" value="${form.until}" autocomplete="off" ${described('until')} />
-      ${fieldError('until', 'ingested before; empty for now')}
-      <label for="replay-log">Log</label>
-      <select id="replay-log" name="log" ${described('log')}>
-        ${[
-          html`<option value="">every log</option>`,
-          ...LOG_KINDS.map((l) => html`<option ${l === form.log ? html`selected` : ''}>${l}</option>`),
-        ]}
-      </select>
-      ${fieldError('log', 'one log, or all')}
-      <label for="replay-type">Type</label>
-      <input
-        id="replay-type"
-        name="type"
-        value="${form.type}"
-        placeholder="com.example.skills.*"
-        autocomplete="off"
-        ${described('type')}
-      />
-      ${fieldError('type', 'a glob over the event type (* and ?); empty for every type')}
+      ${choice('sink', 'Sink', 'choose a sink', sinks, 'where the events go again')}
+      ${input('since', 'Since', 'ingested at or after: ISO 8601 with a zone, e.g. 2026-11-20T00:00:00Z')}
+      ${input('until', 'Until', 'ingested before; empty for now')}
+      ${choice('log', 'Log', 'every log', LOG_KINDS, 'one log, or all')}
+      ${input('type', 'Type', 'a glob over the event type (* and ?); empty for every type', 'com.example.skills.*')}
       <button type="submit">Count events</button>
     </form>
     ${

@@ -82,15 +82,8 @@ export class EventFeed {
     // 'close' comes however the response ends: answered, or the client gone before an answer.
     if (observer) res.once('close', () => observer.feedAnswered(mode, res.headersSent ? res.statusCode : undefined));
     if (req.method !== 'GET' && !(mode === 'page' && req.method === 'HEAD')) {
-      sendProblem(
-        res,
-        405,
-        'method-not-allowed',
-        'Method not allowed',
-        'the feed is read with GET',
-        {},
-        { allow: 'GET' },
-      );
+      const allow = { allow: 'GET' };
+      sendProblem(res, 405, 'method-not-allowed', 'Method not allowed', 'the feed is read with GET', {}, allow);
       return;
     }
     const url = new URL(req.url ?? '/', 'http://feed');

@@ -8,17 +8,35 @@ import { registerSecret } from '../secrets/secretRegistry.js';
  * (scrubbed from logs). ConfigError names the file whose token cannot travel in a header.
  */
 export function readFeedTokens(tokens: readonly string[], tokenFiles: readonly string[], path: string): string[] {
-  const read = tokenFiles.map((file) => {
-    const token = readSecretFile(file);
-    registerSecret(token);
-    if (!/^[\x21-\x7e]{16,}$/.test(token))
-      throw new ConfigError(`the token in ${file} cannot be sent in a header`, [
-        { path, message: 'write at least 16 printable ASCII characters without spaces' },
-      ]);
-    return token;
-  });
+  const read = tokenFiles.map((file) => readTokenFile(file, path, `the token in ${file} cannot be sent in a header`));
   for (const token of tokens) registerSecret(token);
   return [...tokens, ...read];
+}
+
+/** The token a file holds, registered as a secret; ConfigError (`message`, at `path`) unless it is one. */
+export function readTokenFile(file: string, path: string, message: string): string {
+  const token = readSecretFile(file);
+  registerSecret(token);
+  if (!/^[\x21-\x7e]{16,}$/.test(token))
+    throw new ConfigError(message, [{ path, message: 'write at least 16 printable ASCII characters without spaces' }]);
+  return token;
+}
+
+/**
+ * The index of the digest `presented` hashes to, or -1. Compared with every digest each time, in
+ * constant time, so neither the comparison nor the number of comparisons tells how much was right.
+ */
+export function matchDigest(digests: readonly Buffer[], presented: string): number {
+  const candidate = tokenDigest(presented);
+  let found = -1;
+  digests.forEach((known, index) => {
+    if (timingSafeEqual(known, candidate) && found === -1) found = index;
+  });
+  return found;
+}
+
+export function tokenDigest(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
 }
 
 /** A configured bearer token and what it reads: every tenant, or one. */
@@ -38,18 +56,17 @@ export interface FeedReader {
 
 /**
  * The bearer tokens that may read the feed, each with the tenants it reads. A presented token is
- * hashed and compared with every configured token's hash in constant time, all of them each time
- * and whatever tenant the request names, so neither the comparison, nor the number of
- * comparisons, nor the tenant tells how much of a token was right or which tenants exist.
+ * matched (matchDigest) whatever tenant the request names, so the tenant tells nothing either.
  */
 export class FeedTokens {
   private readonly digests: Buffer[] = [];
   private readonly readers: FeedReader[] = [];
+  private readonly keyDigests: Buffer[];
 
   constructor(grants: readonly FeedTokenGrant[]) {
     const byDigest = new Map<string, { digest: Buffer; allTenants: boolean; tenants: Set<string> }>();
     for (const grant of grants) {
-      const digest = digestOf(grant.token);
+      const digest = tokenDigest(grant.token);
       const key = digest.toString('hex');
       const entry = byDigest.get(key) ?? { digest, allTenants: false, tenants: new Set<string>() };
       if (grant.reads.kind === 'all') entry.allTenants = true;
@@ -60,6 +77,7 @@ export class FeedTokens {
       this.digests.push(entry.digest);
       this.readers.push({ key: key.slice(0, 16), allTenants: entry.allTenants, tenants: entry.tenants });
     }
+    this.keyDigests = this.readers.map((reader) => tokenDigest(reader.key));
   }
 
   get size(): number {
@@ -69,35 +87,22 @@ export class FeedTokens {
   /** The reader of the token the `Authorization` header carries, or undefined for none or a wrong one. */
   match(authorization: string | undefined): FeedReader | undefined {
     const presented = /^Bearer +([^ ]+) *$/i.exec(authorization ?? '')?.[1];
-    const candidate = digestOf(presented ?? '');
-    let found = -1;
-    this.digests.forEach((known, index) => {
-      if (timingSafeEqual(known, candidate) && found === -1) found = index;
-    });
-    return presented === undefined || found < 0 ? undefined : this.readers[found];
+    const found = matchDigest(this.digests, presented ?? '');
+    return presented === undefined ? undefined : this.readers[found];
   }
 
   /**
    * The reader whose key a redirect ticket names, while its token is still configured: a token
    * removed from the files (and so from these tokens at the reload) takes its tickets with it.
-   * Compared with every reader's key in constant time, as `match` does.
    */
   reader(key: string): FeedReader | undefined {
-    const candidate = digestOf(key);
-    let found: FeedReader | undefined;
-    for (const reader of this.readers)
-      if (timingSafeEqual(digestOf(reader.key), candidate) && found === undefined) found = reader;
-    return found;
+    return this.readers[matchDigest(this.keyDigests, key)];
   }
 }
 
 /** Whether `reader` may read the feed of `tenant`. */
 export function readsTenant(reader: FeedReader, tenant: string): boolean {
   return reader.allTenants || reader.tenants.has(tenant);
-}
-
-function digestOf(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
 }
 
 /** Requests in flight per token (streams, waiting long-polls or pages), against a limit per token. */

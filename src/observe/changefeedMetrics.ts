@@ -42,6 +42,82 @@ export interface TenantMetricSource {
   sinks?: () => readonly SinkMetricState[];
 }
 
+/** The counters and histograms a tenant's TenantMetrics moves, each labelled `tenant`. */
+function tenantSeries(registry: Registry) {
+  const registers = [registry];
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+    new Counter({ name, help, labelNames, registers });
+  return {
+    polls: counter('changefeed_polls_total', 'Polls of a watched log, by log and outcome (ok or an error code).', [
+      'tenant',
+      'log',
+      'outcome',
+    ]),
+    requests: counter('changefeed_api_requests_total', 'GET requests to the service, by endpoint and HTTP status.', [
+      'tenant',
+      'endpoint',
+      'status',
+    ]),
+    rateLimited: counter('changefeed_api_rate_limited_total', '429 answers from the service.', ['tenant']),
+    quarantined: counter(
+      'changefeed_entries_quarantined_total',
+      'Entries that could not become events (no id, bad performedAt, too large), by log; see ' +
+        'changefeed quarantine list.',
+      ['tenant', 'log'],
+    ),
+    clockRejected: counter(
+      'changefeed_service_clock_rejected_total',
+      'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.',
+      ['tenant'],
+    ),
+    ingested: counter('changefeed_entries_ingested_total', 'New activity entries stored as events, by log.', [
+      'tenant',
+      'log',
+    ]),
+    duplicates: counter(
+      'changefeed_duplicates_dropped_total',
+      'Entries read again (window overlap, retries) and dropped by id, by log.',
+      ['tenant', 'log'],
+    ),
+    deliveries: counter(
+      'changefeed_deliveries_total',
+      'Event deliveries by sink and outcome (delivered, retried, dead).',
+      ['tenant', 'sink', 'outcome'],
+    ),
+    deliveryLatency: new Histogram({
+      name: 'changefeed_delivery_latency_seconds',
+      help: 'Time from ingestion to acknowledgement by the sink.',
+      labelNames: ['tenant', 'sink'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    detectionDelay: new Histogram({
+      name: 'changefeed_detection_delay_seconds',
+      help: "Time from an entry's performedAt to its ingestion.",
+      labelNames: ['tenant', 'log'],
+      buckets: DELAY_BUCKETS,
+      registers,
+    }),
+    feedRequests: counter(
+      'changefeed_feed_requests_total',
+      'Requests to the pull feed answered, by mode (page, stream) and status class (2xx, 4xx, 5xx; ' +
+        'aborted: the client left before an answer). A stream counts when it ends.',
+      ['tenant', 'mode', 'status_class'],
+    ),
+    feedStreams: new Gauge({
+      name: 'changefeed_feed_open_streams',
+      help: 'Server-Sent Events streams of the feed open now.',
+      labelNames: ['tenant'],
+      registers,
+    }),
+    feedEventsServed: counter(
+      'changefeed_feed_events_served_total',
+      'Events sent to feed clients, in pages and streams.',
+      ['tenant', 'mode'],
+    ),
+  };
+}
+
 /**
  * Every series about the tenants, labelled `tenant`, in the process's one registry. Created once
  * per process (processMetrics.ts), not per tenant or per reload: a tenant restarted, a lease
@@ -51,67 +127,23 @@ export interface TenantMetricSource {
  * they are always current and a tenant that stopped here drops out of them.
  */
 export class ChangefeedMetrics {
-  readonly polls: Counter<'tenant' | 'log' | 'outcome'>;
-  readonly requests: Counter<'tenant' | 'endpoint' | 'status'>;
-  readonly rateLimited: Counter<'tenant'>;
-  readonly budgetRemaining: Gauge<'tenant'>;
-  readonly ingested: Counter<'tenant' | 'log'>;
-  readonly duplicates: Counter<'tenant' | 'log'>;
-  readonly deliveries: Counter<'tenant' | 'sink' | 'outcome'>;
-  readonly deliveryLatency: Histogram<'tenant' | 'sink'>;
-  readonly detectionDelay: Histogram<'tenant' | 'log'>;
-  readonly clockRejected: Counter<'tenant'>;
-  readonly quarantined: Counter<'tenant' | 'log'>;
-  readonly feedRequests: Counter<'tenant' | 'mode' | 'status_class'>;
-  readonly feedStreams: Gauge<'tenant'>;
-  readonly feedEventsServed: Counter<'tenant' | 'mode'>;
-  private readonly sources = new Map<string, TenantMetricSource>();
+  readonly series: ReturnType<typeof tenantSeries>;
+  /** The tenants running here, whose gauges are read at each scrape. */
+  readonly sources = new Map<string, TenantMetricSource>();
   /** RateLimit-Remaining of each tenant's last answer, exported while the tenant is attached. */
-  private readonly budgets = new Map<string, number>();
+  readonly budgets = new Map<string, number>();
   /** Outbox counts read during the scrape under way: three gauges share one query per sink. */
   private scrapeCounts = new Map<string, Promise<DeliveryCounts>>();
 
-  constructor(registry: Registry) {
-    const registers = [registry];
-    this.polls = new Counter({
-      name: 'changefeed_polls_total',
-      help: 'Polls of a watched log, by log and outcome (ok or an error code).',
-      labelNames: ['tenant', 'log', 'outcome'],
-      registers,
-    });
-    this.requests = new Counter({
-      name: 'changefeed_api_requests_total',
-      help: 'GET requests to the service, by endpoint and HTTP status.',
-      labelNames: ['tenant', 'endpoint', 'status'],
-      registers,
-    });
-    this.rateLimited = new Counter({
-      name: 'changefeed_api_rate_limited_total',
-      help: '429 answers from the service.',
-      labelNames: ['tenant'],
-      registers,
-    });
-    this.quarantined = new Counter({
-      name: 'changefeed_entries_quarantined_total',
-      help:
-        'Entries that could not become events (no id, bad performedAt, too large), by log; see ' +
-        'changefeed quarantine list.',
-      labelNames: ['tenant', 'log'],
-      registers,
-    });
-    this.clockRejected = new Counter({
-      name: 'changefeed_service_clock_rejected_total',
-      help: 'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.',
-      labelNames: ['tenant'],
-      registers,
-    });
+  constructor(private readonly registry: Registry) {
+    this.series = tenantSeries(registry);
     const budgets = this.budgets;
     const sources = this.sources;
-    this.budgetRemaining = new Gauge({
+    new Gauge({
       name: 'changefeed_budget_remaining',
       help: 'RateLimit-Remaining from the last response: reads left in the window.',
       labelNames: ['tenant'],
-      registers,
+      registers: [registry],
       // Only for the tenants running here: the last answer of a tenant handed over or removed
       // would stay for ever, and an exhausted one keep its alert firing from this replica.
       collect() {
@@ -122,81 +154,12 @@ export class ChangefeedMetrics {
         }
       },
     });
-    this.ingested = new Counter({
-      name: 'changefeed_entries_ingested_total',
-      help: 'New activity entries stored as events, by log.',
-      labelNames: ['tenant', 'log'],
-      registers,
-    });
-    this.duplicates = new Counter({
-      name: 'changefeed_duplicates_dropped_total',
-      help: 'Entries read again (window overlap, retries) and dropped by id, by log.',
-      labelNames: ['tenant', 'log'],
-      registers,
-    });
-    this.deliveries = new Counter({
-      name: 'changefeed_deliveries_total',
-      help: 'Event deliveries by sink and outcome (delivered, retried, dead).',
-      labelNames: ['tenant', 'sink', 'outcome'],
-      registers,
-    });
-    this.deliveryLatency = new Histogram({
-      name: 'changefeed_delivery_latency_seconds',
-      help: 'Time from ingestion to acknowledgement by the sink.',
-      labelNames: ['tenant', 'sink'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.detectionDelay = new Histogram({
-      name: 'changefeed_detection_delay_seconds',
-      help: "Time from an entry's performedAt to its ingestion.",
-      labelNames: ['tenant', 'log'],
-      buckets: DELAY_BUCKETS,
-      registers,
-    });
-    this.feedRequests = new Counter({
-      name: 'changefeed_feed_requests_total',
-      help:
-        'Requests to the pull feed answered, by mode (page, stream) and status class (2xx, 4xx, 5xx; ' +
-        'aborted: the client left before an answer). A stream counts when it ends.',
-      labelNames: ['tenant', 'mode', 'status_class'],
-      registers,
-    });
-    this.feedStreams = new Gauge({
-      name: 'changefeed_feed_open_streams',
-      help: 'Server-Sent Events streams of the feed open now.',
-      labelNames: ['tenant'],
-      registers,
-    });
-    this.feedEventsServed = new Counter({
-      name: 'changefeed_feed_events_served_total',
-      help: 'Events sent to feed clients, in pages and streams.',
-      labelNames: ['tenant', 'mode'],
-      registers,
-    });
-    this.defineScrapeGauges(registers);
+    this.defineScrapeGauges();
   }
 
   /** A tenant's hand on these metrics. Counters already counted for it go on from where they were. */
   forTenant(tenant: string): TenantMetrics {
     return new TenantMetrics(this, tenant);
-  }
-
-  /** The tenant runs here: its gauges are read from `source` until detached. */
-  attach(tenant: string, source: TenantMetricSource): void {
-    this.sources.set(tenant, source);
-  }
-
-  /** The tenant stopped here: its gauges leave /metrics (a newer runtime of it attached since stays). */
-  detach(tenant: string, source: TenantMetricSource): void {
-    if (this.sources.get(tenant) !== source) return;
-    this.sources.delete(tenant);
-    this.budgets.delete(tenant);
-  }
-
-  /** A tenant's RateLimit-Remaining from an answer of the service. */
-  budgetLeft(tenant: string, remaining: number): void {
-    this.budgets.set(tenant, remaining);
   }
 
   /** Called before each scrape: outbox counts are read once per sink and scrape. */
@@ -234,7 +197,7 @@ export class ChangefeedMetrics {
     return (await store.sinks.list()).filter((s) => s.active).map((s) => s.name);
   }
 
-  private defineScrapeGauges(registers: Registry[]): void {
+  private defineScrapeGauges(): void {
     const gauge = (
       name: string,
       help: string,
@@ -250,7 +213,7 @@ export class ChangefeedMetrics {
         name,
         help,
         labelNames: ['tenant', ...labelNames],
-        registers,
+        registers: [this.registry],
         async collect() {
           this.reset();
           await each((tenant, source) =>
@@ -295,60 +258,46 @@ export class ChangefeedMetrics {
       gauge(name, help, [], (set, _, source) => {
         if (source.schedule) set({}, pick(source.schedule()));
       });
-    gauge(
-      'changefeed_outbox_pending',
-      'Events waiting for delivery, by sink.',
-      ['sink'],
-      async (set, tenant, source) => {
-        for (const sink of await this.activeSinks(source.store))
-          set({ sink }, (await this.countsOf(tenant, source.store, sink)).pending);
-      },
-    );
-    gauge('changefeed_dead_letters', 'Events a sink gave up on, by sink.', ['sink'], async (set, tenant, source) => {
-      for (const sink of await this.activeSinks(source.store))
-        set({ sink }, (await this.countsOf(tenant, source.store, sink)).dead);
-    });
-    gauge(
-      'changefeed_sink_oldest_pending_age_seconds',
-      'Age of the oldest event waiting for a sink (since its ingestion); 0 when none waits. Grows while ' +
-        'a sink is down, however few deliveries are attempted meanwhile.',
-      ['sink'],
-      async (set, tenant, source) => {
+    const outboxGauges: [string, string, (counts: DeliveryCounts, now: number) => number][] = [
+      ['changefeed_outbox_pending', 'Events waiting for delivery, by sink.', (c) => c.pending],
+      ['changefeed_dead_letters', 'Events a sink gave up on, by sink.', (c) => c.dead],
+      [
+        'changefeed_sink_oldest_pending_age_seconds',
+        'Age of the oldest event waiting for a sink (since its ingestion); 0 when none waits. Grows while ' +
+          'a sink is down, however few deliveries are attempted meanwhile.',
+        (c, now) => (c.oldestPendingIngestedAt === null ? 0 : Math.max(0, (now - c.oldestPendingIngestedAt) / 1000)),
+      ],
+    ];
+    for (const [name, help, pick] of outboxGauges)
+      gauge(name, help, ['sink'], async (set, tenant, source) => {
         const now = source.now();
-        for (const sink of await this.activeSinks(source.store)) {
-          const oldest = (await this.countsOf(tenant, source.store, sink)).oldestPendingIngestedAt;
-          set({ sink }, oldest === null ? 0 : Math.max(0, (now - oldest) / 1000));
-        }
-      },
-    );
-    gauge(
-      'changefeed_sink_connected',
-      '1 while the sink is connected and its destination takes events; 0 while not connected or while ' +
-        'the destination fails as a whole (changefeed_sink_endpoint_failing), as changefeed status shows it.',
-      ['sink'],
-      (set, _, source) => {
-        for (const s of source.sinks?.() ?? [])
-          set({ sink: s.sink }, s.disconnectedSince === null && s.failingSince === null ? 1 : 0);
-      },
-    );
-    gauge(
-      'changefeed_sink_endpoint_failing',
-      '1 while the destination fails as a whole (a webhook answering 401, 403, 404, 429, 5xx, not answering or not ' +
-        'reachable): the sink backs off on its endpoint schedule and its events stay pending; else 0.',
-      ['sink'],
-      (set, _, source) => {
-        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.failingSince === null ? 0 : 1);
-      },
-    );
-    gauge(
-      'changefeed_sink_disabled',
-      '1 once the sink was disabled (410 Gone, or endpoint-level failures for delivery.endpointBackoff.' +
-        'disableAfterSeconds); it stays so until fixed and restarted.',
-      ['sink'],
-      (set, _, source) => {
-        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, s.disabled ? 1 : 0);
-      },
-    );
+        for (const sink of await this.activeSinks(source.store))
+          set({ sink }, pick(await this.countsOf(tenant, source.store, sink), now));
+      });
+    const sinkGauges: [string, string, (s: SinkMetricState) => boolean][] = [
+      [
+        'changefeed_sink_connected',
+        '1 while the sink is connected and its destination takes events; 0 while not connected or while ' +
+          'the destination fails as a whole (changefeed_sink_endpoint_failing), as changefeed status shows it.',
+        (s) => s.disconnectedSince === null && s.failingSince === null,
+      ],
+      [
+        'changefeed_sink_endpoint_failing',
+        '1 while the destination fails as a whole (a webhook answering 401, 403, 404, 429, 5xx, not answering or not ' +
+          'reachable): the sink backs off on its endpoint schedule and its events stay pending; else 0.',
+        (s) => s.failingSince !== null,
+      ],
+      [
+        'changefeed_sink_disabled',
+        '1 once the sink was disabled (410 Gone, or endpoint-level failures for delivery.endpointBackoff.' +
+          'disableAfterSeconds); it stays so until fixed and restarted.',
+        (s) => s.disabled,
+      ],
+    ];
+    for (const [name, help, holds] of sinkGauges)
+      gauge(name, help, ['sink'], (set, _, source) => {
+        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, holds(s) ? 1 : 0);
+      });
     gauge(
       'changefeed_sink_circuit_state',
       "The sink's circuit breaker: 1 for its current state (closed, half_open, open), 0 for the others.",
@@ -398,28 +347,33 @@ export class TenantMetrics implements FeedObserver {
 
   /** The tenant runs here: its gauges are read from `source` at each scrape. */
   attach(source: TenantMetricSource): void {
-    this.all.attach(this.tenant, source);
+    this.all.sources.set(this.tenant, source);
   }
 
-  /** The tenant stopped here: its gauges leave /metrics; its counters stay, to go on if it returns. */
+  /**
+   * The tenant stopped here: its gauges leave /metrics (unless a newer runtime of it attached
+   * since); its counters stay, to go on if it returns.
+   */
   detach(source: TenantMetricSource): void {
-    this.all.detach(this.tenant, source);
+    if (this.all.sources.get(this.tenant) !== source) return;
+    this.all.sources.delete(this.tenant);
+    this.all.budgets.delete(this.tenant);
   }
 
   observeResponse(meta: ResponseMeta, path: string): void {
     const tenant = this.tenant;
-    this.all.requests.inc({ tenant, endpoint: endpointOf(path), status: String(meta.status) });
-    if (meta.status === 429) this.all.rateLimited.inc({ tenant });
-    if (meta.remaining !== undefined) this.all.budgetLeft(tenant, meta.remaining);
+    this.all.series.requests.inc({ tenant, endpoint: endpointOf(path), status: String(meta.status) });
+    if (meta.status === 429) this.all.series.rateLimited.inc({ tenant });
+    if (meta.remaining !== undefined) this.all.budgets.set(tenant, meta.remaining);
   }
 
   observeClockRejected(): void {
-    this.all.clockRejected.inc({ tenant: this.tenant });
+    this.all.series.clockRejected.inc({ tenant: this.tenant });
   }
 
   observePoll(log: LogKind, outcome: { result?: PollResult; error?: unknown }, now: number): void {
     const labels = { tenant: this.tenant, log };
-    const { polls, ingested, duplicates, quarantined, detectionDelay } = this.all;
+    const { polls, ingested, duplicates, quarantined, detectionDelay } = this.all.series;
     if (outcome.result) {
       polls.inc({ ...labels, outcome: 'ok' });
       ingested.inc(labels, outcome.result.emitted);
@@ -434,7 +388,7 @@ export class TenantMetrics implements FeedObserver {
 
   observeDelivery(outcome: BatchOutcome): void {
     const labels = { tenant: this.tenant, sink: outcome.sink };
-    const { deliveries, deliveryLatency } = this.all;
+    const { deliveries, deliveryLatency } = this.all.series;
     if (outcome.delivered) deliveries.inc({ ...labels, outcome: 'delivered' }, outcome.delivered);
     if (outcome.retried) deliveries.inc({ ...labels, outcome: 'retried' }, outcome.retried);
     if (outcome.dead) deliveries.inc({ ...labels, outcome: 'dead' }, outcome.dead);
@@ -443,19 +397,19 @@ export class TenantMetrics implements FeedObserver {
 
   feedAnswered(mode: FeedMode, status: number | undefined): void {
     const statusClass = status === undefined ? 'aborted' : `${Math.floor(status / 100)}xx`;
-    this.all.feedRequests.inc({ tenant: this.tenant, mode, status_class: statusClass });
+    this.all.series.feedRequests.inc({ tenant: this.tenant, mode, status_class: statusClass });
   }
 
   feedStreamOpened(): void {
-    this.all.feedStreams.inc({ tenant: this.tenant });
+    this.all.series.feedStreams.inc({ tenant: this.tenant });
   }
 
   feedStreamClosed(): void {
-    this.all.feedStreams.dec({ tenant: this.tenant });
+    this.all.series.feedStreams.dec({ tenant: this.tenant });
   }
 
   feedEventsServed(mode: FeedMode, count: number): void {
-    if (count > 0) this.all.feedEventsServed.inc({ tenant: this.tenant, mode }, count);
+    if (count > 0) this.all.series.feedEventsServed.inc({ tenant: this.tenant, mode }, count);
   }
 }
 

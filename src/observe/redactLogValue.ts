@@ -91,8 +91,6 @@ function redactEntries(
  */
 export function serializeError(error: unknown): unknown {
   if (!(error instanceof Error)) return redactLogValue(error);
-  const serialized = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
-  const plain: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(serialized)) plain[key] = item;
+  const plain = { ...(pino.stdSerializers.err(error) as unknown as Record<string, unknown>) };
   return redactEntries(plain, 0, new WeakSet()) ?? plain;
 }

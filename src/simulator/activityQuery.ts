@@ -112,25 +112,11 @@ function parseBoundedInteger(raw: string | null, min: number, max: number): numb
   return value >= min && value <= max ? value : null;
 }
 
-const UTC_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|\+00:00)$/;
+const UTC_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|\+00:00)$/;
 
 /** Epoch ms of an ISO 8601 timestamp in UTC (Z or +00:00), or null; sub-millisecond digits are cut. */
 export function parseUtcTimestamp(raw: string): number | null {
-  const m = UTC_TIMESTAMP.exec(raw);
-  if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((part) => Number(part ?? 0)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const millis = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
-  const at = Date.UTC(year, month - 1, day, hour, minute, second, millis);
-  const check = new Date(at);
-  // Date.UTC rolls 2026-02-30 over into March; the service would reject such a date.
-  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return null;
-  if (hour > 23 || minute > 59 || second > 59) return null;
-  return at;
+  const at = UTC_TIMESTAMP.test(raw) ? Date.parse(raw) : Number.NaN;
+  // Date.parse rolls 2026-02-30 (and 24:00) over into the next day; the service would reject such a date.
+  return Number.isNaN(at) || new Date(at).toISOString().slice(0, 10) !== raw.slice(0, 10) ? null : at;
 }

@@ -100,35 +100,28 @@ export const EVENT_TYPES: Readonly<Record<LogKind, readonly EventType[]>> = {
   identity_provider: identityProviderEventTypes,
 };
 
-export const CAREER_EVENTS: readonly string[] = careerEventTypes.map((e) => e.name);
-export const SKILL_EVENTS: readonly string[] = skillEventTypes.map((e) => e.name);
-export const IDENTITY_PROVIDER_EVENTS: readonly string[] = identityProviderEventTypes.map((e) => e.name);
-
 /** Every event name each log accepts in its `event` filter. */
-export const EVENT_CATALOGS: Readonly<Record<LogKind, readonly string[]>> = {
-  career: CAREER_EVENTS,
-  skill: SKILL_EVENTS,
-  identity_provider: IDENTITY_PROVIDER_EVENTS,
-};
+export const EVENT_CATALOGS = mapLogs((types) => types.map((t) => t.name));
+export const CAREER_EVENTS = EVENT_CATALOGS.career;
+export const SKILL_EVENTS = EVENT_CATALOGS.skill;
+export const IDENTITY_PROVIDER_EVENTS = EVENT_CATALOGS.identity_provider;
 
-const catalogSets: Readonly<Record<LogKind, ReadonlySet<string>>> = {
-  career: new Set(CAREER_EVENTS),
-  skill: new Set(SKILL_EVENTS),
-  identity_provider: new Set(IDENTITY_PROVIDER_EVENTS),
-};
+const catalogSets = mapLogs((types) => new Set(types.map((t) => t.name)));
 
 export function isKnownEvent(log: LogKind, name: string): boolean {
   return catalogSets[log].has(name);
 }
 
 /** Ascending cumulative weights per log, for Random.weightedIndex. */
-export const CUMULATIVE_EVENT_WEIGHTS: Readonly<Record<LogKind, readonly number[]>> = {
-  career: cumulate(careerEventTypes),
-  skill: cumulate(skillEventTypes),
-  identity_provider: cumulate(identityProviderEventTypes),
-};
-
-function cumulate(types: readonly EventType[]): number[] {
+export const CUMULATIVE_EVENT_WEIGHTS = mapLogs((types) => {
   let sum = 0;
   return types.map((t) => (sum += t.weight));
+});
+
+function mapLogs<T>(of: (types: readonly EventType[]) => T): Readonly<Record<LogKind, T>> {
+  return {
+    career: of(careerEventTypes),
+    skill: of(skillEventTypes),
+    identity_provider: of(identityProviderEventTypes),
+  };
 }

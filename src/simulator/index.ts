@@ -3,7 +3,7 @@ import { ActivitySimulation, companySeed } from './activitySimulation.js';
 import type { InstanceRequest } from './instanceRequests.js';
 import { companyHandle, type SimulatedCompany } from './simulatedCompany.js';
 import { SimulatedService, type RequestRecord } from './simulatedService.js';
-import { SimulatorServer } from './simulatorServer.js';
+import { listenSimulator } from './simulatorServer.js';
 import { simulatorOptionsSchema, type FaultOptions, type SimulatorOptionsInput } from './simulatorOptions.js';
 
 export { streamKey } from './activityStore.js';
@@ -63,7 +63,7 @@ export async function startSimulator(options: SimulatorOptionsInput = {}): Promi
   const service = new SimulatedService(parsed, simulations, clock);
   // The others catch up on their first request: a thousand companies' history is not built up front.
   simulations[0]?.catchUp(startedAt);
-  const server = await SimulatorServer.listen(service, clock, parsed.host, parsed.port);
+  const server = await listenSimulator(service, clock, parsed.host, parsed.port);
   const companies = simulations.map((simulation, index) =>
     companyHandle(index, service.companyKeys[index] ?? '', simulation, service.keys, clock),
   );
@@ -82,9 +82,7 @@ export async function startSimulator(options: SimulatorOptionsInput = {}): Promi
     setFaults: (faults) => service.setFaults(faults),
     revokeApiKey: (key) => service.keys.revoke(key),
     setReadsPerHour: (n) => service.buckets.setLimit(n),
-    spendReads: (key, n) => {
-      service.buckets.spend(key, n, clock.now());
-    },
+    spendReads: (key, n) => service.buckets.spend(key, n, clock.now()),
     requests: service.requests,
     instanceRequests: service.instanceRequests,
     close: () => server.close(),

@@ -9,31 +9,19 @@ import type { Clock } from '../clock.js';
 
 /** Every scope the spec defines (section 5); the default key carries all of them. */
 export const ALL_SCOPES: readonly string[] = [
-  'skills:read',
-  'skills:write',
-  'people:read',
-  'people:write',
-  'careers:read',
-  'careers:write',
-  'training:read',
-  'training:write',
-  'flags:read',
-  'flags:write',
-  'org:read',
-  'org:write',
-  'learning:read',
-  'learning:write',
-  'assessments:read',
-  'assessments:write',
-  'certifications:read',
-  'certifications:write',
-  'labels:read',
-  'labels:write',
-  'proficiency:read',
-  'proficiency:write',
-  'surveys:read',
-  'surveys:write',
-];
+  'skills',
+  'people',
+  'careers',
+  'training',
+  'flags',
+  'org',
+  'learning',
+  'assessments',
+  'certifications',
+  'labels',
+  'proficiency',
+  'surveys',
+].flatMap((resource) => [`${resource}:read`, `${resource}:write`]);
 
 const share = z.number().min(0).max(1);
 

@@ -1,61 +1,31 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.js';
 import type { SimulatedService } from './simulatedService.js';
+
+export interface SimulatorServer {
+  /** Base URL such as http://127.0.0.1:PORT; still readable after close. */
+  readonly url: string;
+  /** Stops listening, drops open connections and abandons delayed responses. Idempotent. */
+  close(): Promise<void>;
+}
 
 /**
  * The node:http transport of the simulated service. Latency is slept on the injected clock, so a
  * test on a ManualClock decides when a slow response lands, and close() never waits for it.
  */
-export class SimulatorServer {
-  private readonly shutdown = new AbortController();
-  private closing: Promise<void> | undefined;
-
-  private readonly server: Server;
-  private baseUrl = '';
-
-  private constructor(
-    private readonly service: SimulatedService,
-    private readonly clock: Clock,
-  ) {
-    this.server = createServer((req, res) => this.respond(req, res));
-  }
-
-  static async listen(service: SimulatedService, clock: Clock, host: string, port: number): Promise<SimulatorServer> {
-    const instance = new SimulatorServer(service, clock);
-    const { server } = instance;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    const address = server.address() as AddressInfo;
-    const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    instance.baseUrl = `http://${hostPart}:${address.port}`;
-    return instance;
-  }
-
-  /** Base URL such as http://127.0.0.1:PORT; still readable after close. */
-  get url(): string {
-    return this.baseUrl;
-  }
-
-  /** Stops listening, drops open connections and abandons delayed responses. Idempotent. */
-  close(): Promise<void> {
-    this.closing ??= new Promise<void>((resolve) => {
-      this.shutdown.abort();
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
-    return this.closing;
-  }
-
-  private respond(req: IncomingMessage, res: ServerResponse): void {
+export async function listenSimulator(
+  service: SimulatedService,
+  clock: Clock,
+  host: string,
+  port: number,
+): Promise<SimulatorServer> {
+  const shutdown = new AbortController();
+  const respond = (req: IncomingMessage, res: ServerResponse): void => {
     // Bodies are never read (writes are not simulated); drain them so the connection stays usable.
     req.resume();
-    const response = this.service.handle({
+    const response = service.handle({
       method: req.method ?? 'GET',
       url: req.url ?? '/',
       authorization: req.headers.authorization,
@@ -70,11 +40,22 @@ export class SimulatorServer {
       });
       res.end(response.body);
     };
-    if (response.delayMs <= 0) {
-      send();
-      return;
-    }
+    if (response.delayMs <= 0) send();
     // The only way the sleep fails is close() aborting it: the connection is going away anyway.
-    this.clock.sleep(response.delayMs, this.shutdown.signal).then(send, () => res.destroy());
-  }
+    else clock.sleep(response.delayMs, shutdown.signal).then(send, () => res.destroy());
+  };
+  const server = createServer(respond).listen(port, host);
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${hostPart}:${address.port}`,
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
+        shutdown.abort();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      })),
+  };
 }
