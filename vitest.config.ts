@@ -4,6 +4,8 @@ import { LongestFirstSequencer } from './test/longestFirstSequencer.js';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Bundles the CLI once, for the tests that spawn it (test/support/daemonProcess.ts's CLI).
+    globalSetup: ['test/cliBundle.ts'],
     testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: 'forks',
