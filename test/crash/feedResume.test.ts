@@ -5,13 +5,12 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { openEventSource, TOKEN } from '../feed/feedHarness.js';
-import { freePort, until } from '../support/daemonProcess.js';
+import { CLI, freePort, until } from '../support/daemonProcess.js';
 import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -21,8 +20,8 @@ afterEach(() => {
 
 function startDaemon(config: string, apiKey: string, logFile: string): ChildProcess {
   const log = openSync(logFile, 'a');
-  // node itself, not the tsx wrapper: SIGKILL must hit the daemon.
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', config], {
+  // node itself, not a wrapper: SIGKILL must hit the daemon.
+  const child = spawn(process.execPath, [CLI, 'run', '--config', config], {
     cwd: ROOT,
     env: { ...process.env, CHANGEFEED_API_KEY: apiKey, CHANGEFEED_CONFIG: '', FEED_TOKEN: TOKEN },
     stdio: ['ignore', log, log],

@@ -5,12 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
-import { until } from '../support/daemonProcess.js';
+import { CLI, until } from '../support/daemonProcess.js';
 import { writeCliConfig } from '../support/cliConfig.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
 // Thirteen lives: the fixed random sequence below kills two of them in discovery and the first
 // reads, and the other eleven mid-backlog, each at a different share of it.
 const KILLS = 13;
@@ -34,16 +33,12 @@ afterEach(() => {
 
 function startDaemon(config: string, apiKey: string, logFile: string, once = false): ChildProcess {
   const log = openSync(logFile, 'a');
-  // node itself, not the tsx wrapper: SIGKILL must hit the daemon, not a parent that leaves it running.
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', CLI, 'run', '--config', config, ...(once ? ['--once'] : [])],
-    {
-      cwd: ROOT,
-      env: { ...process.env, CHANGEFEED_API_KEY: apiKey, CHANGEFEED_CONFIG: '' },
-      stdio: ['ignore', log, log],
-    },
-  );
+  // node itself, not a wrapper: SIGKILL must hit the daemon, not a parent that leaves it running.
+  const child = spawn(process.execPath, [CLI, 'run', '--config', config, ...(once ? ['--once'] : [])], {
+    cwd: ROOT,
+    env: { ...process.env, CHANGEFEED_API_KEY: apiKey, CHANGEFEED_CONFIG: '' },
+    stdio: ['ignore', log, log],
+  });
   running.add(child);
   child.once('exit', () => running.delete(child));
   return child;

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, until } from '../support/daemonProcess.js';
+import { CLI, freePort, until } from '../support/daemonProcess.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 let child: ChildProcess | undefined;
@@ -13,11 +13,10 @@ afterEach(() => {
 
 async function startReceive(port: number, extra: string[] = []): Promise<() => string> {
   let out = '';
-  child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'src/cli/changefeed.ts'), 'receive', '--port', String(port), ...extra],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  child = spawn(process.execPath, [CLI, 'receive', '--port', String(port), ...extra], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   await until(() => out.includes('receiving webhooks at'), 60_000, 'the receiver listening');
   return () => out;

@@ -1,9 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { inject } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'src', 'cli', 'changefeed.ts');
+
+/**
+ * `src/cli/changefeed.ts` bundled by test/cliBundle.ts for this run: spawn it with plain `node`.
+ * The development entry through tsx (`npm run changefeed`) has a test of its own
+ * (test/integration/devEntrySignals.test.ts).
+ */
+export const CLI = inject('changefeedBundle');
 
 /** `changefeed run` as a real child process, with its stderr (logs) collected. */
 export interface DaemonProcess {
@@ -15,7 +22,7 @@ export interface DaemonProcess {
 }
 
 export function startDaemonProcess(args: string[], env: Record<string, string> = {}): DaemonProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', ...args], {
+  const child = spawn(process.execPath, [CLI, 'run', ...args], {
     cwd: ROOT,
     env: { ...process.env, CHANGEFEED_CONFIG: '', CHANGEFEED_API_KEY: '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -37,7 +44,7 @@ export function runCli(
   env: Record<string, string> = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const child = spawn(process.execPath, [CLI, ...args], {
       cwd: ROOT,
       env: { ...process.env, CHANGEFEED_CONFIG: '', ...env },
     });

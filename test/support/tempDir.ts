@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
 
 const created: string[] = [];
 
-afterEach(() => {
+/** Removes the directories made since the last call (test/removeTempDirs.ts calls it after each test). */
+export function removeTempDirs(): void {
   if (process.env.KEEP_TEMP) return;
   for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+}
 
 /** A fresh directory under the OS temp dir, removed after the test. */
 export function makeTempDir(prefix = 'changefeed-test-'): string {
