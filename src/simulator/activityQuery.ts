@@ -112,7 +112,9 @@ function parseBoundedInteger(raw: string | null, min: number, max: number): numb
   return value >= min && value <= max ? value : null;
 }
 
-const UTC_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|\+00:00)$/;
+// `(?!00)`: a year before 0100 is refused. Date.UTC reads such a year as 19xx, so a client that
+// builds its dates from parts would disagree with us on the century.
+const UTC_TIMESTAMP = /^(?!00)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|\+00:00)$/;
 
 /** Epoch ms of an ISO 8601 timestamp in UTC (Z or +00:00), or null; sub-millisecond digits are cut. */
 export function parseUtcTimestamp(raw: string): number | null {
