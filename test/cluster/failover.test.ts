@@ -20,10 +20,12 @@ afterAll(async () => {
   await admin?.end();
 });
 
-describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
-  it('a replica killed with SIGKILL: its tenants poll again elsewhere within 30 s, nothing missing, no overlap', async () => {
-    const simulator = await simulatedCompanies(31, COMPANIES);
-    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: COMPANIES });
+// Concurrent: each test has a simulator and a schema of its own, and spends most of its time
+// waiting for leases to expire, which the other fills.
+describe.skipIf(!admin).concurrent('replicas sharing tenants on PostgreSQL', () => {
+  it('a replica killed with SIGKILL: its tenants poll again elsewhere within 30 s, nothing missing, no overlap', async (test) => {
+    const simulator = await simulatedCompanies(31, COMPANIES, test);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: COMPANIES }, test);
     for (const id of ['replica-a', 'replica-b', 'replica-c']) set.start(id);
     const replicas = set;
     await until(async () => (await replicas.holders()).size === COMPANIES, 90_000, 'every tenant leased');
@@ -113,9 +115,9 @@ describe.skipIf(!admin)('replicas sharing tenants on PostgreSQL', () => {
     expect(overlaps(simulator, LEASE_SECONDS)).toEqual([]);
   }, 300_000);
 
-  it('a replica paused (SIGSTOP) for two leases writes nothing once resumed, and nothing is lost', async () => {
-    const simulator = await simulatedCompanies(32, 12);
-    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 12 });
+  it('a replica paused (SIGSTOP) for two leases writes nothing once resumed, and nothing is lost', async (test) => {
+    const simulator = await simulatedCompanies(32, 12, test);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 12 }, test);
     for (const id of ['replica-a', 'replica-b']) set.start(id);
     const replicas = set;
     await until(

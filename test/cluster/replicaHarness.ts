@@ -1,16 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { afterEach } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.js';
+import { onTestFinished, type TestContext } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
 import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { skipOrFail } from '../support/requiredBinary.js';
-import { startTestSimulator } from '../support/testSimulator.js';
-import { makeTempDir } from '../support/tempDir.js';
 import { writeTenantFile } from '../support/tenantFile.js';
 import { SECRET } from '../support/webhookHarness.js';
 
@@ -59,19 +57,23 @@ export async function connectAdmin(what: string): Promise<pg.Client | undefined>
   return undefined;
 }
 
-const running: ReplicaSet[] = [];
-// As testSimulator.ts does for simulators: every set is closed after its test, and its replicas'
-// logs shown first when the test failed (they explain it).
-afterEach(async (context) => {
-  for (const set of running.splice(0)) {
-    if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-replicas');
-    await set.close();
-  }
-});
+/**
+ * The test that owns a simulator or a replica set: it is closed when that test finishes. A test
+ * of a `describe.concurrent` passes its own context, since the module-level hooks (afterEach,
+ * onTestFinished) cannot tell concurrent tests apart: closing every set after each test would
+ * stop the sets of the tests still running.
+ */
+export type OwningTest = Pick<TestContext, 'onTestFinished'>;
+
+/** `test.onTestFinished`, or the running test's when no test is given (tests run one at a time). */
+function whenFinished(test: OwningTest | undefined, fn: (context: TestContext) => Promise<void>): void {
+  if (test) test.onTestFinished(fn);
+  else onTestFinished(fn);
+}
 
 /** The simulated service of the replica tests: companies of two careers and a skill, no history, reads unlimited. */
-export function simulatedCompanies(seed: number, companies: number): Promise<Simulator> {
-  return startTestSimulator({
+export async function simulatedCompanies(seed: number, companies: number, test?: OwningTest): Promise<Simulator> {
+  const simulator = await startSimulator({
     seed,
     companies,
     careers: 2,
@@ -80,6 +82,8 @@ export function simulatedCompanies(seed: number, companies: number): Promise<Sim
     historyHours: 0,
     readsPerHour: 1_000_000,
   });
+  whenFinished(test, () => simulator.close());
+  return simulator;
 }
 
 export function startReplicaSet(
@@ -101,8 +105,10 @@ export function startReplicaSet(
     /** `tenants.forgetAfterSeconds`; the default (an hour) when unset. */
     forgetAfterSeconds?: number;
   },
+  test?: OwningTest,
 ): ReplicaSet {
-  const dir = makeTempDir();
+  // Not test/support/tempDir.ts's: it removes every directory made in a test when any test ends.
+  const dir = mkdtempSync(join(tmpdir(), 'changefeed-replicas-'));
   const schema = `cf_test_${randomBytes(6).toString('hex')}`;
   const tenantsDir = join(dir, 'tenants');
   mkdirSync(tenantsDir);
@@ -191,9 +197,15 @@ export function startReplicaSet(
         }
       }
       await dropSchema(admin, schema).catch(() => undefined);
+      if (!process.env.KEEP_TEMP) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     },
   };
-  running.push(set);
+  // The replicas' logs shown first when the test failed: they explain it. Closed before the
+  // simulator, which was started first (hooks of a test run in reverse order).
+  whenFinished(test, async (context) => {
+    if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-replicas');
+    await set.close();
+  });
   return set;
 }
 

@@ -9,6 +9,7 @@ import {
   simulatedCompanies,
   startReplicaSet,
   writeRound,
+  type OwningTest,
   type ReplicaSet,
   type ReplicaView,
 } from './replicaHarness.js';
@@ -74,10 +75,11 @@ const sinkEvents = (set: ReplicaSet, name: string): number => {
 };
 
 /**
- * Two replicas serving four companies, every entry of a first round delivered. `views` gives a
- * replica a tenants directory of its own; `only` starts just those replicas.
+ * Two replicas serving four companies, every entry of a first round delivered, closed when `test`
+ * finishes. `views` gives a replica a tenants directory of its own; `only` starts just those replicas.
  */
 async function servedCompanies(
+  test: OwningTest,
   seed: number,
   options: {
     views?: (set: ReplicaSet) => Record<string, ReplicaView>;
@@ -85,13 +87,18 @@ async function servedCompanies(
     forgetAfterSeconds?: number;
   } = {},
 ): Promise<{ set: ReplicaSet; simulator: Simulator; companies: string[] }> {
-  const simulator = await simulatedCompanies(seed, COMPANIES);
-  const set = startReplicaSet(admin!, simulator, {
-    leaseSeconds: LEASE_SECONDS,
-    companies: COMPANIES,
-    readsPerHour: 14_400,
-    ...(options.forgetAfterSeconds === undefined ? {} : { forgetAfterSeconds: options.forgetAfterSeconds }),
-  });
+  const simulator = await simulatedCompanies(seed, COMPANIES, test);
+  const set = startReplicaSet(
+    admin!,
+    simulator,
+    {
+      leaseSeconds: LEASE_SECONDS,
+      companies: COMPANIES,
+      readsPerHour: 14_400,
+      ...(options.forgetAfterSeconds === undefined ? {} : { forgetAfterSeconds: options.forgetAfterSeconds }),
+    },
+    test,
+  );
   const companies = Array.from({ length: COMPANIES }, (_, i) => set.tenantName(i));
   const views = options.views?.(set) ?? {};
   for (const id of options.only ?? REPLICAS) set.start(id, {}, views[id]);
@@ -101,9 +108,11 @@ async function servedCompanies(
   return { set, simulator, companies };
 }
 
-describe.skipIf(!admin)('replicas agree on the tenants whatever their history', () => {
-  it('a copy of a key, first by name, then a replica restarted: one tenant polls the key, every company is held, nothing replayed into the copy', async () => {
-    const { set, simulator, companies } = await servedCompanies(77);
+// Concurrent: each test has a simulator, a schema and directories of its own, and spends most of
+// its time waiting for lease rounds (two seconds each) and restarts, which the others fill.
+describe.skipIf(!admin).concurrent('replicas agree on the tenants whatever their history', () => {
+  it('a copy of a key, first by name, then a replica restarted: one tenant polls the key, every company is held, nothing replayed into the copy', async (test) => {
+    const { set, simulator, companies } = await servedCompanies(test, 77);
     // The restarted replica never saw company 0 running, and must still not give the key to the copy.
     set.writeTenantFileAs(COPY, 0);
     await everyReplicaLogged(set, 'the copy refused', `"tenant":"${COPY}"`, 'same API key');
@@ -124,8 +133,8 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     expect(sinkEvents(set, COPY)).toBe(0);
   }, 300_000);
 
-  it('a file turned invalid, then its holder restarted: the company is still served on its last valid configuration', async () => {
-    const { set, simulator, companies } = await servedCompanies(78);
+  it('a file turned invalid, then its holder restarted: the company is still served on its last valid configuration', async (test) => {
+    const { set, simulator, companies } = await servedCompanies(test, 78);
     const invalid = set.tenantName(1);
     writeFileSync(join(set.tenantsDir, `${invalid}.yaml`), 'api: { apiKey: [\n');
     await everyReplicaLogged(set, 'the invalid file', `"tenant":"${invalid}"`, 'last valid configuration');
@@ -142,8 +151,8 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     await everythingDelivered(set, simulator);
   }, 300_000);
 
-  it('a renamed file is refused and replays nothing; named back, the tenant carries on', async () => {
-    const { set, simulator, companies } = await servedCompanies(79);
+  it('a renamed file is refused and replays nothing; named back, the tenant carries on', async (test) => {
+    const { set, simulator, companies } = await servedCompanies(test, 79);
     const original = set.tenantName(2);
     const renamed = 'renamed-002';
     const before = deliveredIds(set, 2);
@@ -162,9 +171,9 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     expect(rows).toEqual([]);
   }, 300_000);
 
-  it('one replica’s tenants directory emptied, then that replica restarted: the records survive, every company is held, an invalid file runs on its last valid configuration', async () => {
+  it('one replica’s tenants directory emptied, then that replica restarted: the records survive, every company is held, an invalid file runs on its last valid configuration', async (test) => {
     const emptied = 'replica-a';
-    const { set, simulator, companies } = await servedCompanies(80, {
+    const { set, simulator, companies } = await servedCompanies(test, 80, {
       views: (set) => ({ [emptied]: { tenantsDir: copyOfTenants(set, emptied) } }),
     });
     const own = join(set.dir, `tenants-${emptied}`);
@@ -202,11 +211,11 @@ describe.skipIf(!admin)('replicas agree on the tenants whatever their history', 
     expect([...new Set((await set.holders()).values())]).toEqual(REPLICAS.filter((id) => id !== emptied));
   }, 300_000);
 
-  it('a key moved from tenant A to tenant B while one replica has not read the directory again: A and B are never leased at once', async () => {
+  it('a key moved from tenant A to tenant B while one replica has not read the directory again: A and B are never leased at once', async (test) => {
     const stale = 'replica-a';
     const fresh = 'replica-b';
     // The stale replica reads a directory of its own, which never changes, once an hour.
-    const { set, companies } = await servedCompanies(81, {
+    const { set, companies } = await servedCompanies(test, 81, {
       views: (set) => ({ [stale]: { tenantsDir: copyOfTenants(set, stale), rescanSeconds: 3600 } }),
       only: [stale],
       forgetAfterSeconds: 2,
