@@ -10,11 +10,9 @@ import {
   SinkEndpointFailingError,
   SinkUnavailableError,
 } from '../sinkContract/sinkErrors.js';
-import { ENDPOINT_BACKOFF_DEFAULTS } from '../sinkContract/deliveryConfig.js';
 import { decideEndpointFailure, decideEndpointStart, NO_FAILURES, type EndpointFailureRun } from './endpointBackoff.js';
-import type { LogKind } from '../logs.js';
 import type { Sink } from '../sinkContract/sink.js';
-import type { CircuitBreakerConfig, EndpointBackoffConfig, RetryConfig } from '../sinkContract/deliveryConfig.js';
+import type { SinkDeliveryConfig, SinkFilter } from '../sinkContract/deliveryConfig.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitState, PendingDelivery, SinkStateRow } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
@@ -22,6 +20,7 @@ import { poisonBatchCap } from './poisonSearch.js';
 import { logKey } from '../logs.js';
 import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
+import { compileSinkFilter } from './sinkFilter.js';
 import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
@@ -42,22 +41,18 @@ const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
 const PLAN_AHEAD = 4;
 
-/** What a sink worker is given by the delivery engine: its sink, the store, and the sink's delivery settings. */
-export interface SinkWorkerOptions {
+/** A sink with its `delivery` and `filter` blocks as configured (sinkCommonSchema). */
+export interface EngineSink {
   sink: Sink;
+  delivery: SinkDeliveryConfig;
+  filter?: SinkFilter | undefined;
+}
+
+/** What a sink worker is given by the delivery engine: its sink and settings, the store, and the engine's hooks. */
+export interface SinkWorkerOptions extends EngineSink {
   store: ChangefeedStore;
   clock: Clock;
   logger: Logger;
-  retry: RetryConfig;
-  /** delivery.poison.strikes: 0 turns the poison search off. */
-  poisonStrikes?: number;
-  circuitBreaker: CircuitBreakerConfig;
-  /** delivery.endpointBackoff: the schedule and give-up rule of a destination failing as a whole. */
-  endpointBackoff?: EndpointBackoffConfig;
-  batchSize: number;
-  maxInFlight: number;
-  /** False for events this sink must not receive (its filter). */
-  accepts?: (event: { log: LogKind; type: string }) => boolean;
   random?: () => number;
   /** Called after each batch outcome, for metrics. */
   onOutcome?: (outcome: BatchOutcome) => void;
@@ -126,12 +121,23 @@ export class SinkWorker {
   /** The state an earlier run recorded (disabled, a failure run) was taken up. */
   private resumed = false;
 
+  /** Most events per write and writes in flight: as configured, capped to what the sink takes. */
+  private readonly batchSize: number;
+  private readonly maxInFlight: number;
+
   constructor(private readonly options: SinkWorkerOptions) {
-    this.circuit = new CircuitBreaker(options.circuitBreaker);
-    this.wake = new WorkerWake(options.clock);
-    this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
-    this.window = new PendingWindow(options.store.outbox, options.sink.name, WINDOW_CAPACITY, options.accepts, (seqs) =>
-      options.store.outbox.markFiltered(options.sink.name, seqs, options.clock.now()),
+    const { sink, delivery, store, clock, logger } = options;
+    this.batchSize = Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize);
+    this.maxInFlight = Math.min(
+      delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight,
+      sink.limits.maxInFlight,
+    );
+    this.circuit = new CircuitBreaker(delivery.circuitBreaker);
+    this.wake = new WorkerWake(clock);
+    this.health = new SinkHealth(sink.name, store, clock, logger);
+    const accepts = compileSinkFilter(options.filter, (note) => logger.warn({ sink: sink.name }, note));
+    this.window = new PendingWindow(store.outbox, sink.name, WINDOW_CAPACITY, accepts, (seqs) =>
+      store.outbox.markFiltered(sink.name, seqs, clock.now()),
     );
   }
 
@@ -181,7 +187,7 @@ export class SinkWorker {
     // Every write in flight adds a listener to this signal: up to maxInFlight is the design, not
     // the leak Node warns about past ten; the signal is the worker's own so this hides no other leak.
     const writes = AbortSignal.any([mode.abortWrites ?? stop, cutOff.signal]);
-    setMaxListeners(this.options.maxInFlight + 2, writes);
+    setMaxListeners(this.maxInFlight + 2, writes);
     const launching = AbortSignal.any([stop, writes]);
     // A write that hangs must not hold the run past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
@@ -244,7 +250,7 @@ export class SinkWorker {
       }
       if (this.endpointRun.failingSince !== null) await this.connectedWhileFailing(clock.now());
     }
-    const allowance = this.circuit.allowance(now, this.options.maxInFlight);
+    const allowance = this.circuit.allowance(now, this.maxInFlight);
     if (allowance === 0) return Math.max(1, this.circuit.reopensAt - now);
     const free = allowance - this.inFlight.size;
     if (free <= 0) return IN_FLIGHT;
@@ -252,12 +258,12 @@ export class SinkWorker {
     if (this.ready.length === 0) {
       this.filteredInLastScan = await this.window.topUp();
       const plan = planBatches({
-        pages: this.window.candidates(this.options.batchSize),
+        pages: this.window.candidates(this.batchSize),
         now,
         inFlightKeys: this.inFlightKeys,
-        maxBatches: Math.max(free, this.options.maxInFlight * PLAN_AHEAD),
-        maxBatchSize: this.options.batchSize,
-        batchCap: (d) => poisonBatchCap(d.attempts, this.options.poisonStrikes ?? 0, this.options.batchSize),
+        maxBatches: Math.max(free, this.maxInFlight * PLAN_AHEAD),
+        maxBatchSize: this.batchSize,
+        batchCap: (d) => poisonBatchCap(d.attempts, this.options.delivery.poison.strikes, this.batchSize),
       });
       this.ready = plan.batches;
       nextDueAt = plan.nextDueAt;
@@ -450,8 +456,8 @@ export class SinkWorker {
     } else if (error instanceof SinkBackoffError) this.health.backOff(error, error.retryAfterMs);
     else whole = false;
     if (whole) return this.report({ retried: batch.length, error: message });
-    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, {
-      strikes: this.options.poisonStrikes ?? 0,
+    const outcome = classifyBatchFailure(batch, error, now, this.options.delivery.retry, this.options.random, {
+      strikes: this.options.delivery.poison.strikes,
       lastSuccessAt: this.lastSuccessAt,
     });
     await recordBatchFailure(store.outbox, this.window, this.name, batch, outcome, now);
@@ -483,7 +489,7 @@ export class SinkWorker {
     const decision = decideEndpointFailure(
       this.endpointRun,
       now,
-      this.options.endpointBackoff ?? ENDPOINT_BACKOFF_DEFAULTS,
+      this.options.delivery.endpointBackoff,
       error.failure.retryAfterMs,
       this.options.random,
     );

@@ -3,6 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { databaseFence } from '../../src/cluster/writeFence.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
+import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { admin, openBackend, prepare } from '../store/postgresTestDb.js';
@@ -31,10 +32,13 @@ function worker(store: ChangefeedStore, sink: ScriptedSink, onLeaseLost: (error:
     store,
     clock: systemClock,
     logger: noopLogger,
-    retry: { initialDelayMs: 10, maxDelayMs: 100, maxAttempts: 0, maxAgeSeconds: 0 },
-    circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-    batchSize: 10,
-    maxInFlight: 1,
+    delivery: deliverySchema(RETRY_DEFAULTS).parse({
+      retry: { initialDelayMs: 10, maxDelayMs: 100, maxAttempts: 0, maxAgeSeconds: 0 },
+      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+      poison: { strikes: 0 },
+      batchSize: 10,
+      maxInFlight: 1,
+    }),
     onLeaseLost,
   });
 }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
+import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { buildCloudEvent } from '../../src/events/cloudEvent.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { FileSink, fileSinkConfigSchema } from '../../src/sinks/fileSink.js';
@@ -97,10 +98,13 @@ describe('FileSink', () => {
       store,
       clock,
       logger: noopLogger,
-      retry: { initialDelayMs: 1_000, maxDelayMs: 1_000, maxAttempts: 0, maxAgeSeconds: 0 },
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      batchSize: 2,
-      maxInFlight: 1,
+      delivery: deliverySchema(RETRY_DEFAULTS).parse({
+        retry: { initialDelayMs: 1_000, maxDelayMs: 1_000, maxAttempts: 0, maxAgeSeconds: 0 },
+        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+        poison: { strikes: 0 },
+        batchSize: 2,
+        maxInFlight: 1,
+      }),
       random: () => 0.5,
     });
     await withVirtualTime(clock, worker.run(new AbortController().signal, { deadline: START + 60_000 }));

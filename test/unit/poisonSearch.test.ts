@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isPoison, poisonBatchCap } from '../../src/deliver/poisonSearch.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
+import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
@@ -59,11 +60,13 @@ describe('a batch the destination keeps refusing because of one event', () => {
         store,
         clock,
         logger: noopLogger,
-        retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
-        poisonStrikes: 3,
-        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-        batchSize: 8,
-        maxInFlight: 1,
+        delivery: deliverySchema(RETRY_DEFAULTS).parse({
+          retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
+          poison: { strikes: 3 },
+          circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+          batchSize: 8,
+          maxInFlight: 1,
+        }),
         random: () => 0.5,
       });
       await withVirtualTime(clock, worker.run(new AbortController().signal, { deadline: clock.now() + 86_400_000 }));
@@ -101,11 +104,13 @@ describe('a batch the destination keeps refusing because of one event', () => {
       store,
       clock,
       logger: noopLogger,
-      retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
-      poisonStrikes: 2,
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      batchSize: 4,
-      maxInFlight: 1,
+      delivery: deliverySchema(RETRY_DEFAULTS).parse({
+        retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
+        poison: { strikes: 2 },
+        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+        batchSize: 4,
+        maxInFlight: 1,
+      }),
       random: () => 0.5,
     });
     await withVirtualTime(clock, worker.run(new AbortController().signal, { deadline: clock.now() + 3_600_000 }));

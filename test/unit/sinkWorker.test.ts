@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
+import { deliverySchema, RETRY_DEFAULTS, type RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import {
   SinkBackoffError,
@@ -29,10 +29,13 @@ function worker(
     store,
     clock,
     logger: noopLogger,
-    retry: { ...RETRY, ...over.retry },
-    circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-    batchSize: over.batchSize ?? 10,
-    maxInFlight: over.maxInFlight ?? 1,
+    delivery: deliverySchema(RETRY_DEFAULTS).parse({
+      retry: { ...RETRY, ...over.retry },
+      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+      poison: { strikes: 0 },
+      batchSize: over.batchSize ?? 10,
+      maxInFlight: over.maxInFlight ?? 1,
+    }),
     random: () => 0.5,
   });
 }
@@ -162,6 +165,7 @@ describe('SinkWorker with a real store', () => {
     try {
       const { store, sink, clock, drain } = await setup();
       sink.latencyMs = 20;
+      sink.limits.maxInFlight = 32;
       for (let i = 0; i < 32; i++) await ingestEntries(store, 'career', `c-${i}`, ['a', 'b']);
       expect(await drain(worker(store, sink, clock, { batchSize: 1, maxInFlight: 32 }))).toBe(true);
       expect(sink.maxConcurrentWrites).toBe(32);
