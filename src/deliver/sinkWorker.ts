@@ -21,7 +21,6 @@ import { logKey } from '../logs.js';
 import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { compileSinkFilter } from './sinkFilter.js';
-import { CircuitBreaker } from './circuitBreaker.js';
 import { SinkHealth } from './sinkHealth.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
@@ -96,7 +95,6 @@ export interface BatchOutcome {
 export class SinkWorker {
   private readonly inFlightKeys = new Set<string>();
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly circuit: CircuitBreaker;
   private readonly health: SinkHealth;
   private readonly window: PendingWindow;
   /** Planned batches not yet launched: independent of each other and of what is in flight. */
@@ -132,9 +130,8 @@ export class SinkWorker {
       delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight,
       sink.limits.maxInFlight,
     );
-    this.circuit = new CircuitBreaker(delivery.circuitBreaker);
     this.wake = new WorkerWake(clock);
-    this.health = new SinkHealth(sink.name, store, clock, logger);
+    this.health = new SinkHealth(sink.name, store, clock, logger, delivery.circuitBreaker);
     const accepts = compileSinkFilter(options.filter, (note) => logger.warn({ sink: sink.name }, note));
     this.window = new PendingWindow(store.outbox, sink.name, WINDOW_CAPACITY, accepts, (seqs) =>
       store.outbox.markFiltered(sink.name, seqs, clock.now()),
@@ -155,7 +152,7 @@ export class SinkWorker {
     return {
       sink: this.name,
       disabled: this.health.disabled,
-      circuit: this.circuit.state(this.options.clock.now()),
+      circuit: this.health.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
       failingSince: this.health.failingSince,
       lastError: this.health.lastError,
@@ -250,8 +247,8 @@ export class SinkWorker {
       }
       if (this.endpointRun.failingSince !== null) await this.connectedWhileFailing(clock.now());
     }
-    const allowance = this.circuit.allowance(now, this.maxInFlight);
-    if (allowance === 0) return Math.max(1, this.circuit.reopensAt - now);
+    const allowance = this.health.circuit.allowance(now, this.maxInFlight);
+    if (allowance === 0) return Math.max(1, this.health.circuit.reopensAt - now);
     const free = allowance - this.inFlight.size;
     if (free <= 0) return IN_FLIGHT;
     let nextDueAt: number | undefined;
@@ -285,10 +282,7 @@ export class SinkWorker {
     );
     this.resumed = true;
     this.health.resume(start);
-    if (start.kind === 'resume') {
-      this.endpointRun = start.run;
-      this.circuit.holdOpenUntil(now);
-    }
+    if (start.kind === 'resume') this.endpointRun = start.run;
   }
 
   /**
@@ -299,7 +293,6 @@ export class SinkWorker {
   private async connectedWhileFailing(now: number): Promise<void> {
     if ((await this.options.store.outbox.counts(this.name)).pending > 0) return;
     this.endpointRun = NO_FAILURES;
-    this.circuit.recordSuccess();
     this.health.recovered(now);
   }
 
@@ -308,7 +301,6 @@ export class SinkWorker {
     const recorded = (await this.options.store.sinks.list()).find((s) => s.name === this.name);
     if (recorded === undefined || recorded.disabledReason !== null) return ENABLE_CHECK_MS;
     this.endpointRun = NO_FAILURES;
-    this.circuit.recordSuccess();
     this.health.enabled();
     return 0;
   }
@@ -368,7 +360,6 @@ export class SinkWorker {
     }
     this.unexpectedInARow = 0;
     this.endpointRun = NO_FAILURES;
-    this.circuit.recordSuccess();
     this.health.delivered(now);
     this.lastSuccessAt = now;
     this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
@@ -461,13 +452,8 @@ export class SinkWorker {
       lastSuccessAt: this.lastSuccessAt,
     });
     await recordBatchFailure(store.outbox, this.window, this.name, batch, outcome, now);
-    // A destination that answered and refused these events (a 4xx) works: that is no outage, and
-    // counting it would pause the sink and let one event die per probe.
-    const opened = outcome.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);
     this.health.writeFailed(message, {
-      opened,
-      circuit: this.circuit.state(now),
-      reopensAt: this.circuit.reopensAt,
+      perEventRejections: outcome.perEventRejections,
       dead: outcome.dead.length,
       retried: outcome.retries.length,
     });
@@ -485,7 +471,7 @@ export class SinkWorker {
    * the circuit opened that fail the same way do not advance the schedule.
    */
   private endpointFailed(error: SinkEndpointFailingError, now: number): void {
-    if (this.circuit.state(now) === 'open') return;
+    if (this.health.circuit.state(now) === 'open') return;
     const decision = decideEndpointFailure(
       this.endpointRun,
       now,
@@ -498,7 +484,6 @@ export class SinkWorker {
       this.health.disable(`${decision.reason}; last: ${error.message}`);
       return;
     }
-    this.circuit.holdOpenUntil(decision.until);
     this.health.endpointFailing(error.message, decision.run.failingSince ?? now, decision.until);
   }
 
