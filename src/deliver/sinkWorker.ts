@@ -142,11 +142,6 @@ export class SinkWorker {
     return this.options.sink.name;
   }
 
-  /** Connected and not disabled. */
-  get isConnected(): boolean {
-    return this.health.connected && !this.health.disabled;
-  }
-
   /** For readiness and metrics. */
   get connectionState(): SinkConnectionState {
     return {
