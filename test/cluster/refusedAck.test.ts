@@ -3,12 +3,11 @@ import { systemClock } from '../../src/clock.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { databaseFence } from '../../src/cluster/writeFence.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { admin, openBackend, prepare } from '../store/postgresTestDb.js';
 import { entry, ingest } from '../store/storeContract.suite.js';
-import { ScriptedSink } from '../unit/scriptedSink.js';
+import { ScriptedSink, testDelivery } from '../unit/scriptedSink.js';
 import { acquireOne } from '../support/acquireOne.js';
 
 // After a lease was lost, a sink worker re-sent one batch in a tight loop and logged nothing: the
@@ -32,12 +31,9 @@ function worker(store: ChangefeedStore, sink: ScriptedSink, onLeaseLost: (error:
     store,
     clock: systemClock,
     logger: noopLogger,
-    delivery: deliverySchema(RETRY_DEFAULTS).parse({
+    delivery: testDelivery({
       retry: { initialDelayMs: 10, maxDelayMs: 100, maxAttempts: 0, maxAgeSeconds: 0 },
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      poison: { strikes: 0 },
       batchSize: 10,
-      maxInFlight: 1,
     }),
     onLeaseLost,
   });

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { buildCloudEvent } from '../../src/events/cloudEvent.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { FileSink, fileSinkConfigSchema } from '../../src/sinks/fileSink.js';
@@ -12,7 +11,7 @@ import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { readJsonLines } from '../support/jsonLines.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { BASE_URL, EVENTS, START, ingestEntries, openStore, testClock } from './scriptedSink.js';
+import { BASE_URL, EVENTS, START, ingestEntries, openStore, testClock, testDelivery } from './scriptedSink.js';
 
 const fileSink = (path: string) => new FileSink(fileSinkConfigSchema.parse({ name: 'file', type: 'file', path }));
 
@@ -98,12 +97,9 @@ describe('FileSink', () => {
       store,
       clock,
       logger: noopLogger,
-      delivery: deliverySchema(RETRY_DEFAULTS).parse({
+      delivery: testDelivery({
         retry: { initialDelayMs: 1_000, maxDelayMs: 1_000, maxAttempts: 0, maxAgeSeconds: 0 },
-        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-        poison: { strikes: 0 },
         batchSize: 2,
-        maxInFlight: 1,
       }),
       random: () => 0.5,
     });

@@ -2,11 +2,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isPoison, poisonBatchCap } from '../../src/deliver/poisonSearch.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { ScriptedSink, ingestEntries, openStore, testClock } from './scriptedSink.js';
+import { ScriptedSink, ingestEntries, openStore, testClock, testDelivery } from './scriptedSink.js';
 
 describe('poisonBatchCap', () => {
   it.each([
@@ -60,12 +59,10 @@ describe('a batch the destination keeps refusing because of one event', () => {
         store,
         clock,
         logger: noopLogger,
-        delivery: deliverySchema(RETRY_DEFAULTS).parse({
+        delivery: testDelivery({
           retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
           poison: { strikes: 3 },
-          circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
           batchSize: 8,
-          maxInFlight: 1,
         }),
         random: () => 0.5,
       });
@@ -104,12 +101,10 @@ describe('a batch the destination keeps refusing because of one event', () => {
       store,
       clock,
       logger: noopLogger,
-      delivery: deliverySchema(RETRY_DEFAULTS).parse({
+      delivery: testDelivery({
         retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
         poison: { strikes: 2 },
-        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
         batchSize: 4,
-        maxInFlight: 1,
       }),
       random: () => 0.5,
     });

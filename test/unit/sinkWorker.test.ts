@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { deliverySchema, RETRY_DEFAULTS, type RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
+import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import {
   SinkBackoffError,
@@ -13,7 +13,15 @@ import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.j
 import type { ManualClock } from '../../src/clock.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { ScriptedSink, START, ingestEntries, openStore, testClock, type WriteScript } from './scriptedSink.js';
+import {
+  ScriptedSink,
+  START,
+  ingestEntries,
+  openStore,
+  testClock,
+  testDelivery,
+  type WriteScript,
+} from './scriptedSink.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const RETRY: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
@@ -29,10 +37,8 @@ function worker(
     store,
     clock,
     logger: noopLogger,
-    delivery: deliverySchema(RETRY_DEFAULTS).parse({
+    delivery: testDelivery({
       retry: { ...RETRY, ...over.retry },
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      poison: { strikes: 0 },
       batchSize: over.batchSize ?? 10,
       maxInFlight: over.maxInFlight ?? 1,
     }),
