@@ -30,7 +30,7 @@ export async function takeCommandLease(
 ): Promise<CommandLease> {
   const table = new LeaseTable(store.leasePool, { leaseMs: options.leaseMs });
   const holder = `${options.command}@${hostname()}-${process.pid}`;
-  const granted = await table.acquire(tenant, holder);
+  const [granted] = await table.acquireMany(holder, [{ tenant }]);
   if (!granted) {
     const lease = (await table.list()).find((l) => l.tenant === tenant);
     const at = lease?.holderUrl === undefined ? '' : ` (reached at ${lease.holderUrl})`;

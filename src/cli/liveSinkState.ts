@@ -1,12 +1,11 @@
 import { request } from 'undici';
-import type { HttpConfig } from '../observe/healthServer.js';
+import type { HttpConfig, ReadinessCheck } from '../observe/healthServer.js';
 import type { SinkStatus, StatusReport } from './statusReport.js';
 import type { TenantHolder } from './tenantHolder.js';
 
 /** What the running daemon's /readyz says right now, or why it could not be asked. */
 export type LiveReadiness = (
-  | { reachable: true; url: string; checks: { name: string; ok: boolean; detail?: string }[] }
-  | { reachable: false; url: string | null; reason: string }
+  { reachable: true; url: string; checks: ReadinessCheck[] } | { reachable: false; url: string | null; reason: string }
 ) & {
   /** The replica holding the tenant's lease, when the store has leases. */
   holder?: string;
@@ -83,7 +82,7 @@ async function fetchReadiness(url: string): Promise<LiveReadiness> {
     const body = JSON.parse(text) as { checks?: unknown };
     if (!Array.isArray(body.checks))
       return { reachable: false, url, reason: `the answer (HTTP ${res.statusCode}) is not the daemon's readiness` };
-    return { reachable: true, url, checks: body.checks as { name: string; ok: boolean; detail?: string }[] };
+    return { reachable: true, url, checks: body.checks as ReadinessCheck[] };
   } catch (error) {
     return {
       reachable: false,

@@ -1,8 +1,5 @@
-import { logKey } from '../logs.js';
-import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
-import type { ReadBudget } from '../poll/readBudget.js';
+import { readBudget, readLogRows, readSinkRows, type LogRow } from '../console/consoleReads.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { WatchedLog } from '../store/storeRecords.js';
 import { terminalSafe } from './terminalText.js';
 
 /**
@@ -17,25 +14,24 @@ export type StatusReport = Omit<Awaited<ReturnType<typeof buildStatusReport>>, '
 };
 export type SinkStatus = StatusReport['sinks'][number];
 
-/** The read budget as the daemon last recorded it (pollRecorder.ts, every 30 s while polling). */
+/** The read budget as the daemon last recorded it, in dates. */
 async function budgetOf(store: ChangefeedStore) {
-  const raw = await store.getMeta(BUDGET_META_KEY);
-  if (!raw) return null;
-  const b = JSON.parse(raw) as ReturnType<ReadBudget['snapshot']> & { at: number; pollBudgetPerHour?: number };
+  const b = await readBudget(store);
+  if (!b) return null;
   return {
     at: new Date(b.at).toISOString(),
     allowancePerHour: b.allowancePerHour,
-    serverRemaining: b.serverRemaining ?? null,
-    resetAt: iso(b.resetAt ?? null),
-    pollBudgetPerHour: b.pollBudgetPerHour === undefined ? null : Math.round(b.pollBudgetPerHour),
-    blockedUntil: b.blockedUntil > b.at ? iso(b.blockedUntil) : null,
+    serverRemaining: b.serverRemaining,
+    resetAt: iso(b.resetAt),
+    pollBudgetPerHour: b.pollBudgetPerHour === null ? null : Math.round(b.pollBudgetPerHour),
+    blockedUntil: iso(b.blockedUntil),
   };
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** What is not covered after coveredUntil and why; null while the log is polled normally. */
-function gapOf(w: WatchedLog): { from: string; reason: string } | null {
+function gapOf(w: LogRow): { from: string; reason: string } | null {
   const from = iso(w.windowEnd ?? w.coverageStart) ?? 'the start';
   if (w.status !== 'active') return { from, reason: `${w.status}: ${w.statusReason ?? 'no reason recorded'}` };
   if (w.consecutiveFailures > 0)
@@ -43,9 +39,11 @@ function gapOf(w: WatchedLog): { from: string; reason: string } | null {
   return null;
 }
 
+/** A sink's `stateSource`: `live` from the running daemon's /readyz (liveSinkState.ts), else as the daemon recorded it. */
+const RECORDED: 'live' | 'recorded' = 'recorded';
+
 export async function buildStatusReport(store: ChangefeedStore, now: number) {
-  const estimates = new Map((await store.rates.list()).map((e) => [logKey(e), e]));
-  const logs = (await store.watchedLogs.list()).map((w) => ({
+  const logs = (await readLogRows(store, now)).map((w) => ({
     log: w.log,
     objectId: w.objectId,
     status: w.status,
@@ -53,40 +51,34 @@ export async function buildStatusReport(store: ChangefeedStore, now: number) {
     coveredFrom: iso(w.coverageStart),
     coveredUntil: iso(w.windowEnd),
     gap: gapOf(w),
-    lagSeconds: w.windowEnd === null ? null : Math.max(0, Math.round((now - w.windowEnd) / 1000)),
+    lagSeconds: w.lagSeconds,
     localLagSeconds: w.windowEnd === null ? null : Math.round((now - w.windowEnd) / 1000),
     lastSuccessAt: iso(w.lastSuccessAt),
     lastError: w.lastError,
     consecutiveFailures: w.consecutiveFailures,
     entriesIngested: w.entriesIngested,
     sortOrder: w.sortOrder,
-    estimatedRatePerHour: estimates.get(logKey(w))?.plannedRate ?? null,
-    nextPollAt: iso(estimates.get(logKey(w))?.nextPollAt ?? null),
+    estimatedRatePerHour: w.ratePerHour,
+    nextPollAt: iso(w.nextPollAt),
   }));
-  const sinks = [];
-  for (const s of await store.sinks.list()) {
-    const counts = await store.outbox.counts(s.name);
-    sinks.push({
-      name: s.name,
-      type: s.type,
-      active: s.active,
-      connected: s.connected,
-      pending: counts.pending,
-      delivered: counts.delivered,
-      dead: counts.dead,
-      oldestPendingAgeSeconds:
-        counts.oldestPendingIngestedAt === null ? null : Math.round((now - counts.oldestPendingIngestedAt) / 1000),
-      consecutiveFailures: s.consecutiveFailures,
-      lastError: s.lastError,
-      lastDeliveryAt: iso(s.lastDeliveryAt),
-      circuit: s.circuit,
-      disabledReason: s.disabledReason,
-      failingSince: iso(s.failingSince),
-      filtered: counts.filtered,
-      /** `live` from the running daemon's /readyz (liveSinkState.ts), else as the daemon recorded it. */
-      stateSource: 'recorded' as 'live' | 'recorded',
-    });
-  }
+  const sinks = (await readSinkRows(store, now)).map((s) => ({
+    name: s.name,
+    type: s.type,
+    active: s.active,
+    connected: s.connected,
+    pending: s.pending,
+    delivered: s.delivered,
+    dead: s.dead,
+    oldestPendingAgeSeconds: s.oldestPendingAgeSeconds,
+    consecutiveFailures: s.consecutiveFailures,
+    lastError: s.lastError,
+    lastDeliveryAt: iso(s.lastDeliveryAt),
+    circuit: s.circuit,
+    disabledReason: s.disabledReason,
+    failingSince: iso(s.failingSince),
+    filtered: s.filtered,
+    stateSource: RECORDED,
+  }));
   return {
     generatedAt: new Date(now).toISOString(),
     logs,

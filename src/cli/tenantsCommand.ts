@@ -4,7 +4,7 @@ import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
 import type { TenantRecord } from '../tenants/tenant.js';
 import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
-import { OlderSchemaError } from '../store/sqlite/database.js';
+import { OlderSchemaError } from '../store/storeError.js';
 import type { StoreConfig } from '../store/storeConfig.js';
 import { storeLocation } from '../store/storeLocation.js';
 import type { TenantsReport } from './tenantsReport.js';

@@ -131,11 +131,6 @@ export class LeaseTable {
     return result.rowCount ?? 0;
   }
 
-  /** One tenant's acquisition (acquireMany); undefined when another holds it. */
-  async acquire(tenant: string, holder: string, keyFingerprint?: string): Promise<GrantedLease | undefined> {
-    return (await this.acquireMany(holder, [{ tenant, keyFingerprint }]))[0];
-  }
-
   /**
    * Takes for `holder`, in one statement, each wanted tenant nobody holds validly: a new row, a
    * released or expired lease. Each epoch grows by one. Returns the leases granted, in the order

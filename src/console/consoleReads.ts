@@ -5,26 +5,31 @@ import { BUDGET_META_KEY } from '../poll/pollRecorder.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { DeadLetter, DeliveryCounts, SinkStateRow, WatchedLog } from '../store/storeRecords.js';
 
-/** A watched log as the console's logs view shows it: when it is next polled comes from its rate. */
-export type LogRow = Pick<
-  WatchedLog,
-  'log' | 'objectId' | 'status' | 'statusReason' | 'lastPollAt' | 'windowEnd' | 'consecutiveFailures' | 'lastError'
-> & { lagSeconds: number | null; ratePerHour: number | null; nextPollAt: number | null };
+/*
+ * What the console's views and `changefeed status` read from a tenant's store: one read each, so
+ * both show the same lag, ages and budget.
+ */
 
-export type SinkRow = Pick<
-  SinkStateRow,
-  'name' | 'type' | 'active' | 'connected' | 'circuit' | 'disabledReason' | 'lastError'
-> &
-  Pick<DeliveryCounts, 'pending' | 'delivered' | 'dead'> & { oldestPendingAgeSeconds: number | null };
+/** A watched log with its lag (0 or more) and, from its learned rate, when it is next polled. */
+export type LogRow = Omit<WatchedLog, 'nextPollAt'> & {
+  lagSeconds: number | null;
+  ratePerHour: number | null;
+  nextPollAt: number | null;
+};
+
+/** A sink's recorded state with its outbox counts. */
+export type SinkRow = SinkStateRow & DeliveryCounts & { oldestPendingAgeSeconds: number | null };
 
 const budgetSchema = z.object({
   at: z.number(),
   allowancePerHour: z.number(),
   serverRemaining: z.number().nullable().catch(null),
+  resetAt: z.number().nullable().catch(null),
+  pollBudgetPerHour: z.number().nullable().catch(null),
   blockedUntil: z.number().nullable().catch(null),
 });
 
-/** The read budget as the holder last recorded it (pollRecorder.ts). */
+/** The read budget as the holder last recorded it (pollRecorder.ts, every 30 s while polling). */
 export type BudgetRow = z.infer<typeof budgetSchema>;
 
 export async function readLogRows(store: ChangefeedStore, now: number): Promise<LogRow[]> {
@@ -54,6 +59,7 @@ export async function readPollHours(store: ChangefeedStore): Promise<PollHour[]>
   return parsePollHours(await store.getMeta(POLL_HOURS_META_KEY));
 }
 
+/** Null when none was recorded or the record cannot be read; a 429 pause over when it was written reads as none. */
 export async function readBudget(store: ChangefeedStore): Promise<BudgetRow | null> {
   const raw = await store.getMeta(BUDGET_META_KEY);
   let parsed;

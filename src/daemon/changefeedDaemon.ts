@@ -315,14 +315,17 @@ export class ChangefeedDaemon {
           logger: this.options.logger,
           metrics: this.options.metrics.leases,
         });
-        // Sessions signed by one replica are accepted by every other: a key derived from the shared one.
-        if (this.console) this.console.useSharedSecret(await readFeedTicketKey(shared.leasePool));
-        if (this.feed) {
-          const clock = this.options.clock ?? systemClock;
-          this.feed.sendElsewhere(
-            holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
-            { key: await readFeedTicketKey(shared.leasePool), now: () => clock.now() },
-          );
+        if (this.console || this.feed) {
+          const sharedKey = await readFeedTicketKey(shared.leasePool);
+          // Sessions signed by one replica are accepted by every other: a key derived from the shared one.
+          this.console?.useSharedSecret(sharedKey);
+          if (this.feed) {
+            const clock = this.options.clock ?? systemClock;
+            this.feed.sendElsewhere(
+              holderRedirect({ table: this.leases.table, self: { instanceId, advertiseUrl }, leaseMs }),
+              { key: sharedKey, now: () => clock.now() },
+            );
+          }
         }
       }
     }

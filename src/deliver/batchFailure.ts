@@ -32,8 +32,8 @@ export function classifyBatchFailure(
   error: unknown,
   now: number,
   retry: RetryConfig,
-  random?: () => number,
-  poison: { strikes: number; lastSuccessAt: number | null } = { strikes: 0, lastSuccessAt: null },
+  random: (() => number) | undefined,
+  poison: { strikes: number; lastSuccessAt: number | null },
 ): BatchFailureOutcome {
   const message = describeError(error);
   const outcome: BatchFailureOutcome = {

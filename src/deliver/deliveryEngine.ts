@@ -1,17 +1,6 @@
-import type { Logger } from 'pino';
-import { timerDelayMs, type Clock } from '../clock.js';
+import { timerDelayMs } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { Sink } from '../sinkContract/sink.js';
-import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { SinkDeliveryConfig, SinkFilter } from '../sinkContract/deliveryConfig.js';
-import { compileSinkFilter } from './sinkFilter.js';
-import { SinkWorker, type BatchOutcome, type SinkConnectionState } from './sinkWorker.js';
-
-export interface EngineSink {
-  sink: Sink;
-  delivery: SinkDeliveryConfig;
-  filter?: SinkFilter | undefined;
-}
+import { SinkWorker, type EngineSink, type SinkConnectionState, type SinkWorkerOptions } from './sinkWorker.js';
 
 export interface DrainReport {
   sink: string;
@@ -38,38 +27,10 @@ export class DeliveryEngine {
 
   constructor(
     sinks: readonly EngineSink[],
-    private readonly deps: {
-      store: ChangefeedStore;
-      clock: Clock;
-      logger: Logger;
-      random?: () => number;
-      onOutcome?: (o: BatchOutcome) => void;
-      /** A worker's write was refused with LEASE_LOST: the tenant's runtime stops (engine included). */
-      onLeaseLost?: (error: unknown) => void;
-    },
+    /** Shared by the workers; `onLeaseLost` stops the tenant's runtime, this engine included. */
+    private readonly deps: Omit<SinkWorkerOptions, keyof EngineSink>,
   ) {
-    this.workers = sinks.map(
-      ({ sink, delivery, filter }) =>
-        new SinkWorker({
-          sink,
-          store: deps.store,
-          clock: deps.clock,
-          logger: deps.logger,
-          retry: delivery.retry,
-          poisonStrikes: delivery.poison.strikes,
-          circuitBreaker: delivery.circuitBreaker,
-          endpointBackoff: delivery.endpointBackoff,
-          accepts: compileSinkFilter(filter, (note) => deps.logger.warn({ sink: sink.name }, note)),
-          batchSize: Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize),
-          maxInFlight: Math.min(
-            delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight,
-            sink.limits.maxInFlight,
-          ),
-          random: deps.random,
-          onOutcome: deps.onOutcome,
-          onLeaseLost: deps.onLeaseLost,
-        }),
-    );
+    this.workers = sinks.map((sink) => new SinkWorker({ ...sink, ...deps }));
   }
 
   get sinkNames(): string[] {

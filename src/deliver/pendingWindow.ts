@@ -28,7 +28,7 @@ export class PendingWindow {
     private readonly sink: string,
     private readonly capacity: number,
     /** False for deliveries this sink's filter excludes; they are settled as filtered on load. */
-    private readonly accepts: ((event: { log: LogKind; type: string }) => boolean) | undefined,
+    private readonly accepts: (event: { log: LogKind; type: string }) => boolean,
     private readonly onFiltered: (seqs: number[]) => Promise<void>,
   ) {}
 
@@ -67,7 +67,7 @@ export class PendingWindow {
       for (const d of page) {
         this.loadedUpTo = d.seq;
         if (settled.has(d.seq)) continue;
-        if (this.accepts && !this.accepts(d)) {
+        if (!this.accepts(d)) {
           rejected.push(d.seq);
           continue;
         }

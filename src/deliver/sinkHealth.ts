@@ -3,7 +3,8 @@ import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState } from '../store/storeRecords.js';
+import type { CircuitBreakerConfig } from '../sinkContract/deliveryConfig.js';
+import { CircuitBreaker } from './circuitBreaker.js';
 import type { EndpointStart } from './endpointBackoff.js';
 
 /** Reconnecting a sink: ceilings from 500 ms to a minute, never sooner than 100 ms. */
@@ -11,7 +12,8 @@ const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 60_000, minMs:
 
 /**
  * A sink's connection and failure state as `changefeed status` and readiness see it, kept in the
- * store: connected or not, paused until when, the circuit, the last error, disabled or not.
+ * store: connected or not, paused until when, the circuit, the last error, disabled or not. It
+ * owns the circuit breaker: every change of the circuit comes with the state change it records.
  */
 export class SinkHealth {
   connected = false;
@@ -23,7 +25,7 @@ export class SinkHealth {
   failingSince: number | null = null;
   private connectFailures = 0;
   private consecutiveFailures = 0;
-  private circuit: CircuitState = 'closed';
+  readonly circuit: CircuitBreaker;
   /** The last error, as readiness reports it. */
   lastError: string | null = null;
   private lastErrorAt: number | null = null;
@@ -43,7 +45,9 @@ export class SinkHealth {
     private readonly store: ChangefeedStore,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    circuitBreaker: CircuitBreakerConfig,
   ) {
+    this.circuit = new CircuitBreaker(circuitBreaker);
     this.disconnectedSince = clock.now();
   }
 
@@ -78,7 +82,7 @@ export class SinkHealth {
     const now = this.clock.now();
     this.failingSince = failingSince;
     this.pausedUntil = until;
-    this.circuit = 'open';
+    this.circuit.holdOpenUntil(until);
     this.consecutiveFailures++;
     this.lastError = message;
     this.lastErrorAt = now;
@@ -108,7 +112,8 @@ export class SinkHealth {
 
   /**
    * Takes up what an earlier run recorded: a disabled sink stays disabled, and a destination
-   * failing as a whole keeps the start of its failure run, the give-up rule's clock.
+   * failing as a whole keeps the start of its failure run, the give-up rule's clock, and its circuit
+   * lets one probe out at once.
    */
   resume(start: EndpointStart): void {
     this.readFromStore(start.kind === 'disabled' ? start.reason : null);
@@ -122,6 +127,7 @@ export class SinkHealth {
       );
     } else if (start.kind === 'resume') {
       this.failingSince = start.run.failingSince ?? this.clock.now();
+      this.circuit.holdOpenUntil(this.clock.now());
       this.logger.warn(
         { sink: this.sink, failingSince: new Date(this.failingSince).toISOString() },
         'endpoint failing since an earlier run: one probe now; the give-up clock runs on from failingSince',
@@ -136,7 +142,7 @@ export class SinkHealth {
     this.disabledReason = null;
     this.failingSince = null;
     this.consecutiveFailures = 0;
-    this.circuit = 'closed';
+    this.circuit.recordSuccess();
     this.pausedUntil = 0;
     this.persist();
     this.logger.info({ sink: this.sink }, 'sink enabled again: delivering its pending events');
@@ -147,7 +153,7 @@ export class SinkHealth {
     this.failingSince = null;
     this.consecutiveFailures = 0;
     this.lastError = null;
-    this.circuit = 'closed';
+    this.circuit.recordSuccess();
     this.pausedUntil = Math.min(this.pausedUntil, now);
     this.persist();
     this.logger.info({ sink: this.sink }, 'endpoint reachable again, with nothing pending: no longer failing');
@@ -160,31 +166,35 @@ export class SinkHealth {
   delivered(now: number): void {
     this.lastDeliveryAt = now;
     const wasFailing = this.failingSince !== null;
+    const circuitWasClosed = this.circuit.state(now) === 'closed';
     this.failingSince = null;
-    if (wasFailing || this.consecutiveFailures !== 0 || this.lastError !== null || this.circuit !== 'closed') {
+    this.circuit.recordSuccess();
+    if (wasFailing || this.consecutiveFailures !== 0 || this.lastError !== null || !circuitWasClosed) {
       this.consecutiveFailures = 0;
       this.lastError = null;
-      this.circuit = 'closed';
       this.persist();
     }
   }
 
-  writeFailed(
-    message: string,
-    detail: { opened: boolean; circuit: CircuitState; reopensAt: number; dead: number; retried: number },
-  ): void {
+  /**
+   * A write failed for its events. `perEventRejections`: the destination answered and refused
+   * these events (a 4xx), so it works: that is no outage, and counting it would pause the sink and
+   * let one event die per probe.
+   */
+  writeFailed(message: string, detail: { perEventRejections: boolean; dead: number; retried: number }): void {
+    const now = this.clock.now();
     this.consecutiveFailures++;
     this.lastError = message;
-    this.lastErrorAt = this.clock.now();
-    this.circuit = detail.circuit;
-    if (detail.opened) this.pausedUntil = detail.reopensAt;
+    this.lastErrorAt = now;
+    const opened = detail.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);
+    if (opened) this.pausedUntil = this.circuit.reopensAt;
     this.persist();
     const context = { sink: this.sink, err: message, consecutiveFailures: this.consecutiveFailures };
     if (detail.dead > 0) this.logger.error({ ...context, dead: detail.dead }, 'events moved to dead letters');
     else this.logger.warn({ ...context, retried: detail.retried }, 'delivery failed; retrying with backoff');
-    if (detail.opened)
+    if (opened)
       this.logger.warn(
-        { sink: this.sink, until: new Date(detail.reopensAt).toISOString() },
+        { sink: this.sink, until: new Date(this.circuit.reopensAt).toISOString() },
         'circuit opened: sink paused, then one probe',
       );
   }
@@ -219,7 +229,7 @@ export class SinkHealth {
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
       lastDeliveryAt: this.lastDeliveryAt,
-      circuit: this.circuit,
+      circuit: this.circuit.state(this.clock.now()),
       disabledReason: this.disabledReason,
       failingSince: this.failingSince,
     };

@@ -10,11 +10,9 @@ import {
   SinkEndpointFailingError,
   SinkUnavailableError,
 } from '../sinkContract/sinkErrors.js';
-import { ENDPOINT_BACKOFF_DEFAULTS } from '../sinkContract/deliveryConfig.js';
 import { decideEndpointFailure, decideEndpointStart, NO_FAILURES, type EndpointFailureRun } from './endpointBackoff.js';
-import type { LogKind } from '../logs.js';
 import type { Sink } from '../sinkContract/sink.js';
-import type { CircuitBreakerConfig, EndpointBackoffConfig, RetryConfig } from '../sinkContract/deliveryConfig.js';
+import type { SinkDeliveryConfig, SinkFilter } from '../sinkContract/deliveryConfig.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { CircuitState, PendingDelivery, SinkStateRow } from '../store/storeRecords.js';
 import { classifyBatchFailure, recordBatchFailure } from './batchFailure.js';
@@ -22,7 +20,7 @@ import { poisonBatchCap } from './poisonSearch.js';
 import { logKey } from '../logs.js';
 import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
-import { CircuitBreaker } from './circuitBreaker.js';
+import { compileSinkFilter } from './sinkFilter.js';
 import { SinkHealth } from './sinkHealth.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
@@ -42,22 +40,18 @@ const WINDOW_CAPACITY = 20_000;
 /** Batches planned ahead per scan, as a multiple of maxInFlight: a scan per completed write would dominate. */
 const PLAN_AHEAD = 4;
 
-/** What a sink worker is given by the delivery engine: its sink, the store, and the sink's delivery settings. */
-export interface SinkWorkerOptions {
+/** A sink with its `delivery` and `filter` blocks as configured (sinkCommonSchema). */
+export interface EngineSink {
   sink: Sink;
+  delivery: SinkDeliveryConfig;
+  filter?: SinkFilter | undefined;
+}
+
+/** What a sink worker is given by the delivery engine: its sink and settings, the store, and the engine's hooks. */
+export interface SinkWorkerOptions extends EngineSink {
   store: ChangefeedStore;
   clock: Clock;
   logger: Logger;
-  retry: RetryConfig;
-  /** delivery.poison.strikes: 0 turns the poison search off. */
-  poisonStrikes?: number;
-  circuitBreaker: CircuitBreakerConfig;
-  /** delivery.endpointBackoff: the schedule and give-up rule of a destination failing as a whole. */
-  endpointBackoff?: EndpointBackoffConfig;
-  batchSize: number;
-  maxInFlight: number;
-  /** False for events this sink must not receive (its filter). */
-  accepts?: (event: { log: LogKind; type: string }) => boolean;
   random?: () => number;
   /** Called after each batch outcome, for metrics. */
   onOutcome?: (outcome: BatchOutcome) => void;
@@ -101,7 +95,6 @@ export interface BatchOutcome {
 export class SinkWorker {
   private readonly inFlightKeys = new Set<string>();
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly circuit: CircuitBreaker;
   private readonly health: SinkHealth;
   private readonly window: PendingWindow;
   /** Planned batches not yet launched: independent of each other and of what is in flight. */
@@ -126,12 +119,22 @@ export class SinkWorker {
   /** The state an earlier run recorded (disabled, a failure run) was taken up. */
   private resumed = false;
 
+  /** Most events per write and writes in flight: as configured, capped to what the sink takes. */
+  private readonly batchSize: number;
+  private readonly maxInFlight: number;
+
   constructor(private readonly options: SinkWorkerOptions) {
-    this.circuit = new CircuitBreaker(options.circuitBreaker);
-    this.wake = new WorkerWake(options.clock);
-    this.health = new SinkHealth(options.sink.name, options.store, options.clock, options.logger);
-    this.window = new PendingWindow(options.store.outbox, options.sink.name, WINDOW_CAPACITY, options.accepts, (seqs) =>
-      options.store.outbox.markFiltered(options.sink.name, seqs, options.clock.now()),
+    const { sink, delivery, store, clock, logger } = options;
+    this.batchSize = Math.min(delivery.batchSize ?? sink.limits.maxBatchSize, sink.limits.maxBatchSize);
+    this.maxInFlight = Math.min(
+      delivery.maxInFlight ?? sink.limits.defaultInFlight ?? sink.limits.maxInFlight,
+      sink.limits.maxInFlight,
+    );
+    this.wake = new WorkerWake(clock);
+    this.health = new SinkHealth(sink.name, store, clock, logger, delivery.circuitBreaker);
+    const accepts = compileSinkFilter(options.filter, (note) => logger.warn({ sink: sink.name }, note));
+    this.window = new PendingWindow(store.outbox, sink.name, WINDOW_CAPACITY, accepts, (seqs) =>
+      store.outbox.markFiltered(sink.name, seqs, clock.now()),
     );
   }
 
@@ -139,17 +142,12 @@ export class SinkWorker {
     return this.options.sink.name;
   }
 
-  /** Connected and not disabled. */
-  get isConnected(): boolean {
-    return this.health.connected && !this.health.disabled;
-  }
-
   /** For readiness and metrics. */
   get connectionState(): SinkConnectionState {
     return {
       sink: this.name,
       disabled: this.health.disabled,
-      circuit: this.circuit.state(this.options.clock.now()),
+      circuit: this.health.circuit.state(this.options.clock.now()),
       disconnectedSince: this.health.disconnectedSince,
       failingSince: this.health.failingSince,
       lastError: this.health.lastError,
@@ -181,7 +179,7 @@ export class SinkWorker {
     // Every write in flight adds a listener to this signal: up to maxInFlight is the design, not
     // the leak Node warns about past ten; the signal is the worker's own so this hides no other leak.
     const writes = AbortSignal.any([mode.abortWrites ?? stop, cutOff.signal]);
-    setMaxListeners(this.options.maxInFlight + 2, writes);
+    setMaxListeners(this.maxInFlight + 2, writes);
     const launching = AbortSignal.any([stop, writes]);
     // A write that hangs must not hold the run past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
@@ -244,20 +242,20 @@ export class SinkWorker {
       }
       if (this.endpointRun.failingSince !== null) await this.connectedWhileFailing(clock.now());
     }
-    const allowance = this.circuit.allowance(now, this.options.maxInFlight);
-    if (allowance === 0) return Math.max(1, this.circuit.reopensAt - now);
+    const allowance = this.health.circuit.allowance(now, this.maxInFlight);
+    if (allowance === 0) return Math.max(1, this.health.circuit.reopensAt - now);
     const free = allowance - this.inFlight.size;
     if (free <= 0) return IN_FLIGHT;
     let nextDueAt: number | undefined;
     if (this.ready.length === 0) {
       this.filteredInLastScan = await this.window.topUp();
       const plan = planBatches({
-        pages: this.window.candidates(this.options.batchSize),
+        pages: this.window.candidates(this.batchSize),
         now,
         inFlightKeys: this.inFlightKeys,
-        maxBatches: Math.max(free, this.options.maxInFlight * PLAN_AHEAD),
-        maxBatchSize: this.options.batchSize,
-        batchCap: (d) => poisonBatchCap(d.attempts, this.options.poisonStrikes ?? 0, this.options.batchSize),
+        maxBatches: Math.max(free, this.maxInFlight * PLAN_AHEAD),
+        maxBatchSize: this.batchSize,
+        batchCap: (d) => poisonBatchCap(d.attempts, this.options.delivery.poison.strikes, this.batchSize),
       });
       this.ready = plan.batches;
       nextDueAt = plan.nextDueAt;
@@ -279,10 +277,7 @@ export class SinkWorker {
     );
     this.resumed = true;
     this.health.resume(start);
-    if (start.kind === 'resume') {
-      this.endpointRun = start.run;
-      this.circuit.holdOpenUntil(now);
-    }
+    if (start.kind === 'resume') this.endpointRun = start.run;
   }
 
   /**
@@ -293,7 +288,6 @@ export class SinkWorker {
   private async connectedWhileFailing(now: number): Promise<void> {
     if ((await this.options.store.outbox.counts(this.name)).pending > 0) return;
     this.endpointRun = NO_FAILURES;
-    this.circuit.recordSuccess();
     this.health.recovered(now);
   }
 
@@ -302,7 +296,6 @@ export class SinkWorker {
     const recorded = (await this.options.store.sinks.list()).find((s) => s.name === this.name);
     if (recorded === undefined || recorded.disabledReason !== null) return ENABLE_CHECK_MS;
     this.endpointRun = NO_FAILURES;
-    this.circuit.recordSuccess();
     this.health.enabled();
     return 0;
   }
@@ -362,7 +355,6 @@ export class SinkWorker {
     }
     this.unexpectedInARow = 0;
     this.endpointRun = NO_FAILURES;
-    this.circuit.recordSuccess();
     this.health.delivered(now);
     this.lastSuccessAt = now;
     this.report({ delivered: batch.length, latenciesMs: batch.map((d) => now - d.ingestedAt) });
@@ -450,18 +442,13 @@ export class SinkWorker {
     } else if (error instanceof SinkBackoffError) this.health.backOff(error, error.retryAfterMs);
     else whole = false;
     if (whole) return this.report({ retried: batch.length, error: message });
-    const outcome = classifyBatchFailure(batch, error, now, this.options.retry, this.options.random, {
-      strikes: this.options.poisonStrikes ?? 0,
+    const outcome = classifyBatchFailure(batch, error, now, this.options.delivery.retry, this.options.random, {
+      strikes: this.options.delivery.poison.strikes,
       lastSuccessAt: this.lastSuccessAt,
     });
     await recordBatchFailure(store.outbox, this.window, this.name, batch, outcome, now);
-    // A destination that answered and refused these events (a 4xx) works: that is no outage, and
-    // counting it would pause the sink and let one event die per probe.
-    const opened = outcome.perEventRejections ? (this.circuit.recordSuccess(), false) : this.circuit.recordFailure(now);
     this.health.writeFailed(message, {
-      opened,
-      circuit: this.circuit.state(now),
-      reopensAt: this.circuit.reopensAt,
+      perEventRejections: outcome.perEventRejections,
       dead: outcome.dead.length,
       retried: outcome.retries.length,
     });
@@ -479,11 +466,11 @@ export class SinkWorker {
    * the circuit opened that fail the same way do not advance the schedule.
    */
   private endpointFailed(error: SinkEndpointFailingError, now: number): void {
-    if (this.circuit.state(now) === 'open') return;
+    if (this.health.circuit.state(now) === 'open') return;
     const decision = decideEndpointFailure(
       this.endpointRun,
       now,
-      this.options.endpointBackoff ?? ENDPOINT_BACKOFF_DEFAULTS,
+      this.options.delivery.endpointBackoff,
       error.failure.retryAfterMs,
       this.options.random,
     );
@@ -492,7 +479,6 @@ export class SinkWorker {
       this.health.disable(`${decision.reason}; last: ${error.message}`);
       return;
     }
-    this.circuit.holdOpenUntil(decision.until);
     this.health.endpointFailing(error.message, decision.run.failingSince ?? now, decision.until);
   }
 

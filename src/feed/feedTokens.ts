@@ -80,10 +80,6 @@ export class FeedTokens {
     this.keyDigests = this.readers.map((reader) => tokenDigest(reader.key));
   }
 
-  get size(): number {
-    return this.digests.length;
-  }
-
   /** The reader of the token the `Authorization` header carries, or undefined for none or a wrong one. */
   match(authorization: string | undefined): FeedReader | undefined {
     const presented = /^Bearer +([^ ]+) *$/i.exec(authorization ?? '')?.[1];

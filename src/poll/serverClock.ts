@@ -75,7 +75,6 @@ export class ServerClock {
   /** Lower bounds of the offset from recent believed answers (nextOffsetSamples). */
   private samples: number[] = [];
   private candidate: { offsetMs: number; agreeing: number } | undefined;
-  private rejectedTotal = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -98,7 +97,6 @@ export class ServerClock {
       this.believe([offsetMs]);
       return;
     }
-    this.rejectedTotal++;
     this.options.onRejected?.({ offsetMs, jumpMs, agreeing: this.candidate.agreeing });
   }
 
@@ -108,19 +106,9 @@ export class ServerClock {
     this.candidate = undefined;
   }
 
-  /** True once any response carried a believed Date header. */
-  get synchronised(): boolean {
-    return this.offsetMs !== undefined;
-  }
-
   /** The believed offset of the service's clock from ours, ms (positive: the service is ahead). */
   get skewMs(): number {
     return this.offsetMs ?? 0;
-  }
-
-  /** Date headers not believed so far. */
-  get rejected(): number {
-    return this.rejectedTotal;
   }
 
   /** Set while the latest Date header was not believed: the clock problem readiness reports. */

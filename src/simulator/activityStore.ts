@@ -60,11 +60,6 @@ const compareAscending = (a: StoredEntry, b: StoredEntry): number =>
  */
 export class ActivityStore {
   private readonly streams = new Map<string, Stream>();
-  private count = 0;
-
-  get size(): number {
-    return this.count;
-  }
 
   append(stored: StoredEntry): void {
     const key = streamKey(stored.log, stored.objectId);
@@ -76,7 +71,6 @@ export class ActivityStore {
     const last = stream.entries[stream.entries.length - 1];
     if (last && compareAscending(last, stored) > 0) stream.sorted = false;
     stream.entries.push(stored);
-    this.count++;
   }
 
   /** Visible entries of one stream that match the filter, in the requested order. */
@@ -108,7 +102,6 @@ export class ActivityStore {
     if (!stream) return 0;
     const before = stream.entries.length;
     stream.entries = stream.entries.filter((s) => s.arrivesAt <= now);
-    this.count -= before - stream.entries.length;
     return before - stream.entries.length;
   }
 

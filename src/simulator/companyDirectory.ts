@@ -131,7 +131,6 @@ export class CompanyDirectory {
   readonly people: readonly NamedRef[];
   readonly groups: readonly NamedRef[];
   private readonly objects: Record<ObjectLog, Map<string, DirectoryObject>> = { career: new Map(), skill: new Map() };
-  private readonly deleted: Record<ObjectLog, Set<string>> = { career: new Set(), skill: new Set() };
   private readonly addedIds: Random;
   /** Snapshot arrays for random picks; rebuilt only when objects are added or deleted. */
   private readonly snapshots: Partial<Record<ObjectLog, DirectoryObject[]>> = {};
@@ -176,21 +175,15 @@ export class CompanyDirectory {
     return this.objects[log].has(id);
   }
 
-  isDeleted(log: ObjectLog, id: string): boolean {
-    return this.deleted[log].has(id);
-  }
-
   add(log: ObjectLog, id: string | undefined, now: number): string {
     const objectId = id ?? `${ID_PREFIX[log]}${this.addedIds.string(10)}`;
     if (this.objects[log].has(objectId)) throw new Error(`${log} '${objectId}' already exists`);
-    this.deleted[log].delete(objectId);
     this.insert(log, objectId, this.nameFor(log, this.objects[log].size), now);
     return objectId;
   }
 
   delete(log: ObjectLog, id: string): void {
     if (!this.objects[log].delete(id)) throw new Error(`${log} '${id}' does not exist`);
-    this.deleted[log].add(id);
     delete this.snapshots[log];
   }
 

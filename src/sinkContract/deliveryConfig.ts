@@ -100,7 +100,6 @@ export const endpointBackoffConfigSchema = z
   .strict();
 
 export type EndpointBackoffConfig = z.infer<typeof endpointBackoffConfigSchema>;
-export const ENDPOINT_BACKOFF_DEFAULTS: EndpointBackoffConfig = endpointBackoffConfigSchema.parse({});
 
 const poisonConfigSchema = z
   .object({

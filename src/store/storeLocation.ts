@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ChangefeedError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import { redactUrlCredentials } from '../secrets/urlCredentials.js';
 import type { StoreConfig } from './storeConfig.js';
 
@@ -17,12 +17,6 @@ export type StoreLocation =
       readonly maxConnections: number;
     };
 
-class StoreUrlError extends ChangefeedError {
-  constructor(message: string) {
-    super('CONFIG_INVALID', message);
-  }
-}
-
 /**
  * Where the store is. Both engines keep every tenant of a deployment in one place, told apart by
  * a `tenant` column: SQLite in the one file `store.url` names (by default
@@ -39,14 +33,12 @@ export function storeLocation(config: { stateDir: string; store: StoreConfig }):
       maxConnections: config.store.maxConnections,
     };
   if (!url.startsWith('sqlite:'))
-    throw new StoreUrlError(
+    throw new ConfigError(
       `store.url must start with sqlite: or postgres:// (got "${redactUrlCredentials(url).slice(0, 80)}")`,
     );
   const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
   if (path === '' || path.startsWith('//'))
-    throw new StoreUrlError(
-      `store.url "${url}" names no file: write sqlite:<path>, e.g. sqlite:state/changefeed.sqlite`,
-    );
+    throw new ConfigError(`store.url "${url}" names no file: write sqlite:<path>, e.g. sqlite:state/changefeed.sqlite`);
   return { kind: 'sqlite', file: path };
 }
 

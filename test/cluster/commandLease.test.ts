@@ -3,21 +3,22 @@ import { takeCommandLease } from '../../src/cli/commandLease.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { errorCodeOf } from '../../src/errors.js';
 import { admin, openBackend, prepare } from '../store/postgresTestDb.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 describe.skipIf(!admin)("a command holding a tenant's lease (replay)", () => {
   it('keeps replicas off the tenant while it runs and hands the tenant back at once when done', async () => {
     const backend = await openBackend();
     const replicas = new LeaseTable(backend.leasePool, { leaseMs: 10_000 });
     const lease = await takeCommandLease(backend, 'acme', { leaseMs: 10_000, command: 'replay' });
-    expect(await replicas.acquire('acme', 'replica-1')).toBeUndefined();
+    expect(await acquireOne(replicas, 'acme', 'replica-1')).toBeUndefined();
     expect((await replicas.list())[0]?.holder).toMatch(/^replay@/);
     await lease.release();
-    expect(await replicas.acquire('acme', 'replica-1')).toBeDefined();
+    expect(await acquireOne(replicas, 'acme', 'replica-1')).toBeDefined();
   });
 
   it('is refused with LEASE_HELD naming the replica that holds the tenant', async () => {
     const backend = await openBackend();
-    await new LeaseTable(backend.leasePool, { leaseMs: 10_000 }).acquire('acme', 'replica-1');
+    await acquireOne(new LeaseTable(backend.leasePool, { leaseMs: 10_000 }), 'acme', 'replica-1');
     const refused = await takeCommandLease(backend, 'acme', { leaseMs: 10_000, command: 'replay' }).catch(
       (error: unknown) => error as Error,
     );
@@ -33,7 +34,9 @@ describe.skipIf(!admin)("a command holding a tenant's lease (replay)", () => {
       await prepare(store);
       // As if the command had paused past its lease: it expires and a replica takes the tenant.
       await backend.pool.query("UPDATE changefeed_leases SET expires_at = clock_timestamp() - interval '1 ms'");
-      expect(await new LeaseTable(backend.leasePool, { leaseMs: 10_000 }).acquire('acme', 'replica-1')).toBeDefined();
+      expect(
+        await acquireOne(new LeaseTable(backend.leasePool, { leaseMs: 10_000 }), 'acme', 'replica-1'),
+      ).toBeDefined();
       expect(await lease.lost).toContain('expired before it was renewed');
       const write = await store.setMeta('k', 'v').catch((error: unknown) => error);
       expect(errorCodeOf(write)).toBe('LEASE_LOST');

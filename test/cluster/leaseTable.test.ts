@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { checkLease, LeaseLostError } from '../../src/cluster/writeFence.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 let admin: pg.Client | undefined;
 let db: LeaseSchema;
@@ -63,7 +64,7 @@ describe('LeaseTable', () => {
     // A long lease, so a slow connection on a loaded machine cannot arrive after it expired.
     const { table } = await setup(ctx, 30_000);
     const race = async (): Promise<number> => {
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => table.acquire('acme', `r${i}`)));
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => acquireOne(table, 'acme', `r${i}`)));
       const winners = results.filter((r) => r !== undefined);
       expect(winners).toHaveLength(1);
       return winners[0]!.epoch;
@@ -79,10 +80,10 @@ describe('LeaseTable', () => {
 
   it('renews only the holder’s own, unexpired leases at their epoch', async (ctx) => {
     const { table } = await setup(ctx);
-    const a = await table.acquire('acme', 'a');
-    await table.acquire('globex', 'a');
+    const a = await acquireOne(table, 'acme', 'a');
+    await acquireOne(table, 'globex', 'a');
     expect(a?.epoch).toBe(1);
-    expect(await table.acquire('acme', 'b')).toBeUndefined();
+    expect(await acquireOne(table, 'acme', 'b')).toBeUndefined();
     const renewed = await table.renew('a', [
       { tenant: 'acme', epoch: 1 },
       { tenant: 'globex', epoch: 7 },
@@ -92,16 +93,16 @@ describe('LeaseTable', () => {
     expect(await table.renew('b', [{ tenant: 'acme', epoch: 1 }])).toEqual([]);
     await expire('acme');
     expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toEqual([]); // too late: it is free
-    expect((await table.acquire('acme', 'b'))?.epoch).toBe(2);
+    expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
   });
 
   it('releases only its own lease, which another replica can then take at once', async (ctx) => {
     const { table } = await setup(ctx);
-    await table.acquire('acme', 'a');
+    await acquireOne(table, 'acme', 'a');
     expect(await table.release('acme', 'b', 1)).toBe(false);
     expect(await table.release('acme', 'a', 2)).toBe(false);
     expect(await table.release('acme', 'a', 1)).toBe(true);
-    expect((await table.acquire('acme', 'b'))?.epoch).toBe(2);
+    expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
     const [row] = await table.list();
     expect(row).toMatchObject({ tenant: 'acme', holder: 'b', epoch: 2 });
     expect(row!.expiresInMs).toBeGreaterThan(9_000);
@@ -109,12 +110,12 @@ describe('LeaseTable', () => {
 
   it('the fence passes for the holder and throws LEASE_LOST once another replica took over', async (ctx) => {
     const { table, pool } = await setup(ctx);
-    await table.acquire('acme', 'a');
+    await acquireOne(table, 'acme', 'a');
     const client = await pool.connect();
     try {
       await checkLease(client, { tenant: 'acme', holder: 'a', epoch: 1 });
       await expire('acme');
-      await table.acquire('acme', 'b');
+      await acquireOne(table, 'acme', 'b');
       const error = await checkLease(client, { tenant: 'acme', holder: 'a', epoch: 1 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LeaseLostError);
       expect(error).toMatchObject({ code: 'LEASE_LOST', tenant: 'acme' });
@@ -128,7 +129,7 @@ describe('LeaseTable', () => {
 
   it('a renewal of three leases completes while a fenced write holds one open for 2 s (FOR KEY SHARE)', async (ctx) => {
     const { table, pool } = await setup(ctx, 30_000);
-    for (const tenant of ['acme', 'globex', 'initech']) await table.acquire(tenant, 'a');
+    for (const tenant of ['acme', 'globex', 'initech']) await acquireOne(table, tenant, 'a');
     const held = ['acme', 'globex', 'initech'].map((tenant) => ({ tenant, epoch: 1 }));
     const events: string[] = [];
     const writer = await pool.connect();
@@ -163,7 +164,7 @@ describe('LeaseTable', () => {
     // The lease lapses by itself, as a paused holder's does.
     const { table, pool } = await setup(ctx, 1_500);
     await db.query('CREATE TABLE fenced_writes (epoch int NOT NULL, at bigint NOT NULL)');
-    await table.acquire('acme', 'a');
+    await acquireOne(table, 'acme', 'a');
     const oldWriter = await pool.connect();
     try {
       await oldWriter.query('BEGIN');
@@ -173,7 +174,7 @@ describe('LeaseTable', () => {
       expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toHaveLength(1);
       await untilExpired('acme'); // the old holder paused past its lease, inside its transaction
       let settled = false;
-      const takeover = table.acquire('acme', 'b').finally(() => {
+      const takeover = acquireOne(table, 'acme', 'b').finally(() => {
         settled = true;
       });
       // The takeover's statement waits on the write's row lock: seen in pg_stat_activity, not guessed.
@@ -210,7 +211,7 @@ describe('LeaseTable', () => {
 
   it('a release returns only once a write of its epoch inside the fence has ended', async (ctx) => {
     const { table, pool } = await setup(ctx, 30_000);
-    await table.acquire('acme', 'a');
+    await acquireOne(table, 'acme', 'a');
     const events: string[] = [];
     const writer = await pool.connect();
     try {
@@ -239,7 +240,7 @@ describe('LeaseTable', () => {
     // What the store's pool must set: PostgreSQL ends a transaction left idle this long, and
     // with it the lease row's lock, so the next holder is not stuck behind a stopped process.
     const writerPool = db.pool({ options: '-c idle_in_transaction_session_timeout=1000' });
-    await table.acquire('acme', 'a');
+    await acquireOne(table, 'acme', 'a');
     const writer = await writerPool.connect();
     writer.on('error', () => undefined);
     try {
@@ -247,7 +248,7 @@ describe('LeaseTable', () => {
       await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
       // ...and the process stops here, its transaction open.
       await untilExpired('acme');
-      const lease = await table.acquire('acme', 'b'); // waits until the session is ended
+      const lease = await acquireOne(table, 'acme', 'b'); // waits until the session is ended
       expect(lease?.epoch).toBe(2);
       await expect(writer.query('COMMIT')).rejects.toThrow();
     } finally {
@@ -258,39 +259,41 @@ describe('LeaseTable', () => {
   it('refuses a tenant whose key another tenant’s valid lease polls, until that lease is released or expires', async (ctx) => {
     const { table } = await setup(ctx);
     const key = 'k1'.padEnd(64, '0');
-    const a = await table.acquire('tenant-a', 'r1', key);
+    const a = await acquireOne(table, 'tenant-a', 'r1', key);
     expect(a?.epoch).toBe(1);
     // Never leased (fresh) and leased before (taken) alike are refused while tenant-a holds the key.
-    expect(await table.acquire('tenant-b', 'r2', key)).toBeUndefined();
-    expect(await table.acquire('tenant-c', 'r2', 'k2'.padEnd(64, '0'))).toBeDefined();
+    expect(await acquireOne(table, 'tenant-b', 'r2', key)).toBeUndefined();
+    expect(await acquireOne(table, 'tenant-c', 'r2', 'k2'.padEnd(64, '0'))).toBeDefined();
     await table.release('tenant-c', 'r2', 1);
-    expect(await table.acquire('tenant-c', 'r2', key)).toBeUndefined();
+    expect(await acquireOne(table, 'tenant-c', 'r2', key)).toBeUndefined();
     // The renewal keeps the key on the lease: still refused.
     expect(await table.renew('r1', [{ tenant: 'tenant-a', epoch: 1 }])).toHaveLength(1);
-    expect(await table.acquire('tenant-b', 'r2', key)).toBeUndefined();
+    expect(await acquireOne(table, 'tenant-b', 'r2', key)).toBeUndefined();
     // The holder of tenant-a itself re-acquires it after expiry: its own key does not block it.
     await expire('tenant-a');
-    expect((await table.acquire('tenant-a', 'r1', key))?.epoch).toBe(2);
+    expect((await acquireOne(table, 'tenant-a', 'r1', key))?.epoch).toBe(2);
     await table.release('tenant-a', 'r1', 2);
-    expect((await table.acquire('tenant-b', 'r2', key))?.epoch).toBe(1);
+    expect((await acquireOne(table, 'tenant-b', 'r2', key))?.epoch).toBe(1);
     await expire('tenant-b');
-    expect((await table.acquire('tenant-c', 'r1', key))?.epoch).toBe(2);
+    expect((await acquireOne(table, 'tenant-c', 'r1', key))?.epoch).toBe(2);
   });
 
   it('ten tenants of one key acquired at once by ten replicas: exactly one is granted', async (ctx) => {
     const { table } = await setup(ctx);
     const key = 'k1'.padEnd(64, '0');
-    const granted = await Promise.all(Array.from({ length: 10 }, (_, i) => table.acquire(`tenant-${i}`, `r${i}`, key)));
+    const granted = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => acquireOne(table, `tenant-${i}`, `r${i}`, key)),
+    );
     expect(granted.filter((g) => g !== undefined)).toHaveLength(1);
   });
 
   it('acquires a round’s tenants in one statement: new, released and expired rows, never a valid lease or a key held twice', async (ctx) => {
     const { table } = await setup(ctx, 30_000);
     const key = 'k2'.padEnd(64, '0');
-    await table.acquire('held', 'b');
-    await table.acquire('released', 'b');
+    await acquireOne(table, 'held', 'b');
+    await acquireOne(table, 'released', 'b');
     await table.release('released', 'b', 1);
-    await table.acquire('expired', 'b');
+    await acquireOne(table, 'expired', 'b');
     await expire('expired');
     const granted = await table.acquireMany('a', [
       { tenant: 'new' },
@@ -323,7 +326,7 @@ describe('LeaseTable', () => {
     // holder's write open on the middle tenant; when it ends, each holds a row the other waits for,
     // unless both lock in one order.
     const { table, pool } = await setup(ctx, 30_000);
-    for (const tenant of ['t1', 't2', 't3']) await table.acquire(tenant, 'old');
+    for (const tenant of ['t1', 't2', 't3']) await acquireOne(table, tenant, 'old');
     const oldWriter = await pool.connect();
     try {
       await oldWriter.query('BEGIN');
@@ -348,7 +351,7 @@ describe('LeaseTable', () => {
   it('lists when each holder stops counting as live, for the rounds to look again then', async (ctx) => {
     const { table } = await setup(ctx, 10_000);
     await table.heartbeat('b');
-    await table.acquire('t1', 'b');
+    await acquireOne(table, 't1', 'b');
     await db.query(
       "UPDATE changefeed_instances SET heartbeat_at = clock_timestamp() - interval '4 seconds' WHERE instance_id = 'b'",
     );
@@ -378,8 +381,8 @@ describe('LeaseTable', () => {
     await table.heartbeat('a');
     await table.heartbeat('b');
     expect(await table.liveInstances()).toEqual(['a', 'b']);
-    for (const tenant of ['t1', 't2', 't3']) await table.acquire(tenant, 'a');
-    await table.acquire('t4', 'b');
+    for (const tenant of ['t1', 't2', 't3']) await acquireOne(table, tenant, 'a');
+    await acquireOne(table, 't4', 'b');
     expect(await table.releaseAllExcept('a', ['t1'])).toEqual(['t2', 't3']);
     expect(await table.forgetTenants(['t1', 't2'])).toEqual(['t3']); // t4 is validly held: kept
     const rows = await table.list();

@@ -7,7 +7,8 @@ import { noopLogger } from '../../src/observe/createLogger.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { admin, openBackend, prepare } from '../store/postgresTestDb.js';
 import { entry, ingest } from '../store/storeContract.suite.js';
-import { ScriptedSink } from '../unit/scriptedSink.js';
+import { ScriptedSink, testDelivery } from '../unit/scriptedSink.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 // After a lease was lost, a sink worker re-sent one batch in a tight loop and logged nothing: the
 // acknowledgement sat in the write's `try`, so the fence's refusal was taken for a failed write,
@@ -30,10 +31,10 @@ function worker(store: ChangefeedStore, sink: ScriptedSink, onLeaseLost: (error:
     store,
     clock: systemClock,
     logger: noopLogger,
-    retry: { initialDelayMs: 10, maxDelayMs: 100, maxAttempts: 0, maxAgeSeconds: 0 },
-    circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-    batchSize: 10,
-    maxInFlight: 1,
+    delivery: testDelivery({
+      retry: { initialDelayMs: 10, maxDelayMs: 100, maxAttempts: 0, maxAgeSeconds: 0 },
+      batchSize: 10,
+    }),
     onLeaseLost,
   });
 }
@@ -42,7 +43,7 @@ describe.skipIf(!admin)('a sink worker whose acknowledgement the lease fence ref
   it('writes the batch once, stops, tells its tenant, and the next holder sends the same events', async () => {
     const backend = await openBackend();
     const leases = new LeaseTable(backend.leasePool, { leaseMs: 60_000 });
-    const first = await leases.acquire('t', 'replica-a');
+    const first = await acquireOne(leases, 't', 'replica-a');
     const storeA = await backend.tenantStore('t', {
       fence: databaseFence({ tenant: 't', holder: 'replica-a', epoch: first!.epoch }, 60_000),
     });
@@ -54,7 +55,7 @@ describe.skipIf(!admin)('a sink worker whose acknowledgement the lease fence ref
     const sinkA = new ScriptedSink('a', async (_batch, index) => {
       if (index > 0) stop.abort(); // a second write is the bug: end the run so the test can say so
       await leases.release('t', 'replica-a', first!.epoch);
-      epochB = (await leases.acquire('t', 'replica-b'))!.epoch;
+      epochB = (await acquireOne(leases, 't', 'replica-b'))!.epoch;
     });
     const lost: unknown[] = [];
     const stop = new AbortController();

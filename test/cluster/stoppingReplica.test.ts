@@ -7,6 +7,7 @@ import { inProcessCluster } from '../support/inProcessReplicas.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { writeTenantFile } from '../support/tenantFile.js';
 import { connectAdmin, simulatedCompanies, writeRound } from './replicaHarness.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 const admin = await connectAdmin('the stopping replica test needs PostgreSQL');
 afterAll(async () => {
@@ -50,7 +51,7 @@ describe.skipIf(!admin)('a replica that stops', () => {
     const other = await PostgresStoreBackend.open({ url: POSTGRES_URL, schema: cluster.schema, maxConnections: 1 });
     try {
       const otherTable = new LeaseTable(other.leasePool, { leaseMs: 120_000 });
-      const held = await otherTable.acquire('company-1', 'replica-b');
+      const held = await acquireOne(otherTable, 'company-1', 'replica-b');
       expect(held).toBeDefined();
 
       const stdout = new HeldStdout();

@@ -5,6 +5,7 @@ import { admin, freshSchema } from '../store/postgresTestDb.js';
 import { runCliInProcess as runCli } from '../support/runCli.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { deadLettersOf, lines, runReplicaUntilDelivered, twoTenants } from '../support/twoTenants.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 describe.skipIf(!admin)('commands on one tenant of the shared PostgreSQL store', () => {
   it('plan, watch retry, replay and dead-letters act on the named tenant; replay delivers only under the lease', async () => {
@@ -40,7 +41,7 @@ describe.skipIf(!admin)('commands on one tenant of the shared PostgreSQL store',
       const leases = new LeaseTable(pool, { leaseMs: 60_000 });
       const beta = (await leases.list()).find((l) => l.tenant === 'beta');
       expect(beta?.holder, 'replay released its lease').toBeUndefined();
-      expect(await leases.acquire('acme', 'replica-1')).toBeDefined();
+      expect(await acquireOne(leases, 'acme', 'replica-1')).toBeDefined();
       const refused = await cli(...replayArgs, '--tenant', 'acme');
       expect(refused.status).toBe(1);
       expect(refused.stderr).toContain('tenant "acme" is leased by replica-1');

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS, TABLES } from '../../src/store/postgres/migrations.js';
 import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
-import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
+import { StoreError } from '../../src/store/storeError.js';
 import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { until } from '../support/daemonProcess.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
@@ -136,7 +136,7 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
       latestSchemaVersion(MIGRATIONS.length) + 1,
     ]);
     const opening = openBackend(schema);
-    await expect(opening).rejects.toThrow(PostgresStoreError);
+    await expect(opening).rejects.toThrow(StoreError);
     await expect(opening).rejects.toMatchObject({ code: 'STORE_ERROR' });
     await expect(opening).rejects.toThrow(/newer than this build knows.*upgrade changefeed/);
   });

@@ -2,12 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { LEASE_CONNECTIONS } from '../../src/store/postgres/postgresStoreBackend.js';
 import { admin, openBackend } from './postgresTestDb.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 describe.skipIf(!admin)('PostgreSQL store: the leases have connections of their own', () => {
   it('renews a lease while every connection of the tenants pool is busy', async () => {
     const backend = await openBackend();
     const leases = new LeaseTable(backend.leasePool, { leaseMs: 15_000 });
-    const granted = await leases.acquire('acme', 'replica-a');
+    const granted = await acquireOne(leases, 'acme', 'replica-a');
     expect(granted).toBeDefined();
     // Hold every connection of the tenants' pool (store.maxConnections, 10 by default).
     const held = await Promise.all(Array.from({ length: backend.pool.options.max }, () => backend.pool.connect()));

@@ -3,6 +3,7 @@ import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { databaseFence, type WriteFence } from '../../src/cluster/writeFence.js';
 import { PRUNE_BATCH_EVENTS } from '../../src/store/storeRecords.js';
 import { admin, openBackend } from './postgresTestDb.js';
+import { acquireOne } from '../support/acquireOne.js';
 
 const LEASE_MS = 30_000;
 const TENANTS = ['acme', 'globex', 'initech'];
@@ -11,7 +12,7 @@ describe.skipIf(!admin)('the journal prune on PostgreSQL', () => {
   it('deletes in fenced transactions of at most a batch, under the fence’s statement timeout, and never holds up a renewal', async () => {
     const backend = await openBackend();
     const table = new LeaseTable(backend.leasePool, { leaseMs: LEASE_MS });
-    for (const tenant of TENANTS) await table.acquire(tenant, 'a');
+    for (const tenant of TENANTS) await acquireOne(table, tenant, 'a');
     const held = TENANTS.map((tenant) => ({ tenant, epoch: 1 }));
     const count = Math.floor(PRUNE_BATCH_EVENTS * 2.5);
     await backend.pool.query(

@@ -89,6 +89,17 @@ describe('changefeed, as people expect a command-line tool', () => {
     expect(result.stderr).toContain('sinks: required setting is missing');
   });
 
+  it.each([
+    ['mysql://db/changefeed', 'must start with sqlite: or postgres://'],
+    ['sqlite:', 'names no file'],
+  ])('a store.url of %s is invalid configuration, refused with exit 2', async (url, problem) => {
+    const config = writeCliConfig(makeTempDir(), 'http://127.0.0.1:9/api', { extra: [`store: { url: "${url}" }`] });
+    const result = await runCliInProcess(['status', '--config', config]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('invalid configuration');
+    expect(result.stderr).toContain(problem);
+  });
+
   it('replay --since beyond the range of a date is refused with exit 2', async () => {
     const result = await runCliInProcess(['replay', '--sink', 'out', '--since', '99999999999d']);
     expect(result.status).toBe(2);

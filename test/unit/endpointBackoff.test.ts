@@ -7,8 +7,11 @@ import {
   type EndpointStart,
   type RecordedEndpointState,
 } from '../../src/deliver/endpointBackoff.js';
-import { ENDPOINT_BACKOFF_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
+import { endpointBackoffConfigSchema } from '../../src/sinkContract/deliveryConfig.js';
 import { classifyStatus } from '../../src/sinks/webhookSink.js';
+
+/** The endpoint backoff a sink gets when its config sets none: Svix's schedule, disabled after 5 days. */
+const DEFAULTS = endpointBackoffConfigSchema.parse({});
 
 const HOUR = 3_600_000;
 const T0 = 1_000_000;
@@ -92,7 +95,7 @@ describe('decideEndpointFailure', () => {
       },
     ],
   ])('%s', (_name, run, now, retryAfterMs, random, expected) => {
-    expect(decideEndpointFailure(run, now, ENDPOINT_BACKOFF_DEFAULTS, retryAfterMs, () => random)).toEqual(expected);
+    expect(decideEndpointFailure(run, now, DEFAULTS, retryAfterMs, () => random)).toEqual(expected);
   });
 
   it('never disables with disableAfterSeconds 0', () => {
@@ -139,7 +142,7 @@ describe('decideEndpointStart', () => {
   it('a resumed run past disableAfterSeconds disables at its first failed probe', () => {
     const start = decideEndpointStart({ disabledReason: null, failingSince: T0 - 6 * 24 * HOUR }, T0);
     if (start.kind !== 'resume') throw new Error(start.kind);
-    expect(decideEndpointFailure(start.run, T0, ENDPOINT_BACKOFF_DEFAULTS, undefined, () => 0)).toMatchObject({
+    expect(decideEndpointFailure(start.run, T0, DEFAULTS, undefined, () => 0)).toMatchObject({
       kind: 'disable',
       reason: 'every attempt failed for 6 days (1 in a row; disableAfterSeconds 432000)',
     });

@@ -11,7 +11,7 @@ import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 import { readJsonLines } from '../support/jsonLines.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { BASE_URL, EVENTS, START, ingestEntries, openStore, testClock } from './scriptedSink.js';
+import { BASE_URL, EVENTS, START, ingestEntries, openStore, testClock, testDelivery } from './scriptedSink.js';
 
 const fileSink = (path: string) => new FileSink(fileSinkConfigSchema.parse({ name: 'file', type: 'file', path }));
 
@@ -97,10 +97,10 @@ describe('FileSink', () => {
       store,
       clock,
       logger: noopLogger,
-      retry: { initialDelayMs: 1_000, maxDelayMs: 1_000, maxAttempts: 0, maxAgeSeconds: 0 },
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      batchSize: 2,
-      maxInFlight: 1,
+      delivery: testDelivery({
+        retry: { initialDelayMs: 1_000, maxDelayMs: 1_000, maxAttempts: 0, maxAgeSeconds: 0 },
+        batchSize: 2,
+      }),
       random: () => 0.5,
     });
     await withVirtualTime(clock, worker.run(new AbortController().signal, { deadline: START + 60_000 }));

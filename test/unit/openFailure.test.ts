@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChangefeedError } from '../../src/errors.js';
 import { isRetryableOpenError } from '../../src/store/postgres/openFailure.js';
-import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
+import { StoreError } from '../../src/store/storeError.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
 
 /** An error as node-postgres raises it: a socket error (errno code) or a server's (SQLSTATE). */
@@ -30,8 +30,8 @@ describe('which failures to open the PostgreSQL store a daemon waits out', () =>
     ['role or host not allowed', driverError('role "nobody" does not exist', '28000'), false],
     ['database does not exist', driverError('database "does_not_exist" does not exist', '3D000'), false],
     ['missing privilege (CREATE SCHEMA)', driverError('permission denied for database test', '42501'), false],
-    ['a schema newer than this build', new PostgresStoreError('schema version 9, newer than this build'), false],
-    ['an invalid schema name', new PostgresStoreError('store.schema "X" is not a lower-case SQL identifier'), false],
+    ['a schema newer than this build', new StoreError('schema version 9, newer than this build'), false],
+    ['an invalid schema name', new StoreError('store.schema "X" is not a lower-case SQL identifier'), false],
     ['a malformed URL', Object.assign(new TypeError('Invalid URL'), { code: 'ERR_INVALID_URL' }), false],
     ['TLS refused by the server', driverError('The server does not support SSL connections'), false],
     ['a certificate not trusted', driverError('self-signed certificate', 'SELF_SIGNED_CERT_IN_CHAIN'), false],

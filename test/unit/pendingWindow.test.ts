@@ -32,7 +32,13 @@ function slowOutbox(rows: PendingDelivery[]): { outbox: OutboxStore; answer: () 
 describe('PendingWindow', () => {
   it('does not take back a row settled while a top-up that read it was under way', async () => {
     const { outbox, answer } = slowOutbox([row(1), row(2)]);
-    const window = new PendingWindow(outbox, 'sink', 100, undefined, () => Promise.resolve());
+    const window = new PendingWindow(
+      outbox,
+      'sink',
+      100,
+      () => true,
+      () => Promise.resolve(),
+    );
     // The read starts while seq 1 is still pending in the store (its ack not yet committed)...
     const loading = window.topUp();
     // ...the ack commits and the worker settles the batch, then the read's answer arrives.

@@ -5,7 +5,7 @@ import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { ScriptedSink, ingestEntries, openStore, testClock } from './scriptedSink.js';
+import { ScriptedSink, ingestEntries, openStore, testClock, testDelivery } from './scriptedSink.js';
 
 describe('poisonBatchCap', () => {
   it.each([
@@ -59,11 +59,11 @@ describe('a batch the destination keeps refusing because of one event', () => {
         store,
         clock,
         logger: noopLogger,
-        retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
-        poisonStrikes: 3,
-        circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-        batchSize: 8,
-        maxInFlight: 1,
+        delivery: testDelivery({
+          retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
+          poison: { strikes: 3 },
+          batchSize: 8,
+        }),
         random: () => 0.5,
       });
       await withVirtualTime(clock, worker.run(new AbortController().signal, { deadline: clock.now() + 86_400_000 }));
@@ -101,11 +101,11 @@ describe('a batch the destination keeps refusing because of one event', () => {
       store,
       clock,
       logger: noopLogger,
-      retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
-      poisonStrikes: 2,
-      circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-      batchSize: 4,
-      maxInFlight: 1,
+      delivery: testDelivery({
+        retry: { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 },
+        poison: { strikes: 2 },
+        batchSize: 4,
+      }),
       random: () => 0.5,
     });
     await withVirtualTime(clock, worker.run(new AbortController().signal, { deadline: clock.now() + 3_600_000 }));

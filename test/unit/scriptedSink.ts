@@ -1,6 +1,7 @@
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { buildCloudEvent, type EventsConfig } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
+import { deliverySchema, RETRY_DEFAULTS, type SinkDeliveryConfig } from '../../src/sinkContract/deliveryConfig.js';
 import type { OutboundEvent, Sink } from '../../src/sinkContract/sink.js';
 import { SinkPartialFailureError } from '../../src/sinkContract/sinkErrors.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
@@ -8,6 +9,16 @@ import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 /** Decides the fate of one write: return to accept the batch, throw a sink error to fail it. */
 export type WriteScript = (batch: readonly OutboundEvent[], writeIndex: number) => void | Promise<void>;
+
+/** A sink's delivery block for a worker under test: no circuit breaking, no poison search, one write at a time, unless `over` says. */
+export function testDelivery(over: Partial<SinkDeliveryConfig>): SinkDeliveryConfig {
+  return deliverySchema(RETRY_DEFAULTS).parse({
+    circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
+    poison: { strikes: 0 },
+    maxInFlight: 1,
+    ...over,
+  });
+}
 
 /**
  * A Sink that accepts in memory what `script` lets through. It records every batch it was handed,

@@ -13,7 +13,15 @@ import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.j
 import type { ManualClock } from '../../src/clock.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { ScriptedSink, START, ingestEntries, openStore, testClock, type WriteScript } from './scriptedSink.js';
+import {
+  ScriptedSink,
+  START,
+  ingestEntries,
+  openStore,
+  testClock,
+  testDelivery,
+  type WriteScript,
+} from './scriptedSink.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const RETRY: RetryConfig = { initialDelayMs: 1_000, maxDelayMs: 60_000, maxAttempts: 0, maxAgeSeconds: 0 };
@@ -29,10 +37,11 @@ function worker(
     store,
     clock,
     logger: noopLogger,
-    retry: { ...RETRY, ...over.retry },
-    circuitBreaker: { failureThreshold: 0, cooldownMs: 1_000, maxCooldownMs: 1_000 },
-    batchSize: over.batchSize ?? 10,
-    maxInFlight: over.maxInFlight ?? 1,
+    delivery: testDelivery({
+      retry: { ...RETRY, ...over.retry },
+      batchSize: over.batchSize ?? 10,
+      maxInFlight: over.maxInFlight ?? 1,
+    }),
     random: () => 0.5,
   });
 }
@@ -162,6 +171,7 @@ describe('SinkWorker with a real store', () => {
     try {
       const { store, sink, clock, drain } = await setup();
       sink.latencyMs = 20;
+      sink.limits.maxInFlight = 32;
       for (let i = 0; i < 32; i++) await ingestEntries(store, 'career', `c-${i}`, ['a', 'b']);
       expect(await drain(worker(store, sink, clock, { batchSize: 1, maxInFlight: 32 }))).toBe(true);
       expect(sink.maxConcurrentWrites).toBe(32);

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase, StoreError } from '../../src/store/sqlite/database.js';
+import { openDatabase } from '../../src/store/sqlite/database.js';
+import { StoreError } from '../../src/store/storeError.js';
 import { MIGRATIONS, TABLES } from '../../src/store/sqlite/migrations.js';
 import { latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
 import { entry, entryIdsInJournal, HOUR, ingest, T } from '../store/contract/storeFixtures.js';

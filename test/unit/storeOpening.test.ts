@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/clock.js';
 import { STORE_OPEN_RETRY, StoreOpening } from '../../src/daemon/storeOpening.js';
 import { AbortedError } from '../../src/errors.js';
 import { createLogger } from '../../src/observe/createLogger.js';
-import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
+import { StoreError } from '../../src/store/storeError.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import type { StoreBackend } from '../../src/store/storeBackend.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
@@ -145,7 +145,7 @@ describe('opening the store at start while the database is down', () => {
     const { clock, script, opening } = scriptedOpening();
     const opened = opening.open();
     await script.called(1);
-    const refused = new PostgresStoreError('cannot open the store: database "nope" does not exist; check store.url');
+    const refused = new StoreError('cannot open the store: database "nope" does not exist; check store.url');
     script.fail(refused);
     await expect(opened).rejects.toBe(refused);
     await clock.advance(60_000);

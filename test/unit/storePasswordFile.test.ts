@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { checkStorePassword } from '../../src/cli/storePasswordCheck.js';
 import { ConfigError } from '../../src/errors.js';
 import { connectionUrl } from '../../src/store/postgres/postgresStoreBackend.js';
-import { PostgresStoreError } from '../../src/store/postgres/postgresStoreError.js';
+import { StoreError } from '../../src/store/storeError.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { storeLocation } from '../../src/store/storeLocation.js';
 import { withUrlPassword } from '../../src/secrets/urlCredentials.js';
@@ -91,7 +91,7 @@ describe('connectionUrl: the URL the store connects with', () => {
     const file = join(makeTempDir(), 'store-password');
     writeFileSync(file, 'from-file');
     const location = { url: 'postgres://cf:inline@db/cf', passwordFile: file, schema: 's', maxConnections: 2 };
-    expect(() => connectionUrl(location, 'postgres://<redacted>@db/cf')).toThrow(PostgresStoreError);
+    expect(() => connectionUrl(location, 'postgres://<redacted>@db/cf')).toThrow(StoreError);
     expect(() => connectionUrl(location, 'postgres://<redacted>@db/cf')).toThrow(/keep one/);
   });
 });

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { ChangefeedError } from '../../errors.js';
 import { checkTables, refuseVersion } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
-import { PostgresStoreError } from './postgresStoreError.js';
+import { OlderSchemaError } from '../storeError.js';
 import { latestSchemaVersion, schemaStep } from '../schemaVersion.js';
 
 /**
@@ -40,7 +40,7 @@ export async function checkExistingSchema(
   const step = schemaStep(version, MIGRATIONS.length);
   refuseVersion(step, version, location.schema, where);
   if (options.readonly && step.action === 'migrate')
-    throw new PostgresStoreError(
+    throw new OlderSchemaError(
       `the store at ${where} has schema version ${version}, older than this build's ` +
         `(${latestSchemaVersion(MIGRATIONS.length)}); ` +
         'start the daemon of this build once, which migrates it, then run this command again',

@@ -11,7 +11,7 @@ import {
   type SchemaStep,
 } from '../schemaVersion.js';
 import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
-import { PostgresStoreError } from './postgresStoreError.js';
+import { StoreError } from '../storeError.js';
 
 /**
  * The advisory lock key of a schema's migrations: the first 8 bytes of a hash of its name, so
@@ -78,7 +78,7 @@ export function refuseVersion(
   where: string,
 ): asserts step is Extract<SchemaStep, { action: 'create' | 'migrate' | 'current' }> {
   if (step.action === 'newer')
-    throw new PostgresStoreError(
+    throw new StoreError(
       `the store at ${where} has schema version ${found}, newer than this build knows ` +
         `(${latestSchemaVersion(MIGRATIONS.length)}); upgrade changefeed`,
     );
@@ -90,7 +90,7 @@ export function refuseVersion(
         `DROP SCHEMA "${schema}" CASCADE (every sink then starts from now and logs from watch.startFrom)`,
     );
   if (step.action === 'unknown')
-    throw new PostgresStoreError(`the store at ${where} ${unknownVersionProblem(found)}; ${damagedRemedy(schema)}`);
+    throw new StoreError(`the store at ${where} ${unknownVersionProblem(found)}; ${damagedRemedy(schema)}`);
 }
 
 /**
@@ -107,7 +107,7 @@ async function refuseForeignRelations(client: pg.ClientBase, schema: string, loc
   );
   if (rows.length === 0) return;
   const names = rows.slice(0, 5).map((r) => r.name);
-  throw new PostgresStoreError(
+  throw new StoreError(
     `the schema ${schema} at ${location} holds no changefeed store but other tables (${names.join(', ')}` +
       `${rows.length > 5 ? ', ...' : ''}); set store.schema to a schema of the store's own (created if missing)`,
   );
@@ -133,9 +133,7 @@ export async function checkTables(
     rows.map((r) => r.name),
   );
   if (missing.length > 0)
-    throw new PostgresStoreError(
-      `the store at ${where} ${missingTablesProblem(version, missing)}; ${damagedRemedy(schema)}`,
-    );
+    throw new StoreError(`the store at ${where} ${missingTablesProblem(version, missing)}; ${damagedRemedy(schema)}`);
 }
 
 /** What an operator can do with a damaged store on PostgreSQL. */

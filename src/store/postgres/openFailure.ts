@@ -9,7 +9,7 @@ import { isConnectionFailure } from './connectionFailure.js';
  * shutting down 57P03/57P01, too many connections 53300, out of disk, a read-only standby after a
  * failover; the SQLSTATEs isStorageError knows). Everything else will not heal by waiting and
  * fails at once: bad credentials (28P01, 28000), a database that does not exist (3D000), missing
- * privileges (42501), TLS refused, a malformed URL, and our own refusals (PostgresStoreError: a
+ * privileges (42501), TLS refused, a malformed URL, and our own refusals (StoreError: a
  * schema newer than this build, an invalid schema name, `options` in the URL). An error nobody
  * recognises fails too: an operator reads it at once, rather than a retry loop hiding it.
  */

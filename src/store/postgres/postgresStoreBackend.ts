@@ -13,7 +13,7 @@ import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
 import { RequeueCounts } from './requeueCounts.js';
-import { PostgresStoreError } from './postgresStoreError.js';
+import { StoreError } from '../storeError.js';
 import { TenantDb } from './tenantDb.js';
 
 /** What the backend needs of `store` in the config. */
@@ -81,17 +81,17 @@ export class PostgresStoreBackend implements StoreBackend {
     const location = { ...configured, url: connectionUrl(configured, shown) };
     // node-postgres throws a bare "Invalid URL" TypeError from its constructors: say which setting.
     if (!URL.canParse(location.url))
-      throw new PostgresStoreError(
+      throw new StoreError(
         `store.url ${shown} is not a valid URL; write postgres://user:password@host:port/database ` +
           '(percent-encode special characters of the password)',
       );
     if (!SCHEMA_NAME.test(location.schema))
-      throw new PostgresStoreError(`store.schema "${location.schema}" is not a lower-case SQL identifier`);
+      throw new StoreError(`store.schema "${location.schema}" is not a lower-case SQL identifier`);
     // node-postgres lets the URL's parameters win over the pool's: an `options` there would
     // replace the search_path that points every query at the schema.
     const url = new URL(location.url);
     if (url.searchParams.has('options'))
-      throw new PostgresStoreError(
+      throw new StoreError(
         `store.url ${shown} sets options, which the store needs for its schema; set store.schema instead`,
       );
     const password = passwordOf(url);
@@ -149,7 +149,7 @@ export class PostgresStoreBackend implements StoreBackend {
             'the database is up',
           error,
         );
-      throw new PostgresStoreError(
+      throw new StoreError(
         `cannot open the store at ${shown} (schema ${location.schema}): ${reason}; check store.url`,
         error,
       );
@@ -188,12 +188,12 @@ export function connectionUrl(location: PostgresLocation, shown: string): string
   const password = readSecretFile(location.passwordFile);
   registerSecret(password);
   if (!URL.canParse(location.url))
-    throw new PostgresStoreError(
+    throw new StoreError(
       `store.url ${shown} is not a valid URL; write postgres://user@host:port/database ` +
         '(percent-encode special characters of the user)',
     );
   if (new URL(location.url).password !== '')
-    throw new PostgresStoreError(`store.url ${shown} carries a password and store.passwordFile another: keep one`);
+    throw new StoreError(`store.url ${shown} carries a password and store.passwordFile another: keep one`);
   return withUrlPassword(location.url, password);
 }
 

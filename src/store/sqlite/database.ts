@@ -11,20 +11,12 @@ import {
   schemaStep,
   unknownVersionProblem,
 } from '../schemaVersion.js';
+import { OlderSchemaError, StoreError } from '../storeError.js';
 import { STORE_FILE_NAME } from '../storeLocation.js';
 import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
 
 export type Db = Database.Database;
-
-export class StoreError extends ChangefeedError {
-  constructor(message: string, cause?: unknown) {
-    super('STORE_ERROR', message, { cause });
-  }
-}
-
-/** A store of an older schema than this build's, which a reader cannot migrate. */
-export class OlderSchemaError extends StoreError {}
 
 export function storePath(stateDir: string): string {
   return join(stateDir, STORE_FILE_NAME);

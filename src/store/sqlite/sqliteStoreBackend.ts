@@ -5,7 +5,8 @@ import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../stor
 import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 import { storeLocation } from '../storeLocation.js';
 import type { StoreConfig } from '../storeConfig.js';
-import { openDatabase, StoreError, type Db } from './database.js';
+import { openDatabase, type Db } from './database.js';
+import { StoreError } from '../storeError.js';
 import { SqliteTenantRecords } from './tenantRecordRows.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
 import { countActivity } from './tenantConnection.js';
