@@ -202,8 +202,8 @@ export const BENCH_SECTIONS: readonly BenchSection[] = [
   },
   {
     name: 'scheduling',
-    minutes: '15-20',
-    measures: 'the poll scheduler over simulated days: the model, then the real daemon in virtual time',
+    minutes: '12',
+    measures: 'the poll scheduler over 42 simulated days: the real daemon in virtual time, then the model',
     run: async () => {
       const { runSchedulingBench } = await import('./scheduling.js');
       await runSchedulingBench();

@@ -44,7 +44,7 @@ export interface DaemonDayResult extends DayResult {
  * loopback HTTP, poll loop, scheduler, read budget, SQLite store, delivery engine, file sink),
  * against the built-in simulator. In virtual time (the default) both run on one ManualClock that
  * a QuietClockDriver moves only while nothing is in flight, so a day of the real thing takes
- * about a minute and its figures do not depend on the machine's load. With `timeScale` both run
+ * about 100 s of CPU and its figures do not depend on the machine's load. With `timeScale` both run
  * on the wall clock sped up (ScaledClock): a day takes 24 / timeScale real hours and its figures
  * include what latency and load cost, scaled up.
  *

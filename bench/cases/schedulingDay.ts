@@ -193,6 +193,9 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   };
   const registry = {
     discoveryEnabled: true,
+    discoveredLists: 'career,skill',
+    // Nothing recorded: discovery runs first, as a cold start's does.
+    lastDiscovery: () => Promise.resolve(undefined),
     // Two lists of pageSize 200: the pages a real discovery run reads.
     discover: async (signal?: AbortSignal) => {
       const pages = Math.floor(o.careers / 200) + 1 + Math.floor(o.skills / 200) + 1;

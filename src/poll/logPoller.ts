@@ -225,13 +225,16 @@ export class LogPoller {
   }
 
   private async pollVersionLog(watched: WatchedLog, signal?: AbortSignal): Promise<PollResult> {
-    const { store } = this.deps;
+    const { store, serverClock } = this.deps;
+    // What the read covers: everything on the log when its first page was asked for.
+    const readAt = serverClock.now();
     const read = await readVersionLog({
       client: this.deps.client,
       objectId: watched.objectId,
       sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
       seenAmong: (ids) => store.seen.seenAmong(watched.log, watched.objectId, ids),
       sizes: this.sizes,
+      settledBefore: watched.windowEnd === null ? undefined : watched.windowEnd - this.deps.watch.overlapSeconds * 1000,
       signal,
     });
     if (read.detectedOrder && !watched.sortOrder)
@@ -256,13 +259,13 @@ export class LogPoller {
       entries: ordered,
       silentEntries: silent,
       quarantined: read.quarantined,
-      windowEnd: this.deps.serverClock.now(),
+      windowEnd: readAt,
       toEvent: (entry) => this.toEvent(watched, entry),
       now: this.deps.clock.now(),
     });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
     if (baseline && this.historyMs() > 0)
-      result.history = versionLogHistory(read.unseen, this.deps.serverClock.now(), this.historyMs());
+      result.history = versionLogHistory(read.unseen, serverClock.now(), this.historyMs());
     this.account(result, ingested, watched);
     return result;
   }

@@ -1,4 +1,4 @@
-import type { ActivityEntry } from '../api/activityEntry.js';
+import { performedAtMs, type ActivityEntry } from '../api/activityEntry.js';
 import { pageItemCount, readActivityPage } from '../api/activityReader.js';
 import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
 import type { ServiceClient } from '../api/serviceClient.js';
@@ -28,14 +28,22 @@ export interface VersionLogWalk {
   seenAmong: (entryIds: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Each log's page size, lowered for pages that exceed api.maxResponseBytes. */
   sizes: PageSizes;
+  /**
+   * Entries performed before this (ms) were all on the log at the previous read, late ones
+   * included: when that read began, less `watch.overlapSeconds`. Undefined for a first read.
+   */
+  settledBefore?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
 /**
  * Reads a skill's version log, which has no date filter (spec 4.5 rule 6, 6 rule 4): pages from
  * offset 0. When the log is known to be newest-first, a page holding only entries already seen
- * ends the read, since everything after it is older. Otherwise the order cannot be relied on and
- * the log is read to its end; version logs are short, so that costs few requests.
+ * ends the read, since everything after it is older; so does a page whose oldest entry was seen
+ * and performed before `settledBefore`, since what follows it was there at the previous read,
+ * which read it (a poll that finds news would otherwise pay a second page for nothing). Otherwise
+ * the order cannot be relied on and the log is read to its end; version logs are short, so that
+ * costs few requests.
  */
 export async function readVersionLog(walk: VersionLogWalk) {
   /** Entries not seen before, in read order. */
@@ -45,6 +53,11 @@ export async function readVersionLog(walk: VersionLogWalk) {
   const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
   const read = () => ({ unseen, requests, detectedOrder: detectSortOrder(all), quarantined });
+  /** The page's oldest entry was read before, and so was everything after it. */
+  const settled = (oldest: ActivityEntry | undefined, seen: ReadonlySet<string>): boolean => {
+    const at = oldest === undefined ? null : performedAtMs(oldest);
+    return at !== null && at < (walk.settledBefore ?? Number.NEGATIVE_INFINITY) && seen.has(oldest!.id);
+  };
   for (let offset = 0; offset <= MAX_OFFSET;) {
     const page = await readSizedPage({
       log: 'skill',
@@ -63,7 +76,12 @@ export async function readVersionLog(walk: VersionLogWalk) {
     unseen.push(...fresh);
     if (pageItemCount(page) < page.limit) return read();
     const order = walk.sortOrder ?? detectSortOrder(all);
-    if (order === 'newest-first' && fresh.length === 0 && page.quarantined.length === 0) return read();
+    if (
+      order === 'newest-first' &&
+      page.quarantined.length === 0 &&
+      (fresh.length === 0 || settled(page.entries.at(-1), seen))
+    )
+      return read();
     offset += page.limit;
   }
   if ((walk.sortOrder ?? detectSortOrder(all)) !== 'newest-first') throw new VersionLogTooLongError(walk.objectId);
