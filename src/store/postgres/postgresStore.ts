@@ -6,7 +6,7 @@ import { quarantineFingerprint } from '../storedRows.js';
 import type { DeferredState, IngestRequest, IngestResult } from '../storeRecords.js';
 import { PostgresDeadLetters } from './deadLetters.js';
 import { PostgresDeferredState } from './deferredState.js';
-import type { RequeueCounts } from './requeueCounts.js';
+import type { RequeueCounts } from '../requeueCounts.js';
 import { PostgresJournal } from './journal.js';
 import { PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
