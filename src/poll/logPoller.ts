@@ -11,7 +11,7 @@ import type { IngestResult, SortOrder, WatchedLog } from '../store/storeRecords.
 import { historyLookbackMs, probeHistory, versionLogHistory, type HistoryProbeResult } from './logHistory.js';
 import { backfillProgress, type BackfillState } from './backfillProgress.js';
 import { PageSizes } from './pageSize.js';
-import { inIngestionOrder } from './sortOrder.js';
+import { detectSortOrder, inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from '../schedule/rateState.js';
 import { believableCursor, nextWindow, toIso, type TimeWindow } from './timeWindow.js';
@@ -108,7 +108,11 @@ export class LogPoller {
     let coveredUntil = cursor;
     const progress = (pages: number, entries: number): void =>
       this.observeProgress(watched, coveredUntil, pages, entries);
+    // The sort order rides with the cursor when it is known by the commit (the first poll's probe
+    // tells it): a log's first poll is then one write, not two.
+    let recordedOrder: SortOrder | undefined;
     const commit = async (entries: ActivityEntry[], windowEnd: number): Promise<void> => {
+      const order = watched.sortOrder ? undefined : (detectedOrder ?? detectSortOrder(entries));
       const ingested = await store.ingest({
         log: watched.log,
         objectId: watched.objectId,
@@ -117,9 +121,11 @@ export class LogPoller {
         windowEnd,
         // Windows never reach further back than one overlap; keep a second one as margin.
         pruneSeenBefore: windowEnd - 2 * overlapMs,
+        sortOrder: order,
         toEvent: (entry) => this.toEvent(watched, entry),
         now: this.deps.clock.now(),
       });
+      recordedOrder ??= order;
       this.account(result, ingested, watched);
       coveredUntil = windowEnd;
       progress(0, 0);
@@ -163,7 +169,7 @@ export class LogPoller {
         );
       }
     }
-    if (detectedOrder && !watched.sortOrder)
+    if (detectedOrder && !watched.sortOrder && detectedOrder !== recordedOrder)
       await store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
     return result;
   }
@@ -237,8 +243,6 @@ export class LogPoller {
       settledBefore: watched.windowEnd === null ? undefined : watched.windowEnd - this.deps.watch.overlapSeconds * 1000,
       signal,
     });
-    if (read.detectedOrder && !watched.sortOrder)
-      await store.watchedLogs.setSortOrder(watched.log, watched.objectId, read.detectedOrder);
     // The first read of a version log is its baseline: what happened before coverage started is
     // recorded as seen but not emitted. Undated entries count as history unless a startFrom
     // timestamp asked for a backfill.
@@ -260,6 +264,7 @@ export class LogPoller {
       silentEntries: silent,
       quarantined: read.quarantined,
       windowEnd: readAt,
+      sortOrder: watched.sortOrder ? undefined : read.detectedOrder,
       toEvent: (entry) => this.toEvent(watched, entry),
       now: this.deps.clock.now(),
     });

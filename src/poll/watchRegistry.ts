@@ -45,26 +45,33 @@ export class WatchRegistry {
   }
 
   /**
-   * Watches a log from `coverageStart` unless it is watched already (then false). Its first poll
-   * is due within firstPollWithinSeconds of now, a deadline kept with the log across restarts.
+   * Watches the logs from `coverageStart`, each unless it is watched already, in one write;
+   * returns how many were new. Their first poll is due within firstPollWithinSeconds of now, a
+   * deadline kept with each log across restarts.
    */
-  private register(log: LogKind, objectId: string, origin: WatchOrigin, coverageStart: number): Promise<boolean> {
+  private register(
+    logs: readonly { log: LogKind; objectId: string }[],
+    origin: WatchOrigin,
+    coverageStart: number,
+  ): Promise<number> {
     const now = this.deps.clock.now();
     const firstPollBy = now + this.deps.watch.schedule.firstPollWithinSeconds * 1000;
-    return this.deps.store.watchedLogs.register({ log, objectId, origin, coverageStart, now, firstPollBy });
+    return this.deps.store.watchedLogs.registerAll(
+      logs.map(({ log, objectId }) => ({ log, objectId, origin, coverageStart, now, firstPollBy })),
+    );
   }
 
   async registerConfigured(): Promise<number> {
     const { watch } = this.deps;
-    const coverageStart = this.configuredStart();
-    let added = 0;
-    const register = async (log: LogKind, objectId: string): Promise<void> => {
-      if (await this.register(log, objectId, 'config', coverageStart)) added++;
-    };
-    if (watch.identityProviderEvents) await register('identity_provider', '');
-    for (const id of watch.careers.ids) await register('career', id);
-    for (const id of watch.skills.ids) await register('skill', id);
-    return added;
+    return this.register(
+      [
+        ...(watch.identityProviderEvents ? [{ log: 'identity_provider' as const, objectId: '' }] : []),
+        ...watch.careers.ids.map((objectId) => ({ log: 'career' as const, objectId })),
+        ...watch.skills.ids.map((objectId) => ({ log: 'skill' as const, objectId })),
+      ],
+      'config',
+      this.configuredStart(),
+    );
   }
 
   /** Configured careers and skills the service answered 404 for: `run --once` fails on these. */
@@ -120,7 +127,11 @@ export class WatchRegistry {
           `${set.path} lists more objects than offsets can reach; list them in watch.${set.log}s.ids`,
         );
       }
-      for (const id of list.ids) if (await this.register(set.log, id, origin, coverageStart)) added++;
+      added += await this.register(
+        list.ids.map((objectId) => ({ log: set.log, objectId })),
+        origin,
+        coverageStart,
+      );
     }
     await store.setMeta(LAST_DISCOVERY_KEY, String(startedAt));
     // Written when it changes only (a config turned a list on or off): one write per run otherwise.

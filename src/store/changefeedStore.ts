@@ -89,6 +89,11 @@ export interface WatchedLogStore {
    * poll, which a restart must not push back. Returns whether the log was new.
    */
   register(args: WatchRegistration): Promise<boolean>;
+  /**
+   * `register` for each of `registrations` (each log once), in one write: discovery's list is one
+   * transaction, not one per log. Returns how many logs were new.
+   */
+  registerAll(registrations: readonly WatchRegistration[]): Promise<number>;
   recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void>;
   setStatus(log: LogKind, objectId: string, status: WatchStatus, reason: string | null): Promise<void>;
   setSortOrder(log: LogKind, objectId: string, order: SortOrder): Promise<void>;

@@ -67,6 +67,8 @@ export interface IngestRequest {
   windowEnd: number;
   /** Forget seen ids older than this (windowed logs only). */
   pruneSeenBefore?: number;
+  /** The log's sort order as this read detected it, recorded with the cursor (WatchedLogStore.setSortOrder). */
+  sortOrder?: SortOrder;
   /** The entry's CloudEvent, with id eventIdFor(log, objectId, entry.id): the journal is deduplicated by it. */
   toEvent: (entry: ActivityEntry) => ChangeCloudEvent;
   now: number;

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LeaseLostError, type WriteFence } from '../../src/cluster/writeFence.js';
+import { DEFERRED_STATE_FLUSH_MS } from '../../src/store/storeRecords.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
 import { connectedSinkA, rateOf } from './contract/storeFixtures.js';
 import { entry, ingest, T } from './storeContract.suite.js';
@@ -48,6 +49,33 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
     refusing = false;
     await store.flushDeferred();
     expect((await store.rates.list()).map((r) => r.events)).toEqual([3]);
+  });
+
+  it('is written on its own only once it waited its own half minute, not on the timer of state a poll carried', async () => {
+    const backend = await openBackend();
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    // Only the store's timers: the database's answers still come in real time.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      store.deferState({ rates: [rateOf(1)] });
+      await vi.advanceTimersByTimeAsync(1_000);
+      await ingest(store, [entry('e-1')]); // carries rate 1
+      await vi.advanceTimersByTimeAsync(1_000);
+      store.deferState({ rates: [rateOf(2)] }); // the next poll's, 2 s after the first
+      const before = backend.activity.transactions;
+      await vi.advanceTimersByTimeAsync(DEFERRED_STATE_FLUSH_MS - 1_000);
+      expect(backend.activity.transactions - before).toBe(0);
+      await vi.advanceTimersByTimeAsync(1_000);
+      // Read beside the store, so the wait counts nothing of its own.
+      const written = async () =>
+        (await admin!.query<{ events: number }>(`SELECT events FROM "${backend.schema}".rate_estimates`)).rows[0]
+          ?.events === 2;
+      while (!(await written())) await new Promise((resolve) => setImmediate(resolve));
+      expect(backend.activity.transactions - before).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('records the last delivery in the ack of a batch, in the same one statement', async () => {

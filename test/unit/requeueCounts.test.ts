@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RequeueCounts, type RequeueCountRow } from '../../src/store/postgres/requeueCounts.js';
+import { RequeueCounts, type RequeueCountRow } from '../../src/store/requeueCounts.js';
 
 const MAX_AGE_MS = 400;
 

@@ -1,7 +1,7 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { fromRow, type RowOf } from '../storedRows.js';
 import { REQUEUE_BATCH_EVENTS, REQUEUE_COUNT_KEY, type DeadLetter } from '../storeRecords.js';
-import type { RequeueCounts, RequeueCountRow } from './requeueCounts.js';
+import type { RequeueCounts, RequeueCountRow } from '../requeueCounts.js';
 import type { TenantDb } from './tenantDb.js';
 
 /**

@@ -45,6 +45,10 @@ export class PostgresDeferredState implements RidingWrites {
     this.rates = new Map();
     this.meta = new Map();
     this.waiters = [];
+    // What is added from now on waits its own DEFERRED_STATE_FLUSH_MS: a timer left running
+    // flushed each poll's rate on its own every half minute, though the next poll carried it.
+    clearTimeout(this.timer);
+    this.timer = undefined;
     const ridden: RiddenTransaction = {
       committed: () => {
         for (const waiter of waiters) waiter.resolve();

@@ -6,7 +6,7 @@ import { quarantineFingerprint } from '../storedRows.js';
 import type { DeferredState, IngestRequest, IngestResult } from '../storeRecords.js';
 import { PostgresDeadLetters } from './deadLetters.js';
 import { PostgresDeferredState } from './deferredState.js';
-import type { RequeueCounts } from './requeueCounts.js';
+import type { RequeueCounts } from '../requeueCounts.js';
 import { PostgresJournal } from './journal.js';
 import { PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
@@ -67,19 +67,14 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   /**
    * The steps of SqliteChangefeedStore.ingest, in one transaction, each a statement for the whole
    * page (a 200-entry page is a few round trips, not hundreds): the facts in one query, then
-   * decideIngest, then its writes. The first statement locks the tenant's `journal_heads` row
-   * until commit: ingests of a tenant run one at a time, so the facts hold until the writes, and
+   * decideIngest, then its writes. The first statement of a read with entries locks the tenant's
+   * `journal_heads` row until commit: ingests of a tenant run one at a time, so the facts hold until the writes, and
    * each ingest draws its seqs only once the previous one committed, so a tenant's seqs grow in
    * commit order and the head a reader sees never has an uncommitted seq below it (see
    * PostgresJournal).
    */
   async ingest(req: IngestRequest): Promise<IngestResult> {
     return this.db.transaction(async (query) => {
-      await query(
-        `INSERT INTO journal_heads (tenant, head) VALUES ($1, 0)
-         ON CONFLICT (tenant) DO UPDATE SET head = journal_heads.head`,
-        [this.db.tenant],
-      );
       const decision = decideIngest(req, await this.ingestFacts(query, req));
       const { log, objectId, now } = req;
       await this.quarantine.add(query, log, objectId, decision.quarantine, now);
@@ -100,16 +95,29 @@ export class PostgresChangefeedStore implements ChangefeedStore {
         windowEnd: req.windowEnd,
         ingested: decision.result.emitted,
         now,
+        pruneSeenBefore: req.pruneSeenBefore,
+        sortOrder: req.sortOrder,
       });
-      if (req.pruneSeenBefore !== undefined) await this.seen.prune(query, log, objectId, req.pruneSeenBefore);
       return decision.result;
     });
   }
 
-  /** What decideIngest asks of the store about the read, in one statement. */
+  /**
+   * What decideIngest asks of the store about the read, after the tenant's `journal_heads` row
+   * lock: a statement of its own, since a statement's snapshot is taken before any lock it waits
+   * for, so facts read in the same statement could miss the ingest it waited for. A read of
+   * nothing (most polls) asks nothing and takes no lock: it appends no event, so it draws no seq.
+   */
   private async ingestFacts(query: Query, req: IngestRequest): Promise<IngestFacts> {
     const ids = [...(req.silentEntries ?? []), ...req.entries].map((e) => e.id);
     const fingerprints = (req.quarantined ?? []).map(quarantineFingerprint);
+    if (ids.length === 0 && fingerprints.length === 0)
+      return { seen: new Set(), journaled: new Set(), quarantinedBefore: new Set() };
+    await query(
+      `INSERT INTO journal_heads (tenant, head) VALUES ($1, 0)
+       ON CONFLICT (tenant) DO UPDATE SET head = journal_heads.head`,
+      [this.db.tenant],
+    );
     const { rows } = await query<{ seen: string[]; journaled: string[]; quarantined: string[] }>(
       `SELECT
          ARRAY(SELECT entry_id FROM seen_entries

@@ -12,7 +12,7 @@ import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
-import { RequeueCounts } from './requeueCounts.js';
+import { RequeueCounts, REQUEUE_COUNT_MAX_AGE_MS } from '../requeueCounts.js';
 import { StoreError } from '../storeError.js';
 import { TenantDb } from './tenantDb.js';
 
@@ -204,9 +204,6 @@ function passwordOf(url: URL): string | undefined {
     return undefined;
   }
 }
-
-/** How old a tenant's dead-letter re-queue count may be (its engine asks every 500 ms). */
-const REQUEUE_COUNT_MAX_AGE_MS = 400;
 
 /** Connections of the lease pool: a round's queries run one after another, and one spare. */
 export const LEASE_CONNECTIONS = 2;

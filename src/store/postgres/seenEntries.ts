@@ -47,12 +47,4 @@ export class PostgresSeenEntries implements SeenEntryStore {
       ],
     );
   }
-
-  /** Part of the ingest transaction: forgets ids older than `before` (an undated one aged by when it was seen). */
-  async prune(query: Query, log: LogKind, objectId: string, before: number): Promise<void> {
-    await query(
-      `DELETE FROM seen_entries WHERE tenant = $1 AND log = $2 AND object_id = $3 AND COALESCE(performed_at, seen_at) < $4`,
-      [this.db.tenant, log, objectId, before],
-    );
-  }
 }

@@ -28,7 +28,8 @@ export interface RiddenTransaction {
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
  * through it. It keeps the three rules of the store in one place:
  * - Every write is a transaction whose first statement is the fence check (when the store has a
- *   fence): a replica that lost the tenant's lease writes nothing, not even half a batch. Each
+ *   fence), sent with its BEGIN in one round trip: a replica that lost the tenant's lease writes
+ *   nothing, not even half a batch. Each
  *   statement of a fenced transaction runs under the fence's statement timeout, so the lease
  *   row's lock it holds is never held long.
  * - A database that cannot serve (away, full, read-only, too slow, refusing the role's login)
@@ -109,17 +110,23 @@ export class TenantDb {
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
       const bound = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
-      // One round trip: BEGIN and the bounds of the transaction (SET LOCAL: for it alone). A
-      // fenced transaction holds its lease row's lock: neither a statement nor a pause of this
-      // process between two statements (SIGSTOP, a long GC) may hold it past the bound.
-      await send(
+      // One round trip: BEGIN, the bounds of the transaction (SET LOCAL: for it alone) and the
+      // fence check when the fence can take them along. A fenced transaction holds its lease
+      // row's lock: neither a statement nor a pause of this process between two statements
+      // (SIGSTOP, a long GC) may hold it past the bound.
+      const begin =
         bound === undefined
           ? 'BEGIN'
-          : `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`,
-      );
-      if (this.fence) {
+          : `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`;
+      if (this.fence?.beginChecked) {
         activity.statements++;
-        await this.fence.check(client);
+        await this.fence.beginChecked(client, begin);
+      } else {
+        await send(begin);
+        if (this.fence) {
+          activity.statements++;
+          await this.fence.check(client);
+        }
       }
       const result = await work(send);
       if (this.riding?.waiting) carried = await this.riding.write(send);

@@ -26,36 +26,69 @@ export class PostgresWatchedLogs implements WatchedLogStore {
   }
 
   async register(args: WatchRegistration): Promise<boolean> {
-    const windowed = args.log !== 'skill';
+    return (await this.registerAll([args])) === 1;
+  }
+
+  /** One statement, one fenced transaction, for a whole list: a discovery of 25 logs is one write, not 25. */
+  async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
+    if (registrations.length === 0) return 0;
     const result = await this.db.writeOne(
       `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,
          first_poll_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)
+       SELECT $1, u.log, u.object_id, u.origin, u.coverage_start, CASE WHEN u.log = 'skill' THEN NULL ELSE u.coverage_start END,
+         u.now, u.now, u.first_poll_by
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::float8[], $6::float8[], $7::float8[]) WITH ORDINALITY
+         AS u (log, object_id, origin, coverage_start, now, first_poll_by, ord)
+       ORDER BY u.ord
        ON CONFLICT (tenant, log, object_id) DO NOTHING`,
+      [
+        this.db.tenant,
+        registrations.map((r) => r.log),
+        registrations.map((r) => r.objectId),
+        registrations.map((r) => r.origin),
+        registrations.map((r) => r.coverageStart),
+        registrations.map((r) => r.now),
+        registrations.map((r) => r.firstPollBy ?? r.now),
+      ],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  /**
+   * Part of the ingest transaction: records a completely read window or full read (and the sort
+   * order the read detected, if given) and, with `pruneSeenBefore`, forgets the log's seen ids older than it (an undated one aged by when it was
+   * seen), in one statement: a poll that found nothing new is this statement alone.
+   */
+  async advance(
+    query: Query,
+    args: {
+      log: LogKind;
+      objectId: string;
+      windowEnd: number;
+      ingested: number;
+      now: number;
+      pruneSeenBefore?: number;
+      sortOrder?: SortOrder;
+    },
+  ): Promise<void> {
+    await query(
+      `WITH pruned AS (
+         DELETE FROM seen_entries WHERE $7::float8 IS NOT NULL
+           AND tenant = $1 AND log = $2 AND object_id = $3 AND COALESCE(performed_at, seen_at) < $7
+       )
+       UPDATE watched_logs SET window_end = $4, last_poll_at = $5, last_success_at = $5, last_error = NULL,
+         consecutive_failures = 0, entries_ingested = entries_ingested + $6, sort_order = COALESCE($8, sort_order)
+       WHERE tenant = $1 AND log = $2 AND object_id = $3`,
       [
         this.db.tenant,
         args.log,
         args.objectId,
-        args.origin,
-        args.coverageStart,
-        windowed ? args.coverageStart : null,
+        args.windowEnd,
         args.now,
-        args.firstPollBy ?? args.now,
+        args.ingested,
+        args.pruneSeenBefore ?? null,
+        args.sortOrder ?? null,
       ],
-    );
-    return result.rowCount === 1;
-  }
-
-  /** Part of the ingest transaction: records a completely read window or full read. */
-  async advance(
-    query: Query,
-    args: { log: LogKind; objectId: string; windowEnd: number; ingested: number; now: number },
-  ): Promise<void> {
-    await query(
-      `UPDATE watched_logs SET window_end = $4, last_poll_at = $5, last_success_at = $5, last_error = NULL,
-         consecutive_failures = 0, entries_ingested = entries_ingested + $6
-       WHERE tenant = $1 AND log = $2 AND object_id = $3`,
-      [this.db.tenant, args.log, args.objectId, args.windowEnd, args.now, args.ingested],
     );
   }
 

@@ -1,6 +1,7 @@
 import type { DeadLetterStore } from '../changefeedStore.js';
 import { fromRow, type RowOf } from '../storedRows.js';
 import { REQUEUE_BATCH_EVENTS, REQUEUE_COUNT_KEY, type DeadLetter } from '../storeRecords.js';
+import type { RequeueCounts, RequeueCountRow } from '../requeueCounts.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 const LIST = `SELECT d.sink, d.seq, e.event_id, e.type, e.log, e.object_id, d.attempts, d.last_error, d.last_status,
@@ -19,7 +20,7 @@ const REQUEUE_SINK = `UPDATE deliveries SET state = 'pending', attempts = 0, nex
   WHERE tenant = @tenant AND sink = @sink AND seq IN (SELECT seq FROM deliveries
     WHERE tenant = @tenant AND sink = @sink AND state = 'dead' AND seq > @after ORDER BY seq LIMIT @limit)
   RETURNING seq`;
-const COUNT = 'SELECT value FROM meta WHERE tenant = ? AND key = ?';
+const COUNTS = 'SELECT tenant, value FROM meta WHERE key = ? AND tenant IN (SELECT value FROM json_each(?))';
 const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
   ON CONFLICT (tenant, key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`;
 
@@ -29,7 +30,11 @@ const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
  * requeue count.
  */
 export class DeadLetters implements DeadLetterStore {
-  constructor(private readonly conn: TenantConnection) {}
+  constructor(
+    private readonly conn: TenantConnection,
+    /** Shared by the tenants of the connection (RequeueCounts). */
+    private readonly requeueCounts: RequeueCounts,
+  ) {}
 
   async list(filter: { sink?: string; eventId?: string; limit?: number } = {}): Promise<DeadLetter[]> {
     return this.conn
@@ -77,14 +82,14 @@ export class DeadLetters implements DeadLetterStore {
    * window of pending deliveries has already passed.
    */
   async requeueCount(): Promise<number> {
-    const row = this.conn
-      .statement<[string, string], { value: string }>(COUNT)
-      .get(this.conn.tenant, REQUEUE_COUNT_KEY);
-    return row ? Number(row.value) : 0;
+    return this.requeueCounts.of(this.conn.tenant, async (tenants) =>
+      this.conn.statement<[string, string], RequeueCountRow>(COUNTS).all(REQUEUE_COUNT_KEY, JSON.stringify(tenants)),
+    );
   }
 
   private bumpRequeues(changed: number): number {
     if (changed > 0) this.conn.statement(BUMP).run(this.conn.tenant, REQUEUE_COUNT_KEY);
+    this.requeueCounts.invalidate();
     return changed;
   }
 }

@@ -83,6 +83,7 @@ export class Outbox implements OutboxStore {
 
   /** Which of the event ids the journal holds, for the ingest transaction. */
   journaled(eventIds: readonly string[]): Set<string> {
+    if (eventIds.length === 0) return new Set();
     const has = this.conn.statement<[string, string], { one: number }>(JOURNALED);
     return new Set(eventIds.filter((id) => has.get(this.tenant, id) !== undefined));
   }

@@ -39,6 +39,7 @@ export class Quarantine implements QuarantineStore {
 
   /** Which of the fingerprints (quarantineFingerprint) the log's quarantine holds, for the ingest transaction. */
   known(log: LogKind, objectId: string, fingerprints: readonly string[]): Set<string> {
+    if (fingerprints.length === 0) return new Set();
     const has = this.conn.statement<[string, string, string, string], { one: number }>(KNOWN);
     return new Set(fingerprints.filter((f) => has.get(this.conn.tenant, log, objectId, f) !== undefined));
   }

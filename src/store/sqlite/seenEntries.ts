@@ -24,6 +24,7 @@ export class SeenEntries implements SeenEntryStore {
 
   /** seenAmong at once, for the ingest transaction: one indexed lookup per id. */
   among(log: LogKind, objectId: string, entryIds: readonly string[]): Set<string> {
+    if (entryIds.length === 0) return new Set();
     const has = this.conn.statement<[string, string, string, string], { one: number }>(HAS);
     return new Set(entryIds.filter((id) => has.get(this.conn.tenant, log, objectId, id) !== undefined));
   }

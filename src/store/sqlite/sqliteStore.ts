@@ -2,9 +2,16 @@ import { performedAtMs } from '../../api/activityEntry.js';
 import type { ChangefeedStore } from '../changefeedStore.js';
 import { decideIngest, eventToAppend, journalIdOf } from '../ingestDecision.js';
 import { quarantineFingerprint } from '../storedRows.js';
-import type { DeferredState, IngestRequest, IngestResult } from '../storeRecords.js';
+import {
+  DEFERRED_STATE_FLUSH_MS,
+  type DeferredState,
+  type IngestRequest,
+  type IngestResult,
+  type RateEstimateRow,
+} from '../storeRecords.js';
 import type { Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
+import { RequeueCounts, REQUEUE_COUNT_MAX_AGE_MS } from '../requeueCounts.js';
 import { Journal } from './journal.js';
 import { Outbox } from './outbox.js';
 import { Quarantine } from './quarantine.js';
@@ -41,21 +48,25 @@ export class SqliteChangefeedStore implements ChangefeedStore {
 
   private readonly conn: TenantConnection;
   private open = true;
-  /** Deferred state the disk refused so far (deferState). */
-  private unwritten: DeferredState = {};
+  /** Deferred state not written yet (deferState): learned rates by log, meta values by key; the last wins. */
+  private unwrittenRates = new Map<string, RateEstimateRow>();
+  private unwrittenMeta = new Map<string, string>();
+  private flushTimer: NodeJS.Timeout | undefined;
 
   /** `ownsConnection`: closing the store closes the connection (false when the tenants of a backend share it). */
   constructor(
     readonly db: Db,
     readonly tenant: string = DEFAULT_TENANT,
     private readonly ownsConnection = true,
+    /** The backend's, shared by the tenants of the connection; a store of its own reads its count alone. */
+    requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS),
   ) {
     const conn = new TenantConnection(db, tenant);
     this.conn = conn;
     this.watchedLogs = new WatchedLogs(conn);
     this.seen = new SeenEntries(conn);
     this.outbox = new Outbox(conn);
-    this.deadLetters = new DeadLetters(conn);
+    this.deadLetters = new DeadLetters(conn, requeueCounts);
     this.journal = new Journal(conn);
     this.sinks = new SinkStates(conn);
     this.quarantine = new Quarantine(conn);
@@ -74,15 +85,25 @@ export class SqliteChangefeedStore implements ChangefeedStore {
       });
       for (const entry of decision.quarantine) this.quarantine.add(log, objectId, entry, now);
       for (const entry of decision.recordSeen) this.seen.add(log, objectId, entry.id, performedAtMs(entry), now);
-      const head = this.journal.headNow();
-      decision.emit.forEach((entry, i) => {
-        const placed = { seq: head + i + 1, log, objectId, performedAt: performedAtMs(entry), now };
-        this.outbox.append(eventToAppend(req, entry), placed);
-      });
       const { emitted } = decision.result;
-      if (emitted > 0) this.journal.moveHead(head + emitted);
-      this.watchedLogs.advance({ log, objectId, windowEnd: req.windowEnd, ingested: emitted, now });
+      if (emitted > 0) {
+        const head = this.journal.headNow();
+        decision.emit.forEach((entry, i) => {
+          const placed = { seq: head + i + 1, log, objectId, performedAt: performedAtMs(entry), now };
+          this.outbox.append(eventToAppend(req, entry), placed);
+        });
+        this.journal.moveHead(head + emitted);
+      }
+      this.watchedLogs.advance({
+        log,
+        objectId,
+        windowEnd: req.windowEnd,
+        ingested: emitted,
+        now,
+        sortOrder: req.sortOrder,
+      });
       if (req.pruneSeenBefore !== undefined) this.seen.prune(log, objectId, req.pruneSeenBefore);
+      this.writeDeferredNow();
       return decision.result;
     });
   }
@@ -99,6 +120,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     try {
       this.conn.countTransaction();
       const result = this.ingestTx(request);
+      this.deferredWritten();
       this.health.clear();
       return result;
     } catch (error) {
@@ -108,33 +130,51 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   }
 
   /**
-   * Written at once, in one transaction: a local file answers without a round trip. State the
-   * disk refuses waits for flushDeferred (the next deferState writes it along); health says why.
+   * Held for the tenant's next ingest, which writes it in its transaction (a poll is then one
+   * commit, not two), or written in a transaction of its own after DEFERRED_STATE_FLUSH_MS
+   * without one. What the disk refuses waits for the next ingest or flush; health says why.
    */
   deferState(state: DeferredState): void {
-    this.unwritten = {
-      rates: [...(this.unwritten.rates ?? []), ...(state.rates ?? [])],
-      meta: { ...this.unwritten.meta, ...state.meta },
-    };
-    try {
-      this.writeDeferred();
-    } catch (error) {
-      if (!this.health.record(error, this.db.name)) throw error;
-    }
+    for (const row of state.rates ?? []) this.unwrittenRates.set(`${row.log}\u0000${row.objectId}`, row);
+    for (const [key, value] of Object.entries(state.meta ?? {})) this.unwrittenMeta.set(key, value);
+    if (this.flushTimer !== undefined || !this.deferredWaiting) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      try {
+        this.writeDeferred();
+      } catch (error) {
+        // Its one error route: kept for the next ingest or flush, which report what refuses it.
+        this.health.record(error, this.db.name);
+      }
+    }, DEFERRED_STATE_FLUSH_MS);
+    this.flushTimer.unref();
   }
 
   async flushDeferred(): Promise<void> {
     this.writeDeferred();
   }
 
+  private get deferredWaiting(): boolean {
+    return this.unwrittenRates.size > 0 || this.unwrittenMeta.size > 0;
+  }
+
   private writeDeferred(): void {
-    const { rates = [], meta = {} } = this.unwritten;
-    if (rates.length === 0 && Object.keys(meta).length === 0) return;
-    this.conn.transaction(() => {
-      for (const row of rates) this.rates.saveNow(row);
-      for (const [key, value] of Object.entries(meta)) this.conn.statement(SET_META).run(this.tenant, key, value);
-    });
-    this.unwritten = {};
+    if (!this.deferredWaiting) return;
+    this.conn.transaction(() => this.writeDeferredNow());
+    this.deferredWritten();
+  }
+
+  /** The held state, in the caller's transaction: forgotten only once that commits (deferredWritten). */
+  private writeDeferredNow(): void {
+    for (const row of this.unwrittenRates.values()) this.rates.saveNow(row);
+    for (const [key, value] of this.unwrittenMeta) this.conn.statement(SET_META).run(this.tenant, key, value);
+  }
+
+  private deferredWritten(): void {
+    this.unwrittenRates.clear();
+    this.unwrittenMeta.clear();
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
   }
 
   async getMeta(key: string): Promise<string | undefined> {
@@ -151,6 +191,8 @@ export class SqliteChangefeedStore implements ChangefeedStore {
 
   async close(): Promise<void> {
     this.open = false;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
     if (this.ownsConnection && this.db.open) this.db.close();
   }
 }

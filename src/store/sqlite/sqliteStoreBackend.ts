@@ -1,3 +1,4 @@
+import { RequeueCounts, REQUEUE_COUNT_MAX_AGE_MS } from '../requeueCounts.js';
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
 import { StoreActivity } from '../storeActivity.js';
@@ -24,6 +25,7 @@ export class SqliteStoreBackend implements StoreBackend {
   readonly activity = new StoreActivity('sqlite');
   private connection: Db | undefined;
   private readonly stores = new Map<string, SqliteChangefeedStore>();
+  private readonly requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS);
 
   constructor(
     private readonly config: { stateDir: string; store: StoreConfig },
@@ -53,7 +55,7 @@ export class SqliteStoreBackend implements StoreBackend {
         'STORE_MISSING',
         `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
       );
-    const store = new SqliteChangefeedStore(db, tenant, false);
+    const store = new SqliteChangefeedStore(db, tenant, false, this.requeueCounts);
     this.stores.set(tenant, store);
     return store;
   }

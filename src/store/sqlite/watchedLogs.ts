@@ -11,7 +11,8 @@ const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, covera
   VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now, @firstPollBy)
   ON CONFLICT (tenant, log, object_id) DO NOTHING`;
 const ADVANCE = `UPDATE watched_logs SET window_end = @windowEnd, last_poll_at = @now, last_success_at = @now,
-    last_error = NULL, consecutive_failures = 0, entries_ingested = entries_ingested + @ingested
+    last_error = NULL, consecutive_failures = 0, entries_ingested = entries_ingested + @ingested,
+    sort_order = COALESCE(@sortOrder, sort_order)
   WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
 const FAILURE = `UPDATE watched_logs SET last_poll_at = @now, last_error = @error, consecutive_failures = consecutive_failures + 1
   WHERE tenant = @tenant AND log = @log AND object_id = @objectId`;
@@ -37,23 +38,40 @@ export class WatchedLogs implements WatchedLogStore {
   }
 
   async register(args: WatchRegistration): Promise<boolean> {
-    const windowed = args.log !== 'skill';
-    const info = this.conn.statement<object>(INSERT).run({
-      tenant: this.conn.tenant,
-      log: args.log,
-      objectId: args.objectId,
-      origin: args.origin,
-      coverageStart: args.coverageStart,
-      windowEnd: windowed ? args.coverageStart : null,
-      now: args.now,
-      firstPollBy: args.firstPollBy ?? args.now,
-    });
-    return info.changes === 1;
+    return (await this.registerAll([args])) === 1;
   }
 
-  /** Part of the ingest transaction: records a completely read window or full read. */
-  advance(args: { log: LogKind; objectId: string; windowEnd: number; ingested: number; now: number }): void {
-    this.conn.statement<object>(ADVANCE).run({ ...args, tenant: this.conn.tenant });
+  async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
+    if (registrations.length === 0) return 0;
+    return this.conn.transaction(() => {
+      const insert = this.conn.statement<object>(INSERT);
+      let added = 0;
+      for (const r of registrations) {
+        added += insert.run({
+          tenant: this.conn.tenant,
+          log: r.log,
+          objectId: r.objectId,
+          origin: r.origin,
+          coverageStart: r.coverageStart,
+          windowEnd: r.log === 'skill' ? null : r.coverageStart,
+          now: r.now,
+          firstPollBy: r.firstPollBy ?? r.now,
+        }).changes;
+      }
+      return added;
+    });
+  }
+
+  /** Part of the ingest transaction: records a completely read window or full read, and the sort order the read detected. */
+  advance(args: {
+    log: LogKind;
+    objectId: string;
+    windowEnd: number;
+    ingested: number;
+    now: number;
+    sortOrder?: SortOrder;
+  }): void {
+    this.conn.statement<object>(ADVANCE).run({ ...args, sortOrder: args.sortOrder ?? null, tenant: this.conn.tenant });
   }
 
   async recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void> {

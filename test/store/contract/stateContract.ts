@@ -93,6 +93,37 @@ export function defineStateContract(openFresh: OpenFresh): void {
       ]);
       expect(await store.watchedLogs.get('career', 'missing')).toBeUndefined();
     });
+
+    it('registers a list of logs in one call, counting the new ones and keeping those already watched', async () => {
+      const { store } = await openFresh();
+      const found = (objectId: string, log: 'career' | 'skill' = 'career') =>
+        ({ log, objectId, origin: 'appeared', coverageStart: T + 5, now: T + 7, firstPollBy: T + 60_000 }) as const;
+      expect(await store.watchedLogs.registerAll([])).toBe(0);
+      expect(await store.watchedLogs.registerAll([found('c-1'), found('c-2'), found('s-2', 'skill')])).toBe(2);
+      expect(await store.watchedLogs.registerAll([found('c-2'), found('c-3')])).toBe(1);
+      // c-1 was watched before (storeFixtures): its origin and cursor stay.
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ origin: 'config', windowEnd: T - HOUR });
+      expect(await store.watchedLogs.get('career', 'c-2')).toEqual({
+        log: 'career',
+        objectId: 'c-2',
+        origin: 'appeared',
+        status: 'active',
+        statusReason: null,
+        coverageStart: T + 5,
+        windowEnd: T + 5,
+        sortOrder: null,
+        lastPollAt: null,
+        lastSuccessAt: null,
+        lastError: null,
+        consecutiveFailures: 0,
+        nextPollAt: T + 7,
+        entriesIngested: 0,
+        createdAt: T + 7,
+        firstPollBy: T + 60_000,
+      });
+      expect(await store.watchedLogs.get('skill', 's-2')).toMatchObject({ windowEnd: null, coverageStart: T + 5 });
+      expect((await store.watchedLogs.list()).map((w) => w.objectId)).toEqual(['c-1', 'c-2', 'c-3', 's-2']);
+    });
   });
 
   describe('sink state, rates and meta', () => {

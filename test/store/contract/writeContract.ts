@@ -52,6 +52,13 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   'watchedLogs.register': {
     write: (s) => s.watchedLogs.register({ log: 'skill', objectId: 's', origin: 'config', coverageStart: T, now: T }),
   },
+  'watchedLogs.registerAll': {
+    write: (s) =>
+      s.watchedLogs.registerAll([
+        { log: 'skill', objectId: 's-2', origin: 'discovered', coverageStart: T, now: T },
+        { log: 'career', objectId: 'c-2', origin: 'discovered', coverageStart: T, now: T },
+      ]),
+  },
   'watchedLogs.recordFailure': { write: (s) => s.watchedLogs.recordFailure('career', 'c-1', 'x', T) },
   'watchedLogs.setStatus': { write: (s) => s.watchedLogs.setStatus('career', 'c-1', 'gone', 'x') },
   'watchedLogs.setSortOrder': { write: (s) => s.watchedLogs.setSortOrder('career', 'c-1', 'oldest-first') },

@@ -1,0 +1,188 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LeaseTable } from '../../src/cluster/leaseTable.js';
+import { acquireOne } from '../support/acquireOne.js';
+import { databaseFence } from '../../src/cluster/writeFence.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
+import type { StoreActivity } from '../../src/store/storeActivity.js';
+import { storeConfigSchema } from '../../src/store/storeConfig.js';
+import { DEFERRED_STATE_FLUSH_MS, type WatchRegistration } from '../../src/store/storeRecords.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { entry, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
+
+const LEASE_MS = 30_000;
+
+/** What `work` cost the store, counted where the store sends it. */
+async function cost(activity: StoreActivity, work: () => Promise<unknown>) {
+  const before = { transactions: activity.transactions, statements: activity.statements };
+  await work();
+  return {
+    transactions: activity.transactions - before.transactions,
+    statements: activity.statements - before.statements,
+  };
+}
+
+/** A poll's ingest as the window walker commits it: the cursor moves, old seen ids are forgotten. */
+const poll = (store: ChangefeedStore, entries: ReturnType<typeof entry>[], windowEnd: number) =>
+  ingest(store, entries, { windowEnd, now: windowEnd, pruneSeenBefore: windowEnd - 2 * HOUR });
+
+const discovered = (objectId: string): WatchRegistration => ({
+  log: 'career',
+  objectId,
+  origin: 'discovered',
+  coverageStart: T,
+  now: T,
+});
+
+describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real lease', () => {
+  // A quote in the tenant's name: the fence's check is sent with its values written into the SQL.
+  const tenant = "o'hara";
+
+  async function fencedStore() {
+    const backend = await openBackend();
+    const leases = new LeaseTable(backend.leasePool, { leaseMs: LEASE_MS });
+    expect(await acquireOne(leases, tenant, 'a')).toMatchObject({ epoch: 1 });
+    const store = await backend.tenantStore(tenant, {
+      fence: databaseFence({ tenant, holder: 'a', epoch: 1 }, LEASE_MS),
+    });
+    await prepare(store);
+    return { backend, store };
+  }
+
+  it('is one transaction of three round trips when the poll found nothing, four with the last learned rate', async () => {
+    const { backend, store } = await fencedStore();
+    // BEGIN with its bounds and the fence check, the cursor with the prune of old seen ids, COMMIT.
+    expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({ transactions: 1, statements: 3 });
+    store.deferState({ rates: [rateOf(4)] });
+    // The previous poll's learned rate rides along: one statement more.
+    expect(await cost(backend.activity, () => poll(store, [], T + 2_000))).toEqual({ transactions: 1, statements: 4 });
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 2_000, lastPollAt: T + 2_000 });
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([4]);
+  });
+
+  it('is one transaction of seven round trips for a poll with one new entry', async () => {
+    const { backend, store } = await fencedStore();
+    // BEGIN and the fence, the head lock, the facts, the seen id, the event with its deliveries,
+    // the cursor with the prune, COMMIT.
+    expect(await cost(backend.activity, () => poll(store, [entry('e-1')], T + 1_000))).toEqual({
+      transactions: 1,
+      statements: 7,
+    });
+    expect(await store.outbox.counts('a')).toMatchObject({ pending: 1 });
+  });
+
+  it('records the sort order a first poll detected with its cursor, in the same statement', async () => {
+    const { backend, store } = await fencedStore();
+    const first = () => ingest(store, [], { windowEnd: T + 1_000, sortOrder: 'newest-first' });
+    expect(await cost(backend.activity, first)).toEqual({ transactions: 1, statements: 3 });
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ sortOrder: 'newest-first' });
+    // A read that detected nothing keeps the order recorded.
+    await poll(store, [], T + 2_000);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ sortOrder: 'newest-first' });
+  });
+
+  it("registers a discovery's whole list in one transaction of three round trips", async () => {
+    const { backend, store } = await fencedStore();
+    const list = Array.from({ length: 25 }, (_, i) => discovered(`c-${i + 1}`));
+    let added = 0;
+    expect(await cost(backend.activity, async () => (added = await store.watchedLogs.registerAll(list)))).toEqual({
+      transactions: 1,
+      statements: 3,
+    });
+    expect(added).toBe(24); // c-1 was watched already
+  });
+
+  it('refuses the poll, writing nothing, once another replica took the lease', async () => {
+    const { backend, store } = await fencedStore();
+    await poll(store, [], T + 1_000);
+    await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+    store.deferState({ rates: [rateOf(9)] });
+    await expect(poll(store, [entry('e-1')], T + 2_000)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    await expect(store.watchedLogs.registerAll([discovered('c-9')])).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 1_000 });
+    expect(await store.watchedLogs.get('career', 'c-9')).toBeUndefined();
+    expect(await store.journalSize()).toBe(0);
+    expect(await store.rates.list()).toEqual([]);
+  });
+});
+
+describe('what a poll costs the SQLite store', () => {
+  const open: SqliteStoreBackend[] = [];
+  afterEach(async () => {
+    vi.useRealTimers();
+    for (const backend of open.splice(0)) await backend.close();
+  });
+
+  async function sqliteStore() {
+    const backend = new SqliteStoreBackend({ stateDir: makeTempDir(), store: storeConfigSchema.parse({}) });
+    open.push(backend);
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    return { backend, store };
+  }
+
+  it('is one transaction of two statements when the poll found nothing', async () => {
+    const { backend, store } = await sqliteStore();
+    // The cursor and the prune of old seen ids: nothing is looked up for a read of nothing.
+    expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({
+      transactions: 1,
+      statements: 2,
+    });
+  });
+
+  it('is one transaction for a poll with one new entry', async () => {
+    const { backend, store } = await sqliteStore();
+    // The facts (seen, journal), the seen id, the head, the event, its deliveries, the new head,
+    // the cursor, the prune.
+    expect(await cost(backend.activity, () => poll(store, [entry('e-1')], T + 1_000))).toEqual({
+      transactions: 1,
+      statements: 9,
+    });
+  });
+
+  it('writes the learned rate with the next poll, or in a transaction of its own when none comes in time', async () => {
+    const { backend, store } = await sqliteStore();
+    store.deferState({ rates: [rateOf(2)], meta: { 'budget.snapshot': 'a' } });
+    store.deferState({ rates: [rateOf(3)] });
+    expect(await store.rates.list()).toEqual([]);
+    // The poll's two statements, the rate and the named value: still one commit.
+    expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({
+      transactions: 1,
+      statements: 4,
+    });
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([3]);
+    expect(await store.getMeta('budget.snapshot')).toBe('a');
+
+    vi.useFakeTimers();
+    store.deferState({ rates: [rateOf(5)] });
+    const alone = await cost(backend.activity, () => vi.advanceTimersByTimeAsync(DEFERRED_STATE_FLUSH_MS));
+    expect(alone).toEqual({ transactions: 1, statements: 1 });
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([5]);
+  });
+
+  it("reads every tenant's dead-letter re-queue count in one statement, and sees a re-queue at once", async () => {
+    const { backend, store } = await sqliteStore();
+    const others = await Promise.all(Array.from({ length: 20 }, (_, i) => backend.tenantStore(`t-${i}`)));
+    const all = [store, ...others];
+    await Promise.all(all.map((s) => s.deadLetters.requeueCount()));
+    // Within the count's age every tenant answers from the one read.
+    const asked = await cost(backend.activity, () => Promise.all(all.map((s) => s.deadLetters.requeueCount())));
+    expect(asked.statements).toBeLessThanOrEqual(1);
+    await ingest(store, [entry('e-1')]);
+    const [pending] = await store.outbox.pending('a', 0, 10);
+    await store.outbox.markDead('a', [{ seq: pending!.seq, error: 'x' }], T);
+    expect(await store.deadLetters.requeueSink('a', T)).toBe(1);
+    expect(await store.deadLetters.requeueCount()).toBe(1);
+    expect(await others[0]!.deadLetters.requeueCount()).toBe(0);
+  });
+
+  it("registers a discovery's whole list in one transaction", async () => {
+    const { backend, store } = await sqliteStore();
+    const list = Array.from({ length: 25 }, (_, i) => discovered(`c-${i + 1}`));
+    expect(await cost(backend.activity, () => store.watchedLogs.registerAll(list))).toEqual({
+      transactions: 1,
+      statements: 1,
+    });
+  });
+});
