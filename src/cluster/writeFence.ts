@@ -20,13 +20,12 @@ export interface WriteFence {
    * lock, which a takeover waits for.
    */
   readonly statementTimeoutMs: number;
-  check(transaction: pg.ClientBase): Promise<void>;
   /**
-   * `check` with `begin` (statements without parameters that open the transaction: BEGIN and its
-   * bounds) sent first in the same round trip, so a fenced transaction costs no round trip more
-   * than an unfenced one. A fence without it is checked after `begin`, in a round trip of its own.
+   * Opens the transaction with `begin` (statements without parameters: BEGIN and its bounds) and
+   * checks the lease in the same round trip, so a fenced transaction costs no round trip more than
+   * an unfenced one and the check is its first statement.
    */
-  beginChecked?(transaction: pg.ClientBase, begin: string): Promise<void>;
+  check(transaction: pg.ClientBase, begin: string): Promise<void>;
 }
 
 /**
@@ -58,43 +57,27 @@ export class LeaseLostError extends ChangefeedError {
 }
 
 /**
- * Throws LeaseLostError unless `claim` is still the valid lease of its tenant, on the database's
- * clock. `FOR KEY SHARE` holds the lease row until the caller's transaction ends: a takeover (FOR
- * UPDATE) waits for the write to commit or roll back, a renewal does not (docs/leases.md, lock modes).
- * With `begin`, the transaction is opened by it in the same round trip (WriteFence.beginChecked):
- * a simple query takes no parameters, so the claim is written into it as quoted literals.
+ * Opens a transaction on `client` with `begin` and throws LeaseLostError unless `claim` is still
+ * the valid lease of its tenant, on the database's clock, in one round trip (a simple query: it
+ * takes no parameters, so the claim is written into it as quoted literals). `FOR KEY SHARE` holds
+ * the lease row until the transaction ends: a takeover (FOR UPDATE) waits for the write to commit
+ * or roll back, a renewal does not (docs/leases.md, lock modes).
  */
-export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin?: string): Promise<void> {
-  const found =
-    begin === undefined
-      ? (await client.query(leaseCheck('$1', '$2', '$3'), [claim.tenant, claim.holder, claim.epoch])).rowCount
-      : lastResult(
-          await client.query(
-            `${begin}; ${leaseCheck(
-              pg.escapeLiteral(claim.tenant),
-              pg.escapeLiteral(claim.holder),
-              pg.escapeLiteral(String(claim.epoch)),
-            )}`,
-          ),
-        ).rowCount;
-  if (found !== 1) {
+export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin: string): Promise<void> {
+  const results: pg.QueryResult | pg.QueryResult[] = await client.query(
+    `${begin}; SELECT 1 FROM changefeed_leases
+      WHERE tenant = ${pg.escapeLiteral(claim.tenant)} AND holder = ${pg.escapeLiteral(claim.holder)}
+        AND epoch = ${pg.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()
+      FOR KEY SHARE`,
+  );
+  // node-postgres answers a simple query of several statements with one result each.
+  const check = ([] as pg.QueryResult[]).concat(results).at(-1);
+  if (check?.rowCount !== 1) {
     throw new LeaseLostError(
       claim.tenant,
       `epoch ${claim.epoch} of ${claim.holder} is no longer valid in the database`,
     );
   }
-}
-
-/** The lease check with its three values (placeholders or literals). */
-function leaseCheck(tenant: string, holder: string, epoch: string): string {
-  return `SELECT 1 FROM changefeed_leases
-    WHERE tenant = ${tenant} AND holder = ${holder} AND epoch = ${epoch} AND expires_at > clock_timestamp()
-    FOR KEY SHARE`;
-}
-
-/** The result of a simple query's last statement (node-postgres answers one of several statements with an array). */
-function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
-  return Array.isArray(result) ? (result[result.length - 1] as pg.QueryResult) : result;
 }
 
 /**
@@ -106,12 +89,10 @@ export function databaseFence(claim: LeaseClaim, leaseMs: number, locallyValid?:
     tenant: claim.tenant,
     epoch: claim.epoch,
     statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
-    check: (client) => checkClaim(client),
-    beginChecked: (client, begin) => checkClaim(client, begin),
+    check: async (client, begin) => {
+      if (locallyValid?.() === false)
+        throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);
+      await checkLease(client, claim, begin);
+    },
   };
-  async function checkClaim(client: pg.ClientBase, begin?: string): Promise<void> {
-    if (locallyValid?.() === false)
-      throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);
-    await checkLease(client, claim, begin);
-  }
 }

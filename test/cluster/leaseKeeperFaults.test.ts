@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { databaseFence, LeaseLostError } from '../../src/cluster/writeFence.js';
+import { databaseFence, LeaseLostError, type WriteFence } from '../../src/cluster/writeFence.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { KeeperSet, PausableClock, type TestKeeper } from '../support/leaseKeepers.js';
 import { POSTGRES_PORT } from '../support/postgresAdmin.js';
@@ -41,12 +41,11 @@ async function setup(ctx: { skip: (note?: string) => void }): Promise<{ db: Leas
   return { db, set };
 }
 
-/** Runs `write` in a transaction of `pool` after `check`, as a store does; rolls back if the check throws. */
-async function fencedWrite(pool: pg.Pool, check: (client: pg.ClientBase) => Promise<void>): Promise<unknown> {
+/** A transaction of `pool` opened by `fence`'s check, as a store's; rolled back if the check throws. */
+async function fencedWrite(pool: pg.Pool, fence: WriteFence): Promise<unknown> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
-    await check(client);
+    await fence.check(client, 'BEGIN');
     await client.query('COMMIT');
     return 'written';
   } catch (error) {
@@ -68,7 +67,7 @@ describe('LeaseKeeper under faults', () => {
     a.start();
     await set.until('a holds all 6', () => held(a) === 6);
     const fences = TENANTS.map((tenant) => a.keeper.fence(tenant));
-    expect(await fencedWrite(pool, (c) => fences[0]!.check(c))).toBe('written');
+    expect(await fencedWrite(pool, fences[0]!)).toBe('written');
 
     clock.pause(); // neither its renewals nor its deadline timer run from here
     const b = set.add('b', db.pool(), () => TENANTS, { clock: systemClock, leaseMs: 3_000 });
@@ -79,10 +78,10 @@ describe('LeaseKeeper under faults', () => {
     // Resumed, a's first write attempts are refused: locally (its deadline passed) and, were
     // that check skipped, by the database (b holds the tenants at a newer epoch).
     for (const fence of fences) {
-      const refused = await fencedWrite(pool, (c) => fence.check(c));
+      const refused = await fencedWrite(pool, fence);
       expect(refused).toBeInstanceOf(LeaseLostError);
       const claim = { tenant: fence.tenant, holder: 'a', epoch: fence.epoch };
-      expect(await fencedWrite(pool, (c) => databaseFence(claim, 3_000).check(c))).toMatchObject({
+      expect(await fencedWrite(pool, databaseFence(claim, 3_000))).toMatchObject({
         code: 'LEASE_LOST',
       });
     }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
-import { checkLease, LeaseLostError } from '../../src/cluster/writeFence.js';
+import { checkLease, LeaseLostError, type LeaseClaim } from '../../src/cluster/writeFence.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { acquireOne } from '../support/acquireOne.js';
 
@@ -112,16 +112,19 @@ describe('LeaseTable', () => {
     const { table, pool } = await setup(ctx);
     await acquireOne(table, 'acme', 'a');
     const client = await pool.connect();
+    // Each check in a transaction of its own, ended at once.
+    const checkAlone = (claim: LeaseClaim): Promise<void> =>
+      checkLease(client, claim, 'BEGIN').finally(() => client.query('ROLLBACK'));
     try {
-      await checkLease(client, { tenant: 'acme', holder: 'a', epoch: 1 });
+      await checkAlone({ tenant: 'acme', holder: 'a', epoch: 1 });
       await expire('acme');
       await acquireOne(table, 'acme', 'b');
-      const error = await checkLease(client, { tenant: 'acme', holder: 'a', epoch: 1 }).catch((e: unknown) => e);
+      const error = await checkAlone({ tenant: 'acme', holder: 'a', epoch: 1 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LeaseLostError);
       expect(error).toMatchObject({ code: 'LEASE_LOST', tenant: 'acme' });
       // An expired lease that nobody took yet is no more valid for writing.
       await expire('acme');
-      await expect(checkLease(client, { tenant: 'acme', holder: 'b', epoch: 2 })).rejects.toThrow(LeaseLostError);
+      await expect(checkAlone({ tenant: 'acme', holder: 'b', epoch: 2 })).rejects.toThrow(LeaseLostError);
     } finally {
       client.release();
     }
@@ -134,8 +137,7 @@ describe('LeaseTable', () => {
     const events: string[] = [];
     const writer = await pool.connect();
     try {
-      await writer.query('BEGIN');
-      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
+      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       const longWrite = writer.query('SELECT pg_sleep(2)'); // a long statement inside the fence
       let settled = false;
       const renewal = table.renew('a', held).finally(() => {
@@ -167,8 +169,7 @@ describe('LeaseTable', () => {
     await acquireOne(table, 'acme', 'a');
     const oldWriter = await pool.connect();
     try {
-      await oldWriter.query('BEGIN');
-      await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 });
+      await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       // A renewal inside the write's lifetime makes a new version of the row: the write's lock
       // must carry over to it, or the takeover below would not wait.
       expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toHaveLength(1);
@@ -190,13 +191,13 @@ describe('LeaseTable', () => {
       expect((await takeover)?.epoch).toBe(2);
 
       // From here only epoch 2 passes the fence.
-      await oldWriter.query('BEGIN');
-      await expect(checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 })).rejects.toThrow(LeaseLostError);
+      await expect(checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN')).rejects.toThrow(
+        LeaseLostError,
+      );
       await oldWriter.query('ROLLBACK');
       const newWriter = await pool.connect();
       try {
-        await newWriter.query('BEGIN');
-        await checkLease(newWriter, { tenant: 'acme', holder: 'b', epoch: 2 });
+        await checkLease(newWriter, { tenant: 'acme', holder: 'b', epoch: 2 }, 'BEGIN');
         await newWriter.query('INSERT INTO fenced_writes VALUES (2, 2)');
         await newWriter.query('COMMIT');
       } finally {
@@ -215,8 +216,7 @@ describe('LeaseTable', () => {
     const events: string[] = [];
     const writer = await pool.connect();
     try {
-      await writer.query('BEGIN');
-      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
+      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       let settled = false;
       const release = table.release('acme', 'a', 1).finally(() => {
         settled = true;
@@ -244,8 +244,7 @@ describe('LeaseTable', () => {
     const writer = await writerPool.connect();
     writer.on('error', () => undefined);
     try {
-      await writer.query('BEGIN');
-      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 });
+      await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       // ...and the process stops here, its transaction open.
       await untilExpired('acme');
       const lease = await acquireOne(table, 'acme', 'b'); // waits until the session is ended
@@ -329,8 +328,7 @@ describe('LeaseTable', () => {
     for (const tenant of ['t1', 't2', 't3']) await acquireOne(table, tenant, 'old');
     const oldWriter = await pool.connect();
     try {
-      await oldWriter.query('BEGIN');
-      await checkLease(oldWriter, { tenant: 't2', holder: 'old', epoch: 1 });
+      await checkLease(oldWriter, { tenant: 't2', holder: 'old', epoch: 1 }, 'BEGIN');
       for (const tenant of ['t1', 't2', 't3']) await expire(tenant);
       const outcomes = Promise.allSettled([
         table.acquireMany('x', [{ tenant: 't1' }, { tenant: 't2' }, { tenant: 't3' }]),

@@ -36,7 +36,10 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
       tenant: 't',
       epoch: 1,
       statementTimeoutMs: 10_000,
-      check: () => (refusing ? Promise.reject(new LeaseLostError('t', 'the test took it')) : Promise.resolve()),
+      check: async (client, begin) => {
+        await client.query(begin);
+        if (refusing) throw new LeaseLostError('t', 'the test took it');
+      },
     };
     const store = await backend.tenantStore('t', { fence });
     await prepare(store);

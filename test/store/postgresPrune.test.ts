@@ -27,8 +27,8 @@ describe.skipIf(!admin)('the journal prune on PostgreSQL', () => {
     const fence = databaseFence({ tenant: 'acme', holder: 'a', epoch: 1 }, LEASE_MS);
     const observing: WriteFence = {
       ...fence,
-      beginChecked: async (client, begin) => {
-        await fence.beginChecked!(client, begin); // the transaction now holds the lease row's lock
+      check: async (client, begin) => {
+        await fence.check(client, begin); // the transaction now holds the lease row's lock
         const { rows } = await client.query<{ left: number; timeout: string }>(
           `SELECT (SELECT count(*) FROM events WHERE tenant = 'acme')::int AS left,
                   (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS timeout`,

@@ -17,7 +17,8 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
       tenant: 't',
       epoch: 1,
       statementTimeoutMs: 10_000,
-      check: async (client) => {
+      check: async (client, begin) => {
+        await client.query(begin);
         if (!probing) return;
         // SAVEPOINT fails outside a transaction; no transaction id is assigned before a write.
         await client.query('SAVEPOINT fence_probe');
@@ -123,7 +124,8 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
       tenant: 't',
       epoch: 1,
       statementTimeoutMs: 300,
-      check: async (client) => {
+      check: async (client, begin) => {
+        await client.query(begin);
         pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         await resumed;
       },

@@ -91,7 +91,7 @@ describe('LeaseKeeper deadlines', () => {
     expect(keeper.canWrite('acme')).toBe(false);
     expect(log[1]).toMatch(/^lost acme: not renewed before its local deadline/);
     // The fence refuses without asking the database (the fake client would throw if it were used).
-    await expect(fence.check({} as never)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    await expect(fence.check({} as never, 'BEGIN')).rejects.toMatchObject({ code: 'LEASE_LOST' });
     expect(() => keeper.fence('acme')).toThrow(/a does not hold it/);
   });
 
@@ -196,7 +196,7 @@ describe('LeaseKeeper deadlines', () => {
     await runTimers(); // the second round sends its renewal, which the database answers late
     expect(answerRenewal).toBeDefined();
     now = START + 12_500; // stalled past the deadline; the deadline's timer has not run yet
-    await expect(fence.check({} as never)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    await expect(fence.check({} as never, 'BEGIN')).rejects.toMatchObject({ code: 'LEASE_LOST' });
     answerRenewal!();
     for (let i = 0; i < 20; i++) await Promise.resolve(); // the answer is taken before the timers run
     await runTimers();

@@ -29,9 +29,8 @@ export interface RiddenTransaction {
  * through it. It keeps the three rules of the store in one place:
  * - Every write is a transaction whose first statement is the fence check (when the store has a
  *   fence), sent with its BEGIN in one round trip: a replica that lost the tenant's lease writes
- *   nothing, not even half a batch. Each
- *   statement of a fenced transaction runs under the fence's statement timeout, so the lease
- *   row's lock it holds is never held long.
+ *   nothing, not even half a batch. Each statement of a fenced transaction runs under the fence's
+ *   statement timeout, so the lease row's lock it holds is never held long.
  * - A database that cannot serve (away, full, read-only, too slow, refusing the role's login)
  *   becomes StoreUnavailableError with `health.problem` saying why, as a full disk does for
  *   SQLite; a successful write clears it.
@@ -111,22 +110,17 @@ export class TenantDb {
       const timeoutMs = this.fence?.statementTimeoutMs;
       const bound = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
       // One round trip: BEGIN, the bounds of the transaction (SET LOCAL: for it alone) and the
-      // fence check when the fence can take them along. A fenced transaction holds its lease
-      // row's lock: neither a statement nor a pause of this process between two statements
-      // (SIGSTOP, a long GC) may hold it past the bound.
+      // fence check. A fenced transaction holds its lease row's lock: neither a statement nor a
+      // pause of this process between two statements (SIGSTOP, a long GC) may hold it past the bound.
       const begin =
         bound === undefined
           ? 'BEGIN'
           : `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`;
-      if (this.fence?.beginChecked) {
+      if (this.fence) {
         activity.statements++;
-        await this.fence.beginChecked(client, begin);
+        await this.fence.check(client, begin);
       } else {
         await send(begin);
-        if (this.fence) {
-          activity.statements++;
-          await this.fence.check(client);
-        }
       }
       const result = await work(send);
       if (this.riding?.waiting) carried = await this.riding.write(send);

@@ -172,9 +172,10 @@ export function defineWriteContract(openEngine: OpenEngine): void {
         tenant: 'acme',
         epoch: 1,
         statementTimeoutMs: 10_000,
-        check: () => {
+        check: async (client, begin) => {
           checks++;
-          return armed ? Promise.reject(new LeaseLostError('acme', 'the test took it')) : Promise.resolve();
+          await client.query(begin);
+          if (armed) throw new LeaseLostError('acme', 'the test took it');
         },
       };
       if (!backend.sharedByReplicas) {
