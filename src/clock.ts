@@ -17,6 +17,11 @@ export interface Clock {
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The error a sleep rejects with when `signal` aborts: its reason when that is one already (no new stack). */
+export function abortedBy(signal: AbortSignal): AbortedError {
+  return signal.reason instanceof AbortedError ? signal.reason : new AbortedError();
+}
+
 /** A delay safe to hand to setTimeout: NaN and negatives are 0, anything longer is MAX_TIMER_MS. */
 export function timerDelayMs(ms: number): number {
   if (!(ms > 0)) return 0;
@@ -38,7 +43,7 @@ export const systemClock: Clock = {
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
-        reject(new AbortedError());
+        reject(abortedBy(signal));
         return;
       }
       // A sleep longer than one timer can hold is a chain of timers: it still lasts `ms`.
@@ -46,7 +51,7 @@ export const systemClock: Clock = {
       let timer: NodeJS.Timeout;
       const onAbort = (): void => {
         clearTimeout(timer);
-        reject(new AbortedError());
+        if (signal) reject(abortedBy(signal));
       };
       const arm = (): void => {
         timer = setTimeout(
@@ -91,7 +96,7 @@ export class ManualClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(new AbortedError());
+    if (signal?.aborted) return Promise.reject(abortedBy(signal));
     return new Promise<void>((resolve, reject) => {
       const entry: PendingSleep = {
         wakeAt: this.current + Math.max(0, ms),
@@ -100,7 +105,7 @@ export class ManualClock implements Clock {
         signal,
         onAbort: () => {
           this.remove(entry);
-          reject(new AbortedError());
+          if (signal) reject(abortedBy(signal));
         },
       };
       signal?.addEventListener('abort', entry.onAbort, { once: true });

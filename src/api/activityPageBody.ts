@@ -5,7 +5,9 @@ import { discardBody, headerValue, type BodyReader } from './responseBody.js';
 
 /**
  * Reads an activity page as it streams in, keeping only the elements of its `data` array (other
- * envelope keys are dropped; once `data` is complete the rest of the body is not read). A page
+ * envelope keys are dropped; once `data` is complete the rest of the body is read to its end, up
+ * to the cap, without parsing: a body left unfinished is destroyed, which costs an AbortError with
+ * its stack and, when the rest had not arrived, the pooled connection). A page
  * holding more entries than the `limit` asked for is refused at entry limit + 1, before the rest
  * is parsed: a hostile 100,000-entry page never becomes 100,000 objects. The body is capped at
  * maxBytes as it arrives; a refused one keeps its first RAW_KEPT_BYTES in the error.
@@ -44,7 +46,7 @@ export function activityPageReader(limit: number): BodyReader {
     }
     const data: unknown[] = [];
     let dataIsArray: boolean | undefined;
-    // Set once `data` is complete: nothing after it is needed, so the rest is not read.
+    // Set once `data` is complete: nothing after it is needed, so the rest is not parsed.
     let dataDone = false;
     let refusal: Error | undefined;
     const parser = new JSONParser({ paths: ['$.data', '$.data.*'], keepStack: false });
@@ -68,6 +70,11 @@ export function activityPageReader(limit: number): BodyReader {
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         total += chunk.length;
+        if (dataDone) {
+          // A trailer beyond the cap is not read further; the page is whole without it.
+          if (total > maxBytes) break;
+          continue;
+        }
         keepHead(chunk);
         if (total > maxBytes) {
           refusal ??= new ApiResponseTooLargeError(
@@ -79,16 +86,18 @@ export function activityPageReader(limit: number): BodyReader {
         }
         if (refusal) break;
         parser.write(chunk);
-        if (refusal || dataDone) break;
+        if (refusal) break;
       }
       if (!refusal && !dataDone && !parser.isEnded) parser.end();
     } catch (error) {
       if (refusal) throw refusal;
-      throw new ApiMalformedResponseError(
-        `${where} is not JSON: ${(error as Error).message} (${request})`,
-        path,
-        requestId,
-      );
+      // What failed came after `data`, which is whole: the page is read.
+      if (!dataDone)
+        throw new ApiMalformedResponseError(
+          `${where} is not JSON: ${(error as Error).message} (${request})`,
+          path,
+          requestId,
+        );
     } finally {
       discardBody(body);
     }

@@ -1,4 +1,3 @@
-import { anySignal } from 'any-signal';
 import { errors as undiciErrors, type Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -9,6 +8,7 @@ import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './p
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
 import { isTlsFailure, opensslReason } from '../tlsFiles.js';
 import { guardBeforeWrite } from './guardedDispatch.js';
+import { exchangeSignal } from './exchangeSignal.js';
 import { acquireServicePool, type ServicePoolLease } from './servicePools.js';
 
 /**
@@ -105,10 +105,7 @@ export class ServiceClient {
     await this.options.gate.acquire(priority, signal);
     this.options.requestGuard?.();
     const started = this.options.clock.now();
-    // The caller's signal lives as long as the tenant: AbortSignal.any would leave an entry on it
-    // for every request, for good, on Node 20 (nodejs/node#55351). anySignal's listeners go when
-    // the exchange is over.
-    const combined = anySignal([signal, AbortSignal.timeout(this.options.timeoutMs)]);
+    const combined = exchangeSignal(signal, this.options.timeoutMs);
     try {
       let res;
       try {
@@ -116,7 +113,7 @@ export class ServiceClient {
           method: 'GET',
           path: fullPath,
           headers: { authorization, accept: 'application/json', 'user-agent': this.options.userAgent },
-          signal: combined,
+          signal: combined.signal,
         });
       } catch (error) {
         if (signal?.aborted) throw error;

@@ -20,6 +20,7 @@ import { PollScheduler } from '../schedule/pollScheduler.js';
 import type { ReadBudget } from './readBudget.js';
 import type { WatchConfig } from './watchConfig.js';
 import type { WatchRegistry } from './watchRegistry.js';
+import { WakeableSleep } from './wakeableSleep.js';
 
 export type PollLoopState = 'created' | 'running' | 'stopping' | 'stopped';
 
@@ -81,7 +82,8 @@ export class PollLoop {
   /** Whether the first discovery's time was read from the store (firstDiscoveryAt); a sweep discovers at once. */
   private discoveryRestored = false;
   private readonly inFlight = new Set<string>();
-  private wake: AbortController | undefined;
+  /** The wait for the next decision, ended early when a poll or discovery ends. */
+  private readonly wake: WakeableSleep;
   private running: Promise<void> | undefined;
   private nextDiscoveryAt: number | undefined;
   /** Errors nobody expected in a row, since the last successful poll: each pause is longer. */
@@ -91,6 +93,7 @@ export class PollLoop {
 
   constructor(private readonly deps: PollLoopDeps) {
     this.queue = new PQueue({ concurrency: deps.watch.concurrency });
+    this.wake = new WakeableSleep(deps.clock);
     // Each poll in flight listens on the loop's signal (waiting for the budget, then its request),
     // as does discovery: up to twice the concurrency is the design, not a leak.
     setMaxListeners(2 * deps.watch.concurrency + 2, this.abort.signal);
@@ -134,7 +137,7 @@ export class PollLoop {
     if (this.stateValue === 'stopped') return;
     this.stateValue = 'stopping';
     this.abort.abort();
-    this.wake?.abort();
+    this.wake.wake();
     await this.running;
     await this.queue.onIdle();
   }
@@ -211,15 +214,10 @@ export class PollLoop {
         const now = this.deps.clock.now();
         wakeAt = pauseWakeAt(now, this.failures.pause(now)) ?? now + STORE_RETRY_MS;
       }
-      // stop() aborts the wake controller too; checking the state first means a stop that came
-      // during this pass is not slept through (and no signal is combined per pass).
+      // stop() wakes the sleep too; checking the state first means a stop that came during this
+      // pass is not slept through (and no signal is combined per pass).
       if (this.stateValue !== 'running') break;
-      this.wake = new AbortController();
-      try {
-        await this.deps.clock.sleep(Math.max(0, wakeAt - this.deps.clock.now()), this.wake.signal);
-      } catch (error) {
-        if (!isAbortError(error)) throw error;
-      }
+      await this.wake.sleep(Math.max(0, wakeAt - this.deps.clock.now()));
     }
   }
 
@@ -331,7 +329,7 @@ export class PollLoop {
       if (this.sweep) this.sweepPolled(this.sweep, w, key, { error });
     } finally {
       this.inFlight.delete(key);
-      this.wake?.abort();
+      this.wake.wake();
     }
   }
 
@@ -357,7 +355,7 @@ export class PollLoop {
     } finally {
       this.inFlight.delete(DISCOVERY);
       this.active.markStale();
-      this.wake?.abort();
+      this.wake.wake();
     }
   }
 

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { AbortedError } from '../errors.js';
 import type { RequestGate, RequestPriority } from '../api/serviceClient.js';
 import type { ResponseMeta } from '../api/responseHeaders.js';
+import { WakeableSleep } from './wakeableSleep.js';
 
 export const budgetConfigSchema = z
   .object({
@@ -79,13 +80,15 @@ export class ReadBudget implements RequestGate {
   private surplusWindowEnd = Number.NEGATIVE_INFINITY;
   private surplusLeft = 0;
   private pumping = false;
-  /** Aborted when a response changes what is known, so a long wait is re-evaluated at once. */
-  private wake = new AbortController();
+  /** Woken when a response changes what is known, so a long wait is re-evaluated at once. */
+  private readonly wake: WakeableSleep;
 
   constructor(
     private readonly config: BudgetConfig,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.wake = new WakeableSleep(clock);
+  }
 
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -136,7 +139,7 @@ export class ReadBudget implements RequestGate {
       const seconds = Math.min(meta.retryAfterSeconds ?? resetSeconds ?? this.config.retryAfterFallbackSeconds, cap);
       this.blockedUntil = Math.max(this.blockedUntil, meta.receivedAt + seconds * 1000);
     }
-    this.wake.abort();
+    this.wake.wake();
   }
 
   /** Requests waiting for their turn (a poll loop leaves the slot to them rather than add one). */
@@ -246,8 +249,7 @@ export class ReadBudget implements RequestGate {
         const sendAt = this.earliestSendAt(now);
         if (sendAt > now) {
           sleptUntil = sendAt;
-          this.wake = new AbortController();
-          await this.clock.sleep(sendAt - now, this.wake.signal).catch(() => undefined);
+          await this.wake.sleep(sendAt - now);
           continue;
         }
         this.waiters.sort((a, b) => PRIORITY_RANK[a.priority] - PRIORITY_RANK[b.priority] || a.order - b.order);

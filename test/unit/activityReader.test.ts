@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ForbiddenFilterError, readActivityPage, type ActivityPageRequest } from '../../src/api/activityReader.js';
 import type { ApiError } from '../../src/api/apiErrors.js';
@@ -167,6 +169,36 @@ describe('readActivityPage', () => {
     const error = (await rejection(c, { ...page(), limit: 10 })) as ApiError;
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.message).toContain('holds more than the 10 entries the limit asked for');
+  });
+
+  // The reader stopped at the end of `data`: the body was destroyed unfinished (an AbortError with
+  // its stack per page), and when the envelope's rest had not arrived yet, its connection with it.
+  it('reads the envelope after `data` to its end, so the next page reuses the connection', async () => {
+    let connections = 0;
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"data":[{"id":"e-1"}]');
+      setTimeout(() => res.end(',"pagination":{"limit":200,"offset":0,"total":1}}'), 30);
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const c = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, new RecordingGate());
+      for (let i = 0; i < 3; i++) {
+        expect((await readActivityPage(c, page())).entries).toEqual([{ id: 'e-1' }]);
+        // The pool frees the connection of a finished response on its next turn.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(connections).toBe(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('accepts a page whose envelope breaks off after a whole `data`', async () => {
+    const { client: c } = await serve({ status: 200, raw: '{"data": [ {"id": "e-1"} ], "pagination": oops' });
+    expect((await readActivityPage(c, page())).entries).toEqual([{ id: 'e-1' }]);
   });
 
   it('reads a body that is not JSON as API_MALFORMED_RESPONSE', async () => {
