@@ -14,8 +14,6 @@ export interface ActivityPageRequest {
   /** ISO 8601 UTC; only on windowed logs. */
   from?: string;
   to?: string;
-  /** Extra filters (event, performedBy, relatedPersonId, bulkGroupId). */
-  filters?: Partial<Record<Exclude<ActivityFilter, 'from' | 'to'>, string>>;
   /** Read-budget priority; by default the identity-provider log's, or a poll's. */
   priority?: RequestPriority;
 }
@@ -53,7 +51,7 @@ export async function readActivityPage(
 ): Promise<ActivityPage> {
   const log = LOGS[request.log];
   const query: Record<string, string | number | undefined> = {};
-  const filters = { from: request.from, to: request.to, ...request.filters };
+  const filters = { from: request.from, to: request.to };
   for (const [name, value] of Object.entries(filters)) {
     if (value === undefined) continue;
     if (!log.filters.has(name as ActivityFilter))

@@ -51,7 +51,6 @@ async function demoCommand(values: DemoOptions, io: CliIo): Promise<number> {
   let rejected = 0;
   const receiver = await startWebhookReceiver({
     secrets: [DEMO_WEBHOOK_SECRET],
-    keepReceived: false,
     onWebhook: (r) => (r.verified ? verified++ : rejected++),
   });
   const report = setInterval(() => {

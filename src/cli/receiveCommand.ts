@@ -65,7 +65,6 @@ async function receiveCommand(values: ReceiveOptions, io: CliIo): Promise<number
     startWebhookReceiver({
       port,
       secrets,
-      keepReceived: false,
       maxBodyBytes,
       onWebhook: values.quiet ? undefined : (r) => writeLine(io.stdout, describeWebhook(r)),
     }),

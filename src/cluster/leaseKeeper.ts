@@ -209,14 +209,14 @@ export class LeaseKeeper {
   /**
    * Stops renewing. Every lease still held is reported `lost` (its tenant must stop writing) and
    * released, and the instance row deleted, so the others take the tenants over at their next
-   * round instead of after expiry. `release: false` leaves both to expire, as a crash would.
+   * round instead of after expiry.
    */
-  stop(options: { release?: boolean } = {}): Promise<void> {
-    this.stopping ??= this.shutDown(options.release ?? true);
+  stop(): Promise<void> {
+    this.stopping ??= this.shutDown();
     return this.stopping;
   }
 
-  private async shutDown(release: boolean): Promise<void> {
+  private async shutDown(): Promise<void> {
     this.state = 'stopping';
     this.stopController.abort();
     await this.loop;
@@ -226,11 +226,9 @@ export class LeaseKeeper {
       this.held.drop(lease.tenant);
       this.emit(() => this.options.events.lost(lease.tenant, 'this replica is stopping'));
     }
-    if (release) {
-      const { table } = this.options;
-      await Promise.all(left.map((l) => table.release(l.tenant, this.instanceId, l.epoch).catch(() => undefined)));
-      await table.retireInstance(this.instanceId).catch(() => undefined);
-    }
+    const { table } = this.options;
+    await Promise.all(left.map((l) => table.release(l.tenant, this.instanceId, l.epoch).catch(() => undefined)));
+    await table.retireInstance(this.instanceId).catch(() => undefined);
     this.state = 'stopped';
   }
 

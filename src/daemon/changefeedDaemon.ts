@@ -9,13 +9,12 @@ import { OperatorConsole } from '../console/operatorConsole.js';
 import { ChangefeedError, describeError, isAbortError } from '../errors.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from '../observe/healthServer.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
-import type { PlannedLog } from '../schedule/pollScheduler.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
 import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
-import { DEFAULT_TENANT, type Tenant, type TenantRecords } from '../tenants/tenant.js';
+import type { Tenant, TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
 import { holderRedirect } from './holderRedirect.js';
@@ -257,24 +256,6 @@ export class ChangefeedDaemon {
         ? this.leases?.keeper.problem
         : (this.opening?.problem ?? 'the store is not open yet'),
     });
-  }
-
-  /** The default (or only) tenant's runtime, for tests and benchmarks. */
-  private get only(): TenantRuntime {
-    const runtimes = this.tenantSupervisor?.runtimes ?? [];
-    const runtime = runtimes.find((r) => r.tenant === DEFAULT_TENANT) ?? runtimes[0];
-    if (!runtime) throw new Error('no tenant is running');
-    return runtime;
-  }
-
-  /** The scheduler's current plan of the default tenant (for tests and benchmarks). */
-  schedulePlan(): PlannedLog[] {
-    return this.only.schedulePlan();
-  }
-
-  /** One request to learn the service's clock and check the key (default tenant). */
-  ping(): Promise<boolean> {
-    return this.only.ping();
   }
 
   /** The store and the tenants' supervisor; `retry` (run, not run --once) waits for a database that is down. */

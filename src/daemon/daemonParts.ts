@@ -7,7 +7,6 @@ import { listConfigSecrets } from '../config/secretFields.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { EventFeed } from '../feed/eventFeed.js';
 import { readFeedTokens } from '../feed/feedTokens.js';
-import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import type { TenantMetricSource, TenantMetrics } from '../observe/changefeedMetrics.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import { LogPoller } from '../poll/logPoller.js';
@@ -28,7 +27,6 @@ export interface DaemonOptions {
   /** Where stdout sinks write. */
   stdout?: NodeJS.WritableStream;
   env?: NodeJS.ProcessEnv;
-  onBatchOutcome?: (outcome: BatchOutcome) => void;
   /** `run --shutdown-timeout`: bounds how long a stopping tenant drains (drainWithinMs). Default 20 s. */
   shutdownTimeoutMs?: number;
   /**
@@ -115,10 +113,7 @@ export function assembleTenant(
       store,
       clock,
       logger,
-      onOutcome: (outcome) => {
-        metrics.observeDelivery(outcome);
-        options.onBatchOutcome?.(outcome);
-      },
+      onOutcome: (outcome) => metrics.observeDelivery(outcome),
       onLeaseLost,
     },
   );

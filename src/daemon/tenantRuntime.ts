@@ -6,7 +6,6 @@ import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
-import type { PlannedLog } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonParts.js';
 import { pruneJournalHourly } from './journalPruner.js';
@@ -66,16 +65,10 @@ export class TenantRuntime {
     return !this.stopped && this.parts.pollLoop.state !== 'stopped';
   }
 
-  /** The scheduler's current plan (for tests and benchmarks). */
-  schedulePlan(): PlannedLog[] {
-    return this.parts.pollLoop.scheduler.plan(this.parts.clock.now());
-  }
-
   /** One request to learn the service's clock and check the key before anything is registered. */
-  async ping(): Promise<boolean> {
+  private async ping(): Promise<void> {
     try {
       await pingService(this.parts.client, this.abort.signal);
-      return true;
     } catch (error) {
       // A lease lost while the tenant starts: nothing more is asked or written here.
       if (isAbortError(error) || errorCodeOf(error) === 'LEASE_LOST') throw error;
@@ -83,7 +76,6 @@ export class TenantRuntime {
         { err: describeError(error), requestId: requestIdOf(error) },
         'ping failed; polling will retry',
       );
-      return false;
     }
   }
 

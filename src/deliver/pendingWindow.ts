@@ -39,10 +39,6 @@ export class PendingWindow {
     this.loadedUpTo = 0;
   }
 
-  get held(): number {
-    return this.size;
-  }
-
   /** Loads rows ingested since the last load, up to capacity; returns how many were filtered out. */
   async topUp(): Promise<number> {
     if (this.size === 0) this.loadedUpTo = 0;

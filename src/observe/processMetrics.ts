@@ -33,14 +33,14 @@ export class ProcessMetrics {
   readonly store: StoreMetrics;
   private view: TenantCountView | undefined;
 
-  constructor(options: { version?: string } = {}) {
+  constructor() {
     const registers = [this.registry];
     new Gauge({
       name: 'changefeed_build_info',
       help: 'Always 1; the version of changefeed running, as a label.',
       labelNames: ['version'],
       registers,
-    }).set({ version: options.version ?? CHANGEFEED_VERSION }, 1);
+    }).set({ version: CHANGEFEED_VERSION }, 1);
     const view = () => this.view;
     new Gauge({
       name: 'changefeed_tenants',

@@ -36,8 +36,6 @@ export interface ReceiverOptions {
    */
   respond?: (request: ReceivedWebhook, count: number) => ReceiverReply | Promise<ReceiverReply> | undefined;
   onWebhook?: (request: ReceivedWebhook) => void;
-  /** Keep every request in `received` (tests); off for a long-running receiver, whose memory must not grow. */
-  keepReceived?: boolean;
   /** Largest request body accepted; larger ones get 413 (before reading, when Content-Length says so). Default 16 MiB. */
   maxBodyBytes?: number;
 }
@@ -46,10 +44,6 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface WebhookReceiver {
   readonly url: string;
-  /** Every request so far when `keepReceived` is on (the default); empty otherwise. */
-  readonly received: readonly ReceivedWebhook[];
-  /** Requests so far, kept or not. */
-  readonly count: number;
   close(): Promise<void>;
 }
 
@@ -58,8 +52,6 @@ export interface WebhookReceiver {
  * package (not our own signing code), for `changefeed receive`, the demo and the tests.
  */
 export async function startWebhookReceiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
-  const received: ReceivedWebhook[] = [];
-  const keep = options.keepReceived ?? true;
   let count = 0;
   const verifiers = (options.secrets ?? []).map((s) => new Webhook(s));
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -107,7 +99,6 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       };
       if (verifiers.length > 0) verify(request, verifiers);
       count++;
-      if (keep) received.push(request);
       options.onWebhook?.(request);
       // A refusal says why, so the sender's status and logs show it.
       const fallback: ReceiverReply =
@@ -125,10 +116,6 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}/webhooks`,
-    received,
-    get count() {
-      return count;
-    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -6,7 +6,6 @@ export interface TenantsDiff {
   /** Still there with a different resolved config (or a different file). */
   readonly changed: readonly string[];
   readonly removed: readonly string[];
-  readonly unchanged: readonly string[];
 }
 
 /**
@@ -20,16 +19,14 @@ export function diffTenants<C>(previous: readonly Tenant<C>[], next: readonly Te
   const after = new Map(next.map((t) => [t.name, t]));
   const added: string[] = [];
   const changed: string[] = [];
-  const unchanged: string[] = [];
   for (const [name, tenant] of after) {
     const old = before.get(name);
     if (old === undefined) added.push(name);
     else if (!sameConfig(old, tenant)) changed.push(name);
-    else unchanged.push(name);
   }
   const removed = [...before.keys()].filter((name) => !after.has(name));
   const sorted = (names: string[]): string[] => names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return { added: sorted(added), changed: sorted(changed), removed: sorted(removed), unchanged: sorted(unchanged) };
+  return { added: sorted(added), changed: sorted(changed), removed: sorted(removed) };
 }
 
 /** True when the diff adds, changes or removes anything. */

@@ -1,10 +1,13 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildStatusReport } from '../../src/cli/statusReport.js';
 import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import type { ManualClock } from '../../src/clock.js';
 import type { Simulator } from '../../src/simulator/index.js';
+import { storePath } from '../../src/store/sqlite/database.js';
 import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { readJsonLines } from '../support/jsonLines.js';
+import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { withVirtualTime } from '../support/virtualTime.js';
@@ -52,17 +55,32 @@ async function firstPolls(
   return { simulator, clock, started, stateDir };
 }
 
+/**
+ * The rate each log is planned at, as `changefeed status` shows it: the daemon is stopped first so
+ * that the learned state it defers is in the store.
+ */
+async function plannedRates(stateDir: string, now: number): Promise<Map<string, number | null>> {
+  await daemon!.stop();
+  const store = openSqliteStoreFile(storePath(stateDir), { readonly: true });
+  try {
+    const { logs } = await buildStatusReport(store, now);
+    return new Map(logs.map((l) => [`${l.log}:${l.objectId}`, l.estimatedRatePerHour]));
+  } finally {
+    await store.close();
+  }
+}
+
 describe('learning from the history a log already holds', { timeout: 120_000 }, () => {
   it(
     'the first poll reads the week before coverage for the rate alone: busy and quiet careers ' +
       'told apart at once, nothing old emitted',
     async () => {
-      const { simulator, started, stateDir } = await firstPolls({});
+      const { simulator, clock, started, stateDir } = await firstPolls({});
       const truth = simulator.trueRates();
       const careers = [...simulator.careerIds].sort(
         (a, b) => (truth.get(`career:${b}`) ?? 0) - (truth.get(`career:${a}`) ?? 0),
       );
-      const planned = new Map(daemon!.schedulePlan().map((p) => [`${p.log}:${p.objectId}`, p.rate]));
+      const planned = await plannedRates(stateDir, clock.now());
       const busiest = careers[0]!;
       const trueBusiest = truth.get(`career:${busiest}`)!;
       // A week of a busy career's changes is hundreds of them: its rate is known within a third.

@@ -3,6 +3,7 @@ import { ProcessMetrics } from '../../src/observe/processMetrics.js';
 import type { TenantMetricSource } from '../../src/observe/changefeedMetrics.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
+import { CHANGEFEED_VERSION } from '../../src/version.js';
 import { sampleValue } from '../support/metricsText.js';
 
 /** A tenant whose store answers with one sink and `pending` events, or refuses every read. */
@@ -25,7 +26,7 @@ function source(pending: number | 'refused'): TenantMetricSource {
 
 describe('the process metrics', () => {
   it('counters of a tenant go on across runtimes; gauges follow the runtime attached now', async () => {
-    const metrics = new ProcessMetrics({ version: '9.9.9' });
+    const metrics = new ProcessMetrics();
     const first = metrics.tenants.forTenant('acme');
     const firstSource = source(3);
     first.attach(firstSource);
@@ -35,7 +36,7 @@ describe('the process metrics', () => {
     expect(sampleValue(text, 'changefeed_sink_oldest_pending_age_seconds', { tenant: 'acme' })).toBe(60);
     expect(sampleValue(text, 'changefeed_sink_circuit_state', { tenant: 'acme', state: 'open' })).toBe(1);
     expect(sampleValue(text, 'changefeed_sink_connected', { tenant: 'acme' })).toBe(0);
-    expect(sampleValue(text, 'changefeed_build_info', { version: '9.9.9' })).toBe(1);
+    expect(sampleValue(text, 'changefeed_build_info', { version: CHANGEFEED_VERSION })).toBe(1);
 
     // A restart: the new runtime attaches before the old one's late detach, which must not drop it.
     const second = metrics.tenants.forTenant('acme');

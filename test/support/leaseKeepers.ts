@@ -27,7 +27,7 @@ export interface TestKeeper {
   /** Whether started and not stopped: `tick` moves only these. */
   readonly running: boolean;
   start(): void;
-  stop(options?: { release?: boolean }): Promise<void>;
+  stop(): Promise<void>;
   /** Advance of the manual clock that brings the next round. */
   readonly renewEveryMs: number;
   /** Resolves after the keeper's next round, successful or not. */
@@ -100,9 +100,9 @@ export class KeeperSet {
         running = true;
         keeper.start();
       },
-      stop: (stopOptions) => {
+      stop: () => {
         running = false;
-        return keeper.stop(stopOptions);
+        return keeper.stop();
       },
       renewEveryMs: options.renewEveryMs ?? leaseMs / 3,
       keeper,

@@ -5,6 +5,7 @@ import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
 import { noopLogger, type Logger } from '../../src/observe/createLogger.js';
 import {
   startWebhookReceiver,
+  type ReceivedWebhook,
   type ReceiverOptions,
   type WebhookReceiver,
 } from '../../src/receiver/webhookReceiver.js';
@@ -21,11 +22,33 @@ afterEach(async () => {
   for (const r of receivers.splice(0)) await r.close();
 });
 
-/** A verifying receiver on loopback, closed after the test. */
-export async function receiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
-  const r = await startWebhookReceiver({ secrets: [SECRET], ...options });
+/** A receiver that keeps every request it answered, in arrival order. */
+export interface CollectingReceiver extends WebhookReceiver {
+  readonly received: readonly ReceivedWebhook[];
+  /** Requests so far (`received.length`). */
+  readonly count: number;
+}
+
+/** A verifying receiver on loopback that keeps what it receives, closed after the test. */
+export async function receiver(options: ReceiverOptions = {}): Promise<CollectingReceiver> {
+  const received: ReceivedWebhook[] = [];
+  const r = await startWebhookReceiver({
+    secrets: [SECRET],
+    ...options,
+    onWebhook: (request) => {
+      received.push(request);
+      options.onWebhook?.(request);
+    },
+  });
   receivers.push(r);
-  return r;
+  return {
+    url: r.url,
+    close: () => r.close(),
+    received,
+    get count() {
+      return received.length;
+    },
+  };
 }
 
 /** A store in a temp dir with `count` events over `objects` careers, for one sink named `hook`. */

@@ -203,6 +203,6 @@ describe('LeaseKeeper deadlines', () => {
     // The keeper gave the lease up (the supervisor stops the tenant) and did not keep it renewed
     // for a runtime that stopped; a later round may take it again and start the tenant afresh.
     expect(log[1]).toMatch(/^lost acme: not renewed before its local deadline/);
-    await keeper.stop({ release: false });
+    await keeper.stop();
   });
 });

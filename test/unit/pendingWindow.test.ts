@@ -19,8 +19,11 @@ const row = (seq: number): PendingDelivery => ({
 function slowOutbox(rows: PendingDelivery[]): { outbox: OutboxStore; answer: () => void } {
   let answer = (): void => undefined;
   const outbox = {
-    pending: (_sink: string, after: number) => {
-      const page = rows.filter((r) => r.seq > after).map((r) => ({ ...r }));
+    pending: (_sink: string, after: number, limit: number) => {
+      const page = rows
+        .filter((r) => r.seq > after)
+        .slice(0, limit)
+        .map((r) => ({ ...r }));
       return new Promise<PendingDelivery[]>((resolve) => {
         answer = () => resolve(page);
       });
@@ -31,11 +34,11 @@ function slowOutbox(rows: PendingDelivery[]): { outbox: OutboxStore; answer: () 
 
 describe('PendingWindow', () => {
   it('does not take back a row settled while a top-up that read it was under way', async () => {
-    const { outbox, answer } = slowOutbox([row(1), row(2)]);
+    const { outbox, answer } = slowOutbox([row(1), row(2), row(3)]);
     const window = new PendingWindow(
       outbox,
       'sink',
-      100,
+      2,
       () => true,
       () => Promise.resolve(),
     );
@@ -46,6 +49,10 @@ describe('PendingWindow', () => {
     answer();
     await loading;
     expect([...window.candidates(10)].map((d) => d.seq)).toEqual([2]);
-    expect(window.held).toBe(1);
+    // Its seat is free: the next top-up fills it with the next row.
+    const next = window.topUp();
+    answer();
+    await next;
+    expect([...window.candidates(10)].map((d) => d.seq)).toEqual([2, 3]);
   });
 });

@@ -83,7 +83,7 @@ describe('TenantsWatcher', () => {
 
     t.write('globex', 'key-globex-0001');
     const added = await t.nextReport();
-    expect(added.diff).toEqual({ added: ['globex'], changed: [], removed: [], unchanged: ['acme'] });
+    expect(added.diff).toEqual({ added: ['globex'], changed: [], removed: [] });
 
     t.write('acme', 'key-acme-0001', 'watch: { concurrency: 3 }\n');
     const changed = await t.nextReport();
@@ -152,7 +152,7 @@ describe('TenantsWatcher', () => {
     await clock.advance(5000);
     const gone = await t.nextReport();
     expect(names(gone)).toEqual(['acme']);
-    expect(gone.diff.unchanged).toEqual(['acme']);
+    expect(gone.diff).toEqual({ added: [], changed: [], removed: [] });
     expect(gone.problems.map((p) => p.code)).toEqual(['TENANTS_DIR_UNREADABLE']);
 
     renameSync(`${t.dir}-moved`, t.dir);
@@ -170,7 +170,7 @@ describe('TenantsWatcher', () => {
 
     t.write('acme', 'key-acme-0001', 'watch: { concurrency: 99 }\n');
     const broken = await t.nextReport();
-    expect(broken.diff.unchanged).toEqual(['acme']);
+    expect(broken.diff).toEqual({ added: [], changed: [], removed: [] });
     expect(broken.problems.map((p) => [p.code, p.tenant])).toEqual([['CONFIG_INVALID', 'acme']]);
     expect(broken.problems[0]?.message).toContain('keeps running with its last valid configuration');
 

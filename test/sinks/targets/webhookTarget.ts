@@ -33,7 +33,6 @@ export function webhookTarget(options: { tls?: boolean } = {}): ConformanceTarge
       // One receiver for the file; messages are sorted to readers by the tag in the URL path.
       receiver = await startWebhookReceiver({
         secrets: [SECRET],
-        keepReceived: false,
         onWebhook: (r) => {
           const tag = String(r.headers['x-conformance-tag'] ?? '');
           if (!r.verified) return;
