@@ -9,7 +9,7 @@ export default defineConfig({
     // Two cores: more workers only make integration tests fight over the CPU.
     maxWorkers: 2,
     reporters: ['default'],
-    setupFiles: ['test/removeTempDirs.ts'],
+    setupFiles: ['test/testCleanup.ts'],
     // The longest files first, so that the two workers finish together (test/fileDurations.json).
     sequence: { shuffle: false, sequencer: LongestFirstSequencer },
     projects: [
