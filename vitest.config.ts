@@ -1,6 +1,14 @@
 import { defineConfig } from 'vitest/config';
 import { LongestFirstSequencer } from './test/longestFirstSequencer.js';
 
+/** The files that share their modules within a worker (isolate: false); every other file is isolated. */
+const SHARED = [
+  'test/unit/**/*.test.ts',
+  'test/config/**/*.test.ts',
+  'test/simulator/**/*.test.ts',
+  'test/deploy/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -17,10 +25,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['test/unit/**/*.test.ts'],
+          include: SHARED,
           // Pure unit tests load src/ once per worker rather than once per file: that import was
           // most of their CPU (101 s isolated, 38 s shared). They leave no state behind: no
           // module mocks, fake timers and process listeners restored in the file that set them.
+          // The config, simulator and deploy tests are of the same kind: loopback servers and
+          // temp dirs closed by the file that made them, no environment left changed.
           isolate: false,
         },
       },
@@ -29,7 +39,7 @@ export default defineConfig({
         test: {
           name: 'isolated',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**'],
+          exclude: SHARED,
           // Bundles the CLI once, for the tests that spawn it (test/support/daemonProcess.ts's CLI).
           globalSetup: ['test/cliBundle.ts'],
         },
