@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeEach } from 'vitest';
-import { closeTestResources } from './support/closeAfterTest.js';
+import { closeFileResources, closeTestResources } from './support/closeAfterTest.js';
 import { removeFileTempDirs, removeTestTempDirs, testStarted } from './support/tempDir.js';
 
 // A setup file, run before every test file: the files that share their modules between files
@@ -12,3 +12,4 @@ beforeEach(testStarted);
 afterEach(removeTestTempDirs);
 afterEach(closeTestResources);
 afterAll(removeFileTempDirs);
+afterAll(closeFileResources);
