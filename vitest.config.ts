@@ -8,9 +8,6 @@ const SHARED = [
   'test/simulator/**/*.test.ts',
   'test/deploy/**/*.test.ts',
   'test/integration/**/*.test.ts',
-  'test/feed/**/*.test.ts',
-  'test/observe/**/*.test.ts',
-  'test/console/**/*.test.ts',
 ];
 
 export default defineConfig({
@@ -36,8 +33,7 @@ export default defineConfig({
           // The config, simulator and deploy tests are of the same kind: loopback servers and
           // temp dirs closed by the file that made them, no environment left changed. So are the
           // integration tests, whose daemons, in-process or spawned, each file stops (97 s of CPU
-          // isolated, 49 s shared). test/feed, test/observe and test/console likewise (20.4 s of CPU
-          // isolated, 13.6 s shared): createLogger's test puts back the one variable it sets.
+          // isolated, 49 s shared).
           isolate: false,
           globalSetup: ['test/cliBundle.ts'],
         },
