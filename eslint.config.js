@@ -6,7 +6,8 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'state/', 'coverage/'] },
+  // What git ignores: flat config does not read .gitignore (test-results/ holds the tests' CLI bundles).
+  { ignores: ['dist/', 'node_modules/', 'state/', 'coverage/', 'test-results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

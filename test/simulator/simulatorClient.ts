@@ -1,5 +1,5 @@
-import { afterEach } from 'vitest';
 import { startSimulator, type Simulator, type SimulatorOptionsInput } from '../../src/simulator/index.js';
+import { closeAfterTest } from '../support/closeAfterTest.js';
 
 /** An activity entry as it travels over the wire. */
 export interface WireEntry {
@@ -66,15 +66,9 @@ export async function readAll(sim: Simulator, path: string, query = ''): Promise
   }
 }
 
-const running: Simulator[] = [];
-
 /** Starts a simulator that is closed after the current test. */
 export async function useSimulator(options: SimulatorOptionsInput = {}): Promise<Simulator> {
   const sim = await startSimulator(options);
-  running.push(sim);
+  closeAfterTest(() => sim.close());
   return sim;
 }
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((sim) => sim.close()));
-});

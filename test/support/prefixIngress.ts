@@ -1,14 +1,6 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach } from 'vitest';
-
-const running: Server[] = [];
-afterEach(async () => {
-  for (const server of running.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
+import { closeServerAfterTest } from './closeAfterTest.js';
 
 /**
  * One origin in front of several replicas, as a Kubernetes ingress routing `/<name>/...` to each
@@ -34,7 +26,7 @@ export async function startPrefixIngress(backends: ReadonlyMap<string, number>):
     res.on('close', () => upstream.destroy());
     req.pipe(upstream);
   });
-  running.push(server);
+  closeServerAfterTest(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }

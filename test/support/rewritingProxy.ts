@@ -1,7 +1,7 @@
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { afterEach } from 'vitest';
+import { closeServerAfterTest } from './closeAfterTest.js';
 
 /** One answer of the real service as the proxy is about to pass it on; `rewrite` may change any part. */
 export interface ProxiedAnswer {
@@ -12,14 +12,6 @@ export interface ProxiedAnswer {
   headers: Record<string, string>;
   body: string;
 }
-
-const running: Server[] = [];
-afterEach(async () => {
-  for (const server of running.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
 
 /**
  * A hostile stand-in for the service: forwards each request to `target` (the simulator) and lets
@@ -53,7 +45,7 @@ export async function startRewritingProxy(
       })
       .catch((error: unknown) => res.writeHead(502).end(String(error)));
   });
-  running.push(server);
+  closeServerAfterTest(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return `http://127.0.0.1:${port}${base.pathname === '/' ? '' : base.pathname.replace(/\/$/, '')}`;

@@ -15,7 +15,7 @@ function remove(dirs: string[]): void {
   for (const dir of doomed) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
 }
 
-/** test/removeTempDirs.ts calls this before each test: directories made from now on are the test's. */
+/** test/testCleanup.ts calls this before each test: directories made from now on are the test's. */
 export function testStarted(): void {
   inTest = true;
 }

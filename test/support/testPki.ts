@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { closeAfterFile } from './closeAfterTest.js';
 import { missingBinary } from './requiredBinary.js';
 
 /**
@@ -23,11 +23,6 @@ export interface TestPki {
 }
 
 let made: TestPki | undefined;
-
-afterAll(() => {
-  if (made && !process.env.KEEP_TEMP) rmSync(made.dir, { recursive: true, force: true });
-  made = undefined;
-});
 
 function openssl(dir: string, args: string[]): void {
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -96,6 +91,11 @@ export function testPki(): TestPki {
   // Brokers started as root may drop to their own user (Mosquitto does): let them read the files.
   chmodSync(dir, 0o755);
   for (const file of readdirSync(dir)) chmodSync(join(dir, file), 0o644);
+  closeAfterFile(() => {
+    if (!process.env.KEEP_TEMP) rmSync(dir, { recursive: true, force: true });
+    made = undefined;
+    return Promise.resolve();
+  });
   made = {
     dir,
     caFile: join(dir, 'ca.pem'),

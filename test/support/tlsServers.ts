@@ -4,7 +4,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
-import { afterAll } from 'vitest';
+import { closeAfterFile } from './closeAfterTest.js';
 import { freePort } from './daemonProcess.js';
 import { findBinary } from './requiredBinary.js';
 import type { TestPki } from './testPki.js';
@@ -22,14 +22,6 @@ export interface TlsServer {
   output(): string;
   close(): Promise<void>;
 }
-
-const started: TlsServer[] = [];
-const tempDirs: string[] = [];
-
-afterAll(async () => {
-  for (const server of started.splice(0)) await server.close();
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
 
 /** Starts `binary` and resolves once its output matches `ready`; rejects with its output if it exits first. */
 function spawnUntilReady(binary: string, args: string[], ready: RegExp, port: number): Promise<TlsServer> {
@@ -57,7 +49,7 @@ function spawnUntilReady(binary: string, args: string[], ready: RegExp, port: nu
       output += chunk.toString();
       if (ready.test(output)) {
         clearTimeout(timer);
-        started.push(server);
+        closeAfterFile(() => server.close());
         resolve(server);
       }
     };
@@ -72,7 +64,10 @@ function spawnUntilReady(binary: string, args: string[], ready: RegExp, port: nu
 
 const newTempDir = (prefix: string): string => {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(dir);
+  closeAfterFile(() => {
+    rmSync(dir, { recursive: true, force: true });
+    return Promise.resolve();
+  });
   return dir;
 };
 
@@ -176,6 +171,6 @@ export async function startTlsTerminator(
       await new Promise((resolve) => server.close(resolve));
     },
   };
-  started.push(terminator);
+  closeAfterFile(() => terminator.close());
   return terminator;
 }

@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
 import { noopLogger, type Logger } from '../../src/observe/createLogger.js';
@@ -11,16 +10,12 @@ import {
 } from '../../src/receiver/webhookReceiver.js';
 import { createSink, sinkConfigSchema } from '../../src/sinks/sinkRegistry.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { closeAfterTest } from './closeAfterTest.js';
 import { prefilledStore } from './prefilledStore.js';
 import { makeTempDir } from './tempDir.js';
 
 export const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 export const ROTATED_SECRET = 'whsec_c2Vjb25kLXNlY3JldC1vZi1zaXh0ZWVuIGJ5dGVz';
-
-const receivers: WebhookReceiver[] = [];
-afterEach(async () => {
-  for (const r of receivers.splice(0)) await r.close();
-});
 
 /** A receiver that keeps every request it answered, in arrival order. */
 export interface CollectingReceiver extends WebhookReceiver {
@@ -40,7 +35,7 @@ export async function receiver(options: ReceiverOptions = {}): Promise<Collectin
       options.onWebhook?.(request);
     },
   });
-  receivers.push(r);
+  closeAfterTest(() => r.close());
   return {
     url: r.url,
     close: () => r.close(),
