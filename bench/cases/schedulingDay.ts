@@ -7,11 +7,10 @@ import { ManualClock } from '../../src/clock.js';
 import type { LogKind } from '../../src/logs.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { historyLookbackMs } from '../../src/poll/logHistory.js';
-import type { LogPoller, PollResult } from '../../src/poll/logPoller.js';
+import type { PollResult } from '../../src/poll/logPoller.js';
 import { PollLoop } from '../../src/poll/pollLoop.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { watchConfigSchema } from '../../src/poll/watchConfig.js';
-import type { WatchRegistry } from '../../src/poll/watchRegistry.js';
 import { Random } from '../../src/simulator/random.js';
 import { ReadBuckets } from '../../src/simulator/readBucket.js';
 import type { Workload } from '../../src/simulator/simulatorOptions.js';
@@ -196,15 +195,16 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
     discoveredLists: 'career,skill',
     // Nothing recorded: discovery runs first, as a cold start's does.
     lastDiscovery: () => Promise.resolve(undefined),
-    // Two lists of pageSize 200: the pages a real discovery run reads.
+    // Two lists of pageSize 200: the pages a real discovery run reads; every log is registered already.
     discover: async (signal?: AbortSignal) => {
       const pages = Math.floor(o.careers / 200) + 1 + Math.floor(o.skills / 200) + 1;
       for (let i = 0; i < pages; i++) await request('discovery', signal);
+      return { added: 0 };
     },
   };
   const loop = new PollLoop({
-    poller: poller as unknown as LogPoller,
-    registry: registry as unknown as WatchRegistry,
+    poller,
+    registry,
     store,
     clock,
     watch,

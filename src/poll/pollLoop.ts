@@ -25,8 +25,9 @@ import { WakeableSleep } from './wakeableSleep.js';
 export type PollLoopState = 'created' | 'running' | 'stopping' | 'stopped';
 
 export interface PollLoopDeps {
-  poller: LogPoller;
-  registry: WatchRegistry;
+  /** What the loop uses of each, so a stand-in (the scheduling model) is checked by the compiler. */
+  poller: Pick<LogPoller, 'poll'>;
+  registry: Pick<WatchRegistry, 'discoveryEnabled' | 'discoveredLists' | 'lastDiscovery' | 'discover'>;
   store: ChangefeedStore;
   clock: Clock;
   watch: WatchConfig;
