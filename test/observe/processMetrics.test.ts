@@ -7,7 +7,7 @@ import { StoreActivity } from '../../src/store/storeActivity.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { sampleValue } from '../support/metricsText.js';
 import { makeTempDir } from '../support/tempDir.js';
-import { entry, ingest, T } from '../store/contract/storeFixtures.js';
+import { entry, ingest, T, watchOne } from '../store/contract/storeFixtures.js';
 
 /** A tenant whose store answers with one sink and `pending` events, or refuses every read. */
 function source(pending: number | 'refused'): TenantMetricSource {
@@ -111,14 +111,7 @@ describe('the process metrics', () => {
       const stores: ChangefeedStore[] = [];
       for (const tenant of ['t-1', 't-2', 't-3']) {
         const store = await backend.tenantStore(tenant);
-        await store.sinks.activate([{ name: 'a', type: 'file' }], T);
-        await store.watchedLogs.register({
-          log: 'career',
-          objectId: 'c-1',
-          origin: 'config',
-          coverageStart: T,
-          now: T,
-        });
+        await watchOne(store, 'career', 'c-1', T);
         metrics.tenants.forTenant(tenant).attach({ store, now: () => T, allowancePerHour: () => 100 });
         stores.push(store);
       }

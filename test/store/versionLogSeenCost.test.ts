@@ -9,7 +9,7 @@ import type { StoreActivity } from '../../src/store/storeActivity.js';
 import type { WatchedLog } from '../../src/store/storeRecords.js';
 import { clientFor, CLIENT_NOW, LoopbackService, RecordingGate } from '../unit/loopbackService.js';
 import { admin, openBackend } from './postgresTestDb.js';
-import { BASE_URL, entry, EVENTS } from './contract/storeFixtures.js';
+import { BASE_URL, entry, EVENTS, watchOne } from './contract/storeFixtures.js';
 
 /**
  * A skill's version log on a loopback service, polled by the real LogPoller into a PostgreSQL
@@ -22,14 +22,7 @@ async function skillLog(page: ActivityEntry[]) {
   }));
   const backend = await openBackend();
   const store = await backend.tenantStore('t');
-  await store.sinks.activate([{ name: 'a', type: 'file' }], CLIENT_NOW);
-  await store.watchedLogs.register({
-    log: 'skill',
-    objectId: 's-1',
-    origin: 'config',
-    coverageStart: CLIENT_NOW,
-    now: CLIENT_NOW,
-  });
+  await watchOne(store, 'skill', 's-1', CLIENT_NOW);
   const clock = new ManualClock(CLIENT_NOW);
   const poller = new LogPoller({
     client: clientFor(service.url, new RecordingGate()),
