@@ -6,7 +6,7 @@ import { LOG_KINDS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
 import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState, DeliveryCounts } from '../store/storeRecords.js';
+import type { CircuitState, DeliveryCounts, WatchedLog } from '../store/storeRecords.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
@@ -132,8 +132,12 @@ export class ChangefeedMetrics {
   readonly sources = new Map<string, TenantMetricSource>();
   /** RateLimit-Remaining of each tenant's last answer, exported while the tenant is attached. */
   readonly budgets = new Map<string, number>();
-  /** Outbox counts read during the scrape under way: three gauges share one query per sink. */
-  private scrapeCounts = new Map<string, Promise<DeliveryCounts>>();
+  /**
+   * What the scrape under way read of each tenant's store: the gauges that need the same rows
+   * share one query (per tenant its sinks and its watched logs, per sink its outbox counts), which
+   * Prometheus repeats for every tenant every scrape.
+   */
+  private scrape = new ScrapeReads();
 
   constructor(private readonly registry: Registry) {
     this.series = tenantSeries(registry);
@@ -162,19 +166,13 @@ export class ChangefeedMetrics {
     return new TenantMetrics(this, tenant);
   }
 
-  /** Called before each scrape: outbox counts are read once per sink and scrape. */
+  /** Called before each scrape: each tenant's store is read once per scrape for what its gauges share. */
   beginScrape(): void {
-    this.scrapeCounts = new Map();
+    this.scrape = new ScrapeReads();
   }
 
   private countsOf(tenant: string, store: ChangefeedStore, sink: string): Promise<DeliveryCounts> {
-    const key = `${tenant}\u0000${sink}`;
-    let counts = this.scrapeCounts.get(key);
-    if (!counts) {
-      counts = store.outbox.counts(sink);
-      this.scrapeCounts.set(key, counts);
-    }
-    return counts;
+    return this.scrape.once(`counts\u0000${tenant}\u0000${sink}`, () => store.outbox.counts(sink));
   }
 
   /**
@@ -193,8 +191,13 @@ export class ChangefeedMetrics {
     );
   }
 
-  private async activeSinks(store: ChangefeedStore): Promise<string[]> {
-    return (await store.sinks.list()).filter((s) => s.active).map((s) => s.name);
+  private async activeSinks(tenant: string, store: ChangefeedStore): Promise<string[]> {
+    const sinks = await this.scrape.once(`sinks\u0000${tenant}`, () => store.sinks.list());
+    return sinks.filter((s) => s.active).map((s) => s.name);
+  }
+
+  private watchedLogs(tenant: string, store: ChangefeedStore): Promise<WatchedLog[]> {
+    return this.scrape.once(`logs\u0000${tenant}`, () => store.watchedLogs.list());
   }
 
   private defineScrapeGauges(): void {
@@ -271,7 +274,7 @@ export class ChangefeedMetrics {
     for (const [name, help, pick] of outboxGauges)
       gauge(name, help, ['sink'], async (set, tenant, source) => {
         const now = source.now();
-        for (const sink of await this.activeSinks(source.store))
+        for (const sink of await this.activeSinks(tenant, source.store))
           set({ sink }, pick(await this.countsOf(tenant, source.store, sink), now));
       });
     const sinkGauges: [string, string, (s: SinkMetricState) => boolean][] = [
@@ -312,10 +315,10 @@ export class ChangefeedMetrics {
       'Age of the oldest cursor among active logs of a kind: how far behind the feed may be. ' +
         'Catches a feed that silently stopped.',
       ['log'],
-      async (set, _, source) => {
+      async (set, tenant, source) => {
         const now = source.now();
         const oldest = new Map<LogKind, number>();
-        for (const w of await source.store.watchedLogs.list()) {
+        for (const w of await this.watchedLogs(tenant, source.store)) {
           if (w.status !== 'active' || w.windowEnd === null) continue;
           oldest.set(w.log, Math.min(oldest.get(w.log) ?? Number.POSITIVE_INFINITY, w.windowEnd));
         }
@@ -327,9 +330,9 @@ export class ChangefeedMetrics {
       'Watched logs with a gap in coverage, as changefeed status shows it: disabled (missing ' +
         'scope, rejected request), gone, or failing every poll; by log.',
       ['log'],
-      async (set, _, source) => {
+      async (set, tenant, source) => {
         const counts = new Map<string, number>(LOG_KINDS.map((log) => [log, 0]));
-        for (const w of await source.store.watchedLogs.list()) {
+        for (const w of await this.watchedLogs(tenant, source.store)) {
           if (w.status !== 'active' || w.consecutiveFailures > 0) counts.set(w.log, (counts.get(w.log) ?? 0) + 1);
         }
         for (const [log, n] of counts) set({ log }, n);
@@ -422,4 +425,18 @@ function endpointOf(path: string): string {
   if (path.endsWith('/skills')) return 'skill_list';
   if (path.endsWith('/ping')) return 'ping';
   return 'other';
+}
+
+/** Reads of one scrape by key: the first gauge to ask reads, the others share its answer. */
+class ScrapeReads {
+  private readonly reads = new Map<string, Promise<unknown>>();
+
+  once<T>(key: string, read: () => Promise<T>): Promise<T> {
+    let pending = this.reads.get(key) as Promise<T> | undefined;
+    if (!pending) {
+      pending = read();
+      this.reads.set(key, pending);
+    }
+    return pending;
+  }
 }

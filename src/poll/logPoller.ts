@@ -15,6 +15,7 @@ import { detectSortOrder, inIngestionOrder } from './sortOrder.js';
 import type { ServerClock } from './serverClock.js';
 import type { LogHistory } from '../schedule/rateState.js';
 import { believableCursor, nextWindow, toIso, type TimeWindow } from './timeWindow.js';
+import { SeenPages } from './seenPages.js';
 import { readVersionLog } from './versionLogWalker.js';
 import type { WatchConfig } from './watchConfig.js';
 import { readWindowPage, walkWindow } from './windowWalker.js';
@@ -50,6 +51,7 @@ export class LogPoller {
   private readonly sizes = new PageSizes();
   /** Logs that are behind, by log key: how far their backfill has come. */
   private readonly backfills = new Map<string, BackfillState>();
+  private readonly seenPages = new SeenPages();
 
   constructor(private readonly deps: LogPollerDeps) {}
 
@@ -234,11 +236,14 @@ export class LogPoller {
     const { store, serverClock } = this.deps;
     // What the read covers: everything on the log when its first page was asked for.
     const readAt = serverClock.now();
+    const seenPages = this.seenPages.read(logKey(watched), (ids) =>
+      store.seen.seenAmong(watched.log, watched.objectId, ids),
+    );
     const read = await readVersionLog({
       client: this.deps.client,
       objectId: watched.objectId,
       sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
-      seenAmong: (ids) => store.seen.seenAmong(watched.log, watched.objectId, ids),
+      seenAmong: seenPages.seenAmong,
       sizes: this.sizes,
       settledBefore: watched.windowEnd === null ? undefined : watched.windowEnd - this.deps.watch.overlapSeconds * 1000,
       signal,
@@ -268,6 +273,7 @@ export class LogPoller {
       toEvent: (entry) => this.toEvent(watched, entry),
       now: this.deps.clock.now(),
     });
+    seenPages.committed();
     const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
     if (baseline && this.historyMs() > 0)
       result.history = versionLogHistory(read.unseen, serverClock.now(), this.historyMs());

@@ -2,9 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ProcessMetrics } from '../../src/observe/processMetrics.js';
 import type { TenantMetricSource } from '../../src/observe/changefeedMetrics.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import { CHANGEFEED_VERSION } from '../../src/version.js';
+import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { sampleValue } from '../support/metricsText.js';
+import { makeTempDir } from '../support/tempDir.js';
+import { entry, ingest, T, watchOne } from '../store/contract/storeFixtures.js';
 
 /** A tenant whose store answers with one sink and `pending` events, or refuses every read. */
 function source(pending: number | 'refused'): TenantMetricSource {
@@ -99,5 +103,37 @@ describe('the process metrics', () => {
     text = await metrics.metrics();
     expect(sampleValue(text, 'changefeed_store_transactions_total', { engine: 'postgres' })).toBe(3);
     expect(sampleValue(text, 'changefeed_store_statements_total', { engine: 'postgres' })).toBe(6);
+  });
+
+  it("reads each tenant's sinks, watched logs and each sink's counts once per scrape, and afresh at the next", async () => {
+    const backend = new SqliteStoreBackend({ stateDir: makeTempDir(), store: storeConfigSchema.parse({}) });
+    try {
+      const metrics = new ProcessMetrics();
+      const stores: ChangefeedStore[] = [];
+      for (const tenant of ['t-1', 't-2', 't-3']) {
+        const store = await backend.tenantStore(tenant);
+        await watchOne(store, 'career', 'c-1', T);
+        metrics.tenants.forTenant(tenant).attach({ store, now: () => T, allowancePerHour: () => 100 });
+        stores.push(store);
+      }
+      const scrape = async () => {
+        const before = backend.activity.statements;
+        const text = await metrics.metrics();
+        return { text, statements: backend.activity.statements - before };
+      };
+      // Per tenant: its sinks, the one sink's counts, its watched logs (five gauges read them).
+      let { text, statements } = await scrape();
+      expect(statements).toBe(3 * 3);
+      expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 't-1', sink: 'a' })).toBe(0);
+      expect(sampleValue(text, 'changefeed_coverage_gaps', { tenant: 't-1', log: 'career' })).toBe(0);
+
+      await ingest(stores[0]!, [entry('e-1')]);
+      ({ text, statements } = await scrape());
+      expect(statements).toBe(3 * 3);
+      expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 't-1', sink: 'a' })).toBe(1);
+      expect(sampleValue(text, 'changefeed_watermark_age_seconds', { tenant: 't-1', log: 'career' })).toBe(0);
+    } finally {
+      await backend.close();
+    }
   });
 });
