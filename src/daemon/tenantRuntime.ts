@@ -4,11 +4,10 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { DrainReport } from '../deliver/deliveryEngine.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
-import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
 import type { PlannedLog } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonParts.js';
+import { assembleTenant, type DaemonParts, type TenantOptions } from './daemonParts.js';
 import { pruneJournalHourly } from './journalPruner.js';
 import { readinessChecks } from './readinessChecks.js';
 import { pingService } from './serviceConnection.js';
@@ -41,7 +40,7 @@ export class TenantRuntime {
     readonly tenant: string,
     readonly config: AppConfig,
     store: ChangefeedStore,
-    options: DaemonOptions & { metrics: ProcessMetrics },
+    options: TenantOptions,
     /** On a shared store: called before each request to the service; throws LEASE_LOST once the lease is gone. */
     requestGuard?: () => void,
   ) {
