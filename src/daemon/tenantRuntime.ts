@@ -88,7 +88,7 @@ export class TenantRuntime {
 
   async start(): Promise<void> {
     const { store, engine, pollLoop, clock } = this.parts;
-    await this.prepare();
+    const watched = await this.prepare();
     engine.start();
     pollLoop.start();
     this.parts.metrics.attach(this.parts.metricSource);
@@ -103,7 +103,7 @@ export class TenantRuntime {
       {
         instanceId: this.config.cluster.instanceId,
         sinks: engine.sinkNames,
-        watched: (await store.watchedLogs.list()).length,
+        watched,
         store: store.location,
       },
       'tenant running',
@@ -202,9 +202,10 @@ export class TenantRuntime {
   /**
    * The store in line with the config (a sink seen for the first time starts from now, or from
    * the journal with `startFrom: journal`; logs an earlier run disabled get another chance), the
-   * service's clock learned, configured logs registered.
+   * service's clock learned, configured logs not watched yet registered. Returns how many logs
+   * are watched.
    */
-  private async prepare(): Promise<void> {
+  private async prepare(): Promise<number> {
     const { store } = this.parts;
     const { sinks } = this.config;
     const now = this.parts.clock.now();
@@ -220,9 +221,10 @@ export class TenantRuntime {
         fromJournal ? 'new sink starts from the journal' : 'new sink starts from now',
       );
     }
-    for (const w of await store.watchedLogs.list())
+    const watched = await store.watchedLogs.list();
+    for (const w of watched)
       if (w.status === 'disabled') await store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
     await this.ping();
-    await this.parts.registry.registerConfigured();
+    return watched.length + (await this.parts.registry.registerConfigured(watched));
   }
 }
