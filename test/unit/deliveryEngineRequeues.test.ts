@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
+import { REQUEUE_CHECK_MS } from '../../src/deliver/requeueWatch.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
@@ -15,7 +16,6 @@ import { ingestEntries, openStore, ScriptedSink, testClock } from './scriptedSin
 // failed the read left a rejection nobody awaited, which ended the process.
 
 const CHECKS = 20;
-const CHECK_MS = 500;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -34,7 +34,7 @@ async function setup() {
     { store, clock, logger, random: () => 0.5 },
   );
   const passChecks = async (checks: number): Promise<void> => {
-    for (let i = 0; i < checks; i++) await clock.advance(CHECK_MS);
+    for (let i = 0; i < checks; i++) await clock.advance(REQUEUE_CHECK_MS);
   };
   return { clock, store, sink, engine, warnings, passChecks };
 }
