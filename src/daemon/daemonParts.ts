@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { appConfigSchema, type AppConfig } from '../config/appConfigSchema.js';
 import { listConfigSecrets } from '../config/secretFields.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
+import type { RequeueWatch } from '../deliver/requeueWatch.js';
 import { EventFeed } from '../feed/eventFeed.js';
 import { readFeedTokens } from '../feed/feedTokens.js';
 import type { TenantMetricSource, TenantMetrics } from '../observe/changefeedMetrics.js';
@@ -36,6 +37,13 @@ export interface DaemonOptions {
   metrics?: ProcessMetrics;
 }
 
+/** What a tenant is assembled with: the daemon's options, and what its tenants share. */
+export interface TenantOptions extends DaemonOptions {
+  metrics: ProcessMetrics;
+  /** Checks the re-queue counts of all the tenants' delivery engines on one timer. */
+  requeues?: RequeueWatch;
+}
+
 /** Everything a running tenant is made of, in the order data flows through it. */
 export type DaemonParts = ReturnType<typeof assembleTenant>;
 
@@ -49,7 +57,7 @@ export function assembleTenant(
   config: AppConfig,
   store: ChangefeedStore,
   /** `logger` is the tenant's own (bound to its name): each part logs through it. */
-  options: DaemonOptions & { metrics: ProcessMetrics },
+  options: TenantOptions,
   /** A write of the tenant refused with LEASE_LOST, by polling or delivery: the runtime stops. */
   onLeaseLost: (error: unknown) => void,
   /** On a shared store: the lease's local check, made before each request to the service. */
@@ -113,6 +121,7 @@ export function assembleTenant(
       store,
       clock,
       logger,
+      ...(options.requeues ? { requeues: options.requeues } : {}),
       onOutcome: (outcome) => metrics.observeDelivery(outcome),
       onLeaseLost,
     },

@@ -4,10 +4,9 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { DrainReport } from '../deliver/deliveryEngine.js';
 import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import type { ReadinessCheck } from '../observe/healthServer.js';
-import type { ProcessMetrics } from '../observe/processMetrics.js';
 import type { SweepSummary } from '../poll/pollLoop.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import { assembleTenant, type DaemonOptions, type DaemonParts } from './daemonParts.js';
+import { assembleTenant, type DaemonParts, type TenantOptions } from './daemonParts.js';
 import { pruneJournalHourly } from './journalPruner.js';
 import { readinessChecks } from './readinessChecks.js';
 import { pingService } from './serviceConnection.js';
@@ -40,7 +39,7 @@ export class TenantRuntime {
     readonly tenant: string,
     readonly config: AppConfig,
     store: ChangefeedStore,
-    options: DaemonOptions & { metrics: ProcessMetrics },
+    options: TenantOptions,
     /** On a shared store: called before each request to the service; throws LEASE_LOST once the lease is gone. */
     requestGuard?: () => void,
   ) {
@@ -81,7 +80,7 @@ export class TenantRuntime {
 
   async start(): Promise<void> {
     const { store, engine, pollLoop, clock } = this.parts;
-    await this.prepare();
+    const watched = await this.prepare();
     engine.start();
     pollLoop.start();
     this.parts.metrics.attach(this.parts.metricSource);
@@ -96,7 +95,7 @@ export class TenantRuntime {
       {
         instanceId: this.config.cluster.instanceId,
         sinks: engine.sinkNames,
-        watched: (await store.watchedLogs.list()).length,
+        watched,
         store: store.location,
       },
       'tenant running',
@@ -195,9 +194,10 @@ export class TenantRuntime {
   /**
    * The store in line with the config (a sink seen for the first time starts from now, or from
    * the journal with `startFrom: journal`; logs an earlier run disabled get another chance), the
-   * service's clock learned, configured logs registered.
+   * service's clock learned, configured logs not watched yet registered. Returns how many logs
+   * are watched.
    */
-  private async prepare(): Promise<void> {
+  private async prepare(): Promise<number> {
     const { store } = this.parts;
     const { sinks } = this.config;
     const now = this.parts.clock.now();
@@ -213,9 +213,10 @@ export class TenantRuntime {
         fromJournal ? 'new sink starts from the journal' : 'new sink starts from now',
       );
     }
-    for (const w of await store.watchedLogs.list())
+    const watched = await store.watchedLogs.list();
+    for (const w of watched)
       if (w.status === 'disabled') await store.watchedLogs.setStatus(w.log, w.objectId, 'active', null);
     await this.ping();
-    await this.parts.registry.registerConfigured();
+    return watched.length + (await this.parts.registry.registerConfigured(watched));
   }
 }

@@ -1,11 +1,13 @@
+import { systemClock } from '../clock.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
+import { RequeueWatch } from '../deliver/requeueWatch.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import type { ProcessMetrics } from '../observe/processMetrics.js';
 import { describeError } from '../errors.js';
 import type { WriteFence } from '../cluster/writeFence.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import type { Tenant } from '../tenants/tenant.js';
-import type { DaemonOptions } from './daemonParts.js';
+import type { DaemonOptions, TenantOptions } from './daemonParts.js';
 import { DEFAULT_SHUTDOWN_TIMEOUT_MS, drainWithinMs } from './drainDeadline.js';
 import { TenantRuntime } from './tenantRuntime.js';
 
@@ -39,10 +41,14 @@ export class TenantSupervisor {
 
   /** How long a tenant stopped gracefully lets its deliveries in flight finish. */
   private readonly drainMs: number;
+  /** The daemon's options, with the re-queue watch all the tenants' engines share. */
+  private readonly tenantOptions: TenantOptions;
 
   constructor(private readonly deps: TenantSupervisorDeps) {
     const shutdownTimeoutMs = deps.options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
     this.drainMs = drainWithinMs({ shutdownTimeoutMs, leaseMs: deps.leaseMs });
+    const requeues = new RequeueWatch(deps.options.clock ?? systemClock, deps.options.logger);
+    this.tenantOptions = { ...deps.options, requeues };
   }
 
   get runtimes(): TenantRuntime[] {
@@ -92,6 +98,8 @@ export class TenantSupervisor {
   /** Stops every tenant, each draining as `stop` does, including those whose start is under way. */
   async stopAll(): Promise<void> {
     await Promise.all([...new Set([...this.running.keys(), ...this.queues.keys()])].map((name) => this.stop(name)));
+    // A check under way reads the store, which the daemon closes next.
+    await this.tenantOptions.requeues?.stopped();
   }
 
   /**
@@ -103,7 +111,7 @@ export class TenantSupervisor {
     const requestGuard = this.deps.requestGuardOf?.(tenant.name);
     const store = await this.deps.backend.tenantStore(tenant.name, fence ? { fence } : {});
     const config = this.deps.configOf(tenant);
-    const runtime = new TenantRuntime(tenant.name, config, store, this.deps.options, requestGuard);
+    const runtime = new TenantRuntime(tenant.name, config, store, this.tenantOptions, requestGuard);
     this.running.set(tenant.name, runtime);
     this.prepared.add(tenant.name);
     return runtime;

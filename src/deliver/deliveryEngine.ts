@@ -1,5 +1,6 @@
 import { timerDelayMs } from '../clock.js';
-import { describeError, isAbortError } from '../errors.js';
+import { describeError } from '../errors.js';
+import { RequeueWatch } from './requeueWatch.js';
 import { SinkWorker, type EngineSink, type SinkConnectionState, type SinkWorkerOptions } from './sinkWorker.js';
 
 export interface DrainReport {
@@ -9,9 +10,6 @@ export interface DrainReport {
   dead: number;
   lastError: string | null;
 }
-
-/** How often the store's re-queue count is read: a CLI that re-queued dead letters has no way to notify. */
-const REQUEUE_CHECK_MS = 500;
 
 /**
  * Owns delivery to every sink: one worker per sink, each with its own retries, batching and
@@ -24,13 +22,25 @@ export class DeliveryEngine {
   /** Aborts the writes in flight (their events stay pending). */
   private readonly abort = new AbortController();
   private running: Promise<unknown> | undefined;
+  private readonly deps: Omit<SinkWorkerOptions, keyof EngineSink>;
+  /** Whose timer checks this engine's re-queue count: the process's, or this engine's own. */
+  private readonly requeues: RequeueWatch;
+  /** The engine's own watch ends with it; the process's ends after its last engine. */
+  private readonly ownsRequeues: boolean;
 
   constructor(
     sinks: readonly EngineSink[],
-    /** Shared by the workers; `onLeaseLost` stops the tenant's runtime, this engine included. */
-    private readonly deps: Omit<SinkWorkerOptions, keyof EngineSink>,
+    /**
+     * Shared by the workers; `onLeaseLost` stops the tenant's runtime, this engine included.
+     * `requeues`: the process's RequeueWatch, shared by its engines; without one, the engine watches alone.
+     */
+    deps: Omit<SinkWorkerOptions, keyof EngineSink> & { requeues?: RequeueWatch },
   ) {
-    this.workers = sinks.map((sink) => new SinkWorker({ ...sink, ...deps }));
+    const { requeues, ...workerDeps } = deps;
+    this.deps = workerDeps;
+    this.requeues = requeues ?? new RequeueWatch(deps.clock, deps.logger);
+    this.ownsRequeues = requeues === undefined;
+    this.workers = sinks.map((sink) => new SinkWorker({ ...sink, ...workerDeps }));
   }
 
   get sinkNames(): string[] {
@@ -44,35 +54,21 @@ export class DeliveryEngine {
 
   start(): void {
     if (this.running) return;
-    this.running = Promise.all([
-      ...this.workers.map((w) =>
+    this.running = Promise.all(
+      this.workers.map((w) =>
         w.run(this.stopLaunching.signal, { abortWrites: this.abort.signal }).catch((error: unknown) => {
           this.deps.logger.fatal({ sink: w.name, err: describeError(error) }, 'sink worker crashed');
         }),
       ),
-      this.watchRequeues(this.stopLaunching.signal),
-    ]);
-  }
-
-  /** `changefeed dead-letters retry` runs in another process and can only leave a mark in the store. */
-  private async watchRequeues(signal: AbortSignal): Promise<void> {
-    let seen: number | undefined;
-    while (!signal.aborted) {
-      try {
-        const count = await this.deps.store.deadLetters.requeueCount();
-        if (seen !== undefined && count !== seen) for (const w of this.workers) w.reloadPending();
-        seen = count;
-      } catch (error) {
-        // A store that does not answer is the workers' outage to report; this check tries again.
-        this.deps.logger.warn(
-          { err: describeError(error) },
-          'checking for re-queued dead letters failed; trying again',
-        );
-      }
-      await this.deps.clock.sleep(REQUEUE_CHECK_MS, signal).catch((error: unknown) => {
-        if (!isAbortError(error)) throw error;
-      });
-    }
+    );
+    // `changefeed dead-letters retry` runs in another process and can only leave a mark in the store.
+    this.requeues.watch(
+      this.deps.store.deadLetters,
+      () => {
+        for (const w of this.workers) w.reloadPending();
+      },
+      this.stopLaunching.signal,
+    );
   }
 
   /** New events are in the outbox. */
@@ -109,6 +105,7 @@ export class DeliveryEngine {
     const cutOff = setTimeout(() => this.abort.abort(), timerDelayMs(drainMs));
     try {
       await this.running;
+      if (this.ownsRequeues) await this.requeues.stopped();
     } finally {
       clearTimeout(cutOff);
     }

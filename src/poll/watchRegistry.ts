@@ -61,17 +61,22 @@ export class WatchRegistry {
     );
   }
 
-  async registerConfigured(): Promise<number> {
+  /**
+   * Watches the configured logs not in `watched` (the store's list, as the caller read it): a
+   * restart whose configured logs are all watched writes nothing (a fenced transaction per
+   * tenant start on PostgreSQL). Returns how many logs were new.
+   */
+  async registerConfigured(watched: readonly { log: LogKind; objectId: string }[] = []): Promise<number> {
     const { watch } = this.deps;
-    return this.register(
-      [
-        ...(watch.identityProviderEvents ? [{ log: 'identity_provider' as const, objectId: '' }] : []),
-        ...watch.careers.ids.map((objectId) => ({ log: 'career' as const, objectId })),
-        ...watch.skills.ids.map((objectId) => ({ log: 'skill' as const, objectId })),
-      ],
-      'config',
-      this.configuredStart(),
-    );
+    const known = new Set(watched.map((w) => `${w.log}/${w.objectId}`));
+    const configured = [
+      ...(watch.identityProviderEvents ? [{ log: 'identity_provider' as const, objectId: '' }] : []),
+      ...watch.careers.ids.map((objectId) => ({ log: 'career' as const, objectId })),
+      ...watch.skills.ids.map((objectId) => ({ log: 'skill' as const, objectId })),
+    ];
+    const missing = configured.filter((c) => !known.has(`${c.log}/${c.objectId}`));
+    if (missing.length === 0) return 0;
+    return this.register(missing, 'config', this.configuredStart());
   }
 
   /** Configured careers and skills the service answered 404 for: `run --once` fails on these. */

@@ -29,9 +29,8 @@ export class FileSink implements Sink {
   async connect(): Promise<void> {
     if (this.handle) return;
     try {
-      await mkdir(dirname(this.config.path), { recursive: true });
       await cutTornTail(this.config.path);
-      this.handle = await open(this.config.path, 'a');
+      this.handle = await openForAppend(this.config.path);
     } catch (error) {
       throw new SinkUnavailableError(`cannot open ${this.config.path} for appending: ${(error as Error).message}`, {
         cause: error,
@@ -61,6 +60,21 @@ export class FileSink implements Sink {
     this.handle = undefined;
     await handle?.close().catch(() => undefined);
   }
+}
+
+/**
+ * Creates the file's directory only when it is missing: a `mkdir -p` on every connect (two system
+ * calls and a thread-pool round trip before the open) was about 1% of a many-tenant daemon's CPU
+ * profile, each tenant with a file sink in a directory that exists.
+ */
+async function openForAppend(path: string): Promise<FileHandle> {
+  try {
+    return await open(path, 'a');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  await mkdir(dirname(path), { recursive: true });
+  return open(path, 'a');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, type Stats } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TenantProblem } from './tenant.js';
 
@@ -11,11 +11,28 @@ export const TENANT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 const EXTENSION = /\.ya?ml$/;
 
+/**
+ * The coarsest timestamp step of the file systems a tenants directory sits on (FAT's 2 s; a
+ * network file system's clock may also lag): a file changed less than this before it was listed
+ * may be rewritten, at its size, without its times moving.
+ */
+const FILE_TIME_RESOLUTION_MS = 2000;
+
 /** One `<name>.yaml` (or `.yml`) file of the tenants directory. */
 export interface TenantFile {
   readonly name: string;
   /** Absolute path. */
   readonly path: string;
+  /**
+   * The file as its stat (through links) showed it: device, inode, size, modification and change
+   * times. A rewrite, a rename over it or a ConfigMap's swap of the link's target changes it.
+   */
+  readonly signature: string;
+  /**
+   * Its last change was at least FILE_TIME_RESOLUTION_MS before it was listed: any later change
+   * moves its times, so an equal signature next time means the same text.
+   */
+  readonly settled: boolean;
 }
 
 export type TenantDirectoryListing =
@@ -27,8 +44,9 @@ export type TenantDirectoryListing =
  * `..data` and its timestamped folders), subdirectories, other extensions and dangling links are
  * skipped. A file whose name is not a valid tenant name, and two files for one name (`a.yaml`
  * and `a.yml`), are problems. A directory that cannot be listed is reported, not thrown.
+ * `listedAt` (wall-clock ms, as file times are) tells which files have settled.
  */
-export function listTenantFiles(dir: string): TenantDirectoryListing {
+export function listTenantFiles(dir: string, listedAt = Date.now()): TenantDirectoryListing {
   const root = resolve(dir);
   let names: string[];
   try {
@@ -52,12 +70,13 @@ export function listTenantFiles(dir: string): TenantDirectoryListing {
     };
   }
 
-  const byName = new Map<string, string[]>();
+  const byName = new Map<string, { path: string; stat: Stats }[]>();
   const problems: TenantProblem[] = [];
   for (const entry of names.sort()) {
     if (entry.startsWith('.') || !EXTENSION.test(entry)) continue;
     const path = join(root, entry);
-    if (!isFile(path)) continue;
+    const stat = fileStat(path);
+    if (stat === undefined) continue;
     const name = entry.replace(EXTENSION, '');
     if (!TENANT_NAME.test(name)) {
       const message =
@@ -66,17 +85,21 @@ export function listTenantFiles(dir: string): TenantDirectoryListing {
       problems.push({ code: 'TENANT_NAME_INVALID', tenant: undefined, file: path, message, issues: [] });
       continue;
     }
-    byName.set(name, [...(byName.get(name) ?? []), path]);
+    byName.set(name, [...(byName.get(name) ?? []), { path, stat }]);
   }
 
   const files: TenantFile[] = [];
-  for (const [name, paths] of byName) {
-    const [path, ...others] = paths;
-    if (path === undefined) continue;
+  for (const [name, found] of byName) {
+    const [first, ...others] = found;
+    if (first === undefined) continue;
     if (others.length === 0) {
-      files.push({ name, path });
+      const { path, stat } = first;
+      const signature = `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
+      const settled = listedAt - Math.max(stat.mtimeMs, stat.ctimeMs) >= FILE_TIME_RESOLUTION_MS;
+      files.push({ name, path, signature, settled });
       continue;
     }
+    const paths = found.map((f) => f.path);
     for (const file of paths) {
       const message = `tenant "${name}" has two files, ${paths.join(' and ')}; keep one`;
       problems.push({ code: 'TENANT_NAME_INVALID', tenant: name, file, message, issues: [] });
@@ -91,10 +114,11 @@ export function compareNames(a: string, b: string): number {
 }
 
 // Follows links: a ConfigMap's `<name>.yaml` is a link into `..data`; a dangling one is skipped.
-function isFile(path: string): boolean {
+function fileStat(path: string): Stats | undefined {
   try {
-    return statSync(path).isFile();
+    const stat = statSync(path);
+    return stat.isFile() ? stat : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENV_MAPPING } from '../../src/config/appConfigSchema.js';
@@ -296,5 +296,42 @@ describe('with tenants.dir', () => {
     rmSync(acme);
     scanTenantFiles(source, memo);
     expect([...memo.keys()]).toEqual([join(t.dir, 'globex.yaml')]);
+  });
+
+  it('reads again only files whose stat moved, or that changed too recently for their times to tell', () => {
+    const t = setup();
+    const source = t.load().tenants;
+    if (source.kind !== 'directory') throw new Error('a directory source');
+    const acme = t.tenant('acme.yaml', ['api: { apiKey: key-acme-0001 }']);
+    t.tenant('globex.yaml', ['api: { apiKey: key-globex-0001 }']);
+    const memo: TenantConfigMemo = new Map();
+    const minuteLater = () => Date.now() + 60_000;
+
+    // Just written: within the time resolution, so read on every scan (a same-size rewrite in the
+    // same tick would keep its stat).
+    scanTenantFiles(source, memo);
+    const recent = memo.get(acme);
+    expect(recent?.settled).toBe(false);
+    scanTenantFiles(source, memo);
+    expect(memo.get(acme)).not.toBe(recent);
+
+    // Scanned a minute later: read once more, then taken from memory while the stat stays.
+    scanTenantFiles(source, memo, minuteLater());
+    const settled = memo.get(acme);
+    expect(settled?.settled).toBe(true);
+    const scan = scanTenantFiles(source, memo, minuteLater());
+    expect(memo.get(acme)).toBe(settled);
+    expect(scan.ok && scan.scanned.map((s) => s.ok && s.tenant.config)).toEqual([
+      settled?.config,
+      memo.get(join(t.dir, 'globex.yaml'))?.config,
+    ]);
+
+    // A same-size rewrite whose modification time is put back: its change time still moves.
+    const sameSize = 'api: { apiKey: key-acme-0002 }';
+    const { atime, mtime } = statSync(acme);
+    writeFileSync(acme, sameSize);
+    utimesSync(acme, atime, mtime);
+    scanTenantFiles(source, memo, minuteLater());
+    expect(memo.get(acme)?.text).toBe(sameSize);
   });
 });

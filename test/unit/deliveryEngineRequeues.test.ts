@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
+import { REQUEUE_CHECK_MS } from '../../src/deliver/requeueWatch.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
@@ -10,12 +11,11 @@ import { makeTempDir } from '../support/tempDir.js';
 import { ingestEntries, openStore, ScriptedSink, testClock } from './scriptedSink.js';
 
 // `changefeed dead-letters retry` runs in another process; the engine learns of it from the
-// store's re-queue count, read twice a second. The count is read asynchronously: compared as
+// store's re-queue count, read twice a second (RequeueWatch; an engine given none watches alone). The count is read asynchronously: compared as
 // promises it always differed (every worker re-read its outbox twice a second), and a store that
 // failed the read left a rejection nobody awaited, which ended the process.
 
 const CHECKS = 20;
-const CHECK_MS = 500;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -34,7 +34,7 @@ async function setup() {
     { store, clock, logger, random: () => 0.5 },
   );
   const passChecks = async (checks: number): Promise<void> => {
-    for (let i = 0; i < checks; i++) await clock.advance(CHECK_MS);
+    for (let i = 0; i < checks; i++) await clock.advance(REQUEUE_CHECK_MS);
   };
   return { clock, store, sink, engine, warnings, passChecks };
 }
@@ -66,9 +66,10 @@ describe('the delivery engine watching for re-queued dead letters', () => {
 
   it('goes on, and says so, when the store does not answer the check', async () => {
     const { store, engine, warnings, passChecks } = await setup();
-    let failures = 3;
+    // The count read as the engine starts answers; the three checks after it do not.
+    let reads = 0;
     vi.spyOn(store.deadLetters, 'requeueCount').mockImplementation(() =>
-      failures-- > 0 ? Promise.reject(new StoreUnavailableError('the store is away')) : Promise.resolve(0),
+      ++reads > 1 && reads <= 4 ? Promise.reject(new StoreUnavailableError('the store is away')) : Promise.resolve(0),
     );
     engine.start();
     await passChecks(CHECKS);
