@@ -1,6 +1,3 @@
-/** How old a tenant's dead-letter re-queue count may be (its engine asks every 500 ms). */
-export const REQUEUE_COUNT_MAX_AGE_MS = 400;
-
 /** One tenant's count as the shared read returns it. */
 export interface RequeueCountRow {
   tenant: string;
@@ -12,58 +9,42 @@ type ReadRequeueCounts = (tenants: readonly string[]) => Promise<RequeueCountRow
 
 /**
  * Every tenant's dead-letter re-queue count, read for all the tenants of this process in one
- * statement, on either engine. Each tenant's delivery engine asks twice a second, to notice a
- * `dead-letters retry` run in another process: one query each was 2,000 statements a second at
- * 1,000 tenants, most of what a replica asked of the database (on SQLite too, where it was three
- * of every four statements the daemon ran). A read younger than `maxAgeMs` answers from memory,
- * and callers that ask while a read is under way share it.
+ * statement, on either engine: each delivery engine watches its count to notice a `dead-letters
+ * retry` run in another process, and one query each was 2,000 statements a second at 1,000
+ * tenants. The tenants that ask in the same turn of the event loop (a RequeueWatch check asks for
+ * all of them at once) share one read. Every answer comes from a read that began after its
+ * question, so a re-queue made before anyone asked is never answered from an older read: a read
+ * already under way when a tenant asks serves the next question, not that one. No time is
+ * involved, so the engines' clock (virtual in tests) is the only one that paces the reads.
  */
 export class RequeueCounts {
   private counts = new Map<string, number>();
-  /** The tenants that asked, and the ones the last completed read was for. */
+  /** Every tenant that asked: each read is for all of them. */
   private readonly tenants = new Set<string>();
-  private readFor = new Set<string>();
-  private readAt = Number.NEGATIVE_INFINITY;
-  private generation = 0;
-  private reading: Promise<void> | undefined;
+  /** The read under way. */
+  private current: Promise<void> | undefined;
+  /** The read that questions asked now will get: it begins once the current one ended. */
+  private next: Promise<void> | undefined;
 
-  constructor(
-    private readonly maxAgeMs: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
-
-  /** `tenant`'s count, at most `maxAgeMs` old; `read` runs the shared statement when one is due. */
+  /** `tenant`'s count, from a read that began after this question; `read` runs the shared statement. */
   async of(tenant: string, read: ReadRequeueCounts): Promise<number> {
     this.tenants.add(tenant);
-    // Twice at most: a read already under way may have started before this tenant first asked.
-    for (let reads = 0; reads < 2; reads++) {
-      if (this.readFor.has(tenant) && this.now() - this.readAt < this.maxAgeMs) break;
-      await this.refresh(read);
-    }
+    await (this.next ??= this.readAfterCurrent(read));
     return this.counts.get(tenant) ?? 0;
   }
 
-  /** A re-queue made by this process: the next question reads again rather than answer stale. */
-  invalidate(): void {
-    this.generation++;
-    this.readAt = Number.NEGATIVE_INFINITY;
-  }
-
-  private refresh(read: ReadRequeueCounts): Promise<void> {
-    this.reading ??= (async () => {
-      const startedAt = this.now();
-      const generation = this.generation;
-      const tenants = [...this.tenants];
-      try {
-        const rows = await read(tenants);
-        this.counts = new Map(rows.map((r) => [r.tenant, Number(r.value)]));
-        this.readFor = new Set(tenants);
-        // A re-queue made while the read was under way may not be in it.
-        if (generation === this.generation) this.readAt = startedAt;
-      } finally {
-        this.reading = undefined;
-      }
-    })();
-    return this.reading;
+  private async readAfterCurrent(read: ReadRequeueCounts): Promise<void> {
+    // At least one turn of the event loop, so the questions of the same turn join this read.
+    await this.current?.catch(() => undefined);
+    this.next = undefined;
+    const reading = read([...this.tenants]).then((rows) => {
+      this.counts = new Map(rows.map((r) => [r.tenant, Number(r.value)]));
+    });
+    this.current = reading;
+    try {
+      await reading;
+    } finally {
+      if (this.current === reading) this.current = undefined;
+    }
   }
 }

@@ -49,7 +49,6 @@ export class PostgresDeadLetters implements DeadLetterStore {
           AND state = 'dead' AND seq > $4 ORDER BY seq LIMIT ${REQUEUE_BATCH_EVENTS})`),
         [this.db.tenant, now, sink, after],
       );
-      this.requeueCounts.invalidate();
       const batch = Number(result.rows[0]?.n ?? 0);
       requeued += batch;
       if (batch < REQUEUE_BATCH_EVENTS) return requeued;
@@ -64,7 +63,6 @@ export class PostgresDeadLetters implements DeadLetterStore {
       ),
       [this.db.tenant, now, eventId, sink ?? null],
     );
-    this.requeueCounts.invalidate();
     return result.rows[0]?.n ?? 0;
   }
 

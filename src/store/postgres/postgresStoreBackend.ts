@@ -12,7 +12,7 @@ import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
 import { PostgresChangefeedStore } from './postgresStore.js';
-import { RequeueCounts, REQUEUE_COUNT_MAX_AGE_MS } from '../requeueCounts.js';
+import { RequeueCounts } from '../requeueCounts.js';
 import { StoreError } from '../storeError.js';
 import { TenantDb } from './tenantDb.js';
 
@@ -54,7 +54,7 @@ export class PostgresStoreBackend implements StoreBackend {
   readonly sharedByReplicas = this;
   readonly activity = new StoreActivity('postgres');
   private closing: Promise<void> | undefined;
-  private readonly requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS);
+  private readonly requeueCounts = new RequeueCounts();
 
   private constructor(
     /** The pool of the tenants' queries, shared by all tenants of this replica. */

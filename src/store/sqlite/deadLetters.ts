@@ -89,7 +89,6 @@ export class DeadLetters implements DeadLetterStore {
 
   private bumpRequeues(changed: number): number {
     if (changed > 0) this.conn.statement(BUMP).run(this.conn.tenant, REQUEUE_COUNT_KEY);
-    this.requeueCounts.invalidate();
     return changed;
   }
 }

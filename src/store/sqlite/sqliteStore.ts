@@ -11,7 +11,7 @@ import {
 } from '../storeRecords.js';
 import type { Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
-import { RequeueCounts, REQUEUE_COUNT_MAX_AGE_MS } from '../requeueCounts.js';
+import { RequeueCounts } from '../requeueCounts.js';
 import { Journal } from './journal.js';
 import { Outbox } from './outbox.js';
 import { Quarantine } from './quarantine.js';
@@ -59,7 +59,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     readonly tenant: string = DEFAULT_TENANT,
     private readonly ownsConnection = true,
     /** The backend's, shared by the tenants of the connection; a store of its own reads its count alone. */
-    requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS),
+    requeueCounts = new RequeueCounts(),
   ) {
     const conn = new TenantConnection(db, tenant);
     this.conn = conn;

@@ -1,4 +1,4 @@
-import { RequeueCounts, REQUEUE_COUNT_MAX_AGE_MS } from '../requeueCounts.js';
+import { RequeueCounts } from '../requeueCounts.js';
 import { existsSync } from 'node:fs';
 import { ChangefeedError } from '../../errors.js';
 import { StoreActivity } from '../storeActivity.js';
@@ -25,7 +25,7 @@ export class SqliteStoreBackend implements StoreBackend {
   readonly activity = new StoreActivity('sqlite');
   private connection: Db | undefined;
   private readonly stores = new Map<string, SqliteChangefeedStore>();
-  private readonly requeueCounts = new RequeueCounts(REQUEUE_COUNT_MAX_AGE_MS);
+  private readonly requeueCounts = new RequeueCounts();
 
   constructor(
     private readonly config: { stateDir: string; store: StoreConfig },
