@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseLostError } from '../../src/cluster/writeFence.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
-import type { LogPoller } from '../../src/poll/logPoller.js';
 import type { PollFailures } from '../../src/poll/pollFailures.js';
 import { PollRecorder } from '../../src/poll/pollRecorder.js';
 import type { PollScheduler } from '../../src/schedule/pollScheduler.js';
@@ -12,7 +11,7 @@ import type { WatchedLog } from '../../src/store/storeRecords.js';
 // Only what pollAndRecord touches on a failed poll: the poller, the failure record, the clock.
 function recorder(recordFailure: () => Promise<unknown>): PollRecorder {
   return new PollRecorder({
-    poller: { poll: () => Promise.reject(new Error('socket hang up')) } as unknown as LogPoller,
+    poller: { poll: () => Promise.reject(new Error('socket hang up')) },
     failures: { failed: recordFailure } as unknown as PollFailures,
     scheduler: {} as PollScheduler,
     store: {} as ChangefeedStore,
