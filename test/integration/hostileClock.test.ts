@@ -118,6 +118,52 @@ describe('a service answer with a Date header 30 days ahead', () => {
     },
   );
 
+  it(
+    "a skill log's window end in the future (left the same way) does not end a read before an entry " +
+      'that arrived late, within the overlap, on its second page',
+    async () => {
+      const clock = testClock();
+      const simulator = await startTestSimulator({
+        clock,
+        seed: 43,
+        careers: 0,
+        skills: 1,
+        identityProviderShare: 0,
+        sortOrder: 'newest-first',
+        eventsPerHour: 0,
+        historyHours: 0,
+        readsPerHour: 1_000_000,
+      });
+      const skillId = simulator.skillIds[0] as string;
+      const stateDir = makeTempDir();
+      const config = simulatorConfig({
+        simulator,
+        stateDir,
+        overrides: { watch: { identityProviderEvents: false, overlapSeconds: 300 } },
+      });
+      // Three pages of 200, performed between 4 and 2 minutes before the baseline read.
+      simulator.appendBurst('skill', skillId, 450, { from: clock.now() - 240_000, to: clock.now() - 120_000 });
+      expect((await runOnce(config, { clock })).ok).toBe(true);
+      const store = openSqliteStoreFile(storePath(stateDir));
+      store.db
+        .prepare('UPDATE watched_logs SET window_end = ? WHERE object_id = ?')
+        .run(clock.now() + 30 * DAY_MS, skillId);
+      await store.close();
+      await clock.advance(60_000);
+      // Page one: news and 197 entries read before. Page two: an entry performed 3 minutes before
+      // the last read and written since, late by less than the overlap.
+      const news = simulator.appendBurst('skill', skillId, 3, { from: clock.now() - 30_000, to: clock.now() - 1_000 });
+      const late = simulator.appendBurst('skill', skillId, 1, {
+        from: clock.now() - 60_000 - 180_000,
+        to: clock.now() - 60_000 - 179_000,
+      });
+      await clock.advance(1_000);
+      expect((await runOnce(config, { clock })).ok).toBe(true);
+      const ids = deliveredEvents(stateDir).map((e) => e.id);
+      expect(new Set(ids)).toEqual(new Set([...news, ...late].map((e) => eventIdFor('skill', skillId, e.id))));
+    },
+  );
+
   it('makes readiness report a clock problem while the latest Date is not believed', async () => {
     const clock = testClock();
     const simulator = await startTestSimulator({
