@@ -164,6 +164,62 @@ describe('a service answer with a Date header 30 days ahead', () => {
     },
   );
 
+  it(
+    "a daemon whose clock is 4 minutes fast knows the service's before its first skill read (the " +
+      "start's ping): the window end it records lets an entry late by less than the overlap be read",
+    async () => {
+      const clock = testClock();
+      const SKEW = 240_000;
+      const simulator = await startTestSimulator({
+        clock,
+        seed: 44,
+        careers: 0,
+        skills: 1,
+        identityProviderShare: 0,
+        sortOrder: 'newest-first',
+        eventsPerHour: 0,
+        historyHours: 0,
+        readsPerHour: 1_000_000,
+      });
+      const skillId = simulator.skillIds[0] as string;
+      // The service's clock, as its Date header says, is SKEW behind the daemon's.
+      const baseUrl = await startRewritingProxy(simulator.url, (answer) => ({
+        ...answer,
+        headers: { ...answer.headers, date: new Date(Date.parse(answer.headers.date ?? '') - SKEW).toUTCString() },
+      }));
+      const serviceNow = (): number => clock.now() - SKEW;
+      const stateDir = makeTempDir();
+      const config = simulatorConfig({
+        simulator,
+        stateDir,
+        overrides: {
+          watch: {
+            identityProviderEvents: false,
+            overlapSeconds: 300,
+            skills: { ids: [skillId], discover: false },
+            careers: { discover: false },
+          },
+        },
+      });
+      const proxied = { ...config, api: { ...config.api, baseUrl } };
+      simulator.appendBurst('skill', skillId, 450, { from: serviceNow() - 240_000, to: serviceNow() - 120_000 });
+      expect((await runOnce(proxied, { clock })).ok).toBe(true);
+      await clock.advance(60_000);
+      const news = simulator.appendBurst('skill', skillId, 3, {
+        from: serviceNow() - 30_000,
+        to: serviceNow() - 1_000,
+      });
+      const late = simulator.appendBurst('skill', skillId, 1, {
+        from: serviceNow() - 60_000 - 180_000,
+        to: serviceNow() - 60_000 - 179_000,
+      });
+      await clock.advance(1_000);
+      expect((await runOnce(proxied, { clock })).ok).toBe(true);
+      const ids = deliveredEvents(stateDir).map((e) => e.id);
+      expect(new Set(ids)).toEqual(new Set([...news, ...late].map((e) => eventIdFor('skill', skillId, e.id))));
+    },
+  );
+
   it('makes readiness report a clock problem while the latest Date is not believed', async () => {
     const clock = testClock();
     const simulator = await startTestSimulator({
