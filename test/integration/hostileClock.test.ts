@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/clock.js';
+import type { AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import {
@@ -123,44 +125,25 @@ describe('a service answer with a Date header 30 days ahead', () => {
       'that arrived late, within the overlap, on its second page',
     async () => {
       const clock = testClock();
-      const simulator = await startTestSimulator({
-        clock,
-        seed: 43,
-        careers: 0,
-        skills: 1,
-        identityProviderShare: 0,
-        sortOrder: 'newest-first',
-        eventsPerHour: 0,
-        historyHours: 0,
-        readsPerHour: 1_000_000,
-      });
-      const skillId = simulator.skillIds[0] as string;
-      const stateDir = makeTempDir();
+      const skill = await newestFirstSkillLog(clock, 43);
       const config = simulatorConfig({
-        simulator,
-        stateDir,
+        simulator: skill.simulator,
+        stateDir: makeTempDir(),
         overrides: { watch: { identityProviderEvents: false, overlapSeconds: 300 } },
       });
-      // Three pages of 200, performed between 4 and 2 minutes before the baseline read.
-      simulator.appendBurst('skill', skillId, 450, { from: clock.now() - 240_000, to: clock.now() - 120_000 });
-      expect((await runOnce(config, { clock })).ok).toBe(true);
-      const store = openSqliteStoreFile(storePath(stateDir));
-      store.db
-        .prepare('UPDATE watched_logs SET window_end = ? WHERE object_id = ?')
-        .run(clock.now() + 30 * DAY_MS, skillId);
-      await store.close();
-      await clock.advance(60_000);
-      // Page one: news and 197 entries read before. Page two: an entry performed 3 minutes before
-      // the last read and written since, late by less than the overlap.
-      const news = simulator.appendBurst('skill', skillId, 3, { from: clock.now() - 30_000, to: clock.now() - 1_000 });
-      const late = simulator.appendBurst('skill', skillId, 1, {
-        from: clock.now() - 60_000 - 180_000,
-        to: clock.now() - 60_000 - 179_000,
-      });
-      await clock.advance(1_000);
-      expect((await runOnce(config, { clock })).ok).toBe(true);
-      const ids = deliveredEvents(stateDir).map((e) => e.id);
-      expect(new Set(ids)).toEqual(new Set([...news, ...late].map((e) => eventIdFor('skill', skillId, e.id))));
+      const { delivered, expected } = await readLateEntryOnPageTwo(
+        skill,
+        config,
+        () => clock.now(),
+        async () => {
+          const store = openSqliteStoreFile(storePath(config.stateDir));
+          store.db
+            .prepare('UPDATE watched_logs SET window_end = ? WHERE object_id = ?')
+            .run(clock.now() + 30 * DAY_MS, skill.skillId);
+          await store.close();
+        },
+      );
+      expect(delivered).toEqual(expected);
     },
   );
 
@@ -170,53 +153,27 @@ describe('a service answer with a Date header 30 days ahead', () => {
     async () => {
       const clock = testClock();
       const SKEW = 240_000;
-      const simulator = await startTestSimulator({
-        clock,
-        seed: 44,
-        careers: 0,
-        skills: 1,
-        identityProviderShare: 0,
-        sortOrder: 'newest-first',
-        eventsPerHour: 0,
-        historyHours: 0,
-        readsPerHour: 1_000_000,
-      });
-      const skillId = simulator.skillIds[0] as string;
+      const skill = await newestFirstSkillLog(clock, 44);
       // The service's clock, as its Date header says, is SKEW behind the daemon's.
-      const baseUrl = await startRewritingProxy(simulator.url, (answer) => ({
+      const baseUrl = await startRewritingProxy(skill.simulator.url, (answer) => ({
         ...answer,
         headers: { ...answer.headers, date: new Date(Date.parse(answer.headers.date ?? '') - SKEW).toUTCString() },
       }));
-      const serviceNow = (): number => clock.now() - SKEW;
-      const stateDir = makeTempDir();
       const config = simulatorConfig({
-        simulator,
-        stateDir,
+        simulator: skill.simulator,
+        stateDir: makeTempDir(),
         overrides: {
           watch: {
             identityProviderEvents: false,
             overlapSeconds: 300,
-            skills: { ids: [skillId], discover: false },
+            skills: { ids: [skill.skillId], discover: false },
             careers: { discover: false },
           },
         },
       });
       const proxied = { ...config, api: { ...config.api, baseUrl } };
-      simulator.appendBurst('skill', skillId, 450, { from: serviceNow() - 240_000, to: serviceNow() - 120_000 });
-      expect((await runOnce(proxied, { clock })).ok).toBe(true);
-      await clock.advance(60_000);
-      const news = simulator.appendBurst('skill', skillId, 3, {
-        from: serviceNow() - 30_000,
-        to: serviceNow() - 1_000,
-      });
-      const late = simulator.appendBurst('skill', skillId, 1, {
-        from: serviceNow() - 60_000 - 180_000,
-        to: serviceNow() - 60_000 - 179_000,
-      });
-      await clock.advance(1_000);
-      expect((await runOnce(proxied, { clock })).ok).toBe(true);
-      const ids = deliveredEvents(stateDir).map((e) => e.id);
-      expect(new Set(ids)).toEqual(new Set([...news, ...late].map((e) => eventIdFor('skill', skillId, e.id))));
+      const { delivered, expected } = await readLateEntryOnPageTwo(skill, proxied, () => clock.now() - SKEW);
+      expect(delivered).toEqual(expected);
     },
   );
 
@@ -280,3 +237,49 @@ describe('a service answer with a Date header 30 days ahead', () => {
     }
   });
 });
+
+/** A simulated company with one newest-first skill log, on `clock`. */
+async function newestFirstSkillLog(clock: ManualClock, seed: number) {
+  const simulator = await startTestSimulator({
+    clock,
+    seed,
+    careers: 0,
+    skills: 1,
+    identityProviderShare: 0,
+    sortOrder: 'newest-first',
+    eventsPerHour: 0,
+    historyHours: 0,
+    readsPerHour: 1_000_000,
+  });
+  return { clock, simulator, skillId: simulator.skillIds[0] as string };
+}
+
+/**
+ * Two runs of the daemon on the skill log (overlap 5 minutes): the first reads 450 entries
+ * performed 4 to 2 minutes before it (three pages of 200), then `afterFirst` runs; a minute later
+ * the second finds news on page one beside 197 entries read before, and on page two an entry
+ * performed 3 minutes before the first read and written since, late by less than the overlap.
+ * `serviceNow` is the service's clock. Returns the events delivered and the ones expected.
+ */
+async function readLateEntryOnPageTwo(
+  { clock, simulator, skillId }: Awaited<ReturnType<typeof newestFirstSkillLog>>,
+  config: AppConfig,
+  serviceNow: () => number,
+  afterFirst: () => Promise<void> = () => Promise.resolve(),
+): Promise<{ delivered: Set<string>; expected: Set<string> }> {
+  simulator.appendBurst('skill', skillId, 450, { from: serviceNow() - 240_000, to: serviceNow() - 120_000 });
+  expect((await runOnce(config, { clock })).ok).toBe(true);
+  await afterFirst();
+  await clock.advance(60_000);
+  const news = simulator.appendBurst('skill', skillId, 3, { from: serviceNow() - 30_000, to: serviceNow() - 1_000 });
+  const late = simulator.appendBurst('skill', skillId, 1, {
+    from: serviceNow() - 240_000,
+    to: serviceNow() - 239_000,
+  });
+  await clock.advance(1_000);
+  expect((await runOnce(config, { clock })).ok).toBe(true);
+  return {
+    delivered: new Set(deliveredEvents(config.stateDir).map((e) => e.id)),
+    expected: new Set([...news, ...late].map((e) => eventIdFor('skill', skillId, e.id))),
+  };
+}
