@@ -245,7 +245,12 @@ export class LogPoller {
       sortOrder: this.configuredOrder(watched) ?? watched.sortOrder ?? undefined,
       seenAmong: seenPages.seenAmong,
       sizes: this.sizes,
-      settledBefore: watched.windowEnd === null ? undefined : watched.windowEnd - this.deps.watch.overlapSeconds * 1000,
+      // A window end in the service's future (a Date once believed ahead left it: believableCursor)
+      // says nothing of what the last read read; the read ends only at a page with nothing new.
+      settledBefore:
+        watched.windowEnd === null || watched.windowEnd > readAt
+          ? undefined
+          : watched.windowEnd - this.deps.watch.overlapSeconds * 1000,
       signal,
     });
     // The first read of a version log is its baseline: what happened before coverage started is

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/clock.js';
+import type { AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import {
@@ -118,6 +120,63 @@ describe('a service answer with a Date header 30 days ahead', () => {
     },
   );
 
+  it(
+    "a skill log's window end in the future (left the same way) does not end a read before an entry " +
+      'that arrived late, within the overlap, on its second page',
+    async () => {
+      const clock = testClock();
+      const skill = await newestFirstSkillLog(clock, 43);
+      const config = simulatorConfig({
+        simulator: skill.simulator,
+        stateDir: makeTempDir(),
+        overrides: { watch: { identityProviderEvents: false, overlapSeconds: 300 } },
+      });
+      const { delivered, expected } = await readLateEntryOnPageTwo(
+        skill,
+        config,
+        () => clock.now(),
+        async () => {
+          const store = openSqliteStoreFile(storePath(config.stateDir));
+          store.db
+            .prepare('UPDATE watched_logs SET window_end = ? WHERE object_id = ?')
+            .run(clock.now() + 30 * DAY_MS, skill.skillId);
+          await store.close();
+        },
+      );
+      expect(delivered).toEqual(expected);
+    },
+  );
+
+  it(
+    "a daemon whose clock is 4 minutes fast knows the service's before its first skill read (the " +
+      "start's ping): the window end it records lets an entry late by less than the overlap be read",
+    async () => {
+      const clock = testClock();
+      const SKEW = 240_000;
+      const skill = await newestFirstSkillLog(clock, 44);
+      // The service's clock, as its Date header says, is SKEW behind the daemon's.
+      const baseUrl = await startRewritingProxy(skill.simulator.url, (answer) => ({
+        ...answer,
+        headers: { ...answer.headers, date: new Date(Date.parse(answer.headers.date ?? '') - SKEW).toUTCString() },
+      }));
+      const config = simulatorConfig({
+        simulator: skill.simulator,
+        stateDir: makeTempDir(),
+        overrides: {
+          watch: {
+            identityProviderEvents: false,
+            overlapSeconds: 300,
+            skills: { ids: [skill.skillId], discover: false },
+            careers: { discover: false },
+          },
+        },
+      });
+      const proxied = { ...config, api: { ...config.api, baseUrl } };
+      const { delivered, expected } = await readLateEntryOnPageTwo(skill, proxied, () => clock.now() - SKEW);
+      expect(delivered).toEqual(expected);
+    },
+  );
+
   it('makes readiness report a clock problem while the latest Date is not believed', async () => {
     const clock = testClock();
     const simulator = await startTestSimulator({
@@ -178,3 +237,49 @@ describe('a service answer with a Date header 30 days ahead', () => {
     }
   });
 });
+
+/** A simulated company with one newest-first skill log, on `clock`. */
+async function newestFirstSkillLog(clock: ManualClock, seed: number) {
+  const simulator = await startTestSimulator({
+    clock,
+    seed,
+    careers: 0,
+    skills: 1,
+    identityProviderShare: 0,
+    sortOrder: 'newest-first',
+    eventsPerHour: 0,
+    historyHours: 0,
+    readsPerHour: 1_000_000,
+  });
+  return { clock, simulator, skillId: simulator.skillIds[0] as string };
+}
+
+/**
+ * Two runs of the daemon on the skill log (overlap 5 minutes): the first reads 450 entries
+ * performed 4 to 2 minutes before it (three pages of 200), then `afterFirst` runs; a minute later
+ * the second finds news on page one beside 197 entries read before, and on page two an entry
+ * performed 3 minutes before the first read and written since, late by less than the overlap.
+ * `serviceNow` is the service's clock. Returns the events delivered and the ones expected.
+ */
+async function readLateEntryOnPageTwo(
+  { clock, simulator, skillId }: Awaited<ReturnType<typeof newestFirstSkillLog>>,
+  config: AppConfig,
+  serviceNow: () => number,
+  afterFirst: () => Promise<void> = () => Promise.resolve(),
+): Promise<{ delivered: Set<string>; expected: Set<string> }> {
+  simulator.appendBurst('skill', skillId, 450, { from: serviceNow() - 240_000, to: serviceNow() - 120_000 });
+  expect((await runOnce(config, { clock })).ok).toBe(true);
+  await afterFirst();
+  await clock.advance(60_000);
+  const news = simulator.appendBurst('skill', skillId, 3, { from: serviceNow() - 30_000, to: serviceNow() - 1_000 });
+  const late = simulator.appendBurst('skill', skillId, 1, {
+    from: serviceNow() - 240_000,
+    to: serviceNow() - 239_000,
+  });
+  await clock.advance(1_000);
+  expect((await runOnce(config, { clock })).ok).toBe(true);
+  return {
+    delivered: new Set(deliveredEvents(config.stateDir).map((e) => e.id)),
+    expected: new Set([...news, ...late].map((e) => eventIdFor('skill', skillId, e.id))),
+  };
+}

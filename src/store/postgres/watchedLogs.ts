@@ -29,7 +29,12 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     return (await this.registerAll([args])) === 1;
   }
 
-  /** One statement, one fenced transaction, for a whole list: a discovery of 25 logs is one write, not 25. */
+  /**
+   * One statement, one fenced transaction, for a whole list: a discovery of 25 logs is one write,
+   * not 25. An id holding a NUL is stored as storableText makes it: one such id from the service
+   * failed the statement, and so every discovery of the tenant; its log now answers 404 and is
+   * set aside as gone.
+   */
   async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
     if (registrations.length === 0) return 0;
     const result = await this.db.writeOne(
@@ -44,7 +49,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
       [
         this.db.tenant,
         registrations.map((r) => r.log),
-        registrations.map((r) => r.objectId),
+        registrations.map((r) => storableText(r.objectId)),
         registrations.map((r) => r.origin),
         registrations.map((r) => r.coverageStart),
         registrations.map((r) => r.now),

@@ -164,6 +164,19 @@ export function defineIngestContract(openFresh: OpenFresh): void {
       expect(await entryIdsInJournal(store)).toEqual(['e-1']);
     });
 
+    it("a read of nothing still moves the cursor and forgets its own log's old seen ids, no other log's", async () => {
+      const { store } = await openFresh();
+      await ingest(store, [entry('e-old', T - 10 * HOUR)]);
+      await ingest(store, [entry('e-old', T - 10 * HOUR)], { objectId: 'c-9' });
+      await ingest(store, [], { windowEnd: T + 5_000, now: T + 5_000, pruneSeenBefore: T - HOUR });
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({
+        windowEnd: T + 5_000,
+        lastSuccessAt: T + 5_000,
+      });
+      expect(await isSeen(store, 'e-old')).toBe(false);
+      expect(await store.seen.seenAmong('career', 'c-9', ['e-old'])).toEqual(new Set(['e-old']));
+    });
+
     it('emits nothing for silent entries seen before or repeated, and counts none of them', async () => {
       const { store } = await openFresh();
       await ingest(store, [entry('e-1')]);

@@ -124,6 +124,19 @@ export function defineStateContract(openFresh: OpenFresh): void {
       expect(await store.watchedLogs.get('skill', 's-2')).toMatchObject({ windowEnd: null, coverageStart: T + 5 });
       expect((await store.watchedLogs.list()).map((w) => w.objectId)).toEqual(['c-1', 'c-2', 'c-3', 's-2']);
     });
+
+    // Ids are opaque strings (spec): PostgreSQL's text cannot hold U+0000, and the list's one
+    // statement failed as a whole, so every discovery of the tenant failed and no new log was watched.
+    it('registers a list holding an id with a NUL character, and the rest of the list with it', async () => {
+      const { store } = await openFresh();
+      const found = (objectId: string) =>
+        ({ log: 'skill', objectId, origin: 'appeared', coverageStart: T, now: T, firstPollBy: T }) as const;
+      expect(await store.watchedLogs.registerAll([found('s-a'), found('s\u0000b'), found('s-c')])).toBe(3);
+      expect(await store.watchedLogs.registerAll([found('s\u0000b'), found('s-d')])).toBe(1);
+      const skills = (await store.watchedLogs.list()).filter((w) => w.log === 'skill').map((w) => w.objectId);
+      expect(skills).toEqual(expect.arrayContaining(['s-a', 's-c', 's-d']));
+      expect(skills).toHaveLength(4);
+    });
   });
 
   describe('sink state, rates and meta', () => {
