@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { describeError, isAbortError } from '../errors.js';
-import type { Logger } from '../observe/createLogger.js';
+import type { Logger } from 'pino';
 import type { DeadLetterStore } from '../store/changefeedStore.js';
 
 /** How often the store's re-queue counts are read: a CLI that re-queued dead letters has no way to notify. */
