@@ -3,8 +3,8 @@ import { join, relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Seconds each slow test file took in a recorded full run (files of 10 s and more, measured
- * together on a busy machine: their order is what counts, not the figures).
+ * Seconds each slow test file took in a recorded full run of `.ci/run` (files of 3 s and more:
+ * their order is what counts, not the figures).
  */
 const recorded = JSON.parse(readFileSync(join(import.meta.dirname, 'fileDurations.json'), 'utf8')) as Record<
   string,
