@@ -61,8 +61,9 @@ export class PostgresWatchedLogs implements WatchedLogStore {
 
   /**
    * Part of the ingest transaction: records a completely read window or full read (and the sort
-   * order the read detected, if given) and, with `pruneSeenBefore`, forgets the log's seen ids older than it (an undated one aged by when it was
-   * seen), in one statement: a poll that found nothing new is this statement alone.
+   * order the read detected, if given) and, with `pruneSeenBefore`, forgets the log's seen ids
+   * older than it (an undated one aged by when it was seen), in one statement: a poll that found
+   * nothing new is this statement alone.
    */
   async advance(
     query: Query,
