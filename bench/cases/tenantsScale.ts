@@ -143,8 +143,14 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     // Warm-up: every tenant running (on PostgreSQL each is started once its lease is acquired),
     // then warmUpSeconds more for discovery and first polls.
     const started = Date.now();
-    while (runningTenants(await metrics().catch(() => '')) < options.tenants) {
-      if (Date.now() - started > MAX_START_MS) throw new Error(`tenants not all running after ${MAX_START_MS} ms`);
+    for (;;) {
+      const runningNow = runningTenants(await metrics().catch(() => ''));
+      if (runningNow >= options.tenants) break;
+      // What a start that does not finish looked like: how far it came and what the daemon warned.
+      if (Date.now() - started > MAX_START_MS)
+        throw new Error(
+          `${runningNow} of ${options.tenants} tenants running after ${MAX_START_MS} ms; the daemon's last warnings:\n${stderr}`,
+        );
       await sleep(1000);
       sampleRss();
     }
