@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/clock.js';
 import type { AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { storePath } from '../../src/store/sqlite/database.js';
@@ -14,7 +13,7 @@ import {
 import { startRewritingProxy } from '../support/rewritingProxy.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
-import { startTestSimulator } from '../support/testSimulator.js';
+import { newestFirstSkillLog, startTestSimulator } from '../support/testSimulator.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 
 const DAY_MS = 86_400_000;
@@ -237,22 +236,6 @@ describe('a service answer with a Date header 30 days ahead', () => {
     }
   });
 });
-
-/** A simulated company with one newest-first skill log, on `clock`. */
-async function newestFirstSkillLog(clock: ManualClock, seed: number) {
-  const simulator = await startTestSimulator({
-    clock,
-    seed,
-    careers: 0,
-    skills: 1,
-    identityProviderShare: 0,
-    sortOrder: 'newest-first',
-    eventsPerHour: 0,
-    historyHours: 0,
-    readsPerHour: 1_000_000,
-  });
-  return { clock, simulator, skillId: simulator.skillIds[0] as string };
-}
 
 /**
  * Two runs of the daemon on the skill log (overlap 5 minutes): the first reads 450 entries

@@ -2,25 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { deliveredEvents, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
-import { startTestSimulator } from '../support/testSimulator.js';
+import { newestFirstSkillLog } from '../support/testSimulator.js';
 
 const HOUR = 3_600_000;
 
 describe("a skill's version log read newest-first", () => {
   it('a poll that finds news on a log longer than a page stops at the first page that reaches what the last read read', async () => {
     const clock = testClock();
-    const simulator = await startTestSimulator({
-      clock,
-      seed: 3,
-      careers: 0,
-      skills: 1,
-      identityProviderShare: 0,
-      sortOrder: 'newest-first',
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 1_000_000,
-    });
-    const skillId = simulator.skillIds[0] as string;
+    const { simulator, skillId } = await newestFirstSkillLog(clock, 3);
     const path = `/api/v1/skills/${skillId}/activity`;
     const reads = (): number => simulator.requests.filter((r) => r.path === path).length;
     simulator.appendBurst('skill', skillId, 450, { from: clock.now() - 3 * HOUR, to: clock.now() - 2 * HOUR });
