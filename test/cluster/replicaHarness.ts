@@ -7,7 +7,7 @@ import { onTestFinished, type TestContext } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { deliveredEvents, expectedEventIds } from '../support/daemonHarness.js';
 import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
-import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
+import { connectPostgresPool, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
 import { skipOrFail } from '../support/requiredBinary.js';
 import { writeTenantFile } from '../support/tenantFile.js';
 import { SECRET } from '../support/webhookHarness.js';
@@ -23,7 +23,7 @@ export interface ReplicaSet {
   readonly schema: string;
   /** The main config file every replica runs with. */
   readonly config: string;
-  readonly admin: pg.Client;
+  readonly admin: pg.Pool;
   readonly replicas: Map<string, DaemonProcess>;
   /**
    * Starts a replica; `env` adds variables (CHANGEFEED_HTTP_PORT, ...); `view` gives it a tenants
@@ -50,9 +50,9 @@ export interface ReplicaView {
   readonly rescanSeconds?: number;
 }
 
-export async function connectAdmin(what: string): Promise<pg.Client | undefined> {
-  const connected = await connectPostgres();
-  if ('client' in connected) return connected.client;
+export async function connectAdmin(what: string): Promise<pg.Pool | undefined> {
+  const connected = await connectPostgresPool();
+  if ('pool' in connected) return connected.pool;
   skipOrFail(what, connected.reason);
   return undefined;
 }
@@ -87,7 +87,7 @@ export async function simulatedCompanies(seed: number, companies: number, test?:
 }
 
 export function startReplicaSet(
-  admin: pg.Client,
+  admin: pg.Pool,
   simulator: Simulator,
   options: {
     leaseSeconds: number;

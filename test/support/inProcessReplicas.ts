@@ -46,7 +46,7 @@ export interface InProcessCluster {
   heartbeatOf(id: string): Promise<number | undefined>;
 }
 
-const clusters: { replicas: InProcessReplica[]; admin: pg.Client; schema: string }[] = [];
+const clusters: { replicas: InProcessReplica[]; admin: pg.Pool; schema: string }[] = [];
 afterEach(async () => {
   for (const cluster of clusters.splice(0)) {
     await Promise.all(cluster.replicas.map((r) => r.daemon.stop()));
@@ -55,7 +55,7 @@ afterEach(async () => {
 });
 
 export function inProcessCluster(
-  admin: pg.Client,
+  admin: pg.Pool,
   options: { simulatorUrl: string; leaseSeconds: number },
 ): InProcessCluster {
   const dir = makeTempDir();

@@ -18,7 +18,23 @@ export async function connectPostgres(): Promise<{ client: pg.Client } | { reaso
   }
 }
 
+/**
+ * A pool on the test database, for a file whose tests run concurrently: pg queues the queries of
+ * one client sent while another is running, and warns that pg 9 will refuse them.
+ */
+export async function connectPostgresPool(): Promise<{ pool: pg.Pool } | { reason: string }> {
+  const pool = new pg.Pool({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2_000, max: 4 });
+  pool.on('error', () => undefined);
+  try {
+    await pool.query('SELECT 1');
+    return { pool };
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    return { reason: `no PostgreSQL at 127.0.0.1:${POSTGRES_PORT} (database test): ${(error as Error).message}` };
+  }
+}
+
 /** Drops a schema a test created, with everything in it. */
-export async function dropSchema(client: pg.Client, schema: string): Promise<void> {
+export async function dropSchema(client: pg.Client | pg.Pool, schema: string): Promise<void> {
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }
