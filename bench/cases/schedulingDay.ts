@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiProblemError } from '../../src/api/apiErrors.js';
 import type { RequestPriority } from '../../src/api/serviceClient.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../test/support/manualClock.js';
 import type { LogKind } from '../../src/logs.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { historyLookbackMs } from '../../src/poll/logHistory.js';

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { STORE_OPEN_RETRY, StoreOpening } from '../../src/daemon/storeOpening.js';
 import { AbortedError } from '../../src/errors.js';
 import { createLogger } from '../../src/observe/createLogger.js';

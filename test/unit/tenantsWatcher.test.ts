@@ -1,7 +1,7 @@
 import { mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
 import { readTenants } from '../../src/config/readTenants.js';
 import type { TenantConfig } from '../../src/config/tenantConfigSchema.js';
