@@ -106,7 +106,9 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const dir = o.stateDir ?? mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
   const store = openSqliteStoreFile(storePath(dir));
   const register = async (log: LogKind, objectId: string): Promise<void> =>
-    void (await store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start }));
+    void (await store.watchedLogs.registerAll([
+      { log, objectId, origin: 'discovered', coverageStart: start, now: start },
+    ]));
   await register('identity_provider', '');
   for (const id of careerIds) await register('career', id);
   for (const id of skillIds) await register('skill', id);

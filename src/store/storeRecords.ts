@@ -44,7 +44,7 @@ export interface WatchedLog {
   firstPollBy: number;
 }
 
-/** A log to start watching (WatchedLogStore.register). */
+/** A log to start watching (WatchedLogStore.registerAll). */
 export interface WatchRegistration {
   log: LogKind;
   objectId: string;

@@ -65,13 +65,9 @@ export function defineStoreContractTests(settings: () => StoreSettings): void {
       sinks.map((name) => ({ name, type: 'file' })),
       T,
     );
-    await store.watchedLogs.register({
-      log: 'career',
-      objectId: 'c-1',
-      origin: 'config',
-      coverageStart: T - HOUR,
-      now: T,
-    });
+    await store.watchedLogs.registerAll([
+      { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T - HOUR, now: T },
+    ]);
     return {
       store,
       reopen: async () => {

@@ -166,7 +166,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
 
   /** The held state, in the caller's transaction: forgotten only once that commits (deferredWritten). */
   private writeDeferredNow(): void {
-    for (const row of this.unwrittenRates.values()) this.rates.saveNow(row);
+    for (const row of this.unwrittenRates.values()) this.rates.save(row);
     for (const [key, value] of this.unwrittenMeta) this.conn.statement(SET_META).run(this.tenant, key, value);
   }
 
