@@ -105,7 +105,7 @@ export class KeeperSet {
         running = false;
         return keeper.stop();
       },
-      renewEveryMs: options.renewEveryMs ?? leaseMs / 3,
+      renewEveryMs: leaseMs / 3,
       keeper,
       table: plain,
       events,
