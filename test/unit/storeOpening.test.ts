@@ -8,7 +8,6 @@ import { StoreError } from '../../src/store/storeError.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import type { StoreBackend } from '../../src/store/storeBackend.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
-import { MemoryTenantRecords } from '../../src/tenants/memoryTenantRecords.js';
 
 const LOCATION = 'postgres://<redacted>@db:5432/changefeed';
 
@@ -20,7 +19,9 @@ function fakeBackend(): StoreBackend & { closed: boolean } {
     activity: new StoreActivity('postgres'),
     closed: false,
     tenantStore: () => Promise.reject(new Error('not used')),
-    tenantRecords: () => new MemoryTenantRecords(),
+    tenantRecords: () => {
+      throw new Error('not used');
+    },
     close: () => {
       backend.closed = true;
       return Promise.resolve();
