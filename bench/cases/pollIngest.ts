@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../test/support/manualClock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { startSimulator } from '../../src/simulator/index.js';

@@ -1,5 +1,6 @@
 import { channel } from 'node:diagnostics_channel';
-import type { Clock, ManualClock } from '../../src/clock.js';
+import type { Clock } from '../../src/clock.js';
+import type { ManualClock } from '../../test/support/manualClock.js';
 
 /**
  * Drives a ManualClock shared by the simulator and the daemon as a discrete-event simulation:

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../test/support/manualClock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { startSimulator } from '../../src/simulator/index.js';

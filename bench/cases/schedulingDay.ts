@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiProblemError } from '../../src/api/apiErrors.js';
 import type { RequestPriority } from '../../src/api/serviceClient.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../test/support/manualClock.js';
 import type { LogKind } from '../../src/logs.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { historyLookbackMs } from '../../src/poll/logHistory.js';
@@ -106,7 +106,9 @@ export async function simulateDay(o: DayOptions): Promise<DayResult> {
   const dir = o.stateDir ?? mkdtempSync(join(tmpdir(), 'changefeed-sched-'));
   const store = openSqliteStoreFile(storePath(dir));
   const register = async (log: LogKind, objectId: string): Promise<void> =>
-    void (await store.watchedLogs.register({ log, objectId, origin: 'discovered', coverageStart: start, now: start }));
+    void (await store.watchedLogs.registerAll([
+      { log, objectId, origin: 'discovered', coverageStart: start, now: start },
+    ]));
   await register('identity_provider', '');
   for (const id of careerIds) await register('career', id);
   for (const id of skillIds) await register('skill', id);

@@ -6,7 +6,7 @@ export const LEASE_DIRECTORY_MAX_AGE_MS = 1_000;
 
 /**
  * Who holds which tenant, for sending feed clients to the holder. Every lease row is read in one
- * statement at most once per `maxAgeMs`, whatever the number of requests and whatever tenant
+ * statement at most once per LEASE_DIRECTORY_MAX_AGE_MS, whatever the number of requests and whatever tenant
  * names they carry (a flood of made-up names costs the database nothing more), and concurrent
  * requests share the read under way. A failed read is kept as long as a good one, so a database
  * that went away is not asked again by every request. The expiry of a kept row is counted down
@@ -14,21 +14,19 @@ export const LEASE_DIRECTORY_MAX_AGE_MS = 1_000;
  */
 export class LeaseDirectory {
   private readonly clock: Clock;
-  private readonly maxAgeMs: number;
   private read: { at: number; rows: Promise<Map<string, LeaseRow>> } | undefined;
 
   constructor(
     private readonly table: Pick<LeaseTable, 'list'>,
-    options: { clock?: Clock; maxAgeMs?: number } = {},
+    options: { clock?: Clock } = {},
   ) {
     this.clock = options.clock ?? systemClock;
-    this.maxAgeMs = options.maxAgeMs ?? LEASE_DIRECTORY_MAX_AGE_MS;
   }
 
-  /** `tenant`'s lease row as of a read at most `maxAgeMs` old; undefined if it was never leased. */
+  /** `tenant`'s lease row as of a read at most LEASE_DIRECTORY_MAX_AGE_MS old; undefined if it was never leased. */
   async lease(tenant: string): Promise<LeaseRow | undefined> {
     const now = this.clock.now();
-    if (!this.read || now - this.read.at >= this.maxAgeMs) {
+    if (!this.read || now - this.read.at >= LEASE_DIRECTORY_MAX_AGE_MS) {
       const rows = this.table.list().then((list) => new Map(list.map((row) => [row.tenant, row])));
       // The rejection is handled by each caller awaiting it; this keeps an unawaited one quiet.
       rows.catch(() => undefined);

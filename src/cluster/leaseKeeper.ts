@@ -46,8 +46,6 @@ export interface LeaseKeeperOptions {
   events: LeaseEvents;
   /** Measures local deadlines and paces the loop. Default: systemClock (monotonic). */
   clock?: Clock;
-  /** Default: a third of the lease, so two renewals in a row may fail before a lease is at risk. */
-  renewEveryMs?: number;
   random?: () => number;
 }
 
@@ -82,7 +80,8 @@ export class LeaseKeeper {
 
   constructor(private readonly options: LeaseKeeperOptions) {
     this.clock = options.clock ?? systemClock;
-    this.renewEveryMs = options.renewEveryMs ?? options.leaseMs / 3;
+    // A third of the lease, so two renewals in a row may fail before a lease is at risk.
+    this.renewEveryMs = options.leaseMs / 3;
     // Writing stops this long before the lease may expire: a fifth of it, at least 1 s, at most half.
     const margin = Math.min(Math.max(options.leaseMs / 5, 1_000), options.leaseMs / 2);
     this.held = new HeldLeases(options.leaseMs - margin);

@@ -15,7 +15,6 @@ export interface RoundCadenceInput {
   readAt: number;
   /** The lease rows as read, their times counted from the read. */
   rows: readonly Pick<LeaseRow, 'holder' | 'expiresInMs' | 'holderLiveForMs'>[];
-  marginMs?: number;
 }
 
 /**
@@ -28,12 +27,11 @@ export interface RoundCadenceInput {
  * the next one forward (no round follows another without a wait).
  */
 export function nextRoundAt(input: RoundCadenceInput): number {
-  const margin = input.marginMs ?? FREE_LEASE_MARGIN_MS;
   let at = input.regularAt;
   for (const row of input.rows) {
     if (row.holder === undefined || row.holder === input.me) continue;
     const freeInMs = Math.max(row.expiresInMs, row.holderLiveForMs);
-    if (freeInMs > 0) at = Math.min(at, input.readAt + freeInMs + margin);
+    if (freeInMs > 0) at = Math.min(at, input.readAt + freeInMs + FREE_LEASE_MARGIN_MS);
   }
   return at;
 }

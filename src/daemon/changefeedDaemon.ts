@@ -13,7 +13,6 @@ import { openStoreBackend } from '../store/openStoreBackend.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { describeStoreLocation, storeLocation } from '../store/storeLocation.js';
-import { MemoryTenantRecords } from '../tenants/memoryTenantRecords.js';
 import type { Tenant, TenantRecords } from '../tenants/tenant.js';
 import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js';
 import type { DaemonOptions } from './daemonParts.js';
@@ -45,9 +44,9 @@ export class ChangefeedDaemon {
   /**
    * Who owns each API key and each tenant's last valid file, in the store (shared by the replicas
    * on PostgreSQL), so the tenants are decided alike by every replica and after every restart.
-   * In memory only until the store is open.
+   * Taken from the store as it opens, before any tenant is read.
    */
-  private tenantRecords: TenantRecords = new MemoryTenantRecords();
+  private tenantRecords: TenantRecords | undefined;
   private tenants: readonly Tenant<TenantConfig>[] = [];
   /** The tenants the store records, as the last settlement of the directory found them. */
   private recorded: readonly string[] = [];
@@ -163,7 +162,7 @@ export class ChangefeedDaemon {
       load: (previous) => {
         // Files are read before the records' transaction, which then only decides and writes.
         const scan = scanTenantFiles(source, memo);
-        return this.tenantRecords.settle((records) => {
+        return this.tenantRecords!.settle((records) => {
           const settled = settleTenantScan(source, scan, previous, records);
           this.recorded = settled.recorded;
           return { result: settled, changes: settled.changes };
@@ -198,7 +197,7 @@ export class ChangefeedDaemon {
       );
     const source = this.main.tenants;
     // Settled against the store's records, as `run` settles them: the same tenants either way.
-    const tenants = await this.tenantRecords.settle((records) => {
+    const tenants = await this.tenantRecords!.settle((records) => {
       const settled = readTenants(source, [], records);
       return { result: settled, changes: settled.changes };
     });

@@ -83,15 +83,11 @@ export interface WatchedLogStore {
   get(log: LogKind, objectId: string): Promise<WatchedLog | undefined>;
   list(): Promise<WatchedLog[]>;
   /**
-   * Starts watching a log unless it is already watched (its cursor is then kept). `coverageStart`
-   * is where emission starts: the service's "now" by default, or a configured startFrom.
+   * Starts watching each log of `registrations` unless it is already watched (its cursor is then
+   * kept), in one write: discovery's list is one transaction, not one per log. `coverageStart` is
+   * where emission starts: the service's "now" by default, or a configured startFrom.
    * `firstPollBy` (default `now`) is kept only when the log is new: the deadline of its first
-   * poll, which a restart must not push back. Returns whether the log was new.
-   */
-  register(args: WatchRegistration): Promise<boolean>;
-  /**
-   * `register` for each of `registrations` (each log once), in one write: discovery's list is one
-   * transaction, not one per log. Returns how many logs were new.
+   * poll, which a restart must not push back. Returns how many logs were new.
    */
   registerAll(registrations: readonly WatchRegistration[]): Promise<number>;
   recordFailure(log: LogKind, objectId: string, error: string, now: number): Promise<void>;
@@ -210,5 +206,4 @@ export interface QuarantineStore {
 
 export interface RateEstimateStore {
   list(): Promise<RateEstimateRow[]>;
-  save(row: RateEstimateRow): Promise<void>;
 }

@@ -4,8 +4,6 @@ import type { OpenStoreOptions, StoreBackend } from './storeBackend.js';
 import type { StoreConfig } from './storeConfig.js';
 import { storeLocation } from './storeLocation.js';
 
-export type { OpenStoreOptions } from './storeBackend.js';
-
 /** The store engine `store.url` names: SQLite (the default) or PostgreSQL. */
 export async function openStoreBackend(
   config: { stateDir: string; store: StoreConfig },

@@ -1,4 +1,5 @@
 import type { Tenant } from './tenant.js';
+import { compareNames } from './tenantDirectory.js';
 
 /** How the running tenants change from one read of the configuration to the next. Names, sorted. */
 export interface TenantsDiff {
@@ -25,8 +26,7 @@ export function diffTenants<C>(previous: readonly Tenant<C>[], next: readonly Te
     else if (!sameConfig(old, tenant)) changed.push(name);
   }
   const removed = [...before.keys()].filter((name) => !after.has(name));
-  const sorted = (names: string[]): string[] => names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return { added: sorted(added), changed: sorted(changed), removed: sorted(removed) };
+  return { added: added.sort(compareNames), changed: changed.sort(compareNames), removed: removed.sort(compareNames) };
 }
 
 /** True when the diff adds, changes or removes anything. */

@@ -97,7 +97,7 @@ export interface TenantRecordChanges {
 }
 
 /**
- * Where the records live: the shared PostgreSQL store, the SQLite store, or memory. `settle` reads
+ * Where the records live: the shared PostgreSQL store or the SQLite store. `settle` reads
  * them, lets `decide` answer from them, and writes its changes, atomically: two replicas settling
  * at once are serialised, and the second decides from what the first wrote.
  */

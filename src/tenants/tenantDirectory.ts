@@ -11,6 +11,12 @@ export const TENANT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 const EXTENSION = /\.ya?ml$/;
 
+const LIST_ERROR_REASONS: Readonly<Record<string, string>> = {
+  ENOENT: 'it does not exist',
+  ENOTDIR: 'it is not a directory',
+  EACCES: 'permission denied',
+};
+
 /**
  * The coarsest timestamp step of the file systems a tenants directory sits on (FAT's 2 s; a
  * network file system's clock may also lag): a file changed less than this before it was listed
@@ -53,14 +59,7 @@ export function listTenantFiles(dir: string, listedAt = Date.now()): TenantDirec
     names = readdirSync(root);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
-    const why =
-      code === 'ENOENT'
-        ? 'it does not exist'
-        : code === 'ENOTDIR'
-          ? 'it is not a directory'
-          : code === 'EACCES'
-            ? 'permission denied'
-            : code;
+    const why = LIST_ERROR_REASONS[code] ?? code;
     const message =
       `cannot read the tenants directory ${root}: ${why}; the tenants already running keep ` +
       'running until it can be read again (check tenants.dir or CHANGEFEED_TENANTS_DIR and the mount)';

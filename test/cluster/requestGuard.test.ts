@@ -1,6 +1,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { ManualClock, type Clock } from '../../src/clock.js';
+import { type Clock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { guardedClient, startCountingService, type CountingService } from '../support/countingService.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { KeeperSet } from '../support/leaseKeepers.js';

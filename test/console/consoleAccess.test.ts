@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { consoleConfigSchema } from '../../src/console/consoleConfig.js';
 import { CONSOLE_CSP } from '../../src/console/consoleRequests.js';
 import { FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/console/signInThrottle.js';

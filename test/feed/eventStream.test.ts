@@ -1,7 +1,7 @@
 import type { EventSource } from 'eventsource';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { until } from '../support/daemonProcess.js';
 import { appendEvents, openEventSource, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';

@@ -1,7 +1,7 @@
 import { request as rawRequest } from 'node:http';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import type { LeaseRow } from '../../src/cluster/leaseTable.js';
 import { holderRedirect } from '../../src/daemon/holderRedirect.js';
 import { routeTenantFeeds } from '../../src/daemon/tenantFeeds.js';

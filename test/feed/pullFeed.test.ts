@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { until } from '../support/daemonProcess.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { appendEvents, OTHER_TOKEN, startFeed, TOKEN, type FeedHarness } from './feedHarness.js';

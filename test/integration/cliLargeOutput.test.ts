@@ -13,13 +13,9 @@ describe('changefeed status of a large company', () => {
     const store = openSqliteStoreFile(storePath(stateDir));
     const now = Date.now();
     for (let i = 0; i < 6_000; i++)
-      await store.watchedLogs.register({
-        log: 'career',
-        objectId: `car_${i}`,
-        origin: 'discovered',
-        coverageStart: now,
-        now,
-      });
+      await store.watchedLogs.registerAll([
+        { log: 'career', objectId: `car_${i}`, origin: 'discovered', coverageStart: now, now },
+      ]);
     await store.close();
     const config = join(dir, 'changefeed.yaml');
     writeFileSync(

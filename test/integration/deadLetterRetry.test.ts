@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { until } from '../support/daemonProcess.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { receiver, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';

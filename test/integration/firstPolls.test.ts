@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../support/manualClock.js';
 import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import {
   createDaemon,

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
 import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../support/manualClock.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { ROTATED_SECRET, SECRET, storeWithEvents, webhookEngine } from '../support/webhookHarness.js';
 

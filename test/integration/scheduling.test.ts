@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../support/manualClock.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createDaemon, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';

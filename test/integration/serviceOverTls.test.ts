@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/api/serviceClient.js';
-import { systemClock, type ManualClock } from '../../src/clock.js';
+import { systemClock } from '../../src/clock.js';
+import type { ManualClock } from '../support/manualClock.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { pingService } from '../../src/daemon/serviceConnection.js';
 import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';

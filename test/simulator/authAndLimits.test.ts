@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { call, useSimulator } from './simulatorClient.js';
 
 const START = Date.UTC(2026, 0, 1);

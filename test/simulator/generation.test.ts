@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { simulatorOptionsSchema, streamKey, type Simulator } from '../../src/simulator/index.js';
 import { readAll, useSimulator } from './simulatorClient.js';
 

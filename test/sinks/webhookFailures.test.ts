@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { createLogger } from '../../src/observe/createLogger.js';
 import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
 import { withVirtualTime } from '../support/virtualTime.js';

@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { buildStatusReport } from '../../src/cli/statusReport.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { readinessChecks } from '../../src/daemon/readinessChecks.js';
 import { createLogger } from '../../src/observe/createLogger.js';
 import { withVirtualTime } from '../support/virtualTime.js';

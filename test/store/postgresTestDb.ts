@@ -49,5 +49,5 @@ export async function openBackend(
 /** Sink `a` active and the career log c-1 watched, as the contract suite's stores start. */
 export async function prepare(store: ChangefeedStore): Promise<void> {
   await store.sinks.activate([{ name: 'a', type: 'file' }], T);
-  await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+  await store.watchedLogs.registerAll([{ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T }]);
 }

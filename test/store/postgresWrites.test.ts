@@ -148,7 +148,9 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     const store = await backend.tenantStore('t');
     const schema = backend.schema;
     await prepare(store);
-    await store.watchedLogs.register({ log: 'career', objectId: 'c-2', origin: 'config', coverageStart: T, now: T });
+    await store.watchedLogs.registerAll([
+      { log: 'career', objectId: 'c-2', origin: 'config', coverageStart: T, now: T },
+    ]);
     // The tenant has a journal already: its head row exists.
     await ingest(store, [entry('before')]);
     const head = await store.journal.head();

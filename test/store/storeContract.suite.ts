@@ -1,7 +1,7 @@
 import { afterEach } from 'vitest';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
-import { openStoreBackend, type OpenStoreOptions } from '../../src/store/openStoreBackend.js';
-import type { StoreBackend, TenantStoreOptions } from '../../src/store/storeBackend.js';
+import { openStoreBackend } from '../../src/store/openStoreBackend.js';
+import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../../src/store/storeBackend.js';
 import type { StoreConfig } from '../../src/store/storeConfig.js';
 import { defineIngestContract } from './contract/ingestContract.js';
 import { defineJournalContract } from './contract/journalContract.js';
@@ -65,13 +65,9 @@ export function defineStoreContractTests(settings: () => StoreSettings): void {
       sinks.map((name) => ({ name, type: 'file' })),
       T,
     );
-    await store.watchedLogs.register({
-      log: 'career',
-      objectId: 'c-1',
-      origin: 'config',
-      coverageStart: T - HOUR,
-      now: T,
-    });
+    await store.watchedLogs.registerAll([
+      { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T - HOUR, now: T },
+    ]);
     return {
       store,
       reopen: async () => {

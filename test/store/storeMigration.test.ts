@@ -23,31 +23,34 @@ async function busySqliteStore(): Promise<{ file: string; store: SqliteChangefee
     ],
     T,
   );
-  await store.watchedLogs.register({
-    log: 'career',
-    objectId: 'c-1',
-    origin: 'config',
-    coverageStart: T - HOUR,
-    now: T,
-  });
-  await store.watchedLogs.register({ log: 'skill', objectId: 's-1', origin: 'discovered', coverageStart: T, now: T });
+  await store.watchedLogs.registerAll([
+    { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T - HOUR, now: T },
+  ]);
+  await store.watchedLogs.registerAll([
+    { log: 'skill', objectId: 's-1', origin: 'discovered', coverageStart: T, now: T },
+  ]);
   await ingest(store, [entry('e-1'), entry('e-2'), entry('e-3')], { quarantined: [quarantined('{"id":1}')] });
   await ingest(store, [entry('e-4')], { windowEnd: T + 1_000 });
   const [first, second] = await store.outbox.pending('a', 0, 10);
   await store.outbox.markDelivered('a', [first!.seq], T);
   await store.outbox.markDead('b', [{ seq: second!.seq, error: 'HTTP 400', status: 400, response: 'no' }], T);
-  await store.rates.save({
-    log: 'career',
-    objectId: 'c-1',
-    events: 3,
-    hours: 2,
-    sessions: 1,
-    lastEventAt: T,
-    updatedAt: T,
-    pollCost: 1.5,
-    plannedRate: 0.5,
-    nextPollAt: T + HOUR,
+  store.deferState({
+    rates: [
+      {
+        log: 'career',
+        objectId: 'c-1',
+        events: 3,
+        hours: 2,
+        sessions: 1,
+        lastEventAt: T,
+        updatedAt: T,
+        pollCost: 1.5,
+        plannedRate: 0.5,
+        nextPollAt: T + HOUR,
+      },
+    ],
   });
+  await store.flushDeferred();
   await store.setMeta('discovery.lastCompletedAt', String(T));
   return { file, store };
 }
@@ -152,7 +155,9 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     ] as const) {
       const store = await backend.tenantStore(tenant);
       await store.sinks.activate([{ name: 'a', type: 'file' }], T);
-      await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+      await store.watchedLogs.registerAll([
+        { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T },
+      ]);
       await ingest(
         store,
         ids.map((id) => entry(id)),
@@ -191,7 +196,9 @@ describe.skipIf(!admin)('store migrate: a SQLite store into a tenant of the Post
     for (const tenant of ['acme', 'beta', 'zeta']) {
       const store = await backend.tenantStore(tenant);
       await store.sinks.activate([{ name: 'a', type: 'file' }], T);
-      await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+      await store.watchedLogs.registerAll([
+        { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T },
+      ]);
       await ingest(store, [entry('e-1')]);
     }
     // A row PostgreSQL refuses (SQLite keeps any value in any column).

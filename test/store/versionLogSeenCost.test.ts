@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ActivityEntry } from '../../src/api/activityEntry.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import { LogPoller } from '../../src/poll/logPoller.js';
 import { ServerClock } from '../../src/poll/serverClock.js';

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { ChangefeedDaemon, type DaemonOptions } from '../../src/daemon/changefeedDaemon.js';
-import { ManualClock, type Clock } from '../../src/clock.js';
+import { type Clock } from '../../src/clock.js';
+import { ManualClock } from './manualClock.js';
 import { appConfigSchema, type AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { noopLogger } from '../../src/observe/createLogger.js';

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { ManualClock } from './manualClock.js';
 import { AbortedError } from '../../src/errors.js';
 import { LeaseKeeper, type LeaseKeeperOptions } from '../../src/cluster/leaseKeeper.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
@@ -104,7 +105,7 @@ export class KeeperSet {
         running = false;
         return keeper.stop();
       },
-      renewEveryMs: options.renewEveryMs ?? leaseMs / 3,
+      renewEveryMs: leaseMs / 3,
       keeper,
       table: plain,
       events,

@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
-import { openDatabase } from '../../src/store/sqlite/database.js';
-import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { openSqliteStoreFile } from './sqliteStoreFile.js';
 
 /**
@@ -21,8 +20,7 @@ export async function prefilledStore(
 ): Promise<{ store: SqliteChangefeedStore; dir: string }> {
   dir ??= mkdtempSync(join(tmpdir(), 'changefeed-bench-'));
   const file = join(dir, 'changefeed.sqlite');
-  const store =
-    tenant === undefined ? openSqliteStoreFile(file) : new SqliteChangefeedStore(openDatabase(file), tenant);
+  const store = openSqliteStoreFile(file, tenant === undefined ? {} : { tenant });
   await store.sinks.activate(sinks, Date.now());
   const events = eventsConfigSchema.parse({});
   const perObject = Math.ceil(count / objects);

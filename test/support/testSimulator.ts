@@ -1,4 +1,4 @@
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from './manualClock.js';
 import { startSimulator, type Simulator, type SimulatorOptionsInput } from '../../src/simulator/index.js';
 import { closeAfterTest } from './closeAfterTest.js';
 

@@ -1,5 +1,5 @@
 import { subscribe } from 'node:diagnostics_channel';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from './manualClock.js';
 
 // HTTP requests made through undici (the service client, the webhook sink, the CLI) that have not
 // ended yet. undici publishes these channels for every request; the in-process simulator and

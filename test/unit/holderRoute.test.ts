@@ -3,7 +3,7 @@ import { parseAdvertiseUrl } from '../../src/cluster/clusterConfig.js';
 import { decideRoute, type RouteDecision, type RouteQuestion } from '../../src/cluster/holderRoute.js';
 import { LeaseDirectory } from '../../src/cluster/leaseDirectory.js';
 import type { LeaseRow } from '../../src/cluster/leaseTable.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 
 const SELF = { instanceId: 'replica-a', advertiseUrl: 'http://10.0.0.1:9464' };
 const TARGET = '/v1/tenants/acme/events/stream?after=12&log=career';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { LeaseKeeper, type LeaseEvents } from '../../src/cluster/leaseKeeper.js';
 import type { LeaseTable } from '../../src/cluster/leaseTable.js';
 

@@ -140,13 +140,9 @@ describe('changefeed status', () => {
     const store = openSqliteStoreFile(storePath(makeTempDir()));
     try {
       const now = Date.UTC(2026, 10, 22, 12);
-      await store.watchedLogs.register({
-        log: 'identity_provider',
-        objectId: '',
-        origin: 'config',
-        coverageStart: now,
-        now,
-      });
+      await store.watchedLogs.registerAll([
+        { log: 'identity_provider', objectId: '', origin: 'config', coverageStart: now, now },
+      ]);
       const report = await buildStatusReport(store, now);
       expect(report.logs.map((l) => l.log)).toEqual(['identity_provider']);
       expect(formatStatusReport(report)).toMatch(/^\s*identity_provider\s/m);

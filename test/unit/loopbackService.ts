@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { ServiceClient, type RequestGate, type RequestPriority } from '../../src/api/serviceClient.js';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
 import { noopLogger } from '../../src/observe/createLogger.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { LeaseLostError } from '../../src/cluster/writeFence.js';
 import { noopLogger } from '../../src/observe/createLogger.js';
 import type { PollFailures } from '../../src/poll/pollFailures.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
 import type { RequestPriority } from '../../src/api/serviceClient.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { AbortedError } from '../../src/errors.js';
 import { ReadBudget, type BudgetConfig } from '../../src/poll/readBudget.js';
 import { withVirtualTime } from '../support/virtualTime.js';

@@ -1,6 +1,6 @@
 import { getEventListeners, setMaxListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 

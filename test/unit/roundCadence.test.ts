@@ -9,7 +9,7 @@ const row = (holder: string | undefined, expiresInMs: number, holderLiveForMs: n
 
 describe('nextRoundAt', () => {
   // Rounds every 5 s: the regular next round is at 5,000; the rows were read at 1,000.
-  const base = { me: 'a', regularAt: 5_000, readAt: 1_000, marginMs: 50 };
+  const base = { me: 'a', regularAt: 5_000, readAt: 1_000 };
   it.each([
     ['no other holder: the regular round', [row('a', 2_000, 15_000), row(undefined, -1, -Infinity)], 5_000],
     ['live holders renewing: their leases end after the regular round', [row('b', 12_000, 14_000)], 5_000],

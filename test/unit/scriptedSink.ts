@@ -1,4 +1,5 @@
-import { ManualClock, type Clock } from '../../src/clock.js';
+import { type Clock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { buildCloudEvent, type EventsConfig } from '../../src/events/cloudEvent.js';
 import type { LogKind } from '../../src/logs.js';
 import { deliverySchema, RETRY_DEFAULTS, type SinkDeliveryConfig } from '../../src/sinkContract/deliveryConfig.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import {
   nextOffsetSamples,
   OFFSET_SAMPLES,

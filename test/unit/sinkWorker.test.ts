@@ -10,7 +10,7 @@ import {
   SinkUnavailableError,
 } from '../../src/sinkContract/sinkErrors.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../support/manualClock.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import {

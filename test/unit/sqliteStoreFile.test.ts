@@ -16,13 +16,9 @@ async function openFresh(sinks: string[] = ['a']) {
     sinks.map((name) => ({ name, type: 'file' })),
     T,
   );
-  await store.watchedLogs.register({
-    log: 'career',
-    objectId: 'c-1',
-    origin: 'config',
-    coverageStart: T - HOUR,
-    now: T,
-  });
+  await store.watchedLogs.registerAll([
+    { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T - HOUR, now: T },
+  ]);
   return { file, store };
 }
 

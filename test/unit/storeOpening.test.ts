@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { STORE_OPEN_RETRY, StoreOpening } from '../../src/daemon/storeOpening.js';
 import { AbortedError } from '../../src/errors.js';
 import { createLogger } from '../../src/observe/createLogger.js';
@@ -8,7 +8,6 @@ import { StoreError } from '../../src/store/storeError.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import type { StoreBackend } from '../../src/store/storeBackend.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
-import { MemoryTenantRecords } from '../../src/tenants/memoryTenantRecords.js';
 
 const LOCATION = 'postgres://<redacted>@db:5432/changefeed';
 
@@ -20,7 +19,9 @@ function fakeBackend(): StoreBackend & { closed: boolean } {
     activity: new StoreActivity('postgres'),
     closed: false,
     tenantStore: () => Promise.reject(new Error('not used')),
-    tenantRecords: () => new MemoryTenantRecords(),
+    tenantRecords: () => {
+      throw new Error('not used');
+    },
     close: () => {
       backend.closed = true;
       return Promise.resolve();

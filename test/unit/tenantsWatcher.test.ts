@@ -1,19 +1,22 @@
 import { mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
 import { readTenants } from '../../src/config/readTenants.js';
 import type { TenantConfig } from '../../src/config/tenantConfigSchema.js';
-import { MemoryTenantRecords } from '../../src/tenants/memoryTenantRecords.js';
+import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
+import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { TenantsWatcher, type TenantsReport } from '../../src/tenants/tenantsWatcher.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 type Report = TenantsReport<TenantConfig>;
 
 const watchers: TenantsWatcher<TenantConfig>[] = [];
+const backends: SqliteStoreBackend[] = [];
 afterEach(async () => {
   await Promise.all(watchers.splice(0).map((w) => w.stop()));
+  await Promise.all(backends.splice(0).map((b) => b.close()));
 });
 
 /** A tenants directory and a main config pointing at it; `start` runs a watcher whose reports queue up. */
@@ -44,7 +47,10 @@ function setup() {
   const start = (
     options: { clock?: ManualClock; fileEvents?: boolean; rescanMs?: number; debounceMs?: number } = {},
   ) => {
-    const records = new MemoryTenantRecords();
+    // The tenant records of a SQLite store, as the daemon settles each read against them.
+    const backend = new SqliteStoreBackend({ stateDir: root, store: storeConfigSchema.parse({}) });
+    backends.push(backend);
+    const records = backend.tenantRecords();
     const watcher = new TenantsWatcher<TenantConfig>({
       dir,
       load: (previous) =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/errors.js';
-import { ManualClock, systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/clock.js';
+import { ManualClock } from '../support/manualClock.js';
 import { WakeableSleep } from '../../src/poll/wakeableSleep.js';
 
 /** Resolves to how long (clock ms) `sleep` took, advancing `clock` in 100 ms steps and calling `during` after the first (so a woken sleep took 100). */

@@ -16,19 +16,10 @@ export class PostgresRateEstimates implements RateEstimateStore {
     return rows.map(fromRow<RateEstimateRow>);
   }
 
-  async save(row: RateEstimateRow): Promise<void> {
-    await this.db.writeOne(...this.upsert([row]));
-  }
-
-  /** `rows` (one per log at most) written in the caller's transaction. */
+  /** `rows` (one per log at most) written in the caller's transaction, in one statement. */
   async saveIn(query: Query, rows: readonly RateEstimateRow[]): Promise<void> {
-    await query(...this.upsert(rows));
-  }
-
-  /** The one statement that writes `rows` (one per log at most). */
-  private upsert(rows: readonly RateEstimateRow[]): [string, unknown[]] {
     const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((row) => row[key]);
-    return [
+    await query(
       `INSERT INTO rate_estimates (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost,
          planned_rate, next_poll_at)
        SELECT $1, u.* FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[], $7::float8[],
@@ -50,6 +41,6 @@ export class PostgresRateEstimates implements RateEstimateStore {
         column('plannedRate'),
         column('nextPollAt'),
       ],
-    ];
+    );
   }
 }

@@ -25,10 +25,6 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     return rows.map(fromRow<WatchedLog>);
   }
 
-  async register(args: WatchRegistration): Promise<boolean> {
-    return (await this.registerAll([args])) === 1;
-  }
-
   /**
    * One statement, one fenced transaction, for a whole list: a discovery of 25 logs is one write,
    * not 25. An id holding a NUL is stored as storableText makes it: one such id from the service

@@ -27,7 +27,7 @@ export function storePath(stateDir: string): string {
  * read while the daemon writes; `synchronous = NORMAL` in WAL still never corrupts the file on a
  * crash and loses at most the last commits on power loss, which re-polling recovers.
  */
-export function openDatabase(file: string, options: { readonly?: boolean; cacheKiB?: number } = {}): Db {
+export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
   const readonly = options.readonly ?? false;
   if (!readonly) mkdirSync(dirname(file), { recursive: true });
   checkStoreFile(file);
@@ -39,8 +39,6 @@ export function openDatabase(file: string, options: { readonly?: boolean; cacheK
   }
   try {
     db.pragma('busy_timeout = 5000');
-    // A negative cache_size is in KiB; better-sqlite3's build default is 16 MB (storeLocation.ts).
-    if (options.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.max(64, Math.floor(options.cacheKiB))}`);
     checkStoreIdentity(db, file, { readonly });
     if (!readonly) {
       db.pragma('journal_mode = WAL');

@@ -21,11 +21,8 @@ export class RateEstimates implements RateEstimateStore {
       .map(fromRow<RateEstimateRow>);
   }
 
-  async save(row: RateEstimateRow): Promise<void> {
-    this.saveNow(row);
-  }
-
-  saveNow(row: RateEstimateRow): void {
+  /** Part of a transaction that writes deferred state (SqliteChangefeedStore.deferState). */
+  save(row: RateEstimateRow): void {
     this.conn.statement<object>(UPSERT).run({ ...row, tenant: this.conn.tenant });
   }
 }

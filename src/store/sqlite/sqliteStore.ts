@@ -11,7 +11,7 @@ import {
 } from '../storeRecords.js';
 import type { Db } from './database.js';
 import { DeadLetters } from './deadLetters.js';
-import { RequeueCounts } from '../requeueCounts.js';
+import type { RequeueCounts } from '../requeueCounts.js';
 import { Journal } from './journal.js';
 import { Outbox } from './outbox.js';
 import { Quarantine } from './quarantine.js';
@@ -21,7 +21,6 @@ import { RateEstimates } from './rateEstimates.js';
 import { SinkStates } from './sinkStates.js';
 import { WatchedLogs } from './watchedLogs.js';
 import { TenantConnection } from './tenantConnection.js';
-import { DEFAULT_TENANT } from '../../tenants/tenant.js';
 
 const GET_META = 'SELECT value FROM meta WHERE tenant = ? AND key = ?';
 const SET_META = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, ?)
@@ -53,13 +52,12 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   private unwrittenMeta = new Map<string, string>();
   private flushTimer: NodeJS.Timeout | undefined;
 
-  /** `ownsConnection`: closing the store closes the connection (false when the tenants of a backend share it). */
+  /** `db` is the backend's, shared by the tenants of the process; closing a tenant's store leaves it open. */
   constructor(
     readonly db: Db,
-    readonly tenant: string = DEFAULT_TENANT,
-    private readonly ownsConnection = true,
-    /** The backend's, shared by the tenants of the connection; a store of its own reads its count alone. */
-    requeueCounts = new RequeueCounts(),
+    readonly tenant: string,
+    /** The backend's, shared by the tenants of the connection. */
+    requeueCounts: RequeueCounts,
   ) {
     const conn = new TenantConnection(db, tenant);
     this.conn = conn;
@@ -166,7 +164,7 @@ export class SqliteChangefeedStore implements ChangefeedStore {
 
   /** The held state, in the caller's transaction: forgotten only once that commits (deferredWritten). */
   private writeDeferredNow(): void {
-    for (const row of this.unwrittenRates.values()) this.rates.saveNow(row);
+    for (const row of this.unwrittenRates.values()) this.rates.save(row);
     for (const [key, value] of this.unwrittenMeta) this.conn.statement(SET_META).run(this.tenant, key, value);
   }
 
@@ -193,6 +191,5 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     this.open = false;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    if (this.ownsConnection && this.db.open) this.db.close();
   }
 }

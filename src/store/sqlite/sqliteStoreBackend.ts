@@ -55,7 +55,7 @@ export class SqliteStoreBackend implements StoreBackend {
         'STORE_MISSING',
         `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
       );
-    const store = new SqliteChangefeedStore(db, tenant, false, this.requeueCounts);
+    const store = new SqliteChangefeedStore(db, tenant, this.requeueCounts);
     this.stores.set(tenant, store);
     return store;
   }

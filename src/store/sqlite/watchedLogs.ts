@@ -37,10 +37,6 @@ export class WatchedLogs implements WatchedLogStore {
       .map(fromRow<WatchedLog>);
   }
 
-  async register(args: WatchRegistration): Promise<boolean> {
-    return (await this.registerAll([args])) === 1;
-  }
-
   async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
     if (registrations.length === 0) return 0;
     return this.conn.transaction(() => {

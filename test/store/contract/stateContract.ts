@@ -8,9 +8,9 @@ export function defineStateContract(openFresh: OpenFresh): void {
       const underTest = await openFresh();
       const store = underTest.store;
       const first = { log: 'career', objectId: 'c-9', origin: 'config', coverageStart: T } as const;
-      expect(await store.watchedLogs.register({ ...first, now: T, firstPollBy: T + 60_000 })).toBe(true);
+      expect(await store.watchedLogs.registerAll([{ ...first, now: T, firstPollBy: T + 60_000 }])).toBe(1);
       // A restart 50 s later registers the configured log again with its own deadline.
-      expect(await store.watchedLogs.register({ ...first, now: T + 50_000, firstPollBy: T + 110_000 })).toBe(false);
+      expect(await store.watchedLogs.registerAll([{ ...first, now: T + 50_000, firstPollBy: T + 110_000 }])).toBe(0);
       expect(await store.watchedLogs.get('career', 'c-9')).toMatchObject({ createdAt: T, firstPollBy: T + 60_000 });
       const reopened = await underTest.reopen();
       expect((await reopened.watchedLogs.list()).find((w) => w.objectId === 'c-9')?.firstPollBy).toBe(T + 60_000);
@@ -19,32 +19,20 @@ export function defineStateContract(openFresh: OpenFresh): void {
     it('registers a log once and keeps its cursor, failures, status and sort order', async () => {
       const { store } = await openFresh();
       expect(
-        await store.watchedLogs.register({
-          log: 'career',
-          objectId: 'c-1',
-          origin: 'discovered',
-          coverageStart: T,
-          now: T + 1,
-        }),
-      ).toBe(false);
+        await store.watchedLogs.registerAll([
+          { log: 'career', objectId: 'c-1', origin: 'discovered', coverageStart: T, now: T + 1 },
+        ]),
+      ).toBe(0);
       expect(
-        await store.watchedLogs.register({
-          log: 'skill',
-          objectId: 's-1',
-          origin: 'appeared',
-          coverageStart: T,
-          now: T,
-        }),
-      ).toBe(true);
+        await store.watchedLogs.registerAll([
+          { log: 'skill', objectId: 's-1', origin: 'appeared', coverageStart: T, now: T },
+        ]),
+      ).toBe(1);
       expect(
-        await store.watchedLogs.register({
-          log: 'identity_provider',
-          objectId: '',
-          origin: 'config',
-          coverageStart: T,
-          now: T,
-        }),
-      ).toBe(true);
+        await store.watchedLogs.registerAll([
+          { log: 'identity_provider', objectId: '', origin: 'config', coverageStart: T, now: T },
+        ]),
+      ).toBe(1);
       expect(await store.watchedLogs.get('career', 'c-1')).toEqual({
         log: 'career',
         objectId: 'c-1',
@@ -257,9 +245,12 @@ export function defineStateContract(openFresh: OpenFresh): void {
         plannedRate: 0.333,
         nextPollAt: T + 1_234.5,
       };
-      await store.rates.save(row);
-      await store.rates.save({ ...row, objectId: 'a-0', plannedRate: null, nextPollAt: null, lastEventAt: null });
-      await store.rates.save({ ...row, events: 8 });
+      store.deferState({
+        rates: [row, { ...row, objectId: 'a-0', plannedRate: null, nextPollAt: null, lastEventAt: null }],
+      });
+      await store.flushDeferred();
+      store.deferState({ rates: [{ ...row, events: 8 }] });
+      await store.flushDeferred();
       expect(await store.rates.list()).toEqual([
         { ...row, objectId: 'a-0', plannedRate: null, nextPollAt: null, lastEventAt: null },
         { ...row, events: 8 },

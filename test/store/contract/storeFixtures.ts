@@ -61,7 +61,7 @@ export function ingest(store: ChangefeedStore, entries: ActivityEntry[], over: P
 /** Sink `a` active and one log watched from `at` (configured), as a tenant starts. */
 export async function watchOne(store: ChangefeedStore, log: LogKind, objectId: string, at: number): Promise<void> {
   await store.sinks.activate([{ name: 'a', type: 'file' }], at);
-  await store.watchedLogs.register({ log, objectId, origin: 'config', coverageStart: at, now: at });
+  await store.watchedLogs.registerAll([{ log, objectId, origin: 'config', coverageStart: at, now: at }]);
 }
 
 /** Entry ids of the whole journal, in journal order, read back from the stored CloudEvents. */

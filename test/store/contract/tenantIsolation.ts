@@ -9,7 +9,9 @@ import { entry, ingest, T } from './storeFixtures.js';
 export async function expectTenantsKeptApart(one: ChangefeedStore, two: ChangefeedStore): Promise<void> {
   for (const store of [one, two]) {
     await store.sinks.activate([{ name: 'a', type: 'file' }], T);
-    await store.watchedLogs.register({ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T });
+    await store.watchedLogs.registerAll([
+      { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T },
+    ]);
   }
   await ingest(one, [entry('e-1'), entry('e-2')], { windowEnd: T + 5 });
   expect(await ingest(two, [entry('e-1')], { windowEnd: T + 7 })).toMatchObject({ emitted: 1, duplicates: 0 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LeaseLostError, type WriteFence } from '../../../src/cluster/writeFence.js';
 import type { ChangefeedStore } from '../../../src/store/changefeedStore.js';
 import type { OpenEngine } from '../storeContract.suite.js';
-import { connectedSinkA, entry, HOUR, ingest, rateOf, T } from './storeFixtures.js';
+import { connectedSinkA, entry, HOUR, ingest, T } from './storeFixtures.js';
 
 type MethodsOf<O> = { [K in keyof O]: O[K] extends (...args: never[]) => unknown ? K : never }[keyof O] & string;
 /** The facets of the contract (watchedLogs, outbox, ...): its members that are objects of methods. */
@@ -49,9 +49,6 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   journalSize: { read: (s) => s.journalSize() },
   'watchedLogs.get': { read: (s) => s.watchedLogs.get('career', 'c-1') },
   'watchedLogs.list': { read: (s) => s.watchedLogs.list() },
-  'watchedLogs.register': {
-    write: (s) => s.watchedLogs.register({ log: 'skill', objectId: 's', origin: 'config', coverageStart: T, now: T }),
-  },
   'watchedLogs.registerAll': {
     write: (s) =>
       s.watchedLogs.registerAll([
@@ -89,7 +86,6 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   'quarantine.count': { read: (s) => s.quarantine.count() },
   'quarantine.list': { read: (s) => s.quarantine.list() },
   'rates.list': { read: (s) => s.rates.list() },
-  'rates.save': { write: (s) => s.rates.save(rateOf(1)) },
 };
 
 const calls = Object.entries(CONTRACT_CALLS) as [ContractMethod, { write: Call } | { read: Call }][];
@@ -102,13 +98,9 @@ const READS = calls.flatMap(([method, call]) => ('read' in call ? [[method, call
  */
 export async function writeFixture(store: ChangefeedStore): Promise<WriteFixture> {
   await store.sinks.activate([{ name: 'a', type: 'file' }], T);
-  await store.watchedLogs.register({
-    log: 'career',
-    objectId: 'c-1',
-    origin: 'config',
-    coverageStart: T - HOUR,
-    now: T,
-  });
+  await store.watchedLogs.registerAll([
+    { log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T - HOUR, now: T },
+  ]);
   await ingest(store, [entry('e-1'), entry('e-2')]);
   const [pendingSeq, deadSeq] = (await store.outbox.pending('a', 0, 10)).map((d) => d.seq) as [number, number];
   await store.outbox.markDead('a', [{ seq: deadSeq, error: 'x' }], T);
