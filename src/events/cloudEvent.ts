@@ -24,8 +24,7 @@ export type EventsConfig = z.infer<typeof eventsConfigSchema>;
  * The event every sink receives: a CloudEvents 1.0 event in JSON (structured mode).
  *
  * - `tenant`: the company the event belongs to (extension attribute): the tenant file's name, or
- *   `default` when the config has no `tenants.dir`. Second in the JSON, right after `specversion`,
- *   so a reader can tell whether a stored event carries it without parsing (eventTenant.ts).
+ *   `default` when the config has no `tenants.dir`.
  * - `id`: see eventIdFor: stable per entry, unique across logs, no `.`, at most 64 characters.
  * - `source`: the log's URL, e.g. `https://svc.example/api/v1/careers/c-1/activity`.
  * - `type`: `<typePrefix>.<log>.<event>` with log one of career, skill, identity_provider.

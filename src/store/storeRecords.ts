@@ -195,7 +195,7 @@ export interface DeferredState {
 
 export interface JournalEvent {
   seq: number;
-  /** The CloudEvent JSON exactly as stored; an event journaled before the `tenant` attribute gets it (eventTenant.ts). */
+  /** The CloudEvent JSON exactly as stored. */
   payload: string;
 }
 

@@ -19,7 +19,7 @@ describe('ceBinaryHeaders', () => {
 // wants space, '"', '%' and everything outside printable ASCII percent-encoded in ce-* values.
 // The SDK (10.0.0) copies them raw, so a non-ASCII or control character from the service's data
 // makes an invalid header. And constructing its CloudEvent adds a `time` the entry did not have
-// and reorders attributes, so the stored bytes (tenant second, see eventTenant.ts) would change.
+// and reorders attributes, so the stored bytes would change.
 describe('the cloudevents SDK, where ours stays', () => {
   const attributes = {
     specversion: '1.0' as const,

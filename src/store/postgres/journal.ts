@@ -1,4 +1,3 @@
-import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
 import {
   MAX_SCAN_POSITIONS,
@@ -75,9 +74,7 @@ export class PostgresJournal implements JournalStore {
       ],
     );
     const events: JournalEvent[] = [];
-    for (const row of rows)
-      if (row.fits && row.payload !== null)
-        events.push({ seq: row.seq, payload: withTenantAttribute(row.payload, this.db.tenant) });
+    for (const row of rows) if (row.fits && row.payload !== null) events.push({ seq: row.seq, payload: row.payload });
     const full = events.length < rows.length;
     const last = events[events.length - 1];
     const next = (full || events.length === limit) && last ? last.seq : Math.max(after, scanTo);

@@ -1,5 +1,4 @@
 import type { LogKind } from '../../logs.js';
-import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
   COUNT_WINDOW_EVENTS,
@@ -86,7 +85,7 @@ export class PostgresOutbox implements OutboxStore {
       'SELECT seq, payload FROM events WHERE tenant = $1 AND seq = ANY($2::bigint[])',
       [this.db.tenant, seqs],
     );
-    return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.db.tenant)]));
+    return new Map(rows.map((r) => [r.seq, r.payload]));
   }
 
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {

@@ -1,4 +1,3 @@
-import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { JournalStore } from '../changefeedStore.js';
 import {
   MAX_SCAN_POSITIONS,
@@ -80,7 +79,7 @@ export class Journal implements JournalStore {
         full = true;
         break;
       }
-      events.push({ seq: row.seq, payload: withTenantAttribute(row.payload, this.conn.tenant) });
+      events.push({ seq: row.seq, payload: row.payload });
     }
     const last = events[events.length - 1];
     const next = (full || events.length === limit) && last ? last.seq : Math.max(after, scanTo);

@@ -1,5 +1,4 @@
 import type { LogKind } from '../../logs.js';
-import { withTenantAttribute } from '../../events/eventTenant.js';
 import type { ChangeCloudEvent } from '../../events/cloudEvent.js';
 import type { OutboxStore } from '../changefeedStore.js';
 import {
@@ -114,7 +113,7 @@ export class Outbox implements OutboxStore {
     const rows = this.conn
       .statement<[string, string], { seq: number; payload: string }>(PAYLOADS)
       .all(this.tenant, JSON.stringify(seqs));
-    return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.tenant)]));
+    return new Map(rows.map((r) => [r.seq, r.payload]));
   }
 
   async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {

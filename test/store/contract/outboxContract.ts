@@ -68,30 +68,6 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.outbox.payloads([])).toEqual(new Map());
     });
 
-    it("reads an event journaled before the tenant attribute existed with the store's tenant, everywhere alike", async () => {
-      const { store } = await openFresh(['a']);
-      const built = (e: ReturnType<typeof entry>) =>
-        buildCloudEvent({ tenant: store.tenant, log: 'career', objectId: 'c-1', entry: e, baseUrl: BASE_URL }, EVENTS);
-      // The earlier version's layout: the same attributes, without tenant.
-      await ingest(store, [entry('old')], {
-        toEvent: (e) => {
-          const { tenant: _tenant, ...earlier } = built(e);
-          return earlier as ReturnType<typeof built>;
-        },
-      });
-      await ingest(store, [entry('new')]);
-      const seqs = (await store.outbox.pending('a', 0, 10)).map((d) => d.seq);
-      const payloads = await store.outbox.payloads(seqs);
-      const page = await store.journal.page(0, 10);
-      expect([...payloads.values()]).toEqual([
-        JSON.stringify(built(entry('old'))),
-        JSON.stringify(built(entry('new'))),
-      ]);
-      expect(page.events.map((e) => e.payload)).toEqual([...payloads.values()]);
-      for (const payload of payloads.values())
-        expect((JSON.parse(payload) as { tenant: string }).tenant).toBe(store.tenant);
-    });
-
     it('moves deliveries through delivered, retry, dead and filtered, and counts them', async () => {
       const { store } = await openFresh(['a', 'b']);
       await ingest(store, [entry('ok'), entry('retry'), entry('dead'), entry('skip'), entry('left')]);
