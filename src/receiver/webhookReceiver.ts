@@ -6,7 +6,6 @@ import { Webhook } from 'standardwebhooks';
 /** One request as the receiver saw it. */
 export interface ReceivedWebhook {
   id: string;
-  timestamp: number;
   headers: IncomingHttpHeaders;
   body: string;
   /** True when a configured secret verified the signature (always false without secrets). */
@@ -91,7 +90,6 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       const body = Buffer.concat(chunks).toString('utf8');
       const request: ReceivedWebhook = {
         id: String(req.headers['webhook-id'] ?? ''),
-        timestamp: Number(req.headers['webhook-timestamp'] ?? 0),
         headers: req.headers,
         body,
         verified: false,
