@@ -7,7 +7,7 @@ import type { PostgresSinkConfig } from './postgresSinkConfig.js';
 import { insertParameters, tableSql } from './postgresTable.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
+import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
 
 /**
  * SQLSTATEs that say the connection or the server cannot take writes now, rather than that the
@@ -136,12 +136,7 @@ export class PostgresSink implements Sink {
         throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
       });
       healthy = true;
-      if (failures.size === 0) return;
-      const [first] = failures.values();
-      throw new SinkPartialFailureError(
-        `PostgreSQL refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
-        failures,
-      );
+      throwIfAnyFailed(failures, batch.length, `PostgreSQL at ${this.server}`);
     } finally {
       lease.release(!healthy);
     }
