@@ -39,22 +39,16 @@ export function renderKey(
  */
 export function streamFields(event: OutboundEvent): string[] {
   const ce = JSON.parse(event.json) as { source?: string; subject?: string; time?: string };
-  return [
-    'id',
-    event.id,
-    'tenant',
-    event.tenant,
-    'type',
-    event.type,
-    'source',
-    ce.source ?? '',
-    'subject',
-    ce.subject ?? '',
-    'time',
-    ce.time ?? '',
-    'event',
-    event.json,
-  ];
+  const fields = {
+    id: event.id,
+    tenant: event.tenant,
+    type: event.type,
+    source: ce.source ?? '',
+    subject: ce.subject ?? '',
+    time: ce.time ?? '',
+    event: event.json,
+  };
+  return Object.entries(fields).flat();
 }
 
 interface Connection {
