@@ -3,7 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { routeTenantFeeds } from '../../src/daemon/tenantFeeds.js';
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema } from '../../src/feed/feedConfig.js';
-import { startFeedServer } from '../../src/feed/feedServer.js';
+import { listenBounded } from '../../src/boundedListener.js';
 import { FeedSlots, FeedTokens } from '../../src/feed/feedTokens.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
@@ -24,7 +24,7 @@ export async function feedStreaming(count: number, streams: number, live = false
   const feed = new EventFeed(config, store.journal, systemClock);
   const tokens = new FeedTokens([{ token: TOKEN, reads: { kind: 'all' } }]);
   const routes = { tokens: () => tokens, slots: new FeedSlots(config), feedOf: () => feed, knows: () => true };
-  const server = await startFeedServer(config, (req, res) => routeTenantFeeds(req, res, routes));
+  const server = await listenBounded(config, (req, res) => routeTenantFeeds(req, res, routes));
   const sources: EventSource[] = [];
   let opened = 0;
   let allOpen: () => void = () => undefined;

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
+import { listenBounded, type BoundedListener } from '../boundedListener.js';
 import type { MainConfig } from '../config/mainConfig.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { ConfigError, describeError } from '../errors.js';
 import type { EventFeed } from '../feed/eventFeed.js';
 import type { FeedConfig } from '../feed/feedConfig.js';
-import { startFeedServer, type FeedServer } from '../feed/feedServer.js';
 import { FeedSlots, FeedTokens, readFeedTokens } from '../feed/feedTokens.js';
 import type { Tenant } from '../tenants/tenant.js';
 import type { FeedRouterMetrics } from '../observe/feedRouterMetrics.js';
@@ -18,7 +18,7 @@ export class ProcessFeed {
   private readonly slots: FeedSlots;
   private tokens = new FeedTokens([]);
   private known = new Set<string>();
-  private server: FeedServer | undefined;
+  private server: BoundedListener | undefined;
   private elsewhere: TenantsElsewhere | undefined;
   private tickets: RedirectTickets | undefined;
 
@@ -74,9 +74,12 @@ export class ProcessFeed {
     this.tickets = tickets;
   }
 
-  /** Starts the listener; `feedOf` finds the feed of a tenant running here. */
+  /**
+   * Starts the listener; `feedOf` finds the feed of a tenant running here. The feed's own, apart
+   * from the health server: a flood of feed clients never delays `/healthz` or `/readyz`.
+   */
   async start(feedOf: (tenant: string) => EventFeed | undefined): Promise<string> {
-    this.server = await startFeedServer(this.config, (req, res) =>
+    this.server = await listenBounded(this.config, (req, res) =>
       routeTenantFeeds(req, res, {
         tokens: () => this.tokens,
         slots: this.slots,

@@ -12,8 +12,6 @@ export interface BatchFailureOutcome {
   delivered: number[];
   retries: (FailedDelivery & { nextAttemptAt: number })[];
   dead: FailedDelivery[];
-  /** Deliveries neither delivered nor failed: held behind a failed event of the same object. */
-  heldBack: number;
   /** Every failure was the destination refusing those events for good: the endpoint itself works. */
   perEventRejections: boolean;
 }
@@ -40,7 +38,6 @@ export function classifyBatchFailure(
     delivered: [],
     retries: [],
     dead: [],
-    heldBack: 0,
     perEventRejections: error instanceof SinkPartialFailureError,
   };
   const failedKeys = new Set<string>();
@@ -51,8 +48,8 @@ export function classifyBatchFailure(
         ? error.failures.get(d.eventId)
         : { error: message, permanent: error instanceof SinkRejectedError };
     if (!failure) {
-      if (failedKeys.has(key)) outcome.heldBack++;
-      else outcome.delivered.push(d.seq);
+      // Held behind a failed event of the same object: neither delivered nor failed.
+      if (!failedKeys.has(key)) outcome.delivered.push(d.seq);
       continue;
     }
     failedKeys.add(key);

@@ -1,6 +1,7 @@
 import { MAX_TIMER_MS } from '../clock.js';
 import { MAX_RETRY_AFTER_MS } from '../retryAfter.js';
 import type { EndpointBackoffConfig } from '../sinkContract/deliveryConfig.js';
+import type { SinkStateRow } from '../store/storeRecords.js';
 
 /** A destination's run of endpoint-level failures: none while it delivers. */
 export interface EndpointFailureRun {
@@ -47,10 +48,7 @@ export function decideEndpointFailure(
 }
 
 /** What the store recorded of a sink's endpoint when its worker last ran. */
-export interface RecordedEndpointState {
-  disabledReason: string | null;
-  failingSince: number | null;
-}
+export type RecordedEndpointState = Pick<SinkStateRow, 'disabledReason' | 'failingSince'>;
 
 /**
  * Where a sink's worker starts: disabled (it stays so until `changefeed sinks enable`), resuming

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { Webhook } from 'standardwebhooks';
@@ -6,7 +6,6 @@ import { Webhook } from 'standardwebhooks';
 /** One request as the receiver saw it. */
 export interface ReceivedWebhook {
   id: string;
-  timestamp: number;
   headers: IncomingHttpHeaders;
   body: string;
   /** True when a configured secret verified the signature (always false without secrets). */
@@ -16,25 +15,11 @@ export interface ReceivedWebhook {
   receivedAt: number;
 }
 
-/** What to answer; tests use it to script failures. `drop` destroys the socket without answering. */
-export interface ReceiverReply {
-  status?: number;
-  headers?: Record<string, string>;
-  body?: string;
-  delayMs?: number;
-  drop?: boolean;
-}
-
 export interface ReceiverOptions {
   host?: string;
   port?: number;
   /** Secrets a signature may match (several during a rotation). Unverified requests get 401. */
   secrets?: readonly string[];
-  /**
-   * Decides the answer per request, after verification; default 204 for verified ones. A promise
-   * holds the request in flight until it settles (tests: a delivery under way during a hand-over).
-   */
-  respond?: (request: ReceivedWebhook, count: number) => ReceiverReply | Promise<ReceiverReply> | undefined;
   onWebhook?: (request: ReceivedWebhook) => void;
   /** Largest request body accepted; larger ones get 413 (before reading, when Content-Length says so). Default 16 MiB. */
   maxBodyBytes?: number;
@@ -52,7 +37,6 @@ export interface WebhookReceiver {
  * package (not our own signing code), for `changefeed receive`, the demo and the tests.
  */
 export async function startWebhookReceiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
-  let count = 0;
   const verifiers = (options.secrets ?? []).map((s) => new Webhook(s));
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const server: Server = createServer((req, res) => {
@@ -91,24 +75,16 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       const body = Buffer.concat(chunks).toString('utf8');
       const request: ReceivedWebhook = {
         id: String(req.headers['webhook-id'] ?? ''),
-        timestamp: Number(req.headers['webhook-timestamp'] ?? 0),
         headers: req.headers,
         body,
         verified: false,
         receivedAt: Date.now(),
       };
       if (verifiers.length > 0) verify(request, verifiers);
-      count++;
       options.onWebhook?.(request);
       // A refusal says why, so the sender's status and logs show it.
-      const fallback: ReceiverReply =
-        verifiers.length === 0 || request.verified
-          ? { status: 204 }
-          : { status: 401, body: `webhook signature not verified: ${request.verifyError ?? 'no signature'}\n` };
-      Promise.resolve(options.respond?.(request, count) ?? fallback).then(
-        (reply) => answer(res, reply),
-        () => answer(res, { drop: true }),
-      );
+      if (verifiers.length === 0 || request.verified) res.writeHead(204).end();
+      else res.writeHead(401).end(`webhook signature not verified: ${request.verifyError ?? 'no signature'}\n`);
     });
   });
   // once() rejects on 'error': a bind failure (EADDRINUSE) is reported, not a crash.
@@ -140,17 +116,4 @@ function verify(request: ReceivedWebhook, verifiers: readonly Webhook[]): void {
       request.verifyError = error instanceof Error ? error.message : String(error);
     }
   }
-}
-
-function answer(res: ServerResponse, reply: ReceiverReply): void {
-  const send = (): void => {
-    if (reply.drop) {
-      res.socket?.destroy();
-      return;
-    }
-    res.writeHead(reply.status ?? 204, reply.headers);
-    res.end(reply.body);
-  };
-  if (reply.delayMs) setTimeout(send, reply.delayMs);
-  else send();
 }

@@ -43,6 +43,16 @@ export class SinkPartialFailureError extends SinkError {
   }
 }
 
+/** Throws a SinkPartialFailureError quoting the first failure, when there is any: `<who> refused 2 of 500 events: ...`. */
+export function throwIfAnyFailed(failures: ReadonlyMap<string, ItemFailure>, batchSize: number, who: string): void {
+  const [first] = failures.values();
+  if (first)
+    throw new SinkPartialFailureError(
+      `${who} refused ${failures.size} of ${batchSize} events: ${first.error}`,
+      failures,
+    );
+}
+
 export class SinkRejectedError extends SinkError {
   constructor(message: string) {
     super('SINK_REJECTED', message);

@@ -1,3 +1,5 @@
+import { escapeTemplateValue } from './eventTemplate.js';
+
 /**
  * The context attributes of a CloudEvent as strings, for the protocol bindings that copy them into
  * headers or properties: all but `data` and `datacontenttype`, and none without a value.
@@ -19,15 +21,10 @@ export function ceBinaryHeaders(event: Record<string, unknown>): Record<string, 
   return Object.fromEntries(ceAttributes(event).map(([name, value]) => [`ce-${name}`, encodeHeaderValue(value)]));
 }
 
+/** What the binding percent-encodes: space, controls, `"` and all beyond ASCII (escapeTemplateValue adds `%`). */
+const HEADER_FORBIDDEN = /[^\x21-\x7e]|"/;
+
 function encodeHeaderValue(value: string): string {
-  return Array.from(value)
-    .map((ch) => {
-      const code = ch.codePointAt(0) ?? 0;
-      // UTF-8 bytes via Buffer, not encodeURIComponent, which throws on a lone surrogate (an event
-      // name from the service may hold one); Buffer writes it as U+FFFD.
-      return code <= 0x20 || code >= 0x7f || ch === '"' || ch === '%'
-        ? [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('')
-        : ch;
-    })
-    .join('');
+  // UTF-8 bytes of each character; a lone surrogate (an event name from the service may hold one) as U+FFFD.
+  return value === '' ? '' : escapeTemplateValue(value, HEADER_FORBIDDEN);
 }

@@ -1,3 +1,4 @@
+import { timerDelayMs } from '../clock.js';
 import { AbortedError } from '../errors.js';
 
 /*
@@ -6,9 +7,6 @@ import { AbortedError } from '../errors.js';
  * timer and its listeners however it ends, and a late outcome of the abandoned promise is ignored
  * (never an unhandled rejection).
  */
-
-/** The longest delay a Node timer honours; a longer one would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 export interface WaitLimits {
   /** Stop waiting after this many ms; no time limit when absent. */
@@ -47,8 +45,7 @@ export function settleWithin<T>(promise: Promise<T>, limits: WaitLimits): Promis
     );
     if (signals.some((signal) => signal.aborted)) return giveUp();
     for (const signal of signals) signal.addEventListener('abort', giveUp, { once: true });
-    if (limits.timeoutMs !== undefined)
-      timer = setTimeout(giveUp, Math.min(Math.max(limits.timeoutMs, 0), MAX_TIMER_MS));
+    if (limits.timeoutMs !== undefined) timer = setTimeout(giveUp, timerDelayMs(limits.timeoutMs));
   });
 }
 

@@ -10,7 +10,7 @@ import { readTlsFiles } from '../tlsFiles.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
+import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
 import { ceAttributes } from './cloudEventsHttp.js';
 import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
@@ -162,13 +162,7 @@ export class MqttSink implements Sink {
     } finally {
       publishing.stop();
     }
-    if (failures.size > 0) {
-      const [first] = failures.values();
-      throw new SinkPartialFailureError(
-        `the MQTT broker at ${this.peer.address} refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
-        failures,
-      );
-    }
+    throwIfAnyFailed(failures, batch.length, `the MQTT broker at ${this.peer.address}`);
   }
 
   async close(): Promise<void> {

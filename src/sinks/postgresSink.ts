@@ -4,10 +4,10 @@ import { AbortedError, ConfigError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { PostgresSinkConfig } from './postgresSinkConfig.js';
-import { ADDED_COLUMNS, addColumnsStatement, insertParameters, tableSql, type AddedColumn } from './postgresTable.js';
+import { insertParameters, tableSql } from './postgresTable.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
+import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
 
 /**
  * SQLSTATEs that say the connection or the server cannot take writes now, rather than that the
@@ -16,7 +16,7 @@ import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from 
  */
 const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
 
-/** Longest wait for a lock on the table when creating or migrating it (lock_timeout). */
+/** Longest wait for a lock on the table when creating it or its indexes (lock_timeout). */
 const SCHEMA_LOCK_WAIT_MS = 3_000;
 
 /**
@@ -70,14 +70,13 @@ export class PostgresSink implements Sink {
       const lease = await this.checkout(pool, signal);
       let healthy = false;
       try {
-        // ALTER TABLE waits for every query on the table, and every later query waits behind it:
-        // a bounded wait fails this connect (retried) rather than stall the table's readers.
+        // CREATE INDEX waits for every write in progress on the table, and every later write waits
+        // behind it: a bounded wait fails this connect (retried) rather than stall the table.
         if (this.config.createTable) {
           await this.query(lease, `SET lock_timeout = ${SCHEMA_LOCK_WAIT_MS}`, [], signal);
           for (const statement of this.sql.create) await this.query(lease, statement, [], signal);
         }
-        await this.query(lease, `SELECT 1 FROM ${this.sql.table} LIMIT 0`, [], signal);
-        await this.addMissingColumns(lease, signal);
+        await this.query(lease, this.sql.probe, [], signal);
         await this.checkEventKey(lease, signal);
         if (this.config.createTable) {
           for (const statement of this.sql.indexes) await this.query(lease, statement, [], signal);
@@ -94,26 +93,6 @@ export class PostgresSink implements Sink {
     }
     this.pool = pool;
     this.lastError = undefined;
-  }
-
-  /**
-   * A table made before the `tenant` and `sequence` columns existed: with createTable the sink
-   * adds them (see postgresTable.ts); without it, it may not alter the table, so it stays
-   * unavailable with the statement an administrator runs.
-   */
-  private async addMissingColumns(lease: Lease, signal: AbortSignal): Promise<void> {
-    const names = Object.keys(ADDED_COLUMNS) as AddedColumn[];
-    const missing = (
-      await this.query<{ name: AddedColumn }>(lease, this.sql.missingColumns, [this.sql.table, names], signal)
-    ).map((row) => row.name);
-    if (missing.length === 0) return;
-    if (!this.config.createTable)
-      throw new UnusableTableError(
-        `table ${this.sql.table} lacks column${missing.length > 1 ? 's' : ''} ${missing.map((c) => `"${c}"`).join(' and ')} ` +
-          `(createTable is off, so the sink does not alter it): run \`${addColumnsStatement(this.sql.table, missing)}\` ` +
-          'as its owner, or set createTable: true',
-      );
-    for (const column of missing) await this.query(lease, this.sql.addColumn[column], [], signal);
   }
 
   /**
@@ -157,12 +136,7 @@ export class PostgresSink implements Sink {
         throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
       });
       healthy = true;
-      if (failures.size === 0) return;
-      const [first] = failures.values();
-      throw new SinkPartialFailureError(
-        `PostgreSQL refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
-        failures,
-      );
+      throwIfAnyFailed(failures, batch.length, `PostgreSQL at ${this.server}`);
     } finally {
       lease.release(!healthy);
     }
@@ -306,7 +280,7 @@ function neverFits(state: string): boolean {
   return state.startsWith('22') || state === '54000';
 }
 
-/** The table lacks columns the sink writes, or a key on the event, and the sink may not fix it: the message says the statement to run. */
+/** The table lacks a key on the event, and the sink does not add one: the message says the statement to run. */
 class UnusableTableError extends Error {}
 
 /** What to check, by SQLSTATE. */
@@ -314,6 +288,7 @@ const STATE_HINTS: Record<string, string> = {
   '28P01': 'check the user and password',
   '28000': 'check the user and password',
   '42P01': 'the table is missing: create it or set createTable: true',
+  '42703': 'the table lacks a column the sink writes: see docs/sinks.md for its columns',
   '55P03':
     'the table is in use (a long query or an open transaction holds it): the sink tries again at its next connect',
   '42501': 'the role lacks a privilege (INSERT on the table, or CREATE when createTable is on)',

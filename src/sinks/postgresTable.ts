@@ -16,12 +16,6 @@ import type { OutboundEvent } from '../sinkContract/sink.js';
  *
  * Indexes serve the obvious queries: one object's history in time order, events of one type, and
  * one tenant's events in journal order.
- *
- * A table created before `tenant` and `sequence` existed (primary key on `id` alone) is migrated
- * in place by adding the two columns, each a catalog-only change that rewrites no row: existing
- * rows get tenant `''` (which tenant wrote them cannot be known) and sequence null. Its primary key
- * stays; the insert names no conflict target, so any unique index of the table makes a re-sent
- * event a no-op.
  */
 
 /** `name` or `schema.name`: letters, digits, `_` and `$`, starting with a letter or `_`. */
@@ -48,12 +42,8 @@ export function indexName(table: string, suffix: string): string {
   return `${table.slice(0, IDENTIFIER_BYTES - suffix.length - hash.length - 1)}_${hash}${suffix}`;
 }
 
-/** The columns the sink writes, and how each is added to a table that lacks it. */
-export const ADDED_COLUMNS = {
-  tenant: `text NOT NULL DEFAULT ''`,
-  sequence: 'bigint',
-} as const;
-export type AddedColumn = keyof typeof ADDED_COLUMNS;
+/** The columns the sink writes, in the order of insertParameters. */
+const COLUMNS = 'id, tenant, sequence, type, source, subject, time, log, object_id, data, event';
 
 /** The SQL the sink runs on table `name` (see the table described above). */
 export function tableSql(name: string) {
@@ -62,12 +52,6 @@ export function tableSql(name: string) {
   const table = parts.map(quoteIdentifier).join('.');
   // An index lives in its table's schema and takes an unqualified name.
   const index = (suffix: string) => quoteIdentifier(indexName(bare, suffix));
-  const addColumn = Object.fromEntries(
-    Object.entries(ADDED_COLUMNS).map(([column, type]) => [
-      column,
-      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(column)} ${type}`,
-    ]),
-  ) as Record<AddedColumn, string>;
   return {
     /** The table, schema-qualified when configured so, quoted. */
     table,
@@ -90,13 +74,11 @@ export function tableSql(name: string) {
         PRIMARY KEY (tenant, id)
       )`,
     ],
-    /** Which of ADDED_COLUMNS the table lacks: `$1` the table, `$2` the column names; rows of `{ name }`. */
-    missingColumns: `SELECT c AS name FROM unnest($2::text[]) AS c
-      WHERE NOT EXISTS (SELECT 1 FROM pg_attribute
-        WHERE attrelid = to_regclass($1) AND attname = c AND attnum > 0 AND NOT attisdropped)`,
+    /** Fails unless the table exists with every column the sink writes (a table made by hand may lack some). */
+    probe: `SELECT ${COLUMNS} FROM ${table} LIMIT 0`,
     /**
      * Whether the table has a key that makes a re-sent event a no-op: a primary key or plain unique
-     * index on (`tenant`, `id`) or on `id` alone (a migrated table); `$1` the table; one row `{ keyed }`.
+     * index on (`tenant`, `id`); `$1` the table; one row `{ keyed }`.
      */
     eventKey: `SELECT EXISTS (SELECT 1 FROM pg_index i
       WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indimmediate
@@ -104,9 +86,7 @@ export function tableSql(name: string) {
         AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
                FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-              WHERE k.n <= i.indnkeyatts) IN (ARRAY['id'], ARRAY['id', 'tenant'])) AS keyed`,
-    /** ALTER TABLE adding one column, for each of ADDED_COLUMNS. */
-    addColumn,
+              WHERE k.n <= i.indnkeyatts) = ARRAY['id', 'tenant']) AS keyed`,
     /** The indexes when missing; run once the columns exist. */
     indexes: [
       `CREATE INDEX IF NOT EXISTS ${index('_by_object_time')} ON ${table} (log, object_id, time)`,
@@ -116,20 +96,12 @@ export function tableSql(name: string) {
     // One statement for the whole batch: a column of values per parameter, so the statement is
     // the same for every batch size (no 65,535-parameter ceiling, one parse per connection).
     // unnest keeps the array order. ON CONFLICT without a target makes a re-sent event a no-op
-    // whichever unique index it meets: (tenant, id) on a new table, id on a migrated one.
-    insert: `INSERT INTO ${table} (id, tenant, sequence, type, source, subject, time, log, object_id, data, event)
+    // whichever unique index on (tenant, id) it meets: the primary key, or a hand-made table's index.
+    insert: `INSERT INTO ${table} (${COLUMNS})
       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
         $7::timestamptz[], $8::text[], $9::text[], $10::jsonb[], $11::jsonb[])
       ON CONFLICT DO NOTHING`,
   };
-}
-
-/**
- * What an operator runs to add the missing columns to a table the sink may not alter
- * (`createTable: false`).
- */
-export function addColumnsStatement(table: string, missing: readonly AddedColumn[]): string {
-  return `ALTER TABLE ${table} ${missing.map((c) => `ADD COLUMN IF NOT EXISTS ${c} ${ADDED_COLUMNS[c]}`).join(', ')}`;
 }
 
 /** A row as the parameters of `insert`, one array per column. */

@@ -12,8 +12,8 @@ import { readTlsFiles } from '../tlsFiles.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import {
   SinkBackoffError,
-  SinkPartialFailureError,
   SinkUnavailableError,
+  throwIfAnyFailed,
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
 import { ceAttributes } from './cloudEventsHttp.js';
@@ -154,12 +154,7 @@ export class RabbitmqSink implements Sink {
       const failure = settled.value[i];
       if (failure) failures.set(event.id, failure);
     });
-    const [first] = failures.values();
-    if (first)
-      throw new SinkPartialFailureError(
-        `${failures.size} of ${batch.length} messages not accepted by exchange "${this.config.exchange.name}": ${first.error}`,
-        failures,
-      );
+    throwIfAnyFailed(failures, batch.length, `RabbitMQ exchange "${this.config.exchange.name}"`);
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,7 @@ import { readTlsFiles } from '../tlsFiles.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
-import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
+import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
 import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
@@ -39,22 +39,16 @@ export function renderKey(
  */
 export function streamFields(event: OutboundEvent): string[] {
   const ce = JSON.parse(event.json) as { source?: string; subject?: string; time?: string };
-  return [
-    'id',
-    event.id,
-    'tenant',
-    event.tenant,
-    'type',
-    event.type,
-    'source',
-    ce.source ?? '',
-    'subject',
-    ce.subject ?? '',
-    'time',
-    ce.time ?? '',
-    'event',
-    event.json,
-  ];
+  const fields = {
+    id: event.id,
+    tenant: event.tenant,
+    type: event.type,
+    source: ce.source ?? '',
+    subject: ce.subject ?? '',
+    time: ce.time ?? '',
+    event: event.json,
+  };
+  return Object.entries(fields).flat();
 }
 
 interface Connection {
@@ -185,13 +179,7 @@ export class RedisStreamsSink implements Sink {
         `connection to Redis at ${this.peer.address} failed during a batch of ${batch.length}: ${scrubSecrets(lost)}`,
       );
     }
-    if (failures.size > 0) {
-      const [first] = failures.values();
-      throw new SinkPartialFailureError(
-        `Redis refused ${failures.size} of ${batch.length} events: ${first?.error ?? ''}`,
-        failures,
-      );
-    }
+    throwIfAnyFailed(failures, batch.length, `Redis at ${this.peer.address}`);
   }
 
   close(): Promise<void> {

@@ -72,11 +72,7 @@ export class WebhookSink implements Sink {
   private readonly url: URL;
   private readonly secrets: () => string[];
 
-  constructor(
-    private readonly config: WebhookSinkConfig,
-    /** Wall clock for `webhook-timestamp` and Retry-After dates: receivers keep real time. */
-    private readonly wallClock: () => number = Date.now,
-  ) {
+  constructor(private readonly config: WebhookSinkConfig) {
     this.url = new URL(config.url);
     this.secrets = secretSource(config);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
@@ -183,7 +179,7 @@ export class WebhookSink implements Sink {
       throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
     if (kind === 'endpoint') {
       const retryAfterMs =
-        status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after'], this.wallClock()) : undefined;
+        status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after'], Date.now()) : undefined;
       const redirect =
         status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
       const hint = STATUS_HINTS[status];
@@ -196,7 +192,8 @@ export class WebhookSink implements Sink {
   }
 
   private render(event: OutboundEvent): { body: string; headers: Record<string, string> } {
-    const timestamp = Math.floor(this.wallClock() / 1000);
+    // The wall clock, not an injected one: receivers check `webhook-timestamp` against real time.
+    const timestamp = Math.floor(Date.now() / 1000);
     let body: string;
     let typed: Record<string, string>;
     if (this.config.mode === 'binary') {

@@ -6,12 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import type { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import type { Simulator } from '../../src/simulator/index.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../../src/receiver/webhookReceiver.js';
+import type { WebhookReceiver } from '../../src/receiver/webhookReceiver.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { createDaemon } from '../support/daemonHarness.js';
 import { findBinary, missingBinary, skipOrFail } from '../support/requiredBinary.js';
 import { makeTempDir } from '../support/tempDir.js';
-import { SECRET } from '../support/webhookHarness.js';
+import { SECRET, startScriptedReceiver } from '../support/webhookHarness.js';
 
 const OPERATOR_TOKEN = 'operator-token-0123456789';
 const READER_TOKEN = 'read-only-token-0123456789';
@@ -34,8 +34,7 @@ describe.skipIf(skipped !== undefined)('the operator console in a real browser',
 
   beforeAll(async () => {
     simulator = await startSimulator({ seed: 29, careers: 3, skills: 2, eventsPerHour: 3_600, historyHours: 1 });
-    hook = await startWebhookReceiver({
-      secrets: [SECRET],
+    hook = await startScriptedReceiver({
       respond: () => (refuse ? { status: 422, body: HOSTILE_ANSWER } : { status: 204 }),
     });
     const stateDir = makeTempDir();

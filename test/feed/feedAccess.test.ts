@@ -4,7 +4,7 @@ import { systemClock } from '../../src/clock.js';
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema, type FeedConfig } from '../../src/feed/feedConfig.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
-import type { FeedServer } from '../../src/feed/feedServer.js';
+import type { BoundedListener } from '../../src/boundedListener.js';
 import type { FeedTokenGrant } from '../../src/feed/feedTokens.js';
 import type { JournalStore } from '../../src/store/changefeedStore.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 interface Tenants {
-  server: FeedServer;
+  server: BoundedListener;
   stores: Record<string, SqliteChangefeedStore>;
   feeds: Record<string, EventFeed>;
 }
@@ -65,7 +65,7 @@ interface Answer {
   body: string;
 }
 
-async function get(server: FeedServer, path: string, token?: string): Promise<Answer> {
+async function get(server: BoundedListener, path: string, token?: string): Promise<Answer> {
   const res = await request(`${server.url}${path}`, {
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   });

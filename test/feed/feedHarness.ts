@@ -6,7 +6,7 @@ import { routeTenantFeeds } from '../../src/daemon/tenantFeeds.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import { EventFeed } from '../../src/feed/eventFeed.js';
 import { feedConfigSchema, type FeedConfig } from '../../src/feed/feedConfig.js';
-import { startFeedServer, type FeedServer } from '../../src/feed/feedServer.js';
+import { listenBounded, type BoundedListener } from '../../src/boundedListener.js';
 import { FeedSlots, FeedTokens, type FeedTokenGrant } from '../../src/feed/feedTokens.js';
 import type { LogKind } from '../../src/logs.js';
 import { prefilledStore } from '../support/prefilledStore.js';
@@ -18,7 +18,7 @@ export const OTHER_TOKEN = 'feed-token-fedcba9876543210';
 export interface FeedHarness {
   store: SqliteChangefeedStore;
   feed: EventFeed;
-  server: FeedServer;
+  server: BoundedListener;
   close(): Promise<void>;
 }
 
@@ -36,7 +36,7 @@ export interface FeedsOptions {
 export function serveFeeds(
   feeds: Readonly<Record<string, EventFeed>>,
   options: FeedsOptions = {},
-): Promise<FeedServer> {
+): Promise<BoundedListener> {
   const config = feedConfigSchema.parse({ enabled: true, port: 0, ...options.config });
   const grants = options.grants ?? [
     { token: TOKEN, reads: { kind: 'tenant', tenant: 'default' } },
@@ -51,7 +51,7 @@ export function serveFeeds(
     feedOf: (tenant: string) => feeds[tenant],
     knows: (tenant: string) => known.has(tenant),
   };
-  return startFeedServer(config, (req, res) => {
+  return listenBounded(config, (req, res) => {
     const next = () => routeTenantFeeds(req, res, routes);
     if (options.around) options.around(req, res, next);
     else next();

@@ -6,12 +6,12 @@ import type { LeaseRow } from '../../src/cluster/leaseTable.js';
 import { holderRedirect } from '../../src/daemon/holderRedirect.js';
 import { routeTenantFeeds } from '../../src/daemon/tenantFeeds.js';
 import { feedConfigSchema } from '../../src/feed/feedConfig.js';
-import { startFeedServer, type FeedServer } from '../../src/feed/feedServer.js';
+import { listenBounded, type BoundedListener } from '../../src/boundedListener.js';
 import { FeedSlots, FeedTokens } from '../../src/feed/feedTokens.js';
 
 const ACME = 'acme-feed-token-0123456789';
 const GLOBEX = 'globex-feed-token-0123456789';
-const servers: FeedServer[] = [];
+const servers: BoundedListener[] = [];
 afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
 });
@@ -49,7 +49,7 @@ async function nonHolder(list: () => Promise<LeaseRow[]>): Promise<{ url: string
     knows: (tenant: string) => known.has(tenant),
     elsewhere: () => elsewhere,
   };
-  const server = await startFeedServer(config, (req, res) => routeTenantFeeds(req, res, routes));
+  const server = await listenBounded(config, (req, res) => routeTenantFeeds(req, res, routes));
   servers.push(server);
   return { url: server.url, reads: () => reads };
 }
