@@ -1,6 +1,5 @@
 import { systemClock, type Clock } from '../clock.js';
 import { ActivitySimulation, companySeed } from './activitySimulation.js';
-import type { InstanceRequest } from './instanceRequests.js';
 import { companyHandle, type SimulatedCompany } from './simulatedCompany.js';
 import { SimulatedService, type RequestRecord } from './simulatedService.js';
 import { listenSimulator } from './simulatorServer.js';
@@ -9,7 +8,7 @@ import { simulatorOptionsSchema, type FaultOptions, type SimulatorOptionsInput }
 export { streamKey } from './activityStore.js';
 export { CAREER_EVENTS, EVENT_CATALOGS, IDENTITY_PROVIDER_EVENTS, SKILL_EVENTS } from './eventCatalog.js';
 export type { RequestRecord } from './simulatedService.js';
-export { instanceIdFrom, type InstanceRequest } from './instanceRequests.js';
+export { instanceIdFrom } from './daemonUserAgent.js';
 export type { SimulatedCompany } from './simulatedCompany.js';
 export {
   ALL_SCOPES,
@@ -44,11 +43,6 @@ export interface Simulator extends SimulatedCompany {
   spendReads(key: string, n: number): void;
   /** Every request received, oldest first (empty when options.recordRequests is false). */
   readonly requests: ReadonlyArray<RequestRecord>;
-  /**
-   * Every request received, oldest first, with the company its key belongs to and the daemon
-   * instance its User-Agent names: which replica polled which tenant when.
-   */
-  readonly instanceRequests: ReadonlyArray<InstanceRequest>;
   close(): Promise<void>;
 }
 
@@ -84,7 +78,6 @@ export async function startSimulator(options: SimulatorOptionsInput = {}): Promi
     setReadsPerHour: (n) => service.buckets.setLimit(n),
     spendReads: (key, n) => service.buckets.spend(key, n, clock.now()),
     requests: service.requests,
-    instanceRequests: service.instanceRequests,
     close: () => server.close(),
   };
 }

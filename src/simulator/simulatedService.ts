@@ -9,7 +9,7 @@ import {
   rateLimitProblem,
   trialExpiredProblem,
 } from './problemResponses.js';
-import { instanceIdFrom, type InstanceRequest } from './instanceRequests.js';
+import { instanceIdFrom } from './daemonUserAgent.js';
 import { Random } from './random.js';
 import { ReadBuckets, type BucketState } from './readBucket.js';
 import { ALL_SCOPES, faultOptionsSchema, type FaultOptions, type SimulatorOptions } from './simulatorOptions.js';
@@ -24,6 +24,13 @@ export interface RequestRecord {
   readonly status: number;
   /** Last four characters of the presented key, or null when none was presented. */
   readonly apiKeySuffix: string | null;
+  /** Index of the company the key belongs to (0 is the first); null when the key was not accepted. */
+  readonly company: number | null;
+  /**
+   * From `User-Agent: skills-changefeed/<version> (<instanceId>)`, null for any other: which
+   * replica polled which company when.
+   */
+  readonly instanceId: string | null;
 }
 
 export interface ServiceRequest {
@@ -52,7 +59,6 @@ export class SimulatedService {
   readonly keys = new ApiKeyRegistry();
   readonly buckets: ReadBuckets;
   readonly requests: RequestRecord[] = [];
-  readonly instanceRequests: InstanceRequest[] = [];
   /** The key of each company, by index; the first is exposed as Simulator.apiKey. */
   readonly companyKeys: readonly string[];
   private faults: FaultOptions;
@@ -112,13 +118,6 @@ export class SimulatedService {
     }
     const response = this.render(outcome, bucket, requestId, url.pathname, now);
     if (!this.options.recordRequests) return response;
-    this.instanceRequests.push({
-      at: now,
-      company: credential?.company ?? null,
-      instanceId: instanceIdFrom(request.userAgent),
-      path: url.pathname,
-      status: response.status,
-    });
     this.requests.push({
       at: now,
       method: request.method,
@@ -126,6 +125,8 @@ export class SimulatedService {
       query: Object.fromEntries(url.searchParams),
       status: response.status,
       apiKeySuffix: keySuffix(request.authorization),
+      company: credential?.company ?? null,
+      instanceId: instanceIdFrom(request.userAgent),
     });
     return response;
   }

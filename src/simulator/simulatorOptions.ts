@@ -186,7 +186,7 @@ export const simulatorOptionsSchema = z
       .boolean()
       .default(true)
       .describe(
-        'Keep every request in `requests` and `instanceRequests` for tests to inspect. Off where ' +
+        'Keep every request in `requests` for tests to inspect. Off where ' +
           'nothing reads them (the `simulate` command), since they grow with every request.',
       ),
     faults: faultOptionsSchema.prefault({}).describe('Injected failures; can be changed at run time with setFaults.'),

@@ -157,8 +157,19 @@ describe('reads bucket', () => {
         query: { limit: '5', event: 'user_updated' },
         status: 200,
         apiKeySuffix: sim.apiKey.slice(-4),
+        company: 0,
+        instanceId: null,
       },
-      { at: START + 1000, method: 'GET', path: '/api/v1/ping', query: {}, status: 401, apiKeySuffix: '1234' },
+      {
+        at: START + 1000,
+        method: 'GET',
+        path: '/api/v1/ping',
+        query: {},
+        status: 401,
+        apiKeySuffix: '1234',
+        company: null,
+        instanceId: null,
+      },
     ]);
   });
 });
