@@ -6,7 +6,7 @@ import { listenSimulator } from './simulatorServer.js';
 import { simulatorOptionsSchema, type SimulatorOptionsInput } from './simulatorOptions.js';
 
 export { streamKey } from './activityStore.js';
-export { CAREER_EVENTS, EVENT_CATALOGS, IDENTITY_PROVIDER_EVENTS, SKILL_EVENTS } from './eventCatalog.js';
+export { EVENT_CATALOGS } from './eventCatalog.js';
 export type { RequestRecord } from './simulatedService.js';
 export { instanceIdFrom } from './daemonUserAgent.js';
 export type { SimulatedCompany } from './simulatedCompany.js';
