@@ -53,11 +53,7 @@ describe.skipIf(!admin)('tenant files added and removed while replicas run', () 
     const added = set.tenantName(ADDED);
     const addedAt = Date.now();
     set.writeTenantFile(ADDED);
-    await until(
-      () => simulator.requests.some((r) => r.company === ADDED),
-      60_000,
-      `the first request for ${added}`,
-    );
+    await until(() => simulator.requests.some((r) => r.company === ADDED), 60_000, `the first request for ${added}`);
     const first = simulator.requests.find((r) => r.company === ADDED)!;
     const takers = acquisitions(logs()).filter((a) => a.tenant === added);
     expect(takers.map((a) => a.instanceId)).toEqual([first.instanceId]);

@@ -188,9 +188,7 @@ describe.skipIf(!admin)('a PostgreSQL store that is down when the daemon starts'
     await starting;
     await until(() => missing(simulator, dir) === 0, 60_000, 'every entry of every company delivered');
     await until(async () => (await getJson(`${base}/readyz`)).status === 200, 30_000, '/readyz 200');
-    expect(new Set(simulator.requests.map((r) => r.company))).toEqual(
-      new Set(simulator.companies.map((_, i) => i)),
-    );
+    expect(new Set(simulator.requests.map((r) => r.company))).toEqual(new Set(simulator.companies.map((_, i) => i)));
     writeRound(simulator);
     await until(() => missing(simulator, dir) === 0, 60_000, 'the entries written after the start delivered');
     const text = logs.join('');
