@@ -45,7 +45,7 @@ export interface FailoverResult {
  * tenant at its default budget; once every lease has stayed put for a lease and every log of
  * every tenant has been polled (the steady state), the replica holding the most is killed with
  * SIGKILL. The simulator runs in this process, for its per-request record of which replica read
- * which company when (`instanceRequests`); its CPU is reported beside the figures.
+ * which company when (`requests`); its CPU is reported beside the figures.
  *
  * Failover of a tenant is measured from the kill instant: the bound under test (lease expiry at
  * most `leaseSeconds` after the last renewal, which came before the kill) is anchored on the
@@ -82,7 +82,7 @@ export async function failoverDistribution(options: FailoverOptions): Promise<Fa
     const polled = simulator.companies.map(() => new Set<string>());
     let scanned = 0;
     const allPolled = (): boolean => {
-      const record = simulator.instanceRequests;
+      const record = simulator.requests;
       for (; scanned < record.length; scanned++) {
         const r = record[scanned]!;
         if (r.company !== null && isPoll(r.path)) polled[r.company]?.add(r.path);
@@ -132,7 +132,7 @@ export async function failoverDistribution(options: FailoverOptions): Promise<Fa
           .filter((r) => orphans.includes(r.tenant) && r.valid && r.holder !== null && r.holder !== killedId)
           .map((r) => [r.tenant, { holder: r.holder!, acquiredAt: r.acquiredAt ?? Number.NaN }]),
       );
-      taken = takeovers(simulator.instanceRequests, orphans.map(companyOf), killedId, killedAt);
+      taken = takeovers(simulator.requests, orphans.map(companyOf), killedId, killedAt);
       const allStarted = [...taken.values()].every((t) => t.firstRequestAt !== undefined);
       const ready = (await Promise.all(survivors.map(isReady))).every(Boolean);
       if (!ready) unready.push(Date.now() - killedAt);
@@ -143,7 +143,7 @@ export async function failoverDistribution(options: FailoverOptions): Promise<Fa
     // A lease more, so a tenant moved again (or polled by two) after its takeover shows.
     await sleep(LEASE_MS);
     const finalHolders = validHolders(await leaseRows(admin, schema));
-    const record = simulator.instanceRequests;
+    const record = simulator.requests;
     taken = takeovers(record, orphans.map(companyOf), killedId, killedAt);
 
     const problems: string[] = [];

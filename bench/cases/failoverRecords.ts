@@ -1,11 +1,14 @@
-import type { InstanceRequest } from '../../src/simulator/index.js';
+import type { RequestRecord } from '../../src/simulator/index.js';
 
 /**
- * What the simulator's request record (`instanceRequests`: company, replica, time) says about a
+ * What the simulator's request record (`requests`: company, replica, time) says about a
  * failover: per tenant of the killed replica, its last request and the first requests of the
  * replica that took it over; and whether any company was polled by two replicas inside one lease.
  * Pure functions over the record, so the bench's loop only gathers and reports.
  */
+
+/** What these functions read of a request. */
+export type InstanceRequest = Pick<RequestRecord, 'at' | 'company' | 'instanceId' | 'path' | 'status'>;
 
 /** One tenant of the killed replica, as the requests show it; times are epoch ms. */
 export interface Takeover {

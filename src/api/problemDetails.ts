@@ -1,26 +1,5 @@
 import { z } from 'zod';
 
-/**
- * RFC 9457 problem details as the service sends them (spec section 7). Parsing is tolerant:
- * a proxy in front of the service may answer 502 with HTML, so a body that is not a problem
- * document still yields a ProblemDetails with the status and a short excerpt as detail.
- */
-export interface ProblemDetails {
-  /** Last path segment of `type`, e.g. `validation-error`; undefined when absent. */
-  slug: string | undefined;
-  type: string | undefined;
-  title: string | undefined;
-  status: number;
-  detail: string | undefined;
-  instance: string | undefined;
-  requestId: string | undefined;
-  /** Field errors of a validation-error. */
-  errors: { field: string; code: string; message: string }[];
-  /** `trial_expired` on a 403 for an expired workspace. */
-  error: string | undefined;
-  upgradeUrl: string | undefined;
-}
-
 const fieldErrorSchema = z.object({
   field: z.string().catch(''),
   code: z.string().catch(''),
@@ -35,13 +14,19 @@ const problemSchema = z.object({
   instance: z.string().optional(),
   requestId: z.string().optional(),
   errors: z.array(fieldErrorSchema).optional().catch(undefined),
+  /** `trial_expired` on a 403 for an expired workspace, with its `upgrade_url`. */
   error: z.string().optional(),
   upgrade_url: z.string().optional(),
 });
 
 const EXCERPT_LENGTH = 200;
 
-export function parseProblemDetails(status: number, bodyText: string): ProblemDetails {
+/**
+ * RFC 9457 problem details as the service sends them (spec section 7). Parsing is tolerant:
+ * a proxy in front of the service may answer 502 with HTML, so a body that is not a problem
+ * document still yields a ProblemDetails with the status and a short excerpt as detail.
+ */
+export function parseProblemDetails(status: number, bodyText: string) {
   let json: unknown;
   try {
     json = JSON.parse(bodyText);
@@ -49,28 +34,15 @@ export function parseProblemDetails(status: number, bodyText: string): ProblemDe
     json = undefined;
   }
   const parsed = problemSchema.safeParse(json);
-  if (!parsed.success) {
-    const excerpt = bodyText.replace(/\s+/g, ' ').trim().slice(0, EXCERPT_LENGTH);
-    return {
-      slug: undefined,
-      type: undefined,
-      title: undefined,
-      status,
-      detail: excerpt === '' ? undefined : `non-problem body: ${excerpt}`,
-      instance: undefined,
-      requestId: undefined,
-      errors: [],
-      error: undefined,
-      upgradeUrl: undefined,
-    };
-  }
-  const p = parsed.data;
+  const p: z.infer<typeof problemSchema> = parsed.success ? parsed.data : {};
+  const excerpt = bodyText.replace(/\s+/g, ' ').trim().slice(0, EXCERPT_LENGTH);
   return {
+    /** Last path segment of `type`, e.g. `validation-error`; undefined when absent. */
     slug: p.type ? slugOf(p.type) : undefined,
     type: p.type,
     title: p.title,
     status: p.status ?? status,
-    detail: p.detail,
+    detail: parsed.success ? p.detail : excerpt === '' ? undefined : `non-problem body: ${excerpt}`,
     instance: p.instance,
     requestId: p.requestId,
     errors: p.errors ?? [],
@@ -78,6 +50,8 @@ export function parseProblemDetails(status: number, bodyText: string): ProblemDe
     upgradeUrl: p.upgrade_url,
   };
 }
+
+export type ProblemDetails = ReturnType<typeof parseProblemDetails>;
 
 function slugOf(type: string): string | undefined {
   const withoutQuery = type.split(/[?#]/)[0] ?? '';

@@ -20,7 +20,6 @@ export interface StoreOpeningOptions {
   logger: Logger;
   /** Where the store is, without its password, for the log lines. */
   location: string;
-  retry?: BackoffPolicy;
   random?: () => number;
 }
 
@@ -47,7 +46,7 @@ export class StoreOpening {
 
   /** The open store; AbortedError once aborted; the first error that waiting cannot fix. */
   async open(): Promise<StoreBackend> {
-    const { clock, logger, retry = STORE_OPEN_RETRY } = this.options;
+    const { clock, logger } = this.options;
     const signal = this.stopController.signal;
     for (let attempt = 1; ; attempt++) {
       const attempted = this.options.open();
@@ -72,7 +71,7 @@ export class StoreOpening {
           throw new AbortedError('stopped while waiting for the store');
         }
         if (errorCodeOf(error) !== 'STORE_UNAVAILABLE') throw error;
-        const waitMs = backoffDelayMs(attempt, retry, this.options.random);
+        const waitMs = backoffDelayMs(attempt, STORE_OPEN_RETRY, this.options.random);
         const message = (error as Error).message;
         retryAt = clock.now() + waitMs;
         this.failure = { attempts: attempt, message, retryAt };

@@ -198,23 +198,6 @@ export class PollScheduler {
     };
   }
 
-  /** The current plan of every scheduled log (for `plan`, `status` and the metrics). */
-  plan(now: number) {
-    this.reallocate(now);
-    return [...this.logs.values()].map((s) => {
-      const interval = this.intervalMs(s);
-      return {
-        log: s.watched.log,
-        objectId: s.watched.objectId,
-        /** Changes per hour the plan uses (the learned rate). */
-        rate: this.rateOf(s),
-        /** Planned polls per hour. */
-        frequency: interval > 0 ? HOUR_MS / interval : Number.POSITIVE_INFINITY,
-        nextPollAt: s.followUp.dueAt ?? (s.lastPollAt === null ? this.firstPollBy(s) : s.lastPollAt + interval),
-      };
-    });
-  }
-
   /** What the scheduler has decided, for metrics: the exponent in use, and where the budget goes. */
   snapshot(now: number) {
     return {
@@ -295,5 +278,4 @@ export class PollScheduler {
   }
 }
 
-export type PlannedLog = ReturnType<PollScheduler['plan']>[number];
 export type ScheduleSnapshot = ReturnType<PollScheduler['snapshot']>;

@@ -102,9 +102,6 @@ export const EVENT_TYPES: Readonly<Record<LogKind, readonly EventType[]>> = {
 
 /** Every event name each log accepts in its `event` filter. */
 export const EVENT_CATALOGS = mapLogs((types) => types.map((t) => t.name));
-export const CAREER_EVENTS = EVENT_CATALOGS.career;
-export const SKILL_EVENTS = EVENT_CATALOGS.skill;
-export const IDENTITY_PROVIDER_EVENTS = EVENT_CATALOGS.identity_provider;
 
 const catalogSets = mapLogs((types) => new Set(types.map((t) => t.name)));
 

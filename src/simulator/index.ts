@@ -1,23 +1,16 @@
 import { systemClock, type Clock } from '../clock.js';
 import { ActivitySimulation, companySeed } from './activitySimulation.js';
-import type { InstanceRequest } from './instanceRequests.js';
 import { companyHandle, type SimulatedCompany } from './simulatedCompany.js';
 import { SimulatedService, type RequestRecord } from './simulatedService.js';
 import { listenSimulator } from './simulatorServer.js';
-import { simulatorOptionsSchema, type FaultOptions, type SimulatorOptionsInput } from './simulatorOptions.js';
+import { simulatorOptionsSchema, type SimulatorOptionsInput } from './simulatorOptions.js';
 
 export { streamKey } from './activityStore.js';
-export { CAREER_EVENTS, EVENT_CATALOGS, IDENTITY_PROVIDER_EVENTS, SKILL_EVENTS } from './eventCatalog.js';
+export { EVENT_CATALOGS } from './eventCatalog.js';
 export type { RequestRecord } from './simulatedService.js';
-export { instanceIdFrom, type InstanceRequest } from './instanceRequests.js';
+export { instanceIdFrom } from './daemonUserAgent.js';
 export type { SimulatedCompany } from './simulatedCompany.js';
-export {
-  ALL_SCOPES,
-  MAX_COMPANIES,
-  simulatorOptionsSchema,
-  type FaultOptions,
-  type SimulatorOptionsInput,
-} from './simulatorOptions.js';
+export { ALL_SCOPES, MAX_COMPANIES, simulatorOptionsSchema, type SimulatorOptionsInput } from './simulatorOptions.js';
 
 /**
  * A running stand-in for the service: a loopback HTTP server plus handles to steer it. It serves
@@ -34,21 +27,12 @@ export interface Simulator extends SimulatedCompany {
   readonly clock: Clock;
   /** Every company, by index; the simulator itself is the handle of the first. */
   readonly companies: readonly SimulatedCompany[];
-  /** Changes faults at run time, for every company; unspecified fields keep their value. */
-  setFaults(faults: Partial<FaultOptions>): void;
   /** The key stops working at once, whichever company it belongs to. */
   revokeApiKey(key: string): void;
-  /** Shrinks (or grows) the hourly allowance of every key; reads already spent stay spent. */
-  setReadsPerHour(n: number): void;
   /** Spends `n` reads of `key`'s bucket, as another client of the same key would. */
   spendReads(key: string, n: number): void;
   /** Every request received, oldest first (empty when options.recordRequests is false). */
   readonly requests: ReadonlyArray<RequestRecord>;
-  /**
-   * Every request received, oldest first, with the company its key belongs to and the daemon
-   * instance its User-Agent names: which replica polled which tenant when.
-   */
-  readonly instanceRequests: ReadonlyArray<InstanceRequest>;
   close(): Promise<void>;
 }
 
@@ -79,12 +63,9 @@ export async function startSimulator(options: SimulatorOptionsInput = {}): Promi
     url: server.url,
     clock,
     companies,
-    setFaults: (faults) => service.setFaults(faults),
     revokeApiKey: (key) => service.keys.revoke(key),
-    setReadsPerHour: (n) => service.buckets.setLimit(n),
     spendReads: (key, n) => service.buckets.spend(key, n, clock.now()),
     requests: service.requests,
-    instanceRequests: service.instanceRequests,
     close: () => server.close(),
   };
 }

@@ -28,12 +28,7 @@ interface Window {
 export class ReadBuckets {
   private readonly windows = new Map<string, Window>();
 
-  constructor(private limit: number) {}
-
-  /** Changes the allowance of every key at once; reads already spent stay spent. */
-  setLimit(limit: number): void {
-    this.limit = limit;
-  }
+  constructor(private readonly limit: number) {}
 
   /** Counts one read if the window has room; a refused read is not counted. */
   take(key: string, now: number): BucketDecision {

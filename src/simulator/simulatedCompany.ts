@@ -9,9 +9,9 @@ import type { ApiKeyRegistry } from './apiKeys.js';
  * test steers per tenant; a Simulator is also the handle of its first company.
  */
 export interface SimulatedCompany {
-  /** Position among the simulator's companies (0 is the first); InstanceRequest.company names it. */
+  /** Position among the simulator's companies (0 is the first); RequestRecord.company names it. */
   readonly index: number;
-  /** The company's key: the first of options.apiKeys for company 0, else a full-scope key derived from seed and index. */
+  /** The company's full-scope key, derived from the seed and the index. */
   readonly apiKey: string;
   /** Careers and skills that exist now (deleted ones drop out, added ones appear). */
   readonly careerIds: readonly string[];

@@ -9,10 +9,10 @@ import {
   rateLimitProblem,
   trialExpiredProblem,
 } from './problemResponses.js';
-import { instanceIdFrom, type InstanceRequest } from './instanceRequests.js';
+import { instanceIdFrom } from './daemonUserAgent.js';
 import { Random } from './random.js';
 import { ReadBuckets, type BucketState } from './readBucket.js';
-import { ALL_SCOPES, faultOptionsSchema, type FaultOptions, type SimulatorOptions } from './simulatorOptions.js';
+import { ALL_SCOPES, type SimulatorOptions } from './simulatorOptions.js';
 
 /** One request as the simulator saw it, for tests to assert on (never the full key). */
 export interface RequestRecord {
@@ -24,6 +24,13 @@ export interface RequestRecord {
   readonly status: number;
   /** Last four characters of the presented key, or null when none was presented. */
   readonly apiKeySuffix: string | null;
+  /** Index of the company the key belongs to (0 is the first); null when the key was not accepted. */
+  readonly company: number | null;
+  /**
+   * From `User-Agent: skills-changefeed/<version> (<instanceId>)`, null for any other: which
+   * replica polled which company when.
+   */
+  readonly instanceId: string | null;
 }
 
 export interface ServiceRequest {
@@ -52,10 +59,8 @@ export class SimulatedService {
   readonly keys = new ApiKeyRegistry();
   readonly buckets: ReadBuckets;
   readonly requests: RequestRecord[] = [];
-  readonly instanceRequests: InstanceRequest[] = [];
   /** The key of each company, by index; the first is exposed as Simulator.apiKey. */
   readonly companyKeys: readonly string[];
-  private faults: FaultOptions;
   private readonly faultRandom: Random;
   private readonly requestIds: Random;
   private requestCount = 0;
@@ -65,23 +70,11 @@ export class SimulatedService {
     private readonly companies: readonly ActivitySimulation[],
     private readonly clock: Clock,
   ) {
-    const keys = options.apiKeys ?? [{ key: deriveApiKey(options.seed), scopes: [...ALL_SCOPES] }];
-    for (const { key, scopes } of keys) this.keys.add(key, scopes, 0);
-    const companyKeys = [keys[0]?.key ?? ''];
-    for (let company = 1; company < companies.length; company++) {
-      const key = deriveApiKey(options.seed, company);
-      this.keys.add(key, ALL_SCOPES, company);
-      companyKeys.push(key);
-    }
-    this.companyKeys = companyKeys;
+    this.companyKeys = companies.map((_, company) => deriveApiKey(options.seed, company));
+    this.companyKeys.forEach((key, company) => this.keys.add(key, ALL_SCOPES, company));
     this.buckets = new ReadBuckets(options.readsPerHour);
-    this.faults = { ...options.faults };
     this.faultRandom = Random.derive(options.seed, 'faults');
     this.requestIds = Random.derive(options.seed, 'request-ids');
-  }
-
-  setFaults(faults: Partial<FaultOptions>): void {
-    this.faults = faultOptionsSchema.parse({ ...this.faults, ...faults });
   }
 
   handle(request: ServiceRequest): ServiceResponse {
@@ -112,13 +105,6 @@ export class SimulatedService {
     }
     const response = this.render(outcome, bucket, requestId, url.pathname, now);
     if (!this.options.recordRequests) return response;
-    this.instanceRequests.push({
-      at: now,
-      company: credential?.company ?? null,
-      instanceId: instanceIdFrom(request.userAgent),
-      path: url.pathname,
-      status: response.status,
-    });
     this.requests.push({
       at: now,
       method: request.method,
@@ -126,13 +112,15 @@ export class SimulatedService {
       query: Object.fromEntries(url.searchParams),
       status: response.status,
       apiKeySuffix: keySuffix(request.authorization),
+      company: credential?.company ?? null,
+      instanceId: instanceIdFrom(request.userAgent),
     });
     return response;
   }
 
   /** A counted read: the trial switch and transient faults come before the endpoint itself. */
   private read(credential: Credential, url: URL, now: number): Outcome {
-    if (this.faults.trialExpired) return { kind: 'problem', problem: trialExpiredProblem() };
+    if (this.options.faults.trialExpired) return { kind: 'problem', problem: trialExpiredProblem() };
     const failure = this.injectedError();
     if (failure) return failure;
     const simulation = this.companies[credential.company];
@@ -151,7 +139,7 @@ export class SimulatedService {
 
   /** A transient failure: mostly a 500 problem, sometimes a gateway's non-JSON 502 or 503. */
   private injectedError(): Outcome | null {
-    if (!this.faultRandom.chance(this.faults.errorRate)) return null;
+    if (!this.faultRandom.chance(this.options.faults.errorRate)) return null;
     const roll = this.faultRandom.next();
     if (roll < 0.75) return { kind: 'problem', problem: internalErrorProblem() };
     if (roll < 0.875) {
@@ -172,14 +160,15 @@ export class SimulatedService {
 
   /** A 200 whose body a strict client must refuse: not JSON at all, or data that is not an array. */
   private malform(outcome: Outcome): Outcome {
-    if (outcome.kind !== 'json' || !outcome.list || !this.faultRandom.chance(this.faults.malformedRate)) return outcome;
+    if (outcome.kind !== 'json' || !outcome.list || !this.faultRandom.chance(this.options.faults.malformedRate))
+      return outcome;
     const variants = ['{"data":[{"id":"act_', '{"data":null}', '{"data":{"items":[]}}', '<html>maintenance</html>'];
     return { kind: 'raw', status: 200, contentType: 'application/json', body: this.faultRandom.pick(variants) };
   }
 
   private render(outcome: Outcome, bucket: BucketState, requestId: string, path: string, now: number): ServiceResponse {
     const headers: Record<string, string> = {
-      Date: new Date(now - (now % (this.faults.dateResolutionSeconds * 1000))).toUTCString(),
+      Date: new Date(now - (now % (this.options.faults.dateResolutionSeconds * 1000))).toUTCString(),
       'X-Request-Id': requestId,
       'RateLimit-Limit': String(bucket.limit),
       'RateLimit-Remaining': String(bucket.remaining),
@@ -201,7 +190,7 @@ export class SimulatedService {
       headers['Content-Type'] = outcome.contentType;
       body = outcome.body;
     }
-    const slow = this.faults.slowRate > 0 && this.faultRandom.chance(this.faults.slowRate);
-    return { status, headers, body, delayMs: this.faults.latencyMs + (slow ? this.faults.slowMs : 0) };
+    const slow = this.options.faults.slowRate > 0 && this.faultRandom.chance(this.options.faults.slowRate);
+    return { status, headers, body, delayMs: this.options.faults.latencyMs + (slow ? this.options.faults.slowMs : 0) };
   }
 }

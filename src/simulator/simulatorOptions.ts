@@ -28,7 +28,7 @@ const share = z.number().min(0).max(1);
 /** Most companies one simulator serves: far beyond the issue's bench of 1,000, still a bounded heap. */
 export const MAX_COMPANIES = 10_000;
 
-export const faultOptionsSchema = z.object({
+const faultOptionsSchema = z.object({
   errorRate: share
     .default(0)
     .describe(
@@ -103,14 +103,6 @@ export const workloadSchema = z.discriminatedUnion('kind', [
 
 export type Workload = z.output<typeof workloadSchema>;
 
-export const apiKeySchema = z.object({
-  key: z.string().min(1).describe('The full key, sent as `Authorization: Bearer <key>`.'),
-  scopes: z
-    .array(z.string())
-    .default([...ALL_SCOPES])
-    .describe('Scopes in resource:action form; defaults to every scope.'),
-});
-
 export const simulatorOptionsSchema = z
   .object({
     host: z.string().default('127.0.0.1').describe('Interface to listen on; loopback by default.'),
@@ -175,21 +167,14 @@ export const simulatorOptionsSchema = z
           'The first company is the one of a single-company simulator: same seed, same key. The ' +
           'counts and rates above apply to each company.',
       ),
-    apiKeys: z
-      .array(apiKeySchema)
-      .min(1)
-      .optional()
-      .describe(
-        'Keys of the first company; by default one full-scope key derived from the seed. The first is exposed as `apiKey`.',
-      ),
     recordRequests: z
       .boolean()
       .default(true)
       .describe(
-        'Keep every request in `requests` and `instanceRequests` for tests to inspect. Off where ' +
+        'Keep every request in `requests` for tests to inspect. Off where ' +
           'nothing reads them (the `simulate` command), since they grow with every request.',
       ),
-    faults: faultOptionsSchema.prefault({}).describe('Injected failures; can be changed at run time with setFaults.'),
+    faults: faultOptionsSchema.prefault({}).describe('Injected failures.'),
   })
   .refine((o) => o.identityProviderShare + o.skillShare <= 1, {
     message: 'identityProviderShare + skillShare must not exceed 1',

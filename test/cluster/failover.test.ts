@@ -73,7 +73,7 @@ describe.skipIf(!admin).concurrent('replicas sharing tenants on PostgreSQL', () 
       () => {
         for (const tenant of orphans) {
           if (failoverMs.has(tenant)) continue;
-          const next = simulator.instanceRequests.find(
+          const next = simulator.requests.find(
             (r) => r.company === companyOf(tenant) && r.at > killedAt && r.instanceId !== victim,
           );
           if (next) failoverMs.set(tenant, next.at - killedAt);

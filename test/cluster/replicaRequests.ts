@@ -13,7 +13,7 @@ export interface CompanyRequest {
 /** Each company's requests in arrival order. */
 export function requestsByCompany(simulator: Simulator): Map<number, CompanyRequest[]> {
   const by = new Map<number, CompanyRequest[]>();
-  for (const r of simulator.instanceRequests) {
+  for (const r of simulator.requests) {
     if (r.company === null) continue;
     const list = by.get(r.company) ?? [];
     list.push({ at: r.at, instanceId: r.instanceId });
@@ -24,7 +24,7 @@ export function requestsByCompany(simulator: Simulator): Map<number, CompanyRequ
 
 /** No tenant was polled by two replicas inside one lease (the failover bench's check, on the simulator's record). */
 export function overlaps(simulator: Simulator, leaseSeconds: number): string[] {
-  return overlapsInRecord(simulator.instanceRequests, leaseSeconds * 1000);
+  return overlapsInRecord(simulator.requests, leaseSeconds * 1000);
 }
 
 /** A company's polling moving from one replica to another. */

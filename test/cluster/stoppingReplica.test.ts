@@ -83,7 +83,7 @@ describe.skipIf(!admin)('a replica that stops', () => {
       await stopped;
 
       expect(a.logged('lease acquired; tenant starting here', 'company-1')).toBe(false);
-      expect(simulator.instanceRequests.filter((r) => r.company === 1)).toEqual([]);
+      expect(simulator.requests.filter((r) => r.company === 1)).toEqual([]);
       expect(a.daemon.readiness().filter((check) => check.name.startsWith('company-'))).toEqual([]);
       const { rows } = await admin!.query<{ tenant: string }>(
         `SELECT tenant FROM "${cluster.schema}".changefeed_leases WHERE holder = 'replica-a' AND expires_at > clock_timestamp()`,

@@ -122,7 +122,7 @@ describe.skipIf(!admin).concurrent('replicas agree on the tenants whatever their
     await everythingDelivered(set, simulator);
     const settledAt = Date.now();
     await until(() => Date.now() > settledAt + 3_000, 10_000, 'three seconds of polling');
-    const recent = simulator.instanceRequests.filter((r) => r.company === 0 && r.at > settledAt);
+    const recent = simulator.requests.filter((r) => r.company === 0 && r.at > settledAt);
     expect(new Set(recent.map((r) => r.instanceId)).size).toBe(1);
     expect([...(await set.holders()).keys()]).not.toContain(COPY);
     // Left alone, the restarted replica serves every company, company 0 by its own tenant.

@@ -53,12 +53,8 @@ describe.skipIf(!admin)('tenant files added and removed while replicas run', () 
     const added = set.tenantName(ADDED);
     const addedAt = Date.now();
     set.writeTenantFile(ADDED);
-    await until(
-      () => simulator.instanceRequests.some((r) => r.company === ADDED),
-      60_000,
-      `the first request for ${added}`,
-    );
-    const first = simulator.instanceRequests.find((r) => r.company === ADDED)!;
+    await until(() => simulator.requests.some((r) => r.company === ADDED), 60_000, `the first request for ${added}`);
+    const first = simulator.requests.find((r) => r.company === ADDED)!;
     const takers = acquisitions(logs()).filter((a) => a.tenant === added);
     expect(takers.map((a) => a.instanceId)).toEqual([first.instanceId]);
     const holderLog = set.replicas.get(first.instanceId!)!.logs();
@@ -98,14 +94,14 @@ describe.skipIf(!admin)('tenant files added and removed while replicas run', () 
       30_000,
       `the lease row of ${removed} deleted`,
     );
-    const lastRequest = simulator.instanceRequests.filter((r) => r.company === 0).at(-1)!;
+    const lastRequest = simulator.requests.filter((r) => r.company === 0).at(-1)!;
     console.log(
       `removed ${removed}: stopped by ${holder} ${stoppedAt - removedAt} ms after the file was removed, ` +
         `its last request ${lastRequest.at - removedAt} ms after the removal ` +
-        `(${simulator.instanceRequests.filter((r) => r.company === 0 && r.at > removedAt - 10_000 && r.at <= removedAt).length} requests in the 10 s before)`,
+        `(${simulator.requests.filter((r) => r.company === 0 && r.at > removedAt - 10_000 && r.at <= removedAt).length} requests in the 10 s before)`,
     );
     expect(stoppedAt - removedAt).toBeLessThan(RESCAN_MS + RENEW_EVERY_MS);
-    expect(simulator.instanceRequests.filter((r) => r.company === 0 && r.at > stoppedAt)).toEqual([]);
+    expect(simulator.requests.filter((r) => r.company === 0 && r.at > stoppedAt)).toEqual([]);
     expect(acquisitions(logs()).filter((a) => a.tenant === removed && a.at > removedAt)).toEqual([]);
     // The other tenants go on, each leased by one of the replicas.
     const expected = Array.from({ length: ADDED }, (_, i) => set.tenantName(i + 1));

@@ -47,12 +47,12 @@ describe('daemons of two companies against one simulator', () => {
       expect(duplicatesOf(ids)).toEqual([]);
       expect(new Set(ids)).toEqual(new Set(expectedEventIds(company)));
     }
-    const byCompany = (company: number) => simulator.instanceRequests.filter((r) => r.company === company);
+    const byCompany = (company: number) => simulator.requests.filter((r) => r.company === company);
     expect(byCompany(0).length).toBeGreaterThan(5);
     expect(byCompany(1).length).toBeGreaterThan(5);
     expect(new Set(byCompany(0).map((r) => r.instanceId))).toEqual(new Set(['replica-a']));
     expect(new Set(byCompany(1).map((r) => r.instanceId))).toEqual(new Set(['replica-b']));
-    expect(simulator.instanceRequests.filter((r) => r.company === null || r.status !== 200)).toEqual([]);
+    expect(simulator.requests.filter((r) => r.company === null || r.status !== 200)).toEqual([]);
   });
 });
 
@@ -95,8 +95,8 @@ describe('changefeed run with CHANGEFEED_INSTANCE_ID', () => {
     await daemon.waitForLog('changefeed running', 60_000);
     expect(daemon.logs()).toMatch(/"instanceId":"changefeed-7d9f8b6c5-x2k4q"[^\n]*"msg":"changefeed running"/);
     // The start-up ping and discovery of both lists.
-    await until(() => simulator.instanceRequests.length >= 3, 30_000, 'the daemon to poll');
-    expect(new Set(simulator.instanceRequests.map((r) => `${r.company} ${r.instanceId}`))).toEqual(
+    await until(() => simulator.requests.length >= 3, 30_000, 'the daemon to poll');
+    expect(new Set(simulator.requests.map((r) => `${r.company} ${r.instanceId}`))).toEqual(
       new Set(['1 changefeed-7d9f8b6c5-x2k4q']),
     );
   }, 90_000);

@@ -172,7 +172,7 @@ describe.skipIf(!admin)('a PostgreSQL store that is down when the daemon starts'
           'unreachable: .*ECONNREFUSED.*; retrying in \\d+ s \\(after attempt \\d+\\)$',
       ),
     );
-    expect(simulator.instanceRequests).toHaveLength(0);
+    expect(simulator.requests).toHaveLength(0);
 
     // Then a server that takes connections and drops each at once: waited out the same way.
     database.cutNewConnections(true);
@@ -180,7 +180,7 @@ describe.skipIf(!admin)('a PostgreSQL store that is down when the daemon starts'
     const storeDetail = () => daemon!.readiness().find((c) => c.name === 'store')?.detail ?? '';
     await until(() => storeDetail().includes('Connection terminated'), 30_000, 'an attempt cut by the server');
     expect(storeDetail()).toMatch(/is unreachable: Connection terminated.*; retrying in \d+ s \(after attempt \d+\)$/);
-    expect(simulator.instanceRequests).toHaveLength(0);
+    expect(simulator.requests).toHaveLength(0);
 
     // Written while the database is down: delivered too once it is back.
     writeRound(simulator);
@@ -188,9 +188,7 @@ describe.skipIf(!admin)('a PostgreSQL store that is down when the daemon starts'
     await starting;
     await until(() => missing(simulator, dir) === 0, 60_000, 'every entry of every company delivered');
     await until(async () => (await getJson(`${base}/readyz`)).status === 200, 30_000, '/readyz 200');
-    expect(new Set(simulator.instanceRequests.map((r) => r.company))).toEqual(
-      new Set(simulator.companies.map((_, i) => i)),
-    );
+    expect(new Set(simulator.requests.map((r) => r.company))).toEqual(new Set(simulator.companies.map((_, i) => i)));
     writeRound(simulator);
     await until(() => missing(simulator, dir) === 0, 60_000, 'the entries written after the start delivered');
     const text = logs.join('');

@@ -53,7 +53,7 @@ describe('tenant files added and removed while the daemon runs (SQLite, one proc
     daemon = new ChangefeedDaemon(main, { logger: noopLogger });
     await daemon.start();
     const requestsOf = (company: number, since = 0) =>
-      simulator.instanceRequests.filter((r) => r.company === company && r.at >= since).length;
+      simulator.requests.filter((r) => r.company === company && r.at >= since).length;
     await until(() => requestsOf(0) > 0 && requestsOf(1) > 0, 30_000, 'both tenants polling');
     expect(requestsOf(2)).toBe(0);
 

@@ -87,7 +87,7 @@ describe('many companies', () => {
     for (const company of sim.companies) {
       expect((await get(`${sim.url}/api/v1/ping`, company.apiKey)).status).toBe(200);
     }
-    expect(sim.instanceRequests[0]).toEqual({
+    expect(sim.requests[0]).toMatchObject({
       at: START,
       company: null,
       instanceId: 'a',
@@ -118,7 +118,7 @@ describe('many companies', () => {
     await get(`${sim.url}/api/v1/careers/${second!.careerIds[0]}/activity`, second!.apiKey, agent('replica-b'));
     await get(`${sim.url}/api/v1/careers/${second!.careerIds[0]}/activity`, first!.apiKey, agent('replica-a'));
     await get(`${sim.url}/api/v1/ping`, second!.apiKey, 'curl/8.5.0');
-    expect(sim.instanceRequests).toEqual([
+    expect(sim.requests).toMatchObject([
       { at: START, company: 0, instanceId: 'replica-a', path: '/api/v1/identity-provider-events', status: 200 },
       {
         at: START + 1_000,
@@ -136,14 +136,12 @@ describe('many companies', () => {
       },
       { at: START + 1_000, company: 1, instanceId: null, path: '/api/v1/ping', status: 200 },
     ]);
-    expect(sim.requests).toHaveLength(4);
   });
 
   it('records nothing when told not to (the simulate command, where nothing reads the record)', async () => {
     const sim = await useSimulator({ clock: new ManualClock(START), companies: 2, recordRequests: false });
     await get(`${sim.url}/api/v1/ping`, sim.companies[1]!.apiKey, agent('replica-a'));
     expect(sim.requests).toEqual([]);
-    expect(sim.instanceRequests).toEqual([]);
   });
 
   it.each([0, 1.5, MAX_COMPANIES + 1])('refuses %s companies', async (companies) => {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { distribution, overlaps, requestsAfterKill, takeovers } from '../../bench/cases/failoverRecords.js';
-import type { InstanceRequest } from '../../src/simulator/index.js';
+import {
+  distribution,
+  overlaps,
+  requestsAfterKill,
+  takeovers,
+  type InstanceRequest,
+} from '../../bench/cases/failoverRecords.js';
 
 const req = (
   at: number,
