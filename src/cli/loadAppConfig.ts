@@ -24,7 +24,6 @@ interface ConfigArgs {
   configFlag?: string | undefined;
   env?: NodeJS.ProcessEnv;
   overrides?: Record<string, unknown>;
-  embeddedDefaults?: unknown;
 }
 
 /** Resolves the config file (--config, CHANGEFEED_CONFIG, or the default path if present) and loads every layer. */
@@ -55,7 +54,6 @@ function sources(args: ConfigArgs, file: string | undefined) {
     env: args.env ?? process.env,
     envMapping: { ...ENV_MAPPING },
     overrides: args.overrides,
-    embeddedDefaults: args.embeddedDefaults,
   };
 }
 
