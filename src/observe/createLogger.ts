@@ -55,9 +55,6 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   );
 }
 
-/** A logger that discards everything, for tests and for components used without one. */
-export const noopLogger: Logger = pino({ enabled: false });
-
 // Interpolation arguments become text inside `msg` before any later step sees them, where a
 // credential-named key can no longer be found; redact them while they are still objects.
 function scrubLogArguments(this: Logger, args: Parameters<LogFn>, method: LogFn): void {

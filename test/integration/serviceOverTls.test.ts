@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/api/serviceClient.js';
 import { systemClock, type ManualClock } from '../../src/clock.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { pingService } from '../../src/daemon/serviceConnection.js';
 import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { skipOrFail } from '../support/requiredBinary.js';

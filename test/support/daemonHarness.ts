@@ -3,7 +3,7 @@ import { ChangefeedDaemon, type DaemonOptions } from '../../src/daemon/changefee
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { appConfigSchema, type AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from './noopLogger.js';
 import type { SimulatedCompany, Simulator } from '../../src/simulator/index.js';
 import { readJsonLines } from './jsonLines.js';
 import { withVirtualTime } from './virtualTime.js';

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import type { Clock } from '../../src/clock.js';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
-import { noopLogger, type Logger } from '../../src/observe/createLogger.js';
+import { type Logger } from '../../src/observe/createLogger.js';
+import { noopLogger } from './noopLogger.js';
 import {
   startWebhookReceiver,
   type ReceivedWebhook,
