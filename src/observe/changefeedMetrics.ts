@@ -10,12 +10,8 @@ import type { CircuitState, DeliveryCounts, WatchedLog } from '../store/storeRec
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
-/** Every state of a circuit, as the `state` label spells it (Prometheus label values: no hyphen). */
-const CIRCUIT_STATES: readonly [CircuitState, string][] = [
-  ['closed', 'closed'],
-  ['half-open', 'half_open'],
-  ['open', 'open'],
-];
+/** Every state of a circuit, in the order the `state` label lists them. */
+const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'half-open', 'open'];
 
 /** A sink's state now, as its worker holds it. */
 export interface SinkMetricState {
@@ -307,7 +303,9 @@ export class ChangefeedMetrics {
       ['sink', 'state'],
       (set, _, source) => {
         for (const s of source.sinks?.() ?? [])
-          for (const [state, label] of CIRCUIT_STATES) set({ sink: s.sink, state: label }, s.circuit === state ? 1 : 0);
+          // Prometheus label values take no hyphen: half-open is half_open.
+          for (const state of CIRCUIT_STATES)
+            set({ sink: s.sink, state: state.replace('-', '_') }, s.circuit === state ? 1 : 0);
       },
     );
     gauge(
