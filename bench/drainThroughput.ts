@@ -1,6 +1,6 @@
 import { systemClock } from '../src/clock.js';
 import { DeliveryEngine } from '../src/deliver/deliveryEngine.js';
-import { noopLogger } from '../src/observe/createLogger.js';
+import { noopLogger } from '../test/support/noopLogger.js';
 import { createSink, sinkConfigSchema } from '../src/sinks/sinkRegistry.js';
 import { prefilledStore } from '../test/support/prefilledStore.js';
 import { withPeakRss, type BenchRow } from './benchTable.js';

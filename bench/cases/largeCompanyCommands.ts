@@ -5,7 +5,7 @@ import { createApiKeyProvider } from '../../src/api/apiKeyProvider.js';
 import { systemClock } from '../../src/clock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { createServiceClient } from '../../src/daemon/serviceConnection.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../../test/support/noopLogger.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { ServerClock } from '../../src/poll/serverClock.js';
 import { LAST_DISCOVERY_KEY, WatchRegistry } from '../../src/poll/watchRegistry.js';

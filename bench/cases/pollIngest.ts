@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import { ManualClock } from '../../test/support/manualClock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../../test/support/noopLogger.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { withVirtualTime } from '../../test/support/virtualTime.js';
 import { withPeakRss, type BenchRow } from '../benchTable.js';

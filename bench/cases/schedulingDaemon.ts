@@ -6,7 +6,7 @@ import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { storePath } from '../../src/store/sqlite/database.js';
 import { ManualClock } from '../../test/support/manualClock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../../test/support/noopLogger.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { systemClock } from '../../src/clock.js';

@@ -5,7 +5,7 @@ import { ApiProblemError } from '../../src/api/apiErrors.js';
 import type { RequestPriority } from '../../src/api/serviceClient.js';
 import { ManualClock } from '../../test/support/manualClock.js';
 import type { LogKind } from '../../src/logs.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../../test/support/noopLogger.js';
 import { historyLookbackMs } from '../../src/poll/logHistory.js';
 import type { PollResult } from '../../src/poll/logPoller.js';
 import { PollLoop } from '../../src/poll/pollLoop.js';

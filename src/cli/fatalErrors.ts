@@ -15,22 +15,19 @@ export function exitOnEscapedErrors(
   logger: Logger,
   exit: (code: number) => void = (code) => process.exit(code),
 ): () => void {
-  const onRejection = (reason: unknown): void => {
-    logger.fatal({ err: describeError(reason), stack: stackOf(reason), origin: 'unhandledRejection' }, FATAL_MESSAGE);
-    exit(1);
-  };
-  const onException = (error: unknown): void => {
-    logger.fatal({ err: describeError(error), stack: stackOf(error), origin: 'uncaughtException' }, FATAL_MESSAGE);
-    exit(1);
-  };
+  const fatal =
+    (origin: 'unhandledRejection' | 'uncaughtException') =>
+    (error: unknown): void => {
+      const stack = error instanceof Error ? error.stack : undefined;
+      logger.fatal({ err: describeError(error), stack, origin }, FATAL_MESSAGE);
+      exit(1);
+    };
+  const onRejection = fatal('unhandledRejection');
+  const onException = fatal('uncaughtException');
   process.on('unhandledRejection', onRejection);
   process.on('uncaughtException', onException);
   return () => {
     process.off('unhandledRejection', onRejection);
     process.off('uncaughtException', onException);
   };
-}
-
-function stackOf(error: unknown): string | undefined {
-  return error instanceof Error ? error.stack : undefined;
 }

@@ -5,13 +5,11 @@ import { readTenants } from '../config/readTenants.js';
 import { ChangefeedError } from '../errors.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import {
-  appConfigSchema,
+  CONFIG_VIEWS,
   ENV_MAPPING,
-  inspectionConfigSchema,
-  replayConfigSchema,
-  serviceConfigSchema,
-  UNREAD_SECRET_SECTIONS,
+  unreadSections,
   type AppConfig,
+  type ConfigView,
 } from '../config/appConfigSchema.js';
 import { loadConfig } from '../config/loadConfig.js';
 import { loadMainConfig, tenantAppConfig, tenantsDirOf, type MainConfig } from '../config/mainConfig.js';
@@ -24,7 +22,6 @@ interface ConfigArgs {
   configFlag?: string | undefined;
   env?: NodeJS.ProcessEnv;
   overrides?: Record<string, unknown>;
-  embeddedDefaults?: unknown;
 }
 
 /** Resolves the config file (--config, CHANGEFEED_CONFIG, or the default path if present) and loads every layer. */
@@ -55,34 +52,15 @@ function sources(args: ConfigArgs, file: string | undefined) {
     env: args.env ?? process.env,
     envMapping: { ...ENV_MAPPING },
     overrides: args.overrides,
-    embeddedDefaults: args.embeddedDefaults,
   };
 }
 
-/**
- * What a command validates of a tenant's config without tenants.dir (with it, the daemon's
- * validation): `inspection` reads the store only, no credential, sinks by name and type (`status`,
- * `plan` without discovery); `replay` delivers from the store without polling, the sinks in full,
- * no credential; `service` calls the service with the tenant's key and opens no sink (`watch
- * retry`, `plan`'s discovery); `full` is everything a daemon reads, every secret included (`check`).
- */
-const VIEW_SCHEMAS = {
-  inspection: inspectionConfigSchema,
-  replay: replayConfigSchema,
-  service: serviceConfigSchema,
-  full: appConfigSchema,
-} as const;
-
-type TenantConfigViews = { [V in keyof typeof VIEW_SCHEMAS]: z.infer<(typeof VIEW_SCHEMAS)[V]> };
+type TenantConfigViews = { [V in ConfigView]: z.infer<(typeof CONFIG_VIEWS)[V]> };
 
 /** The config loaded as `view`: that view's schema, its unread secret sections' unset `${VAR}` no error. */
-function loadView<V extends keyof TenantConfigViews>(
-  args: ConfigArgs,
-  file: string | undefined,
-  view: V,
-): TenantConfigViews[V] {
-  const keepUnsetEnvUnder = UNREAD_SECRET_SECTIONS[view];
-  return loadConfig(VIEW_SCHEMAS[view], { ...sources(args, file), keepUnsetEnvUnder }) as TenantConfigViews[V];
+function loadView<V extends ConfigView>(args: ConfigArgs, file: string | undefined, view: V): TenantConfigViews[V] {
+  const keepUnsetEnvUnder = unreadSections(view);
+  return loadConfig(CONFIG_VIEWS[view], { ...sources(args, file), keepUnsetEnvUnder }) as TenantConfigViews[V];
 }
 
 /** One tenant's config for a command, and where it came from. */
@@ -100,7 +78,7 @@ export interface LoadedTenantConfig<C> {
  * with the tenant's own key, never the main file's). USAGE names the tenants there are when
  * `--tenant` is missing or unknown, and the tenant and its file when that file is invalid.
  */
-export function loadTenantConfig<V extends keyof TenantConfigViews>(
+export function loadTenantConfig<V extends ConfigView>(
   flags: TenantFlags,
   env: NodeJS.ProcessEnv,
   view: V,

@@ -17,20 +17,14 @@ export async function bindPort<T>(binding: PortBinding, start: () => Promise<T>)
     return await start();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code === 'EADDRINUSE') {
-      throw new ChangefeedError(
-        'PORT_IN_USE',
-        `port ${binding.port} on ${binding.host} is already in use by another process; stop it or choose another port with ${binding.setting}`,
-        { cause: error },
-      );
-    }
-    if (code === 'EACCES') {
-      throw new ChangefeedError(
-        'PORT_IN_USE',
-        `port ${binding.port} on ${binding.host} needs privileges this process does not have; choose a port above 1023 with ${binding.setting}`,
-        { cause: error },
-      );
-    }
-    throw error;
+    const problem =
+      code === 'EADDRINUSE'
+        ? 'is already in use by another process; stop it or choose another port'
+        : code === 'EACCES'
+          ? 'needs privileges this process does not have; choose a port above 1023'
+          : undefined;
+    if (problem === undefined) throw error;
+    const message = `port ${binding.port} on ${binding.host} ${problem} with ${binding.setting}`;
+    throw new ChangefeedError('PORT_IN_USE', message, { cause: error });
   }
 }

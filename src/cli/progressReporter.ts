@@ -18,13 +18,14 @@ export interface ProgressOptions {
   stream: NodeJS.WritableStream & { isTTY?: boolean };
   /** Monotonic milliseconds; the lines' rate, ETA and pacing are measured on it. */
   now: () => number;
-  /** Least time between two lines when not on a terminal (default 2 s). */
-  intervalMs?: number;
 }
+
+/** Least time between two lines when not on a terminal. */
+const LINE_INTERVAL_MS = 2_000;
 
 /**
  * A bar (cli-progress) on a terminal; elsewhere (a pipe, a log collector) plain lines, at most one
- * every `intervalMs` unless a tenth more of the work is done, with counts, rate and ETA, and one
+ * every LINE_INTERVAL_MS unless a tenth more of the work is done, with counts, rate and ETA, and one
  * at the end: a bar's carriage returns would be one endless line in a log.
  */
 export function createProgressReporter(options: ProgressOptions): ProgressReporter {
@@ -48,7 +49,6 @@ function barReporter(options: ProgressOptions): ProgressReporter {
 
 function lineReporter(options: ProgressOptions): ProgressReporter {
   const started = options.now();
-  const intervalMs = options.intervalMs ?? 2_000;
   let last: LineState = { at: started, done: 0 };
   let latest = 0;
   const write = (done: number, at: number): void => {
@@ -59,7 +59,7 @@ function lineReporter(options: ProgressOptions): ProgressReporter {
     update: (done) => {
       latest = done;
       const at = options.now();
-      if (progressLineDue(last, { at, done }, options.total, intervalMs)) write(done, at);
+      if (progressLineDue(last, { at, done }, options.total, LINE_INTERVAL_MS)) write(done, at);
     },
     stop: () => {
       if (latest !== last.done || latest === 0) write(latest, options.now());

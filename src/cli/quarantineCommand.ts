@@ -1,12 +1,11 @@
 import { withExistingStore } from './existingStore.js';
 import type { Command } from 'commander';
 import type { LogKind } from '../logs.js';
-import { logOption } from './logFlag.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import type { CliIo } from './cliIo.js';
 import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
-import { numberIn } from './optionParsers.js';
+import { logOption, numberIn } from './optionParsers.js';
 import { terminalSafe } from './terminalText.js';
 
 export function defineQuarantineCommand(program: Command, host: CommandHost): void {

@@ -4,14 +4,13 @@ import { systemClock } from '../clock.js';
 import { DeliveryEngine } from '../deliver/deliveryEngine.js';
 import { LeaseLostError } from '../cluster/writeFence.js';
 import { ChangefeedError } from '../errors.js';
-import { logOption } from './logFlag.js';
 import type { LogKind } from '../logs.js';
 import { createLogger } from '../observe/createLogger.js';
 import { createSink } from '../sinks/sinkRegistry.js';
 import { logDestination, type CliIo } from './cliIo.js';
 import { configOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
-import { timeOrAge } from './optionParsers.js';
+import { logOption, timeOrAge } from './optionParsers.js';
 import { createProgressReporter } from './progressReporter.js';
 
 export function defineReplayCommand(program: Command, host: CommandHost): void {

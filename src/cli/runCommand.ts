@@ -4,7 +4,6 @@ import { ChangefeedDaemon } from '../daemon/changefeedDaemon.js';
 import { storePath } from '../store/sqlite/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { setStoreAside } from '../store/sqlite/storeIdentity.js';
-import type { ProcessConfig } from '../config/mainConfig.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observe/createLogger.js';
 import { ProcessMetrics } from '../observe/processMetrics.js';
@@ -14,7 +13,7 @@ import { configOption } from './commandLine.js';
 import { exitOnEscapedErrors } from './fatalErrors.js';
 import { loadTenantedConfig } from './loadAppConfig.js';
 import { secondsOrDuration } from './optionParsers.js';
-import { bindPort, type PortBinding } from './portInUse.js';
+import { bindPort } from './portInUse.js';
 import { untilStopped } from './shutdownSignals.js';
 
 export function defineRunCommand(program: Command, host: CommandHost): void {
@@ -99,7 +98,8 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
         await daemon.start();
       });
     });
-  await bindPort(httpBinding(config), () => daemon.start());
+  const http = { port: config.http.port ?? 0, host: config.http.host, setting: 'http.port (or CHANGEFEED_HTTP_PORT)' };
+  await bindPort(http, () => daemon.start());
   return stopped;
 }
 
@@ -117,10 +117,6 @@ function resetStore(stateDir: string, logger: Logger): void {
   } finally {
     lock.release();
   }
-}
-
-function httpBinding(config: ProcessConfig): PortBinding {
-  return { port: config.http.port ?? 0, host: config.http.host, setting: 'http.port (or CHANGEFEED_HTTP_PORT)' };
 }
 
 async function runOnce(daemon: ChangefeedDaemon, logger: Logger): Promise<number> {

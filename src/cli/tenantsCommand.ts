@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import { LeaseTable, type LeaseRow } from '../cluster/leaseTable.js';
-import { TenantRecordTable } from '../cluster/tenantRecordTable.js';
 import type { TenantRecord } from '../tenants/tenant.js';
-import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
 import { OlderSchemaError } from '../store/storeError.js';
 import type { StoreConfig } from '../store/storeConfig.js';
@@ -38,47 +36,47 @@ interface TenantsOptions {
 async function tenantsCommand(values: TenantsOptions, io: CliIo): Promise<number> {
   const main = loadTenantedConfig({ configFlag: values.config, env: io.env });
   const dir = main.tenants.kind === 'directory' ? main.tenants.dir : undefined;
-  const location = storeLocation(main.process);
-  const shared =
-    location.kind === 'postgres' ? await readShared(location, main.process.cluster.leaseSeconds * 1000) : undefined;
-  const records = shared?.records ?? (dir === undefined ? [] : await readSqliteRecords(main.process));
+  // Without tenants.dir a SQLite store has nothing to say: no records to settle, no leases.
+  const fromStore =
+    dir === undefined && storeLocation(main.process).kind === 'sqlite'
+      ? { records: [] }
+      : await readStore(main.process, main.process.cluster.leaseSeconds * 1000);
   // Settled against the store's records, as the daemon (every replica) settles them.
-  const report = buildTenantsReport(dir, readTenants(main.tenants, [], records));
-  if (shared) addLeases(report, shared.leases);
+  const report = buildTenantsReport(dir, readTenants(main.tenants, [], fromStore.records));
+  if (fromStore.leases) addLeases(report, fromStore.leases);
   const text = values.json ? JSON.stringify(report, null, 2) : formatTenantsReport(report);
   io.stdout.write(`${scrubSecrets(text)}\n`);
   const problems = report.problems.length + report.tenants.filter((t) => !t.valid).length;
   return problems > 0 ? 1 : 0;
 }
 
-/** The tenant records of a SQLite store; none before a daemon created it. */
-async function readSqliteRecords(config: { stateDir: string; store: StoreConfig }): Promise<readonly TenantRecord[]> {
-  const backend = await openStoreBackend(config, { readonly: true, mustExist: true });
+/**
+ * The tenant records of the store and, when replicas share it, its leases; opened read-only, so
+ * none before a daemon created the store or brought it to this build's schema (a deployment gate
+ * runs this before this build's daemon, whose first read after migrating decides from none too).
+ */
+async function readStore(
+  config: { stateDir: string; store: StoreConfig },
+  leaseMs: number,
+): Promise<{ records: readonly TenantRecord[]; leases?: Map<string, LeaseRow> }> {
+  let backend;
   try {
-    return await backend.tenantRecords().read();
+    backend = await openStoreBackend(config, {
+      readonly: true,
+      mustExist: true,
+      applicationName: 'changefeed tenants list',
+    });
+    const records = await backend.tenantRecords().read();
+    const shared = backend.sharedByReplicas;
+    if (!shared) return { records };
+    const leases = await new LeaseTable(shared.leasePool, { leaseMs }).list();
+    return { records, leases: new Map(leases.map((l) => [l.tenant, l])) };
   } catch (error) {
-    if (error instanceof ChangefeedError && error.code === 'STORE_MISSING') return [];
-    // Not migrated yet (a deployment gate runs this before this build's daemon): it has no
-    // records, and the daemon's first read after migrating decides from none either.
-    if (error instanceof OlderSchemaError) return [];
+    if (error instanceof ChangefeedError && error.code === 'STORE_MISSING') return { records: [] };
+    if (error instanceof OlderSchemaError) return { records: [] };
     throw error;
   } finally {
-    await backend.close();
-  }
-}
-
-/** The tenant records and the leases of the shared store. */
-async function readShared(
-  location: Extract<ReturnType<typeof storeLocation>, { kind: 'postgres' }>,
-  leaseMs: number,
-): Promise<{ records: readonly TenantRecord[]; leases: Map<string, LeaseRow> }> {
-  const backend = await PostgresStoreBackend.open(location, { applicationName: 'changefeed tenants list' });
-  try {
-    const records = await new TenantRecordTable(backend.pool).read();
-    const leases = new Map((await new LeaseTable(backend.leasePool, { leaseMs }).list()).map((l) => [l.tenant, l]));
-    return { records, leases };
-  } finally {
-    await backend.close();
+    await backend?.close();
   }
 }
 

@@ -59,6 +59,7 @@ export type AppConfig = z.infer<typeof appConfigSchema>;
 // A section a command does not read is not validated beyond what the command uses, and its unset
 // `${VAR}` references are kept as written: the command runs where that section's secrets (the key,
 // the sinks' passwords and signing secrets, the feed's tokens) are not mounted.
+const notPolled = z.unknown().optional().describe('Not read by commands that do not poll.');
 const unreadFeed = z.unknown().optional().describe('Not read by commands that do not serve the feed.');
 const sinkNamesOnly = z
   .array(z.object({ name: z.string().min(1), type: z.string() }).passthrough())
@@ -66,42 +67,32 @@ const sinkNamesOnly = z
   .describe('Only the names and types are read by commands that do not open the sinks.');
 
 /**
- * The configuration for commands that deliver from the store without polling (`replay`): the
- * sinks in full, but not the credential nor the feed's tokens, which may not even be mounted
- * where they run.
+ * The sections each view of the config for a command (loadAppConfig.ts) does not read in full:
+ * `inspection` reads the store only, no credential, sinks by name and type (`status`,
+ * `dead-letters`, `plan` without discovery); `replay` delivers from the store without polling,
+ * the sinks in full, no credential; `service` calls the service with the key and opens no sink
+ * (`watch retry`, `plan`'s discovery); `full` is everything a daemon reads (`check`).
  */
-export const replayConfigSchema = appConfigSchema.extend({
-  api: z.unknown().optional().describe('Not read by commands that do not poll.'),
-  feed: unreadFeed,
-});
+const VIEW_RELAXATIONS = {
+  inspection: { api: notPolled, sinks: sinkNamesOnly, feed: unreadFeed },
+  replay: { api: notPolled, feed: unreadFeed },
+  service: { sinks: sinkNamesOnly, feed: unreadFeed },
+  full: {},
+};
 
-/**
- * The configuration for commands that only read the store (`status`, `dead-letters`, `plan`):
- * stateDir, the watch and budget settings and the sinks' names, not the credential, the feed's
- * tokens nor the sinks' destinations and secrets.
- */
-export const inspectionConfigSchema = appConfigSchema.extend({
-  api: z.unknown().optional().describe('Not read by inspection commands.'),
-  sinks: sinkNamesOnly,
-  feed: unreadFeed,
-});
+export const CONFIG_VIEWS = {
+  inspection: appConfigSchema.extend(VIEW_RELAXATIONS.inspection),
+  replay: appConfigSchema.extend(VIEW_RELAXATIONS.replay),
+  service: appConfigSchema.extend(VIEW_RELAXATIONS.service),
+  full: appConfigSchema,
+};
 
-/**
- * The configuration for commands that call the service with the key but open no sink
- * (`watch retry`, `plan`'s discovery): the credential, the sinks by name and type only.
- */
-export const serviceConfigSchema = appConfigSchema.extend({ sinks: sinkNamesOnly, feed: unreadFeed });
+export type ConfigView = keyof typeof CONFIG_VIEWS;
 
-/**
- * The sections holding secrets that each view of the config does not read: an unset `${VAR}` in
- * them is no error there. What a command needs is declared by the view it loads (loadAppConfig.ts).
- */
-export const UNREAD_SECRET_SECTIONS = {
-  inspection: ['api', 'sinks', 'feed'],
-  replay: ['api', 'feed'],
-  service: ['sinks', 'feed'],
-  full: [],
-} as const satisfies Record<string, readonly ('api' | 'sinks' | 'feed')[]>;
+/** The sections `view` does not read: an unset `${VAR}` in them is no error there. */
+export function unreadSections(view: ConfigView): string[] {
+  return Object.keys(VIEW_RELAXATIONS[view]);
+}
 
 /** Environment variables and the config paths they set. */
 export const ENV_MAPPING: Readonly<Record<string, string>> = {

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { formatConfigPath, getAtPath } from './configPath.js';
 import { knownKeysAtPath, type JsonSchema } from './configJsonSchema.js';
-import { collectSecretValues, isSecretPath } from './secretFields.js';
+import { findSecrets } from './secretFields.js';
 import { suggestKey } from './suggestKey.js';
 import { redactUrlCredentials } from '../secrets/urlCredentials.js';
 
@@ -36,10 +36,9 @@ const REDACTED = '<redacted>';
  */
 export function formatConfigIssues(issues: readonly Issue[], context: IssueContext): ConfigError {
   const problems = issues.flatMap((issue) => explain(issue, [], context));
+  const found = findSecrets(context.jsonSchema, context.input);
   // Very short values would shred the text; a field that short is reported as <redacted> anyway.
-  const secrets = [...collectSecretValues(context.jsonSchema, context.input)]
-    .filter((secret) => secret.length >= 4)
-    .sort((a, b) => b.length - a.length);
+  const secrets = [...found.values].filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length);
   const scrub = (text: string): string =>
     redactUrlCredentials(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text));
 
@@ -47,7 +46,7 @@ export function formatConfigIssues(issues: readonly Issue[], context: IssueConte
   const listed = new Map<string, { path: string; message: string }>();
   for (const problem of problems) {
     const path = formatConfigPath(problem.path);
-    const message = scrub(problem.message + detail(problem, context));
+    const message = scrub(problem.message + detail(problem, context, found.paths.has(path)));
     listed.set(`${path}: ${message}`, { path, message });
   }
   const count = listed.size === 1 ? '1 problem' : `${listed.size} problems`;
@@ -116,12 +115,10 @@ function unknownVariant(value: unknown, discriminator: string, options: readonly
   return `unknown ${discriminator} ${preview(tag)}; expected one of ${expected}${hint}`;
 }
 
-function detail(problem: Problem, context: IssueContext): string {
+function detail(problem: Problem, context: IssueContext, secret: boolean): string {
   const parts: string[] = [];
   const value = getAtPath(context.input, problem.path);
-  if (problem.showValue && isScalar(value)) {
-    parts.push(`got ${isSecretPath(context.jsonSchema, problem.path, context.input) ? REDACTED : preview(value)}`);
-  }
+  if (problem.showValue && isScalar(value)) parts.push(`got ${secret ? REDACTED : preview(value)}`);
   const origin = context.describeOrigin?.(problem.path);
   if (origin !== undefined) parts.push(origin);
   return parts.length > 0 ? ` (${parts.join(' ')})` : '';

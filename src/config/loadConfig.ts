@@ -1,6 +1,5 @@
 import type { z } from 'zod';
-import { ConfigError } from '../errors.js';
-import { getAtPath, isPlainObject, objectAtPath, parseDottedPath } from './configPath.js';
+import { getAtPath, objectAtPath, parseDottedPath } from './configPath.js';
 import { coerceScalars } from './coerceScalars.js';
 import { toConfigJsonSchema } from './configJsonSchema.js';
 import { deepMerge } from './deepMerge.js';
@@ -22,8 +21,8 @@ export interface ConfigSources {
   overrides?: Record<string, unknown>;
   /** Environment variable name -> dotted config path, e.g. `{ CHANGEFEED_API_KEY: 'api.apiKey' }`. */
   envMapping?: Record<string, string>;
-  /** Defaults shipped with the program that are not part of the schema (a plain object). */
-  embeddedDefaults?: unknown;
+  /** Defaults that are not part of the schema: the main config's tenant sections, under a tenant file. */
+  embeddedDefaults?: Record<string, unknown>;
   /**
    * Where a value of `embeddedDefaults` came from, phrased to follow "got X" (e.g. `at
    * /etc/changefeed.yaml:4:3`); by default `from the built-in defaults`.
@@ -57,11 +56,6 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, sources: ConfigSou
   const jsonSchema = toConfigJsonSchema(schema);
 
   const embedded = sources.embeddedDefaults ?? {};
-  if (!isPlainObject(embedded)) {
-    throw new ConfigError('embedded defaults must be a plain object of settings', [
-      { path: '(root)', message: 'embedded defaults must be a plain object' },
-    ]);
-  }
 
   let file: ConfigFile | undefined;
   let fileValue: unknown = {};

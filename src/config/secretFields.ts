@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { isPlainObject, stepInto } from './configPath.js';
+import { formatConfigPath, isPlainObject } from './configPath.js';
 import { alternatives, childSchemas, toConfigJsonSchema, type JsonSchema } from './configJsonSchema.js';
 
 // Matched case-insensitively: `apiKey`, `APIKEY` and `apikey` are the same promise to the operator.
@@ -16,43 +16,30 @@ function describedAsSecret(schemas: readonly JsonSchema[], value: unknown): bool
 }
 
 /**
- * Whether the value at `path` is, or sits inside, a secret field. Everything below a secret
+ * The secret fields of `value`: the path (as formatConfigPath writes it) of every scalar in one,
+ * and every non-empty string among them, so error messages can leave their values out and scrub
+ * them from the text even when a custom zod message quotes the input. Everything below a secret
  * is secret too (`secrets: { a: ..., b: ... }`).
  */
-export function isSecretPath(root: JsonSchema | undefined, path: readonly PropertyKey[], rootValue?: unknown): boolean {
-  let schemas: JsonSchema[] = root ? [root] : [];
-  let value = rootValue;
-  for (const segment of path) {
-    if (isSecretKey(segment)) return true;
-    schemas = schemas.flatMap((schema) => childSchemas(schema, segment, value));
-    value = stepInto(value, segment);
-    if (describedAsSecret(schemas, value)) return true;
-  }
-  return false;
-}
-
-/**
- * Every string in `value` that sits in a secret field, so error messages can be scrubbed of
- * them even when a custom zod message quotes the input.
- */
-export function collectSecretValues(root: JsonSchema | undefined, value: unknown): Set<string> {
-  const found = new Set<string>();
-  const walk = (node: unknown, schemas: JsonSchema[], secret: boolean): void => {
-    if (typeof node === 'string') {
-      if (secret && node !== '') found.add(node);
-      return;
-    }
-    const entries: [PropertyKey, unknown][] = Array.isArray(node)
+export function findSecrets(root: JsonSchema | undefined, value: unknown): { paths: Set<string>; values: Set<string> } {
+  const found = { paths: new Set<string>(), values: new Set<string>() };
+  const walk = (node: unknown, path: PropertyKey[], schemas: JsonSchema[], secret: boolean): void => {
+    const entries: [PropertyKey, unknown][] | undefined = Array.isArray(node)
       ? node.map((item, index) => [index, item])
       : isPlainObject(node)
         ? Object.entries(node)
-        : [];
+        : undefined;
+    if (entries === undefined) {
+      if (secret) found.paths.add(formatConfigPath(path));
+      if (secret && typeof node === 'string' && node !== '') found.values.add(node);
+      return;
+    }
     for (const [segment, child] of entries) {
       const below = schemas.flatMap((schema) => childSchemas(schema, segment, node));
-      walk(child, below, secret || isSecretKey(segment) || describedAsSecret(below, child));
+      walk(child, [...path, segment], below, secret || isSecretKey(segment) || describedAsSecret(below, child));
     }
   };
-  walk(value, root ? [root] : [], false);
+  walk(value, [], root ? [root] : [], false);
   return found;
 }
 
@@ -61,5 +48,5 @@ export function collectSecretValues(root: JsonSchema | undefined, value: unknown
  * `registerSecret` so they are scrubbed from logs too.
  */
 export function listConfigSecrets(schema: z.ZodType, config: unknown): string[] {
-  return [...collectSecretValues(toConfigJsonSchema(schema), config)];
+  return [...findSecrets(toConfigJsonSchema(schema), config).values];
 }

@@ -15,7 +15,7 @@ export interface Viewer {
 
 export type TenantView = 'logs' | 'sinks' | 'dead-letters' | 'replay' | 'tail';
 
-const TENANT_VIEWS: readonly { view: TenantView; label: string; path: string }[] = [
+export const TENANT_VIEWS: readonly { view: TenantView; label: string; path: string }[] = [
   { view: 'logs', label: 'Logs', path: '' },
   { view: 'sinks', label: 'Sinks', path: '/sinks' },
   { view: 'dead-letters', label: 'Dead letters', path: '/dead-letters' },

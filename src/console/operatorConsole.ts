@@ -10,7 +10,7 @@ import { shortFingerprint } from '../tenants/tenant.js';
 import { ConsoleAssets } from './consoleAssets.js';
 import type { ConsoleConfig } from './consoleConfig.js';
 import { parseReplayForm, parseTailType, replayFormOf, type ReplayForm } from './consoleForms.js';
-import { layout, messageBody, signInBody, type TenantView, type Viewer } from './consoleLayout.js';
+import { layout, messageBody, signInBody, TENANT_VIEWS, type TenantView, type Viewer } from './consoleLayout.js';
 import { deadLettersBody, logsBody, sinksBody, tailBody, tenantsBody, type TenantSummary } from './consolePages.js';
 import {
   allow,
@@ -45,6 +45,16 @@ import type { SafeHtml } from './htmlTemplate.js';
 export interface ConsoleListener {
   console: ConsoleConfig;
   http: { port: number | null };
+}
+
+/** A signed-in request to one of a tenant's views. */
+interface TenantPage {
+  req: IncomingMessage;
+  res: ServerResponse;
+  tenant: string;
+  store: ChangefeedStore;
+  auth: { session: ConsoleSession; user: ConsoleUser };
+  viewer: Viewer;
 }
 
 /**
@@ -160,6 +170,7 @@ export class OperatorConsole {
     if (!store) throw new Refusal(503, 'the store is not open yet; try again shortly');
     const rest = match[2] ?? '';
     const now = this.deps.clock.now();
+    const page: TenantPage = { req, res, tenant: tenant.name, store, auth, viewer };
     switch (rest) {
       case '': {
         allow(req, ['GET']);
@@ -169,13 +180,7 @@ export class OperatorConsole {
           readBudget(store),
           readPollHours(store),
         ]);
-        const body = logsBody(summary, logs, budget, lastDaySlots(hours, now));
-        return this.sendPage(res, 200, body, {
-          title: `${tenant.name}: logs`,
-          viewer,
-          tenant: tenant.name,
-          view: 'logs',
-        });
+        return this.sendTenantPage(page, 'logs', logsBody(summary, logs, budget, lastDaySlots(hours, now)));
       }
       case '/sinks': {
         allow(req, ['GET']);
@@ -183,16 +188,15 @@ export class OperatorConsole {
           ...s,
           perMinute: this.rates.record(tenant.name, s.name, s.delivered, now),
         }));
-        const page = { title: `${tenant.name}: sinks`, viewer, tenant: tenant.name, view: 'sinks' } as const;
-        return this.sendPage(res, 200, sinksBody(tenant.name, sinks), page);
+        return this.sendTenantPage(page, 'sinks', sinksBody(tenant.name, sinks));
       }
       case '/dead-letters':
         allow(req, ['GET']);
-        return this.sendDeadLetters(res, tenant.name, store, viewer, undefined);
+        return this.sendDeadLetters(page, undefined);
       case '/dead-letters/retry':
-        return this.retry(req, res, tenant.name, store, auth, viewer);
+        return this.retry(page);
       case '/replay':
-        return this.replay(req, res, tenant.name, store, auth, viewer);
+        return this.replay(page);
       case '/tail': {
         allow(req, ['GET']);
         const parsed = parseTailType(url.searchParams.get('type'));
@@ -200,8 +204,7 @@ export class OperatorConsole {
           'error' in parsed
             ? tailBody(tenant.name, undefined, parsed.error)
             : tailBody(tenant.name, parsed.type, undefined);
-        const page = { title: `${tenant.name}: live tail`, viewer, tenant: tenant.name, view: 'tail' } as const;
-        return this.sendPage(res, 'error' in parsed ? 400 : 200, body, page);
+        return this.sendTenantPage(page, 'tail', body, 'error' in parsed ? 400 : 200);
       }
       case '/tail/events': {
         allow(req, ['GET']);
@@ -271,14 +274,8 @@ export class OperatorConsole {
     return form;
   }
 
-  private async retry(
-    req: IncomingMessage,
-    res: ServerResponse,
-    tenant: string,
-    store: ChangefeedStore,
-    auth: { session: ConsoleSession; user: ConsoleUser },
-    viewer: Viewer,
-  ): Promise<void> {
+  private async retry(page: TenantPage): Promise<void> {
+    const { req, tenant, store, auth } = page;
     allow(req, ['POST']);
     const form = await this.checkedForm(req, auth.session);
     requireOperator(auth.user, 'retry dead letters');
@@ -300,37 +297,24 @@ export class OperatorConsole {
     }
     this.deps.logger.info({ tenant, requeued, token: auth.user.key }, 'dead letters re-queued from the console');
     const notice = `Re-queued ${requeued} dead letter${requeued === 1 ? '' : 's'}; the tenant's holder delivers them within seconds.`;
-    await this.sendDeadLetters(res, tenant, store, viewer, notice);
+    await this.sendDeadLetters(page, notice);
   }
 
-  private async sendDeadLetters(
-    res: ServerResponse,
-    tenant: string,
-    store: ChangefeedStore,
-    viewer: Viewer,
-    notice: string | undefined,
-  ): Promise<void> {
-    const body = deadLettersBody(tenant, await readDeadLetters(store), viewer, notice);
-    this.sendPage(res, 200, body, { title: `${tenant}: dead letters`, viewer, tenant, view: 'dead-letters' });
+  private async sendDeadLetters(page: TenantPage, notice: string | undefined): Promise<void> {
+    const body = deadLettersBody(page.tenant, await readDeadLetters(page.store), page.viewer, notice);
+    this.sendTenantPage(page, 'dead-letters', body);
   }
 
-  private async replay(
-    req: IncomingMessage,
-    res: ServerResponse,
-    tenant: string,
-    store: ChangefeedStore,
-    auth: { session: ConsoleSession; user: ConsoleUser },
-    viewer: Viewer,
-  ): Promise<void> {
+  private async replay(page: TenantPage): Promise<void> {
+    const { req, tenant, store, auth, viewer } = page;
     allow(req, ['GET', 'POST']);
     const sinks = (await store.sinks.list()).filter((s) => s.active).map((s) => s.name);
-    const send = (status: number, body: SafeHtml) =>
-      this.sendPage(res, status, body, { title: `${tenant}: replay`, viewer, tenant, view: 'replay' });
-    const page = (form: ReplayForm, extra: Partial<Parameters<typeof replayBody>[0]> = {}) =>
+    const send = (status: number, body: SafeHtml) => this.sendTenantPage(page, 'replay', body, status);
+    const replayView = (form: ReplayForm, extra: Partial<Parameters<typeof replayBody>[0]> = {}) =>
       replayBody({ tenant, sinks, form, errors: [], preview: undefined, notice: undefined, viewer, ...extra });
     if (req.method === 'GET') {
       const since = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
-      send(200, page({ sink: sinks[0] ?? '', since, until: '', log: '', type: '' }));
+      send(200, replayView({ sink: sinks[0] ?? '', since, until: '', log: '', type: '' }));
       return;
     }
     const params = await this.checkedForm(req, auth.session);
@@ -340,7 +324,7 @@ export class OperatorConsole {
     const form = typed.until === '' ? { ...typed, until: new Date(Date.now()).toISOString() } : typed;
     const parsed = parseReplayForm(form, sinks);
     if ('errors' in parsed) {
-      send(400, page(typed, { errors: parsed.errors }));
+      send(400, replayView(typed, { errors: parsed.errors }));
       return;
     }
     const { request } = parsed;
@@ -354,11 +338,11 @@ export class OperatorConsole {
         'replay queued from the console',
       );
       const notice = `Queued ${queued} event${queued === 1 ? '' : 's'} for ${request.sink}; the tenant's holder delivers them.`;
-      send(200, page(form, { notice }));
+      send(200, replayView(form, { notice }));
       return;
     }
     const count = await this.actions.run(tenant, 'a replay count', () => store.outbox.countFromJournal(request.range));
-    send(200, page(form, { preview: { request, count } }));
+    send(200, replayView(form, { preview: { request, count } }));
   }
 
   /** A live tail, one of the session's console.maxTailsPerSession. */
@@ -434,6 +418,12 @@ export class OperatorConsole {
   ): void {
     const text = layout({ ...page, assets: this.assets.page, body });
     res.writeHead(status, { ...PAGE_HEADERS, 'content-length': String(Buffer.byteLength(text)) }).end(text);
+  }
+
+  /** A page of one of the tenant's views, titled after the view. */
+  private sendTenantPage(page: TenantPage, view: TenantView, body: SafeHtml, status = 200): void {
+    const title = `${page.tenant}: ${TENANT_VIEWS.find((v) => v.view === view)?.label.toLowerCase() ?? view}`;
+    this.sendPage(page.res, status, body, { title, viewer: page.viewer, tenant: page.tenant, view });
   }
 
   private sendMessage(res: ServerResponse, status: number, message: string, field?: string): void {

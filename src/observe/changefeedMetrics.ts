@@ -10,12 +10,8 @@ import type { CircuitState, DeliveryCounts, WatchedLog } from '../store/storeRec
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
-/** Every state of a circuit, as the `state` label spells it (Prometheus label values: no hyphen). */
-const CIRCUIT_STATES: readonly [CircuitState, string][] = [
-  ['closed', 'closed'],
-  ['half-open', 'half_open'],
-  ['open', 'open'],
-];
+/** Every state of a circuit, in the order the `state` label lists them. */
+const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'half-open', 'open'];
 
 /** A sink's state now, as its worker holds it. */
 export interface SinkMetricState {
@@ -47,10 +43,10 @@ function tenantSeries(registry: Registry) {
   const registers = [registry];
   const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
     new Counter({ name, help, labelNames, registers });
+  const byLog: ('tenant' | 'log')[] = ['tenant', 'log'];
   return {
     polls: counter('changefeed_polls_total', 'Polls of a watched log, by log and outcome (ok or an error code).', [
-      'tenant',
-      'log',
+      ...byLog,
       'outcome',
     ]),
     requests: counter('changefeed_api_requests_total', 'GET requests to the service, by endpoint and HTTP status.', [
@@ -63,21 +59,18 @@ function tenantSeries(registry: Registry) {
       'changefeed_entries_quarantined_total',
       'Entries that could not become events (no id, bad performedAt, too large), by log; see ' +
         'changefeed quarantine list.',
-      ['tenant', 'log'],
+      byLog,
     ),
     clockRejected: counter(
       'changefeed_service_clock_rejected_total',
       'Date headers of the service not believed: a jump beyond api.clockToleranceSeconds not (yet) confirmed.',
       ['tenant'],
     ),
-    ingested: counter('changefeed_entries_ingested_total', 'New activity entries stored as events, by log.', [
-      'tenant',
-      'log',
-    ]),
+    ingested: counter('changefeed_entries_ingested_total', 'New activity entries stored as events, by log.', byLog),
     duplicates: counter(
       'changefeed_duplicates_dropped_total',
       'Entries read again (window overlap, retries) and dropped by id, by log.',
-      ['tenant', 'log'],
+      byLog,
     ),
     deliveries: counter(
       'changefeed_deliveries_total',
@@ -94,7 +87,7 @@ function tenantSeries(registry: Registry) {
     detectionDelay: new Histogram({
       name: 'changefeed_detection_delay_seconds',
       help: "Time from an entry's performedAt to its ingestion.",
-      labelNames: ['tenant', 'log'],
+      labelNames: byLog,
       buckets: DELAY_BUCKETS,
       registers,
     }),
@@ -133,31 +126,14 @@ export class ChangefeedMetrics {
   /** RateLimit-Remaining of each tenant's last answer, exported while the tenant is attached. */
   readonly budgets = new Map<string, number>();
   /**
-   * What the scrape under way read of each tenant's store: the gauges that need the same rows
-   * share one query (per tenant its sinks and its watched logs, per sink its outbox counts), which
-   * Prometheus repeats for every tenant every scrape.
+   * What the scrape under way read of each tenant's store, by key: the gauges that need the same
+   * rows share one query (per tenant its sinks and its watched logs, per sink its outbox counts),
+   * which Prometheus repeats for every tenant every scrape. The first gauge to ask reads.
    */
-  private scrape = new ScrapeReads();
+  private scrapeReads = new Map<string, Promise<unknown>>();
 
   constructor(private readonly registry: Registry) {
     this.series = tenantSeries(registry);
-    const budgets = this.budgets;
-    const sources = this.sources;
-    new Gauge({
-      name: 'changefeed_budget_remaining',
-      help: 'RateLimit-Remaining from the last response: reads left in the window.',
-      labelNames: ['tenant'],
-      registers: [registry],
-      // Only for the tenants running here: the last answer of a tenant handed over or removed
-      // would stay for ever, and an exhausted one keep its alert firing from this replica.
-      collect() {
-        this.reset();
-        for (const tenant of sources.keys()) {
-          const remaining = budgets.get(tenant);
-          if (remaining !== undefined) this.set({ tenant }, remaining);
-        }
-      },
-    });
     this.defineScrapeGauges();
   }
 
@@ -168,11 +144,20 @@ export class ChangefeedMetrics {
 
   /** Called before each scrape: each tenant's store is read once per scrape for what its gauges share. */
   beginScrape(): void {
-    this.scrape = new ScrapeReads();
+    this.scrapeReads = new Map();
+  }
+
+  private readOnce<T>(key: string, read: () => Promise<T>): Promise<T> {
+    let pending = this.scrapeReads.get(key) as Promise<T> | undefined;
+    if (!pending) {
+      pending = read();
+      this.scrapeReads.set(key, pending);
+    }
+    return pending;
   }
 
   private countsOf(tenant: string, store: ChangefeedStore, sink: string): Promise<DeliveryCounts> {
-    return this.scrape.once(`counts\u0000${tenant}\u0000${sink}`, () => store.outbox.counts(sink));
+    return this.readOnce(`counts\u0000${tenant}\u0000${sink}`, () => store.outbox.counts(sink));
   }
 
   /**
@@ -192,12 +177,12 @@ export class ChangefeedMetrics {
   }
 
   private async activeSinks(tenant: string, store: ChangefeedStore): Promise<string[]> {
-    const sinks = await this.scrape.once(`sinks\u0000${tenant}`, () => store.sinks.list());
+    const sinks = await this.readOnce(`sinks\u0000${tenant}`, () => store.sinks.list());
     return sinks.filter((s) => s.active).map((s) => s.name);
   }
 
   private watchedLogs(tenant: string, store: ChangefeedStore): Promise<WatchedLog[]> {
-    return this.scrape.once(`logs\u0000${tenant}`, () => store.watchedLogs.list());
+    return this.readOnce(`logs\u0000${tenant}`, () => store.watchedLogs.list());
   }
 
   private defineScrapeGauges(): void {
@@ -225,6 +210,17 @@ export class ChangefeedMetrics {
         },
       });
     };
+    // Only for the tenants running here: the last answer of a tenant handed over or removed
+    // would stay for ever, and an exhausted one keep its alert firing from this replica.
+    gauge(
+      'changefeed_budget_remaining',
+      'RateLimit-Remaining from the last response: reads left in the window.',
+      [],
+      (set, tenant) => {
+        const remaining = this.budgets.get(tenant);
+        if (remaining !== undefined) set({}, remaining);
+      },
+    );
     gauge(
       'changefeed_budget_allowance_per_hour',
       'Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve.',
@@ -307,7 +303,9 @@ export class ChangefeedMetrics {
       ['sink', 'state'],
       (set, _, source) => {
         for (const s of source.sinks?.() ?? [])
-          for (const [state, label] of CIRCUIT_STATES) set({ sink: s.sink, state: label }, s.circuit === state ? 1 : 0);
+          // Prometheus label values take no hyphen: half-open is half_open.
+          for (const state of CIRCUIT_STATES)
+            set({ sink: s.sink, state: state.replace('-', '_') }, s.circuit === state ? 1 : 0);
       },
     );
     gauge(
@@ -425,18 +423,4 @@ function endpointOf(path: string): string {
   if (path.endsWith('/skills')) return 'skill_list';
   if (path.endsWith('/ping')) return 'ping';
   return 'other';
-}
-
-/** Reads of one scrape by key: the first gauge to ask reads, the others share its answer. */
-class ScrapeReads {
-  private readonly reads = new Map<string, Promise<unknown>>();
-
-  once<T>(key: string, read: () => Promise<T>): Promise<T> {
-    let pending = this.reads.get(key) as Promise<T> | undefined;
-    if (!pending) {
-      pending = read();
-      this.reads.set(key, pending);
-    }
-    return pending;
-  }
 }

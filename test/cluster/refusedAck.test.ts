@@ -3,7 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { databaseFence } from '../../src/cluster/writeFence.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { admin, openBackend, prepare } from '../store/postgresTestDb.js';
 import { entry, ingest } from '../store/storeContract.suite.js';

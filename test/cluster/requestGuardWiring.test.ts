@@ -3,7 +3,7 @@ import { afterEach, expect, it } from 'vitest';
 import { LeaseLostError } from '../../src/cluster/writeFence.js';
 import type { TenantConfig } from '../../src/config/tenantConfigSchema.js';
 import { TenantSupervisor } from '../../src/daemon/tenantSupervisor.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { ProcessMetrics } from '../../src/observe/processMetrics.js';
 import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
 import type { Tenant } from '../../src/tenants/tenant.js';

@@ -7,7 +7,7 @@ import { CONSOLE_CSP } from '../../src/console/consoleRequests.js';
 import { FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/console/signInThrottle.js';
 import type { ConsoleSource } from '../../src/console/consoleSource.js';
 import { OperatorConsole } from '../../src/console/operatorConsole.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { registerSecret } from '../../src/secrets/secretRegistry.js';
 import type { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
 import { storeWithEvents } from '../support/webhookHarness.js';

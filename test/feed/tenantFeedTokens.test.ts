@@ -6,7 +6,7 @@ import { checkFeed } from '../../src/cli/feedCheck.js';
 import { loadMainConfig, tenantAppConfig } from '../../src/config/mainConfig.js';
 import { readTenants } from '../../src/config/readTenants.js';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { freePort, until } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { writeTenantFile } from '../support/tenantFile.js';

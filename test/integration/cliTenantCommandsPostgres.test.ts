@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
@@ -6,6 +8,7 @@ import { runCliInProcess as runCli } from '../support/runCli.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { deadLettersOf, lines, runReplicaUntilDelivered, twoTenants } from '../support/twoTenants.js';
 import { acquireOne } from '../support/acquireOne.js';
+import { makeTempDir } from '../support/tempDir.js';
 
 describe.skipIf(!admin)('commands on one tenant of the shared PostgreSQL store', () => {
   it('plan, watch retry, replay and dead-letters act on the named tenant; replay delivers only under the lease', async () => {
@@ -62,5 +65,28 @@ describe.skipIf(!admin)('commands on one tenant of the shared PostgreSQL store',
     } finally {
       await pool.end();
     }
+  });
+
+  it('tenants list reads a store no daemon created without creating it, as it never migrates one', async () => {
+    const schema = freshSchema();
+    const root = makeTempDir();
+    mkdirSync(join(root, 'tenants'));
+    writeFileSync(join(root, 'tenants', 'acme.yaml'), 'api: { apiKey: secret-acme-0001 }\n');
+    const main = join(root, 'changefeed.yaml');
+    writeFileSync(
+      main,
+      [
+        `stateDir: ${join(root, 'state')}`,
+        `store: { url: "${POSTGRES_URL}", schema: ${schema} }`,
+        `tenants: { dir: ${join(root, 'tenants')} }`,
+        'api: { baseUrl: https://skills.example.com }',
+        'sinks: [{ name: out, type: stdout }]',
+      ].join('\n'),
+    );
+    const listed = await runCli(['tenants', 'list', '--config', main]);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain(`acme  valid  ${join(root, 'tenants', 'acme.yaml')}`);
+    const found = await admin!.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema]);
+    expect(found.rowCount, 'the schema was created').toBe(0);
   });
 });

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/api/serviceClient.js';
 import { systemClock } from '../../src/clock.js';
 import type { ManualClock } from '../support/manualClock.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { pingService } from '../../src/daemon/serviceConnection.js';
 import { deliveredEvents, expectedEventIds, runOnce, simulatorConfig, testClock } from '../support/daemonHarness.js';
 import { skipOrFail } from '../support/requiredBinary.js';

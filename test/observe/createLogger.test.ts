@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, noopLogger, type Logger } from '../../src/observe/createLogger.js';
+import { createLogger, type Logger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { registerSecret } from '../../src/secrets/secretRegistry.js';
 import { ConfigError } from '../../src/errors.js';
 

@@ -11,7 +11,7 @@ import { CloudEvent } from 'cloudevents';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { buildCloudEvent, eventsConfigSchema } from '../../src/events/cloudEvent.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActivityEntry } from '../../src/api/activityEntry.js';
 import { ManualClock } from '../support/manualClock.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { LogPoller } from '../../src/poll/logPoller.js';
 import { ServerClock } from '../../src/poll/serverClock.js';
 import { watchConfigSchema } from '../../src/poll/watchConfig.js';

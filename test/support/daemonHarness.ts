@@ -4,7 +4,7 @@ import { type Clock } from '../../src/clock.js';
 import { ManualClock } from './manualClock.js';
 import { appConfigSchema, type AppConfig } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from './noopLogger.js';
 import type { SimulatedCompany, Simulator } from '../../src/simulator/index.js';
 import { readJsonLines } from './jsonLines.js';
 import { withVirtualTime } from './virtualTime.js';

@@ -6,7 +6,7 @@ import { systemClock } from '../../src/clock.js';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { createServiceClient } from '../../src/daemon/serviceConnection.js';
 import { ConfigError } from '../../src/errors.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { ServerClock } from '../../src/poll/serverClock.js';
 import { makeTempDir } from '../support/tempDir.js';

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeliveryEngine } from '../../src/deliver/deliveryEngine.js';
 import { REQUEUE_CHECK_MS } from '../../src/deliver/requeueWatch.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { deliverySchema, RETRY_DEFAULTS } from '../../src/sinkContract/deliveryConfig.js';
 import { SinkRejectedError } from '../../src/sinkContract/sinkErrors.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';

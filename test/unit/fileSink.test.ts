@@ -4,7 +4,7 @@ import { CloudEvent } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import { buildCloudEvent } from '../../src/events/cloudEvent.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { FileSink, fileSinkConfigSchema } from '../../src/sinks/fileSink.js';
 import type { OutboundEvent } from '../../src/sinkContract/sink.js';
 import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';

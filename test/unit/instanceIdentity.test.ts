@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config/loadConfig.js';
 import { systemClock } from '../../src/clock.js';
 import { createServiceClient } from '../../src/daemon/serviceConnection.js';
 import { ConfigError } from '../../src/errors.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { ServerClock } from '../../src/poll/serverClock.js';
 import { createApiKeyProvider } from '../../src/api/apiKeyProvider.js';

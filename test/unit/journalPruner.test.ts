@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { FIRST_PRUNE_WITHIN_MS, pruneDelayMs, pruneJournalHourly } from '../../src/daemon/journalPruner.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { openStore, testClock } from './scriptedSink.js';
 

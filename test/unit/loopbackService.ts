@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../support/manualClock.js';
 import { ServiceClient, type RequestGate, type RequestPriority } from '../../src/api/serviceClient.js';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { afterEach } from 'vitest';
 
 /** Clients first, then the servers they talk to: everything started in a test is closed after it. */

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isPoison, poisonBatchCap } from '../../src/deliver/poisonSearch.js';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 import { ScriptedSink, ingestEntries, openStore, testClock, testDelivery } from './scriptedSink.js';

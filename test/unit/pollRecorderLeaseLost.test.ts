@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manualClock.js';
 import { LeaseLostError } from '../../src/cluster/writeFence.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import type { PollFailures } from '../../src/poll/pollFailures.js';
 import { PollRecorder } from '../../src/poll/pollRecorder.js';
 import type { PollScheduler } from '../../src/schedule/pollScheduler.js';

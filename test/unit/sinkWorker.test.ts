@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
-import { noopLogger } from '../../src/observe/createLogger.js';
+import { noopLogger } from '../support/noopLogger.js';
 import {
   SinkBackoffError,
   SinkPartialFailureError,
