@@ -53,13 +53,15 @@ export interface LeaseTableOptions {
 
 /**
  * The acquisition's condition on the key of a wanted tenant (`w.key_fingerprint`): no other
- * tenant's valid lease polls it. A NULL fingerprint (a caller that does not know the key) checks
- * nothing.
+ * tenant's valid lease (`held_keys`, read once per statement) polls it. A NULL fingerprint (a
+ * caller that does not know the key) equals nothing, so it checks nothing. Written without an OR,
+ * so PostgreSQL answers it for all the wanted tenants in one hash anti-join: a subquery per wanted
+ * tenant scanned the whole table for each, and taking back 5,000 expired leases outlasted the
+ * statement's timeout (docs/scaling.md).
  */
-const KEY_FREE = `(w.key_fingerprint IS NULL OR NOT EXISTS (
-           SELECT 1 FROM changefeed_leases AS other
-            WHERE other.key_fingerprint = w.key_fingerprint AND other.tenant <> w.tenant
-              AND other.holder IS NOT NULL AND other.expires_at > clock_timestamp()))`;
+const KEY_FREE = `NOT EXISTS (
+           SELECT 1 FROM held_keys AS other
+            WHERE other.key_fingerprint = w.key_fingerprint AND other.tenant <> w.tenant)`;
 
 /** A tenant an acquisition asks for, with the fingerprint of the key it polls with (if known). */
 export interface WantedLease {
@@ -160,6 +162,9 @@ export class LeaseTable {
     if (asked.length === 0) return [];
     const statement = `WITH wanted AS (
          SELECT * FROM unnest($1::text[], $2::text[]) AS w(tenant, key_fingerprint)
+       ), held_keys AS (
+         SELECT k.tenant, k.key_fingerprint FROM changefeed_leases AS k
+          WHERE k.key_fingerprint IS NOT NULL AND k.holder IS NOT NULL AND k.expires_at > clock_timestamp()
        ), locked AS (
          SELECT l.tenant, w.key_fingerprint FROM changefeed_leases AS l JOIN wanted AS w ON w.tenant = l.tenant
           WHERE (l.holder IS NULL OR l.expires_at <= clock_timestamp()) AND ${KEY_FREE}
