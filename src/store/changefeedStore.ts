@@ -135,6 +135,8 @@ export interface OutboxStore {
    * event to the head when it starts, so no replay holds the process (SQLite) or a transaction
    * (PostgreSQL) for long. One press queues each event once; if it stops part way, the batches it
    * wrote stay queued, and a second press queues the range again, still one delivery per event.
+   * Each batch that queued something is counted in `DeadLetterStore.requeueCount`, in its own
+   * transaction: the daemon holding the tenant (maybe another process) takes it up from there.
    */
   enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number>;
   /**
@@ -161,7 +163,11 @@ export interface DeadLetterStore {
   requeueSink(sink: string, now: number): Promise<number>;
   /** One event's dead deliveries (of one sink, or all) back to pending. */
   requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number>;
-  /** How many requeue writes (a command, or a batch of one) changed something: a running daemon watches it. */
+  /**
+   * How many requeue writes (a command, or a batch of one) changed something, dead letters put back
+   * and journal events queued again (`OutboxStore.enqueueFromJournal`): a running daemon watches
+   * it, and reads its outbox afresh when it moves.
+   */
   requeueCount(): Promise<number>;
 }
 

@@ -6,6 +6,7 @@ import {
   PRUNED_THROUGH_KEY,
   PRUNE_BATCH_EVENTS,
   REQUEUE_BATCH_EVENTS,
+  REQUEUE_COUNT_KEY,
   type DeliveryCounts,
   type FailedDelivery,
   type JournalRange,
@@ -162,19 +163,31 @@ export class PostgresOutbox implements OutboxStore {
     );
   }
 
-  /** Each window of positions is one statement, its own fenced transaction. */
+  /**
+   * Each window of positions is one statement, its own fenced transaction, which also counts
+   * itself in the re-queue count (DeadLetterStore.requeueCount) when it queued something: the
+   * daemon holding the tenant learns of a `replay --queue-only` from that count, not by reading
+   * its outbox now and then.
+   */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const parameters = this.rangeParameters(range);
     return this.inSeqWindows(REQUEUE_BATCH_EVENTS, async (from, to) => {
-      const result = await this.db.writeOne(
-        `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
-         SELECT $1, $9, seq, 'pending', $8 FROM events WHERE ${IN_WINDOW}
-         ORDER BY seq
-         ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
-           first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $8`,
+      const result = await this.db.writeOne<{ n: string }>(
+        `WITH queued AS (
+           INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
+           SELECT $1, $9, seq, 'pending', $8 FROM events WHERE ${IN_WINDOW}
+           ORDER BY seq
+           ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
+             first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $8
+           RETURNING seq
+         ), counted AS (
+           INSERT INTO meta (tenant, key, value) SELECT $1, '${REQUEUE_COUNT_KEY}', '1' WHERE EXISTS (SELECT 1 FROM queued)
+           ON CONFLICT (tenant, key) DO UPDATE SET value = (meta.value::bigint + 1)::text
+         )
+         SELECT COUNT(*) AS n FROM queued`,
         [...parameters, from, to, now, sink],
       );
-      return result.rowCount ?? 0;
+      return Number(result.rows[0]?.n ?? 0);
     });
   }
 

@@ -13,6 +13,7 @@ import {
   type PendingDelivery,
 } from '../storeRecords.js';
 import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
+import { countRequeue } from './deadLetters.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 // The caller draws the seq (the tenant's head plus one, see Journal) and moves the head once per
@@ -160,11 +161,17 @@ export class Outbox implements OutboxStore {
     });
   }
 
-  /** The connection is synchronous and shared by the process's tenants: between batches the event loop serves the others. */
+  /**
+   * The connection is synchronous and shared by the process's tenants: between batches the event
+   * loop serves the others. Each batch that queued something is counted in the re-queue count
+   * with it, which a running daemon watches (DeadLetterStore.requeueCount).
+   */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const enqueue = this.conn.statement<object>(ENQUEUE);
     const parameters = { ...this.rangeParameters(range), sink, now };
-    return this.inSeqWindows(REQUEUE_BATCH_EVENTS, (from, to) => enqueue.run({ ...parameters, from, to }).changes);
+    return this.inSeqWindows(REQUEUE_BATCH_EVENTS, (from, to) =>
+      this.conn.transaction(() => countRequeue(this.conn, enqueue.run({ ...parameters, from, to }).changes)),
+    );
   }
 
   /** Counted COUNT_WINDOW_EVENTS journal positions per statement, yielding between them. */

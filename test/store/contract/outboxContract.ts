@@ -255,6 +255,16 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.outbox.enqueueFromJournal('late', { since: T + 100 }, T + 40)).toBe(0);
     });
 
+    it('counts a replay that queued something in the re-queue count, which a running daemon watches', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1')], { now: T });
+      const before = await store.deadLetters.requeueCount();
+      expect(await store.outbox.enqueueFromJournal('a', { since: T + 100 }, T + 40)).toBe(0);
+      expect(await store.deadLetters.requeueCount()).toBe(before);
+      expect(await store.outbox.enqueueFromJournal('a', {}, T + 40)).toBe(1);
+      expect(await store.deadLetters.requeueCount()).toBe(before + 1);
+    });
+
     it('counts what a replay would queue before queuing it, by time range, log and type glob', async () => {
       const { store } = await openFresh(['a']);
       await ingest(store, [entry('e-1'), entry('e-2', T - 60_000, 'level_removed')], { now: T });
