@@ -323,7 +323,7 @@ export class SinkWorker {
   private async deliver(batch: PendingDelivery[], signal: AbortSignal): Promise<void> {
     const { store, sink } = this.options;
     try {
-      const events = toOutboundEvents(batch, await store.outbox.payloads(batch.map((d) => d.seq)), store.tenant);
+      const events = toOutboundEvents(batch, await this.payloadsOf(batch), store.tenant);
       try {
         await sink.write(events, signal);
       } catch (error) {
@@ -339,6 +339,14 @@ export class SinkWorker {
       throw error;
     }
     await this.acknowledge(batch, this.options.clock.now());
+  }
+
+  /** The batch's payloads: those its rows carry (PendingWindow reads a caught-up sink's with them), else read. */
+  private async payloadsOf(batch: readonly PendingDelivery[]): Promise<Map<number, string>> {
+    const carried = new Map<number, string>();
+    for (const d of batch) if (d.payload !== undefined) carried.set(d.seq, d.payload);
+    if (carried.size === batch.length) return carried;
+    return this.options.store.outbox.payloads(batch.map((d) => d.seq));
   }
 
   /**

@@ -107,9 +107,13 @@ export interface SeenEntryStore {
 
 /** Events in ingestion order and, per active sink, one delivery row each. */
 export interface OutboxStore {
-  /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
-  pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]>;
-  /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
+  /**
+   * Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order;
+   * without payloads unless `withPayloads`: then each row carries its event's CloudEvent JSON, for
+   * a small page whose rows go out next (a sink that has caught up), saving their `payloads` read.
+   */
+  pending(sink: string, afterSeq: number, limit: number, withPayloads?: boolean): Promise<PendingDelivery[]>;
+  /** The CloudEvent JSON of the given events. Kept out of most `pending` reads, which scan far more rows than they send. */
   payloads(seqs: readonly number[]): Promise<Map<number, string>>;
   /**
    * The deliveries settled as delivered, and `now` recorded as the sink's last delivery (once the

@@ -120,16 +120,20 @@ export class PostgresOutbox implements OutboxStore {
     return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.db.tenant)]));
   }
 
-  async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
+  async pending(sink: string, afterSeq: number, limit: number, withPayloads = false): Promise<PendingDelivery[]> {
     const rows = await this.db.read<RowOf<PendingDelivery>>(
       `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at, d.first_attempt_at,
-              e.ingested_at
+              e.ingested_at${withPayloads ? ', e.payload' : ''}
        FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
        WHERE d.tenant = $1 AND d.sink = $2 AND d.state = 'pending' AND d.seq > $3
        ORDER BY d.seq LIMIT $4`,
       [this.db.tenant, sink, afterSeq, limit],
     );
-    return rows.map(fromRow<PendingDelivery>);
+    return rows.map((row) => {
+      const delivery = fromRow<PendingDelivery>(row);
+      if (delivery.payload !== undefined) delivery.payload = withTenantAttribute(delivery.payload, this.db.tenant);
+      return delivery;
+    });
   }
 
   /** The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered). */

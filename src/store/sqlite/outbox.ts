@@ -24,11 +24,13 @@ const INSERT_EVENT = `INSERT INTO events (tenant, seq, event_id, log, object_id,
 const JOURNALED = 'SELECT 1 AS one FROM events WHERE tenant = ? AND event_id = ?';
 const INSERT_DELIVERIES = `INSERT INTO deliveries (tenant, sink, seq, updated_at)
   SELECT tenant, name, ?, ? FROM sinks WHERE tenant = ? AND active = 1`;
-const PENDING = `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at,
-    d.first_attempt_at, e.ingested_at
+const pendingSql = (payload: string): string => `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts,
+    d.next_attempt_at, d.first_attempt_at, e.ingested_at${payload}
   FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
   WHERE d.tenant = ? AND d.sink = ? AND d.state = 'pending' AND d.seq > ?
   ORDER BY d.seq LIMIT ?`;
+const PENDING = pendingSql('');
+const PENDING_WITH_PAYLOADS = pendingSql(', e.payload');
 const SETTLED = `first_attempt_at = COALESCE(first_attempt_at, @now)
   WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
 const DELIVERED = `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = @now,
@@ -118,11 +120,17 @@ export class Outbox implements OutboxStore {
     return new Map(rows.map((r) => [r.seq, withTenantAttribute(r.payload, this.tenant)]));
   }
 
-  async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
+  async pending(sink: string, afterSeq: number, limit: number, withPayloads = false): Promise<PendingDelivery[]> {
     return this.conn
-      .statement<[string, string, number, number], RowOf<PendingDelivery>>(PENDING)
+      .statement<[string, string, number, number], RowOf<PendingDelivery>>(
+        withPayloads ? PENDING_WITH_PAYLOADS : PENDING,
+      )
       .all(this.tenant, sink, afterSeq, limit)
-      .map(fromRow<PendingDelivery>);
+      .map((row) => {
+        const delivery = fromRow<PendingDelivery>(row);
+        if (delivery.payload !== undefined) delivery.payload = withTenantAttribute(delivery.payload, this.tenant);
+        return delivery;
+      });
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {

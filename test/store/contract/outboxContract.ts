@@ -90,6 +90,10 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(page.events.map((e) => e.payload)).toEqual([...payloads.values()]);
       for (const payload of payloads.values())
         expect((JSON.parse(payload) as { tenant: string }).tenant).toBe(store.tenant);
+      // A pending read that asks for the payloads carries the same, and one that does not, none.
+      const carried = await store.outbox.pending('a', 0, 10, true);
+      expect(carried.map((d) => d.payload)).toEqual([...payloads.values()]);
+      expect((await store.outbox.pending('a', 0, 10)).map((d) => d.payload)).toEqual([undefined, undefined]);
     });
 
     it('moves deliveries through delivered, retry, dead and filtered, and counts them', async () => {
