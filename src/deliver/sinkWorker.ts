@@ -31,7 +31,7 @@ import { STORE_RETRY_MS } from '../store/storeHealth.js';
  * the tenants of the process in one statement twice a second. A read per sink every half minute
  * was a sixth of PostgreSQL's transactions at 1,000 tenants (33 a second).
  */
-export const IDLE_WAIT_MS = 600_000;
+const IDLE_WAIT_MS = 600_000;
 /** Pauses of the worker after errors nobody expected: 1 s doubling to a minute. */
 const UNEXPECTED_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000, minMs: 1_000 };
 /** Wait until one of the in-flight writes settles (or a notify), instead of for a time. */
