@@ -108,7 +108,8 @@ function writeConfig(
  */
 export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchRow> {
   const dir = mkdtempSync(join(tmpdir(), 'cf-tenants-scale-'));
-  const schema = `cf_bench_${randomBytes(6).toString('hex')}`;
+  // BENCH_SCHEMA_PREFIX: engineers sharing one database tell their schemas (and backends) apart.
+  const schema = `${process.env.BENCH_SCHEMA_PREFIX ?? 'cf_bench'}_${randomBytes(6).toString('hex')}`;
   const admin = options.store === 'postgres' ? new pg.Client({ connectionString: POSTGRES_URL }) : undefined;
   const simulator = await startSimulator(options.tenants, options.eventsPerHour);
   let daemon: ChildProcess | undefined;

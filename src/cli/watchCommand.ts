@@ -14,7 +14,7 @@ export function defineWatchCommand(program: Command, host: CommandHost): void {
     .description('Watched logs of the store.')
     .command('retry')
     .description(
-      `Re-checks a career or skill marked gone (the service answered 404) with one read of its log. If the service answers now, the log is watched again from where its cursor stopped (a running daemon picks it up within 30 s); if it still answers 404, nothing changes and the exit code is 1. With tenants.dir, --tenant names the tenant: its store, and its key for the read.`,
+      `Re-checks a career or skill marked gone (the service answered 404) with one read of its log. If the service answers now, the log is watched again from where its cursor stopped (a running daemon picks it up within 5 minutes); if it still answers 404, nothing changes and the exit code is 1. With tenants.dir, --tenant names the tenant: its store, and its key for the read.`,
     )
     .addArgument(new Argument('<log>', 'the kind of log').choices(['career', 'skill']))
     .argument('<id>', 'the id of the career or skill')

@@ -3,6 +3,13 @@ import type { OutboxStore } from '../store/changefeedStore.js';
 import type { PendingDelivery } from '../store/storeRecords.js';
 
 const LOAD_PAGE = 1_000;
+/**
+ * Rows of the first page read into an empty window, read with their payloads: a sink that keeps
+ * up empties its window with every batch, and its next rows are sent at once, so their payloads
+ * come with them instead of in a read of their own before each batch. Few, so a window holds at
+ * most this many payloads (another such page is read only once it is empty again).
+ */
+const PAYLOAD_PAGE = 100;
 
 /**
  * A sink's pending deliveries held in memory, queued per object in seq order, so planning reads
@@ -53,12 +60,16 @@ export class PendingWindow {
 
   private async load(settled: ReadonlySet<number>): Promise<number> {
     let filtered = 0;
+    let withPayloads = this.size === 0;
     while (this.size < this.capacity) {
+      const pageSize = withPayloads ? PAYLOAD_PAGE : LOAD_PAGE;
       const page = await this.outbox.pending(
         this.sink,
         this.loadedUpTo,
-        Math.min(LOAD_PAGE, this.capacity - this.size),
+        Math.min(pageSize, this.capacity - this.size),
+        withPayloads,
       );
+      withPayloads = false;
       const rejected: number[] = [];
       for (const d of page) {
         this.loadedUpTo = d.seq;
@@ -75,7 +86,7 @@ export class PendingWindow {
       }
       if (rejected.length > 0) await this.onFiltered(rejected);
       filtered += rejected.length;
-      if (page.length < LOAD_PAGE) break;
+      if (page.length < pageSize) break;
     }
     return filtered;
   }

@@ -3,13 +3,15 @@ import type { WatchedLog } from '../store/storeRecords.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /** How long the list of active logs is trusted before it is read again. */
-const ACTIVE_REFRESH_MS = 30_000;
+const ACTIVE_REFRESH_MS = 300_000;
 
 /**
- * The active watched logs as the poll loop plans with them, read again when marked stale or half
- * a minute old: re-reading 500 rows for every slot would cost more than the choice, and half a
- * minute's lag in seeing a new log is fine (discovery and failures mark the list stale at once).
- * A store that cannot be read leaves the last list in place.
+ * The active watched logs as the poll loop plans with them, read again when marked stale or five
+ * minutes old. What this process writes keeps the list current without a read: discovery and
+ * failures mark it stale, and each successful poll hands the scheduler its log as the poll's
+ * commits left it (PollResult.watched). The timed read is for what another process writes
+ * (`watch retry` reactivating a gone log); every half minute it was a sixth of PostgreSQL's
+ * transactions at 1,000 tenants. A store that cannot be read leaves the last list in place.
  */
 export class ActiveLogs {
   private cache: WatchedLog[] = [];

@@ -28,6 +28,12 @@ export interface PollResult {
   emittedPerformedAt: number[];
   /** On a log's first poll: the changes it held before, for the rate estimate (not emitted). */
   history?: LogHistory;
+  /**
+   * The log as this poll's commits left it in the store (cursor, sort order, counts): the poll
+   * loop's copy of its active logs takes it instead of reading the list again. Absent when the
+   * poll committed nothing.
+   */
+  watched?: WatchedLog;
   /** Entries quarantined for the first time by this poll (not emitted; the cursor advanced). */
   quarantined?: number;
 }
@@ -114,6 +120,7 @@ export class LogPoller {
     // tells it): a log's first poll is then one write, not two.
     let recordedOrder: SortOrder | undefined;
     const commit = async (entries: ActivityEntry[], windowEnd: number): Promise<void> => {
+      const ingestedAt = this.deps.clock.now();
       const order = watched.sortOrder ? undefined : (detectedOrder ?? detectSortOrder(entries));
       const ingested = await store.ingest({
         log: watched.log,
@@ -125,9 +132,10 @@ export class LogPoller {
         pruneSeenBefore: windowEnd - 2 * overlapMs,
         sortOrder: order,
         toEvent: (entry) => this.toEvent(watched, entry),
-        now: this.deps.clock.now(),
+        now: ingestedAt,
       });
       recordedOrder ??= order;
+      result.watched = advanced(result.watched ?? watched, { windowEnd, now: ingestedAt, ingested, sortOrder: order });
       this.account(result, ingested, watched);
       coveredUntil = windowEnd;
       progress(0, 0);
@@ -171,8 +179,10 @@ export class LogPoller {
         );
       }
     }
-    if (detectedOrder && !watched.sortOrder && detectedOrder !== recordedOrder)
+    if (detectedOrder && !watched.sortOrder && detectedOrder !== recordedOrder) {
       await store.watchedLogs.setSortOrder(watched.log, watched.objectId, detectedOrder);
+      result.watched = { ...(result.watched ?? watched), sortOrder: detectedOrder };
+    }
     return result;
   }
 
@@ -267,6 +277,8 @@ export class LogPoller {
       (isNew ? emit : silent).push(entry);
     }
     const ordered = inIngestionOrder(emit);
+    const ingestedAt = this.deps.clock.now();
+    const sortOrder = watched.sortOrder ? undefined : read.detectedOrder;
     const ingested = await store.ingest({
       log: watched.log,
       objectId: watched.objectId,
@@ -274,12 +286,18 @@ export class LogPoller {
       silentEntries: silent,
       quarantined: read.quarantined,
       windowEnd: readAt,
-      sortOrder: watched.sortOrder ? undefined : read.detectedOrder,
+      sortOrder,
       toEvent: (entry) => this.toEvent(watched, entry),
-      now: this.deps.clock.now(),
+      now: ingestedAt,
     });
     seenPages.committed();
-    const result: PollResult = { emitted: 0, duplicates: 0, requests: read.requests, emittedPerformedAt: [] };
+    const result: PollResult = {
+      emitted: 0,
+      duplicates: 0,
+      requests: read.requests,
+      emittedPerformedAt: [],
+      watched: advanced(watched, { windowEnd: readAt, now: ingestedAt, ingested, sortOrder }),
+    };
     if (baseline && this.historyMs() > 0)
       result.history = versionLogHistory(read.unseen, serverClock.now(), this.historyMs());
     this.account(result, ingested, watched);
@@ -312,6 +330,26 @@ export class LogPoller {
     result.emittedPerformedAt.push(...ingested.emittedPerformedAt);
     if (ingested.quarantined > 0) result.quarantined = (result.quarantined ?? 0) + ingested.quarantined;
   }
+}
+
+/**
+ * `w` as an ingest's cursor statement leaves it (WatchedLogStore.advance, part of every ingest):
+ * the window recorded, the poll a success, the events counted, a detected sort order kept.
+ */
+function advanced(
+  w: WatchedLog,
+  commit: { windowEnd: number; now: number; ingested: IngestResult; sortOrder: SortOrder | undefined },
+): WatchedLog {
+  return {
+    ...w,
+    windowEnd: commit.windowEnd,
+    lastPollAt: commit.now,
+    lastSuccessAt: commit.now,
+    lastError: null,
+    consecutiveFailures: 0,
+    entriesIngested: w.entriesIngested + commit.ingested.emitted,
+    sortOrder: commit.sortOrder ?? w.sortOrder,
+  };
 }
 
 /**

@@ -157,16 +157,19 @@ export class PollScheduler {
   }
 
   /**
-   * Records a poll: a successful one updates the rate estimate and the cost of a poll. Returns
-   * what to persist so a restart keeps what was learned (undefined: nothing changed).
+   * Records a poll: a successful one updates the rate estimate and the cost of a poll, and the
+   * log as the poll's commits left it (`watched`) replaces the scheduled copy, so the next poll
+   * starts from its cursor. Returns what to persist so a restart keeps what was learned
+   * (undefined: nothing changed).
    */
   recordPoll(
     w: WatchedLog,
     now: number,
-    result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory },
+    result?: { requests: number; emittedPerformedAt: readonly number[]; history?: LogHistory; watched?: WatchedLog },
   ): RateEstimateRow | undefined {
     const s = this.logs.get(logKey(w));
     if (!s || !result) return undefined;
+    if (result.watched) s.watched = result.watched;
     s.lastPollAt = now;
     const previousNewest = s.rate.lastEventAt;
     s.rate =

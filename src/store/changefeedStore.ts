@@ -103,9 +103,13 @@ export interface SeenEntryStore {
 
 /** Events in ingestion order and, per active sink, one delivery row each. */
 export interface OutboxStore {
-  /** Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order (without payloads). */
-  pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]>;
-  /** The CloudEvent JSON of the given events. Kept out of `pending`, which scans far more rows than it sends. */
+  /**
+   * Up to `limit` pending deliveries of `sink` with seq > afterSeq, due or not, in seq order;
+   * without payloads unless `withPayloads`: then each row carries its event's CloudEvent JSON, for
+   * a small page whose rows go out next (a sink that has caught up), saving their `payloads` read.
+   */
+  pending(sink: string, afterSeq: number, limit: number, withPayloads?: boolean): Promise<PendingDelivery[]>;
+  /** The CloudEvent JSON of the given events. Kept out of most `pending` reads, which scan far more rows than they send. */
   payloads(seqs: readonly number[]): Promise<Map<number, string>>;
   /**
    * The deliveries settled as delivered, and `now` recorded as the sink's last delivery (once the
@@ -131,6 +135,8 @@ export interface OutboxStore {
    * event to the head when it starts, so no replay holds the process (SQLite) or a transaction
    * (PostgreSQL) for long. One press queues each event once; if it stops part way, the batches it
    * wrote stay queued, and a second press queues the range again, still one delivery per event.
+   * Each batch that queued something is counted in `DeadLetterStore.requeueCount`, in its own
+   * transaction: the daemon holding the tenant (maybe another process) takes it up from there.
    */
   enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number>;
   /**
@@ -157,7 +163,11 @@ export interface DeadLetterStore {
   requeueSink(sink: string, now: number): Promise<number>;
   /** One event's dead deliveries (of one sink, or all) back to pending. */
   requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number>;
-  /** How many requeue writes (a command, or a batch of one) changed something: a running daemon watches it. */
+  /**
+   * How many requeue writes (a command, or a batch of one) changed something, dead letters put back
+   * and journal events queued again (`OutboxStore.enqueueFromJournal`): a running daemon watches
+   * it, and reads its outbox afresh when it moves.
+   */
   requeueCount(): Promise<number>;
 }
 

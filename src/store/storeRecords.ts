@@ -94,6 +94,8 @@ export interface PendingDelivery {
   nextAttemptAt: number;
   firstAttemptAt: number | null;
   ingestedAt: number;
+  /** The event's CloudEvent JSON, as OutboxStore.payloads returns it: only from a read that asked for it. */
+  payload?: string;
 }
 
 /** A failed attempt as the engine records it: the error, and what the destination answered. */

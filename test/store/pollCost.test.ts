@@ -93,6 +93,38 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     expect(added).toBe(24); // c-1 was watched already
   });
 
+  it("answers many tenants' sinks, outbox counts and watched logs asked in one turn with one statement each", async () => {
+    const backend = await openBackend();
+    const stores = await Promise.all(Array.from({ length: 20 }, (_, i) => backend.tenantStore(`t-${i}`)));
+    for (const [i, store] of stores.entries()) {
+      await prepare(store);
+      // Tenant i watches i more logs and has i events pending: each must get its own rows back.
+      await store.watchedLogs.registerAll(Array.from({ length: i }, (_, k) => discovered(`c-x${k}`)));
+      if (i > 0)
+        await ingest(
+          store,
+          Array.from({ length: i }, (_, k) => entry(`e-${k}`)),
+        );
+    }
+    // What a /metrics scrape asks of every tenant at once.
+    const scrape = () =>
+      Promise.all(stores.map((s) => Promise.all([s.sinks.list(), s.outbox.counts('a'), s.watchedLogs.list()])));
+    let answers: Awaited<ReturnType<typeof scrape>> = [];
+    expect(await cost(backend.activity, async () => (answers = await scrape()))).toEqual({
+      transactions: 3,
+      statements: 3,
+    });
+    for (const [i, [sinks, counts, logs]] of answers.entries()) {
+      expect(sinks.map((s) => s.name)).toEqual(['a']);
+      expect(counts).toMatchObject({ pending: i, delivered: 0 });
+      expect(logs).toHaveLength(1 + i);
+      expect(logs).toEqual(await stores[i]!.watchedLogs.list());
+    }
+    // A tenant asking alone is answered alone, from a read sent after it asked.
+    await ingest(stores[0]!, [entry('late')]);
+    expect(await stores[0]!.outbox.counts('a')).toMatchObject({ pending: 1 });
+  });
+
   it('refuses the poll, writing nothing, once another replica took the lease', async () => {
     const { backend, store } = await fencedStore();
     await poll(store, [], T + 1_000);

@@ -64,6 +64,28 @@ describe('the delivery engine watching for re-queued dead letters', () => {
     await store.close();
   });
 
+  it('takes up what a replay queued in another process within a check, and leaves an idle outbox unread', async () => {
+    const { clock, store, sink, engine, passChecks } = await setup();
+    const [a] = await ingestEntries(store, 'career', 'c-1', ['a']);
+    engine.start();
+    engine.notify();
+    await passChecks(2);
+    expect(sink.accepted).toEqual([a]);
+    // A minute and more with nothing to send: the outbox is not read (a read every half minute
+    // per sink was 33 transactions a second at 1,000 tenants).
+    const reads = vi.spyOn(store.outbox, 'pending');
+    await passChecks(150);
+    expect(reads).not.toHaveBeenCalled();
+
+    // `replay --queue-only` in another process: its queued batch moves the re-queue count.
+    expect(await store.outbox.enqueueFromJournal('out', {}, clock.now())).toBe(1);
+    await passChecks(2);
+    expect(sink.accepted).toEqual([a, a]);
+    expect(reads).toHaveBeenCalled();
+    await engine.stop();
+    await store.close();
+  });
+
   it('goes on, and says so, when the store does not answer the check', async () => {
     const { store, engine, warnings, passChecks } = await setup();
     // The count read as the engine starts answers; the three checks after it do not.

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
 import type { RetryConfig } from '../../src/sinkContract/deliveryConfig.js';
 import { noopLogger } from '../support/noopLogger.js';
@@ -90,6 +90,28 @@ const failWhen = (eventId: string, times: number, error: () => Error): WriteScri
 };
 
 describe('SinkWorker with a real store', () => {
+  it("sends a caught-up sink's next rows with the payloads its outbox read carried, reading them apart only past its first 100", async () => {
+    const { store, sink, clock, drain } = await setup();
+    const ids = await ingestEntries(
+      store,
+      'career',
+      'c-1',
+      Array.from({ length: 150 }, (_, i) => `e-${i}`),
+    );
+    const payloadReads = vi.spyOn(store.outbox, 'payloads');
+    expect(await drain(worker(store, sink, clock, { batchSize: 10 }))).toBe(true);
+    expect(sink.accepted).toEqual(ids);
+    // The first 100 rows came with their payloads; the 5 batches after them read theirs.
+    expect(payloadReads).toHaveBeenCalledTimes(5);
+
+    // Caught up: a new event is read with its payload and sent, with no read of its own.
+    const [late] = await ingestEntries(store, 'career', 'c-1', ['late'], START + 1_000);
+    expect(await drain(worker(store, sink, clock))).toBe(true);
+    expect(sink.accepted.at(-1)).toBe(late);
+    expect(payloadReads).toHaveBeenCalledTimes(5);
+    await store.close();
+  });
+
   it('delivers everything once, each object in ingestion order, across several batches', async () => {
     const { store, sink, clock, drain } = await setup();
     const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b', 'c']);

@@ -5,12 +5,14 @@ import {
   PRUNED_THROUGH_KEY,
   PRUNE_BATCH_EVENTS,
   REQUEUE_BATCH_EVENTS,
+  REQUEUE_COUNT_KEY,
   type DeliveryCounts,
   type FailedDelivery,
   type JournalRange,
   type PendingDelivery,
 } from '../storeRecords.js';
 import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
+import { BatchedRead, sinkKey } from './batchedRead.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { globToLike } from './globPattern.js';
 import { storableText } from './storableText.js';
@@ -20,6 +22,31 @@ const IN_RANGE = `tenant = $1 AND ($2::float8 IS NULL OR ingested_at >= $2) AND 
   AND ($4::text IS NULL OR log = $4) AND ($5::text IS NULL OR type LIKE $5 ESCAPE '\\')`;
 /** One window of seqs, [$6, $7), per statement: bounded by the journal positions it reads, however rarely the range matches. */
 const IN_WINDOW = `${IN_RANGE} AND seq >= $6 AND seq < $7`;
+
+type SinkCountRow = DeliveryCountRow & { tenant: string; sink: string };
+
+/**
+ * Every asking tenant's outbox counts of one sink each, in one statement (BatchedRead): as
+ * SQLite's, counted from the index, the oldest pending being the first in journal order.
+ */
+export function outboxCountsRead(): BatchedRead<SinkCountRow> {
+  return new BatchedRead<SinkCountRow>(
+    (keys) => {
+      const asked = keys.map((key) => key.split('\u0000'));
+      return {
+        sql: `SELECT d.tenant, d.sink, d.state, COUNT(*) AS n,
+                CASE d.state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
+                  JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
+                  WHERE p.tenant = d.tenant AND p.sink = d.sink AND p.state = 'pending' ORDER BY p.seq LIMIT 1) END AS oldest
+              FROM unnest($1::text[], $2::text[]) AS asked (tenant, sink)
+              JOIN deliveries d ON d.tenant = asked.tenant AND d.sink = asked.sink
+              GROUP BY d.tenant, d.sink, d.state`,
+        params: [asked.map(([tenant]) => tenant), asked.map(([, sink]) => sink)],
+      };
+    },
+    (row) => sinkKey(row.tenant, row.sink),
+  );
+}
 
 /** An event ready to append: its CloudEvent JSON and what the journal indexes it by. */
 export interface NewEvent {
@@ -35,7 +62,11 @@ export interface NewEvent {
  * the batch, so a crash leaves each event either delivered or still pending (at-least-once).
  */
 export class PostgresOutbox implements OutboxStore {
-  constructor(private readonly db: TenantDb) {}
+  constructor(
+    private readonly db: TenantDb,
+    /** Shared by the tenants of the backend. */
+    private readonly countsRead: BatchedRead<SinkCountRow>,
+  ) {}
 
   /**
    * Part of the ingest transaction: appends the events in the given order, a pending delivery for
@@ -88,16 +119,16 @@ export class PostgresOutbox implements OutboxStore {
     return new Map(rows.map((r) => [r.seq, r.payload]));
   }
 
-  async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
+  async pending(sink: string, afterSeq: number, limit: number, withPayloads = false): Promise<PendingDelivery[]> {
     const rows = await this.db.read<RowOf<PendingDelivery>>(
       `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at, d.first_attempt_at,
-              e.ingested_at
+              e.ingested_at${withPayloads ? ', e.payload' : ''}
        FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
        WHERE d.tenant = $1 AND d.sink = $2 AND d.state = 'pending' AND d.seq > $3
        ORDER BY d.seq LIMIT $4`,
       [this.db.tenant, sink, afterSeq, limit],
     );
-    return rows.map(fromRow<PendingDelivery>);
+    return rows.map((row) => fromRow<PendingDelivery>(row));
   }
 
   /** The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered). */
@@ -161,19 +192,31 @@ export class PostgresOutbox implements OutboxStore {
     );
   }
 
-  /** Each window of positions is one statement, its own fenced transaction. */
+  /**
+   * Each window of positions is one statement, its own fenced transaction, which also counts
+   * itself in the re-queue count (DeadLetterStore.requeueCount) when it queued something: the
+   * daemon holding the tenant learns of a `replay --queue-only` from that count, not by reading
+   * its outbox now and then.
+   */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const parameters = this.rangeParameters(range);
     return this.inSeqWindows(REQUEUE_BATCH_EVENTS, async (from, to) => {
-      const result = await this.db.writeOne(
-        `INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
-         SELECT $1, $9, seq, 'pending', $8 FROM events WHERE ${IN_WINDOW}
-         ORDER BY seq
-         ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
-           first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $8`,
+      const result = await this.db.writeOne<{ n: string }>(
+        `WITH queued AS (
+           INSERT INTO deliveries (tenant, sink, seq, state, updated_at)
+           SELECT $1, $9, seq, 'pending', $8 FROM events WHERE ${IN_WINDOW}
+           ORDER BY seq
+           ON CONFLICT (tenant, sink, seq) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = 0,
+             first_attempt_at = NULL, last_error = NULL, last_status = NULL, last_response = NULL, updated_at = $8
+           RETURNING seq
+         ), counted AS (
+           INSERT INTO meta (tenant, key, value) SELECT $1, '${REQUEUE_COUNT_KEY}', '1' WHERE EXISTS (SELECT 1 FROM queued)
+           ON CONFLICT (tenant, key) DO UPDATE SET value = (meta.value::bigint + 1)::text
+         )
+         SELECT COUNT(*) AS n FROM queued`,
         [...parameters, from, to, now, sink],
       );
-      return result.rowCount ?? 0;
+      return Number(result.rows[0]?.n ?? 0);
     });
   }
 
@@ -210,17 +253,9 @@ export class PostgresOutbox implements OutboxStore {
     return [this.db.tenant, range.since ?? null, range.until ?? null, range.log ?? null, type];
   }
 
+  /** Read with the counts other tenants ask for in the same turn (a scrape asks every tenant at once). */
   async counts(sink: string): Promise<DeliveryCounts> {
-    const rows = await this.db.read<DeliveryCountRow>(
-      // As SQLite's: counted from the index, the oldest pending being the first in journal order.
-      `SELECT d.state, COUNT(*) AS n,
-         CASE d.state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
-           JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
-           WHERE p.tenant = $1 AND p.sink = $2 AND p.state = 'pending' ORDER BY p.seq LIMIT 1) END AS oldest
-       FROM deliveries d WHERE d.tenant = $1 AND d.sink = $2 GROUP BY d.state`,
-      [this.db.tenant, sink],
-    );
-    return deliveryCountsFromRows(rows);
+    return deliveryCountsFromRows(await this.countsRead.rowsOf(this.db, sinkKey(this.db.tenant, sink)));
   }
 
   /** Each batch is one fenced transaction: a long prune never holds its lease row's lock for long. */

@@ -8,13 +8,25 @@ import { PostgresDeadLetters } from './deadLetters.js';
 import { PostgresDeferredState } from './deferredState.js';
 import type { RequeueCounts } from '../requeueCounts.js';
 import { PostgresJournal } from './journal.js';
-import { PostgresOutbox, type NewEvent } from './outbox.js';
+import { outboxCountsRead, PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
 import { PostgresRateEstimates } from './rateEstimates.js';
 import { PostgresSeenEntries, storedEntryId } from './seenEntries.js';
-import { PostgresSinkStates } from './sinkStates.js';
+import { PostgresSinkStates, sinkListRead } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
-import { PostgresWatchedLogs } from './watchedLogs.js';
+import { PostgresWatchedLogs, watchedLogListRead } from './watchedLogs.js';
+
+/** The reads the tenants of one backend share, each one statement for the tenants asking in one turn (BatchedRead). */
+export interface SharedTenantReads {
+  sinks: ReturnType<typeof sinkListRead>;
+  counts: ReturnType<typeof outboxCountsRead>;
+  watchedLogs: ReturnType<typeof watchedLogListRead>;
+}
+
+/** A backend's SharedTenantReads: per backend, since each pool has its own schema. */
+export function sharedTenantReads(): SharedTenantReads {
+  return { sinks: sinkListRead(), counts: outboxCountsRead(), watchedLogs: watchedLogListRead() };
+}
 
 /**
  * The store contract for one tenant of a PostgreSQL store (PostgresStoreBackend.tenantStore).
@@ -35,13 +47,14 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   constructor(
     private readonly db: TenantDb,
     requeueCounts: RequeueCounts,
+    shared: SharedTenantReads,
   ) {
-    this.watchedLogs = new PostgresWatchedLogs(db);
+    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs);
     this.seen = new PostgresSeenEntries(db);
-    this.outbox = new PostgresOutbox(db);
+    this.outbox = new PostgresOutbox(db, shared.counts);
     this.deadLetters = new PostgresDeadLetters(db, requeueCounts);
     this.journal = new PostgresJournal(db);
-    this.sinks = new PostgresSinkStates(db);
+    this.sinks = new PostgresSinkStates(db, shared.sinks);
     this.quarantine = new PostgresQuarantine(db);
     this.rates = new PostgresRateEstimates(db);
     this.deferred = new PostgresDeferredState(db, this.rates);

@@ -11,7 +11,7 @@ import { StoreUnavailableError } from '../storeHealth.js';
 import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
-import { PostgresChangefeedStore } from './postgresStore.js';
+import { PostgresChangefeedStore, sharedTenantReads } from './postgresStore.js';
 import { RequeueCounts } from '../requeueCounts.js';
 import { StoreError } from '../storeError.js';
 import { TenantDb } from './tenantDb.js';
@@ -55,6 +55,7 @@ export class PostgresStoreBackend implements StoreBackend {
   readonly activity = new StoreActivity('postgres');
   private closing: Promise<void> | undefined;
   private readonly requeueCounts = new RequeueCounts();
+  private readonly sharedReads = sharedTenantReads();
 
   private constructor(
     /** The pool of the tenants' queries, shared by all tenants of this replica. */
@@ -163,6 +164,7 @@ export class PostgresStoreBackend implements StoreBackend {
       new PostgresChangefeedStore(
         new TenantDb(this.pool, tenant, this.location, options.fence, this.activity),
         this.requeueCounts,
+        this.sharedReads,
       ),
     );
   }

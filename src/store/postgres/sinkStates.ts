@@ -1,15 +1,37 @@
 import type { SinkStateStore } from '../changefeedStore.js';
 import type { SinkStateRow, SinkStateUpdate } from '../storeRecords.js';
 import { sinkStateFromRow, type SinkStateDbRow } from '../storedRows.js';
+import { BatchedRead } from './batchedRead.js';
 import type { TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
+
+type TenantSinkRow = SinkStateDbRow & { tenant: string };
+
+/** Every asking tenant's sinks with their state, in one statement (BatchedRead). */
+export function sinkListRead(): BatchedRead<TenantSinkRow> {
+  return new BatchedRead<TenantSinkRow>(
+    (tenants) => ({
+      sql: `SELECT s.tenant, s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until,
+              t.consecutive_failures, t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason,
+              t.failing_since
+            FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
+            WHERE s.tenant = ANY($1::text[]) ORDER BY s.tenant, s.name COLLATE "C"`,
+      params: [tenants],
+    }),
+    (row) => row.tenant,
+  );
+}
 
 /**
  * Which sinks one tenant's store feeds, and their connection state. A sink seen for the first
  * time starts from "now": it receives events ingested after its registration, not the history.
  */
 export class PostgresSinkStates implements SinkStateStore {
-  constructor(private readonly db: TenantDb) {}
+  constructor(
+    private readonly db: TenantDb,
+    /** Shared by the tenants of the backend. */
+    private readonly listRead: BatchedRead<TenantSinkRow>,
+  ) {}
 
   async activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]> {
     // One row per name, the last type given winning, as the SQLite loop of upserts leaves it.
@@ -72,14 +94,9 @@ export class PostgresSinkStates implements SinkStateStore {
     return rows[0]?.was_disabled ?? false;
   }
 
+  /** Read with the lists other tenants ask for in the same turn (a scrape asks every tenant at once). */
   async list(): Promise<SinkStateRow[]> {
-    const rows = await this.db.read<SinkStateDbRow>(
-      `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.paused_until, t.consecutive_failures,
-              t.last_error, t.last_error_at, t.last_delivery_at, t.circuit, t.disabled_reason, t.failing_since
-       FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
-       WHERE s.tenant = $1 ORDER BY s.name COLLATE "C"`,
-      [this.db.tenant],
-    );
-    return rows.map(sinkStateFromRow);
+    const rows = await this.listRead.rowsOf(this.db, this.db.tenant);
+    return rows.map(({ tenant: _tenant, ...row }) => sinkStateFromRow(row));
   }
 }

@@ -2,11 +2,31 @@ import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
 import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
+import { BatchedRead } from './batchedRead.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
 
+type TenantWatchedLogRow = RowOf<WatchedLog> & { tenant: string };
+
+/** Every asking tenant's watched logs, in one statement (BatchedRead). */
+export function watchedLogListRead(): BatchedRead<TenantWatchedLogRow> {
+  return new BatchedRead<TenantWatchedLogRow>(
+    (tenants) => ({
+      // COLLATE "C": byte order, as SQLite sorts text, whatever the database's locale.
+      sql: `SELECT tenant, ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ANY($1::text[])
+            ORDER BY tenant, log COLLATE "C", object_id COLLATE "C"`,
+      params: [tenants],
+    }),
+    (row) => row.tenant,
+  );
+}
+
 export class PostgresWatchedLogs implements WatchedLogStore {
-  constructor(private readonly db: TenantDb) {}
+  constructor(
+    private readonly db: TenantDb,
+    /** Shared by the tenants of the backend. */
+    private readonly listRead: BatchedRead<TenantWatchedLogRow>,
+  ) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
     const rows = await this.db.read<RowOf<WatchedLog>>(
@@ -16,13 +36,10 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     return rows[0] ? fromRow(rows[0]) : undefined;
   }
 
+  /** Read with the lists other tenants ask for in the same turn (a scrape asks every tenant at once). */
   async list(): Promise<WatchedLog[]> {
-    // COLLATE "C": byte order, as SQLite sorts text, whatever the database's locale.
-    const rows = await this.db.read<RowOf<WatchedLog>>(
-      `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = $1 ORDER BY log COLLATE "C", object_id COLLATE "C"`,
-      [this.db.tenant],
-    );
-    return rows.map(fromRow<WatchedLog>);
+    const rows = await this.listRead.rowsOf(this.db, this.db.tenant);
+    return rows.map(({ tenant: _tenant, ...row }) => fromRow<WatchedLog>(row as RowOf<WatchedLog>));
   }
 
   /**

@@ -77,9 +77,9 @@ export class DeadLetters implements DeadLetterStore {
   }
 
   /**
-   * How many times dead letters were put back in line, ever. A running daemon (another process)
-   * watches it to take re-queued deliveries up at once: they have old seqs, which its in-memory
-   * window of pending deliveries has already passed.
+   * How many times dead letters were put back in line or journal events queued again, ever. A
+   * running daemon (another process) watches it to take re-queued deliveries up at once: they
+   * have old seqs, which its in-memory window of pending deliveries has already passed.
    */
   async requeueCount(): Promise<number> {
     return this.requeueCounts.of(this.conn.tenant, async (tenants) =>
@@ -88,7 +88,15 @@ export class DeadLetters implements DeadLetterStore {
   }
 
   private bumpRequeues(changed: number): number {
-    if (changed > 0) this.conn.statement(BUMP).run(this.conn.tenant, REQUEUE_COUNT_KEY);
-    return changed;
+    return countRequeue(this.conn, changed);
   }
+}
+
+/**
+ * Counts a re-queue write in the tenant's re-queue count when it `changed` something (dead letters
+ * put back, journal events queued again by a replay); returns `changed`.
+ */
+export function countRequeue(conn: TenantConnection, changed: number): number {
+  if (changed > 0) conn.statement(BUMP).run(conn.tenant, REQUEUE_COUNT_KEY);
+  return changed;
 }

@@ -12,6 +12,7 @@ import {
   type PendingDelivery,
 } from '../storeRecords.js';
 import { deliveryCountsFromRows, fromRow, type DeliveryCountRow, type RowOf } from '../storedRows.js';
+import { countRequeue } from './deadLetters.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 // The caller draws the seq (the tenant's head plus one, see Journal) and moves the head once per
@@ -22,11 +23,13 @@ const INSERT_EVENT = `INSERT INTO events (tenant, seq, event_id, log, object_id,
 const JOURNALED = 'SELECT 1 AS one FROM events WHERE tenant = ? AND event_id = ?';
 const INSERT_DELIVERIES = `INSERT INTO deliveries (tenant, sink, seq, updated_at)
   SELECT tenant, name, ?, ? FROM sinks WHERE tenant = ? AND active = 1`;
-const PENDING = `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts, d.next_attempt_at,
-    d.first_attempt_at, e.ingested_at
+const pendingSql = (payload: string): string => `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts,
+    d.next_attempt_at, d.first_attempt_at, e.ingested_at${payload}
   FROM deliveries d JOIN events e ON e.tenant = d.tenant AND e.seq = d.seq
   WHERE d.tenant = ? AND d.sink = ? AND d.state = 'pending' AND d.seq > ?
   ORDER BY d.seq LIMIT ?`;
+const PENDING = pendingSql('');
+const PENDING_WITH_PAYLOADS = pendingSql(', e.payload');
 const SETTLED = `first_attempt_at = COALESCE(first_attempt_at, @now)
   WHERE tenant = @tenant AND sink = @sink AND seq = @seq AND state = 'pending'`;
 const DELIVERED = `UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = @now,
@@ -116,11 +119,13 @@ export class Outbox implements OutboxStore {
     return new Map(rows.map((r) => [r.seq, r.payload]));
   }
 
-  async pending(sink: string, afterSeq: number, limit: number): Promise<PendingDelivery[]> {
+  async pending(sink: string, afterSeq: number, limit: number, withPayloads = false): Promise<PendingDelivery[]> {
     return this.conn
-      .statement<[string, string, number, number], RowOf<PendingDelivery>>(PENDING)
+      .statement<[string, string, number, number], RowOf<PendingDelivery>>(
+        withPayloads ? PENDING_WITH_PAYLOADS : PENDING,
+      )
       .all(this.tenant, sink, afterSeq, limit)
-      .map(fromRow<PendingDelivery>);
+      .map((row) => fromRow<PendingDelivery>(row));
   }
 
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
@@ -159,11 +164,17 @@ export class Outbox implements OutboxStore {
     });
   }
 
-  /** The connection is synchronous and shared by the process's tenants: between batches the event loop serves the others. */
+  /**
+   * The connection is synchronous and shared by the process's tenants: between batches the event
+   * loop serves the others. Each batch that queued something is counted in the re-queue count
+   * with it, which a running daemon watches (DeadLetterStore.requeueCount).
+   */
   async enqueueFromJournal(sink: string, range: JournalRange, now: number): Promise<number> {
     const enqueue = this.conn.statement<object>(ENQUEUE);
     const parameters = { ...this.rangeParameters(range), sink, now };
-    return this.inSeqWindows(REQUEUE_BATCH_EVENTS, (from, to) => enqueue.run({ ...parameters, from, to }).changes);
+    return this.inSeqWindows(REQUEUE_BATCH_EVENTS, (from, to) =>
+      this.conn.transaction(() => countRequeue(this.conn, enqueue.run({ ...parameters, from, to }).changes)),
+    );
   }
 
   /** Counted COUNT_WINDOW_EVENTS journal positions per statement, yielding between them. */

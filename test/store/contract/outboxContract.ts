@@ -68,6 +68,16 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.outbox.payloads([])).toEqual(new Map());
     });
 
+    it('a pending read that asks for the payloads carries them, as payloads() reads them', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('one'), entry('two')]);
+      const seqs = (await store.outbox.pending('a', 0, 10)).map((d) => d.seq);
+      const payloads = await store.outbox.payloads(seqs);
+      const carried = await store.outbox.pending('a', 0, 10, true);
+      expect(carried.map((d) => d.payload)).toEqual([...payloads.values()]);
+      expect((await store.outbox.pending('a', 0, 10)).map((d) => d.payload)).toEqual([undefined, undefined]);
+    });
+
     it('moves deliveries through delivered, retry, dead and filtered, and counts them', async () => {
       const { store } = await openFresh(['a', 'b']);
       await ingest(store, [entry('ok'), entry('retry'), entry('dead'), entry('skip'), entry('left')]);
@@ -229,6 +239,16 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.outbox.enqueueFromJournal('late', {}, T + 40)).toBe(3);
       expect(await pendingEntryIds(store, 'late')).toEqual(['e-1', 'e-2', 's-1']);
       expect(await store.outbox.enqueueFromJournal('late', { since: T + 100 }, T + 40)).toBe(0);
+    });
+
+    it('counts a replay that queued something in the re-queue count, which a running daemon watches', async () => {
+      const { store } = await openFresh(['a']);
+      await ingest(store, [entry('e-1')], { now: T });
+      const before = await store.deadLetters.requeueCount();
+      expect(await store.outbox.enqueueFromJournal('a', { since: T + 100 }, T + 40)).toBe(0);
+      expect(await store.deadLetters.requeueCount()).toBe(before);
+      expect(await store.outbox.enqueueFromJournal('a', {}, T + 40)).toBe(1);
+      expect(await store.deadLetters.requeueCount()).toBe(before + 1);
     });
 
     it('counts what a replay would queue before queuing it, by time range, log and type glob', async () => {
