@@ -66,8 +66,7 @@ export class ProcessMetrics {
   /** Every series now, as one Prometheus text exposition. */
   metrics(): Promise<string> {
     this.collectProcessMetrics();
-    this.tenants.beginScrape();
-    return this.registry.metrics();
+    return this.tenants.scraping(() => this.registry.metrics());
   }
 
   private processMetricsCollected = false;
