@@ -176,4 +176,33 @@ describe('the process metrics', () => {
     // At 5,000 tenants a scrape's reads were 130,000 watched-log rows, held until the next scrape.
     expect(rowsRead.map((ref) => ref.deref() === undefined)).toEqual([true, true]);
   });
+
+  it('renders the exposition a metric at a time, each after the part before it was taken', async () => {
+    const metrics = new ProcessMetrics();
+    let storeReads = 0;
+    const counted = source(2);
+    const list = counted.store.sinks.list.bind(counted.store.sinks);
+    counted.store.sinks.list = () => {
+      storeReads += 1;
+      return list();
+    };
+    metrics.tenants.forTenant('acme').attach(counted);
+    const parts: string[] = [];
+    let takeFirst: () => void = () => undefined;
+    const written = metrics.write((part) => {
+      parts.push(part);
+      return parts.length === 1 ? new Promise((resolve) => (takeFirst = resolve)) : Promise.resolve();
+    });
+    for (let turn = 0; turn < 10; turn++) await new Promise((resolve) => setImmediate(resolve));
+    // The first part is not taken yet: no other metric was rendered, none read a store.
+    expect(parts).toHaveLength(1);
+    expect(storeReads).toBe(0);
+    takeFirst();
+    await written;
+    expect(parts).toHaveLength(metrics.registry.getMetricsAsArray().length);
+    expect(storeReads).toBe(1);
+    const text = parts.join('');
+    expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'acme', sink: 'hook' })).toBe(2);
+    expect(text.endsWith('\n') && !text.endsWith('\n\n')).toBe(true);
+  });
 });
