@@ -1,3 +1,4 @@
+import PQueue from 'p-queue';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource } from '../config/mainConfig.js';
 import { readTenants, scanTenantFiles, settleTenantScan, type TenantConfigMemo } from '../config/readTenants.js';
@@ -22,7 +23,7 @@ import { ProcessFeed } from './processFeed.js';
 import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
-import { TenantLeases } from './tenantLeases.js';
+import { TENANT_STARTS_AT_ONCE, TenantLeases } from './tenantLeases.js';
 import { TenantSupervisor } from './tenantSupervisor.js';
 
 export type { DaemonOptions, OnceReport };
@@ -63,6 +64,12 @@ export class ChangefeedDaemon {
   private opened: Promise<void> | undefined;
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
+  /**
+   * Without leases, the starts of the directory's tenants, TENANT_STARTS_AT_ONCE at a time as a
+   * lease round's are. All at once, 5,000 tenants were built in one turn of the event loop, which
+   * then sent 5,000 pings together and held every one of them until the last was answered.
+   */
+  private readonly starts = new PQueue({ concurrency: TENANT_STARTS_AT_ONCE });
   private stopped = false;
   private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
@@ -387,7 +394,12 @@ export class ChangefeedDaemon {
     const starting = [...added, ...changed].flatMap((name) => byName.get(name) ?? []);
     await Promise.all([
       ...removed.map((name) => supervisor.stop(name)),
-      ...starting.map((tenant) => supervisor.start(tenant)),
+      // One that waited its turn while the daemon began to stop is not started: stop() awaits this.
+      ...starting.map((tenant) =>
+        this.starts.add(async () => {
+          if (!this.stopped) await supervisor.start(tenant);
+        }),
+      ),
     ]);
   }
 }
