@@ -1,4 +1,5 @@
 import PQueue from 'p-queue';
+import { MAX_SERVICE_CONNECTIONS } from '../api/servicePools.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource } from '../config/mainConfig.js';
 import { readTenants, scanTenantFiles, settleTenantScan, type TenantConfigMemo } from '../config/readTenants.js';
@@ -23,7 +24,7 @@ import { ProcessFeed } from './processFeed.js';
 import { StoreOpening } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
-import { TENANT_STARTS_AT_ONCE, TenantLeases } from './tenantLeases.js';
+import { TenantLeases } from './tenantLeases.js';
 import { TenantSupervisor } from './tenantSupervisor.js';
 
 export type { DaemonOptions, OnceReport };
@@ -65,11 +66,13 @@ export class ChangefeedDaemon {
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
   /**
-   * Without leases, the starts of the directory's tenants, TENANT_STARTS_AT_ONCE at a time as a
-   * lease round's are. All at once, 5,000 tenants were built in one turn of the event loop, which
-   * then sent 5,000 pings together and held every one of them until the last was answered.
+   * Without leases, the starts of the directory's tenants, as many at a time as the service's
+   * pool has connections: more would only wait in its queue. All at once, 5,000 tenants were
+   * built in one turn of the event loop, which then held 5,000 pings until the last was
+   * answered. Fewer at a time (a lease round's 64) took minutes on a loaded machine, each wave
+   * waiting for its slowest ping.
    */
-  private readonly starts = new PQueue({ concurrency: TENANT_STARTS_AT_ONCE });
+  private readonly starts = new PQueue({ concurrency: MAX_SERVICE_CONNECTIONS });
   private stopped = false;
   private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
