@@ -27,7 +27,7 @@ const KEEP_ALIVE_MS = 30_000;
  * queue, their timeout running. 512 connections carry 1,250 requests a second (5,000 tenants at
  * 900 reads an hour) up to 400 ms per request.
  */
-export const MAX_SERVICE_CONNECTIONS = 512;
+const MAX_CONNECTIONS = 512;
 const pools = new Map<string, SharedPool>();
 
 /**
@@ -41,7 +41,7 @@ export function acquireServicePool(origin: string, settings: ServicePoolSettings
   if (shared === undefined) {
     shared = {
       pool: new Pool(origin, {
-        connections: MAX_SERVICE_CONNECTIONS,
+        connections: MAX_CONNECTIONS,
         keepAliveTimeout: KEEP_ALIVE_MS,
         headersTimeout: settings.timeoutMs,
         bodyTimeout: settings.timeoutMs,

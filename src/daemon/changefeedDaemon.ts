@@ -1,5 +1,3 @@
-import PQueue from 'p-queue';
-import { MAX_SERVICE_CONNECTIONS } from '../api/servicePools.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { tenantAppConfig, type MainConfig, type ProcessConfig, type TenantSource } from '../config/mainConfig.js';
 import { readTenants, scanTenantFiles, settleTenantScan, type TenantConfigMemo } from '../config/readTenants.js';
@@ -65,14 +63,6 @@ export class ChangefeedDaemon {
   private opened: Promise<void> | undefined;
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
-  /**
-   * Without leases, the starts of the directory's tenants, as many at a time as the service's
-   * pool has connections: more would only wait in its queue. All at once, 5,000 tenants were
-   * built in one turn of the event loop, which then held 5,000 pings until the last was
-   * answered. Fewer at a time (a lease round's 64) took minutes on a loaded machine, each wave
-   * waiting for its slowest ping.
-   */
-  private readonly starts = new PQueue({ concurrency: MAX_SERVICE_CONNECTIONS });
   private stopped = false;
   private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
@@ -397,12 +387,7 @@ export class ChangefeedDaemon {
     const starting = [...added, ...changed].flatMap((name) => byName.get(name) ?? []);
     await Promise.all([
       ...removed.map((name) => supervisor.stop(name)),
-      // One that waited its turn while the daemon began to stop is not started: stop() awaits this.
-      ...starting.map((tenant) =>
-        this.starts.add(async () => {
-          if (!this.stopped) await supervisor.start(tenant);
-        }),
-      ),
+      ...starting.map((tenant) => supervisor.start(tenant)),
     ]);
   }
 }
