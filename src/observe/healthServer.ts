@@ -104,7 +104,8 @@ export function startHealthServer(
       return;
     }
     if (path === '/metrics') {
-      serveMetrics(source.metrics, res).catch((error: unknown) => res.destroy(error as Error));
+      // A failure after the first part was sent: the response is cut short.
+      serveMetrics(source.metrics, res).catch(() => res.destroy());
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
