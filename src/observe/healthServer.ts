@@ -57,8 +57,8 @@ export interface HealthSource {
   alive(): boolean;
   /** Every readiness check, each with what fails. */
   readiness(): ReadinessCheck[];
-  /** A prom-client Registry, or anything that renders an exposition the same way. */
-  metrics: { metrics(): Promise<string>; readonly contentType: string };
+  /** The exposition, written a part at a time (ProcessMetrics.write). */
+  metrics: { write(write: (part: string) => Promise<void>): Promise<void>; readonly contentType: string };
 }
 
 export type HealthServer = BoundedListener;
@@ -104,13 +104,45 @@ export function startHealthServer(
       return;
     }
     if (path === '/metrics') {
-      source.metrics.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': source.metrics.contentType }).end(text),
-        (error: unknown) =>
-          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`),
-      );
+      // A failure after the first part was sent: the response is cut short.
+      serveMetrics(source.metrics, res).catch(() => res.destroy());
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
+  });
+}
+
+/**
+ * Streams the exposition a metric at a time, each part sent before the next is rendered: built
+ * whole, the exposition of 5,000 tenants (38 MB of text, 445,000 series) held about 200 MB of
+ * heap at once. A failure before the first part is a 500; after it, the response is cut short,
+ * which a scraper reports as a failed scrape just the same.
+ */
+async function serveMetrics(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
+  try {
+    await metrics.write(async (part) => {
+      if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
+      if (res.destroyed) return;
+      if (!res.write(part)) await drainedOrClosed(res);
+    });
+  } catch (error) {
+    if (res.headersSent) throw error;
+    res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`);
+    return;
+  }
+  if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
+  res.end();
+}
+
+/** Resolves when the response takes more, or when it is gone (the scraper left). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
   });
 }

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpConfigSchema, startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
+import { ProcessMetrics } from '../../src/observe/processMetrics.js';
 import { until } from '../support/daemonProcess.js';
 
 let server: HealthServer | undefined;
@@ -40,7 +40,7 @@ describe('the health server', () => {
     server = await startHealthServer(httpConfigSchema.parse({ port: 0, maxConnections: 2 }), {
       alive: () => true,
       readiness: () => [],
-      metrics: new Registry(),
+      metrics: new ProcessMetrics(),
     });
     const url = new URL(server.url);
     const first = await heldConnection(url);
@@ -57,7 +57,7 @@ describe('the health server', () => {
     server = await startHealthServer(httpConfigSchema.parse({ port: 0, maxConnections: 2, headersTimeoutSeconds: 1 }), {
       alive: () => true,
       readiness: () => [],
-      metrics: new Registry(),
+      metrics: new ProcessMetrics(),
     });
     const url = new URL(server.url);
     // One silent from the start, one that sends half a request head and stops.
