@@ -124,9 +124,9 @@ export interface DelayEstimate {
 }
 
 /**
- * Expected detection delay when log i (changing at rate λi, Poisson) is polled every 1/fi hours:
- * a change waits uniformly in [0, 1/fi], so the mean is Σ λi/(2 fi) / Σ λi (the intervals' spread
- * adds a factor 1 + spread²/3, under 0.1%), and the tail is `shareWaitingLonger`.
+ * Expected detection delay when log i (changing at rate λi, Poisson) is polled regularly every
+ * 1/fi hours: a change waits uniformly in [0, 1/fi], so the mean is Σ λi/(2 fi) / Σ λi and the
+ * tail is P(D > d) = Σ λi · max(0, 1 − d·fi) / Σ λi.
  */
 export function expectedDelay(rates: readonly number[], frequencies: readonly number[]): DelayEstimate {
   const total = rates.reduce((a, b) => a + b, 0);
@@ -143,34 +143,13 @@ export function expectedDelay(rates: readonly number[], frequencies: readonly nu
   return { meanHours, p95Hours: hi };
 }
 
-/**
- * How far the intervals the poll loop realises spread around the planned one, as a uniform
- * spread within ±INTERVAL_SPREAD of it. Stride scheduling polls a log when its urgency leads, not
- * on the dot, and first polls, discovery and the floor take slots at their own times. In the
- * model's day (seed 8, six hours, after the warm-up; 3,500 intervals) realised ÷ planned had a
- * mean of 1.00, a standard deviation of 0.029 and a 95th percentile of 1.055 for the logs held at
- * round-robin's p95 (1.057 for the others below the floor). What pushes changes past a bound is
- * the late intervals, so the spread matches that upper tail: a uniform ±6% has its 95th
- * percentile at 1.054.
- */
-export const INTERVAL_SPREAD = 0.06;
-
-/**
- * The expected share of changes that wait longer than `hours`, for Poisson changes and polls
- * every 1/f hours give or take INTERVAL_SPREAD: a change falls in an interval T' with probability
- * ∝ T' and waits past d with probability (T' − d)⁺ / T', so log i contributes λᵢ·E[(T' − d)⁺] / Tᵢ.
- */
+/** The expected share of changes that wait longer than `hours` (regular polls, Poisson changes). */
 export function shareWaitingLonger(rates: readonly number[], frequencies: readonly number[], hours: number): number {
   let total = 0;
   let longer = 0;
   rates.forEach((r, i) => {
     total += r;
-    const period = 1 / Math.max(1e-12, frequencies[i] ?? 0);
-    const shortest = period * (1 - INTERVAL_SPREAD);
-    const longest = period * (1 + INTERVAL_SPREAD);
-    const past =
-      hours <= shortest ? period - hours : hours >= longest ? 0 : (longest - hours) ** 2 / (2 * (longest - shortest));
-    longer += (r * past) / period;
+    longer += r * Math.max(0, 1 - hours * Math.max(1e-12, frequencies[i] ?? 0));
   });
   return total > 0 ? longer / total : 0;
 }
@@ -276,8 +255,7 @@ function pullTowardTailBound(
   boundHours: number,
 ): { tailBound: TailBound; expected: DelayEstimate } | undefined {
   const weights = rates.map((r, i) => allocationWeight(r, input.costs[i] ?? 1, 0.5));
-  // A pulled log's longest interval ends within the bound.
-  const boundFrequency = (1 + INTERVAL_SPREAD) / boundHours;
+  const boundFrequency = 1 / boundHours;
   if (!(boundFrequency > 0 && boundFrequency < input.maxFrequency) || weights.length === 0) return undefined;
   const at = (pull: number) => {
     const tailBound = { boundFrequency, pull };

@@ -194,26 +194,16 @@ describe('chooseAlpha', () => {
     expect(expectedDelay(rates, frequencies).p95Hours).toBeGreaterThan(choice.roundRobin.p95Hours);
   });
 
-  /** The best mean of an exponent (in steps of 0.005) whose expected p95 is within round-robin's. */
-  const bestExponentMean = (rates: number[], roundRobinP95: number): number => {
-    let best = Infinity;
-    for (let alpha = 0; alpha < 0.5; alpha += 0.005) {
-      const weights = rates.map((r) => allocationWeight(r, 1, alpha));
-      const expected = expectedDelay(rates, allocateFrequencies({ ...input(rates.length), weights }).frequencies);
-      if (expected.p95Hours <= roundRobinP95) best = Math.min(best, expected.meanHours);
+  it('buys a better mean than any exponent whose tail is within round-robin p95', () => {
+    for (const rates of [zipf(300, 0.6), zipf(300, 1), [100, ...zipf(500, 1).map((r) => r / 10)]]) {
+      const choice = chooseAlpha(rates, input(rates.length));
+      for (let alpha = 0; alpha < 0.5; alpha += 0.005) {
+        const weights = rates.map((r) => allocationWeight(r, 1, alpha));
+        const expected = expectedDelay(rates, allocateFrequencies({ ...input(rates.length), weights }).frequencies);
+        if (expected.p95Hours <= choice.roundRobin.p95Hours)
+          expect(choice.expected.meanHours).toBeLessThan(expected.meanHours);
+      }
     }
-    return best;
-  };
-
-  it.each([
-    // Skewed rates: the pull leaves the busy logs at the square-root law, an exponent cannot.
-    { name: 'Zipf s=1', rates: zipf(300, 1), most: 1 },
-    { name: 'one hot log over a Zipf tail', rates: [100, ...zipf(500, 1).map((r) => r / 10)], most: 1.001 },
-    // Even rates: little to gain, and the room left for the pulled logs' spread costs a little.
-    { name: 'Zipf s=0.6', rates: zipf(300, 0.6), most: 1.005 },
-  ])('$name: a mean within $most × the best exponent whose tail is within round-robin p95', ({ rates, most }) => {
-    const choice = chooseAlpha(rates, input(rates.length));
-    expect(choice.expected.meanHours).toBeLessThan(most * bestExponentMean(rates, choice.roundRobin.p95Hours));
   });
 
   it('falls back to a lower exponent when no pull can be afforded', () => {
@@ -258,8 +248,6 @@ describe('shareWaitingLonger', () => {
     ['polled within the time: none', [1], [5], 0.25, 0],
     ['weighted by rate', [3, 1], [1, 5], 0.5, 0.375],
     ['no changes at all', [0], [1], 0.5, 0],
-    ['at the planned interval: the intervals longer than planned', [1], [1], 1, 0.06 ** 2 / 0.24],
-    ['at the longest interval: none', [1], [1], 1.06, 0],
   ] as const)('%s', (_name, rates, frequencies, hours, expected) => {
     expect(shareWaitingLonger(rates, frequencies, hours)).toBeCloseTo(expected, 9);
   });
