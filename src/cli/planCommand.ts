@@ -1,11 +1,6 @@
 import type { Command } from 'commander';
 import { logKey, type LogKind } from '../logs.js';
-import {
-  allocateFrequencies,
-  allocationShapeFor,
-  allocationWeight,
-  expectedDelay,
-} from '../schedule/pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../schedule/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
 import { RateEstimator } from '../schedule/rateEstimator.js';
 import { emptyRateState, type RateState } from '../schedule/rateState.js';
@@ -121,10 +116,9 @@ async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
     minFrequency: Math.min(maxFrequency, 60 / schedule.maxIntervalMinutes),
     maxFrequency,
   };
-  const { alpha, tailBound } = allocationShapeFor(schedule, () => rates, input);
+  const alpha = alphaFor(schedule, () => rates, input);
   const { frequencies } = allocateFrequencies({
     ...input,
-    tailBound,
     weights: logs.map((l, i) => allocationWeight(rates[i] ?? 0, l.cost, alpha)),
   });
   const delay = expectedDelay(rates, frequencies);

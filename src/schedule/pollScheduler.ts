@@ -1,13 +1,6 @@
 import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
-import {
-  allocateFrequencies,
-  allocationShapeFor,
-  allocationWeight,
-  latestFirstPollStarts,
-  plannedFrequency,
-  type TailBound,
-} from './pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
 import type { LogCandidate } from './nextAction.js';
@@ -66,8 +59,6 @@ export class PollScheduler {
   private fittedAt = Number.NEGATIVE_INFINITY;
   /** The exponent in use: the configured one, or the last choice of `auto`. */
   private alpha: number;
-  /** The pull of the quiet logs toward round-robin's p95 that `auto` chose with it, if any. */
-  private tailBound: TailBound | undefined;
   private readonly followUps: SessionFollowUps;
 
   constructor(private readonly deps: PollSchedulerDeps) {
@@ -262,7 +253,7 @@ export class PollScheduler {
     const frequency =
       this.scale === Number.POSITIVE_INFINITY
         ? max
-        : plannedFrequency(this.weightOf(s), this.scale, this.floor, max, this.tailBound);
+        : Math.min(max, Math.max(this.floor, this.scale * this.weightOf(s)));
     return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
   }
 
@@ -289,11 +280,7 @@ export class PollScheduler {
         minFrequency: min,
         maxFrequency: max,
       };
-      ({ alpha: this.alpha, tailBound: this.tailBound } = allocationShapeFor(
-        this.deps.config,
-        () => list.map((s) => this.rateOf(s)),
-        input,
-      ));
+      this.alpha = alphaFor(this.deps.config, () => list.map((s) => this.rateOf(s)), input);
     }
     const allocation = allocateFrequencies({
       weights: list.map((s) => this.weightOf(s)),
@@ -302,7 +289,6 @@ export class PollScheduler {
       floorBudgetPerHour: roundRobinBudgetPerHour,
       minFrequency: min,
       maxFrequency: max,
-      tailBound: this.tailBound,
     });
     this.scale = allocation.scale;
     this.floor = allocation.minFrequency;

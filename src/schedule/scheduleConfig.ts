@@ -20,9 +20,8 @@ export const scheduleConfigSchema = z
       .describe(
         'Poll frequency is proportional to rate^alpha. 0.5 minimises the mean detection delay for ' +
           'steady rates; lower values poll quiet logs more and shorten the tail. `auto` takes the ' +
-          'best expected mean whose expected p95 delay, for the rates learned so far, is no worse ' +
-          "than round-robin's: alpha 0.5 with the logs that would wait longer than round-robin's " +
-          'p95 pulled toward it, or a lower alpha when that cannot be afforded.',
+          'largest alpha up to 0.5 whose expected p95 delay, for the rates learned so far, is no ' +
+          "worse than round-robin's.",
       ),
     maxIntervalMinutes: z
       .number()
