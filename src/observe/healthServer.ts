@@ -116,17 +116,18 @@ export function startHealthServer(
  * Streams the exposition a metric at a time, each part sent before the next is rendered: built
  * whole, the exposition of 5,000 tenants (38 MB of text, 445,000 series) held about 200 MB of
  * heap at once. A failure before the first part is a 500; after it, the response is cut short,
- * which a scraper reports as a failed scrape just the same.
+ * which a scraper reports as a failed scrape just the same. Rendering stops once the scraper left.
  */
 async function serveMetrics(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
   try {
     await metrics.write(async (part) => {
+      // Nobody to render the rest for (a scraper past its timeout): each part left reads stores.
+      if (res.destroyed) throw new Error('the scraper left');
       if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
-      if (res.destroyed) return;
       if (!res.write(part)) await drainedOrClosed(res);
     });
   } catch (error) {
-    if (res.headersSent) throw error;
+    if (res.headersSent || res.destroyed) throw error;
     res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`);
     return;
   }
