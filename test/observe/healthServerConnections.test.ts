@@ -127,4 +127,30 @@ describe('the health server', () => {
     for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(logReads).toBe(0);
   });
+
+  // An HTTP/1.0 response ends where its connection closes: cut short after a 200, it read as a
+  // whole exposition with the rest of the series missing.
+  it('answers an HTTP/1.0 scraper 500 when the exposition fails after its first part, not a short 200', async () => {
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: {
+        contentType: 'text/plain; version=0.0.4',
+        async write(write) {
+          await write('changefeed_build_info{version="x"} 1\n');
+          throw new Error('the store refused');
+        },
+      },
+    });
+    const url = new URL(server.url);
+    const scraper = connect(Number(url.port), url.hostname);
+    sockets.push(scraper);
+    let answer = '';
+    scraper.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    const closed = new Promise((resolve) => scraper.once('close', resolve));
+    scraper.write(`GET /metrics HTTP/1.0\r\nHost: ${url.host}\r\n\r\n`);
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 500 /);
+    expect(answer).not.toContain('changefeed_build_info');
+  });
 });
