@@ -238,6 +238,25 @@ describe('postgres sink', () => {
     expect(rows[0]?.n).toBe('1');
   });
 
+  // A table keyed on id alone (made before tenant existed) is refused with the advice to add a
+  // unique index on (tenant, id); followed, the table had both keys, and the insert's ON CONFLICT
+  // DO NOTHING dropped a second tenant's event with an id the first had used, as if re-sent.
+  it("refuses a table that also has a unique key without tenant: a second tenant's event with a used id would vanish", async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = `"${schema}"."events"`;
+    await admin!.query(`CREATE SCHEMA "${schema}"`);
+    await admin!.query(`CREATE TABLE ${qualified} (
+      id text PRIMARY KEY, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
+      subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
+      event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now())`);
+    await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id)`);
+    const { sink } = sinkFor('events', { createTable: false }, schema);
+    const { error } = await rejection(sink.connect(never));
+    expect(error).toBeInstanceOf(SinkUnavailableError);
+    expect(error.message).toContain(`table ${qualified} has a unique key without tenant (events_pkey)`);
+  });
+
   it('gives two long table names of one schema indexes of their own', async (ctx) => {
     if (skipReason) return ctx.skip();
     const schema = newSchema();
