@@ -96,14 +96,14 @@ async function indexesOf(schema: string): Promise<string[]> {
   return rows.map((r) => r.indexname);
 }
 
-/** A table made by hand with every column the sink writes but no indexes, keyed on (tenant, id). */
-async function createTableByHand(schema: string, table: string): Promise<string> {
+/** A table made by hand with every column the sink writes but no indexes, keyed on `key` (none: ''). */
+async function createTableByHand(schema: string, table: string, key = 'PRIMARY KEY (tenant, id)'): Promise<string> {
   const qualified = `"${schema}"."${table}"`;
   await admin!.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   await admin!.query(`CREATE TABLE ${qualified} (
     id text NOT NULL, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
     subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
-    event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (tenant, id))`);
+    event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now()${key ? `, ${key}` : ''})`);
   return qualified;
 }
 
@@ -214,12 +214,7 @@ describe('postgres sink', () => {
   it('refuses a table created by hand without a key on (tenant, id): a re-sent batch would land twice', async (ctx) => {
     if (skipReason) return ctx.skip();
     const schema = newSchema();
-    const qualified = `"${schema}"."events"`;
-    await admin!.query(`CREATE SCHEMA "${schema}"`);
-    await admin!.query(`CREATE TABLE ${qualified} (
-      id text NOT NULL, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
-      subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
-      event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now())`);
+    const qualified = await createTableByHand(schema, 'events', '');
     // A unique index on something else is no key of an event.
     await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id, ingested_at)`);
     for (const createTable of [false, true]) {
@@ -244,12 +239,7 @@ describe('postgres sink', () => {
   it("refuses a table that also has a unique key without tenant: a second tenant's event with a used id would vanish", async (ctx) => {
     if (skipReason) return ctx.skip();
     const schema = newSchema();
-    const qualified = `"${schema}"."events"`;
-    await admin!.query(`CREATE SCHEMA "${schema}"`);
-    await admin!.query(`CREATE TABLE ${qualified} (
-      id text PRIMARY KEY, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
-      subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
-      event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now())`);
+    const qualified = await createTableByHand(schema, 'events', 'PRIMARY KEY (id)');
     await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id)`);
     const { sink } = sinkFor('events', { createTable: false }, schema);
     const { error } = await rejection(sink.connect(never));
