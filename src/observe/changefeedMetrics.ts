@@ -218,10 +218,14 @@ export class ChangefeedMetrics {
         labelNames: ['tenant', ...labelNames],
         registers: [this.registry],
         async collect() {
-          this.reset();
+          const values: [Record<string, string>, number][] = [];
           await each((tenant, source) =>
-            read((labels, value) => this.set({ tenant, ...labels }, value), tenant, source),
+            read((labels, value) => values.push([{ tenant, ...labels }, value]), tenant, source),
           );
+          // Reset and set at once, after every read: a scrape that overlaps this one resets the
+          // gauge when its own reads end, and would otherwise cut out what this one set before.
+          this.reset();
+          for (const [labels, value] of values) this.set(labels, value);
         },
       });
     };

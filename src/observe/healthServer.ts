@@ -105,7 +105,9 @@ export function startHealthServer(
     }
     if (path === '/metrics') {
       // A failure after the first part was sent: the response is cut short.
-      serveMetrics(source.metrics, res).catch(() => res.destroy());
+      // HTTP/1.0 has no chunked encoding: a response cut short would read as a whole exposition.
+      const serve = req.httpVersion === '1.0' ? serveMetricsWhole : serveMetrics;
+      serve(source.metrics, res).catch(() => res.destroy());
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
@@ -116,22 +118,43 @@ export function startHealthServer(
  * Streams the exposition a metric at a time, each part sent before the next is rendered: built
  * whole, the exposition of 5,000 tenants (38 MB of text, 445,000 series) held about 200 MB of
  * heap at once. A failure before the first part is a 500; after it, the response is cut short,
- * which a scraper reports as a failed scrape just the same.
+ * which an HTTP/1.1 scraper reports as a failed scrape (an HTTP/1.0 one gets serveMetricsWhole).
+ * Rendering stops once the scraper left.
  */
 async function serveMetrics(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
   try {
     await metrics.write(async (part) => {
+      // Nobody to render the rest for (a scraper past its timeout): each part left reads stores.
+      if (res.destroyed) throw new Error('the scraper left');
       if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
-      if (res.destroyed) return;
       if (!res.write(part)) await drainedOrClosed(res);
     });
   } catch (error) {
-    if (res.headersSent) throw error;
-    res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`);
+    if (res.headersSent || res.destroyed) throw error;
+    refuseMetrics(res, error);
     return;
   }
   if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
   res.end();
+}
+
+/** The exposition rendered whole before anything is sent, for a client that cannot tell a cut. */
+async function serveMetricsWhole(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
+  const parts: string[] = [];
+  try {
+    await metrics.write((part) => {
+      parts.push(part);
+      return Promise.resolve();
+    });
+  } catch (error) {
+    refuseMetrics(res, error);
+    return;
+  }
+  res.writeHead(200, { 'content-type': metrics.contentType }).end(parts.join(''));
+}
+
+function refuseMetrics(res: ServerResponse, error: unknown): void {
+  res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`);
 }
 
 /** Resolves when the response takes more, or when it is gone (the scraper left). */

@@ -98,10 +98,22 @@ export class PostgresSink implements Sink {
   /**
    * The insert names no conflict target (see postgresTable.ts): without a unique key on the event,
    * a batch sent again after a lost connection would land twice. A table the sink created has one;
-   * one made by hand may not, and the sink does not add constraints to it.
+   * one made by hand may not, and the sink does not add constraints to it. Any unique key is
+   * obeyed by that insert, so one that leaves the tenant out is refused too.
    */
   private async checkEventKey(lease: Lease, signal: AbortSignal): Promise<void> {
-    const [row] = await this.query<{ keyed: boolean }>(lease, this.sql.eventKey, [this.sql.table], signal);
+    const [row] = await this.query<{ keyed: boolean; without_tenant: string | null }>(
+      lease,
+      this.sql.eventKey,
+      [this.sql.table],
+      signal,
+    );
+    if (row?.without_tenant)
+      throw new UnusableTableError(
+        `table ${this.sql.table} has a unique key without tenant (${row.without_tenant}): an event of one tenant ` +
+          `with an id another tenant's event has would be dropped as a re-sent one; drop that key as the table's ` +
+          'owner (the key on (tenant, id) is the one the sink needs)',
+      );
     if (row?.keyed) return;
     throw new UnusableTableError(
       `table ${this.sql.table} has no primary key or unique index on (tenant, id), so a batch sent again ` +

@@ -78,15 +78,22 @@ export function tableSql(name: string) {
     probe: `SELECT ${COLUMNS} FROM ${table} LIMIT 0`,
     /**
      * Whether the table has a key that makes a re-sent event a no-op: a primary key or plain unique
-     * index on (`tenant`, `id`); `$1` the table; one row `{ keyed }`.
+     * index on (`tenant`, `id`); and the unique indexes whose key leaves `tenant` out, which the
+     * insert's ON CONFLICT DO NOTHING would also obey, dropping one tenant's event for another's
+     * (a table keyed on `id` alone before `tenant` existed, given the (tenant, id) index since).
+     * `$1` the table; one row `{ keyed, without_tenant }`, the latter index names or null.
      */
-    eventKey: `SELECT EXISTS (SELECT 1 FROM pg_index i
-      WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indimmediate
-        AND i.indpred IS NULL AND i.indexprs IS NULL
-        AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
-               FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
-               JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-              WHERE k.n <= i.indnkeyatts) = ARRAY['id', 'tenant']) AS keyed`,
+    eventKey: `WITH unique_keys AS (
+        SELECT i.indimmediate AND i.indpred IS NULL AND i.indexprs IS NULL AS plain,
+               (SELECT relname FROM pg_class WHERE oid = i.indexrelid) AS name,
+               (SELECT array_agg(a.attname::text ORDER BY a.attname)
+                  FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                 WHERE k.n <= i.indnkeyatts) AS columns
+          FROM pg_index i WHERE i.indrelid = to_regclass($1) AND i.indisunique)
+      SELECT EXISTS (SELECT 1 FROM unique_keys WHERE plain AND columns = ARRAY['id', 'tenant']) AS keyed,
+             (SELECT string_agg(name, ', ' ORDER BY name) FROM unique_keys
+               WHERE NOT (columns IS NOT NULL AND 'tenant' = ANY (columns))) AS without_tenant`,
     /** The indexes when missing; run once the columns exist. */
     indexes: [
       `CREATE INDEX IF NOT EXISTS ${index('_by_object_time')} ON ${table} (log, object_id, time)`,

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpConfigSchema, startHealthServer, type HealthServer } from '../../src/observe/healthServer.js';
 import { ProcessMetrics } from '../../src/observe/processMetrics.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { until } from '../support/daemonProcess.js';
 
 let server: HealthServer | undefined;
@@ -78,4 +79,78 @@ describe('the health server', () => {
     expect(slowClosed - started).toBeLessThan(5_000);
     expect(await answers(url)).toBe(true);
   }, 15_000);
+
+  // A scraper that left (Prometheus past its scrape timeout) was still rendered every metric after,
+  // each scrape gauge reading every tenant's store for nobody.
+  it('stops rendering /metrics once the scraper has left: no store is read for it after', async () => {
+    let logReads = 0;
+    let sinksAsked: () => void = () => undefined;
+    const asked = new Promise<void>((resolve) => (sinksAsked = resolve));
+    let answerSinks: () => void = () => undefined;
+    const store = {
+      sinks: {
+        list: () =>
+          new Promise((resolve) => {
+            answerSinks = () => resolve([{ name: 'hook', active: true }]);
+            sinksAsked();
+          }),
+      },
+      outbox: {
+        counts: () =>
+          Promise.resolve({ pending: 1, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null }),
+      },
+      watchedLogs: {
+        list: () => {
+          logReads += 1;
+          return Promise.resolve([]);
+        },
+      },
+    } as unknown as ChangefeedStore;
+    const metrics = new ProcessMetrics();
+    metrics.tenants.forTenant('acme').attach({ store, now: () => 0, allowancePerHour: () => 100 });
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0, maxConnections: 1 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics,
+    });
+    const url = new URL(server.url);
+    const scraper = connect(Number(url.port), url.hostname);
+    sockets.push(scraper);
+    scraper.on('error', () => undefined);
+    scraper.write(`GET /metrics HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
+    await asked;
+    scraper.destroy();
+    // The one place under maxConnections is free again once the server has seen the scraper go.
+    await until(() => answers(url), 30_000, 'a new connection answered once the scraper left');
+
+    answerSinks();
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(logReads).toBe(0);
+  });
+
+  // An HTTP/1.0 response ends where its connection closes: cut short after a 200, it read as a
+  // whole exposition with the rest of the series missing.
+  it('answers an HTTP/1.0 scraper 500 when the exposition fails after its first part, not a short 200', async () => {
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: {
+        contentType: 'text/plain; version=0.0.4',
+        async write(write) {
+          await write('changefeed_build_info{version="x"} 1\n');
+          throw new Error('the store refused');
+        },
+      },
+    });
+    const url = new URL(server.url);
+    const scraper = connect(Number(url.port), url.hostname);
+    sockets.push(scraper);
+    let answer = '';
+    scraper.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    const closed = new Promise((resolve) => scraper.once('close', resolve));
+    scraper.write(`GET /metrics HTTP/1.0\r\nHost: ${url.host}\r\n\r\n`);
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 500 /);
+    expect(answer).not.toContain('changefeed_build_info');
+  });
 });

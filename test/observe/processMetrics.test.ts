@@ -205,4 +205,50 @@ describe('the process metrics', () => {
     expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'acme', sink: 'hook' })).toBe(2);
     expect(text.endsWith('\n') && !text.endsWith('\n\n')).toBe(true);
   });
+
+  // Each scrape's gauge was reset when it began reading and set as each tenant's read came back:
+  // a scrape that began meanwhile reset it again, and the first answered without the tenants it
+  // had set before that (17 of 20 tenants' outbox gauges with five overlapping scrapes).
+  it('answers every tenant in each of two overlapping scrapes, whichever reads come back first', async () => {
+    const metrics = new ProcessMetrics();
+    // Each read of a tenant's sinks waits until the test lets it answer.
+    const reads: { tenant: string; answer: () => void }[] = [];
+    let readArrived: () => void = () => undefined;
+    const gated = (tenant: string): TenantMetricSource => {
+      const tenantSource = source(1);
+      const list = tenantSource.store.sinks.list.bind(tenantSource.store.sinks);
+      tenantSource.store.sinks.list = () =>
+        new Promise<void>((resolve) => {
+          reads.push({ tenant, answer: resolve });
+          readArrived();
+        }).then(list);
+      return tenantSource;
+    };
+    const readsReach = (count: number): Promise<void> =>
+      new Promise((resolve) => {
+        readArrived = () => {
+          if (reads.length >= count) resolve();
+        };
+        readArrived();
+      });
+    const answer = (index: number): Promise<void> => {
+      reads[index]?.answer();
+      return new Promise((resolve) => setImmediate(resolve));
+    };
+    metrics.tenants.forTenant('fast').attach(gated('fast'));
+    metrics.tenants.forTenant('slow').attach(gated('slow'));
+
+    const first = metrics.metrics();
+    await readsReach(2);
+    await answer(reads.findIndex((r) => r.tenant === 'fast'));
+    const second = metrics.metrics();
+    await readsReach(4);
+    await answer(reads.findIndex((r) => r.tenant === 'slow'));
+    for (let i = 2; i < 4; i++) await answer(i);
+
+    for (const text of await Promise.all([first, second])) {
+      expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'fast' })).toBe(1);
+      expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 'slow' })).toBe(1);
+    }
+  });
 });

@@ -96,14 +96,14 @@ async function indexesOf(schema: string): Promise<string[]> {
   return rows.map((r) => r.indexname);
 }
 
-/** A table made by hand with every column the sink writes but no indexes, keyed on (tenant, id). */
-async function createTableByHand(schema: string, table: string): Promise<string> {
+/** A table made by hand with every column the sink writes but no indexes, keyed on `key` (none: ''). */
+async function createTableByHand(schema: string, table: string, key = 'PRIMARY KEY (tenant, id)'): Promise<string> {
   const qualified = `"${schema}"."${table}"`;
   await admin!.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   await admin!.query(`CREATE TABLE ${qualified} (
     id text NOT NULL, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
     subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
-    event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (tenant, id))`);
+    event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now()${key ? `, ${key}` : ''})`);
   return qualified;
 }
 
@@ -214,12 +214,7 @@ describe('postgres sink', () => {
   it('refuses a table created by hand without a key on (tenant, id): a re-sent batch would land twice', async (ctx) => {
     if (skipReason) return ctx.skip();
     const schema = newSchema();
-    const qualified = `"${schema}"."events"`;
-    await admin!.query(`CREATE SCHEMA "${schema}"`);
-    await admin!.query(`CREATE TABLE ${qualified} (
-      id text NOT NULL, tenant text NOT NULL, sequence bigint, type text NOT NULL, source text NOT NULL,
-      subject text, time timestamptz, log text NOT NULL, object_id text NOT NULL, data jsonb NOT NULL,
-      event jsonb NOT NULL, ingested_at timestamptz NOT NULL DEFAULT now())`);
+    const qualified = await createTableByHand(schema, 'events', '');
     // A unique index on something else is no key of an event.
     await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id, ingested_at)`);
     for (const createTable of [false, true]) {
@@ -236,6 +231,20 @@ describe('postgres sink', () => {
     await sink.write([event(1, { tenant: 'acme' })], never);
     const { rows } = await admin!.query<{ n: string }>(`SELECT count(*) AS n FROM ${qualified}`);
     expect(rows[0]?.n).toBe('1');
+  });
+
+  // A table keyed on id alone (made before tenant existed) is refused with the advice to add a
+  // unique index on (tenant, id); followed, the table had both keys, and the insert's ON CONFLICT
+  // DO NOTHING dropped a second tenant's event with an id the first had used, as if re-sent.
+  it("refuses a table that also has a unique key without tenant: a second tenant's event with a used id would vanish", async (ctx) => {
+    if (skipReason) return ctx.skip();
+    const schema = newSchema();
+    const qualified = await createTableByHand(schema, 'events', 'PRIMARY KEY (id)');
+    await admin!.query(`CREATE UNIQUE INDEX ON ${qualified} (tenant, id)`);
+    const { sink } = sinkFor('events', { createTable: false }, schema);
+    const { error } = await rejection(sink.connect(never));
+    expect(error).toBeInstanceOf(SinkUnavailableError);
+    expect(error.message).toContain(`table ${qualified} has a unique key without tenant (events_pkey)`);
   });
 
   it('gives two long table names of one schema indexes of their own', async (ctx) => {

@@ -40,4 +40,33 @@ describe('the secret registry', () => {
     expect((used.user + used.system) / 1e6).toBeLessThan(1);
     expect(scrubSecrets(`${keys[0]}:${keys[1_999]}.`)).toBe('[redacted]:[redacted].');
   });
+
+  // Trying each distinct length at every position of a line cost 68 s of CPU for a 64 KB line
+  // with 1,000 distinct lengths; a 16 KB line keeps the run without the fix to about 17 s.
+  it('scrubs a 16 KB line in well under a second of CPU with 1,000 secrets of distinct lengths', () => {
+    const secrets = Array.from({ length: 1_000 }, (_, n) => `${randomBytes(2).toString('hex')}${'s'.repeat(n + 1)}`);
+    for (const secret of secrets) registerSecret(secret);
+    const line = `${'word '.repeat(3_275)}${secrets[999]}`;
+    const before = process.cpuUsage();
+    const scrubbed = scrubSecrets(line);
+    const used = process.cpuUsage(before);
+    expect(scrubbed).toBe(`${'word '.repeat(3_275)}[redacted]`);
+    expect((used.user + used.system) / 1e6).toBeLessThan(0.25);
+  });
+
+  it('cuts a secret that contains another whole, and the leftmost of two that overlap', () => {
+    registerSecret('ab12cd34');
+    registerSecret('12cd');
+    registerSecret('cd34ef56');
+    expect(scrubSecrets('x ab12cd34 y 12cd z')).toBe('x [redacted] y [redacted] z');
+    // The leftmost match wins and the rest of the overlapping one is not a secret on its own.
+    expect(scrubSecrets('ab12cd34ef56')).toBe('[redacted]ef56');
+  });
+
+  it('cuts secrets made of astral characters whole, and still redacts URL credentials', () => {
+    const secret = '\u{1F511}k\u{1F511}ey';
+    registerSecret(secret);
+    expect(scrubSecrets(`\u{1F600}${secret}\u{1F600}`)).toBe('\u{1F600}[redacted]\u{1F600}');
+    expect(scrubSecrets('postgres://user:hunter2@db/x')).not.toContain('hunter2');
+  });
 });
