@@ -23,8 +23,12 @@ export interface LeaseEvents {
   round?(outcome: RoundOutcome): void;
 }
 
-/** A round's outcome; a good one says how long heartbeat and renewal took (the part leases ride on). */
-export type RoundOutcome = { ok: true; renewalMs: number } | { ok: false; error: unknown };
+/**
+ * A round's outcome; a good one says how long heartbeat and renewal took (the part leases ride on),
+ * and how many tenants it dealt (undefined: it dealt none, stopping or sitting out), so a tenant
+ * left out of a round that counted it can be told from one the round had not seen yet.
+ */
+export type RoundOutcome = { ok: true; renewalMs: number; dealt: number | undefined } | { ok: false; error: unknown };
 
 export interface LeaseKeeperOptions {
   table: LeaseTable;
@@ -236,10 +240,10 @@ export class LeaseKeeper {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
-        const { renewalMs, nextAt } = await this.round(startedAt + this.renewEveryMs);
+        const { renewalMs, nextAt, dealt } = await this.round(startedAt + this.renewEveryMs);
         this.failure = undefined;
         waitMs = nextAt - this.clock.now();
-        this.emit(() => this.options.events.round?.({ ok: true, renewalMs }));
+        this.emit(() => this.options.events.round?.({ ok: true, renewalMs, dealt }));
       } catch (error) {
         if (this.stopController.signal.aborted) break;
         const attempts = (this.failure?.attempts ?? 0) + 1;
@@ -259,7 +263,7 @@ export class LeaseKeeper {
    * One round; returns how long its renewal took, ms, and when the next one runs: `regularAt`, or
    * sooner when a lease another replica holds becomes free to take before then (nextRoundAt).
    */
-  private async round(regularAt: number): Promise<{ renewalMs: number; nextAt: number }> {
+  private async round(regularAt: number): Promise<{ renewalMs: number; nextAt: number; dealt?: number }> {
     const { table, instanceId: me } = this.options;
     const startedAt = this.clock.now();
     await this.renewHeld();
@@ -315,17 +319,17 @@ export class LeaseKeeper {
       // Stopping since it was sent: nobody here will start them, so they are freed for the others.
       if (this.state !== 'active') {
         await Promise.all(granted.map((lease) => this.release(lease.tenant)));
-        return regular;
+        return { ...regular, dealt: tenants.length };
       }
       for (const lease of granted) this.emit(() => this.options.events.acquired(lease.tenant, lease.epoch));
     }
 
     // Forgetting rows by a view that lacks tenants others run is left to the replicas taking part.
-    if (missing.length > 0) return regular;
+    if (missing.length > 0) return { ...regular, dealt: tenants.length };
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
-    return { renewalMs, nextAt: nextRoundAt({ me, regularAt, readAt, rows }) };
+    return { renewalMs, nextAt: nextRoundAt({ me, regularAt, readAt, rows }), dealt: tenants.length };
   }
 
   /** Renews every held lease in one statement; those the database refused are lost. */

@@ -159,14 +159,17 @@ export class ChangefeedDaemon {
     const memo: TenantConfigMemo = new Map();
     this.watcher = new TenantsWatcher<TenantConfig>({
       dir: source.dir,
-      load: (previous) => {
+      load: async (previous) => {
         // Files are read before the records' transaction, which then only decides and writes.
         const scan = scanTenantFiles(source, memo);
-        return this.tenantRecords!.settle((records) => {
+        const read = await this.tenantRecords!.settle((records) => {
           const settled = settleTenantScan(source, scan, previous, records);
           this.recorded = settled.recorded;
           return { result: settled, changes: settled.changes };
         });
+        // One line per read, so a change can be placed among the reads (the first read after it sees it).
+        this.options.logger.debug({ tenants: read.tenants.length }, 'tenants directory read');
+        return read;
       },
       onReport: (report) => {
         // Caught here, so one failed application neither escapes nor stops the next one.

@@ -136,6 +136,9 @@ export class TenantLeases {
   private failing = false;
   private sittingOut = false;
   private rounded(outcome: RoundOutcome): void {
+    // One line per round, after the acquisitions it logged, with the number of tenants it dealt:
+    // a round that counted a tenant and left it can be told from one that had not seen it yet.
+    this.deps.logger.debug(outcome.ok ? { ok: true, dealt: outcome.dealt } : { ok: false }, 'lease round');
     if (outcome.ok) this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
     else this.deps.metrics.failedRounds.inc();
     const sittingOut = this.keeper.sittingOut;
