@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { listenBounded, listenerPortSchema, type BoundedListener } from '../boundedListener.js';
+import { wholeExposition } from './processMetrics.js';
 
 export const httpConfigSchema = z
   .object({
@@ -140,17 +141,14 @@ async function serveMetrics(metrics: HealthSource['metrics'], res: ServerRespons
 
 /** The exposition rendered whole before anything is sent, for a client that cannot tell a cut. */
 async function serveMetricsWhole(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
-  const parts: string[] = [];
+  let text: string;
   try {
-    await metrics.write((part) => {
-      parts.push(part);
-      return Promise.resolve();
-    });
+    text = await wholeExposition(metrics);
   } catch (error) {
     refuseMetrics(res, error);
     return;
   }
-  res.writeHead(200, { 'content-type': metrics.contentType }).end(parts.join(''));
+  res.writeHead(200, { 'content-type': metrics.contentType }).end(text);
 }
 
 function refuseMetrics(res: ServerResponse, error: unknown): void {

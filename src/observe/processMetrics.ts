@@ -64,13 +64,8 @@ export class ProcessMetrics {
   }
 
   /** Every series now, as one Prometheus text exposition. */
-  async metrics(): Promise<string> {
-    const parts: string[] = [];
-    await this.write((part) => {
-      parts.push(part);
-      return Promise.resolve();
-    });
-    return parts.join('');
+  metrics(): Promise<string> {
+    return wholeExposition(this);
   }
 
   /**
@@ -102,4 +97,16 @@ export class ProcessMetrics {
     // `_total` (nodejs_active_handles by type, ...), which stays.
     for (const name of GAUGES_NAMED_AS_COUNTERS) this.registry.removeSingleMetric(name);
   }
+}
+
+/** What a source that writes its exposition a part at a time (ProcessMetrics.write) writes, whole. */
+export async function wholeExposition(source: {
+  write(write: (part: string) => Promise<void>): Promise<void>;
+}): Promise<string> {
+  const parts: string[] = [];
+  await source.write((part) => {
+    parts.push(part);
+    return Promise.resolve();
+  });
+  return parts.join('');
 }
