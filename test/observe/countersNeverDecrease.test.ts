@@ -74,7 +74,8 @@ describe('the counters of /metrics', () => {
           { result: { emitted: 2, duplicates: 1, quarantined: 0, emittedPerformedAt: [0] } as never },
           1_000,
         );
-        hand.observeDelivery({ sink: 'hook', delivered: 1, retried: 1, dead: 0, latenciesMs: [5] });
+        // An event ingested on another replica's clock, behind this one's: a negative age.
+        hand.observeDelivery({ sink: 'hook', delivered: 1, retried: 1, dead: 0, latenciesMs: [roll < 0.6 ? -40 : 5] });
         activity.statementAlone();
       }
     };
