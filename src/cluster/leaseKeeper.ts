@@ -347,7 +347,10 @@ export class LeaseKeeper {
       if (ok.has(`${lease.tenant}\u0000${lease.epoch}`)) this.held.extend(lease.tenant, lease.epoch, sentAt);
       else if (this.held.drop(lease.tenant, lease.epoch))
         this.emit(() =>
-          this.options.events.lost(lease.tenant, 'the database refused the renewal (expired or taken over)'),
+          this.options.events.lost(
+            lease.tenant,
+            'the database refused the renewal (expired, taken over, or its new key held by another tenant)',
+          ),
         );
     }
     this.armDeadlineTimer();

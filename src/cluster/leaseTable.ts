@@ -63,6 +63,39 @@ const KEY_FREE = `NOT EXISTS (
            SELECT 1 FROM held_keys AS other
             WHERE other.key_fingerprint = w.key_fingerprint AND other.tenant <> w.tenant)`;
 
+/**
+ * The renewal of the leases of `h` (tenant, epoch, key_fingerprint) that `$1` still validly
+ * holds and that pass `keyCondition` (over `h` as the asked tenant and `l` as its row).
+ */
+function renewal(keyCondition: string): string {
+  return `WITH held_keys AS (
+         SELECT k.tenant, k.key_fingerprint FROM changefeed_leases AS k
+          WHERE k.key_fingerprint IS NOT NULL AND k.holder IS NOT NULL AND k.expires_at > clock_timestamp()
+       )
+       UPDATE changefeed_leases AS l
+          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp(),
+              key_fingerprint = coalesce(h.key_fingerprint, l.key_fingerprint)
+         FROM unnest($2::text[], $3::bigint[], $5::text[]) AS h(tenant, epoch, key_fingerprint)
+        WHERE l.tenant = h.tenant AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
+          AND (${keyCondition.replaceAll('w.', 'h.')})
+        RETURNING l.tenant, l.epoch, l.expires_at`;
+}
+
+/** A lease a renewal asks to extend, with the fingerprint of the key its tenant polls with now (if known). */
+export interface RenewedLease {
+  tenant: string;
+  epoch: number;
+  keyFingerprint?: string | undefined;
+}
+
+type GrantedRow = { tenant: string; epoch: string; expires_at: Date };
+
+const grantedLease = (row: GrantedRow): GrantedLease => ({
+  tenant: row.tenant,
+  epoch: Number(row.epoch),
+  expiresAt: row.expires_at,
+});
+
 /** A tenant an acquisition asks for, with the fingerprint of the key it polls with (if known). */
 export interface WantedLease {
   tenant: string;
@@ -244,33 +277,42 @@ export class LeaseTable {
   }
 
   /**
-   * Extends the leases `holder` still validly holds at the given epochs, in one statement;
-   * returns those renewed. A lease missing from the answer expired or was taken over: its tenant
-   * must stop at once. It writes no key column, so a long fenced write cannot hold it up.
-   * A given `keyFingerprint` replaces the recorded one, so a tenant whose file took another key
-   * does not keep refusing its old key to the tenant that has it now.
+   * Extends the leases `holder` still validly holds at the given epochs; returns those renewed. A
+   * lease missing from the answer expired, was taken over, or names a key another tenant's valid
+   * lease holds: its tenant must stop at once. A given `keyFingerprint` replaces the recorded one,
+   * so a tenant whose file took another key does not keep refusing its old key to the tenant that
+   * has it now; a new one is checked as an acquisition checks it (docs/leases.md).
+   *
+   * A round whose keys are as recorded is one statement that writes no key column, so a long
+   * fenced write cannot hold it up. Leases it left out that name a key (a key that changed, or a
+   * lease lost) are asked again in a transaction holding those keys' advisory locks, with the
+   * acquisition's key condition in its statement: a renewal and an acquisition of one new key are
+   * serialised, and the second sees the first.
    */
-  async renew(
-    holder: string,
-    leases: readonly { tenant: string; epoch: number; keyFingerprint?: string | undefined }[],
-  ): Promise<GrantedLease[]> {
+  async renew(holder: string, leases: readonly RenewedLease[]): Promise<GrantedLease[]> {
     if (leases.length === 0) return [];
-    const result = await this.query<{ tenant: string; epoch: string; expires_at: Date }>(
-      `UPDATE changefeed_leases AS l
-          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp(),
-              key_fingerprint = coalesce(h.key_fingerprint, l.key_fingerprint)
-         FROM unnest($2::text[], $3::bigint[], $5::text[]) AS h(tenant, epoch, key_fingerprint)
-        WHERE l.tenant = h.tenant AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
-        RETURNING l.tenant, l.epoch, l.expires_at`,
-      [
-        holder,
-        leases.map((l) => l.tenant),
-        leases.map((l) => String(l.epoch)),
-        this.leaseMs,
-        leases.map((l) => l.keyFingerprint ?? null),
-      ],
+    const unchanged = await this.query<GrantedRow>(
+      renewal('h.key_fingerprint IS NULL OR h.key_fingerprint = l.key_fingerprint'),
+      this.renewalValues(holder, leases),
     );
-    return result.rows.map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }));
+    const renewed = new Set(unchanged.rows.map((row) => row.tenant));
+    const rekeyed = leases.filter((l) => l.keyFingerprint !== undefined && !renewed.has(l.tenant));
+    if (rekeyed.length === 0) return unchanged.rows.map(grantedLease);
+    const keys = [...new Set(rekeyed.map((l) => l.keyFingerprint!))];
+    const checked = await this.underKeyLocks(keys, (client) =>
+      client.query<GrantedRow>(this.timed(renewal(KEY_FREE), this.renewalValues(holder, rekeyed))),
+    );
+    return [...unchanged.rows, ...checked.rows].map(grantedLease);
+  }
+
+  private renewalValues(holder: string, leases: readonly RenewedLease[]): unknown[] {
+    return [
+      holder,
+      leases.map((l) => l.tenant),
+      leases.map((l) => String(l.epoch)),
+      this.leaseMs,
+      leases.map((l) => l.keyFingerprint ?? null),
+    ];
   }
 
   /**

@@ -23,7 +23,7 @@ export async function streamTail(
   res: ServerResponse,
   store: ChangefeedStore,
   type: string | undefined,
-  clock: Clock,
+  { clock, writeTimeoutMs }: { clock: Clock; writeTimeoutMs: number },
   abort: AbortSignal,
 ): Promise<void> {
   const lastEventId = req.headers['last-event-id'];
@@ -44,6 +44,7 @@ export async function streamTail(
     clock,
     heartbeatMs: TAIL_REREAD_MS,
     maxBytes: TAIL_MAX_BYTES,
+    writeTimeoutMs,
   };
   await streamEvents(res, start, query, options, abort);
   res.end();

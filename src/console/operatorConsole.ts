@@ -82,7 +82,7 @@ export class OperatorConsole {
   constructor(
     private readonly config: ConsoleConfig,
     private readonly source: ConsoleSource,
-    private readonly deps: { clock: Clock; logger: Logger },
+    private readonly deps: { clock: Clock; logger: Logger; writeTimeoutMs: number },
   ) {
     this.tokens = new ConsoleTokens(config);
     // Until the store gives the replicas' shared key (useSessionKey), sessions are this process's.
@@ -369,7 +369,7 @@ export class OperatorConsole {
     this.open.add(abort);
     res.once('close', () => abort.abort());
     try {
-      await streamTail(req, res, store, type, this.deps.clock, abort.signal);
+      await streamTail(req, res, store, type, this.deps, abort.signal);
     } finally {
       this.tails.release(session.id);
       this.open.delete(abort);

@@ -136,6 +136,7 @@ export class ChangefeedDaemon {
           alive: () => !this.stopped && runtimes().every((r) => r.alive),
           readiness: () => this.readiness(),
           metrics: this.options.metrics,
+          logger: this.options.logger,
         },
         this.console && {
           owns: (path) => OperatorConsole.owns(path),
@@ -345,6 +346,8 @@ export class ChangefeedDaemon {
     return new OperatorConsole(this.config.console, source, {
       clock: this.options.clock ?? systemClock,
       logger: this.options.logger,
+      // Tails are answers of the health listener: its write deadline.
+      writeTimeoutMs: this.config.http.writeTimeoutSeconds * 1000,
     });
   }
 

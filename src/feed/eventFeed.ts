@@ -34,6 +34,7 @@ export type FeedLimits = Pick<
   | 'maxStreamsPerToken'
   | 'maxPagesPerToken'
   | 'maxPageBytes'
+  | 'writeTimeoutSeconds'
 >;
 
 /**
@@ -238,6 +239,7 @@ export class EventFeed {
         clock: this.clock,
         heartbeatMs: this.config.heartbeatSeconds * 1000,
         maxBytes: this.config.maxPageBytes,
+        writeTimeoutMs: this.config.writeTimeoutSeconds * 1000,
         onServed: (count: number) => this.observer?.feedEventsServed('stream', count),
       };
       await streamEvents(res, start, query, options, abort.signal);

@@ -4,6 +4,7 @@ import type { JournalStore } from '../store/changefeedStore.js';
 import { formatCursor } from './feedCursor.js';
 import type { FeedQuery } from './feedQuery.js';
 import type { JournalSignal } from './journalSignal.js';
+import { writeWithin } from '../writeWithin.js';
 
 /** Events read (and written to the socket) at a time while a stream catches up. */
 const STREAM_PAGE = 500;
@@ -15,6 +16,8 @@ export interface StreamOptions {
   heartbeatMs: number;
   /** Most bytes of events one read (and one write) holds. */
   maxBytes: number;
+  /** A part the client takes none of for this long ends the stream (writeWithin). */
+  writeTimeoutMs: number;
   /** Events written to the response, after each write. */
   onServed?: (count: number) => void;
 }
@@ -54,30 +57,18 @@ export async function streamEvents(
       let chunk = '';
       for (const event of events) chunk += `id: ${formatCursor(event.seq)}\ndata: ${event.payload}\n\n`;
       lastWriteAt = clock.now();
-      const written = res.write(chunk);
+      const taken = writeWithin(res, chunk, options.writeTimeoutMs);
       options.onServed?.(events.length);
-      if (!written) await drained(res, abort);
+      await taken;
       // Let the other streams and the daemon's loops run between pages of a long catch-up.
-      else await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
       continue;
     }
     const idleMs = clock.now() - lastWriteAt;
     if (idleMs >= heartbeatMs) {
-      res.write(': heartbeat\n\n');
+      await writeWithin(res, ': heartbeat\n\n', options.writeTimeoutMs);
       lastWriteAt = clock.now();
     }
     await signal.next(heartbeatMs - (clock.now() - lastWriteAt), abort, generation);
   }
-}
-
-function drained(res: ServerResponse, abort: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      abort.removeEventListener('abort', done);
-      resolve();
-    };
-    res.once('drain', done);
-    abort.addEventListener('abort', done, { once: true });
-  });
 }

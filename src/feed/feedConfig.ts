@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { writeTimeoutSecondsSchema } from '../writeWithin.js';
 import { listenerPortSchema } from '../boundedListener.js';
 
 const tokenSchema = z
@@ -101,6 +102,11 @@ export const feedConfigSchema = z
       .max(300)
       .default(15)
       .describe('An idle stream gets a comment line this often, so proxies do not cut it.'),
+    writeTimeoutSeconds: writeTimeoutSecondsSchema.describe(
+      'A stream whose client takes none of a part of events (or a heartbeat) for this many seconds is cut off, ' +
+        'freeing its slot of `maxStreamsPerToken` and the events it was sent: a client that stops reading ' +
+        'cannot hold them for ever. Keep it above the time a slow client needs to read one page.',
+    ),
     maxStreamsPerToken: z
       .number()
       .int()

@@ -404,7 +404,9 @@ export class TenantMetrics implements FeedObserver {
     if (outcome.delivered) deliveries.inc({ ...labels, outcome: 'delivered' }, outcome.delivered);
     if (outcome.retried) deliveries.inc({ ...labels, outcome: 'retried' }, outcome.retried);
     if (outcome.dead) deliveries.inc({ ...labels, outcome: 'dead' }, outcome.dead);
-    for (const ms of outcome.latenciesMs) deliveryLatency.observe(labels, ms / 1000);
+    // An event ingested by another replica (a lease that moved) carries its clock: a negative age
+    // would take the histogram's _sum, a counter, down.
+    for (const ms of outcome.latenciesMs) deliveryLatency.observe(labels, Math.max(0, ms) / 1000);
   }
 
   feedAnswered(mode: FeedMode, status: number | undefined): void {

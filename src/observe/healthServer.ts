@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { listenBounded, listenerPortSchema, type BoundedListener } from '../boundedListener.js';
+import { writeTimeoutSecondsSchema, writeWithin } from '../writeWithin.js';
 import { wholeExposition } from './processMetrics.js';
 
 export const httpConfigSchema = z
@@ -40,6 +42,11 @@ export const httpConfigSchema = z
         'A client must send its request head within this many seconds of connecting, or its connection is ' +
           'closed: silent or slow connections cannot hold every place of `maxConnections` and starve the probes.',
       ),
+    writeTimeoutSeconds: writeTimeoutSecondsSchema.describe(
+      'A streamed answer (a `/metrics` scrape, a console live tail) whose client takes none of a part for this ' +
+        'many seconds is cut off: a scraper that connects and never reads cannot hold its scrape, and the ' +
+        'series it was sent, for ever.',
+    ),
   })
   .strict();
 
@@ -60,6 +67,8 @@ export interface HealthSource {
   readiness(): ReadinessCheck[];
   /** The exposition, written a part at a time (ProcessMetrics.write). */
   metrics: { write(write: (part: string) => Promise<void>): Promise<void>; readonly contentType: string };
+  /** Where a failed exposition is told (its error scrubbed, as every log line is); the scraper gets a fixed answer. */
+  logger?: Pick<Logger, 'warn'> | undefined;
 }
 
 export type HealthServer = BoundedListener;
@@ -108,7 +117,7 @@ export function startHealthServer(
       // A failure after the first part was sent: the response is cut short.
       // HTTP/1.0 has no chunked encoding: a response cut short would read as a whole exposition.
       const serve = req.httpVersion === '1.0' ? serveMetricsWhole : serveMetrics;
-      serve(source.metrics, res).catch(() => res.destroy());
+      serve(source, res, config.writeTimeoutSeconds * 1000).catch(() => res.destroy());
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
@@ -120,50 +129,48 @@ export function startHealthServer(
  * whole, the exposition of 5,000 tenants (38 MB of text, 445,000 series) held about 200 MB of
  * heap at once. A failure before the first part is a 500; after it, the response is cut short,
  * which an HTTP/1.1 scraper reports as a failed scrape (an HTTP/1.0 one gets serveMetricsWhole).
- * Rendering stops once the scraper left.
+ * Rendering stops once the scraper left, or took no part for `writeTimeoutMs` (writeWithin).
  */
-async function serveMetrics(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
+async function serveMetrics(source: HealthSource, res: ServerResponse, writeTimeoutMs: number): Promise<void> {
+  const { metrics } = source;
   try {
     await metrics.write(async (part) => {
       // Nobody to render the rest for (a scraper past its timeout): each part left reads stores.
       if (res.destroyed) throw new Error('the scraper left');
       if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
-      if (!res.write(part)) await drainedOrClosed(res);
+      await writeWithin(res, part, writeTimeoutMs);
     });
   } catch (error) {
     if (res.headersSent || res.destroyed) throw error;
-    refuseMetrics(res, error);
+    refuseMetrics(source, res, error);
     return;
   }
   if (!res.headersSent) res.writeHead(200, { 'content-type': metrics.contentType });
-  res.end();
+  if (!res.destroyed) res.end();
 }
 
 /** The exposition rendered whole before anything is sent, for a client that cannot tell a cut. */
-async function serveMetricsWhole(metrics: HealthSource['metrics'], res: ServerResponse): Promise<void> {
+async function serveMetricsWhole(source: HealthSource, res: ServerResponse, writeTimeoutMs: number): Promise<void> {
   let text: string;
   try {
-    text = await wholeExposition(metrics);
+    text = await wholeExposition(source.metrics);
   } catch (error) {
-    refuseMetrics(res, error);
+    refuseMetrics(source, res, error);
     return;
   }
-  res.writeHead(200, { 'content-type': metrics.contentType }).end(text);
+  res.writeHead(200, { 'content-type': source.metrics.contentType });
+  await writeWithin(res, text, writeTimeoutMs);
+  if (!res.destroyed) res.end();
 }
 
-function refuseMetrics(res: ServerResponse, error: unknown): void {
-  res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}`);
-}
+/**
+ * The scraper's answer to a failed exposition: fixed, with a stable code. Whoever reaches the port
+ * may scrape, and the error's text can name the database, its address or the role; it goes to the
+ * log, whose lines are scrubbed of secrets.
+ */
+export const METRICS_FAILED_BODY = 'metrics-unavailable: the exposition failed; the daemon log says why\n';
 
-/** Resolves when the response takes more, or when it is gone (the scraper left). */
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
+function refuseMetrics(source: HealthSource, res: ServerResponse, error: unknown): void {
+  source.logger?.warn({ err: error, code: 'metrics-unavailable' }, 'a /metrics scrape failed');
+  res.writeHead(500, { 'content-type': 'text/plain' }).end(METRICS_FAILED_BODY);
 }

@@ -320,6 +320,33 @@ describe('LeaseTable', () => {
     expect(await table.acquireMany('a', [{ tenant: 'key-2', keyFingerprint: key }])).toEqual([]);
   });
 
+  it('refuses a renewal to a key another tenant’s valid lease holds, as an acquisition is refused', async (ctx) => {
+    const { table } = await setup(ctx, 30_000);
+    const [k1, k2] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0')];
+    expect(await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).toHaveLength(1);
+    expect(await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k2 }])).toHaveLength(1);
+    const fingerprints = async (): Promise<Record<string, string | null>> => {
+      const { rows } = await db.query<{ tenant: string; key_fingerprint: string | null }>(
+        'SELECT tenant, key_fingerprint FROM changefeed_leases ORDER BY tenant',
+      );
+      return Object.fromEntries(rows.map((r) => [r.tenant, r.key_fingerprint]));
+    };
+    // acme's file took globex's key: renewing acme with it would poll one key for two tenants.
+    expect(await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k2 }])).toEqual([]);
+    expect(await fingerprints()).toEqual({ acme: k1, globex: k2 });
+    // Its own key, unchanged, renews as before; so does the new key once globex lets it go.
+    expect((await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k1 }])).map((r) => r.tenant)).toEqual([
+      'acme',
+    ]);
+    await table.release('globex', 'b', 1);
+    expect((await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k2 }])).map((r) => r.tenant)).toEqual([
+      'acme',
+    ]);
+    expect((await fingerprints()).acme).toBe(k2);
+    // The key acme gave up is free: globex may take it.
+    expect(await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k1 }])).toHaveLength(1);
+  });
+
   it('two replicas taking the same free tenants in opposite orders both finish, without a deadlock', async (ctx) => {
     // Each replica asks for its round's tenants in its own rendezvous order. Both wait on an old
     // holder's write open on the middle tenant; when it ends, each holds a row the other waits for,

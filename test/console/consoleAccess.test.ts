@@ -35,6 +35,7 @@ function consoleWith(tokens: { token: string; role: 'operator' | 'read-only' }[]
     const c = new OperatorConsole(consoleConfigSchema.parse({ enabled: true, tokens, sessionMinutes: 60 }), source, {
       clock,
       logger: noopLogger,
+      writeTimeoutMs: 30_000,
     });
     c.useSharedSecret(SHARED);
     return c;
@@ -272,7 +273,7 @@ describe('the operator console: live tails', () => {
       maxTails: 1,
     });
     const app = await serve((source) => {
-      const c = new OperatorConsole(config, source, { clock, logger: noopLogger });
+      const c = new OperatorConsole(config, source, { clock, logger: noopLogger, writeTimeoutMs: 30_000 });
       c.useSharedSecret(SHARED);
       return c;
     }, store);

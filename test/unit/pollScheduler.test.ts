@@ -3,6 +3,7 @@ import { ManualClock } from '../support/manualClock.js';
 import type { LogKind } from '../../src/logs.js';
 import {
   allocateFrequencies,
+  allocationWeight,
   chooseAlpha,
   expectedDelay,
   latestFirstPollStarts,
@@ -417,28 +418,66 @@ describe('PollScheduler', () => {
     for (let i = 0; i < 10; i++) expect(counts.get(`skill:quiet${i}`)).toBeGreaterThanOrEqual(12);
   });
 
-  it('with more logs than the budget can poll at maxIntervalMinutes, still polls busy logs more, and quiet ones at least half as often as round-robin', () => {
+  // An oversubscribed day, checked against the mechanism rather than a claim: the allocation's
+  // pure function against the rule it implements (floor at half an equal share, the rest of the
+  // budget by rate^alpha), then the scheduler's day against the allocation, log by log. The
+  // claim alone ("busy logs more, quiet ones at least half of round-robin") held with the floor
+  // share, alpha or the weights changed.
+  it('with more logs than the budget can poll at maxIntervalMinutes, polls each log as the allocation says: quiet ones at half an equal share, the rest by the square root of their rates', () => {
     const clock = new ManualClock(T0);
     // 36 polls per hour for 100 logs: the 60-minute floor would take 100. The cost of a decision
     // grows with the logs and the number of decisions with the budget, so the day is simulated at a
     // tenth of both (1,000 logs at 360 an hour took 8 CPU-s): the same oversubscription, the same rates.
     const slotMs = 100_000;
-    const scheduler = new PollScheduler({ config, minIntervalMs: 0, budget: { intervalMs: () => slotMs } });
-    const logs = [watched('career', 'hot'), ...Array.from({ length: 99 }, (_, i) => watched('career', `quiet${i}`))];
+    const budgetPerHour = HOUR / slotMs;
+    const busy = [60, 8, 6, 4, 3, 2, 1.5, 1, 0.75, 0.5];
+    const rates = [...busy, ...Array.from({ length: 100 - busy.length }, () => 0)];
+    const logs = rates.map((_, i) => watched('career', `log${i}`));
+    const rateOf = new Map(logs.map((w, i) => [`${w.log}:${w.objectId}`, rates[i]!]));
+    const alpha = 0.5;
+
+    // The allocation, a table of its own rule for this day.
+    const allocation = allocateFrequencies({
+      weights: rates.map((r) => allocationWeight(r, 1, alpha)),
+      costs: rates.map(() => 1),
+      budgetPerHour,
+      minFrequency: 1,
+      maxFrequency: Number.POSITIVE_INFINITY,
+    });
+    const planned = allocation.frequencies;
+    expect(allocation.minFrequency).toBeCloseTo((0.5 * budgetPerHour) / rates.length, 9);
+    expect(planned.reduce((a, b) => a + b, 0)).toBeCloseTo(budgetPerHour, 6);
+    const aboveFloor = planned.flatMap((f, i) => (f > allocation.minFrequency * 1.0001 ? [i] : []));
+    expect(aboveFloor.length).toBeGreaterThanOrEqual(4);
+    for (const i of aboveFloor)
+      expect(planned[i]! / planned[0]!).toBeCloseTo(Math.pow(rates[i]! / rates[0]!, alpha), 6);
+    for (const [i, f] of planned.entries())
+      if (!aboveFloor.includes(i)) expect(f).toBeCloseTo(allocation.minFrequency, 9);
+
+    // The scheduler's day, log by log, against the allocation.
+    const scheduler = new PollScheduler({
+      config: { ...config, alpha, followUpPolls: 0 },
+      minIntervalMs: 0,
+      budget: { intervalMs: () => slotMs },
+      knownRates: (key) => rateOf.get(key),
+    });
     scheduler.sync(logs);
-    const counts = pollAll(
-      scheduler,
-      clock,
-      24,
-      (w, from, to) =>
-        w.objectId === 'hot'
-          ? Array.from({ length: Math.round((to - from) / 60_000) }, (_, i) => to - 1 - i * 60_000)
-          : [],
-      slotMs,
-    );
-    // Round-robin would poll every log 36 × 24 / 100 = 8.6 times in the day.
-    expect(counts.get('career:hot')).toBeGreaterThan(50);
-    for (let i = 0; i < 99; i++) expect(counts.get(`career:quiet${i}`)).toBeGreaterThanOrEqual(4);
+    // The first hours poll every log once (100 first polls take 2.8 h of the budget): the
+    // allocation is compared over the 20 hours after them.
+    pollAll(scheduler, clock, 4, () => [], slotMs);
+    const counts = pollAll(scheduler, new ManualClock(T0 + 4 * HOUR), 24, () => [], slotMs);
+    expect(scheduler.snapshot(T0 + 24 * HOUR).alpha).toBe(alpha);
+    const polled = logs.map((w) => counts.get(`${w.log}:${w.objectId}`) ?? 0);
+    for (const [i, count] of polled.entries()) {
+      const expected = 20 * planned[i]!;
+      expect(
+        Math.abs(count - expected),
+        `log${i} (rate ${rates[i]}/h): ${count} polls, planned ${expected.toFixed(1)}`,
+      ).toBeLessThanOrEqual(Math.max(1.5, 0.1 * expected));
+    }
+    // Round-robin would poll every log 36 × 20 / 100 = 7.2 times in those hours.
+    expect(polled[0]).toBeGreaterThan(50);
+    for (const count of polled) expect(count).toBeGreaterThanOrEqual(3);
   });
 
   it('follows up a session in progress: polls again after pollIntervalSeconds, until a poll finds nothing new', () => {

@@ -10,11 +10,12 @@ const MAX_BATCH_KEYS = 1_000;
  * `/metrics` scrape asks every tenant at once: three statements per tenant and scrape (3,000
  * transactions at 1,000 tenants, every scrape) become three per scrape. Each answer comes from a
  * statement sent a turn after its question, so nobody is answered from rows read before they
- * asked. The statement runs on the first asker's connection to the pool (TenantDb.read): should
- * it fail, every asker of the batch gets its error.
+ * asked. The statement runs on the first asker's way into the pool: should it fail, every asker
+ * of the batch gets its error, recorded in its own health as a read of its own would be (a
+ * database gone is every asking tenant's problem, not only the first one's).
  */
 export class BatchedRead<R extends pg.QueryResultRow> {
-  private open: { keys: Set<string>; rows: Promise<Map<string, R[]>> } | undefined;
+  private open: { keys: Set<string>; rows: Promise<BatchAnswer<R>> } | undefined;
 
   constructor(
     /** The statement and its parameters for these keys; each row it returns names its key. */
@@ -31,24 +32,35 @@ export class BatchedRead<R extends pg.QueryResultRow> {
       this.open = batch;
     }
     batch.keys.add(key);
-    return (await batch.rows).get(key) ?? [];
+    const answer = await batch.rows;
+    if (!answer.ok) throw db.failed(answer.error);
+    return answer.byKey.get(key) ?? [];
   }
 
-  private async readNextTurn(db: TenantDb, keys: Set<string>): Promise<Map<string, R[]>> {
+  private async readNextTurn(db: TenantDb, keys: Set<string>): Promise<BatchAnswer<R>> {
     // The questions of this turn join the batch; from the next one they open another.
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (this.open?.keys === keys) this.open = undefined;
     const { sql, params } = this.statement([...keys]);
+    let rows: R[];
+    try {
+      rows = await db.readUnrecorded<R>(sql, params);
+    } catch (error) {
+      return { ok: false, error };
+    }
     const byKey = new Map<string, R[]>();
-    for (const row of await db.read<R>(sql, params)) {
+    for (const row of rows) {
       const key = this.keyOf(row);
       const rows = byKey.get(key);
       if (rows) rows.push(row);
       else byKey.set(key, [row]);
     }
-    return byKey;
+    return { ok: true, byKey };
   }
 }
+
+/** A batch's statement's rows by key, or how it failed (each asker records and throws it). */
+type BatchAnswer<R> = { ok: true; byKey: Map<string, R[]> } | { ok: false; error: unknown };
 
 /** The key of one tenant's sink in a BatchedRead: a NUL never appears in a PostgreSQL text. */
 export const sinkKey = (tenant: string, sink: string): string => `${tenant}\u0000${sink}`;

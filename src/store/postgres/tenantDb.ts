@@ -58,11 +58,24 @@ export class TenantDb {
   /** One read statement, outside any transaction (each statement sees committed data only). */
   async read<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
     try {
-      this.activity.statementAlone();
-      return (await this.pool.query<R>(sql, params as unknown[])).rows;
+      return await this.readUnrecorded<R>(sql, params);
     } catch (error) {
       throw this.failure(error);
     }
+  }
+
+  /**
+   * `read` whose failure is thrown as it came, recorded nowhere: for a statement asked on behalf
+   * of many tenants (BatchedRead), each of which records it with `failed`.
+   */
+  async readUnrecorded<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
+    this.activity.statementAlone();
+    return (await this.pool.query<R>(sql, params as unknown[])).rows;
+  }
+
+  /** What this tenant's own `read` would have thrown for `error`, recorded in its health as `read` would. */
+  failed(error: unknown): unknown {
+    return this.failure(error);
   }
 
   /**

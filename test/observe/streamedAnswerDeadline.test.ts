@@ -1,0 +1,128 @@
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { streamEvents } from '../../src/feed/eventStream.js';
+import { JournalSignal } from '../../src/feed/journalSignal.js';
+import {
+  httpConfigSchema,
+  METRICS_FAILED_BODY,
+  startHealthServer,
+  type HealthServer,
+} from '../../src/observe/healthServer.js';
+import type { JournalStore } from '../../src/store/changefeedStore.js';
+
+/** Far more than the socket buffers of both ends hold: a client that never reads stops it early. */
+const PARTS = 2_000;
+const PART = 'x'.repeat(256 * 1024);
+
+let server: HealthServer | undefined;
+let plain: Server | undefined;
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await server?.close();
+  server = undefined;
+  plain?.closeAllConnections();
+  await new Promise((resolve) => (plain ? plain.close(resolve) : resolve(undefined)));
+  plain = undefined;
+});
+
+/** Connects, sends `request` and never reads a byte of the answer. */
+function silentReader(port: number, request: string): void {
+  const socket = connect(port, '127.0.0.1');
+  sockets.push(socket);
+  socket.pause();
+  socket.on('error', () => undefined);
+  socket.write(request);
+}
+
+describe('streamed answers of the daemon', () => {
+  it('cuts off a /metrics scraper that never reads after http.writeTimeoutSeconds, and stops rendering for it', async () => {
+    let taken = 0;
+    let ended!: (outcome: string) => void;
+    const rendering = new Promise<string>((resolve) => (ended = resolve));
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0, writeTimeoutSeconds: 1 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: {
+        contentType: 'text/plain; version=0.0.4',
+        async write(write) {
+          try {
+            for (; taken < PARTS; taken++) await write(PART);
+            ended('rendered whole');
+          } catch (error) {
+            ended(`stopped: ${(error as Error).message}`);
+            throw error;
+          }
+        },
+      },
+    });
+    const url = new URL(server.url);
+    silentReader(Number(url.port), `GET /metrics HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
+    // Without a deadline the exposition waits on 'drain' for ever and this never settles.
+    expect(await rendering).toBe('stopped: the scraper left');
+    expect(taken).toBeLessThan(PARTS / 4);
+  });
+
+  it('answers a failed exposition with a fixed body and a stable code, the error going to the log', async () => {
+    const logged: unknown[] = [];
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics: {
+        contentType: 'text/plain; version=0.0.4',
+        write: () => Promise.reject(new Error('connect ECONNREFUSED db.internal:5432 as role changefeed_admin')),
+      },
+      logger: { warn: (fields: unknown) => logged.push(fields) },
+    });
+    const answer = await fetch(`${server.url}/metrics`);
+    expect(answer.status).toBe(500);
+    const body = await answer.text();
+    expect(body).toBe(METRICS_FAILED_BODY);
+    expect(body).toMatch(/^metrics-unavailable: /);
+    expect(logged).toEqual([expect.objectContaining({ code: 'metrics-unavailable', err: expect.any(Error) })]);
+  });
+
+  it('ends an event stream (feed, console tail) whose client never reads after its write timeout', async () => {
+    let pages = 0;
+    const journal = {
+      page: (after: number) => {
+        pages++;
+        return Promise.resolve({
+          events: [{ seq: after + 1, payload: `{"p":"${PART}"}` }],
+          next: after + 1,
+          reachedHead: false,
+        });
+      },
+    } as unknown as JournalStore;
+    let streamed!: Promise<void>;
+    plain = createServer((req, res) => {
+      const abort = new AbortController();
+      res.once('close', () => abort.abort());
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const options = {
+        journal,
+        signal: new JournalSignal(systemClock),
+        clock: systemClock,
+        heartbeatMs: 60_000,
+        maxBytes: 1_048_576,
+        writeTimeoutMs: 1_000,
+      };
+      streamed = streamEvents(
+        res,
+        0,
+        { after: 0, limit: 100, log: undefined, type: undefined, waitMs: 0 },
+        options,
+        abort.signal,
+      );
+    });
+    await new Promise<void>((resolve) => plain!.listen(0, '127.0.0.1', resolve));
+    const { port } = plain.address() as AddressInfo;
+    silentReader(port, 'GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+    while (streamed === undefined) await new Promise((resolve) => setImmediate(resolve));
+    // Without a deadline the stream waits on 'drain' for ever, holding its slot.
+    await streamed;
+    expect(pages).toBeLessThan(PARTS / 4);
+  });
+});

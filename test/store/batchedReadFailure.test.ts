@@ -1,0 +1,31 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BatchedRead } from '../../src/store/postgres/batchedRead.js';
+import { TenantDb } from '../../src/store/postgres/tenantDb.js';
+import { StoreActivity } from '../../src/store/storeActivity.js';
+import { StoreUnavailableError } from '../../src/store/storeHealth.js';
+
+describe('BatchedRead', () => {
+  let pool: pg.Pool | undefined;
+  afterEach(async () => {
+    await pool?.end();
+  });
+
+  it('records a failed shared read against every tenant whose question was in it, not only the first', async () => {
+    // Nothing listens on port 1: the one statement of the batch fails to connect.
+    pool = new pg.Pool({ host: '127.0.0.1', port: 1, database: 'test', connectionTimeoutMillis: 5_000 });
+    const activity = new StoreActivity('postgres');
+    const dbs = ['t1', 't2', 't3'].map(
+      (tenant) => new TenantDb(pool!, tenant, 'postgres://127.0.0.1:1/test', undefined, activity),
+    );
+    const read = new BatchedRead<{ tenant: string }>(
+      (keys) => ({ sql: 'SELECT unnest($1::text[]) AS tenant', params: [keys] }),
+      (row) => row.tenant,
+    );
+    const answers = await Promise.allSettled(dbs.map((db) => read.rowsOf(db, db.tenant)));
+    expect(answers.map((a) => a.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    for (const answer of answers)
+      expect((answer as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    for (const db of dbs) expect(db.health.problem).toContain('cannot be reached');
+  });
+});
