@@ -18,7 +18,7 @@ export default defineConfig({
     // Two cores: more workers only make integration tests fight over the CPU.
     maxWorkers: 2,
     reporters: ['default'],
-    setupFiles: ['test/testCleanup.ts'],
+    setupFiles: [...(process.env.SUITE_CPU_LOG ? ['test/fileCpu.ts'] : []), 'test/testCleanup.ts'],
     // The longest files first, so that the two workers finish together (test/fileDurations.json).
     sequence: { shuffle: false, sequencer: LongestFirstSequencer },
     projects: [
