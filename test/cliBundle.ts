@@ -30,10 +30,10 @@ const ownImportMeta: Plugin = {
 };
 
 /**
- * Vitest's global setup: bundles the CLI once per project, so a test that spawns `changefeed` starts
+ * Vitest's global setup: bundles the CLI once per run, so a test that spawns `changefeed` starts
  * plain `node` (about 1 s of CPU) instead of tsx compiling every source file again (about 3 s).
  * Packages stay external and resolve from node_modules, hence a directory inside the checkout
- * (test-results/ is ignored by git), one per project and run so that two runs never share a bundle.
+ * (test-results/ is ignored by git), one per run so that two runs never share a bundle.
  */
 export default async function bundleCli(project: TestProject): Promise<() => void> {
   mkdirSync(join(ROOT, 'test-results'), { recursive: true });

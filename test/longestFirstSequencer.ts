@@ -3,8 +3,9 @@ import { join, relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Seconds each slow test file took in a recorded full run of `.ci/run` (files of 3 s and more:
- * their order is what counts, not the figures).
+ * Wall seconds each slow test file took in a recorded full run of `npm test`, from its
+ * SUITE_CPU_LOG (test/fileCpu.ts; files of 5 s and more): their order is what counts, not the
+ * figures, which grow with the machine's load.
  */
 const recorded = JSON.parse(readFileSync(join(import.meta.dirname, 'fileDurations.json'), 'utf8')) as Record<
   string,

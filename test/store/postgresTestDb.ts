@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { T } from './contract/storeFixtures.js';
-import { afterAll, afterEach } from 'vitest';
 import { PostgresStoreBackend, type PostgresBackendOptions } from '../../src/store/postgres/postgresStoreBackend.js';
+import { closeAfterTest } from '../support/closeAfterTest.js';
 import { connectPostgres, dropSchema, POSTGRES_URL } from '../support/postgresAdmin.js';
 
 /**
- * The test database for the PostgreSQL store tests, connected once per file. Without one they are
- * skipped with the reason printed, unless CI is set: then the file fails, loudly.
+ * The test database for the PostgreSQL store tests, connected once per worker: the files that
+ * import this module share it (isolate: false in vitest.config.ts), and Vitest ends the worker
+ * when the run is done. Without one they are skipped with the reason printed, unless CI is set:
+ * then the file fails, loudly.
  */
 const connected = await connectPostgres();
 export const admin: pg.Client | undefined = 'client' in connected ? connected.client : undefined;
@@ -18,18 +20,20 @@ if (!admin) {
   console.warn(`skipping PostgreSQL store tests: ${reason}`);
 }
 
+/** What the running test opened here, closed after it, the last first (a backend before its schema). */
 const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await admin?.end();
-});
+function cleanUpAfterTest(cleanup: () => Promise<unknown>): void {
+  if (cleanups.length === 0)
+    closeAfterTest(async () => {
+      for (const each of cleanups.splice(0).reverse()) await each();
+    });
+  cleanups.push(cleanup);
+}
 
 /** A schema name of its own for one test, dropped with everything in it after the test. */
 export function freshSchema(): string {
   const schema = `cf_test_${randomBytes(6).toString('hex')}`;
-  cleanups.push(() => dropSchema(admin!, schema));
+  cleanUpAfterTest(() => dropSchema(admin!, schema));
   return schema;
 }
 
@@ -42,7 +46,7 @@ export async function openBackend(
     { url: options.url ?? POSTGRES_URL, schema, maxConnections: 4 },
     options,
   );
-  cleanups.push(() => backend.close());
+  cleanUpAfterTest(() => backend.close());
   return backend;
 }
 

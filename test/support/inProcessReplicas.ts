@@ -3,10 +3,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type pg from 'pg';
-import { afterEach } from 'vitest';
 import { loadMainConfig } from '../../src/config/mainConfig.js';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import { createLogger } from '../../src/observe/createLogger.js';
+import { closeAfterTest } from './closeAfterTest.js';
 import { dropSchema, POSTGRES_URL } from './postgresAdmin.js';
 import { makeTempDir } from './tempDir.js';
 
@@ -46,14 +46,6 @@ export interface InProcessCluster {
   heartbeatOf(id: string): Promise<number | undefined>;
 }
 
-const clusters: { replicas: InProcessReplica[]; admin: pg.Pool; schema: string }[] = [];
-afterEach(async () => {
-  for (const cluster of clusters.splice(0)) {
-    await Promise.all(cluster.replicas.map((r) => r.daemon.stop()));
-    await dropSchema(cluster.admin, cluster.schema);
-  }
-});
-
 export function inProcessCluster(
   admin: pg.Pool,
   options: { simulatorUrl: string; leaseSeconds: number },
@@ -63,7 +55,10 @@ export function inProcessCluster(
   mkdirSync(tenantsDir);
   const schema = `cf_test_${randomBytes(6).toString('hex')}`;
   const replicas: InProcessReplica[] = [];
-  clusters.push({ replicas, admin, schema });
+  closeAfterTest(async () => {
+    await Promise.all(replicas.map((r) => r.daemon.stop()));
+    await dropSchema(admin, schema);
+  });
   return {
     schema,
     tenantsDir,

@@ -4,15 +4,22 @@ import { ManualClock } from '../support/manualClock.js';
 import { ServiceClient, type RequestGate, type RequestPriority } from '../../src/api/serviceClient.js';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
 import { noopLogger } from '../support/noopLogger.js';
-import { afterEach } from 'vitest';
+import { closeAfterTest } from '../support/closeAfterTest.js';
 
-/** Clients first, then the servers they talk to: everything started in a test is closed after it. */
+/**
+ * Clients first, then the servers they talk to: everything started in a test is closed after it,
+ * by the setup file (closeAfterTest): an afterEach registered here would run for the first file of
+ * a worker only, since the unit tests share their modules.
+ */
 const openClients: ServiceClient[] = [];
 const openServices: LoopbackService[] = [];
-afterEach(async () => {
-  for (const client of openClients.splice(0)) await client.close();
-  for (const service of openServices.splice(0)) await service.close();
-});
+function closeOpenedAfterTest(): void {
+  if (openClients.length + openServices.length > 0) return;
+  closeAfterTest(async () => {
+    for (const client of openClients.splice(0)) await client.close();
+    for (const service of openServices.splice(0)) await service.close();
+  });
+}
 
 export interface RecordedRequest {
   method: string;
@@ -53,6 +60,7 @@ export class LoopbackService {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     const service = new LoopbackService(server, `http://127.0.0.1:${port}`, requests);
+    closeOpenedAfterTest();
     openServices.push(service);
     return service;
   }
@@ -100,6 +108,7 @@ export function clientFor(
     gate,
     logger: noopLogger,
   });
+  closeOpenedAfterTest();
   openClients.push(client);
   return client;
 }
