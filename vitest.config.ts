@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 import { LongestFirstSequencer } from './test/longestFirstSequencer.js';
 
+/** Files with module mocks, which would leak into the files after them in a shared worker. */
+const MOCKING = ['test/store/olderSchemaCommands.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: 'forks',
@@ -24,5 +26,9 @@ export default defineConfig({
     globalSetup: ['test/cliBundle.ts'],
     // The longest files first, so that the two workers finish together (test/fileDurations.json).
     sequence: { shuffle: false, sequencer: LongestFirstSequencer },
+    projects: [
+      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: MOCKING } },
+      { extends: true, test: { name: 'isolated', include: MOCKING, isolate: true } },
+    ],
   },
 });

@@ -11,7 +11,7 @@ const OLDER =
 
 // No release has a migration yet (both engines are at the baseline), so no store of an older
 // schema can be made: the engine's refusal, as both engines throw it to a reader, stands in for one.
-// A module mock: this file must stay out of vitest.config.ts's shared (isolate: false) files.
+// A module mock: this file is in vitest.config.ts's MOCKING list, isolated from the shared files.
 vi.mock('../../src/store/openStoreBackend.js', async () => {
   const { OlderSchemaError } = await import('../../src/store/storeError.js');
   return { openStoreBackend: () => Promise.reject(new OlderSchemaError(OLDER)) };
