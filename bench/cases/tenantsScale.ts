@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { BenchRow } from '../benchTable.js';
@@ -126,7 +126,13 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       `${schema}_one`,
     );
     daemon = startDaemon(config);
-    daemon.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+    // BENCH_DAEMON_STDERR: a file that keeps all the daemon said (the row shows its last 4,000 characters).
+    const stderrFile = process.env.BENCH_DAEMON_STDERR;
+    if (stderrFile !== undefined) writeFileSync(stderrFile, '');
+    daemon.stderr?.on('data', (c: Buffer) => {
+      stderr = (stderr + c.toString()).slice(-4000);
+      if (stderrFile !== undefined) appendFileSync(stderrFile, c);
+    });
     const pid = daemon.pid as number;
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const commits = async (): Promise<number> =>
@@ -137,6 +143,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
               .rows[0]?.n,
           );
     let maxRss = 0;
+    const progress = progressPrinter(pid, admin, `changefeed ${schema}`);
     const sampleRss = (): void => {
       if (!running(daemon)) throw new Error(`daemon exited early: ${stderr}`);
       maxRss = Math.max(maxRss, memoryMiB(pid).rss);
@@ -146,6 +153,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     const started = Date.now();
     for (;;) {
       const runningNow = runningTenants(await metrics().catch(() => ''));
+      await progress(runningNow);
       if (runningNow >= options.tenants) break;
       // What a start that does not finish looked like: how far it came and what the daemon warned.
       if (Date.now() - started > MAX_START_MS)
@@ -159,6 +167,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     for (let t = 0; t < options.warmUpSeconds; t++) {
       await sleep(1000);
       sampleRss();
+      await progress(options.tenants);
     }
     const rssAfterWarmUp = maxRss;
     // The daemon's and its database's counts at one moment: the measurement is the difference of two.
@@ -176,6 +185,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     for (let t = 0; t < options.measureSeconds; t++) {
       await sleep(1000);
       sampleRss();
+      await progress(options.tenants);
     }
     const after = await snapshot();
     const seconds = (after.at - before.at) / 1000;
@@ -292,6 +302,37 @@ async function fetchText(url: string): Promise<string> {
   } catch {
     return '';
   }
+}
+
+/**
+ * Every 10 s a line on stderr: seconds since the daemon started, the machine's load average, the
+ * tenants running, the daemon's RSS and cores, and its PostgreSQL backends' cores and count over
+ * the last 10 s: how a start went, beside the one row the bench ends with.
+ */
+function progressPrinter(
+  pid: number,
+  admin: pg.Client | undefined,
+  applicationName: string,
+): (runningNow: number) => Promise<void> {
+  const started = Date.now();
+  let last = { at: started, cpu: 0, backends: new Map<number, number>() };
+  return async (runningNow) => {
+    const at = Date.now();
+    if (at - last.at < 10_000) return;
+    const cpu = cpuSeconds(pid);
+    const backends =
+      admin === undefined ? new Map<number, number>() : await postgresBackendsCpu(admin, applicationName);
+    const seconds = (at - last.at) / 1000;
+    const load = loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
+    process.stderr.write(
+      `${Math.round((at - started) / 1000)} s: load ${load}, running ${runningNow}, RSS ${Math.round(memoryMiB(pid).rss)} MiB, ` +
+        `daemon ${((cpu - last.cpu) / seconds).toFixed(2)} cores, PostgreSQL ${backends.size} backends ` +
+        `${(cpuDelta(last.backends, backends) / seconds).toFixed(2)} cores\n`,
+    );
+    last = { at, cpu, backends };
+  };
 }
 
 /**
