@@ -5,6 +5,18 @@ import { noRecordChanges, type TenantRecord, type TenantRecordChanges, type Tena
 const SETTLE_LOCK = "pg_advisory_xact_lock(hashtext(current_schema() || '.changefeed_tenant_records'))";
 
 /**
+ * What the table asks of the store's pool (pg.Pool, or the store's gate in front of it: its
+ * statements wait with the tenants' for a connection, so none waits inside node-postgres's pool).
+ */
+export interface RecordPool {
+  connect(): Promise<pg.PoolClient>;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
+
+/**
  * The tenant records of a PostgreSQL store (`changefeed_tenant_records`, leaseSchema.ts), shared
  * by every replica. A settlement first decides from a plain read; only when its decision writes
  * something does it decide again inside a transaction holding an advisory lock, from the rows as
@@ -12,7 +24,7 @@ const SETTLE_LOCK = "pg_advisory_xact_lock(hashtext(current_schema() || '.change
  * and the steady state (nothing to write) costs one SELECT per read of the directory.
  */
 export class TenantRecordTable implements TenantRecords {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly pool: RecordPool) {}
 
   async read(): Promise<readonly TenantRecord[]> {
     return readRecords(this.pool);
@@ -61,7 +73,7 @@ export class TenantRecordTable implements TenantRecords {
 }
 
 /** The records, with how long each file has been missing measured on the database's clock. */
-async function readRecords(db: pg.Pool | pg.ClientBase): Promise<TenantRecord[]> {
+async function readRecords(db: Pick<RecordPool, 'query'>): Promise<TenantRecord[]> {
   const { rows } = await db.query<{
     tenant: string;
     key_fingerprint: string;

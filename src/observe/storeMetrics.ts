@@ -1,7 +1,7 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { StoreActivity } from '../store/storeActivity.js';
 
-type Counted = 'transactions' | 'statements';
+type Counted = 'transactions' | 'statements' | 'poolWaits' | 'poolWaitSeconds' | 'poolBusy';
 
 /**
  * What the store engine asked of its database (StoreActivity), as counters that live as long as
@@ -10,7 +10,13 @@ type Counted = 'transactions' | 'statements';
 export class StoreMetrics {
   private activity: StoreActivity | undefined;
   /** What the watched activity held at the last scrape, per counted kind. */
-  private readonly seen: Record<Counted, number> = { transactions: 0, statements: 0 };
+  private readonly seen: Record<Counted, number> = {
+    transactions: 0,
+    statements: 0,
+    poolWaits: 0,
+    poolWaitSeconds: 0,
+    poolBusy: 0,
+  };
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -32,6 +38,44 @@ export class StoreMetrics {
       registers,
       collect: () => this.add(statements, 'statements'),
     });
+    const poolWaits: Counter<'engine'> = new Counter({
+      name: 'changefeed_store_pool_waits_total',
+      help:
+        "Statements and transactions of the tenants that waited for a connection of the store's full pool " +
+        '(PostgreSQL; a start goes ahead of the running tenants), given up or not.',
+      labelNames: ['engine'],
+      registers,
+      collect: () => this.add(poolWaits, 'poolWaits'),
+    });
+    const poolWaitSeconds: Counter<'engine'> = new Counter({
+      name: 'changefeed_store_pool_wait_seconds_total',
+      help:
+        "Time spent waiting for a connection of the store's full pool, summed over the waits: divided by " +
+        'changefeed_store_pool_waits_total, the mean wait.',
+      labelNames: ['engine'],
+      registers,
+      collect: () => this.add(poolWaitSeconds, 'poolWaitSeconds'),
+    });
+    const poolBusy: Counter<'engine'> = new Counter({
+      name: 'changefeed_store_pool_busy_total',
+      help:
+        "Waits for a connection of the store's pool given up (STORE_BUSY): the pool stayed full past the wait " +
+        'limit; the work is tried again shortly. Back-pressure of a replica asking more than store.maxConnections ' +
+        'carry, not an outage.',
+      labelNames: ['engine'],
+      registers,
+      collect: () => this.add(poolBusy, 'poolBusy'),
+    });
+    const poolWaiting: Gauge<'engine'> = new Gauge({
+      name: 'changefeed_store_pool_waiting',
+      help: "Statements and transactions waiting now for a connection of the store's full pool (PostgreSQL).",
+      labelNames: ['engine'],
+      registers,
+      collect: () => {
+        const activity = this.activity;
+        if (activity) poolWaiting.set({ engine: activity.engine }, activity.poolWaiting());
+      },
+    });
   }
 
   /** Adds to `counter` what the watched activity counted since the last scrape. */
@@ -47,7 +91,6 @@ export class StoreMetrics {
   watch(activity: StoreActivity): void {
     if (activity === this.activity) return;
     this.activity = activity;
-    this.seen.transactions = 0;
-    this.seen.statements = 0;
+    for (const kind of Object.keys(this.seen) as Counted[]) this.seen[kind] = 0;
   }
 }
