@@ -18,6 +18,9 @@ const COUNTERS = [
   'changefeed_deliveries_total',
   'changefeed_store_transactions_total',
   'changefeed_store_statements_total',
+  'changefeed_store_pool_waits_total',
+  'changefeed_store_pool_wait_seconds_total',
+  'changefeed_store_pool_busy_total',
 ] as const;
 
 const MAX_START_MS = Number(process.env.BENCH_MAX_START_SECONDS ?? 900) * 1000;
@@ -152,8 +155,9 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     // then warmUpSeconds more for discovery and first polls.
     const started = Date.now();
     for (;;) {
-      const runningNow = runningTenants(await metrics().catch(() => ''));
-      await progress(runningNow);
+      const text = await metrics().catch(() => '');
+      const runningNow = runningTenants(text);
+      await progress(runningNow, text);
       if (runningNow >= options.tenants) break;
       // What a start that does not finish looked like: how far it came and what the daemon warned.
       if (Date.now() - started > MAX_START_MS)
@@ -219,6 +223,12 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       'statements per request': statements / requests,
       'tx per poll': transactions / delta('changefeed_polls_total'),
       'tx per delivered event': transactions / delta('changefeed_deliveries_total'),
+      // Waits for a connection of the store's full pool (PostgreSQL): how far store.maxConnections is from enough.
+      'pool waits per tx': delta('changefeed_store_pool_waits_total') / transactions,
+      'mean pool wait ms':
+        (delta('changefeed_store_pool_wait_seconds_total') * 1000) /
+        Math.max(1, delta('changefeed_store_pool_waits_total')),
+      'STORE_BUSY (whole run)': a.changefeed_store_pool_busy_total ?? 0,
       ...(admin === undefined
         ? {}
         : {
@@ -306,17 +316,18 @@ async function fetchText(url: string): Promise<string> {
 
 /**
  * Every 10 s a line on stderr: seconds since the daemon started, the machine's load average, the
- * tenants running, the daemon's RSS and cores, and its PostgreSQL backends' cores and count over
- * the last 10 s: how a start went, beside the one row the bench ends with.
+ * tenants running, the daemon's RSS and cores, its PostgreSQL backends' cores and count over the
+ * last 10 s, and while it starts the checkouts waiting for the store's pool and those given up
+ * (STORE_BUSY): how a start went, beside the one row the bench ends with.
  */
 function progressPrinter(
   pid: number,
   admin: pg.Client | undefined,
   applicationName: string,
-): (runningNow: number) => Promise<void> {
+): (runningNow: number, metricsText?: string) => Promise<void> {
   const started = Date.now();
   let last = { at: started, cpu: 0, backends: new Map<number, number>() };
-  return async (runningNow) => {
+  return async (runningNow, metricsText) => {
     const at = Date.now();
     if (at - last.at < 10_000) return;
     const cpu = cpuSeconds(pid);
@@ -329,10 +340,19 @@ function progressPrinter(
     process.stderr.write(
       `${Math.round((at - started) / 1000)} s: load ${load}, running ${runningNow}, RSS ${Math.round(memoryMiB(pid).rss)} MiB, ` +
         `daemon ${((cpu - last.cpu) / seconds).toFixed(2)} cores, PostgreSQL ${backends.size} backends ` +
-        `${(cpuDelta(last.backends, backends) / seconds).toFixed(2)} cores\n`,
+        `${(cpuDelta(last.backends, backends) / seconds).toFixed(2)} cores` +
+        poolLine(metricsText) +
+        '\n',
     );
     last = { at, cpu, backends };
   };
+}
+
+/** `, pool waiting N, STORE_BUSY N` from a scrape of the daemon; nothing without one. */
+function poolLine(metricsText: string | undefined): string {
+  if (metricsText === undefined) return '';
+  const sums = sumMetrics(metricsText, ['changefeed_store_pool_waiting', 'changefeed_store_pool_busy_total']);
+  return `, pool waiting ${sums.changefeed_store_pool_waiting}, STORE_BUSY ${sums.changefeed_store_pool_busy_total}`;
 }
 
 /**
