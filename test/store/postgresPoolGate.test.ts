@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { errorCodeOf } from '../../src/errors.js';
 import { classifyPollFailure, STORE_BUSY_PAUSE_MS } from '../../src/poll/failurePolicy.js';
 import { PoolGate } from '../../src/store/postgres/poolGate.js';
+import type { PostgresStoreBackend } from '../../src/store/postgres/postgresStoreBackend.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import { StoreBusyError } from '../../src/store/storeHealth.js';
@@ -15,6 +16,14 @@ function holding(db: TenantDb, until: Promise<void>): Promise<void> {
     await query('SELECT 1');
     await until;
   });
+}
+
+/** `n` tenants' ways into the backend's pool. */
+function tenantDbs(backend: PostgresStoreBackend, n: number): TenantDb[] {
+  return Array.from(
+    { length: n },
+    (_, i) => new TenantDb(backend.gate, `t${i}`, backend.location, undefined, backend.activity),
+  );
 }
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -29,9 +38,7 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
     // trying to connect", the message of a database that cannot be reached: with the gate in
     // front of it, its pool is never asked for more connections than it has.
     const backend = await openBackend(undefined, { connectTimeoutMs: 200, poolWaitMs: 200 });
-    const dbs = [0, 1, 2, 3, 4].map(
-      (i) => new TenantDb(backend.gate, `t${i}`, backend.location, undefined, backend.activity),
-    );
+    const dbs = tenantDbs(backend, 5);
     const release = deferred();
     const held = dbs.slice(0, 4).map((db) => holding(db, release.promise));
     const waited = await dbs[4]!.read('SELECT 1 AS one', []).then(
@@ -53,9 +60,7 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
 
   it('a statement waits for a connection longer than the connect timeout and then runs', async () => {
     const backend = await openBackend(undefined, { connectTimeoutMs: 100, poolWaitMs: 30_000 });
-    const dbs = [0, 1, 2, 3, 4].map(
-      (i) => new TenantDb(backend.gate, `t${i}`, backend.location, undefined, backend.activity),
-    );
+    const dbs = tenantDbs(backend, 5);
     const release = deferred();
     const held = dbs.slice(0, 4).map((db) => holding(db, release.promise));
     const waiting = dbs[4]!.read<{ one: number }>('SELECT 1 AS one', []);
@@ -73,9 +78,7 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
 
   it('a tenant starting goes ahead of the running tenants waiting for a connection', async () => {
     const backend = await openBackend();
-    const dbs = [0, 1, 2, 3].map(
-      (i) => new TenantDb(backend.gate, `t${i}`, backend.location, undefined, backend.activity),
-    );
+    const dbs = tenantDbs(backend, 4);
     for (const db of dbs) db.running();
     const releases = dbs.map(() => deferred());
     const held = dbs.map((db, i) => holding(db, releases[i]!.promise));
