@@ -46,13 +46,20 @@ export class TenantRecordTable implements TenantRecords {
       const { result, changes } = decide(await readRecords(client));
       if (changes.remove.length > 0)
         await client.query('DELETE FROM changefeed_tenant_records WHERE tenant = ANY($1::text[])', [changes.remove]);
-      for (const record of changes.put)
+      // One statement for every record: a row at a time, the first start of 5,000 tenants was
+      // 5,000 round trips in a row (over a minute on a loaded machine) before any lease round.
+      if (changes.put.length > 0)
         await client.query(
-          `INSERT INTO changefeed_tenant_records (tenant, key_fingerprint, file_text) VALUES ($1, $2, $3)
+          `INSERT INTO changefeed_tenant_records (tenant, key_fingerprint, file_text)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
            ON CONFLICT (tenant) DO UPDATE
              SET key_fingerprint = EXCLUDED.key_fingerprint, file_text = EXCLUDED.file_text,
                  recorded_at = clock_timestamp(), missing_since = NULL`,
-          [record.tenant, record.keyFingerprint, record.fileText],
+          [
+            changes.put.map((r) => r.tenant),
+            changes.put.map((r) => r.keyFingerprint),
+            changes.put.map((r) => r.fileText),
+          ],
         );
       if (changes.markMissing.length > 0)
         await client.query(
