@@ -120,7 +120,10 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
   try {
     await admin?.connect();
     const port = await freePort();
-    const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema} }` : '';
+    // BENCH_STORE_MAX_CONNECTIONS: store.maxConnections of the measured daemon (its default otherwise).
+    const maxConnections = process.env.BENCH_STORE_MAX_CONNECTIONS;
+    const pool = maxConnections === undefined ? '' : `, maxConnections: ${Number(maxConnections)}`;
+    const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema}${pool} }` : '';
     const config = writeConfig(dir, simulator.url, simulator.keys, store, port, schema);
     const oneTenantRss = await oneTenantDaemonRssMiB(
       join(dir, 'one-tenant'),
