@@ -37,7 +37,7 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
     // node-postgres's own wait would give up after connectTimeoutMs with "timeout exceeded when
     // trying to connect", the message of a database that cannot be reached: with the gate in
     // front of it, its pool is never asked for more connections than it has.
-    const backend = await openBackend(undefined, { connectTimeoutMs: 200, poolWaitMs: 200 });
+    const backend = await openBackend(undefined, { connectTimeoutMs: 5_000, poolWaitMs: 200 });
     const dbs = tenantDbs(backend, 5);
     const release = deferred();
     const held = dbs.slice(0, 4).map((db) => holding(db, release.promise));
@@ -59,15 +59,18 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
   });
 
   it('a statement waits for a connection longer than the connect timeout and then runs', async () => {
-    const backend = await openBackend(undefined, { connectTimeoutMs: 100, poolWaitMs: 30_000 });
+    // Long enough for a real connect on a loaded machine (the holders connect first).
+    const connectTimeoutMs = 1_000;
+    const backend = await openBackend(undefined, { connectTimeoutMs, poolWaitMs: 30_000 });
     const dbs = tenantDbs(backend, 5);
     const release = deferred();
     const held = dbs.slice(0, 4).map((db) => holding(db, release.promise));
+    await expect.poll(() => backend.activity.transactions).toBe(4);
     const waiting = dbs[4]!.read<{ one: number }>('SELECT 1 AS one', []);
     await expect.poll(() => backend.gate.waiting).toBe(1);
     // Past node-postgres's connect timeout: its own queue would have failed the statement by now.
     const pgTimeout = deferred();
-    setTimeout(pgTimeout.resolve, 300);
+    setTimeout(pgTimeout.resolve, connectTimeoutMs + 300);
     await pgTimeout.promise;
     release.resolve();
     expect(await waiting).toEqual([{ one: 1 }]);
