@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { BenchRow } from '../benchTable.js';
@@ -18,6 +18,9 @@ const COUNTERS = [
   'changefeed_deliveries_total',
   'changefeed_store_transactions_total',
   'changefeed_store_statements_total',
+  'changefeed_store_pool_waits_total',
+  'changefeed_store_pool_wait_seconds_total',
+  'changefeed_store_pool_busy_total',
 ] as const;
 
 const MAX_START_MS = Number(process.env.BENCH_MAX_START_SECONDS ?? 900) * 1000;
@@ -117,7 +120,10 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
   try {
     await admin?.connect();
     const port = await freePort();
-    const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema} }` : '';
+    // BENCH_STORE_MAX_CONNECTIONS: store.maxConnections of the measured daemon (its default otherwise).
+    const maxConnections = process.env.BENCH_STORE_MAX_CONNECTIONS;
+    const pool = maxConnections === undefined ? '' : `, maxConnections: ${Number(maxConnections)}`;
+    const store = options.store === 'postgres' ? `store: { url: "${POSTGRES_URL}", schema: ${schema}${pool} }` : '';
     const config = writeConfig(dir, simulator.url, simulator.keys, store, port, schema);
     const oneTenantRss = await oneTenantDaemonRssMiB(
       join(dir, 'one-tenant'),
@@ -126,7 +132,13 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       `${schema}_one`,
     );
     daemon = startDaemon(config);
-    daemon.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+    // BENCH_DAEMON_STDERR: a file that keeps all the daemon said (the row shows its last 4,000 characters).
+    const stderrFile = process.env.BENCH_DAEMON_STDERR;
+    if (stderrFile !== undefined) writeFileSync(stderrFile, '');
+    daemon.stderr?.on('data', (c: Buffer) => {
+      stderr = (stderr + c.toString()).slice(-4000);
+      if (stderrFile !== undefined) appendFileSync(stderrFile, c);
+    });
     const pid = daemon.pid as number;
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const commits = async (): Promise<number> =>
@@ -137,6 +149,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
               .rows[0]?.n,
           );
     let maxRss = 0;
+    const progress = progressPrinter(pid, admin, `changefeed ${schema}`);
     const sampleRss = (): void => {
       if (!running(daemon)) throw new Error(`daemon exited early: ${stderr}`);
       maxRss = Math.max(maxRss, memoryMiB(pid).rss);
@@ -145,7 +158,9 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     // then warmUpSeconds more for discovery and first polls.
     const started = Date.now();
     for (;;) {
-      const runningNow = runningTenants(await metrics().catch(() => ''));
+      const text = await metrics().catch(() => '');
+      const runningNow = runningTenants(text);
+      await progress(runningNow, text);
       if (runningNow >= options.tenants) break;
       // What a start that does not finish looked like: how far it came and what the daemon warned.
       if (Date.now() - started > MAX_START_MS)
@@ -159,6 +174,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     for (let t = 0; t < options.warmUpSeconds; t++) {
       await sleep(1000);
       sampleRss();
+      await progress(options.tenants);
     }
     const rssAfterWarmUp = maxRss;
     // The daemon's and its database's counts at one moment: the measurement is the difference of two.
@@ -176,6 +192,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     for (let t = 0; t < options.measureSeconds; t++) {
       await sleep(1000);
       sampleRss();
+      await progress(options.tenants);
     }
     const after = await snapshot();
     const seconds = (after.at - before.at) / 1000;
@@ -209,6 +226,12 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       'statements per request': statements / requests,
       'tx per poll': transactions / delta('changefeed_polls_total'),
       'tx per delivered event': transactions / delta('changefeed_deliveries_total'),
+      // Waits for a connection of the store's full pool (PostgreSQL): how far store.maxConnections is from enough.
+      'pool waits per tx': delta('changefeed_store_pool_waits_total') / transactions,
+      'mean pool wait ms':
+        (delta('changefeed_store_pool_wait_seconds_total') * 1000) /
+        Math.max(1, delta('changefeed_store_pool_waits_total')),
+      'STORE_BUSY (whole run)': a.changefeed_store_pool_busy_total ?? 0,
       ...(admin === undefined
         ? {}
         : {
@@ -292,6 +315,47 @@ async function fetchText(url: string): Promise<string> {
   } catch {
     return '';
   }
+}
+
+/**
+ * Every 10 s a line on stderr: seconds since the daemon started, the machine's load average, the
+ * tenants running, the daemon's RSS and cores, its PostgreSQL backends' cores and count over the
+ * last 10 s, and while it starts the checkouts waiting for the store's pool and those given up
+ * (STORE_BUSY): how a start went, beside the one row the bench ends with.
+ */
+function progressPrinter(
+  pid: number,
+  admin: pg.Client | undefined,
+  applicationName: string,
+): (runningNow: number, metricsText?: string) => Promise<void> {
+  const started = Date.now();
+  let last = { at: started, cpu: 0, backends: new Map<number, number>() };
+  return async (runningNow, metricsText) => {
+    const at = Date.now();
+    if (at - last.at < 10_000) return;
+    const cpu = cpuSeconds(pid);
+    const backends =
+      admin === undefined ? new Map<number, number>() : await postgresBackendsCpu(admin, applicationName);
+    const seconds = (at - last.at) / 1000;
+    const load = loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
+    process.stderr.write(
+      `${Math.round((at - started) / 1000)} s: load ${load}, running ${runningNow}, RSS ${Math.round(memoryMiB(pid).rss)} MiB, ` +
+        `daemon ${((cpu - last.cpu) / seconds).toFixed(2)} cores, PostgreSQL ${backends.size} backends ` +
+        `${(cpuDelta(last.backends, backends) / seconds).toFixed(2)} cores` +
+        poolLine(metricsText) +
+        '\n',
+    );
+    last = { at, cpu, backends };
+  };
+}
+
+/** `, pool waiting N, STORE_BUSY N` from a scrape of the daemon; nothing without one. */
+function poolLine(metricsText: string | undefined): string {
+  if (metricsText === undefined) return '';
+  const sums = sumMetrics(metricsText, ['changefeed_store_pool_waiting', 'changefeed_store_pool_busy_total']);
+  return `, pool waiting ${sums.changefeed_store_pool_waiting}, STORE_BUSY ${sums.changefeed_store_pool_busy_total}`;
 }
 
 /**

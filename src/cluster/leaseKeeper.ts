@@ -198,7 +198,37 @@ export class LeaseKeeper {
     const lease = this.held.drop(tenant);
     if (!lease) return;
     this.armDeadlineTimer();
-    await this.options.table.release(tenant, this.instanceId, lease.epoch).catch(() => undefined);
+    this.toRelease.set(tenant, lease.epoch);
+    this.releasing ??= this.sendReleases();
+    await this.releasing;
+  }
+
+  /** Leases given up here whose release the database has not been sent yet, by tenant: their epochs. */
+  private readonly toRelease = new Map<string, number>();
+  /** The releases under way: one statement at a time, each for every lease given up meanwhile. */
+  private releasing: Promise<void> | undefined;
+  /** The tenants of the release statement under way. */
+  private releasingNow: readonly string[] = [];
+
+  /**
+   * Sends the releases waiting, one statement for all of them, until none waits. One at a time:
+   * each waits for the fenced writes under way, and the lease pool's other connection stays free
+   * for the rounds, whose renewals must not wait behind tenants given up (starts that failed).
+   */
+  private async sendReleases(): Promise<void> {
+    for (;;) {
+      if (this.toRelease.size === 0) {
+        this.releasing = undefined;
+        return;
+      }
+      const leases = [...this.toRelease].map(([tenant, epoch]) => ({ tenant, epoch }));
+      this.toRelease.clear();
+      this.releasingNow = leases.map((l) => l.tenant);
+      // Best effort: a release the database refused leaves the lease to expire (or to the next
+      // round's releaseAllExcept, as the lease is no longer held here).
+      await this.options.table.releaseMany(this.instanceId, leases).catch(() => undefined);
+      this.releasingNow = [];
+    }
   }
 
   /**
@@ -230,7 +260,8 @@ export class LeaseKeeper {
       this.emit(() => this.options.events.lost(lease.tenant, 'this replica is stopping'));
     }
     const { table } = this.options;
-    await Promise.all(left.map((l) => table.release(l.tenant, this.instanceId, l.epoch).catch(() => undefined)));
+    await this.releasing;
+    await table.releaseMany(this.instanceId, left).catch(() => undefined);
     await table.retireInstance(this.instanceId).catch(() => undefined);
     this.state = 'stopped';
   }
@@ -269,10 +300,13 @@ export class LeaseKeeper {
     await this.renewHeld();
     const renewalMs = this.clock.now() - startedAt;
     const regular = { renewalMs, nextAt: regularAt };
-    await table.releaseAllExcept(
-      me,
-      this.held.all().map((l) => l.tenant),
-    );
+    // Leases whose release is waiting or under way are left to it: this statement would queue
+    // behind that release's lock, which waits for the tenant's fenced write to end.
+    await table.releaseAllExcept(me, [
+      ...this.held.all().map((l) => l.tenant),
+      ...this.toRelease.keys(),
+      ...this.releasingNow,
+    ]);
     this.finishStaleHandOvers();
     if (this.state !== 'active') {
       await table.heartbeat(me, this.options.advertised);

@@ -334,6 +334,31 @@ export class LeaseTable {
   }
 
   /**
+   * release() for many leases in one statement; returns the tenants released. The lease keeper
+   * sends its releases this way, one statement at a time: each waits for the fenced writes under
+   * way (FOR UPDATE), and releases sent one per tenant (hundreds when starts fail together) held
+   * both connections of the lease pool, so the round's renewal waited behind them past the
+   * leases' local deadline (docs/scaling.md).
+   */
+  async releaseMany(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const result = await this.query<{ tenant: string }>(
+      `WITH locked AS (
+         SELECT l.tenant FROM changefeed_leases AS l
+           JOIN unnest($2::text[], $3::bigint[]) AS w(tenant, epoch) ON l.tenant = w.tenant AND l.epoch = w.epoch
+          WHERE l.holder = $1
+            FOR UPDATE OF l
+       )
+       UPDATE changefeed_leases AS l
+          SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
+         FROM locked WHERE l.tenant = locked.tenant
+       RETURNING l.tenant`,
+      [holder, leases.map((l) => l.tenant), leases.map((l) => String(l.epoch))],
+    );
+    return result.rows.map((row) => row.tenant);
+  }
+
+  /**
    * Releases every lease the database credits to `holder` except `keep`: those this replica does
    * not know it holds (given up locally while the database was away, an acquisition whose answer
    * timed out, an earlier process of the same id), which would otherwise sit unused until they

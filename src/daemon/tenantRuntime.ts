@@ -81,6 +81,7 @@ export class TenantRuntime {
   async start(): Promise<void> {
     const { store, engine, pollLoop, clock } = this.parts;
     const watched = await this.prepare();
+    store.running?.();
     engine.start();
     pollLoop.start();
     this.parts.metrics.attach(this.parts.metricSource);

@@ -22,7 +22,7 @@ import { planBatches, toOutboundEvents } from './batchPlanner.js';
 import { PendingWindow } from './pendingWindow.js';
 import { compileSinkFilter } from './sinkFilter.js';
 import { SinkHealth } from './sinkHealth.js';
-import { STORE_RETRY_MS } from '../store/storeHealth.js';
+import { isStoreBusy, STORE_RETRY_MS } from '../store/storeHealth.js';
 
 /**
  * With nothing due, look again after this long even without a notify: a backstop only. An ingest
@@ -415,8 +415,9 @@ export class SinkWorker {
       this.options.onLeaseLost?.(error);
       return 0;
     }
-    const first = store.health.problem === undefined;
+    const first = store.health.problem === undefined && !isStoreBusy(error);
     if (store.health.record(error, store.location)) {
+      // A full pool (STORE_BUSY) is waited out the same way, unlogged (its metric counts it).
       if (first)
         logger.warn(
           { sink: this.name, err: describeError(error) },

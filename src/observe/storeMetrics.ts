@@ -1,7 +1,42 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { StoreActivity } from '../store/storeActivity.js';
 
-type Counted = 'transactions' | 'statements';
+type Counted = 'transactions' | 'statements' | 'poolWaits' | 'poolWaitSeconds' | 'poolBusy';
+
+/** Each counted kind of StoreActivity: its counter's name and help. */
+const COUNTERS: readonly (readonly [Counted, string, string])[] = [
+  [
+    'transactions',
+    'changefeed_store_transactions_total',
+    'Transactions the store sent to its database, by engine: explicit ones and statements sent on their ' +
+      'own (each a transaction of its own); with changefeed_api_requests_total, what a request costs the database.',
+  ],
+  [
+    'statements',
+    'changefeed_store_statements_total',
+    'Statements the store sent to its database, by engine (PostgreSQL: round trips, BEGIN, the lease check ' +
+      'and COMMIT included).',
+  ],
+  [
+    'poolWaits',
+    'changefeed_store_pool_waits_total',
+    "Statements and transactions of the tenants that waited for a connection of the store's full pool " +
+      '(PostgreSQL; a start goes ahead of the running tenants), given up or not.',
+  ],
+  [
+    'poolWaitSeconds',
+    'changefeed_store_pool_wait_seconds_total',
+    "Time spent waiting for a connection of the store's full pool, summed over the waits: divided by " +
+      'changefeed_store_pool_waits_total, the mean wait.',
+  ],
+  [
+    'poolBusy',
+    'changefeed_store_pool_busy_total',
+    "Waits for a connection of the store's pool given up (STORE_BUSY): the pool stayed full past the wait " +
+      'limit; the work is tried again shortly. Back-pressure of a replica asking more than store.maxConnections ' +
+      'carry, not an outage.',
+  ],
+];
 
 /**
  * What the store engine asked of its database (StoreActivity), as counters that live as long as
@@ -10,27 +45,34 @@ type Counted = 'transactions' | 'statements';
 export class StoreMetrics {
   private activity: StoreActivity | undefined;
   /** What the watched activity held at the last scrape, per counted kind. */
-  private readonly seen: Record<Counted, number> = { transactions: 0, statements: 0 };
+  private readonly seen: Record<Counted, number> = {
+    transactions: 0,
+    statements: 0,
+    poolWaits: 0,
+    poolWaitSeconds: 0,
+    poolBusy: 0,
+  };
 
   constructor(registry: Registry) {
     const registers = [registry];
-    const transactions: Counter<'engine'> = new Counter({
-      name: 'changefeed_store_transactions_total',
-      help:
-        'Transactions the store sent to its database, by engine: explicit ones and statements sent on their ' +
-        'own (each a transaction of its own); with changefeed_api_requests_total, what a request costs the database.',
+    for (const [kind, name, help] of COUNTERS) {
+      const counter: Counter<'engine'> = new Counter({
+        name,
+        help,
+        labelNames: ['engine'],
+        registers,
+        collect: () => this.add(counter, kind),
+      });
+    }
+    const poolWaiting: Gauge<'engine'> = new Gauge({
+      name: 'changefeed_store_pool_waiting',
+      help: "Statements and transactions waiting now for a connection of the store's full pool (PostgreSQL).",
       labelNames: ['engine'],
       registers,
-      collect: () => this.add(transactions, 'transactions'),
-    });
-    const statements: Counter<'engine'> = new Counter({
-      name: 'changefeed_store_statements_total',
-      help:
-        'Statements the store sent to its database, by engine (PostgreSQL: round trips, BEGIN, the lease check ' +
-        'and COMMIT included).',
-      labelNames: ['engine'],
-      registers,
-      collect: () => this.add(statements, 'statements'),
+      collect: () => {
+        const activity = this.activity;
+        if (activity) poolWaiting.set({ engine: activity.engine }, activity.poolWaiting());
+      },
     });
   }
 
@@ -47,7 +89,6 @@ export class StoreMetrics {
   watch(activity: StoreActivity): void {
     if (activity === this.activity) return;
     this.activity = activity;
-    this.seen.transactions = 0;
-    this.seen.statements = 0;
+    for (const kind of Object.keys(this.seen) as Counted[]) this.seen[kind] = 0;
   }
 }

@@ -7,12 +7,15 @@ import { LOGS, type LogKind } from '../logs.js';
 /**
  * What a failed poll means for the poller, decided from the error's code alone.
  * - `retry`: the same log again after a backoff (5xx, timeouts, malformed bodies, 429).
+ * - `storeBusy`: the store's connections are all in use (back-pressure): every poll on this key
+ *   waits a moment, nothing is recorded (a write would queue on the same connections).
  * - `pauseAll`: every poll on this key waits (rejected credential, expired trial).
  * - `disableKind`: the key lacks the scope for this kind of log; other logs go on.
  * - `disableLog`: this one log is dropped until restart (404 gone, 403 permissions, 400 invalid).
  */
 export type FailureAction =
   | { kind: 'retry'; reason: string; budgetPause: boolean }
+  | { kind: 'storeBusy'; reason: string; pauseMs: number }
   | { kind: 'pauseAll'; reason: string; pauseMs: number }
   | { kind: 'disableKind'; reason: string }
   | { kind: 'disableLog'; status: 'gone' | 'disabled'; reason: string };
@@ -20,6 +23,8 @@ export type FailureAction =
 const MINUTE = 60_000;
 /** How long every poll waits for a store that refused a write before one is tried again. */
 export const STORE_PAUSE_MS = 5_000;
+/** How long every poll waits after the store's pool stayed full (STORE_BUSY): back-pressure, not an outage. */
+export const STORE_BUSY_PAUSE_MS = 1_000;
 /** Pauses of a rejected key: 1, 2, 4, 8, then 15 minutes; one per key, so no jitter. */
 const CREDENTIAL_PAUSE: BackoffPolicy = { initialMs: MINUTE, maxMs: 15 * MINUTE, jitter: 'none' };
 
@@ -31,6 +36,8 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
     // A full or read-only disk: nothing read could be kept. Try again soon; the space may return.
     if (code === 'STORE_UNAVAILABLE')
       return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: STORE_PAUSE_MS };
+    if (code === 'STORE_BUSY')
+      return { kind: 'storeBusy', reason: (error as Error).message, pauseMs: STORE_BUSY_PAUSE_MS };
     // Retrying cannot make a window sparser or a version log shorter, and each try costs reads.
     if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG') {
       return {
@@ -98,7 +105,7 @@ export const ONCE_ATTEMPTS = 6;
  */
 export function onceAfterFailure(action: FailureAction, attempt: number): 'retry' | 'handled' | 'report' {
   if (action.kind === 'disableLog' && action.status === 'gone') return 'handled';
-  return action.kind === 'retry' && attempt < ONCE_ATTEMPTS ? 'retry' : 'report';
+  return (action.kind === 'retry' || action.kind === 'storeBusy') && attempt < ONCE_ATTEMPTS ? 'retry' : 'report';
 }
 
 /** Backoff of a log whose polls keep failing: ceilings from 5 s to 5 min, never under 1 s. */

@@ -55,6 +55,12 @@ export class PollFailures {
   /** Classifies a failed poll, applies what it calls for and returns it. */
   async failed(w: WatchedLog, error: unknown, now: number): Promise<FailureAction> {
     const action = classifyPollFailure(error, w.log, this.authFailures);
+    if (action.kind === 'storeBusy') {
+      // Not the log's failure, and nothing to log per poll (changefeed_store_pool_busy_total
+      // counts them): the tenant's polls give the pool a moment.
+      this.pauseFor(now, action.pauseMs);
+      return action;
+    }
     const { store, logger } = this.deps;
     const key = logKey(w);
     // Counted here too: on a store that cannot be written the recorded count stays behind.

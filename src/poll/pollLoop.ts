@@ -8,9 +8,9 @@ import { describeError, errorCodeOf, isAbortError } from '../errors.js';
 import { logKey, type LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
-import { STORE_RETRY_MS } from '../store/storeHealth.js';
+import { isStoreBusy, STORE_RETRY_MS } from '../store/storeHealth.js';
 import { cronRunsPerHour, discoveryPagesPerRun, firstDiscoveryAt, nextCronTime } from './discoverySchedule.js';
-import { classifyPollFailure, onceAfterFailure, pollRetryDelayMs } from './failurePolicy.js';
+import { classifyPollFailure, onceAfterFailure, pollRetryDelayMs, STORE_BUSY_PAUSE_MS } from './failurePolicy.js';
 import type { LogPoller, PollResult } from './logPoller.js';
 import { PollRecorder, type PollOutcome } from './pollRecorder.js';
 import { ActiveLogs, readActiveLogs } from './activeLogs.js';
@@ -374,6 +374,11 @@ export class PollLoop {
       return;
     }
     const { store, logger } = this.deps;
+    if (isStoreBusy(error)) {
+      // Back-pressure of a full pool, counted by changefeed_store_pool_busy_total: a moment's wait.
+      this.failures.pauseFor(now, STORE_BUSY_PAUSE_MS);
+      return;
+    }
     const first = store.health.problem === undefined;
     if (store.health.record(error, store.location)) {
       if (first) logger.warn({ err: describeError(error) }, 'the store refused: polling pauses until a write succeeds');

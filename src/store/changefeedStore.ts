@@ -71,6 +71,13 @@ export interface ChangefeedStore {
   deferState(state: DeferredState): void;
   /** Writes what deferState holds now; what cannot be written waits for the next write. */
   flushDeferred(): Promise<void>;
+  /**
+   * The tenant's start is over. A store whose connections its tenants share (PostgreSQL) lets
+   * the statements of tenants starting go first until then, so a start (a dozen statements in a
+   * row) does not wait behind every running tenant's polls once per statement. Optional: a store
+   * without a shared pool has nothing to order.
+   */
+  running?(): void;
   getMeta(key: string): Promise<string | undefined>;
   setMeta(key: string, value: string): Promise<void>;
   /** How many events the journal holds now. */

@@ -11,6 +11,13 @@
 export class StoreActivity {
   transactions = 0;
   statements = 0;
+  /** Checkouts that waited for a connection of a full pool (PostgreSQL), and their waits' sum. */
+  poolWaits = 0;
+  poolWaitSeconds = 0;
+  /** Of those, the waits given up (STORE_BUSY): the pool stayed full past the store's wait limit. */
+  poolBusy = 0;
+  /** Checkouts waiting for a connection now (PostgreSQL), set by the engine that has a pool. */
+  poolWaiting: () => number = () => 0;
 
   /** The `engine` label of the store's metrics. */
   constructor(readonly engine: 'sqlite' | 'postgres') {}

@@ -36,7 +36,11 @@ export const storeConfigSchema = z
       .min(2)
       .max(100)
       .default(10)
-      .describe('PostgreSQL only: connections in the pool of this replica, shared by all its tenants.'),
+      .describe(
+        'PostgreSQL only: connections in the pool of this replica, shared by all its tenants (the tenant ' +
+          'leases have 2 of their own). Statements beyond it wait in the replica, a tenant starting first; a ' +
+          'wait past 60 s is STORE_BUSY, back-pressure rather than an outage (docs/scaling.md).',
+      ),
   })
   .strict()
   .refine((store) => store.passwordFile === undefined || store.url === undefined || urlPassword(store.url) === '', {

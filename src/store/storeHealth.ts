@@ -54,6 +54,22 @@ export class StoreUnavailableError extends ChangefeedError {
 }
 
 /**
+ * Every connection of the store's pool stayed in use past the store's wait limit: the database
+ * answers, but this replica asks more of it than its connections carry. Back-pressure, not an
+ * outage: the work is tried again shortly, nothing is recorded as the store's problem.
+ */
+export class StoreBusyError extends ChangefeedError {
+  constructor(message: string) {
+    super('STORE_BUSY', message);
+  }
+}
+
+/** A StoreBusyError, however it was passed on. */
+export function isStoreBusy(error: unknown): boolean {
+  return error instanceof ChangefeedError && error.code === 'STORE_BUSY';
+}
+
+/**
  * Whether the store could be written last time it was tried. A store that refuses (a full disk,
  * a database away) is an outage to wait out, not a reason to crash: polling and delivery pause,
  * readiness says why, and the next successful write (each pause ends with another try) clears it.
@@ -61,8 +77,13 @@ export class StoreUnavailableError extends ChangefeedError {
 export class StoreHealth {
   private current: string | undefined;
 
-  /** Records a storage error; returns false (and records nothing) for any other error. */
+  /**
+   * Records a storage error; returns false (and records nothing) for any other error. A busy
+   * pool (isStoreBusy) is waited for like a storage error (true) but is not the store's problem:
+   * nothing is recorded, and readiness does not change.
+   */
   record(error: unknown, location: string): boolean {
+    if (isStoreBusy(error)) return true;
     if (!isStorageError(error)) return false;
     // Already phrased for the operator by the store that threw it: kept as is, not wrapped again.
     if (error instanceof StoreUnavailableError) {

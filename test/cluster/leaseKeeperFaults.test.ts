@@ -5,6 +5,7 @@ import { databaseFence, LeaseLostError, type WriteFence } from '../../src/cluste
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { KeeperSet, PausableClock, type TestKeeper } from '../support/leaseKeepers.js';
 import { POSTGRES_PORT } from '../support/postgresAdmin.js';
+import { LEASE_CONNECTIONS } from '../../src/store/postgres/postgresStoreBackend.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';
 
 let admin: pg.Client | undefined;
@@ -143,5 +144,43 @@ describe('LeaseKeeper under faults', () => {
     await proxy.start();
     await set.tickUntil('all 6 taken', () => held(a) === 6);
     expect(a.keeper.problem).toBeUndefined();
+  });
+
+  it('renews while the releases of tenants given up wait for their fenced writes', async (ctx) => {
+    // A failed start gives its lease back. Released one statement each, hundreds at once (5,000
+    // tenants starting) held both connections of the lease pool, each waiting FOR UPDATE behind
+    // the tenant's fenced write under way, and the round's renewal waited behind them until every
+    // lease had passed its local deadline (docs/scaling.md).
+    const { db, set } = await setup(ctx);
+    const a = set.add('a', db.pool({ max: LEASE_CONNECTIONS }), () => TENANTS, { leaseMs: 3_000 });
+    a.start();
+    await set.tickUntil('a holds all 6', () => held(a) === 6);
+    const writers = db.pool({ max: 5 });
+    const given = TENANTS.slice(0, 5);
+    const open = await Promise.all(
+      given.map(async (tenant) => {
+        const client = await writers.connect();
+        await a.keeper.fence(tenant).check(client, 'BEGIN');
+        return client;
+      }),
+    );
+    try {
+      const releases = given.map((tenant) => a.keeper.release(tenant));
+      const round = a.nextRound();
+      await a.clock!.advance(a.renewEveryMs);
+      const ended = await Promise.race([
+        round,
+        new Promise((resolve) => setTimeout(() => resolve('the round did not end within 5 s'), 5_000)),
+      ]);
+      expect(ended, String((ended as { error?: unknown }).error)).toMatchObject({ ok: true });
+      expect(a.keeper.heldLeases().map((l) => l.tenant)).toEqual(['stark']);
+      for (const client of open) await client.query('COMMIT');
+      await Promise.all(releases);
+      const rows = await a.table.list();
+      expect(rows.filter((r) => r.holder === 'a').map((r) => r.tenant)).toEqual(['stark']);
+    } finally {
+      for (const client of open) client.release();
+      await writers.end();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { TenantRecordTable } from '../../src/cluster/tenantRecordTable.js';
+import { TenantRecordTable, type RecordPool } from '../../src/cluster/tenantRecordTable.js';
 import { settleTenants } from '../../src/tenants/settleTenants.js';
 import type { ScannedTenant, TenantRecord } from '../../src/tenants/tenant.js';
 import { until } from '../support/daemonProcess.js';
@@ -25,6 +25,38 @@ const decideFrom =
   };
 
 describe.skipIf(!admin)('TenantRecordTable', () => {
+  it('records the files of many tenants in one statement', async () => {
+    const schema = await createLeaseSchema(admin!);
+    try {
+      const pool = schema.pool();
+      const sent: string[] = [];
+      // The pool as the table sees it, counting what each checked-out connection is sent.
+      const counted: RecordPool = {
+        query: (sql, params) => pool.query(sql, params as unknown[]),
+        connect: async () => {
+          const client = await pool.connect();
+          const query = client.query.bind(client) as (sql: string, params?: unknown[]) => Promise<unknown>;
+          (client as unknown as { query: typeof query }).query = (sql, params) => {
+            sent.push(sql.trim().split(/\s+/)[0]!);
+            return query(sql, params);
+          };
+          return client;
+        },
+      };
+      const scanned = Array.from({ length: 200 }, (_, i) => {
+        const f = file(`t${i}`);
+        return f.ok ? { ...f, tenant: { ...f.tenant, keyFingerprint: `k${i}-`.padEnd(64, '0') } } : f;
+      });
+      const running = await new TenantRecordTable(counted).settle(decideFrom(scanned));
+      expect(running).toHaveLength(200);
+      expect(sent.filter((s) => s === 'INSERT')).toHaveLength(1);
+      const { rows } = await schema.query<{ n: number }>('SELECT count(*)::int AS n FROM changefeed_tenant_records');
+      expect(rows[0]!.n).toBe(200);
+    } finally {
+      await schema.close();
+    }
+  });
+
   it('two replicas settling claims of one key at once: one owner, and the other decides again from it', async () => {
     const schema = await createLeaseSchema(admin!);
     try {

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BatchedRead } from '../../src/store/postgres/batchedRead.js';
+import { PoolGate } from '../../src/store/postgres/poolGate.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
@@ -15,8 +16,9 @@ describe('BatchedRead', () => {
     // Nothing listens on port 1: the one statement of the batch fails to connect.
     pool = new pg.Pool({ host: '127.0.0.1', port: 1, database: 'test', connectionTimeoutMillis: 5_000 });
     const activity = new StoreActivity('postgres');
+    const gate = new PoolGate(pool, 10, 60_000, activity, 'postgres://127.0.0.1:1/test');
     const dbs = ['t1', 't2', 't3'].map(
-      (tenant) => new TenantDb(pool!, tenant, 'postgres://127.0.0.1:1/test', undefined, activity),
+      (tenant) => new TenantDb(gate, tenant, 'postgres://127.0.0.1:1/test', undefined, activity),
     );
     const read = new BatchedRead<{ tenant: string }>(
       (keys) => ({ sql: 'SELECT unnest($1::text[]) AS tenant', params: [keys] }),

@@ -30,9 +30,9 @@ function fakeTable(clock: ManualClock) {
       answer(wanted.map(({ tenant }) => ({ tenant, epoch: 1, expiresAt: new Date() }))),
     renew: (_holder: string, leases: { tenant: string; epoch: number }[]) =>
       answer(leases.map((l) => ({ ...l, expiresAt: new Date() }))),
-    release: (tenant: string) => {
-      calls.push(`release ${tenant}`);
-      return Promise.resolve(true);
+    releaseMany: (_holder: string, leases: { tenant: string }[]) => {
+      for (const { tenant } of leases) calls.push(`release ${tenant}`);
+      return Promise.resolve(leases.map((l) => l.tenant));
     },
     retireInstance: (id: string) => {
       calls.push(`retire ${id}`);

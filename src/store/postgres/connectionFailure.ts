@@ -9,7 +9,12 @@ const NETWORK_CODES = new Set([
   'EAI_AGAIN',
   'EPIPE',
 ]);
-/** node-postgres reports a lost or timed-out connection without a code; these are its messages. */
+/**
+ * node-postgres reports a lost or timed-out connection without a code; these are its messages.
+ * "timeout exceeded when trying to connect" is its pool's for a checkout that waited behind a full
+ * pool: the store's PoolGate never lets one wait there (it queues them itself, STORE_BUSY), so the
+ * message is kept only for pools used without the gate (the CLI's migration).
+ */
 const CONNECTION_MESSAGE =
   /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
 

@@ -164,6 +164,10 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     return this.deferred.flush();
   }
 
+  running(): void {
+    this.db.running();
+  }
+
   async getMeta(key: string): Promise<string | undefined> {
     const rows = await this.db.read<{ value: string }>('SELECT value FROM meta WHERE tenant = $1 AND key = $2', [
       this.db.tenant,

@@ -15,6 +15,7 @@ import { PostgresChangefeedStore, sharedTenantReads } from './postgresStore.js';
 import { RequeueCounts } from '../requeueCounts.js';
 import { StoreError } from '../storeError.js';
 import { TenantDb } from './tenantDb.js';
+import { PoolGate } from './poolGate.js';
 
 /** What the backend needs of `store` in the config. */
 type PostgresLocation = Omit<Extract<StoreLocation, { kind: 'postgres' }>, 'kind'>;
@@ -22,6 +23,11 @@ type PostgresLocation = Omit<Extract<StoreLocation, { kind: 'postgres' }>, 'kind
 export interface PostgresBackendOptions extends OpenStoreOptions {
   /** How long to wait for a connection (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * How long a checkout waits for a connection of a full pool before it gives up with STORE_BUSY
+   * (default POOL_WAIT_LIMIT_MS).
+   */
+  poolWaitMs?: number;
   /** The server cancels a statement running longer (default 30 s): a hung database pauses, never hangs, the daemon. */
   statementTimeoutMs?: number;
 }
@@ -56,9 +62,11 @@ export class PostgresStoreBackend implements StoreBackend {
   private closing: Promise<void> | undefined;
   private readonly requeueCounts = new RequeueCounts();
   private readonly sharedReads = sharedTenantReads();
+  /** The way into `pool` of every tenant's statements and of the tenant records. */
+  readonly gate: PoolGate;
 
   private constructor(
-    /** The pool of the tenants' queries, shared by all tenants of this replica. */
+    /** The pool of the tenants' queries, shared by all tenants of this replica (through `gate`). */
     readonly pool: pg.Pool,
     /**
      * The tenant leases' own connections (LEASE_CONNECTIONS), in the same schema. Renewals that
@@ -69,7 +77,11 @@ export class PostgresStoreBackend implements StoreBackend {
     readonly leasePool: pg.Pool,
     readonly location: string,
     readonly schema: string,
-  ) {}
+    gate: { slots: number; waitMs: number },
+  ) {
+    this.gate = new PoolGate(pool, gate.slots, gate.waitMs, this.activity, location);
+    this.activity.poolWaiting = () => this.gate.waiting;
+  }
 
   /**
    * Connects, creates the schema if missing and migrates it (with `readonly` or `mustExist`, only
@@ -155,14 +167,17 @@ export class PostgresStoreBackend implements StoreBackend {
         error,
       );
     }
-    return new PostgresStoreBackend(pool, leasePool, shown, location.schema);
+    return new PostgresStoreBackend(pool, leasePool, shown, location.schema, {
+      slots: location.maxConnections,
+      waitMs: options.poolWaitMs ?? POOL_WAIT_LIMIT_MS,
+    });
   }
 
   /** The store of one tenant; its writes check `fence` first when one is given. */
   tenantStore(tenant: string, options: TenantStoreOptions = {}): Promise<PostgresChangefeedStore> {
     return Promise.resolve(
       new PostgresChangefeedStore(
-        new TenantDb(this.pool, tenant, this.location, options.fence, this.activity),
+        new TenantDb(this.gate, tenant, this.location, options.fence, this.activity),
         this.requeueCounts,
         this.sharedReads,
       ),
@@ -171,7 +186,7 @@ export class PostgresStoreBackend implements StoreBackend {
 
   /** Shared by every replica of the schema (changefeed_tenant_records). */
   tenantRecords(): TenantRecordTable {
-    return new TenantRecordTable(this.pool);
+    return new TenantRecordTable(this.gate);
   }
 
   async close(): Promise<void> {
@@ -206,6 +221,14 @@ function passwordOf(url: URL): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * How long a tenant's statement waits for a connection of a full pool before STORE_BUSY. The
+ * waits are the back-pressure of a replica asking more than its connections carry; this bound
+ * only turns a pool that stays full for good (every connection held by statements that do not
+ * end) into an error that says so. A statement runs at most 30 s (statement_timeout).
+ */
+export const POOL_WAIT_LIMIT_MS = 60_000;
 
 /** Connections of the lease pool: a round's queries run one after another, and one spare. */
 export const LEASE_CONNECTIONS = 2;

@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import type { WriteFence } from '../../cluster/writeFence.js';
 import type { StoreActivity } from '../storeActivity.js';
-import { databaseProblem, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
+import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
+import type { PoolGate, PoolLane } from './poolGate.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -36,19 +37,28 @@ export interface RiddenTransaction {
  *   SQLite; a successful write clears it.
  * - A connection that failed mid-transaction is destroyed, not given back to the pool in an
  *   unknown state.
+ * Every checkout goes through the backend's PoolGate: in its `start` lane until the tenant runs
+ * (running()), so a tenant starting does not wait behind every running tenant's polls once per
+ * statement; a wait the gate gives up on is STORE_BUSY, never recorded as the store's problem.
  */
 export class TenantDb {
   readonly health = new StoreHealth();
   private riding: RidingWrites | undefined;
+  private lane: PoolLane = 'start';
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: PoolGate,
     readonly tenant: string,
     readonly location: string,
     private readonly fence: WriteFence | undefined,
     /** Counts every transaction and statement sent (the backend's, shared by its tenants). */
     private readonly activity: StoreActivity,
   ) {}
+
+  /** The tenant runs: its checkouts queue behind those of tenants starting. */
+  running(): void {
+    this.lane = 'run';
+  }
 
   /** `writes` go with every write transaction of the tenant from now on, after its fence check. */
   carry(writes: RidingWrites): void {
@@ -70,7 +80,7 @@ export class TenantDb {
    */
   async readUnrecorded<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
     this.activity.statementAlone();
-    return (await this.pool.query<R>(sql, params as unknown[])).rows;
+    return (await this.pool.query<R>(sql, params, this.lane)).rows;
   }
 
   /** What this tenant's own `read` would have thrown for `error`, recorded in its health as `read` would. */
@@ -86,7 +96,7 @@ export class TenantDb {
     if (this.fence || this.riding?.waiting) return this.transaction((query) => query<R>(sql, params));
     try {
       this.activity.statementAlone();
-      const result = await this.pool.query<R>(sql, params as unknown[]);
+      const result = await this.pool.query<R>(sql, params, this.lane);
       this.health.clear();
       return result;
     } catch (error) {
@@ -101,7 +111,7 @@ export class TenantDb {
   async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await this.pool.connect(this.lane);
     } catch (error) {
       throw this.failure(error);
     }
@@ -160,6 +170,8 @@ export class TenantDb {
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
   private failure(error: unknown): unknown {
+    // Back-pressure of the gate, phrased already: not the database's failure.
+    if (isStoreBusy(error)) return error;
     const unavailable =
       isConnectionFailure(error) || isLoginRefused(error)
         ? new StoreUnavailableError(

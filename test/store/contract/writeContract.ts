@@ -8,7 +8,7 @@ type MethodsOf<O> = { [K in keyof O]: O[K] extends (...args: never[]) => unknown
 /** The facets of the contract (watchedLogs, outbox, ...): its members that are objects of methods. */
 type Facet = Exclude<
   {
-    [K in keyof ChangefeedStore]: ChangefeedStore[K] extends (...args: never[]) => unknown ? never : K;
+    [K in keyof ChangefeedStore]-?: ChangefeedStore[K] extends (...args: never[]) => unknown ? never : K;
   }[keyof ChangefeedStore],
   'tenant' | 'location' | 'isOpen' | 'health'
 >;
