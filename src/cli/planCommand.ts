@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { logKey, type LogKind } from '../logs.js';
-import { alphaFor, expectedDelay, plannedFrequencies } from '../schedule/pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, expectedDelay } from '../schedule/pollAllocation.js';
 import { cronRunsPerHour, discoveryPagesPerRun } from '../poll/discoverySchedule.js';
 import { RateEstimator } from '../schedule/rateEstimator.js';
 import { emptyRateState, type RateState } from '../schedule/rateState.js';
@@ -116,9 +116,11 @@ async function planCommand(values: PlanOptions, io: CliIo): Promise<number> {
     minFrequency: Math.min(maxFrequency, 60 / schedule.maxIntervalMinutes),
     maxFrequency,
   };
-  const plan = alphaFor(schedule, () => rates, input);
-  const { alpha } = plan;
-  const { frequencies } = plannedFrequencies(plan, rates, input);
+  const alpha = alphaFor(schedule, () => rates, input);
+  const { frequencies } = allocateFrequencies({
+    ...input,
+    weights: logs.map((l, i) => allocationWeight(rates[i] ?? 0, l.cost, alpha)),
+  });
   const delay = expectedDelay(rates, frequencies);
   const planned = logs.map((l, i) => ({
     log: l.log,

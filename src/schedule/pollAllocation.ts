@@ -186,60 +186,6 @@ export function chooseAlpha(
 }
 
 /**
- * How far below round-robin's expected p95 a log must be polled to count as out of the tail's
- * reach: the loop keeps intervals within about ±3% of plan (95th percentile 1.055), so a log held
- * at exactly the bound would leave some of its changes past it.
- */
-export const UNTAILED_MARGIN = 0.9;
-
-/**
- * The square-root law among the logs the tail does not reach. An exponent below 0.5 polls quiet
- * logs more, for the tail, but it also flattens the busy ones among themselves, where the tail is
- * not at stake. Logs whose planned interval is under `UNTAILED_MARGIN` × `tailHours` (round-robin's
- * expected p95) leave no change waiting that long; their polls are re-divided ∝ √(rate / cost),
- * the mean optimum, spending what they spent and none polled less often than that bound. The other
- * logs keep the exponent's frequencies, so the expected tail at `tailHours` is unchanged and the
- * expected mean is no worse: the quiet logs keep the exponent's spread of risk over their rates,
- * which are the least known (a plan that pulled them each to the bound lost seeds 8 and 9).
- */
-export function squareRootAmongUntailed(
-  rates: readonly number[],
-  costs: readonly number[],
-  frequencies: readonly number[],
-  tailHours: number,
-  maxFrequency: number,
-): number[] {
-  if (!(tailHours > 0) || !Number.isFinite(tailHours)) return [...frequencies];
-  const bound = 1 / (UNTAILED_MARGIN * tailHours);
-  const untailed = frequencies.flatMap((f, i) => (f >= bound ? [i] : []));
-  if (untailed.length < 2) return [...frequencies];
-  const cost = (i: number): number => costs[i] ?? 1;
-  const spent = untailed.reduce((sum, i) => sum + cost(i) * (frequencies[i] ?? 0), 0);
-  // All at the bound already: nothing to re-divide (and no room for allocateFrequencies' floor).
-  if (spent <= untailed.reduce((sum, i) => sum + cost(i), 0) * bound * (1 + 1e-9)) return [...frequencies];
-  const { frequencies: redivided } = allocateFrequencies({
-    weights: untailed.map((i) => allocationWeight(rates[i] ?? 0, cost(i), 0.5)),
-    costs: untailed.map(cost),
-    budgetPerHour: spent,
-    minFrequency: bound,
-    maxFrequency,
-  });
-  const result = [...frequencies];
-  untailed.forEach((i, j) => (result[i] = redivided[j] ?? result[i]!));
-  return result;
-}
-
-/** The exponent a schedule uses, and for `auto` the tail it was judged against. */
-export interface AlphaPlan {
-  alpha: number;
-  /**
-   * `auto` only: round-robin's expected p95 (hours), the tail the exponent was chosen to keep;
-   * the logs polled well inside it follow the square-root law (`squareRootAmongUntailed`).
-   */
-  tailHours?: number;
-}
-
-/**
  * The exponent a schedule uses: 0 for round-robin (every weight 1), the configured number, or the
  * choice of `auto` for these rates (asked for only then: they take a sum over a grid per log).
  */
@@ -247,36 +193,7 @@ export function alphaFor(
   schedule: Pick<ScheduleConfig, 'policy' | 'alpha'>,
   rates: () => readonly number[],
   input: Parameters<typeof chooseAlpha>[1],
-): AlphaPlan {
-  if (schedule.policy === 'round-robin') return { alpha: 0 };
-  if (schedule.alpha !== 'auto') return { alpha: schedule.alpha };
-  const choice = chooseAlpha(rates(), input);
-  return { alpha: choice.alpha, tailHours: choice.roundRobin.p95Hours };
-}
-
-/**
- * Each log's polls per hour under a plan: the exponent's allocation and, for `auto`, the
- * square-root law among the logs the tail does not reach. `changefeed plan` prints it; the
- * scheduler re-divides the same way every minute.
- */
-export function plannedFrequencies(
-  plan: AlphaPlan,
-  rates: readonly number[],
-  input: Omit<AllocationInput, 'weights'>,
-): Allocation {
-  const allocation = allocateFrequencies({
-    ...input,
-    weights: rates.map((r, i) => (plan.alpha === 0 ? 1 : allocationWeight(r, input.costs[i] ?? 1, plan.alpha))),
-  });
-  if (plan.tailHours === undefined || !Number.isFinite(allocation.scale)) return allocation;
-  return {
-    ...allocation,
-    frequencies: squareRootAmongUntailed(
-      rates,
-      input.costs,
-      allocation.frequencies,
-      plan.tailHours,
-      input.maxFrequency,
-    ),
-  };
+): number {
+  if (schedule.policy === 'round-robin') return 0;
+  return schedule.alpha === 'auto' ? chooseAlpha(rates(), input).alpha : schedule.alpha;
 }

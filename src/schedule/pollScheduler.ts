@@ -1,12 +1,6 @@
 import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
-import {
-  allocateFrequencies,
-  allocationWeight,
-  alphaFor,
-  latestFirstPollStarts,
-  squareRootAmongUntailed,
-} from './pollAllocation.js';
+import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
 import type { LogCandidate } from './nextAction.js';
@@ -43,8 +37,6 @@ interface Scheduled {
   /** Planned rate and weight (rate^alpha), kept until the estimate, prior or alpha change: every decision reads them. */
   plannedRate: number | undefined;
   plannedWeight: number | undefined;
-  /** `auto`: polls per hour under the square-root law when the tail does not reach this log; set each reallocation. */
-  untailedFrequency: number | undefined;
 }
 
 /**
@@ -67,8 +59,6 @@ export class PollScheduler {
   private fittedAt = Number.NEGATIVE_INFINITY;
   /** The exponent in use: the configured one, or the last choice of `auto`. */
   private alpha: number;
-  /** `auto`: round-robin's expected p95 (hours) the exponent was chosen against. */
-  private tailHours: number | undefined;
   private readonly followUps: SessionFollowUps;
 
   constructor(private readonly deps: PollSchedulerDeps) {
@@ -105,7 +95,6 @@ export class PollScheduler {
         followUp: noFollowUp(),
         plannedRate: undefined,
         plannedWeight: undefined,
-        untailedFrequency: undefined,
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
     }
@@ -250,7 +239,7 @@ export class PollScheduler {
     const frequency =
       this.scale === Number.POSITIVE_INFINITY
         ? max
-        : (s.untailedFrequency ?? Math.min(max, Math.max(this.floor, this.scale * this.weightOf(s))));
+        : Math.min(max, Math.max(this.floor, this.scale * this.weightOf(s)));
     return Number.isFinite(frequency) ? HOUR_MS / frequency : 0;
   }
 
@@ -277,16 +266,11 @@ export class PollScheduler {
         minFrequency: min,
         maxFrequency: max,
       };
-      ({ alpha: this.alpha, tailHours: this.tailHours } = alphaFor(
-        this.deps.config,
-        () => list.map((s) => this.rateOf(s)),
-        input,
-      ));
+      this.alpha = alphaFor(this.deps.config, () => list.map((s) => this.rateOf(s)), input);
     }
-    const costs = list.map((s) => s.cost);
     const allocation = allocateFrequencies({
       weights: list.map((s) => this.weightOf(s)),
-      costs,
+      costs: list.map((s) => s.cost),
       budgetPerHour,
       floorBudgetPerHour: roundRobinBudgetPerHour,
       minFrequency: min,
@@ -294,20 +278,6 @@ export class PollScheduler {
     });
     this.scale = allocation.scale;
     this.floor = allocation.minFrequency;
-    const untailed =
-      this.tailHours === undefined || !Number.isFinite(allocation.scale)
-        ? undefined
-        : squareRootAmongUntailed(
-            list.map((s) => this.rateOf(s)),
-            costs,
-            allocation.frequencies,
-            this.tailHours,
-            max,
-          );
-    list.forEach((s, i) => {
-      const f = untailed?.[i];
-      s.untailedFrequency = f !== undefined && f !== allocation.frequencies[i] ? f : undefined;
-    });
   }
 }
 

@@ -6,10 +6,7 @@ import {
   chooseAlpha,
   expectedDelay,
   latestFirstPollStarts,
-  plannedFrequencies,
-  squareRootAmongUntailed,
   squareRootOptimumMeanHours,
-  UNTAILED_MARGIN,
   type FirstPoll,
 } from '../../src/schedule/pollAllocation.js';
 import { nextAction } from '../../src/schedule/nextAction.js';
@@ -204,82 +201,6 @@ describe('chooseAlpha', () => {
   });
 });
 
-describe('squareRootAmongUntailed', () => {
-  // Round-robin's p95 of half an hour: logs polled at least every 27 minutes (0.9 of it) are out of the tail's reach.
-  const tail = 0.5;
-  const bound = 1 / (UNTAILED_MARGIN * tail);
-  const cases: Array<{ name: string; rates: number[]; frequencies: number[]; tailHours: number; expected: number[] }> =
-    [
-      {
-        name: 'two busy logs at 16 and 4 an hour, polled as 16^0.4 and 4^0.4: re-divided as the square root',
-        rates: [16, 4, 0.1],
-        frequencies: [6.06, 3.48, 1],
-        tailHours: tail,
-        // 9.54 polls an hour between them, 2 : 1.
-        expected: [6.36, 3.18, 1],
-      },
-      {
-        name: 'a log the square root would poll less often than the bound is held at it',
-        rates: [100, 0.5, 0.1],
-        frequencies: [10, 2.5, 1],
-        tailHours: tail,
-        expected: [12.5 - bound, bound, 1],
-      },
-      {
-        name: 'one log out of reach: nothing to re-divide',
-        rates: [16, 0.1],
-        frequencies: [6, 1],
-        tailHours: tail,
-        expected: [6, 1],
-      },
-      {
-        name: 'no tail to keep (not auto)',
-        rates: [16, 4],
-        frequencies: [6, 3],
-        tailHours: Infinity,
-        expected: [6, 3],
-      },
-      {
-        name: 'every busy log at the bound already',
-        rates: [16, 4],
-        frequencies: [bound, bound],
-        tailHours: tail,
-        expected: [bound, bound],
-      },
-    ];
-  it.each(cases)('$name', ({ rates, frequencies, tailHours, expected }) => {
-    const result = squareRootAmongUntailed(
-      rates,
-      rates.map(() => 1),
-      frequencies,
-      tailHours,
-      60,
-    );
-    result.forEach((f, i) => expect(f).toBeCloseTo(expected[i]!, 2));
-  });
-
-  it("keeps the expected tail at round-robin's p95 and buys a better mean than the exponent alone", () => {
-    const rates = Array.from({ length: 400 }, (_, i) => 60 / (i + 1));
-    const input = { costs: rates.map(() => 1), budgetPerHour: 700, minFrequency: 1, maxFrequency: 60 };
-    const choice = chooseAlpha(rates, input);
-    expect(choice.alpha).toBeLessThan(0.5);
-    const exponent = plannedFrequencies({ alpha: choice.alpha }, rates, input).frequencies;
-    const planned = plannedFrequencies({ alpha: choice.alpha, tailHours: choice.roundRobin.p95Hours }, rates, input);
-    const spend = (f: readonly number[]): number => f.reduce((a, b) => a + b, 0);
-    expect(spend(planned.frequencies)).toBeCloseTo(spend(exponent), 6);
-    const before = expectedDelay(rates, exponent);
-    const after = expectedDelay(rates, planned.frequencies);
-    expect(after.meanHours).toBeLessThan(before.meanHours);
-    expect(after.p95Hours).toBeLessThanOrEqual(choice.roundRobin.p95Hours);
-    // The logs in the tail's reach keep the exponent's polls; the others stay out of it.
-    const reach = 1 / (UNTAILED_MARGIN * choice.roundRobin.p95Hours);
-    planned.frequencies.forEach((f, i) => {
-      if (exponent[i]! < reach) expect(f).toBe(exponent[i]);
-      else expect(f).toBeGreaterThanOrEqual(reach * (1 - 1e-9));
-    });
-  });
-});
-
 describe('latestFirstPollStarts', () => {
   const D = T0 + 60_000;
   const at = (deadline: number, cost = 1): FirstPoll => ({ deadline, cost });
@@ -465,34 +386,6 @@ describe('PollScheduler', () => {
       expect(withProbe.busyInterval).toBeCloseTo(plan(1).busyInterval, 6);
     },
   );
-
-  it("alpha auto: the busy logs out of the tail's reach are polled as the square root of their rates", () => {
-    const scheduler = new PollScheduler({
-      config: { ...config, followUpPolls: 0 },
-      minIntervalMs: 60_000,
-      budget: { intervalMs: () => 9_000 },
-    });
-    const week = { fromMs: T0 - 168 * HOUR, toMs: T0 };
-    // Independent changes, each its own session, evenly over the week: `perHour` an hour.
-    const history = (perHour: number) => ({
-      ...week,
-      performedAt: Array.from(
-        { length: Math.round(168 * perHour) },
-        (_, i) => week.fromMs + (i + 0.5) * (HOUR / perHour),
-      ),
-    });
-    // Zipf s=0.8 over 300 logs on 400 requests an hour: skewed too little for 0.5 to keep the tail.
-    const rates = Array.from({ length: 300 }, (_, i) => 2 / Math.pow(i + 1, 0.8));
-    const logs = rates.map((_, i) => watched('career', `c${i}`));
-    scheduler.sync(logs);
-    const planned = logs.map(
-      (w, i) =>
-        scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [], history: history(rates[i]!) })!.plannedRate,
-    );
-    const interval = (i: number): number => scheduler.candidates(T0).find((c) => c.key === `career:c${i}`)!.intervalMs;
-    expect(interval(1) / interval(0)).toBeCloseTo(Math.sqrt(planned[0]! / planned[1]!), 2);
-    expect(scheduler.snapshot(T0).alpha).toBeLessThan(0.5);
-  });
 
   it('round-robin polls every log equally often and reports alpha 0, whatever alpha says', () => {
     const clock = new ManualClock(T0);
