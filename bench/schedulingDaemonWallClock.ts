@@ -45,8 +45,19 @@ export const FRESHNESS_GOAL = { meanRatio: 0.57, p95Ratio: 1.0 } as const;
 export interface FreshnessVerdict {
   seed: number;
   meanRatio: number;
+  /**
+   * One standard error of `meanRatio` (first-order, from each run's error of its mean): how far
+   * another draw of the same seed's changes, or a change that only moves the polls, may move it.
+   */
+  meanRatioError: number;
   p95Ratio: number;
   met: boolean;
+}
+
+/** First-order standard error of a / b from the errors of a and b, taken as independent. */
+export function ratioError(a: number, aError: number, b: number, bError: number): number {
+  if (a <= 0 || b <= 0) return 0;
+  return (a / b) * Math.hypot(aError / a, bError / b);
 }
 
 export async function runFreshnessWallClock(options: FreshnessWallClockOptions): Promise<{
@@ -108,6 +119,7 @@ export function freshnessVerdicts(runs: readonly FreshnessRun[]): FreshnessVerdi
     verdicts.push({
       seed: ours.seed,
       meanRatio,
+      meanRatioError: ratioError(ours.meanMinutes, ours.meanErrorMinutes, rr.meanMinutes, rr.meanErrorMinutes),
       p95Ratio,
       met: meanRatio <= FRESHNESS_GOAL.meanRatio && p95Ratio <= FRESHNESS_GOAL.p95Ratio,
     });
@@ -139,7 +151,8 @@ async function main(): Promise<void> {
   });
   for (const v of verdicts)
     console.log(
-      `${v.met ? 'met  ' : 'short'}  seed ${v.seed} at ${scale}: mean ${v.meanRatio.toFixed(3)} x round-robin ` +
+      `${v.met ? 'met  ' : 'short'}  seed ${v.seed} at ${scale}: mean ${v.meanRatio.toFixed(3)} ` +
+        `(± ${v.meanRatioError.toFixed(3)}, one standard error of the draw) x round-robin ` +
         `(goal <= ${FRESHNESS_GOAL.meanRatio}), p95 ${v.p95Ratio.toFixed(3)} x (goal <= ${FRESHNESS_GOAL.p95Ratio.toFixed(2)})`,
     );
 }

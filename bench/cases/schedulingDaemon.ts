@@ -37,6 +37,22 @@ export interface DaemonDayTime {
 export interface DaemonDayResult extends DayResult {
   /** Wall-clock mode: the 99th percentile of the event loop's delay, real ms (a measure of load). */
   eventLoopDelayP99Ms?: number;
+  /** Changes measured (performed between the warm-up and the last hour). */
+  measured: number;
+  /**
+   * Standard error of the mean delay, minutes: the measured changes are one sample of the day's
+   * workload, and a change that moves the polls' phases draws another (docs/scheduling.md).
+   */
+  meanErrorMinutes: number;
+}
+
+/** Standard error of the mean of `values`: the sample's standard deviation over √n. */
+export function standardErrorOfMean(values: readonly number[]): number {
+  const n = values.length;
+  if (n < 2) return 0;
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  const variance = values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1);
+  return Math.sqrt(variance / n);
 }
 
 /**
@@ -137,6 +153,8 @@ export async function simulateDaemonDay(o: DayOptions, time: DaemonDayTime = {})
     rateLimited: simulator.requests.filter((r) => r.status === 429).length,
     meanMinutes: mean / 60_000,
     p95Minutes: (delays[Math.floor(0.95 * (delays.length - 1))] ?? 0) / 60_000,
+    measured: delays.length,
+    meanErrorMinutes: standardErrorOfMean(delays) / 60_000,
     events,
     trueRates: [...simulator.trueRates().values()],
     ...(wall && { eventLoopDelayP99Ms: loopDelay.percentile(99) / 1e6 }),

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { FAILOVER_FIRST_POLL, FAILOVER_FIRST_POLL_GOAL, judgeRows } from '../../bench/benchSections.js';
 import { allOf, atLeast, atMost, judged, ratioAtMost, type BenchRow, type Goal } from '../../bench/benchTable.js';
 import { freshnessGoal } from '../../bench/schedulingTargets.js';
+import { standardErrorOfMean } from '../../bench/cases/schedulingDaemon.js';
+import { freshnessVerdicts, ratioError, type FreshnessRun } from '../../bench/schedulingDaemonWallClock.js';
 
 const row = (columns: Record<string, string | number>): BenchRow => ({ case: 'c', ...columns });
 
@@ -76,5 +78,34 @@ describe("issue 28's goals", () => {
   it('freshness without a round-robin row to compare with is short', () => {
     const ours = { case: 'zipf s=1.0', policy: 'ours', 'mean delay min': '1.00', 'p95 delay min': '2.00' };
     expect(judged(ours, freshnessGoal(undefined)).verdict).toBe('short');
+  });
+});
+
+describe('the freshness goal judged with the error of its draw', () => {
+  it.each([
+    ['no spread', [5, 5, 5, 5], 0],
+    ['two values', [0, 2], 1],
+    ['sd 2 over four', [1, 3, 5, 7], Math.sqrt(20 / 3 / 4)],
+    ['one value has no error to speak of', [7], 0],
+  ])('standard error of a mean: %s', (_name, values, error) => {
+    expect(standardErrorOfMean(values)).toBeCloseTo(error, 9);
+  });
+
+  it.each([
+    ['no error on either side', 9, 0, 18, 0, 0],
+    ['ours alone: its relative error', 9, 0.3, 18, 0, 0.5 * (0.3 / 9)],
+    ['both: relative errors add in quadrature', 9, 0.3, 18, 0.6, 0.5 * Math.hypot(0.3 / 9, 0.6 / 18)],
+    ['an empty run has none', 0, 0.3, 18, 0.6, 0],
+  ])('error of a ratio: %s', (_name, a, aError, b, bError, expected) => {
+    expect(ratioError(a, aError, b, bError)).toBeCloseTo(expected, 9);
+  });
+
+  it('gives each seed its ratio and the error of one draw', () => {
+    const run = (policy: string, meanMinutes: number, meanErrorMinutes: number, p95Minutes: number) =>
+      ({ seed: 9, policy, meanMinutes, meanErrorMinutes, p95Minutes }) as FreshnessRun;
+    const [verdict] = freshnessVerdicts([run('round-robin', 16.59, 0.35, 32.36), run('adaptive', 9.91, 0.3, 31.24)]);
+    expect(verdict?.meanRatio).toBeCloseTo(0.597, 3);
+    expect(verdict?.meanRatioError).toBeCloseTo(0.022, 3);
+    expect(verdict?.met).toBe(false);
   });
 });
