@@ -1,3 +1,4 @@
+import type { LogKind } from '../logs.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { STORE_RETRY_MS } from '../store/storeHealth.js';
@@ -15,6 +16,8 @@ const ACTIVE_REFRESH_MS = 300_000;
  */
 export class ActiveLogs {
   private cache: WatchedLog[] = [];
+  /** Logs of each kind in `cache`, counted once per list: every decision of the loop asks. */
+  private kinds: ReadonlyMap<LogKind, number> | undefined;
   private readAt = Number.NEGATIVE_INFINITY;
   private stale = true;
 
@@ -22,6 +25,16 @@ export class ActiveLogs {
 
   get list(): readonly WatchedLog[] {
     return this.cache;
+  }
+
+  /** How many logs of `kind` the list holds. */
+  count(kind: LogKind): number {
+    if (this.kinds === undefined) {
+      const kinds = new Map<LogKind, number>();
+      for (const w of this.cache) kinds.set(w.log, (kinds.get(w.log) ?? 0) + 1);
+      this.kinds = kinds;
+    }
+    return this.kinds.get(kind) ?? 0;
   }
 
   markStale(): void {
@@ -33,6 +46,7 @@ export class ActiveLogs {
     if (!this.stale && now - this.readAt < ACTIVE_REFRESH_MS) return undefined;
     try {
       this.cache = await readActiveLogs(this.store);
+      this.kinds = undefined;
       this.readAt = now;
       this.stale = false;
       return this.cache;

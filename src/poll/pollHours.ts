@@ -53,7 +53,25 @@ export function addPollSample(hours: readonly PollHour[], sample: PollSample): P
     events: Math.max(0, sample.events),
     worstLagSeconds: lagSeconds,
   };
+  // Nearly every poll lands in the hour of the last bucket: that bucket alone changes (the merge
+  // below built a map and a sorted copy of every bucket, per poll, per tenant).
+  const last = hours.at(-1);
+  if (last?.hour === hour && hours[0]!.hour >= hour - (POLL_HOURS_KEPT - 1) * HOUR_MS)
+    return [...hours.slice(0, -1), sumOfHour(last, added)];
   return mergePollHours(hours, [added], hour);
+}
+
+/** Two buckets of one hour as one: counts summed, the lag the worse, the allowance the later's. */
+function sumOfHour(known: PollHour, bucket: PollHour): PollHour {
+  return {
+    hour: bucket.hour,
+    requests: known.requests + bucket.requests,
+    allowancePerHour: bucket.allowancePerHour ?? known.allowancePerHour,
+    polls: known.polls + bucket.polls,
+    failedPolls: known.failedPolls + bucket.failedPolls,
+    events: known.events + bucket.events,
+    worstLagSeconds: worse(known.worstLagSeconds, bucket.worstLagSeconds),
+  };
 }
 
 /**
@@ -69,20 +87,7 @@ export function mergePollHours(
   const byHour = new Map<number, PollHour>();
   for (const bucket of [...earlier, ...later]) {
     const known = byHour.get(bucket.hour);
-    byHour.set(
-      bucket.hour,
-      known
-        ? {
-            hour: bucket.hour,
-            requests: known.requests + bucket.requests,
-            allowancePerHour: bucket.allowancePerHour ?? known.allowancePerHour,
-            polls: known.polls + bucket.polls,
-            failedPolls: known.failedPolls + bucket.failedPolls,
-            events: known.events + bucket.events,
-            worstLagSeconds: worse(known.worstLagSeconds, bucket.worstLagSeconds),
-          }
-        : { ...bucket },
-    );
+    byHour.set(bucket.hour, known ? sumOfHour(known, bucket) : { ...bucket });
   }
   const latest = latestHour ?? Math.max(...byHour.keys());
   const oldest = latest - (POLL_HOURS_KEPT - 1) * HOUR_MS;

@@ -298,11 +298,9 @@ export class PollLoop {
   /** Requests per hour discovery is expected to spend, left out of what polls may use. */
   private discoveryPerHour(): number {
     if (this.discoveryRunsPerHour === 0) return 0;
-    const count = (kind: LogKind): number => this.active.list.filter((w) => w.log === kind).length;
-    return (
-      discoveryPagesPerRun(this.deps.watch, { careers: count('career'), skills: count('skill') }) *
-      this.discoveryRunsPerHour
-    );
+    // Asked by every decision (the scheduler's budget), so counted once per list, not per call.
+    const logs = { careers: this.active.count('career'), skills: this.active.count('skill') };
+    return discoveryPagesPerRun(this.deps.watch, logs) * this.discoveryRunsPerHour;
   }
 
   private launchPoll(key: string): void {

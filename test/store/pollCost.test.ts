@@ -3,15 +3,43 @@ import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { databaseFence } from '../../src/cluster/writeFence.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import type { Db } from '../../src/store/sqlite/database.js';
 import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
 import type { StoreActivity } from '../../src/store/storeActivity.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
 import { DEFERRED_STATE_FLUSH_MS, type WatchRegistration } from '../../src/store/storeRecords.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
-import { entry, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
+import { entry, entryIdsInJournal, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
 
 const LEASE_MS = 30_000;
+
+/**
+ * Statements SQLite ran for `work`, each execution counted (the store's activity counts a
+ * statement once per step, however many times the step runs it), and those outside a
+ * transaction, each its own.
+ */
+async function executions(db: Db, work: () => Promise<unknown>) {
+  const proto = Object.getPrototypeOf(db.prepare('SELECT 1')) as Record<
+    'get' | 'all' | 'run',
+    (...args: unknown[]) => unknown
+  >;
+  const counted = { statements: 0, outsideTransactions: 0 };
+  const spies = (['get', 'all', 'run'] as const).map((method) => {
+    const original = proto[method];
+    return vi.spyOn(proto, method).mockImplementation(function (this: { database: Db }, ...args: unknown[]) {
+      counted.statements++;
+      if (!this.database.inTransaction) counted.outsideTransactions++;
+      return original.apply(this, args);
+    });
+  });
+  try {
+    await work();
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+  return counted;
+}
 
 /** What `work` cost the store, counted where the store sends it. */
 async function cost(activity: StoreActivity, work: () => Promise<unknown>) {
@@ -207,6 +235,33 @@ describe('what a poll costs the SQLite store', () => {
     expect(await store.deadLetters.requeueSink('a', T)).toBe(1);
     expect(await store.deadLetters.requeueCount()).toBe(1);
     expect(await others[0]!.deadLetters.requeueCount()).toBe(0);
+  });
+
+  it("asks about a changed page of a skill's log in one statement, and ingests it with one look-up of each kind", async () => {
+    const { store } = await sqliteStore();
+    const db = store.db;
+    const page = Array.from({ length: 50 }, (_, i) => entry(`s-${i}`));
+    await ingest(store, page.slice(1), { log: 'skill', objectId: 's-1' });
+    // The poller's question before the ingest: one statement, a transaction of its own (was 50).
+    expect(
+      await executions(db, () =>
+        store.seen.seenAmong(
+          'skill',
+          's-1',
+          page.map((e) => e.id),
+        ),
+      ),
+    ).toEqual({
+      statements: 1,
+      outsideTransactions: 1,
+    });
+    // BEGIN; the facts (seen, journal) one statement each, whatever the page holds; one new entry's
+    // seen id, head, event, deliveries, new head; the cursor; COMMIT (were 103 statements).
+    expect(await executions(db, () => ingest(store, page, { log: 'skill', objectId: 's-1' }))).toEqual({
+      statements: 10,
+      outsideTransactions: 1,
+    });
+    expect(await entryIdsInJournal(store)).toContain('s-0');
   });
 
   it("registers a discovery's whole list in one transaction", async () => {

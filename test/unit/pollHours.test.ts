@@ -63,6 +63,19 @@ describe('pollHours', () => {
     expect(addPollSample(before, add)).toEqual(after);
   });
 
+  it("changes only the last bucket for a poll in its hour: the day's other buckets are kept, not copied", () => {
+    const day = Array.from({ length: POLL_HOURS_KEPT }, (_, i) => bucket(T0 + i * HOUR));
+    const after = addPollSample(day, { ...sample, now: T0 + (POLL_HOURS_KEPT - 1) * HOUR + 60_000 });
+    expect(after.slice(0, -1).every((b, i) => b === day[i])).toBe(true);
+    expect(after.at(-1)).toEqual(
+      bucket(T0 + (POLL_HOURS_KEPT - 1) * HOUR, { requests: 3, polls: 2, events: 3, worstLagSeconds: 30 }),
+    );
+    expect(day.at(-1)).toEqual(bucket(T0 + (POLL_HOURS_KEPT - 1) * HOUR));
+    // Buckets reaching back more than a day (not written by this build) are still cut to the day.
+    const wide = [bucket(T0 - HOUR), ...day];
+    expect(addPollSample(wide, { ...sample, now: T0 + (POLL_HOURS_KEPT - 1) * HOUR })).toEqual(after);
+  });
+
   it('merges what an earlier holder stored with what this one counted since', () => {
     const stored = [bucket(T0, { requests: 10, worstLagSeconds: 100 }), bucket(T0 + HOUR, { allowancePerHour: 800 })];
     const counted = [bucket(T0 + HOUR, { requests: 4, allowancePerHour: null, worstLagSeconds: 50 })];

@@ -20,7 +20,7 @@ import type { TenantConnection } from './tenantConnection.js';
 // hold (decideIngest), so a conflict is a broken invariant and fails the transaction.
 const INSERT_EVENT = `INSERT INTO events (tenant, seq, event_id, log, object_id, type, performed_at, ingested_at, payload)
   VALUES (@tenant, @seq, @eventId, @log, @objectId, @type, @performedAt, @ingestedAt, @payload)`;
-const JOURNALED = 'SELECT 1 AS one FROM events WHERE tenant = ? AND event_id = ?';
+const JOURNALED = 'SELECT event_id FROM events WHERE tenant = ? AND event_id IN (SELECT value FROM json_each(?))';
 const INSERT_DELIVERIES = `INSERT INTO deliveries (tenant, sink, seq, updated_at)
   SELECT tenant, name, ?, ? FROM sinks WHERE tenant = ? AND active = 1`;
 const pendingSql = (payload: string): string => `SELECT d.seq, e.event_id, e.log, e.object_id, e.type, d.attempts,
@@ -83,11 +83,13 @@ export class Outbox implements OutboxStore {
     return this.conn.tenant;
   }
 
-  /** Which of the event ids the journal holds, for the ingest transaction. */
+  /** Which of the event ids the journal holds, for the ingest transaction: one statement for all of them. */
   journaled(eventIds: readonly string[]): Set<string> {
     if (eventIds.length === 0) return new Set();
-    const has = this.conn.statement<[string, string], { one: number }>(JOURNALED);
-    return new Set(eventIds.filter((id) => has.get(this.tenant, id) !== undefined));
+    const rows = this.conn
+      .statement<[string, string], { event_id: string }>(JOURNALED)
+      .all(this.tenant, JSON.stringify(eventIds));
+    return new Set(rows.map((r) => r.event_id));
   }
 
   /**

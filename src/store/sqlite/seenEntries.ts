@@ -4,7 +4,9 @@ import type { TenantConnection } from './tenantConnection.js';
 
 const INSERT = `INSERT INTO seen_entries (tenant, log, object_id, entry_id, performed_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)
   ON CONFLICT DO NOTHING`;
-const HAS = 'SELECT 1 AS one FROM seen_entries WHERE tenant = ? AND log = ? AND object_id = ? AND entry_id = ?';
+// One statement per question, however many ids: a lookup by primary key for each id of the list.
+const AMONG = `SELECT entry_id FROM seen_entries WHERE tenant = ? AND log = ? AND object_id = ?
+  AND entry_id IN (SELECT value FROM json_each(?))`;
 // An entry without performedAt is aged by when we first saw it.
 const PRUNE =
   'DELETE FROM seen_entries WHERE tenant = ? AND log = ? AND object_id = ? AND COALESCE(performed_at, seen_at) < ?';
@@ -22,11 +24,17 @@ export class SeenEntries implements SeenEntryStore {
     return this.among(log, objectId, entryIds);
   }
 
-  /** seenAmong at once, for the ingest transaction: one indexed lookup per id. */
+  /**
+   * seenAmong at once, for the ingest transaction: one statement for the whole list (it was one per
+   * id, and outside the ingest each was a transaction of its own: a changed page of a skill's log
+   * cost as many as it held entries).
+   */
   among(log: LogKind, objectId: string, entryIds: readonly string[]): Set<string> {
     if (entryIds.length === 0) return new Set();
-    const has = this.conn.statement<[string, string, string, string], { one: number }>(HAS);
-    return new Set(entryIds.filter((id) => has.get(this.conn.tenant, log, objectId, id) !== undefined));
+    const rows = this.conn
+      .statement<[string, string, string, string], { entry_id: string }>(AMONG)
+      .all(this.conn.tenant, log, objectId, JSON.stringify(entryIds));
+    return new Set(rows.map((r) => r.entry_id));
   }
 
   /** Forgets ids older than `before`; only for windowed logs, whose windows never reach that far back. */
