@@ -28,7 +28,8 @@ export default defineConfig({
     sequence: { shuffle: false, sequencer: LongestFirstSequencer },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: MOCKING } },
-      { extends: true, test: { name: 'isolated', include: MOCKING, isolate: true } },
+      // The mocking files spawn no CLI: no second bundle.
+      { extends: true, test: { name: 'isolated', include: MOCKING, isolate: true, globalSetup: [] } },
     ],
   },
 });
