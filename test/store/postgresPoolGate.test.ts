@@ -139,6 +139,45 @@ describe('PostgreSQL store: an unreachable database stays an outage behind the g
   });
 });
 
+describe('PostgreSQL store: a database gone silent is an outage for the checkouts queued too', () => {
+  it('gives the waits that run out the connection failure the checkouts met, not STORE_BUSY', async () => {
+    // Every connection held by the outage itself (connects that time out, 200 ms each, two at a
+    // time): the 30 tenants queued behind them were told STORE_BUSY, not recorded, and showed
+    // no outage; 10 of them run out of their 2 s wait before they get a connection.
+    const sockets: Socket[] = [];
+    const silent: Server = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', max: 2, connectionTimeoutMillis: 200 });
+    pool.on('error', () => undefined);
+    const activity = new StoreActivity('postgres');
+    const gate = new PoolGate(pool, 2, 2_000, activity, 'postgres://127.0.0.1');
+    const dbs = Array.from(
+      { length: 30 },
+      (_, i) => new TenantDb(gate, `t${i}`, 'postgres://127.0.0.1', undefined, activity),
+    );
+    try {
+      const told = await Promise.all(
+        dbs.map((db) =>
+          db.read('SELECT 1', []).then(
+            () => 'answered',
+            (error: unknown) => errorCodeOf(error),
+          ),
+        ),
+      );
+      expect(activity.poolWaits).toBeGreaterThan(0);
+      expect(told.filter((code) => code !== 'STORE_UNAVAILABLE')).toEqual([]);
+      expect(dbs.filter((db) => db.health.problem === undefined)).toHaveLength(0);
+      expect(activity.poolBusy).toBe(0);
+      expect(gate.waiting).toBe(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await pool.end();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
+
 describe('what a poll makes of a busy store', () => {
   it('waits a second on STORE_BUSY, where STORE_UNAVAILABLE pauses as an outage', () => {
     const busy = classifyPollFailure(new StoreBusyError('every connection stayed in use'), 'career', 0);
