@@ -1,19 +1,40 @@
-import type { ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
 import { z } from 'zod';
 
 /** How long a streamed answer's part may wait for its client to take it. Each listener describes its own. */
 export const writeTimeoutSecondsSchema = z.number().int().min(1).max(3_600).default(30);
 
 /**
+ * UTF-16 units of a part handed to the response at a time, each under a deadline of its own. A
+ * response says it took a write only once all of it left ('drain'), so a deadline on a whole
+ * part cut off a client reading steadily but slower than the part's size per deadline (a 38 MB
+ * HTTP/1.0 exposition needed 1.3 MB/s at the default 30 s); a slice of 64 Ki units asks a few
+ * kilobytes a second.
+ */
+const SLICE_UNITS = 65_536;
+
+/**
  * Writes `part` to a streamed answer and resolves once the response takes more (at once while its
  * buffer has room), or once it is gone. A client that stops reading (connected, never reading
  * a `/metrics` scrape or an event stream) would otherwise hold the answer, its slot and what it
- * was sent for ever: a part not taken within `timeoutMs` destroys the response, and the writer
- * finds `res.destroyed` and stops.
+ * was sent for ever: a slice of the part not taken within `timeoutMs` destroys the response, and
+ * the writer finds `res.destroyed` and stops. A client that keeps taking slices keeps its answer
+ * however long the whole part takes.
  */
-export function writeWithin(res: ServerResponse, part: string, timeoutMs: number): Promise<void> {
+export async function writeWithin(res: Writable, part: string, timeoutMs: number): Promise<void> {
+  for (let from = 0; from < part.length && !res.destroyed;) {
+    let to = Math.min(part.length, from + SLICE_UNITS);
+    // Never between the halves of a surrogate pair: each half alone would be sent as U+FFFD.
+    if (to < part.length && isHighSurrogate(part.charCodeAt(to - 1))) to++;
+    const slice = from === 0 && to === part.length ? part : part.slice(from, to);
+    from = to;
+    if (!res.write(slice)) await takenWithin(res, timeoutMs);
+  }
+}
+
+/** Resolves once the response took what it holds ('drain') or is gone; destroys it after `timeoutMs` without. */
+function takenWithin(res: Writable, timeoutMs: number): Promise<void> {
   if (res.destroyed) return Promise.resolve();
-  if (res.write(part)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
@@ -29,3 +50,5 @@ export function writeWithin(res: ServerResponse, part: string, timeoutMs: number
     res.on('close', done);
   });
 }
+
+const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff;

@@ -90,6 +90,18 @@ export interface RenewedLease {
 
 type GrantedRow = { tenant: string; epoch: string; expires_at: Date };
 
+/** `leases` in groups holding at most one lease of each key, in the order given. */
+function onePerKey(leases: readonly RenewedLease[]): RenewedLease[][] {
+  const groups: RenewedLease[][] = [];
+  const seen = new Map<string | undefined, number>();
+  for (const lease of leases) {
+    const n = seen.get(lease.keyFingerprint) ?? 0;
+    seen.set(lease.keyFingerprint, n + 1);
+    (groups[n] ??= []).push(lease);
+  }
+  return groups;
+}
+
 const grantedLease = (row: GrantedRow): GrantedLease => ({
   tenant: row.tenant,
   epoch: Number(row.epoch),
@@ -299,10 +311,17 @@ export class LeaseTable {
     const rekeyed = leases.filter((l) => l.keyFingerprint !== undefined && !renewed.has(l.tenant));
     if (rekeyed.length === 0) return unchanged.rows.map(grantedLease);
     const keys = [...new Set(rekeyed.map((l) => l.keyFingerprint!))];
-    const checked = await this.underKeyLocks(keys, (client) =>
-      client.query<GrantedRow>(this.timed(renewal(KEY_FREE), this.renewalValues(holder, rekeyed))),
-    );
-    return [...unchanged.rows, ...checked.rows].map(grantedLease);
+    const checked = await this.underKeyLocks(keys, async (client) => {
+      const rows: GrantedRow[] = [];
+      // One lease of a key per statement: one snapshot would pass two tenants taking one key in a
+      // round, and each statement sees the leases the ones before it renewed.
+      for (const asked of onePerKey(rekeyed)) {
+        const result = await client.query<GrantedRow>(this.timed(renewal(KEY_FREE), this.renewalValues(holder, asked)));
+        rows.push(...result.rows);
+      }
+      return rows;
+    });
+    return [...unchanged.rows, ...checked].map(grantedLease);
   }
 
   private renewalValues(holder: string, leases: readonly RenewedLease[]): unknown[] {

@@ -47,7 +47,7 @@ export function registerSecret(value: string): void {
 /**
  * `text` with every registered secret replaced by `[redacted]`, and credentials in URLs too.
  * Left to right, the longest secret at a position first, so a secret that contains another is
- * replaced whole. Linear in the line: each automaton finds the longest secret starting at every
+ * replaced whole; secrets that overlap are replaced as one. Linear in the line: each automaton finds the longest secret starting at every
  * position in one pass (SecretAutomaton); trying each opening's lengths at every position cost
  * 7.95 s of CPU for a 64 KB line and 1,000 secrets of one opening.
  */
@@ -65,9 +65,14 @@ export function scrubSecrets(text: string): string {
   let scrubbed = '';
   let copiedTo = 0;
   for (const at of [...found.keys()].sort((a, b) => a - b)) {
-    if (at < copiedTo) continue;
-    scrubbed += `${safe.slice(copiedTo, at)}${REPLACEMENT}`;
-    copiedTo = at + found.get(at)!;
+    const end = at + found.get(at)!;
+    // A secret starting inside the one cut before it: what reaches past that one goes too, or
+    // the rest of an overlapping secret would be logged.
+    if (at < copiedTo) copiedTo = Math.max(copiedTo, end);
+    else {
+      scrubbed += `${safe.slice(copiedTo, at)}${REPLACEMENT}`;
+      copiedTo = end;
+    }
   }
   return scrubbed + safe.slice(copiedTo);
 }

@@ -347,6 +347,26 @@ describe('LeaseTable', () => {
     expect(await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k1 }])).toHaveLength(1);
   });
 
+  it('renews one of two tenants whose files took one new key in the same round, as an acquisition would', async (ctx) => {
+    const { table } = await setup(ctx, 30_000);
+    const [k1, k2, k3] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0'), 'k3'.padEnd(64, '0')];
+    expect(await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).toHaveLength(1);
+    expect(await table.acquireMany('a', [{ tenant: 'globex', keyFingerprint: k2 }])).toHaveLength(1);
+    // Both in one statement, its one snapshot showed k3 free for each: both were renewed with it.
+    const renewed = await table.renew('a', [
+      { tenant: 'acme', epoch: 1, keyFingerprint: k3 },
+      { tenant: 'globex', epoch: 1, keyFingerprint: k3 },
+    ]);
+    expect(renewed.map((r) => r.tenant)).toEqual(['acme']);
+    const { rows } = await db.query<{ tenant: string; key_fingerprint: string }>(
+      'SELECT tenant, key_fingerprint FROM changefeed_leases ORDER BY tenant',
+    );
+    expect(rows).toEqual([
+      { tenant: 'acme', key_fingerprint: k3 },
+      { tenant: 'globex', key_fingerprint: k2 },
+    ]);
+  });
+
   it('two replicas taking the same free tenants in opposite orders both finish, without a deadlock', async (ctx) => {
     // Each replica asks for its round's tenants in its own rendezvous order. Both wait on an old
     // holder's write open on the middle tenant; when it ends, each holds a row the other waits for,

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { streamEvents } from '../../src/feed/eventStream.js';
 import { JournalSignal } from '../../src/feed/journalSignal.js';
@@ -11,6 +12,7 @@ import {
   type HealthServer,
 } from '../../src/observe/healthServer.js';
 import type { JournalStore } from '../../src/store/changefeedStore.js';
+import { writeWithin } from '../../src/writeWithin.js';
 
 /** Far more than the socket buffers of both ends hold: a client that never reads stops it early. */
 const PARTS = 2_000;
@@ -20,6 +22,7 @@ let server: HealthServer | undefined;
 let plain: Server | undefined;
 const sockets: Socket[] = [];
 afterEach(async () => {
+  vi.useRealTimers();
   for (const s of sockets.splice(0)) s.destroy();
   await server?.close();
   server = undefined;
@@ -37,7 +40,66 @@ function silentReader(port: number, request: string): void {
   socket.write(request);
 }
 
+/**
+ * A response whose client takes what it was sent only when told, so many bytes at a time, as a
+ * socket read slowly does: a write counts as taken once all of its bytes were.
+ */
+class SlowClient extends Writable {
+  private readonly pending: { bytes: Buffer; at: number; taken: () => void }[] = [];
+  private readonly received: Buffer[] = [];
+
+  constructor() {
+    super({ highWaterMark: 16 * 1024 });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, taken: () => void): void {
+    this.pending.push({ bytes: chunk, at: 0, taken });
+  }
+
+  /** Takes up to `bytes` of what waits. */
+  take(bytes: number): void {
+    for (let left = bytes; left > 0 && this.pending.length > 0;) {
+      const head = this.pending[0]!;
+      const n = Math.min(left, head.bytes.length - head.at);
+      this.received.push(head.bytes.subarray(head.at, head.at + n));
+      head.at += n;
+      left -= n;
+      if (head.at === head.bytes.length) {
+        this.pending.shift();
+        head.taken();
+      }
+    }
+  }
+
+  get text(): string {
+    return Buffer.concat(this.received).toString('utf8');
+  }
+}
+
 describe('streamed answers of the daemon', () => {
+  it('keeps the answer of a client that reads steadily, however slowly a part goes, and splits no character', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // 2 MB, one part (as a metric of 5,000 tenants, or the whole HTTP/1.0 exposition), an emoji
+    // (a surrogate pair) at every 64 Ki units.
+    const part = `${'x'.repeat(65_535)}\u{1F600}`.repeat(32);
+    const client = new SlowClient();
+    let settled = false;
+    const written = writeWithin(client, part, 1_000).then(() => {
+      settled = true;
+    });
+    // 100 KB taken, then 0.6 of the deadline without taking anything, again and again: the part
+    // takes 13 s to go, the client never stopped reading for the deadline.
+    while (!settled && !client.destroyed) {
+      client.take(100 * 1024);
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.advanceTimersByTime(600);
+    }
+    await written;
+    client.take(Number.MAX_SAFE_INTEGER);
+    expect(client.destroyed).toBe(false);
+    expect(client.text === part).toBe(true);
+  });
+
   it('cuts off a /metrics scraper that never reads after http.writeTimeoutSeconds, and stops rendering for it', async () => {
     let taken = 0;
     let ended!: (outcome: string) => void;

@@ -110,17 +110,35 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
   });
 });
 
+/**
+ * A server that accepts TCP connections and never answers (every connect to it times out after
+ * `connectMs`), with a pool of 2 connections to it behind a gate whose waits run out after
+ * `waitMs`; `close` ends them.
+ */
+async function silentDatabase(
+  connectMs: number,
+  waitMs: number,
+): Promise<{ gate: PoolGate; activity: StoreActivity; close: () => Promise<void> }> {
+  const sockets: Socket[] = [];
+  const silent: Server = createServer((socket) => sockets.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as { port: number }).port;
+  const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', max: 2, connectionTimeoutMillis: connectMs });
+  pool.on('error', () => undefined);
+  const activity = new StoreActivity('postgres');
+  const gate = new PoolGate(pool, 2, waitMs, activity, 'postgres://127.0.0.1');
+  const close = async (): Promise<void> => {
+    for (const socket of sockets) socket.destroy();
+    await pool.end();
+    await new Promise((resolve) => silent.close(resolve));
+  };
+  return { gate, activity, close };
+}
+
 describe('PostgreSQL store: an unreachable database stays an outage behind the gate', () => {
   it('a connect that times out is STORE_UNAVAILABLE, recorded as the store problem', async () => {
     // A server that accepts the TCP connection and never answers: the connect itself times out.
-    const sockets: Socket[] = [];
-    const silent: Server = createServer((socket) => sockets.push(socket));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const port = (silent.address() as { port: number }).port;
-    const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', max: 2, connectionTimeoutMillis: 100 });
-    pool.on('error', () => undefined);
-    const activity = new StoreActivity('postgres');
-    const gate = new PoolGate(pool, 2, 60_000, activity, 'postgres://127.0.0.1');
+    const { gate, activity, close } = await silentDatabase(100, 60_000);
     const db = new TenantDb(gate, 'acme', 'postgres://127.0.0.1', undefined, activity);
     try {
       const failed = await db.read('SELECT 1', []).then(
@@ -132,9 +150,37 @@ describe('PostgreSQL store: an unreachable database stays an outage behind the g
       expect(activity.poolBusy).toBe(0);
       expect(gate.waiting).toBe(0);
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await pool.end();
-      await new Promise((resolve) => silent.close(resolve));
+      await close();
+    }
+  });
+});
+
+describe('PostgreSQL store: a database gone silent is an outage for the checkouts queued too', () => {
+  it('gives the waits that run out the connection failure the checkouts met, not STORE_BUSY', async () => {
+    // Every connection held by the outage itself (connects that time out, 200 ms each, two at a
+    // time): the 30 tenants queued behind them were told STORE_BUSY, not recorded, and showed
+    // no outage; 10 of them run out of their 2 s wait before they get a connection.
+    const { gate, activity, close } = await silentDatabase(200, 2_000);
+    const dbs = Array.from(
+      { length: 30 },
+      (_, i) => new TenantDb(gate, `t${i}`, 'postgres://127.0.0.1', undefined, activity),
+    );
+    try {
+      const told = await Promise.all(
+        dbs.map((db) =>
+          db.read('SELECT 1', []).then(
+            () => 'answered',
+            (error: unknown) => errorCodeOf(error),
+          ),
+        ),
+      );
+      expect(activity.poolWaits).toBeGreaterThan(0);
+      expect(told.filter((code) => code !== 'STORE_UNAVAILABLE')).toEqual([]);
+      expect(dbs.filter((db) => db.health.problem === undefined)).toHaveLength(0);
+      expect(activity.poolBusy).toBe(0);
+      expect(gate.waiting).toBe(0);
+    } finally {
+      await close();
     }
   });
 });

@@ -70,13 +70,59 @@ describe('the secret registry', () => {
     expect(scrubSecrets(`${line}${secrets[999]}.`)).toBe(`${line}[redacted].`);
   });
 
-  it('cuts a secret that contains another whole, and the leftmost of two that overlap', () => {
+  it('cuts a secret that contains another whole, and two that overlap as one', () => {
     registerSecret('ab12cd34');
     registerSecret('12cd');
     registerSecret('cd34ef56');
     expect(scrubSecrets('x ab12cd34 y 12cd z')).toBe('x [redacted] y [redacted] z');
-    // The leftmost match wins and the rest of the overlapping one is not a secret on its own.
-    expect(scrubSecrets('ab12cd34ef56')).toBe('[redacted]ef56');
+    // Cutting the leftmost alone logged the other's second half (ef56).
+    expect(scrubSecrets('ab12cd34ef56.')).toBe('[redacted].');
+    expect(scrubSecrets('ab12cd34 ab12cd34ef56 cd34ef56')).toBe('[redacted] [redacted] [redacted]');
+  });
+
+  // Secrets and lines of a few private-use and astral characters (no other test's line has them):
+  // prefixes of one another, nested, overlapping, registered between lines, against the union of
+  // every occurrence of every secret, cut as one where occurrences overlap.
+  it('cuts exactly the union of every secret’s occurrences, on lines of astral and private-use text', () => {
+    let seed = 7;
+    // mulberry32: the same draws every run.
+    const next = (n: number): number => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    const letters = ['\u{E000}', '\u{E001}', '\u{E002}', '\u{1F511}', '\u{E000}\u{301}'];
+    const text = (min: number, max: number): string =>
+      Array.from({ length: min + next(max - min + 1) }, () => letters[next(letters.length)]).join('');
+    const mine: string[] = [];
+    const expected = (line: string): string => {
+      const spans: [number, number][] = [];
+      for (const secret of mine)
+        for (let at = line.indexOf(secret); at >= 0; at = line.indexOf(secret, at + 1))
+          spans.push([at, at + secret.length]);
+      spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+      let out = '';
+      let copiedTo = 0;
+      for (const [start, end] of spans) {
+        if (start < copiedTo) copiedTo = Math.max(copiedTo, end);
+        else {
+          out += `${line.slice(copiedTo, start)}[redacted]`;
+          copiedTo = end;
+        }
+      }
+      return out + line.slice(copiedTo);
+    };
+    for (let round = 0; round < 300; round++) {
+      if (round % 3 === 0) {
+        const secret = text(2, 5);
+        if (secret.length >= 4 && !mine.includes(secret)) mine.push(secret);
+        registerSecret(secret);
+      }
+      const line = `${text(0, 30)} ${text(0, 30)}`;
+      expect(scrubSecrets(line)).toBe(expected(line));
+    }
+    expect(mine.length).toBeGreaterThan(20);
   });
 
   it('cuts secrets made of astral characters whole, and still redacts URL credentials', () => {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
+import { isConnectionFailure } from './connectionFailure.js';
 
 /**
  * Which queue a checkout waits in: `start` (a tenant starting: its first reads and writes, each a
@@ -48,12 +49,21 @@ class Fifo<T> {
  * full pool as for a connect that failed, and the store must tell a busy pool (back-pressure:
  * STORE_BUSY, wait a little) from an unreachable database (an outage: STORE_UNAVAILABLE, pause).
  * As the pool is never asked for more connections than it has, its connect timeout only ever
- * bounds a real connect; a wait here that runs out is STORE_BUSY.
+ * bounds a real connect; a wait here that runs out is STORE_BUSY, unless the checkouts' last
+ * word on the database is that it cannot be reached: then the waiter is given that failure.
  */
 export class PoolGate {
   private inUse = 0;
   private queued = 0;
   private readonly lanes: Record<PoolLane, Fifo<Waiter>> = { start: new Fifo(), run: new Fifo() };
+  /**
+   * The connection failure the last checkout to end met (a connect that failed or timed out, a
+   * statement cut off), until one ends well. A database gone silent holds every connection
+   * until the driver gives up on it (query_timeout, 40 s by default), and the checkouts queued
+   * meanwhile are the outage's, not back-pressure: told STORE_BUSY, they were not recorded and
+   * paused a second, so most tenants of a replica never showed the outage.
+   */
+  private unreachable: Error | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -78,6 +88,7 @@ export class PoolGate {
     try {
       client = await this.pool.connect();
     } catch (error) {
+      this.ended(error);
       this.leave();
       throw error;
     }
@@ -86,6 +97,9 @@ export class PoolGate {
     const release = client.release.bind(client);
     client.release = (err?: Error | boolean): void => {
       release(err);
+      // A connection given back whole ended well; one destroyed says why (TenantDb passes a
+      // connection failure as `err`).
+      this.ended(err instanceof Error ? err : undefined);
       this.leave();
     };
     return client;
@@ -99,10 +113,20 @@ export class PoolGate {
   ): Promise<pg.QueryResult<R>> {
     await this.enter(lane);
     try {
-      return await this.pool.query<R>(sql, params as unknown[]);
+      const result = await this.pool.query<R>(sql, params as unknown[]);
+      this.ended(undefined);
+      return result;
+    } catch (error) {
+      this.ended(error);
+      throw error;
     } finally {
       this.leave();
     }
+  }
+
+  /** Notes how a checkout ended: a connection failure, or the database answered (an SQL error too). */
+  private ended(error: unknown): void {
+    this.unreachable = isConnectionFailure(error) ? (error as Error) : undefined;
   }
 
   private enter(lane: PoolLane): Promise<void> {
@@ -124,6 +148,10 @@ export class PoolGate {
     this.queued--;
     this.activity.poolWaits++;
     this.activity.poolWaitSeconds += (performance.now() - waiter.since) / 1000;
+    if (this.unreachable) {
+      waiter.reject(this.unreachable);
+      return;
+    }
     this.activity.poolBusy++;
     waiter.reject(
       new StoreBusyError(
