@@ -79,6 +79,35 @@ describe.skipIf(!admin)('PostgreSQL store: a full pool is back-pressure, not an 
     expect(backend.activity.poolBusy).toBe(0);
   });
 
+  it('a checkout that waited keeps its slot past the wait limit: no other gets in beside it', async () => {
+    // The wait's timer must end when the turn comes: p-queue frees the slot of a task whose
+    // signal aborts while it runs, and the task runs as long as the connection is out.
+    const backend = await openBackend(undefined, { connectTimeoutMs: 5_000, poolWaitMs: 200 });
+    const dbs = tenantDbs(backend, 6);
+    const first = deferred();
+    const rest = deferred();
+    const held = dbs.slice(0, 4).map((db, i) => holding(db, i === 0 ? first.promise : rest.promise));
+    await expect.poll(() => backend.activity.transactions).toBe(4);
+    // The fifth waits for the first's connection, gets it, and keeps it past the wait limit.
+    const second = deferred();
+    const fifth = holding(dbs[4]!, second.promise);
+    await expect.poll(() => backend.gate.waiting).toBe(1);
+    first.resolve();
+    await expect.poll(() => backend.activity.transactions).toBe(5);
+    const pastLimit = deferred();
+    setTimeout(pastLimit.resolve, 400);
+    await pastLimit.promise;
+    // Every slot is still out: the sixth waits out the limit, as the pool has no connection for it.
+    const sixth = await dbs[5]!.read('SELECT 1', []).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(errorCodeOf(sixth)).toBe('STORE_BUSY');
+    second.resolve();
+    rest.resolve();
+    await Promise.all([...held, fifth]);
+  });
+
   it('a tenant starting goes ahead of the running tenants waiting for a connection', async () => {
     const backend = await openBackend();
     const dbs = tenantDbs(backend, 4);

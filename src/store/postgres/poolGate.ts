@@ -1,3 +1,4 @@
+import PQueue from 'p-queue';
 import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
@@ -8,39 +9,6 @@ import { isConnectionFailure } from './connectionFailure.js';
  * statement in a row) goes ahead of `run` (the running tenants' polls, deliveries and scrapes).
  */
 export type PoolLane = 'start' | 'run';
-
-interface Waiter {
-  readonly resolve: () => void;
-  readonly reject: (error: Error) => void;
-  readonly since: number;
-  timer: NodeJS.Timeout | undefined;
-  /** Given the slot or given up: a waiter left in its queue is skipped when its turn comes. */
-  settled: boolean;
-}
-
-/** A first-in first-out queue whose head moves rather than shifting the array each time. */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  shift(): T | undefined {
-    if (this.head === this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head === this.items.length) {
-      this.items = [];
-      this.head = 0;
-    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-}
 
 /**
  * The one way into the store's pool: at most `slots` (the pool's size) checkouts out at once, the
@@ -53,9 +21,8 @@ class Fifo<T> {
  * word on the database is that it cannot be reached: then the waiter is given that failure.
  */
 export class PoolGate {
-  private inUse = 0;
-  private queued = 0;
-  private readonly lanes: Record<PoolLane, Fifo<Waiter>> = { start: new Fifo(), run: new Fifo() };
+  /** One task per checkout out, running until its connection goes back; a `start` has priority 1. */
+  private readonly checkouts: PQueue;
   /**
    * The connection failure the last checkout to end met (a connect that failed or timed out, a
    * statement cut off), until one ends well. A database gone silent holds every connection
@@ -74,22 +41,24 @@ export class PoolGate {
     private readonly activity: StoreActivity,
     /** The database, as shown in errors (credentials redacted). */
     private readonly location: string,
-  ) {}
+  ) {
+    this.checkouts = new PQueue({ concurrency: slots });
+  }
 
   /** Checkouts waiting for a connection now. */
   get waiting(): number {
-    return this.queued;
+    return this.checkouts.size;
   }
 
   /** A connection of the pool; its `release` gives the slot to the next checkout waiting. */
   async connect(lane: PoolLane = 'run'): Promise<pg.PoolClient> {
-    await this.enter(lane);
+    const leave = await this.enter(lane);
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
     } catch (error) {
       this.ended(error);
-      this.leave();
+      leave();
       throw error;
     }
     // node-postgres gives each checkout a `release` of its own and throws on a second call, so
@@ -100,7 +69,7 @@ export class PoolGate {
       // A connection given back whole ended well; one destroyed says why (TenantDb passes a
       // connection failure as `err`).
       this.ended(err instanceof Error ? err : undefined);
-      this.leave();
+      leave();
     };
     return client;
   }
@@ -111,7 +80,7 @@ export class PoolGate {
     params?: readonly unknown[],
     lane: PoolLane = 'run',
   ): Promise<pg.QueryResult<R>> {
-    await this.enter(lane);
+    const leave = await this.enter(lane);
     try {
       const result = await this.pool.query<R>(sql, params as unknown[]);
       this.ended(undefined);
@@ -120,7 +89,7 @@ export class PoolGate {
       this.ended(error);
       throw error;
     } finally {
-      this.leave();
+      leave();
     }
   }
 
@@ -129,57 +98,45 @@ export class PoolGate {
     this.unreachable = isConnectionFailure(error) ? (error as Error) : undefined;
   }
 
-  private enter(lane: PoolLane): Promise<void> {
-    if (this.inUse < this.slots && this.queued === 0) {
-      this.inUse++;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, since: performance.now(), timer: undefined, settled: false };
-      waiter.timer = setTimeout(() => this.giveUp(waiter), this.waitLimitMs);
-      this.lanes[lane].push(waiter);
-      this.queued++;
+  /**
+   * Waits for a slot (at once while one is free and nobody waits) and resolves to the function that
+   * gives it back. A checkout that must wait gives up after `waitLimitMs`; its timer is cleared
+   * when its turn comes, since p-queue would free the slot of a task whose signal aborts while it
+   * runs, and this task runs as long as its connection is out.
+   */
+  private enter(lane: PoolLane): Promise<() => void> {
+    const since = performance.now();
+    const waits = this.checkouts.pending >= this.slots || this.checkouts.size > 0;
+    const giveUp = waits ? new AbortController() : undefined;
+    const timer = giveUp && setTimeout(() => giveUp.abort(), this.waitLimitMs);
+    return new Promise((resolve, reject) => {
+      this.checkouts
+        .add(
+          () =>
+            new Promise<void>((leave) => {
+              clearTimeout(timer);
+              if (waits) this.countWait(since);
+              resolve(leave);
+            }),
+          { priority: lane === 'start' ? 1 : 0, signal: giveUp?.signal },
+        )
+        .catch((error: unknown) => reject(giveUp?.signal.aborted ? this.gaveUp(since) : (error as Error)));
     });
   }
 
-  private giveUp(waiter: Waiter): void {
-    if (waiter.settled) return;
-    waiter.settled = true;
-    this.queued--;
+  private countWait(since: number): void {
     this.activity.poolWaits++;
-    this.activity.poolWaitSeconds += (performance.now() - waiter.since) / 1000;
-    if (this.unreachable) {
-      waiter.reject(this.unreachable);
-      return;
-    }
+    this.activity.poolWaitSeconds += (performance.now() - since) / 1000;
+  }
+
+  /** What a checkout that waited `waitLimitMs` in vain is told. */
+  private gaveUp(since: number): Error {
+    this.countWait(since);
+    if (this.unreachable) return this.unreachable;
     this.activity.poolBusy++;
-    waiter.reject(
-      new StoreBusyError(
-        `every connection to the database ${this.location} stayed in use for ${this.waitLimitMs} ms ` +
-          `(store.maxConnections ${this.slots}, ${this.queued} more waiting); the work is tried again shortly`,
-      ),
+    return new StoreBusyError(
+      `every connection to the database ${this.location} stayed in use for ${this.waitLimitMs} ms ` +
+        `(store.maxConnections ${this.slots}, ${this.checkouts.size} more waiting); the work is tried again shortly`,
     );
-  }
-
-  /** The slot goes straight to the next waiter (a start first), or back to the gate. */
-  private leave(): void {
-    const next = this.nextWaiter();
-    if (next === undefined) {
-      this.inUse--;
-      return;
-    }
-    next.settled = true;
-    clearTimeout(next.timer);
-    this.queued--;
-    this.activity.poolWaits++;
-    this.activity.poolWaitSeconds += (performance.now() - next.since) / 1000;
-    next.resolve();
-  }
-
-  private nextWaiter(): Waiter | undefined {
-    if (this.queued === 0) return undefined;
-    for (const lane of [this.lanes.start, this.lanes.run])
-      for (let w = lane.shift(); w !== undefined; w = lane.shift()) if (!w.settled) return w;
-    return undefined;
   }
 }
