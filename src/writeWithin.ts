@@ -19,27 +19,33 @@ const SLICE_UNITS = 65_536;
  * a `/metrics` scrape or an event stream) would otherwise hold the answer, its slot and what it
  * was sent for ever: a slice of the part not taken within `timeoutMs` destroys the response, and
  * the writer finds `res.destroyed` and stops. A client that keeps taking slices keeps its answer
- * however long the whole part takes.
+ * however long the whole part takes. `abort` (the feed closing: a tenant handed over, the daemon
+ * stopping) ends the wait at once, the rest of the part unsent, so a slow client does not hold
+ * the close for a deadline.
  */
-export async function writeWithin(res: Writable, part: string, timeoutMs: number): Promise<void> {
-  for (let from = 0; from < part.length && !res.destroyed;) {
+export async function writeWithin(res: Writable, part: string, timeoutMs: number, abort?: AbortSignal): Promise<void> {
+  for (let from = 0; from < part.length && !res.destroyed && !abort?.aborted;) {
     let to = Math.min(part.length, from + SLICE_UNITS);
     // Never between the halves of a surrogate pair: each half alone would be sent as U+FFFD.
     if (to < part.length && isHighSurrogate(part.charCodeAt(to - 1))) to++;
     const slice = from === 0 && to === part.length ? part : part.slice(from, to);
     from = to;
-    if (!res.write(slice)) await takenWithin(res, timeoutMs);
+    if (!res.write(slice)) await takenWithin(res, timeoutMs, abort);
   }
 }
 
-/** Resolves once the response took what it holds ('drain') or is gone; destroys it after `timeoutMs` without. */
-function takenWithin(res: Writable, timeoutMs: number): Promise<void> {
-  if (res.destroyed) return Promise.resolve();
+/**
+ * Resolves once the response took what it holds ('drain'), is gone, or `abort` fires; destroys it
+ * after `timeoutMs` without.
+ */
+function takenWithin(res: Writable, timeoutMs: number, abort: AbortSignal | undefined): Promise<void> {
+  if (res.destroyed || abort?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
       res.off('drain', done);
       res.off('close', done);
+      abort?.removeEventListener('abort', done);
       resolve();
     };
     const timer = setTimeout(() => {
@@ -48,6 +54,7 @@ function takenWithin(res: Writable, timeoutMs: number): Promise<void> {
     }, timeoutMs);
     res.on('drain', done);
     res.on('close', done);
+    abort?.addEventListener('abort', done, { once: true });
   });
 }
 

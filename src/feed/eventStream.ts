@@ -57,7 +57,7 @@ export async function streamEvents(
       let chunk = '';
       for (const event of events) chunk += `id: ${formatCursor(event.seq)}\ndata: ${event.payload}\n\n`;
       lastWriteAt = clock.now();
-      const taken = writeWithin(res, chunk, options.writeTimeoutMs);
+      const taken = writeWithin(res, chunk, options.writeTimeoutMs, abort);
       options.onServed?.(events.length);
       await taken;
       // Let the other streams and the daemon's loops run between pages of a long catch-up.
@@ -66,7 +66,7 @@ export async function streamEvents(
     }
     const idleMs = clock.now() - lastWriteAt;
     if (idleMs >= heartbeatMs) {
-      await writeWithin(res, ': heartbeat\n\n', options.writeTimeoutMs);
+      await writeWithin(res, ': heartbeat\n\n', options.writeTimeoutMs, abort);
       lastWriteAt = clock.now();
     }
     await signal.next(heartbeatMs - (clock.now() - lastWriteAt), abort, generation);

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -186,5 +186,47 @@ describe('streamed answers of the daemon', () => {
     // Without a deadline the stream waits on 'drain' for ever, holding its slot.
     await streamed;
     expect(pages).toBeLessThan(PARTS / 4);
+  });
+
+  it('ends a stream waiting on a client that does not read as soon as the feed closes, not at the deadline', async () => {
+    const journal = {
+      page: (after: number) =>
+        Promise.resolve({
+          events: [{ seq: after + 1, payload: `{"p":"${PART}"}` }],
+          next: after + 1,
+          reachedHead: false,
+        }),
+    } as unknown as JournalStore;
+    // The feed's close (a tenant handed over, the daemon stopping) aborts every stream.
+    const close = new AbortController();
+    let streamed!: Promise<void>;
+    let response!: ServerResponse;
+    plain = createServer((req, res) => {
+      response = res;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const options = {
+        journal,
+        signal: new JournalSignal(systemClock),
+        clock: systemClock,
+        heartbeatMs: 60_000,
+        maxBytes: 1_048_576,
+        // Far past the test's own timeout: only the close can end the wait.
+        writeTimeoutMs: 3_600_000,
+      };
+      streamed = streamEvents(
+        res,
+        0,
+        { after: 0, limit: 100, log: undefined, type: undefined, waitMs: 0 },
+        options,
+        close.signal,
+      );
+    });
+    await new Promise<void>((resolve) => plain!.listen(0, '127.0.0.1', resolve));
+    const { port } = plain.address() as AddressInfo;
+    silentReader(port, 'GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+    await expect.poll(() => response?.writableNeedDrain).toBe(true);
+    close.abort();
+    await streamed;
+    expect(response.destroyed).toBe(false);
   });
 });
