@@ -47,9 +47,10 @@ export function registerSecret(value: string): void {
 /**
  * `text` with every registered secret replaced by `[redacted]`, and credentials in URLs too.
  * Left to right, the longest secret at a position first, so a secret that contains another is
- * replaced whole; secrets that overlap are replaced as one. Linear in the line: each automaton finds the longest secret starting at every
- * position in one pass (SecretAutomaton); trying each opening's lengths at every position cost
- * 7.95 s of CPU for a 64 KB line and 1,000 secrets of one opening.
+ * replaced whole; secrets that overlap are replaced as one. Linear in the line: each automaton
+ * finds the longest secret starting at every position in one pass (SecretAutomaton); trying each
+ * opening's lengths at every position cost 7.95 s of CPU for a 64 KB line and 1,000 secrets of
+ * one opening.
  */
 export function scrubSecrets(text: string): string {
   const safe = redactUrlCredentials(text);
