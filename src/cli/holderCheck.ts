@@ -1,6 +1,7 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
 import { openStoreBackend } from '../store/openStoreBackend.js';
+import { OlderSchemaError } from '../store/storeError.js';
 import { storeLocation } from '../store/storeLocation.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import type { CheckResult } from './checkResult.js';
@@ -27,7 +28,11 @@ export async function checkTenantHolder(config: AppConfig, tenant: string): Prom
       name,
       ok: false,
       detail: `cannot read who holds tenant ${tenant}: ${describeError(error)}`,
-      fix: 'check store.url and that the database is reachable from here',
+      // A store of an older schema is reachable and right: its refusal already says what to do.
+      fix:
+        error instanceof OlderSchemaError
+          ? 'start the daemon of this build once (it migrates the store), then run check again'
+          : 'check store.url and that the database is reachable from here',
     };
   }
   return { name, ok: true, detail: describeHolder(holder, tenant, config.feed.enabled) };
