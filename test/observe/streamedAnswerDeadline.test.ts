@@ -76,6 +76,40 @@ class SlowClient extends Writable {
   }
 }
 
+/** A journal of endless large events, counting the pages read. */
+function endlessJournal(): { journal: JournalStore; pages: () => number } {
+  let pages = 0;
+  const journal = {
+    page: (after: number) => {
+      pages++;
+      return Promise.resolve({
+        events: [{ seq: after + 1, payload: `{"p":"${PART}"}` }],
+        next: after + 1,
+        reachedHead: false,
+      });
+    },
+  } as unknown as JournalStore;
+  return { journal, pages: () => pages };
+}
+
+/** Streams `journal` to `res` from its start until `abort`, with the write deadline `writeTimeoutMs`. */
+function streamTo(
+  res: ServerResponse,
+  journal: JournalStore,
+  writeTimeoutMs: number,
+  abort: AbortSignal,
+): Promise<void> {
+  const options = {
+    journal,
+    signal: new JournalSignal(systemClock),
+    clock: systemClock,
+    heartbeatMs: 60_000,
+    maxBytes: 1_048_576,
+    writeTimeoutMs,
+  };
+  return streamEvents(res, 0, { after: 0, limit: 100, log: undefined, type: undefined, waitMs: 0 }, options, abort);
+}
+
 describe('streamed answers of the daemon', () => {
   it('keeps the answer of a client that reads steadily, however slowly a part goes, and splits no character', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
@@ -147,37 +181,13 @@ describe('streamed answers of the daemon', () => {
   });
 
   it('ends an event stream (feed, console tail) whose client never reads after its write timeout', async () => {
-    let pages = 0;
-    const journal = {
-      page: (after: number) => {
-        pages++;
-        return Promise.resolve({
-          events: [{ seq: after + 1, payload: `{"p":"${PART}"}` }],
-          next: after + 1,
-          reachedHead: false,
-        });
-      },
-    } as unknown as JournalStore;
+    const { journal, pages } = endlessJournal();
     let streamed!: Promise<void>;
     plain = createServer((req, res) => {
       const abort = new AbortController();
       res.once('close', () => abort.abort());
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const options = {
-        journal,
-        signal: new JournalSignal(systemClock),
-        clock: systemClock,
-        heartbeatMs: 60_000,
-        maxBytes: 1_048_576,
-        writeTimeoutMs: 1_000,
-      };
-      streamed = streamEvents(
-        res,
-        0,
-        { after: 0, limit: 100, log: undefined, type: undefined, waitMs: 0 },
-        options,
-        abort.signal,
-      );
+      streamed = streamTo(res, journal, 1_000, abort.signal);
     });
     await new Promise<void>((resolve) => plain!.listen(0, '127.0.0.1', resolve));
     const { port } = plain.address() as AddressInfo;
@@ -185,48 +195,20 @@ describe('streamed answers of the daemon', () => {
     while (streamed === undefined) await new Promise((resolve) => setImmediate(resolve));
     // Without a deadline the stream waits on 'drain' for ever, holding its slot.
     await streamed;
-    expect(pages).toBeLessThan(PARTS / 4);
+    expect(pages()).toBeLessThan(PARTS / 4);
   });
 
   it('ends a stream waiting on a client that does not read as soon as the feed closes, not at the deadline', async () => {
-    const journal = {
-      page: (after: number) =>
-        Promise.resolve({
-          events: [{ seq: after + 1, payload: `{"p":"${PART}"}` }],
-          next: after + 1,
-          reachedHead: false,
-        }),
-    } as unknown as JournalStore;
-    // The feed's close (a tenant handed over, the daemon stopping) aborts every stream.
+    // A client that takes nothing: once its buffer is full no 'drain' ever comes (a socket's
+    // kernel buffers would take megabytes first, and drain, whenever the test looked).
+    const client = new SlowClient();
+    // The feed's close (a tenant handed over, the daemon stopping) aborts every stream; the
+    // deadline is far past the test's own timeout, so only the close can end the wait.
     const close = new AbortController();
-    let streamed!: Promise<void>;
-    let response!: ServerResponse;
-    plain = createServer((req, res) => {
-      response = res;
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const options = {
-        journal,
-        signal: new JournalSignal(systemClock),
-        clock: systemClock,
-        heartbeatMs: 60_000,
-        maxBytes: 1_048_576,
-        // Far past the test's own timeout: only the close can end the wait.
-        writeTimeoutMs: 3_600_000,
-      };
-      streamed = streamEvents(
-        res,
-        0,
-        { after: 0, limit: 100, log: undefined, type: undefined, waitMs: 0 },
-        options,
-        close.signal,
-      );
-    });
-    await new Promise<void>((resolve) => plain!.listen(0, '127.0.0.1', resolve));
-    const { port } = plain.address() as AddressInfo;
-    silentReader(port, 'GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
-    await expect.poll(() => response?.writableNeedDrain).toBe(true);
+    const streamed = streamTo(client as unknown as ServerResponse, endlessJournal().journal, 3_600_000, close.signal);
+    await expect.poll(() => client.writableNeedDrain).toBe(true);
     close.abort();
     await streamed;
-    expect(response.destroyed).toBe(false);
+    expect(client.destroyed).toBe(false);
   });
 });
