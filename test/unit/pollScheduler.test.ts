@@ -313,6 +313,24 @@ describe('PollScheduler', () => {
     expect(scheduler.candidates(T0 + 3_000 + 61_000).map((c) => c.key)).toEqual(['career:b', 'skill:s']);
   });
 
+  it('keeps the candidates of logs never polled while the pace their first-poll starts were reckoned at holds', () => {
+    let intervalMs = 4_000;
+    const scheduler = new PollScheduler({
+      config: { ...config, firstPollWithinSeconds: 600 },
+      minIntervalMs: 60_000,
+      budget: { intervalMs: () => intervalMs },
+    });
+    scheduler.sync([watched('career', 'a'), watched('career', 'b')]);
+    const first = scheduler.candidates(T0);
+    expect(first.every((c) => c.firstPollAt !== null)).toBe(true);
+    expect(scheduler.candidates(T0 + 1_000)).toBe(first);
+    // A slower pace leaves less time per first poll: the starts are reckoned again, earlier.
+    intervalMs = 60_000;
+    const slower = scheduler.candidates(T0 + 2_000);
+    expect(slower).not.toBe(first);
+    expect(slower[0]!.firstPollAt!).toBeLessThan(first[0]!.firstPollAt!);
+  });
+
   function pollAll(
     scheduler: PollScheduler,
     clock: ManualClock,
