@@ -41,6 +41,15 @@ export const storeConfigSchema = z
           'leases have 2 of their own). Statements beyond it wait in the replica, a tenant starting first; a ' +
           'wait past 60 s is STORE_BUSY, back-pressure rather than an outage (docs/scaling.md).',
       ),
+    preparedStatements: z
+      .boolean()
+      .default(true)
+      .describe(
+        'PostgreSQL only: prepare each statement once per connection (parsed and planned once; about half ' +
+          "the database's CPU per request). Set false behind a pooler in transaction mode that does not " +
+          'carry protocol-level prepared statements (PgBouncer before 1.21, or without `max_prepared_statements`): ' +
+          'every statement is then sent unnamed, parsed and planned each time.',
+      ),
   })
   .strict()
   .refine((store) => store.passwordFile === undefined || store.url === undefined || urlPassword(store.url) === '', {

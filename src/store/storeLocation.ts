@@ -15,6 +15,8 @@ export type StoreLocation =
       readonly passwordFile?: string;
       readonly schema: string;
       readonly maxConnections: number;
+      /** `store.preparedStatements` (true when absent): false sends every statement unnamed. */
+      readonly preparedStatements?: boolean;
     };
 
 /**
@@ -31,6 +33,7 @@ export function storeLocation(config: { stateDir: string; store: StoreConfig }):
       ...(config.store.passwordFile === undefined ? {} : { passwordFile: config.store.passwordFile }),
       schema: config.store.schema,
       maxConnections: config.store.maxConnections,
+      preparedStatements: config.store.preparedStatements,
     };
   if (!url.startsWith('sqlite:'))
     throw new ConfigError(

@@ -56,6 +56,16 @@ describe.skipIf(!admin)('prepared statements of the PostgreSQL store', () => {
     expect(first.size).toBeLessThanOrEqual(backend.gate.names.size);
   });
 
+  it('are not prepared at all with store.preparedStatements false (a pooler that cannot carry them)', async () => {
+    const backend = await openBackend(freshSchema(), { preparedStatements: false });
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    await ingest(store, [entry('e-1')]);
+    expect(await store.getMeta('absent')).toBeUndefined();
+    expect(await preparedOnNextConnection(backend)).toEqual(new Map());
+    expect(backend.gate.names.size).toBe(0);
+  });
+
   it('mean the same on every connection of a schema, and each schema reads its own rows', async () => {
     const one = await openBackend();
     const other = await openBackend(freshSchema());

@@ -40,10 +40,10 @@ export function freshSchema(): string {
 /** A backend on `schema` (a fresh one by default), closed after the test. */
 export async function openBackend(
   schema = freshSchema(),
-  options: PostgresBackendOptions & { url?: string } = {},
+  options: PostgresBackendOptions & { url?: string; preparedStatements?: boolean } = {},
 ): Promise<PostgresStoreBackend> {
   const backend = await PostgresStoreBackend.open(
-    { url: options.url ?? POSTGRES_URL, schema, maxConnections: 4 },
+    { url: options.url ?? POSTGRES_URL, schema, maxConnections: 4, preparedStatements: options.preparedStatements },
     options,
   );
   cleanUpAfterTest(() => backend.close());

@@ -16,6 +16,7 @@ import { RequeueCounts } from '../requeueCounts.js';
 import { StoreError } from '../storeError.js';
 import { TenantDb } from './tenantDb.js';
 import { PoolGate } from './poolGate.js';
+import { MAX_PREPARED_STATEMENTS, StatementNames } from './statementNames.js';
 
 /** What the backend needs of `store` in the config. */
 type PostgresLocation = Omit<Extract<StoreLocation, { kind: 'postgres' }>, 'kind'>;
@@ -77,9 +78,10 @@ export class PostgresStoreBackend implements StoreBackend {
     readonly leasePool: pg.Pool,
     readonly location: string,
     readonly schema: string,
-    gate: { slots: number; waitMs: number },
+    gate: { slots: number; waitMs: number; prepared: boolean },
   ) {
-    this.gate = new PoolGate(pool, gate.slots, gate.waitMs, this.activity, location);
+    const names = new StatementNames(gate.prepared ? MAX_PREPARED_STATEMENTS : 0);
+    this.gate = new PoolGate(pool, gate.slots, gate.waitMs, this.activity, location, names);
     this.activity.poolWaiting = () => this.gate.waiting;
   }
 
@@ -169,6 +171,7 @@ export class PostgresStoreBackend implements StoreBackend {
     }
     return new PostgresStoreBackend(pool, leasePool, shown, location.schema, {
       slots: location.maxConnections,
+      prepared: location.preparedStatements ?? true,
       waitMs: options.poolWaitMs ?? POOL_WAIT_LIMIT_MS,
     });
   }
