@@ -1,9 +1,9 @@
-import { setMaxListeners } from 'node:events';
-import { anySignal } from 'any-signal';
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import { timerDelayMs, type Clock } from '../clock.js';
-import { describeError, errorCodeOf, isAbortError } from '../errors.js';
+import { describeError, errorCodeOf } from '../errors.js';
+import { WakeableSleep } from '../poll/wakeableSleep.js';
 import {
   SinkBackoffError,
   SinkDisabledError,
@@ -178,18 +178,26 @@ export class SinkWorker {
   async run(stop: AbortSignal, mode: { abortWrites?: AbortSignal; deadline?: number } = {}): Promise<void> {
     const { clock } = this.options;
     const deadline = mode.deadline ?? Infinity;
-    const cutOff = new AbortController();
-    // Every write in flight adds a listener to this signal: up to maxInFlight is the design, not
-    // the leak Node warns about past ten; the signal is the worker's own so this hides no other leak.
-    const writes = AbortSignal.any([mode.abortWrites ?? stop, cutOff.signal]);
-    setMaxListeners(this.maxInFlight + 2, writes);
-    const launching = AbortSignal.any([stop, writes]);
+    // `run --once` cuts the writes still in flight at its deadline; the daemon's worker runs
+    // without one and hands the engine's own signals on as they are: a signal combined per worker
+    // costs its tenant about 750 bytes of heap for as long as it runs (docs/scaling.md).
+    const cutOff = mode.deadline === undefined ? undefined : new AbortController();
+    const abortWrites = mode.abortWrites ?? stop;
+    const writes = cutOff === undefined ? abortWrites : AbortSignal.any([abortWrites, cutOff.signal]);
+    // Every write in flight adds a listener to `writes`, which the engine's other workers may
+    // share: up to maxInFlight more per worker is the design, not the leak Node warns about past ten.
+    const listeners = this.maxInFlight + 2;
+    setMaxListeners(getMaxListeners(writes) + listeners, writes);
+    const stopped = (): boolean => stop.aborted || writes.aborted;
+    const wakeOnStop = (): void => this.wake.notify();
+    stop.addEventListener('abort', wakeOnStop, { once: true });
+    writes.addEventListener('abort', wakeOnStop, { once: true });
     // A write that hangs must not hold the run past its deadline. A real timer, not the clock:
     // a clock sleeper would let virtual time in tests jump to the deadline during every write.
     const timer =
-      mode.deadline === undefined ? undefined : setTimeout(() => cutOff.abort(), timerDelayMs(deadline - clock.now()));
+      cutOff === undefined ? undefined : setTimeout(() => cutOff.abort(), timerDelayMs(deadline - clock.now()));
     try {
-      while (!launching.aborted && !this.leaseLost && clock.now() < deadline) {
+      while (!stopped() && !this.leaseLost && clock.now() < deadline) {
         // `run --once` ends at a disabled sink; the daemon's worker waits for `sinks enable`.
         if (this.health.disabled && mode.deadline !== undefined) break;
         let wait: number | typeof IN_FLIGHT;
@@ -201,12 +209,16 @@ export class SinkWorker {
           wait = this.failed(error);
         }
         if (wait !== IN_FLIGHT) wait = Math.min(wait, Math.max(0, deadline - clock.now()));
-        await this.wake.pause(wait, this.inFlight, launching);
+        if (stopped()) break;
+        await this.wake.pause(wait);
       }
     } finally {
       clearTimeout(timer);
-      if (mode.deadline !== undefined) cutOff.abort();
+      cutOff?.abort();
       await Promise.allSettled(this.inFlight);
+      stop.removeEventListener('abort', wakeOnStop);
+      writes.removeEventListener('abort', wakeOnStop);
+      setMaxListeners(Math.max(0, getMaxListeners(writes) - listeners), writes);
     }
   }
 
@@ -500,19 +512,27 @@ export class SinkWorker {
 }
 
 /**
- * How a sink worker waits between rounds: for a time, for one of its writes in flight to settle
- * (they never reject), or until notified of new events. A notify that comes while a round reads
- * the store makes the next pause return at once instead of being slept through.
+ * How a sink worker waits between rounds: for a time, or for one of its writes in flight to
+ * settle (each notifies as it does), either cut short by a notify (new events, a write settled, a
+ * stop). A notify that comes while a round reads the store makes the next pause return at once
+ * instead of being slept through. The timed wait keeps one controller until a notify uses it:
+ * a controller and a combined signal per pause were two AbortSignals held through every idle
+ * worker's ten-minute wait, and built again after every batch.
  */
 export class WorkerWake {
-  private wake: AbortController | undefined;
+  private readonly sleep: WakeableSleep;
   private woken = false;
+  /** Ends the wait for the writes in flight, while one is in progress. */
+  private settled: (() => void) | undefined;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(clock: Clock) {
+    this.sleep = new WakeableSleep(clock);
+  }
 
   notify(): void {
     this.woken = true;
-    this.wake?.abort();
+    this.settled?.();
+    this.sleep.wake();
   }
 
   /** A round is about to read the outbox: what was notified so far, it will see. */
@@ -520,30 +540,16 @@ export class WorkerWake {
     this.woken = false;
   }
 
-  /** Waits `wait` ms, or until one of `inFlight` settles; a notify or `signal` cut either short. */
-  async pause(wait: number | typeof IN_FLIGHT, inFlight: Iterable<Promise<void>>, signal: AbortSignal): Promise<void> {
+  /** Waits `wait` ms, or with IN_FLIGHT until the next notify; a notify cuts either short. */
+  async pause(wait: number | typeof IN_FLIGHT): Promise<void> {
     if (wait === 0) return;
     if (this.woken) {
       this.woken = false;
       return;
     }
-    this.wake = new AbortController();
-    // Not AbortSignal.any: on Node 20 every pause would leave an entry on the worker's
-    // long-lived signal, for good (nodejs/node#55351).
-    const woken = anySignal([signal, this.wake.signal]);
-    try {
-      if (wait === IN_FLIGHT) {
-        const aborted = new Promise<void>((resolve) =>
-          woken.addEventListener('abort', () => resolve(), { once: true }),
-        );
-        await Promise.race([...inFlight, aborted]);
-        return;
-      }
-      await this.clock.sleep(wait, woken).catch((error: unknown) => {
-        if (!isAbortError(error)) throw error;
-      });
-    } finally {
-      woken.clear();
-    }
+    if (wait !== IN_FLIGHT) return this.sleep.sleep(wait);
+    // Not a sleep on the clock: virtual time in tests must not move while a write is in flight.
+    await new Promise<void>((resolve) => (this.settled = resolve));
+    this.settled = undefined;
   }
 }

@@ -13,27 +13,21 @@ const ACTIVE_REFRESH_MS = 300_000;
  * commits left it (PollResult.watched). The timed read is for what another process writes
  * (`watch retry` reactivating a gone log); every half minute it was a sixth of PostgreSQL's
  * transactions at 1,000 tenants. A store that cannot be read leaves the last list in place.
+ *
+ * The list read is handed to the scheduler, which keeps it; only its counts by kind stay here.
+ * Kept here too, it was a second copy of every log once polls replaced the scheduler's: 26
+ * records, about 8 KB, per tenant (docs/scaling.md).
  */
 export class ActiveLogs {
-  private cache: WatchedLog[] = [];
-  /** Logs of each kind in `cache`, counted once per list: every decision of the loop asks. */
-  private kinds: ReadonlyMap<LogKind, number> | undefined;
+  /** Logs of each kind in the last list, counted as it is read: every decision of the loop asks. */
+  private kinds: ReadonlyMap<LogKind, number> = new Map();
   private readAt = Number.NEGATIVE_INFINITY;
   private stale = true;
 
   constructor(private readonly store: ChangefeedStore) {}
 
-  get list(): readonly WatchedLog[] {
-    return this.cache;
-  }
-
-  /** How many logs of `kind` the list holds. */
+  /** How many logs of `kind` the last list read held. */
   count(kind: LogKind): number {
-    if (this.kinds === undefined) {
-      const kinds = new Map<LogKind, number>();
-      for (const w of this.cache) kinds.set(w.log, (kinds.get(w.log) ?? 0) + 1);
-      this.kinds = kinds;
-    }
     return this.kinds.get(kind) ?? 0;
   }
 
@@ -45,11 +39,13 @@ export class ActiveLogs {
   async refresh(now: number): Promise<readonly WatchedLog[] | undefined> {
     if (!this.stale && now - this.readAt < ACTIVE_REFRESH_MS) return undefined;
     try {
-      this.cache = await readActiveLogs(this.store);
-      this.kinds = undefined;
+      const list = await readActiveLogs(this.store);
+      const kinds = new Map<LogKind, number>();
+      for (const w of list) kinds.set(w.log, (kinds.get(w.log) ?? 0) + 1);
+      this.kinds = kinds;
       this.readAt = now;
       this.stale = false;
-      return this.cache;
+      return list;
     } catch (error) {
       if (!this.store.health.record(error, this.store.location)) throw error;
       this.stale = false;

@@ -4,11 +4,17 @@ const HOUR_MS = 3_600_000;
 
 /** Per log: when a follow-up poll is due, and how many ran in a row. */
 export interface FollowUpState {
-  dueAt: number | null;
-  inRow: number;
+  readonly dueAt: number | null;
+  readonly inRow: number;
 }
 
-export const noFollowUp = (): FollowUpState => ({ dueAt: null, inRow: 0 });
+/**
+ * Most logs have no follow-up most of the time: they share this one state instead of an object
+ * each (26 a tenant, about 1 KB of its heap; docs/scaling.md).
+ */
+const NO_FOLLOW_UP: FollowUpState = Object.freeze({ dueAt: null, inRow: 0 });
+
+export const noFollowUp = (): FollowUpState => NO_FOLLOW_UP;
 
 export interface PollEvidence {
   /** performedAt (service clock) of the newest change seen before this poll, and after it. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { QuarantinedEntry } from '../api/quarantinedEntry.js';
-import type { CircuitState, DeliveryCounts, SinkStateRow } from './storeRecords.js';
+import type { CircuitState, DeliveryCounts, SinkStateRow, WatchedLog } from './storeRecords.js';
 
 /**
  * The rows both store engines read, column for column the same in SQLite and PostgreSQL (the
@@ -37,6 +37,51 @@ export function fromRow<T>(row: RowOf<T>): T {
   const record: Record<string, unknown> = {};
   for (const [column, value] of Object.entries(row)) record[fieldNameOf(column)] = value;
   return record as T;
+}
+
+/**
+ * The values of a watched log's text columns that name a kind, origin, status or sort order: a
+ * row read from the store carries a string of its own for each, and a log's record is held for as
+ * long as it is watched (its poll loop's scheduler keeps one per log).
+ */
+const WATCHED_LOG_NAMES = new Map(
+  [
+    ...['career', 'skill', 'identity_provider'],
+    ...['config', 'discovered', 'appeared'],
+    ...['active', 'disabled', 'gone'],
+    ...['newest-first', 'oldest-first'],
+  ].map((name) => [name, name]),
+);
+
+function sharedName<T extends string | null>(value: T): T {
+  return value === null ? value : ((WATCHED_LOG_NAMES.get(value) ?? value) as T);
+}
+
+/**
+ * The record of a watched-log row (fromRow's result, field for field), built in one literal: a
+ * record grown a field at a time keeps 12 of its 16 fields in a second array, and the names of
+ * kind, origin, status and sort order are the process's shared strings. Per tenant of 26 logs
+ * about 4 KB less (docs/scaling.md).
+ */
+export function watchedLogFromRow(row: RowOf<WatchedLog>): WatchedLog {
+  return {
+    log: sharedName(row.log),
+    objectId: row.object_id,
+    origin: sharedName(row.origin),
+    status: sharedName(row.status),
+    statusReason: row.status_reason,
+    coverageStart: row.coverage_start,
+    windowEnd: row.window_end,
+    sortOrder: sharedName(row.sort_order),
+    lastPollAt: row.last_poll_at,
+    lastSuccessAt: row.last_success_at,
+    lastError: row.last_error,
+    consecutiveFailures: row.consecutive_failures,
+    nextPollAt: row.next_poll_at,
+    entriesIngested: row.entries_ingested,
+    createdAt: row.created_at,
+    firstPollBy: row.first_poll_by,
+  };
 }
 
 /** The columns of a WatchedLog, in its order. */

@@ -295,6 +295,42 @@ describe('PollScheduler first polls', () => {
 describe('PollScheduler', () => {
   const config = scheduleConfigSchema.parse({ firstPollWithinSeconds: 0 });
 
+  it('keeps its candidates between decisions until a poll, the set of logs or a reallocation changes them', () => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
+    const logs = [watched('career', 'a'), watched('career', 'b'), watched('skill', 's')];
+    scheduler.sync(logs);
+    for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
+    const first = scheduler.candidates(T0 + 1_000);
+    // Every log polled and nothing changed: the same list, as fresh as a rebuilt one.
+    expect(scheduler.candidates(T0 + 2_000)).toBe(first);
+    scheduler.recordPoll(logs[0]!, T0 + 2_000, { requests: 1, emittedPerformedAt: [T0 + 1_500] });
+    const afterPoll = scheduler.candidates(T0 + 3_000);
+    expect(afterPoll).not.toBe(first);
+    expect(afterPoll.find((c) => c.key === 'career:a')?.earliestAt).toBe(T0 + 2_000 + 60_000);
+    // A reallocation (each minute) builds it again.
+    expect(scheduler.candidates(T0 + 3_000 + 60_000)).not.toBe(afterPoll);
+    scheduler.sync(logs.slice(1));
+    expect(scheduler.candidates(T0 + 3_000 + 61_000).map((c) => c.key)).toEqual(['career:b', 'skill:s']);
+  });
+
+  it('keeps the candidates of logs never polled while the pace their first-poll starts were reckoned at holds', () => {
+    let intervalMs = 4_000;
+    const scheduler = new PollScheduler({
+      config: { ...config, firstPollWithinSeconds: 600 },
+      minIntervalMs: 60_000,
+      budget: { intervalMs: () => intervalMs },
+    });
+    scheduler.sync([watched('career', 'a'), watched('career', 'b')]);
+    const first = scheduler.candidates(T0);
+    expect(first.every((c) => c.firstPollAt !== null)).toBe(true);
+    expect(scheduler.candidates(T0 + 1_000)).toBe(first);
+    // A slower pace leaves less time per first poll: the starts are reckoned again, earlier.
+    intervalMs = 60_000;
+    const slower = scheduler.candidates(T0 + 2_000);
+    expect(slower).not.toBe(first);
+    expect(slower[0]!.firstPollAt!).toBeLessThan(first[0]!.firstPollAt!);
+  });
+
   function pollAll(
     scheduler: PollScheduler,
     clock: ManualClock,

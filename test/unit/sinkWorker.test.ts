@@ -1,3 +1,4 @@
+import { defaultMaxListeners, getEventListeners, getMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { SinkWorker } from '../../src/deliver/sinkWorker.js';
@@ -204,6 +205,9 @@ describe('SinkWorker with a real store', () => {
       while ((await store.outbox.counts('out')).pending > 0) await new Promise((resolve) => setTimeout(resolve, 10));
       running.abort();
       await run;
+      // The run leaves the signal as it found it: no listener, the default bound.
+      expect(getEventListeners(running.signal, 'abort')).toHaveLength(0);
+      expect(getMaxListeners(running.signal)).toBe(defaultMaxListeners);
       // Warnings are emitted on the next tick.
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);

@@ -1,6 +1,6 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
-import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
+import { WATCHED_LOG_COLUMNS, watchedLogFromRow, type RowOf } from '../storedRows.js';
 import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import { BatchedRead } from './batchedRead.js';
 import type { Query, TenantDb } from './tenantDb.js';
@@ -33,13 +33,13 @@ export class PostgresWatchedLogs implements WatchedLogStore {
       `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = $1 AND log = $2 AND object_id = $3`,
       [this.db.tenant, log, objectId],
     );
-    return rows[0] ? fromRow(rows[0]) : undefined;
+    return rows[0] ? watchedLogFromRow(rows[0]) : undefined;
   }
 
   /** Read with the lists other tenants ask for in the same turn (a scrape asks every tenant at once). */
   async list(): Promise<WatchedLog[]> {
     const rows = await this.listRead.rowsOf(this.db, this.db.tenant);
-    return rows.map(({ tenant: _tenant, ...row }) => fromRow<WatchedLog>(row as RowOf<WatchedLog>));
+    return rows.map((row) => watchedLogFromRow(row as RowOf<WatchedLog>));
   }
 
   /**

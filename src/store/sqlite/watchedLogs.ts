@@ -1,6 +1,6 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
-import { fromRow, WATCHED_LOG_COLUMNS, type RowOf } from '../storedRows.js';
+import { WATCHED_LOG_COLUMNS, watchedLogFromRow, type RowOf } from '../storedRows.js';
 import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
@@ -27,14 +27,11 @@ export class WatchedLogs implements WatchedLogStore {
     const row = this.conn
       .statement<[string, string, string], RowOf<WatchedLog>>(GET)
       .get(this.conn.tenant, log, objectId);
-    return row ? fromRow(row) : undefined;
+    return row ? watchedLogFromRow(row) : undefined;
   }
 
   async list(): Promise<WatchedLog[]> {
-    return this.conn
-      .statement<[string], RowOf<WatchedLog>>(LIST)
-      .all(this.conn.tenant)
-      .map(fromRow<WatchedLog>);
+    return this.conn.statement<[string], RowOf<WatchedLog>>(LIST).all(this.conn.tenant).map(watchedLogFromRow);
   }
 
   async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
