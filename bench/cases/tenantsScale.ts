@@ -218,6 +218,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       'VmHWM MiB': Math.round(memoryMiB(pid).peak),
       'CPU s per hour': Math.round((cpu / seconds) * 3600),
       cores: cpu / seconds,
+      'daemon CPU µs per request': (cpu * 1e6) / requests,
       'polls/s': delta('changefeed_polls_total') / seconds,
       'entries/s': delta('changefeed_entries_ingested_total') / seconds,
       'deliveries/s': delta('changefeed_deliveries_total') / seconds,
@@ -238,6 +239,9 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
             'db commits/s (all clients)': (after.commits - before.commits) / seconds,
             'PostgreSQL cores (its backends)': cpuDelta(before.backends, after.backends) / seconds,
             'PostgreSQL cores (all its processes)': cpuDelta(before.postgres, after.postgres) / seconds,
+            // The database's CPU per request: what a request costs it, whatever the load or the rate reached.
+            'PostgreSQL CPU µs per request (its backends)':
+              (cpuDelta(before.backends, after.backends) * 1e6) / requests,
           }),
       'simulator RSS MiB': Math.round(memoryMiB(simulator.child.pid as number).rss),
       'simulator cores': (simulatorCpu - simulatorCpuBefore) / seconds,

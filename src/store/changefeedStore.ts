@@ -64,7 +64,8 @@ export interface ChangefeedStore {
   /**
    * Writes `state` with the tenant's next write transaction (an ingest, a delivery's outcome), or
    * on its own within DEFERRED_STATE_FLUSH_MS when none comes; the last value of a log's rate or a
-   * meta key wins. A store that answers at once (SQLite) may write it now. State given here is
+   * meta key wins. A store may hold learned rates a while first, to write several polls' in one
+   * statement (PostgreSQL: RATE_RIDE_AFTER_MS); one that answers at once (SQLite) may write it now. State given here is
    * lost if the process dies first, and a write that the lease fence refuses drops it: only for
    * state whose loss costs a refinement, never a cursor or a delivery.
    */

@@ -7,6 +7,7 @@ import type { Db } from '../../src/store/sqlite/database.js';
 import { SqliteStoreBackend } from '../../src/store/sqlite/sqliteStoreBackend.js';
 import type { StoreActivity } from '../../src/store/storeActivity.js';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
+import { RATE_RIDE_AFTER_MS } from '../../src/store/postgres/deferredState.js';
 import { DEFERRED_STATE_FLUSH_MS, type WatchRegistration } from '../../src/store/storeRecords.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
@@ -78,14 +79,29 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     return { backend, store };
   }
 
-  it('is one transaction of three round trips when the poll found nothing, four with the last learned rate', async () => {
+  it('is one transaction of three round trips when the poll found nothing, four with the learned rates once due', async () => {
     const { backend, store } = await fencedStore();
     // BEGIN with its bounds and the fence check, the cursor with the prune of old seen ids, COMMIT.
     expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({ transactions: 1, statements: 3 });
-    store.deferState({ rates: [rateOf(4)] });
-    // The previous poll's learned rate rides along: one statement more.
-    expect(await cost(backend.activity, () => poll(store, [], T + 2_000))).toEqual({ transactions: 1, statements: 4 });
-    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 2_000, lastPollAt: T + 2_000 });
+    // Only the store's timers: the database's answers and the lease's clock are real.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      store.deferState({ rates: [rateOf(4)] });
+      // The previous poll's learned rate waits (RATE_RIDE_AFTER_MS): the next poll costs the same.
+      expect(await cost(backend.activity, () => poll(store, [], T + 2_000))).toEqual({
+        transactions: 1,
+        statements: 3,
+      });
+      await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
+      // Due, it rides along: one statement more.
+      expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
+        transactions: 1,
+        statements: 4,
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000, lastPollAt: T + 3_000 });
     expect((await store.rates.list()).map((r) => r.events)).toEqual([4]);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { LeaseLostError, type WriteFence } from '../../src/cluster/writeFence.js';
+import { RATE_RIDE_AFTER_MS } from '../../src/store/postgres/deferredState.js';
 import { DEFERRED_STATE_FLUSH_MS } from '../../src/store/storeRecords.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
 import { connectedSinkA, rateOf } from './contract/storeFixtures.js';
@@ -61,7 +62,8 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
     // Only the store's timers: the database's answers still come in real time.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
-      store.deferState({ rates: [rateOf(1)] });
+      // A meta value makes the state due at once.
+      store.deferState({ rates: [rateOf(1)], meta: { 'budget.snapshot': 'a' } });
       await vi.advanceTimersByTimeAsync(1_000);
       await ingest(store, [entry('e-1')]); // carries rate 1
       await vi.advanceTimersByTimeAsync(1_000);
@@ -79,6 +81,52 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("holds a poll's learned rate for RATE_RIDE_AFTER_MS, then writes the latest with the next poll", async () => {
+    const backend = await openBackend();
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await ingest(store, []);
+      const bare = { ...backend.activity };
+      await ingest(store, []);
+      const pollStatements = backend.activity.statements - bare.statements;
+
+      store.deferState({ rates: [rateOf(1)] });
+      const held = { ...backend.activity };
+      await ingest(store, []);
+      // The poll right after costs what a poll costs: the rate waits.
+      expect(backend.activity.statements - held.statements).toBe(pollStatements);
+      expect(await store.rates.list()).toEqual([]);
+
+      await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS / 2);
+      store.deferState({ rates: [rateOf(2)] }); // the same log's, learned by a later poll
+      await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS / 2);
+      const due = { ...backend.activity };
+      await ingest(store, []);
+      // One upsert more in the poll's transaction, for both polls' rates: the latest is kept.
+      expect(backend.activity.transactions - due.transactions).toBe(1);
+      expect(backend.activity.statements - due.statements).toBe(pollStatements + 1);
+      expect((await store.rates.list()).map((r) => r.events)).toEqual([2]);
+
+      // Taken: nothing is written alone later, and the next rate waits its own time.
+      const after = { ...backend.activity };
+      await vi.advanceTimersByTimeAsync(DEFERRED_STATE_FLUSH_MS);
+      expect(backend.activity.transactions - after.transactions).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('writes held rates when flushed (a stopping tenant), before they are due', async () => {
+    const backend = await openBackend();
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    store.deferState({ rates: [rateOf(7)] });
+    await store.flushDeferred();
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([7]);
   });
 
   it('records the last delivery in the ack of a batch, in the same one statement', async () => {

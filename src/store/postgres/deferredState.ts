@@ -3,6 +3,18 @@ import { DEFERRED_STATE_FLUSH_MS, type DeferredState, type RateEstimateRow } fro
 import type { PostgresRateEstimates } from './rateEstimates.js';
 import type { Query, RiddenTransaction, RidingWrites, TenantDb } from './tenantDb.js';
 
+/**
+ * How long a learned rate is held before it rides in the tenant's next write transaction. Each
+ * poll learns its log's rate: riding with the very next poll, it made every poll's transaction a
+ * round trip longer (the upsert was a fifth of the store's statements at 1,000 tenants, and a
+ * transaction holds its pool connection for each round trip). Held this long, the rates of a
+ * tenant's polls meanwhile are written in one upsert, with one poll of several. A rate is a
+ * refinement (dropped under a lost lease), read back only at a start or by `status`; meta values
+ * (the budget's state, every 30 s) ride at once, as before. Below DEFERRED_STATE_FLUSH_MS, so a
+ * tenant polling at all writes its rates with a poll, not in a transaction of their own.
+ */
+export const RATE_RIDE_AFTER_MS = 20_000;
+
 /** A flush waiting for the transaction that carries the state it asked for. */
 interface Waiter {
   resolve(): void;
@@ -11,29 +23,41 @@ interface Waiter {
 
 /**
  * One tenant's deferred state (ChangefeedStore.deferState) on PostgreSQL: held here, then written
- * by TenantDb inside the tenant's next write transaction, after its fence check, in at most two
- * statements. A poll then costs its ingest transaction alone instead of one more for its learned
- * rate and, every half minute, two for the meta values (docs/scaling.md).
+ * by TenantDb inside the tenant's next write transaction once it is due (a meta value at once,
+ * learned rates after RATE_RIDE_AFTER_MS, everything when flushed), after its fence check, in at
+ * most two statements. A poll then costs its ingest transaction alone instead of one more for its
+ * learned rate and, every half minute, two for the meta values (docs/scaling.md).
  */
 export class PostgresDeferredState implements RidingWrites {
   private rates = new Map<string, RateEstimateRow>();
   private meta = new Map<string, string>();
   private waiters: Waiter[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** What is held rides with the next write: set by a meta value, RATE_RIDE_AFTER_MS, a flush. */
+  private due = false;
+  private dueTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: TenantDb,
     private readonly rateEstimates: PostgresRateEstimates,
   ) {}
 
+  /** Held and due: the tenant's next write transaction carries it. */
   get waiting(): boolean {
+    return this.due && this.held;
+  }
+
+  private get held(): boolean {
     return this.rates.size > 0 || this.meta.size > 0;
   }
 
   add(state: DeferredState): void {
     for (const row of state.rates ?? []) this.rates.set(`${row.log}\u0000${row.objectId}`, row);
     for (const [key, value] of Object.entries(state.meta ?? {})) this.meta.set(key, value);
-    if (this.waiting) this.flushLater();
+    if (!this.held) return;
+    if (this.meta.size > 0) this.due = true;
+    this.dueLater();
+    this.flushLater();
   }
 
   /**
@@ -49,6 +73,7 @@ export class PostgresDeferredState implements RidingWrites {
     // flushed each poll's rate on its own every half minute, though the next poll carried it.
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.notDue();
     const ridden: RiddenTransaction = {
       committed: () => {
         for (const waiter of waiters) waiter.resolve();
@@ -57,7 +82,11 @@ export class PostgresDeferredState implements RidingWrites {
         this.rates = new Map([...rates, ...this.rates]);
         this.meta = new Map([...meta, ...this.meta]);
         for (const waiter of waiters) waiter.reject(error);
-        if (this.waiting) this.flushLater();
+        // It was due: the next write carries it, or the flush one timer later.
+        if (this.held) {
+          this.due = true;
+          this.flushLater();
+        }
       },
     };
     try {
@@ -83,7 +112,8 @@ export class PostgresDeferredState implements RidingWrites {
   async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.waiting) return;
+    if (!this.held) return;
+    this.due = true;
     let waiter: Waiter | undefined;
     const written = new Promise<void>((resolve, reject) => {
       waiter = { resolve, reject };
@@ -119,8 +149,26 @@ export class PostgresDeferredState implements RidingWrites {
         this.meta.clear();
         clearTimeout(this.timer);
         this.timer = undefined;
+        this.notDue();
       });
     }, DEFERRED_STATE_FLUSH_MS);
     this.timer.unref();
+  }
+
+  /** Due in RATE_RIDE_AFTER_MS, unless it is already or a write takes it first. */
+  private dueLater(): void {
+    if (this.due || this.dueTimer !== undefined) return;
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = undefined;
+      this.due = true;
+    }, RATE_RIDE_AFTER_MS);
+    this.dueTimer.unref();
+  }
+
+  /** Taken by a write (or dropped): what is added next waits its own RATE_RIDE_AFTER_MS. */
+  private notDue(): void {
+    this.due = false;
+    clearTimeout(this.dueTimer);
+    this.dueTimer = undefined;
   }
 }

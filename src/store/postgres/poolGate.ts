@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
 import { isConnectionFailure } from './connectionFailure.js';
+import { StatementNames } from './statementNames.js';
 
 /**
  * Which queue a checkout waits in: `start` (a tenant starting: its first reads and writes, each a
@@ -31,6 +32,8 @@ export class PoolGate {
    * paused a second, so most tenants of a replica never showed the outage.
    */
   private unreachable: Error | undefined;
+  /** The names the pool's connections prepare statements under (every statement of the store passes here). */
+  readonly names: StatementNames;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -41,8 +44,10 @@ export class PoolGate {
     private readonly activity: StoreActivity,
     /** The database, as shown in errors (credentials redacted). */
     private readonly location: string,
+    names = new StatementNames(),
   ) {
     this.checkouts = new PQueue({ concurrency: slots });
+    this.names = names;
   }
 
   /** Checkouts waiting for a connection now. */
@@ -74,7 +79,11 @@ export class PoolGate {
     return client;
   }
 
-  /** One statement on a connection of the pool (node-postgres checks it out and back). */
+  /**
+   * One statement on a connection of the pool, prepared there under its name (`names`).
+   * node-postgres checks the connection out and back, and destroys it after any error, a stale
+   * prepared statement's too.
+   */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     sql: string,
     params?: readonly unknown[],
@@ -82,7 +91,7 @@ export class PoolGate {
   ): Promise<pg.QueryResult<R>> {
     const leave = await this.enter(lane);
     try {
-      const result = await this.pool.query<R>(sql, params as unknown[]);
+      const result = await this.pool.query<R>(this.names.statement(sql, params));
       this.ended(undefined);
       return result;
     } catch (error) {

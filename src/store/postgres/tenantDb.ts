@@ -4,6 +4,7 @@ import type { StoreActivity } from '../storeActivity.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
+import { isStalePlan } from './statementNames.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -37,6 +38,8 @@ export interface RiddenTransaction {
  *   SQLite; a successful write clears it.
  * - A connection that failed mid-transaction is destroyed, not given back to the pool in an
  *   unknown state.
+ * - Every statement with parameters is prepared once per connection, under a name its text
+ *   decides (StatementNames): PostgreSQL parses and plans it once, not on every execution.
  * Every checkout goes through the backend's PoolGate: in its `start` lane until the tenant runs
  * (running()), so a tenant starting does not wait behind every running tenant's polls once per
  * statement; a wait the gate gives up on is STORE_BUSY, never recorded as the store's problem.
@@ -127,7 +130,7 @@ export class TenantDb {
       params?: readonly unknown[],
     ): Promise<pg.QueryResult<R>> => {
       activity.statements++;
-      return client.query<R>(sql, params as unknown[]);
+      return client.query<R>(this.pool.names.statement(sql, params));
     };
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
@@ -153,8 +156,9 @@ export class TenantDb {
       return result;
     } catch (error) {
       // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
-      // which would wait out another timeout: destroyed, the server rolls back on its own.
-      if (isConnectionFailure(error)) broken = error as Error;
+      // which would wait out another timeout: destroyed, the server rolls back on its own. So is
+      // one holding a prepared statement a schema change made stale, which would fail for good.
+      if (isConnectionFailure(error) || isStalePlan(error)) broken = error as Error;
       else
         await send('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+
+/**
+ * Most statement texts one pool prepares, hence most prepared statements on any of its
+ * connections. The store sends about seventy distinct texts, each built from constants (lists
+ * go as arrays, `unnest($n::text[])`); a text past the bound is sent unnamed, as all were before.
+ */
+export const MAX_PREPARED_STATEMENTS = 256;
+
+/**
+ * The names under which a pool's connections prepare the store's statements. node-postgres
+ * sends a statement without a name as an unnamed one, parsed, analysed and planned by
+ * PostgreSQL on every execution; a named one is parsed once per connection (node-postgres
+ * remembers which it prepared on each connection) and then only bound and executed, with its
+ * plan cached. That CPU of the database's is most of what a poll's statements cost it.
+ *
+ * A name is the hash of the text, so a name always means one text and the same text always has
+ * one name. What a prepared statement means is fixed at its preparation: the pool's
+ * connections all have one search_path (the store's schema, set at connect) and PostgreSQL keeps
+ * the search_path of a statement's preparation when it plans it again. A schema change under a
+ * running daemon makes PostgreSQL plan the statement again at its next execution; only a change
+ * of what a statement returns (a column's type changed) fails it, with STALE_PLAN_SQLSTATE, on
+ * each connection that prepared it: the store then destroys that connection (isStalePlan).
+ *
+ * Named: statements with parameters and a single command. A statement without parameters
+ * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes as before.
+ */
+export class StatementNames {
+  private readonly names = new Map<string, string>();
+
+  constructor(private readonly limit = MAX_PREPARED_STATEMENTS) {}
+
+  /** How many texts are named so far (at most `limit`). */
+  get size(): number {
+    return this.names.size;
+  }
+
+  /** `sql` with `params` as node-postgres runs it: named when it can be prepared and the bound has room. */
+  statement(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+    const values = params as unknown[] | undefined;
+    if (params === undefined || sql.includes(';')) return { text: sql, values };
+    let name = this.names.get(sql);
+    if (name === undefined) {
+      if (this.names.size >= this.limit) return { text: sql, values };
+      name = `cf_${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
+      this.names.set(sql, name);
+    }
+    return { name, text: sql, values };
+  }
+}
+
+/** SQLSTATE of "cached plan must not change result type" (feature_not_supported). */
+const STALE_PLAN_SQLSTATE = '0A000';
+
+/**
+ * A prepared statement whose result changed under it (a schema change): it fails so on every
+ * execution on its connection until the connection goes, so the connection is destroyed.
+ */
+export function isStalePlan(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === STALE_PLAN_SQLSTATE && typeof message === 'string' && message.includes('cached plan');
+}

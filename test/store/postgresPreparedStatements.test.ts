@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { PostgresStoreBackend } from '../../src/store/postgres/postgresStoreBackend.js';
+import { StatementNames } from '../../src/store/postgres/statementNames.js';
+import { TenantDb } from '../../src/store/postgres/tenantDb.js';
+import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
+import { entry, ingest } from './storeContract.suite.js';
+
+/** The statements prepared on the connection the pool hands out next (the last given back: pg-pool's idle list is LIFO). */
+async function preparedOnNextConnection(backend: PostgresStoreBackend): Promise<Map<string, string>> {
+  const client = await backend.gate.connect();
+  try {
+    const { rows } = await client.query<{ name: string; statement: string }>(
+      'SELECT name, statement FROM pg_prepared_statements',
+    );
+    return new Map(rows.map((r) => [r.name, r.statement]));
+  } finally {
+    client.release();
+  }
+}
+
+describe('statement names', () => {
+  it('name a text by its hash, the same text always alike, and stop naming at the bound', () => {
+    const names = new StatementNames(2);
+    const a = names.statement('SELECT $1::int', [1]);
+    expect(a.name).toMatch(/^cf_[\w-]{24}$/);
+    expect(names.statement('SELECT $1::int', [2])).toEqual({ name: a.name, text: 'SELECT $1::int', values: [2] });
+    expect(names.statement('SELECT $1::text', ['x']).name).toMatch(/^cf_/);
+    expect(names.statement('SELECT $1::bigint', [3])).toEqual({ text: 'SELECT $1::bigint', values: [3] });
+    expect(names.size).toBe(2);
+    // Known texts keep their names past the bound.
+    expect(names.statement('SELECT $1::int', [4]).name).toBe(a.name);
+  });
+
+  it('leave statements without parameters and several commands in one text unnamed', () => {
+    const names = new StatementNames();
+    expect(names.statement('COMMIT', undefined)).toEqual({ text: 'COMMIT', values: undefined });
+    expect(names.statement('BEGIN; SET LOCAL statement_timeout = 5', []).name).toBeUndefined();
+    expect(names.size).toBe(0);
+  });
+});
+
+describe.skipIf(!admin)('prepared statements of the PostgreSQL store', () => {
+  it('are prepared once per connection: a poll done again prepares nothing more', async () => {
+    const backend = await openBackend();
+    const store = await backend.tenantStore('t');
+    await prepare(store);
+    await ingest(store, [entry('e-1')]);
+    await ingest(store, []);
+    const first = await preparedOnNextConnection(backend);
+    expect(first.size).toBeGreaterThan(3);
+    for (const [name, statement] of first) expect(backend.gate.names.statement(statement, []).name).toBe(name);
+
+    await ingest(store, [entry('e-2')]);
+    await ingest(store, []);
+    expect(await preparedOnNextConnection(backend)).toEqual(first);
+    expect(first.size).toBeLessThanOrEqual(backend.gate.names.size);
+  });
+
+  it('mean the same on every connection of a schema, and each schema reads its own rows', async () => {
+    const one = await openBackend();
+    const other = await openBackend(freshSchema());
+    const a = await one.tenantStore('t');
+    const b = await other.tenantStore('t');
+    await a.setMeta('k', 'in one');
+    await b.setMeta('k', 'in the other');
+    expect(await a.getMeta('k')).toBe('in one');
+    expect(await b.getMeta('k')).toBe('in the other');
+  });
+
+  it('made stale by a schema change under a running store fail once on their connection, which goes', async () => {
+    const schema = freshSchema();
+    const backend = await openBackend(schema);
+    const db = new TenantDb(backend.gate, 't', backend.location, undefined, backend.activity);
+    const store = await backend.tenantStore('t');
+    await store.setMeta('k', 'v');
+    const inTransaction = (): Promise<unknown> =>
+      db.transaction((query) => query('SELECT value AS v FROM meta WHERE tenant = $1 AND key = $2', ['t', 'k']));
+    const changeType = (type: string): Promise<unknown> =>
+      admin!.query(`ALTER TABLE "${schema}".meta ALTER COLUMN value TYPE ${type}`);
+    expect(await store.getMeta('k')).toBe('v');
+
+    // What a statement returns changes type: PostgreSQL refuses the statement prepared before.
+    await changeType('varchar(1000)');
+    await expect(store.getMeta('k')).rejects.toMatchObject({ code: '0A000' });
+    expect(await store.getMeta('k')).toBe('v');
+
+    await inTransaction();
+    await changeType('text');
+    await expect(inTransaction()).rejects.toMatchObject({ code: '0A000' });
+    await expect(inTransaction()).resolves.toBeDefined();
+    expect(store.health.problem).toBeUndefined();
+  });
+});
