@@ -38,10 +38,12 @@ const ownImportMeta: Plugin = {
 export default async function bundleCli(project: TestProject): Promise<() => void> {
   mkdirSync(join(ROOT, 'test-results'), { recursive: true });
   const dir = mkdtempSync(join(ROOT, 'test-results', 'cli-'));
-  const outfile = join(dir, 'changefeed.js');
   await build({
     entryPoints: [join(SRC, 'cli', 'changefeed.ts')],
-    outfile,
+    outdir: dir,
+    // A module src/ imports on demand (the PostgreSQL engine, src/loadOnDemand.ts) becomes a chunk
+    // of its own, loaded as the compiled CLI loads it: in one file, its imports would load at start.
+    splitting: true,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -50,6 +52,6 @@ export default async function bundleCli(project: TestProject): Promise<() => voi
     plugins: [ownImportMeta],
     logLevel: 'error',
   });
-  project.provide('changefeedBundle', outfile);
+  project.provide('changefeedBundle', join(dir, 'changefeed.js'));
   return () => rmSync(dir, { recursive: true, force: true });
 }

@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { ChangefeedError } from '../errors.js';
-import { PostgresStoreBackend } from '../store/postgres/postgresStoreBackend.js';
 import { openDatabase } from '../store/sqlite/database.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import { storeConfigSchema } from '../store/storeConfig.js';
+import { loadPostgresEngine } from '../store/openStoreBackend.js';
 import { storeLocation } from '../store/storeLocation.js';
 import {
   copySqliteToPostgres,
@@ -71,7 +71,7 @@ async function storeCommand(values: StoreMigrateOptions, io: CliIo): Promise<num
     // Opened for writing, under the lock: brought to this build's schema before it is copied.
     const source = openDatabase(from.file);
     try {
-      const target = await PostgresStoreBackend.open(to, { applicationName: 'changefeed store migrate' });
+      const target = await (await loadPostgresEngine()).open(to, { applicationName: 'changefeed store migrate' });
       try {
         const moves = chooseTenants(sqliteTenants(source), values.tenant);
         if (moves.length === 0) {

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
 
 /**
@@ -66,8 +66,8 @@ export class LeaseLostError extends ChangefeedError {
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin: string): Promise<void> {
   const results: pg.QueryResult | pg.QueryResult[] = await client.query(
     `${begin}; SELECT 1 FROM changefeed_leases
-      WHERE tenant = ${pg.escapeLiteral(claim.tenant)} AND holder = ${pg.escapeLiteral(claim.holder)}
-        AND epoch = ${pg.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()
+      WHERE tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
+        AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()
       FOR KEY SHARE`,
   );
   // node-postgres answers a simple query of several statements with one result each.

@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import { isatty } from 'node:tty';
 import { pino, type LogFn } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import { ConfigError } from '../errors.js';
 import { redactLogValue, serializeError } from './redactLogValue.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
@@ -84,6 +85,8 @@ function prettyStream(destination: NodeJS.WritableStream | number): pino.Destina
     typeof destination === 'number' ? isatty(destination) : (destination as { isTTY?: boolean }).isTTY === true;
   // pino-pretty's formatter called inline rather than as a worker transport: every line is
   // written before the log call returns, so nothing is lost on exit and no thread is involved.
+  // Required here, synchronously, and only for log.pretty: a JSON logger never loads it.
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   const prettify = prettyFactory({ colorize });
   const target = rawStream(destination);
   return { write: (line: string) => target.write(prettify(line)) };

@@ -1,3 +1,4 @@
+import { loadOnDemand } from '../loadOnDemand.js';
 import { SinkUnavailableError } from '../sinkContract/sinkErrors.js';
 
 /**
@@ -52,5 +53,18 @@ export function cannotConnect(peer: BrokerPeer, reason: string, cause?: unknown)
   return new SinkUnavailableError(
     `cannot connect to ${peer.name} at ${peer.address}: ${reason}${hint}`,
     cause === undefined ? undefined : { cause },
+  );
+}
+
+/**
+ * A sink's client package (mqtt, ioredis, ...), imported by the sink's first connect: a process
+ * whose config names no such sink never loads it. A package that cannot load fails the connect
+ * like an unreachable peer, with what to fix.
+ */
+export function loadClientPackage<T>(name: string, load: () => Promise<T>): Promise<T> {
+  return loadOnDemand(
+    load,
+    (reason, cause) =>
+      new SinkUnavailableError(`cannot load the client package ${name} (${reason}); reinstall changefeed`, { cause }),
   );
 }

@@ -1,10 +1,5 @@
-import {
-  connect as mqttConnect,
-  ReasonCodes,
-  type IClientOptions,
-  type IClientPublishOptions,
-  type MqttClient,
-} from 'mqtt';
+import type * as Mqtt from 'mqtt';
+import type { IClientOptions, IClientPublishOptions, MqttClient } from 'mqtt';
 import { AbortedError } from '../errors.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
@@ -12,7 +7,7 @@ import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
 import { ceAttributes } from './cloudEventsHttp.js';
-import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, loadClientPackage, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import type { MqttSinkConfig } from './mqttSinkConfig.js';
@@ -24,8 +19,8 @@ import type { MqttSinkConfig } from './mqttSinkConfig.js';
  */
 const PERMANENT_REASONS = new Set([0x90, 0x95, 0x99]);
 
-const reasonName = (code: number): string =>
-  (ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
+const reasonName = (mqtt: typeof Mqtt, code: number): string =>
+  (mqtt.ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
 
 /** The event's topic. Placeholder values cannot add levels or wildcards. */
 export function renderTopic(
@@ -47,6 +42,8 @@ function level(value: string): string {
 }
 
 interface Connection {
+  /** The package the client came from, for its reason code names. */
+  mqtt: typeof Mqtt;
   client: MqttClient;
   /** Why the connection failed or closed, for messages. */
   lastError?: string;
@@ -113,14 +110,15 @@ export class MqttSink implements Sink {
     if (current?.client.connected) return;
     if (current) this.drop(current, 'reconnecting');
     const what = `connect to the MQTT broker at ${this.peer.address}`;
+    const mqtt = await loadClientPackage('mqtt', () => import('mqtt'));
     throwIfAborted(signal, what);
-    const client = mqttConnect(this.config.url, this.options);
-    const connection: Connection = { client, waiting: new Set() };
+    const client = mqtt.connect(this.config.url, this.options);
+    const connection: Connection = { mqtt, client, waiting: new Set() };
     client.on('error', (error) => {
       connection.lastError = scrubSecrets(error.message);
     });
     client.on('disconnect', (packet) => {
-      connection.lastError = `the broker disconnected: ${reasonName(packet.reasonCode ?? 0)}`;
+      connection.lastError = `the broker disconnected: ${reasonName(mqtt, packet.reasonCode ?? 0)}`;
     });
     let onConnect: (() => void) | undefined;
     let onClose: (() => void) | undefined;
@@ -231,7 +229,7 @@ export class MqttSink implements Sink {
             }
             if (typeof reason === 'number')
               failures.set(event.id, {
-                error: `PUBACK ${reason}: ${reasonName(reason)}`,
+                error: `PUBACK ${reason}: ${reasonName(connection.mqtt, reason)}`,
                 permanent: PERMANENT_REASONS.has(reason),
                 status: reason,
               });

@@ -1,25 +1,14 @@
 import { readTlsFiles } from '../tlsFiles.js';
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
-import {
-  connect,
-  errors as natsErrors,
-  headers as natsHeaders,
-  nanos,
-  type NatsConnection,
-} from '@nats-io/transport-node';
+import type * as JetStream from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type * as Transport from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { AbortedError, describeError } from '../errors.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkPartialFailureError, SinkUnavailableError, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, loadClientPackage, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import { streamSubjectsFor, type NatsSinkConfig } from './natsSinkConfig.js';
@@ -41,7 +30,21 @@ function token(value: string): string {
   return escapeTemplateValue(value, /[^A-Za-z0-9_-]/);
 }
 
+/** The client's two packages, loaded by the first connect: a process without a NATS sink never loads them. */
+interface NatsClient {
+  transport: typeof Transport;
+  jetstream: typeof JetStream;
+}
+
+async function loadNatsClient(): Promise<NatsClient> {
+  return {
+    transport: await loadClientPackage('@nats-io/transport-node', () => import('@nats-io/transport-node')),
+    jetstream: await loadClientPackage('@nats-io/jetstream', () => import('@nats-io/jetstream')),
+  };
+}
+
 interface NatsSession {
+  nats: NatsClient;
   nc: NatsConnection;
   js: JetStreamClient;
 }
@@ -83,9 +86,10 @@ export class NatsSink implements Sink {
     if (current) this.connection.release(current);
     const { user, timeoutMs } = this.config;
     const { password, token } = this;
+    const nats = await loadNatsClient();
     let nc: NatsConnection;
     try {
-      nc = await connect({
+      nc = await nats.transport.connect({
         servers: this.servers,
         ...(user !== undefined ? { user, pass: password } : {}),
         ...(token !== undefined ? { token } : {}),
@@ -108,17 +112,17 @@ export class NatsSink implements Sink {
     }
     try {
       // Asks the server for the account's JetStream info: fails when JetStream is off.
-      const jsm = await jetstreamManager(nc, { timeout: timeoutMs });
-      await this.checkStream(jsm);
+      const jsm = await nats.jetstream.jetstreamManager(nc, { timeout: timeoutMs });
+      await this.checkStream(nats, jsm);
       throwIfAborted(signal, `connect to NATS at ${this.peer.address}`);
     } catch (error) {
       await nc.close().catch(() => undefined);
       if (error instanceof SinkUnavailableError || error instanceof AbortedError) throw error;
-      throw new SinkUnavailableError(`NATS at ${this.peer.address}: ${jetStreamMessage(error)}`, {
+      throw new SinkUnavailableError(`NATS at ${this.peer.address}: ${jetStreamMessage(nats, error)}`, {
         cause: error,
       });
     }
-    this.connection.hold({ nc, js: jetstream(nc, { timeout: timeoutMs }) });
+    this.connection.hold({ nats, nc, js: nats.jetstream.jetstream(nc, { timeout: timeoutMs }) });
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
@@ -141,7 +145,7 @@ export class NatsSink implements Sink {
           await connection.js.publish(renderSubject(this.config.subject, event), event.json, {
             msgID: event.id,
             timeout: this.config.timeoutMs,
-            headers: this.headersOf(event),
+            headers: this.headersOf(connection.nats, event),
           });
           acked++;
         } catch (error) {
@@ -158,7 +162,7 @@ export class NatsSink implements Sink {
     });
     if (failed.length === 0) return;
     const errors = failed.map((f) => f.error);
-    if (errors.some(isConnectionLost) || connection.nc.isClosed()) {
+    if (errors.some((error) => isConnectionLost(connection.nats, error)) || connection.nc.isClosed()) {
       await this.drop(connection);
       throw new SinkUnavailableError(
         `connection to NATS at ${this.peer.address} lost with ${batch.length - acked} of ${batch.length} events unacknowledged`,
@@ -172,7 +176,7 @@ export class NatsSink implements Sink {
           `creates one`,
       );
     }
-    if (acked === 0 && errors.every((e) => e instanceof natsErrors.TimeoutError)) {
+    if (acked === 0 && errors.every((e) => e instanceof connection.nats.transport.errors.TimeoutError)) {
       // Not one ack came back: a connection that delivers nothing is as good as lost. Dropping it
       // makes the engine reconnect instead of retrying into a dead socket.
       await this.drop(connection);
@@ -180,7 +184,9 @@ export class NatsSink implements Sink {
         `NATS at ${this.peer.address} acknowledged none of ${failed.length} publishes within ${this.config.timeoutMs} ms; reconnecting`,
       );
     }
-    const failures = new Map(failed.map((f) => [f.event.id, itemFailure(f.error, this.config.timeoutMs)]));
+    const failures = new Map(
+      failed.map((f) => [f.event.id, itemFailure(connection.nats, f.error, this.config.timeoutMs)]),
+    );
     const [first] = failures.values();
     const heldBack = batch.length - acked - failed.length;
     const heldBackNote = heldBack > 0 ? ` (${heldBack} later events of their objects held back)` : '';
@@ -204,14 +210,14 @@ export class NatsSink implements Sink {
     await connection.nc.close().catch(() => undefined);
   }
 
-  private async checkStream(jsm: JetStreamManager): Promise<void> {
+  private async checkStream(nats: NatsClient, jsm: JetStreamManager): Promise<void> {
     const stream = this.config.stream;
     if (!stream) return;
     try {
       await jsm.streams.info(stream.name);
       return;
     } catch (error) {
-      if (!isStreamNotFound(error)) throw error;
+      if (!isStreamNotFound(nats, error)) throw error;
     }
     const subjects = stream.subjects ?? streamSubjectsFor(this.config.subject);
     if (!stream.create) {
@@ -223,12 +229,12 @@ export class NatsSink implements Sink {
     await jsm.streams.add({
       name: stream.name,
       subjects,
-      duplicate_window: nanos(stream.duplicateWindowSeconds * 1000),
+      duplicate_window: nats.transport.nanos(stream.duplicateWindowSeconds * 1000),
     });
   }
 
-  private headersOf(event: OutboundEvent) {
-    const h = natsHeaders();
+  private headersOf(nats: NatsClient, event: OutboundEvent) {
+    const h = nats.transport.headers();
     h.set('content-type', 'application/cloudevents+json');
     if (this.config.ceHeaders) {
       for (const [name, value] of Object.entries(ceBinaryHeaders(JSON.parse(event.json) as Record<string, unknown>)))
@@ -248,14 +254,14 @@ function groupByKey(batch: readonly OutboundEvent[]): Map<string, OutboundEvent[
   return byKey;
 }
 
-function itemFailure(error: unknown, timeoutMs: number): ItemFailure {
-  if (error instanceof natsErrors.TimeoutError)
+function itemFailure({ transport, jetstream }: NatsClient, error: unknown, timeoutMs: number): ItemFailure {
+  if (error instanceof transport.errors.TimeoutError)
     return { error: `no acknowledgement within ${timeoutMs} ms`, permanent: false };
   // The stream refused this message for good (too large, wrong stream): 4xx; 503 is a full stream or a leader election.
-  if (error instanceof JetStreamApiError)
+  if (error instanceof jetstream.JetStreamApiError)
     return { error: `JetStream ${error.code}: ${error.message}`, permanent: error.status < 500, status: error.status };
   // The client refuses a payload over the server's max_payload before sending it.
-  if (error instanceof natsErrors.InvalidArgumentError) return { error: error.message, permanent: true };
+  if (error instanceof transport.errors.InvalidArgumentError) return { error: error.message, permanent: true };
   return { error: describeError(error), permanent: false };
 }
 
@@ -265,21 +271,22 @@ function isNoResponders(error: unknown): boolean {
 }
 
 /** Pending requests fail with a RequestError when the connection closes, before isClosed() turns true. */
-function isConnectionLost(error: unknown): boolean {
+function isConnectionLost({ transport }: NatsClient, error: unknown): boolean {
   return (
-    error instanceof natsErrors.ClosedConnectionError ||
-    (error instanceof natsErrors.RequestError && !error.isNoResponders())
+    error instanceof transport.errors.ClosedConnectionError ||
+    (error instanceof transport.errors.RequestError && !error.isNoResponders())
   );
 }
 
-function isStreamNotFound(error: unknown): boolean {
-  return error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+function isStreamNotFound({ jetstream }: NatsClient, error: unknown): boolean {
+  return error instanceof jetstream.JetStreamApiError && error.code === jetstream.JetStreamApiCodes.StreamNotFound;
 }
 
-function jetStreamMessage(error: unknown): string {
+function jetStreamMessage({ jetstream }: NatsClient, error: unknown): string {
   if (
     isNoResponders(error) ||
-    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.JetStreamNotEnabledForAccount)
+    (error instanceof jetstream.JetStreamApiError &&
+      error.code === jetstream.JetStreamApiCodes.JetStreamNotEnabledForAccount)
   ) {
     return 'JetStream is not enabled (start the server with -js, or enable it for this account)';
   }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import { AbortedError, ConfigError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
@@ -8,6 +8,7 @@ import { insertParameters, tableSql } from './postgresTable.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
+import { loadClientPackage } from './brokerConnection.js';
 
 /**
  * SQLSTATEs that say the connection or the server cannot take writes now, rather than that the
@@ -30,6 +31,8 @@ export class PostgresSink implements Sink {
   // Each write takes its own pooled connection, so writes of different objects run in parallel.
   readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
   private pool: pg.Pool | undefined;
+  /** The pg package, loaded by the first connect: a process without a postgres sink never loads it. */
+  private driver: typeof pg | undefined;
   private lastError: string | undefined;
   private readonly sql: ReturnType<typeof tableSql>;
   private readonly poolConfig: pg.PoolConfig;
@@ -61,7 +64,8 @@ export class PostgresSink implements Sink {
 
   async connect(signal: AbortSignal): Promise<void> {
     if (this.pool) return;
-    const pool = new pg.Pool(this.poolConfig);
+    this.driver ??= (await loadClientPackage('pg', () => import('pg'))).default;
+    const pool = new this.driver.Pool(this.poolConfig);
     // An idle connection that dies emits here; without a listener the process would crash.
     pool.on('error', (error) => {
       this.lastError = scrubSecrets(error.message);
@@ -122,8 +126,8 @@ export class PostgresSink implements Sink {
   }
 
   async write(batch: readonly OutboundEvent[], signal: AbortSignal): Promise<void> {
-    const pool = this.pool;
-    if (!pool)
+    const { pool, driver } = this;
+    if (!pool || !driver)
       throw new SinkUnavailableError(
         `not connected to PostgreSQL at ${this.server}${this.lastError ? `: ${this.lastError}` : ''}`,
       );
@@ -136,15 +140,15 @@ export class PostgresSink implements Sink {
         healthy = true;
         return;
       } catch (error) {
-        if (signal.aborted || isConnectionError(error)) this.lost(pool, error, signal);
-        if (!isDataError(error)) {
+        if (signal.aborted || isConnectionError(driver, error)) this.lost(pool, error, signal);
+        if (!isDataError(driver, error)) {
           healthy = true; // the statement failed alone and rolled back; the connection is fine
           throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
         }
       }
       // One or more events PostgreSQL cannot take: find them, and commit the rest.
-      const failures = await this.writeOneByOne(lease, batch, signal).catch((error: unknown) => {
-        if (signal.aborted || isConnectionError(error)) return this.lost(pool, error, signal);
+      const failures = await this.writeOneByOne(driver, lease, batch, signal).catch((error: unknown) => {
+        if (signal.aborted || isConnectionError(driver, error)) return this.lost(pool, error, signal);
         throw new Error(`INSERT into ${this.sql.table} failed: ${explain(error)}`);
       });
       healthy = true;
@@ -166,6 +170,7 @@ export class PostgresSink implements Sink {
    * after a refused one of the same object are held back, keeping each object's order.
    */
   private async writeOneByOne(
+    driver: typeof pg,
     lease: Lease,
     batch: readonly OutboundEvent[],
     signal: AbortSignal,
@@ -182,7 +187,7 @@ export class PostgresSink implements Sink {
         await this.query(lease, 'RELEASE SAVEPOINT one_event', [], signal);
         written++;
       } catch (error) {
-        if (signal.aborted || !isDataError(error)) throw error;
+        if (signal.aborted || !isDataError(driver, error)) throw error;
         await this.query(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
         blocked.add(event.orderingKey);
         const state = (error as pg.DatabaseError).code ?? '';
@@ -273,9 +278,9 @@ function checkSslFiles(name: string, url: URL): void {
   }
 }
 
-function isConnectionError(error: unknown): boolean {
+function isConnectionError(driver: typeof pg, error: unknown): boolean {
   const code = (error as { code?: string }).code ?? '';
-  return !(error instanceof pg.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
+  return !(error instanceof driver.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
 }
 
 /**
@@ -283,8 +288,8 @@ function isConnectionError(error: unknown): boolean {
  * exceeded: a value too large for an index row, e.g. an `event` name of a few kB the service
  * sent): the event, not the server.
  */
-function isDataError(error: unknown): boolean {
-  return error instanceof pg.DatabaseError && /^(2[23]|54000$)/.test(error.code ?? '');
+function isDataError(driver: typeof pg, error: unknown): boolean {
+  return error instanceof driver.DatabaseError && /^(2[23]|54000$)/.test(error.code ?? '');
 }
 
 /** A value PostgreSQL can never hold (class 22, or too large for an index row): no retry helps. */

@@ -1,11 +1,5 @@
-import {
-  connect,
-  IllegalOperationError,
-  type ChannelModel,
-  type ConfirmChannel,
-  type Message,
-  type Options,
-} from 'amqplib';
+import type * as Amqplib from 'amqplib';
+import type { ChannelModel, ConfirmChannel, Message, Options } from 'amqplib';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import { readTlsFiles } from '../tlsFiles.js';
@@ -17,7 +11,7 @@ import {
   type ItemFailure,
 } from '../sinkContract/sinkErrors.js';
 import { ceAttributes } from './cloudEventsHttp.js';
-import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, loadClientPackage, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { abortedError, settleWithin, waitWithin } from './deadline.js';
 import { routingKeyFor } from './rabbitmqRoutingKey.js';
 import type { RabbitmqSinkConfig } from './rabbitmqSinkConfig.js';
@@ -169,8 +163,10 @@ export class RabbitmqSink implements Sink {
     let session: RabbitmqSession | undefined;
     try {
       const connection_name = `skills-changefeed ${this.name}`;
+      const amqplib = await loadClientPackage('amqplib', () => import('amqplib'));
       session = new RabbitmqSession(
-        await connect(this.connectOptions, {
+        amqplib,
+        await amqplib.connect(this.connectOptions, {
           timeout: this.config.connectTimeoutMs,
           noDelay: true,
           clientProperties: { connection_name },
@@ -242,7 +238,7 @@ export class RabbitmqSink implements Sink {
       } catch (error) {
         // A closed channel throws here (write() then reports the lost connection). Anything else
         // is about this event (a routing key over 255 bytes, say) and will not get better.
-        if (error instanceof IllegalOperationError) session.lose(this.explain(error));
+        if (error instanceof session.amqplib.IllegalOperationError) session.lose(this.explain(error));
         resolve({ error: `cannot be published: ${this.explain(error)}`, permanent: true });
       }
     });
@@ -288,6 +284,8 @@ export class RabbitmqSession {
   channel: ConfirmChannel | undefined;
 
   constructor(
+    /** The package the connection came from, for its error classes. */
+    readonly amqplib: typeof Amqplib,
     readonly model: ChannelModel,
     private readonly explain: (error: unknown) => string,
   ) {

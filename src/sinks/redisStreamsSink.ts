@@ -1,11 +1,11 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { AbortedError } from '../errors.js';
 import { readTlsFiles } from '../tlsFiles.js';
 import { inlineOrFileSecret } from '../secrets/readSecretFile.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 import type { OutboundEvent, Sink } from '../sinkContract/sink.js';
 import { SinkUnavailableError, throwIfAnyFailed, type ItemFailure } from '../sinkContract/sinkErrors.js';
-import { cannotConnect, ConnectionSlot, notConnected, type BrokerPeer } from './brokerConnection.js';
+import { cannotConnect, ConnectionSlot, loadClientPackage, notConnected, type BrokerPeer } from './brokerConnection.js';
 import { throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import type { RedisStreamsSinkConfig } from './redisStreamsSinkConfig.js';
@@ -123,6 +123,7 @@ export class RedisStreamsSink implements Sink {
     const current = this.connection.current;
     if (current?.client.status === 'ready') return;
     if (current) this.drop(current);
+    const { Redis } = await loadClientPackage('ioredis', () => import('ioredis'));
     const client = new Redis(this.options);
     const connection: Connection = { client };
     // Errors reach us through the commands; this listener keeps the reason for the message and

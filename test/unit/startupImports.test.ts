@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import { errorCodeOf } from '../../src/errors.js';
+import { loadClientPackage } from '../../src/sinks/brokerConnection.js';
+import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
+
+const SRC = resolve(import.meta.dirname, '../../src');
+
+/** The packages a process loads at start, following the static value imports from `entry` (not `import type`, not `import()`). */
+function packagesLoadedAtStart(entry: string): Set<string> {
+  const packages = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022);
+    for (const statement of source.statements) {
+      const specifier =
+        (ts.isImportDeclaration(statement) && !statement.importClause?.isTypeOnly) ||
+        (ts.isExportDeclaration(statement) && !statement.isTypeOnly)
+          ? statement.moduleSpecifier
+          : undefined;
+      if (!specifier || !ts.isStringLiteral(specifier)) continue;
+      const name = specifier.text;
+      if (name.startsWith('.')) {
+        const target = resolve(dirname(file), name.replace(/\.js$/, '.ts'));
+        if (existsSync(target)) visit(target);
+      } else if (!name.startsWith('node:'))
+        packages.add(name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : name.split('/')[0]!);
+    }
+  };
+  visit(entry);
+  return packages;
+}
+
+describe('what the CLI loads at start', () => {
+  it('loads no broker client, no pg and no pino-pretty until a config asks for them', () => {
+    const loaded = packagesLoadedAtStart(resolve(SRC, 'cli/changefeed.ts'));
+    // The sanity check: the walk does see the packages every command needs.
+    expect(loaded).toContain('zod');
+    const onDemand = [
+      'mqtt',
+      'ioredis',
+      'amqplib',
+      '@nats-io/transport-node',
+      '@nats-io/jetstream',
+      'pg',
+      'pino-pretty',
+    ];
+    expect(onDemand.filter((name) => loaded.has(name))).toEqual([]);
+  });
+
+  it('turns a client package that cannot load into SINK_UNAVAILABLE, naming the package', async () => {
+    // A specifier in a variable: tsc would refuse a literal one that resolves to nothing.
+    const missing = './no-such-module.js';
+    const failure = await loadClientPackage('mqtt', () => import(missing)).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(SinkUnavailableError);
+    expect(errorCodeOf(failure)).toBe('SINK_UNAVAILABLE');
+    expect((failure as Error).message).toMatch(/^cannot load the client package mqtt \(.*no-such-module/);
+  });
+});
