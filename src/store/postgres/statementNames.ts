@@ -21,7 +21,8 @@ export const MAX_PREPARED_STATEMENTS = 256;
  * the search_path of a statement's preparation when it plans it again. A schema change under a
  * running daemon makes PostgreSQL plan the statement again at its next execution; only a change
  * of what a statement returns (a column's type changed) fails it, with STALE_PLAN_SQLSTATE, on
- * each connection that prepared it: the store then destroys that connection (isStalePlan).
+ * each connection that prepared it: the store then destroys that connection and sends the
+ * statement, or tries its transaction, once more unnamed (isStalePlan; PoolGate, TenantDb).
  *
  * Named: statements with parameters and a single command. A statement without parameters
  * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes as before.
