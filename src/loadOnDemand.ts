@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+
 /**
  * Imports a module that only some configurations use (a broker's client, the PostgreSQL engine,
  * the console) when it is first needed, so a process that needs none of them never pays for
@@ -12,6 +14,24 @@ export async function loadOnDemand<T>(
   try {
     return await load();
   } catch (error) {
-    throw failure(error instanceof Error ? error.message : String(error), error);
+    throw failedToLoad(error, failure);
   }
+}
+
+/**
+ * loadOnDemand for a CommonJS package needed synchronously (pino-pretty, as a logger is built),
+ * required by its name from this project's node_modules.
+ */
+export function requireOnDemand<T>(name: string, failure: (reason: string, cause: unknown) => Error): T {
+  try {
+    return createRequire(import.meta.url)(name) as T;
+  } catch (error) {
+    throw failedToLoad(error, failure);
+  }
+}
+
+/** The reason is the error's first line: require's message goes on with the stack of requiring files. */
+function failedToLoad(error: unknown, failure: (reason: string, cause: unknown) => Error): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  return failure(message.split('\n', 1)[0]!, error);
 }

@@ -188,6 +188,9 @@ export class SinkWorker {
     // share: up to maxInFlight more per worker is the design, not the leak Node warns about past ten.
     const listeners = this.maxInFlight + 2;
     setMaxListeners(getMaxListeners(writes) + listeners, writes);
+    // And `stop` gets this worker's wake: the engine's workers share it, one listener each.
+    const stopListeners = stop === writes ? 0 : 1;
+    setMaxListeners(getMaxListeners(stop) + stopListeners, stop);
     const stopped = (): boolean => stop.aborted || writes.aborted;
     const wakeOnStop = (): void => this.wake.notify();
     stop.addEventListener('abort', wakeOnStop, { once: true });
@@ -219,6 +222,7 @@ export class SinkWorker {
       stop.removeEventListener('abort', wakeOnStop);
       writes.removeEventListener('abort', wakeOnStop);
       setMaxListeners(Math.max(0, getMaxListeners(writes) - listeners), writes);
+      setMaxListeners(Math.max(0, getMaxListeners(stop) - stopListeners), stop);
     }
   }
 

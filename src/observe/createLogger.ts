@@ -1,8 +1,8 @@
-import { createRequire } from 'node:module';
 import { isatty } from 'node:tty';
 import { pino, type LogFn } from 'pino';
 import type PinoPretty from 'pino-pretty';
 import { ConfigError } from '../errors.js';
+import { requireOnDemand } from '../loadOnDemand.js';
 import { redactLogValue, serializeError } from './redactLogValue.js';
 import { scrubSecrets } from '../secrets/secretRegistry.js';
 
@@ -86,7 +86,15 @@ function prettyStream(destination: NodeJS.WritableStream | number): pino.Destina
   // pino-pretty's formatter called inline rather than as a worker transport: every line is
   // written before the log call returns, so nothing is lost on exit and no thread is involved.
   // Required here, synchronously, and only for log.pretty: a JSON logger never loads it.
-  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+  const { prettyFactory } = requireOnDemand<typeof PinoPretty>(
+    'pino-pretty',
+    (reason) =>
+      new ConfigError(
+        `log.pretty needs the package pino-pretty, which cannot be loaded (${reason}); reinstall changefeed, ` +
+          'or set log.pretty: false for JSON lines',
+        [{ path: 'log.pretty', message: 'pino-pretty cannot be loaded' }],
+      ),
+  );
   const prettify = prettyFactory({ colorize });
   const target = rawStream(destination);
   return { write: (line: string) => target.write(prettify(line)) };

@@ -217,6 +217,38 @@ describe('SinkWorker with a real store', () => {
     }
   });
 
+  it("a tenant's many workers share the engine's stop and write signals without a listener-leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      // As DeliveryEngine.start runs them: every worker on the one stop and the one abort signal.
+      const names = Array.from({ length: 12 }, (_, i) => `out-${i}`);
+      const clock = testClock();
+      const store = await openStore(join(makeTempDir(), 's.sqlite'), names);
+      const stopLaunching = new AbortController();
+      const abortWrites = new AbortController();
+      const runs = names.map((name) =>
+        worker(store, new ScriptedSink(name, undefined, clock), clock).run(stopLaunching.signal, {
+          abortWrites: abortWrites.signal,
+        }),
+      );
+      await withVirtualTime(clock, new Promise((resolve) => setTimeout(resolve, 50)));
+      expect(getEventListeners(stopLaunching.signal, 'abort')).toHaveLength(12);
+      stopLaunching.abort();
+      await withVirtualTime(clock, Promise.all(runs));
+      for (const signal of [stopLaunching.signal, abortWrites.signal])
+        expect(getMaxListeners(signal)).toBe(defaultMaxListeners);
+      expect(getEventListeners(abortWrites.signal, 'abort')).toHaveLength(0);
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+      await store.close();
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it("holds back only the failing object's later events", async () => {
     const { store, sink, clock, drain } = await setup();
     const c1 = await ingestEntries(store, 'career', 'c-1', ['a', 'b']);

@@ -1,8 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
+import Module from 'node:module';
 import { dirname, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { errorCodeOf } from '../../src/errors.js';
+import { ConfigError, errorCodeOf } from '../../src/errors.js';
+import { createLogger } from '../../src/observe/createLogger.js';
 import { loadClientPackage } from '../../src/sinks/brokerConnection.js';
 import { SinkUnavailableError } from '../../src/sinkContract/sinkErrors.js';
 
@@ -59,5 +61,29 @@ describe('what the CLI loads at start', () => {
     expect(failure).toBeInstanceOf(SinkUnavailableError);
     expect(errorCodeOf(failure)).toBe('SINK_UNAVAILABLE');
     expect((failure as Error).message).toMatch(/^cannot load the client package mqtt \(.*no-such-module/);
+  });
+
+  it('turns a pino-pretty that cannot load into CONFIG_INVALID on log.pretty, not a stack trace', () => {
+    // A broken install, as node's CommonJS loader meets it: the package does not resolve.
+    const loader = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
+    const resolveFilename = loader._resolveFilename;
+    loader._resolveFilename = (request, ...rest) => {
+      if (request === 'pino-pretty') throw new Error("Cannot find module 'pino-pretty'\nRequire stack:\n- here");
+      return resolveFilename.call(Module, request, ...rest);
+    };
+    let failure: unknown;
+    try {
+      createLogger({ pretty: true, destination: process.stderr });
+    } catch (error) {
+      failure = error;
+    } finally {
+      loader._resolveFilename = resolveFilename;
+    }
+    expect(failure).toBeInstanceOf(ConfigError);
+    expect((failure as ConfigError).issues).toEqual([{ path: 'log.pretty', message: 'pino-pretty cannot be loaded' }]);
+    expect((failure as Error).message).toBe(
+      "log.pretty needs the package pino-pretty, which cannot be loaded (Cannot find module 'pino-pretty'); " +
+        'reinstall changefeed, or set log.pretty: false for JSON lines',
+    );
   });
 });

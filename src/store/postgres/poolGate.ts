@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
 import { isConnectionFailure } from './connectionFailure.js';
-import { StatementNames } from './statementNames.js';
+import { isStalePlan, StatementNames } from './statementNames.js';
 
 /**
  * Which queue a checkout waits in: `start` (a tenant starting: its first reads and writes, each a
@@ -82,7 +82,8 @@ export class PoolGate {
   /**
    * One statement on a connection of the pool, prepared there under its name (`names`).
    * node-postgres checks the connection out and back, and destroys it after any error, a stale
-   * prepared statement's too.
+   * prepared statement's too (isStalePlan): that statement did nothing, and is sent once more
+   * unnamed, planned afresh, so a schema change under a running daemon fails no read or write.
    */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     sql: string,
@@ -91,7 +92,11 @@ export class PoolGate {
   ): Promise<pg.QueryResult<R>> {
     const leave = await this.enter(lane);
     try {
-      const result = await this.pool.query<R>(this.names.statement(sql, params));
+      const statement = this.names.statement(sql, params);
+      const result = await this.pool.query<R>(statement).catch((error: unknown) => {
+        if (statement.name === undefined || !isStalePlan(error)) throw error;
+        return this.pool.query<R>({ text: sql, values: statement.values });
+      });
       this.ended(undefined);
       return result;
     } catch (error) {

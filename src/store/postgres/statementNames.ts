@@ -19,9 +19,12 @@ export const MAX_PREPARED_STATEMENTS = 256;
  * one name. What a prepared statement means is fixed at its preparation: the pool's
  * connections all have one search_path (the store's schema, set at connect) and PostgreSQL keeps
  * the search_path of a statement's preparation when it plans it again. A schema change under a
- * running daemon makes PostgreSQL plan the statement again at its next execution; only a change
- * of what a statement returns (a column's type changed) fails it, with STALE_PLAN_SQLSTATE, on
- * each connection that prepared it: the store then destroys that connection (isStalePlan).
+ * running daemon makes PostgreSQL plan the statement again at its next execution, with the
+ * parameter types of its preparation. A change of what a statement returns (a column's type
+ * changed) fails it, with STALE_PLAN_SQLSTATE, on each connection that prepared it: the store
+ * then destroys that connection and sends the statement, or tries its transaction, once more
+ * unnamed (isStalePlan; PoolGate, TenantDb). A change of a column a parameter took its type from
+ * fails it as a wrong value would, on that connection for good: docs/operations.md forbids both.
  *
  * Named: statements with parameters and a single command. A statement without parameters
  * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes as before.

@@ -26,6 +26,13 @@ export interface RiddenTransaction {
   rolledBack(error: unknown): void;
 }
 
+/** A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed. */
+class StalePlan extends Error {
+  constructor(cause: unknown) {
+    super('a prepared statement went stale under a schema change', { cause });
+  }
+}
+
 /**
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
  * through it. It keeps the three rules of the store in one place:
@@ -110,8 +117,21 @@ export class TenantDb {
   /**
    * `work` in one transaction on one connection, after the fence check, with the writes waiting to
    * ride along; rolled back if anything throws (the riding writes then wait for the next one).
+   * A statement prepared before a schema change that changed what it returns fails (isStalePlan)
+   * before it did anything: the transaction is then tried once more, its statements unnamed
+   * (planned afresh), so a migration under a running daemon costs no write and no error.
    */
   async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    try {
+      return await this.attempt(work, true);
+    } catch (error) {
+      if (!(error instanceof StalePlan)) throw error;
+    }
+    return this.attempt(work, false);
+  }
+
+  /** One try of `transaction`, its statements prepared under their names or not (`prepared`). */
+  private async attempt<T>(work: (query: Query) => Promise<T>, prepared: boolean): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect(this.lane);
@@ -130,7 +150,9 @@ export class TenantDb {
       params?: readonly unknown[],
     ): Promise<pg.QueryResult<R>> => {
       activity.statements++;
-      return client.query<R>(this.pool.names.statement(sql, params));
+      return client.query<R>(
+        prepared ? this.pool.names.statement(sql, params) : { text: sql, values: params as unknown[] | undefined },
+      );
     };
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
@@ -163,6 +185,11 @@ export class TenantDb {
         await send('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
+      // Tried again (a stale plan comes from `work`: the riding writes return no rows, COMMIT is unnamed).
+      if (prepared && isStalePlan(error)) {
+        carried?.rolledBack(error);
+        throw new StalePlan(error);
+      }
       const thrown = this.failure(error);
       carried?.rolledBack(thrown);
       throw thrown;
