@@ -64,12 +64,14 @@ describe('what the CLI loads at start', () => {
   });
 
   it('turns a pino-pretty that cannot load into CONFIG_INVALID on log.pretty, not a stack trace', () => {
-    // A broken install, as node's CommonJS loader meets it: the package does not resolve.
-    const loader = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
-    const resolveFilename = loader._resolveFilename;
-    loader._resolveFilename = (request, ...rest) => {
+    // A broken install, as node's CommonJS loader meets it: the package does not resolve. Hooked
+    // at _load, which every require passes before its caches: an earlier file of this worker may
+    // have loaded pino-pretty (isolate: false), and a resolution it cached skips _resolveFilename.
+    const loader = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
+    const load = loader._load;
+    loader._load = (request, ...rest) => {
       if (request === 'pino-pretty') throw new Error("Cannot find module 'pino-pretty'\nRequire stack:\n- here");
-      return resolveFilename.call(Module, request, ...rest);
+      return load.call(Module, request, ...rest);
     };
     let failure: unknown;
     try {
@@ -77,7 +79,7 @@ describe('what the CLI loads at start', () => {
     } catch (error) {
       failure = error;
     } finally {
-      loader._resolveFilename = resolveFilename;
+      loader._load = load;
     }
     expect(failure).toBeInstanceOf(ConfigError);
     expect((failure as ConfigError).issues).toEqual([{ path: 'log.pretty', message: 'pino-pretty cannot be loaded' }]);
