@@ -232,6 +232,16 @@ export class LeaseKeeper {
   }
 
   /**
+   * The owner gives `tenant` up on its own (its tenant file was removed) and releases it once
+   * drained: counted as handed over from now, so that a round meanwhile, which no longer finds it
+   * configured, does not hand it over a second time, and so that the hand-over deadline bounds
+   * the drain as it bounds a hand-over's.
+   */
+  givingUp(tenant: string): void {
+    this.held.markHandOver(tenant, this.clock.now());
+  }
+
+  /**
    * A graceful stop's first step: takes no tenant and hands none over from now on, but renews what it
    * holds, so the owner drains its tenants under valid leases before stop() releases them.
    */

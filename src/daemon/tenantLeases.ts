@@ -70,6 +70,7 @@ export class TenantLeases {
   /** A tenant no longer configured: stopped here and given up. */
   async removed(name: string): Promise<void> {
     const here = this.deps.supervisor.runtime(name) !== undefined || this.keeper.validUntil(name) !== undefined;
+    this.keeper.givingUp(name);
     await this.deps.supervisor.stop(name);
     await this.keeper.release(name);
     if (here)

@@ -201,6 +201,25 @@ describe('LeaseKeeper', () => {
     expect((await a.table.list()).map((r) => r.tenant)).toEqual(['company-1', 'company-2', 'company-9']);
   });
 
+  it('a tenant its owner is giving up (its file removed) is not handed over by a round during the drain', async (ctx) => {
+    const { db, set } = await setup(ctx);
+    let tenants = tenantNames(3);
+    const a = set.add('a', db.pool(), () => tenants);
+    a.start();
+    await set.tickUntil('3 held', () => a.keeper.heldLeases().length === 3);
+    // As the daemon applies a removal: the new list and the owner's giving up in one turn, then
+    // rounds while the tenant drains.
+    tenants = tenantNames(2);
+    a.keeper.givingUp('company-3');
+    await set.tick();
+    await set.tick();
+    expect(a.events.filter((e) => e.type === 'handOver')).toEqual([]);
+    expect(a.keeper.canWrite('company-3')).toBe(true);
+    await a.keeper.release('company-3');
+    await set.tick();
+    expect((await a.table.list()).map((r) => r.tenant)).toEqual(['company-1', 'company-2']);
+  });
+
   it('a key moved from one tenant to another: the tenant that now has it is taken in the next round', async (ctx) => {
     const { db, set } = await setup(ctx);
     const [k1, k2] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0')];
