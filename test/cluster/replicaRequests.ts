@@ -72,27 +72,51 @@ export function acquisitions(logs: ReadonlyMap<string, string>): { instanceId: s
 }
 
 /**
- * Requests a replica made for a company while another replica held its lease: at each request, the
- * last replica to acquire the tenant (per the logs) must be the one asking. Exact where
- * `overlaps` is a heuristic: a lease released gracefully may move back within a lease (A to B and
- * back to A) without any overlap, which `overlaps` would report. Log lines and requests are
- * stamped with the wall clock of this one machine; a holder logs its acquisition before its first
- * request, and a replica giving a tenant up stops polling before the release lets another take it.
+ * Requests a replica made for a company while it held no lease of it. A replica polls a company in
+ * stretches (its requests, in the simulator's arrival order, until another replica's come), and
+ * each stretch must have begun under an acquisition of its own: matched in order, every stretch of
+ * a replica takes the next of its acquisitions of the tenant (per its "lease acquired" log lines)
+ * logged no later than the stretch's first request was received. Exact where `overlaps` is a
+ * heuristic: a lease released gracefully may move back within a lease (A to B and back to A)
+ * without any overlap, which `overlaps` would report.
+ *
+ * Only the start of a stretch is compared with a log time, and only one way: a request is received
+ * after it was sent, and sent after its holder logged the acquisition, so a simulator starved of
+ * CPU (it runs in the test process) receiving late does not count against a replica. Comparing
+ * every request's receipt with the next holder's acquisition did: the last request of a graceful
+ * hand-over, sent before the release, was received after the next holder had logged its own.
  */
 export function requestsOutsideLease(
   simulator: Simulator,
   logs: ReadonlyMap<string, string>,
   tenantName: (company: number) => string,
 ): string[] {
-  const byTenant = new Map<string, { instanceId: string; at: number }[]>();
-  for (const a of acquisitions(logs)) byTenant.set(a.tenant, [...(byTenant.get(a.tenant) ?? []), a]);
+  return stretchesOutsideLease(requestsByCompany(simulator), acquisitions(logs), tenantName);
+}
+
+/** `requestsOutsideLease` over a request record and the acquisitions, for tables. */
+export function stretchesOutsideLease(
+  byCompany: ReadonlyMap<number, readonly CompanyRequest[]>,
+  acquired: readonly { instanceId: string; tenant: string; at: number }[],
+  tenantName: (company: number) => string,
+): string[] {
   const found: string[] = [];
-  for (const [company, requests] of requestsByCompany(simulator)) {
-    const taken = byTenant.get(tenantName(company)) ?? [];
+  for (const [company, requests] of byCompany) {
+    const tenant = tenantName(company);
+    const unused = new Map<string, number[]>();
+    for (const a of acquired)
+      if (a.tenant === tenant) unused.set(a.instanceId, [...(unused.get(a.instanceId) ?? []), a.at]);
+    let current: string | null = null;
     for (const r of requests) {
-      const holder = taken.filter((a) => a.at <= r.at).at(-1)?.instanceId;
-      if (r.instanceId !== null && r.instanceId !== holder)
-        found.push(`company ${company}: ${r.instanceId} polled at ${r.at} while ${holder ?? 'nobody'} held the lease`);
+      if (r.instanceId === null || r.instanceId === current) continue;
+      current = r.instanceId;
+      const times = unused.get(r.instanceId) ?? [];
+      if (times.length > 0 && times[0]! <= r.at) times.shift();
+      else
+        found.push(
+          `company ${company}: ${r.instanceId} began polling at ${r.at} without an acquisition of its own before it` +
+            ` (its unused acquisitions: ${times.length === 0 ? 'none' : times.join(', ')})`,
+        );
     }
   }
   return found;
