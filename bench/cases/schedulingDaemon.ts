@@ -14,6 +14,7 @@ import { QuietClockDriver } from './quietClock.js';
 import { ScaledClock } from './scaledClock.js';
 import type { DayOptions, DayResult } from './schedulingDay.js';
 import { openSqliteStoreFile } from '../../test/support/sqliteStoreFile.js';
+import { expectedDelayGivenPolls } from './expectedDelayGivenPolls.js';
 
 const HOUR_MS = 3_600_000;
 const SINK = 'file';
@@ -44,6 +45,12 @@ export interface DaemonDayResult extends DayResult {
    * workload, and a change that moves the polls' phases draws another (docs/scheduling.md).
    */
   meanErrorMinutes: number;
+  /**
+   * The mean and p95 the day's polls give a change at a random moment of the measured hours, at
+   * each log's true rate (expectedDelayGivenPolls.ts): the same day without the arrivals' draw.
+   */
+  expectedMeanMinutes: number;
+  expectedP95Minutes: number;
 }
 
 /** Standard error of the mean of `values`: the sample's standard deviation over √n. */
@@ -144,6 +151,13 @@ export async function simulateDaemonDay(o: DayOptions, time: DaemonDayTime = {})
     tail.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  const trueRates = simulator.trueRates();
+  const expected = expectedDelayGivenPolls(
+    pollTimesByLog(simulator.requests, trueRates),
+    measureFrom,
+    measureUntil,
+    start + o.hours * HOUR_MS,
+  );
   const sentAt = simulator.requests.filter((r) => r.path !== '/api/v1/ping').map((r) => r.at);
   delays.sort((a, b) => a - b);
   const mean = delays.reduce((a, b) => a + b, 0) / Math.max(1, delays.length);
@@ -155,10 +169,41 @@ export async function simulateDaemonDay(o: DayOptions, time: DaemonDayTime = {})
     p95Minutes: (delays[Math.floor(0.95 * (delays.length - 1))] ?? 0) / 60_000,
     measured: delays.length,
     meanErrorMinutes: standardErrorOfMean(delays) / 60_000,
+    expectedMeanMinutes: expected.meanMinutes,
+    expectedP95Minutes: expected.p95Minutes,
     events,
-    trueRates: [...simulator.trueRates().values()],
+    trueRates: [...trueRates.values()],
     ...(wall && { eventLoopDelayP99Ms: loopDelay.percentile(99) / 1e6 }),
   };
+}
+
+/**
+ * Each log's true rate and the times its polls read it: the first page of each poll (an answered
+ * request without an offset past 0) on the log's activity path, keyed as the simulator keys its
+ * rates. A change a second page reads counts as read a slot early.
+ */
+export function pollTimesByLog(
+  requests: ReadonlyArray<{ at: number; path: string; query: Readonly<Record<string, string>>; status: number }>,
+  trueRates: ReadonlyMap<string, number>,
+): Array<{ rate: number; pollTimes: number[] }> {
+  const times = new Map<string, number[]>();
+  for (const r of requests) {
+    if (r.status >= 300 || (r.query.offset ?? '0') !== '0') continue;
+    const key = activityKey(r.path);
+    if (key === undefined) continue;
+    const list = times.get(key) ?? [];
+    list.push(r.at);
+    times.set(key, list);
+  }
+  return [...trueRates].map(([key, rate]) => ({ rate, pollTimes: times.get(key) ?? [] }));
+}
+
+/** The simulator's stream key (`career:id`, `skill:id`, `identity_provider:null`) of an activity path. */
+function activityKey(path: string): string | undefined {
+  if (path === '/api/v1/identity-provider-events') return 'identity_provider:null';
+  const match = /^\/api\/v1\/(careers|skills)\/([^/]+)\/activity$/.exec(path);
+  if (!match) return undefined;
+  return `${match[1] === 'careers' ? 'career' : 'skill'}:${decodeURIComponent(match[2] as string)}`;
 }
 
 /** New complete lines of a file that only grows (the file sink appends and fsyncs whole batches). */

@@ -101,11 +101,31 @@ describe('the freshness goal judged with the error of its draw', () => {
   });
 
   it('gives each seed its ratio and the error of one draw', () => {
-    const run = (policy: string, meanMinutes: number, meanErrorMinutes: number, p95Minutes: number) =>
-      ({ seed: 9, policy, meanMinutes, meanErrorMinutes, p95Minutes }) as FreshnessRun;
-    const [verdict] = freshnessVerdicts([run('round-robin', 16.59, 0.35, 32.36), run('adaptive', 9.91, 0.3, 31.24)]);
+    const run = (
+      policy: string,
+      meanMinutes: number,
+      meanErrorMinutes: number,
+      p95Minutes: number,
+      expectedMeanMinutes: number,
+      expectedP95Minutes: number,
+    ) =>
+      ({
+        seed: 9,
+        policy,
+        meanMinutes,
+        meanErrorMinutes,
+        p95Minutes,
+        expectedMeanMinutes,
+        expectedP95Minutes,
+      }) as FreshnessRun;
+    const [verdict] = freshnessVerdicts([
+      run('round-robin', 16.59, 0.35, 32.36, 16.89, 32.32),
+      run('adaptive', 9.91, 0.3, 31.24, 9.6, 31.55),
+    ]);
     expect(verdict?.meanRatio).toBeCloseTo(0.597, 3);
     expect(verdict?.meanRatioError).toBeCloseTo(0.022, 3);
     expect(verdict?.met).toBe(false);
+    expect(verdict?.expectedMeanRatio).toBeCloseTo(0.568, 3);
+    expect(verdict?.expectedP95Ratio).toBeCloseTo(0.976, 3);
   });
 });
