@@ -5,12 +5,17 @@
  *
  * `npx tsx bench/schedulingDaemonWallClock.ts [--time-scale 60|20|virtual] [--seeds 7,8,9]
  * [--hours 6] [--policies round-robin,adaptive] [--latency-ms 0] [--date-resolution-s 1]
- * [--schedule JSON]`
+ * [--schedule JSON] [--concurrent]`
  *
  * A scaled hour takes 3600 / scale real seconds, so `--time-scale 60 --hours 6` runs six minutes
- * per seed and policy. The machine's load is printed beside each run: it is part of the figure.
+ * per seed and policy, one after the other; `--concurrent` runs every seed and policy at once, each
+ * in a process of its own (a run at 60x takes about a tenth of a core: six together fit in two
+ * cores with room, and each still has an event loop to itself). The machine's load and each run's
+ * event-loop delay are printed beside it: they are part of the figure.
  */
+import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { simulateDaemonDay, type DaemonDayResult } from './cases/schedulingDaemon.js';
 
@@ -29,6 +34,8 @@ export interface FreshnessWallClockOptions {
   schedule?: Record<string, unknown>;
   /** Where each run's line goes as it finishes (default: stdout). */
   writeLine?: (line: string) => void;
+  /** On the wall clock: every seed and policy at once, a process each (`--concurrent`). */
+  concurrent?: boolean;
 }
 
 export interface FreshnessRun extends DaemonDayResult {
@@ -72,6 +79,11 @@ export async function runFreshnessWallClock(options: FreshnessWallClockOptions):
 }> {
   const writeLine = options.writeLine ?? ((line: string) => console.log(line));
   const policies = options.policies ?? ['round-robin', 'adaptive'];
+  if (options.concurrent && options.timeScale !== 'virtual') {
+    const pairs = options.seeds.flatMap((seed) => policies.map((policy) => ({ seed, policy })));
+    const runs = await Promise.all(pairs.map(({ seed, policy }) => runInChild(options, seed, policy, writeLine)));
+    return { runs, verdicts: freshnessVerdicts(runs) };
+  }
   const runs: FreshnessRun[] = [];
   for (const seed of options.seeds) {
     for (const policy of policies) {
@@ -114,6 +126,42 @@ export async function runFreshnessWallClock(options: FreshnessWallClockOptions):
   return { runs, verdicts: freshnessVerdicts(runs) };
 }
 
+/** The line a run prints as it ends, which `runInChild` reads back. */
+const RUN_LINE = /^\{"timeScale":.*\}$/m;
+
+/**
+ * One seed and policy in a process of its own (this file, under the loader this process runs
+ * with), its run read back from the line it prints; its other output and its errors pass through.
+ */
+async function runInChild(
+  options: FreshnessWallClockOptions,
+  seed: number,
+  policy: 'round-robin' | 'adaptive',
+  writeLine: (line: string) => void,
+): Promise<FreshnessRun> {
+  const args = [
+    ...process.execArgv,
+    fileURLToPath(import.meta.url),
+    ...['--time-scale', String(options.timeScale), '--seeds', String(seed), '--policies', policy],
+    ...['--hours', String(options.hours), '--latency-ms', String(options.latencyMs ?? 0)],
+    ...['--date-resolution-s', String(options.dateResolutionSeconds ?? 1)],
+    ...['--schedule', JSON.stringify(options.schedule ?? {})],
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  const line = RUN_LINE.exec(output)?.[0];
+  if (code !== 0 || line === undefined)
+    throw new Error(`the freshness run of seed ${seed}, ${policy}, exited with ${code} and no result:\n${output}`);
+  writeLine(line);
+  const { timeScale: _scale, ...run } = JSON.parse(line) as Omit<FreshnessRun, 'trueRates'> & { timeScale: unknown };
+  return { ...run, trueRates: [] };
+}
+
 /** Ours against round-robin, seed by seed, where both ran. */
 export function freshnessVerdicts(runs: readonly FreshnessRun[]): FreshnessVerdict[] {
   const verdicts: FreshnessVerdict[] = [];
@@ -145,6 +193,7 @@ async function main(): Promise<void> {
       'latency-ms': { type: 'string', default: '0' },
       'date-resolution-s': { type: 'string', default: '1' },
       schedule: { type: 'string', default: '{}' },
+      concurrent: { type: 'boolean', default: false },
     },
   });
   const scale = values['time-scale'];
@@ -156,6 +205,7 @@ async function main(): Promise<void> {
     latencyMs: Number(values['latency-ms']),
     dateResolutionSeconds: Number(values['date-resolution-s']),
     schedule: JSON.parse(values.schedule) as Record<string, unknown>,
+    concurrent: values.concurrent,
   });
   for (const v of verdicts)
     console.log(
