@@ -8,7 +8,19 @@ export interface Clock {
   /** Milliseconds since the Unix epoch, never going back: deadlines and intervals are measured on it. */
   now(): number;
   /** Resolves after `ms`, or rejects with AbortedError as soon as `signal` aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  sleep(ms: number, signal?: SleepSignal): Promise<void>;
+}
+
+/**
+ * What a sleep reads of its signal: an AbortSignal, or an object as small (WakeableSleep's, which
+ * a wake can end again and again without a new AbortController each time). A clock adds at most
+ * one listener per sleep and removes it when the sleep ends on time.
+ */
+export interface SleepSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /**
@@ -18,7 +30,7 @@ export interface Clock {
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The error a sleep rejects with when `signal` aborts: its reason when that is one already (no new stack). */
-export function abortedBy(signal: AbortSignal): AbortedError {
+export function abortedBy(signal: SleepSignal): AbortedError {
   return signal.reason instanceof AbortedError ? signal.reason : new AbortedError();
 }
 

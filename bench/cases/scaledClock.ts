@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../src/clock.js';
+import { systemClock, type Clock, type SleepSignal } from '../../src/clock.js';
 
 /**
  * The wall clock sped up `scale` times, from `start`: a scaled hour passes in 3600 / scale real
@@ -20,7 +20,7 @@ export class ScaledClock implements Clock {
     return Math.floor(this.start + (performance.now() - this.origin) * this.scale);
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: SleepSignal): Promise<void> {
     return systemClock.sleep(ms / this.scale, signal);
   }
 }

@@ -129,20 +129,50 @@ export class PollScheduler {
     const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
     const max = this.bounds().max;
     const { starts: firstPollAt, pace } = this.firstPollStarts(now);
-    const list = [...this.logs.entries()].map(([key, s]) => {
-      const intervalMs = this.intervalMs(s, max);
-      return {
-        key,
-        earliestAt: s.lastPollAt === null ? Number.NEGATIVE_INFINITY : s.lastPollAt + this.deps.minIntervalMs,
-        anchorAt: s.lastPollAt ?? this.firstPollBy(s) - intervalMs,
-        intervalMs,
-        starvingMs,
-        followUpDueAt: s.followUp.dueAt,
-        firstPollAt: firstPollAt.get(s) ?? null,
-      };
-    });
+    const list = [...this.logs.entries()].map(([key, s]) =>
+      this.candidate(key, s, max, starvingMs, firstPollAt.get(s) ?? null),
+    );
     this.kept = { list, pace };
     return list;
+  }
+
+  private candidate(
+    key: string,
+    s: Scheduled,
+    max: number,
+    starvingMs: number,
+    firstPollAt: number | null,
+  ): LogCandidate {
+    const intervalMs = this.intervalMs(s, max);
+    return {
+      key,
+      earliestAt: s.lastPollAt === null ? Number.NEGATIVE_INFINITY : s.lastPollAt + this.deps.minIntervalMs,
+      anchorAt: s.lastPollAt ?? this.firstPollBy(s) - intervalMs,
+      intervalMs,
+      starvingMs,
+      followUpDueAt: s.followUp.dueAt,
+      firstPollAt,
+    };
+  }
+
+  /**
+   * After a poll of `s`: while every log had been polled when the kept list was built, the poll
+   * changed its own candidate alone (the floor and scale move only at a reallocation), so the
+   * list gets that one anew in a copy (a decision may still hold the old list) instead of all 26
+   * of a tenant being built again at the next decision. Otherwise
+   * the first-poll starts move with the poll, and the list is built again at the next ask.
+   */
+  private polled(key: string, s: Scheduled): void {
+    const kept = this.kept;
+    const i = kept !== undefined && kept.pace === undefined ? kept.list.findIndex((c) => c.key === key) : -1;
+    const old = kept?.list[i];
+    if (old === undefined) {
+      this.kept = undefined;
+      return;
+    }
+    const list = kept!.list.slice();
+    list[i] = this.candidate(key, s, this.bounds().max, old.starvingMs, null);
+    this.kept = { list, pace: undefined };
   }
 
   /**
@@ -190,7 +220,6 @@ export class PollScheduler {
     if (!s || !result) return undefined;
     if (result.watched) s.watched = result.watched;
     s.lastPollAt = now;
-    this.kept = undefined;
     const previousNewest = s.rate.lastEventAt;
     s.rate =
       result.history && s.rate.updatedAt === null
@@ -211,6 +240,7 @@ export class PollScheduler {
     s.followUp = this.followUps.afterPoll(s.followUp, now, inSession);
     // A first poll that read history costs a page more than the polls the cost is meant for.
     if (result.requests > 0 && !result.history) s.cost = 0.9 * s.cost + 0.1 * result.requests;
+    this.polled(logKey(w), s);
     return {
       log: w.log,
       objectId: w.objectId,

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { type Clock } from '../../src/clock.js';
+import { type Clock, type SleepSignal } from '../../src/clock.js';
 import { ManualClock } from '../support/manualClock.js';
 import { guardedClient, startCountingService, type CountingService } from '../support/countingService.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
@@ -34,7 +34,7 @@ class StalledClock implements Clock {
   now(): number {
     return this.timers.now() + this.stalledMs;
   }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: SleepSignal): Promise<void> {
     return this.timers.sleep(ms, signal);
   }
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { systemClock, type Clock } from '../../src/clock.js';
+import { systemClock, type Clock, type SleepSignal } from '../../src/clock.js';
 import { ManualClock } from './manualClock.js';
 import { AbortedError } from '../../src/errors.js';
 import { LeaseKeeper, type LeaseKeeperOptions } from '../../src/cluster/leaseKeeper.js';
@@ -177,7 +177,7 @@ export class PausableClock implements Clock {
     return systemClock.now();
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: SleepSignal): Promise<void> {
     return systemClock.sleep(ms, signal).then(() => {
       if (!this.paused) return;
       return new Promise<void>((resolve, reject) => {

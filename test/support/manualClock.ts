@@ -1,10 +1,10 @@
-import { abortedBy, type Clock } from '../../src/clock.js';
+import { abortedBy, type Clock, type SleepSignal } from '../../src/clock.js';
 
 interface PendingSleep {
   wakeAt: number;
   resolve: () => void;
   reject: (error: Error) => void;
-  signal: AbortSignal | undefined;
+  signal: SleepSignal | undefined;
   onAbort: () => void;
 }
 
@@ -24,7 +24,7 @@ export class ManualClock implements Clock {
     return this.current;
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: SleepSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortedBy(signal));
     return new Promise<void>((resolve, reject) => {
       const entry: PendingSleep = {

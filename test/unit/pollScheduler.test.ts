@@ -313,6 +313,32 @@ describe('PollScheduler', () => {
     expect(scheduler.candidates(T0 + 3_000 + 61_000).map((c) => c.key)).toEqual(['career:b', 'skill:s']);
   });
 
+  it("after a poll of a log, renews that log's candidate alone, equal to the list built anew", () => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
+    const logs = [
+      watched('career', 'a'),
+      watched('career', 'b'),
+      watched('skill', 's'),
+      watched('identity_provider', ''),
+    ];
+    scheduler.sync(logs);
+    for (const w of logs) scheduler.recordPoll(w, T0, { requests: 1, emittedPerformedAt: [] });
+    let now = T0 + 1_000;
+    for (let i = 0; i < 12; i++, now += 4_000) {
+      const before = scheduler.candidates(now);
+      const w = logs[i % logs.length]!;
+      scheduler.recordPoll(w, now, { requests: 1 + (i % 2), emittedPerformedAt: i % 3 === 0 ? [now - 500] : [] });
+      const after = scheduler.candidates(now);
+      // The other logs' candidates are the same objects: nothing of theirs was built again.
+      after.forEach((c, j) => {
+        if (c.key !== `${w.log}:${w.objectId}`) expect(c).toBe(before[j]);
+      });
+      // And the list is what building it anew gives (the kept one dropped by hand).
+      (scheduler as unknown as { kept: undefined }).kept = undefined;
+      expect(scheduler.candidates(now)).toEqual(after);
+    }
+  });
+
   it('keeps the candidates of logs never polled while the pace their first-poll starts were reckoned at holds', () => {
     let intervalMs = 4_000;
     const scheduler = new PollScheduler({

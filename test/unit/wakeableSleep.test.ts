@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/errors.js';
-import { systemClock } from '../../src/clock.js';
+import { systemClock, type Clock } from '../../src/clock.js';
 import { ManualClock } from '../support/manualClock.js';
 import { WakeableSleep } from '../../src/poll/wakeableSleep.js';
 
@@ -43,6 +43,40 @@ describe('WakeableSleep', () => {
     expect(await timed(clock, wake.sleep(5_000), () => wake.wake())).toBe(100);
     expect(await timed(clock, wake.sleep(5_000), () => wake.wake())).toBe(100);
     expect(await timed(clock, wake.sleep(300))).toBe(300);
+  });
+
+  it('is woken again and again without an AbortController per wake', async () => {
+    const clock = new ManualClock();
+    const wake = new WakeableSleep(clock);
+    const Original = globalThis.AbortController;
+    let built = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        built++;
+      }
+    };
+    try {
+      for (let i = 0; i < 5; i++) expect(await timed(clock, wake.sleep(5_000), () => wake.wake())).toBe(100);
+    } finally {
+      globalThis.AbortController = Original;
+    }
+    expect(built).toBe(0);
+  });
+
+  it('ends a sleep whose clock listens only after an await, when the wake came first', async () => {
+    const clock = new ManualClock();
+    const late: Clock = {
+      now: () => clock.now(),
+      sleep: async (ms, signal) => {
+        await Promise.resolve();
+        await clock.sleep(ms, signal);
+      },
+    };
+    const wake = new WakeableSleep(late);
+    const sleeping = wake.sleep(5_000);
+    wake.wake();
+    expect(await timed(clock, sleeping)).toBe(0);
   });
 
   it('wakes a sleep on the system clock', async () => {
