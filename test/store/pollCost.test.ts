@@ -79,10 +79,13 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     return { backend, store };
   }
 
-  it('is one transaction of three round trips when the poll found nothing, four with the learned rates once due', async () => {
+  it('is one statement when the poll found nothing, a transaction of four round trips with the learned rates once due', async () => {
     const { backend, store } = await fencedStore();
-    // BEGIN with its bounds and the fence check, the cursor with the prune of old seen ids, COMMIT.
+    // On a connection that has not prepared the cursor's statement yet: a transaction that does
+    // (BEGIN with its bounds and the fence check, the statement, COMMIT).
     expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({ transactions: 1, statements: 3 });
+    // Then one round trip: the cursor with the prune of old seen ids, checking the lease itself.
+    expect(await cost(backend.activity, () => poll(store, [], T + 1_500))).toEqual({ transactions: 1, statements: 1 });
     // Only the store's timers: the database's answers and the lease's clock are real.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
@@ -90,10 +93,10 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
       // The previous poll's learned rate waits (RATE_RIDE_AFTER_MS): the next poll costs the same.
       expect(await cost(backend.activity, () => poll(store, [], T + 2_000))).toEqual({
         transactions: 1,
-        statements: 3,
+        statements: 1,
       });
       await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
-      // Due, it rides along: one statement more.
+      // Due, it rides along: the poll takes a transaction (the fence, the cursor, the rates, COMMIT).
       expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
         transactions: 1,
         statements: 4,
@@ -167,6 +170,66 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     // A tenant asking alone is answered alone, from a read sent after it asked.
     await ingest(stores[0]!, [entry('late')]);
     expect(await stores[0]!.outbox.counts('a')).toMatchObject({ pending: 1 });
+  });
+
+  describe('a poll that found nothing, one statement checking the lease itself', () => {
+    /** A store whose cursor statement is prepared on its connection, with an entry seen long ago. */
+    async function preparedStore(locallyValid?: () => boolean) {
+      const backend = await openBackend();
+      const leases = new LeaseTable(backend.leasePool, { leaseMs: LEASE_MS });
+      expect(await acquireOne(leases, tenant, 'a')).toMatchObject({ epoch: 1 });
+      const store = await backend.tenantStore(tenant, {
+        fence: databaseFence({ tenant, holder: 'a', epoch: 1 }, LEASE_MS, locallyValid),
+      });
+      await prepare(store);
+      await poll(store, [entry('e-old', T)], T + 1_000);
+      await poll(store, [], T + 1_500);
+      // One round trip: the statement is prepared on the pool's connection.
+      expect(await cost(backend.activity, () => poll(store, [], T + 1_600))).toEqual({
+        transactions: 1,
+        statements: 1,
+      });
+      return { backend, store };
+    }
+
+    /** Refused with LEASE_LOST, the cursor unmoved and the old seen id not pruned. */
+    async function refusedLeavingAll(store: ChangefeedStore) {
+      await expect(poll(store, [], T + 10 * HOUR)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 1_600 });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e-old'])).toEqual(new Set(['e-old']));
+      expect(store.health.problem).toBeUndefined();
+    }
+
+    it('is refused, writing nothing, once another replica took the lease', async () => {
+      const { backend, store } = await preparedStore();
+      await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+      await refusedLeavingAll(store);
+    });
+
+    it('is refused, writing nothing, once the lease expired on the database clock', async () => {
+      const { backend, store } = await preparedStore();
+      await backend.pool.query(
+        "UPDATE changefeed_leases SET expires_at = now() - interval '1 second' WHERE tenant = $1",
+        [tenant],
+      );
+      await refusedLeavingAll(store);
+    });
+
+    it("is refused without asking the database once the holder's own deadline passed", async () => {
+      let valid = true;
+      const { backend, store } = await preparedStore(() => valid);
+      valid = false;
+      const before = backend.activity.statements;
+      await refusedLeavingAll(store);
+      expect(backend.activity.statements - before).toBe(2); // the two reads of refusedLeavingAll alone
+    });
+
+    it('writes under the lease it holds, the prune of old seen ids with it', async () => {
+      const { store } = await preparedStore();
+      await poll(store, [], T + 10 * HOUR);
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 10 * HOUR });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e-old'])).toEqual(new Set());
+    });
   });
 
   it('refuses the poll, writing nothing, once another replica took the lease', async () => {

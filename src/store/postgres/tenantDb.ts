@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { WriteFence } from '../../cluster/writeFence.js';
+import { claimParams, leaseHeldCte, lostInDatabase, type WriteFence } from '../../cluster/writeFence.js';
 import type { StoreActivity } from '../storeActivity.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
@@ -112,6 +112,81 @@ export class TenantDb {
     } catch (error) {
       throw this.failure(error);
     }
+  }
+
+  /**
+   * One write statement that checks the tenant's lease in its own text: a poll that found nothing
+   * new is its cursor statement alone, one round trip where a fenced transaction is three (`BEGIN`
+   * with the fence check, the statement, `COMMIT`), each of them holding a pool connection and a
+   * turn of this process's one thread. `sql(lease)` is the statement given the text of a CTE named
+   * `lease` (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has
+   * its row, and return one row whose `held` says whether it had. A statement that was not held
+   * wrote nothing and throws LeaseLostError, as the fence check of a transaction would.
+   *
+   * Sent as one simple query, its bounds (`SET LOCAL statement_timeout`, the fence's) and an
+   * `EXECUTE` of the statement prepared on the connection, its values written in as literals: a
+   * query of several statements is one implicit transaction, so the bound covers the statement and
+   * the lease row's lock lasts no longer than it. On a connection that has not prepared it yet, with
+   * writes waiting to ride, or with a fence that cannot be checked inline (no `fence.inline`), it
+   * takes a transaction as `writeOne` does (which prepares it there); without a fence, it runs alone.
+   */
+  async writeFencedAlone(sql: (lease: string) => string, params: readonly (string | number | null)[]): Promise<void> {
+    const inline = this.fence?.inline;
+    if (!this.fence) {
+      await this.writeOne(sql('lease AS (SELECT)'), params);
+      return;
+    }
+    if (!inline) {
+      await this.transaction((query) => query(sql('lease AS (SELECT)'), params));
+      return;
+    }
+    inline.refuseLocally();
+    const text = sql(leaseHeldCte(params.length + 1));
+    const values = [...params, ...claimParams(inline.claim)];
+    const inTransaction = async (): Promise<void> => {
+      const { rows } = await this.transaction((query) => query<{ held: boolean }>(text, values));
+      if (rows[0]?.held !== true) throw lostInDatabase(inline.claim);
+    };
+    if (this.riding?.waiting) return inTransaction();
+    const { name } = this.pool.names.statement(text, values);
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect(this.lane);
+    } catch (error) {
+      throw this.failure(error);
+    }
+    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
+      .connection.parsedStatements;
+    if (name === undefined || parsed[name] !== text) {
+      client.release();
+      return inTransaction();
+    }
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    const bound = Math.max(1, Math.floor(this.fence.statementTimeoutMs));
+    const literals = values.map((value) => (value === null ? 'NULL' : client.escapeLiteral(String(value))));
+    let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
+    this.activity.statementAlone();
+    try {
+      results = await client.query(
+        `SET LOCAL statement_timeout = ${bound}; EXECUTE ${client.escapeIdentifier(name)}(${literals.join(', ')})`,
+      );
+    } catch (error) {
+      // The implicit transaction rolled back on its own. A connection that failed, or holds a
+      // statement a schema change made stale, is destroyed (as in `attempt`); the stale one's
+      // write is tried again in a transaction, its statement unnamed there if need be.
+      const destroy = isConnectionFailure(error) || isStalePlan(error);
+      client.off('error', ignore);
+      client.release(destroy ? (error as Error) : undefined);
+      if (isStalePlan(error)) return inTransaction();
+      throw this.failure(error);
+    }
+    client.off('error', ignore);
+    client.release();
+    // node-postgres answers a simple query of several statements with one result each.
+    const held = ([] as pg.QueryResult<{ held?: boolean }>[]).concat(results).at(-1)?.rows[0]?.held === true;
+    if (!held) throw lostInDatabase(inline.claim);
+    this.health.clear();
   }
 
   /**
