@@ -232,6 +232,24 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     });
   });
 
+  it("acknowledges a delivered batch in one statement that checks the lease, and refuses it once the lease is another's", async () => {
+    const { backend, store } = await fencedStore();
+    await poll(store, [entry('e-1'), entry('e-2'), entry('e-3')], T + 1_000);
+    const [first, second, third] = await store.outbox.pending('a', 0, 10);
+    // On a connection that has not prepared it: a transaction (the fence, the ack, COMMIT); then one round trip.
+    expect(await cost(backend.activity, () => store.outbox.markDelivered('a', [first!.seq], T + 2))).toEqual({
+      transactions: 1,
+      statements: 3,
+    });
+    expect(await cost(backend.activity, () => store.outbox.markDelivered('a', [second!.seq], T + 3))).toEqual({
+      transactions: 1,
+      statements: 1,
+    });
+    await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+    await expect(store.outbox.markDelivered('a', [third!.seq], T + 4)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect((await store.outbox.pending('a', 0, 10)).map((d) => d.seq)).toEqual([third!.seq]);
+  });
+
   it('refuses the poll, writing nothing, once another replica took the lease', async () => {
     const { backend, store } = await fencedStore();
     await poll(store, [], T + 1_000);

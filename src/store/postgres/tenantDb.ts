@@ -130,7 +130,10 @@ export class TenantDb {
    * writes waiting to ride, or with a fence that cannot be checked inline (no `fence.inline`), it
    * takes a transaction as `writeOne` does (which prepares it there); without a fence, it runs alone.
    */
-  async writeFencedAlone(sql: (lease: string) => string, params: readonly (string | number | null)[]): Promise<void> {
+  async writeFencedAlone(
+    sql: (lease: string) => string,
+    params: readonly (string | number | null | readonly number[])[],
+  ): Promise<void> {
     const inline = this.fence?.inline;
     if (!this.fence) {
       await this.writeOne(sql('lease AS (SELECT)'), params);
@@ -164,7 +167,11 @@ export class TenantDb {
     const ignore = (): void => undefined;
     client.on('error', ignore);
     const bound = Math.max(1, Math.floor(this.fence.statementTimeoutMs));
-    const literals = values.map((value) => (value === null ? 'NULL' : client.escapeLiteral(String(value))));
+    const literals = values.map((value) => {
+      if (value === null) return 'NULL';
+      // An array of numbers as PostgreSQL's array literal, as node-postgres would send it.
+      return client.escapeLiteral(typeof value === 'object' ? `{${value.join(',')}}` : String(value));
+    });
     let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
     this.activity.statementAlone();
     try {
