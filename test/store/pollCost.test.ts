@@ -101,11 +101,18 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
         transactions: 1,
         statements: 4,
       });
+      // The rates' upsert prepared too: the fence, then the cursor, the rates and COMMIT at once.
+      store.deferState({ rates: [rateOf(5)] });
+      await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
+      expect(await cost(backend.activity, () => poll(store, [], T + 4_000))).toEqual({
+        transactions: 1,
+        statements: 2,
+      });
     } finally {
       vi.useRealTimers();
     }
-    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000, lastPollAt: T + 3_000 });
-    expect((await store.rates.list()).map((r) => r.events)).toEqual([4]);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 4_000, lastPollAt: T + 4_000 });
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([5]);
   });
 
   it('is one transaction of seven round trips for a poll with one new entry', async () => {
@@ -117,6 +124,13 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
       statements: 7,
     });
     expect(await store.outbox.counts('a')).toMatchObject({ pending: 1 });
+    // Its statements prepared: BEGIN and the fence, the head lock with the facts, then the seen
+    // id, the event, the cursor and COMMIT in one round trip (Query.later).
+    expect(await cost(backend.activity, () => poll(store, [entry('e-2')], T + 2_000))).toEqual({
+      transactions: 1,
+      statements: 3,
+    });
+    expect(await store.outbox.counts('a')).toMatchObject({ pending: 2 });
   });
 
   it('records the sort order a first poll detected with its cursor, in the same statement', async () => {

@@ -75,13 +75,9 @@ export class PostgresOutbox implements OutboxStore {
    * events the journal does not hold (decideIngest), so a conflict is a broken invariant and
    * fails the transaction.
    */
-  async append(
-    query: Query,
-    events: readonly NewEvent[],
-    args: { log: LogKind; objectId: string; now: number },
-  ): Promise<void> {
+  append(query: Query, events: readonly NewEvent[], args: { log: LogKind; objectId: string; now: number }): void {
     if (events.length === 0) return;
-    await query(
+    query.later(
       `WITH fresh AS (
          INSERT INTO events (tenant, event_id, log, object_id, type, performed_at, ingested_at, payload)
          SELECT $1, u.event_id, $2, $3, u.type, u.performed_at, $4, u.payload

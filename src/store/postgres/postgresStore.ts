@@ -110,8 +110,9 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     }
     return this.db.transaction(async (query) => {
       const decision = decideIngest(req, await this.ingestFacts(query, req));
-      await this.quarantine.add(query, log, objectId, decision.quarantine, now);
-      await this.seen.add(query, { log, objectId, entries: decision.recordSeen, now });
+      // Writes nobody reads back: they go with COMMIT, one round trip (Query.later).
+      this.quarantine.add(query, log, objectId, decision.quarantine, now);
+      this.seen.add(query, { log, objectId, entries: decision.recordSeen, now });
       const events = decision.emit.map((entry): NewEvent => {
         const event = eventToAppend(req, entry);
         return {
@@ -121,8 +122,8 @@ export class PostgresChangefeedStore implements ChangefeedStore {
           payload: JSON.stringify(event),
         };
       });
-      await this.outbox.append(query, events, { log, objectId, now });
-      await this.watchedLogs.advance(query, {
+      this.outbox.append(query, events, { log, objectId, now });
+      this.watchedLogs.advance(query, {
         log,
         objectId,
         windowEnd: req.windowEnd,
@@ -144,7 +145,8 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   private async ingestFacts(query: Query, req: IngestRequest): Promise<IngestFacts> {
     const ids = [...(req.silentEntries ?? []), ...req.entries].map((e) => e.id);
     const fingerprints = (req.quarantined ?? []).map(quarantineFingerprint);
-    await query(
+    // Sent with the facts' statement, in one round trip; each takes its own snapshot (Query.later).
+    query.later(
       `INSERT INTO journal_heads (tenant, head) VALUES ($1, 0)
        ON CONFLICT (tenant) DO UPDATE SET head = journal_heads.head`,
       [this.db.tenant],

@@ -4,19 +4,27 @@ import type { StoreActivity } from '../storeActivity.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
+import { executeText } from './executeText.js';
 import { isStalePlan } from './statementNames.js';
 
 /** Runs one statement of an open transaction. */
-export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
+export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
   sql: string,
   params?: readonly unknown[],
-) => Promise<pg.QueryResult<R>>;
+) => Promise<pg.QueryResult<R>>) & {
+  /**
+   * A write of the transaction whose result nobody reads: sent with the transaction's next round
+   * trip (the next statement, or COMMIT), in the order given. Its failure fails that round trip,
+   * and so the transaction, as it would have failed its own.
+   */
+  later(sql: string, params: readonly unknown[]): void;
+};
 
 /** Writes that wait to ride in the tenant's next write transaction (PostgresDeferredState). */
 export interface RidingWrites {
   readonly waiting: boolean;
-  /** Writes with `query` before the transaction commits; the transaction then says how it ended. */
-  write(query: Query): Promise<RiddenTransaction>;
+  /** Writes with `query` (Query.later: with COMMIT); the transaction then says how it ended. */
+  write(query: Query): RiddenTransaction;
 }
 
 /** How the transaction that carried riding writes ended. */
@@ -146,10 +154,12 @@ export class TenantDb {
     inline.refuseLocally();
     const text = sql(leaseHeldCte(params.length + 1));
     const values = [...params, ...claimParams(inline.claim)];
-    const inTransaction = async (): Promise<void> => {
-      const { rows } = await this.transaction((query) => query<{ held: boolean }>(text, values));
-      if (rows[0]?.held !== true) throw lostInDatabase(inline.claim);
-    };
+    // The transaction's fence check holds the lease row already: the statement goes with COMMIT.
+    const inTransaction = (): Promise<void> =>
+      this.transaction((query) => {
+        query.later(text, values);
+        return Promise.resolve();
+      });
     if (this.riding?.waiting) return inTransaction();
     const { name } = this.pool.names.statement(text, values);
     let client: pg.PoolClient;
@@ -158,26 +168,18 @@ export class TenantDb {
     } catch (error) {
       throw this.failure(error);
     }
-    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
-      .connection.parsedStatements;
-    if (name === undefined || parsed[name] !== text) {
+    const execute = name === undefined ? undefined : this.executeOn(client, name, text, values);
+    if (execute === undefined) {
       client.release();
       return inTransaction();
     }
     const ignore = (): void => undefined;
     client.on('error', ignore);
     const bound = Math.max(1, Math.floor(this.fence.statementTimeoutMs));
-    const literals = values.map((value) => {
-      if (value === null) return 'NULL';
-      // An array of numbers as PostgreSQL's array literal, as node-postgres would send it.
-      return client.escapeLiteral(typeof value === 'object' ? `{${value.join(',')}}` : String(value));
-    });
     let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
     this.activity.statementAlone();
     try {
-      results = await client.query(
-        `SET LOCAL statement_timeout = ${bound}; EXECUTE ${client.escapeIdentifier(name)}(${literals.join(', ')})`,
-      );
+      results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
       // The implicit transaction rolled back on its own. A connection that failed, or holds a
       // statement a schema change made stale, is destroyed (as in `attempt`); the stale one's
@@ -227,7 +229,7 @@ export class TenantDb {
     let carried: RiddenTransaction | undefined;
     const activity = this.activity;
     activity.transactions++;
-    const send = <R extends pg.QueryResultRow>(
+    const sendAlone = <R extends pg.QueryResultRow>(
       sql: string,
       params?: readonly unknown[],
     ): Promise<pg.QueryResult<R>> => {
@@ -236,6 +238,34 @@ export class TenantDb {
         prepared ? this.pool.names.statement(sql, params) : { text: sql, values: params as unknown[] | undefined },
       );
     };
+    // Writes nobody reads the result of (`later`), sent with the next statement in one simple
+    // query of EXECUTEs when each is prepared on this connection; else each alone first, which
+    // prepares it here for the next time. Each statement of a simple query takes its own snapshot,
+    // as it would sent alone.
+    let queued: { sql: string; params: readonly unknown[] }[] = [];
+    const sendQueued = async <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]) => {
+      const batch = queued;
+      queued = [];
+      const texts = batch.map((statement) => this.inlined(client, prepared, statement.sql, statement.params));
+      const last = params === undefined ? sql : this.inlined(client, prepared, sql, params);
+      if (last === undefined || texts.some((text) => text === undefined)) {
+        for (const statement of batch) await sendAlone(statement.sql, statement.params);
+        return sendAlone<R>(sql, params);
+      }
+      activity.statements++;
+      const results: pg.QueryResult<R> | pg.QueryResult<R>[] = await client.query<R>([...texts, last].join('; '));
+      // node-postgres answers a simple query of several statements with one result each.
+      return ([] as pg.QueryResult<R>[]).concat(results).at(-1) as pg.QueryResult<R>;
+    };
+    const send = Object.assign(
+      <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<pg.QueryResult<R>> =>
+        queued.length > 0 ? sendQueued<R>(sql, params) : sendAlone<R>(sql, params),
+      {
+        later: (sql: string, params: readonly unknown[]): void => {
+          queued.push({ sql, params });
+        },
+      },
+    );
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
       const bound = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
@@ -253,7 +283,7 @@ export class TenantDb {
         await send(begin);
       }
       const result = await work(send);
-      if (this.riding?.waiting) carried = await this.riding.write(send);
+      if (this.riding?.waiting) carried = this.riding.write(send);
       await send('COMMIT');
       carried?.committed();
       this.health.clear();
@@ -262,9 +292,10 @@ export class TenantDb {
       // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
+      queued = [];
       if (isConnectionFailure(error) || isStalePlan(error)) broken = error as Error;
       else
-        await send('ROLLBACK').catch((rollbackError: unknown) => {
+        await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
       // Tried again (a stale plan comes from `work`: the riding writes return no rows, COMMIT is unnamed).
@@ -279,6 +310,35 @@ export class TenantDb {
       client.off('error', ignore);
       client.release(broken);
     }
+  }
+
+  /**
+   * `sql` with `params` as an EXECUTE of the statement prepared under its name on `client`, for a
+   * simple query of several (executeText); undefined when it is not prepared there yet (node-postgres
+   * records each statement a connection parsed), not named, or not to be prepared (`prepared`).
+   */
+  private inlined(
+    client: pg.PoolClient,
+    prepared: boolean,
+    sql: string,
+    params: readonly unknown[],
+  ): string | undefined {
+    if (!prepared) return undefined;
+    const { name } = this.pool.names.statement(sql, params);
+    return name === undefined ? undefined : this.executeOn(client, name, sql, params);
+  }
+
+  /** executeText of statement `name` (text `sql`) on `client`, if `client` prepared it. */
+  private executeOn(client: pg.PoolClient, name: string, sql: string, params: readonly unknown[]): string | undefined {
+    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
+      .connection.parsedStatements;
+    if (parsed[name] !== sql) return undefined;
+    return executeText(
+      name,
+      params,
+      (text) => client.escapeLiteral(text),
+      (id) => client.escapeIdentifier(id),
+    );
   }
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */

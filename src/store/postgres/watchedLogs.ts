@@ -78,7 +78,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
    * older than it (an undated one aged by when it was seen), in one statement. A poll that found
    * nothing new writes advanceAlone instead.
    */
-  async advance(
+  advance(
     query: Query,
     args: {
       log: LogKind;
@@ -89,8 +89,8 @@ export class PostgresWatchedLogs implements WatchedLogStore {
       pruneSeenBefore?: number;
       sortOrder?: SortOrder;
     },
-  ): Promise<void> {
-    await query(
+  ): void {
+    query.later(
       `WITH pruned AS (
          DELETE FROM seen_entries WHERE $7::float8 IS NOT NULL
            AND tenant = $1 AND log = $2 AND object_id = $3 AND COALESCE(performed_at, seen_at) < $7
