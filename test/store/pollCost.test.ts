@@ -238,6 +238,19 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
       expect(backend.activity.statements - before).toBe(2); // the two reads of refusedLeavingAll alone
     });
 
+    it("is written in a transaction when the server does not know the statement's name (a pooler renames them)", async () => {
+      const { backend, store } = await preparedStore();
+      await backend.pool.query('DEALLOCATE ALL');
+      await poll(store, [], T + 2_000);
+      expect(backend.gate.names.executable).toBe(false);
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 2_000 });
+      // The fence, the cursor, COMMIT: each alone from now on.
+      expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
+        transactions: 1,
+        statements: 3,
+      });
+    });
+
     it('writes under the lease it holds, the prune of old seen ids with it', async () => {
       const { store } = await preparedStore();
       await poll(store, [], T + 10 * HOUR);

@@ -59,6 +59,22 @@ describe.skipIf(!admin)("a transaction's writes sent with its next round trip (Q
     expect(await cost(() => insertAll(db, 'after-'))).toBe(2);
   });
 
+  it('stops running statements by name in a simple query once the server does not know one (a pooler renames them)', async () => {
+    const { backend, db, cost } = await tenantDb();
+    await insertAll(db, 'first-');
+    // The server forgets what the connection prepared, as a pooler's server connection never knew it.
+    await backend.pool.query('DEALLOCATE ALL');
+    expect(backend.gate.names.executable).toBe(true);
+    await insertAll(db, 'then-');
+    expect(backend.gate.names.executable).toBe(false);
+    const { rows } = await backend.pool.query(
+      "SELECT count(*)::int AS n FROM meta WHERE tenant = 't' AND key LIKE 'then-%'",
+    );
+    expect(rows).toEqual([{ n: WEIRD.length }]);
+    // Each statement goes alone from now on, by the protocol's Bind: BEGIN, two writes, COMMIT.
+    expect(await cost(() => insertAll(db, 'after-'))).toBe(4);
+  });
+
   it('sends the writes before the statement that follows them, in order, and gives that its result', async () => {
     const { db } = await tenantDb();
     const read = () =>

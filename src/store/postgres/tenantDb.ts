@@ -5,7 +5,7 @@ import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
 import { executeText } from './executeText.js';
-import { isStalePlan } from './statementNames.js';
+import { isStalePlan, isUnknownStatement } from './statementNames.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -34,10 +34,17 @@ export interface RiddenTransaction {
   rolledBack(error: unknown): void;
 }
 
-/** A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed. */
-class StalePlan extends Error {
-  constructor(cause: unknown) {
-    super('a prepared statement went stale under a schema change', { cause });
+/**
+ * A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed, or
+ * by an EXECUTE of a name the server does not know (isUnknownStatement), to be tried again
+ * without (StatementNames.executable is off by then).
+ */
+class TryAgain extends Error {
+  constructor(
+    cause: unknown,
+    readonly unnamed: boolean,
+  ) {
+    super('a prepared statement went stale under a schema change, or is not known by its name', { cause });
   }
 }
 
@@ -181,13 +188,15 @@ export class TenantDb {
     try {
       results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
-      // The implicit transaction rolled back on its own. A connection that failed, or holds a
-      // statement a schema change made stale, is destroyed (as in `attempt`); the stale one's
-      // write is tried again in a transaction, its statement unnamed there if need be.
-      const destroy = isConnectionFailure(error) || isStalePlan(error);
+      // The implicit transaction rolled back on its own. A connection that failed, holds a
+      // statement a schema change made stale, or does not know the name, is destroyed (as in
+      // `attempt`); the write is then tried again in a transaction (the statement unnamed there if
+      // it is stale, not by its name in a simple query if that was unknown).
+      const again = isStalePlan(error) || isUnknownStatement(error);
+      if (isUnknownStatement(error)) this.pool.names.executable = false;
       client.off('error', ignore);
-      client.release(destroy ? (error as Error) : undefined);
-      if (isStalePlan(error)) return inTransaction();
+      client.release(isConnectionFailure(error) || again ? (error as Error) : undefined);
+      if (again) return inTransaction();
       throw this.failure(error);
     }
     client.off('error', ignore);
@@ -209,9 +218,9 @@ export class TenantDb {
     try {
       return await this.attempt(work, true);
     } catch (error) {
-      if (!(error instanceof StalePlan)) throw error;
+      if (!(error instanceof TryAgain)) throw error;
+      return this.attempt(work, !error.unnamed);
     }
-    return this.attempt(work, false);
   }
 
   /** One try of `transaction`, its statements prepared under their names or not (`prepared`). */
@@ -293,7 +302,9 @@ export class TenantDb {
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
       queued = [];
-      if (isConnectionFailure(error) || isStalePlan(error)) broken = error as Error;
+      // A name the server does not know (a pooler's): the connection goes too, its record of what it prepared with it.
+      const unknown = prepared && isUnknownStatement(error) && this.pool.names.executable;
+      if (isConnectionFailure(error) || isStalePlan(error) || unknown) broken = error as Error;
       else
         await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
@@ -301,7 +312,12 @@ export class TenantDb {
       // Tried again (a stale plan comes from `work`: the riding writes return no rows, COMMIT is unnamed).
       if (prepared && isStalePlan(error)) {
         carried?.rolledBack(error);
-        throw new StalePlan(error);
+        throw new TryAgain(error, true);
+      }
+      if (unknown) {
+        this.pool.names.executable = false;
+        carried?.rolledBack(error);
+        throw new TryAgain(error, false);
       }
       const thrown = this.failure(error);
       carried?.rolledBack(thrown);
@@ -330,6 +346,7 @@ export class TenantDb {
 
   /** executeText of statement `name` (text `sql`) on `client`, if `client` prepared it. */
   private executeOn(client: pg.PoolClient, name: string, sql: string, params: readonly unknown[]): string | undefined {
+    if (!this.pool.names.executable) return undefined;
     const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
       .connection.parsedStatements;
     if (parsed[name] !== sql) return undefined;
