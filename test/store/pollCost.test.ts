@@ -79,10 +79,13 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     return { backend, store };
   }
 
-  it('is one transaction of three round trips when the poll found nothing, four with the learned rates once due', async () => {
+  it('is one statement when the poll found nothing, a transaction of four round trips with the learned rates once due', async () => {
     const { backend, store } = await fencedStore();
-    // BEGIN with its bounds and the fence check, the cursor with the prune of old seen ids, COMMIT.
+    // On a connection that has not prepared the cursor's statement yet: a transaction that does
+    // (BEGIN with its bounds and the fence check, the statement, COMMIT).
     expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({ transactions: 1, statements: 3 });
+    // Then one round trip: the cursor with the prune of old seen ids, checking the lease itself.
+    expect(await cost(backend.activity, () => poll(store, [], T + 1_500))).toEqual({ transactions: 1, statements: 1 });
     // Only the store's timers: the database's answers and the lease's clock are real.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
@@ -90,19 +93,26 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
       // The previous poll's learned rate waits (RATE_RIDE_AFTER_MS): the next poll costs the same.
       expect(await cost(backend.activity, () => poll(store, [], T + 2_000))).toEqual({
         transactions: 1,
-        statements: 3,
+        statements: 1,
       });
       await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
-      // Due, it rides along: one statement more.
+      // Due, it rides along: the poll takes a transaction (the fence, the cursor, the rates, COMMIT).
       expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
         transactions: 1,
         statements: 4,
       });
+      // The rates' upsert prepared too: the fence, then the cursor, the rates and COMMIT at once.
+      store.deferState({ rates: [rateOf(5)] });
+      await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
+      expect(await cost(backend.activity, () => poll(store, [], T + 4_000))).toEqual({
+        transactions: 1,
+        statements: 2,
+      });
     } finally {
       vi.useRealTimers();
     }
-    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000, lastPollAt: T + 3_000 });
-    expect((await store.rates.list()).map((r) => r.events)).toEqual([4]);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 4_000, lastPollAt: T + 4_000 });
+    expect((await store.rates.list()).map((r) => r.events)).toEqual([5]);
   });
 
   it('is one transaction of seven round trips for a poll with one new entry', async () => {
@@ -114,6 +124,13 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
       statements: 7,
     });
     expect(await store.outbox.counts('a')).toMatchObject({ pending: 1 });
+    // Its statements prepared: BEGIN and the fence, the head lock with the facts, then the seen
+    // id, the event, the cursor and COMMIT in one round trip (Query.later).
+    expect(await cost(backend.activity, () => poll(store, [entry('e-2')], T + 2_000))).toEqual({
+      transactions: 1,
+      statements: 3,
+    });
+    expect(await store.outbox.counts('a')).toMatchObject({ pending: 2 });
   });
 
   it('records the sort order a first poll detected with its cursor, in the same statement', async () => {
@@ -167,6 +184,97 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     // A tenant asking alone is answered alone, from a read sent after it asked.
     await ingest(stores[0]!, [entry('late')]);
     expect(await stores[0]!.outbox.counts('a')).toMatchObject({ pending: 1 });
+  });
+
+  describe('a poll that found nothing, one statement checking the lease itself', () => {
+    /** A store whose cursor statement is prepared on its connection, with an entry seen long ago. */
+    async function preparedStore(locallyValid?: () => boolean) {
+      const backend = await openBackend();
+      const leases = new LeaseTable(backend.leasePool, { leaseMs: LEASE_MS });
+      expect(await acquireOne(leases, tenant, 'a')).toMatchObject({ epoch: 1 });
+      const store = await backend.tenantStore(tenant, {
+        fence: databaseFence({ tenant, holder: 'a', epoch: 1 }, LEASE_MS, locallyValid),
+      });
+      await prepare(store);
+      await poll(store, [entry('e-old', T)], T + 1_000);
+      await poll(store, [], T + 1_500);
+      // One round trip: the statement is prepared on the pool's connection.
+      expect(await cost(backend.activity, () => poll(store, [], T + 1_600))).toEqual({
+        transactions: 1,
+        statements: 1,
+      });
+      return { backend, store };
+    }
+
+    /** Refused with LEASE_LOST, the cursor unmoved and the old seen id not pruned. */
+    async function refusedLeavingAll(store: ChangefeedStore) {
+      await expect(poll(store, [], T + 10 * HOUR)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 1_600 });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e-old'])).toEqual(new Set(['e-old']));
+      expect(store.health.problem).toBeUndefined();
+    }
+
+    it('is refused, writing nothing, once another replica took the lease', async () => {
+      const { backend, store } = await preparedStore();
+      await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+      await refusedLeavingAll(store);
+    });
+
+    it('is refused, writing nothing, once the lease expired on the database clock', async () => {
+      const { backend, store } = await preparedStore();
+      await backend.pool.query(
+        "UPDATE changefeed_leases SET expires_at = now() - interval '1 second' WHERE tenant = $1",
+        [tenant],
+      );
+      await refusedLeavingAll(store);
+    });
+
+    it("is refused without asking the database once the holder's own deadline passed", async () => {
+      let valid = true;
+      const { backend, store } = await preparedStore(() => valid);
+      valid = false;
+      const before = backend.activity.statements;
+      await refusedLeavingAll(store);
+      expect(backend.activity.statements - before).toBe(2); // the two reads of refusedLeavingAll alone
+    });
+
+    it("is written in a transaction when the server does not know the statement's name (a pooler renames them)", async () => {
+      const { backend, store } = await preparedStore();
+      await backend.pool.query('DEALLOCATE ALL');
+      await poll(store, [], T + 2_000);
+      expect(backend.gate.names.executable).toBe(false);
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 2_000 });
+      // The fence, the cursor, COMMIT: each alone from now on.
+      expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
+        transactions: 1,
+        statements: 3,
+      });
+    });
+
+    it('writes under the lease it holds, the prune of old seen ids with it', async () => {
+      const { store } = await preparedStore();
+      await poll(store, [], T + 10 * HOUR);
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 10 * HOUR });
+      expect(await store.seen.seenAmong('career', 'c-1', ['e-old'])).toEqual(new Set());
+    });
+  });
+
+  it("acknowledges a delivered batch in one statement that checks the lease, and refuses it once the lease is another's", async () => {
+    const { backend, store } = await fencedStore();
+    await poll(store, [entry('e-1'), entry('e-2'), entry('e-3')], T + 1_000);
+    const [first, second, third] = await store.outbox.pending('a', 0, 10);
+    // On a connection that has not prepared it: a transaction (the fence, the ack, COMMIT); then one round trip.
+    expect(await cost(backend.activity, () => store.outbox.markDelivered('a', [first!.seq], T + 2))).toEqual({
+      transactions: 1,
+      statements: 3,
+    });
+    expect(await cost(backend.activity, () => store.outbox.markDelivered('a', [second!.seq], T + 3))).toEqual({
+      transactions: 1,
+      statements: 1,
+    });
+    await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+    await expect(store.outbox.markDelivered('a', [third!.seq], T + 4)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect((await store.outbox.pending('a', 0, 10)).map((d) => d.seq)).toEqual([third!.seq]);
   });
 
   it('refuses the poll, writing nothing, once another replica took the lease', async () => {

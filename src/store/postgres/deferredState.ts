@@ -61,10 +61,10 @@ export class PostgresDeferredState implements RidingWrites {
   }
 
   /**
-   * Writes what is held in the caller's transaction and lets go of it; should that transaction
-   * not commit, it is held again, under anything added since.
+   * Writes what is held in the caller's transaction, with its COMMIT (Query.later), and lets go
+   * of it; should that transaction not commit, it is held again, under anything added since.
    */
-  async write(query: Query): Promise<RiddenTransaction> {
+  write(query: Query): RiddenTransaction {
     const [rates, meta, waiters] = [this.rates, this.meta, this.waiters];
     this.rates = new Map();
     this.meta = new Map();
@@ -89,19 +89,14 @@ export class PostgresDeferredState implements RidingWrites {
         }
       },
     };
-    try {
-      if (rates.size > 0) await this.rateEstimates.saveIn(query, [...rates.values()]);
-      if (meta.size > 0)
-        await query(
-          `INSERT INTO meta (tenant, key, value)
-           SELECT $1, u.key, u.value FROM unnest($2::text[], $3::text[]) AS u (key, value)
-           ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`,
-          [this.db.tenant, [...meta.keys()], [...meta.values()]],
-        );
-    } catch (error) {
-      ridden.rolledBack(error);
-      throw error;
-    }
+    if (rates.size > 0) this.rateEstimates.saveIn(query, [...rates.values()]);
+    if (meta.size > 0)
+      query.later(
+        `INSERT INTO meta (tenant, key, value)
+         SELECT $1, u.key, u.value FROM unnest($2::text[], $3::text[]) AS u (key, value)
+         ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`,
+        [this.db.tenant, [...meta.keys()], [...meta.values()]],
+      );
     return ridden;
   }
 

@@ -75,13 +75,9 @@ export class PostgresOutbox implements OutboxStore {
    * events the journal does not hold (decideIngest), so a conflict is a broken invariant and
    * fails the transaction.
    */
-  async append(
-    query: Query,
-    events: readonly NewEvent[],
-    args: { log: LogKind; objectId: string; now: number },
-  ): Promise<void> {
+  append(query: Query, events: readonly NewEvent[], args: { log: LogKind; objectId: string; now: number }): void {
     if (events.length === 0) return;
-    await query(
+    query.later(
       `WITH fresh AS (
          INSERT INTO events (tenant, event_id, log, object_id, type, performed_at, ingested_at, payload)
          SELECT $1, u.event_id, $2, $3, u.type, u.performed_at, $4, u.payload
@@ -131,14 +127,22 @@ export class PostgresOutbox implements OutboxStore {
     return rows.map((row) => fromRow<PendingDelivery>(row));
   }
 
-  /** The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered). */
+  /**
+   * The deliveries and the sink's last delivery in one statement (see OutboxStore.markDelivered),
+   * which checks the tenant's lease itself (TenantDb.writeFencedAlone): one round trip, not three.
+   */
   async markDelivered(sink: string, seqs: readonly number[], now: number): Promise<void> {
-    await this.db.writeOne(
-      `WITH delivered AS (
+    await this.db.writeFencedAlone(
+      (lease) => `WITH ${lease},
+       delivered AS (
          UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_error = NULL, updated_at = $4,
            first_attempt_at = COALESCE(first_attempt_at, $4)
-         WHERE tenant = $1 AND sink = $2 AND seq = ANY($3::bigint[]) AND state = 'pending')
-       UPDATE sink_state SET last_delivery_at = $4 WHERE tenant = $1 AND sink = $2`,
+         WHERE EXISTS (SELECT FROM lease) AND tenant = $1 AND sink = $2 AND seq = ANY($3::bigint[]) AND state = 'pending'
+       ),
+       recorded AS (
+         UPDATE sink_state SET last_delivery_at = $4 WHERE EXISTS (SELECT FROM lease) AND tenant = $1 AND sink = $2
+       )
+       SELECT EXISTS (SELECT FROM lease) AS held`,
       [this.db.tenant, sink, seqs, now],
     );
   }

@@ -16,6 +16,14 @@ import { PostgresSinkStates, sinkListRead } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { PostgresWatchedLogs, watchedLogListRead } from './watchedLogs.js';
 
+/** What decideIngest is told for a read of nothing: there is nothing to ask about. */
+const NO_FACTS: IngestFacts = { seen: new Set(), journaled: new Set(), quarantinedBefore: new Set() };
+
+/** A read with no entry, no entry out of its window and nothing quarantined: it writes its cursor alone. */
+function readNothing(req: IngestRequest): boolean {
+  return req.entries.length === 0 && (req.silentEntries?.length ?? 0) === 0 && (req.quarantined?.length ?? 0) === 0;
+}
+
 /** The reads the tenants of one backend share, each one statement for the tenants asking in one turn (BatchedRead). */
 export interface SharedTenantReads {
   sinks: ReturnType<typeof sinkListRead>;
@@ -87,11 +95,24 @@ export class PostgresChangefeedStore implements ChangefeedStore {
    * PostgresJournal).
    */
   async ingest(req: IngestRequest): Promise<IngestResult> {
+    const { log, objectId, now } = req;
+    if (readNothing(req)) {
+      // Most polls: nothing to record but the cursor, one statement that checks the lease itself.
+      await this.watchedLogs.advanceAlone({
+        log,
+        objectId,
+        windowEnd: req.windowEnd,
+        now,
+        pruneSeenBefore: req.pruneSeenBefore,
+        sortOrder: req.sortOrder,
+      });
+      return decideIngest(req, NO_FACTS).result;
+    }
     return this.db.transaction(async (query) => {
       const decision = decideIngest(req, await this.ingestFacts(query, req));
-      const { log, objectId, now } = req;
-      await this.quarantine.add(query, log, objectId, decision.quarantine, now);
-      await this.seen.add(query, { log, objectId, entries: decision.recordSeen, now });
+      // Writes nobody reads back: they go with COMMIT, one round trip (Query.later).
+      this.quarantine.add(query, log, objectId, decision.quarantine, now);
+      this.seen.add(query, { log, objectId, entries: decision.recordSeen, now });
       const events = decision.emit.map((entry): NewEvent => {
         const event = eventToAppend(req, entry);
         return {
@@ -101,8 +122,8 @@ export class PostgresChangefeedStore implements ChangefeedStore {
           payload: JSON.stringify(event),
         };
       });
-      await this.outbox.append(query, events, { log, objectId, now });
-      await this.watchedLogs.advance(query, {
+      this.outbox.append(query, events, { log, objectId, now });
+      this.watchedLogs.advance(query, {
         log,
         objectId,
         windowEnd: req.windowEnd,
@@ -119,14 +140,13 @@ export class PostgresChangefeedStore implements ChangefeedStore {
    * What decideIngest asks of the store about the read, after the tenant's `journal_heads` row
    * lock: a statement of its own, since a statement's snapshot is taken before any lock it waits
    * for, so facts read in the same statement could miss the ingest it waited for. A read of
-   * nothing (most polls) asks nothing and takes no lock: it appends no event, so it draws no seq.
+   * nothing (most polls) never gets here (readNothing): it appends no event, so it draws no seq.
    */
   private async ingestFacts(query: Query, req: IngestRequest): Promise<IngestFacts> {
     const ids = [...(req.silentEntries ?? []), ...req.entries].map((e) => e.id);
     const fingerprints = (req.quarantined ?? []).map(quarantineFingerprint);
-    if (ids.length === 0 && fingerprints.length === 0)
-      return { seen: new Set(), journaled: new Set(), quarantinedBefore: new Set() };
-    await query(
+    // Sent with the facts' statement, in one round trip; each takes its own snapshot (Query.later).
+    query.later(
       `INSERT INTO journal_heads (tenant, head) VALUES ($1, 0)
        ON CONFLICT (tenant) DO UPDATE SET head = journal_heads.head`,
       [this.db.tenant],

@@ -14,15 +14,9 @@ export class PostgresQuarantine implements QuarantineStore {
   constructor(private readonly db: TenantDb) {}
 
   /** Part of the ingest transaction, one statement for the page: keeps each raw entry once. */
-  async add(
-    query: Query,
-    log: LogKind,
-    objectId: string,
-    entries: readonly QuarantinedEntry[],
-    now: number,
-  ): Promise<void> {
+  add(query: Query, log: LogKind, objectId: string, entries: readonly QuarantinedEntry[], now: number): void {
     if (entries.length === 0) return;
-    await query(
+    query.later(
       `INSERT INTO quarantine (tenant, log, object_id, fingerprint, entry_id, reason, raw, raw_bytes, request_id,
          first_seen_at)
        SELECT $1, $2, $3, u.fingerprint, u.entry_id, u.reason, u.raw, u.raw_bytes, u.request_id, $10

@@ -17,9 +17,9 @@ export class PostgresRateEstimates implements RateEstimateStore {
   }
 
   /** `rows` (one per log at most) written in the caller's transaction, in one statement. */
-  async saveIn(query: Query, rows: readonly RateEstimateRow[]): Promise<void> {
+  saveIn(query: Query, rows: readonly RateEstimateRow[]): void {
     const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((row) => row[key]);
-    await query(
+    query.later(
       `INSERT INTO rate_estimates (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost,
          planned_rate, next_poll_at)
        SELECT $1, u.* FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[], $7::float8[],

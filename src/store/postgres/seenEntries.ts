@@ -27,12 +27,9 @@ export class PostgresSeenEntries implements SeenEntryStore {
   }
 
   /** Part of the ingest transaction: records the entries' ids (each once, as decideIngest gives them), one statement for the page. */
-  async add(
-    query: Query,
-    args: { log: LogKind; objectId: string; entries: readonly ActivityEntry[]; now: number },
-  ): Promise<void> {
+  add(query: Query, args: { log: LogKind; objectId: string; entries: readonly ActivityEntry[]; now: number }): void {
     if (args.entries.length === 0) return;
-    await query(
+    query.later(
       `INSERT INTO seen_entries (tenant, log, object_id, entry_id, performed_at, seen_at)
        SELECT $1, $2, $3, u.entry_id, u.performed_at, $6
        FROM unnest($4::text[], $5::float8[]) AS u (entry_id, performed_at)

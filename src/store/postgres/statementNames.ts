@@ -31,6 +31,14 @@ export const MAX_PREPARED_STATEMENTS = 256;
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();
+  /**
+   * Whether a statement a connection prepared may be run by its name in a simple query (`EXECUTE`,
+   * TenantDb), which several statements share one round trip. A pooler in transaction mode that
+   * carries prepared statements (PgBouncer's `max_prepared_statements`) renames them on the
+   * server's connections and knows only the protocol's Parse and Bind: the first `EXECUTE` that
+   * PostgreSQL does not know (isUnknownStatement) turns this off for the pool, for good.
+   */
+  executable = true;
 
   constructor(private readonly limit = MAX_PREPARED_STATEMENTS) {}
 
@@ -51,6 +59,14 @@ export class StatementNames {
     }
     return { name, text: sql, values };
   }
+}
+
+/** SQLSTATE of "prepared statement ... does not exist" (invalid_sql_statement_name). */
+const UNKNOWN_STATEMENT_SQLSTATE = '26000';
+
+/** A statement run by a name the server's connection does not know (StatementNames.executable). */
+export function isUnknownStatement(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === UNKNOWN_STATEMENT_SQLSTATE;
 }
 
 /** SQLSTATE of "cached plan must not change result type" (feature_not_supported). */

@@ -1,22 +1,30 @@
 import type pg from 'pg';
-import type { WriteFence } from '../../cluster/writeFence.js';
+import { claimParams, leaseHeldCte, lostInDatabase, type WriteFence } from '../../cluster/writeFence.js';
 import type { StoreActivity } from '../storeActivity.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
-import { isStalePlan } from './statementNames.js';
+import { executeText } from './executeText.js';
+import { isStalePlan, isUnknownStatement } from './statementNames.js';
 
 /** Runs one statement of an open transaction. */
-export type Query = <R extends pg.QueryResultRow = pg.QueryResultRow>(
+export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
   sql: string,
   params?: readonly unknown[],
-) => Promise<pg.QueryResult<R>>;
+) => Promise<pg.QueryResult<R>>) & {
+  /**
+   * A write of the transaction whose result nobody reads: sent with the transaction's next round
+   * trip (the next statement, or COMMIT), in the order given. Its failure fails that round trip,
+   * and so the transaction, as it would have failed its own.
+   */
+  later(sql: string, params: readonly unknown[]): void;
+};
 
 /** Writes that wait to ride in the tenant's next write transaction (PostgresDeferredState). */
 export interface RidingWrites {
   readonly waiting: boolean;
-  /** Writes with `query` before the transaction commits; the transaction then says how it ended. */
-  write(query: Query): Promise<RiddenTransaction>;
+  /** Writes with `query` (Query.later: with COMMIT); the transaction then says how it ended. */
+  write(query: Query): RiddenTransaction;
 }
 
 /** How the transaction that carried riding writes ended. */
@@ -26,10 +34,17 @@ export interface RiddenTransaction {
   rolledBack(error: unknown): void;
 }
 
-/** A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed. */
-class StalePlan extends Error {
-  constructor(cause: unknown) {
-    super('a prepared statement went stale under a schema change', { cause });
+/**
+ * A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed, or
+ * by an EXECUTE of a name the server does not know (isUnknownStatement), to be tried again
+ * without (StatementNames.executable is off by then).
+ */
+class TryAgain extends Error {
+  constructor(
+    cause: unknown,
+    readonly unnamed: boolean,
+  ) {
+    super('a prepared statement went stale under a schema change, or is not known by its name', { cause });
   }
 }
 
@@ -115,6 +130,84 @@ export class TenantDb {
   }
 
   /**
+   * One write statement that checks the tenant's lease in its own text: a poll that found nothing
+   * new is its cursor statement alone, one round trip where a fenced transaction is three (`BEGIN`
+   * with the fence check, the statement, `COMMIT`), each of them holding a pool connection and a
+   * turn of this process's one thread. `sql(lease)` is the statement given the text of a CTE named
+   * `lease` (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has
+   * its row, and return one row whose `held` says whether it had. A statement that was not held
+   * wrote nothing and throws LeaseLostError, as the fence check of a transaction would.
+   *
+   * Sent as one simple query, its bounds (`SET LOCAL statement_timeout`, the fence's) and an
+   * `EXECUTE` of the statement prepared on the connection, its values written in as literals: a
+   * query of several statements is one implicit transaction, so the bound covers the statement and
+   * the lease row's lock lasts no longer than it. On a connection that has not prepared it yet, with
+   * writes waiting to ride, or with a fence that cannot be checked inline (no `fence.inline`), it
+   * takes a transaction as `writeOne` does (which prepares it there); without a fence, it runs alone.
+   */
+  async writeFencedAlone(
+    sql: (lease: string) => string,
+    params: readonly (string | number | null | readonly number[])[],
+  ): Promise<void> {
+    const inline = this.fence?.inline;
+    if (!this.fence) {
+      await this.writeOne(sql('lease AS (SELECT)'), params);
+      return;
+    }
+    if (!inline) {
+      await this.transaction((query) => query(sql('lease AS (SELECT)'), params));
+      return;
+    }
+    inline.refuseLocally();
+    const text = sql(leaseHeldCte(params.length + 1));
+    const values = [...params, ...claimParams(inline.claim)];
+    // The transaction's fence check holds the lease row already: the statement goes with COMMIT.
+    const inTransaction = (): Promise<void> =>
+      this.transaction((query) => {
+        query.later(text, values);
+        return Promise.resolve();
+      });
+    if (this.riding?.waiting) return inTransaction();
+    const { name } = this.pool.names.statement(text, values);
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect(this.lane);
+    } catch (error) {
+      throw this.failure(error);
+    }
+    const execute = name === undefined ? undefined : this.executeOn(client, name, text, values);
+    if (execute === undefined) {
+      client.release();
+      return inTransaction();
+    }
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    const bound = Math.max(1, Math.floor(this.fence.statementTimeoutMs));
+    let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
+    this.activity.statementAlone();
+    try {
+      results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
+    } catch (error) {
+      // The implicit transaction rolled back on its own. A connection that failed, holds a
+      // statement a schema change made stale, or does not know the name, is destroyed (as in
+      // `attempt`); the write is then tried again in a transaction (the statement unnamed there if
+      // it is stale, not by its name in a simple query if that was unknown).
+      const again = isStalePlan(error) || isUnknownStatement(error);
+      if (isUnknownStatement(error)) this.pool.names.executable = false;
+      client.off('error', ignore);
+      client.release(isConnectionFailure(error) || again ? (error as Error) : undefined);
+      if (again) return inTransaction();
+      throw this.failure(error);
+    }
+    client.off('error', ignore);
+    client.release();
+    // node-postgres answers a simple query of several statements with one result each.
+    const held = ([] as pg.QueryResult<{ held?: boolean }>[]).concat(results).at(-1)?.rows[0]?.held === true;
+    if (!held) throw lostInDatabase(inline.claim);
+    this.health.clear();
+  }
+
+  /**
    * `work` in one transaction on one connection, after the fence check, with the writes waiting to
    * ride along; rolled back if anything throws (the riding writes then wait for the next one).
    * A statement prepared before a schema change that changed what it returns fails (isStalePlan)
@@ -125,9 +218,9 @@ export class TenantDb {
     try {
       return await this.attempt(work, true);
     } catch (error) {
-      if (!(error instanceof StalePlan)) throw error;
+      if (!(error instanceof TryAgain)) throw error;
+      return this.attempt(work, !error.unnamed);
     }
-    return this.attempt(work, false);
   }
 
   /** One try of `transaction`, its statements prepared under their names or not (`prepared`). */
@@ -145,7 +238,7 @@ export class TenantDb {
     let carried: RiddenTransaction | undefined;
     const activity = this.activity;
     activity.transactions++;
-    const send = <R extends pg.QueryResultRow>(
+    const sendAlone = <R extends pg.QueryResultRow>(
       sql: string,
       params?: readonly unknown[],
     ): Promise<pg.QueryResult<R>> => {
@@ -154,6 +247,34 @@ export class TenantDb {
         prepared ? this.pool.names.statement(sql, params) : { text: sql, values: params as unknown[] | undefined },
       );
     };
+    // Writes nobody reads the result of (`later`), sent with the next statement in one simple
+    // query of EXECUTEs when each is prepared on this connection; else each alone first, which
+    // prepares it here for the next time. Each statement of a simple query takes its own snapshot,
+    // as it would sent alone.
+    let queued: { sql: string; params: readonly unknown[] }[] = [];
+    const sendQueued = async <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]) => {
+      const batch = queued;
+      queued = [];
+      const texts = batch.map((statement) => this.inlined(client, prepared, statement.sql, statement.params));
+      const last = params === undefined ? sql : this.inlined(client, prepared, sql, params);
+      if (last === undefined || texts.some((text) => text === undefined)) {
+        for (const statement of batch) await sendAlone(statement.sql, statement.params);
+        return sendAlone<R>(sql, params);
+      }
+      activity.statements++;
+      const results: pg.QueryResult<R> | pg.QueryResult<R>[] = await client.query<R>([...texts, last].join('; '));
+      // node-postgres answers a simple query of several statements with one result each.
+      return ([] as pg.QueryResult<R>[]).concat(results).at(-1) as pg.QueryResult<R>;
+    };
+    const send = Object.assign(
+      <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<pg.QueryResult<R>> =>
+        queued.length > 0 ? sendQueued<R>(sql, params) : sendAlone<R>(sql, params),
+      {
+        later: (sql: string, params: readonly unknown[]): void => {
+          queued.push({ sql, params });
+        },
+      },
+    );
     try {
       const timeoutMs = this.fence?.statementTimeoutMs;
       const bound = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
@@ -171,7 +292,7 @@ export class TenantDb {
         await send(begin);
       }
       const result = await work(send);
-      if (this.riding?.waiting) carried = await this.riding.write(send);
+      if (this.riding?.waiting) carried = this.riding.write(send);
       await send('COMMIT');
       carried?.committed();
       this.health.clear();
@@ -180,15 +301,23 @@ export class TenantDb {
       // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
-      if (isConnectionFailure(error) || isStalePlan(error)) broken = error as Error;
+      queued = [];
+      // A name the server does not know (a pooler's): the connection goes too, its record of what it prepared with it.
+      const unknown = prepared && isUnknownStatement(error) && this.pool.names.executable;
+      if (isConnectionFailure(error) || isStalePlan(error) || unknown) broken = error as Error;
       else
-        await send('ROLLBACK').catch((rollbackError: unknown) => {
+        await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
       // Tried again (a stale plan comes from `work`: the riding writes return no rows, COMMIT is unnamed).
       if (prepared && isStalePlan(error)) {
         carried?.rolledBack(error);
-        throw new StalePlan(error);
+        throw new TryAgain(error, true);
+      }
+      if (unknown) {
+        this.pool.names.executable = false;
+        carried?.rolledBack(error);
+        throw new TryAgain(error, false);
       }
       const thrown = this.failure(error);
       carried?.rolledBack(thrown);
@@ -197,6 +326,36 @@ export class TenantDb {
       client.off('error', ignore);
       client.release(broken);
     }
+  }
+
+  /**
+   * `sql` with `params` as an EXECUTE of the statement prepared under its name on `client`, for a
+   * simple query of several (executeText); undefined when it is not prepared there yet (node-postgres
+   * records each statement a connection parsed), not named, or not to be prepared (`prepared`).
+   */
+  private inlined(
+    client: pg.PoolClient,
+    prepared: boolean,
+    sql: string,
+    params: readonly unknown[],
+  ): string | undefined {
+    if (!prepared) return undefined;
+    const { name } = this.pool.names.statement(sql, params);
+    return name === undefined ? undefined : this.executeOn(client, name, sql, params);
+  }
+
+  /** executeText of statement `name` (text `sql`) on `client`, if `client` prepared it. */
+  private executeOn(client: pg.PoolClient, name: string, sql: string, params: readonly unknown[]): string | undefined {
+    if (!this.pool.names.executable) return undefined;
+    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
+      .connection.parsedStatements;
+    if (parsed[name] !== sql) return undefined;
+    return executeText(
+      name,
+      params,
+      (text) => client.escapeLiteral(text),
+      (id) => client.escapeIdentifier(id),
+    );
   }
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
