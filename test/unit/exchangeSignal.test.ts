@@ -1,6 +1,7 @@
 import { EventEmitter, getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { exchangeSignal } from '../../src/api/exchangeSignal.js';
+import { abortControllersBuilt } from '../support/abortControllersBuilt.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -30,22 +31,12 @@ describe('exchangeSignal', () => {
 
   // An AbortController per request was about 1% of a 2,000-tenant daemon's CPU and 750 bytes per
   // request in flight; undici takes an EventEmitter as a request's signal as well.
-  it('builds no AbortController per exchange: undici gets an EventEmitter', () => {
-    const Original = globalThis.AbortController;
-    let built = 0;
-    globalThis.AbortController = class extends Original {
-      constructor() {
-        super();
-        built++;
-      }
-    };
-    try {
+  it('builds no AbortController per exchange: undici gets an EventEmitter', async () => {
+    const built = await abortControllersBuilt(() => {
       const exchange = exchangeSignal(undefined, 15_000);
       expect(exchange.signal).toBeInstanceOf(EventEmitter);
       exchange.clear();
-    } finally {
-      globalThis.AbortController = Original;
-    }
+    });
     expect(built).toBe(0);
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/errors.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { ManualClock } from '../support/manualClock.js';
+import { abortControllersBuilt } from '../support/abortControllersBuilt.js';
 import { WakeableSleep } from '../../src/poll/wakeableSleep.js';
 
 /** Resolves to how long (clock ms) `sleep` took, advancing `clock` in 100 ms steps and calling `during` after the first (so a woken sleep took 100). */
@@ -48,19 +49,9 @@ describe('WakeableSleep', () => {
   it('is woken again and again without an AbortController per wake', async () => {
     const clock = new ManualClock();
     const wake = new WakeableSleep(clock);
-    const Original = globalThis.AbortController;
-    let built = 0;
-    globalThis.AbortController = class extends Original {
-      constructor() {
-        super();
-        built++;
-      }
-    };
-    try {
+    const built = await abortControllersBuilt(async () => {
       for (let i = 0; i < 5; i++) expect(await timed(clock, wake.sleep(5_000), () => wake.wake())).toBe(100);
-    } finally {
-      globalThis.AbortController = Original;
-    }
+    });
     expect(built).toBe(0);
   });
 
