@@ -10,7 +10,7 @@ import {
   squareRootOptimumMeanHours,
   type FirstPoll,
 } from '../../src/schedule/pollAllocation.js';
-import { nextAction } from '../../src/schedule/nextAction.js';
+import { nextAction, type LogCandidate } from '../../src/schedule/nextAction.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
@@ -355,6 +355,36 @@ describe('PollScheduler', () => {
     const slower = scheduler.candidates(T0 + 2_000);
     expect(slower).not.toBe(first);
     expect(slower[0]!.firstPollAt!).toBeLessThan(first[0]!.firstPollAt!);
+  });
+
+  it('keeps the first-poll starts while the pace moves a little, no later than the exact ones', () => {
+    let intervalMs = 4_000;
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => intervalMs } });
+    const logs = Array.from({ length: 26 }, (_, i) => watched('career', `o${i}`));
+    scheduler.sync(logs);
+    scheduler.recordPoll(logs[0]!, T0, { requests: 1, emittedPerformedAt: [] });
+    const first = scheduler.candidates(T0 + 1_000);
+    const exact = (now: number): readonly LogCandidate[] => {
+      (scheduler as unknown as { kept: undefined }).kept = undefined;
+      return scheduler.candidates(now);
+    };
+    // The pace of a server's window moves with each request: a few tenths of a percent either way.
+    for (const ms of [4_010, 3_995, 4_000]) {
+      intervalMs = ms;
+      expect(scheduler.candidates(T0 + 2_000)).toBe(first);
+    }
+    // A poll of a log polled before leaves the chain of first polls as it was: its candidate alone is new.
+    scheduler.recordPoll(logs[0]!, T0 + 30_000, { requests: 1, emittedPerformedAt: [] });
+    const afterPoll = scheduler.candidates(T0 + 31_000);
+    afterPoll.forEach((c, j) => {
+      if (c.key !== 'career:o0') expect(c).toBe(first[j]);
+    });
+    expect(exact(T0 + 31_000)).toEqual(afterPoll);
+    // A pace slower than the one reckoned at would make the starts late: they are reckoned again.
+    intervalMs = 4_100;
+    const slower = scheduler.candidates(T0 + 32_000);
+    expect(slower).not.toBe(afterPoll);
+    expect(exact(T0 + 32_000)).toEqual(slower);
   });
 
   function pollAll(
