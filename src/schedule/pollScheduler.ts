@@ -1,7 +1,13 @@
 import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
 import { firstPollSlotHolds, firstPollSlotMs } from './firstPollSlot.js';
-import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
+import {
+  allocateFrequencies,
+  allocationWeight,
+  alphaFor,
+  firstInFirstPollOrder,
+  latestFirstPollStarts,
+} from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
 import type { LogCandidate } from './nextAction.js';
@@ -165,24 +171,36 @@ export class PollScheduler {
   }
 
   /**
-   * After a poll of `s`: unless it was its first, the poll changed its own candidate alone (the
-   * floor and scale move only at a reallocation; the never-polled logs, their deadlines and costs
-   * are as they were), so the list gets that one anew in a copy (a decision may still hold the
-   * old list) instead of all 26 of a tenant being built again at the next decision. A first poll
-   * leaves the chain of first polls, whose starts move with it: the list is built again at the
-   * next ask.
+   * After a poll of `s`: unless it was a first poll that others' starts depend on, the poll
+   * changed its own candidate alone (the floor and scale move only at a reallocation; the
+   * never-polled logs, their deadlines and costs are as they were), so the list gets that one
+   * anew in a copy (a decision may still hold the old list) instead of all 26 of a tenant being
+   * built again at the next decision. A first poll is usually of the log first in the chain
+   * (its start is the earliest), which no other start depends on; any other first poll moves the
+   * starts before it, and the list is built again at the next ask.
    */
   private polled(key: string, s: Scheduled): void {
     const kept = this.kept;
     const i = kept !== undefined ? kept.list.findIndex((c) => c.key === key) : -1;
     const old = kept?.list[i];
-    if (old === undefined || old.firstPollAt !== null) {
+    if (old === undefined || (old.firstPollAt !== null && !this.firstInChain(s))) {
       this.kept = undefined;
       return;
     }
     const list = kept!.list.slice();
     list[i] = this.candidate(key, s, this.bounds().max, old.starvingMs, null);
-    this.kept = { list, firstPolls: kept!.firstPolls };
+    // The kept chain cost counts `s` still: a stricter hold than the chain left needs.
+    const firstPolls = list.some((c) => c.firstPollAt !== null) ? kept!.firstPolls : undefined;
+    this.kept = { list, firstPolls };
+  }
+
+  /** Whether `s`, just polled for the first time, came first in the chain of first polls. */
+  private firstInChain(s: Scheduled): boolean {
+    const chain = [...this.logs.values()].filter((x) => x === s || x.lastPollAt === null);
+    return firstInFirstPollOrder(
+      chain.map((x) => ({ deadline: this.firstPollBy(x), cost: x.cost })),
+      chain.indexOf(s),
+    );
   }
 
   /**
