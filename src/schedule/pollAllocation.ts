@@ -141,6 +141,16 @@ export function latestFirstPollStarts(firstPolls: readonly FirstPoll[], slotMs: 
 }
 
 /**
+ * Whether `firstPolls[i]` comes first in `latestFirstPollStarts`' order (earliest deadline, ties
+ * in the order given): each start depends only on the logs after it, so once that one is polled
+ * the others' starts are what they were.
+ */
+export function firstInFirstPollOrder(firstPolls: readonly FirstPoll[], i: number): boolean {
+  const deadline = firstPolls[i]!.deadline;
+  return firstPolls.every((p, j) => p.deadline > deadline || (p.deadline === deadline && j >= i));
+}
+
+/**
  * A log's weight in the allocation: its change rate per request a poll costs, to the power alpha
  * (floored so a log that never changed still gets its minimum share, not a zero weight).
  */

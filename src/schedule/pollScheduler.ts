@@ -1,6 +1,13 @@
 import { logKey, type LogKind } from '../logs.js';
 import type { RateEstimateRow, WatchedLog } from '../store/storeRecords.js';
-import { allocateFrequencies, allocationWeight, alphaFor, latestFirstPollStarts } from './pollAllocation.js';
+import { firstPollSlotHolds, firstPollSlotMs } from './firstPollSlot.js';
+import {
+  allocateFrequencies,
+  allocationWeight,
+  alphaFor,
+  firstInFirstPollOrder,
+  latestFirstPollStarts,
+} from './pollAllocation.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
 import type { LogCandidate } from './nextAction.js';
@@ -26,6 +33,12 @@ export interface PollSchedulerDeps {
   knownRates?: (key: string) => number | undefined;
   /** The service's clock, against which performedAt is compared (defaults to the local one). */
   serviceNow?: () => number;
+}
+
+/** The slot the kept first-poll starts were reckoned at, and the requests of the first polls they chain. */
+interface FirstPollReckoning {
+  slotMs: number;
+  chainCost: number;
 }
 
 interface Scheduled {
@@ -62,12 +75,13 @@ export class PollScheduler {
   private readonly followUps: SessionFollowUps;
   /**
    * The last list `candidates` returned, while nothing it was built from changed: a log's poll,
-   * the set of logs or a reallocation, and while some log was never polled, the polls' pace its
-   * first-poll start was reckoned at (`pace`, undefined when every log was polled). Every decision
-   * of the loop (a few per poll) asks, and building 26 candidates each time was most of the
-   * scheduler's CPU at 1,000 tenants.
+   * the set of logs or a reallocation, and while some log was never polled, the slot its
+   * first-poll starts were reckoned at (`firstPolls`, undefined when every log was polled) while
+   * it holds at the pace of now (`firstPollSlotHolds`). Every decision of the loop (a few per
+   * poll) asks, and building 26 candidates each time was most of the scheduler's CPU at 1,000
+   * tenants.
    */
-  private kept: { list: readonly LogCandidate[]; pace: number | undefined } | undefined;
+  private kept: { list: readonly LogCandidate[]; firstPolls: FirstPollReckoning | undefined } | undefined;
 
   constructor(private readonly deps: PollSchedulerDeps) {
     this.estimator = new RateEstimator(deps.config);
@@ -122,17 +136,18 @@ export class PollScheduler {
   candidates(now: number): readonly LogCandidate[] {
     this.reallocate(now);
     const kept = this.kept;
-    if (kept !== undefined && (kept.pace === undefined || kept.pace === this.pollBudgetPerHour(now))) return kept.list;
+    if (kept !== undefined && (kept.firstPolls === undefined || this.firstPollsHold(kept.firstPolls, now)))
+      return kept.list;
     // The floor in force (longer than maxIntervalMinutes when oversubscribed). Starving: late enough that a log at
     // the floor is not polled early, early enough that the slots before the deadline serve every log reaching it.
     const maxIntervalMs = Math.max(this.deps.config.maxIntervalMinutes * 60_000, HOUR_MS / this.floor);
     const starvingMs = Math.max(0.9 * maxIntervalMs, maxIntervalMs - 120_000);
     const max = this.bounds().max;
-    const { starts: firstPollAt, pace } = this.firstPollStarts(now);
+    const { starts: firstPollAt, reckoning } = this.firstPollStarts(now);
     const list = [...this.logs.entries()].map(([key, s]) =>
       this.candidate(key, s, max, starvingMs, firstPollAt.get(s) ?? null),
     );
-    this.kept = { list, pace };
+    this.kept = { list, firstPolls: reckoning };
     return list;
   }
 
@@ -156,23 +171,36 @@ export class PollScheduler {
   }
 
   /**
-   * After a poll of `s`: while every log had been polled when the kept list was built, the poll
-   * changed its own candidate alone (the floor and scale move only at a reallocation), so the
-   * list gets that one anew in a copy (a decision may still hold the old list) instead of all 26
-   * of a tenant being built again at the next decision. Otherwise
-   * the first-poll starts move with the poll, and the list is built again at the next ask.
+   * After a poll of `s`: unless it was a first poll that others' starts depend on, the poll
+   * changed its own candidate alone (the floor and scale move only at a reallocation; the
+   * never-polled logs, their deadlines and costs are as they were), so the list gets that one
+   * anew in a copy (a decision may still hold the old list) instead of all 26 of a tenant being
+   * built again at the next decision. A first poll is usually of the log first in the chain
+   * (its start is the earliest), which no other start depends on; any other first poll moves the
+   * starts before it, and the list is built again at the next ask.
    */
   private polled(key: string, s: Scheduled): void {
     const kept = this.kept;
-    const i = kept !== undefined && kept.pace === undefined ? kept.list.findIndex((c) => c.key === key) : -1;
+    const i = kept !== undefined ? kept.list.findIndex((c) => c.key === key) : -1;
     const old = kept?.list[i];
-    if (old === undefined) {
+    if (old === undefined || (old.firstPollAt !== null && !this.firstInChain(s))) {
       this.kept = undefined;
       return;
     }
     const list = kept!.list.slice();
     list[i] = this.candidate(key, s, this.bounds().max, old.starvingMs, null);
-    this.kept = { list, pace: undefined };
+    // The kept chain cost counts `s` still: a stricter hold than the chain left needs.
+    const firstPolls = list.some((c) => c.firstPollAt !== null) ? kept!.firstPolls : undefined;
+    this.kept = { list, firstPolls };
+  }
+
+  /** Whether `s`, just polled for the first time, came first in the chain of first polls. */
+  private firstInChain(s: Scheduled): boolean {
+    const chain = [...this.logs.values()].filter((x) => x === s || x.lastPollAt === null);
+    return firstInFirstPollOrder(
+      chain.map((x) => ({ deadline: this.firstPollBy(x), cost: x.cost })),
+      chain.indexOf(s),
+    );
   }
 
   /**
@@ -185,19 +213,30 @@ export class PollScheduler {
   }
 
   /**
-   * The latest start of each never-polled log's first poll, at the pace the polls may spend now
-   * (`pace`, requests per hour; undefined when every log was polled).
+   * The latest start of each never-polled log's first poll, reckoned at a slot a little longer
+   * than the pace the polls may spend now (`firstPollSlotMs`; `reckoning` undefined when every
+   * log was polled).
    */
-  private firstPollStarts(now: number): { starts: Map<Scheduled, number>; pace: number | undefined } {
+  private firstPollStarts(now: number): { starts: Map<Scheduled, number>; reckoning: FirstPollReckoning | undefined } {
     const never = [...this.logs.values()].filter((s) => s.lastPollAt === null);
-    if (never.length === 0) return { starts: new Map(), pace: undefined };
-    const perHour = this.pollBudgetPerHour(now);
-    const slotMs = Number.isFinite(perHour) ? HOUR_MS / perHour : 0;
+    if (never.length === 0) return { starts: new Map(), reckoning: undefined };
+    const chainCost = never.reduce((sum, s) => sum + Math.max(1, s.cost), 0);
+    const slotMs = firstPollSlotMs(this.pollSlotMs(now), chainCost);
     const starts = latestFirstPollStarts(
       never.map((s) => ({ deadline: this.firstPollBy(s), cost: s.cost })),
       slotMs,
     );
-    return { starts: new Map(never.map((s, i) => [s, starts[i]!])), pace: perHour };
+    return { starts: new Map(never.map((s, i) => [s, starts[i]!])), reckoning: { slotMs, chainCost } };
+  }
+
+  private firstPollsHold(reckoning: FirstPollReckoning, now: number): boolean {
+    return firstPollSlotHolds(reckoning.slotMs, this.pollSlotMs(now), reckoning.chainCost);
+  }
+
+  /** Milliseconds per request the polls may spend now (0: no budget). */
+  private pollSlotMs(now: number): number {
+    const perHour = this.pollBudgetPerHour(now);
+    return Number.isFinite(perHour) ? HOUR_MS / perHour : 0;
   }
 
   /** The scheduled log with this key (the decision names logs by key). */

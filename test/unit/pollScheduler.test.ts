@@ -6,11 +6,12 @@ import {
   allocationWeight,
   chooseAlpha,
   expectedDelay,
+  firstInFirstPollOrder,
   latestFirstPollStarts,
   squareRootOptimumMeanHours,
   type FirstPoll,
 } from '../../src/schedule/pollAllocation.js';
-import { nextAction } from '../../src/schedule/nextAction.js';
+import { nextAction, type LogCandidate } from '../../src/schedule/nextAction.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
@@ -202,6 +203,27 @@ describe('chooseAlpha', () => {
   });
 });
 
+describe('firstInFirstPollOrder', () => {
+  const D = T0 + 60_000;
+  const at = (deadline: number): FirstPoll => ({ deadline, cost: 1 });
+  it.each([
+    ['the only one', [at(D)], 0, true],
+    ['the earliest deadline', [at(D + 1), at(D)], 1, true],
+    ['a later deadline', [at(D + 1), at(D)], 0, false],
+    ['a tie: the first given', [at(D), at(D), at(D)], 0, true],
+    ['a tie: one given after another', [at(D), at(D), at(D)], 1, false],
+  ] as const)('%s', (_name, firstPolls, i, first) => {
+    expect(firstInFirstPollOrder(firstPolls, i)).toBe(first);
+    // The others' starts are what they were once it is polled (and only then, when they depend on it).
+    const others = latestFirstPollStarts(firstPolls, 4_000).filter((_, j) => j !== i);
+    const after = latestFirstPollStarts(
+      firstPolls.filter((_, j) => j !== i),
+      4_000,
+    );
+    expect(after.every((start, j) => start === others[j])).toBe(first);
+  });
+});
+
 describe('latestFirstPollStarts', () => {
   const D = T0 + 60_000;
   const at = (deadline: number, cost = 1): FirstPoll => ({ deadline, cost });
@@ -355,6 +377,73 @@ describe('PollScheduler', () => {
     const slower = scheduler.candidates(T0 + 2_000);
     expect(slower).not.toBe(first);
     expect(slower[0]!.firstPollAt!).toBeLessThan(first[0]!.firstPollAt!);
+  });
+
+  it('keeps the first-poll starts while the pace moves a little, no later than the exact ones', () => {
+    let intervalMs = 4_000;
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => intervalMs } });
+    const logs = Array.from({ length: 26 }, (_, i) => watched('career', `o${i}`));
+    scheduler.sync(logs);
+    scheduler.recordPoll(logs[0]!, T0, { requests: 1, emittedPerformedAt: [] });
+    const first = scheduler.candidates(T0 + 1_000);
+    const exact = (now: number): readonly LogCandidate[] => {
+      (scheduler as unknown as { kept: undefined }).kept = undefined;
+      return scheduler.candidates(now);
+    };
+    // The pace of a server's window moves with each request: a few tenths of a percent either way.
+    for (const ms of [4_010, 3_995, 4_000]) {
+      intervalMs = ms;
+      expect(scheduler.candidates(T0 + 2_000)).toBe(first);
+    }
+    // A poll of a log polled before leaves the chain of first polls as it was: its candidate alone is new.
+    scheduler.recordPoll(logs[0]!, T0 + 30_000, { requests: 1, emittedPerformedAt: [] });
+    const afterPoll = scheduler.candidates(T0 + 31_000);
+    afterPoll.forEach((c, j) => {
+      if (c.key !== 'career:o0') expect(c).toBe(first[j]);
+    });
+    expect(exact(T0 + 31_000)).toEqual(afterPoll);
+    // A pace slower than the one reckoned at would make the starts late: they are reckoned again.
+    intervalMs = 4_100;
+    const slower = scheduler.candidates(T0 + 32_000);
+    expect(slower).not.toBe(afterPoll);
+    expect(exact(T0 + 32_000)).toEqual(slower);
+  });
+
+  it('after the first poll of the log first in the chain, keeps the other candidates, like the list built anew', () => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
+    const logs = Array.from({ length: 6 }, (_, i) => watched('career', `o${i}`));
+    scheduler.sync(logs);
+    const exact = (now: number): readonly LogCandidate[] => {
+      (scheduler as unknown as { kept: undefined }).kept = undefined;
+      return scheduler.candidates(now);
+    };
+    let now = T0 + 1_000;
+    for (const w of logs) {
+      const before = scheduler.candidates(now);
+      const next = decide(scheduler, now);
+      expect('poll' in next && next.poll).toBe(w);
+      scheduler.recordPoll(w, now, { requests: 1, emittedPerformedAt: [] });
+      const after = scheduler.candidates(now);
+      after.forEach((c, j) => {
+        if (c.key !== `career:${w.objectId}`) expect(c).toBe(before[j]);
+      });
+      const anew = exact(now);
+      after.forEach((c, j) => {
+        expect({ ...c, firstPollAt: null }).toEqual({ ...anew[j]!, firstPollAt: null });
+        if (c.firstPollAt !== null) expect(Math.abs(c.firstPollAt - anew[j]!.firstPollAt!)).toBeLessThanOrEqual(2_000);
+      });
+      now += 4_000;
+    }
+    // A first poll out of order (the last in the chain) moves the starts before it: built anew.
+    const more = [watched('career', 'p0'), watched('career', 'p1')];
+    scheduler.sync([...logs, ...more]);
+    const before = scheduler.candidates(now);
+    scheduler.recordPoll(more[1]!, now, { requests: 1, emittedPerformedAt: [] });
+    const after = scheduler.candidates(now);
+    expect(after.find((c) => c.key === 'career:p0')!.firstPollAt).toBeGreaterThan(
+      before.find((c) => c.key === 'career:p0')!.firstPollAt!,
+    );
+    expect(exact(now)).toEqual(after);
   });
 
   function pollAll(
