@@ -1,0 +1,127 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LeaseTable } from '../../src/cluster/leaseTable.js';
+import { databaseFence } from '../../src/cluster/writeFence.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { executeText } from '../../src/store/postgres/executeText.js';
+import type { StoreActivity } from '../../src/store/storeActivity.js';
+import { acquireOne } from '../support/acquireOne.js';
+import { POSTGRES_URL } from '../support/postgresAdmin.js';
+import { HOUR, ingest, T } from './contract/storeFixtures.js';
+import { admin, openBackend, prepare } from './postgresTestDb.js';
+
+const LEASE_MS = 30_000;
+const tenant = "o'hara\\x";
+
+async function cost(activity: StoreActivity, work: () => Promise<unknown>) {
+  const before = activity.statements;
+  await work();
+  return activity.statements - before;
+}
+
+/** A poll that found nothing, as the window walker commits it: the cursor moves, old seen ids are forgotten. */
+const poll = (store: ChangefeedStore, windowEnd: number) =>
+  ingest(store, [], { windowEnd, now: windowEnd, pruneSeenBefore: windowEnd - 2 * HOUR });
+
+describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in simple queries, attacked', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  async function fencedStore(leaseMs = LEASE_MS) {
+    const backend = await openBackend();
+    const leases = new LeaseTable(backend.leasePool, { leaseMs });
+    expect(await acquireOne(leases, tenant, 'a')).toMatchObject({ epoch: 1 });
+    const store = await backend.tenantStore(tenant, {
+      fence: databaseFence({ tenant, holder: 'a', epoch: 1 }, leaseMs),
+    });
+    await prepare(store);
+    return { backend, store };
+  }
+
+  it('bounds a one-statement write blocked on the lease row by the fence statement timeout', async () => {
+    const leaseMs = 1_200; // a bound of 200 ms
+    const { backend, store } = await fencedStore(leaseMs);
+    // Renewed long enough on the database clock that the lease stays valid throughout.
+    await backend.leasePool.query(
+      "UPDATE changefeed_leases SET expires_at = clock_timestamp() + interval '1 hour' WHERE tenant = $1",
+      [tenant],
+    );
+    await poll(store, T + 1_000);
+    const locker = await backend.leasePool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+      for (const windowEnd of [T + 2_000, T + 3_000]) {
+        const started = performance.now();
+        await expect(poll(store, windowEnd)).rejects.toBeDefined();
+        expect(performance.now() - started).toBeLessThan(10 * (leaseMs / 6));
+      }
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+    await poll(store, T + 4_000);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 4_000 });
+    expect(await cost(backend.activity, () => poll(store, T + 5_000))).toBe(1);
+  });
+
+  it.each([
+    ['on', 'on'],
+    ['off', 'off'],
+  ])('reads every literal as the bound value would be read (standard_conforming_strings %s)', async (_, conforming) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      await client.query(`SET standard_conforming_strings = ${conforming}`);
+      const texts = [
+        "o'hara",
+        "''",
+        '\\',
+        "\\'",
+        "a\\'; SELECT 1; --",
+        'say "hi"',
+        '{x,"y"}',
+        'NULL',
+        '',
+        'é ✓ 𝄞 \u2028 \uFEFF',
+        '\uD800',
+        '$$',
+        '$1',
+        'x'.repeat(1 << 18) + "'\\",
+      ];
+      const numbers = [
+        0,
+        -0,
+        1.5,
+        Number.MAX_SAFE_INTEGER,
+        -Number.MAX_SAFE_INTEGER,
+        Number.MAX_VALUE,
+        Number.MIN_VALUE,
+        1e21,
+        NaN,
+        Infinity,
+        -Infinity,
+      ];
+      const sql = 'SELECT $1::text AS t, $2::float8 AS f, $3::text[] AS a, $4::float8[] AS n, $5::bigint AS b';
+      const name = 'attack_literal';
+      for (const text of texts)
+        for (const number of numbers) {
+          const params = [text, number, [text, null, 'NULL', text], [number, null], 42];
+          const bound = await client.query({ name, text: sql, values: params });
+          const execute = executeText(
+            name,
+            params,
+            (t) => client.escapeLiteral(t),
+            (id) => client.escapeIdentifier(id),
+          )!;
+          const simple = await client.query(execute);
+          expect(simple.rows).toEqual(bound.rows);
+        }
+      const { rows } = await client.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
+      expect(rows).toEqual([{ n: 1 }]);
+    } finally {
+      await client.end();
+    }
+  });
+});
