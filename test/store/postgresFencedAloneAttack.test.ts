@@ -39,6 +39,25 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     return { backend, store };
   }
 
+  it('recovers when the server forgets the prepared statements a second time (DEALLOCATE ALL after EXECUTE is off)', async () => {
+    const { backend, store } = await fencedStore();
+    await poll(store, T + 1_000);
+    await poll(store, T + 1_500);
+    await backend.pool.query('DEALLOCATE ALL');
+    await poll(store, T + 2_000);
+    expect(backend.gate.names.executable).toBe(false);
+    // Prepared again, each alone, on the connection that replaced the first.
+    await poll(store, T + 3_000);
+    // A pooler's reset (DISCARD ALL) on that connection too.
+    await backend.pool.query('DISCARD ALL');
+    await poll(store, T + 4_000);
+    await poll(store, T + 5_000);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+    // A read by its name, outside a transaction, through the same.
+    await backend.pool.query('DISCARD ALL');
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+  });
+
   it('bounds a one-statement write blocked on the lease row by the fence statement timeout', async () => {
     const leaseMs = 1_200; // a bound of 200 ms
     const { backend, store } = await fencedStore(leaseMs);

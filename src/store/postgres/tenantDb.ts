@@ -219,7 +219,13 @@ export class TenantDb {
       return await this.attempt(work, true);
     } catch (error) {
       if (!(error instanceof TryAgain)) throw error;
-      return this.attempt(work, !error.unnamed);
+      try {
+        return await this.attempt(work, !error.unnamed);
+      } catch (again) {
+        // Once only: a second unknown name (a pooler that reset every connection) fails this write.
+        if (again instanceof TryAgain) throw this.failure(again.cause);
+        throw again;
+      }
     }
   }
 
@@ -302,8 +308,10 @@ export class TenantDb {
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
       queued = [];
-      // A name the server does not know (a pooler's): the connection goes too, its record of what it prepared with it.
-      const unknown = prepared && isUnknownStatement(error) && this.pool.names.executable;
+      // A name the server does not know (a pooler's, or DISCARD ALL behind our back): the connection
+      // goes too, its record of what it prepared with it, however often it happens; kept, it would
+      // fail that statement there for good.
+      const unknown = prepared && isUnknownStatement(error);
       if (isConnectionFailure(error) || isStalePlan(error) || unknown) broken = error as Error;
       else
         await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
