@@ -7,7 +7,7 @@ import { executeText } from '../../src/store/postgres/executeText.js';
 import type { StoreActivity } from '../../src/store/storeActivity.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
-import { HOUR, ingest, T } from './contract/storeFixtures.js';
+import { entry, HOUR, ingest, T } from './contract/storeFixtures.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
@@ -56,6 +56,47 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     // A read by its name, outside a transaction, through the same.
     await backend.pool.query('DISCARD ALL');
     expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+  });
+
+  /** Sets the lease's expiry in the past on the database clock right after the next fence check's answer (a pause there). */
+  function expireAfterNextFenceCheck(backend: Awaited<ReturnType<typeof openBackend>>) {
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    const state = { expired: false };
+    vi.spyOn(proto, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      const result = original.apply(this, args);
+      const text = typeof args[0] === 'string' ? args[0] : '';
+      if (state.expired || !text.startsWith('BEGIN') || !text.includes('FOR KEY SHARE')) return result;
+      state.expired = true;
+      return (result as Promise<unknown>).then(async (answer) => {
+        await backend.leasePool.query(
+          "UPDATE changefeed_leases SET expires_at = clock_timestamp() - interval '1 second' WHERE tenant = $1",
+          [tenant],
+        );
+        return answer;
+      });
+    });
+    return state;
+  }
+
+  // The statement is not prepared on the connection yet: the write takes a transaction, and the
+  // lease runs out on the database clock between its fence check and its next round trip.
+  it('says LEASE_LOST for a poll that found nothing when the lease expires between the fence check and the statement', async () => {
+    const { backend, store } = await fencedStore();
+    const state = expireAfterNextFenceCheck(backend);
+    await expect(poll(store, T + 1_000)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(state.expired).toBe(true);
+    expect(await store.watchedLogs.get('career', 'c-1')).not.toMatchObject({ windowEnd: T + 1_000 });
+  });
+
+  it('says LEASE_LOST for an ack when the lease expires between the fence check and the statement', async () => {
+    const { backend, store } = await fencedStore();
+    await ingest(store, [entry('e-1')], { windowEnd: T + 1_000, now: T + 1_000 });
+    const [first] = await store.outbox.pending('a', 0, 10);
+    const state = expireAfterNextFenceCheck(backend);
+    await expect(store.outbox.markDelivered('a', [first!.seq], T + 2)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(state.expired).toBe(true);
+    expect(await store.outbox.counts('a')).toMatchObject({ pending: 1 });
   });
 
   it('bounds a one-statement write blocked on the lease row by the fence statement timeout', async () => {

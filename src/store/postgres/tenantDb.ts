@@ -15,9 +15,11 @@ export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
   /**
    * A write of the transaction whose result nobody reads: sent with the transaction's next round
    * trip (the next statement, or COMMIT), in the order given. Its failure fails that round trip,
-   * and so the transaction, as it would have failed its own.
+   * and so the transaction, as it would have failed its own. `read`, if given, is handed its result
+   * once it ran, which may be after COMMIT: it must only note it, and the caller judge it once the
+   * transaction ended.
    */
-  later(sql: string, params: readonly unknown[]): void;
+  later(sql: string, params: readonly unknown[], read?: (result: pg.QueryResult) => void): void;
 };
 
 /** Writes that wait to ride in the tenant's next write transaction (PostgresDeferredState). */
@@ -162,11 +164,19 @@ export class TenantDb {
     const text = sql(leaseHeldCte(params.length + 1));
     const values = [...params, ...claimParams(inline.claim)];
     // The transaction's fence check holds the lease row already: the statement goes with COMMIT.
-    const inTransaction = (): Promise<void> =>
-      this.transaction((query) => {
-        query.later(text, values);
+    // Its own check of the lease still decides whether it wrote (the lease can run out on the
+    // database clock between the fence check and the statement), and a statement that did not
+    // write is LEASE_LOST here as on one round trip, not a success that wrote nothing.
+    const inTransaction = async (): Promise<void> => {
+      let held = false;
+      await this.transaction((query) => {
+        query.later(text, values, (result) => {
+          held = (result.rows[0] as { held?: boolean } | undefined)?.held === true;
+        });
         return Promise.resolve();
       });
+      if (!held) throw lostInDatabase(inline.claim);
+    };
     if (this.riding?.waiting) return inTransaction();
     const { name } = this.pool.names.statement(text, values);
     let client: pg.PoolClient;
@@ -257,27 +267,32 @@ export class TenantDb {
     // query of EXECUTEs when each is prepared on this connection; else each alone first, which
     // prepares it here for the next time. Each statement of a simple query takes its own snapshot,
     // as it would sent alone.
-    let queued: { sql: string; params: readonly unknown[] }[] = [];
+    let queued: { sql: string; params: readonly unknown[]; read?: (result: pg.QueryResult) => void }[] = [];
     const sendQueued = async <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]) => {
       const batch = queued;
       queued = [];
       const texts = batch.map((statement) => this.inlined(client, prepared, statement.sql, statement.params));
       const last = params === undefined ? sql : this.inlined(client, prepared, sql, params);
       if (last === undefined || texts.some((text) => text === undefined)) {
-        for (const statement of batch) await sendAlone(statement.sql, statement.params);
+        for (const statement of batch) {
+          const result = await sendAlone(statement.sql, statement.params);
+          statement.read?.(result);
+        }
         return sendAlone<R>(sql, params);
       }
       activity.statements++;
       const results: pg.QueryResult<R> | pg.QueryResult<R>[] = await client.query<R>([...texts, last].join('; '));
       // node-postgres answers a simple query of several statements with one result each.
-      return ([] as pg.QueryResult<R>[]).concat(results).at(-1) as pg.QueryResult<R>;
+      const each = ([] as pg.QueryResult<R>[]).concat(results);
+      batch.forEach((statement, i) => statement.read?.(each[i]!));
+      return each.at(-1) as pg.QueryResult<R>;
     };
     const send = Object.assign(
       <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<pg.QueryResult<R>> =>
         queued.length > 0 ? sendQueued<R>(sql, params) : sendAlone<R>(sql, params),
       {
-        later: (sql: string, params: readonly unknown[]): void => {
-          queued.push({ sql, params });
+        later: (sql: string, params: readonly unknown[], read?: (result: pg.QueryResult) => void): void => {
+          queued.push({ sql, params, read });
         },
       },
     );
