@@ -99,6 +99,65 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     expect(await store.outbox.counts('a')).toMatchObject({ pending: 1 });
   });
 
+  /** A fenced store whose nothing-new poll is one round trip (its statement prepared on the connection). */
+  async function oneRoundTripStore() {
+    const fenced = await fencedStore();
+    await poll(fenced.store, T + 1_000);
+    expect(await cost(fenced.backend.activity, () => poll(fenced.store, T + 1_500))).toBe(1);
+    return fenced;
+  }
+
+  /** Resolves once a session of the store's schema waits for a lock. */
+  async function lockWaiter(backend: Awaited<ReturnType<typeof openBackend>>) {
+    for (;;) {
+      const { rows } = await backend.leasePool.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%EXECUTE%'",
+      );
+      if (rows[0]) return rows[0].pid;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  it('says LEASE_LOST, writing nothing, when a takeover that held the lease row commits while the one statement waits for it', async () => {
+    const { backend, store } = await oneRoundTripStore();
+    const taker = await backend.leasePool.connect();
+    try {
+      await taker.query('BEGIN');
+      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+      const polled = poll(store, T + 2_000);
+      polled.catch(() => undefined);
+      await lockWaiter(backend);
+      await taker.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+      await taker.query('COMMIT');
+      await expect(polled).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    } finally {
+      taker.release();
+    }
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 1_500 });
+  });
+
+  it('recovers from its connection cut mid-statement (a server restart): unavailable, then one round trip again', async () => {
+    const { backend, store } = await oneRoundTripStore();
+    const taker = await backend.leasePool.connect();
+    try {
+      await taker.query('BEGIN');
+      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+      const polled = poll(store, T + 2_000);
+      polled.catch(() => undefined);
+      const pid = await lockWaiter(backend);
+      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [pid]);
+      await expect(polled).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await taker.query('ROLLBACK');
+      taker.release();
+    }
+    // The next write finds a live connection (it prepares the statement there), and the one after is one round trip.
+    await poll(store, T + 3_000);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000 });
+    expect(store.health.problem).toBeUndefined();
+    expect(await cost(backend.activity, () => poll(store, T + 4_000))).toBe(1);
+  });
+
   it('bounds a one-statement write blocked on the lease row by the fence statement timeout', async () => {
     const leaseMs = 1_200; // a bound of 200 ms
     const { backend, store } = await fencedStore(leaseMs);

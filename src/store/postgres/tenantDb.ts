@@ -50,6 +50,12 @@ class TryAgain extends Error {
   }
 }
 
+/** An error with which the server ended the session (severity FATAL or PANIC): its connection is gone. */
+function endedSession(error: unknown): boolean {
+  const severity = (error as { severity?: unknown } | undefined)?.severity;
+  return severity === 'FATAL' || severity === 'PANIC';
+}
+
 /**
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
  * through it. It keeps the three rules of the store in one place:
@@ -198,14 +204,16 @@ export class TenantDb {
     try {
       results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
-      // The implicit transaction rolled back on its own. A connection that failed, holds a
-      // statement a schema change made stale, or does not know the name, is destroyed (as in
-      // `attempt`); the write is then tried again in a transaction (the statement unnamed there if
-      // it is stale, not by its name in a simple query if that was unknown).
+      // The implicit transaction rolled back on its own. A connection that failed, that the
+      // server ended (a FATAL error: a restart's or pg_terminate_backend's 57P01, which `attempt`
+      // learns from its ROLLBACK failing, and no ROLLBACK goes here), holds a statement a schema
+      // change made stale, or does not know the name, is destroyed; the write is then tried again
+      // in a transaction (the statement unnamed there if it is stale, not by its name in a simple
+      // query if that was unknown).
       const again = isStalePlan(error) || isUnknownStatement(error);
       if (isUnknownStatement(error)) this.pool.names.executable = false;
       client.off('error', ignore);
-      client.release(isConnectionFailure(error) || again ? (error as Error) : undefined);
+      client.release(isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined);
       if (again) return inTransaction();
       throw this.failure(error);
     }
