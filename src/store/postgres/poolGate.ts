@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
 import { isConnectionFailure } from './connectionFailure.js';
-import { isStalePlan, StatementNames } from './statementNames.js';
+import { isStalePlan, isUnknownStatement, StatementNames } from './statementNames.js';
 
 /**
  * Which queue a checkout waits in: `start` (a tenant starting: its first reads and writes, each a
@@ -83,7 +83,8 @@ export class PoolGate {
    * One statement on a connection of the pool, prepared there under its name (`names`).
    * node-postgres checks the connection out and back, and destroys it after any error, a stale
    * prepared statement's too (isStalePlan): that statement did nothing, and is sent once more
-   * unnamed, planned afresh, so a schema change under a running daemon fails no read or write.
+   * unnamed, planned afresh, so a schema change under a running daemon fails no read or write. So
+   * is one whose name the connection's server forgot (isUnknownStatement: DISCARD ALL, a pooler).
    */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     sql: string,
@@ -94,7 +95,7 @@ export class PoolGate {
     try {
       const statement = this.names.statement(sql, params);
       const result = await this.pool.query<R>(statement).catch((error: unknown) => {
-        if (statement.name === undefined || !isStalePlan(error)) throw error;
+        if (statement.name === undefined || !(isStalePlan(error) || isUnknownStatement(error))) throw error;
         return this.pool.query<R>({ text: sql, values: statement.values });
       });
       this.ended(undefined);

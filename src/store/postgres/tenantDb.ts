@@ -15,9 +15,11 @@ export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
   /**
    * A write of the transaction whose result nobody reads: sent with the transaction's next round
    * trip (the next statement, or COMMIT), in the order given. Its failure fails that round trip,
-   * and so the transaction, as it would have failed its own.
+   * and so the transaction, as it would have failed its own. `read`, if given, is handed its result
+   * once it ran, which may be after COMMIT: it must only note it, and the caller judge it once the
+   * transaction ended.
    */
-  later(sql: string, params: readonly unknown[]): void;
+  later(sql: string, params: readonly unknown[], read?: (result: pg.QueryResult) => void): void;
 };
 
 /** Writes that wait to ride in the tenant's next write transaction (PostgresDeferredState). */
@@ -46,6 +48,12 @@ class TryAgain extends Error {
   ) {
     super('a prepared statement went stale under a schema change, or is not known by its name', { cause });
   }
+}
+
+/** An error with which the server ended the session (severity FATAL or PANIC): its connection is gone. */
+function endedSession(error: unknown): boolean {
+  const severity = (error as { severity?: unknown } | undefined)?.severity;
+  return severity === 'FATAL' || severity === 'PANIC';
 }
 
 /**
@@ -162,11 +170,19 @@ export class TenantDb {
     const text = sql(leaseHeldCte(params.length + 1));
     const values = [...params, ...claimParams(inline.claim)];
     // The transaction's fence check holds the lease row already: the statement goes with COMMIT.
-    const inTransaction = (): Promise<void> =>
-      this.transaction((query) => {
-        query.later(text, values);
+    // Its own check of the lease still decides whether it wrote (the lease can run out on the
+    // database clock between the fence check and the statement), and a statement that did not
+    // write is LEASE_LOST here as on one round trip, not a success that wrote nothing.
+    const inTransaction = async (): Promise<void> => {
+      let held = false;
+      await this.transaction((query) => {
+        query.later(text, values, (result) => {
+          held = (result.rows[0] as { held?: boolean } | undefined)?.held === true;
+        });
         return Promise.resolve();
       });
+      if (!held) throw lostInDatabase(inline.claim);
+    };
     if (this.riding?.waiting) return inTransaction();
     const { name } = this.pool.names.statement(text, values);
     let client: pg.PoolClient;
@@ -188,14 +204,16 @@ export class TenantDb {
     try {
       results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
-      // The implicit transaction rolled back on its own. A connection that failed, holds a
-      // statement a schema change made stale, or does not know the name, is destroyed (as in
-      // `attempt`); the write is then tried again in a transaction (the statement unnamed there if
-      // it is stale, not by its name in a simple query if that was unknown).
+      // The implicit transaction rolled back on its own. A connection that failed, that the
+      // server ended (a FATAL error: a restart's or pg_terminate_backend's 57P01, which `attempt`
+      // learns from its ROLLBACK failing, and no ROLLBACK goes here), holds a statement a schema
+      // change made stale, or does not know the name, is destroyed; the write is then tried again
+      // in a transaction (the statement unnamed there if it is stale, not by its name in a simple
+      // query if that was unknown).
       const again = isStalePlan(error) || isUnknownStatement(error);
       if (isUnknownStatement(error)) this.pool.names.executable = false;
       client.off('error', ignore);
-      client.release(isConnectionFailure(error) || again ? (error as Error) : undefined);
+      client.release(isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined);
       if (again) return inTransaction();
       throw this.failure(error);
     }
@@ -219,7 +237,13 @@ export class TenantDb {
       return await this.attempt(work, true);
     } catch (error) {
       if (!(error instanceof TryAgain)) throw error;
-      return this.attempt(work, !error.unnamed);
+      try {
+        return await this.attempt(work, !error.unnamed);
+      } catch (again) {
+        // Once only: a second unknown name (a pooler that reset every connection) fails this write.
+        if (again instanceof TryAgain) throw this.failure(again.cause);
+        throw again;
+      }
     }
   }
 
@@ -251,27 +275,32 @@ export class TenantDb {
     // query of EXECUTEs when each is prepared on this connection; else each alone first, which
     // prepares it here for the next time. Each statement of a simple query takes its own snapshot,
     // as it would sent alone.
-    let queued: { sql: string; params: readonly unknown[] }[] = [];
+    let queued: { sql: string; params: readonly unknown[]; read?: (result: pg.QueryResult) => void }[] = [];
     const sendQueued = async <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]) => {
       const batch = queued;
       queued = [];
       const texts = batch.map((statement) => this.inlined(client, prepared, statement.sql, statement.params));
       const last = params === undefined ? sql : this.inlined(client, prepared, sql, params);
       if (last === undefined || texts.some((text) => text === undefined)) {
-        for (const statement of batch) await sendAlone(statement.sql, statement.params);
+        for (const statement of batch) {
+          const result = await sendAlone(statement.sql, statement.params);
+          statement.read?.(result);
+        }
         return sendAlone<R>(sql, params);
       }
       activity.statements++;
       const results: pg.QueryResult<R> | pg.QueryResult<R>[] = await client.query<R>([...texts, last].join('; '));
       // node-postgres answers a simple query of several statements with one result each.
-      return ([] as pg.QueryResult<R>[]).concat(results).at(-1) as pg.QueryResult<R>;
+      const each = ([] as pg.QueryResult<R>[]).concat(results);
+      batch.forEach((statement, i) => statement.read?.(each[i]!));
+      return each.at(-1) as pg.QueryResult<R>;
     };
     const send = Object.assign(
       <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<pg.QueryResult<R>> =>
         queued.length > 0 ? sendQueued<R>(sql, params) : sendAlone<R>(sql, params),
       {
-        later: (sql: string, params: readonly unknown[]): void => {
-          queued.push({ sql, params });
+        later: (sql: string, params: readonly unknown[], read?: (result: pg.QueryResult) => void): void => {
+          queued.push({ sql, params, read });
         },
       },
     );
@@ -302,8 +331,10 @@ export class TenantDb {
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
       queued = [];
-      // A name the server does not know (a pooler's): the connection goes too, its record of what it prepared with it.
-      const unknown = prepared && isUnknownStatement(error) && this.pool.names.executable;
+      // A name the server does not know (a pooler's, or DISCARD ALL behind our back): the connection
+      // goes too, its record of what it prepared with it, however often it happens; kept, it would
+      // fail that statement there for good.
+      const unknown = prepared && isUnknownStatement(error);
       if (isConnectionFailure(error) || isStalePlan(error) || unknown) broken = error as Error;
       else
         await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
