@@ -142,11 +142,34 @@ async function readWhole(body: AsyncIterable<Buffer>): Promise<Buffer> {
   return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
 }
 
+/**
+ * Refuses invalid UTF-8 as the stream parser does (Buffer's toString would put U+FFFD in its place
+ * and accept the page) and keeps a byte-order mark, which JSON.parse then refuses, to the stream
+ * parser's judgement.
+ */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Every spelling of the key `data` in JSON text, escapes included. */
+const DATA_KEY = /"(?:d|\\u0064)(?:a|\\u0061)(?:t|\\u0074)(?:a|\\u0061)"/g;
+
+/**
+ * Whether the text may hold more than one key `data`. JSON.parse keeps the last of them and the
+ * stream parser gathers the entries of all, so such a page is left to the stream parser. Entries
+ * carry no `data` key (spec 2.8), so a plain page has one; more only costs the native parse.
+ */
+function mayRepeatDataKey(text: string): boolean {
+  const first = text.indexOf('"data"');
+  if (first !== text.lastIndexOf('"data"')) return true;
+  return text.includes('\\u') && (text.match(DATA_KEY)?.length ?? 0) > 1;
+}
+
 /** The `data` of a page that is JSON with a `data` array of at most `limit` entries; undefined otherwise. */
 function plainPageData(whole: Buffer, limit: number): unknown[] | undefined {
   let page: unknown;
   try {
-    page = JSON.parse(whole.toString('utf8'));
+    const text = strictUtf8.decode(whole);
+    if (mayRepeatDataKey(text)) return undefined;
+    page = JSON.parse(text);
   } catch {
     return undefined;
   }
