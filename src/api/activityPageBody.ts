@@ -55,21 +55,21 @@ export function activityPageReader(limit: number): BodyReader {
     // below after all, so the refusals and what is tolerated stay the same.
     let chunks: AsyncIterable<Buffer> | Iterable<Buffer> = body as AsyncIterable<Buffer>;
     if (Number.isFinite(declared) && declared <= Math.min(WHOLE_PAGE_BYTES, maxBytes)) {
-      let whole: Buffer;
+      const parts: Buffer[] = [];
+      let failure: { error: unknown } | undefined;
       try {
-        whole = await readWhole(body as AsyncIterable<Buffer>);
+        for await (const chunk of body as AsyncIterable<Buffer>) parts.push(chunk);
       } catch (error) {
-        throw new ApiMalformedResponseError(
-          `${where} is not JSON: ${(error as Error).message} (${request})`,
-          path,
-          requestId,
-        );
+        // A body cut short (fewer bytes than declared) is the stream parser's to judge: it accepts
+        // one that ends after a whole `data`.
+        failure = { error };
       } finally {
         discardBody(body);
       }
-      const data = plainPageData(whole, limit);
+      const whole = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+      const data = failure ? undefined : plainPageData(whole, limit);
       if (data !== undefined) return { data };
-      chunks = [whole];
+      chunks = failure ? replayThenFail(whole, failure.error) : [whole];
     }
     const data: unknown[] = [];
     let dataIsArray: boolean | undefined;
@@ -135,11 +135,10 @@ export function activityPageReader(limit: number): BodyReader {
   };
 }
 
-/** The whole of a small body, as it arrived. */
-async function readWhole(body: AsyncIterable<Buffer>): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of body) parts.push(chunk);
-  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+/** The bytes a body brought before it failed, then its failure, as the body itself gave them. */
+function* replayThenFail(whole: Buffer, error: unknown): Iterable<Buffer> {
+  if (whole.length > 0) yield whole;
+  throw error;
 }
 
 /**

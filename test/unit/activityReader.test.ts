@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { JSONParser } from '@streamparser/json';
 import { describe, expect, it, vi } from 'vitest';
 import { ForbiddenFilterError, readActivityPage, type ActivityPageRequest } from '../../src/api/activityReader.js';
@@ -284,6 +284,41 @@ describe('readActivityPage', () => {
       expect(await outcome(c, 'declared')).toEqual(await outcome(c, 'chunked'));
     } finally {
       server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  // A Content-Length that promises more than the connection brings: the stream parser accepts a
+  // page cut off after a whole `data`, so a page parsed whole must too, and refuse one cut before.
+  it.each([
+    ['after a whole `data`', '{"data":[{"id":"e-1"}],"pagination":{"lim'],
+    ['inside `data`', '{"data":[{"id":"e-1"},{"id":"e-'],
+  ])('judges a small page whose connection ends %s as a streamed one', async (_what, text) => {
+    const server = createNetServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', (request) => {
+        const declared = request.toString('latin1').includes('/careers/declared/');
+        const head = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n${
+          declared ? 'content-length: 4000' : 'transfer-encoding: chunked'
+        }\r\n\r\n`;
+        const body = declared ? text : `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+        socket.end(head + body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const outcome = (c: ServiceClient, objectId: string) =>
+      readActivityPage(c, page({ objectId, limit: 10 })).then(
+        (read) => ({ entries: read.entries }),
+        (error: ApiError) => ({ code: error.code }),
+      );
+    try {
+      const c = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, new RecordingGate());
+      const streamed = await outcome(c, 'chunked');
+      expect(streamed).toEqual(
+        text.includes('"pagination"') ? { entries: [{ id: 'e-1' }] } : { code: 'API_MALFORMED_RESPONSE' },
+      );
+      expect(await outcome(c, 'declared')).toEqual(streamed);
+    } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
