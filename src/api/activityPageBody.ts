@@ -1,5 +1,6 @@
 import { JSONParser, Tokenizer, TokenType } from '@streamparser/json';
 import { ApiMalformedResponseError, ApiResponseTooLargeError } from './apiErrors.js';
+import { isAbortError } from '../errors.js';
 import { RAW_KEPT_BYTES } from './quarantinedEntry.js';
 import { discardBody, headerValue, type BodyReader } from './responseBody.js';
 
@@ -119,12 +120,14 @@ export function activityPageReader(limit: number): BodyReader {
     } catch (error) {
       if (refusal) throw refusal;
       // What failed came after `data`, which is whole: the page is read.
-      if (!dataDone)
+      if (!dataDone) {
+        if (endedByExchange(error)) throw error;
         throw new ApiMalformedResponseError(
           `${where} is not JSON: ${(error as Error).message} (${request})`,
           path,
           requestId,
         );
+      }
     } finally {
       discardBody(body);
     }
@@ -133,6 +136,15 @@ export function activityPageReader(limit: number): BodyReader {
       throw new ApiMalformedResponseError(`${where} has no "data" array (${request})`, path, requestId);
     return { data };
   };
+}
+
+/**
+ * Whether a body failed because its exchange was ended (its time limit, or the caller's abort such
+ * as a shutdown): the client names that (API_TIMEOUT, or the abort passed through), where calling
+ * the page "not JSON" would send an operator looking at the service's bodies.
+ */
+function endedByExchange(error: unknown): boolean {
+  return isAbortError(error) || (error instanceof Error && error.name === 'TimeoutError');
 }
 
 /** The bytes a body brought before it failed, then its failure, as the body itself gave them. */
