@@ -13,7 +13,7 @@
  * cores with room, and each still has an event loop to itself). The machine's load and each run's
  * event-loop delay are printed beside it: they are part of the figure.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -81,8 +81,36 @@ export async function runFreshnessWallClock(options: FreshnessWallClockOptions):
   const policies = options.policies ?? ['round-robin', 'adaptive'];
   if (options.concurrent && options.timeScale !== 'virtual') {
     const pairs = options.seeds.flatMap((seed) => policies.map((policy) => ({ seed, policy })));
-    const runs = await Promise.all(pairs.map(({ seed, policy }) => runInChild(options, seed, policy, writeLine)));
-    return { runs, verdicts: freshnessVerdicts(runs) };
+    const children = new Set<ChildProcess>();
+    // A run that fails ends the others, and so does a signal to this process: left running, each
+    // would hold its share of a shared machine for the hours of its day, reported to nobody.
+    const stopAll = (): void => {
+      for (const child of children) child.kill('SIGTERM');
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      stopAll();
+      process.exitCode = 128 + (signal === 'SIGINT' ? 2 : 15);
+    };
+    process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+    // The run that failed first: the others then end by the signal sent them.
+    let first: { error: unknown } | undefined;
+    try {
+      // Settled, not Promise.all: the caller's exit must not come before every child has gone.
+      const settled = await Promise.allSettled(
+        pairs.map(({ seed, policy }) =>
+          runInChild(options, seed, policy, writeLine, children).catch((error: unknown) => {
+            first ??= { error };
+            stopAll();
+            throw error;
+          }),
+        ),
+      );
+      if (first) throw first.error;
+      const runs = settled.map((result) => (result as PromiseFulfilledResult<FreshnessRun>).value);
+      return { runs, verdicts: freshnessVerdicts(runs) };
+    } finally {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+    }
   }
   const runs: FreshnessRun[] = [];
   for (const seed of options.seeds) {
@@ -138,6 +166,7 @@ async function runInChild(
   seed: number,
   policy: 'round-robin' | 'adaptive',
   writeLine: (line: string) => void,
+  children: Set<ChildProcess>,
 ): Promise<FreshnessRun> {
   const args = [
     ...process.execArgv,
@@ -148,12 +177,13 @@ async function runInChild(
     ...['--schedule', JSON.stringify(options.schedule ?? {})],
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(child);
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
     child.once('close', resolve);
-  });
+  }).finally(() => children.delete(child));
   const line = RUN_LINE.exec(output)?.[0];
   if (code !== 0 || line === undefined)
     throw new Error(`the freshness run of seed ${seed}, ${policy}, exited with ${code} and no result:\n${output}`);

@@ -1,5 +1,6 @@
 import { JSONParser, Tokenizer, TokenType } from '@streamparser/json';
 import { ApiMalformedResponseError, ApiResponseTooLargeError } from './apiErrors.js';
+import { isAbortError } from '../errors.js';
 import { RAW_KEPT_BYTES } from './quarantinedEntry.js';
 import { discardBody, headerValue, type BodyReader } from './responseBody.js';
 
@@ -55,21 +56,21 @@ export function activityPageReader(limit: number): BodyReader {
     // below after all, so the refusals and what is tolerated stay the same.
     let chunks: AsyncIterable<Buffer> | Iterable<Buffer> = body as AsyncIterable<Buffer>;
     if (Number.isFinite(declared) && declared <= Math.min(WHOLE_PAGE_BYTES, maxBytes)) {
-      let whole: Buffer;
+      const parts: Buffer[] = [];
+      let failure: { error: unknown } | undefined;
       try {
-        whole = await readWhole(body as AsyncIterable<Buffer>);
+        for await (const chunk of body as AsyncIterable<Buffer>) parts.push(chunk);
       } catch (error) {
-        throw new ApiMalformedResponseError(
-          `${where} is not JSON: ${(error as Error).message} (${request})`,
-          path,
-          requestId,
-        );
+        // A body cut short (fewer bytes than declared) is the stream parser's to judge: it accepts
+        // one that ends after a whole `data`.
+        failure = { error };
       } finally {
         discardBody(body);
       }
-      const data = plainPageData(whole, limit);
+      const whole = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+      const data = failure ? undefined : plainPageData(whole, limit);
       if (data !== undefined) return { data };
-      chunks = [whole];
+      chunks = failure ? replayThenFail(whole, failure.error) : [whole];
     }
     const data: unknown[] = [];
     let dataIsArray: boolean | undefined;
@@ -119,12 +120,14 @@ export function activityPageReader(limit: number): BodyReader {
     } catch (error) {
       if (refusal) throw refusal;
       // What failed came after `data`, which is whole: the page is read.
-      if (!dataDone)
+      if (!dataDone) {
+        if (endedByExchange(error)) throw error;
         throw new ApiMalformedResponseError(
           `${where} is not JSON: ${(error as Error).message} (${request})`,
           path,
           requestId,
         );
+      }
     } finally {
       discardBody(body);
     }
@@ -135,18 +138,49 @@ export function activityPageReader(limit: number): BodyReader {
   };
 }
 
-/** The whole of a small body, as it arrived. */
-async function readWhole(body: AsyncIterable<Buffer>): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of body) parts.push(chunk);
-  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+/**
+ * Whether a body failed because its exchange was ended (its time limit, or the caller's abort such
+ * as a shutdown): the client names that (API_TIMEOUT, or the abort passed through), where calling
+ * the page "not JSON" would send an operator looking at the service's bodies.
+ */
+function endedByExchange(error: unknown): boolean {
+  return isAbortError(error) || (error instanceof Error && error.name === 'TimeoutError');
+}
+
+/** The bytes a body brought before it failed, then its failure, as the body itself gave them. */
+function* replayThenFail(whole: Buffer, error: unknown): Iterable<Buffer> {
+  if (whole.length > 0) yield whole;
+  throw error;
+}
+
+/**
+ * Refuses invalid UTF-8 as the stream parser does (Buffer's toString would put U+FFFD in its place
+ * and accept the page) and keeps a byte-order mark, which JSON.parse then refuses, to the stream
+ * parser's judgement.
+ */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Every spelling of the key `data` in JSON text, escapes included. */
+const DATA_KEY = /"(?:d|\\u0064)(?:a|\\u0061)(?:t|\\u0074)(?:a|\\u0061)"/g;
+
+/**
+ * Whether the text may hold more than one key `data`. JSON.parse keeps the last of them and the
+ * stream parser gathers the entries of all, so such a page is left to the stream parser. Entries
+ * carry no `data` key (spec 2.8), so a plain page has one; more only costs the native parse.
+ */
+function mayRepeatDataKey(text: string): boolean {
+  const first = text.indexOf('"data"');
+  if (first !== text.lastIndexOf('"data"')) return true;
+  return text.includes('\\u') && (text.match(DATA_KEY)?.length ?? 0) > 1;
 }
 
 /** The `data` of a page that is JSON with a `data` array of at most `limit` entries; undefined otherwise. */
 function plainPageData(whole: Buffer, limit: number): unknown[] | undefined {
   let page: unknown;
   try {
-    page = JSON.parse(whole.toString('utf8'));
+    const text = strictUtf8.decode(whole);
+    if (mayRepeatDataKey(text)) return undefined;
+    page = JSON.parse(text);
   } catch {
     return undefined;
   }

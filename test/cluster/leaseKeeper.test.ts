@@ -220,6 +220,26 @@ describe('LeaseKeeper', () => {
     expect((await a.table.list()).map((r) => r.tenant)).toEqual(['company-1', 'company-2']);
   });
 
+  it('a tenant whose file comes back during its drain is neither handed over nor kept: taken anew once released', async (ctx) => {
+    const { db, set } = await setup(ctx);
+    let tenants = tenantNames(3);
+    const a = set.add('a', db.pool(), () => tenants);
+    a.start();
+    await set.tickUntil('3 held', () => a.keeper.heldLeases().length === 3);
+    tenants = tenantNames(2);
+    a.keeper.givingUp('company-3');
+    await set.tick();
+    // Restored (an editor's save as remove-and-create, say) while the removal drains.
+    tenants = tenantNames(3);
+    await set.tick();
+    expect(a.events.filter((e) => e.type === 'handOver')).toEqual([]);
+    expect(a.keeper.canWrite('company-3')).toBe(true);
+    await a.keeper.release('company-3');
+    await set.tickUntil('company-3 taken again', () => a.keeper.canWrite('company-3'));
+    expect(a.events.filter((e) => e.type === 'acquired' && e.tenant === 'company-3')).toHaveLength(2);
+    expect(a.events.filter((e) => e.type === 'handOver' || e.type === 'lost')).toEqual([]);
+  });
+
   it('a key moved from one tenant to another: the tenant that now has it is taken in the next round', async (ctx) => {
     const { db, set } = await setup(ctx);
     const [k1, k2] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0')];

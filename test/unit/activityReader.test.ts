@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { JSONParser } from '@streamparser/json';
 import { describe, expect, it, vi } from 'vitest';
 import { ForbiddenFilterError, readActivityPage, type ActivityPageRequest } from '../../src/api/activityReader.js';
@@ -243,6 +243,82 @@ describe('readActivityPage', () => {
       }
     } finally {
       server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  // The whole-page parse must judge a hostile page exactly as the stream parser does: the same
+  // bytes are served once with Content-Length (parsed whole) and once chunked (streamed).
+  it.each([
+    ['two `data` keys', Buffer.from('{"data":[{"id":"e-1"}],"data":[{"id":"e-2"},{"id":"e-3"}]}')],
+    ['a second `data` key spelled with escapes', Buffer.from('{"data":[{"id":"e-1"}],"d\\u0061ta":[]}')],
+    [
+      'invalid UTF-8 inside a string',
+      Buffer.concat([Buffer.from('{"data":[{"id":"e-1'), Buffer.from([0xff, 0xc3]), Buffer.from('"}]}')]),
+    ],
+    ['a byte-order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"data":[{"id":"e-1"}]}')])],
+    ['`__proto__` in an entry', Buffer.from('{"data":[{"id":"e-1","__proto__":{"event":"x"}}]}')],
+    ['`__proto__` holding the envelope', Buffer.from('{"__proto__":{"data":[{"id":"e-1"}]}}')],
+    ['a duplicate key in an entry', Buffer.from('{"data":[{"id":"e-1","id":"e-2"}]}')],
+    ['numbers beyond a double', Buffer.from('{"data":[{"id":"e-1","n":1e400,"m":123456789012345678901234567890}]}')],
+    ['deep nesting after `data`', Buffer.from(`{"data":[{"id":"e-1"}],"x":${'['.repeat(5000)}${']'.repeat(5000)}}`)],
+    ['a second value after the envelope', Buffer.from('{"data":[{"id":"e-1"}]}{"data":[]}')],
+  ])('judges a small page with %s the same whether its length is declared or it streams', async (_what, bytes) => {
+    const server = createServer((req, res) => {
+      if (req.url?.includes('/careers/declared/')) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': bytes.length });
+        res.end(bytes);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(bytes);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const outcome = (c: ServiceClient, objectId: string) =>
+      readActivityPage(c, page({ objectId, limit: 10 })).then(
+        (read) => ({ entries: read.entries, quarantined: read.quarantined.length }),
+        (error: ApiError) => ({ code: error.code }),
+      );
+    try {
+      const c = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, new RecordingGate());
+      expect(await outcome(c, 'declared')).toEqual(await outcome(c, 'chunked'));
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  // A Content-Length that promises more than the connection brings: the stream parser accepts a
+  // page cut off after a whole `data`, so a page parsed whole must too, and refuse one cut before.
+  it.each([
+    ['after a whole `data`', '{"data":[{"id":"e-1"}],"pagination":{"lim'],
+    ['inside `data`', '{"data":[{"id":"e-1"},{"id":"e-'],
+  ])('judges a small page whose connection ends %s as a streamed one', async (_what, text) => {
+    const server = createNetServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', (request) => {
+        const declared = request.toString('latin1').includes('/careers/declared/');
+        const head = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n${
+          declared ? 'content-length: 4000' : 'transfer-encoding: chunked'
+        }\r\n\r\n`;
+        const body = declared ? text : `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+        socket.end(head + body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const outcome = (c: ServiceClient, objectId: string) =>
+      readActivityPage(c, page({ objectId, limit: 10 })).then(
+        (read) => ({ entries: read.entries }),
+        (error: ApiError) => ({ code: error.code }),
+      );
+    try {
+      const c = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, new RecordingGate());
+      const streamed = await outcome(c, 'chunked');
+      expect(streamed).toEqual(
+        text.includes('"pagination"') ? { entries: [{ id: 'e-1' }] } : { code: 'API_MALFORMED_RESPONSE' },
+      );
+      expect(await outcome(c, 'declared')).toEqual(streamed);
+    } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });

@@ -361,6 +361,53 @@ describe('PollScheduler', () => {
     }
   });
 
+  // The kept list renews the polled log's candidate alone: over hours of the decisions' own polls
+  // (reallocations, refits, follow-ups of sessions, a pace that moves), it must stay what building
+  // it anew gives, or a log whose candidate went stale could wait past its interval.
+  it('keeps a list equal to one built anew over six hours of its own decisions, every log polled in time', () => {
+    let intervalMs = 4_000;
+    const adaptive = scheduleConfigSchema.parse({ policy: 'adaptive' });
+    const scheduler = new PollScheduler({
+      config: adaptive,
+      minIntervalMs: 60_000,
+      budget: { intervalMs: () => intervalMs },
+      serviceNow: () => now,
+    });
+    const logs = [
+      ...Array.from({ length: 20 }, (_, i) => watched('career', `c-${i}`)),
+      ...Array.from({ length: 5 }, (_, i) => watched('skill', `s-${i}`)),
+      watched('identity_provider', ''),
+    ];
+    scheduler.sync(logs);
+    let now = T0;
+    for (const w of logs) scheduler.recordPoll(w, now, { requests: 1, emittedPerformedAt: [] });
+    const lastPolled = new Map(logs.map((w) => [`${w.log}:${w.objectId}`, now]));
+    let longestGap = 0;
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 48271) % 2147483647) - 1) / 2147483646;
+    while (now < T0 + 6 * HOUR) {
+      if (random() < 0.01) intervalMs = 3_000 + Math.floor(random() * 3_000);
+      const decision = decide(scheduler, now);
+      if ('wakeAt' in decision) {
+        now = Math.max(now + 1, decision.wakeAt);
+        continue;
+      }
+      const w = decision.poll;
+      const key = `${w.log}:${w.objectId}`;
+      longestGap = Math.max(longestGap, now - lastPolled.get(key)!);
+      lastPolled.set(key, now);
+      // Sessions on the busier careers: a few changes a poll, which start follow-ups.
+      const changes = w.objectId < 'c-3' && random() < 0.5 ? [now - 30_000, now - 20_000] : [];
+      scheduler.recordPoll(w, now, { requests: 1, emittedPerformedAt: changes });
+      const kept = scheduler.candidates(now);
+      (scheduler as unknown as { kept: undefined }).kept = undefined;
+      expect(scheduler.candidates(now)).toEqual(kept);
+      now += 1_000;
+    }
+    const maxIntervalMs = scheduleConfigSchema.parse({}).maxIntervalMinutes * 60_000;
+    expect(longestGap).toBeLessThanOrEqual(maxIntervalMs);
+  });
+
   it('keeps the candidates of logs never polled while the pace their first-poll starts were reckoned at holds', () => {
     let intervalMs = 4_000;
     const scheduler = new PollScheduler({

@@ -1,7 +1,9 @@
-import { createServer } from 'node:net';
+import { setMaxListeners } from 'node:events';
+import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ApiProblemError, ApiTransportError, type ApiError } from '../../src/api/apiErrors.js';
+import { activityPageReader } from '../../src/api/activityPageBody.js';
 import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { isAbortError } from '../../src/errors.js';
 import {
@@ -177,6 +179,86 @@ describe('ServiceClient.getJson', () => {
     expect(error).toBeInstanceOf(ApiTransportError);
     expect(error.code).toBe('API_TIMEOUT');
     expect(error.message).toContain('timed out after 100 ms');
+  });
+
+  // undici is handed an EventEmitter as the exchange's signal: its time limit must still end a body
+  // that stalls (on the whole-page read and the streamed one) and close the connection, and many
+  // exchanges in flight under one caller's signal must warn of no listener leak.
+  it('ends stalled bodies at the time limit and frees their connections, warning of no leak', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', onWarning);
+    let open = 0;
+    const closed: Promise<void>[] = [];
+    const sockets: Socket[] = [];
+    const server = createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.once('data', (request) => {
+        open++;
+        closed.push(new Promise<void>((resolve) => socket.on('close', () => resolve())));
+
+        const declared = request.toString('latin1').includes('/declared');
+        socket.write(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n${
+            declared ? 'content-length: 4000\r\n\r\n{"data":[' : 'transfer-encoding: chunked\r\n\r\n9\r\n{"data":[\r\n'
+          }`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const c = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, new RecordingGate(), {
+        timeoutMs: 200,
+      });
+      // The caller's signal is the daemon's, which raises its limit for what it runs (pollLoop.ts).
+      const caller = new AbortController();
+      setMaxListeners(100, caller.signal);
+      const errors = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          c
+            .getJson(
+              `/api/v1/${i % 2 ? 'declared' : 'chunked'}/${i}`,
+              {},
+              'poll',
+              caller.signal,
+              activityPageReader(10),
+            )
+            .then(
+              () => undefined,
+              (error: ApiError) => error,
+            ),
+        ),
+      );
+      expect(errors.map((error) => error?.code)).toEqual(Array.from({ length: 40 }, () => 'API_TIMEOUT'));
+      // Every connection that carried a stalled exchange is closed, not returned to the pool.
+      expect(open).toBe(40);
+      await Promise.all(closed);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((warning) => warning.message)).toEqual([]);
+      // A shutdown while the bodies stall is passed through as the abort it is.
+      const slow = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, new RecordingGate());
+      const pending = Array.from({ length: 10 }, (_, i) =>
+        slow
+          .getJson(`/api/v1/${i % 2 ? 'declared' : 'chunked'}/${i}`, {}, 'poll', caller.signal, activityPageReader(10))
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+      );
+      while (open < 50) await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      caller.abort();
+      for (const error of await Promise.all(pending)) {
+        expect(isAbortError(error)).toBe(true);
+        expect(error).not.toBeInstanceOf(ApiTransportError);
+      }
+    } finally {
+      process.off('warning', onWarning);
+      // The pool also holds idle connections it opened beside the stalled ones (as before mem7).
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('reports a refused connection as API_CONNECTION', async () => {
