@@ -12,7 +12,7 @@ import { loadavg } from 'node:os';
 import { nextAction } from '../src/schedule/nextAction.js';
 import { PollScheduler } from '../src/schedule/pollScheduler.js';
 import { scheduleConfigSchema } from '../src/schedule/scheduleConfig.js';
-import type { WatchedLog } from '../src/store/storeRecords.js';
+import { watched } from './cases/decisionCost.js';
 
 const SLOT_MS = 4_000;
 const LOGS = 26;
@@ -20,31 +20,12 @@ const POLLS = 40;
 
 const [tenants = 200, decisionsPerPoll = 3, rounds = 5] = process.argv.slice(2).map(Number);
 
-const watched = (objectId: string, at: number): WatchedLog => ({
-  log: 'career',
-  objectId,
-  origin: 'discovered',
-  status: 'active',
-  statusReason: null,
-  coverageStart: at,
-  windowEnd: at,
-  sortOrder: null,
-  lastPollAt: null,
-  lastSuccessAt: null,
-  lastError: null,
-  consecutiveFailures: 0,
-  nextPollAt: at,
-  entriesIngested: 0,
-  createdAt: at,
-  firstPollBy: at + 60_000,
-});
-
 function round(): { micros: number; decisions: number } {
   const start = Date.UTC(2026, 10, 27);
   const config = scheduleConfigSchema.parse({});
   const fleet = Array.from({ length: tenants }, (_, t) => {
     let sent = 0;
-    const logs = Array.from({ length: LOGS }, (_, i) => watched(`t${t}o${i}`, start));
+    const logs = Array.from({ length: LOGS }, (_, i) => watched('career', `t${t}o${i}`, start, start + 60_000));
     const scheduler = new PollScheduler({
       config,
       minIntervalMs: 60_000,

@@ -9,7 +9,8 @@ const HOUR_MS = 3_600_000;
 /** 900 requests per hour: the loop decides about every 4 seconds. */
 const SLOT_MS = 4_000;
 
-const watched = (log: WatchedLog['log'], objectId: string, at: number): WatchedLog => ({
+/** A discovered, never-polled log created at `at`, its first poll due by `firstPollBy`. */
+export const watched = (log: WatchedLog['log'], objectId: string, at: number, firstPollBy = at): WatchedLog => ({
   log,
   objectId,
   origin: 'discovered',
@@ -25,7 +26,7 @@ const watched = (log: WatchedLog['log'], objectId: string, at: number): WatchedL
   nextPollAt: at,
   entriesIngested: 0,
   createdAt: at,
-  firstPollBy: at,
+  firstPollBy,
 });
 
 /**
