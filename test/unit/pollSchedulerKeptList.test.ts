@@ -4,7 +4,7 @@ import { nextAction, type LogCandidate } from '../../src/schedule/nextAction.js'
 import { latestFirstPollStarts } from '../../src/schedule/pollAllocation.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
-import type { WatchedLog } from '../../src/store/storeRecords.js';
+import type { RateEstimateRow, WatchedLog } from '../../src/store/storeRecords.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8);
 const HOUR = 3_600_000;
@@ -47,21 +47,57 @@ function watched(log: LogKind, objectId: string, createdAt: number, firstPollBy:
 
 const key = (w: WatchedLog): string => `${w.log}:${w.objectId}`;
 
+/** Poll costs learned before a restart, for every other log: a chain's cost is not its length. */
+const RESTORED_COSTS = [0.2, 2.5, 7, 1.3] as const;
+const RESTORED = 2_000;
+const restoredCost = (objectId: string): number | undefined => {
+  const i = Number(objectId.slice(1));
+  return i < RESTORED && i % 2 === 0 ? RESTORED_COSTS[(i / 2) % RESTORED_COSTS.length] : undefined;
+};
+function restoredRows(): RateEstimateRow[] {
+  return KINDS.flatMap((log) =>
+    Array.from({ length: RESTORED }, (_, i) => `o${i}`).flatMap((objectId) => {
+      const pollCost = restoredCost(objectId);
+      return pollCost === undefined
+        ? []
+        : [
+            {
+              log,
+              objectId,
+              events: 0,
+              hours: 0,
+              sessions: 0,
+              lastEventAt: null,
+              updatedAt: null,
+              pollCost,
+              plannedRate: null,
+              nextPollAt: null,
+            },
+          ];
+    }),
+  );
+}
+
 /**
  * One randomised run: a scheduler that keeps its list (`kept`) and one that builds it anew at
  * every ask (`fresh`) get the same syncs, polls and paces; the loop's decisions follow the kept
  * one. At every step the kept list must name exactly the logs watched, equal the fresh list in
  * everything but the first-poll starts, and each start must be no later than the exact one (the
- * chain of never-polled logs at the slot of now) and at most half a slot of now earlier.
+ * chain of never-polled logs at the slot of now) and at most half a slot of now earlier. Every
+ * other log has a poll cost restored from before a restart, so a chain's cost is not its length.
  */
 function run(seed: number, steps: number): { decisions: number; firstPolls: number } {
   const random = seeded(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const config = scheduleConfigSchema.parse({ firstPollWithinSeconds: FIRST_POLL_WITHIN_MS / 1000 });
   let intervalMs = 4_000;
+  let sanePace = intervalMs;
   const deps = { config, minIntervalMs: 60_000, budget: { intervalMs: () => intervalMs } };
   const kept = new PollScheduler(deps);
   const fresh = new PollScheduler(deps);
+  const rows = restoredRows();
+  kept.restore(rows);
+  fresh.restore(rows);
   const dropKept = (): void => {
     (fresh as unknown as { kept: undefined }).kept = undefined;
   };
@@ -69,9 +105,13 @@ function run(seed: number, steps: number): { decisions: number; firstPolls: numb
   let next = 0;
   const active = new Map<string, WatchedLog>();
   const polledOnce = new Set<string>();
+  // Half the batches share one deadline, as discovery's do: a tight chain, whose first start moves
+  // by the chain's whole cost times a change of the slot.
   const add = (n: number): void => {
+    const batchDeadline = random() < 0.5 ? now + FIRST_POLL_WITHIN_MS : undefined;
     for (let i = 0; i < n; i++) {
-      const w = watched(pick(KINDS), `o${next++}`, now, now + Math.floor(random() * FIRST_POLL_WITHIN_MS));
+      const deadline = batchDeadline ?? now + Math.floor(random() * FIRST_POLL_WITHIN_MS);
+      const w = watched(pick(KINDS), `o${next++}`, now, deadline);
       active.set(key(w), w);
     }
   };
@@ -85,25 +125,29 @@ function run(seed: number, steps: number): { decisions: number; firstPolls: numb
   let firstPolls = 0;
   for (let step = 0; step < steps; step++) {
     const r = random();
-    if (r < 0.15) {
-      // The pace: small moves around the last, oscillation, orders of magnitude, nonsense.
-      intervalMs = pick([
-        intervalMs * (1 + (random() - 0.5) * 0.006),
-        intervalMs * (1 + (random() - 0.5) * 0.03),
-        intervalMs * pick([0.001, 0.1, 10, 1000]),
-        4_000,
-        pick([Number.NaN, Number.POSITIVE_INFINITY, 0, -5, 1e-12, 1e12]),
-      ]);
-    } else if (r < 0.2) {
-      add(1 + Math.floor(random() * 5));
+    if (r < 0.25) {
+      // The pace: small moves about a sane one (a window's few tenths of a percent, a few percent
+      // either way, around the hold bound), orders of magnitude (a 429, the budget spent), and
+      // for one step at a time, nonsense.
+      const move = random();
+      if (move < 0.05) intervalMs = pick([Number.NaN, Number.POSITIVE_INFINITY, 0, -5, 1e-12, 1e12]);
+      else {
+        if (move < 0.15) sanePace = sanePace * pick([0.001, 0.1, 10, 1000]);
+        else if (move < 0.2) sanePace = 4_000;
+        else sanePace = sanePace * (1 + (random() - 0.5) * pick([0.006, 0.02, 0.06]));
+        sanePace = Math.min(3_600_000, Math.max(1, sanePace));
+        intervalMs = sanePace;
+      }
+    } else if (r < 0.3) {
+      add(1 + Math.floor(random() * pick([5, 40])));
       sync();
-    } else if (r < 0.24 && active.size > 1) {
+    } else if (r < 0.34 && active.size > 1) {
       active.delete(pick([...active.keys()]));
       sync();
-    } else if (r < 0.28) {
+    } else if (r < 0.37) {
       // A clock step: forward by hours, or back.
       now += pick([3 * HOUR, -30_000, -2 * HOUR, 61_000]);
-    } else if (r < 0.32 && active.size > 0) {
+    } else if (r < 0.41 && active.size > 0) {
       // A log polled out of the decision's order (it was in backoff or in flight), or a poll that failed.
       const w = pick([...active.values()]);
       const result = random() < 0.3 ? undefined : { requests: 1 + Math.floor(random() * 3), emittedPerformedAt: [] };
@@ -162,7 +206,10 @@ function check(
   const exact = latestFirstPollStarts(
     never.map((c) => {
       const w = active.get(c.key)!;
-      return { deadline: Math.min(w.firstPollBy, w.createdAt + FIRST_POLL_WITHIN_MS), cost: 1 };
+      return {
+        deadline: Math.min(w.firstPollBy, w.createdAt + FIRST_POLL_WITHIN_MS),
+        cost: restoredCost(w.objectId) ?? 1,
+      };
     }),
     slotMs,
   );
