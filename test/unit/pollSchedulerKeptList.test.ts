@@ -224,7 +224,8 @@ function check(
 }
 
 describe('PollScheduler kept candidates against a list built anew, seeded', () => {
-  it.each([1, 2, 3, 5, 8, 13, 21, 34, 55, 89])('seed %i', (seed) => {
+  // Two seeds: each of the three breakages tried (docs/scaling.md) failed every one of ten seeds.
+  it.each([1, 5])('seed %i', (seed) => {
     const { decisions, firstPolls } = run(seed, 2_000);
     expect(decisions).toBeGreaterThan(700);
     expect(firstPolls).toBeGreaterThan(10);
