@@ -224,8 +224,9 @@ function check(
 }
 
 describe('PollScheduler kept candidates against a list built anew, seeded', () => {
-  // Two seeds: each of the three breakages tried (docs/scaling.md) failed every one of ten seeds.
-  it.each([1, 5])('seed %i', (seed) => {
+  // One seed in the suite (5 s): each of the three breakages tried (docs/scaling.md) failed every
+  // one of ten seeds; more are a change of this list away.
+  it.each([1])('seed %i', (seed) => {
     const { decisions, firstPolls } = run(seed, 2_000);
     expect(decisions).toBeGreaterThan(700);
     expect(firstPolls).toBeGreaterThan(10);
