@@ -11,7 +11,8 @@ import {
   squareRootOptimumMeanHours,
   type FirstPoll,
 } from '../../src/schedule/pollAllocation.js';
-import { nextAction, type LogCandidate } from '../../src/schedule/nextAction.js';
+import type { LogCandidate } from '../../src/schedule/nextAction.js';
+import { freeSlotDecision } from '../support/freeSlotDecision.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { ReadBudget } from '../../src/poll/readBudget.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
@@ -21,15 +22,7 @@ const T0 = Date.UTC(2026, 0, 1, 8);
 
 /** What the poll loop decides at `now` with a slot free: `nextAction` over the scheduler's candidates. */
 function decide(scheduler: PollScheduler, now: number): { poll: WatchedLog } | { wakeAt: number } {
-  const action = nextAction(now, {
-    pause: undefined,
-    discovery: { dueAt: undefined, running: false },
-    freeSlots: 1,
-    budget: undefined,
-    logs: scheduler.candidates(now),
-    inFlight: new Set(),
-    backoffUntil: new Map(),
-  });
+  const action = freeSlotDecision(now, scheduler.candidates(now));
   if ('wakeAt' in action) return action;
   if ('launch' in action && action.launch === 'poll') return { poll: scheduler.watchedLog(action.key)! };
   throw new Error(`unexpected decision ${JSON.stringify(action)}`);

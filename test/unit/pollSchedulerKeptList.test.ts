@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LogKind } from '../../src/logs.js';
-import { nextAction, type LogCandidate } from '../../src/schedule/nextAction.js';
+import type { LogCandidate } from '../../src/schedule/nextAction.js';
+import { freeSlotDecision } from '../support/freeSlotDecision.js';
 import { latestFirstPollStarts } from '../../src/schedule/pollAllocation.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
@@ -161,15 +162,7 @@ function run(seed: number, steps: number): { decisions: number; firstPolls: numb
       dropKept();
       const anew = fresh.candidates(now);
       check(list, anew, kept, fresh, active, now);
-      const action = nextAction(now, {
-        pause: undefined,
-        discovery: { dueAt: undefined, running: false },
-        freeSlots: 1,
-        budget: undefined,
-        logs: list,
-        inFlight: new Set(),
-        backoffUntil: new Map(),
-      });
+      const action = freeSlotDecision(now, list);
       decisions++;
       if ('launch' in action && action.launch === 'poll') {
         const w = active.get(action.key)!;
@@ -250,15 +243,7 @@ describe('PollScheduler first polls of a tenant with 6,001 new logs', () => {
     const firstPolledAt = new Map<string, number>();
     let now = T0;
     while (firstPolledAt.size < logs.length && now < T0 + 700_000) {
-      const action = nextAction(now, {
-        pause: undefined,
-        discovery: { dueAt: undefined, running: false },
-        freeSlots: 1,
-        budget: undefined,
-        logs: scheduler.candidates(now),
-        inFlight: new Set(),
-        backoffUntil: new Map(),
-      });
+      const action = freeSlotDecision(now, scheduler.candidates(now));
       if (!('launch' in action && action.launch === 'poll')) throw new Error(`unexpected ${JSON.stringify(action)}`);
       if (!firstPolledAt.has(action.key)) firstPolledAt.set(action.key, now);
       scheduler.recordPoll(byKey.get(action.key)!, now, { requests: 1, emittedPerformedAt: [] });
