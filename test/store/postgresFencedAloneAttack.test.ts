@@ -118,15 +118,25 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     }
   }
 
+  /**
+   * A nothing-new poll started while `taker` holds the tenant's lease row in an open transaction,
+   * once the poll's statement waits for that row: the poll (its rejection handled) and the pid of
+   * the session that waits.
+   */
+  async function pollBehindLeaseRow(fenced: Awaited<ReturnType<typeof fencedStore>>, taker: pg.PoolClient) {
+    await taker.query('BEGIN');
+    await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+    const polled = poll(fenced.store, T + 2_000);
+    polled.catch(() => undefined);
+    return { polled, pid: await lockWaiter(fenced.backend) };
+  }
+
   it('says LEASE_LOST, writing nothing, when a takeover that held the lease row commits while the one statement waits for it', async () => {
-    const { backend, store } = await oneRoundTripStore();
+    const fenced = await oneRoundTripStore();
+    const { backend, store } = fenced;
     const taker = await backend.leasePool.connect();
     try {
-      await taker.query('BEGIN');
-      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
-      const polled = poll(store, T + 2_000);
-      polled.catch(() => undefined);
-      await lockWaiter(backend);
+      const { polled } = await pollBehindLeaseRow(fenced, taker);
       await taker.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
       await taker.query('COMMIT');
       await expect(polled).rejects.toMatchObject({ code: 'LEASE_LOST' });
@@ -137,14 +147,11 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
   });
 
   it('recovers from its connection cut mid-statement (a server restart): unavailable, then one round trip again', async () => {
-    const { backend, store } = await oneRoundTripStore();
+    const fenced = await oneRoundTripStore();
+    const { backend, store } = fenced;
     const taker = await backend.leasePool.connect();
     try {
-      await taker.query('BEGIN');
-      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
-      const polled = poll(store, T + 2_000);
-      polled.catch(() => undefined);
-      const pid = await lockWaiter(backend);
+      const { polled, pid } = await pollBehindLeaseRow(fenced, taker);
       await backend.leasePool.query('SELECT pg_terminate_backend($1)', [pid]);
       await expect(polled).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     } finally {
