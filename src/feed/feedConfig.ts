@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { writeTimeoutSecondsSchema } from '../writeWithin.js';
-import { listenerPortSchema } from '../boundedListener.js';
+import { headersTimeoutSecondsSchema, listenerPortSchema, maxConnectionsSchema } from '../boundedListener.js';
 
 const tokenSchema = z
   .string()
@@ -42,26 +42,14 @@ export const feedConfigSchema = z
         'feed clients cannot starve the probes. Required with `enabled`.',
     ),
     host: z.string().default('127.0.0.1').describe('Interface the feed listener binds to; loopback unless set.'),
-    maxConnections: z
-      .number()
-      .int()
-      .min(1)
-      .max(100_000)
-      .default(512)
-      .describe(
-        'Most connections the feed listener holds at once (pages, long-polls, streams); more are closed as ' +
-          'they arrive, before any token is checked.',
-      ),
-    headersTimeoutSeconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(120)
-      .default(10)
-      .describe(
-        'A client must send its request head within this many seconds of connecting, or its connection is ' +
-          'closed: half-open connections do not hold slots of `maxConnections` for long.',
-      ),
+    maxConnections: maxConnectionsSchema(512).describe(
+      'Most connections the feed listener holds at once (pages, long-polls, streams); more are closed as ' +
+        'they arrive, before any token is checked.',
+    ),
+    headersTimeoutSeconds: headersTimeoutSecondsSchema.describe(
+      'A client must send its request head within this many seconds of connecting, or its connection is ' +
+        'closed: half-open connections do not hold slots of `maxConnections` for long.',
+    ),
     ...tenantFeedTokensSchema.shape,
     allTenantsTokens: z
       .array(tokenSchema)
