@@ -22,6 +22,10 @@ const PERMANENT_REASONS = new Set([0x90, 0x95, 0x99]);
 const reasonName = (mqtt: typeof Mqtt, code: number): string =>
   (mqtt.ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
 
+/** What a topic level built from event data may not hold: separators, wildcards and the control characters MQTT forbids or discourages (MQTT 5 1.5.4, 4.7). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const TOPIC_LEVEL_FORBIDDEN = /[/+#\u0000-\u001f\u007f-\u009f\ufffe\uffff]/;
+
 /** The event's topic. Placeholder values cannot add levels or wildcards. */
 export function renderTopic(
   config: Pick<MqttSinkConfig, 'topic' | 'prefix'>,
@@ -29,16 +33,8 @@ export function renderTopic(
 ): string {
   // The prefix is the operator's own and may hold levels; event values may not.
   return renderTemplate(config.topic, templateValues(event, config.prefix), (value, name) =>
-    name === 'prefix' || name === 'log' ? value : level(value),
+    name === 'prefix' || name === 'log' ? value : escapeTemplateValue(value, TOPIC_LEVEL_FORBIDDEN),
   );
-}
-
-/** What a topic level built from event data may not hold: separators, wildcards and the control characters MQTT forbids or discourages (MQTT 5 1.5.4, 4.7). */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const TOPIC_LEVEL_FORBIDDEN = /[/+#\u0000-\u001f\u007f-\u009f\ufffe\uffff]/;
-
-function level(value: string): string {
-  return escapeTemplateValue(value, TOPIC_LEVEL_FORBIDDEN);
 }
 
 interface Connection {
