@@ -56,6 +56,7 @@ interface Connection {
  */
 export class MqttSink implements Sink {
   readonly type = 'mqtt';
+  readonly name: string;
   // One connection, one ordered stream: a batch's publishes are already pipelined up to the
   // broker's Receive Maximum, so parallel writes would gain little and would have to share that
   // window. 200 events bound what a lost connection sends twice, and take few round trips even at
@@ -67,6 +68,7 @@ export class MqttSink implements Sink {
   private readonly peer: BrokerPeer;
 
   constructor(private readonly config: MqttSinkConfig) {
+    this.name = config.name;
     const password = inlineOrFileSecret(config.password, config.passwordFile);
     const url = new URL(config.url);
     // Not url.origin: that is "null" for schemes the URL standard does not know, such as mqtt:.
@@ -95,10 +97,6 @@ export class MqttSink implements Sink {
       retain: config.retain,
       ...(v5 ? { properties: { contentType: 'application/cloudevents+json', payloadFormatIndicator: true } } : {}),
     };
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   async connect(signal: AbortSignal): Promise<void> {
