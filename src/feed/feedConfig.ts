@@ -7,6 +7,9 @@ const tokenSchema = z
   .min(16, 'a feed token needs at least 16 characters')
   .regex(/^[\x21-\x7e]+$/, 'a feed token is printable ASCII without spaces (it travels in a header)');
 
+/** Events in one page. */
+const pageSizeSchema = z.number().int().min(1).max(10_000);
+
 /**
  * The tokens that read one tenant's feed: in a tenant file, that tenant's only; in the main file
  * of a daemon without `tenants.dir`, the tenant `default`'s.
@@ -62,20 +65,8 @@ export const feedConfigSchema = z
       .array(z.string().min(1))
       .default([])
       .describe('Files each holding one bearer token that reads every tenant; read at start.'),
-    maxPageSize: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
-      .default(1_000)
-      .describe('Largest `limit` a page request may ask for.'),
-    defaultPageSize: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
-      .default(100)
-      .describe('Events per page when no `limit` is given.'),
+    maxPageSize: pageSizeSchema.default(1_000).describe('Largest `limit` a page request may ask for.'),
+    defaultPageSize: pageSizeSchema.default(100).describe('Events per page when no `limit` is given.'),
     maxWaitSeconds: z
       .number()
       .int()
