@@ -35,6 +35,11 @@ function closeSilentConnections(server: Server, timeoutMs: number): void {
 
 /** The port a listener binds: null keeps it off, 0 takes a free one. Each listener describes its own. */
 export const listenerPortSchema = z.number().int().min(0).max(65_535).nullable().default(null);
+/** Connections a listener holds at once; each listener gives its own default. */
+export const maxConnectionsSchema = (defaultCount: number) =>
+  z.number().int().min(1).max(100_000).default(defaultCount);
+/** Seconds a connection has to send its request head. */
+export const headersTimeoutSecondsSchema = z.number().int().min(1).max(120).default(10);
 
 /** Where a bounded listener binds, and its bounds against whoever reaches the port. */
 export interface BoundedListenerConfig {

@@ -7,6 +7,11 @@ export interface CheckResult {
   fix?: string;
 }
 
+/** A check that does not hold, with what to do about it when known. */
+export function checkFailed(name: string, detail: string, fix?: string): CheckResult {
+  return { name, ok: false, detail, ...(fix === undefined ? {} : { fix }) };
+}
+
 export function formatCheck(result: CheckResult): string {
   const head = `${result.ok ? 'ok     ' : 'PROBLEM'} ${result.name}: ${result.detail}`;
   return result.ok || result.fix === undefined ? head : `${head}\n        fix: ${result.fix}`;

@@ -1,7 +1,7 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { OperatorConsole } from '../console/operatorConsole.js';
 import { ConfigError, describeError } from '../errors.js';
-import type { CheckResult } from './checkResult.js';
+import { checkFailed, type CheckResult } from './checkResult.js';
 
 /** Whether the operator console can start as configured: the health listener and a readable token. */
 export function checkConsole(config: Pick<AppConfig, 'console' | 'http'>): CheckResult | undefined {
@@ -12,6 +12,6 @@ export function checkConsole(config: Pick<AppConfig, 'console' | 'http'>): Check
   } catch (error) {
     const fix =
       error instanceof ConfigError ? error.issues.map((i) => `${i.path}: ${i.message}`).join('; ') : undefined;
-    return { name: 'console', ok: false, detail: describeError(error), ...(fix ? { fix } : {}) };
+    return checkFailed('console', describeError(error), fix || undefined);
   }
 }

@@ -4,7 +4,7 @@ import { openStoreBackend } from '../store/openStoreBackend.js';
 import { OlderSchemaError } from '../store/storeError.js';
 import { storeLocation } from '../store/storeLocation.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
-import type { CheckResult } from './checkResult.js';
+import { checkFailed, type CheckResult } from './checkResult.js';
 import { findTenantHolder, type TenantHolder } from './tenantHolder.js';
 
 /**
@@ -24,16 +24,12 @@ export async function checkTenantHolder(config: AppConfig, tenant: string): Prom
       await backend.close();
     }
   } catch (error) {
-    return {
-      name,
-      ok: false,
-      detail: `cannot read who holds tenant ${tenant}: ${describeError(error)}`,
-      // A store of an older schema is reachable and right: its refusal already says what to do.
-      fix:
-        error instanceof OlderSchemaError
-          ? 'start the daemon of this build once (it migrates the store), then run check again'
-          : 'check store.url and that the database is reachable from here',
-    };
+    // A store of an older schema is reachable and right: its refusal already says what to do.
+    const fix =
+      error instanceof OlderSchemaError
+        ? 'start the daemon of this build once (it migrates the store), then run check again'
+        : 'check store.url and that the database is reachable from here';
+    return checkFailed(name, `cannot read who holds tenant ${tenant}: ${describeError(error)}`, fix);
   }
   return { name, ok: true, detail: describeHolder(holder, tenant, config.feed.enabled) };
 }

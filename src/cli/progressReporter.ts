@@ -29,8 +29,7 @@ const LINE_INTERVAL_MS = 2_000;
  * at the end: a bar's carriage returns would be one endless line in a log.
  */
 export function createProgressReporter(options: ProgressOptions): ProgressReporter {
-  if (options.stream.isTTY === true) return barReporter(options);
-  return lineReporter(options);
+  return options.stream.isTTY === true ? barReporter(options) : lineReporter(options);
 }
 
 function barReporter(options: ProgressOptions): ProgressReporter {

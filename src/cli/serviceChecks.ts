@@ -4,7 +4,7 @@ import { pingService } from '../daemon/serviceConnection.js';
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError, errorCodeOf, type ErrorCode } from '../errors.js';
 import { discoveryLists } from '../poll/watchRegistry.js';
-import type { CheckResult } from './checkResult.js';
+import { checkFailed, type CheckResult } from './checkResult.js';
 import type { ServiceSession } from './serviceSession.js';
 
 /** The ping: the key is accepted and the service answers. Everything else depends on it. */
@@ -13,12 +13,7 @@ export async function checkPing(session: ServiceSession): Promise<CheckResult> {
     await pingService(session.client);
     return { name: 'ping', ok: true, detail: 'the service accepted the key' };
   } catch (error) {
-    return {
-      name: 'ping',
-      ok: false,
-      detail: `FAILED: ${describeError(error)}`,
-      fix: 'check api.baseUrl and the key the message names',
-    };
+    return checkFailed('ping', `FAILED: ${describeError(error)}`, 'check api.baseUrl and the key the message names');
   }
 }
 
@@ -40,7 +35,7 @@ export async function checkConfiguredIds(config: AppConfig, session: ServiceSess
         API_INSUFFICIENT_SCOPE: `grant the key the ${log}s:read scope`,
         API_INSUFFICIENT_PERMISSIONS: 'bind the key to a person who may read this log, or stop watching it',
       });
-      results.push({ name, ok: false, detail: describeError(error), fix });
+      results.push(checkFailed(name, describeError(error), fix));
     }
   }
   return results;
@@ -63,7 +58,7 @@ export async function checkDiscoveryLists(config: AppConfig, session: ServiceSes
         API_MALFORMED_RESPONSE: 'set watch.discovery.envelope (itemsPath, idField) to the shape of the list response',
         API_INSUFFICIENT_SCOPE: `grant the key the ${list.log}s:read scope, or turn watch.${list.log}s.discover off`,
       });
-      results.push({ name, ok: false, detail: describeError(error), fix });
+      results.push(checkFailed(name, describeError(error), fix));
     }
   }
   return results;

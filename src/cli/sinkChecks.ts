@@ -5,7 +5,7 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
 import type { OutboundEvent } from '../sinkContract/sink.js';
 import { createSink, type SinkConfig } from '../sinks/sinkRegistry.js';
-import type { CheckResult } from './checkResult.js';
+import { checkFailed, type CheckResult } from './checkResult.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -46,12 +46,11 @@ async function checkSink(
         : 'connected';
     return { name, ok: true, detail };
   } catch (error) {
-    return {
+    return checkFailed(
       name,
-      ok: false,
-      detail: describeError(error),
-      fix: `check sinks "${sinkConfig.name}": its address, credentials and that the destination exists`,
-    };
+      describeError(error),
+      `check sinks "${sinkConfig.name}": its address, credentials and that the destination exists`,
+    );
   } finally {
     await sink.close();
   }
@@ -67,12 +66,11 @@ async function checkFileSink(name: string, path: string): Promise<CheckResult> {
     } catch (error) {
       const parent = dirname(dir);
       if ((error as { code?: string }).code !== 'ENOENT' || parent === dir) {
-        return {
+        return checkFailed(
           name,
-          ok: false,
-          detail: `cannot write under ${dir}: ${(error as Error).message}`,
-          fix: 'choose a path the daemon may write, or fix the permissions',
-        };
+          `cannot write under ${dir}: ${(error as Error).message}`,
+          'choose a path the daemon may write, or fix the permissions',
+        );
       }
       dir = parent;
     }

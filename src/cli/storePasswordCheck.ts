@@ -1,7 +1,7 @@
 import type { AppConfig } from '../config/appConfigSchema.js';
 import { describeError } from '../errors.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
-import type { CheckResult } from './checkResult.js';
+import { checkFailed, type CheckResult } from './checkResult.js';
 
 /**
  * Whether the store's password file (`store.passwordFile`) can be read, so that a wrong path or
@@ -16,6 +16,6 @@ export function checkStorePassword(config: Pick<AppConfig, 'store'>): CheckResul
     readSecretFile(file);
     return { name, ok: true, detail: `read from ${file} (store.passwordFile)` };
   } catch (error) {
-    return { name, ok: false, detail: describeError(error), fix: 'check store.passwordFile and the secret mount' };
+    return checkFailed(name, describeError(error), 'check store.passwordFile and the secret mount');
   }
 }

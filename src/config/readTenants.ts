@@ -149,10 +149,8 @@ function readTenantFile(
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     // Unreadable: validated without its text, loadConfig then says why it cannot read the file.
   }
-  const entry =
-    known !== undefined && known.text === text && known.name === file.name
-      ? validateTenantText(file, text, source, known.config)
-      : validateTenantText(file, text, source);
+  const unchanged = known !== undefined && known.text === text && known.name === file.name;
+  const entry = validateTenantText(file, text, source, unchanged ? known.config : undefined);
   if (memo !== undefined) {
     if (entry.ok && text !== undefined) {
       const { signature, settled } = file;

@@ -37,17 +37,9 @@ export function freshnessChart(slots: readonly ChartSlot[]): SafeHtml {
     if (lag === undefined || lag === null) return html``;
     const h = Math.max(1, ((HEIGHT - AXIS) * lag) / top);
     const failed = (slot.bucket?.failedPolls ?? 0) > 0;
-    return html`<rect
-      class="${failed ? 'bar bar-failed' : 'bar'}"
-      x="${(i * slotWidth + 1).toFixed(1)}"
-      y="${(HEIGHT - AXIS - h).toFixed(1)}"
-      width="${(slotWidth - 2).toFixed(1)}"
-      height="${h.toFixed(1)}"
-      ><title>
-        ${hourLabel(slot.hour)}: ${formatSeconds(lag)} behind at worst, ${slot.bucket?.polls ?? 0}
-        polls${failed ? `, ${slot.bucket?.failedPolls} failed` : ''}
-      </title></rect
-    >`;
+    const failures = failed ? `, ${slot.bucket?.failedPolls} failed` : '';
+    const title = `${hourLabel(slot.hour)}: ${formatSeconds(lag)} behind at worst, ${slot.bucket?.polls ?? 0} polls${failures}`;
+    return bar(failed ? 'bar bar-failed' : 'bar', i * slotWidth, slotWidth, h, title);
   });
   return chartFrame(
     'freshness-title',
@@ -77,16 +69,8 @@ export function budgetChart(slots: readonly ChartSlot[]): SafeHtml {
             y1="${(HEIGHT - AXIS - scale(b.allowancePerHour)).toFixed(1)}"
             y2="${(HEIGHT - AXIS - scale(b.allowancePerHour)).toFixed(1)}"
           ></line>`;
-    return html`<rect
-        class="bar bar-budget"
-        x="${(x + 1).toFixed(1)}"
-        y="${(HEIGHT - AXIS - h).toFixed(1)}"
-        width="${(slotWidth - 2).toFixed(1)}"
-        height="${h.toFixed(1)}"
-        ><title>
-          ${hourLabel(slot.hour)}: ${b.requests} requests of ${b.allowancePerHour ?? 'an unknown number'} allowed
-        </title></rect
-      >${allowance}`;
+    const title = `${hourLabel(slot.hour)}: ${b.requests} requests of ${b.allowancePerHour ?? 'an unknown number'} allowed`;
+    return html`${bar('bar bar-budget', x, slotWidth, h, title)}${allowance}`;
   });
   return chartFrame(
     'budget-title',
@@ -94,6 +78,18 @@ export function budgetChart(slots: readonly ChartSlot[]): SafeHtml {
     slots,
     html`${parts}`,
   );
+}
+
+/** One hour's bar, `h` high from the axis, with its tooltip. */
+function bar(className: string, x: number, slotWidth: number, h: number, title: string): SafeHtml {
+  return html`<rect
+    class="${className}"
+    x="${(x + 1).toFixed(1)}"
+    y="${(HEIGHT - AXIS - h).toFixed(1)}"
+    width="${(slotWidth - 2).toFixed(1)}"
+    height="${h.toFixed(1)}"
+    ><title>${title}</title></rect
+  >`;
 }
 
 function chartFrame(id: string, title: string, slots: readonly ChartSlot[], body: SafeHtml): SafeHtml {

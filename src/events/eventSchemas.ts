@@ -62,11 +62,10 @@ const EXTRA_PROPERTIES: Record<LogKind, Record<string, JsonSchema>> = {
   },
 };
 
-const SKILL_EVENTS = 'exactly three: baseline, version_created, renew_training (a version log)';
 const EVENT_NOTES: Record<LogKind, string> = {
   career:
     'about 40 event types: lifecycle, settings, skills, sections, levels, groups, learnings, assignments, labels, flags',
-  skill: SKILL_EVENTS,
+  skill: 'exactly three: baseline, version_created, renew_training (a version log)',
   identity_provider:
     '13 event types: group lifecycle, user provisioning, permission changes, career assignment, membership; changes not originated in the service',
 };

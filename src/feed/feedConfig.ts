@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { writeTimeoutSecondsSchema } from '../writeWithin.js';
-import { listenerPortSchema } from '../boundedListener.js';
+import { headersTimeoutSecondsSchema, listenerPortSchema, maxConnectionsSchema } from '../boundedListener.js';
 
 const tokenSchema = z
   .string()
   .min(16, 'a feed token needs at least 16 characters')
   .regex(/^[\x21-\x7e]+$/, 'a feed token is printable ASCII without spaces (it travels in a header)');
+
+/** Events in one page. */
+const pageSizeSchema = z.number().int().min(1).max(10_000);
 
 /**
  * The tokens that read one tenant's feed: in a tenant file, that tenant's only; in the main file
@@ -42,26 +45,14 @@ export const feedConfigSchema = z
         'feed clients cannot starve the probes. Required with `enabled`.',
     ),
     host: z.string().default('127.0.0.1').describe('Interface the feed listener binds to; loopback unless set.'),
-    maxConnections: z
-      .number()
-      .int()
-      .min(1)
-      .max(100_000)
-      .default(512)
-      .describe(
-        'Most connections the feed listener holds at once (pages, long-polls, streams); more are closed as ' +
-          'they arrive, before any token is checked.',
-      ),
-    headersTimeoutSeconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(120)
-      .default(10)
-      .describe(
-        'A client must send its request head within this many seconds of connecting, or its connection is ' +
-          'closed: half-open connections do not hold slots of `maxConnections` for long.',
-      ),
+    maxConnections: maxConnectionsSchema(512).describe(
+      'Most connections the feed listener holds at once (pages, long-polls, streams); more are closed as ' +
+        'they arrive, before any token is checked.',
+    ),
+    headersTimeoutSeconds: headersTimeoutSecondsSchema.describe(
+      'A client must send its request head within this many seconds of connecting, or its connection is ' +
+        'closed: half-open connections do not hold slots of `maxConnections` for long.',
+    ),
     ...tenantFeedTokensSchema.shape,
     allTenantsTokens: z
       .array(tokenSchema)
@@ -74,20 +65,8 @@ export const feedConfigSchema = z
       .array(z.string().min(1))
       .default([])
       .describe('Files each holding one bearer token that reads every tenant; read at start.'),
-    maxPageSize: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
-      .default(1_000)
-      .describe('Largest `limit` a page request may ask for.'),
-    defaultPageSize: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
-      .default(100)
-      .describe('Events per page when no `limit` is given.'),
+    maxPageSize: pageSizeSchema.default(1_000).describe('Largest `limit` a page request may ask for.'),
+    defaultPageSize: pageSizeSchema.default(100).describe('Events per page when no `limit` is given.'),
     maxWaitSeconds: z
       .number()
       .int()

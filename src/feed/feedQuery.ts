@@ -37,17 +37,13 @@ export function parseFeedQuery(
   mode: 'page' | 'stream',
   lastEventId?: string,
 ): { query: FeedQuery; deprecation?: string } | { invalid: InvalidParameter } {
+  const invalid = (name: string, reason: string) => ({ invalid: { name, reason } });
   const allowed = mode === 'page' ? PAGE_PARAMETERS : STREAM_PARAMETERS;
   const seen = new Set<string>();
   for (const name of params.keys()) {
     if (!allowed.includes(name))
-      return {
-        invalid: {
-          name,
-          reason: `unknown parameter; ${mode === 'page' ? 'a page' : 'a stream'} takes ${allowed.join(', ')}`,
-        },
-      };
-    if (seen.has(name)) return { invalid: { name, reason: 'given more than once' } };
+      return invalid(name, `unknown parameter; ${mode === 'page' ? 'a page' : 'a stream'} takes ${allowed.join(', ')}`);
+    if (seen.has(name)) return invalid(name, 'given more than once');
     seen.add(name);
   }
   let after: number | undefined;
@@ -55,42 +51,34 @@ export function parseFeedQuery(
   if (cursorText !== undefined) {
     after = parseCursor(cursorText);
     if (after === undefined)
-      return {
-        invalid: {
-          name: lastEventId === undefined ? 'after' : 'Last-Event-ID',
-          reason: 'not a cursor: use the `sequence` of an event, an SSE `id`, or 0 for the start of the journal',
-        },
-      };
+      return invalid(
+        lastEventId === undefined ? 'after' : 'Last-Event-ID',
+        'not a cursor: use the `sequence` of an event, an SSE `id`, or 0 for the start of the journal',
+      );
   }
   let limit = config.defaultPageSize;
   const limitText = params.get('limit');
   if (limitText !== null) {
     limit = Number(limitText);
     if (!/^[0-9]{1,6}$/.test(limitText) || limit < 1 || limit > config.maxPageSize)
-      return { invalid: { name: 'limit', reason: `must be a whole number from 1 to ${config.maxPageSize}` } };
+      return invalid('limit', `must be a whole number from 1 to ${config.maxPageSize}`);
   }
   const logName = params.get('log') ?? undefined;
   const named = logName === undefined ? undefined : parseLogName(logName);
-  if (logName !== undefined && named === undefined)
-    return { invalid: { name: 'log', reason: `must be one of ${LOG_KINDS.join(', ')}` } };
+  if (logName !== undefined && named === undefined) return invalid('log', `must be one of ${LOG_KINDS.join(', ')}`);
   const log = named?.kind;
   const type = params.get('type') ?? undefined;
   if (type !== undefined && !TYPE_GLOB.test(type))
-    return {
-      invalid: {
-        name: 'type',
-        reason:
-          'must be a glob of up to 200 letters, digits, `.`, `_`, `-`, `*` (any run of characters) and `?` (one character)',
-      },
-    };
+    return invalid(
+      'type',
+      'must be a glob of up to 200 letters, digits, `.`, `_`, `-`, `*` (any run of characters) and `?` (one character)',
+    );
   let waitMs = 0;
   const waitText = params.get('wait');
   if (waitText !== null) {
     const seconds = Number(waitText);
     if (!/^[0-9]{1,4}$/.test(waitText) || seconds > config.maxWaitSeconds)
-      return {
-        invalid: { name: 'wait', reason: `must be a whole number of seconds from 0 to ${config.maxWaitSeconds}` },
-      };
+      return invalid('wait', `must be a whole number of seconds from 0 to ${config.maxWaitSeconds}`);
     waitMs = seconds * 1000;
   }
   const query = { after, limit, log, type, waitMs };

@@ -1,7 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { listenBounded, listenerPortSchema, type BoundedListener } from '../boundedListener.js';
+import {
+  headersTimeoutSecondsSchema,
+  listenBounded,
+  listenerPortSchema,
+  maxConnectionsSchema,
+  type BoundedListener,
+} from '../boundedListener.js';
 import { writeTimeoutSecondsSchema, writeWithin } from '../writeWithin.js';
 import { wholeExposition } from './processMetrics.js';
 
@@ -22,26 +28,14 @@ export const httpConfigSchema = z
       .max(604_800)
       .default(300)
       .describe('A sink that lost its connection still counts as ready for this long while it reconnects.'),
-    maxConnections: z
-      .number()
-      .int()
-      .min(1)
-      .max(100_000)
-      .default(1024)
-      .describe(
-        'Most connections the server holds at once (probes, metrics); more are ' +
-          'closed as they arrive, so idle connections from whoever reaches the port cannot use up file descriptors.',
-      ),
-    headersTimeoutSeconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(120)
-      .default(10)
-      .describe(
-        'A client must send its request head within this many seconds of connecting, or its connection is ' +
-          'closed: silent or slow connections cannot hold every place of `maxConnections` and starve the probes.',
-      ),
+    maxConnections: maxConnectionsSchema(1024).describe(
+      'Most connections the server holds at once (probes, metrics); more are ' +
+        'closed as they arrive, so idle connections from whoever reaches the port cannot use up file descriptors.',
+    ),
+    headersTimeoutSeconds: headersTimeoutSecondsSchema.describe(
+      'A client must send its request head within this many seconds of connecting, or its connection is ' +
+        'closed: silent or slow connections cannot hold every place of `maxConnections` and starve the probes.',
+    ),
     writeTimeoutSeconds: writeTimeoutSecondsSchema.describe(
       'A streamed answer (a `/metrics` scrape, a console live tail) whose client takes none of a part for this ' +
         'many seconds is cut off: a scraper that connects and never reads cannot hold its scrape, and the ' +

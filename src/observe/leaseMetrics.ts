@@ -40,26 +40,20 @@ export class LeaseMetrics {
         for (const tenant of new Set([...leases.configured(), ...held])) this.set({ tenant }, held.has(tenant) ? 1 : 0);
       },
     });
-    this.acquired = new Counter({
-      name: 'changefeed_lease_acquired_total',
-      help: 'Tenant leases this replica acquired (the tenant then starts here).',
-      labelNames: ['tenant'],
-      registers,
-    });
-    this.lost = new Counter({
-      name: 'changefeed_lease_lost_total',
-      help:
-        'Tenant leases this replica lost without handing them over: not renewed in time, or taken over. ' +
+    const byTenant = (name: string, help: string) => new Counter({ name, help, labelNames: ['tenant'], registers });
+    this.acquired = byTenant(
+      'changefeed_lease_acquired_total',
+      'Tenant leases this replica acquired (the tenant then starts here).',
+    );
+    this.lost = byTenant(
+      'changefeed_lease_lost_total',
+      'Tenant leases this replica lost without handing them over: not renewed in time, or taken over. ' +
         'Leases given back while the replica stops are not counted.',
-      labelNames: ['tenant'],
-      registers,
-    });
-    this.handedOver = new Counter({
-      name: 'changefeed_lease_handed_over_total',
-      help: 'Tenant leases this replica handed over to another (after draining), to even out the tenants.',
-      labelNames: ['tenant'],
-      registers,
-    });
+    );
+    this.handedOver = byTenant(
+      'changefeed_lease_handed_over_total',
+      'Tenant leases this replica handed over to another (after draining), to even out the tenants.',
+    );
     this.renewal = new Histogram({
       name: 'changefeed_lease_renewal_duration_seconds',
       help: "Time a lease round took to heartbeat and renew every held lease: near the lease's safety margin, leases are at risk.",

@@ -45,13 +45,7 @@ const COUNTERS: readonly (readonly [Counted, string, string])[] = [
 export class StoreMetrics {
   private activity: StoreActivity | undefined;
   /** What the watched activity held at the last scrape, per counted kind. */
-  private readonly seen: Record<Counted, number> = {
-    transactions: 0,
-    statements: 0,
-    poolWaits: 0,
-    poolWaitSeconds: 0,
-    poolBusy: 0,
-  };
+  private readonly seen = Object.fromEntries(COUNTERS.map(([kind]) => [kind, 0])) as Record<Counted, number>;
 
   constructor(registry: Registry) {
     const registers = [registry];

@@ -87,21 +87,16 @@ function checkParameterNames(params: URLSearchParams, allowed: readonly string[]
 }
 
 function parsePaging(params: URLSearchParams, errors: FieldError[]): Paging {
-  const limit = parseBoundedInteger(params.get('limit'), 1, MAX_PAGE_LIMIT);
-  const offset = parseBoundedInteger(params.get('offset'), 0, MAX_OFFSET);
-  if (limit === null)
-    errors.push({
-      field: 'limit',
-      code: 'out_of_range',
-      message: `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`,
-    });
-  if (offset === null)
-    errors.push({
-      field: 'offset',
-      code: 'out_of_range',
-      message: `offset must be an integer from 0 to ${MAX_OFFSET}.`,
-    });
-  return { limit: limit ?? DEFAULT_PAGE_LIMIT, offset: offset ?? 0 };
+  const bounded = (field: 'limit' | 'offset', min: number, max: number): number | undefined => {
+    const value = parseBoundedInteger(params.get(field), min, max);
+    if (value === null)
+      errors.push({ field, code: 'out_of_range', message: `${field} must be an integer from ${min} to ${max}.` });
+    return value ?? undefined;
+  };
+  return {
+    limit: bounded('limit', 1, MAX_PAGE_LIMIT) ?? DEFAULT_PAGE_LIMIT,
+    offset: bounded('offset', 0, MAX_OFFSET) ?? 0,
+  };
 }
 
 /** undefined when absent (the default applies), null when present but invalid. */

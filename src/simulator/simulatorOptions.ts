@@ -69,8 +69,6 @@ const faultOptionsSchema = z.object({
     .describe('Answer every authenticated request with 403 trial_expired and an upgrade_url.'),
 });
 
-export type FaultOptions = z.output<typeof faultOptionsSchema>;
-
 export const workloadSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('uniform') }).describe('Every object of a log receives events at the same rate.'),
   z

@@ -7,18 +7,21 @@ import { z } from 'zod';
  * *_DEFAULTS constants are parsed from them.
  */
 
+/** A delay in milliseconds, at most a day. */
+const delayMs = (defaultMs: number, description: string) =>
+  z.number().int().min(1).max(86_400_000).default(defaultMs).describe(description);
+
+/** A length of time in seconds, at most a year; 0 turns the limit off. */
+const limitSeconds = (defaultSeconds: number, description: string) =>
+  z.number().int().min(0).max(31_536_000).default(defaultSeconds).describe(description);
+
 export const retryConfigSchema = z
   .object({
-    initialDelayMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(86_400_000)
-      .default(1_000)
-      .describe(
-        'Ceiling of the first retry delay; each attempt doubles it (full jitter: the actual delay ' +
-          'is random below the ceiling).',
-      ),
+    initialDelayMs: delayMs(
+      1_000,
+      'Ceiling of the first retry delay; each attempt doubles it (full jitter: the actual delay ' +
+        'is random below the ceiling).',
+    ),
     maxDelayMs: z.number().int().min(1).max(604_800_000).default(300_000).describe('Largest ceiling of a retry delay.'),
     maxAttempts: z
       .number()
@@ -26,13 +29,10 @@ export const retryConfigSchema = z
       .min(0)
       .default(0)
       .describe('Attempts before an event becomes a dead letter; 0 retries forever.'),
-    maxAgeSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(31_536_000)
-      .default(0)
-      .describe('Age after its first attempt at which an event becomes a dead letter; 0 means no limit.'),
+    maxAgeSeconds: limitSeconds(
+      0,
+      'Age after its first attempt at which an event becomes a dead letter; 0 means no limit.',
+    ),
   })
   .strict();
 
@@ -48,20 +48,8 @@ export const circuitBreakerConfigSchema = z
       .min(0)
       .default(5)
       .describe('Consecutive failed writes that open the circuit (pause the sink); 0 turns circuit breaking off.'),
-    cooldownMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(86_400_000)
-      .default(30_000)
-      .describe('First pause once the circuit opens; after it, one probe write decides.'),
-    maxCooldownMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(86_400_000)
-      .default(600_000)
-      .describe('Longest pause: each failed probe doubles the previous one up to this.'),
+    cooldownMs: delayMs(30_000, 'First pause once the circuit opens; after it, one probe write decides.'),
+    maxCooldownMs: delayMs(600_000, 'Longest pause: each failed probe doubles the previous one up to this.'),
   })
   .strict();
 
@@ -85,17 +73,12 @@ export const endpointBackoffConfigSchema = z
           'repeats), each lengthened by up to 10% jitter; a Retry-After is a floor. Events stay pending ' +
           "meanwhile and keep their order. Svix's schedule by default.",
       ),
-    disableAfterSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(31_536_000)
-      .default(432_000)
-      .describe(
-        'Continuous endpoint-level failure (no delivery in between) after which the sink is disabled, ' +
-          'across restarts, until `changefeed sinks enable <name>`; 0 never disables. 5 days, as Svix. ' +
-          'The clock is kept in the store: a restart during an outage does not reset it.',
-      ),
+    disableAfterSeconds: limitSeconds(
+      432_000,
+      'Continuous endpoint-level failure (no delivery in between) after which the sink is disabled, ' +
+        'across restarts, until `changefeed sinks enable <name>`; 0 never disables. 5 days, as Svix. ' +
+        'The clock is kept in the store: a restart during an outage does not reset it.',
+    ),
   })
   .strict();
 

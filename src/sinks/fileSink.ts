@@ -17,13 +17,12 @@ export type FileSinkConfig = z.infer<typeof fileSinkConfigSchema>;
 /** Appends events as JSON Lines; a batch counts as written once fsync returns. */
 export class FileSink implements Sink {
   readonly type = 'file';
+  readonly name: string;
   readonly limits = { maxBatchSize: 1000, maxInFlight: 1 };
   private handle: FileHandle | undefined;
 
-  constructor(private readonly config: FileSinkConfig) {}
-
-  get name(): string {
-    return this.config.name;
+  constructor(private readonly config: FileSinkConfig) {
+    this.name = config.name;
   }
 
   async connect(): Promise<void> {

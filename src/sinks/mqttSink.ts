@@ -22,6 +22,10 @@ const PERMANENT_REASONS = new Set([0x90, 0x95, 0x99]);
 const reasonName = (mqtt: typeof Mqtt, code: number): string =>
   (mqtt.ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code ${code}`;
 
+/** What a topic level built from event data may not hold: separators, wildcards and the control characters MQTT forbids or discourages (MQTT 5 1.5.4, 4.7). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const TOPIC_LEVEL_FORBIDDEN = /[/+#\u0000-\u001f\u007f-\u009f\ufffe\uffff]/;
+
 /** The event's topic. Placeholder values cannot add levels or wildcards. */
 export function renderTopic(
   config: Pick<MqttSinkConfig, 'topic' | 'prefix'>,
@@ -29,16 +33,8 @@ export function renderTopic(
 ): string {
   // The prefix is the operator's own and may hold levels; event values may not.
   return renderTemplate(config.topic, templateValues(event, config.prefix), (value, name) =>
-    name === 'prefix' || name === 'log' ? value : level(value),
+    name === 'prefix' || name === 'log' ? value : escapeTemplateValue(value, TOPIC_LEVEL_FORBIDDEN),
   );
-}
-
-/** What a topic level built from event data may not hold: separators, wildcards and the control characters MQTT forbids or discourages (MQTT 5 1.5.4, 4.7). */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const TOPIC_LEVEL_FORBIDDEN = /[/+#\u0000-\u001f\u007f-\u009f\ufffe\uffff]/;
-
-function level(value: string): string {
-  return escapeTemplateValue(value, TOPIC_LEVEL_FORBIDDEN);
 }
 
 interface Connection {
@@ -60,6 +56,7 @@ interface Connection {
  */
 export class MqttSink implements Sink {
   readonly type = 'mqtt';
+  readonly name: string;
   // One connection, one ordered stream: a batch's publishes are already pipelined up to the
   // broker's Receive Maximum, so parallel writes would gain little and would have to share that
   // window. 200 events bound what a lost connection sends twice, and take few round trips even at
@@ -71,6 +68,7 @@ export class MqttSink implements Sink {
   private readonly peer: BrokerPeer;
 
   constructor(private readonly config: MqttSinkConfig) {
+    this.name = config.name;
     const password = inlineOrFileSecret(config.password, config.passwordFile);
     const url = new URL(config.url);
     // Not url.origin: that is "null" for schemes the URL standard does not know, such as mqtt:.
@@ -99,10 +97,6 @@ export class MqttSink implements Sink {
       retain: config.retain,
       ...(v5 ? { properties: { contentType: 'application/cloudevents+json', payloadFormatIndicator: true } } : {}),
     };
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   async connect(signal: AbortSignal): Promise<void> {

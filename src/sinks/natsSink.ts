@@ -55,6 +55,7 @@ interface NatsSession {
  */
 export class NatsSink implements Sink {
   readonly type = 'nats';
+  readonly name: string;
   // One write already publishes all of its objects concurrently on the one connection; parallel
   // writes mainly help when batches hold few objects (each object's events go one ack at a time)
   // and multiply what a lost connection leaves unacknowledged. One by default, up to 4.
@@ -67,6 +68,7 @@ export class NatsSink implements Sink {
   private readonly token: string | undefined;
 
   constructor(private readonly config: NatsSinkConfig) {
+    this.name = config.name;
     this.servers = typeof config.servers === 'string' ? [config.servers] : config.servers;
     this.peer = { name: 'NATS', address: this.servers.join(', '), loginRefused: /authorization violation/i };
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
@@ -74,10 +76,6 @@ export class NatsSink implements Sink {
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   async connect(signal: AbortSignal): Promise<void> {

@@ -28,6 +28,7 @@ const SCHEMA_LOCK_WAIT_MS = 3_000;
  */
 export class PostgresSink implements Sink {
   readonly type = 'postgres';
+  readonly name: string;
   // Each write takes its own pooled connection, so writes of different objects run in parallel.
   readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
   private pool: pg.Pool | undefined;
@@ -40,6 +41,7 @@ export class PostgresSink implements Sink {
   private readonly server: string;
 
   constructor(private readonly config: PostgresSinkConfig) {
+    this.name = config.name;
     const url = new URL(config.url);
     if (url.password) registerSecret(decodeURIComponent(url.password));
     const password = config.passwordFile ? readSecretFile(config.passwordFile) : undefined;
@@ -56,10 +58,6 @@ export class PostgresSink implements Sink {
       keepAlive: true,
       application_name: `changefeed-${config.name}`.slice(0, 63),
     };
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   async connect(signal: AbortSignal): Promise<void> {

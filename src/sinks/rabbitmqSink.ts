@@ -33,6 +33,7 @@ const CHANNEL_CLOSED = 'the channel was closed';
  */
 export class RabbitmqSink implements Sink {
   readonly type = 'rabbitmq';
+  readonly name: string;
   /**
    * One confirm channel carries every write; each message has its own confirm callback, so
    * concurrent writes are safe. Two batches in flight let the broker persist one while the next is
@@ -48,6 +49,7 @@ export class RabbitmqSink implements Sink {
   private readonly password: string | undefined;
 
   constructor(private readonly config: RabbitmqSinkConfig) {
+    this.name = config.name;
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
@@ -71,10 +73,6 @@ export class RabbitmqSink implements Sink {
       password: this.password,
       heartbeat: config.heartbeatSeconds,
     };
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   async connect(signal: AbortSignal): Promise<void> {

@@ -67,6 +67,7 @@ interface Connection {
  */
 export class RedisStreamsSink implements Sink {
   readonly type = 'redis-streams';
+  readonly name: string;
   // A pipeline of 1,000 XADDs of ~1 KB events is about 1 MB in one round trip: big enough to
   // amortise it, small enough that single-threaded Redis answers within milliseconds without
   // stalling its other clients. Writes share one connection, so parallel writes only overlap the
@@ -78,6 +79,7 @@ export class RedisStreamsSink implements Sink {
   private readonly peer: BrokerPeer;
 
   constructor(private readonly config: RedisStreamsSinkConfig) {
+    this.name = config.name;
     const password = inlineOrFileSecret(config.password, config.passwordFile);
     const url = new URL(config.url);
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
@@ -113,10 +115,6 @@ export class RedisStreamsSink implements Sink {
       // server still loading answers XADD with LOADING, which counts as unavailable anyway.
       enableReadyCheck: false,
     };
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   async connect(signal: AbortSignal): Promise<void> {

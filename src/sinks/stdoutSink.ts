@@ -18,15 +18,14 @@ export type StdoutSinkConfig = z.infer<typeof stdoutSinkConfigSchema>;
 /** Writes events to standard output (logs go to stderr, so stdout carries only events). */
 export class StdoutSink implements Sink {
   readonly type = 'stdout';
+  readonly name: string;
   readonly limits = { maxBatchSize: 500, maxInFlight: 1 };
 
   constructor(
     private readonly config: StdoutSinkConfig,
     private readonly out: NodeJS.WritableStream = process.stdout,
-  ) {}
-
-  get name(): string {
-    return this.config.name;
+  ) {
+    this.name = config.name;
   }
 
   async connect(): Promise<void> {}

@@ -67,21 +67,19 @@ const POOL_TIMEOUT_MARGIN_MS = 1_000;
  */
 export class WebhookSink implements Sink {
   readonly type = 'webhook';
+  readonly name: string;
   readonly limits = { maxBatchSize: 1, maxInFlight: 256, defaultInFlight: 8 };
   private pool: Pool | undefined;
   private readonly url: URL;
   private readonly secrets: () => string[];
 
   constructor(private readonly config: WebhookSinkConfig) {
+    this.name = config.name;
     this.url = new URL(config.url);
     this.secrets = secretSource(config);
     // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
     // certificate in a secret mount is picked up on the next reconnect.
     readTlsFiles(config);
-  }
-
-  get name(): string {
-    return this.config.name;
   }
 
   /**
