@@ -38,7 +38,8 @@ export function freshnessChart(slots: readonly ChartSlot[]): SafeHtml {
     const h = Math.max(1, ((HEIGHT - AXIS) * lag) / top);
     const failed = (slot.bucket?.failedPolls ?? 0) > 0;
     const failures = failed ? `, ${slot.bucket?.failedPolls} failed` : '';
-    const title = `${hourLabel(slot.hour)}: ${formatSeconds(lag)} behind at worst, ${slot.bucket?.polls ?? 0} polls${failures}`;
+    const polls = slot.bucket?.polls ?? 0;
+    const title = html`${hourLabel(slot.hour)}: ${formatSeconds(lag)} behind at worst, ${polls} polls${failures}`;
     return bar(failed ? 'bar bar-failed' : 'bar', i * slotWidth, slotWidth, h, title);
   });
   return chartFrame(
@@ -69,7 +70,8 @@ export function budgetChart(slots: readonly ChartSlot[]): SafeHtml {
             y1="${(HEIGHT - AXIS - scale(b.allowancePerHour)).toFixed(1)}"
             y2="${(HEIGHT - AXIS - scale(b.allowancePerHour)).toFixed(1)}"
           ></line>`;
-    const title = `${hourLabel(slot.hour)}: ${b.requests} requests of ${b.allowancePerHour ?? 'an unknown number'} allowed`;
+    const allowed = b.allowancePerHour ?? 'an unknown number';
+    const title = html`${hourLabel(slot.hour)}: ${b.requests} requests of ${allowed} allowed`;
     return html`${bar('bar bar-budget', x, slotWidth, h, title)}${allowance}`;
   });
   return chartFrame(
@@ -80,8 +82,11 @@ export function budgetChart(slots: readonly ChartSlot[]): SafeHtml {
   );
 }
 
-/** One hour's bar, `h` high from the axis, with its tooltip. */
-function bar(className: string, x: number, slotWidth: number, h: number, title: string): SafeHtml {
+/**
+ * One hour's bar, `h` high from the axis, with its tooltip. The tooltip comes as markup so that
+ * only its values are scrubbed of secrets: its counts and its own words are never cut.
+ */
+function bar(className: string, x: number, slotWidth: number, h: number, title: SafeHtml): SafeHtml {
   return html`<rect
     class="${className}"
     x="${(x + 1).toFixed(1)}"

@@ -1,8 +1,10 @@
+import { randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseReplayForm, parseTailType } from '../../src/console/consoleForms.js';
 import { perMinute } from '../../src/console/deliveryRates.js';
-import { lastDaySlots } from '../../src/console/hourCharts.js';
+import { budgetChart, freshnessChart, lastDaySlots } from '../../src/console/hourCharts.js';
 import { html } from '../../src/console/htmlTemplate.js';
+import { registerSecret } from '../../src/secrets/secretRegistry.js';
 
 const T = Date.UTC(2026, 10, 20, 12, 0, 0);
 const form = { sink: 'hook', since: '2026-11-20T00:00:00Z', until: '', log: '', type: '' };
@@ -118,6 +120,25 @@ describe('the console: charts and markup', () => {
     expect(slots.at(-1)).toEqual({ hour: T, bucket: undefined });
     expect(slots.at(-2)).toEqual({ hour: T - 3_600_000, bucket });
     expect(slots.filter((s) => s.bucket)).toHaveLength(1);
+  });
+
+  // Counts and the tooltip's own words are not values that can hold a secret: only its text values
+  // go through the scrubber, as everywhere else in the console's markup.
+  it("scrubs a bar's tooltip values, never its counts or its own words", () => {
+    const count = 100_000_000_000 + randomInt(900_000_000_000);
+    registerSecret(String(count));
+    const bucket = {
+      hour: T,
+      requests: count,
+      allowancePerHour: null,
+      polls: count,
+      failedPolls: 0,
+      events: 0,
+      worstLagSeconds: 5,
+    };
+    const slots = lastDaySlots([bucket], T);
+    expect(freshnessChart(slots).text).toContain(`<title>12:00Z: 5 s behind at worst, ${count} polls</title>`);
+    expect(budgetChart(slots).text).toContain(`<title>12:00Z: ${count} requests of an unknown number allowed</title>`);
   });
 
   it('escapes every value it is given, and puts markup of its own in as it is', () => {
