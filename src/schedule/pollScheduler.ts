@@ -65,7 +65,8 @@ export class PollScheduler {
   private readonly estimator: RateEstimator;
   private readonly logs = new Map<string, Scheduled>();
   private readonly numbers = new LogNumbers();
-  private readonly persisted = new Map<string, { rate: RateState; cost: number }>();
+  /** Rates learned before a restart (`restore`); none on a first start. */
+  private persisted: Map<string, { rate: RateState; cost: number }> | undefined;
   private scale = 0;
   /** Polls per hour every log gets at least: 1/maxInterval, or less when the budget cannot cover that. */
   private floor = Number.POSITIVE_INFINITY;
@@ -96,7 +97,10 @@ export class PollScheduler {
   /** Rates learned before a restart, as recordPoll returned them; call before the first `sync`. */
   restore(saved: readonly RateEstimateRow[]): void {
     for (const { events, sessions, hours, lastEventAt, updatedAt, pollCost, ...row } of saved)
-      this.persisted.set(logKey(row), { rate: { events, sessions, hours, lastEventAt, updatedAt }, cost: pollCost });
+      (this.persisted ??= new Map()).set(logKey(row), {
+        rate: { events, sessions, hours, lastEventAt, updatedAt },
+        cost: pollCost,
+      });
   }
 
   /** Brings the scheduled set in line with the active watched logs. */
@@ -113,7 +117,7 @@ export class PollScheduler {
         known.watched = w;
         continue;
       }
-      const saved = this.persisted.get(key);
+      const saved = this.persisted?.get(key);
       this.logs.set(key, {
         watched: w,
         slot: this.numbers.add(saved?.rate ?? emptyRateState(), w.lastPollAt, saved?.cost ?? 1),
