@@ -72,7 +72,8 @@ export async function readActivityPage(
   const { body, meta } = await client.getJson(path, query, priority, signal, activityPageReader(request.limit));
   // activityPageReader refused any page whose `data` is not an array of at most `limit` entries.
   const { data } = body as { data: unknown[] };
-  return { ...parseEntries(data, meta.requestId, client.maxEntryBytes), meta };
+  const { entries, quarantined, bytes } = parseEntries(data, meta.requestId, client.maxEntryBytes);
+  return { entries, quarantined, bytes, meta };
 }
 
 function parseEntries(

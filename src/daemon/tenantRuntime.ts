@@ -48,7 +48,7 @@ export class TenantRuntime {
       tenant,
       config,
       store,
-      { ...options, logger: this.logger },
+      Object.assign({}, options, { logger: this.logger }),
       (error) => this.leaseLost(error),
       requestGuard,
     );

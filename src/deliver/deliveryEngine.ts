@@ -40,7 +40,8 @@ export class DeliveryEngine {
     this.deps = workerDeps;
     this.requeues = requeues ?? new RequeueWatch(deps.clock, deps.logger);
     this.ownsRequeues = requeues === undefined;
-    this.workers = sinks.map((sink) => new SinkWorker({ ...sink, ...workerDeps }));
+    // Object.assign: two spreads give each worker's options a hidden class of its own on Node 20.
+    this.workers = sinks.map((sink) => new SinkWorker(Object.assign({}, sink, workerDeps)));
   }
 
   get sinkNames(): string[] {

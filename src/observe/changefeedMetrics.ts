@@ -384,26 +384,31 @@ export class TenantMetrics implements FeedObserver {
   }
 
   observePoll(log: LogKind, outcome: { result?: PollResult; error?: unknown }, now: number): void {
-    const labels = { tenant: this.tenant, log };
+    const tenant = this.tenant;
+    const labels = { tenant, log };
     const { polls, ingested, duplicates, quarantined, detectionDelay } = this.all.series;
+    // Label objects written out, not `{ ...labels, outcome }`: on Node 20 an object spread followed by
+    // more properties gets a hidden class of its own each time (about 170 bytes, kept by prom-client).
     if (outcome.result) {
-      polls.inc({ ...labels, outcome: 'ok' });
+      polls.inc({ tenant, log, outcome: 'ok' });
       ingested.inc(labels, outcome.result.emitted);
       duplicates.inc(labels, outcome.result.duplicates);
       if (outcome.result.quarantined) quarantined.inc(labels, outcome.result.quarantined);
       for (const t of outcome.result.emittedPerformedAt) detectionDelay.observe(labels, Math.max(0, (now - t) / 1000));
     } else {
       const code = (outcome.error as { code?: unknown } | undefined)?.code;
-      polls.inc({ ...labels, outcome: typeof code === 'string' ? code : 'error' });
+      polls.inc({ tenant, log, outcome: typeof code === 'string' ? code : 'error' });
     }
   }
 
   observeDelivery(outcome: BatchOutcome): void {
-    const labels = { tenant: this.tenant, sink: outcome.sink };
+    const { tenant } = this;
+    const { sink } = outcome;
+    const labels = { tenant, sink };
     const { deliveries, deliveryLatency } = this.all.series;
-    if (outcome.delivered) deliveries.inc({ ...labels, outcome: 'delivered' }, outcome.delivered);
-    if (outcome.retried) deliveries.inc({ ...labels, outcome: 'retried' }, outcome.retried);
-    if (outcome.dead) deliveries.inc({ ...labels, outcome: 'dead' }, outcome.dead);
+    if (outcome.delivered) deliveries.inc({ tenant, sink, outcome: 'delivered' }, outcome.delivered);
+    if (outcome.retried) deliveries.inc({ tenant, sink, outcome: 'retried' }, outcome.retried);
+    if (outcome.dead) deliveries.inc({ tenant, sink, outcome: 'dead' }, outcome.dead);
     // An event ingested by another replica (a lease that moved) carries its clock: a negative age
     // would take the histogram's _sum, a counter, down.
     for (const ms of outcome.latenciesMs) deliveryLatency.observe(labels, Math.max(0, ms) / 1000);

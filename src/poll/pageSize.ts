@@ -56,37 +56,38 @@ export function pageLimit(state: PageSizeState, oversized: TimeSpan | undefined,
 
 /** Each log's page size, by log key, for as long as the poller lives. */
 export class PageSizes {
-  private readonly sizes = new Map<string, PageSizeState>();
-  private readonly oversized = new Map<string, TimeSpan>();
+  /** Made at the first page that changes a size or finds an oversized entry: an empty Map holds about 220 bytes. */
+  private sizes: Map<string, PageSizeState> | undefined;
+  private oversized: Map<string, TimeSpan> | undefined;
 
   /** The limit for the next page of `key`, of `window` when the log is read by time windows. */
   limit(key: string, window?: TimeSpan): number {
-    const mark = this.oversized.get(key);
+    const mark = this.oversized?.get(key);
     // Windows only move forward: once one starts after the mark, no overlap reaches it again.
-    if (mark && window && window.from >= mark.to) this.oversized.delete(key);
-    return pageLimit(this.sizes.get(key) ?? FULL_PAGE_SIZE, this.oversized.get(key), window);
+    if (mark && window && window.from >= mark.to) this.oversized?.delete(key);
+    return pageLimit(this.sizes?.get(key) ?? FULL_PAGE_SIZE, this.oversized?.get(key), window);
   }
 
   /** Whether pages of `window` are held at one entry by an oversized entry (their outcomes say nothing of the size). */
   heldAtOne(key: string, window: TimeSpan | undefined): boolean {
-    return pageLimit(FULL_PAGE_SIZE, this.oversized.get(key), window) === 1;
+    return pageLimit(FULL_PAGE_SIZE, this.oversized?.get(key), window) === 1;
   }
 
   /** `window` of `key` holds an entry too large for a page of its own. */
   markOversized(key: string, window: TimeSpan): void {
-    const mark = this.oversized.get(key);
+    const mark = this.oversized?.get(key);
     // Found again by a window overlapping the last that found it: it sits where the two overlap.
     const overlaps = mark && window.from < mark.to && mark.from < window.to;
-    this.oversized.set(
+    (this.oversized ??= new Map()).set(
       key,
       overlaps ? { from: Math.max(mark.from, window.from), to: Math.min(mark.to, window.to) } : window,
     );
   }
 
   record(key: string, outcome: PageOutcome): PageSizeState {
-    const next = nextPageSize(this.sizes.get(key) ?? FULL_PAGE_SIZE, outcome);
-    if (next.limit >= MAX_PAGE_LIMIT) this.sizes.delete(key);
-    else this.sizes.set(key, next);
+    const next = nextPageSize(this.sizes?.get(key) ?? FULL_PAGE_SIZE, outcome);
+    if (next.limit >= MAX_PAGE_LIMIT) this.sizes?.delete(key);
+    else (this.sizes ??= new Map()).set(key, next);
     return next;
   }
 }

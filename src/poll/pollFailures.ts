@@ -8,16 +8,22 @@ import type { PollLoopDeps } from './pollLoop.js';
 
 type PollFailuresDeps = Pick<PollLoopDeps, 'store' | 'logger' | 'credentialChanged'>;
 
+const NO_BACKOFFS: ReadonlyMap<string, number> = new Map();
+
 /**
  * What failed polls do to the poll loop: a per-log backoff before the next attempt, a pause of
  * every poll on the key (rejected key, expired trial), or no more polls of a log or a whole kind
  * (404, missing scope). The failure policy classifies; this applies, records and logs.
  */
 export class PollFailures {
-  /** Per-log retry backoff after a failure: not polled again before this time. */
-  private readonly notBefore = new Map<string, number>();
+  /**
+   * Per-log retry backoff after a failure: not polled again before this time. This map and the
+   * next are made at a tenant's first failure: most tenants have none, and an empty Map holds
+   * about 220 bytes.
+   */
+  private notBefore: Map<string, number> | undefined;
   /** Failed polls in a row per log (by key), since the last success. */
-  private readonly failuresInARow = new Map<string, number>();
+  private failuresInARow: Map<string, number> | undefined;
   private pausedUntil = 0;
   /** The pause is for a rejected key: it ends as soon as the key file changes. */
   private pausedForCredential = false;
@@ -42,12 +48,12 @@ export class PollFailures {
 
   /** Every log's backoff end, by key. */
   backoffs(): ReadonlyMap<string, number> {
-    return this.notBefore;
+    return this.notBefore ?? NO_BACKOFFS;
   }
 
   succeeded(w: WatchedLog): void {
-    this.notBefore.delete(logKey(w));
-    this.failuresInARow.delete(logKey(w));
+    this.notBefore?.delete(logKey(w));
+    this.failuresInARow?.delete(logKey(w));
     this.authFailures = 0;
     this.storePauseLogged = false;
   }
@@ -64,8 +70,8 @@ export class PollFailures {
     const { store, logger } = this.deps;
     const key = logKey(w);
     // Counted here too: on a store that cannot be written the recorded count stays behind.
-    const failures = (this.failuresInARow.get(key) ?? w.consecutiveFailures) + 1;
-    this.failuresInARow.set(key, failures);
+    const failures = (this.failuresInARow?.get(key) ?? w.consecutiveFailures) + 1;
+    (this.failuresInARow ??= new Map()).set(key, failures);
     try {
       await store.watchedLogs.recordFailure(w.log, w.objectId, describeError(error), now);
     } catch (recordError) {
@@ -80,7 +86,7 @@ export class PollFailures {
     };
     switch (action.kind) {
       case 'retry': {
-        this.notBefore.set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
+        (this.notBefore ??= new Map()).set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
         logger.warn({ ...target, failures, err: action.reason }, 'poll failed; will retry with backoff');
         return action;
       }
@@ -88,7 +94,7 @@ export class PollFailures {
         if (errorCodeOf(error) === 'API_INVALID_CREDENTIAL') {
           if (this.deps.credentialChanged?.()) {
             logger.info(target, 'the key file changed since the rejected request; retrying with the new key now');
-            this.notBefore.set(key, now);
+            (this.notBefore ??= new Map()).set(key, now);
             return action;
           }
           this.authFailures++;

@@ -38,10 +38,10 @@ const sortOrdersSchema = z
     message: 'is the deprecated spelling of identity_provider; write identity_provider only',
     path: ['identityProvider'],
   })
-  .transform(({ identity_provider, ...rest }) => ({
-    ...rest,
-    identity_provider: identity_provider ?? rest.identityProvider ?? 'auto',
-  }));
+  // Object.assign: a spread followed by a property gives each tenant's object a hidden class of its own on Node 20.
+  .transform(({ identity_provider, ...rest }) =>
+    Object.assign({}, rest, { identity_provider: identity_provider ?? rest.identityProvider ?? 'auto' }),
+  );
 
 const startFromSchema = z.union([
   z.literal('now'),

@@ -8,6 +8,7 @@ import {
   firstInFirstPollOrder,
   latestFirstPollStarts,
 } from './pollAllocation.js';
+import { LogNumbers } from './logNumbers.js';
 import { RateEstimator } from './rateEstimator.js';
 import { emptyRateState, type LogHistory, type RateState } from './rateState.js';
 import type { LogCandidate } from './nextAction.js';
@@ -41,15 +42,15 @@ interface FirstPollReckoning {
   chainCost: number;
 }
 
+/**
+ * A scheduled log. Its numbers (last poll, cost, rate state, and the planned rate and weight,
+ * rate^alpha, kept until the estimate, prior or alpha change: every decision reads them) are in
+ * the scheduler's `LogNumbers` at `slot`.
+ */
 interface Scheduled {
   watched: WatchedLog;
-  rate: RateState;
-  lastPollAt: number | null;
-  cost: number;
+  readonly slot: number;
   followUp: FollowUpState;
-  /** Planned rate and weight (rate^alpha), kept until the estimate, prior or alpha change: every decision reads them. */
-  plannedRate: number | undefined;
-  plannedWeight: number | undefined;
 }
 
 /**
@@ -63,7 +64,9 @@ interface Scheduled {
 export class PollScheduler {
   private readonly estimator: RateEstimator;
   private readonly logs = new Map<string, Scheduled>();
-  private readonly persisted = new Map<string, { rate: RateState; cost: number }>();
+  private readonly numbers = new LogNumbers();
+  /** Rates learned before a restart (`restore`); none on a first start. */
+  private persisted: Map<string, { rate: RateState; cost: number }> | undefined;
   private scale = 0;
   /** Polls per hour every log gets at least: 1/maxInterval, or less when the budget cannot cover that. */
   private floor = Number.POSITIVE_INFINITY;
@@ -94,11 +97,15 @@ export class PollScheduler {
   /** Rates learned before a restart, as recordPoll returned them; call before the first `sync`. */
   restore(saved: readonly RateEstimateRow[]): void {
     for (const { events, sessions, hours, lastEventAt, updatedAt, pollCost, ...row } of saved)
-      this.persisted.set(logKey(row), { rate: { events, sessions, hours, lastEventAt, updatedAt }, cost: pollCost });
+      (this.persisted ??= new Map()).set(logKey(row), {
+        rate: { events, sessions, hours, lastEventAt, updatedAt },
+        cost: pollCost,
+      });
   }
 
   /** Brings the scheduled set in line with the active watched logs. */
   sync(active: readonly WatchedLog[]): void {
+    this.numbers.reserve(active.length);
     const keys = new Set<string>();
     for (const w of active) {
       const key = logKey(w);
@@ -110,22 +117,19 @@ export class PollScheduler {
         known.watched = w;
         continue;
       }
-      const saved = this.persisted.get(key);
+      const saved = this.persisted?.get(key);
       this.logs.set(key, {
         watched: w,
-        rate: saved?.rate ?? emptyRateState(),
-        lastPollAt: w.lastPollAt,
-        cost: saved?.cost ?? 1,
+        slot: this.numbers.add(saved?.rate ?? emptyRateState(), w.lastPollAt, saved?.cost ?? 1),
         followUp: noFollowUp(),
-        plannedRate: undefined,
-        plannedWeight: undefined,
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
       this.kept = undefined;
     }
-    for (const key of this.logs.keys()) {
+    for (const [key, s] of this.logs) {
       if (!keys.has(key)) {
         this.logs.delete(key);
+        this.numbers.remove(s.slot);
         this.allocatedAt = Number.NEGATIVE_INFINITY;
         this.kept = undefined;
       }
@@ -159,10 +163,11 @@ export class PollScheduler {
     firstPollAt: number | null,
   ): LogCandidate {
     const intervalMs = this.intervalMs(s, max);
+    const lastPollAt = this.numbers.lastPollAt(s.slot);
     return {
       key,
-      earliestAt: s.lastPollAt === null ? Number.NEGATIVE_INFINITY : s.lastPollAt + this.deps.minIntervalMs,
-      anchorAt: s.lastPollAt ?? this.firstPollBy(s) - intervalMs,
+      earliestAt: lastPollAt === null ? Number.NEGATIVE_INFINITY : lastPollAt + this.deps.minIntervalMs,
+      anchorAt: lastPollAt ?? this.firstPollBy(s) - intervalMs,
       intervalMs,
       starvingMs,
       followUpDueAt: s.followUp.dueAt,
@@ -196,9 +201,9 @@ export class PollScheduler {
 
   /** Whether `s`, just polled for the first time, came first in the chain of first polls. */
   private firstInChain(s: Scheduled): boolean {
-    const chain = [...this.logs.values()].filter((x) => x === s || x.lastPollAt === null);
+    const chain = [...this.logs.values()].filter((x) => x === s || this.numbers.lastPollAt(x.slot) === null);
     return firstInFirstPollOrder(
-      chain.map((x) => ({ deadline: this.firstPollBy(x), cost: x.cost })),
+      chain.map((x) => ({ deadline: this.firstPollBy(x), cost: this.numbers.cost(x.slot) })),
       chain.indexOf(s),
     );
   }
@@ -218,12 +223,12 @@ export class PollScheduler {
    * log was polled).
    */
   private firstPollStarts(now: number): { starts: Map<Scheduled, number>; reckoning: FirstPollReckoning | undefined } {
-    const never = [...this.logs.values()].filter((s) => s.lastPollAt === null);
+    const never = [...this.logs.values()].filter((s) => this.numbers.lastPollAt(s.slot) === null);
     if (never.length === 0) return { starts: new Map(), reckoning: undefined };
-    const chainCost = never.reduce((sum, s) => sum + Math.max(1, s.cost), 0);
+    const chainCost = never.reduce((sum, s) => sum + Math.max(1, this.numbers.cost(s.slot)), 0);
     const slotMs = firstPollSlotMs(this.pollSlotMs(now), chainCost);
     const starts = latestFirstPollStarts(
-      never.map((s) => ({ deadline: this.firstPollBy(s), cost: s.cost })),
+      never.map((s) => ({ deadline: this.firstPollBy(s), cost: this.numbers.cost(s.slot) })),
       slotMs,
     );
     return { starts: new Map(never.map((s, i) => [s, starts[i]!])), reckoning: { slotMs, chainCost } };
@@ -258,33 +263,36 @@ export class PollScheduler {
     const s = this.logs.get(logKey(w));
     if (!s || !result) return undefined;
     if (result.watched) s.watched = result.watched;
-    s.lastPollAt = now;
-    const previousNewest = s.rate.lastEventAt;
-    s.rate =
-      result.history && s.rate.updatedAt === null
+    const numbers = this.numbers;
+    numbers.setLastPollAt(s.slot, now);
+    const previousNewest = numbers.lastEventAt(s.slot);
+    const rate =
+      result.history && numbers.updatedAt(s.slot) === null
         ? this.estimator.observeHistory(now, result.history)
-        : this.estimator.observe(s.rate, now, result.emittedPerformedAt);
-    s.plannedRate = s.plannedWeight = undefined;
+        : this.estimator.observe(numbers.rate(s.slot), now, result.emittedPerformedAt);
+    numbers.setRate(s.slot, rate);
+    numbers.clearPlan(s.slot);
     // Follow-ups belong to the adaptive policy; the benchmark's optimum plans with known rates alone.
     const adaptive = this.deps.config.policy === 'adaptive' && this.deps.knownRates === undefined;
     const inSession =
       adaptive &&
       this.followUps.inProgress({
         previousNewest,
-        newest: s.rate.lastEventAt,
+        newest: rate.lastEventAt,
         serviceNow: this.deps.serviceNow?.() ?? now,
-        changesPerSession: this.estimator.changesPerSession(s.rate, this.priors(s.watched.log)),
+        changesPerSession: this.estimator.changesPerSession(rate, this.priors(s.watched.log)),
         ratePerHour: this.rateOf(s),
       });
     s.followUp = this.followUps.afterPoll(s.followUp, now, inSession);
     // A first poll that read history costs a page more than the polls the cost is meant for.
-    if (result.requests > 0 && !result.history) s.cost = 0.9 * s.cost + 0.1 * result.requests;
+    if (result.requests > 0 && !result.history)
+      numbers.setCost(s.slot, 0.9 * numbers.cost(s.slot) + 0.1 * result.requests);
     this.polled(logKey(w), s);
     return {
       log: w.log,
       objectId: w.objectId,
-      ...s.rate,
-      pollCost: s.cost,
+      ...rate,
+      pollCost: numbers.cost(s.slot),
       plannedRate: this.rateOf(s),
       nextPollAt: s.followUp.dueAt ?? now + this.intervalMs(s),
     };
@@ -308,14 +316,21 @@ export class PollScheduler {
   }
 
   private rateOf(s: Scheduled): number {
-    s.plannedRate ??=
-      this.deps.knownRates?.(logKey(s.watched)) ?? this.estimator.rate(s.rate, this.priors(s.watched.log));
-    return s.plannedRate;
+    const planned = this.numbers.plannedRate(s.slot);
+    if (planned !== undefined) return planned;
+    const rate =
+      this.deps.knownRates?.(logKey(s.watched)) ??
+      this.estimator.rate(this.numbers.rate(s.slot), this.priors(s.watched.log));
+    this.numbers.setPlannedRate(s.slot, rate);
+    return rate;
   }
 
   private weightOf(s: Scheduled): number {
-    s.plannedWeight ??= this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), s.cost, this.alpha);
-    return s.plannedWeight;
+    const planned = this.numbers.plannedWeight(s.slot);
+    if (planned !== undefined) return planned;
+    const weight = this.alpha === 0 ? 1 : allocationWeight(this.rateOf(s), this.numbers.cost(s.slot), this.alpha);
+    this.numbers.setPlannedWeight(s.slot, weight);
+    return weight;
   }
 
   private bounds(): { min: number; max: number } {
@@ -344,13 +359,13 @@ export class PollScheduler {
     if (now - this.fittedAt >= REFIT_MS) {
       this.fittedAt = now;
       this.priors = priorsByKind(
-        list.map((s) => ({ log: s.watched.log, state: s.rate })),
+        list.map((s) => ({ log: s.watched.log, state: this.numbers.rate(s.slot) })),
         this.deps.config,
         this.priors,
       );
-      for (const s of list) s.plannedRate = s.plannedWeight = undefined;
+      for (const s of list) this.numbers.clearPlan(s.slot);
       const input = {
-        costs: list.map((s) => s.cost),
+        costs: list.map((s) => this.numbers.cost(s.slot)),
         budgetPerHour,
         roundRobinBudgetPerHour,
         minFrequency: min,
@@ -360,7 +375,7 @@ export class PollScheduler {
     }
     const allocation = allocateFrequencies({
       weights: list.map((s) => this.weightOf(s)),
-      costs: list.map((s) => s.cost),
+      costs: list.map((s) => this.numbers.cost(s.slot)),
       budgetPerHour,
       floorBudgetPerHour: roundRobinBudgetPerHour,
       minFrequency: min,
