@@ -105,11 +105,21 @@ export class PollScheduler {
 
   /** Brings the scheduled set in line with the active watched logs. */
   sync(active: readonly WatchedLog[]): void {
-    this.numbers.reserve(active.length);
     const keys = new Set<string>();
+    for (const w of active) keys.add(logKey(w));
+    // Logs that left go first, so the logs this sync adds take their slots: a log replaced by
+    // another (discovery, a rename) would otherwise double the tenant's number array.
+    for (const [key, s] of this.logs) {
+      if (!keys.has(key)) {
+        this.logs.delete(key);
+        this.numbers.remove(s.slot);
+        this.allocatedAt = Number.NEGATIVE_INFINITY;
+        this.kept = undefined;
+      }
+    }
+    this.numbers.reserve(active.length);
     for (const w of active) {
       const key = logKey(w);
-      keys.add(key);
       const known = this.logs.get(key);
       if (known) {
         if (known.watched.firstPollBy !== w.firstPollBy || known.watched.createdAt !== w.createdAt)
@@ -125,14 +135,6 @@ export class PollScheduler {
       });
       this.allocatedAt = Number.NEGATIVE_INFINITY;
       this.kept = undefined;
-    }
-    for (const [key, s] of this.logs) {
-      if (!keys.has(key)) {
-        this.logs.delete(key);
-        this.numbers.remove(s.slot);
-        this.allocatedAt = Number.NEGATIVE_INFINITY;
-        this.kept = undefined;
-      }
     }
   }
 

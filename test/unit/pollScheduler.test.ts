@@ -328,6 +328,26 @@ describe('PollScheduler', () => {
     expect(scheduler.candidates(T0 + 3_000 + 61_000).map((c) => c.key)).toEqual(['career:b', 'skill:s']);
   });
 
+  it.each([
+    ['one log replaced by another', 1],
+    ['every log replaced', 26],
+  ])('gives the slots of logs that left to the logs the same sync adds: %s', (_, replaced) => {
+    const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
+    const capacity = (): number => (scheduler as unknown as { numbers: { capacity: number } }).numbers.capacity;
+    const logs = Array.from({ length: 26 }, (_, i) => watched('skill', `s${i}`));
+    scheduler.sync(logs);
+    for (const w of logs) scheduler.recordPoll(w, T0, { requests: 3, emittedPerformedAt: [] });
+    const kept = logs.slice(replaced);
+    const added = Array.from({ length: replaced }, (_, i) => watched('career', `c${i}`));
+    scheduler.sync([...kept, ...added]);
+    expect(capacity()).toBe(26);
+    // The logs that stayed keep their numbers, those added start afresh, in the order of the sync.
+    const byKey = new Map(scheduler.candidates(T0 + 1_000).map((c) => [c.key, c]));
+    expect([...byKey.keys()]).toEqual([...kept, ...added].map((w) => `${w.log}:${w.objectId}`));
+    for (const w of kept) expect(byKey.get(`skill:${w.objectId}`)?.earliestAt).toBe(T0 + 60_000);
+    for (const w of added) expect(byKey.get(`career:${w.objectId}`)?.earliestAt).toBe(Number.NEGATIVE_INFINITY);
+  });
+
   it("after a poll of a log, renews that log's candidate alone, equal to the list built anew", () => {
     const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 4_000 } });
     const logs = [
