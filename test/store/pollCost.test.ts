@@ -79,10 +79,10 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     return { backend, store };
   }
 
-  it('is one statement when the poll found nothing, a transaction of four round trips with the learned rates once due', async () => {
+  it('is one statement when the poll found nothing, the learned rates in it once due', async () => {
     const { backend, store } = await fencedStore();
-    // On a connection that has not prepared the cursor's statement yet: a transaction that does
-    // (BEGIN with its bounds and the fence check, the statement, COMMIT).
+    // On a connection that has not prepared the shared batch's statement yet: a transaction that
+    // does (BEGIN with its bounds, the statement checking the lease, COMMIT).
     expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({ transactions: 1, statements: 3 });
     // Then one round trip: the cursor with the prune of old seen ids, checking the lease itself.
     expect(await cost(backend.activity, () => poll(store, [], T + 1_500))).toEqual({ transactions: 1, statements: 1 });
@@ -96,17 +96,17 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
         statements: 1,
       });
       await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
-      // Due, it rides along: the poll takes a transaction (the fence, the cursor, the rates, COMMIT).
+      // Due, it rides along in the same statement (AdvanceBatch: the cursor, the rates, the meta).
       expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
         transactions: 1,
-        statements: 4,
+        statements: 1,
       });
-      // The rates' upsert prepared too: the fence, then the cursor, the rates and COMMIT at once.
+      expect((await store.rates.list()).map((r) => r.events)).toEqual([4]);
       store.deferState({ rates: [rateOf(5)] });
       await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
       expect(await cost(backend.activity, () => poll(store, [], T + 4_000))).toEqual({
         transactions: 1,
-        statements: 2,
+        statements: 1,
       });
     } finally {
       vi.useRealTimers();
