@@ -186,6 +186,39 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     expect(await stores[0]!.outbox.counts('a')).toMatchObject({ pending: 1 });
   });
 
+  it("answers many tenants' questions of seen ids in one statement, and one asked during it in the next", async () => {
+    const backend = await openBackend();
+    const stores = await Promise.all(Array.from({ length: 10 }, (_, i) => backend.tenantStore(`t-${i}`)));
+    for (const [i, store] of stores.entries()) {
+      await prepare(store);
+      // Tenant i has seen e-0 .. e-(i-1) of career c-1.
+      if (i > 0)
+        await ingest(
+          store,
+          Array.from({ length: i }, (_, k) => entry(`e-${k}`)),
+        );
+    }
+    const ids = ['e-0', 'e-3', 'e-7', 'nope'];
+    let answers: Set<string>[] = [];
+    expect(
+      await cost(backend.activity, async () => {
+        answers = await Promise.all(stores.map((s) => s.seen.seenAmong('career', 'c-1', ids)));
+      }),
+    ).toEqual({ transactions: 1, statements: 1 });
+    for (const [i, seen] of answers.entries())
+      expect([...seen].sort()).toEqual(ids.filter((id) => id !== 'nope' && Number(id.slice(2)) < i));
+    // Asked while a statement is under way: the next one, after it, answers.
+    const first = stores[9]!.seen.seenAmong('career', 'c-1', ['e-8']);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = stores[8]!.seen.seenAmong('career', 'c-2', ['e-0']);
+    expect(
+      await cost(backend.activity, async () => {
+        expect([...(await first)]).toEqual(['e-8']);
+        expect([...(await second)]).toEqual([]);
+      }),
+    ).toEqual({ transactions: 1, statements: 1 });
+  });
+
   describe('a poll that found nothing, one statement checking the lease itself', () => {
     /** A store whose cursor statement is prepared on its connection, with an entry seen long ago. */
     async function preparedStore(locallyValid?: () => boolean) {

@@ -14,7 +14,7 @@ import { PostgresJournal } from './journal.js';
 import { outboxCountsRead, PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
 import { PostgresRateEstimates } from './rateEstimates.js';
-import { PostgresSeenEntries, storedEntryId } from './seenEntries.js';
+import { PostgresSeenEntries, seenEntriesRead, storedEntryId } from './seenEntries.js';
 import { PostgresSinkStates, sinkListRead } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { PostgresWatchedLogs, watchedLogListRead } from './watchedLogs.js';
@@ -32,6 +32,7 @@ export interface SharedTenantReads {
   sinks: ReturnType<typeof sinkListRead>;
   counts: ReturnType<typeof outboxCountsRead>;
   watchedLogs: ReturnType<typeof watchedLogListRead>;
+  seen: ReturnType<typeof seenEntriesRead>;
   /** Not a read: the read-nothing polls' advances of every tenant, batched the same way. */
   advances: AdvanceBatch;
 }
@@ -42,6 +43,7 @@ export function sharedTenantReads(gate: PoolGate, activity: StoreActivity): Shar
     sinks: sinkListRead(),
     counts: outboxCountsRead(),
     watchedLogs: watchedLogListRead(),
+    seen: seenEntriesRead(),
     advances: new AdvanceBatch(gate, activity),
   };
 }
@@ -68,7 +70,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     shared: SharedTenantReads,
   ) {
     this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.advances);
-    this.seen = new PostgresSeenEntries(db);
+    this.seen = new PostgresSeenEntries(db, shared.seen);
     this.outbox = new PostgresOutbox(db, shared.counts);
     this.deadLetters = new PostgresDeadLetters(db, requeueCounts);
     this.journal = new PostgresJournal(db);
