@@ -24,7 +24,7 @@ export interface BatchedAdvance {
   readonly sortOrder?: SortOrder;
   /**
    * The tenant's deferred state riding with this advance (PostgresDeferredState.take), written
-   * only if its lease held; `ridden` is told how the batch ended.
+   * only if its lease held; the caller (TenantDb.advanceInBatch) tells the state how it ended.
    */
   readonly riding?: {
     readonly rates: readonly RateEstimateRow[];
