@@ -79,10 +79,10 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     return { backend, store };
   }
 
-  it('is one statement when the poll found nothing, a transaction of four round trips with the learned rates once due', async () => {
+  it('is one statement when the poll found nothing, the learned rates in it once due', async () => {
     const { backend, store } = await fencedStore();
-    // On a connection that has not prepared the cursor's statement yet: a transaction that does
-    // (BEGIN with its bounds and the fence check, the statement, COMMIT).
+    // On a connection that has not prepared the shared batch's statement yet: a transaction that
+    // does (BEGIN with its bounds, the statement checking the lease, COMMIT).
     expect(await cost(backend.activity, () => poll(store, [], T + 1_000))).toEqual({ transactions: 1, statements: 3 });
     // Then one round trip: the cursor with the prune of old seen ids, checking the lease itself.
     expect(await cost(backend.activity, () => poll(store, [], T + 1_500))).toEqual({ transactions: 1, statements: 1 });
@@ -96,17 +96,17 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
         statements: 1,
       });
       await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
-      // Due, it rides along: the poll takes a transaction (the fence, the cursor, the rates, COMMIT).
+      // Due, it rides along in the same statement (AdvanceBatch: the cursor, the rates, the meta).
       expect(await cost(backend.activity, () => poll(store, [], T + 3_000))).toEqual({
         transactions: 1,
-        statements: 4,
+        statements: 1,
       });
-      // The rates' upsert prepared too: the fence, then the cursor, the rates and COMMIT at once.
+      expect((await store.rates.list()).map((r) => r.events)).toEqual([4]);
       store.deferState({ rates: [rateOf(5)] });
       await vi.advanceTimersByTimeAsync(RATE_RIDE_AFTER_MS);
       expect(await cost(backend.activity, () => poll(store, [], T + 4_000))).toEqual({
         transactions: 1,
-        statements: 2,
+        statements: 1,
       });
     } finally {
       vi.useRealTimers();
@@ -184,6 +184,39 @@ describe.skipIf(!admin)('what a poll costs the PostgreSQL store, under a real le
     // A tenant asking alone is answered alone, from a read sent after it asked.
     await ingest(stores[0]!, [entry('late')]);
     expect(await stores[0]!.outbox.counts('a')).toMatchObject({ pending: 1 });
+  });
+
+  it("answers many tenants' questions of seen ids in one statement, and one asked during it in the next", async () => {
+    const backend = await openBackend();
+    const stores = await Promise.all(Array.from({ length: 10 }, (_, i) => backend.tenantStore(`t-${i}`)));
+    for (const [i, store] of stores.entries()) {
+      await prepare(store);
+      // Tenant i has seen e-0 .. e-(i-1) of career c-1.
+      if (i > 0)
+        await ingest(
+          store,
+          Array.from({ length: i }, (_, k) => entry(`e-${k}`)),
+        );
+    }
+    const ids = ['e-0', 'e-3', 'e-7', 'nope'];
+    let answers: Set<string>[] = [];
+    expect(
+      await cost(backend.activity, async () => {
+        answers = await Promise.all(stores.map((s) => s.seen.seenAmong('career', 'c-1', ids)));
+      }),
+    ).toEqual({ transactions: 1, statements: 1 });
+    for (const [i, seen] of answers.entries())
+      expect([...seen].sort()).toEqual(ids.filter((id) => id !== 'nope' && Number(id.slice(2)) < i));
+    // Asked while a statement is under way: the next one, after it, answers.
+    const first = stores[9]!.seen.seenAmong('career', 'c-1', ['e-8']);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = stores[8]!.seen.seenAmong('career', 'c-2', ['e-0']);
+    expect(
+      await cost(backend.activity, async () => {
+        expect([...(await first)]).toEqual(['e-8']);
+        expect([...(await second)]).toEqual([]);
+      }),
+    ).toEqual({ transactions: 1, statements: 1 });
   });
 
   describe('a poll that found nothing, one statement checking the lease itself', () => {

@@ -59,14 +59,17 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
   });
 
   /** Sets the lease's expiry in the past on the database clock right after the next fence check's answer (a pause there). */
-  function expireAfterNextFenceCheck(backend: Awaited<ReturnType<typeof openBackend>>) {
+  function expireAfterNextFenceCheck(
+    backend: Awaited<ReturnType<typeof openBackend>>,
+    isCheck = (text: string) => text.startsWith('BEGIN') && text.includes('FOR KEY SHARE'),
+  ) {
     const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
     const original = proto.query;
     const state = { expired: false };
     vi.spyOn(proto, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
       const result = original.apply(this, args);
       const text = typeof args[0] === 'string' ? args[0] : '';
-      if (state.expired || !text.startsWith('BEGIN') || !text.includes('FOR KEY SHARE')) return result;
+      if (state.expired || !isCheck(text)) return result;
       state.expired = true;
       return (result as Promise<unknown>).then(async (answer) => {
         await backend.leasePool.query(
@@ -79,14 +82,16 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     return state;
   }
 
-  // The statement is not prepared on the connection yet: the write takes a transaction, and the
-  // lease runs out on the database clock between its fence check and its next round trip.
-  it('says LEASE_LOST for a poll that found nothing when the lease expires between the fence check and the statement', async () => {
+  // The batch's statement is not prepared on the connection yet: it takes a transaction, and the
+  // lease runs out on the database clock between its BEGIN and the statement, which checks it.
+  it('says LEASE_LOST for a poll that found nothing when the lease expires between the BEGIN of the batch and its statement', async () => {
     const { backend, store } = await fencedStore();
-    const state = expireAfterNextFenceCheck(backend);
+    store.deferState({ meta: { budget: 'x' } });
+    const state = expireAfterNextFenceCheck(backend, (text) => text.startsWith('BEGIN; SET LOCAL'));
     await expect(poll(store, T + 1_000)).rejects.toMatchObject({ code: 'LEASE_LOST' });
     expect(state.expired).toBe(true);
     expect(await store.watchedLogs.get('career', 'c-1')).not.toMatchObject({ windowEnd: T + 1_000 });
+    expect(await store.getMeta('budget')).toBeUndefined();
   });
 
   it('says LEASE_LOST for an ack when the lease expires between the fence check and the statement', async () => {

@@ -5,17 +5,21 @@ import type { TenantDb } from './tenantDb.js';
 const MAX_BATCH_KEYS = 1_000;
 
 /**
- * One kind of read (a tenant's sinks, a sink's outbox counts, a tenant's watched logs) asked of
- * many tenants in the same turn of the event loop, answered by one statement for all of them. A
- * `/metrics` scrape asks every tenant at once: three statements per tenant and scrape (3,000
- * transactions at 1,000 tenants, every scrape) become three per scrape. Each answer comes from a
- * statement sent a turn after its question, so nobody is answered from rows read before they
- * asked. The statement runs on the first asker's way into the pool: should it fail, every asker
+ * One kind of read (a tenant's sinks, a sink's outbox counts, a tenant's watched logs, a log's
+ * seen ids) asked of many tenants in the same turn of the event loop, or while the previous
+ * statement of its kind is under way, answered by one statement for all of them. A `/metrics`
+ * scrape asks every tenant at once: three statements per tenant and scrape (3,000 transactions at
+ * 1,000 tenants, every scrape) become three per scrape; the polls of many tenants, each asking
+ * when its own page arrived, share one statement per round trip of the last (one in flight: no
+ * timer, and a question asked alone is sent a turn later). Each answer comes from a statement sent
+ * after its question, so nobody is answered from rows read before they asked. The statement runs on the first asker's way into the pool: should it fail, every asker
  * of the batch gets its error, recorded in its own health as a read of its own would be (a
  * database gone is every asking tenant's problem, not only the first one's).
  */
 export class BatchedRead<R extends pg.QueryResultRow> {
   private open: { keys: Set<string>; rows: Promise<BatchAnswer<R>> } | undefined;
+  /** The answer of the last batch opened: the next one is sent once it came (it never rejects). */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(
     /** The statement and its parameters for these keys; each row it returns names its key. */
@@ -28,8 +32,9 @@ export class BatchedRead<R extends pg.QueryResultRow> {
     let batch = this.open;
     if (batch === undefined || batch.keys.size >= MAX_BATCH_KEYS) {
       const keys = new Set<string>();
-      batch = { keys, rows: this.readNextTurn(db, keys) };
+      batch = { keys, rows: this.readAfter(this.last, db, keys) };
       this.open = batch;
+      this.last = batch.rows;
     }
     batch.keys.add(key);
     const answer = await batch.rows;
@@ -37,8 +42,9 @@ export class BatchedRead<R extends pg.QueryResultRow> {
     return answer.byKey.get(key) ?? [];
   }
 
-  private async readNextTurn(db: TenantDb, keys: Set<string>): Promise<BatchAnswer<R>> {
-    // The questions of this turn join the batch; from the next one they open another.
+  private async readAfter(previous: Promise<unknown>, db: TenantDb, keys: Set<string>): Promise<BatchAnswer<R>> {
+    // The questions asked until the previous batch answered, and in the turn after, join this one.
+    await previous;
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (this.open?.keys === keys) this.open = undefined;
     const { sql, params } = this.statement([...keys]);

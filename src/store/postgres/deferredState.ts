@@ -65,6 +65,20 @@ export class PostgresDeferredState implements RidingWrites {
    * of it; should that transaction not commit, it is held again, under anything added since.
    */
   write(query: Query): RiddenTransaction {
+    const { rates, meta, ridden } = this.take();
+    if (rates.length > 0) this.rateEstimates.saveIn(query, rates);
+    if (meta.length > 0)
+      query.later(
+        `INSERT INTO meta (tenant, key, value)
+         SELECT $1, u.key, u.value FROM unnest($2::text[], $3::text[]) AS u (key, value)
+         ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`,
+        [this.db.tenant, meta.map(([key]) => key), meta.map(([, value]) => value)],
+      );
+    return ridden;
+  }
+
+  /** What is held, let go of for a write that carries it (`write`, AdvanceBatch) and is told how it ended. */
+  take(): { rates: RateEstimateRow[]; meta: [string, string][]; ridden: RiddenTransaction } {
     const [rates, meta, waiters] = [this.rates, this.meta, this.waiters];
     this.rates = new Map();
     this.meta = new Map();
@@ -89,15 +103,7 @@ export class PostgresDeferredState implements RidingWrites {
         }
       },
     };
-    if (rates.size > 0) this.rateEstimates.saveIn(query, [...rates.values()]);
-    if (meta.size > 0)
-      query.later(
-        `INSERT INTO meta (tenant, key, value)
-         SELECT $1, u.key, u.value FROM unnest($2::text[], $3::text[]) AS u (key, value)
-         ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`,
-        [this.db.tenant, [...meta.keys()], [...meta.values()]],
-      );
-    return ridden;
+    return { rates: [...rates.values()], meta: [...meta.entries()], ridden };
   }
 
   /**

@@ -4,14 +4,17 @@ import type { StoreHealth } from '../storeHealth.js';
 import { decideIngest, eventToAppend, journalIdOf, type IngestFacts } from '../ingestDecision.js';
 import { quarantineFingerprint } from '../storedRows.js';
 import type { DeferredState, IngestRequest, IngestResult } from '../storeRecords.js';
+import type { StoreActivity } from '../storeActivity.js';
+import { AdvanceBatch } from './advanceBatch.js';
 import { PostgresDeadLetters } from './deadLetters.js';
+import type { PoolGate } from './poolGate.js';
 import { PostgresDeferredState } from './deferredState.js';
 import type { RequeueCounts } from '../requeueCounts.js';
 import { PostgresJournal } from './journal.js';
 import { outboxCountsRead, PostgresOutbox, type NewEvent } from './outbox.js';
 import { PostgresQuarantine } from './quarantine.js';
 import { PostgresRateEstimates } from './rateEstimates.js';
-import { PostgresSeenEntries, storedEntryId } from './seenEntries.js';
+import { PostgresSeenEntries, seenEntriesRead, storedEntryId } from './seenEntries.js';
 import { PostgresSinkStates, sinkListRead } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { PostgresWatchedLogs, watchedLogListRead } from './watchedLogs.js';
@@ -29,11 +32,20 @@ export interface SharedTenantReads {
   sinks: ReturnType<typeof sinkListRead>;
   counts: ReturnType<typeof outboxCountsRead>;
   watchedLogs: ReturnType<typeof watchedLogListRead>;
+  seen: ReturnType<typeof seenEntriesRead>;
+  /** Not a read: the read-nothing polls' advances of every tenant, batched the same way. */
+  advances: AdvanceBatch;
 }
 
 /** A backend's SharedTenantReads: per backend, since each pool has its own schema. */
-export function sharedTenantReads(): SharedTenantReads {
-  return { sinks: sinkListRead(), counts: outboxCountsRead(), watchedLogs: watchedLogListRead() };
+export function sharedTenantReads(gate: PoolGate, activity: StoreActivity): SharedTenantReads {
+  return {
+    sinks: sinkListRead(),
+    counts: outboxCountsRead(),
+    watchedLogs: watchedLogListRead(),
+    seen: seenEntriesRead(),
+    advances: new AdvanceBatch(gate, activity),
+  };
 }
 
 /**
@@ -57,8 +69,8 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     requeueCounts: RequeueCounts,
     shared: SharedTenantReads,
   ) {
-    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs);
-    this.seen = new PostgresSeenEntries(db);
+    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.advances);
+    this.seen = new PostgresSeenEntries(db, shared.seen);
     this.outbox = new PostgresOutbox(db, shared.counts);
     this.deadLetters = new PostgresDeadLetters(db, requeueCounts);
     this.journal = new PostgresJournal(db);

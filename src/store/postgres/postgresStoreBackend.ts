@@ -62,7 +62,7 @@ export class PostgresStoreBackend implements StoreBackend {
   readonly activity = new StoreActivity('postgres');
   private closing: Promise<void> | undefined;
   private readonly requeueCounts = new RequeueCounts();
-  private readonly sharedReads = sharedTenantReads();
+  private readonly sharedReads: ReturnType<typeof sharedTenantReads>;
   /** The way into `pool` of every tenant's statements and of the tenant records. */
   readonly gate: PoolGate;
 
@@ -83,6 +83,7 @@ export class PostgresStoreBackend implements StoreBackend {
     const names = new StatementNames(gate.prepared ? MAX_PREPARED_STATEMENTS : 0);
     this.gate = new PoolGate(pool, gate.slots, gate.waitMs, this.activity, location, names);
     this.activity.poolWaiting = () => this.gate.waiting;
+    this.sharedReads = sharedTenantReads(this.gate, this.activity);
   }
 
   /**

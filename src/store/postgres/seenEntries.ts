@@ -1,6 +1,7 @@
 import { performedAtMs, type ActivityEntry } from '../../api/activityEntry.js';
 import type { LogKind } from '../../logs.js';
 import type { SeenEntryStore } from '../changefeedStore.js';
+import { BatchedRead } from './batchedRead.js';
 import type { Query, TenantDb } from './tenantDb.js';
 
 /**
@@ -12,18 +13,50 @@ export function storedEntryId(id: string): string {
   return id.replace(/[\uFFFD\0]/g, (c) => (c === '\0' ? '\uFFFD0' : '\uFFFD\uFFFD'));
 }
 
+interface SeenRow {
+  tenant: string;
+  log: string;
+  object_id: string;
+  entry_id: string;
+}
+
+/** A stored entry id of one log of one tenant, as a key of seenEntriesRead (no part holds a NUL: storedEntryId). */
+const seenKey = (tenant: string, log: string, objectId: string, storedId: string): string =>
+  `${tenant}\u0000${log}\u0000${objectId}\u0000${storedId}`;
+
+/**
+ * Which of the asked entry ids are seen, for every asking tenant's log at once (BatchedRead): the
+ * version logs' polls ask on every page, each poll a statement of its own before.
+ */
+export function seenEntriesRead(): BatchedRead<SeenRow> {
+  return new BatchedRead<SeenRow>(
+    (keys) => {
+      const parts = keys.map((key) => key.split('\u0000'));
+      return {
+        sql: `SELECT s.tenant, s.log, s.object_id, s.entry_id FROM seen_entries s
+              JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u (tenant, log, object_id, entry_id)
+                ON s.tenant = u.tenant AND s.log = u.log AND s.object_id = u.object_id AND s.entry_id = u.entry_id`,
+        params: [0, 1, 2, 3].map((i) => parts.map((part) => part[i] ?? '')),
+      };
+    },
+    (row) => seenKey(row.tenant, row.log, row.object_id, row.entry_id),
+  );
+}
+
 /** Entry ids already ingested per log of one tenant, the basis of deduplication across overlapping windows. */
 export class PostgresSeenEntries implements SeenEntryStore {
-  constructor(private readonly db: TenantDb) {}
+  constructor(
+    private readonly db: TenantDb,
+    /** Shared by the tenants of the backend. */
+    private readonly seenRead: BatchedRead<SeenRow>,
+  ) {}
 
   async seenAmong(log: LogKind, objectId: string, entryIds: readonly string[]): Promise<Set<string>> {
     if (entryIds.length === 0) return new Set();
-    const rows = await this.db.read<{ entry_id: string }>(
-      `SELECT entry_id FROM seen_entries WHERE tenant = $1 AND log = $2 AND object_id = $3 AND entry_id = ANY($4::text[])`,
-      [this.db.tenant, log, objectId, entryIds.map(storedEntryId)],
+    const answers = await Promise.all(
+      entryIds.map((id) => this.seenRead.rowsOf(this.db, seenKey(this.db.tenant, log, objectId, storedEntryId(id)))),
     );
-    const stored = new Set(rows.map((r) => r.entry_id));
-    return new Set(entryIds.filter((id) => stored.has(storedEntryId(id))));
+    return new Set(entryIds.filter((_, i) => (answers[i]?.length ?? 0) > 0));
   }
 
   /** Part of the ingest transaction: records the entries' ids (each once, as decideIngest gives them), one statement for the page. */

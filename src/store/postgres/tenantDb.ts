@@ -1,9 +1,11 @@
 import type pg from 'pg';
 import { claimParams, leaseHeldCte, lostInDatabase, type WriteFence } from '../../cluster/writeFence.js';
 import type { StoreActivity } from '../storeActivity.js';
+import type { RateEstimateRow } from '../storeRecords.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
+import type { AdvanceBatch, BatchedAdvance } from './advanceBatch.js';
 import { executeText } from './executeText.js';
 import { isStalePlan, isUnknownStatement } from './statementNames.js';
 
@@ -27,6 +29,8 @@ export interface RidingWrites {
   readonly waiting: boolean;
   /** Writes with `query` (Query.later: with COMMIT); the transaction then says how it ended. */
   write(query: Query): RiddenTransaction;
+  /** The writes as rows, for a statement of many tenants (AdvanceBatch); it then says how it ended. */
+  take(): { rates: RateEstimateRow[]; meta: [string, string][]; ridden: RiddenTransaction };
 }
 
 /** How the transaction that carried riding writes ended. */
@@ -223,6 +227,45 @@ export class TenantDb {
     const held = ([] as pg.QueryResult<{ held?: boolean }>[]).concat(results).at(-1)?.rows[0]?.held === true;
     if (!held) throw lostInDatabase(inline.claim);
     this.health.clear();
+  }
+
+  /**
+   * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
+   * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
+   * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
+   * write must go alone: without a fence that can be checked inline. A lease the statement finds
+   * gone is LeaseLostError, as writeFencedAlone's; its failure is recorded in this tenant's health
+   * as a write of its own would be; the riding state is then held again, as after a rollback.
+   */
+  async advanceInBatch(
+    batch: AdvanceBatch,
+    advance: Omit<BatchedAdvance, 'claim' | 'statementTimeoutMs' | 'riding'>,
+  ): Promise<boolean> {
+    const inline = this.fence?.inline;
+    if (!this.fence || !inline) return false;
+    inline.refuseLocally();
+    const taken = this.riding?.waiting ? this.riding.take() : undefined;
+    let held: boolean;
+    try {
+      held = await batch.write({
+        ...advance,
+        claim: inline.claim,
+        statementTimeoutMs: this.fence.statementTimeoutMs,
+        ...(taken ? { riding: { rates: taken.rates, meta: taken.meta } } : {}),
+      });
+    } catch (error) {
+      const thrown = this.failure(error);
+      taken?.ridden.rolledBack(thrown);
+      throw thrown;
+    }
+    if (!held) {
+      const lost = lostInDatabase(inline.claim);
+      taken?.ridden.rolledBack(lost);
+      throw lost;
+    }
+    taken?.ridden.committed();
+    this.health.clear();
+    return true;
   }
 
   /**

@@ -2,6 +2,7 @@ import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { WATCHED_LOG_COLUMNS, watchedLogFromRow, type RowOf } from '../storedRows.js';
 import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
+import type { AdvanceBatch } from './advanceBatch.js';
 import { BatchedRead } from './batchedRead.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
@@ -26,6 +27,8 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     private readonly db: TenantDb,
     /** Shared by the tenants of the backend. */
     private readonly listRead: BatchedRead<TenantWatchedLogRow>,
+    /** Shared by the tenants of the backend: their read-nothing advances in one statement. */
+    private readonly advances: AdvanceBatch,
   ) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
@@ -112,8 +115,10 @@ export class PostgresWatchedLogs implements WatchedLogStore {
   }
 
   /**
-   * `advance` for a read that found nothing (most polls), as a write of its own that checks the
-   * tenant's lease in its one statement (TenantDb.writeFencedAlone): one round trip, not three.
+   * `advance` for a read that found nothing (most polls): under a lease, in the backend's
+   * AdvanceBatch with the other tenants' (one statement for many, each checking its own lease);
+   * else, as with writes waiting to ride, a write of its own that checks the tenant's lease in its
+   * one statement (TenantDb.writeFencedAlone): one round trip, not three.
    */
   async advanceAlone(args: {
     log: LogKind;
@@ -123,6 +128,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
     pruneSeenBefore?: number;
     sortOrder?: SortOrder;
   }): Promise<void> {
+    if (await this.db.advanceInBatch(this.advances, args)) return;
     await this.db.writeFencedAlone(
       (lease) => `WITH ${lease},
        pruned AS (

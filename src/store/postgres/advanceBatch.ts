@@ -1,0 +1,317 @@
+import type pg from 'pg';
+import type { LeaseClaim } from '../../cluster/writeFence.js';
+import type { LogKind } from '../../logs.js';
+import type { StoreActivity } from '../storeActivity.js';
+import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
+import { isConnectionFailure } from './connectionFailure.js';
+import { executeText } from './executeText.js';
+import type { PoolGate } from './poolGate.js';
+import { isStalePlan, isUnknownStatement } from './statementNames.js';
+
+/** Most advances one statement of an AdvanceBatch writes; more wait for the next. */
+export const MAX_BATCHED_ADVANCES = 500;
+
+/** A poll's cursor write when it read nothing (WatchedLogs.advanceAlone), under its tenant's lease. */
+export interface BatchedAdvance {
+  readonly claim: LeaseClaim;
+  /** The fence's statement timeout: the batch's statement holds every lease row it checked until it ends. */
+  readonly statementTimeoutMs: number;
+  readonly log: LogKind;
+  readonly objectId: string;
+  readonly windowEnd: number;
+  readonly now: number;
+  readonly pruneSeenBefore?: number;
+  readonly sortOrder?: SortOrder;
+  /**
+   * The tenant's deferred state riding with this advance (PostgresDeferredState.take), written
+   * only if its lease held; the caller (TenantDb.advanceInBatch) tells the state how it ended.
+   */
+  readonly riding?: {
+    readonly rates: readonly RateEstimateRow[];
+    readonly meta: readonly (readonly [string, string])[];
+  };
+}
+
+interface Pending {
+  readonly advance: BatchedAdvance;
+  resolve(held: boolean): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The advances the next statement takes, and those left for the one after: at most `max`, in the
+ * order asked. A log polls one read at a time and awaits its advance, so one log appears at most
+ * once; should it appear twice all the same (a caller that did not wait), its later advance is
+ * taken in the next batch, never before the earlier one in the same statement (an UPDATE touches
+ * a row once, whichever of two joined rows it picks).
+ */
+export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
+  pending: readonly T[],
+  max: number,
+): { take: T[]; rest: T[] } {
+  const take: T[] = [];
+  const rest: T[] = [];
+  const keys = new Set<string>();
+  for (const item of pending) {
+    const { claim, log, objectId } = item.advance;
+    const key = `${claim.tenant}\u0000${log}\u0000${objectId}`;
+    // A tenant's deferred state once per statement: an upsert may touch a row once.
+    const ridingKey = item.advance.riding ? `${claim.tenant}\u0000riding` : undefined;
+    if (take.length >= max || keys.has(key) || (ridingKey !== undefined && keys.has(ridingKey))) rest.push(item);
+    else {
+      keys.add(key);
+      if (ridingKey !== undefined) keys.add(ridingKey);
+      take.push(item);
+    }
+  }
+  return { take, rest };
+}
+
+/**
+ * The cursor writes of the polls that read nothing (most polls), of every tenant of a backend, in
+ * one statement per batch instead of one each: at 5,000 tenants they were most of the store's
+ * statements, and each statement costs the daemon (the `pg` client's protocol) and PostgreSQL
+ * (parse, bind, its lock of the lease row) about as much whatever rows it writes.
+ *
+ * One batch is in flight at a time: the advances asked meanwhile wait for it to end and go in the
+ * next, so a batch is as large as the polls that ended during the last one (self-clocking: no
+ * timer, and a quiet replica writes each advance at once, a turn later). Every advance is still
+ * fenced: the statement checks each tenant's lease (leaseHeldCte's test: holder, epoch, not run
+ * out on the database clock, the row locked FOR KEY SHARE until commit) and writes only the
+ * advances whose lease held; the others are answered `false` (LEASE_LOST to the poll, as its own
+ * statement would have been). The poll awaits its advance, so a log's next read (and its ingest)
+ * comes after it: a batched advance never overtakes a later write of the same log, and a stop,
+ * drain or handover that awaits the tenant's poll awaits its advance with it. A failed statement
+ * fails every advance of its batch with its error; nothing is held for a retry (the next poll
+ * repeats the read, and the advance is only a refinement of the cursor). What waits is bounded by
+ * the polls under way (each awaits its own), so the queue cannot grow while the store is away.
+ */
+export class AdvanceBatch {
+  private pending: Pending[] = [];
+  private sending = false;
+
+  constructor(
+    private readonly gate: PoolGate,
+    private readonly activity: StoreActivity,
+    private readonly max = MAX_BATCHED_ADVANCES,
+  ) {}
+
+  /** Resolves once written (`true`) or refused because `advance.claim` is no longer the tenant's lease (`false`). */
+  write(advance: BatchedAdvance): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ advance, resolve, reject });
+      if (!this.sending) {
+        this.sending = true;
+        // The advances of this turn join the first batch.
+        setImmediate(() => {
+          this.sendAll().catch((error: unknown) => {
+            // Its one error route (sendAll answers each batch itself; this is for a fault of its own).
+            const pending = this.pending;
+            this.pending = [];
+            this.sending = false;
+            for (const item of pending) item.reject(error);
+          });
+        });
+      }
+    });
+  }
+
+  /** Sends batches while advances wait; never throws (each batch answers its own advances). */
+  private async sendAll(): Promise<void> {
+    while (this.pending.length > 0) {
+      const { take, rest } = nextAdvanceBatch(this.pending, this.max);
+      this.pending = rest;
+      try {
+        const held = await this.send(take.map((item) => item.advance));
+        for (const item of take) item.resolve(held.has(heldKey(item.advance.claim)));
+      } catch (error) {
+        for (const item of take) item.reject(error);
+      }
+    }
+    this.sending = false;
+  }
+
+  /** One transaction: its bound, the statement, COMMIT. The keys of the claims that held. */
+  private async send(advances: readonly BatchedAdvance[]): Promise<Set<string>> {
+    try {
+      return await this.attempt(advances, true);
+    } catch (error) {
+      // A statement prepared before a schema change, or a name the server forgot: once more, unnamed.
+      if (!(isStalePlan(error) || isUnknownStatement(error))) throw error;
+      if (isUnknownStatement(error)) this.gate.names.executable = false;
+      return this.attempt(advances, false);
+    }
+  }
+
+  private async attempt(advances: readonly BatchedAdvance[], prepared: boolean): Promise<Set<string>> {
+    const client = await this.gate.connect('run');
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let broken: Error | undefined;
+    const bound = Math.max(1, Math.floor(Math.min(...advances.map((a) => a.statementTimeoutMs))));
+    const params = advanceParams(advances);
+    const execute = prepared ? this.executeOn(client, params) : undefined;
+    this.activity.transactions++;
+    try {
+      let rows: HeldRow[];
+      if (execute !== undefined) {
+        // Prepared on this connection: one round trip, a simple query being one implicit
+        // transaction, so the bound covers the statement and the lease rows' locks end with it.
+        this.activity.statements++;
+        const results: pg.QueryResult<HeldRow> | pg.QueryResult<HeldRow>[] = await client.query<HeldRow>(
+          `SET LOCAL statement_timeout = ${bound}; ${execute}`,
+        );
+        // node-postgres answers a simple query of several statements with one result each.
+        rows = ([] as pg.QueryResult<HeldRow>[]).concat(results).at(-1)?.rows ?? [];
+      } else {
+        // Not yet: a transaction, which prepares it here for the next time.
+        this.activity.statements += 3;
+        await client.query(
+          `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`,
+        );
+        rows = (
+          await client.query<HeldRow>(
+            prepared ? this.gate.names.statement(ADVANCE_SQL, params) : { text: ADVANCE_SQL, values: params },
+          )
+        ).rows;
+        await client.query('COMMIT');
+      }
+      return new Set(rows.map((row) => heldKey({ tenant: row.tenant, holder: row.holder, epoch: Number(row.epoch) })));
+    } catch (error) {
+      // As TenantDb: a connection that failed, that the server ended, or that holds a stale or
+      // unknown statement is destroyed; a simple query rolled back on its own.
+      const severity = (error as { severity?: unknown }).severity;
+      const gone =
+        isConnectionFailure(error) ||
+        isStalePlan(error) ||
+        isUnknownStatement(error) ||
+        severity === 'FATAL' ||
+        severity === 'PANIC';
+      if (gone) broken = error as Error;
+      else if (execute === undefined)
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+        });
+      throw error;
+    } finally {
+      client.off('error', ignore);
+      client.release(broken);
+    }
+  }
+
+  /** The EXECUTE of the batch's statement on `client` (executeText), if `client` prepared it. */
+  private executeOn(client: pg.PoolClient, params: readonly unknown[]): string | undefined {
+    const names = this.gate.names;
+    if (!names.executable) return undefined;
+    const { name } = names.statement(ADVANCE_SQL, params);
+    if (name === undefined) return undefined;
+    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
+      .connection.parsedStatements;
+    if (parsed[name] !== ADVANCE_SQL) return undefined;
+    return executeText(
+      name,
+      params,
+      (text) => client.escapeLiteral(text),
+      (id) => client.escapeIdentifier(id),
+    );
+  }
+}
+
+interface HeldRow {
+  tenant: string;
+  holder: string;
+  epoch: number | string;
+}
+
+function heldKey(claim: LeaseClaim): string {
+  return `${claim.tenant}\u0000${claim.holder}\u0000${claim.epoch}`;
+}
+
+function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
+  return [
+    advances.map((a) => a.claim.tenant),
+    advances.map((a) => a.claim.holder),
+    advances.map((a) => a.claim.epoch),
+    advances.map((a) => a.log),
+    advances.map((a) => a.objectId),
+    advances.map((a) => a.windowEnd),
+    advances.map((a) => a.now),
+    advances.map((a) => a.pruneSeenBefore ?? null),
+    advances.map((a) => a.sortOrder ?? null),
+    ...rateParams(advances.flatMap((a) => (a.riding?.rates ?? []).map((row) => ({ tenant: a.claim.tenant, row })))),
+    ...metaParams(
+      advances.flatMap((a) => (a.riding?.meta ?? []).map(([key, value]) => ({ tenant: a.claim.tenant, key, value }))),
+    ),
+  ];
+}
+
+function rateParams(rows: readonly { tenant: string; row: RateEstimateRow }[]): unknown[] {
+  const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((r) => r.row[key]);
+  return [
+    rows.map((r) => r.tenant),
+    column('log'),
+    column('objectId'),
+    column('events'),
+    column('sessions'),
+    column('hours'),
+    column('lastEventAt'),
+    column('updatedAt'),
+    column('pollCost'),
+    column('plannedRate'),
+    column('nextPollAt'),
+  ];
+}
+
+function metaParams(rows: readonly { tenant: string; key: string; value: string }[]): unknown[] {
+  return [rows.map((r) => r.tenant), rows.map((r) => r.key), rows.map((r) => r.value)];
+}
+
+/**
+ * WatchedLogs.advanceAlone for many tenants: `held` is leaseHeldCte for every claim at once (its
+ * rows locked in tenant order, as two batches or a takeover of several tenants would otherwise
+ * lock them in opposite orders), and only the advances of a held claim prune and write. The
+ * statement's text is fixed, whatever the batch's size: prepared once per connection.
+ */
+const ADVANCE_SQL = `WITH u AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::float8[], $7::float8[],
+      $8::float8[], $9::text[])
+      AS u (tenant, holder, epoch, log, object_id, window_end, now, prune_before, sort_order)
+  ),
+  held AS (
+    SELECT l.tenant, l.holder, l.epoch FROM changefeed_leases l
+    WHERE (l.tenant, l.holder, l.epoch) IN (SELECT tenant, holder, epoch FROM u) AND l.expires_at > clock_timestamp()
+    ORDER BY l.tenant
+    FOR KEY SHARE
+  ),
+  written AS (
+    SELECT u.* FROM u JOIN held h ON h.tenant = u.tenant AND h.holder = u.holder AND h.epoch = u.epoch
+  ),
+  pruned AS (
+    DELETE FROM seen_entries s USING written w
+    WHERE w.prune_before IS NOT NULL AND s.tenant = w.tenant AND s.log = w.log AND s.object_id = w.object_id
+      AND COALESCE(s.performed_at, s.seen_at) < w.prune_before
+  ),
+  advanced AS (
+    UPDATE watched_logs l SET window_end = w.window_end, last_poll_at = w.now, last_success_at = w.now,
+      last_error = NULL, consecutive_failures = 0, sort_order = COALESCE(w.sort_order, l.sort_order)
+    FROM written w WHERE l.tenant = w.tenant AND l.log = w.log AND l.object_id = w.object_id
+  ),
+  rated AS (
+    INSERT INTO rate_estimates (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost,
+      planned_rate, next_poll_at)
+    SELECT r.* FROM unnest($10::text[], $11::text[], $12::text[], $13::float8[], $14::float8[], $15::float8[],
+      $16::float8[], $17::float8[], $18::float8[], $19::float8[], $20::float8[])
+      AS r (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost, planned_rate,
+        next_poll_at)
+    WHERE r.tenant IN (SELECT tenant FROM held)
+    ON CONFLICT (tenant, log, object_id) DO UPDATE SET events = excluded.events, sessions = excluded.sessions,
+      hours = excluded.hours, last_event_at = excluded.last_event_at, updated_at = excluded.updated_at,
+      poll_cost = excluded.poll_cost, planned_rate = excluded.planned_rate, next_poll_at = excluded.next_poll_at
+  ),
+  noted AS (
+    INSERT INTO meta (tenant, key, value)
+    SELECT m.* FROM unnest($21::text[], $22::text[], $23::text[]) AS m (tenant, key, value)
+    WHERE m.tenant IN (SELECT tenant FROM held)
+    ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value
+  )
+  SELECT tenant, holder, epoch FROM held`;

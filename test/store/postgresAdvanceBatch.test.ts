@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { LeaseTable } from '../../src/cluster/leaseTable.js';
+import { databaseFence } from '../../src/cluster/writeFence.js';
+import { nextAdvanceBatch, type BatchedAdvance } from '../../src/store/postgres/advanceBatch.js';
+import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
+import { acquireOne } from '../support/acquireOne.js';
+import { HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
+import { admin, openBackend, prepare } from './postgresTestDb.js';
+
+const LEASE_MS = 30_000;
+
+const advance = (tenant: string, objectId: string, riding = false): { advance: BatchedAdvance } => ({
+  advance: {
+    claim: { tenant, holder: 'a', epoch: 1 },
+    statementTimeoutMs: 5_000,
+    log: 'career',
+    objectId,
+    windowEnd: T,
+    now: T,
+    ...(riding ? { riding: { rates: [], meta: [] } } : {}),
+  },
+});
+
+describe('which advances the next batch statement takes', () => {
+  const a1 = advance('a', 'c-1');
+  const a2 = advance('a', 'c-2');
+  const a1Again = advance('a', 'c-1');
+  const b1 = advance('b', 'c-1');
+  const aRiding1 = advance('a', 'c-3', true);
+  const aRiding2 = advance('a', 'c-4', true);
+  it.each([
+    { name: 'all, in order, under the limit', pending: [a1, a2, b1], max: 10, take: [a1, a2, b1], rest: [] },
+    { name: 'at most the limit, the rest after', pending: [a1, a2, b1], max: 2, take: [a1, a2], rest: [b1] },
+    {
+      name: 'one log once: its later advance in the next',
+      pending: [a1, b1, a1Again],
+      max: 10,
+      take: [a1, b1],
+      rest: [a1Again],
+    },
+    {
+      name: "one tenant's riding state once",
+      pending: [aRiding1, a1, aRiding2],
+      max: 10,
+      take: [aRiding1, a1],
+      rest: [aRiding2],
+    },
+    { name: 'nothing waiting', pending: [], max: 10, take: [], rest: [] },
+  ])('$name', ({ pending, max, take, rest }) => {
+    expect(nextAdvanceBatch(pending, max)).toEqual({ take, rest });
+  });
+});
+
+describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statement (PostgreSQL)', () => {
+  const tenants = ['t-1', "o'hara", 't-3'];
+  /** A poll that found nothing, as the window walker commits it. */
+  const poll = (store: ChangefeedStore, windowEnd: number) =>
+    ingest(store, [], { windowEnd, now: windowEnd, pruneSeenBefore: windowEnd - 2 * HOUR });
+
+  async function fencedStores(fenceLeaseMs = LEASE_MS) {
+    const backend = await openBackend();
+    const leases = new LeaseTable(backend.leasePool, { leaseMs: LEASE_MS });
+    const stores: ChangefeedStore[] = [];
+    for (const tenant of tenants) {
+      expect(await acquireOne(leases, tenant, 'a')).toMatchObject({ epoch: 1 });
+      const store = await backend.tenantStore(tenant, {
+        fence: databaseFence({ tenant, holder: 'a', epoch: 1 }, fenceLeaseMs),
+      });
+      await prepare(store);
+      stores.push(store);
+    }
+    // Each connection prepares the batch's statement once: polled until every one of the pool's
+    // four has, so what follows is one round trip whichever connection it takes.
+    for (let i = 0; i < 8; i++) await Promise.all(stores.map((store) => poll(store, T + 100 + i)));
+    return { backend, stores };
+  }
+
+  it("writes every tenant's cursor with one statement for all when they poll in one turn", async () => {
+    const { backend, stores } = await fencedStores();
+    const before = backend.activity.statements;
+    await Promise.all(stores.map((store) => poll(store, T + 1_000)));
+    expect(backend.activity.statements - before).toBe(1);
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({
+        windowEnd: T + 1_000,
+        lastPollAt: T + 1_000,
+      });
+  });
+
+  it("refuses the advance of a tenant another replica took over, writing nothing of it, and writes the others'", async () => {
+    const { backend, stores } = await fencedStores();
+    const [first, taken, third] = stores as [ChangefeedStore, ChangefeedStore, ChangefeedStore];
+    await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenants[1]]);
+    taken.deferState({ rates: [rateOf(7)], meta: { budget: 'lost' } });
+    first.deferState({ rates: [rateOf(3)], meta: { budget: 'kept' } });
+    const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 2_000)));
+    expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((polls[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'LEASE_LOST' });
+    expect(await taken.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 107 });
+    expect(await taken.rates.list()).toEqual([]);
+    expect(await taken.getMeta('budget')).toBeUndefined();
+    expect(await first.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 2_000 });
+    expect((await first.rates.list()).map((r) => r.events)).toEqual([3]);
+    expect(await first.getMeta('budget')).toBe('kept');
+    expect(await third.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 2_000 });
+  });
+
+  it('refuses the advance of a lease run out on the database clock', async () => {
+    const { backend, stores } = await fencedStores();
+    await backend.pool.query(
+      "UPDATE changefeed_leases SET expires_at = now() - interval '1 second' WHERE tenant = $1",
+      [tenants[2]],
+    );
+    const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 3_000)));
+    expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect(await stores[2]!.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 107 });
+  });
+
+  it('fails every advance of a batch the database refused, holding the riding state for the next write', async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    const [first] = stores as [ChangefeedStore];
+    first.deferState({ meta: { budget: 'held' } });
+    // A takeover holding one tenant's lease row: the statement waits for it past its bound (half a second).
+    const taker = await backend.leasePool.connect();
+    try {
+      await taker.query('BEGIN');
+      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenants[2]]);
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
+      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of polls) expect((p as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
+    } finally {
+      await taker.query('ROLLBACK');
+      taker.release();
+    }
+    expect(await first.getMeta('budget')).toBeUndefined();
+    await Promise.all(stores.map((store) => poll(store, T + 5_000)));
+    expect(await first.getMeta('budget')).toBe('held');
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+  });
+});
