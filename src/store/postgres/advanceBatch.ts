@@ -4,7 +4,8 @@ import type { LogKind } from '../../logs.js';
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
 import { isConnectionFailure } from './connectionFailure.js';
-import { executeText } from './executeText.js';
+import { executeOnClient } from './executeText.js';
+import { rateColumns } from './rateEstimates.js';
 import type { PoolGate } from './poolGate.js';
 import { isStalePlan, isUnknownStatement } from './statementNames.js';
 
@@ -199,21 +200,12 @@ export class AdvanceBatch {
     }
   }
 
-  /** The EXECUTE of the batch's statement on `client` (executeText), if `client` prepared it. */
+  /** The EXECUTE of the batch's statement on `client` (executeOnClient), if `client` prepared it. */
   private executeOn(client: pg.PoolClient, params: readonly unknown[]): string | undefined {
-    const names = this.gate.names;
-    if (!names.executable) return undefined;
-    const { name } = names.statement(ADVANCE_SQL, params);
-    if (name === undefined) return undefined;
-    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
-      .connection.parsedStatements;
-    if (parsed[name] !== ADVANCE_SQL) return undefined;
-    return executeText(
-      name,
-      params,
-      (text) => client.escapeLiteral(text),
-      (id) => client.escapeIdentifier(id),
-    );
+    const { name } = this.gate.names.statement(ADVANCE_SQL, params);
+    return name === undefined
+      ? undefined
+      : executeOnClient(client, this.gate.names.executable, name, ADVANCE_SQL, params);
   }
 }
 
@@ -246,20 +238,7 @@ function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
 }
 
 function rateParams(rows: readonly { tenant: string; row: RateEstimateRow }[]): unknown[] {
-  const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((r) => r.row[key]);
-  return [
-    rows.map((r) => r.tenant),
-    column('log'),
-    column('objectId'),
-    column('events'),
-    column('sessions'),
-    column('hours'),
-    column('lastEventAt'),
-    column('updatedAt'),
-    column('pollCost'),
-    column('plannedRate'),
-    column('nextPollAt'),
-  ];
+  return [rows.map((r) => r.tenant), ...rateColumns(rows.map((r) => r.row))];
 }
 
 function metaParams(rows: readonly { tenant: string; key: string; value: string }[]): unknown[] {

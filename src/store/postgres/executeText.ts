@@ -1,3 +1,5 @@
+import type pg from 'pg';
+
 /** A parameter of the store's statements: what its facets pass (text, numbers, lists of them, NULL). */
 type Scalar = string | number | boolean | null | undefined;
 
@@ -22,6 +24,30 @@ export function executeText(
     literals.push(literal);
   }
   return `EXECUTE ${quoteName(name)}(${literals.join(', ')})`;
+}
+
+/**
+ * executeText of the statement `name` (text `sql`) on `client`, if the pool still sends `EXECUTE`
+ * (`executable`: StatementNames) and node-postgres's record of what it parsed on that connection
+ * holds this very text under the name; else undefined, and the caller sends the statement itself.
+ */
+export function executeOnClient(
+  client: pg.PoolClient,
+  executable: boolean,
+  name: string,
+  sql: string,
+  params: readonly unknown[],
+): string | undefined {
+  if (!executable) return undefined;
+  const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
+    .connection.parsedStatements;
+  if (parsed[name] !== sql) return undefined;
+  return executeText(
+    name,
+    params,
+    (text) => client.escapeLiteral(text),
+    (id) => client.escapeIdentifier(id),
+  );
 }
 
 function literalOf(param: unknown, quote: (text: string) => string): string | undefined {

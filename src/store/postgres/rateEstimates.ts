@@ -18,7 +18,6 @@ export class PostgresRateEstimates implements RateEstimateStore {
 
   /** `rows` (one per log at most) written in the caller's transaction, in one statement. */
   saveIn(query: Query, rows: readonly RateEstimateRow[]): void {
-    const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((row) => row[key]);
     query.later(
       `INSERT INTO rate_estimates (tenant, log, object_id, events, sessions, hours, last_event_at, updated_at, poll_cost,
          planned_rate, next_poll_at)
@@ -28,19 +27,24 @@ export class PostgresRateEstimates implements RateEstimateStore {
        ON CONFLICT (tenant, log, object_id) DO UPDATE SET events = excluded.events, sessions = excluded.sessions,
          hours = excluded.hours, last_event_at = excluded.last_event_at, updated_at = excluded.updated_at,
          poll_cost = excluded.poll_cost, planned_rate = excluded.planned_rate, next_poll_at = excluded.next_poll_at`,
-      [
-        this.db.tenant,
-        column('log'),
-        column('objectId'),
-        column('events'),
-        column('sessions'),
-        column('hours'),
-        column('lastEventAt'),
-        column('updatedAt'),
-        column('pollCost'),
-        column('plannedRate'),
-        column('nextPollAt'),
-      ],
+      [this.db.tenant, ...rateColumns(rows)],
     );
   }
+}
+
+/** `rows` as the ten column arrays (log first, next_poll_at last) the upserts of rates unnest. */
+export function rateColumns(rows: readonly RateEstimateRow[]): unknown[] {
+  const column = <K extends keyof RateEstimateRow>(key: K): RateEstimateRow[K][] => rows.map((row) => row[key]);
+  return [
+    column('log'),
+    column('objectId'),
+    column('events'),
+    column('sessions'),
+    column('hours'),
+    column('lastEventAt'),
+    column('updatedAt'),
+    column('pollCost'),
+    column('plannedRate'),
+    column('nextPollAt'),
+  ];
 }

@@ -6,7 +6,7 @@ import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
 import type { AdvanceBatch, BatchedAdvance } from './advanceBatch.js';
-import { executeText } from './executeText.js';
+import { executeOnClient } from './executeText.js';
 import { isStalePlan, isUnknownStatement } from './statementNames.js';
 
 /** Runs one statement of an open transaction. */
@@ -195,7 +195,8 @@ export class TenantDb {
     } catch (error) {
       throw this.failure(error);
     }
-    const execute = name === undefined ? undefined : this.executeOn(client, name, text, values);
+    const execute =
+      name === undefined ? undefined : executeOnClient(client, this.pool.names.executable, name, text, values);
     if (execute === undefined) {
       client.release();
       return inTransaction();
@@ -415,21 +416,7 @@ export class TenantDb {
   ): string | undefined {
     if (!prepared) return undefined;
     const { name } = this.pool.names.statement(sql, params);
-    return name === undefined ? undefined : this.executeOn(client, name, sql, params);
-  }
-
-  /** executeText of statement `name` (text `sql`) on `client`, if `client` prepared it. */
-  private executeOn(client: pg.PoolClient, name: string, sql: string, params: readonly unknown[]): string | undefined {
-    if (!this.pool.names.executable) return undefined;
-    const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
-      .connection.parsedStatements;
-    if (parsed[name] !== sql) return undefined;
-    return executeText(
-      name,
-      params,
-      (text) => client.escapeLiteral(text),
-      (id) => client.escapeIdentifier(id),
-    );
+    return name === undefined ? undefined : executeOnClient(client, this.pool.names.executable, name, sql, params);
   }
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
