@@ -116,25 +116,77 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     expect(await stores[2]!.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 107 });
   });
 
-  it('fails every advance of a batch the database refused, holding the riding state for the next write', async () => {
-    const { backend, stores } = await fencedStores(3_000);
-    const [first] = stores as [ChangefeedStore];
-    first.deferState({ meta: { budget: 'held' } });
-    // A takeover holding one tenant's lease row: the statement waits for it past its bound (half a second).
+  /** Another replica's transaction holding `tenant`'s lease row FOR UPDATE, as a takeover or a release does. */
+  async function lockLeaseRow(backend: Awaited<ReturnType<typeof openBackend>>, tenant: string) {
     const taker = await backend.leasePool.connect();
+    await taker.query('BEGIN');
+    await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+    return taker;
+  }
+
+  it.each([
+    { ending: 'COMMIT', status: 'rejected', windowEnd: T + 107 },
+    { ending: 'ROLLBACK', status: 'fulfilled', windowEnd: T + 4_000 },
+  ])(
+    "writes the others at once while a takeover holds one tenant's lease row; that one waits alone ($ending)",
+    async ({ ending, status, windowEnd }) => {
+      const { backend, stores } = await fencedStores();
+      const [first, second, locked] = stores as [ChangefeedStore, ChangefeedStore, ChangefeedStore];
+      const taker = await lockLeaseRow(backend, tenants[2]!);
+      let lockedPoll: Promise<unknown>;
+      try {
+        lockedPoll = poll(locked, T + 4_000).then(
+          () => 'fulfilled',
+          (error: unknown) => ((error as { code?: string }).code === 'LEASE_LOST' ? 'rejected' : error),
+        );
+        // Answered while the row is still locked: a batch that waited for it would not be.
+        await Promise.all([poll(first, T + 4_000), poll(second, T + 4_000)]);
+        await taker.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenants[2]]);
+      } finally {
+        await taker.query(ending);
+        taker.release();
+      }
+      expect(await lockedPoll).toBe(status);
+      expect(await locked.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd });
+      for (const store of [first, second])
+        expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 4_000 });
+    },
+  );
+
+  it('does not wait for a lease row under renewal (FOR NO KEY UPDATE)', async () => {
+    const { backend, stores } = await fencedStores();
+    const renewer = await backend.leasePool.connect();
     try {
-      await taker.query('BEGIN');
-      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenants[2]]);
+      await renewer.query('BEGIN');
+      await renewer.query("UPDATE changefeed_leases SET expires_at = now() + interval '30 seconds' WHERE tenant = $1", [
+        tenants[0],
+      ]);
+      const before = backend.activity.statements;
+      await Promise.all(stores.map((store) => poll(store, T + 4_000)));
+      expect(backend.activity.statements - before).toBe(1);
+    } finally {
+      await renewer.query('COMMIT');
+      renewer.release();
+    }
+  });
+
+  it("fails only the tenant whose lease row stays locked past the fence's bound, holding its riding state", async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    const locked = stores[2]!;
+    locked.deferState({ meta: { budget: 'held' } });
+    // Held past the tenant's bound (half a second): its advance alone times out, the others do not wait.
+    const taker = await lockLeaseRow(backend, tenants[2]!);
+    try {
       const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
-      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
-      for (const p of polls) expect((p as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
+      expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+      expect((polls[2] as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
     } finally {
       await taker.query('ROLLBACK');
       taker.release();
     }
-    expect(await first.getMeta('budget')).toBeUndefined();
+    expect(await locked.getMeta('budget')).toBeUndefined();
     await Promise.all(stores.map((store) => poll(store, T + 5_000)));
-    expect(await first.getMeta('budget')).toBe('held');
+    expect(await locked.getMeta('budget')).toBe('held');
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
   });

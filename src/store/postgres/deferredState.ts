@@ -102,6 +102,13 @@ export class PostgresDeferredState implements RidingWrites {
           this.flushLater();
         }
       },
+      returned: () => {
+        this.rates = new Map([...rates, ...this.rates]);
+        this.meta = new Map([...meta, ...this.meta]);
+        this.waiters = [...waiters, ...this.waiters];
+        // It was due when taken: the write that follows carries it.
+        if (this.held) this.due = true;
+      },
     };
     return { rates: [...rates.values()], meta: [...meta.entries()], ridden };
   }
