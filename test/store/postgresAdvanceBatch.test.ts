@@ -190,4 +190,60 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
   });
+
+  it("writes hostile object ids of one batch as registered, and a NUL in one does not fail the others'", async () => {
+    const { backend, stores } = await fencedStores();
+    const ids = ['q\'\\"{x,y}', 'nul\u0000id', '𝄞 \u2028 \uFEFF é', 'x'.repeat(10_000) + "'\\"];
+    await Promise.all(
+      stores.map((store) =>
+        store.watchedLogs.registerAll(
+          ids.map((objectId) => ({ log: 'career', objectId, origin: 'config', coverageStart: T, now: T })),
+        ),
+      ),
+    );
+    const before = backend.activity.transactions;
+    const polls = await Promise.allSettled(
+      stores.flatMap((store) =>
+        ids.map((objectId) => ingest(store, [], { objectId, windowEnd: T + 6_000, now: T + 6_000 })),
+      ),
+    );
+    expect(polls.map((p) => p.status)).toEqual(polls.map(() => 'fulfilled'));
+    expect(backend.activity.transactions - before).toBe(1);
+    for (const store of stores) {
+      const logs = await store.watchedLogs.list();
+      for (const objectId of ids)
+        expect(logs.find((l) => l.objectId === objectId.replace('\u0000', '\uFFFD'))).toMatchObject({
+          windowEnd: T + 6_000,
+        });
+    }
+  });
+
+  it('answers every poll of a batch whose connection the server ends mid-statement, then writes again', async () => {
+    const { backend, stores } = await fencedStores();
+    // A row the statement must update, held by another session: the batch waits there, killable.
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
+      const polls = Promise.allSettled(stores.map((store) => poll(store, T + 7_000)));
+      let pid: number | undefined;
+      while (pid === undefined) {
+        const { rows } = await backend.leasePool.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%EXECUTE%'",
+        );
+        pid = rows[0]?.pid;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [pid]);
+      const settled = await polls;
+      expect(settled.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of settled) expect((p as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 8_000)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 8_000 });
+  });
 });

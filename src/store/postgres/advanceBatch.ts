@@ -7,6 +7,7 @@ import { isConnectionFailure } from './connectionFailure.js';
 import { executeText } from './executeText.js';
 import type { PoolGate } from './poolGate.js';
 import { isStalePlan, isUnknownStatement } from './statementNames.js';
+import { storableText } from './storableText.js';
 
 /** Most advances one statement of an AdvanceBatch writes; more wait for the next. */
 export const MAX_BATCHED_ADVANCES = 500;
@@ -250,7 +251,9 @@ function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
     advances.map((a) => a.claim.holder),
     advances.map((a) => a.claim.epoch),
     advances.map((a) => a.log),
-    advances.map((a) => a.objectId),
+    // As registered (storableText): a NUL, which PostgreSQL's text cannot hold, failed the whole
+    // statement, so every tenant's advance of the batch, at every poll of that log.
+    advances.map((a) => storableText(a.objectId)),
     advances.map((a) => a.windowEnd),
     advances.map((a) => a.now),
     advances.map((a) => a.pruneSeenBefore ?? null),
@@ -280,7 +283,7 @@ function rateParams(rows: readonly { tenant: string; row: RateEstimateRow }[]): 
 }
 
 function metaParams(rows: readonly { tenant: string; key: string; value: string }[]): unknown[] {
-  return [rows.map((r) => r.tenant), rows.map((r) => r.key), rows.map((r) => r.value)];
+  return [rows.map((r) => r.tenant), rows.map((r) => storableText(r.key)), rows.map((r) => storableText(r.value))];
 }
 
 /**

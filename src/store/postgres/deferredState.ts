@@ -1,6 +1,7 @@
 import { errorCodeOf } from '../../errors.js';
 import { DEFERRED_STATE_FLUSH_MS, type DeferredState, type RateEstimateRow } from '../storeRecords.js';
 import type { PostgresRateEstimates } from './rateEstimates.js';
+import { storableText } from './storableText.js';
 import type { Query, RiddenTransaction, RidingWrites, TenantDb } from './tenantDb.js';
 
 /**
@@ -72,7 +73,7 @@ export class PostgresDeferredState implements RidingWrites {
         `INSERT INTO meta (tenant, key, value)
          SELECT $1, u.key, u.value FROM unnest($2::text[], $3::text[]) AS u (key, value)
          ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`,
-        [this.db.tenant, meta.map(([key]) => key), meta.map(([, value]) => value)],
+        [this.db.tenant, meta.map(([key]) => storableText(key)), meta.map(([, value]) => storableText(value))],
       );
     return ridden;
   }
