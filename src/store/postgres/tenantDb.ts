@@ -94,6 +94,11 @@ export class TenantDb {
     private readonly activity: StoreActivity,
   ) {}
 
+  /** Not yet running: its checkouts go in the gate's `start` lane. */
+  get starting(): boolean {
+    return this.lane === 'start';
+  }
+
   /** The tenant runs: its checkouts queue behind those of tenants starting. */
   running(): void {
     this.lane = 'run';
