@@ -125,13 +125,14 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
   }
 
   it.each([
-    { ending: 'COMMIT', status: 'rejected', windowEnd: T + 107 },
-    { ending: 'ROLLBACK', status: 'fulfilled', windowEnd: T + 4_000 },
+    { ending: 'COMMIT', status: 'rejected', windowEnd: T + 107, budget: undefined },
+    { ending: 'ROLLBACK', status: 'fulfilled', windowEnd: T + 4_000, budget: 'rode alone' },
   ])(
     "writes the others at once while a takeover holds one tenant's lease row; that one waits alone ($ending)",
-    async ({ ending, status, windowEnd }) => {
+    async ({ ending, status, windowEnd, budget }) => {
       const { backend, stores } = await fencedStores();
       const [first, second, locked] = stores as [ChangefeedStore, ChangefeedStore, ChangefeedStore];
+      locked.deferState({ meta: { budget: 'rode alone' } });
       const taker = await lockLeaseRow(backend, tenants[2]!);
       let lockedPoll: Promise<unknown>;
       try {
@@ -148,6 +149,7 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       }
       expect(await lockedPoll).toBe(status);
       expect(await locked.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd });
+      expect(await locked.getMeta('budget')).toBe(budget);
       for (const store of [first, second])
         expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 4_000 });
     },
@@ -245,5 +247,18 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     await Promise.all(stores.map((store) => poll(store, T + 8_000)));
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 8_000 });
+  });
+
+  it("writes after a pooler's DISCARD ALL made the server forget the batch's prepared statement", async () => {
+    const { backend, stores } = await fencedStores();
+    const clients = await Promise.all([1, 2, 3, 4].map(() => backend.pool.connect()));
+    for (const client of clients) {
+      await client.query('DISCARD ALL');
+      client.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 9_000)));
+    await Promise.all(stores.map((store) => poll(store, T + 9_500)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 9_500 });
   });
 });
