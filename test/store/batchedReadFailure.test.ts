@@ -5,6 +5,8 @@ import { PoolGate } from '../../src/store/postgres/poolGate.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
+import { POSTGRES_URL } from '../support/postgresAdmin.js';
+import { admin } from './postgresTestDb.js';
 
 describe('BatchedRead', () => {
   let pool: pg.Pool | undefined;
@@ -30,4 +32,36 @@ describe('BatchedRead', () => {
       expect((answer as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
     for (const db of dbs) expect(db.health.problem).toContain('cannot be reached');
   });
+
+  it.skipIf(!admin)(
+    "sends a batch a starting tenant asked in in the gate's start lane, though a running tenant opened it",
+    async () => {
+      pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
+      const activity = new StoreActivity('postgres');
+      const gate = new PoolGate(pool, 1, 60_000, activity, 'postgres://127.0.0.1/test');
+      const [runs, starts] = ['runs', 'starts'].map(
+        (tenant) => new TenantDb(gate, tenant, 'test', undefined, activity),
+      );
+      runs!.running();
+      const read = new BatchedRead<{ tenant: string }>(
+        (keys) => ({ sql: 'SELECT unnest($1::text[]) AS tenant', params: [keys] }),
+        (row) => row.tenant,
+      );
+      const order: string[] = [];
+      const held = await gate.connect('run');
+      // A running tenant's statement already waiting for the one connection.
+      const queued = gate.query('SELECT 1', [], 'run').then(() => order.push('queued run statement'));
+      const batch = Promise.all([read.rowsOf(runs!, 'runs'), read.rowsOf(starts!, 'starts')]).then((answers) => {
+        order.push('batch');
+        return answers;
+      });
+      // The batch is in the gate's queue a turn later.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      held.release();
+      expect((await batch).map((rows) => rows.map((row) => row.tenant))).toEqual([['runs'], ['starts']]);
+      await queued;
+      expect(order).toEqual(['batch', 'queued run statement']);
+    },
+  );
 });

@@ -116,26 +116,149 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     expect(await stores[2]!.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 107 });
   });
 
-  it('fails every advance of a batch the database refused, holding the riding state for the next write', async () => {
-    const { backend, stores } = await fencedStores(3_000);
-    const [first] = stores as [ChangefeedStore];
-    first.deferState({ meta: { budget: 'held' } });
-    // A takeover holding one tenant's lease row: the statement waits for it past its bound (half a second).
+  /** Another replica's transaction holding `tenant`'s lease row FOR UPDATE, as a takeover or a release does. */
+  async function lockLeaseRow(backend: Awaited<ReturnType<typeof openBackend>>, tenant: string) {
     const taker = await backend.leasePool.connect();
+    await taker.query('BEGIN');
+    await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+    return taker;
+  }
+
+  it.each([
+    { ending: 'COMMIT', status: 'rejected', windowEnd: T + 107, budget: undefined },
+    { ending: 'ROLLBACK', status: 'fulfilled', windowEnd: T + 4_000, budget: 'rode alone' },
+  ])(
+    "writes the others at once while a takeover holds one tenant's lease row; that one waits alone ($ending)",
+    async ({ ending, status, windowEnd, budget }) => {
+      const { backend, stores } = await fencedStores();
+      const [first, second, locked] = stores as [ChangefeedStore, ChangefeedStore, ChangefeedStore];
+      locked.deferState({ meta: { budget: 'rode alone' } });
+      const taker = await lockLeaseRow(backend, tenants[2]!);
+      let lockedPoll: Promise<unknown>;
+      try {
+        lockedPoll = poll(locked, T + 4_000).then(
+          () => 'fulfilled',
+          (error: unknown) => ((error as { code?: string }).code === 'LEASE_LOST' ? 'rejected' : error),
+        );
+        // Answered while the row is still locked: a batch that waited for it would not be.
+        await Promise.all([poll(first, T + 4_000), poll(second, T + 4_000)]);
+        await taker.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenants[2]]);
+      } finally {
+        await taker.query(ending);
+        taker.release();
+      }
+      expect(await lockedPoll).toBe(status);
+      expect(await locked.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd });
+      expect(await locked.getMeta('budget')).toBe(budget);
+      for (const store of [first, second])
+        expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 4_000 });
+    },
+  );
+
+  it('does not wait for a lease row under renewal (FOR NO KEY UPDATE)', async () => {
+    const { backend, stores } = await fencedStores();
+    const renewer = await backend.leasePool.connect();
     try {
-      await taker.query('BEGIN');
-      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenants[2]]);
+      await renewer.query('BEGIN');
+      await renewer.query("UPDATE changefeed_leases SET expires_at = now() + interval '30 seconds' WHERE tenant = $1", [
+        tenants[0],
+      ]);
+      const before = backend.activity.statements;
+      await Promise.all(stores.map((store) => poll(store, T + 4_000)));
+      expect(backend.activity.statements - before).toBe(1);
+    } finally {
+      await renewer.query('COMMIT');
+      renewer.release();
+    }
+  });
+
+  it("fails only the tenant whose lease row stays locked past the fence's bound, holding its riding state", async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    const locked = stores[2]!;
+    locked.deferState({ meta: { budget: 'held' } });
+    // Held past the tenant's bound (half a second): its advance alone times out, the others do not wait.
+    const taker = await lockLeaseRow(backend, tenants[2]!);
+    try {
       const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
-      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
-      for (const p of polls) expect((p as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
+      expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+      expect((polls[2] as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
     } finally {
       await taker.query('ROLLBACK');
       taker.release();
     }
-    expect(await first.getMeta('budget')).toBeUndefined();
+    expect(await locked.getMeta('budget')).toBeUndefined();
     await Promise.all(stores.map((store) => poll(store, T + 5_000)));
-    expect(await first.getMeta('budget')).toBe('held');
+    expect(await locked.getMeta('budget')).toBe('held');
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+  });
+
+  it("writes hostile object ids of one batch as registered, and a NUL in one does not fail the others'", async () => {
+    const { backend, stores } = await fencedStores();
+    const ids = ['q\'\\"{x,y}', 'nul\u0000id', '𝄞 \u2028 \uFEFF é', 'x'.repeat(10_000) + "'\\"];
+    await Promise.all(
+      stores.map((store) =>
+        store.watchedLogs.registerAll(
+          ids.map((objectId) => ({ log: 'career', objectId, origin: 'config', coverageStart: T, now: T })),
+        ),
+      ),
+    );
+    const before = backend.activity.transactions;
+    const polls = await Promise.allSettled(
+      stores.flatMap((store) =>
+        ids.map((objectId) => ingest(store, [], { objectId, windowEnd: T + 6_000, now: T + 6_000 })),
+      ),
+    );
+    expect(polls.map((p) => p.status)).toEqual(polls.map(() => 'fulfilled'));
+    expect(backend.activity.transactions - before).toBe(1);
+    for (const store of stores) {
+      const logs = await store.watchedLogs.list();
+      for (const objectId of ids)
+        expect(logs.find((l) => l.objectId === objectId.replace('\u0000', '\uFFFD'))).toMatchObject({
+          windowEnd: T + 6_000,
+        });
+    }
+  });
+
+  it('answers every poll of a batch whose connection the server ends mid-statement, then writes again', async () => {
+    const { backend, stores } = await fencedStores();
+    // A row the statement must update, held by another session: the batch waits there, killable.
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
+      const polls = Promise.allSettled(stores.map((store) => poll(store, T + 7_000)));
+      let pid: number | undefined;
+      while (pid === undefined) {
+        const { rows } = await backend.leasePool.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%EXECUTE%'",
+        );
+        pid = rows[0]?.pid;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [pid]);
+      const settled = await polls;
+      expect(settled.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of settled) expect((p as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 8_000)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 8_000 });
+  });
+
+  it("writes after a pooler's DISCARD ALL made the server forget the batch's prepared statement", async () => {
+    const { backend, stores } = await fencedStores();
+    const clients = await Promise.all([1, 2, 3, 4].map(() => backend.pool.connect()));
+    for (const client of clients) {
+      await client.query('DISCARD ALL');
+      client.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 9_000)));
+    await Promise.all(stores.map((store) => poll(store, T + 9_500)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 9_500 });
   });
 });

@@ -112,11 +112,14 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     return fenced;
   }
 
-  /** Resolves once a session of the store's schema waits for a lock. */
+  /**
+   * Resolves once a session of the store waits for a lock on the lease row: the tenant's write
+   * alone (the batch of advances passes a locked lease row over; AdvanceBatch).
+   */
   async function lockWaiter(backend: Awaited<ReturnType<typeof openBackend>>) {
     for (;;) {
       const { rows } = await backend.leasePool.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%EXECUTE%'",
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%changefeed_leases%'",
       );
       if (rows[0]) return rows[0].pid;
       await new Promise((resolve) => setImmediate(resolve));

@@ -8,6 +8,7 @@ import { executeOnClient } from './executeText.js';
 import { rateColumns } from './rateEstimates.js';
 import type { PoolGate } from './poolGate.js';
 import { isStalePlan, isUnknownStatement } from './statementNames.js';
+import { storableText } from './storableText.js';
 
 /** Most advances one statement of an AdvanceBatch writes; more wait for the next. */
 export const MAX_BATCHED_ADVANCES = 500;
@@ -33,9 +34,16 @@ export interface BatchedAdvance {
   };
 }
 
+/**
+ * How a batched advance ended: written under its lease (`held`), refused because the claim is no
+ * longer the tenant's valid lease (`lost`), or not taken because another transaction held its
+ * lease row locked (`busy`: a takeover or release under way), for the caller to write alone.
+ */
+export type AdvanceOutcome = 'held' | 'lost' | 'busy';
+
 interface Pending {
   readonly advance: BatchedAdvance;
-  resolve(held: boolean): void;
+  resolve(outcome: AdvanceOutcome): void;
   reject(error: unknown): void;
 }
 
@@ -79,8 +87,11 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
  * timer, and a quiet replica writes each advance at once, a turn later). Every advance is still
  * fenced: the statement checks each tenant's lease (leaseHeldCte's test: holder, epoch, not run
  * out on the database clock, the row locked FOR KEY SHARE until commit) and writes only the
- * advances whose lease held; the others are answered `false` (LEASE_LOST to the poll, as its own
- * statement would have been). The poll awaits its advance, so a log's next read (and its ingest)
+ * advances whose lease held; the others are answered `lost` (LEASE_LOST to the poll, as its own
+ * statement would have been). A lease row another transaction holds locked (a takeover's or a
+ * release's FOR UPDATE) is skipped, not waited for, and its advance answered `busy`, to be written
+ * alone: waiting for it held the whole batch, and one row held past the fence's bound failed the
+ * advances of every tenant of the replica, batch after batch while it stayed locked. The poll awaits its advance, so a log's next read (and its ingest)
  * comes after it: a batched advance never overtakes a later write of the same log, and a stop,
  * drain or handover that awaits the tenant's poll awaits its advance with it. A failed statement
  * fails every advance of its batch with its error; nothing is held for a retry (the next poll
@@ -97,9 +108,9 @@ export class AdvanceBatch {
     private readonly max = MAX_BATCHED_ADVANCES,
   ) {}
 
-  /** Resolves once written (`true`) or refused because `advance.claim` is no longer the tenant's lease (`false`). */
-  write(advance: BatchedAdvance): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
+  /** Resolves once the statement that took `advance` ended, with how it ended for it (AdvanceOutcome). */
+  write(advance: BatchedAdvance): Promise<AdvanceOutcome> {
+    return new Promise<AdvanceOutcome>((resolve, reject) => {
       this.pending.push({ advance, resolve, reject });
       if (!this.sending) {
         this.sending = true;
@@ -123,8 +134,8 @@ export class AdvanceBatch {
       const { take, rest } = nextAdvanceBatch(this.pending, this.max);
       this.pending = rest;
       try {
-        const held = await this.send(take.map((item) => item.advance));
-        for (const item of take) item.resolve(held.has(heldKey(item.advance.claim)));
+        const found = await this.send(take.map((item) => item.advance));
+        for (const item of take) item.resolve(found.get(heldKey(item.advance.claim)) ?? 'lost');
       } catch (error) {
         for (const item of take) item.reject(error);
       }
@@ -132,8 +143,8 @@ export class AdvanceBatch {
     this.sending = false;
   }
 
-  /** One transaction: its bound, the statement, COMMIT. The keys of the claims that held. */
-  private async send(advances: readonly BatchedAdvance[]): Promise<Set<string>> {
+  /** One transaction: its bound, the statement, COMMIT. The claims found `held` or `busy`, by key. */
+  private async send(advances: readonly BatchedAdvance[]): Promise<Map<string, AdvanceOutcome>> {
     try {
       return await this.attempt(advances, true);
     } catch (error) {
@@ -144,7 +155,7 @@ export class AdvanceBatch {
     }
   }
 
-  private async attempt(advances: readonly BatchedAdvance[], prepared: boolean): Promise<Set<string>> {
+  private async attempt(advances: readonly BatchedAdvance[], prepared: boolean): Promise<Map<string, AdvanceOutcome>> {
     const client = await this.gate.connect('run');
     const ignore = (): void => undefined;
     client.on('error', ignore);
@@ -177,7 +188,12 @@ export class AdvanceBatch {
         ).rows;
         await client.query('COMMIT');
       }
-      return new Set(rows.map((row) => heldKey({ tenant: row.tenant, holder: row.holder, epoch: Number(row.epoch) })));
+      return new Map(
+        rows.map((row) => [
+          heldKey({ tenant: row.tenant, holder: row.holder, epoch: Number(row.epoch) }),
+          row.held ? 'held' : 'busy',
+        ]),
+      );
     } catch (error) {
       // As TenantDb: a connection that failed, that the server ended, or that holds a stale or
       // unknown statement is destroyed; a simple query rolled back on its own.
@@ -213,6 +229,8 @@ interface HeldRow {
   tenant: string;
   holder: string;
   epoch: number | string;
+  /** False: valid in the statement's snapshot, but its row was locked by another transaction. */
+  held: boolean;
 }
 
 function heldKey(claim: LeaseClaim): string {
@@ -225,7 +243,9 @@ function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
     advances.map((a) => a.claim.holder),
     advances.map((a) => a.claim.epoch),
     advances.map((a) => a.log),
-    advances.map((a) => a.objectId),
+    // As registered (storableText): a NUL, which PostgreSQL's text cannot hold, failed the whole
+    // statement, so every tenant's advance of the batch, at every poll of that log.
+    advances.map((a) => storableText(a.objectId)),
     advances.map((a) => a.windowEnd),
     advances.map((a) => a.now),
     advances.map((a) => a.pruneSeenBefore ?? null),
@@ -242,25 +262,32 @@ function rateParams(rows: readonly { tenant: string; row: RateEstimateRow }[]): 
 }
 
 function metaParams(rows: readonly { tenant: string; key: string; value: string }[]): unknown[] {
-  return [rows.map((r) => r.tenant), rows.map((r) => r.key), rows.map((r) => r.value)];
+  return [rows.map((r) => r.tenant), rows.map((r) => storableText(r.key)), rows.map((r) => storableText(r.value))];
 }
 
 /**
  * WatchedLogs.advanceAlone for many tenants: `held` is leaseHeldCte for every claim at once (its
  * rows locked in tenant order, as two batches or a takeover of several tenants would otherwise
- * lock them in opposite orders), and only the advances of a held claim prune and write. The
- * statement's text is fixed, whatever the batch's size: prepared once per connection.
+ * lock them in opposite orders), and only the advances of a held claim prune and write. SKIP
+ * LOCKED passes over a row locked FOR UPDATE (a renewal's FOR NO KEY UPDATE does not conflict):
+ * `valid`, the same test without a lock, tells such a claim (`held` false: written alone) from a
+ * lost one (no row). The statement's text is fixed, whatever the batch's size: prepared once per
+ * connection.
  */
 const ADVANCE_SQL = `WITH u AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::float8[], $7::float8[],
       $8::float8[], $9::text[])
       AS u (tenant, holder, epoch, log, object_id, window_end, now, prune_before, sort_order)
   ),
+  valid AS (
+    SELECT l.tenant, l.holder, l.epoch FROM changefeed_leases l
+    WHERE (l.tenant, l.holder, l.epoch) IN (SELECT tenant, holder, epoch FROM u) AND l.expires_at > clock_timestamp()
+  ),
   held AS (
     SELECT l.tenant, l.holder, l.epoch FROM changefeed_leases l
     WHERE (l.tenant, l.holder, l.epoch) IN (SELECT tenant, holder, epoch FROM u) AND l.expires_at > clock_timestamp()
     ORDER BY l.tenant
-    FOR KEY SHARE
+    FOR KEY SHARE SKIP LOCKED
   ),
   written AS (
     SELECT u.* FROM u JOIN held h ON h.tenant = u.tenant AND h.holder = u.holder AND h.epoch = u.epoch
@@ -293,4 +320,7 @@ const ADVANCE_SQL = `WITH u AS (
     WHERE m.tenant IN (SELECT tenant FROM held)
     ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value
   )
-  SELECT tenant, holder, epoch FROM held`;
+  SELECT tenant, holder, epoch, true AS held FROM held
+  UNION ALL
+  SELECT v.tenant, v.holder, v.epoch, false FROM valid v
+  WHERE NOT EXISTS (SELECT FROM held h WHERE h.tenant = v.tenant AND h.holder = v.holder AND h.epoch = v.epoch)`;

@@ -17,7 +17,7 @@ const MAX_BATCH_KEYS = 1_000;
  * database gone is every asking tenant's problem, not only the first one's).
  */
 export class BatchedRead<R extends pg.QueryResultRow> {
-  private open: { keys: Set<string>; rows: Promise<BatchAnswer<R>> } | undefined;
+  private open: OpenBatch<R> | undefined;
   /** The answer of the last batch opened: the next one is sent once it came (it never rejects). */
   private last: Promise<unknown> = Promise.resolve();
 
@@ -31,26 +31,34 @@ export class BatchedRead<R extends pg.QueryResultRow> {
   async rowsOf(db: TenantDb, key: string): Promise<R[]> {
     let batch = this.open;
     if (batch === undefined || batch.keys.size >= MAX_BATCH_KEYS) {
-      const keys = new Set<string>();
-      batch = { keys, rows: this.readAfter(this.last, db, keys) };
+      const opened: OpenBatch<R> = {
+        keys: new Set<string>(),
+        db,
+        rows: Promise.resolve({ ok: true, byKey: new Map() }),
+      };
+      opened.rows = this.readAfter(this.last, opened);
+      batch = opened;
       this.open = batch;
       this.last = batch.rows;
     }
+    // Sent for a starting tenant if one asks: in the gate's `start` lane, not behind every running
+    // tenant's statements as the first asker's lane would put a starting tenant's question.
+    if (db.starting && !batch.db.starting) batch.db = db;
     batch.keys.add(key);
     const answer = await batch.rows;
     if (!answer.ok) throw db.failed(answer.error);
     return answer.byKey.get(key) ?? [];
   }
 
-  private async readAfter(previous: Promise<unknown>, db: TenantDb, keys: Set<string>): Promise<BatchAnswer<R>> {
+  private async readAfter(previous: Promise<unknown>, batch: OpenBatch<R>): Promise<BatchAnswer<R>> {
     // The questions asked until the previous batch answered, and in the turn after, join this one.
     await previous;
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (this.open?.keys === keys) this.open = undefined;
-    const { sql, params } = this.statement([...keys]);
+    if (this.open === batch) this.open = undefined;
+    const { sql, params } = this.statement([...batch.keys]);
     let rows: R[];
     try {
-      rows = await db.readUnrecorded<R>(sql, params);
+      rows = await batch.db.readUnrecorded<R>(sql, params);
     } catch (error) {
       return { ok: false, error };
     }
@@ -63,6 +71,13 @@ export class BatchedRead<R extends pg.QueryResultRow> {
     }
     return { ok: true, byKey };
   }
+}
+
+/** A batch still taking questions: its keys, the tenant it is sent for (its lane), its answer. */
+interface OpenBatch<R> {
+  readonly keys: Set<string>;
+  db: TenantDb;
+  rows: Promise<BatchAnswer<R>>;
 }
 
 /** A batch's statement's rows by key, or how it failed (each asker records and throws it). */

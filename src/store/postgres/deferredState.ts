@@ -1,6 +1,7 @@
 import { errorCodeOf } from '../../errors.js';
 import { DEFERRED_STATE_FLUSH_MS, type DeferredState, type RateEstimateRow } from '../storeRecords.js';
 import type { PostgresRateEstimates } from './rateEstimates.js';
+import { storableText } from './storableText.js';
 import type { Query, RiddenTransaction, RidingWrites, TenantDb } from './tenantDb.js';
 
 /**
@@ -72,7 +73,7 @@ export class PostgresDeferredState implements RidingWrites {
         `INSERT INTO meta (tenant, key, value)
          SELECT $1, u.key, u.value FROM unnest($2::text[], $3::text[]) AS u (key, value)
          ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value`,
-        [this.db.tenant, meta.map(([key]) => key), meta.map(([, value]) => value)],
+        [this.db.tenant, meta.map(([key]) => storableText(key)), meta.map(([, value]) => storableText(value))],
       );
     return ridden;
   }
@@ -101,6 +102,13 @@ export class PostgresDeferredState implements RidingWrites {
           this.due = true;
           this.flushLater();
         }
+      },
+      returned: () => {
+        this.rates = new Map([...rates, ...this.rates]);
+        this.meta = new Map([...meta, ...this.meta]);
+        this.waiters = [...waiters, ...this.waiters];
+        // It was due when taken: the write that follows carries it.
+        if (this.held) this.due = true;
       },
     };
     return { rates: [...rates.values()], meta: [...meta.entries()], ridden };

@@ -5,7 +5,7 @@ import type { RateEstimateRow } from '../storeRecords.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
-import type { AdvanceBatch, BatchedAdvance } from './advanceBatch.js';
+import type { AdvanceBatch, AdvanceOutcome, BatchedAdvance } from './advanceBatch.js';
 import { executeOnClient } from './executeText.js';
 import { isStalePlan, isUnknownStatement } from './statementNames.js';
 
@@ -38,6 +38,8 @@ export interface RiddenTransaction {
   committed(): void;
   /** Rolled back with `error` (what the caller of the transaction is thrown): the writes wait for the next one. */
   rolledBack(error: unknown): void;
+  /** Never sent (AdvanceBatch's `busy`): the writes, and whoever awaits them, wait for the next one. */
+  returned(): void;
 }
 
 /**
@@ -91,6 +93,11 @@ export class TenantDb {
     /** Counts every transaction and statement sent (the backend's, shared by its tenants). */
     private readonly activity: StoreActivity,
   ) {}
+
+  /** Not yet running: its checkouts go in the gate's `start` lane. */
+  get starting(): boolean {
+    return this.lane === 'start';
+  }
 
   /** The tenant runs: its checkouts queue behind those of tenants starting. */
   running(): void {
@@ -234,8 +241,9 @@ export class TenantDb {
    * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
    * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
    * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
-   * write must go alone: without a fence that can be checked inline. A lease the statement finds
-   * gone is LeaseLostError, as writeFencedAlone's; its failure is recorded in this tenant's health
+   * write must go alone: without a fence that can be checked inline, or when the statement found
+   * the lease row locked by another transaction (the riding state then goes with that write). A
+   * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is recorded in this tenant's health
    * as a write of its own would be; the riding state is then held again, as after a rollback.
    */
   async advanceInBatch(
@@ -246,9 +254,9 @@ export class TenantDb {
     if (!this.fence || !inline) return false;
     inline.refuseLocally();
     const taken = this.riding?.waiting ? this.riding.take() : undefined;
-    let held: boolean;
+    let outcome: AdvanceOutcome;
     try {
-      held = await batch.write({
+      outcome = await batch.write({
         ...advance,
         claim: inline.claim,
         statementTimeoutMs: this.fence.statementTimeoutMs,
@@ -259,7 +267,11 @@ export class TenantDb {
       taken?.ridden.rolledBack(thrown);
       throw thrown;
     }
-    if (!held) {
+    if (outcome === 'busy') {
+      taken?.ridden.returned();
+      return false;
+    }
+    if (outcome === 'lost') {
       const lost = lostInDatabase(inline.claim);
       taken?.ridden.rolledBack(lost);
       throw lost;

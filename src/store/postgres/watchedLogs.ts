@@ -104,7 +104,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
       [
         this.db.tenant,
         args.log,
-        args.objectId,
+        storableText(args.objectId),
         args.windowEnd,
         args.now,
         args.ingested,
@@ -144,7 +144,7 @@ export class PostgresWatchedLogs implements WatchedLogStore {
       [
         this.db.tenant,
         args.log,
-        args.objectId,
+        storableText(args.objectId),
         args.windowEnd,
         args.now,
         args.pruneSeenBefore ?? null,
