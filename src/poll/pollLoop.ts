@@ -108,7 +108,8 @@ export class PollLoop {
       knownRates: deps.knownRates,
       serviceNow: deps.serviceNow,
     });
-    // Object.assign: a spread followed by properties gives each tenant's object a hidden class of its own on Node 20.
+    // Object.assign: a spread followed by properties gives each tenant's object a hidden class of
+    // its own on Node 20.
     this.recorder = new PollRecorder(Object.assign({}, deps, { failures: this.failures, scheduler: this.scheduler }));
     if (deps.registry.discoveryEnabled)
       this.discoveryRunsPerHour = cronRunsPerHour(deps.watch.discovery.schedule, deps.clock.now());

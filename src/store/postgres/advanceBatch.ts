@@ -85,18 +85,19 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
  * One batch is in flight at a time: the advances asked meanwhile wait for it to end and go in the
  * next, so a batch is as large as the polls that ended during the last one (self-clocking: no
  * timer, and a quiet replica writes each advance at once, a turn later). Every advance is still
- * fenced: the statement checks each tenant's lease (leaseHeldCte's test: holder, epoch, not run
- * out on the database clock, the row locked FOR KEY SHARE until commit) and writes only the
- * advances whose lease held; the others are answered `lost` (LEASE_LOST to the poll, as its own
- * statement would have been). A lease row another transaction holds locked (a takeover's or a
- * release's FOR UPDATE) is skipped, not waited for, and its advance answered `busy`, to be written
- * alone: waiting for it held the whole batch, and one row held past the fence's bound failed the
- * advances of every tenant of the replica, batch after batch while it stayed locked. The poll awaits its advance, so a log's next read (and its ingest)
- * comes after it: a batched advance never overtakes a later write of the same log, and a stop,
- * drain or handover that awaits the tenant's poll awaits its advance with it. A failed statement
- * fails every advance of its batch with its error; nothing is held for a retry (the next poll
- * repeats the read, and the advance is only a refinement of the cursor). What waits is bounded by
- * the polls under way (each awaits its own), so the queue cannot grow while the store is away.
+ * fenced: the statement checks each tenant's lease (leaseHeldCte's test: holder, epoch, not run out
+ * on the database clock, the row locked FOR KEY SHARE until commit) and writes only the advances
+ * whose lease held; the others are answered `lost` (LEASE_LOST to the poll, as its own statement
+ * would have been). A lease row another transaction holds locked (a takeover's or a release's FOR
+ * UPDATE) is skipped, not waited for, and its advance answered `busy`, to be written alone: waiting
+ * for it held the whole batch, and one row held past the fence's bound failed the advances of every
+ * tenant of the replica, batch after batch while it stayed locked. The poll awaits its advance, so
+ * a log's next read (and its ingest) comes after it: a batched advance never overtakes a later
+ * write of the same log, and a stop, drain or handover that awaits the tenant's poll awaits its
+ * advance with it. A failed statement fails every advance of its batch with its error; nothing is
+ * held for a retry (the next poll repeats the read, and the advance is only a refinement of the
+ * cursor). What waits is bounded by the polls under way (each awaits its own), so the queue cannot
+ * grow while the store is away.
  */
 export class AdvanceBatch {
   private pending: Pending[] = [];

@@ -243,8 +243,9 @@ export class TenantDb {
    * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
    * write must go alone: without a fence that can be checked inline, or when the statement found
    * the lease row locked by another transaction (the riding state then goes with that write). A
-   * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is recorded in this tenant's health
-   * as a write of its own would be; the riding state is then held again, as after a rollback.
+   * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is
+   * recorded in this tenant's health as a write of its own would be; the riding state is then held
+   * again, as after a rollback.
    */
   async advanceInBatch(
     batch: AdvanceBatch,
