@@ -13,9 +13,9 @@ const MAX_BATCH_KEYS = 1_000;
  * arrived, share one statement per round trip of the last (one in flight: no timer, and a question
  * asked alone is sent a turn later). Each answer comes from a statement sent after its question, so
  * nobody is answered from rows read before they asked. The statement runs on the first asker's way
- * into the pool: should it fail, every asker of the batch gets its error, recorded in its own
- * health as a read of its own would be (a database gone is every asking tenant's problem, not only
- * the first one's).
+ * into the pool (a starting tenant's, if one asks: its lane is the gate's `start`): should it
+ * fail, every asker of the batch gets its error, recorded in its own health as a read of its own
+ * would be (a database gone is every asking tenant's problem, not only the first one's).
  */
 export class BatchedRead<R extends pg.QueryResultRow> {
   private open: OpenBatch<R> | undefined;
