@@ -3,7 +3,7 @@ import type { LeaseClaim } from '../../cluster/writeFence.js';
 import type { LogKind } from '../../logs.js';
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
-import { isConnectionFailure } from './connectionFailure.js';
+import { endedSession, isConnectionFailure } from './connectionFailure.js';
 import { executeOnClient } from './executeText.js';
 import { rateColumns } from './rateEstimates.js';
 import type { PoolGate } from './poolGate.js';
@@ -198,13 +198,7 @@ export class AdvanceBatch {
     } catch (error) {
       // As TenantDb: a connection that failed, that the server ended, or that holds a stale or
       // unknown statement is destroyed; a simple query rolled back on its own.
-      const severity = (error as { severity?: unknown }).severity;
-      const gone =
-        isConnectionFailure(error) ||
-        isStalePlan(error) ||
-        isUnknownStatement(error) ||
-        severity === 'FATAL' ||
-        severity === 'PANIC';
+      const gone = isConnectionFailure(error) || endedSession(error) || isStalePlan(error) || isUnknownStatement(error);
       if (gone) broken = error as Error;
       else if (execute === undefined)
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {

@@ -40,3 +40,9 @@ export function isLoginRefused(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
   return error instanceof Error && (code === '28000' || code === '28P01');
 }
+
+/** An error with which the server ended the session (severity FATAL or PANIC): its connection is gone. */
+export function endedSession(error: unknown): boolean {
+  const severity = (error as { severity?: unknown } | undefined)?.severity;
+  return severity === 'FATAL' || severity === 'PANIC';
+}

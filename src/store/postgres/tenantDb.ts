@@ -3,7 +3,7 @@ import { claimParams, leaseHeldCte, lostInDatabase, type WriteFence } from '../.
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
-import { isConnectionFailure, isLoginRefused } from './connectionFailure.js';
+import { endedSession, isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
 import type { AdvanceBatch, AdvanceOutcome, BatchedAdvance } from './advanceBatch.js';
 import { executeOnClient } from './executeText.js';
@@ -54,12 +54,6 @@ class TryAgain extends Error {
   ) {
     super('a prepared statement went stale under a schema change, or is not known by its name', { cause });
   }
-}
-
-/** An error with which the server ended the session (severity FATAL or PANIC): its connection is gone. */
-function endedSession(error: unknown): boolean {
-  const severity = (error as { severity?: unknown } | undefined)?.severity;
-  return severity === 'FATAL' || severity === 'PANIC';
 }
 
 /**
