@@ -192,12 +192,13 @@ function plainPageData(whole: Buffer, limit: number): unknown[] | undefined {
 /**
  * The oversized entry's own first bytes in a refused page's head, cut at a fixed length: envelope
  * keys before `data` may differ from one read to the next, and the page's first bytes would make
- * a new quarantine record per read. The page's head when `data` does not start in it.
+ * a new quarantine record per read. Undefined when no entry of `data` starts in the head: the page
+ * is too large for what its envelope holds, not for an entry.
  */
-export function oversizedEntryHead(pageHead: string): string {
+export function oversizedEntryHead(pageHead: string): string | undefined {
   const bytes = Buffer.from(pageHead, 'utf8');
   const start = firstDataElementOffset(bytes);
-  if (start === undefined) return pageHead;
+  if (start === undefined) return undefined;
   return bytes.subarray(start, start + RAW_KEPT_BYTES / 2).toString('utf8');
 }
 

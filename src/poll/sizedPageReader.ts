@@ -17,13 +17,30 @@ export interface SizedPageRead {
   position: string;
   /** The time window the page belongs to, for a log read by windows. */
   window?: TimeSpan | undefined;
+  /** The walk's count of entries in a row refused on a page of their own; one object per walk. */
+  oversized: OversizedRun;
 }
+
+/** Entries in a row, each refused on a page of its own, that one walk of a log quarantines. */
+export interface OversizedRun {
+  inARow: number;
+}
+
+/**
+ * More entries in a row than this, each too large for a page of its own, are not quarantined:
+ * no service of skills holds them, and a hostile one that answers every page so would have a walk
+ * quarantine (and keep the first bytes of) one phantom entry per offset, 10,000 per window, then
+ * split the window and start over. The walk fails instead and the poll is retried like any other.
+ */
+export const MAX_OVERSIZED_IN_A_ROW = 64;
 
 /**
  * Reads one page with the log's page size, halving it while the page is refused for exceeding
  * api.maxResponseBytes. A page of one entry that is still refused holds an entry no read can
  * take: it is quarantined (its position and first bytes kept), so the walk steps over it and the
  * log goes on; while later windows overlap it, they read it a page of one at a time (pageLimit).
+ * A refused page whose first bytes reach no entry of its `data` array is not made smaller: its
+ * excess is in the envelope, which no page size changes, so the read fails as it is.
  */
 export async function readSizedPage(read: SizedPageRead): Promise<{
   entries: ActivityEntry[];
@@ -40,14 +57,35 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
     const limit = read.sizes.limit(key, read.window);
     try {
       const page = await read.read(limit);
+      read.oversized.inARow = 0;
       if (!held) read.sizes.record(key, { tooLarge: false, bytes: page.bytes, maxBytes: read.maxResponseBytes });
       return { entries: page.entries, quarantined: page.quarantined, limit, requests };
     } catch (error) {
       if (!(error instanceof ApiResponseTooLargeError)) throw error;
+      const entryHead = oversizedEntryHead(error.bodyHead ?? '');
+      if (entryHead === undefined) {
+        throw new ApiResponseTooLargeError(
+          `${error.message}; its first ${Buffer.byteLength(error.bodyHead ?? '')} bytes reach no entry of ` +
+            'its "data" array, so a page of fewer entries would be no smaller',
+          error.path,
+          error.requestId,
+          error.bodyHead,
+        );
+      }
       if (!held) read.sizes.record(key, { tooLarge: true });
       if (limit > 1) continue;
+      if (++read.oversized.inARow > MAX_OVERSIZED_IN_A_ROW) {
+        throw new ApiResponseTooLargeError(
+          `the ${read.log} log ${read.objectId || '(company-wide)'} answered more than ${MAX_OVERSIZED_IN_A_ROW} ` +
+            `pages of one entry in a row (up to ${read.position}) larger than api.maxResponseBytes ` +
+            `(${read.maxResponseBytes}); so many oversized entries look like a hostile answer, not entries ` +
+            'to set aside, so the read stops and is retried (raise api.maxResponseBytes if they are real)',
+          error.path,
+          error.requestId,
+        );
+      }
       if (read.window) read.sizes.markOversized(key, read.window);
-      const raw = oversizedEntryHead(error.bodyHead ?? '').slice(0, RAW_KEPT_BYTES);
+      const raw = entryHead.slice(0, RAW_KEPT_BYTES);
       const entry: QuarantinedEntry = {
         raw,
         rawBytes: Buffer.byteLength(raw),

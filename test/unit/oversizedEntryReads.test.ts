@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
 import { logKey } from '../../src/logs.js';
 import { PageSizes } from '../../src/poll/pageSize.js';
+import { MAX_OVERSIZED_IN_A_ROW } from '../../src/poll/sizedPageReader.js';
 import { walkWindow } from '../../src/poll/windowWalker.js';
 import { quarantineFingerprint } from '../../src/store/storedRows.js';
 import { guardedClient } from '../support/countingService.js';
@@ -82,5 +83,78 @@ describe('an entry too large for a page of its own, re-read by the overlap of la
     // Once the windows have moved past it, the log reads full pages again.
     const later = await poll(sizes, T0 + 12 * MINUTE, T0 + 16 * MINUTE);
     expect(later.requests).toBe(1);
+  });
+});
+
+/**
+ * A career log that answers every page as `answer` says; after GIVE_UP pages it answers empty
+ * ones, so a walk that would not stop on its own still ends and its test fails on what it read.
+ */
+const GIVE_UP = 400;
+async function hostileLog(answer: (offset: number) => string) {
+  let pages = 0;
+  const hostile = createServer((req, res) => {
+    const offset = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('offset'));
+    pages++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(pages > GIVE_UP ? '{"data":[]}' : answer(offset));
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  const quarantined: QuarantinedEntry[] = [];
+  const sizes = new PageSizes();
+  try {
+    const walk = walkWindow(
+      {
+        client: guardedClient(`http://127.0.0.1:${(hostile.address() as AddressInfo).port}`, () => undefined),
+        log: 'career',
+        objectId: 'c-1',
+        sortOrder: 'oldest-first',
+        sizes,
+        commit: () => Promise.resolve(),
+        quarantine: (q) => quarantined.push(...q),
+      },
+      { from: T0, to: T0 + 12 * MINUTE },
+    );
+    const outcome = await walk.then(
+      () => ({ error: undefined }),
+      (error: unknown) => ({ error: error as Error & { code?: string } }),
+    );
+    return { ...outcome, pages, quarantined, limit: sizes.limit(logKey({ log: 'career', objectId: 'c-1' })) };
+  } finally {
+    hostile.closeAllConnections();
+    await new Promise<void>((resolve) => hostile.close(() => resolve()));
+  }
+}
+
+const padding = 'x'.repeat(3 * MAX_RESPONSE_BYTES);
+const oversizedEntry = (offset: number) =>
+  JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString(), padding });
+
+describe('a service whose every page is too large', () => {
+  it('with the excess before `data`: the read fails at once, nothing quarantined, the page size kept', async () => {
+    const read = await hostileLog(() => `{"padding":"${padding}","data":[]}`);
+    expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
+    expect(read.error?.message).toMatch(/reach no entry of its "data" array/);
+    expect(read.pages).toBe(1);
+    expect(read.quarantined).toEqual([]);
+    expect(read.limit).toBe(200);
+  });
+
+  it('with an oversized entry at every offset: quarantines MAX_OVERSIZED_IN_A_ROW of them, then fails', async () => {
+    const read = await hostileLog((offset) => `{"data":[${oversizedEntry(offset)}]}`);
+    expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
+    expect(read.error?.message).toMatch(/more than 64 pages of one entry in a row \(up to offset 64 of /);
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_IN_A_ROW);
+    // Pages of 200 down to 3 refused (7), one page of one per quarantined entry, the one past the bound.
+    expect(read.pages).toBe(7 + MAX_OVERSIZED_IN_A_ROW + 1);
+  });
+
+  it('oversized entries interrupted by readable ones are all quarantined, however many', async () => {
+    const entryAt = (offset: number) =>
+      offset % 3 === 2
+        ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString() })
+        : oversizedEntry(offset);
+    const read = await hostileLog((offset) => (offset >= 150 ? '{"data":[]}' : `{"data":[${entryAt(offset)}]}`));
+    expect(read.error).toBeUndefined();
+    expect(read.quarantined).toHaveLength(100);
   });
 });
