@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
 import { logKey } from '../../src/logs.js';
 import { PageSizes } from '../../src/poll/pageSize.js';
-import { MAX_OVERSIZED_IN_A_ROW } from '../../src/poll/sizedPageReader.js';
+import { MAX_OVERSIZED_PER_READ } from '../../src/poll/sizedPageReader.js';
 import { walkWindow } from '../../src/poll/windowWalker.js';
 import { quarantineFingerprint } from '../../src/store/storedRows.js';
 import { guardedClient } from '../support/countingService.js';
@@ -139,22 +139,35 @@ describe('a service whose every page is too large', () => {
     expect(read.limit).toBe(200);
   });
 
-  it('with an oversized entry at every offset: quarantines MAX_OVERSIZED_IN_A_ROW of them, then fails', async () => {
+  it('with an oversized entry at every offset: quarantines MAX_OVERSIZED_PER_READ of them, then fails', async () => {
     const read = await hostileLog((offset) => `{"data":[${oversizedEntry(offset)}]}`);
     expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
-    expect(read.error?.message).toMatch(/more than 64 pages of one entry in a row \(up to offset 64 of /);
-    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_IN_A_ROW);
+    expect(read.error?.message).toMatch(/more than 64 pages of one entry in one read \(up to offset 64 of /);
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
     // Pages of 200 down to 3 refused (7), one page of one per quarantined entry, the one past the bound.
-    expect(read.pages).toBe(7 + MAX_OVERSIZED_IN_A_ROW + 1);
+    expect(read.pages).toBe(7 + MAX_OVERSIZED_PER_READ + 1);
   });
 
-  it('oversized entries interrupted by readable ones are all quarantined, however many', async () => {
+  it('oversized entries with a readable one after every 64: quarantines MAX_OVERSIZED_PER_READ, then fails', async () => {
+    // Each readable entry would end a run before the bound, and the walk would keep 32 KiB of
+    // every other offset of the window (10,000) until its commit.
+    const entryAt = (offset: number) =>
+      offset % (MAX_OVERSIZED_PER_READ + 1) === MAX_OVERSIZED_PER_READ
+        ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString() })
+        : oversizedEntry(offset);
+    const read = await hostileLog((offset) => `{"data":[${entryAt(offset)}]}`);
+    expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
+  });
+
+  it('oversized entries interrupted by readable ones are all quarantined, up to the bound', async () => {
     const entryAt = (offset: number) =>
       offset % 3 === 2
         ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString() })
         : oversizedEntry(offset);
-    const read = await hostileLog((offset) => (offset >= 150 ? '{"data":[]}' : `{"data":[${entryAt(offset)}]}`));
+    // Offsets 0..95: two of every three oversized, MAX_OVERSIZED_PER_READ in all.
+    const read = await hostileLog((offset) => (offset >= 96 ? '{"data":[]}' : `{"data":[${entryAt(offset)}]}`));
     expect(read.error).toBeUndefined();
-    expect(read.quarantined).toHaveLength(100);
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
   });
 });
