@@ -171,3 +171,47 @@ describe('a service whose every page is too large', () => {
     expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
   });
 });
+
+describe('an oversized page whose body breaks off before its head is read', () => {
+  it('fails the read instead of quarantining a head cut where the break fell', async () => {
+    // Declared too large, so only the head is read; each answer breaks off at another byte.
+    let cut = 200;
+    const breaking = createServer((_req, res) => {
+      const head = `{"data":[${oversizedEntry(0)}]}`.slice(0, (cut += 100));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(64 * 1024 * 1024) });
+      res.write(head, () => res.destroy());
+    });
+    await new Promise<void>((resolve) => breaking.listen(0, '127.0.0.1', resolve));
+    const client = guardedClient(`http://127.0.0.1:${(breaking.address() as AddressInfo).port}`, () => undefined);
+    try {
+      const reads = [];
+      for (let i = 0; i < 2; i++) {
+        const quarantined: QuarantinedEntry[] = [];
+        const error = await walkWindow(
+          {
+            client,
+            log: 'career',
+            objectId: 'c-1',
+            sortOrder: 'oldest-first',
+            sizes: new PageSizes(),
+            commit: () => Promise.resolve(),
+            quarantine: (q) => quarantined.push(...q),
+          },
+          { from: T0, to: T0 + 12 * MINUTE },
+        ).then(
+          () => undefined,
+          (e: unknown) => e as Error & { code?: string },
+        );
+        reads.push({ error, quarantined });
+      }
+      // Each read would otherwise keep a record of its own for the same entry.
+      for (const read of reads) {
+        expect(read.error?.code).toBe('API_CONNECTION');
+        expect(read.quarantined).toEqual([]);
+      }
+    } finally {
+      breaking.closeAllConnections();
+      await new Promise<void>((resolve) => breaking.close(() => resolve()));
+    }
+  });
+});
