@@ -5,6 +5,7 @@ import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
 import { logKey } from '../../src/logs.js';
 import { PageSizes } from '../../src/poll/pageSize.js';
 import { MAX_OVERSIZED_PER_READ } from '../../src/poll/sizedPageReader.js';
+import { readVersionLog } from '../../src/poll/versionLogWalker.js';
 import { walkWindow } from '../../src/poll/windowWalker.js';
 import { quarantineFingerprint } from '../../src/store/storedRows.js';
 import { guardedClient } from '../support/countingService.js';
@@ -212,6 +213,42 @@ describe('an oversized page whose body breaks off before its head is read', () =
     } finally {
       breaking.closeAllConnections();
       await new Promise<void>((resolve) => breaking.close(() => resolve()));
+    }
+  });
+});
+
+describe('a skill version log (no date filter) with a readable entry after every 64 oversized ones', () => {
+  it('fails its read past MAX_OVERSIZED_PER_READ instead of reading to the offset cap', async () => {
+    let pages = 0;
+    const hostile = createServer((req, res) => {
+      const offset = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('offset'));
+      pages++;
+      const entry =
+        offset % (MAX_OVERSIZED_PER_READ + 1) === MAX_OVERSIZED_PER_READ
+          ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0 - offset * MINUTE).toISOString() })
+          : oversizedEntry(offset);
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(pages > GIVE_UP ? '{"data":[]}' : `{"data":[${entry}]}`);
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      const error = await readVersionLog({
+        client: guardedClient(`http://127.0.0.1:${(hostile.address() as AddressInfo).port}`, () => undefined),
+        objectId: 's-1',
+        sortOrder: 'newest-first',
+        seenAmong: () => Promise.resolve(new Set<string>()),
+        sizes: new PageSizes(),
+      }).then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(error?.code).toBe('API_RESPONSE_TOO_LARGE');
+      expect(error?.message).toMatch(/more than 64 pages of one entry in one read \(up to offset \d+\)/);
+      expect(pages).toBeLessThan(GIVE_UP);
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise<void>((resolve) => hostile.close(() => resolve()));
     }
   });
 });
