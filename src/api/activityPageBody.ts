@@ -32,13 +32,14 @@ export function activityPageReader(limit: number): BodyReader {
     };
     const headText = (): string => Buffer.concat(head).toString('utf8');
     if (Number.isFinite(declared) && declared > maxBytes) {
+      // A body that fails before its head is read fails the page as the exchange it is (timeout,
+      // connection): a head cut wherever the break fell would be a different quarantine record of
+      // the same oversized entry at each read, and a shutdown's abort would look like a refusal.
       try {
         for await (const chunk of body as AsyncIterable<Buffer>) {
           keepHead(chunk);
           if (headBytes >= RAW_KEPT_BYTES) break;
         }
-      } catch {
-        // The head only illustrates the refusal; a body that fails while it is read has none.
       } finally {
         discardBody(body);
       }

@@ -17,22 +17,24 @@ export interface SizedPageRead {
   position: string;
   /** The time window the page belongs to, for a log read by windows. */
   window?: TimeSpan | undefined;
-  /** The walk's count of entries in a row refused on a page of their own; one object per walk. */
-  oversized: OversizedRun;
+  /** The walk's count of entries refused on a page of their own; one object per walk. */
+  oversized: OversizedCount;
 }
 
-/** Entries in a row, each refused on a page of its own, that one walk of a log quarantines. */
-export interface OversizedRun {
-  inARow: number;
+/** Entries, each refused on a page of its own, that one walk of a log has quarantined. */
+export interface OversizedCount {
+  entries: number;
 }
 
 /**
- * More entries in a row than this, each too large for a page of its own, are not quarantined:
+ * More entries than this in one walk, each too large for a page of its own, are not quarantined:
  * no service of skills holds them, and a hostile one that answers every page so would have a walk
  * quarantine (and keep the first bytes of) one phantom entry per offset, 10,000 per window, then
  * split the window and start over. The walk fails instead and the poll is retried like any other.
+ * The bound counts the whole walk, not a run: a readable entry after every 64 would otherwise
+ * reset it, and the walk would still hold 32 KiB for most offsets of the window until its commit.
  */
-export const MAX_OVERSIZED_IN_A_ROW = 64;
+export const MAX_OVERSIZED_PER_READ = 64;
 
 /**
  * Reads one page with the log's page size, halving it while the page is refused for exceeding
@@ -57,7 +59,6 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
     const limit = read.sizes.limit(key, read.window);
     try {
       const page = await read.read(limit);
-      read.oversized.inARow = 0;
       if (!held) read.sizes.record(key, { tooLarge: false, bytes: page.bytes, maxBytes: read.maxResponseBytes });
       return { entries: page.entries, quarantined: page.quarantined, limit, requests };
     } catch (error) {
@@ -74,10 +75,10 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
       }
       if (!held) read.sizes.record(key, { tooLarge: true });
       if (limit > 1) continue;
-      if (++read.oversized.inARow > MAX_OVERSIZED_IN_A_ROW) {
+      if (++read.oversized.entries > MAX_OVERSIZED_PER_READ) {
         throw new ApiResponseTooLargeError(
-          `the ${read.log} log ${read.objectId || '(company-wide)'} answered more than ${MAX_OVERSIZED_IN_A_ROW} ` +
-            `pages of one entry in a row (up to ${read.position}) larger than api.maxResponseBytes ` +
+          `the ${read.log} log ${read.objectId || '(company-wide)'} answered more than ${MAX_OVERSIZED_PER_READ} ` +
+            `pages of one entry in one read (up to ${read.position}) larger than api.maxResponseBytes ` +
             `(${read.maxResponseBytes}); so many oversized entries look like a hostile answer, not entries ` +
             'to set aside, so the read stops and is retried (raise api.maxResponseBytes if they are real)',
           error.path,

@@ -6,7 +6,7 @@ import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
 import type { PageSizes } from './pageSize.js';
-import { readSizedPage, type OversizedRun } from './sizedPageReader.js';
+import { readSizedPage, type OversizedCount } from './sizedPageReader.js';
 import { detectSortOrder } from './sortOrder.js';
 
 export class VersionLogTooLongError extends ChangefeedError {
@@ -52,7 +52,7 @@ export async function readVersionLog(walk: VersionLogWalk) {
   /** Entries that cannot become events, to be stored with the read. */
   const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
-  const oversized: OversizedRun = { inARow: 0 };
+  const oversized: OversizedCount = { entries: 0 };
   const read = () => ({ unseen, requests, detectedOrder: detectSortOrder(all), quarantined });
   /** The page's oldest entry was read before, and so was everything after it. */
   const settled = (oldest: ActivityEntry | undefined, seen: ReadonlySet<string>): boolean => {

@@ -6,7 +6,7 @@ import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
 import type { PageSizes } from './pageSize.js';
-import { readSizedPage, type OversizedRun } from './sizedPageReader.js';
+import { readSizedPage, type OversizedCount } from './sizedPageReader.js';
 import { detectSortOrder } from './sortOrder.js';
 import { splitWindow, toIso, type TimeWindow } from './timeWindow.js';
 
@@ -59,7 +59,7 @@ interface WalkStats {
 export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<WalkStats> {
   const stats: WalkStats = { requests: 0, splits: 0, detectedOrder: walk.sortOrder };
   const stack: TimeWindow[] = [window];
-  const oversized: OversizedRun = { inARow: 0 };
+  const oversized: OversizedCount = { entries: 0 };
   while (stack.length > 0) {
     const current = stack.pop() as TimeWindow;
     const read = await readWholeWindow(walk, current, stats, oversized);
@@ -89,7 +89,7 @@ async function readWholeWindow(
   walk: WindowWalk,
   window: TimeWindow,
   stats: WalkStats,
-  oversized: OversizedRun,
+  oversized: OversizedCount,
 ): Promise<{ entries: ActivityEntry[]; overflow: boolean }> {
   const entries: ActivityEntry[] = [];
   for (let offset = 0; offset <= MAX_OFFSET;) {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
 import { logKey } from '../../src/logs.js';
 import { PageSizes } from '../../src/poll/pageSize.js';
-import { MAX_OVERSIZED_IN_A_ROW } from '../../src/poll/sizedPageReader.js';
+import { MAX_OVERSIZED_PER_READ } from '../../src/poll/sizedPageReader.js';
+import { readVersionLog } from '../../src/poll/versionLogWalker.js';
 import { walkWindow } from '../../src/poll/windowWalker.js';
 import { quarantineFingerprint } from '../../src/store/storedRows.js';
 import { guardedClient } from '../support/countingService.js';
@@ -139,22 +140,115 @@ describe('a service whose every page is too large', () => {
     expect(read.limit).toBe(200);
   });
 
-  it('with an oversized entry at every offset: quarantines MAX_OVERSIZED_IN_A_ROW of them, then fails', async () => {
+  it('with an oversized entry at every offset: quarantines MAX_OVERSIZED_PER_READ of them, then fails', async () => {
     const read = await hostileLog((offset) => `{"data":[${oversizedEntry(offset)}]}`);
     expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
-    expect(read.error?.message).toMatch(/more than 64 pages of one entry in a row \(up to offset 64 of /);
-    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_IN_A_ROW);
+    expect(read.error?.message).toMatch(/more than 64 pages of one entry in one read \(up to offset 64 of /);
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
     // Pages of 200 down to 3 refused (7), one page of one per quarantined entry, the one past the bound.
-    expect(read.pages).toBe(7 + MAX_OVERSIZED_IN_A_ROW + 1);
+    expect(read.pages).toBe(7 + MAX_OVERSIZED_PER_READ + 1);
   });
 
-  it('oversized entries interrupted by readable ones are all quarantined, however many', async () => {
+  it('oversized entries with a readable one after every 64: quarantines MAX_OVERSIZED_PER_READ, then fails', async () => {
+    // Each readable entry would end a run before the bound, and the walk would keep 32 KiB of
+    // every other offset of the window (10,000) until its commit.
+    const entryAt = (offset: number) =>
+      offset % (MAX_OVERSIZED_PER_READ + 1) === MAX_OVERSIZED_PER_READ
+        ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString() })
+        : oversizedEntry(offset);
+    const read = await hostileLog((offset) => `{"data":[${entryAt(offset)}]}`);
+    expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
+  });
+
+  it('oversized entries interrupted by readable ones are all quarantined, up to the bound', async () => {
     const entryAt = (offset: number) =>
       offset % 3 === 2
         ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString() })
         : oversizedEntry(offset);
-    const read = await hostileLog((offset) => (offset >= 150 ? '{"data":[]}' : `{"data":[${entryAt(offset)}]}`));
+    // Offsets 0..95: two of every three oversized, MAX_OVERSIZED_PER_READ in all.
+    const read = await hostileLog((offset) => (offset >= 96 ? '{"data":[]}' : `{"data":[${entryAt(offset)}]}`));
     expect(read.error).toBeUndefined();
-    expect(read.quarantined).toHaveLength(100);
+    expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
+  });
+});
+
+describe('an oversized page whose body breaks off before its head is read', () => {
+  it('fails the read instead of quarantining a head cut where the break fell', async () => {
+    // Declared too large, so only the head is read; each answer breaks off at another byte.
+    let cut = 200;
+    const breaking = createServer((_req, res) => {
+      const head = `{"data":[${oversizedEntry(0)}]}`.slice(0, (cut += 100));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(64 * 1024 * 1024) });
+      res.write(head, () => res.destroy());
+    });
+    await new Promise<void>((resolve) => breaking.listen(0, '127.0.0.1', resolve));
+    const client = guardedClient(`http://127.0.0.1:${(breaking.address() as AddressInfo).port}`, () => undefined);
+    try {
+      const reads = [];
+      for (let i = 0; i < 2; i++) {
+        const quarantined: QuarantinedEntry[] = [];
+        const error = await walkWindow(
+          {
+            client,
+            log: 'career',
+            objectId: 'c-1',
+            sortOrder: 'oldest-first',
+            sizes: new PageSizes(),
+            commit: () => Promise.resolve(),
+            quarantine: (q) => quarantined.push(...q),
+          },
+          { from: T0, to: T0 + 12 * MINUTE },
+        ).then(
+          () => undefined,
+          (e: unknown) => e as Error & { code?: string },
+        );
+        reads.push({ error, quarantined });
+      }
+      // Each read would otherwise keep a record of its own for the same entry.
+      for (const read of reads) {
+        expect(read.error?.code).toBe('API_CONNECTION');
+        expect(read.quarantined).toEqual([]);
+      }
+    } finally {
+      breaking.closeAllConnections();
+      await new Promise<void>((resolve) => breaking.close(() => resolve()));
+    }
+  });
+});
+
+describe('a skill version log (no date filter) with a readable entry after every 64 oversized ones', () => {
+  it('fails its read past MAX_OVERSIZED_PER_READ instead of reading to the offset cap', async () => {
+    let pages = 0;
+    const hostile = createServer((req, res) => {
+      const offset = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('offset'));
+      pages++;
+      const entry =
+        offset % (MAX_OVERSIZED_PER_READ + 1) === MAX_OVERSIZED_PER_READ
+          ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0 - offset * MINUTE).toISOString() })
+          : oversizedEntry(offset);
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(pages > GIVE_UP ? '{"data":[]}' : `{"data":[${entry}]}`);
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      const error = await readVersionLog({
+        client: guardedClient(`http://127.0.0.1:${(hostile.address() as AddressInfo).port}`, () => undefined),
+        objectId: 's-1',
+        sortOrder: 'newest-first',
+        seenAmong: () => Promise.resolve(new Set<string>()),
+        sizes: new PageSizes(),
+      }).then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(error?.code).toBe('API_RESPONSE_TOO_LARGE');
+      expect(error?.message).toMatch(/more than 64 pages of one entry in one read \(up to offset \d+\)/);
+      expect(pages).toBeLessThan(GIVE_UP);
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise<void>((resolve) => hostile.close(() => resolve()));
+    }
   });
 });
