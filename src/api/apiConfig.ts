@@ -39,7 +39,7 @@ export const apiConfigSchema = z
       .describe(
         'Largest answer read from the service; reading stops beyond it (API_RESPONSE_TOO_LARGE). ' +
           'An activity page beyond it is read again with half the entries, down to one; an entry ' +
-          'larger alone is quarantined (more than 64 in one read fail it). A full page of 200 ' +
+          'larger alone is quarantined (more than 64 in one read disable the log: OVERSIZED_ENTRIES). A full page of 200 ' +
           'entries is far below the default 16 MiB.',
       ),
     maxEntryBytes: z

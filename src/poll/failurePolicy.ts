@@ -38,8 +38,9 @@ export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAut
       return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: STORE_PAUSE_MS };
     if (code === 'STORE_BUSY')
       return { kind: 'storeBusy', reason: (error as Error).message, pauseMs: STORE_BUSY_PAUSE_MS };
-    // Retrying cannot make a window sparser or a version log shorter, and each try costs reads.
-    if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG') {
+    // Retrying cannot make a window sparser, a version log shorter or its entries smaller, and
+    // each try costs reads (up to 51, 51 and 72).
+    if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG' || code === 'OVERSIZED_ENTRIES') {
       return {
         kind: 'disableLog',
         status: 'disabled',

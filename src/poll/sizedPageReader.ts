@@ -3,6 +3,7 @@ import type { ActivityPage } from '../api/activityReader.js';
 import { oversizedEntryHead } from '../api/activityPageBody.js';
 import { ApiResponseTooLargeError } from '../api/apiErrors.js';
 import { RAW_KEPT_BYTES, type QuarantinedEntry } from '../api/quarantinedEntry.js';
+import { ChangefeedError } from '../errors.js';
 import { logKey, type LogKind } from '../logs.js';
 import type { PageSizes, TimeSpan } from './pageSize.js';
 
@@ -30,11 +31,28 @@ export interface OversizedCount {
  * More entries than this in one walk, each too large for a page of its own, are not quarantined:
  * no service of skills holds them, and a hostile one that answers every page so would have a walk
  * quarantine (and keep the first bytes of) one phantom entry per offset, 10,000 per window, then
- * split the window and start over. The walk fails instead and the poll is retried like any other.
+ * split the window and start over. The walk fails instead (OversizedEntriesError).
  * The bound counts the whole walk, not a run: a readable entry after every 64 would otherwise
  * reset it, and the walk would still hold 32 KiB for most offsets of the window until its commit.
  */
 export const MAX_OVERSIZED_PER_READ = 64;
+
+/**
+ * A read that met more than MAX_OVERSIZED_PER_READ entries too large for a page of their own.
+ * Its log is disabled until restart (failurePolicy.ts), as for a window too dense: each try costs
+ * 65 reads or more, and a retry every few minutes would spend most of the key's budget on it.
+ */
+export class OversizedEntriesError extends ChangefeedError {
+  constructor(read: Pick<SizedPageRead, 'log' | 'objectId' | 'maxResponseBytes' | 'position'>) {
+    super(
+      'OVERSIZED_ENTRIES',
+      `the ${read.log} log ${read.objectId || '(company-wide)'} answered more than ${MAX_OVERSIZED_PER_READ} ` +
+        `entries in one read (the last at ${read.position}) each larger than api.maxResponseBytes ` +
+        `(${read.maxResponseBytes}) on a page of its own: so many look like a hostile answer, not entries ` +
+        'to set aside (raise api.maxResponseBytes if they are real)',
+    );
+  }
+}
 
 /**
  * Reads one page with the log's page size, halving it while the page is refused for exceeding
@@ -75,16 +93,7 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
       }
       if (!held) read.sizes.record(key, { tooLarge: true });
       if (limit > 1) continue;
-      if (++read.oversized.entries > MAX_OVERSIZED_PER_READ) {
-        throw new ApiResponseTooLargeError(
-          `the ${read.log} log ${read.objectId || '(company-wide)'} answered more than ${MAX_OVERSIZED_PER_READ} ` +
-            `pages of one entry in one read (up to ${read.position}) larger than api.maxResponseBytes ` +
-            `(${read.maxResponseBytes}); so many oversized entries look like a hostile answer, not entries ` +
-            'to set aside, so the read stops and is retried (raise api.maxResponseBytes if they are real)',
-          error.path,
-          error.requestId,
-        );
-      }
+      if (++read.oversized.entries > MAX_OVERSIZED_PER_READ) throw new OversizedEntriesError(read);
       if (read.window) read.sizes.markOversized(key, read.window);
       const raw = entryHead.slice(0, RAW_KEPT_BYTES);
       const entry: QuarantinedEntry = {

@@ -9,6 +9,7 @@ import {
   pollRetryDelayMs,
   type FailureAction,
 } from '../../src/poll/failurePolicy.js';
+import { OversizedEntriesError } from '../../src/poll/sizedPageReader.js';
 import { WindowTooDenseError } from '../../src/poll/windowWalker.js';
 import { VersionLogTooLongError } from '../../src/poll/versionLogWalker.js';
 
@@ -101,6 +102,14 @@ describe('what a failed poll means', () => {
       kind: 'disableLog',
       status: 'disabled',
     });
+    const oversized = new OversizedEntriesError({
+      log: 'career',
+      objectId: 'c-1',
+      maxResponseBytes: 16_777_216,
+      position: 'offset 70 of 2026-11-27T00:00:00.000Z..2026-11-27T01:00:00.000Z',
+    });
+    expect(classifyPollFailure(oversized, 'career', 0)).toMatchObject({ kind: 'disableLog', status: 'disabled' });
+    expect(onceAfterFailure(classifyPollFailure(oversized, 'career', 0), 1)).toBe('report');
   });
 
   it('backs a failing log off exponentially from 5 s to 5 min with full jitter', () => {

@@ -142,8 +142,8 @@ describe('a service whose every page is too large', () => {
 
   it('with an oversized entry at every offset: quarantines MAX_OVERSIZED_PER_READ of them, then fails', async () => {
     const read = await hostileLog((offset) => `{"data":[${oversizedEntry(offset)}]}`);
-    expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
-    expect(read.error?.message).toMatch(/more than 64 pages of one entry in one read \(up to offset 64 of /);
+    expect(read.error?.code).toBe('OVERSIZED_ENTRIES');
+    expect(read.error?.message).toMatch(/more than 64 entries in one read \(the last at offset 64 of /);
     expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
     // Pages of 200 down to 3 refused (7), one page of one per quarantined entry, the one past the bound.
     expect(read.pages).toBe(7 + MAX_OVERSIZED_PER_READ + 1);
@@ -157,7 +157,7 @@ describe('a service whose every page is too large', () => {
         ? JSON.stringify({ id: `e-${offset}`, performedAt: new Date(T0).toISOString() })
         : oversizedEntry(offset);
     const read = await hostileLog((offset) => `{"data":[${entryAt(offset)}]}`);
-    expect(read.error?.code).toBe('API_RESPONSE_TOO_LARGE');
+    expect(read.error?.code).toBe('OVERSIZED_ENTRIES');
     expect(read.quarantined).toHaveLength(MAX_OVERSIZED_PER_READ);
   });
 
@@ -243,8 +243,8 @@ describe('a skill version log (no date filter) with a readable entry after every
         () => undefined,
         (e: unknown) => e as Error & { code?: string },
       );
-      expect(error?.code).toBe('API_RESPONSE_TOO_LARGE');
-      expect(error?.message).toMatch(/more than 64 pages of one entry in one read \(up to offset \d+\)/);
+      expect(error?.code).toBe('OVERSIZED_ENTRIES');
+      expect(error?.message).toMatch(/more than 64 entries in one read \(the last at offset \d+\)/);
       expect(pages).toBeLessThan(GIVE_UP);
     } finally {
       hostile.closeAllConnections();
