@@ -38,6 +38,17 @@ export interface OversizedCount {
 export const MAX_OVERSIZED_PER_READ = 64;
 
 /**
+ * The bytes of entries one read of a log holds before it commits them: 32 MiB, or two pages at
+ * api.maxResponseBytes if that is more. Offsets bound a read to 10,200 entries, a few MB as the
+ * service writes them, but each entry may be up to api.maxEntryBytes (1 MiB): a service sending
+ * such entries at every offset would have one read hold 10 GB. A window read past it is narrowed
+ * as one past the offset cap is (windowWalker.ts); a version log, which cannot be, fails.
+ */
+export function readBytesBound(maxResponseBytes: number): number {
+  return Math.max(32 * 1024 * 1024, 2 * maxResponseBytes);
+}
+
+/**
  * A read that met more than MAX_OVERSIZED_PER_READ entries too large for a page of their own.
  * Its log is disabled until restart (failurePolicy.ts), as for a window too dense: each try costs
  * 65 reads or more, and a retry every few minutes would spend most of the key's budget on it.
@@ -69,6 +80,8 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
   limit: number;
   /** Requests it took, refused ones included (each one took its place in the read budget). */
   requests: number;
+  /** The bytes of what the read holds of the page: its entries as JSON, or an oversized one's head. */
+  bytes: number;
 }> {
   const key = logKey(read);
   // Pages held at one entry by a known oversized entry say nothing about the log's page size.
@@ -78,7 +91,7 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
     try {
       const page = await read.read(limit);
       if (!held) read.sizes.record(key, { tooLarge: false, bytes: page.bytes, maxBytes: read.maxResponseBytes });
-      return { entries: page.entries, quarantined: page.quarantined, limit, requests };
+      return { entries: page.entries, quarantined: page.quarantined, limit, requests, bytes: page.bytes };
     } catch (error) {
       if (!(error instanceof ApiResponseTooLargeError)) throw error;
       const entryHead = oversizedEntryHead(error.bodyHead ?? '');
@@ -105,7 +118,7 @@ export async function readSizedPage(read: SizedPageRead): Promise<{
           'on a page of its own, so it cannot be read; raw holds its first bytes',
         requestId: error.requestId,
       };
-      return { entries: [], quarantined: [entry], limit, requests };
+      return { entries: [], quarantined: [entry], limit, requests, bytes: entry.rawBytes };
     }
   }
 }

@@ -6,15 +6,22 @@ import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
 import type { PageSizes } from './pageSize.js';
-import { readSizedPage, type OversizedCount } from './sizedPageReader.js';
+import { readBytesBound, readSizedPage, type OversizedCount } from './sizedPageReader.js';
 import { detectSortOrder } from './sortOrder.js';
 
+/**
+ * A skill log longer than offsets can reach and not sorted newest-first, or holding more bytes
+ * of entries than one read holds (readBytesBound): a version log cannot be narrowed by date.
+ */
 export class VersionLogTooLongError extends ChangefeedError {
-  constructor(objectId: string) {
+  constructor(objectId: string, bytesBound?: number) {
     super(
       'VERSION_LOG_TOO_LONG',
-      `the skill log ${objectId} is longer than offsets can reach (${MAX_OFFSET + MAX_PAGE_LIMIT} entries) and is not sorted newest-first; ` +
-        'entries past the offset cap cannot be read',
+      bytesBound === undefined
+        ? `the skill log ${objectId} is longer than offsets can reach (${MAX_OFFSET + MAX_PAGE_LIMIT} entries) and is not sorted newest-first; ` +
+            'entries past the offset cap cannot be read'
+        : `the skill log ${objectId} holds more than ${bytesBound} bytes of entries to read, more than one read holds, ` +
+            'and a version log cannot be read in parts',
     );
   }
 }
@@ -53,6 +60,8 @@ export async function readVersionLog(walk: VersionLogWalk) {
   const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
   const oversized: OversizedCount = { entries: 0 };
+  const bytesBound = readBytesBound(walk.client.maxResponseBytes);
+  let bytes = 0;
   const read = () => ({ unseen, requests, detectedOrder: detectSortOrder(all), quarantined });
   /** The page's oldest entry was read before, and so was everything after it. */
   const settled = (oldest: ActivityEntry | undefined, seen: ReadonlySet<string>): boolean => {
@@ -85,6 +94,9 @@ export async function readVersionLog(walk: VersionLogWalk) {
     )
       return read();
     offset += page.limit;
+    // A complete read is kept whatever its size; one still going past the bound cannot be narrowed.
+    bytes += page.bytes;
+    if (bytes > bytesBound) throw new VersionLogTooLongError(walk.objectId, bytesBound);
   }
   if ((walk.sortOrder ?? detectSortOrder(all)) !== 'newest-first') throw new VersionLogTooLongError(walk.objectId);
   return read();

@@ -6,17 +6,24 @@ import { ChangefeedError } from '../errors.js';
 import { MAX_OFFSET, MAX_PAGE_LIMIT, MAX_REACHABLE_ENTRIES, type LogKind } from '../logs.js';
 import type { SortOrder } from '../store/storeRecords.js';
 import type { PageSizes } from './pageSize.js';
-import { readSizedPage, type OversizedCount } from './sizedPageReader.js';
+import { readBytesBound, readSizedPage, type OversizedCount } from './sizedPageReader.js';
 import { detectSortOrder } from './sortOrder.js';
 import { splitWindow, toIso, type TimeWindow } from './timeWindow.js';
 
-/** A window so dense that even a 1 ms slice holds more entries than offsets can reach. */
+/**
+ * A window so dense that even a 1 ms slice holds more entries than offsets can reach, or more
+ * bytes of entries than one read holds (readBytesBound).
+ */
 export class WindowTooDenseError extends ChangefeedError {
-  constructor(log: LogKind, objectId: string, window: TimeWindow) {
+  constructor(log: LogKind, objectId: string, window: TimeWindow, bytesBound?: number) {
+    const span = `${toIso(window.from)}..${toIso(window.to)}`;
     super(
       'WINDOW_TOO_DENSE',
-      `the ${log} log ${objectId || '(company-wide)'} holds more than ${MAX_REACHABLE_ENTRIES} entries in ${toIso(window.from)}..${toIso(window.to)}, ` +
-        'which offsets cannot reach; entries beyond the offset cap in that millisecond cannot be read',
+      bytesBound === undefined
+        ? `the ${log} log ${objectId || '(company-wide)'} holds more than ${MAX_REACHABLE_ENTRIES} entries in ${span}, ` +
+            'which offsets cannot reach; entries beyond the offset cap in that millisecond cannot be read'
+        : `the ${log} log ${objectId || '(company-wide)'} holds more than ${bytesBound} bytes of entries in ${span}, ` +
+            'more than one read holds; a millisecond of such entries cannot be read',
     );
   }
 }
@@ -51,8 +58,8 @@ interface WalkStats {
 
 /**
  * Reads a window of a time-filtered log (career, identity provider) completely, in pages of the
- * log's page size up to the offset cap. A window that holds more than offsets can reach is
- * narrowed: when the log is known to be oldest-first, what was read covers [from, last
+ * log's page size up to the offset cap. A window that holds more than offsets can reach, or
+ * more bytes of entries than one read holds (readBytesBound), is narrowed: when the log is known to be oldest-first, what was read covers [from, last
  * performedAt) exactly, so that part is committed and the walk continues from there; otherwise
  * the window is halved and each half read on its own.
  */
@@ -79,7 +86,10 @@ export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<
       continue;
     }
     const halves = splitWindow(current);
-    if (!halves) throw new WindowTooDenseError(walk.log, walk.objectId, current);
+    if (!halves) {
+      const bytesBound = read.overflow === 'bytes' ? readBytesBound(walk.client.maxResponseBytes) : undefined;
+      throw new WindowTooDenseError(walk.log, walk.objectId, current, bytesBound);
+    }
     stack.push(halves[1], halves[0]);
   }
   return stats;
@@ -90,8 +100,10 @@ async function readWholeWindow(
   window: TimeWindow,
   stats: WalkStats,
   oversized: OversizedCount,
-): Promise<{ entries: ActivityEntry[]; overflow: boolean }> {
+): Promise<{ entries: ActivityEntry[]; overflow: false | 'offsets' | 'bytes' }> {
   const entries: ActivityEntry[] = [];
+  const bytesBound = readBytesBound(walk.client.maxResponseBytes);
+  let bytes = 0;
   for (let offset = 0; offset <= MAX_OFFSET;) {
     const page = await readSizedPage({
       log: walk.log,
@@ -111,8 +123,11 @@ async function readWholeWindow(
     // A page is full by what the service sent, quarantined entries included.
     if (pageItemCount(page) < page.limit) return { entries, overflow: false };
     offset += page.limit;
+    // A complete window is committed whatever its size; one still going past the bound is narrowed.
+    bytes += page.bytes;
+    if (bytes > bytesBound) return { entries, overflow: 'bytes' };
   }
-  return { entries, overflow: true };
+  return { entries, overflow: 'offsets' };
 }
 
 /** One page of `window` of a date-filtered log, at the walk's priority. */

@@ -26,14 +26,14 @@ export async function startCountingService(): Promise<CountingService> {
 }
 
 /** A service client with no gate to wait on, its requests checked by `requestGuard`. */
-export function guardedClient(url: string, requestGuard: () => void): ServiceClient {
+export function guardedClient(url: string, requestGuard: () => void, maxResponseBytes = 1024): ServiceClient {
   return new ServiceClient({
     baseUrl: url,
     apiKey: () => 'key',
     credentialSource: 'test',
     userAgent: 'test',
     timeoutMs: 5_000,
-    maxResponseBytes: 1024,
+    maxResponseBytes,
     clock: systemClock,
     gate: { acquire: () => Promise.resolve(), observe: () => undefined },
     logger: pino({ level: 'silent' }),

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
 import { logKey } from '../../src/logs.js';
 import { PageSizes } from '../../src/poll/pageSize.js';
-import { MAX_OVERSIZED_PER_READ } from '../../src/poll/sizedPageReader.js';
+import { MAX_OVERSIZED_PER_READ, readBytesBound } from '../../src/poll/sizedPageReader.js';
 import { readVersionLog } from '../../src/poll/versionLogWalker.js';
 import { walkWindow } from '../../src/poll/windowWalker.js';
 import { quarantineFingerprint } from '../../src/store/storedRows.js';
@@ -249,6 +249,118 @@ describe('a skill version log (no date filter) with a readable entry after every
     } finally {
       hostile.closeAllConnections();
       await new Promise<void>((resolve) => hostile.close(() => resolve()));
+    }
+  });
+});
+
+describe('entries each under api.maxEntryBytes, at every offset: one read holds at most readBytesBound of them', () => {
+  const ENTRY_BYTES = 1_000_000;
+  const PAGE_CAP = 2_100_000; // two such entries a page
+  const COUNT = 40;
+  const entryPadding = 'x'.repeat(ENTRY_BYTES - 100);
+  const bigEntry = (i: number, at: number) =>
+    JSON.stringify({
+      id: `b-${String(i).padStart(2, '0')}`,
+      performedAt: new Date(at).toISOString(),
+      padding: entryPadding,
+    });
+
+  /** A log of COUNT entries of about 1 MB, the i-th performed at `at(i)`, oldest first. */
+  async function bigEntryLog(at: (i: number) => number) {
+    const big = createServer((req, res) => {
+      const query = new URL(req.url ?? '/', 'http://x').searchParams;
+      const [offset, limit] = [Number(query.get('offset')), Number(query.get('limit'))];
+      const from = query.has('from') ? Date.parse(query.get('from')!) : -Infinity;
+      const to = query.has('to') ? Date.parse(query.get('to')!) : Infinity;
+      const inWindow = Array.from({ length: COUNT }, (_, i) => i).filter((i) => at(i) >= from && at(i) < to);
+      res.on('error', () => undefined);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        `{"data":[${inWindow
+          .slice(offset, offset + limit)
+          .map((i) => bigEntry(i, at(i)))
+          .join(',')}]}`,
+      );
+    });
+    await new Promise<void>((resolve) => big.listen(0, '127.0.0.1', resolve));
+    const client = guardedClient(`http://127.0.0.1:${(big.address() as AddressInfo).port}`, () => undefined, PAGE_CAP);
+    return {
+      client,
+      close: async () => {
+        big.closeAllConnections();
+        await new Promise<void>((resolve) => big.close(() => resolve()));
+      },
+    };
+  }
+
+  it('a window is committed in parts of at most the bound and a page, every entry once', async () => {
+    const log = await bigEntryLog((i) => T0 + i * 1_000);
+    try {
+      const commits: string[][] = [];
+      await walkWindow(
+        {
+          client: log.client,
+          log: 'career',
+          objectId: 'c-1',
+          sortOrder: 'oldest-first',
+          sizes: new PageSizes(),
+          commit: (entries) => {
+            commits.push(entries.map((e) => e.id));
+            return Promise.resolve();
+          },
+        },
+        { from: T0, to: T0 + COUNT * 1_000 },
+      );
+      expect(commits.flat()).toEqual(Array.from({ length: COUNT }, (_, i) => `b-${String(i).padStart(2, '0')}`));
+      const bound = readBytesBound(PAGE_CAP);
+      for (const part of commits) expect(part.length * ENTRY_BYTES).toBeLessThanOrEqual(bound + PAGE_CAP);
+      expect(commits.length).toBeGreaterThan(1);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('a millisecond holding more is WINDOW_TOO_DENSE, naming the bytes', async () => {
+    const log = await bigEntryLog(() => T0);
+    try {
+      const error = await walkWindow(
+        {
+          client: log.client,
+          log: 'career',
+          objectId: 'c-1',
+          sortOrder: 'oldest-first',
+          sizes: new PageSizes(),
+          commit: () => Promise.resolve(),
+        },
+        { from: T0, to: T0 + 1 },
+      ).then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(error?.code).toBe('WINDOW_TOO_DENSE');
+      expect(error?.message).toMatch(/holds more than \d+ bytes of entries in /);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('a version log holding more fails VERSION_LOG_TOO_LONG instead of holding it all', async () => {
+    const log = await bigEntryLog((i) => T0 + i * 1_000);
+    try {
+      const error = await readVersionLog({
+        client: log.client,
+        objectId: 's-1',
+        sortOrder: undefined,
+        seenAmong: () => Promise.resolve(new Set<string>()),
+        sizes: new PageSizes(),
+      }).then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(error?.code).toBe('VERSION_LOG_TOO_LONG');
+      expect(error?.message).toMatch(/holds more than \d+ bytes of entries to read/);
+    } finally {
+      await log.close();
     }
   });
 });
