@@ -7,7 +7,7 @@ import { endedSession, isConnectionFailure } from './connectionFailure.js';
 import { executeOnClient } from './executeText.js';
 import { rateColumns } from './rateEstimates.js';
 import type { PoolGate } from './poolGate.js';
-import { isStalePlan, isUnknownStatement } from './statementNames.js';
+import { isUnknownStatement, isUnusableStatement } from './statementNames.js';
 import { storableText } from './storableText.js';
 
 /** Most advances one statement of an AdvanceBatch writes; more wait for the next. */
@@ -150,8 +150,8 @@ export class AdvanceBatch {
       return await this.attempt(advances, true);
     } catch (error) {
       // A statement prepared before a schema change, or a name the server forgot: once more, unnamed.
-      if (!(isStalePlan(error) || isUnknownStatement(error))) throw error;
-      if (isUnknownStatement(error)) this.gate.names.executable = false;
+      if (!isUnusableStatement(error)) throw error;
+      if (isUnknownStatement(error)) this.gate.names.unknownStatement();
       return this.attempt(advances, false);
     }
   }
@@ -198,7 +198,7 @@ export class AdvanceBatch {
     } catch (error) {
       // As TenantDb: a connection that failed, that the server ended, or that holds a stale or
       // unknown statement is destroyed; a simple query rolled back on its own.
-      const gone = isConnectionFailure(error) || endedSession(error) || isStalePlan(error) || isUnknownStatement(error);
+      const gone = isConnectionFailure(error) || endedSession(error) || isUnusableStatement(error);
       if (gone) broken = error as Error;
       else if (execute === undefined)
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {

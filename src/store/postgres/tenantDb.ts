@@ -7,7 +7,7 @@ import { endedSession, isConnectionFailure, isLoginRefused } from './connectionF
 import type { PoolGate, PoolLane } from './poolGate.js';
 import type { AdvanceBatch, AdvanceOutcome, BatchedAdvance } from './advanceBatch.js';
 import { executeOnClient } from './executeText.js';
-import { isStalePlan, isUnknownStatement } from './statementNames.js';
+import { isStalePlan, isUnknownStatement, isUnusableStatement } from './statementNames.js';
 
 /** Runs one statement of an open transaction. */
 export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -45,7 +45,7 @@ export interface RiddenTransaction {
 /**
  * A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed, or
  * by an EXECUTE of a name the server does not know (isUnknownStatement), to be tried again
- * without (StatementNames.executable is off by then).
+ * without (StatementNames.executable is off by then, for a while).
  */
 class TryAgain extends Error {
   constructor(
@@ -216,8 +216,8 @@ export class TenantDb {
       // change made stale, or does not know the name, is destroyed; the write is then tried again
       // in a transaction (the statement unnamed there if it is stale, not by its name in a simple
       // query if that was unknown).
-      const again = isStalePlan(error) || isUnknownStatement(error);
-      if (isUnknownStatement(error)) this.pool.names.executable = false;
+      const again = isUnusableStatement(error);
+      if (isUnknownStatement(error)) this.pool.names.unknownStatement();
       client.off('error', ignore);
       client.release(isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined);
       if (again) return inTransaction();
@@ -386,7 +386,7 @@ export class TenantDb {
       // goes too, its record of what it prepared with it, however often it happens; kept, it would
       // fail that statement there for good.
       const unknown = prepared && isUnknownStatement(error);
-      if (isConnectionFailure(error) || isStalePlan(error) || unknown) broken = error as Error;
+      if (isConnectionFailure(error) || isUnusableStatement(error)) broken = error as Error;
       else
         await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
@@ -397,7 +397,7 @@ export class TenantDb {
         throw new TryAgain(error, true);
       }
       if (unknown) {
-        this.pool.names.executable = false;
+        this.pool.names.unknownStatement();
         carried?.rolledBack(error);
         throw new TryAgain(error, false);
       }
