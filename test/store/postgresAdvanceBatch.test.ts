@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { databaseFence } from '../../src/cluster/writeFence.js';
-import { nextAdvanceBatch, type BatchedAdvance } from '../../src/store/postgres/advanceBatch.js';
+import { nextAdvanceBatch, splitsBatch, type BatchedAdvance } from '../../src/store/postgres/advanceBatch.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
@@ -48,6 +48,27 @@ describe('which advances the next batch statement takes', () => {
     { name: 'nothing waiting', pending: [], max: 10, take: [], rest: [] },
   ])('$name', ({ pending, max, take, rest }) => {
     expect(nextAdvanceBatch(pending, max)).toEqual({ take, rest });
+  });
+});
+
+describe("which failures of a batch's statement have its advances written alone", () => {
+  const pgError = (code: string, severity = 'ERROR') => Object.assign(new Error(code), { code, severity });
+  it.each([
+    { name: 'a row locked past lock_timeout', error: pgError('55P03'), alone: true },
+    { name: 'a deadlock', error: pgError('40P01'), alone: true },
+    { name: 'a serialization failure', error: pgError('40001'), alone: true },
+    { name: 'a check or unique constraint', error: pgError('23514'), alone: true },
+    { name: 'a bad value', error: pgError('22P02'), alone: true },
+    { name: 'the statement timeout (a database too slow)', error: pgError('57014'), alone: false },
+    { name: 'the server shutting down', error: pgError('57P01', 'FATAL'), alone: false },
+    { name: 'too many connections', error: pgError('53300', 'FATAL'), alone: false },
+    { name: 'a disk full', error: pgError('53100'), alone: false },
+    { name: 'a read-only standby', error: pgError('25006'), alone: false },
+    { name: 'the connection lost', error: new Error('Connection terminated unexpectedly'), alone: false },
+    { name: 'a refused connect', error: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), alone: false },
+    { name: 'a missing table (every statement alone would fail too)', error: pgError('42P01'), alone: false },
+  ])('$name: $alone', ({ error, alone }) => {
+    expect(splitsBatch(error)).toBe(alone);
   });
 });
 
@@ -191,6 +212,33 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     expect(await locked.getMeta('budget')).toBe('held');
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+  });
+
+  it("writes the others alone when one tenant's row the batch writes stays locked by another transaction", async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    const locked = stores[1]!;
+    locked.deferState({ meta: { budget: 'held' } });
+    // Another session's transaction on one tenant's cursor row, past the fence's bound (half a second).
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+      expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((polls[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    for (const i of [0, 2])
+      expect(await stores[i]!.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 6_500 });
+    expect(await locked.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 107 });
+    expect(await locked.getMeta('budget')).toBeUndefined();
+    // Nothing is left behind: the next batch writes all three, the riding state with it.
+    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
+    expect(await locked.getMeta('budget')).toBe('held');
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
   });
 
   it("writes hostile object ids of one batch as registered, and a NUL in one does not fail the others'", async () => {

@@ -235,8 +235,9 @@ export class TenantDb {
    * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
    * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
    * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
-   * write must go alone: without a fence that can be checked inline, or when the statement found
-   * the lease row locked by another transaction (the riding state then goes with that write). A
+   * write must go alone: without a fence that can be checked inline, when the statement found the
+   * lease row locked by another transaction, or when it failed for one of its rows (AdvanceBatch's
+   * `alone`; the riding state then goes with that write). A
    * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is
    * recorded in this tenant's health as a write of its own would be; the riding state is then held
    * again, as after a rollback.
@@ -262,7 +263,7 @@ export class TenantDb {
       taken?.ridden.rolledBack(thrown);
       throw thrown;
     }
-    if (outcome === 'busy') {
+    if (outcome === 'busy' || outcome === 'alone') {
       taken?.ridden.returned();
       return false;
     }
