@@ -83,6 +83,31 @@ export function leaseHeldCte(first: number): string {
       FOR KEY SHARE)`;
 }
 
+/**
+ * What `claim`'s lease row says now, read without waiting for its lock: still the valid lease
+ * and free to share (`held`), still valid but locked FOR UPDATE by another transaction
+ * (`changing`: a change of holder under way), or not the valid lease any more (`lost`).
+ */
+export type LeaseNow = 'held' | 'changing' | 'lost';
+
+/**
+ * LeaseNow of `claim`, for a fenced write whose statement ran out its bound: the same test as
+ * leaseHeldCte, once without a lock and once `FOR KEY SHARE SKIP LOCKED`, so it never waits, and
+ * the lock it takes ends with the statement.
+ */
+export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim): Promise<LeaseNow> {
+  const test = `tenant = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()`;
+  const { rows } = await client.query<{ valid: boolean; free: boolean }>({
+    text: `WITH valid AS (SELECT 1 FROM changefeed_leases WHERE ${test}),
+      free AS (SELECT 1 FROM changefeed_leases WHERE ${test} FOR KEY SHARE SKIP LOCKED)
+      SELECT EXISTS (SELECT FROM valid) AS valid, EXISTS (SELECT FROM free) AS free`,
+    values: claimParams(claim),
+  });
+  const row = rows[0];
+  if (!row?.valid) return 'lost';
+  return row.free ? 'held' : 'changing';
+}
+
 /** The parameters of leaseHeldCte for `claim`. */
 export function claimParams(claim: LeaseClaim): [string, string, number] {
   return [claim.tenant, claim.holder, claim.epoch];

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
-import { databaseFence } from '../../src/cluster/writeFence.js';
+import { databaseFence, leaseNow } from '../../src/cluster/writeFence.js';
 import { nextAdvanceBatch, splitsBatch, type BatchedAdvance } from '../../src/store/postgres/advanceBatch.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { acquireOne } from '../support/acquireOne.js';
-import { HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
+import { entry, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
@@ -193,16 +193,25 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     }
   });
 
-  it("fails only the tenant whose lease row stays locked past the fence's bound, holding its riding state", async () => {
+  it("tells only the tenant whose valid lease row stays locked past the fence's bound to wait (STORE_BUSY), holding its riding state", async () => {
     const { backend, stores } = await fencedStores(3_000);
     const locked = stores[2]!;
     locked.deferState({ meta: { budget: 'held' } });
-    // Held past the tenant's bound (half a second): its advance alone times out, the others do not wait.
+    // Held past the tenant's bound (half a second), as this replica's own release or an acquisition
+    // that found the lease held does: its advance alone times out, the others do not wait. The
+    // lease is still valid: not LEASE_LOST (the runtime would drop a tenant it holds), and not the
+    // database's problem (STORE_UNAVAILABLE pauses the tenant and fails its readiness).
     const taker = await lockLeaseRow(backend, tenants[2]!);
     try {
       const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
       expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
-      expect((polls[2] as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
+      expect((polls[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_BUSY' });
+      expect(locked.health.problem).toBeUndefined();
+      // A write in a transaction (new entries) says the same when its fence check waits as long.
+      await expect(ingest(locked, [entry('e-1')], { windowEnd: T + 4_000, now: T + 4_000 })).rejects.toMatchObject({
+        code: 'STORE_BUSY',
+      });
+      expect(locked.health.problem).toBeUndefined();
     } finally {
       await taker.query('ROLLBACK');
       taker.release();
@@ -239,6 +248,44 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     expect(await locked.getMeta('budget')).toBe('held');
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+  });
+
+  it.each([
+    { name: 'valid and free', locked: false, expired: false, takenOver: false, now: 'held' },
+    {
+      name: 'valid, locked by a release or an acquisition that found it held',
+      locked: true,
+      expired: false,
+      takenOver: false,
+      now: 'changing',
+    },
+    {
+      name: 'run out on the database clock, locked by a takeover',
+      locked: true,
+      expired: true,
+      takenOver: false,
+      now: 'lost',
+    },
+    { name: 'taken over', locked: false, expired: false, takenOver: true, now: 'lost' },
+  ])("reads a lease row's state without waiting for its lock: $name", async ({ locked, expired, takenOver, now }) => {
+    const { backend } = await fencedStores();
+    const tenant = tenants[0]!;
+    if (expired)
+      await backend.pool.query(
+        "UPDATE changefeed_leases SET expires_at = now() - interval '1 second' WHERE tenant = $1",
+        [tenant],
+      );
+    if (takenOver)
+      await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+    const taker = locked ? await lockLeaseRow(backend, tenant) : undefined;
+    const client = await backend.pool.connect();
+    try {
+      expect(await leaseNow(client, { tenant, holder: 'a', epoch: 1 })).toBe(now);
+    } finally {
+      client.release();
+      await taker?.query('ROLLBACK');
+      taker?.release();
+    }
   });
 
   it("writes hostile object ids of one batch as registered, and a NUL in one does not fail the others'", async () => {
