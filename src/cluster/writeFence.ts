@@ -92,18 +92,24 @@ export type LeaseNow = 'held' | 'changing' | 'lost';
 
 /**
  * LeaseNow of `claim`, for a fenced write whose statement ran out its bound: the same test as
- * leaseHeldCte, once without a lock and once `FOR KEY SHARE SKIP LOCKED`, so it never waits, and
- * the lock it takes ends with the statement.
+ * leaseHeldCte, once without a lock and once `FOR KEY SHARE SKIP LOCKED`, so it never waits for
+ * the row, and the lock it takes ends with the statement. One simple query (the claim written in
+ * as quoted literals, as checkLease) under its own `boundMs`: a database too slow for the write is
+ * not waited for longer here.
  */
-export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim): Promise<LeaseNow> {
-  const test = `tenant = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()`;
-  const { rows } = await client.query<{ valid: boolean; free: boolean }>({
-    text: `WITH valid AS (SELECT 1 FROM changefeed_leases WHERE ${test}),
-      free AS (SELECT 1 FROM changefeed_leases WHERE ${test} FOR KEY SHARE SKIP LOCKED)
+export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim, boundMs: number): Promise<LeaseNow> {
+  const test = `tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
+      AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()`;
+  const results:
+    pg.QueryResult<{ valid: boolean; free: boolean }> | pg.QueryResult<{ valid: boolean; free: boolean }>[] =
+    await client.query(
+      `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(boundMs))};
+      WITH valid AS (SELECT 1 FROM changefeed_leases WHERE ${test}),
+        free AS (SELECT 1 FROM changefeed_leases WHERE ${test} FOR KEY SHARE SKIP LOCKED)
       SELECT EXISTS (SELECT FROM valid) AS valid, EXISTS (SELECT FROM free) AS free`,
-    values: claimParams(claim),
-  });
-  const row = rows[0];
+    );
+  // node-postgres answers a simple query of several statements with one result each.
+  const row = ([] as pg.QueryResult<{ valid: boolean; free: boolean }>[]).concat(results).at(-1)?.rows[0];
   if (!row?.valid) return 'lost';
   return row.free ? 'held' : 'changing';
 }

@@ -280,7 +280,7 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     const taker = locked ? await lockLeaseRow(backend, tenant) : undefined;
     const client = await backend.pool.connect();
     try {
-      expect(await leaseNow(client, { tenant, holder: 'a', epoch: 1 })).toBe(now);
+      expect(await leaseNow(client, { tenant, holder: 'a', epoch: 1 }, 5_000)).toBe(now);
     } finally {
       client.release();
       await taker?.query('ROLLBACK');

@@ -475,7 +475,7 @@ export class TenantDb {
     let now: Awaited<ReturnType<typeof leaseNow>>;
     try {
       this.activity.statementAlone();
-      now = await leaseNow(client, claim);
+      now = await leaseNow(client, claim, this.fence?.statementTimeoutMs ?? 1);
     } catch (checkError) {
       const broken = isConnectionFailure(checkError) || endedSession(checkError) ? (checkError as Error) : undefined;
       return { thrown: this.failure(error), broken };
