@@ -113,15 +113,15 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
  * tenant of the replica, batch after batch while it stayed locked. The poll awaits its advance, so
  * a log's next read (and its ingest) comes after it: a batched advance never overtakes a later
  * write of the same log, and a stop, drain or handover that awaits the tenant's poll awaits its
- * advance with it. A statement failed by one of its rows (splitsBatch: a row locked by
- * another transaction, a deadlock, a bad value) answers each of its advances `alone`, to be
- * written as its own fenced statement, so only the one in trouble fails, with its own error: one
- * tenant's row no longer fails the advances of every tenant of the replica. That costs one more
- * statement per advance of that batch, once; a statement failed by the store (connection lost,
- * server shutting down, the database away or too slow) fails every advance of its batch with its
- * error, at once, so an outage costs no more statements than it did. Nothing is held for a retry
- * (the next poll repeats the read, and the advance is only a refinement of the cursor). What waits is bounded by the polls under way (each awaits its own), so the queue cannot
- * grow while the store is away.
+ * advance with it. A statement failed by one of its rows (splitsBatch: a row locked by another
+ * transaction, a deadlock, a bad value) answers each of its advances `alone`, to be written as its
+ * own fenced statement, so only the one in trouble fails, with its own error, not every tenant of
+ * the replica. That costs one more statement per advance of that batch, once; a statement failed
+ * by the store (connection lost, server shutting down, the database away or too slow) fails every
+ * advance of its batch with its error, at once, so an outage costs no more statements than one
+ * batch. Nothing is held for a retry (the next poll repeats the read, and the advance is only a
+ * refinement of the cursor). What waits is bounded by the polls under way (each awaits its own),
+ * so the queue cannot grow while the store is away.
  */
 export class AdvanceBatch {
   private pending: Pending[] = [];

@@ -52,7 +52,7 @@ export class StatementNames {
    * destroyed. One rule serves both (unknownStatement): off for the pool for EXECUTE_PAUSE_MS, then
    * tried again; a name unknown again within one pause of coming back doubles the pause, up to
    * MAX_EXECUTE_PAUSE_MS. Behind a pooler that costs one retried statement an hour once settled; a
-   * stray DISCARD ALL costs the pool's plans a minute, not the process's life. Per connection would
+   * stray DISCARD ALL costs the pool its one-round-trip writes for a minute. Per connection would
    * not do: node-postgres opens new connections as it likes, and behind a pooler each would fail
    * its first EXECUTE.
    */
