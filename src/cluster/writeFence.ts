@@ -83,6 +83,37 @@ export function leaseHeldCte(first: number): string {
       FOR KEY SHARE)`;
 }
 
+/**
+ * What `claim`'s lease row says now, read without waiting for its lock: still the valid lease
+ * and free to share (`held`), still valid but locked FOR UPDATE by another transaction
+ * (`changing`: a change of holder under way), or not the valid lease any more (`lost`).
+ */
+export type LeaseNow = 'held' | 'changing' | 'lost';
+
+/**
+ * LeaseNow of `claim`, for a fenced write whose statement ran out its bound: the same test as
+ * leaseHeldCte, once without a lock and once `FOR KEY SHARE SKIP LOCKED`, so it never waits for
+ * the row, and the lock it takes ends with the statement. One simple query (the claim written in
+ * as quoted literals, as checkLease) under its own `boundMs`: a database too slow for the write is
+ * not waited for longer here.
+ */
+export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim, boundMs: number): Promise<LeaseNow> {
+  const test = `tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
+      AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()`;
+  const results:
+    pg.QueryResult<{ valid: boolean; free: boolean }> | pg.QueryResult<{ valid: boolean; free: boolean }>[] =
+    await client.query(
+      `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(boundMs))};
+      WITH valid AS (SELECT 1 FROM changefeed_leases WHERE ${test}),
+        free AS (SELECT 1 FROM changefeed_leases WHERE ${test} FOR KEY SHARE SKIP LOCKED)
+      SELECT EXISTS (SELECT FROM valid) AS valid, EXISTS (SELECT FROM free) AS free`,
+    );
+  // node-postgres answers a simple query of several statements with one result each.
+  const row = ([] as pg.QueryResult<{ valid: boolean; free: boolean }>[]).concat(results).at(-1)?.rows[0];
+  if (!row?.valid) return 'lost';
+  return row.free ? 'held' : 'changing';
+}
+
 /** The parameters of leaseHeldCte for `claim`. */
 export function claimParams(claim: LeaseClaim): [string, string, number] {
   return [claim.tenant, claim.holder, claim.epoch];

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
-import { databaseFence } from '../../src/cluster/writeFence.js';
-import { nextAdvanceBatch, type BatchedAdvance } from '../../src/store/postgres/advanceBatch.js';
+import { databaseFence, leaseNow } from '../../src/cluster/writeFence.js';
+import { nextAdvanceBatch, splitsBatch, type BatchedAdvance } from '../../src/store/postgres/advanceBatch.js';
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { acquireOne } from '../support/acquireOne.js';
-import { HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
+import { entry, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
 import { admin, openBackend, prepare } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
@@ -48,6 +48,27 @@ describe('which advances the next batch statement takes', () => {
     { name: 'nothing waiting', pending: [], max: 10, take: [], rest: [] },
   ])('$name', ({ pending, max, take, rest }) => {
     expect(nextAdvanceBatch(pending, max)).toEqual({ take, rest });
+  });
+});
+
+describe("which failures of a batch's statement have its advances written alone", () => {
+  const pgError = (code: string, severity = 'ERROR') => Object.assign(new Error(code), { code, severity });
+  it.each([
+    { name: 'a row locked past lock_timeout', error: pgError('55P03'), alone: true },
+    { name: 'a deadlock', error: pgError('40P01'), alone: true },
+    { name: 'a serialization failure', error: pgError('40001'), alone: true },
+    { name: 'a check or unique constraint', error: pgError('23514'), alone: true },
+    { name: 'a bad value', error: pgError('22P02'), alone: true },
+    { name: 'the statement timeout (a database too slow)', error: pgError('57014'), alone: false },
+    { name: 'the server shutting down', error: pgError('57P01', 'FATAL'), alone: false },
+    { name: 'too many connections', error: pgError('53300', 'FATAL'), alone: false },
+    { name: 'a disk full', error: pgError('53100'), alone: false },
+    { name: 'a read-only standby', error: pgError('25006'), alone: false },
+    { name: 'the connection lost', error: new Error('Connection terminated unexpectedly'), alone: false },
+    { name: 'a refused connect', error: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), alone: false },
+    { name: 'a missing table (every statement alone would fail too)', error: pgError('42P01'), alone: false },
+  ])('$name: $alone', ({ error, alone }) => {
+    expect(splitsBatch(error)).toBe(alone);
   });
 });
 
@@ -172,16 +193,25 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     }
   });
 
-  it("fails only the tenant whose lease row stays locked past the fence's bound, holding its riding state", async () => {
+  it("tells only the tenant whose valid lease row stays locked past the fence's bound to wait (STORE_BUSY), holding its riding state", async () => {
     const { backend, stores } = await fencedStores(3_000);
     const locked = stores[2]!;
     locked.deferState({ meta: { budget: 'held' } });
-    // Held past the tenant's bound (half a second): its advance alone times out, the others do not wait.
+    // Held past the tenant's bound (half a second), as this replica's own release or an acquisition
+    // that found the lease held does: its advance alone times out, the others do not wait. The
+    // lease is still valid: not LEASE_LOST (the runtime would drop a tenant it holds), and not the
+    // database's problem (STORE_UNAVAILABLE pauses the tenant and fails its readiness).
     const taker = await lockLeaseRow(backend, tenants[2]!);
     try {
       const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
       expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
-      expect((polls[2] as PromiseRejectedResult).reason).not.toMatchObject({ code: 'LEASE_LOST' });
+      expect((polls[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_BUSY' });
+      expect(locked.health.problem).toBeUndefined();
+      // A write in a transaction (new entries) says the same when its fence check waits as long.
+      await expect(ingest(locked, [entry('e-1')], { windowEnd: T + 4_000, now: T + 4_000 })).rejects.toMatchObject({
+        code: 'STORE_BUSY',
+      });
+      expect(locked.health.problem).toBeUndefined();
     } finally {
       await taker.query('ROLLBACK');
       taker.release();
@@ -191,6 +221,71 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     expect(await locked.getMeta('budget')).toBe('held');
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 5_000 });
+  });
+
+  it("writes the others alone when one tenant's row the batch writes stays locked by another transaction", async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    const locked = stores[1]!;
+    locked.deferState({ meta: { budget: 'held' } });
+    // Another session's transaction on one tenant's cursor row, past the fence's bound (half a second).
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+      expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((polls[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    for (const i of [0, 2])
+      expect(await stores[i]!.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 6_500 });
+    expect(await locked.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 107 });
+    expect(await locked.getMeta('budget')).toBeUndefined();
+    // Nothing is left behind: the next batch writes all three, the riding state with it.
+    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
+    expect(await locked.getMeta('budget')).toBe('held');
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+  });
+
+  it.each([
+    { name: 'valid and free', locked: false, expired: false, takenOver: false, now: 'held' },
+    {
+      name: 'valid, locked by a release or an acquisition that found it held',
+      locked: true,
+      expired: false,
+      takenOver: false,
+      now: 'changing',
+    },
+    {
+      name: 'run out on the database clock, locked by a takeover',
+      locked: true,
+      expired: true,
+      takenOver: false,
+      now: 'lost',
+    },
+    { name: 'taken over', locked: false, expired: false, takenOver: true, now: 'lost' },
+  ])("reads a lease row's state without waiting for its lock: $name", async ({ locked, expired, takenOver, now }) => {
+    const { backend } = await fencedStores();
+    const tenant = tenants[0]!;
+    if (expired)
+      await backend.pool.query(
+        "UPDATE changefeed_leases SET expires_at = now() - interval '1 second' WHERE tenant = $1",
+        [tenant],
+      );
+    if (takenOver)
+      await backend.pool.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+    const taker = locked ? await lockLeaseRow(backend, tenant) : undefined;
+    const client = await backend.pool.connect();
+    try {
+      expect(await leaseNow(client, { tenant, holder: 'a', epoch: 1 }, 5_000)).toBe(now);
+    } finally {
+      client.release();
+      await taker?.query('ROLLBACK');
+      taker?.release();
+    }
   });
 
   it("writes hostile object ids of one batch as registered, and a NUL in one does not fail the others'", async () => {
@@ -227,6 +322,7 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
+      const before = backend.activity.statements;
       const polls = Promise.allSettled(stores.map((store) => poll(store, T + 7_000)));
       let pid: number | undefined;
       while (pid === undefined) {
@@ -240,6 +336,8 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       const settled = await polls;
       expect(settled.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
       for (const p of settled) expect((p as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      // Failed as one: no advance of a batch the store refused is written alone.
+      expect(backend.activity.statements - before).toBe(1);
     } finally {
       await holder.query('ROLLBACK');
       holder.release();

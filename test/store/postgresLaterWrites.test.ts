@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { PoolGate } from '../../src/store/postgres/poolGate.js';
+import { EXECUTE_PAUSE_MS, StatementNames } from '../../src/store/postgres/statementNames.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { admin, openBackend } from './postgresTestDb.js';
 
@@ -73,6 +75,34 @@ describe.skipIf(!admin)("a transaction's writes sent with its next round trip (Q
     expect(rows).toEqual([{ n: WEIRD.length }]);
     // Each statement goes alone from now on, by the protocol's Bind: BEGIN, two writes, COMMIT.
     expect(await cost(() => insertAll(db, 'after-'))).toBe(4);
+  });
+
+  it('runs statements by name again once the pause after an unknown one is over (a DISCARD ALL, not a pooler)', async () => {
+    const backend = await openBackend();
+    let now = 0;
+    const gate = new PoolGate(
+      backend.pool,
+      1,
+      10_000,
+      backend.activity,
+      backend.location,
+      new StatementNames(undefined, () => now),
+    );
+    const db = new TenantDb(gate, 't', backend.location, undefined, backend.activity);
+    const cost = async (work: () => Promise<unknown>) => {
+      const before = backend.activity.statements;
+      await work();
+      return backend.activity.statements - before;
+    };
+    await insertAll(db, 'first-');
+    await backend.pool.query('DISCARD ALL');
+    await insertAll(db, 'then-');
+    expect(gate.names.executable).toBe(false);
+    expect(await cost(() => insertAll(db, 'off-'))).toBe(4);
+    now = EXECUTE_PAUSE_MS;
+    // The writes prepared on the new connection while off: BEGIN, and the writes with COMMIT.
+    expect(await cost(() => insertAll(db, 'back-'))).toBe(2);
+    expect(gate.names.executable).toBe(true);
   });
 
   it('sends the writes before the statement that follows them, in order, and gives that its result', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PostgresStoreBackend } from '../../src/store/postgres/postgresStoreBackend.js';
-import { StatementNames } from '../../src/store/postgres/statementNames.js';
+import { EXECUTE_PAUSE_MS, MAX_EXECUTE_PAUSE_MS, StatementNames } from '../../src/store/postgres/statementNames.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
 import { entry, ingest } from './storeContract.suite.js';
@@ -36,6 +36,47 @@ describe('statement names', () => {
     expect(names.statement('COMMIT', undefined)).toEqual({ text: 'COMMIT', values: undefined });
     expect(names.statement('BEGIN; SET LOCAL statement_timeout = 5', []).name).toBeUndefined();
     expect(names.size).toBe(0);
+  });
+});
+
+describe('running prepared statements by name (EXECUTE) after the server did not know one', () => {
+  const MIN = EXECUTE_PAUSE_MS;
+  it.each([
+    { name: 'on until a name is unknown', steps: [], at: 0, executable: true },
+    { name: 'off for a pause after one', steps: [0], at: MIN - 1, executable: false },
+    { name: 'back after the pause (a DISCARD ALL on one connection)', steps: [0], at: MIN, executable: true },
+    { name: 'one turn-off for the failures of one moment', steps: [0, 10, MIN - 1], at: MIN, executable: true },
+    {
+      name: 'twice as long when unknown again soon after coming back',
+      steps: [0, MIN],
+      at: 3 * MIN - 1,
+      executable: false,
+    },
+    { name: '...and back after it', steps: [0, MIN], at: 3 * MIN, executable: true },
+    { name: 'the first pause again when unknown long after', steps: [0, 3 * MIN], at: 4 * MIN, executable: true },
+  ])('$name', ({ steps, at, executable }) => {
+    let now = 0;
+    const names = new StatementNames(undefined, () => now);
+    for (const step of steps) {
+      now = step;
+      names.unknownStatement();
+    }
+    now = at;
+    expect(names.executable).toBe(executable);
+  });
+
+  it('pauses at most an hour when every try fails (a pooler in transaction mode)', () => {
+    let now = 0;
+    const names = new StatementNames(undefined, () => now);
+    const pauses: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const since = now;
+      names.unknownStatement();
+      while (!names.executable) now += 1_000;
+      pauses.push(now - since);
+    }
+    expect(pauses.slice(0, 3)).toEqual([MIN, 2 * MIN, 4 * MIN]);
+    expect(pauses.at(-1)).toBe(MAX_EXECUTE_PAUSE_MS);
   });
 });
 

@@ -2,12 +2,13 @@ import type pg from 'pg';
 import type { LeaseClaim } from '../../cluster/writeFence.js';
 import type { LogKind } from '../../logs.js';
 import type { StoreActivity } from '../storeActivity.js';
+import { isStorageError } from '../storeHealth.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
 import { endedSession, isConnectionFailure } from './connectionFailure.js';
 import { executeOnClient } from './executeText.js';
 import { rateColumns } from './rateEstimates.js';
 import type { PoolGate } from './poolGate.js';
-import { isStalePlan, isUnknownStatement } from './statementNames.js';
+import { isUnknownStatement, isUnusableStatement } from './statementNames.js';
 import { storableText } from './storableText.js';
 
 /** Most advances one statement of an AdvanceBatch writes; more wait for the next. */
@@ -36,10 +37,28 @@ export interface BatchedAdvance {
 
 /**
  * How a batched advance ended: written under its lease (`held`), refused because the claim is no
- * longer the tenant's valid lease (`lost`), or not taken because another transaction held its
- * lease row locked (`busy`: a takeover or release under way), for the caller to write alone.
+ * longer the tenant's valid lease (`lost`), not taken because another transaction held its lease
+ * row locked (`busy`: a change of holder under way), or not written because the statement failed
+ * for one of its rows (`alone`: splitsBatch); the caller writes a `busy` or `alone` advance alone.
  */
-export type AdvanceOutcome = 'held' | 'lost' | 'busy';
+export type AdvanceOutcome = 'held' | 'lost' | 'busy' | 'alone';
+
+/** SQLSTATEs of a statement failed by some of its rows, not by the store (splitsBatch). */
+const ROW_TROUBLE_STATE = /^(55P03|40P01|40001|22...|23...)$/;
+
+/**
+ * Whether a batch's statement failed for something one of its rows brought, which its advances
+ * written alone would meet only in that row's statement: a row another transaction holds locked
+ * past the batch's lock_timeout (55P03), a deadlock (40P01) or serialization failure (40001), a
+ * value or constraint error (classes 22, 23). The store's failures (connection lost or ended by
+ * the server, the database away, full, read-only or not answering within statement_timeout) fail
+ * the batch as one, at once: written alone they would fail the same, one statement each.
+ */
+export function splitsBatch(error: unknown): boolean {
+  if (isConnectionFailure(error) || endedSession(error) || isStorageError(error)) return false;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && ROW_TROUBLE_STATE.test(code);
+}
 
 interface Pending {
   readonly advance: BatchedAdvance;
@@ -94,10 +113,15 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
  * tenant of the replica, batch after batch while it stayed locked. The poll awaits its advance, so
  * a log's next read (and its ingest) comes after it: a batched advance never overtakes a later
  * write of the same log, and a stop, drain or handover that awaits the tenant's poll awaits its
- * advance with it. A failed statement fails every advance of its batch with its error; nothing is
- * held for a retry (the next poll repeats the read, and the advance is only a refinement of the
- * cursor). What waits is bounded by the polls under way (each awaits its own), so the queue cannot
- * grow while the store is away.
+ * advance with it. A statement failed by one of its rows (splitsBatch: a row locked by another
+ * transaction, a deadlock, a bad value) answers each of its advances `alone`, to be written as its
+ * own fenced statement, so only the one in trouble fails, with its own error, not every tenant of
+ * the replica. That costs one more statement per advance of that batch, once; a statement failed
+ * by the store (connection lost, server shutting down, the database away or too slow) fails every
+ * advance of its batch with its error, at once, so an outage costs no more statements than one
+ * batch. Nothing is held for a retry (the next poll repeats the read, and the advance is only a
+ * refinement of the cursor). What waits is bounded by the polls under way (each awaits its own),
+ * so the queue cannot grow while the store is away.
  */
 export class AdvanceBatch {
   private pending: Pending[] = [];
@@ -138,7 +162,9 @@ export class AdvanceBatch {
         const found = await this.send(take.map((item) => item.advance));
         for (const item of take) item.resolve(found.get(heldKey(item.advance.claim)) ?? 'lost');
       } catch (error) {
-        for (const item of take) item.reject(error);
+        // Each written alone, once (never batched again): only the one in trouble fails, with its own error.
+        if (splitsBatch(error)) for (const item of take) item.resolve('alone');
+        else for (const item of take) item.reject(error);
       }
     }
     this.sending = false;
@@ -150,8 +176,8 @@ export class AdvanceBatch {
       return await this.attempt(advances, true);
     } catch (error) {
       // A statement prepared before a schema change, or a name the server forgot: once more, unnamed.
-      if (!(isStalePlan(error) || isUnknownStatement(error))) throw error;
-      if (isUnknownStatement(error)) this.gate.names.executable = false;
+      if (!isUnusableStatement(error)) throw error;
+      if (isUnknownStatement(error)) this.gate.names.unknownStatement();
       return this.attempt(advances, false);
     }
   }
@@ -162,6 +188,9 @@ export class AdvanceBatch {
     client.on('error', ignore);
     let broken: Error | undefined;
     const bound = Math.max(1, Math.floor(Math.min(...advances.map((a) => a.statementTimeoutMs))));
+    // A row of the statement locked by another transaction fails it as lock_not_available before
+    // the statement's bound (splitsBatch), which is left to a database too slow to answer.
+    const bounds = `SET LOCAL statement_timeout = ${bound}; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(bound / 2))}`;
     const params = advanceParams(advances);
     const execute = prepared ? this.executeOn(client, params) : undefined;
     this.activity.transactions++;
@@ -172,16 +201,14 @@ export class AdvanceBatch {
         // transaction, so the bound covers the statement and the lease rows' locks end with it.
         this.activity.statements++;
         const results: pg.QueryResult<HeldRow> | pg.QueryResult<HeldRow>[] = await client.query<HeldRow>(
-          `SET LOCAL statement_timeout = ${bound}; ${execute}`,
+          `${bounds}; ${execute}`,
         );
         // node-postgres answers a simple query of several statements with one result each.
         rows = ([] as pg.QueryResult<HeldRow>[]).concat(results).at(-1)?.rows ?? [];
       } else {
         // Not yet: a transaction, which prepares it here for the next time.
         this.activity.statements += 3;
-        await client.query(
-          `BEGIN; SET LOCAL statement_timeout = ${bound}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`,
-        );
+        await client.query(`BEGIN; ${bounds}; SET LOCAL idle_in_transaction_session_timeout = ${bound}`);
         rows = (
           await client.query<HeldRow>(
             prepared ? this.gate.names.statement(ADVANCE_SQL, params) : { text: ADVANCE_SQL, values: params },
@@ -198,7 +225,7 @@ export class AdvanceBatch {
     } catch (error) {
       // As TenantDb: a connection that failed, that the server ended, or that holds a stale or
       // unknown statement is destroyed; a simple query rolled back on its own.
-      const gone = isConnectionFailure(error) || endedSession(error) || isStalePlan(error) || isUnknownStatement(error);
+      const gone = isConnectionFailure(error) || endedSession(error) || isUnusableStatement(error);
       if (gone) broken = error as Error;
       else if (execute === undefined)
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
 import { isConnectionFailure } from './connectionFailure.js';
-import { isStalePlan, isUnknownStatement, StatementNames } from './statementNames.js';
+import { isUnusableStatement, StatementNames } from './statementNames.js';
 
 /**
  * Which queue a checkout waits in: `start` (a tenant starting: its first reads and writes, each a
@@ -95,7 +95,7 @@ export class PoolGate {
     try {
       const statement = this.names.statement(sql, params);
       const result = await this.pool.query<R>(statement).catch((error: unknown) => {
-        if (statement.name === undefined || !(isStalePlan(error) || isUnknownStatement(error))) throw error;
+        if (statement.name === undefined || !isUnusableStatement(error)) throw error;
         return this.pool.query<R>({ text: sql, values: statement.values });
       });
       this.ended(undefined);

@@ -31,16 +31,44 @@ export const MAX_PREPARED_STATEMENTS = 256;
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();
+  /** Until when (`now`) EXECUTE is off after a name the server did not know; -Infinity: never turned off. */
+  private offUntil = -Infinity;
+  /** How long the last turn-off lasted (0: none yet). */
+  private pauseMs = 0;
+
+  constructor(
+    private readonly limit = MAX_PREPARED_STATEMENTS,
+    /** Monotonic milliseconds (performance.now): the pauses of `executable`. */
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
   /**
    * Whether a statement a connection prepared may be run by its name in a simple query (`EXECUTE`,
-   * TenantDb), which several statements share one round trip. A pooler in transaction mode that
-   * carries prepared statements (PgBouncer's `max_prepared_statements`) renames them on the
-   * server's connections and knows only the protocol's Parse and Bind: the first `EXECUTE` that
-   * PostgreSQL does not know (isUnknownStatement) turns this off for the pool, for good.
+   * TenantDb, AdvanceBatch), which lets several statements share one round trip. A pooler in
+   * transaction mode that carries prepared statements (PgBouncer's `max_prepared_statements`)
+   * renames them on the server's connections and knows only the protocol's Parse and Bind: there
+   * every `EXECUTE` fails (isUnknownStatement), whichever connection sends it. So does one after an
+   * admin's `DISCARD ALL` or `DEALLOCATE ALL` on one connection, once, and that connection is
+   * destroyed. One rule serves both (unknownStatement): off for the pool for EXECUTE_PAUSE_MS, then
+   * tried again; a name unknown again within one pause of coming back doubles the pause, up to
+   * MAX_EXECUTE_PAUSE_MS. Behind a pooler that costs one retried statement an hour once settled; a
+   * stray DISCARD ALL costs the pool its one-round-trip writes for a minute. Per connection would
+   * not do: node-postgres opens new connections as it likes, and behind a pooler each would fail
+   * its first EXECUTE.
    */
-  executable = true;
+  get executable(): boolean {
+    return this.now() >= this.offUntil;
+  }
 
-  constructor(private readonly limit = MAX_PREPARED_STATEMENTS) {}
+  /** A statement run by its name failed as unknown to the server (isUnknownStatement): see `executable`. */
+  unknownStatement(): void {
+    const now = this.now();
+    // The other statements of the same moment failing too: one turn-off, not several.
+    if (now < this.offUntil) return;
+    const soonAfter = this.offUntil !== -Infinity && now - this.offUntil < this.pauseMs;
+    this.pauseMs = soonAfter ? Math.min(MAX_EXECUTE_PAUSE_MS, this.pauseMs * 2) : EXECUTE_PAUSE_MS;
+    this.offUntil = now + this.pauseMs;
+  }
 
   /** How many texts are named so far (at most `limit`). */
   get size(): number {
@@ -61,6 +89,11 @@ export class StatementNames {
   }
 }
 
+/** How long `executable` is off after the first unknown name (StatementNames.unknownStatement). */
+export const EXECUTE_PAUSE_MS = 60_000;
+/** The longest it is off, when names keep failing each time they are tried again (a pooler). */
+export const MAX_EXECUTE_PAUSE_MS = 3_600_000;
+
 /** SQLSTATE of "prepared statement ... does not exist" (invalid_sql_statement_name). */
 const UNKNOWN_STATEMENT_SQLSTATE = '26000';
 
@@ -79,4 +112,12 @@ const STALE_PLAN_SQLSTATE = '0A000';
 export function isStalePlan(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   return code === STALE_PLAN_SQLSTATE && typeof message === 'string' && message.includes('cached plan');
+}
+
+/**
+ * A prepared statement that cannot serve on its connection (isStalePlan, isUnknownStatement): it
+ * did nothing, its connection is destroyed, and it is tried once more unnamed or without EXECUTE.
+ */
+export function isUnusableStatement(error: unknown): boolean {
+  return isStalePlan(error) || isUnknownStatement(error);
 }

@@ -1,13 +1,27 @@
 import type pg from 'pg';
-import { claimParams, leaseHeldCte, lostInDatabase, type WriteFence } from '../../cluster/writeFence.js';
+import {
+  claimParams,
+  leaseHeldCte,
+  leaseNow,
+  lostInDatabase,
+  type LeaseClaim,
+  type WriteFence,
+} from '../../cluster/writeFence.js';
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow } from '../storeRecords.js';
-import { databaseProblem, isStoreBusy, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
+import { databaseProblem, isStoreBusy, StoreBusyError, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { endedSession, isConnectionFailure, isLoginRefused } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
 import type { AdvanceBatch, AdvanceOutcome, BatchedAdvance } from './advanceBatch.js';
 import { executeOnClient } from './executeText.js';
-import { isStalePlan, isUnknownStatement } from './statementNames.js';
+import { isStalePlan, isUnknownStatement, isUnusableStatement } from './statementNames.js';
+
+/** SQLSTATE of a statement cancelled by its statement_timeout (query_canceled). */
+const STATEMENT_TIMEOUT_SQLSTATE = '57014';
+
+function isStatementTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === STATEMENT_TIMEOUT_SQLSTATE;
+}
 
 /** Runs one statement of an open transaction. */
 export type Query = (<R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -45,7 +59,7 @@ export interface RiddenTransaction {
 /**
  * A transaction failed by a stale prepared statement (isStalePlan), to be tried again unnamed, or
  * by an EXECUTE of a name the server does not know (isUnknownStatement), to be tried again
- * without (StatementNames.executable is off by then).
+ * without (StatementNames.executable is off by then, for a while).
  */
 class TryAgain extends Error {
   constructor(
@@ -216,12 +230,16 @@ export class TenantDb {
       // change made stale, or does not know the name, is destroyed; the write is then tried again
       // in a transaction (the statement unnamed there if it is stale, not by its name in a simple
       // query if that was unknown).
-      const again = isStalePlan(error) || isUnknownStatement(error);
-      if (isUnknownStatement(error)) this.pool.names.executable = false;
+      const again = isUnusableStatement(error);
+      if (isUnknownStatement(error)) this.pool.names.unknownStatement();
+      let broken = isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined;
+      let thrown: unknown;
+      if (broken === undefined && isStatementTimeout(error))
+        ({ thrown, broken } = await this.timedOutFence(client, inline.claim, error));
       client.off('error', ignore);
-      client.release(isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined);
+      client.release(broken);
       if (again) return inTransaction();
-      throw this.failure(error);
+      throw thrown ?? this.failure(error);
     }
     client.off('error', ignore);
     client.release();
@@ -235,8 +253,9 @@ export class TenantDb {
    * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
    * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
    * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
-   * write must go alone: without a fence that can be checked inline, or when the statement found
-   * the lease row locked by another transaction (the riding state then goes with that write). A
+   * write must go alone: without a fence that can be checked inline, when the statement found the
+   * lease row locked by another transaction, or when it failed for one of its rows (AdvanceBatch's
+   * `alone`; the riding state then goes with that write). A
    * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is
    * recorded in this tenant's health as a write of its own would be; the riding state is then held
    * again, as after a rollback.
@@ -262,7 +281,7 @@ export class TenantDb {
       taken?.ridden.rolledBack(thrown);
       throw thrown;
     }
-    if (outcome === 'busy') {
+    if (outcome === 'busy' || outcome === 'alone') {
       taken?.ridden.returned();
       return false;
     }
@@ -311,6 +330,8 @@ export class TenantDb {
     client.on('error', ignore);
     let broken: Error | undefined;
     let carried: RiddenTransaction | undefined;
+    // Past the fence check, the transaction holds the lease row: a timeout after is the write's own.
+    let fenced = false;
     const activity = this.activity;
     activity.transactions++;
     const sendAlone = <R extends pg.QueryResultRow>(
@@ -368,6 +389,7 @@ export class TenantDb {
       if (this.fence) {
         activity.statements++;
         await this.fence.check(client, begin);
+        fenced = true;
       } else {
         await send(begin);
       }
@@ -386,7 +408,7 @@ export class TenantDb {
       // goes too, its record of what it prepared with it, however often it happens; kept, it would
       // fail that statement there for good.
       const unknown = prepared && isUnknownStatement(error);
-      if (isConnectionFailure(error) || isStalePlan(error) || unknown) broken = error as Error;
+      if (isConnectionFailure(error) || isUnusableStatement(error)) broken = error as Error;
       else
         await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
@@ -397,11 +419,15 @@ export class TenantDb {
         throw new TryAgain(error, true);
       }
       if (unknown) {
-        this.pool.names.executable = false;
+        this.pool.names.unknownStatement();
         carried?.rolledBack(error);
         throw new TryAgain(error, false);
       }
-      const thrown = this.failure(error);
+      const claim = this.fence?.inline?.claim;
+      let thrown: unknown;
+      if (claim && !fenced && broken === undefined && isStatementTimeout(error))
+        ({ thrown, broken } = await this.timedOutFence(client, claim, error));
+      else thrown = this.failure(error);
       carried?.rolledBack(thrown);
       throw thrown;
     } finally {
@@ -424,6 +450,46 @@ export class TenantDb {
     if (!prepared) return undefined;
     const { name } = this.pool.names.statement(sql, params);
     return name === undefined ? undefined : executeOnClient(client, this.pool.names.executable, name, sql, params);
+  }
+
+  /**
+   * What a fenced write whose lease check ran out the fence's bound (statement_timeout) is thrown,
+   * asked of the lease row on the same connection, without waiting. A fence waits on its lease row
+   * only while another transaction holds it FOR UPDATE, a change of holder (docs/leases.md, lock
+   * modes; a renewal takes FOR NO KEY UPDATE, which never conflicts with FOR KEY SHARE): another
+   * replica's acquisition of a lease that ran out on the database clock while the fence waited,
+   * this replica's own release, or an acquisition that locked the row only to find it validly
+   * held (it lets go when its statement ends). No longer valid: LEASE_LOST, as the fence would have
+   * answered had it been let through (nothing renews a lease past its expiry), so the tenant's
+   * runtime stops and writes no more. Still valid but locked: the lease is held now and may be
+   * kept, so STORE_BUSY, a moment's wait and a write tried again, whose fence then answers (a
+   * release that commits: LEASE_LOST); neither recorded as the database's problem, which it is not.
+   * Valid and free: the time went elsewhere (a row the write touches, a slow database), the write's
+   * own failure. A check that fails leaves that too, its connection destroyed if it failed itself.
+   */
+  private async timedOutFence(
+    client: pg.PoolClient,
+    claim: LeaseClaim,
+    error: unknown,
+  ): Promise<{ thrown: unknown; broken: Error | undefined }> {
+    let now: Awaited<ReturnType<typeof leaseNow>>;
+    try {
+      this.activity.statementAlone();
+      now = await leaseNow(client, claim, this.fence?.statementTimeoutMs ?? 1);
+    } catch (checkError) {
+      const broken = isConnectionFailure(checkError) || endedSession(checkError) ? (checkError as Error) : undefined;
+      return { thrown: this.failure(error), broken };
+    }
+    if (now === 'lost') return { thrown: lostInDatabase(claim), broken: undefined };
+    if (now === 'held') return { thrown: this.failure(error), broken: undefined };
+    return {
+      thrown: new StoreBusyError(
+        `the lease row of tenant "${claim.tenant}" stayed locked by another transaction (a change of holder ` +
+          `under way) past the write's bound of ${this.fence?.statementTimeoutMs ?? 0} ms; the write was not made ` +
+          'and is tried again shortly',
+      ),
+      broken: undefined,
+    };
   }
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
