@@ -27,6 +27,8 @@ export class ApiProblemError extends ApiError {
   readonly problem: ProblemDetails;
   /** Seconds from Retry-After, on 429. */
   readonly retryAfterSeconds: number | undefined;
+  /** On 401, the fingerprint (keyFingerprint) of the key the request sent: the one rejected. */
+  readonly rejectedKey: string | undefined;
 
   constructor(args: {
     code: ApiErrorCode;
@@ -36,11 +38,13 @@ export class ApiProblemError extends ApiError {
     problem: ProblemDetails;
     requestId?: string;
     retryAfterSeconds?: number;
+    rejectedKey?: string;
   }) {
     super(args.code, args.message, args.path, args.requestId ?? args.problem.requestId);
     this.status = args.status;
     this.problem = args.problem;
     this.retryAfterSeconds = args.retryAfterSeconds;
+    this.rejectedKey = args.rejectedKey;
   }
 }
 

@@ -8,6 +8,10 @@ import type { ApiConfig } from './apiConfig.js';
  * ConfigError of readSecretFile (naming the file, never its content) when the file cannot be read.
  */
 export function apiKeyFingerprint(api: Pick<ApiConfig, 'apiKey' | 'apiKeyFile'>): string {
-  const key = api.apiKey ?? readSecretFile(api.apiKeyFile ?? '');
+  return keyFingerprint(api.apiKey ?? readSecretFile(api.apiKeyFile ?? ''));
+}
+
+/** sha256 (hex) of a key: what tells keys apart where the key itself may not be kept. */
+export function keyFingerprint(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import type { ApiConfig } from './apiConfig.js';
+import { keyFingerprint } from './apiKeyFingerprint.js';
 
 export interface ApiKeyProvider {
   /** The key to send now. */
@@ -9,10 +10,13 @@ export interface ApiKeyProvider {
   /** Where it comes from, for error messages; never the key itself. */
   readonly source: string;
   /**
-   * True when the key file was replaced since the key last sent was read from it (a rotation):
-   * after a 401 the caller then retries at once instead of waiting out its backoff. Cheap (a stat).
+   * True when the key it would send now is another than the one whose fingerprint was rejected
+   * (ApiProblemError.rejectedKey): the key file was rotated since that request left, so a 401
+   * waits out no pause. Compared with the rejected key, not with the last key read: a request sent
+   * after the rotation reads the new key before the rejection of the old one arrives. A stat, and
+   * a read and a hash only when the file changed.
    */
-  hasChanged(): boolean;
+  replaces(rejectedKey: string | undefined): boolean;
 }
 
 /**
@@ -24,10 +28,15 @@ export function createApiKeyProvider(api: ApiConfig, env: NodeJS.ProcessEnv = pr
   if (api.apiKey !== undefined) {
     registerSecret(api.apiKey);
     const source = env.CHANGEFEED_API_KEY === api.apiKey ? 'CHANGEFEED_API_KEY' : 'api.apiKey in the config';
-    return { current: () => api.apiKey as string, source, hasChanged: () => false };
+    const fingerprint = keyFingerprint(api.apiKey);
+    return {
+      current: () => api.apiKey as string,
+      source,
+      replaces: (rejected) => rejected !== undefined && rejected !== fingerprint,
+    };
   }
   const file = api.apiKeyFile as string;
-  let cached: { key: string; stamp: string } | undefined;
+  let cached: { key: string; stamp: string; fingerprint: string } | undefined;
   const stampOf = (): string => {
     try {
       const s = statSync(file);
@@ -36,17 +45,26 @@ export function createApiKeyProvider(api: ApiConfig, env: NodeJS.ProcessEnv = pr
       return 'missing';
     }
   };
+  const read = (): { key: string; fingerprint: string } => {
+    const stamp = stampOf();
+    if (cached?.stamp !== stamp) {
+      const key = readSecretFile(file);
+      registerSecret(key);
+      cached = { key, stamp, fingerprint: keyFingerprint(key) };
+    }
+    return cached;
+  };
   return {
     source: `the key file ${file} (api.apiKeyFile)`,
-    current: () => {
-      const stamp = stampOf();
-      if (cached?.stamp !== stamp) {
-        const key = readSecretFile(file);
-        registerSecret(key);
-        cached = { key, stamp };
+    current: () => read().key,
+    replaces: (rejected) => {
+      if (rejected === undefined) return false;
+      try {
+        return read().fingerprint !== rejected;
+      } catch {
+        // A key file gone or empty holds no key to try: the pause stands (the poll says why).
+        return false;
       }
-      return cached.key;
     },
-    hasChanged: () => cached !== undefined && stampOf() !== cached.stamp,
   };
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { errorCodeOf, isAbortError } from '../errors.js';
 import { ApiError, ApiProblemError, ApiTransportError, type ApiErrorCode } from './apiErrors.js';
+import { keyFingerprint } from './apiKeyFingerprint.js';
 import { ERROR_BODY_BYTES, headerValue, readCappedBody, readJsonBody, type BodyReader } from './responseBody.js';
 import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './problemDetails.js';
 import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
@@ -101,7 +102,8 @@ export class ServiceClient {
     const qs = search.toString();
     const fullPath = `${this.basePath}${path}${qs ? `?${qs}` : ''}`;
     // Outside the transport try: a missing key file is a credential problem, not a network one.
-    const authorization = `Bearer ${this.options.apiKey()}`;
+    const key = this.options.apiKey();
+    const authorization = `Bearer ${key}`;
     await this.options.gate.acquire(priority, signal);
     this.options.requestGuard?.();
     const started = this.options.clock.now();
@@ -152,18 +154,9 @@ export class ServiceClient {
         throw this.transportError(bodyError, path);
       }
       if (ok) return { body, meta };
-      throw this.problemError(status, text, meta, path);
+      throw this.problemError(status, text, meta, path, key);
     } finally {
       combined.clear();
-    }
-  }
-
-  /** The key to keep out of messages; a key file gone since the request leaves nothing to redact. */
-  private currentKey(): string | undefined {
-    try {
-      return this.options.apiKey();
-    } catch {
-      return undefined;
     }
   }
 
@@ -172,10 +165,10 @@ export class ServiceClient {
     await this.pool.release();
   }
 
-  private problemError(status: number, text: string, meta: ResponseMeta, path: string): ApiProblemError {
+  private problemError(status: number, text: string, meta: ResponseMeta, path: string, key: string): ApiProblemError {
     // A service that echoes the request (detail: "bad token Bearer sk_...") must not put the key
     // into messages, which reach the store (last_error), status and logs.
-    const problem = parseProblemDetails(status, redactKey(text, this.currentKey()));
+    const problem = parseProblemDetails(status, redactKey(text, key));
     const [code, message] = describeProblem(status, problem, path, this.options.credentialSource, meta);
     return new ApiProblemError({
       code,
@@ -185,6 +178,9 @@ export class ServiceClient {
       problem,
       requestId: meta.requestId,
       retryAfterSeconds: meta.retryAfterSeconds,
+      // Which key was rejected, not which one the file holds by now: a rotation while the request
+      // was out is then told from a rejection of the new key (PollFailures).
+      ...(status === 401 && { rejectedKey: keyFingerprint(key) }),
     });
   }
 

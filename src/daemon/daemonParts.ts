@@ -135,7 +135,7 @@ export function assembleTenant(
     clock,
     watch: config.watch,
     logger,
-    credentialChanged: () => apiKey.hasChanged(),
+    credentialChanged: (rejectedKey) => apiKey.replaces(rejectedKey),
     budget,
     serviceNow: () => serverClock.now(),
     onLeaseLost,

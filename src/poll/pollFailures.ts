@@ -1,4 +1,4 @@
-import { requestIdOf } from '../api/apiErrors.js';
+import { ApiProblemError, requestIdOf } from '../api/apiErrors.js';
 import { describeError, errorCodeOf } from '../errors.js';
 import type { WatchedLog } from '../store/storeRecords.js';
 import { classifyPollFailure, pollRetryDelayMs, STORE_PAUSE_MS, type FailureAction } from './failurePolicy.js';
@@ -25,8 +25,10 @@ export class PollFailures {
   /** Failed polls in a row per log (by key), since the last success. */
   private failuresInARow: Map<string, number> | undefined;
   private pausedUntil = 0;
-  /** The pause is for a rejected key: it ends as soon as the key file changes. */
+  /** The pause is for a rejected key: it ends as soon as the key file holds another. */
   private pausedForCredential = false;
+  /** The fingerprint of the key the pause is for (ApiProblemError.rejectedKey). */
+  private rejectedKey: string | undefined;
   /** Rejected-key failures in a row, so each pause is longer than the last. */
   private authFailures = 0;
   /** A pause for a store that cannot be written was logged since the last successful poll. */
@@ -38,7 +40,8 @@ export class PollFailures {
   pause(now: number): KeyPause | undefined {
     if (this.pausedUntil <= now) return undefined;
     const forCredential = this.pausedForCredential;
-    return { until: this.pausedUntil, forCredential, keyReplaced: forCredential && !!this.deps.credentialChanged?.() };
+    const keyReplaced = forCredential && !!this.deps.credentialChanged?.(this.rejectedKey);
+    return { until: this.pausedUntil, forCredential, keyReplaced };
   }
 
   /** Ends the key-wide pause (the rejected key was replaced). */
@@ -92,12 +95,14 @@ export class PollFailures {
       }
       case 'pauseAll':
         if (errorCodeOf(error) === 'API_INVALID_CREDENTIAL') {
-          if (this.deps.credentialChanged?.()) {
+          const rejected = error instanceof ApiProblemError ? error.rejectedKey : undefined;
+          if (this.deps.credentialChanged?.(rejected)) {
             logger.info(target, 'the key file changed since the rejected request; retrying with the new key now');
             (this.notBefore ??= new Map()).set(key, now);
             return action;
           }
           this.authFailures++;
+          this.rejectedKey = rejected;
         }
         this.pausedForCredential = errorCodeOf(error) === 'API_INVALID_CREDENTIAL';
         this.pausedUntil = Math.max(this.pausedUntil, now + action.pauseMs);

@@ -32,8 +32,11 @@ export interface PollLoopDeps {
   clock: Clock;
   watch: WatchConfig;
   logger: Logger;
-  /** True when the key was replaced (a rotated key file): a pause for a rejected key ends at once. */
-  credentialChanged?: () => boolean;
+  /**
+   * True when the key sent now is another than the rejected one (its fingerprint, from the 401:
+   * ApiProblemError.rejectedKey): a pause for a rejected key ends at once.
+   */
+  credentialChanged?: (rejectedKey: string | undefined) => boolean;
   /** Called after every poll, successful or not (metrics). */
   onPolled?: (watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void;
   /** The key's read budget: polls are chosen when it lets the next request leave. */
