@@ -250,6 +250,33 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
   });
 
+  it('fails the batch as one when a table it writes is locked (a LOCK TABLE, a migration): not one wait per tenant', async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    // A table lock holds up every row of the batch, and every advance written alone after it: a
+    // split would cost each tenant a statement waiting out its bound, one pool connection each.
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE watched_logs IN SHARE MODE');
+      const before = backend.activity.statements;
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of polls)
+        expect((p as PromiseRejectedResult).reason).toMatchObject({
+          code: 'STORE_UNAVAILABLE',
+          message: expect.stringContaining('locked by another session') as unknown,
+        });
+      // The batch and its look at the tables' locks (NOWAIT): nothing written alone.
+      expect(backend.activity.statements - before).toBe(2);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+  });
+
   it.each([
     { name: 'valid and free', locked: false, expired: false, takenOver: false, now: 'held' },
     {

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { LeaseClaim } from '../../cluster/writeFence.js';
 import type { LogKind } from '../../logs.js';
 import type { StoreActivity } from '../storeActivity.js';
-import { isStorageError } from '../storeHealth.js';
+import { isStorageError, StoreUnavailableError } from '../storeHealth.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
 import { endedSession, isConnectionFailure } from './connectionFailure.js';
 import { executeOnClient } from './executeText.js';
@@ -42,6 +42,13 @@ export interface BatchedAdvance {
  * for one of its rows (`alone`: splitsBatch); the caller writes a `busy` or `alone` advance alone.
  */
 export type AdvanceOutcome = 'held' | 'lost' | 'busy' | 'alone';
+
+/** SQLSTATE of a lock not granted within lock_timeout, or at once under NOWAIT (lock_not_available). */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+function isLockNotAvailable(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === LOCK_NOT_AVAILABLE;
+}
 
 /** SQLSTATEs of a statement failed by some of its rows, not by the store (splitsBatch). */
 const ROW_TROUBLE_STATE = /^(55P03|40P01|40001|22...|23...)$/;
@@ -231,10 +238,47 @@ export class AdvanceBatch {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
+      if (broken === undefined && isLockNotAvailable(error)) {
+        const locked = await this.lockedTable(client).catch((probeError: unknown) => {
+          if (isConnectionFailure(probeError) || endedSession(probeError)) broken = probeError as Error;
+          return undefined;
+        });
+        if (locked)
+          throw new StoreUnavailableError(
+            'a table of the store that the batched cursor writes need is locked by another session ' +
+              `(LOCK TABLE, a migration's ALTER TABLE) past ${Math.max(1, Math.floor(bound / 2))} ms; polling ` +
+              'pauses until it is released (pg_locks names the session holding it)',
+            error,
+          );
+      }
       throw error;
     } finally {
       client.off('error', ignore);
       client.release(broken);
+    }
+  }
+
+  /**
+   * Whether a lock on a whole table the batch's statement writes (or locks rows of) stands in its
+   * way, asked without waiting (NOWAIT) after the statement ran out its lock_timeout: a row lock
+   * holds up only its tenant's advance (written alone: splitsBatch), but a table lock would hold up
+   * each of the batch's advances written alone as well, every one of them waiting out its bound on
+   * a pool connection (500 tenants: 500 statements, the pool taken from acks and reads for
+   * minutes), so then the batch fails as one. The modes are the statement's own, taken for the
+   * probe's implicit transaction only: they conflict with SHARE and stronger (LOCK TABLE, ALTER
+   * TABLE, CREATE INDEX without CONCURRENTLY), and with such a request waiting in the queue.
+   */
+  private async lockedTable(client: pg.PoolClient): Promise<boolean> {
+    this.activity.statements++;
+    try {
+      await client.query(
+        'LOCK TABLE changefeed_leases IN ROW SHARE MODE NOWAIT; ' +
+          'LOCK TABLE watched_logs, seen_entries, rate_estimates, meta IN ROW EXCLUSIVE MODE NOWAIT',
+      );
+      return false;
+    } catch (error) {
+      if (isLockNotAvailable(error)) return true;
+      throw error;
     }
   }
 
