@@ -5,7 +5,7 @@ import { nextAdvanceBatch, splitsBatch, type BatchedAdvance } from '../../src/st
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { entry, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
-import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { admin, openBackend, prepare, waiterBehind } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
 
@@ -194,23 +194,33 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
   });
 
   it("tells only the tenant whose valid lease row stays locked past the fence's bound to wait (STORE_BUSY), holding its riding state", async () => {
-    const { backend, stores } = await fencedStores(3_000);
+    const { backend, stores } = await fencedStores();
     const locked = stores[2]!;
     locked.deferState({ meta: { budget: 'held' } });
-    // Held past the tenant's bound (half a second), as this replica's own release or an acquisition
-    // that found the lease held does: its advance alone times out, the others do not wait. The
-    // lease is still valid: not LEASE_LOST (the runtime would drop a tenant it holds), and not the
+    // Held as this replica's own release or an acquisition that found the lease held holds it: the
+    // tenant's advance alone waits behind it, the others do not wait. The wait is ended as its
+    // bound ends it (57014, query_canceled: a cancel once the wait is seen, so no deadline races a
+    // loaded machine; left alone, the bound would say the same five seconds later). The lease is
+    // still valid: not LEASE_LOST (the runtime would drop a tenant it holds), and not the
     // database's problem (STORE_UNAVAILABLE pauses the tenant and fails its readiness).
     const taker = await lockLeaseRow(backend, tenants[2]!);
+    const endWaitBehindTaker = async () => {
+      await backend.leasePool.query('SELECT pg_cancel_backend($1)', [await waiterBehind(taker)]);
+    };
     try {
-      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
+      const [polls] = await Promise.all([
+        Promise.allSettled(stores.map((store) => poll(store, T + 4_000))),
+        endWaitBehindTaker(),
+      ]);
       expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
       expect((polls[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_BUSY' });
       expect(locked.health.problem).toBeUndefined();
       // A write in a transaction (new entries) says the same when its fence check waits as long.
-      await expect(ingest(locked, [entry('e-1')], { windowEnd: T + 4_000, now: T + 4_000 })).rejects.toMatchObject({
-        code: 'STORE_BUSY',
-      });
+      const [ingested] = await Promise.allSettled([
+        ingest(locked, [entry('e-1')], { windowEnd: T + 4_000, now: T + 4_000 }),
+        endWaitBehindTaker(),
+      ]);
+      expect(ingested).toMatchObject({ status: 'rejected', reason: { code: 'STORE_BUSY' } });
       expect(locked.health.problem).toBeUndefined();
     } finally {
       await taker.query('ROLLBACK');
@@ -351,15 +361,7 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
       const before = backend.activity.statements;
       const polls = Promise.allSettled(stores.map((store) => poll(store, T + 7_000)));
-      let pid: number | undefined;
-      while (pid === undefined) {
-        const { rows } = await backend.leasePool.query<{ pid: number }>(
-          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%EXECUTE%'",
-        );
-        pid = rows[0]?.pid;
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [pid]);
+      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [await waiterBehind(holder)]);
       const settled = await polls;
       expect(settled.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
       for (const p of settled) expect((p as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });

@@ -8,7 +8,7 @@ import type { StoreActivity } from '../../src/store/storeActivity.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { entry, HOUR, ingest, T } from './contract/storeFixtures.js';
-import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { admin, openBackend, prepare, waiterBehind } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
 const tenant = "o'hara\\x";
@@ -113,20 +113,6 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
   }
 
   /**
-   * Resolves once a session of the store waits for a lock on the lease row: the tenant's write
-   * alone (the batch of advances passes a locked lease row over; AdvanceBatch).
-   */
-  async function lockWaiter(backend: Awaited<ReturnType<typeof openBackend>>) {
-    for (;;) {
-      const { rows } = await backend.leasePool.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%changefeed_leases%'",
-      );
-      if (rows[0]) return rows[0].pid;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-
-  /**
    * A nothing-new poll started while `taker` holds the tenant's lease row in an open transaction,
    * once the poll's statement waits for that row: the poll (its rejection handled) and the pid of
    * the session that waits.
@@ -134,9 +120,13 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
   async function pollBehindLeaseRow(fenced: Awaited<ReturnType<typeof fencedStore>>, taker: pg.PoolClient) {
     await taker.query('BEGIN');
     await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
-    const polled = poll(fenced.store, T + 2_000);
+    let settled = false;
+    const polled = poll(fenced.store, T + 2_000).finally(() => {
+      settled = true;
+    });
     polled.catch(() => undefined);
-    return { polled, pid: await lockWaiter(fenced.backend) };
+    // The tenant's write alone (the batch of advances passes a locked lease row over), waiting behind `taker`.
+    return { polled, pid: await waiterBehind(taker, () => settled) };
   }
 
   it('says LEASE_LOST, writing nothing, when a takeover that held the lease row commits while the one statement waits for it', async () => {
