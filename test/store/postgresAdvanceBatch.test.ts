@@ -287,6 +287,33 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
   });
 
+  it('fails at once the polls whose cursor rows another session holds locked, none waiting out its bound alone', async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    // A session holding every cursor row (a data fix in an open transaction): written alone, each
+    // advance would wait out its bound on a pool connection (500 tenants: minutes of the pool).
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM watched_logs FOR UPDATE');
+      const before = backend.activity.statements;
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of polls)
+        expect((p as PromiseRejectedResult).reason).toMatchObject({
+          code: 'STORE_UNAVAILABLE',
+          message: expect.stringContaining('cursor row') as unknown,
+        });
+      // The batch, its look at the tables' locks and its look at the rows' (both without waiting).
+      expect(backend.activity.statements - before).toBe(3);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+  });
+
   it.each([
     { name: 'valid and free', locked: false, expired: false, takenOver: false, now: 'held' },
     {

@@ -123,7 +123,8 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
  * advance with it. A statement failed by one of its rows (splitsBatch: a row locked by another
  * transaction, a deadlock, a bad value) answers each of its advances `alone`, to be written as its
  * own fenced statement, so only the one in trouble fails, with its own error, not every tenant of
- * the replica. That costs one more statement per advance of that batch, once; a statement failed
+ * the replica (one whose cursor row another session holds is refused at once, CursorRowsLocked,
+ * and a lock on a whole table fails the batch as one: lockedTable). That costs one more statement per advance of that batch, once; a statement failed
  * by the store (connection lost, server shutting down, the database away or too slow) fails every
  * advance of its batch with its error, at once, so an outage costs no more statements than one
  * batch. Nothing is held for a retry (the next poll repeats the read, and the advance is only a
@@ -169,8 +170,15 @@ export class AdvanceBatch {
         const found = await this.send(take.map((item) => item.advance));
         for (const item of take) item.resolve(found.get(heldKey(item.advance.claim)) ?? 'lost');
       } catch (error) {
-        // Each written alone, once (never batched again): only the one in trouble fails, with its own error.
-        if (splitsBatch(error)) for (const item of take) item.resolve('alone');
+        // Each written alone, once (never batched again): only the one in trouble fails, with its own
+        // error; one whose cursor row is held locked fails at once, without waiting for it alone.
+        if (error instanceof CursorRowsLocked)
+          for (const item of take) {
+            const refused = error.refusal(item.advance);
+            if (refused) item.reject(refused);
+            else item.resolve('alone');
+          }
+        else if (splitsBatch(error)) for (const item of take) item.resolve('alone');
         else for (const item of take) item.reject(error);
       }
     }
@@ -239,17 +247,23 @@ export class AdvanceBatch {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
       if (broken === undefined && isLockNotAvailable(error)) {
-        const locked = await this.lockedTable(client).catch((probeError: unknown) => {
+        const probed = (async () => {
+          if (await this.lockedTable(client)) return 'table' as const;
+          return this.lockedCursors(client, advances);
+        })();
+        const locked = await probed.catch((probeError: unknown) => {
           if (isConnectionFailure(probeError) || endedSession(probeError)) broken = probeError as Error;
           return undefined;
         });
-        if (locked)
+        const waited = Math.max(1, Math.floor(bound / 2));
+        if (locked === 'table')
           throw new StoreUnavailableError(
             'a table of the store that the batched cursor writes need is locked by another session ' +
-              `(LOCK TABLE, a migration's ALTER TABLE) past ${Math.max(1, Math.floor(bound / 2))} ms; polling ` +
-              'pauses until it is released (pg_locks names the session holding it)',
+              `(LOCK TABLE, a migration's ALTER TABLE) past ${waited} ms; polling pauses until it is released ` +
+              '(pg_locks names the session holding it)',
             error,
           );
+        if (locked && locked.size > 0) throw new CursorRowsLocked(locked, waited, error);
       }
       throw error;
     } finally {
@@ -282,6 +296,26 @@ export class AdvanceBatch {
     }
   }
 
+  /**
+   * The cursor rows of `advances` another transaction holds locked now, asked without waiting
+   * (SKIP LOCKED, in the UPDATE's own lock mode; the locks taken end with the statement), by
+   * cursorKey. A row that does not exist is not among them.
+   */
+  private async lockedCursors(client: pg.PoolClient, advances: readonly BatchedAdvance[]): Promise<Set<string>> {
+    this.activity.statements++;
+    const { rows } = await client.query<{ tenant: string; log: string; object_id: string }>(
+      `WITH asked AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS a (tenant, log, object_id)),
+        free AS (
+          SELECT l.tenant, l.log, l.object_id FROM watched_logs l JOIN asked a USING (tenant, log, object_id)
+          FOR NO KEY UPDATE OF l SKIP LOCKED
+        )
+      SELECT l.tenant, l.log, l.object_id FROM watched_logs l JOIN asked a USING (tenant, log, object_id)
+      WHERE NOT EXISTS (SELECT FROM free f WHERE (f.tenant, f.log, f.object_id) = (l.tenant, l.log, l.object_id))`,
+      [advances.map((a) => a.claim.tenant), advances.map((a) => a.log), advances.map((a) => storableText(a.objectId))],
+    );
+    return new Set(rows.map((row) => cursorKey(row.tenant, row.log, row.object_id)));
+  }
+
   /** The EXECUTE of the batch's statement on `client` (executeOnClient), if `client` prepared it. */
   private executeOn(client: pg.PoolClient, params: readonly unknown[]): string | undefined {
     const { name } = this.gate.names.statement(ADVANCE_SQL, params);
@@ -297,6 +331,38 @@ interface HeldRow {
   epoch: number | string;
   /** False: valid in the statement's snapshot, but its row was locked by another transaction. */
   held: boolean;
+}
+
+function cursorKey(tenant: string, log: string, storedObjectId: string): string {
+  return `${tenant}\u0000${log}\u0000${storedObjectId}`;
+}
+
+/**
+ * A batch that ran out its lock_timeout on cursor rows another transaction holds (lockedCursors):
+ * the advances of those rows are refused at once, as the store's problem that readiness shows,
+ * since written alone each would only wait out its bound on a pool connection (a session holding
+ * every cursor row: each tenant's, tick after tick); the others are written alone.
+ */
+class CursorRowsLocked extends Error {
+  constructor(
+    private readonly locked: ReadonlySet<string>,
+    private readonly waitedMs: number,
+    cause: unknown,
+  ) {
+    super('cursor rows locked by another transaction', { cause });
+  }
+
+  /** Why `advance` is refused, or undefined when its row was free (it is written alone). */
+  refusal(advance: BatchedAdvance): StoreUnavailableError | undefined {
+    if (!this.locked.has(cursorKey(advance.claim.tenant, advance.log, storableText(advance.objectId))))
+      return undefined;
+    return new StoreUnavailableError(
+      `the cursor row of log ${advance.log} ${JSON.stringify(advance.objectId)} of tenant ` +
+        `"${advance.claim.tenant}" is locked by another session past ${this.waitedMs} ms; its polls pause ` +
+        'until it is released (pg_locks names the session holding it)',
+      this.cause,
+    );
+  }
 }
 
 function heldKey(claim: LeaseClaim): string {
