@@ -163,6 +163,39 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     expect(await cost(backend.activity, () => poll(store, T + 4_000))).toBe(1);
   });
 
+  it('says STORE_UNAVAILABLE when the server ends the connection as a timed-out write reads its lease row again, then writes on a live one', async () => {
+    const fenced = await oneRoundTripStore();
+    const { backend, store } = fenced;
+    const taker = await backend.leasePool.connect();
+    // The read of the lease row after the timeout (leaseNow) is sent on a connection the server has just ended.
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    let ended = false;
+    vi.spyOn(proto, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      const text = typeof args[0] === 'string' ? args[0] : '';
+      if (ended || !text.includes('WITH valid AS')) return original.apply(this, args);
+      ended = true;
+      const pid = (this as unknown as { processID: number }).processID;
+      return backend.leasePool
+        .query('SELECT pg_terminate_backend($1)', [pid])
+        .then(() => original.apply(this, args) as Promise<unknown>);
+    });
+    try {
+      const { polled, pid } = await pollBehindLeaseRow(fenced, taker);
+      // Its wait ended as the bound ends it (57014).
+      await backend.leasePool.query('SELECT pg_cancel_backend($1)', [pid]);
+      await expect(polled).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      expect(ended).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
+      await taker.query('ROLLBACK');
+      taker.release();
+    }
+    await poll(store, T + 3_000);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000 });
+    expect(store.health.problem).toBeUndefined();
+  });
+
   it('bounds a one-statement write blocked on the lease row by the fence statement timeout', async () => {
     const leaseMs = 1_200; // a bound of 200 ms
     const { backend, store } = await fencedStore(leaseMs);
