@@ -5,7 +5,7 @@ import { nextAdvanceBatch, splitsBatch, type BatchedAdvance } from '../../src/st
 import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { entry, HOUR, ingest, rateOf, T } from './contract/storeFixtures.js';
-import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { admin, openBackend, prepare, waiterBehind } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
 
@@ -194,23 +194,33 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
   });
 
   it("tells only the tenant whose valid lease row stays locked past the fence's bound to wait (STORE_BUSY), holding its riding state", async () => {
-    const { backend, stores } = await fencedStores(3_000);
+    const { backend, stores } = await fencedStores();
     const locked = stores[2]!;
     locked.deferState({ meta: { budget: 'held' } });
-    // Held past the tenant's bound (half a second), as this replica's own release or an acquisition
-    // that found the lease held does: its advance alone times out, the others do not wait. The
-    // lease is still valid: not LEASE_LOST (the runtime would drop a tenant it holds), and not the
+    // Held as this replica's own release or an acquisition that found the lease held holds it: the
+    // tenant's advance alone waits behind it, the others do not wait. The wait is ended as its
+    // bound ends it (57014, query_canceled: a cancel once the wait is seen, so no deadline races a
+    // loaded machine; left alone, the bound would say the same five seconds later). The lease is
+    // still valid: not LEASE_LOST (the runtime would drop a tenant it holds), and not the
     // database's problem (STORE_UNAVAILABLE pauses the tenant and fails its readiness).
     const taker = await lockLeaseRow(backend, tenants[2]!);
+    const endWaitBehindTaker = async () => {
+      await backend.leasePool.query('SELECT pg_cancel_backend($1)', [await waiterBehind(taker)]);
+    };
     try {
-      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 4_000)));
+      const [polls] = await Promise.all([
+        Promise.allSettled(stores.map((store) => poll(store, T + 4_000))),
+        endWaitBehindTaker(),
+      ]);
       expect(polls.map((p) => p.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
       expect((polls[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_BUSY' });
       expect(locked.health.problem).toBeUndefined();
       // A write in a transaction (new entries) says the same when its fence check waits as long.
-      await expect(ingest(locked, [entry('e-1')], { windowEnd: T + 4_000, now: T + 4_000 })).rejects.toMatchObject({
-        code: 'STORE_BUSY',
-      });
+      const [ingested] = await Promise.allSettled([
+        ingest(locked, [entry('e-1')], { windowEnd: T + 4_000, now: T + 4_000 }),
+        endWaitBehindTaker(),
+      ]);
+      expect(ingested).toMatchObject({ status: 'rejected', reason: { code: 'STORE_BUSY' } });
       expect(locked.health.problem).toBeUndefined();
     } finally {
       await taker.query('ROLLBACK');
@@ -246,6 +256,62 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
     // Nothing is left behind: the next batch writes all three, the riding state with it.
     await Promise.all(stores.map((store) => poll(store, T + 7_500)));
     expect(await locked.getMeta('budget')).toBe('held');
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+  });
+
+  it('fails the batch as one when a table it writes is locked (a LOCK TABLE, a migration): not one wait per tenant', async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    // A table lock holds up every row of the batch, and every advance written alone after it: a
+    // split would cost each tenant a statement waiting out its bound, one pool connection each.
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE watched_logs IN SHARE MODE');
+      const before = backend.activity.statements;
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of polls)
+        expect((p as PromiseRejectedResult).reason).toMatchObject({
+          code: 'STORE_UNAVAILABLE',
+          message: expect.stringContaining('locked by another session') as unknown,
+        });
+      // Each batch and its look at the tables' locks (NOWAIT), however the polls of a loaded
+      // machine fall into batches: nothing written alone (10 statements when each was).
+      expect(backend.activity.statements - before).toBeLessThanOrEqual(2 * stores.length);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
+    for (const store of stores)
+      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+  });
+
+  it('fails at once the polls whose cursor rows another session holds locked, none waiting out its bound alone', async () => {
+    const { backend, stores } = await fencedStores(3_000);
+    // A session holding every cursor row (a data fix in an open transaction): written alone, each
+    // advance would wait out its bound on a pool connection (500 tenants: minutes of the pool).
+    const holder = await backend.leasePool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM watched_logs FOR UPDATE');
+      const before = backend.activity.statements;
+      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const p of polls)
+        expect((p as PromiseRejectedResult).reason).toMatchObject({
+          code: 'STORE_UNAVAILABLE',
+          message: expect.stringContaining('cursor row') as unknown,
+        });
+      // Each batch, its look at the tables' locks and its look at the rows' (both without waiting),
+      // however the polls fall into batches; the message says none was written alone to time out.
+      expect(backend.activity.statements - before).toBeLessThanOrEqual(3 * stores.length);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
     for (const store of stores)
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
   });
@@ -324,15 +390,7 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       await holder.query('SELECT 1 FROM watched_logs WHERE tenant = $1 FOR UPDATE', [tenants[1]]);
       const before = backend.activity.statements;
       const polls = Promise.allSettled(stores.map((store) => poll(store, T + 7_000)));
-      let pid: number | undefined;
-      while (pid === undefined) {
-        const { rows } = await backend.leasePool.query<{ pid: number }>(
-          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%EXECUTE%'",
-        );
-        pid = rows[0]?.pid;
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [pid]);
+      await backend.leasePool.query('SELECT pg_terminate_backend($1)', [await waiterBehind(holder)]);
       const settled = await polls;
       expect(settled.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
       for (const p of settled) expect((p as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });

@@ -8,7 +8,7 @@ import type { StoreActivity } from '../../src/store/storeActivity.js';
 import { acquireOne } from '../support/acquireOne.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { entry, HOUR, ingest, T } from './contract/storeFixtures.js';
-import { admin, openBackend, prepare } from './postgresTestDb.js';
+import { admin, openBackend, prepare, waiterBehind } from './postgresTestDb.js';
 
 const LEASE_MS = 30_000;
 const tenant = "o'hara\\x";
@@ -113,20 +113,6 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
   }
 
   /**
-   * Resolves once a session of the store waits for a lock on the lease row: the tenant's write
-   * alone (the batch of advances passes a locked lease row over; AdvanceBatch).
-   */
-  async function lockWaiter(backend: Awaited<ReturnType<typeof openBackend>>) {
-    for (;;) {
-      const { rows } = await backend.leasePool.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%changefeed_leases%'",
-      );
-      if (rows[0]) return rows[0].pid;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-
-  /**
    * A nothing-new poll started while `taker` holds the tenant's lease row in an open transaction,
    * once the poll's statement waits for that row: the poll (its rejection handled) and the pid of
    * the session that waits.
@@ -134,9 +120,13 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
   async function pollBehindLeaseRow(fenced: Awaited<ReturnType<typeof fencedStore>>, taker: pg.PoolClient) {
     await taker.query('BEGIN');
     await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
-    const polled = poll(fenced.store, T + 2_000);
+    let settled = false;
+    const polled = poll(fenced.store, T + 2_000).finally(() => {
+      settled = true;
+    });
     polled.catch(() => undefined);
-    return { polled, pid: await lockWaiter(fenced.backend) };
+    // The tenant's write alone (the batch of advances passes a locked lease row over), waiting behind `taker`.
+    return { polled, pid: await waiterBehind(taker, () => settled) };
   }
 
   it('says LEASE_LOST, writing nothing, when a takeover that held the lease row commits while the one statement waits for it', async () => {
@@ -171,6 +161,39 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000 });
     expect(store.health.problem).toBeUndefined();
     expect(await cost(backend.activity, () => poll(store, T + 4_000))).toBe(1);
+  });
+
+  it('says STORE_UNAVAILABLE when the server ends the connection as a timed-out write reads its lease row again, then writes on a live one', async () => {
+    const fenced = await oneRoundTripStore();
+    const { backend, store } = fenced;
+    const taker = await backend.leasePool.connect();
+    // The read of the lease row after the timeout (leaseNow) is sent on a connection the server has just ended.
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    let ended = false;
+    vi.spyOn(proto, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      const text = typeof args[0] === 'string' ? args[0] : '';
+      if (ended || !text.includes('WITH valid AS')) return original.apply(this, args);
+      ended = true;
+      const pid = (this as unknown as { processID: number }).processID;
+      return backend.leasePool
+        .query('SELECT pg_terminate_backend($1)', [pid])
+        .then(() => original.apply(this, args) as Promise<unknown>);
+    });
+    try {
+      const { polled, pid } = await pollBehindLeaseRow(fenced, taker);
+      // Its wait ended as the bound ends it (57014).
+      await backend.leasePool.query('SELECT pg_cancel_backend($1)', [pid]);
+      await expect(polled).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      expect(ended).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
+      await taker.query('ROLLBACK');
+      taker.release();
+    }
+    await poll(store, T + 3_000);
+    expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 3_000 });
+    expect(store.health.problem).toBeUndefined();
   });
 
   it('bounds a one-statement write blocked on the lease row by the fence statement timeout', async () => {

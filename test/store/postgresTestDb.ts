@@ -55,3 +55,23 @@ export async function prepare(store: ChangefeedStore): Promise<void> {
   await store.sinks.activate([{ name: 'a', type: 'file' }], T);
   await store.watchedLogs.registerAll([{ log: 'career', objectId: 'c-1', origin: 'config', coverageStart: T, now: T }]);
 }
+
+/**
+ * The pid of a session that waits for a lock `blocker`'s session holds, once one does
+ * (pg_blocking_pids): never another test's, though the files running side by side share the
+ * database, and a test that cancels or ends it reaches only its own. Gives up when `settled`
+ * says the awaited work ended without having waited.
+ */
+export async function waiterBehind(blocker: pg.ClientBase, settled: () => boolean = () => false): Promise<number> {
+  const { rows } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const blockerPid = rows[0]!.pid;
+  for (;;) {
+    const waiting = await admin!.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))',
+      [blockerPid],
+    );
+    if (waiting.rows[0]) return waiting.rows[0].pid;
+    if (settled()) throw new Error(`nothing waited behind session ${blockerPid}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { LeaseClaim } from '../../cluster/writeFence.js';
 import type { LogKind } from '../../logs.js';
 import type { StoreActivity } from '../storeActivity.js';
-import { isStorageError } from '../storeHealth.js';
+import { isStorageError, StoreUnavailableError } from '../storeHealth.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
 import { endedSession, isConnectionFailure } from './connectionFailure.js';
 import { executeOnClient } from './executeText.js';
@@ -42,6 +42,13 @@ export interface BatchedAdvance {
  * for one of its rows (`alone`: splitsBatch); the caller writes a `busy` or `alone` advance alone.
  */
 export type AdvanceOutcome = 'held' | 'lost' | 'busy' | 'alone';
+
+/** SQLSTATE of a lock not granted within lock_timeout, or at once under NOWAIT (lock_not_available). */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+function isLockNotAvailable(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === LOCK_NOT_AVAILABLE;
+}
 
 /** SQLSTATEs of a statement failed by some of its rows, not by the store (splitsBatch). */
 const ROW_TROUBLE_STATE = /^(55P03|40P01|40001|22...|23...)$/;
@@ -116,7 +123,8 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
  * advance with it. A statement failed by one of its rows (splitsBatch: a row locked by another
  * transaction, a deadlock, a bad value) answers each of its advances `alone`, to be written as its
  * own fenced statement, so only the one in trouble fails, with its own error, not every tenant of
- * the replica. That costs one more statement per advance of that batch, once; a statement failed
+ * the replica (one whose cursor row another session holds is refused at once, CursorRowsLocked,
+ * and a lock on a whole table fails the batch as one: lockedTable). That costs one more statement per advance of that batch, once; a statement failed
  * by the store (connection lost, server shutting down, the database away or too slow) fails every
  * advance of its batch with its error, at once, so an outage costs no more statements than one
  * batch. Nothing is held for a retry (the next poll repeats the read, and the advance is only a
@@ -162,8 +170,15 @@ export class AdvanceBatch {
         const found = await this.send(take.map((item) => item.advance));
         for (const item of take) item.resolve(found.get(heldKey(item.advance.claim)) ?? 'lost');
       } catch (error) {
-        // Each written alone, once (never batched again): only the one in trouble fails, with its own error.
-        if (splitsBatch(error)) for (const item of take) item.resolve('alone');
+        // Each written alone, once (never batched again): only the one in trouble fails, with its own
+        // error; one whose cursor row is held locked fails at once, without waiting for it alone.
+        if (error instanceof CursorRowsLocked)
+          for (const item of take) {
+            const refused = error.refusal(item.advance);
+            if (refused) item.reject(refused);
+            else item.resolve('alone');
+          }
+        else if (splitsBatch(error)) for (const item of take) item.resolve('alone');
         else for (const item of take) item.reject(error);
       }
     }
@@ -231,11 +246,74 @@ export class AdvanceBatch {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
+      if (broken === undefined && isLockNotAvailable(error)) {
+        const probed = (async () => {
+          if (await this.lockedTable(client)) return 'table' as const;
+          return this.lockedCursors(client, advances);
+        })();
+        const locked = await probed.catch((probeError: unknown) => {
+          if (isConnectionFailure(probeError) || endedSession(probeError)) broken = probeError as Error;
+          return undefined;
+        });
+        const waited = Math.max(1, Math.floor(bound / 2));
+        if (locked === 'table')
+          throw new StoreUnavailableError(
+            'a table of the store that the batched cursor writes need is locked by another session ' +
+              `(LOCK TABLE, a migration's ALTER TABLE) past ${waited} ms; polling pauses until it is released ` +
+              '(pg_locks names the session holding it)',
+            error,
+          );
+        if (locked && locked.size > 0) throw new CursorRowsLocked(locked, waited, error);
+      }
       throw error;
     } finally {
       client.off('error', ignore);
       client.release(broken);
     }
+  }
+
+  /**
+   * Whether a lock on a whole table the batch's statement writes (or locks rows of) stands in its
+   * way, asked without waiting (NOWAIT) after the statement ran out its lock_timeout: a row lock
+   * holds up only its tenant's advance (written alone: splitsBatch), but a table lock would hold up
+   * each of the batch's advances written alone as well, every one of them waiting out its bound on
+   * a pool connection (500 tenants: 500 statements, the pool taken from acks and reads for
+   * minutes), so then the batch fails as one. The modes are the statement's own, taken for the
+   * probe's implicit transaction only: they conflict with SHARE and stronger (LOCK TABLE, ALTER
+   * TABLE, CREATE INDEX without CONCURRENTLY), and with such a request waiting in the queue.
+   */
+  private async lockedTable(client: pg.PoolClient): Promise<boolean> {
+    this.activity.statements++;
+    try {
+      await client.query(
+        'LOCK TABLE changefeed_leases IN ROW SHARE MODE NOWAIT; ' +
+          'LOCK TABLE watched_logs, seen_entries, rate_estimates, meta IN ROW EXCLUSIVE MODE NOWAIT',
+      );
+      return false;
+    } catch (error) {
+      if (isLockNotAvailable(error)) return true;
+      throw error;
+    }
+  }
+
+  /**
+   * The cursor rows of `advances` another transaction holds locked now, asked without waiting
+   * (SKIP LOCKED, in the UPDATE's own lock mode; the locks taken end with the statement), by
+   * cursorKey. A row that does not exist is not among them.
+   */
+  private async lockedCursors(client: pg.PoolClient, advances: readonly BatchedAdvance[]): Promise<Set<string>> {
+    this.activity.statements++;
+    const { rows } = await client.query<{ tenant: string; log: string; object_id: string }>(
+      `WITH asked AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS a (tenant, log, object_id)),
+        free AS (
+          SELECT l.tenant, l.log, l.object_id FROM watched_logs l JOIN asked a USING (tenant, log, object_id)
+          FOR NO KEY UPDATE OF l SKIP LOCKED
+        )
+      SELECT l.tenant, l.log, l.object_id FROM watched_logs l JOIN asked a USING (tenant, log, object_id)
+      WHERE NOT EXISTS (SELECT FROM free f WHERE (f.tenant, f.log, f.object_id) = (l.tenant, l.log, l.object_id))`,
+      [advances.map((a) => a.claim.tenant), advances.map((a) => a.log), advances.map((a) => storableText(a.objectId))],
+    );
+    return new Set(rows.map((row) => cursorKey(row.tenant, row.log, row.object_id)));
   }
 
   /** The EXECUTE of the batch's statement on `client` (executeOnClient), if `client` prepared it. */
@@ -253,6 +331,38 @@ interface HeldRow {
   epoch: number | string;
   /** False: valid in the statement's snapshot, but its row was locked by another transaction. */
   held: boolean;
+}
+
+function cursorKey(tenant: string, log: string, storedObjectId: string): string {
+  return `${tenant}\u0000${log}\u0000${storedObjectId}`;
+}
+
+/**
+ * A batch that ran out its lock_timeout on cursor rows another transaction holds (lockedCursors):
+ * the advances of those rows are refused at once, as the store's problem that readiness shows,
+ * since written alone each would only wait out its bound on a pool connection (a session holding
+ * every cursor row: each tenant's, tick after tick); the others are written alone.
+ */
+class CursorRowsLocked extends Error {
+  constructor(
+    private readonly locked: ReadonlySet<string>,
+    private readonly waitedMs: number,
+    cause: unknown,
+  ) {
+    super('cursor rows locked by another transaction', { cause });
+  }
+
+  /** Why `advance` is refused, or undefined when its row was free (it is written alone). */
+  refusal(advance: BatchedAdvance): StoreUnavailableError | undefined {
+    if (!this.locked.has(cursorKey(advance.claim.tenant, advance.log, storableText(advance.objectId))))
+      return undefined;
+    return new StoreUnavailableError(
+      `the cursor row of log ${advance.log} ${JSON.stringify(advance.objectId)} of tenant ` +
+        `"${advance.claim.tenant}" is locked by another session past ${this.waitedMs} ms; its polls pause ` +
+        'until it is released (pg_locks names the session holding it)',
+      this.cause,
+    );
+  }
 }
 
 function heldKey(claim: LeaseClaim): string {
