@@ -76,7 +76,7 @@ export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<
     }
     stats.splits++;
     const order = walk.sortOrder ?? detectSortOrder(read.entries);
-    const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries) : undefined;
+    const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries, current) : undefined;
     if (boundary !== undefined && boundary > current.from) {
       await walk.commit(
         read.entries.filter((e) => (performedAtMs(e) ?? current.from) < boundary),
@@ -152,11 +152,16 @@ export function readWindowPage(
   );
 }
 
-function latestPerformedAt(entries: readonly ActivityEntry[]): number | undefined {
+/**
+ * The latest performedAt inside `window`. An entry the service dates outside the window it was
+ * asked for says nothing of how far the read came: counted, one dated days ahead would commit the
+ * cursor past the window's end, and the entries after the read would never be read.
+ */
+function latestPerformedAt(entries: readonly ActivityEntry[], window: TimeWindow): number | undefined {
   let latest: number | undefined;
   for (const e of entries) {
     const t = performedAtMs(e);
-    if (t !== null && (latest === undefined || t > latest)) latest = t;
+    if (t !== null && t < window.to && (latest === undefined || t > latest)) latest = t;
   }
   return latest;
 }

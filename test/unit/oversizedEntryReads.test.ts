@@ -265,14 +265,19 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
       padding: entryPadding,
     });
 
-  /** A log of COUNT entries of about 1 MB, the i-th performed at `at(i)`, oldest first. */
-  async function bigEntryLog(at: (i: number) => number) {
+  /**
+   * A log of COUNT entries of about 1 MB, the i-th performed at `at(i)`, oldest first; an entry
+   * `stray` says is sent on every page's place for it whatever the window asked for.
+   */
+  async function bigEntryLog(at: (i: number) => number, stray: (i: number) => boolean = () => false) {
     const big = createServer((req, res) => {
       const query = new URL(req.url ?? '/', 'http://x').searchParams;
       const [offset, limit] = [Number(query.get('offset')), Number(query.get('limit'))];
       const from = query.has('from') ? Date.parse(query.get('from')!) : -Infinity;
       const to = query.has('to') ? Date.parse(query.get('to')!) : Infinity;
-      const inWindow = Array.from({ length: COUNT }, (_, i) => i).filter((i) => at(i) >= from && at(i) < to);
+      const inWindow = Array.from({ length: COUNT }, (_, i) => i).filter(
+        (i) => stray(i) || (at(i) >= from && at(i) < to),
+      );
       res.on('error', () => undefined);
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -315,6 +320,40 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
       const bound = readBytesBound(PAGE_CAP);
       for (const part of commits) expect(part.length * ENTRY_BYTES).toBeLessThanOrEqual(bound + PAGE_CAP);
       expect(commits.length).toBeGreaterThan(1);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('an entry dated past the window does not carry the commit past it: later entries are still read', async () => {
+    // Entry 5 claims a date ten days on, and the service sends it whatever the window.
+    const STRAY = 5;
+    const at = (i: number) => (i === STRAY ? T0 + 10 * 86_400_000 : T0 + i * 1_000);
+    const log = await bigEntryLog(at, (i) => i === STRAY);
+    try {
+      const commits: { ids: string[]; windowEnd: number }[] = [];
+      const window = { from: T0, to: T0 + COUNT * 1_000 };
+      await walkWindow(
+        {
+          client: log.client,
+          log: 'career',
+          objectId: 'c-1',
+          sortOrder: 'oldest-first',
+          sizes: new PageSizes(),
+          commit: (entries, windowEnd) => {
+            commits.push({ ids: entries.map((e) => e.id), windowEnd });
+            return Promise.resolve();
+          },
+        },
+        window,
+      );
+      const committed = new Set(commits.flatMap((c) => c.ids));
+      for (let i = 0; i < COUNT; i++) if (i !== STRAY) expect(committed).toContain(`b-${String(i).padStart(2, '0')}`);
+      // The cursor never claims time past the window, nor goes back.
+      for (const [k, c] of commits.entries()) {
+        expect(c.windowEnd).toBeLessThanOrEqual(window.to);
+        if (k > 0) expect(c.windowEnd).toBeGreaterThanOrEqual(commits[k - 1]!.windowEnd);
+      }
     } finally {
       await log.close();
     }
