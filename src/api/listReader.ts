@@ -21,6 +21,15 @@ export const listEnvelopeSchema = z
 export type ListEnvelope = z.infer<typeof listEnvelopeSchema>;
 
 /**
+ * The longest id a list may give. Ids are opaque and the spec gives them no length, so the bound
+ * is far above any id in use (a UUID is 36 characters) and still keeps a list's ids in memory
+ * bounded: every listed one is held for the whole list, stored as a watched log and sent in its
+ * every request path, and a service giving ids of 80 KB (200 to a 16 MiB page) would have one
+ * discovery hold 800 MB; at this bound, 10,200 ids hold at most 10 MB.
+ */
+export const MAX_LISTED_ID_LENGTH = 1_024;
+
+/**
  * Pages through a list endpoint with limit/offset until a short page, returning every id.
  * `truncated` is true when more items exist than offsets can reach (offset cap 10,000), or than
  * `maxPages` read (`check` reads one page to prove the list and its envelope work).
@@ -52,6 +61,14 @@ export async function readAllIds(
       if (typeof id !== 'string' || id === '') {
         throw new ApiMalformedResponseError(
           `list response of GET ${path} has no string "${envelope.idField}" at ${envelope.itemsPath}[${index}] (request ${meta.requestId ?? 'without id'})`,
+          path,
+          meta.requestId,
+        );
+      }
+      if (id.length > MAX_LISTED_ID_LENGTH) {
+        throw new ApiMalformedResponseError(
+          `list response of GET ${path} has an "${envelope.idField}" of ${id.length} characters at ${envelope.itemsPath}[${index}], ` +
+            `more than ${MAX_LISTED_ID_LENGTH}, longer than any id (request ${meta.requestId ?? 'without id'})`,
           path,
           meta.requestId,
         );

@@ -74,9 +74,14 @@ export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<
       await walk.commit(read.entries, current.to);
       continue;
     }
+    const bytesBound = read.overflow === 'bytes' ? readBytesBound(walk.client.maxResponseBytes) : undefined;
+    // Halving towards the millisecond would read as much again at each level (22 for an hour).
+    const dense = read.quarantined ? undefined : soleMillisecond(read.entries, current);
+    if (dense !== undefined)
+      throw new WindowTooDenseError(walk.log, walk.objectId, { from: dense, to: dense + 1 }, bytesBound);
     stats.splits++;
     const order = walk.sortOrder ?? detectSortOrder(read.entries);
-    const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries) : undefined;
+    const boundary = order === 'oldest-first' ? latestPerformedAt(read.entries, current) : undefined;
     if (boundary !== undefined && boundary > current.from) {
       await walk.commit(
         read.entries.filter((e) => (performedAtMs(e) ?? current.from) < boundary),
@@ -86,10 +91,7 @@ export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<
       continue;
     }
     const halves = splitWindow(current);
-    if (!halves) {
-      const bytesBound = read.overflow === 'bytes' ? readBytesBound(walk.client.maxResponseBytes) : undefined;
-      throw new WindowTooDenseError(walk.log, walk.objectId, current, bytesBound);
-    }
+    if (!halves) throw new WindowTooDenseError(walk.log, walk.objectId, current, bytesBound);
     stack.push(halves[1], halves[0]);
   }
   return stats;
@@ -100,8 +102,9 @@ async function readWholeWindow(
   window: TimeWindow,
   stats: WalkStats,
   oversized: OversizedCount,
-): Promise<{ entries: ActivityEntry[]; overflow: false | 'offsets' | 'bytes' }> {
+): Promise<{ entries: ActivityEntry[]; overflow: false | 'offsets' | 'bytes'; quarantined: boolean }> {
   const entries: ActivityEntry[] = [];
+  let quarantined = false;
   const bytesBound = readBytesBound(walk.client.maxResponseBytes);
   let bytes = 0;
   for (let offset = 0; offset <= MAX_OFFSET;) {
@@ -117,17 +120,20 @@ async function readWholeWindow(
     });
     stats.requests += page.requests;
     entries.push(...page.entries);
-    if (page.quarantined.length > 0) walk.quarantine?.(page.quarantined);
+    if (page.quarantined.length > 0) {
+      quarantined = true;
+      walk.quarantine?.(page.quarantined);
+    }
     walk.onPage?.(pageItemCount(page));
     stats.detectedOrder ??= detectSortOrder(page.entries);
     // A page is full by what the service sent, quarantined entries included.
-    if (pageItemCount(page) < page.limit) return { entries, overflow: false };
+    if (pageItemCount(page) < page.limit) return { entries, overflow: false, quarantined };
     offset += page.limit;
     // A complete window is committed whatever its size; one still going past the bound is narrowed.
     bytes += page.bytes;
-    if (bytes > bytesBound) return { entries, overflow: 'bytes' };
+    if (bytes > bytesBound) return { entries, overflow: 'bytes', quarantined };
   }
-  return { entries, overflow: 'offsets' };
+  return { entries, overflow: 'offsets', quarantined };
 }
 
 /** One page of `window` of a date-filtered log, at the walk's priority. */
@@ -152,11 +158,28 @@ export function readWindowPage(
   );
 }
 
-function latestPerformedAt(entries: readonly ActivityEntry[]): number | undefined {
+/**
+ * The one millisecond of `window` that every entry of an overflowing read is dated at, if there
+ * is one: that millisecond alone holds more than a read can, whatever order the log is in, and
+ * the 1 ms slice would read the same entries again. An entry set aside, undated or of another
+ * millisecond leaves the question to halving.
+ */
+function soleMillisecond(entries: readonly ActivityEntry[], window: TimeWindow): number | undefined {
+  const first = entries[0] === undefined ? null : performedAtMs(entries[0]);
+  if (first === null || first < window.from || first >= window.to) return undefined;
+  return entries.every((e) => performedAtMs(e) === first) ? first : undefined;
+}
+
+/**
+ * The latest performedAt inside `window`. An entry the service dates outside the window it was
+ * asked for says nothing of how far the read came: counted, one dated days ahead would commit the
+ * cursor past the window's end, and the entries after the read would never be read.
+ */
+function latestPerformedAt(entries: readonly ActivityEntry[], window: TimeWindow): number | undefined {
   let latest: number | undefined;
   for (const e of entries) {
     const t = performedAtMs(e);
-    if (t !== null && (latest === undefined || t > latest)) latest = t;
+    if (t !== null && t < window.to && (latest === undefined || t > latest)) latest = t;
   }
   return latest;
 }

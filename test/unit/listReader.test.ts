@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiError } from '../../src/api/apiErrors.js';
-import { listEnvelopeSchema, readAllIds } from '../../src/api/listReader.js';
+import { MAX_LISTED_ID_LENGTH, listEnvelopeSchema, readAllIds } from '../../src/api/listReader.js';
 import {
   LoopbackService,
   RecordingGate,
@@ -77,6 +77,24 @@ describe('readAllIds', () => {
     )) as ApiError;
     expect(error.code).toBe('API_MALFORMED_RESPONSE');
     expect(error.message).toContain('no string "id" at data[1]');
+  });
+
+  it('refuses an id longer than any id, instead of holding one per object listed', async () => {
+    // 200 such ids fill a 16 MiB page; 51 pages would hold 800 MB and watch 10,200 such logs.
+    const long = 'c'.repeat(80_000);
+    const { client: c } = await serve(() => ({ status: 200, body: { data: [{ id: 'c-1' }, { id: long }] } }));
+    const error = (await readAllIds(c, '/api/v1/careers', listEnvelopeSchema.parse({})).catch(
+      (e: unknown) => e,
+    )) as ApiError;
+    expect(error.code).toBe('API_MALFORMED_RESPONSE');
+    expect(error.message).toContain(`an "id" of 80000 characters at data[1], more than ${MAX_LISTED_ID_LENGTH}`);
+  });
+
+  it('takes an id of MAX_LISTED_ID_LENGTH characters: ids are opaque, of no length the spec gives', async () => {
+    const longest = 'c'.repeat(MAX_LISTED_ID_LENGTH);
+    const { client: c } = await serve(() => ({ status: 200, body: { data: [{ id: 'c-1' }, { id: longest }] } }));
+    const result = await readAllIds(c, '/api/v1/careers', listEnvelopeSchema.parse({}));
+    expect(result.ids).toEqual(['c-1', longest]);
   });
 
   it('reports truncation when more items exist than offsets can reach', async () => {

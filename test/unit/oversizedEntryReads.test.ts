@@ -265,16 +265,28 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
       padding: entryPadding,
     });
 
-  /** A log of COUNT entries of about 1 MB, the i-th performed at `at(i)`, oldest first. */
-  async function bigEntryLog(at: (i: number) => number) {
+  /**
+   * A log of COUNT entries of about 1 MB, the i-th performed at `at(i)`, oldest first; an entry
+   * `stray` says is sent on every page's place for it whatever the window asked for.
+   */
+  async function bigEntryLog(
+    at: (i: number) => number,
+    stray: (i: number) => boolean = () => false,
+    giveUpAfter = Infinity,
+  ) {
+    let requests = 0;
     const big = createServer((req, res) => {
+      requests++;
       const query = new URL(req.url ?? '/', 'http://x').searchParams;
       const [offset, limit] = [Number(query.get('offset')), Number(query.get('limit'))];
       const from = query.has('from') ? Date.parse(query.get('from')!) : -Infinity;
       const to = query.has('to') ? Date.parse(query.get('to')!) : Infinity;
-      const inWindow = Array.from({ length: COUNT }, (_, i) => i).filter((i) => at(i) >= from && at(i) < to);
+      const inWindow = Array.from({ length: COUNT }, (_, i) => i).filter(
+        (i) => stray(i) || (at(i) >= from && at(i) < to),
+      );
       res.on('error', () => undefined);
       res.writeHead(200, { 'content-type': 'application/json' });
+      if (requests > giveUpAfter) return void res.end('{"data":[]}');
       res.end(
         `{"data":[${inWindow
           .slice(offset, offset + limit)
@@ -286,6 +298,7 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
     const client = guardedClient(`http://127.0.0.1:${(big.address() as AddressInfo).port}`, () => undefined, PAGE_CAP);
     return {
       client,
+      requests: () => requests,
       close: async () => {
         big.closeAllConnections();
         await new Promise<void>((resolve) => big.close(() => resolve()));
@@ -320,6 +333,40 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
     }
   });
 
+  it('an entry dated past the window does not carry the commit past it: later entries are still read', async () => {
+    // Entry 5 claims a date ten days on, and the service sends it whatever the window.
+    const STRAY = 5;
+    const at = (i: number) => (i === STRAY ? T0 + 10 * 86_400_000 : T0 + i * 1_000);
+    const log = await bigEntryLog(at, (i) => i === STRAY);
+    try {
+      const commits: { ids: string[]; windowEnd: number }[] = [];
+      const window = { from: T0, to: T0 + COUNT * 1_000 };
+      await walkWindow(
+        {
+          client: log.client,
+          log: 'career',
+          objectId: 'c-1',
+          sortOrder: 'oldest-first',
+          sizes: new PageSizes(),
+          commit: (entries, windowEnd) => {
+            commits.push({ ids: entries.map((e) => e.id), windowEnd });
+            return Promise.resolve();
+          },
+        },
+        window,
+      );
+      const committed = new Set(commits.flatMap((c) => c.ids));
+      for (let i = 0; i < COUNT; i++) if (i !== STRAY) expect(committed).toContain(`b-${String(i).padStart(2, '0')}`);
+      // The cursor never claims time past the window, nor goes back.
+      for (const [k, c] of commits.entries()) {
+        expect(c.windowEnd).toBeLessThanOrEqual(window.to);
+        if (k > 0) expect(c.windowEnd).toBeGreaterThanOrEqual(commits[k - 1]!.windowEnd);
+      }
+    } finally {
+      await log.close();
+    }
+  });
+
   it('a millisecond holding more is WINDOW_TOO_DENSE, naming the bytes', async () => {
     const log = await bigEntryLog(() => T0);
     try {
@@ -339,6 +386,35 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
       );
       expect(error?.code).toBe('WINDOW_TOO_DENSE');
       expect(error?.message).toMatch(/holds more than \d+ bytes of entries in /);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('a millisecond holding more, in an hour of a log of unknown order, fails after one read, not one per halving', async () => {
+    const DENSE = T0 + 30 * MINUTE;
+    // One read is 7 refused pages and 34 of one entry; past 50 requests the service answers empty
+    // pages, so a walk that halves towards the millisecond ends without an error, having moved
+    // little more than one read's bytes.
+    const log = await bigEntryLog(() => DENSE, undefined, 50);
+    try {
+      const error = await walkWindow(
+        {
+          client: log.client,
+          log: 'career',
+          objectId: 'c-1',
+          sortOrder: undefined,
+          sizes: new PageSizes(),
+          commit: () => Promise.resolve(),
+        },
+        { from: T0, to: T0 + 60 * MINUTE },
+      ).then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(error?.code).toBe('WINDOW_TOO_DENSE');
+      expect(error?.message).toContain(`in ${new Date(DENSE).toISOString()}..${new Date(DENSE + 1).toISOString()}`);
+      expect(log.requests()).toBe(41);
     } finally {
       await log.close();
     }
