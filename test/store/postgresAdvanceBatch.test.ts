@@ -260,61 +260,46 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
   });
 
-  it('fails the batch as one when a table it writes is locked (a LOCK TABLE, a migration): not one wait per tenant', async () => {
-    const { backend, stores } = await fencedStores(3_000);
-    // A table lock holds up every row of the batch, and every advance written alone after it: a
-    // split would cost each tenant a statement waiting out its bound, one pool connection each.
-    const holder = await backend.leasePool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('LOCK TABLE watched_logs IN SHARE MODE');
-      const before = backend.activity.statements;
-      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
-      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
-      for (const p of polls)
-        expect((p as PromiseRejectedResult).reason).toMatchObject({
-          code: 'STORE_UNAVAILABLE',
-          message: expect.stringContaining('locked by another session') as unknown,
-        });
-      // Each batch and its look at the tables' locks (NOWAIT), however the polls of a loaded
-      // machine fall into batches: nothing written alone (10 statements when each was).
-      expect(backend.activity.statements - before).toBeLessThanOrEqual(2 * stores.length);
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
-    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
-    for (const store of stores)
-      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
-  });
-
-  it('fails at once the polls whose cursor rows another session holds locked, none waiting out its bound alone', async () => {
-    const { backend, stores } = await fencedStores(3_000);
-    // A session holding every cursor row (a data fix in an open transaction): written alone, each
-    // advance would wait out its bound on a pool connection (500 tenants: minutes of the pool).
-    const holder = await backend.leasePool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT 1 FROM watched_logs FOR UPDATE');
-      const before = backend.activity.statements;
-      const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
-      expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
-      for (const p of polls)
-        expect((p as PromiseRejectedResult).reason).toMatchObject({
-          code: 'STORE_UNAVAILABLE',
-          message: expect.stringContaining('cursor row') as unknown,
-        });
-      // Each batch, its look at the tables' locks and its look at the rows' (both without waiting),
-      // however the polls fall into batches; the message says none was written alone to time out.
-      expect(backend.activity.statements - before).toBeLessThanOrEqual(3 * stores.length);
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
-    await Promise.all(stores.map((store) => poll(store, T + 7_500)));
-    for (const store of stores)
-      expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
-  });
+  // A table lock holds up every row of the batch, and every advance written alone after it; a
+  // session holding every cursor row (a data fix in an open transaction) holds up each advance
+  // written alone. Either way a split would cost each tenant a statement waiting out its bound on
+  // a pool connection (500 tenants: minutes of the pool), so the polls fail at once: each batch
+  // and its looks at the tables' and the rows' locks (both NOWAIT), however the polls of a loaded
+  // machine fall into batches (10 statements for three tenants when each was written alone).
+  it.each([
+    {
+      held: 'a table it writes',
+      lock: 'LOCK TABLE watched_logs IN SHARE MODE',
+      says: 'locked by another session',
+      statements: 2,
+    },
+    { held: 'its cursor rows', lock: 'SELECT 1 FROM watched_logs FOR UPDATE', says: 'cursor row', statements: 3 },
+  ])(
+    'fails the polls at once when another session holds $held locked, none waiting out its bound alone',
+    async ({ lock, says, statements }) => {
+      const { backend, stores } = await fencedStores(3_000);
+      const holder = await backend.leasePool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(lock);
+        const before = backend.activity.statements;
+        const polls = await Promise.allSettled(stores.map((store) => poll(store, T + 6_500)));
+        expect(polls.map((p) => p.status)).toEqual(['rejected', 'rejected', 'rejected']);
+        for (const p of polls)
+          expect((p as PromiseRejectedResult).reason).toMatchObject({
+            code: 'STORE_UNAVAILABLE',
+            message: expect.stringContaining(says) as unknown,
+          });
+        expect(backend.activity.statements - before).toBeLessThanOrEqual(statements * stores.length);
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+      await Promise.all(stores.map((store) => poll(store, T + 7_500)));
+      for (const store of stores)
+        expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 7_500 });
+    },
+  );
 
   it.each([
     { name: 'valid and free', locked: false, expired: false, takenOver: false, now: 'held' },

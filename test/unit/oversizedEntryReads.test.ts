@@ -92,6 +92,14 @@ describe('an entry too large for a page of its own, re-read by the overlap of la
  * ones, so a walk that would not stop on its own still ends and its test fails on what it read.
  */
 const GIVE_UP = 400;
+
+/** What a read failed with; undefined when it succeeded. */
+function failureOf(read: Promise<unknown>): Promise<(Error & { code?: string }) | undefined> {
+  return read.then(
+    () => undefined,
+    (error: unknown) => error as Error & { code?: string },
+  );
+}
 async function hostileLog(answer: (offset: number) => string) {
   let pages = 0;
   const hostile = createServer((req, res) => {
@@ -115,11 +123,8 @@ async function hostileLog(answer: (offset: number) => string) {
       },
       { from: T0, to: T0 + 12 * MINUTE },
     );
-    const outcome = await walk.then(
-      () => ({ error: undefined }),
-      (error: unknown) => ({ error: error as Error & { code?: string } }),
-    );
-    return { ...outcome, pages, quarantined, limit: sizes.limit(logKey({ log: 'career', objectId: 'c-1' })) };
+    const error = await failureOf(walk);
+    return { error, pages, quarantined, limit: sizes.limit(logKey({ log: 'career', objectId: 'c-1' })) };
   } finally {
     hostile.closeAllConnections();
     await new Promise<void>((resolve) => hostile.close(() => resolve()));
@@ -188,20 +193,19 @@ describe('an oversized page whose body breaks off before its head is read', () =
       const reads = [];
       for (let i = 0; i < 2; i++) {
         const quarantined: QuarantinedEntry[] = [];
-        const error = await walkWindow(
-          {
-            client,
-            log: 'career',
-            objectId: 'c-1',
-            sortOrder: 'oldest-first',
-            sizes: new PageSizes(),
-            commit: () => Promise.resolve(),
-            quarantine: (q) => quarantined.push(...q),
-          },
-          { from: T0, to: T0 + 12 * MINUTE },
-        ).then(
-          () => undefined,
-          (e: unknown) => e as Error & { code?: string },
+        const error = await failureOf(
+          walkWindow(
+            {
+              client,
+              log: 'career',
+              objectId: 'c-1',
+              sortOrder: 'oldest-first',
+              sizes: new PageSizes(),
+              commit: () => Promise.resolve(),
+              quarantine: (q) => quarantined.push(...q),
+            },
+            { from: T0, to: T0 + 12 * MINUTE },
+          ),
         );
         reads.push({ error, quarantined });
       }
@@ -233,15 +237,14 @@ describe('a skill version log (no date filter) with a readable entry after every
     });
     await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
     try {
-      const error = await readVersionLog({
-        client: guardedClient(`http://127.0.0.1:${(hostile.address() as AddressInfo).port}`, () => undefined),
-        objectId: 's-1',
-        sortOrder: 'newest-first',
-        seenAmong: () => Promise.resolve(new Set<string>()),
-        sizes: new PageSizes(),
-      }).then(
-        () => undefined,
-        (e: unknown) => e as Error & { code?: string },
+      const error = await failureOf(
+        readVersionLog({
+          client: guardedClient(`http://127.0.0.1:${(hostile.address() as AddressInfo).port}`, () => undefined),
+          objectId: 's-1',
+          sortOrder: 'newest-first',
+          seenAmong: () => Promise.resolve(new Set<string>()),
+          sizes: new PageSizes(),
+        }),
       );
       expect(error?.code).toBe('OVERSIZED_ENTRIES');
       expect(error?.message).toMatch(/more than 64 entries in one read \(the last at offset \d+\)/);
@@ -370,19 +373,18 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
   it('a millisecond holding more is WINDOW_TOO_DENSE, naming the bytes', async () => {
     const log = await bigEntryLog(() => T0);
     try {
-      const error = await walkWindow(
-        {
-          client: log.client,
-          log: 'career',
-          objectId: 'c-1',
-          sortOrder: 'oldest-first',
-          sizes: new PageSizes(),
-          commit: () => Promise.resolve(),
-        },
-        { from: T0, to: T0 + 1 },
-      ).then(
-        () => undefined,
-        (e: unknown) => e as Error & { code?: string },
+      const error = await failureOf(
+        walkWindow(
+          {
+            client: log.client,
+            log: 'career',
+            objectId: 'c-1',
+            sortOrder: 'oldest-first',
+            sizes: new PageSizes(),
+            commit: () => Promise.resolve(),
+          },
+          { from: T0, to: T0 + 1 },
+        ),
       );
       expect(error?.code).toBe('WINDOW_TOO_DENSE');
       expect(error?.message).toMatch(/holds more than \d+ bytes of entries in /);
@@ -398,19 +400,18 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
     // little more than one read's bytes.
     const log = await bigEntryLog(() => DENSE, undefined, 50);
     try {
-      const error = await walkWindow(
-        {
-          client: log.client,
-          log: 'career',
-          objectId: 'c-1',
-          sortOrder: undefined,
-          sizes: new PageSizes(),
-          commit: () => Promise.resolve(),
-        },
-        { from: T0, to: T0 + 60 * MINUTE },
-      ).then(
-        () => undefined,
-        (e: unknown) => e as Error & { code?: string },
+      const error = await failureOf(
+        walkWindow(
+          {
+            client: log.client,
+            log: 'career',
+            objectId: 'c-1',
+            sortOrder: undefined,
+            sizes: new PageSizes(),
+            commit: () => Promise.resolve(),
+          },
+          { from: T0, to: T0 + 60 * MINUTE },
+        ),
       );
       expect(error?.code).toBe('WINDOW_TOO_DENSE');
       expect(error?.message).toContain(`in ${new Date(DENSE).toISOString()}..${new Date(DENSE + 1).toISOString()}`);
@@ -423,15 +424,14 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
   it('a version log holding more fails VERSION_LOG_TOO_LONG instead of holding it all', async () => {
     const log = await bigEntryLog((i) => T0 + i * 1_000);
     try {
-      const error = await readVersionLog({
-        client: log.client,
-        objectId: 's-1',
-        sortOrder: undefined,
-        seenAmong: () => Promise.resolve(new Set<string>()),
-        sizes: new PageSizes(),
-      }).then(
-        () => undefined,
-        (e: unknown) => e as Error & { code?: string },
+      const error = await failureOf(
+        readVersionLog({
+          client: log.client,
+          objectId: 's-1',
+          sortOrder: undefined,
+          seenAmong: () => Promise.resolve(new Set<string>()),
+          sizes: new PageSizes(),
+        }),
       );
       expect(error?.code).toBe('VERSION_LOG_TOO_LONG');
       expect(error?.message).toMatch(/holds more than \d+ bytes of entries to read/);
