@@ -59,9 +59,10 @@ interface WalkStats {
 /**
  * Reads a window of a time-filtered log (career, identity provider) completely, in pages of the
  * log's page size up to the offset cap. A window that holds more than offsets can reach, or
- * more bytes of entries than one read holds (readBytesBound), is narrowed: when the log is known to be oldest-first, what was read covers [from, last
- * performedAt) exactly, so that part is committed and the walk continues from there; otherwise
- * the window is halved and each half read on its own.
+ * more bytes of entries than one read holds (readBytesBound), is narrowed: when the log is known
+ * to be oldest-first, what was read covers [from, last performedAt) exactly, so that part is
+ * committed and the walk continues from there; otherwise the window is halved and each half read
+ * on its own.
  */
 export async function walkWindow(walk: WindowWalk, window: TimeWindow): Promise<WalkStats> {
   const stats: WalkStats = { requests: 0, splits: 0, detectedOrder: walk.sortOrder };
