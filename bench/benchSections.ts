@@ -146,7 +146,7 @@ export const BENCH_SECTIONS: readonly BenchSection[] = [
         'page of 100,000 entries',
         'body of 200 MB',
         'body of 200 MB, padding before data',
-        'oversized entry at 64 of every 65 offsets',
+        'log with an oversized entry at 64 of every 65 offsets',
       ] as const) {
         const row = await benchCase(`run --once against a ${hostility}`, () => hostilePage(hostility));
         rows.push(judged(row, atMost('peak RSS MiB', 199, 'peak RSS MiB (under 200)')));

@@ -13,7 +13,7 @@ type Hostility =
   | 'page of 100,000 entries'
   | 'body of 200 MB'
   | 'body of 200 MB, padding before data'
-  | 'oversized entry at 64 of every 65 offsets';
+  | 'log with an oversized entry at 64 of every 65 offsets';
 
 /** More than api.maxResponseBytes (16 MiB by default): declared, so the client reads only its head. */
 const OVERSIZED_DECLARED_BYTES = 17 * 1024 * 1024;
@@ -39,7 +39,7 @@ async function hostileService(hostility: Hostility): Promise<Server> {
       res.writeHead(200, headers).end('{"data":[]}');
       return;
     }
-    if (hostility === 'oversized entry at 64 of every 65 offsets') {
+    if (hostility === 'log with an oversized entry at 64 of every 65 offsets') {
       // Every 65th offset holds a readable entry, which ends any run of oversized ones in a row.
       const offset = Number(new URL(req.url, 'http://x').searchParams.get('offset'));
       if (offset % 65 === 64) {
