@@ -2,11 +2,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuarantinedEntry } from '../../src/api/quarantinedEntry.js';
+import type { ServiceClient } from '../../src/api/serviceClient.js';
 import { logKey } from '../../src/logs.js';
 import { PageSizes } from '../../src/poll/pageSize.js';
 import { MAX_OVERSIZED_PER_READ, readBytesBound } from '../../src/poll/sizedPageReader.js';
 import { readVersionLog } from '../../src/poll/versionLogWalker.js';
-import { walkWindow } from '../../src/poll/windowWalker.js';
+import { walkWindow, type WindowWalk } from '../../src/poll/windowWalker.js';
 import { quarantineFingerprint } from '../../src/store/storedRows.js';
 import { guardedClient } from '../support/countingService.js';
 
@@ -92,6 +93,11 @@ describe('an entry too large for a page of its own, re-read by the overlap of la
  * ones, so a walk that would not stop on its own still ends and its test fails on what it read.
  */
 const GIVE_UP = 400;
+
+/** A walk of career log c-1, oldest first, with page sizes of its own; `parts` adds the rest. */
+function careerWalk(client: ServiceClient, parts: Pick<WindowWalk, 'commit'> & Partial<WindowWalk>): WindowWalk {
+  return { client, log: 'career', objectId: 'c-1', sortOrder: 'oldest-first', sizes: new PageSizes(), ...parts };
+}
 
 /** What a read failed with; undefined when it succeeded. */
 function failureOf(read: Promise<unknown>): Promise<(Error & { code?: string }) | undefined> {
@@ -314,17 +320,12 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
     try {
       const commits: string[][] = [];
       await walkWindow(
-        {
-          client: log.client,
-          log: 'career',
-          objectId: 'c-1',
-          sortOrder: 'oldest-first',
-          sizes: new PageSizes(),
+        careerWalk(log.client, {
           commit: (entries) => {
             commits.push(entries.map((e) => e.id));
             return Promise.resolve();
           },
-        },
+        }),
         { from: T0, to: T0 + COUNT * 1_000 },
       );
       expect(commits.flat()).toEqual(Array.from({ length: COUNT }, (_, i) => `b-${String(i).padStart(2, '0')}`));
@@ -345,17 +346,12 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
       const commits: { ids: string[]; windowEnd: number }[] = [];
       const window = { from: T0, to: T0 + COUNT * 1_000 };
       await walkWindow(
-        {
-          client: log.client,
-          log: 'career',
-          objectId: 'c-1',
-          sortOrder: 'oldest-first',
-          sizes: new PageSizes(),
+        careerWalk(log.client, {
           commit: (entries, windowEnd) => {
             commits.push({ ids: entries.map((e) => e.id), windowEnd });
             return Promise.resolve();
           },
-        },
+        }),
         window,
       );
       const committed = new Set(commits.flatMap((c) => c.ids));
@@ -375,14 +371,9 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
     try {
       const error = await failureOf(
         walkWindow(
-          {
-            client: log.client,
-            log: 'career',
-            objectId: 'c-1',
-            sortOrder: 'oldest-first',
-            sizes: new PageSizes(),
+          careerWalk(log.client, {
             commit: () => Promise.resolve(),
-          },
+          }),
           { from: T0, to: T0 + 1 },
         ),
       );
