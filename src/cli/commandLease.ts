@@ -48,8 +48,9 @@ export async function takeCommandLease(
   const timer = setInterval(
     () => {
       table.renew(holder, [claim]).then(
-        (renewed) => {
-          if (renewed.length === 0) reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
+        ({ renewed, locked }) => {
+          if (renewed.length === 0 && locked.length === 0)
+            reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
         },
         () => undefined,
       );

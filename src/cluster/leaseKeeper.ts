@@ -25,10 +25,13 @@ export interface LeaseEvents {
 
 /**
  * A round's outcome; a good one says how long heartbeat and renewal took (the part leases ride on),
- * and how many tenants it dealt (undefined: it dealt none, stopping or sitting out), so a tenant
- * left out of a round that counted it can be told from one the round had not seen yet.
+ * how many held leases the renewal left unanswered (their rows locked by another transaction:
+ * kept until their local deadline, asked again next round), and how many tenants it dealt
+ * (undefined: it dealt none, stopping or sitting out), so a tenant left out of a round that
+ * counted it can be told from one the round had not seen yet.
  */
-export type RoundOutcome = { ok: true; renewalMs: number; dealt: number | undefined } | { ok: false; error: unknown };
+export type RoundOutcome =
+  { ok: true; renewalMs: number; unanswered: number; dealt: number | undefined } | { ok: false; error: unknown };
 
 export interface LeaseKeeperOptions {
   table: LeaseTable;
@@ -281,10 +284,10 @@ export class LeaseKeeper {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
-        const { renewalMs, nextAt, dealt } = await this.round(startedAt + this.renewEveryMs);
+        const { renewalMs, unanswered, nextAt, dealt } = await this.round(startedAt + this.renewEveryMs);
         this.failure = undefined;
         waitMs = nextAt - this.clock.now();
-        this.emit(() => this.options.events.round?.({ ok: true, renewalMs, dealt }));
+        this.emit(() => this.options.events.round?.({ ok: true, renewalMs, unanswered, dealt }));
       } catch (error) {
         if (this.stopController.signal.aborted) break;
         const attempts = (this.failure?.attempts ?? 0) + 1;
@@ -304,12 +307,14 @@ export class LeaseKeeper {
    * One round; returns how long its renewal took, ms, and when the next one runs: `regularAt`, or
    * sooner when a lease another replica holds becomes free to take before then (nextRoundAt).
    */
-  private async round(regularAt: number): Promise<{ renewalMs: number; nextAt: number; dealt?: number }> {
+  private async round(
+    regularAt: number,
+  ): Promise<{ renewalMs: number; unanswered: number; nextAt: number; dealt?: number }> {
     const { table, instanceId: me } = this.options;
     const startedAt = this.clock.now();
-    await this.renewHeld();
+    const unanswered = await this.renewHeld();
     const renewalMs = this.clock.now() - startedAt;
-    const regular = { renewalMs, nextAt: regularAt };
+    const regular = { renewalMs, unanswered, nextAt: regularAt };
     // Leases whose release is waiting or under way are left to it: this statement would queue
     // behind that release's lock, which waits for the tenant's fenced write to end.
     await table.releaseAllExcept(me, [
@@ -373,23 +378,28 @@ export class LeaseKeeper {
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
-    return { renewalMs, nextAt: nextRoundAt({ me, regularAt, readAt, rows }), dealt: tenants.length };
+    return { renewalMs, unanswered, nextAt: nextRoundAt({ me, regularAt, readAt, rows }), dealt: tenants.length };
   }
 
-  /** Renews every held lease in one statement; those the database refused are lost. */
-  private async renewHeld(): Promise<void> {
+  /**
+   * Renews every held lease in one statement; those the database refused are lost. Returns how
+   * many it left unanswered (rows another transaction held locked): neither extended nor lost,
+   * they keep their local deadline and are asked again next round.
+   */
+  private async renewHeld(): Promise<number> {
     const held = this.held.all();
-    if (held.length === 0) return;
+    if (held.length === 0) return 0;
     const sentAt = this.clock.now();
     const keyOf = this.options.keyOf;
-    const renewed = await this.options.table.renew(
+    const { renewed, locked } = await this.options.table.renew(
       this.instanceId,
       keyOf === undefined ? held : held.map((lease) => ({ ...lease, keyFingerprint: keyOf(lease.tenant) })),
     );
     const ok = new Set(renewed.map((r) => `${r.tenant}\u0000${r.epoch}`));
+    const unanswered = new Set(locked);
     for (const lease of held) {
       if (ok.has(`${lease.tenant}\u0000${lease.epoch}`)) this.held.extend(lease.tenant, lease.epoch, sentAt);
-      else if (this.held.drop(lease.tenant, lease.epoch))
+      else if (!unanswered.has(lease.tenant) && this.held.drop(lease.tenant, lease.epoch))
         this.emit(() =>
           this.options.events.lost(
             lease.tenant,
@@ -398,6 +408,7 @@ export class LeaseKeeper {
         );
     }
     this.armDeadlineTimer();
+    return unanswered.size;
   }
 
   /** Hand-overs the owner never completed: released anyway, so the tenant cannot stay stuck here. */

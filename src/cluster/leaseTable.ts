@@ -65,20 +65,51 @@ const KEY_FREE = `NOT EXISTS (
 
 /**
  * The renewal of the leases of `h` (tenant, epoch, key_fingerprint) that `$1` still validly
- * holds and that pass `keyCondition` (over `h` as the asked tenant and `l` as its row).
+ * holds and that pass `keyCondition` (over `h` as the asked tenant and `l` as its row). Rows
+ * another transaction holds locked (FOR UPDATE or FOR NO KEY UPDATE: a release, an acquisition
+ * looking at the row, an operator's session) are skipped, not waited for: one such row waited
+ * for timed the whole statement out, and every tenant of the replica reached its local deadline.
+ * The answer's `locked` rows are the asked leases, valid and still `$1`'s on the statement's
+ * snapshot, that were skipped so: neither renewed nor refused.
  */
 function renewal(keyCondition: string): string {
   return `WITH held_keys AS (
          SELECT k.tenant, k.key_fingerprint FROM changefeed_leases AS k
           WHERE k.key_fingerprint IS NOT NULL AND k.holder IS NOT NULL AND k.expires_at > clock_timestamp()
+       ), h AS (
+         SELECT * FROM unnest($2::text[], $3::bigint[], $5::text[]) AS h(tenant, epoch, key_fingerprint)
+       ), ours AS (
+         SELECT l.tenant FROM changefeed_leases AS l JOIN h ON l.tenant = h.tenant
+          WHERE l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
+            AND (${keyCondition.replaceAll('w.', 'h.')})
+          FOR NO KEY UPDATE OF l SKIP LOCKED
+       ), renewed AS (
+         UPDATE changefeed_leases AS l
+            SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp(),
+                key_fingerprint = coalesce(h.key_fingerprint, l.key_fingerprint)
+           FROM h, ours
+          WHERE l.tenant = h.tenant AND ours.tenant = l.tenant AND l.epoch = h.epoch AND l.holder = $1
+            AND l.expires_at > clock_timestamp()
+          RETURNING l.tenant, l.epoch, l.expires_at
        )
-       UPDATE changefeed_leases AS l
-          SET expires_at = clock_timestamp() + $4 * interval '1 millisecond', renewed_at = clock_timestamp(),
-              key_fingerprint = coalesce(h.key_fingerprint, l.key_fingerprint)
-         FROM unnest($2::text[], $3::bigint[], $5::text[]) AS h(tenant, epoch, key_fingerprint)
-        WHERE l.tenant = h.tenant AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
-          AND (${keyCondition.replaceAll('w.', 'h.')})
-        RETURNING l.tenant, l.epoch, l.expires_at`;
+       SELECT tenant, epoch, expires_at, false AS locked FROM renewed
+       UNION ALL
+       SELECT tenant, NULL, NULL, true FROM (
+         SELECT l.tenant FROM changefeed_leases AS l JOIN h ON l.tenant = h.tenant
+          WHERE l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > clock_timestamp()
+            AND (${keyCondition.replaceAll('w.', 'h.')})
+         EXCEPT SELECT tenant FROM ours
+       ) AS skipped`;
+}
+
+/**
+ * What a renewal answered: the leases it extended, and the tenants it could not answer for
+ * because another transaction held their rows locked (ask again next round; a lease left
+ * unanswered until its local deadline is lost then).
+ */
+export interface RenewalAnswer {
+  renewed: GrantedLease[];
+  locked: string[];
 }
 
 /** A lease a renewal asks to extend, with the fingerprint of the key its tenant polls with now (if known). */
@@ -89,6 +120,7 @@ export interface RenewedLease {
 }
 
 type GrantedRow = { tenant: string; epoch: string; expires_at: Date };
+type RenewalRow = (GrantedRow & { locked: false }) | { tenant: string; locked: true };
 
 /** `leases` in groups holding at most one lease of each key, in the order given. */
 function onePerKey(leases: readonly RenewedLease[]): RenewedLease[][] {
@@ -108,6 +140,11 @@ const grantedLease = (row: GrantedRow): GrantedLease => ({
   expiresAt: row.expires_at,
 });
 
+const renewalAnswer = (rows: readonly RenewalRow[]): RenewalAnswer => ({
+  renewed: rows.flatMap((row) => (row.locked ? [] : [grantedLease(row)])),
+  locked: rows.filter((row) => row.locked).map((row) => row.tenant),
+});
+
 /** A tenant an acquisition asks for, with the fingerprint of the key it polls with (if known). */
 export interface WantedLease {
   tenant: string;
@@ -122,8 +159,10 @@ const FORGET_INSTANCES_AFTER_LEASES = 20;
  * every written time uses the database's `clock_timestamp()`, so replicas whose clocks disagree
  * still agree on who holds what. Each method is one statement, atomic on its own.
  *
- * Lock modes (docs/leases.md): fenced writes hold FOR KEY SHARE (writeFence.ts); a change of holder
- * (acquire, release) locks the row FOR UPDATE first, which waits for them; a renewal does not.
+ * Lock modes (docs/leases.md): fenced writes hold FOR KEY SHARE (writeFence.ts); a release locks
+ * the row FOR UPDATE first, which waits for them; an acquisition passes over a row they hold, and
+ * a renewal (FOR NO KEY UPDATE) does not conflict with them. The round's statements pass over rows
+ * another transaction holds, so one row locked for long cannot stop a replica's round.
  */
 export class LeaseTable {
   private readonly leaseMs: number;
@@ -183,11 +222,13 @@ export class LeaseTable {
    * released or expired lease. Each epoch grows by one. Returns the leases granted, in the order
    * asked; a tenant missing from the answer is held by another replica (or its key is, below).
    *
-   * `locked` takes each free row FOR UPDATE, which waits for the old holder's fenced write (an
-   * UPDATE alone would take FOR NO KEY UPDATE and not wait), then looks at the row again: of
-   * replicas racing, the first takes it. `fresh` inserts tenants never leased; of two inserting
-   * together one conflicts and gets nothing. Both go in the order of the tenants' names, whatever
-   * the order asked, or two acquisitions waiting on one old holder deadlock (docs/leases.md).
+   * `locked` takes each free row FOR UPDATE SKIP LOCKED: a row the old holder's fenced write still
+   * holds (FOR KEY SHARE, which an UPDATE alone, FOR NO KEY UPDATE, would not see), or another
+   * transaction holds, is passed over and asked for again next round. Waited for, one such row
+   * timed out the whole statement, and every acquisition of the round with it, for as long as
+   * it stayed locked (docs/leases.md). Of replicas racing, the first to lock takes it.
+   * `fresh` inserts tenants never leased, in the order of their names (two inserts of the same
+   * tenants wait on each other); of two inserting together one conflicts and gets nothing.
    *
    * With a `keyFingerprint` (the sha256 of the tenant's API key) a tenant is refused too while
    * another tenant's valid lease holds that key, so one key is polled by one tenant at a time in
@@ -213,8 +254,7 @@ export class LeaseTable {
        ), locked AS (
          SELECT l.tenant, w.key_fingerprint FROM changefeed_leases AS l JOIN wanted AS w ON w.tenant = l.tenant
           WHERE (l.holder IS NULL OR l.expires_at <= clock_timestamp()) AND ${KEY_FREE}
-          ORDER BY l.tenant
-          FOR UPDATE OF l
+          FOR UPDATE OF l SKIP LOCKED
        ), taken AS (
          UPDATE changefeed_leases AS l
             SET holder = $3, epoch = l.epoch + 1, expires_at = clock_timestamp() + $4 * interval '1 millisecond',
@@ -289,39 +329,40 @@ export class LeaseTable {
   }
 
   /**
-   * Extends the leases `holder` still validly holds at the given epochs; returns those renewed. A
-   * lease missing from the answer expired, was taken over, or names a key another tenant's valid
-   * lease holds: its tenant must stop at once. A given `keyFingerprint` replaces the recorded one,
+   * Extends the leases `holder` still validly holds at the given epochs; returns those renewed,
+   * and those whose rows another transaction held locked (`locked`, skipped: see renewal()). A
+   * lease missing from both expired, was taken over, or names a key another tenant's valid lease
+   * holds: its tenant must stop at once. A given `keyFingerprint` replaces the recorded one,
    * so a tenant whose file took another key does not keep refusing its old key to the tenant that
    * has it now; a new one is checked as an acquisition checks it (docs/leases.md).
    *
    * A round whose keys are as recorded is one statement that writes no key column, so a long
-   * fenced write cannot hold it up. Leases it left out that name a key (a key that changed, or a
+   * fenced write (FOR KEY SHARE, which FOR NO KEY UPDATE does not conflict with) cannot hold it up. Leases it left out that name a key (a key that changed, or a
    * lease lost) are asked again in a transaction holding those keys' advisory locks, with the
    * acquisition's key condition in its statement: a renewal and an acquisition of one new key are
    * serialised, and the second sees the first.
    */
-  async renew(holder: string, leases: readonly RenewedLease[]): Promise<GrantedLease[]> {
-    if (leases.length === 0) return [];
-    const unchanged = await this.query<GrantedRow>(
+  async renew(holder: string, leases: readonly RenewedLease[]): Promise<RenewalAnswer> {
+    if (leases.length === 0) return { renewed: [], locked: [] };
+    const unchanged = await this.query<RenewalRow>(
       renewal('h.key_fingerprint IS NULL OR h.key_fingerprint = l.key_fingerprint'),
       this.renewalValues(holder, leases),
     );
-    const renewed = new Set(unchanged.rows.map((row) => row.tenant));
-    const rekeyed = leases.filter((l) => l.keyFingerprint !== undefined && !renewed.has(l.tenant));
-    if (rekeyed.length === 0) return unchanged.rows.map(grantedLease);
+    const answered = new Set(unchanged.rows.map((row) => row.tenant));
+    const rekeyed = leases.filter((l) => l.keyFingerprint !== undefined && !answered.has(l.tenant));
+    if (rekeyed.length === 0) return renewalAnswer(unchanged.rows);
     const keys = [...new Set(rekeyed.map((l) => l.keyFingerprint!))];
     const checked = await this.underKeyLocks(keys, async (client) => {
-      const rows: GrantedRow[] = [];
+      const rows: RenewalRow[] = [];
       // One lease of a key per statement: one snapshot would pass two tenants taking one key in a
       // round, and each statement sees the leases the ones before it renewed.
       for (const asked of onePerKey(rekeyed)) {
-        const result = await client.query<GrantedRow>(this.timed(renewal(KEY_FREE), this.renewalValues(holder, asked)));
+        const result = await client.query<RenewalRow>(this.timed(renewal(KEY_FREE), this.renewalValues(holder, asked)));
         rows.push(...result.rows);
       }
       return rows;
     });
-    return [...unchanged.rows, ...checked].map(grantedLease);
+    return renewalAnswer([...unchanged.rows, ...checked]);
   }
 
   private renewalValues(holder: string, leases: readonly RenewedLease[]): unknown[] {
@@ -382,14 +423,19 @@ export class LeaseTable {
    * not know it holds (given up locally while the database was away, an acquisition whose answer
    * timed out, an earlier process of the same id), which would otherwise sit unused until they
    * expire. No FOR UPDATE: the renewal round must not wait for fenced writes; the next
-   * acquisition of those tenants does.
+   * acquisition of those tenants does. A row another transaction holds locked is passed over
+   * (SKIP LOCKED) and released by a later round: waited for, it failed the round.
    */
   async releaseAllExcept(holder: string, keep: readonly string[]): Promise<string[]> {
     const result = await this.query<{ tenant: string }>(
-      `UPDATE changefeed_leases
+      `WITH unkept AS (
+         SELECT tenant FROM changefeed_leases WHERE holder = $1 AND NOT (tenant = ANY($2::text[]))
+          FOR NO KEY UPDATE SKIP LOCKED
+       )
+       UPDATE changefeed_leases AS l
           SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
-        WHERE holder = $1 AND NOT (tenant = ANY($2::text[]))
-        RETURNING tenant`,
+         FROM unkept WHERE l.tenant = unkept.tenant
+        RETURNING l.tenant`,
       [holder, keep],
     );
     return result.rows.map((row) => row.tenant);

@@ -140,8 +140,11 @@ export class TenantLeases {
     // One line per round, after the acquisitions it logged, with the number of tenants it dealt:
     // a round that counted a tenant and left it can be told from one that had not seen it yet.
     this.deps.logger.debug(outcome.ok ? { ok: true, dealt: outcome.dealt } : { ok: false }, 'lease round');
-    if (outcome.ok) this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
-    else this.deps.metrics.failedRounds.inc();
+    if (outcome.ok) {
+      this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
+      this.deps.metrics.unanswered.inc(outcome.unanswered);
+      this.noteUnanswered(outcome.unanswered);
+    } else this.deps.metrics.failedRounds.inc();
     const sittingOut = this.keeper.sittingOut;
     if (sittingOut !== undefined && !this.sittingOut) this.deps.logger.warn(sittingOut);
     if (sittingOut === undefined && this.sittingOut)
@@ -160,6 +163,19 @@ export class TenantLeases {
         'tenant leases could not be renewed; retrying (tenants stop before their leases may expire)',
       );
     this.failing = true;
+  }
+
+  /** Warns at the first round of a run that left leases unanswered (rows locked elsewhere), and at its end. */
+  private unansweredRun = false;
+  private noteUnanswered(unanswered: number): void {
+    if (unanswered > 0 && !this.unansweredRun)
+      this.deps.logger.warn(
+        { leases: unanswered },
+        'tenant leases not renewed: another transaction holds their rows locked (a release, an acquisition, or ' +
+          "an operator's session); asked again every round, each is lost at its local deadline if this lasts",
+      );
+    if (unanswered === 0 && this.unansweredRun) this.deps.logger.info('every held lease renewed again');
+    this.unansweredRun = unanswered > 0;
   }
 
   private async acquired(name: string, epoch: number): Promise<void> {

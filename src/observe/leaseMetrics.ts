@@ -20,6 +20,7 @@ export class LeaseMetrics {
   readonly handedOver: Counter<'tenant'>;
   readonly renewal: Histogram;
   readonly failedRounds: Counter;
+  readonly unanswered: Counter;
   private view: LeaseView | undefined;
 
   constructor(registry: Registry) {
@@ -63,6 +64,13 @@ export class LeaseMetrics {
     this.failedRounds = new Counter({
       name: 'changefeed_lease_rounds_failed_total',
       help: 'Lease rounds that failed (the store unreachable or refusing); tenants stop before their leases may expire.',
+      registers,
+    });
+    this.unanswered = new Counter({
+      name: 'changefeed_lease_renewals_unanswered_total',
+      help:
+        'Held leases a renewal round could not renew because another transaction held their rows locked; ' +
+        'each is kept until its local deadline and asked again next round, then lost.',
       registers,
     });
   }

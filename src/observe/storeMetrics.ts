@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { StoreActivity } from '../store/storeActivity.js';
 
-type Counted = 'transactions' | 'statements' | 'poolWaits' | 'poolWaitSeconds' | 'poolBusy';
+type Counted = 'transactions' | 'statements' | 'poolWaits' | 'poolWaitSeconds' | 'poolBusy' | 'leaseRowBusy';
 
 /** Each counted kind of StoreActivity: its counter's name and help. */
 const COUNTERS: readonly (readonly [Counted, string, string])[] = [
@@ -35,6 +35,13 @@ const COUNTERS: readonly (readonly [Counted, string, string])[] = [
     "Waits for a connection of the store's pool given up (STORE_BUSY): the pool stayed full past the wait " +
       'limit; the work is tried again shortly. Back-pressure of a replica asking more than store.maxConnections ' +
       'carry, not an outage.',
+  ],
+  [
+    'leaseRowBusy',
+    'changefeed_store_lease_row_busy_total',
+    "Fenced writes given up (STORE_BUSY) because their tenant's lease row stayed locked by another transaction " +
+      '(a change of holder under way, or a session holding it FOR UPDATE) past the fence bound; the write is tried ' +
+      'again shortly. A steady rate means a session keeps lease rows locked (PostgreSQL).',
   ],
 ];
 

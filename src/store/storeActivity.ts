@@ -16,6 +16,11 @@ export class StoreActivity {
   poolWaitSeconds = 0;
   /** Of those, the waits given up (STORE_BUSY): the pool stayed full past the store's wait limit. */
   poolBusy = 0;
+  /**
+   * Fenced writes given up (STORE_BUSY) because their tenant's lease row stayed locked by another
+   * transaction (a change of holder under way) past the fence's bound (PostgreSQL).
+   */
+  leaseRowBusy = 0;
   /** Checkouts waiting for a connection now (PostgreSQL), set by the engine that has a pool. */
   poolWaiting: () => number = () => 0;
 

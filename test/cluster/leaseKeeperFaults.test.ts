@@ -146,6 +146,53 @@ describe('LeaseKeeper under faults', () => {
     expect(a.keeper.problem).toBeUndefined();
   });
 
+  it('one lease row locked by another session: the others are renewed, that one alone is lost at its local deadline', async (ctx) => {
+    // An operator's `SELECT ... FOR UPDATE`, or a replica paused inside a change of holder: the
+    // renewal used to wait for that row, time out, and leave every tenant of the replica to its
+    // local deadline.
+    const { db, set } = await setup(ctx);
+    const a = set.add('a', db.pool(), () => TENANTS, { leaseMs: 3_000 });
+    a.start();
+    await set.tickUntil('a holds all 6', () => held(a) === 6);
+    const locker = db.pool({ max: 1 });
+    const session = await locker.connect();
+    try {
+      await session.query('BEGIN');
+      await session.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'acme' FOR UPDATE");
+      const deadline = a.keeper.validUntil('acme')!;
+      // Each round runs at the clock of its own wake-up (the earliest timer: the local deadline
+      // falls on a round's), so its renewal answers before a later timer fires.
+      const unanswered: number[] = [];
+      while (a.count('lost') === 0) {
+        const round = a.nextRound();
+        await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
+        const outcome = await round;
+        expect(outcome).toMatchObject({ ok: true });
+        unanswered.push((outcome as { unanswered: number }).unanswered);
+        expect(unanswered.length).toBeLessThanOrEqual(4);
+      }
+      expect(unanswered[0]).toBe(1);
+      expect(a.clock!.now()).toBeGreaterThanOrEqual(deadline);
+      expect(a.events.filter((e) => e.type === 'lost')).toEqual([
+        { type: 'lost', tenant: 'acme', reason: expect.stringMatching(/local deadline/) },
+      ]);
+      expect(TENANTS.filter((t) => a.keeper.canWrite(t))).toEqual(TENANTS.filter((t) => t !== 'acme'));
+      // Rounds go on while the row stays locked: its release and its acquisition pass over it.
+      for (let i = 0; i < 2; i++) {
+        const round = a.nextRound();
+        await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
+        expect(await round).toMatchObject({ ok: true, unanswered: 0 });
+      }
+      await session.query('COMMIT');
+    } finally {
+      session.release();
+      await locker.end();
+    }
+    // Let go, the row is released by the round that no longer knows it holds it, and taken again.
+    await set.tickUntil('acme back', () => a.keeper.canWrite('acme'));
+    expect(a.keeper.heldLeases().find((l) => l.tenant === 'acme')?.epoch).toBe(2);
+  });
+
   it('renews while the releases of tenants given up wait for their fenced writes', async (ctx) => {
     // A failed start gives its lease back. Released one statement each, hundreds at once (5,000
     // tenants starting) held both connections of the lease pool, each waiting FOR UPDATE behind

@@ -67,4 +67,44 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
     for (const text of [textA, textB])
       for (const tenant of [a, b]) expect(sampleValue(text, 'changefeed_lease_held', { tenant })).not.toBeUndefined();
   });
+
+  it('a lease row held FOR UPDATE by another session: counted and logged, that tenant alone is lost, and taken back once let go', async () => {
+    const simulator = await simulatedCompanies(74, 2);
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: 6, companies: 2 });
+    const [a, b] = [set.tenantName(0), set.tenantName(1)];
+    const port = await freePort();
+    const replica = set.start('replica-a', { CHANGEFEED_HTTP_PORT: String(port) });
+    let text = '';
+    const held = async (tenant: string): Promise<boolean> =>
+      sampleValue((text = await scrape(port)), 'changefeed_lease_held', { tenant }) === 1;
+    await until(
+      async () => (await held(a)) && (await held(b)) && replica.logs().split('"msg":"tenant running"').length === 3,
+      LIVENESS_MS,
+      'replica-a holding and running both tenants',
+    );
+
+    // An operator's session left open with a's row locked.
+    const session = await admin!.connect();
+    try {
+      await session.query('BEGIN');
+      await session.query(`SELECT 1 FROM "${set.schema}".changefeed_leases WHERE tenant = $1 FOR UPDATE`, [a]);
+      await until(
+        async () => sampleValue((text = await scrape(port)), 'changefeed_lease_lost_total', { tenant: a }) === 1,
+        LIVENESS_MS,
+        `tenant ${a} lost at its local deadline`,
+      );
+      expect(sampleValue(text, 'changefeed_lease_renewals_unanswered_total')).toBeGreaterThanOrEqual(1);
+      expect(replica.logs()).toContain('another transaction holds their rows locked');
+      // The other tenant is renewed throughout, and no round failed.
+      expect(sampleValue(text, 'changefeed_lease_lost_total', { tenant: b })).toBeUndefined();
+      expect(sampleValue(text, 'changefeed_lease_held', { tenant: b })).toBe(1);
+      expect(sampleValue(text, 'changefeed_lease_rounds_failed_total') ?? 0).toBe(0);
+      await session.query('COMMIT');
+    } finally {
+      session.release();
+    }
+    await until(() => held(a), LIVENESS_MS, `tenant ${a} taken back once the session let go`);
+    expect(sampleValue(text, 'changefeed_lease_acquired_total', { tenant: a })).toBe(2);
+    expect(sampleValue(text, 'changefeed_lease_lost_total', { tenant: b })).toBeUndefined();
+  });
 });

@@ -94,7 +94,7 @@ describe('a lease round at 5,000 tenants', () => {
     expect(granted).toHaveLength(TENANTS);
     await db!.query('ANALYZE changefeed_leases');
     const renewal = await costOf(backendCpu, async () => {
-      const renewed = await table.renew(
+      const { renewed } = await table.renew(
         'me',
         granted.map((g) => ({ tenant: g.tenant, epoch: g.epoch, keyFingerprint: keyOf(g.tenant) })),
       );

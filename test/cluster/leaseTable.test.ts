@@ -84,15 +84,15 @@ describe('LeaseTable', () => {
     await acquireOne(table, 'globex', 'a');
     expect(a?.epoch).toBe(1);
     expect(await acquireOne(table, 'acme', 'b')).toBeUndefined();
-    const renewed = await table.renew('a', [
+    const { renewed } = await table.renew('a', [
       { tenant: 'acme', epoch: 1 },
       { tenant: 'globex', epoch: 7 },
     ]);
     expect(renewed.map((r) => r.tenant)).toEqual(['acme']);
     expect(renewed[0]!.expiresAt.getTime()).toBeGreaterThan(a!.expiresAt.getTime());
-    expect(await table.renew('b', [{ tenant: 'acme', epoch: 1 }])).toEqual([]);
+    expect(await table.renew('b', [{ tenant: 'acme', epoch: 1 }])).toEqual({ renewed: [], locked: [] });
     await expire('acme');
-    expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toEqual([]); // too late: it is free
+    expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toEqual({ renewed: [], locked: [] }); // too late: it is free
     expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
   });
 
@@ -155,14 +155,44 @@ describe('LeaseTable', () => {
       await longWrite;
       await writer.query('COMMIT');
       events.push('write committed');
-      expect((await renewal).map((r) => r.tenant)).toEqual(['acme', 'globex', 'initech']);
+      expect((await renewal).renewed.map((r) => r.tenant).sort()).toEqual(['acme', 'globex', 'initech']);
       expect(events).toEqual(['renewed', 'write committed']);
     } finally {
       writer.release();
     }
   });
 
-  it('a takeover after a renewal still waits for the old holder’s open write, and then only the new epoch writes', async (ctx) => {
+  it('a renewal passes over a lease row another session holds FOR UPDATE and answers it as locked, not refused', async (ctx) => {
+    const { table, pool } = await setup(ctx, 30_000);
+    const k2 = 'k2'.padEnd(64, '0');
+    for (const tenant of ['acme', 'globex', 'initech']) await acquireOne(table, tenant, 'a', tenant.padEnd(64, '0'));
+    const locker = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM changefeed_leases WHERE tenant IN ('acme', 'globex') FOR UPDATE");
+      // Held until the renewal answers: it must answer without waiting for the lock.
+      const plain = await table.renew('a', [
+        { tenant: 'acme', epoch: 1 },
+        { tenant: 'initech', epoch: 1 },
+        { tenant: 'gone', epoch: 1 },
+      ]);
+      expect(plain.renewed.map((r) => r.tenant)).toEqual(['initech']);
+      expect(plain.locked).toEqual(['acme']);
+      // A key that changed is asked again under the key's advisory lock: it passes over the row too.
+      const rekeyed = await table.renew('a', [{ tenant: 'globex', epoch: 1, keyFingerprint: k2 }]);
+      expect(rekeyed).toEqual({ renewed: [], locked: ['globex'] });
+      // Only a lease still this holder's at that epoch is answered as locked.
+      expect(await table.renew('b', [{ tenant: 'acme', epoch: 1 }])).toEqual({ renewed: [], locked: [] });
+      expect(await table.renew('a', [{ tenant: 'acme', epoch: 2 }])).toEqual({ renewed: [], locked: [] });
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    const after = await table.renew('a', [{ tenant: 'globex', epoch: 1, keyFingerprint: k2 }]);
+    expect(after.renewed.map((r) => r.tenant)).toEqual(['globex']);
+  });
+
+  it('a takeover passes over the old holder’s open write, even after a renewal; takes the row once it ends, and then only the new epoch writes', async (ctx) => {
     // The lease lapses by itself, as a paused holder's does.
     const { table, pool } = await setup(ctx, 1_500);
     await db.query('CREATE TABLE fenced_writes (epoch int NOT NULL, at bigint NOT NULL)');
@@ -171,24 +201,14 @@ describe('LeaseTable', () => {
     try {
       await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       // A renewal inside the write's lifetime makes a new version of the row: the write's lock
-      // must carry over to it, or the takeover below would not wait.
-      expect(await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).toHaveLength(1);
+      // must carry over to it, or the takeover below would not see the write.
+      expect((await table.renew('a', [{ tenant: 'acme', epoch: 1 }])).renewed).toHaveLength(1);
       await untilExpired('acme'); // the old holder paused past its lease, inside its transaction
-      let settled = false;
-      const takeover = acquireOne(table, 'acme', 'b').finally(() => {
-        settled = true;
-      });
-      // The takeover's statement waits on the write's row lock: seen in pg_stat_activity, not guessed.
-      while ((await waitingOnLock('WITH wanted AS%')) === 0) {
-        if (settled) throw new Error('the takeover did not wait for the fenced write');
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      // Answered while the write is open (waiting for it would not answer before its COMMIT below).
+      expect(await acquireOne(table, 'acme', 'b')).toBeUndefined();
       await oldWriter.query('INSERT INTO fenced_writes VALUES (1, 1)');
-      // Still waiting when the old write commits. (Which answer the client reads first after the
-      // COMMIT is up to the event loop, as the two connections answer together: not the point.)
-      expect(settled).toBe(false);
       await oldWriter.query('COMMIT');
-      expect((await takeover)?.epoch).toBe(2);
+      expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
 
       // From here only epoch 2 passes the fence.
       await expect(checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN')).rejects.toThrow(
@@ -239,16 +259,17 @@ describe('LeaseTable', () => {
     const { table } = await setup(ctx, 1_500);
     // What the store's pool must set: PostgreSQL ends a transaction left idle this long, and
     // with it the lease row's lock, so the next holder is not stuck behind a stopped process.
-    const writerPool = db.pool({ options: '-c idle_in_transaction_session_timeout=1000' });
+    const writerPool = db.pool({ options: '-c idle_in_transaction_session_timeout=4000' });
     await acquireOne(table, 'acme', 'a');
     const writer = await writerPool.connect();
-    writer.on('error', () => undefined);
+    const ended = new Promise((resolve) => writer.on('error', resolve));
     try {
       await checkLease(writer, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       // ...and the process stops here, its transaction open.
       await untilExpired('acme');
-      const lease = await acquireOne(table, 'acme', 'b'); // waits until the session is ended
-      expect(lease?.epoch).toBe(2);
+      expect(await acquireOne(table, 'acme', 'b')).toBeUndefined(); // passed over while the session lives
+      expect(String(await ended)).toMatch(/idle-in-transaction timeout/);
+      expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
       await expect(writer.query('COMMIT')).rejects.toThrow();
     } finally {
       writer.release(true);
@@ -266,7 +287,7 @@ describe('LeaseTable', () => {
     await table.release('tenant-c', 'r2', 1);
     expect(await acquireOne(table, 'tenant-c', 'r2', key)).toBeUndefined();
     // The renewal keeps the key on the lease: still refused.
-    expect(await table.renew('r1', [{ tenant: 'tenant-a', epoch: 1 }])).toHaveLength(1);
+    expect((await table.renew('r1', [{ tenant: 'tenant-a', epoch: 1 }])).renewed).toHaveLength(1);
     expect(await acquireOne(table, 'tenant-b', 'r2', key)).toBeUndefined();
     // The holder of tenant-a itself re-acquires it after expiry: its own key does not block it.
     await expire('tenant-a');
@@ -332,16 +353,19 @@ describe('LeaseTable', () => {
       return Object.fromEntries(rows.map((r) => [r.tenant, r.key_fingerprint]));
     };
     // acme's file took globex's key: renewing acme with it would poll one key for two tenants.
-    expect(await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k2 }])).toEqual([]);
+    expect(await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k2 }])).toEqual({
+      renewed: [],
+      locked: [],
+    });
     expect(await fingerprints()).toEqual({ acme: k1, globex: k2 });
     // Its own key, unchanged, renews as before; so does the new key once globex lets it go.
-    expect((await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k1 }])).map((r) => r.tenant)).toEqual([
-      'acme',
-    ]);
+    expect(
+      (await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k1 }])).renewed.map((r) => r.tenant),
+    ).toEqual(['acme']);
     await table.release('globex', 'b', 1);
-    expect((await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k2 }])).map((r) => r.tenant)).toEqual([
-      'acme',
-    ]);
+    expect(
+      (await table.renew('a', [{ tenant: 'acme', epoch: 1, keyFingerprint: k2 }])).renewed.map((r) => r.tenant),
+    ).toEqual(['acme']);
     expect((await fingerprints()).acme).toBe(k2);
     // The key acme gave up is free: globex may take it.
     expect(await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k1 }])).toHaveLength(1);
@@ -353,7 +377,7 @@ describe('LeaseTable', () => {
     expect(await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).toHaveLength(1);
     expect(await table.acquireMany('a', [{ tenant: 'globex', keyFingerprint: k2 }])).toHaveLength(1);
     // Both in one statement, its one snapshot showed k3 free for each: both were renewed with it.
-    const renewed = await table.renew('a', [
+    const { renewed } = await table.renew('a', [
       { tenant: 'acme', epoch: 1, keyFingerprint: k3 },
       { tenant: 'globex', epoch: 1, keyFingerprint: k3 },
     ]);
@@ -367,27 +391,22 @@ describe('LeaseTable', () => {
     ]);
   });
 
-  it('two replicas taking the same free tenants in opposite orders both finish, without a deadlock', async (ctx) => {
-    // Each replica asks for its round's tenants in its own rendezvous order. Both wait on an old
-    // holder's write open on the middle tenant; when it ends, each holds a row the other waits for,
-    // unless both lock in one order.
+  it('two replicas taking the same free tenants in opposite orders, one under an old write: both answer at once', async (ctx) => {
+    // Each replica asks for its round's tenants in its own rendezvous order. Waiting on the old
+    // holder's write open on the middle tenant, each would come to hold a row the other waits for.
     const { table, pool } = await setup(ctx, 30_000);
     for (const tenant of ['t1', 't2', 't3']) await acquireOne(table, tenant, 'old');
     const oldWriter = await pool.connect();
     try {
       await checkLease(oldWriter, { tenant: 't2', holder: 'old', epoch: 1 }, 'BEGIN');
       for (const tenant of ['t1', 't2', 't3']) await expire(tenant);
-      const outcomes = Promise.allSettled([
+      const [x, y] = await Promise.all([
         table.acquireMany('x', [{ tenant: 't1' }, { tenant: 't2' }, { tenant: 't3' }]),
         table.acquireMany('y', [{ tenant: 't3' }, { tenant: 't2' }, { tenant: 't1' }]),
       ]);
-      while ((await waitingOnLock('WITH wanted AS%')) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect([...x, ...y].map((g) => g.tenant).sort()).toEqual(['t1', 't3']);
       await oldWriter.query('COMMIT');
-      const [x, y] = await outcomes;
-      expect(x.status === 'rejected' ? String(x.reason) : 'granted').toBe('granted');
-      expect(y.status === 'rejected' ? String(y.reason) : 'granted').toBe('granted');
-      const granted = [x, y].flatMap((o) => (o.status === 'fulfilled' ? o.value.map((g) => g.tenant) : []));
-      expect(granted.sort()).toEqual(['t1', 't2', 't3']);
+      expect((await table.acquireMany('y', [{ tenant: 't2' }])).map((g) => g.tenant)).toEqual(['t2']);
     } finally {
       oldWriter.release();
     }

@@ -222,6 +222,8 @@ describe.skipIf(!admin)('the read-nothing polls of many tenants, in one statemen
       ]);
       expect(ingested).toMatchObject({ status: 'rejected', reason: { code: 'STORE_BUSY' } });
       expect(locked.health.problem).toBeUndefined();
+      // Counted apart from the pool's waits (changefeed_store_lease_row_busy_total).
+      expect(backend.activity).toMatchObject({ leaseRowBusy: 2, poolBusy: 0 });
     } finally {
       await taker.query('ROLLBACK');
       taker.release();

@@ -33,7 +33,7 @@ describe.skipIf(!admin)('the journal prune on PostgreSQL', () => {
           `SELECT (SELECT count(*) FROM events WHERE tenant = 'acme')::int AS left,
                   (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS timeout`,
         );
-        const renewed = await table.renew('a', held);
+        const { renewed } = await table.renew('a', held);
         seen.push({ left: rows[0]!.left, statementTimeoutMs: Number(rows[0]!.timeout), renewed: renewed.length });
       },
     };

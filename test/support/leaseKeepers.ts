@@ -9,7 +9,7 @@ export type KeeperEvent =
   | { type: 'acquired'; tenant: string; epoch: number }
   | { type: 'lost'; tenant: string; reason: string }
   | { type: 'handOver'; tenant: string }
-  | { type: 'round'; ok: boolean; error?: unknown };
+  | { type: 'round'; ok: boolean; unanswered?: number; error?: unknown };
 
 /**
  * A keeper under test, its events in order, and an owner that drains a handed-over tenant at

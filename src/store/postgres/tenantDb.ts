@@ -482,6 +482,7 @@ export class TenantDb {
     }
     if (now === 'lost') return { thrown: lostInDatabase(claim), broken: undefined };
     if (now === 'held') return { thrown: this.failure(error), broken: undefined };
+    this.activity.leaseRowBusy++;
     return {
       thrown: new StoreBusyError(
         `the lease row of tenant "${claim.tenant}" stayed locked by another transaction (a change of holder ` +
