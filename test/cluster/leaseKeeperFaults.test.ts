@@ -177,11 +177,23 @@ describe('LeaseKeeper under faults', () => {
         { type: 'lost', tenant: 'acme', reason: expect.stringMatching(/local deadline/) },
       ]);
       expect(TENANTS.filter((t) => a.keeper.canWrite(t))).toEqual(TENANTS.filter((t) => t !== 'acme'));
-      // Rounds go on while the row stays locked: its release and its acquisition pass over it.
+      // Rounds go on while the row stays locked, and say each time that they passed over it (the
+      // renewal has nothing left to ask), so the lock stays visible for as long as it lasts: first
+      // the round's release of the lease it no longer keeps, still valid in the database...
       for (let i = 0; i < 2; i++) {
         const round = a.nextRound();
         await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
-        expect(await round).toMatchObject({ ok: true, unanswered: 0 });
+        expect(await round).toMatchObject({ ok: true, unanswered: 0, passedOver: 1 });
+      }
+      // ...then, once the lease has run out on the database's clock too, its acquisition.
+      await db.query(
+        `SELECT pg_sleep(greatest(0, extract(epoch FROM expires_at - clock_timestamp())) + 0.02)
+           FROM changefeed_leases WHERE tenant = 'acme'`,
+      );
+      for (let i = 0; i < 2; i++) {
+        const round = a.nextRound();
+        await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
+        expect(await round).toMatchObject({ ok: true, unanswered: 0, passedOver: 1 });
       }
       await session.query('COMMIT');
     } finally {

@@ -192,6 +192,57 @@ describe('LeaseTable', () => {
     expect(after.renewed.map((r) => r.tenant)).toEqual(['globex']);
   });
 
+  it('an acquisition answers the free rows it passed over (locked elsewhere), not those held validly or refused for their key', async (ctx) => {
+    // The renewal's count stops once the holder's lease is lost at its local deadline; from then on
+    // only the acquisition still meets the locked row, and it must say so for the lock to be seen.
+    const { table, pool } = await setup(ctx, 30_000);
+    const shared = 'shared'.padEnd(64, '0');
+    await acquireOne(table, 'acme', 'a');
+    await acquireOne(table, 'globex', 'a');
+    await acquireOne(table, 'initech', 'a', shared);
+    await acquireOne(table, 'hooli', 'a');
+    expect(await table.release('hooli', 'a', 1)).toBe(true);
+    await expire('acme');
+    const locker = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM changefeed_leases WHERE tenant IN ('acme', 'globex', 'hooli') FOR UPDATE");
+      const answer = await table.acquireRound('b', [
+        { tenant: 'acme' },
+        { tenant: 'globex' },
+        { tenant: 'hooli', keyFingerprint: shared },
+        { tenant: 'stark' },
+      ]);
+      expect(answer.granted.map((g) => g.tenant)).toEqual(['stark']);
+      // globex is validly held (nothing to take), hooli's key is initech's: neither was passed over.
+      expect(answer.passedOver).toEqual(['acme']);
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    const after = await table.acquireRound('b', [{ tenant: 'acme' }]);
+    expect(after).toMatchObject({ granted: [{ tenant: 'acme', epoch: 2 }], passedOver: [] });
+  });
+
+  it('the release of what the holder does not keep answers its still valid rows it passed over (locked elsewhere)', async (ctx) => {
+    // A lease lost at its local deadline while its row stays locked: until it runs out on the
+    // database's clock too, this release is the only statement of the round that meets the row.
+    const { table, pool } = await setup(ctx, 30_000);
+    for (const tenant of ['acme', 'globex', 'initech', 'hooli']) await acquireOne(table, tenant, 'a');
+    await expire('globex');
+    const locker = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM changefeed_leases WHERE tenant IN ('acme', 'globex') FOR UPDATE");
+      // globex ran out already: the acquisition that is dealt it counts it, not this release.
+      expect(await table.releaseUnkept('a', ['hooli'])).toEqual({ released: ['initech'], passedOver: ['acme'] });
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    expect(await table.releaseUnkept('a', ['hooli'])).toEqual({ released: ['acme', 'globex'], passedOver: [] });
+  });
+
   it('a takeover passes over the old holder’s open write, even after a renewal; takes the row once it ends, and then only the new epoch writes', async (ctx) => {
     // The lease lapses by itself, as a paused holder's does.
     const { table, pool } = await setup(ctx, 1_500);
