@@ -536,12 +536,19 @@ export class LeaseTable {
    * Deletes the rows of tenants no longer configured, unless validly held (their holder is still
    * draining them). Their epochs start again at 1 if they come back, which is safe: a fenced
    * write matches holder and epoch, and a replica that lost a lease never writes under it again.
+   * A row another transaction holds locked (an old holder's write still open, an operator's
+   * session) is passed over (SKIP LOCKED) and forgotten by a later round: waited for, it timed the
+   * round out, every round, for as long as it stayed locked. Never deleted under an open write.
    */
   async forgetTenants(existing: readonly string[]): Promise<string[]> {
     const result = await this.query<{ tenant: string }>(
-      `DELETE FROM changefeed_leases
-        WHERE NOT (tenant = ANY($1::text[])) AND (holder IS NULL OR expires_at <= clock_timestamp())
-        RETURNING tenant`,
+      `WITH unconfigured AS (
+         SELECT tenant FROM changefeed_leases
+          WHERE NOT (tenant = ANY($1::text[])) AND (holder IS NULL OR expires_at <= clock_timestamp())
+          FOR UPDATE SKIP LOCKED
+       )
+       DELETE FROM changefeed_leases AS l USING unconfigured WHERE l.tenant = unconfigured.tenant
+       RETURNING l.tenant`,
       [existing],
     );
     return result.rows.map((row) => row.tenant);
