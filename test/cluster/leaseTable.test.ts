@@ -281,6 +281,23 @@ describe('LeaseTable', () => {
     }
   });
 
+  it('a lease released by the round (not kept) while its write is open: a takeover still passes over the row until the write ends', async (ctx) => {
+    // The round's release takes FOR NO KEY UPDATE, which the write's FOR KEY SHARE does not stop:
+    // the row is free at once, and only the lock carried over to its new version keeps the takeover off.
+    const { table, pool } = await setup(ctx, 30_000);
+    await acquireOne(table, 'acme', 'a');
+    const oldWriter = await pool.connect();
+    try {
+      await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
+      expect(await table.releaseUnkept('a', [])).toEqual({ released: ['acme'], passedOver: [] });
+      expect(await table.acquireRound('b', [{ tenant: 'acme' }])).toEqual({ granted: [], passedOver: ['acme'] });
+      await oldWriter.query('COMMIT');
+    } finally {
+      oldWriter.release();
+    }
+    expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
+  });
+
   it('a release returns only once a write of its epoch inside the fence has ended', async (ctx) => {
     const { table, pool } = await setup(ctx, 30_000);
     await acquireOne(table, 'acme', 'a');
