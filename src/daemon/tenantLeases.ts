@@ -167,23 +167,28 @@ export class TenantLeases {
   }
 
   /**
-   * Warns at the first round of a run that met lease rows locked elsewhere (held leases left
-   * unanswered, or free tenants passed over), and at its end. A lease lost at its local deadline
-   * while its row stays locked ends no run: its release, then its acquisition, pass over the row.
+   * Counts the rounds in a row that met lease rows locked elsewhere (held leases left unanswered,
+   * or rows passed over), and warns at the first of a run and at its end. A lease lost at its
+   * local deadline while its row stays locked ends no run: its release, then its acquisition,
+   * pass over the row.
    */
-  private lockedRowsRun = false;
+  private lockedRounds = 0;
   private noteLockedRows(unanswered: number, passedOver: number): void {
     const locked = unanswered + passedOver > 0;
-    if (locked && !this.lockedRowsRun)
+    if (locked && this.lockedRounds === 0)
       this.deps.logger.warn(
         { leases: unanswered, passedOver },
         'tenant leases not renewed or not taken: another transaction holds their rows locked (a release, ' +
           "an acquisition, an old holder's open write, or an operator's session); asked again every round, a held " +
           'one is lost at its local deadline if this lasts',
       );
-    if (!locked && this.lockedRowsRun)
-      this.deps.logger.info('lease rows no longer met locked: held leases renewed and free tenants taken again');
-    this.lockedRowsRun = locked;
+    if (!locked && this.lockedRounds > 0)
+      this.deps.logger.info(
+        { rounds: this.lockedRounds },
+        'lease rows no longer met locked: held leases renewed and free tenants taken again',
+      );
+    this.lockedRounds = locked ? this.lockedRounds + 1 : 0;
+    this.deps.metrics.lockedRounds.set(this.lockedRounds);
   }
 
   private async acquired(name: string, epoch: number): Promise<void> {

@@ -22,6 +22,7 @@ export class LeaseMetrics {
   readonly failedRounds: Counter;
   readonly unanswered: Counter;
   readonly passedOver: Counter;
+  readonly lockedRounds: Gauge;
   private view: LeaseView | undefined;
 
   constructor(registry: Registry) {
@@ -81,6 +82,14 @@ export class LeaseMetrics {
         'this replica that its acquisition could not take, and valid leases it no longer keeps that its ' +
         'release could not give up; asked again next round. Rising round after round: a session holds lease ' +
         'rows locked and nobody runs those tenants.',
+      registers,
+    });
+    this.lockedRounds = new Gauge({
+      name: 'changefeed_lease_locked_rounds',
+      help:
+        'Lease rounds in a row, up to the last, that met lease rows another transaction held locked (leases ' +
+        'left unanswered or rows passed over); 0 after a round that met none. A change of holder holds a row ' +
+        'for less than a round; 3 or more: a session holds lease rows locked (alert ChangefeedLeaseRowsLocked).',
       registers,
     });
   }

@@ -108,11 +108,22 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
         `tenant ${a}'s row passed over by the acquisitions`,
       );
       expect(replica.logs()).not.toContain('lease rows no longer met locked');
+      // Counted in rounds in a row, whatever the rounds' period (ChangefeedLeaseRowsLocked).
+      await until(
+        async () => (sampleValue((text = await scrape(port)), 'changefeed_lease_locked_rounds') ?? 0) >= 3,
+        LIVENESS_MS,
+        'three rounds in a row meeting the locked row',
+      );
       await session.query('COMMIT');
     } finally {
       session.release();
     }
     await until(() => held(a), LIVENESS_MS, `tenant ${a} taken back once the session let go`);
+    await until(
+      async () => sampleValue((text = await scrape(port)), 'changefeed_lease_locked_rounds') === 0,
+      LIVENESS_MS,
+      'a round meeting no locked row',
+    );
     expect(sampleValue(text, 'changefeed_lease_acquired_total', { tenant: a })).toBe(2);
     expect(sampleValue(text, 'changefeed_lease_lost_total', { tenant: b })).toBeUndefined();
   });
