@@ -298,6 +298,31 @@ describe('LeaseTable', () => {
     expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
   });
 
+  it('a fence check that lands inside the round’s release of its lease (not yet committed) still keeps a takeover off until the write ends', async (ctx) => {
+    // The round's release changes the holder under FOR NO KEY UPDATE, which a fence's FOR KEY SHARE
+    // does not wait for: the check passes on the old version, and its lock must reach the version
+    // the release commits, or the takeover would write beside the old holder's open write.
+    const { table, pool } = await setup(ctx, 30_000);
+    await acquireOne(table, 'acme', 'a');
+    const releaser = await pool.connect();
+    const oldWriter = await pool.connect();
+    try {
+      await releaser.query('BEGIN');
+      await releaser.query(
+        `UPDATE changefeed_leases SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
+          WHERE tenant = 'acme' AND holder = 'a'`,
+      );
+      await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
+      await releaser.query('COMMIT');
+      expect(await table.acquireRound('b', [{ tenant: 'acme' }])).toEqual({ granted: [], passedOver: ['acme'] });
+      await oldWriter.query('COMMIT');
+    } finally {
+      releaser.release();
+      oldWriter.release();
+    }
+    expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
+  });
+
   it('a release returns only once a write of its epoch inside the fence has ended', async (ctx) => {
     const { table, pool } = await setup(ctx, 30_000);
     await acquireOne(table, 'acme', 'a');
