@@ -323,6 +323,29 @@ describe('LeaseTable', () => {
     expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
   });
 
+  // Not fixed yet: releaseMany locks FOR UPDATE and waits (it must wait for the fenced writes of
+  // the epochs it releases), so one row another session holds times the statement out and none
+  // of the others is released: on a replica's stop every tenant then waits out its lease.
+  it.fails('a release of many leases, one row held locked by another session: the others are released', async (ctx) => {
+    const { table, pool } = await setup(ctx, 3_000);
+    for (const tenant of ['acme', 'globex', 'initech']) await acquireOne(table, tenant, 'a');
+    const locker = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'acme' FOR UPDATE");
+      const released = await table
+        .releaseMany(
+          'a',
+          ['acme', 'globex', 'initech'].map((tenant) => ({ tenant, epoch: 1 })),
+        )
+        .catch((error: unknown) => error);
+      await locker.query('COMMIT');
+      expect(released).toEqual(['globex', 'initech']);
+    } finally {
+      locker.release();
+    }
+  });
+
   it('a release returns only once a write of its epoch inside the fence has ended', async (ctx) => {
     const { table, pool } = await setup(ctx, 30_000);
     await acquireOne(table, 'acme', 'a');
