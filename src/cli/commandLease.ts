@@ -18,7 +18,8 @@ export interface CommandLease {
  * Makes a command the tenant's one writer on a shared store, as a replica is while it holds the
  * lease: a command that delivers from the outbox beside the holder would send the same rows twice
  * and out of order, and its acks would be unfenced. The lease is taken only if no one holds it
- * (LEASE_HELD names the holder otherwise), renewed every third of `leaseMs`, and released when the
+ * (LEASE_HELD names the holder otherwise, or says its row is locked by another transaction: the
+ * acquisition passes over such a row), renewed every third of `leaseMs`, and released when the
  * command ends. Replicas never take a lease that is validly held, even by a holder that is not a
  * replica, so the tenant is not polled meanwhile; if the command dies the lease expires after
  * `leaseMs` like a crashed replica's.
@@ -30,7 +31,17 @@ export async function takeCommandLease(
 ): Promise<CommandLease> {
   const table = new LeaseTable(store.leasePool, { leaseMs: options.leaseMs });
   const holder = `${options.command}@${hostname()}-${process.pid}`;
-  const [granted] = await table.acquireMany(holder, [{ tenant }]);
+  const answer = await table.acquireRound(holder, [{ tenant }]);
+  const [granted] = answer.granted;
+  // Free but passed over: its last holder's lease ran out with a write of it still open, or a
+  // session holds the row. That holder delivers nothing any more, so naming it would mislead.
+  if (!granted && answer.passedOver.length > 0)
+    throw new ChangefeedError(
+      'LEASE_HELD',
+      `tenant "${tenant}" is not leased, but its lease row is locked by another transaction (the last ` +
+        `holder's write still open, or a session holding the row FOR UPDATE); try again in a moment, or find ` +
+        'the session in pg_locks on changefeed_leases',
+    );
   if (!granted) {
     const lease = (await table.list()).find((l) => l.tenant === tenant);
     const at = lease?.holderUrl === undefined ? '' : ` (reached at ${lease.holderUrl})`;

@@ -145,6 +145,15 @@ const renewalAnswer = (rows: readonly RenewalRow[]): RenewalAnswer => ({
   locked: rows.filter((row) => row.locked).map((row) => row.tenant),
 });
 
+/**
+ * What an acquisition answered: the leases granted, in the order asked, and the wanted tenants
+ * whose rows were free to take but locked by another transaction, so passed over (acquireRound).
+ */
+export interface AcquisitionAnswer {
+  granted: GrantedLease[];
+  passedOver: string[];
+}
+
 /** A tenant an acquisition asks for, with the fingerprint of the key it polls with (if known). */
 export interface WantedLease {
   tenant: string;
@@ -238,6 +247,18 @@ export class LeaseTable {
    * pass both).
    */
   async acquireMany(holder: string, wanted: readonly WantedLease[]): Promise<GrantedLease[]> {
+    return (await this.acquireRound(holder, wanted)).granted;
+  }
+
+  /**
+   * acquireMany, answering too which wanted tenants it passed over: rows free to take when the
+   * statement looked (and whose key no other valid lease holds) that it did not lock, another
+   * transaction holding them (an old holder's open write, an operator's session, or, for a moment,
+   * another replica taking the same row). Once the holder of a row held locked for long has lost
+   * its lease at its local deadline, no renewal asks for that row again: these are then the only
+   * sign of the lock (changefeed_lease_acquisitions_passed_over_total, docs/leases.md).
+   */
+  async acquireRound(holder: string, wanted: readonly WantedLease[]): Promise<AcquisitionAnswer> {
     const seenKeys = new Set<string>();
     const asked = wanted.filter(({ keyFingerprint: key }) => {
       if (key === undefined) return true;
@@ -245,7 +266,7 @@ export class LeaseTable {
       seenKeys.add(key);
       return true;
     });
-    if (asked.length === 0) return [];
+    if (asked.length === 0) return { granted: [], passedOver: [] };
     const statement = `WITH wanted AS (
          SELECT * FROM unnest($1::text[], $2::text[]) AS w(tenant, key_fingerprint)
        ), held_keys AS (
@@ -271,18 +292,29 @@ export class LeaseTable {
           ORDER BY w.tenant
          ON CONFLICT (tenant) DO NOTHING
          RETURNING tenant, epoch, expires_at
+       ), free AS (
+         SELECT l.tenant FROM changefeed_leases AS l JOIN wanted AS w ON w.tenant = l.tenant
+          WHERE (l.holder IS NULL OR l.expires_at <= clock_timestamp()) AND ${KEY_FREE}
        )
-       SELECT tenant, epoch, expires_at FROM taken UNION ALL SELECT tenant, epoch, expires_at FROM fresh`;
+       SELECT tenant, epoch, expires_at, false AS passed FROM taken
+       UNION ALL SELECT tenant, epoch, expires_at, false FROM fresh
+       UNION ALL SELECT tenant, NULL, NULL, true FROM (SELECT tenant FROM free EXCEPT SELECT tenant FROM locked) AS passed`;
     const values = [asked.map((w) => w.tenant), asked.map((w) => w.keyFingerprint ?? null), holder, this.leaseMs];
-    type Row = { tenant: string; epoch: string; expires_at: Date };
+    type Row = (GrantedRow & { passed: false }) | { tenant: string; passed: true };
     const result =
       seenKeys.size === 0
         ? await this.query<Row>(statement, values)
         : await this.underKeyLocks([...seenKeys], (client) => client.query<Row>(this.timed(statement, values)));
     const rank = new Map(asked.map((w, i) => [w.tenant, i]));
-    return result.rows
-      .map((row) => ({ tenant: row.tenant, epoch: Number(row.epoch), expiresAt: row.expires_at }))
-      .sort((a, b) => (rank.get(a.tenant) ?? 0) - (rank.get(b.tenant) ?? 0));
+    const inAskedOrder = (a: { tenant: string }, b: { tenant: string }): number =>
+      (rank.get(a.tenant) ?? 0) - (rank.get(b.tenant) ?? 0);
+    return {
+      granted: result.rows.flatMap((row) => (row.passed ? [] : [grantedLease(row)])).sort(inAskedOrder),
+      passedOver: result.rows
+        .filter((row) => row.passed)
+        .sort(inAskedOrder)
+        .map((row) => row.tenant),
+    };
   }
 
   /**
@@ -427,18 +459,41 @@ export class LeaseTable {
    * (SKIP LOCKED) and released by a later round: waited for, it failed the round.
    */
   async releaseAllExcept(holder: string, keep: readonly string[]): Promise<string[]> {
-    const result = await this.query<{ tenant: string }>(
+    return (await this.releaseUnkept(holder, keep)).released;
+  }
+
+  /**
+   * releaseAllExcept, answering too the still valid leases it passed over (rows another
+   * transaction holds locked), sorted by tenant. A lease lost at its local deadline while its row
+   * stays locked is met by no other statement of the round until it runs out on the database's
+   * clock (then the acquisition dealt it passes over the row, and counts it).
+   */
+  async releaseUnkept(holder: string, keep: readonly string[]): Promise<{ released: string[]; passedOver: string[] }> {
+    const result = await this.query<{ tenant: string; passed: boolean }>(
       `WITH unkept AS (
          SELECT tenant FROM changefeed_leases WHERE holder = $1 AND NOT (tenant = ANY($2::text[]))
           FOR NO KEY UPDATE SKIP LOCKED
+       ), released AS (
+         UPDATE changefeed_leases AS l
+            SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
+           FROM unkept WHERE l.tenant = unkept.tenant
+          RETURNING l.tenant
        )
-       UPDATE changefeed_leases AS l
-          SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
-         FROM unkept WHERE l.tenant = unkept.tenant
-        RETURNING l.tenant`,
+       SELECT tenant, false AS passed FROM released
+       UNION ALL
+       SELECT tenant, true FROM (
+         SELECT tenant FROM changefeed_leases
+          WHERE holder = $1 AND NOT (tenant = ANY($2::text[])) AND expires_at > clock_timestamp()
+         EXCEPT SELECT tenant FROM unkept
+       ) AS passed`,
       [holder, keep],
     );
-    return result.rows.map((row) => row.tenant);
+    const tenants = (passed: boolean): string[] =>
+      result.rows
+        .filter((row) => row.passed === passed)
+        .map((row) => row.tenant)
+        .sort();
+    return { released: tenants(false), passedOver: tenants(true) };
   }
 
   /** Every lease row, for the assignment and for `status`; sorted by tenant. */
@@ -481,12 +536,19 @@ export class LeaseTable {
    * Deletes the rows of tenants no longer configured, unless validly held (their holder is still
    * draining them). Their epochs start again at 1 if they come back, which is safe: a fenced
    * write matches holder and epoch, and a replica that lost a lease never writes under it again.
+   * A row another transaction holds locked (an old holder's write still open, an operator's
+   * session) is passed over (SKIP LOCKED) and forgotten by a later round: waited for, it timed the
+   * round out, every round, for as long as it stayed locked. Never deleted under an open write.
    */
   async forgetTenants(existing: readonly string[]): Promise<string[]> {
     const result = await this.query<{ tenant: string }>(
-      `DELETE FROM changefeed_leases
-        WHERE NOT (tenant = ANY($1::text[])) AND (holder IS NULL OR expires_at <= clock_timestamp())
-        RETURNING tenant`,
+      `WITH unconfigured AS (
+         SELECT tenant FROM changefeed_leases
+          WHERE NOT (tenant = ANY($1::text[])) AND (holder IS NULL OR expires_at <= clock_timestamp())
+          FOR UPDATE SKIP LOCKED
+       )
+       DELETE FROM changefeed_leases AS l USING unconfigured WHERE l.tenant = unconfigured.tenant
+       RETURNING l.tenant`,
       [existing],
     );
     return result.rows.map((row) => row.tenant);

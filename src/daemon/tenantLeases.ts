@@ -143,7 +143,8 @@ export class TenantLeases {
     if (outcome.ok) {
       this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
       this.deps.metrics.unanswered.inc(outcome.unanswered);
-      this.noteUnanswered(outcome.unanswered);
+      this.deps.metrics.passedOver.inc(outcome.passedOver);
+      this.noteLockedRows(outcome.unanswered, outcome.passedOver);
     } else this.deps.metrics.failedRounds.inc();
     const sittingOut = this.keeper.sittingOut;
     if (sittingOut !== undefined && !this.sittingOut) this.deps.logger.warn(sittingOut);
@@ -165,17 +166,29 @@ export class TenantLeases {
     this.failing = true;
   }
 
-  /** Warns at the first round of a run that left leases unanswered (rows locked elsewhere), and at its end. */
-  private unansweredRun = false;
-  private noteUnanswered(unanswered: number): void {
-    if (unanswered > 0 && !this.unansweredRun)
+  /**
+   * Counts the rounds in a row that met lease rows locked elsewhere (held leases left unanswered,
+   * or rows passed over), and warns at the first of a run and at its end. A lease lost at its
+   * local deadline while its row stays locked ends no run: its release, then its acquisition,
+   * pass over the row.
+   */
+  private lockedRounds = 0;
+  private noteLockedRows(unanswered: number, passedOver: number): void {
+    const locked = unanswered + passedOver > 0;
+    if (locked && this.lockedRounds === 0)
       this.deps.logger.warn(
-        { leases: unanswered },
-        'tenant leases not renewed: another transaction holds their rows locked (a release, an acquisition, or ' +
-          "an operator's session); asked again every round, each is lost at its local deadline if this lasts",
+        { leases: unanswered, passedOver },
+        'tenant leases not renewed or not taken: another transaction holds their rows locked (a release, ' +
+          "an acquisition, an old holder's open write, or an operator's session); asked again every round, a held " +
+          'one is lost at its local deadline if this lasts',
       );
-    if (unanswered === 0 && this.unansweredRun) this.deps.logger.info('every held lease renewed again');
-    this.unansweredRun = unanswered > 0;
+    if (!locked && this.lockedRounds > 0)
+      this.deps.logger.info(
+        { rounds: this.lockedRounds },
+        'lease rows no longer met locked: held leases renewed and free tenants taken again',
+      );
+    this.lockedRounds = locked ? this.lockedRounds + 1 : 0;
+    this.deps.metrics.lockedRounds.set(this.lockedRounds);
   }
 
   private async acquired(name: string, epoch: number): Promise<void> {

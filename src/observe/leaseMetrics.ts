@@ -21,6 +21,8 @@ export class LeaseMetrics {
   readonly renewal: Histogram;
   readonly failedRounds: Counter;
   readonly unanswered: Counter;
+  readonly passedOver: Counter;
+  readonly lockedRounds: Gauge;
   private view: LeaseView | undefined;
 
   constructor(registry: Registry) {
@@ -71,6 +73,23 @@ export class LeaseMetrics {
       help:
         'Held leases a renewal round could not renew because another transaction held their rows locked; ' +
         'each is kept until its local deadline and asked again next round, then lost.',
+      registers,
+    });
+    this.passedOver = new Counter({
+      name: 'changefeed_lease_acquisitions_passed_over_total',
+      help:
+        'Lease rows a round passed over because another transaction held them locked: free tenants dealt to ' +
+        'this replica that its acquisition could not take, and valid leases it no longer keeps that its ' +
+        'release could not give up; asked again next round. Rising round after round: a session holds lease ' +
+        'rows locked and nobody runs those tenants.',
+      registers,
+    });
+    this.lockedRounds = new Gauge({
+      name: 'changefeed_lease_locked_rounds',
+      help:
+        'Lease rounds in a row, up to the last, that met lease rows another transaction held locked (leases ' +
+        'left unanswered or rows passed over); 0 after a round that met none. A change of holder holds a row ' +
+        'for less than a round; 3 or more: a session holds lease rows locked (alert ChangefeedLeaseRowsLocked).',
       registers,
     });
   }

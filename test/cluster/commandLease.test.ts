@@ -26,6 +26,30 @@ describe.skipIf(!admin)("a command holding a tenant's lease (replay)", () => {
     expect((refused as Error).message).toContain('tenant "acme" is leased by replica-1');
   });
 
+  it('a free tenant whose lease row another transaction holds locked is refused as locked, not as leased by its old holder', async () => {
+    // The old holder's lease ran out while its last write is still open (or an operator's session
+    // holds the row): the acquisition passes over the row; the replica named is no holder.
+    const backend = await openBackend();
+    await acquireOne(new LeaseTable(backend.leasePool, { leaseMs: 10_000 }), 'acme', 'replica-1');
+    await backend.pool.query("UPDATE changefeed_leases SET expires_at = clock_timestamp() - interval '1 ms'");
+    const session = await backend.pool.connect();
+    try {
+      await session.query('BEGIN');
+      await session.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'acme' FOR KEY SHARE");
+      const refused = await takeCommandLease(backend, 'acme', { leaseMs: 10_000, command: 'replay' }).catch(
+        (error: unknown) => error as Error,
+      );
+      expect(errorCodeOf(refused)).toBe('LEASE_HELD');
+      expect((refused as Error).message).not.toContain('leased by replica-1');
+      expect((refused as Error).message).toContain('lease row is locked by another transaction');
+      await session.query('COMMIT');
+    } finally {
+      session.release();
+    }
+    const lease = await takeCommandLease(backend, 'acme', { leaseMs: 10_000, command: 'replay' });
+    await lease.release();
+  });
+
   it('reports the lease lost once a replica took the tenant over, and its writes are refused', async () => {
     const backend = await openBackend();
     const lease = await takeCommandLease(backend, 'acme', { leaseMs: 3_000, command: 'replay' });

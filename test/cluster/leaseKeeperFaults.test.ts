@@ -146,6 +146,36 @@ describe('LeaseKeeper under faults', () => {
     expect(a.keeper.problem).toBeUndefined();
   });
 
+  it('the row of a tenant no longer configured, locked by another session: the round forgets it later instead of failing', async (ctx) => {
+    // The round forgets free rows of unconfigured tenants (a DELETE, which waits for any row lock):
+    // one such row held locked (an operator's session, the removed tenant's last write still open)
+    // failed every round for as long as it stayed locked.
+    const { db, set } = await setup(ctx);
+    const a = set.add('a', db.pool(), () => TENANTS, { leaseMs: 3_000 });
+    a.start();
+    await set.tickUntil('a holds all 6', () => held(a) === 6);
+    await db.query("INSERT INTO changefeed_leases (tenant, epoch, expires_at) VALUES ('gone', 1, clock_timestamp())");
+    const locker = db.pool({ max: 1 });
+    const session = await locker.connect();
+    try {
+      await session.query('BEGIN');
+      await session.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'gone' FOR UPDATE");
+      for (let i = 0; i < 2; i++) {
+        const round = a.nextRound();
+        await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
+        const outcome = await round;
+        expect(outcome, String((outcome as { error?: unknown }).error)).toMatchObject({ ok: true });
+      }
+      await session.query('COMMIT');
+    } finally {
+      session.release();
+      await locker.end();
+    }
+    await set.tick();
+    expect((await db.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'gone'")).rowCount).toBe(0);
+    expect(held(a)).toBe(6);
+  });
+
   it('one lease row locked by another session: the others are renewed, that one alone is lost at its local deadline', async (ctx) => {
     // An operator's `SELECT ... FOR UPDATE`, or a replica paused inside a change of holder: the
     // renewal used to wait for that row, time out, and leave every tenant of the replica to its
@@ -177,11 +207,23 @@ describe('LeaseKeeper under faults', () => {
         { type: 'lost', tenant: 'acme', reason: expect.stringMatching(/local deadline/) },
       ]);
       expect(TENANTS.filter((t) => a.keeper.canWrite(t))).toEqual(TENANTS.filter((t) => t !== 'acme'));
-      // Rounds go on while the row stays locked: its release and its acquisition pass over it.
+      // Rounds go on while the row stays locked, and say each time that they passed over it (the
+      // renewal has nothing left to ask), so the lock stays visible for as long as it lasts: first
+      // the round's release of the lease it no longer keeps, still valid in the database...
       for (let i = 0; i < 2; i++) {
         const round = a.nextRound();
         await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
-        expect(await round).toMatchObject({ ok: true, unanswered: 0 });
+        expect(await round).toMatchObject({ ok: true, unanswered: 0, passedOver: 1 });
+      }
+      // ...then, once the lease has run out on the database's clock too, its acquisition.
+      await db.query(
+        `SELECT pg_sleep(greatest(0, extract(epoch FROM expires_at - clock_timestamp())) + 0.02)
+           FROM changefeed_leases WHERE tenant = 'acme'`,
+      );
+      for (let i = 0; i < 2; i++) {
+        const round = a.nextRound();
+        await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
+        expect(await round).toMatchObject({ ok: true, unanswered: 0, passedOver: 1 });
       }
       await session.query('COMMIT');
     } finally {

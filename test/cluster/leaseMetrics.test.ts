@@ -99,11 +99,31 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
       expect(sampleValue(text, 'changefeed_lease_lost_total', { tenant: b })).toBeUndefined();
       expect(sampleValue(text, 'changefeed_lease_held', { tenant: b })).toBe(1);
       expect(sampleValue(text, 'changefeed_lease_rounds_failed_total') ?? 0).toBe(0);
+      // Lost, the lease is renewed no more; the acquisition of the tenant, dealt here again, passes
+      // over its row every round, and that is what keeps the lock in sight (ChangefeedLeaseRowsLocked).
+      await until(
+        async () =>
+          (sampleValue((text = await scrape(port)), 'changefeed_lease_acquisitions_passed_over_total') ?? 0) >= 2,
+        LIVENESS_MS,
+        `tenant ${a}'s row passed over by the acquisitions`,
+      );
+      expect(replica.logs()).not.toContain('lease rows no longer met locked');
+      // Counted in rounds in a row, whatever the rounds' period (ChangefeedLeaseRowsLocked).
+      await until(
+        async () => (sampleValue((text = await scrape(port)), 'changefeed_lease_locked_rounds') ?? 0) >= 3,
+        LIVENESS_MS,
+        'three rounds in a row meeting the locked row',
+      );
       await session.query('COMMIT');
     } finally {
       session.release();
     }
     await until(() => held(a), LIVENESS_MS, `tenant ${a} taken back once the session let go`);
+    await until(
+      async () => sampleValue((text = await scrape(port)), 'changefeed_lease_locked_rounds') === 0,
+      LIVENESS_MS,
+      'a round meeting no locked row',
+    );
     expect(sampleValue(text, 'changefeed_lease_acquired_total', { tenant: a })).toBe(2);
     expect(sampleValue(text, 'changefeed_lease_lost_total', { tenant: b })).toBeUndefined();
   });
