@@ -31,7 +31,7 @@ export async function takeCommandLease(
 ): Promise<CommandLease> {
   const table = new LeaseTable(store.leasePool, { leaseMs: options.leaseMs });
   const holder = `${options.command}@${hostname()}-${process.pid}`;
-  const answer = await table.acquireRound(holder, [{ tenant }]);
+  const answer = await table.acquireMany(holder, [{ tenant }]);
   const [granted] = answer.granted;
   // Free but passed over: its last holder's lease ran out with a write of it still open, or a
   // session holds the row. That holder delivers nothing any more, so naming it would mislead.

@@ -24,17 +24,26 @@ export interface LeaseEvents {
 }
 
 /**
+ * The lease rows each statement of a round passed over because another transaction held them
+ * locked: held leases the renewal left unanswered (kept until their local deadline, asked again
+ * next round), valid leases the release of what it does not keep could not give up, and free rows
+ * the acquisition could not take. Once a lease is lost at its local deadline no renewal asks for
+ * its row again: the release, then the acquisition, are what still show the lock.
+ */
+export interface LockedRows {
+  renew: number;
+  release: number;
+  acquire: number;
+}
+
+/**
  * A round's outcome; a good one says how long heartbeat and renewal took (the part leases ride on),
- * how many held leases the renewal left unanswered (their rows locked by another transaction:
- * kept until their local deadline, asked again next round), how many lease rows its release of
- * what it does not keep and its acquisition passed over (locked by another transaction: once such
- * a lease is lost no renewal asks for it, and this is what still shows the lock), and how many tenants it
- * dealt (undefined: it dealt none, stopping or sitting out), so a tenant left out of a round that
- * counted it can be told from one the round had not seen yet.
+ * the rows it passed over (LockedRows), and how many tenants it dealt (undefined: it dealt none,
+ * stopping or sitting out), so a tenant left out of a round that counted it can be told from one
+ * the round had not seen yet.
  */
 export type RoundOutcome =
-  | { ok: true; renewalMs: number; unanswered: number; passedOver: number; dealt: number | undefined }
-  | { ok: false; error: unknown };
+  { ok: true; renewalMs: number; lockedRows: LockedRows; dealt: number | undefined } | { ok: false; error: unknown };
 
 export interface LeaseKeeperOptions {
   table: LeaseTable;
@@ -287,10 +296,10 @@ export class LeaseKeeper {
       const startedAt = this.clock.now();
       let waitMs: number;
       try {
-        const { renewalMs, unanswered, passedOver, nextAt, dealt } = await this.round(startedAt + this.renewEveryMs);
+        const { renewalMs, lockedRows, nextAt, dealt } = await this.round(startedAt + this.renewEveryMs);
         this.failure = undefined;
         waitMs = nextAt - this.clock.now();
-        this.emit(() => this.options.events.round?.({ ok: true, renewalMs, unanswered, passedOver, dealt }));
+        this.emit(() => this.options.events.round?.({ ok: true, renewalMs, lockedRows, dealt }));
       } catch (error) {
         if (this.stopController.signal.aborted) break;
         const attempts = (this.failure?.attempts ?? 0) + 1;
@@ -312,19 +321,20 @@ export class LeaseKeeper {
    */
   private async round(
     regularAt: number,
-  ): Promise<{ renewalMs: number; unanswered: number; passedOver: number; nextAt: number; dealt?: number }> {
+  ): Promise<{ renewalMs: number; lockedRows: LockedRows; nextAt: number; dealt?: number }> {
     const { table, instanceId: me } = this.options;
     const startedAt = this.clock.now();
-    const unanswered = await this.renewHeld();
+    const lockedRows: LockedRows = { renew: await this.renewHeld(), release: 0, acquire: 0 };
     const renewalMs = this.clock.now() - startedAt;
     // Leases whose release is waiting or under way are left to it: this statement would queue
     // behind that release's lock, which waits for the tenant's fenced write to end.
-    const unkept = await table.releaseUnkept(me, [
+    const unkept = await table.releaseAllExcept(me, [
       ...this.held.all().map((l) => l.tenant),
       ...this.toRelease.keys(),
       ...this.releasingNow,
     ]);
-    const regular = { renewalMs, unanswered, passedOver: unkept.passedOver.length, nextAt: regularAt };
+    lockedRows.release = unkept.passedOver.length;
+    const regular = { renewalMs, lockedRows, nextAt: regularAt };
     this.finishStaleHandOvers();
     if (this.state !== 'active') {
       await table.heartbeat(me, this.options.advertised);
@@ -360,37 +370,30 @@ export class LeaseKeeper {
       this.held.markHandOver(tenant, this.clock.now());
       this.emit(() => this.options.events.handOver(tenant));
     }
-    let passedOver = regular.passedOver;
     if (decision.acquire.length > 0) {
       const sentAt = this.clock.now();
       const wanted = decision.acquire.map((tenant) => ({ tenant, keyFingerprint: this.options.keyOf?.(tenant) }));
       // Those missing from the answer: another replica was faster, another tenant's lease polls
       // the key, or another transaction holds the row locked (passed over); the next round sees it.
-      const answer = await table.acquireRound(me, wanted);
+      const answer = await table.acquireMany(me, wanted);
       const granted = answer.granted;
-      passedOver += answer.passedOver.length;
+      lockedRows.acquire = answer.passedOver.length;
       for (const lease of granted) this.held.grant(lease.tenant, lease.epoch, sentAt);
       this.armDeadlineTimer();
       // Stopping since it was sent: nobody here will start them, so they are freed for the others.
       if (this.state !== 'active') {
         await Promise.all(granted.map((lease) => this.release(lease.tenant)));
-        return { ...regular, passedOver, dealt: tenants.length };
+        return { ...regular, dealt: tenants.length };
       }
       for (const lease of granted) this.emit(() => this.options.events.acquired(lease.tenant, lease.epoch));
     }
 
     // Forgetting rows by a view that lacks tenants others run is left to the replicas taking part.
-    if (missing.length > 0) return { ...regular, passedOver, dealt: tenants.length };
+    if (missing.length > 0) return { ...regular, dealt: tenants.length };
     const configured = new Set(tenants);
     if (rows.some((row) => !configured.has(row.tenant) && !leases.has(row.tenant))) await table.forgetTenants(tenants);
     if (++this.rounds % FORGET_INSTANCES_EVERY_ROUNDS === 0) await table.forgetDeadInstances();
-    return {
-      renewalMs,
-      unanswered,
-      passedOver,
-      nextAt: nextRoundAt({ me, regularAt, readAt, rows }),
-      dealt: tenants.length,
-    };
+    return { ...regular, nextAt: nextRoundAt({ me, regularAt, readAt, rows }), dealt: tenants.length };
   }
 
   /**

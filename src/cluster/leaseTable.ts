@@ -229,7 +229,10 @@ export class LeaseTable {
   /**
    * Takes for `holder`, in one statement, each wanted tenant nobody holds validly: a new row, a
    * released or expired lease. Each epoch grows by one. Returns the leases granted, in the order
-   * asked; a tenant missing from the answer is held by another replica (or its key is, below).
+   * asked, and the tenants it passed over (`passedOver`: free rows another transaction held
+   * locked); a tenant missing from both is held by another replica (or its key is, below). Once
+   * a holder has lost its lease at its local deadline with the row held locked, no renewal asks
+   * for the row again: its passing over here is then what shows the lock.
    *
    * `locked` takes each free row FOR UPDATE SKIP LOCKED: a row the old holder's fenced write still
    * holds (FOR KEY SHARE, which an UPDATE alone, FOR NO KEY UPDATE, would not see), or another
@@ -246,19 +249,7 @@ export class LeaseTable {
    * check; of two wanted tenants with one key only the first is asked for (one snapshot would
    * pass both).
    */
-  async acquireMany(holder: string, wanted: readonly WantedLease[]): Promise<GrantedLease[]> {
-    return (await this.acquireRound(holder, wanted)).granted;
-  }
-
-  /**
-   * acquireMany, answering too which wanted tenants it passed over: rows free to take when the
-   * statement looked (and whose key no other valid lease holds) that it did not lock, another
-   * transaction holding them (an old holder's open write, an operator's session, or, for a moment,
-   * another replica taking the same row). Once the holder of a row held locked for long has lost
-   * its lease at its local deadline, no renewal asks for that row again: these are then the only
-   * sign of the lock (changefeed_lease_acquisitions_passed_over_total, docs/leases.md).
-   */
-  async acquireRound(holder: string, wanted: readonly WantedLease[]): Promise<AcquisitionAnswer> {
+  async acquireMany(holder: string, wanted: readonly WantedLease[]): Promise<AcquisitionAnswer> {
     const seenKeys = new Set<string>();
     const asked = wanted.filter(({ keyFingerprint: key }) => {
       if (key === undefined) return true;
@@ -456,19 +447,13 @@ export class LeaseTable {
    * timed out, an earlier process of the same id), which would otherwise sit unused until they
    * expire. No FOR UPDATE: the renewal round must not wait for fenced writes; the next
    * acquisition of those tenants does. A row another transaction holds locked is passed over
-   * (SKIP LOCKED) and released by a later round: waited for, it failed the round.
+   * (SKIP LOCKED; answered in `passedOver` while its lease is valid, sorted by tenant) and
+   * released by a later round: waited for, it failed the round.
    */
-  async releaseAllExcept(holder: string, keep: readonly string[]): Promise<string[]> {
-    return (await this.releaseUnkept(holder, keep)).released;
-  }
-
-  /**
-   * releaseAllExcept, answering too the still valid leases it passed over (rows another
-   * transaction holds locked), sorted by tenant. A lease lost at its local deadline while its row
-   * stays locked is met by no other statement of the round until it runs out on the database's
-   * clock (then the acquisition dealt it passes over the row, and counts it).
-   */
-  async releaseUnkept(holder: string, keep: readonly string[]): Promise<{ released: string[]; passedOver: string[] }> {
+  async releaseAllExcept(
+    holder: string,
+    keep: readonly string[],
+  ): Promise<{ released: string[]; passedOver: string[] }> {
     const result = await this.query<{ tenant: string; passed: boolean }>(
       `WITH unkept AS (
          SELECT tenant FROM changefeed_leases WHERE holder = $1 AND NOT (tenant = ANY($2::text[]))

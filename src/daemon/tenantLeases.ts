@@ -1,7 +1,7 @@
 import PQueue from 'p-queue';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { LeaseKeeper, type LeaseKeeperOptions, type RoundOutcome } from '../cluster/leaseKeeper.js';
+import { LeaseKeeper, type LeaseKeeperOptions, type LockedRows, type RoundOutcome } from '../cluster/leaseKeeper.js';
 import { LeaseTable } from '../cluster/leaseTable.js';
 import type { TenantConfig } from '../config/tenantConfigSchema.js';
 import { describeError } from '../errors.js';
@@ -142,9 +142,11 @@ export class TenantLeases {
     this.deps.logger.debug(outcome.ok ? { ok: true, dealt: outcome.dealt } : { ok: false }, 'lease round');
     if (outcome.ok) {
       this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
-      this.deps.metrics.unanswered.inc(outcome.unanswered);
-      this.deps.metrics.passedOver.inc(outcome.passedOver);
-      this.noteLockedRows(outcome.unanswered, outcome.passedOver);
+      for (const statement of ['renew', 'release', 'acquire'] as const) {
+        const rows = outcome.lockedRows[statement];
+        if (rows > 0) this.deps.metrics.lockedRows.inc({ statement }, rows);
+      }
+      this.noteLockedRows(outcome.lockedRows);
     } else this.deps.metrics.failedRounds.inc();
     const sittingOut = this.keeper.sittingOut;
     if (sittingOut !== undefined && !this.sittingOut) this.deps.logger.warn(sittingOut);
@@ -173,11 +175,11 @@ export class TenantLeases {
    * pass over the row.
    */
   private lockedRounds = 0;
-  private noteLockedRows(unanswered: number, passedOver: number): void {
-    const locked = unanswered + passedOver > 0;
+  private noteLockedRows(lockedRows: LockedRows): void {
+    const locked = lockedRows.renew + lockedRows.release + lockedRows.acquire > 0;
     if (locked && this.lockedRounds === 0)
       this.deps.logger.warn(
-        { leases: unanswered, passedOver },
+        { lockedRows },
         'tenant leases not renewed or not taken: another transaction holds their rows locked (a release, ' +
           "an acquisition, an old holder's open write, or an operator's session); asked again every round, a held " +
           'one is lost at its local deadline if this lasts',

@@ -20,8 +20,7 @@ export class LeaseMetrics {
   readonly handedOver: Counter<'tenant'>;
   readonly renewal: Histogram;
   readonly failedRounds: Counter;
-  readonly unanswered: Counter;
-  readonly passedOver: Counter;
+  readonly lockedRows: Counter<'statement'>;
   readonly lockedRounds: Gauge;
   private view: LeaseView | undefined;
 
@@ -68,20 +67,14 @@ export class LeaseMetrics {
       help: 'Lease rounds that failed (the store unreachable or refusing); tenants stop before their leases may expire.',
       registers,
     });
-    this.unanswered = new Counter({
-      name: 'changefeed_lease_renewals_unanswered_total',
+    this.lockedRows = new Counter({
+      name: 'changefeed_lease_locked_rows_total',
       help:
-        'Held leases a renewal round could not renew because another transaction held their rows locked; ' +
-        'each is kept until its local deadline and asked again next round, then lost.',
-      registers,
-    });
-    this.passedOver = new Counter({
-      name: 'changefeed_lease_acquisitions_passed_over_total',
-      help:
-        'Lease rows a round passed over because another transaction held them locked: free tenants dealt to ' +
-        'this replica that its acquisition could not take, and valid leases it no longer keeps that its ' +
-        'release could not give up; asked again next round. Rising round after round: a session holds lease ' +
-        'rows locked and nobody runs those tenants.',
+        'Lease rows a round passed over because another transaction held them locked, by statement: held ' +
+        'leases the renewal could not renew (renew: kept until their local deadline, then lost), valid leases ' +
+        'the release of what the replica no longer keeps could not give up (release), free tenants its ' +
+        'acquisition could not take (acquire); each asked again next round.',
+      labelNames: ['statement'],
       registers,
     });
     this.lockedRounds = new Gauge({

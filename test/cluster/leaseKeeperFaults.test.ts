@@ -198,7 +198,7 @@ describe('LeaseKeeper under faults', () => {
         await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
         const outcome = await round;
         expect(outcome).toMatchObject({ ok: true });
-        unanswered.push((outcome as { unanswered: number }).unanswered);
+        unanswered.push(outcome.type === 'round' ? (outcome.lockedRows?.renew ?? -1) : -1);
         expect(unanswered.length).toBeLessThanOrEqual(4);
       }
       expect(unanswered[0]).toBe(1);
@@ -213,7 +213,7 @@ describe('LeaseKeeper under faults', () => {
       for (let i = 0; i < 2; i++) {
         const round = a.nextRound();
         await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
-        expect(await round).toMatchObject({ ok: true, unanswered: 0, passedOver: 1 });
+        expect(await round).toMatchObject({ ok: true, lockedRows: { renew: 0, release: 1, acquire: 0 } });
       }
       // ...then, once the lease has run out on the database's clock too, its acquisition.
       await db.query(
@@ -223,7 +223,7 @@ describe('LeaseKeeper under faults', () => {
       for (let i = 0; i < 2; i++) {
         const round = a.nextRound();
         await a.clock!.advanceTo(a.clock!.nextWakeAt()!);
-        expect(await round).toMatchObject({ ok: true, unanswered: 0, passedOver: 1 });
+        expect(await round).toMatchObject({ ok: true, lockedRows: { renew: 0, release: 0, acquire: 1 } });
       }
       await session.query('COMMIT');
     } finally {

@@ -93,7 +93,7 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
         LIVENESS_MS,
         `tenant ${a} lost at its local deadline`,
       );
-      expect(sampleValue(text, 'changefeed_lease_renewals_unanswered_total')).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'changefeed_lease_locked_rows_total', { statement: 'renew' })).toBeGreaterThanOrEqual(1);
       expect(replica.logs()).toContain('another transaction holds their rows locked');
       // The other tenant is renewed throughout, and no round failed.
       expect(sampleValue(text, 'changefeed_lease_lost_total', { tenant: b })).toBeUndefined();
@@ -103,7 +103,8 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
       // over its row every round, and that is what keeps the lock in sight (ChangefeedLeaseRowsLocked).
       await until(
         async () =>
-          (sampleValue((text = await scrape(port)), 'changefeed_lease_acquisitions_passed_over_total') ?? 0) >= 2,
+          (sampleValue((text = await scrape(port)), 'changefeed_lease_locked_rows_total', { statement: 'acquire' }) ??
+            0) >= 2,
         LIVENESS_MS,
         `tenant ${a}'s row passed over by the acquisitions`,
       );

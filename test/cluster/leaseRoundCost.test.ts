@@ -73,10 +73,10 @@ describe('a lease round at 5,000 tenants', () => {
     await db!.query('ANALYZE changefeed_leases');
     let granted: { tenant: string; epoch: number }[] = [];
     const cpu = await costOf(backendCpu, async () => {
-      granted = await table.acquireMany(
+      ({ granted } = await table.acquireMany(
         'me',
         names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
-      );
+      ));
     });
     expect(granted).toHaveLength(TENANTS / 2);
     expect(granted.every((g, i) => g.tenant === names[2 * i] && g.epoch === 4)).toBe(true);
@@ -87,7 +87,7 @@ describe('a lease round at 5,000 tenants', () => {
   // passed over (an EXCEPT of what it locked), which must stay linear too.
   it('passes over 5,000 locked rows in each statement of the round at linear cost', async (ctx) => {
     const { table, backendCpu } = await setup(ctx);
-    const granted = await table.acquireMany(
+    const { granted } = await table.acquireMany(
       'me',
       names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
     );
@@ -106,7 +106,7 @@ describe('a lease round at 5,000 tenants', () => {
         expect(answer.locked).toHaveLength(TENANTS);
       });
       const release = await costOf(backendCpu, async () => {
-        expect((await table.releaseUnkept('me', [])).passedOver).toHaveLength(TENANTS);
+        expect((await table.releaseAllExcept('me', [])).passedOver).toHaveLength(TENANTS);
       });
       // Expired while still locked (the session lets go and takes the rows again): free to take.
       await session.query('COMMIT');
@@ -114,7 +114,7 @@ describe('a lease round at 5,000 tenants', () => {
       await session.query('BEGIN');
       await session.query('SELECT 1 FROM changefeed_leases FOR UPDATE');
       const acquisition = await costOf(backendCpu, async () => {
-        const answer = await table.acquireRound(
+        const answer = await table.acquireMany(
           'other',
           names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
         );
@@ -138,7 +138,7 @@ describe('a lease round at 5,000 tenants', () => {
   // with the tenants held, paid every renewal interval, would crowd out the renewals themselves.
   it('renews 5,000 held leases and releases what it does not keep, each statement of linear cost', async (ctx) => {
     const { table, backendCpu } = await setup(ctx);
-    const granted = await table.acquireMany(
+    const { granted } = await table.acquireMany(
       'me',
       names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
     );
@@ -153,7 +153,7 @@ describe('a lease round at 5,000 tenants', () => {
     });
     // The round's release of what it does not know it holds: here one tenant it gave up locally.
     const release = await costOf(backendCpu, async () => {
-      expect(await table.releaseAllExcept('me', names.slice(1))).toEqual([names[0]]);
+      expect((await table.releaseAllExcept('me', names.slice(1))).released).toEqual([names[0]]);
     });
     // A tenant removed from every replica's directory: its free row is forgotten.
     const forget = await costOf(backendCpu, async () => {

@@ -207,7 +207,7 @@ describe('LeaseTable', () => {
     try {
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM changefeed_leases WHERE tenant IN ('acme', 'globex', 'hooli') FOR UPDATE");
-      const answer = await table.acquireRound('b', [
+      const answer = await table.acquireMany('b', [
         { tenant: 'acme' },
         { tenant: 'globex' },
         { tenant: 'hooli', keyFingerprint: shared },
@@ -220,7 +220,7 @@ describe('LeaseTable', () => {
     } finally {
       locker.release();
     }
-    const after = await table.acquireRound('b', [{ tenant: 'acme' }]);
+    const after = await table.acquireMany('b', [{ tenant: 'acme' }]);
     expect(after).toMatchObject({ granted: [{ tenant: 'acme', epoch: 2 }], passedOver: [] });
   });
 
@@ -235,12 +235,12 @@ describe('LeaseTable', () => {
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM changefeed_leases WHERE tenant IN ('acme', 'globex') FOR UPDATE");
       // globex ran out already: the acquisition that is dealt it counts it, not this release.
-      expect(await table.releaseUnkept('a', ['hooli'])).toEqual({ released: ['initech'], passedOver: ['acme'] });
+      expect(await table.releaseAllExcept('a', ['hooli'])).toEqual({ released: ['initech'], passedOver: ['acme'] });
       await locker.query('COMMIT');
     } finally {
       locker.release();
     }
-    expect(await table.releaseUnkept('a', ['hooli'])).toEqual({ released: ['acme', 'globex'], passedOver: [] });
+    expect(await table.releaseAllExcept('a', ['hooli'])).toEqual({ released: ['acme', 'globex'], passedOver: [] });
   });
 
   it('a takeover passes over the old holder’s open write, even after a renewal; takes the row once it ends, and then only the new epoch writes', async (ctx) => {
@@ -289,8 +289,8 @@ describe('LeaseTable', () => {
     const oldWriter = await pool.connect();
     try {
       await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
-      expect(await table.releaseUnkept('a', [])).toEqual({ released: ['acme'], passedOver: [] });
-      expect(await table.acquireRound('b', [{ tenant: 'acme' }])).toEqual({ granted: [], passedOver: ['acme'] });
+      expect(await table.releaseAllExcept('a', [])).toEqual({ released: ['acme'], passedOver: [] });
+      expect(await table.acquireMany('b', [{ tenant: 'acme' }])).toEqual({ granted: [], passedOver: ['acme'] });
       await oldWriter.query('COMMIT');
     } finally {
       oldWriter.release();
@@ -314,7 +314,7 @@ describe('LeaseTable', () => {
       );
       await checkLease(oldWriter, { tenant: 'acme', holder: 'a', epoch: 1 }, 'BEGIN');
       await releaser.query('COMMIT');
-      expect(await table.acquireRound('b', [{ tenant: 'acme' }])).toEqual({ granted: [], passedOver: ['acme'] });
+      expect(await table.acquireMany('b', [{ tenant: 'acme' }])).toEqual({ granted: [], passedOver: ['acme'] });
       await oldWriter.query('COMMIT');
     } finally {
       releaser.release();
@@ -431,7 +431,7 @@ describe('LeaseTable', () => {
     await table.release('released', 'b', 1);
     await acquireOne(table, 'expired', 'b');
     await expire('expired');
-    const granted = await table.acquireMany('a', [
+    const { granted } = await table.acquireMany('a', [
       { tenant: 'new' },
       { tenant: 'held' },
       { tenant: 'released' },
@@ -454,14 +454,14 @@ describe('LeaseTable', () => {
       released: 'a',
     });
     // The key's second tenant is refused while the first's lease holds the key, also alone.
-    expect(await table.acquireMany('a', [{ tenant: 'key-2', keyFingerprint: key }])).toEqual([]);
+    expect((await table.acquireMany('a', [{ tenant: 'key-2', keyFingerprint: key }])).granted).toEqual([]);
   });
 
   it('refuses a renewal to a key another tenant’s valid lease holds, as an acquisition is refused', async (ctx) => {
     const { table } = await setup(ctx, 30_000);
     const [k1, k2] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0')];
-    expect(await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).toHaveLength(1);
-    expect(await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k2 }])).toHaveLength(1);
+    expect((await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).granted).toHaveLength(1);
+    expect((await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k2 }])).granted).toHaveLength(1);
     const fingerprints = async (): Promise<Record<string, string | null>> => {
       const { rows } = await db.query<{ tenant: string; key_fingerprint: string | null }>(
         'SELECT tenant, key_fingerprint FROM changefeed_leases ORDER BY tenant',
@@ -484,14 +484,14 @@ describe('LeaseTable', () => {
     ).toEqual(['acme']);
     expect((await fingerprints()).acme).toBe(k2);
     // The key acme gave up is free: globex may take it.
-    expect(await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k1 }])).toHaveLength(1);
+    expect((await table.acquireMany('b', [{ tenant: 'globex', keyFingerprint: k1 }])).granted).toHaveLength(1);
   });
 
   it('renews one of two tenants whose files took one new key in the same round, as an acquisition would', async (ctx) => {
     const { table } = await setup(ctx, 30_000);
     const [k1, k2, k3] = ['k1'.padEnd(64, '0'), 'k2'.padEnd(64, '0'), 'k3'.padEnd(64, '0')];
-    expect(await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).toHaveLength(1);
-    expect(await table.acquireMany('a', [{ tenant: 'globex', keyFingerprint: k2 }])).toHaveLength(1);
+    expect((await table.acquireMany('a', [{ tenant: 'acme', keyFingerprint: k1 }])).granted).toHaveLength(1);
+    expect((await table.acquireMany('a', [{ tenant: 'globex', keyFingerprint: k2 }])).granted).toHaveLength(1);
     // Both in one statement, its one snapshot showed k3 free for each: both were renewed with it.
     const { renewed } = await table.renew('a', [
       { tenant: 'acme', epoch: 1, keyFingerprint: k3 },
@@ -520,9 +520,9 @@ describe('LeaseTable', () => {
         table.acquireMany('x', [{ tenant: 't1' }, { tenant: 't2' }, { tenant: 't3' }]),
         table.acquireMany('y', [{ tenant: 't3' }, { tenant: 't2' }, { tenant: 't1' }]),
       ]);
-      expect([...x, ...y].map((g) => g.tenant).sort()).toEqual(['t1', 't3']);
+      expect([...x.granted, ...y.granted].map((g) => g.tenant).sort()).toEqual(['t1', 't3']);
       await oldWriter.query('COMMIT');
-      expect((await table.acquireMany('y', [{ tenant: 't2' }])).map((g) => g.tenant)).toEqual(['t2']);
+      expect((await table.acquireMany('y', [{ tenant: 't2' }])).granted.map((g) => g.tenant)).toEqual(['t2']);
     } finally {
       oldWriter.release();
     }
@@ -563,7 +563,7 @@ describe('LeaseTable', () => {
     expect(await table.liveInstances()).toEqual(['a', 'b']);
     for (const tenant of ['t1', 't2', 't3']) await acquireOne(table, tenant, 'a');
     await acquireOne(table, 't4', 'b');
-    expect(await table.releaseAllExcept('a', ['t1'])).toEqual(['t2', 't3']);
+    expect((await table.releaseAllExcept('a', ['t1'])).released).toEqual(['t2', 't3']);
     expect(await table.forgetTenants(['t1', 't2'])).toEqual(['t3']); // t4 is validly held: kept
     const rows = await table.list();
     expect(rows.map((r) => [r.tenant, r.holder ?? null, r.holderLive])).toEqual([

@@ -7,5 +7,5 @@ export async function acquireOne(
   holder: string,
   keyFingerprint?: string,
 ): Promise<GrantedLease | undefined> {
-  return (await table.acquireMany(holder, [{ tenant, keyFingerprint }]))[0];
+  return (await table.acquireMany(holder, [{ tenant, keyFingerprint }])).granted[0];
 }

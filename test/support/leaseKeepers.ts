@@ -2,14 +2,14 @@ import type pg from 'pg';
 import { systemClock, type Clock, type SleepSignal } from '../../src/clock.js';
 import { ManualClock } from './manualClock.js';
 import { AbortedError } from '../../src/errors.js';
-import { LeaseKeeper, type LeaseKeeperOptions } from '../../src/cluster/leaseKeeper.js';
+import { LeaseKeeper, type LeaseKeeperOptions, type LockedRows } from '../../src/cluster/leaseKeeper.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 
 export type KeeperEvent =
   | { type: 'acquired'; tenant: string; epoch: number }
   | { type: 'lost'; tenant: string; reason: string }
   | { type: 'handOver'; tenant: string }
-  | { type: 'round'; ok: boolean; unanswered?: number; error?: unknown };
+  | { type: 'round'; ok: boolean; lockedRows?: LockedRows; error?: unknown };
 
 /**
  * A keeper under test, its events in order, and an owner that drains a handed-over tenant at

@@ -22,14 +22,14 @@ function fakeTable(clock: ManualClock) {
   const table = {
     heartbeat: () => answer(new Date()),
     liveInstances: () => answer(['a']),
-    releaseAllExcept: () => answer([]),
+    releaseAllExcept: () => answer({ released: [], passedOver: [] }),
     list: () => answer([]),
     forgetTenants: () => answer([]),
     forgetDeadInstances: () => answer(0),
     acquireMany: (_holder: string, wanted: { tenant: string }[]) =>
-      answer(wanted.map(({ tenant }) => ({ tenant, epoch: 1, expiresAt: new Date() }))),
+      answer({ granted: wanted.map(({ tenant }) => ({ tenant, epoch: 1, expiresAt: new Date() })), passedOver: [] }),
     renew: (_holder: string, leases: { tenant: string; epoch: number }[]) =>
-      answer(leases.map((l) => ({ ...l, expiresAt: new Date() }))),
+      answer({ renewed: leases.map((l) => ({ ...l, expiresAt: new Date() })), locked: [] }),
     releaseMany: (_holder: string, leases: { tenant: string }[]) => {
       for (const { tenant } of leases) calls.push(`release ${tenant}`);
       return Promise.resolve(leases.map((l) => l.tenant));
