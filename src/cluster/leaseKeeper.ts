@@ -226,9 +226,9 @@ export class LeaseKeeper {
   private releasingNow: readonly string[] = [];
 
   /**
-   * Sends the releases waiting, one statement for all of them, until none waits. One at a time:
-   * each waits for the fenced writes under way, and the lease pool's other connection stays free
-   * for the rounds, whose renewals must not wait behind tenants given up (starts that failed).
+   * Sends the releases waiting, one statement for all of them, until none waits. One at a time,
+   * so the lease pool's other connection stays free for the rounds, whose renewals must not wait
+   * behind tenants given up (starts that failed).
    */
   private async sendReleases(): Promise<void> {
     for (;;) {
@@ -239,8 +239,9 @@ export class LeaseKeeper {
       const leases = [...this.toRelease].map(([tenant, epoch]) => ({ tenant, epoch }));
       this.toRelease.clear();
       this.releasingNow = leases.map((l) => l.tenant);
-      // Best effort: a release the database refused leaves the lease to expire (or to the next
-      // round's releaseAllExcept, as the lease is no longer held here).
+      // Best effort: a release the database refused, or a row it passed over (held locked by
+      // another transaction), is left to the next round's releaseAllExcept, as the lease is no
+      // longer held here, or to expire.
       await this.options.table.releaseMany(this.instanceId, leases).catch(() => undefined);
       this.releasingNow = [];
     }
@@ -326,8 +327,8 @@ export class LeaseKeeper {
     const startedAt = this.clock.now();
     const lockedRows: LockedRows = { renew: await this.renewHeld(), release: 0, acquire: 0 };
     const renewalMs = this.clock.now() - startedAt;
-    // Leases whose release is waiting or under way are left to it: this statement would queue
-    // behind that release's lock, which waits for the tenant's fenced write to end.
+    // Leases whose release is waiting or under way are left to it: met here under that release's
+    // lock, they would be counted as rows another transaction holds.
     const unkept = await table.releaseAllExcept(me, [
       ...this.held.all().map((l) => l.tenant),
       ...this.toRelease.keys(),

@@ -399,29 +399,23 @@ export class LeaseTable {
   }
 
   /**
-   * Gives `tenant` up if `holder` holds it at `epoch`; false if it was not (or no longer) theirs.
-   * Locks the row FOR UPDATE first, so it returns only once no write of that epoch is still
-   * inside its fence.
+   * Gives `tenant` up if `holder` holds it at `epoch`; false if it was not (or no longer) theirs,
+   * or its row was passed over (releaseMany).
    */
   async release(tenant: string, holder: string, epoch: number): Promise<boolean> {
-    const result = await this.query(
-      `WITH locked AS (
-         SELECT tenant FROM changefeed_leases WHERE tenant = $1 AND holder = $2 AND epoch = $3 FOR UPDATE
-       )
-       UPDATE changefeed_leases AS l
-          SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
-         FROM locked WHERE l.tenant = locked.tenant`,
-      [tenant, holder, String(epoch)],
-    );
-    return result.rowCount === 1;
+    return (await this.releaseMany(holder, [{ tenant, epoch }])).length === 1;
   }
 
   /**
-   * release() for many leases in one statement; returns the tenants released. The lease keeper
-   * sends its releases this way, one statement at a time: each waits for the fenced writes under
-   * way (FOR UPDATE), and releases sent one per tenant (hundreds when starts fail together) held
-   * both connections of the lease pool, so the round's renewal waited behind them past the
-   * leases' local deadline (docs/scaling.md).
+   * Gives up, in one statement, the leases `holder` holds at the given epochs; returns the tenants
+   * released. It does not wait for a write of the epoch still open (FOR NO KEY UPDATE, which its
+   * FOR KEY SHARE does not conflict with): the write's lock carries over to the released row, and
+   * an acquisition passes over the row until the write ends. A row another transaction holds
+   * locked (a session's FOR UPDATE) is passed over (SKIP LOCKED) and stays held until the
+   * round's releaseAllExcept gives it up, or it expires: waited for, one such row timed out the
+   * whole statement and none of the others was released. The lease keeper sends its releases this way, one statement at a time: releases sent one per
+   * tenant (hundreds when starts fail together) held both connections of the lease pool, so the
+   * round's renewal waited behind them past the leases' local deadline (docs/scaling.md).
    */
   async releaseMany(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<string[]> {
     if (leases.length === 0) return [];
@@ -430,7 +424,7 @@ export class LeaseTable {
          SELECT l.tenant FROM changefeed_leases AS l
            JOIN unnest($2::text[], $3::bigint[]) AS w(tenant, epoch) ON l.tenant = w.tenant AND l.epoch = w.epoch
           WHERE l.holder = $1
-            FOR UPDATE OF l
+            FOR NO KEY UPDATE OF l SKIP LOCKED
        )
        UPDATE changefeed_leases AS l
           SET holder = NULL, expires_at = clock_timestamp(), released_at = clock_timestamp()
