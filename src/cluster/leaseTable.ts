@@ -413,9 +413,10 @@ export class LeaseTable {
    * an acquisition passes over the row until the write ends. A row another transaction holds
    * locked (a session's FOR UPDATE) is passed over (SKIP LOCKED) and stays held until the
    * round's releaseAllExcept gives it up, or it expires: waited for, one such row timed out the
-   * whole statement and none of the others was released. The lease keeper sends its releases this way, one statement at a time: releases sent one per
-   * tenant (hundreds when starts fail together) held both connections of the lease pool, so the
-   * round's renewal waited behind them past the leases' local deadline (docs/scaling.md).
+   * whole statement and none of the others was released. The lease keeper sends its releases
+   * this way, one statement at a time: releases sent one per tenant (hundreds when starts fail
+   * together) held both connections of the lease pool, so the round's renewal waited behind them
+   * past the leases' local deadline (docs/scaling.md).
    */
   async releaseMany(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<string[]> {
     if (leases.length === 0) return [];
@@ -440,7 +441,7 @@ export class LeaseTable {
    * not know it holds (given up locally while the database was away, an acquisition whose answer
    * timed out, an earlier process of the same id), which would otherwise sit unused until they
    * expire. No FOR UPDATE: the renewal round must not wait for fenced writes; the next
-   * acquisition of those tenants does. A row another transaction holds locked is passed over
+   * acquisition of those tenants passes over their rows until the writes end. A row another transaction holds locked is passed over
    * (SKIP LOCKED; answered in `passedOver` while its lease is valid, sorted by tenant) and
    * released by a later round: waited for, it failed the round.
    */
