@@ -56,15 +56,20 @@ export async function takeCommandLease(
   const lost = new Promise<string>((resolve) => (reportLost = resolve));
   // A renewal that fails for want of the database is tried again at the next tick; the database
   // fence refuses every write meanwhile if the lease does run out.
+  // One renewal at a time: the release waits for the one under way (below).
+  let renewing: Promise<void> | undefined;
   const timer = setInterval(
     () => {
-      table.renew(holder, [claim]).then(
-        ({ renewed, locked }) => {
-          if (renewed.length === 0 && locked.length === 0)
-            reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
-        },
-        () => undefined,
-      );
+      renewing ??= table
+        .renew(holder, [claim])
+        .then(
+          ({ renewed, locked }) => {
+            if (renewed.length === 0 && locked.length === 0)
+              reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
+          },
+          () => undefined,
+        )
+        .finally(() => (renewing = undefined));
     },
     Math.max(1, Math.floor(options.leaseMs / 3)),
   );
@@ -73,7 +78,14 @@ export async function takeCommandLease(
     lost,
     release: async () => {
       clearInterval(timer);
-      await table.release(tenant, holder, claim.epoch).catch(() => undefined);
+      const release = (): Promise<boolean> => table.release(tenant, holder, claim.epoch).catch(() => false);
+      // The release passes over a row another transaction holds (SKIP LOCKED), this command's own
+      // renewal under way too; nothing else gives a command's lease up (a replica's next round
+      // does for its own), so it is asked once more after that renewal ends.
+      if (!(await release())) {
+        await renewing;
+        await release();
+      }
     },
   };
 }
