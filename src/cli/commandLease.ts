@@ -56,11 +56,12 @@ export async function takeCommandLease(
   const lost = new Promise<string>((resolve) => (reportLost = resolve));
   // A renewal that fails for want of the database is tried again at the next tick; the database
   // fence refuses every write meanwhile if the lease does run out.
-  // One renewal at a time: the release waits for the one under way (below).
-  let renewing: Promise<void> | undefined;
+  // The renewals under way, which the release waits for (below). They may overlap: one stuck up to
+  // its timeout (a third of the lease) must not hold the next tick back past the lease.
+  const renewals = new Set<Promise<void>>();
   const timer = setInterval(
     () => {
-      renewing ??= table
+      const renewal: Promise<void> = table
         .renew(holder, [claim])
         .then(
           ({ renewed, locked }) => {
@@ -69,7 +70,10 @@ export async function takeCommandLease(
           },
           () => undefined,
         )
-        .finally(() => (renewing = undefined));
+        .then(() => {
+          renewals.delete(renewal);
+        });
+      renewals.add(renewal);
     },
     Math.max(1, Math.floor(options.leaseMs / 3)),
   );
@@ -81,9 +85,9 @@ export async function takeCommandLease(
       const release = (): Promise<boolean> => table.release(tenant, holder, claim.epoch).catch(() => false);
       // The release passes over a row another transaction holds (SKIP LOCKED), this command's own
       // renewal under way too; nothing else gives a command's lease up (a replica's next round
-      // does for its own), so it is asked once more after that renewal ends.
+      // does for its own), so it is asked once more after the renewals under way end.
       if (!(await release())) {
-        await renewing;
+        await Promise.all(renewals);
         await release();
       }
     },
