@@ -5,7 +5,7 @@ import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { connectLeaseAdmin, createLeaseSchema, type LeaseSchema } from '../support/leaseDatabase.js';
 import { acquireOne } from '../support/acquireOne.js';
 
-// A release no longer waits for its epoch's open write (FOR NO KEY UPDATE SKIP LOCKED): what
+// A release does not wait for its epoch's open write (FOR NO KEY UPDATE SKIP LOCKED): what
 // keeps a takeover off is the write's FOR KEY SHARE, which PostgreSQL carries over to the
 // released row version. These tests put a fence check in the one window the carry-over does not
 // obviously cover: its statement's snapshot taken before the release commits, its row lock taken
@@ -112,10 +112,10 @@ describe('lease release races (the release does not wait for the write of its ep
 
 describe('lease release races, the batched lease check (AdvanceBatch: FOR KEY SHARE SKIP LOCKED)', () => {
   // Not fixed: PostgreSQL follows a KEY SHARE lock from the version its snapshot saw to the
-  // released version and waits there for a conflicting lock whatever SKIP LOCKED says. When the
-  // release locked FOR UPDATE, the check found the released version changed and was checked again
-  // at the latest one, which SKIP LOCKED passed over. Now the whole batch waits behind such a lock
-  // (a session holding the free row FOR UPDATE) up to the fenced bound, then its timed-out fence
+  // released version and waits there for a conflicting lock whatever SKIP LOCKED says (a release
+  // locking FOR UPDATE would mark the key changed: the check would be run again at the latest
+  // version, which SKIP LOCKED passes over). So the whole batch waits behind such a lock (a
+  // session holding the free row FOR UPDATE) up to the fenced bound, then its timed-out fence
   // answers LEASE_LOST. Needs the snapshot-before-release window and that lock together.
   it.fails(
     'a batched check whose snapshot predates the release does not wait behind a FOR UPDATE of the released row',
