@@ -56,15 +56,24 @@ export async function takeCommandLease(
   const lost = new Promise<string>((resolve) => (reportLost = resolve));
   // A renewal that fails for want of the database is tried again at the next tick; the database
   // fence refuses every write meanwhile if the lease does run out.
+  // The renewals under way, which the release waits for (below). They may overlap: one stuck up to
+  // its timeout (a third of the lease) must not hold the next tick back past the lease.
+  const renewals = new Set<Promise<void>>();
   const timer = setInterval(
     () => {
-      table.renew(holder, [claim]).then(
-        ({ renewed, locked }) => {
-          if (renewed.length === 0 && locked.length === 0)
-            reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
-        },
-        () => undefined,
-      );
+      const renewal: Promise<void> = table
+        .renew(holder, [claim])
+        .then(
+          ({ renewed, locked }) => {
+            if (renewed.length === 0 && locked.length === 0)
+              reportLost(`the lease of tenant "${tenant}" expired before it was renewed`);
+          },
+          () => undefined,
+        )
+        .then(() => {
+          renewals.delete(renewal);
+        });
+      renewals.add(renewal);
     },
     Math.max(1, Math.floor(options.leaseMs / 3)),
   );
@@ -73,7 +82,14 @@ export async function takeCommandLease(
     lost,
     release: async () => {
       clearInterval(timer);
-      await table.release(tenant, holder, claim.epoch).catch(() => undefined);
+      const release = (): Promise<boolean> => table.release(tenant, holder, claim.epoch).catch(() => false);
+      // The release passes over a row another transaction holds (SKIP LOCKED), this command's own
+      // renewal under way too; nothing else gives a command's lease up (a replica's next round
+      // does for its own), so it is asked once more after the renewals under way end.
+      if (!(await release())) {
+        await Promise.all(renewals);
+        await release();
+      }
     },
   };
 }

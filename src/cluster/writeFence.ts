@@ -17,7 +17,7 @@ export interface WriteFence {
   /**
    * The longest one statement of a fenced transaction may run (fencedStatementTimeoutMs of the
    * lease; PostgreSQL: `SET LOCAL statement_timeout`). A fenced transaction holds its lease row's
-   * lock, which a takeover waits for.
+   * lock, which a takeover passes over until the transaction ends.
    */
   readonly statementTimeoutMs: number;
   /**
@@ -37,9 +37,9 @@ export interface WriteFence {
 
 /**
  * The statement timeout of fenced transactions: a sixth of the lease (2.5 s with the default
- * 15 s). A takeover waits for the old holder's open fenced transaction (checkLease), and the lease
- * table gives each of its statements a third of the lease: a fenced statement must end, one way or
- * the other, well before a takeover waiting on it times out and the round is lost.
+ * 15 s). A takeover passes over the lease row while the old holder's fenced transaction
+ * (checkLease) is open and takes it at a later round, so the bound is how long one write can
+ * delay a takeover, released or expired lease alike (docs/leases.md, lock modes).
  */
 export function fencedStatementTimeoutMs(leaseMs: number): number {
   return Math.max(1, Math.floor(leaseMs / 6));
@@ -123,8 +123,9 @@ export function claimParams(claim: LeaseClaim): [string, string, number] {
  * Opens a transaction on `client` with `begin` and throws LeaseLostError unless `claim` is still
  * the valid lease of its tenant, on the database's clock, in one round trip (a simple query: it
  * takes no parameters, so the claim is written into it as quoted literals). `FOR KEY SHARE` holds
- * the lease row until the transaction ends: a takeover (FOR UPDATE) waits for the write to commit
- * or roll back, a renewal does not (docs/leases.md, lock modes).
+ * the lease row until the transaction ends, carried over to the new versions a renewal or a release
+ * makes: a takeover (FOR UPDATE SKIP LOCKED) passes over the row until the write commits or rolls
+ * back (docs/leases.md, lock modes).
  */
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin: string): Promise<void> {
   const results: pg.QueryResult | pg.QueryResult[] = await client.query(

@@ -1,8 +1,9 @@
+import { randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { takeCommandLease } from '../../src/cli/commandLease.js';
 import { LeaseTable } from '../../src/cluster/leaseTable.js';
 import { errorCodeOf } from '../../src/errors.js';
-import { admin, openBackend, prepare } from '../store/postgresTestDb.js';
+import { admin, openBackend, prepare, waiterBehind } from '../store/postgresTestDb.js';
 import { acquireOne } from '../support/acquireOne.js';
 
 describe.skipIf(!admin)("a command holding a tenant's lease (replay)", () => {
@@ -67,5 +68,50 @@ describe.skipIf(!admin)("a command holding a tenant's lease (replay)", () => {
     } finally {
       await lease.release();
     }
+  });
+  it('a release met by its own renewal still under way gives the tenant back, not after the renewed lease', async () => {
+    // The release passes over a row another transaction holds (SKIP LOCKED): sent while the
+    // command's own renewal held the row, it gave nothing up and nothing released the lease later,
+    // so replicas stayed off the tenant for the whole renewed lease.
+    const backend = await openBackend();
+    const gate = randomInt(1, 2 ** 31);
+    // Holds every renewal's UPDATE (holder and epoch unchanged) on the advisory lock `gate`.
+    await backend.pool.query(`CREATE FUNCTION gate_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.holder IS NOT DISTINCT FROM OLD.holder AND NEW.epoch = OLD.epoch THEN
+          PERFORM pg_advisory_xact_lock(${gate});
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER gate_renewal BEFORE UPDATE ON changefeed_leases FOR EACH ROW EXECUTE FUNCTION gate_renewal()`);
+    // The lease pool's two sessions, to see the release statement end in pg_stat_activity.
+    const sessions = await Promise.all([backend.leasePool.connect(), backend.leasePool.connect()]);
+    const pids = await Promise.all(
+      sessions.map(async (s) => (await s.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid),
+    );
+    for (const s of sessions) s.release();
+    const gatekeeper = await backend.pool.connect();
+    try {
+      await gatekeeper.query(`SELECT pg_advisory_lock(${gate})`);
+      const lease = await takeCommandLease(backend, 'acme', { leaseMs: 3_000, command: 'replay' });
+      await waiterBehind(gatekeeper); // the renewal, inside its statement, holding the row
+      let settled = false;
+      const released = lease.release().finally(() => (settled = true));
+      // The renewal goes on only once the release's statement has met its row.
+      for (;;) {
+        const { rows } = await admin!.query(
+          `SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND state = 'idle' AND query LIKE 'WITH locked AS%'`,
+          [pids],
+        );
+        if (rows.length > 0 || settled) break;
+      }
+      await gatekeeper.query(`SELECT pg_advisory_unlock(${gate})`);
+      await released;
+    } finally {
+      gatekeeper.release();
+    }
+    const replicas = new LeaseTable(backend.leasePool, { leaseMs: 10_000 });
+    expect((await replicas.list())[0]?.holder).toBeUndefined();
+    expect(await acquireOne(replicas, 'acme', 'replica-1')).toBeDefined();
   });
 });

@@ -323,9 +323,8 @@ describe('LeaseTable', () => {
     expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
   });
 
-  // Not fixed yet: releaseMany locks FOR UPDATE and waits (it must wait for the fenced writes of
-  // the epochs it releases), so one row another session holds times the statement out and none
-  // of the others is released: on a replica's stop every tenant then waits out its lease.
+  // Waited for (FOR UPDATE), one row another session holds timed the statement out and none of
+  // the others was released: on a replica's stop every tenant then waited out its lease.
   it('a release of many leases, one row held locked by another session: the others are released', async (ctx) => {
     const { table, pool } = await setup(ctx, 3_000);
     for (const tenant of ['acme', 'globex', 'initech']) await acquireOne(table, tenant, 'a');

@@ -455,14 +455,16 @@ export class TenantDb {
   /**
    * What a fenced write whose lease check ran out the fence's bound (statement_timeout) is thrown,
    * asked of the lease row on the same connection, without waiting. A fence waits on its lease row
-   * only while another transaction holds it FOR UPDATE (docs/leases.md, lock modes; a renewal
-   * and a release take FOR NO KEY UPDATE, which never conflicts with FOR KEY SHARE): another
-   * replica's acquisition of a lease that ran out on the database clock while the fence waited,
-   * an acquisition that locked the row only to find it validly held (it lets go when its
-   * statement ends), or a session holding the row FOR UPDATE. No longer valid: LEASE_LOST, as the fence would have
-   * answered had it been let through (nothing renews a lease past its expiry), so the tenant's
-   * runtime stops and writes no more. Still valid but locked: the lease is held now and may be
-   * kept, so STORE_BUSY, a moment's wait and a write tried again, whose fence then answers; neither recorded as the database's problem, which it is not.
+   * only while another transaction holds it FOR UPDATE, a change of holder (docs/leases.md, lock
+   * modes; a renewal or a release takes FOR NO KEY UPDATE, which never conflicts with FOR KEY
+   * SHARE): another replica's acquisition of a lease that ran out on the database clock while the
+   * fence waited, an operator's session, or an acquisition that locked the row only to find it
+   * validly held (it lets go when its statement ends). No longer valid: LEASE_LOST, as the fence
+   * would have answered had it been let through (nothing renews a lease past its expiry), so the
+   * tenant's runtime stops and writes no more. Still valid but locked: the lease is held now and
+   * may be kept, so STORE_BUSY, a moment's wait and a write tried again, whose fence then answers
+   * (a takeover that commits: LEASE_LOST); neither recorded as the database's problem, which it
+   * is not.
    * Valid and free: the time went elsewhere (a row the write touches, a slow database), the write's
    * own failure. A check that fails leaves that too, its connection destroyed if it failed itself.
    */
