@@ -46,6 +46,17 @@ async function setup(ctx: { skip: (note?: string) => void }): Promise<{ table: L
   return { table: new LeaseTable(pool, { leaseMs: 600_000 }), backendCpu: () => cpuSeconds(pid) };
 }
 
+/** Every tenant acquired by `me`, each with its own key, and the table analysed: a replica holding 5,000. */
+async function holdAll(table: LeaseTable): Promise<{ tenant: string; epoch: number }[]> {
+  const { granted } = await table.acquireMany(
+    'me',
+    names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
+  );
+  expect(granted).toHaveLength(TENANTS);
+  await db!.query('ANALYZE changefeed_leases');
+  return granted;
+}
+
 /** Runs `statement` and returns what it cost the backend, CPU seconds. */
 async function costOf(backendCpu: () => number, statement: () => Promise<unknown>): Promise<number> {
   const before = backendCpu();
@@ -87,12 +98,7 @@ describe('a lease round at 5,000 tenants', () => {
   // passed over (an EXCEPT of what it locked), which must stay linear too.
   it('passes over 5,000 locked rows in each statement of the round at linear cost', async (ctx) => {
     const { table, backendCpu } = await setup(ctx);
-    const { granted } = await table.acquireMany(
-      'me',
-      names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
-    );
-    expect(granted).toHaveLength(TENANTS);
-    await db!.query('ANALYZE changefeed_leases');
+    const granted = await holdAll(table);
     const locker = db!.pool({ max: 1 });
     const session = await locker.connect();
     try {
@@ -138,12 +144,7 @@ describe('a lease round at 5,000 tenants', () => {
   // with the tenants held, paid every renewal interval, would crowd out the renewals themselves.
   it('renews 5,000 held leases and releases what it does not keep, each statement of linear cost', async (ctx) => {
     const { table, backendCpu } = await setup(ctx);
-    const { granted } = await table.acquireMany(
-      'me',
-      names.map((tenant) => ({ tenant, keyFingerprint: keyOf(tenant) })),
-    );
-    expect(granted).toHaveLength(TENANTS);
-    await db!.query('ANALYZE changefeed_leases');
+    const granted = await holdAll(table);
     const renewal = await costOf(backendCpu, async () => {
       const { renewed } = await table.renew(
         'me',
