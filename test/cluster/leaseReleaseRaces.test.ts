@@ -57,22 +57,35 @@ async function pidOf(client: pg.PoolClient): Promise<number> {
   return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
 }
 
+/**
+ * `fence(gate)` (a fence check held after its snapshot by the advisory lock `gate`) sent in a
+ * transaction of `writer`, once it waits at the gate `gatekeeper` holds; `open` lets it on.
+ */
+async function checkHeldAtGate(
+  gatekeeper: pg.PoolClient,
+  writer: pg.PoolClient,
+  fence: (gate: number) => string = gatedFence,
+): Promise<{ writerPid: number; check: Promise<pg.QueryResult>; open: () => Promise<unknown> }> {
+  const gate = randomInt(1, 2 ** 31);
+  await gatekeeper.query(`SELECT pg_advisory_lock(${gate})`);
+  await writer.query('BEGIN');
+  const writerPid = await pidOf(writer);
+  const check = writer.query(fence(gate));
+  await untilWaiting('advisory', writerPid);
+  return { writerPid, check, open: () => gatekeeper.query(`SELECT pg_advisory_unlock(${gate})`) };
+}
+
 describe('lease release races (the release does not wait for the write of its epoch)', () => {
   it('a fence check whose snapshot predates the release, locking after a takeover, is refused', async (ctx) => {
     const { table, pool } = await setup(ctx);
     await acquireOne(table, 'acme', 'a');
-    const gate = randomInt(1, 2 ** 31);
     const gatekeeper = await pool.connect();
     const writer = await pool.connect();
     try {
-      await gatekeeper.query(`SELECT pg_advisory_lock(${gate})`);
-      await writer.query('BEGIN');
-      const writerPid = await pidOf(writer);
-      const check = writer.query(gatedFence(gate));
-      await untilWaiting('advisory', writerPid);
+      const { check, open } = await checkHeldAtGate(gatekeeper, writer);
       expect(await table.release('acme', 'a', 1)).toBe(true);
       expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
-      await gatekeeper.query(`SELECT pg_advisory_unlock(${gate})`);
+      await open();
       // Epoch 2 was taken before the old check locked the row: the old epoch must not pass.
       expect((await check).rowCount).toBe(0);
       await writer.query('ROLLBACK');
@@ -85,17 +98,12 @@ describe('lease release races (the release does not wait for the write of its ep
   it('a fence check whose snapshot predates the release, locking after it, passes and keeps the takeover off until it ends', async (ctx) => {
     const { table, pool } = await setup(ctx);
     await acquireOne(table, 'acme', 'a');
-    const gate = randomInt(1, 2 ** 31);
     const gatekeeper = await pool.connect();
     const writer = await pool.connect();
     try {
-      await gatekeeper.query(`SELECT pg_advisory_lock(${gate})`);
-      await writer.query('BEGIN');
-      const writerPid = await pidOf(writer);
-      const check = writer.query(gatedFence(gate));
-      await untilWaiting('advisory', writerPid);
+      const { check, open } = await checkHeldAtGate(gatekeeper, writer);
       expect(await table.release('acme', 'a', 1)).toBe(true);
-      await gatekeeper.query(`SELECT pg_advisory_unlock(${gate})`);
+      await open();
       // Its snapshot still saw epoch 1 of a: the check passes (KEY SHARE is not checked again
       // against a version that changed no key column), and its lock follows the row to the
       // released version, so no new epoch is taken while the old write is open.
@@ -122,24 +130,21 @@ describe('lease release races, the batched lease check (AdvanceBatch: FOR KEY SH
     async (ctx) => {
       const { table, pool } = await setup(ctx);
       await acquireOne(table, 'acme', 'a');
-      const gate = randomInt(1, 2 ** 31);
       const gatekeeper = await pool.connect();
       const writer = await pool.connect();
       const operator = await pool.connect();
       try {
-        await gatekeeper.query(`SELECT pg_advisory_lock(${gate})`);
-        await writer.query('BEGIN');
-        const writerPid = await pidOf(writer);
         const operatorPid = await pidOf(operator);
+        const held = await checkHeldAtGate(gatekeeper, writer, (gate) =>
+          gatedFence(gate).replace('FOR KEY SHARE', 'FOR KEY SHARE SKIP LOCKED'),
+        );
+        const { writerPid, open } = held;
         let settled = false;
-        const check = writer
-          .query(gatedFence(gate).replace('FOR KEY SHARE', 'FOR KEY SHARE SKIP LOCKED'))
-          .finally(() => (settled = true));
-        await untilWaiting('advisory', writerPid);
+        const check = held.check.finally(() => (settled = true));
         expect(await table.release('acme', 'a', 1)).toBe(true);
         await operator.query('BEGIN');
         await operator.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'acme' FOR UPDATE");
-        await gatekeeper.query(`SELECT pg_advisory_unlock(${gate})`);
+        await open();
         let blocked = false;
         while (!settled && !blocked) {
           const { rows } = await db.admin.query(
