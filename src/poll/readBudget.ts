@@ -79,6 +79,12 @@ export class ReadBudget implements RequestGate {
    */
   private surplusWindowEnd = Number.NEGATIVE_INFINITY;
   private surplusLeft = 0;
+  /**
+   * When the next request may leave, as announced after the last request or answer: what a poll
+   * loop that slept for it planned with. The pace's formula moves earlier as the reset nears, so a
+   * request that asks at this moment is on time, not late since the moved slot.
+   */
+  private announcedAt = Number.NEGATIVE_INFINITY;
   private pumping = false;
   /** Woken when a response changes what is known, so a long wait is re-evaluated at once. */
   private readonly wake: WakeableSleep;
@@ -139,6 +145,7 @@ export class ReadBudget implements RequestGate {
       const seconds = Math.min(meta.retryAfterSeconds ?? resetSeconds ?? this.config.retryAfterFallbackSeconds, cap);
       this.blockedUntil = Math.max(this.blockedUntil, meta.receivedAt + seconds * 1000);
     }
+    this.announcedAt = this.earliestSendAt(meta.receivedAt);
     this.wake.wake();
   }
 
@@ -257,13 +264,15 @@ export class ReadBudget implements RequestGate {
         if (!next) break;
         if (now < this.lastSentAt + this.intervalMs(now)) this.spendSurplus(now);
         // The pace keeps its grid: a request that leaves late because the process was busy counts
-        // as sent when its slot came, so the delay does not push back every later slot. A gap of
-        // more than one interval is idleness, not lateness, and earns nothing.
-        const dueAt = Math.min(now, Math.max(sendAt, sleptUntil));
+        // as sent when its slot came (the one announced, or slept for, if later than the moved
+        // formula's), so the delay does not push back every later slot. A gap of more than one
+        // interval is idleness, not lateness, and earns nothing.
+        const dueAt = Math.min(now, Math.max(sendAt, sleptUntil, this.announcedAt));
         this.lastSentAt = now - dueAt < this.intervalMs(now) ? dueAt : now;
         sleptUntil = Number.NEGATIVE_INFINITY;
         this.sentSinceSync++;
         this.sent++;
+        this.announcedAt = this.earliestSendAt(now);
         next.resolve();
       }
     } finally {

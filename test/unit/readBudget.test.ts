@@ -155,6 +155,33 @@ describe('ReadBudget pace grid', () => {
     await withVirtualTime(clock, Promise.all(requests));
     expect(granted).toEqual(grants);
   });
+
+  // The end of a server window (bucket 1,000, reserve 100): after the request at 0 the answer says
+  // 101 left and the reset 7 s away, so one read is usable and the pace announces it for 7 s,
+  // past the 4 s of the steady slot. Later the pace's formula (what is left until the reset)
+  // shrinks to that steady slot; a request that asks when the announced moment comes (as the poll
+  // loop does, having slept for it) is on time and must not count as sent 3 s earlier, or the next
+  // one leaves 1 s after it: 901 in a rolling hour. A request late for the announced moment keeps
+  // its credit.
+  it.each([
+    ['a request that asks at the moment announced for it counts as sent then', [7_000, 7_000], [0, 7_000, 11_000]],
+    ['a request queued before that moment counts as sent then', [0, 7_000], [0, 7_000, 11_000]],
+    ['a request late for the announced moment counts as sent at it', [8_000, 8_000], [0, 8_000, 11_000]],
+  ])('at the end of a server window, %s', async (_name, arrivals, grants) => {
+    const { clock, budget, observe } = setup();
+    const granted: number[] = [];
+    await withVirtualTime(clock, budget.acquire('poll'));
+    granted.push(clock.now() - T0);
+    observe({ limit: 1000, remaining: 101, resetSeconds: 7 });
+    expect(budget.earliestSendAt(clock.now()) - T0).toBe(7_000);
+    const requests = arrivals.map(async (at) => {
+      await clock.sleep(at);
+      await budget.acquire('poll');
+      granted.push(clock.now() - T0);
+    });
+    await withVirtualTime(clock, Promise.all(requests));
+    expect(granted).toEqual(grants);
+  });
 });
 
 describe('ReadBudget after a 429', () => {
