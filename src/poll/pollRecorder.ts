@@ -85,18 +85,21 @@ export class PollRecorder {
   /**
    * The learned rate and, now and then, the budget's state and the hours of polling, for
    * restarts, `status` and the console: deferred to the tenant's next write transaction
-   * (store.deferState), so a poll costs the store its ingest alone. A store that refuses them
-   * loses only a refinement: the poll itself is already committed.
+   * (store.deferState), so a poll costs the store its ingest alone; the first of a holder's
+   * records is written at once. A store that refuses them loses only a refinement: the poll
+   * itself is already committed.
    */
   private async persist(learned: RateEstimateRow | undefined, now: number): Promise<void> {
     const { store, budget, logger } = this.deps;
     try {
       const state: DeferredState = learned ? { rates: [learned] } : {};
+      let first = false;
       if (now - this.budgetWrittenAt >= BUDGET_META_EVERY_MS) {
         this.budgetWrittenAt = now;
         if (!this.hoursLoaded) {
           this.hours = mergePollHours(parsePollHours(await store.getMeta(POLL_HOURS_META_KEY)), this.hours);
           this.hoursLoaded = true;
+          first = true;
         }
         const meta: Record<string, string> = { [POLL_HOURS_META_KEY]: JSON.stringify(this.hours) };
         if (budget) {
@@ -106,6 +109,10 @@ export class PollRecorder {
         state.meta = meta;
       }
       store.deferState(state);
+      // The holder's first record is written now, not with the next write: that can be
+      // DEFERRED_STATE_FLUSH_MS away on a quiet tenant (a read of nothing writes nothing on
+      // PostgreSQL), and until then the console draws no hour and `status` shows no budget.
+      if (first) await store.flushDeferred();
     } catch (error) {
       if (!store.health.record(error, store.location)) throw error;
       logger.debug({ err: describeError(error) }, 'learned rate not recorded: the store cannot be written');

@@ -5,6 +5,11 @@ import { connectAdmin, simulatedCompanies, startReplicaSet } from './replicaHarn
 
 const admin = await connectAdmin('lease metrics tests need PostgreSQL');
 const LIVENESS_MS = 90_000;
+/**
+ * The shortest lease (LEASE_SECONDS_MIN), renewed every second: each test waits out lease rounds
+ * and, for the locked row, a lease's local deadline. One replica here, so no other holds it up.
+ */
+const LEASE_SECONDS = 3;
 
 afterAll(async () => {
   await admin?.end();
@@ -19,7 +24,7 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
   it('a lease acquired shows held=1; a hand-over moves the counters; every tenant is held exactly once', async () => {
     const binary = promtool('promtool check metrics on a replica');
     const simulator = await simulatedCompanies(73, 2);
-    const set = startReplicaSet(admin!, simulator, { leaseSeconds: 6, companies: 2 });
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 2 });
     const [a, b] = [set.tenantName(0), set.tenantName(1)];
     const portA = await freePort();
     set.start('replica-a', { CHANGEFEED_HTTP_PORT: String(portA) });
@@ -70,7 +75,7 @@ describe.skipIf(!admin)('lease metrics of replicas sharing tenants', { timeout: 
 
   it('a lease row held FOR UPDATE by another session: counted and logged, that tenant alone is lost, and taken back once let go', async () => {
     const simulator = await simulatedCompanies(74, 2);
-    const set = startReplicaSet(admin!, simulator, { leaseSeconds: 6, companies: 2 });
+    const set = startReplicaSet(admin!, simulator, { leaseSeconds: LEASE_SECONDS, companies: 2 });
     const [a, b] = [set.tenantName(0), set.tenantName(1)];
     const port = await freePort();
     const replica = set.start('replica-a', { CHANGEFEED_HTTP_PORT: String(port) });

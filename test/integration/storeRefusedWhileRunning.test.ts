@@ -246,7 +246,8 @@ describe('a store that refuses while the daemon runs', () => {
       simulator.deleteObject('career', career);
       const goneReads = () =>
         simulator.requests.filter((r) => r.status === 404 && r.path.includes(career) && r.at >= deletedAt);
-      await waitFor(() => goneReads().length >= 3, 'the gone career read three times during the outage');
+      // Twice: the pause between two reads is what a hot loop lacks; each more costs 5 s.
+      await waitFor(() => goneReads().length >= 2, 'the gone career read twice during the outage');
       expectAlive();
       const times = goneReads().map((r) => r.at);
       // Every poll waits for the store (5 s) after a refused write, instead of one every 20 ms.

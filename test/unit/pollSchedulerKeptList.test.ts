@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { LogKind } from '../../src/logs.js';
 import type { LogCandidate } from '../../src/schedule/nextAction.js';
@@ -188,8 +189,9 @@ function check(
   now: number,
 ): void {
   // No kept candidate names a removed log, none is missing, the list is no longer than the logs.
-  expect(list.map((c) => c.key).sort()).toEqual([...active.keys()].sort());
-  expect(list.map((c) => ({ ...c, firstPollAt: c.firstPollAt === null }))).toEqual(
+  expectEqual(list.map((c) => c.key).sort(), [...active.keys()].sort());
+  expectEqual(
+    list.map((c) => ({ ...c, firstPollAt: c.firstPollAt === null })),
     anew.map((c) => ({ ...c, firstPollAt: c.firstPollAt === null })),
   );
   const perHour = fresh.pollBudgetPerHour(now);
@@ -208,12 +210,23 @@ function check(
   );
   const exactByKey = new Map(never.map((c, i) => [c.key, exact[i]!]));
   const slack = 1e-6 * Math.max(1, Math.abs(now));
+  const wrong: string[] = [];
   for (const c of list) {
     if (c.firstPollAt === null) continue;
     const e = exactByKey.get(c.key)!;
-    expect(c.firstPollAt, `${c.key}: no later than the exact start`).toBeLessThanOrEqual(e + slack);
-    expect(c.firstPollAt, `${c.key}: at most half a slot early`).toBeGreaterThanOrEqual(e - 0.5 * slotMs - slack);
+    if (!(c.firstPollAt <= e + slack)) wrong.push(`${c.key}: ${c.firstPollAt} later than the exact start ${e}`);
+    if (!(c.firstPollAt >= e - 0.5 * slotMs - slack))
+      wrong.push(`${c.key}: ${c.firstPollAt} more than half a slot (${slotMs} ms) before the exact start ${e}`);
   }
+  expect(wrong).toEqual([]);
+}
+
+/**
+ * `expect(actual).toEqual(expected)`, asked only when the two differ: an expectation costs far more
+ * than the comparison, and the expectations of each candidate at each step were 84% of the run.
+ */
+function expectEqual<T>(actual: T, expected: T): void {
+  if (!isDeepStrictEqual(actual, expected)) expect(actual).toEqual(expected);
 }
 
 describe('PollScheduler kept candidates against a list built anew, seeded', () => {
