@@ -489,11 +489,12 @@ export class LeaseTable {
       health_url: string | null;
     }>(
       `SELECT l.tenant, l.holder, l.epoch,
-              (extract(epoch FROM (l.expires_at - clock_timestamp())) * 1000)::float8 AS expires_in_ms,
+              ((extract(epoch FROM l.expires_at) - extract(epoch FROM clock_timestamp())) * 1000)::float8
+                AS expires_in_ms,
               (i.heartbeat_at IS NOT NULL AND i.heartbeat_at > clock_timestamp() - $1 * interval '1 millisecond')
                 AS holder_live,
-              (extract(epoch FROM (i.heartbeat_at + $1 * interval '1 millisecond' - clock_timestamp())) * 1000)::float8
-                AS holder_live_for_ms,
+              ((extract(epoch FROM i.heartbeat_at + $1 * interval '1 millisecond') - extract(epoch FROM clock_timestamp()))
+                * 1000)::float8 AS holder_live_for_ms,
               i.advertise_url, i.health_url
          FROM changefeed_leases l LEFT JOIN changefeed_instances i ON i.instance_id = l.holder
         ORDER BY l.tenant`,
@@ -503,8 +504,11 @@ export class LeaseTable {
       tenant: row.tenant,
       holder: row.holder ?? undefined,
       epoch: Number(row.epoch),
-      // -infinity (a row never leased) comes back as -Infinity: expired.
-      expiresInMs: Number.isFinite(row.expires_in_ms) ? row.expires_in_ms : -Infinity,
+      // Each time is taken apart before the difference (extract, then subtract): PostgreSQL 15
+      // refuses to subtract an infinite timestamp, and a row set by hand to '-infinity' (expired
+      // for good) or 'infinity' (held until released) would fail every list, the lease round's
+      // with it. They come back as -Infinity and Infinity.
+      expiresInMs: Number.isNaN(row.expires_in_ms) ? -Infinity : row.expires_in_ms,
       holderLive: row.holder_live,
       holderLiveForMs: row.holder_live_for_ms ?? -Infinity,
       holderUrl: parseAdvertiseUrl(row.advertise_url),

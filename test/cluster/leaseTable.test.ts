@@ -535,6 +535,21 @@ describe('LeaseTable', () => {
     expect((await table.list())[0]!.holderLiveForMs).toBe(-Infinity);
   });
 
+  it('lists rows whose expiry or heartbeat was set by hand to -infinity or infinity', async (ctx) => {
+    const { table } = await setup(ctx, 10_000);
+    await table.heartbeat('b');
+    await acquireOne(table, 't1', 'b');
+    await acquireOne(table, 't2', 'b');
+    await db.query("UPDATE changefeed_leases SET expires_at = '-infinity' WHERE tenant = 't1'");
+    await db.query("UPDATE changefeed_leases SET expires_at = 'infinity' WHERE tenant = 't2'");
+    await db.query("UPDATE changefeed_instances SET heartbeat_at = 'infinity' WHERE instance_id = 'b'");
+    const rows = await table.list();
+    expect(rows.map((r) => [r.tenant, r.expiresInMs, r.holderLiveForMs])).toEqual([
+      ['t1', -Infinity, Infinity],
+      ['t2', Infinity, Infinity],
+    ]);
+  });
+
   it('has `tenant` as its only key column, so a renewal takes no lock that a fenced write blocks', async (ctx) => {
     await setup(ctx);
     // PostgreSQL's key columns are those of unique indexes a foreign key could use.
