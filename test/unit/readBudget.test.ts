@@ -187,7 +187,7 @@ describe('ReadBudget pace grid', () => {
   // sent at the slot, so the next leaves 1 ms after it; the hour that follows, at the pace, holds
   // 900 more: 901 reads between 7.999 s and 3,607.998 s, with no server header at all.
   it.fails(
-    'holds at most the allowance in any rolling hour after a request late by less than a slot (the grid credit gives one read more; an exact bound needs the last 900 send times kept)',
+    'holds at most the allowance in any rolling hour after a request late by less than a slot (the grid credit gives one read more; a pace of allowance - 1 would bound it)',
     async () => {
       const { clock, budget } = setup();
       const granted: number[] = [];
