@@ -159,7 +159,10 @@ export class ReadBudget implements RequestGate {
     return this.waiters.filter((w) => PRIORITY_RANK[w.priority] <= PRIORITY_RANK[priority]).length;
   }
 
-  /** Requests per hour this daemon allows itself: min(cap, server limit) less the reserve. */
+  /**
+   * Requests per hour this daemon allows itself: min(cap, server limit) less the reserve. The
+   * pace (`steadyIntervalMs`) runs one read an hour under it, so that no rolling hour holds more.
+   */
   allowancePerHour(): number {
     const limit = Math.min(this.config.readsPerHour, this.serverLimit ?? this.config.readsPerHour);
     return Math.max(1, Math.floor(limit * (1 - this.config.reserve)));
@@ -177,9 +180,21 @@ export class ReadBudget implements RequestGate {
     };
   }
 
+  /**
+   * The pace without a server window: an hour / (allowance - 1). The grid lets a request leave up
+   * to one interval after the slot it counts as sent at, and counted sends are at least one
+   * interval apart, so n sends in a rolling hour have (n - 1) * interval < HOUR + interval: n is at
+   * most HOUR / interval + 1, the allowance (GCRA: this emission interval, a tolerance of one). An
+   * allowance of 1 paces at an hour and gives no credit for lateness (see `pump`).
+   */
+  private steadyIntervalMs(): number {
+    const allowance = this.allowancePerHour();
+    return HOUR_MS / Math.max(1, allowance - 1);
+  }
+
   /** Milliseconds to leave between two requests at time `now`. */
   intervalMs(now: number): number {
-    const steady = HOUR_MS / this.allowancePerHour();
+    const steady = this.steadyIntervalMs();
     const usable = this.usableUntilReset(now);
     if (usable === undefined || this.resetAt === undefined) return steady;
     if (usable <= 0) return Math.max(steady, this.resetAt - now);
@@ -204,10 +219,13 @@ export class ReadBudget implements RequestGate {
   }
 
   /**
-   * Whole reads the server's window (RateLimit-Remaining less the reserve) holds beyond what the
-   * steady pace spends until RateLimit-Reset; 0 when the window is unknown. A window used at this
-   * pace has none, so this only spends what was left unused, never runs ahead of the hourly cap;
-   * a Remaining above the allowance counts as the allowance.
+   * Whole reads the server's window (RateLimit-Remaining less the reserve) holds beyond what a
+   * pace of the full allowance (an hour / allowance, not the steady pace one under it) spends until
+   * RateLimit-Reset; 0 when the window is unknown. A window used at the pace has none, so this
+   * only spends what was left unused, never runs ahead of the hourly cap; measured against the
+   * steady pace instead, a fresh window of the allowance would show at once the one read that pace
+   * leaves unused and spend it: the rolling hour's read too many again. A Remaining above the
+   * allowance counts as the allowance.
    */
   private unspentReads(now: number): number {
     const usable = this.usableUntilReset(now);
@@ -266,9 +284,11 @@ export class ReadBudget implements RequestGate {
         // The pace keeps its grid: a request that leaves late because the process was busy counts
         // as sent when its slot came (the one announced, or slept for, if later than the moved
         // formula's), so the delay does not push back every later slot. A gap of more than one
-        // interval is idleness, not lateness, and earns nothing.
+        // interval is idleness, not lateness, and earns nothing. With an allowance of 1 no credit
+        // is given: the pace cannot run one under it, so only sends an hour apart keep one an hour.
         const dueAt = Math.min(now, Math.max(sendAt, sleptUntil, this.announcedAt));
-        this.lastSentAt = now - dueAt < this.intervalMs(now) ? dueAt : now;
+        const credit = this.allowancePerHour() >= 2 && now - dueAt < this.intervalMs(now);
+        this.lastSentAt = credit ? dueAt : now;
         sleptUntil = Number.NEGATIVE_INFINITY;
         this.sentSinceSync++;
         this.sent++;

@@ -31,7 +31,8 @@ describe('changefeed check', () => {
         config,
         [
           `api: { baseUrl: "${simulator.url}" }`,
-          // Reads are paced by the budget on the real clock: at the default 1000/h, 3.6 s apart.
+          // Reads are paced by the budget on the real clock: at the default 1000/h (900 less the
+          // reserve), an hour / 899 apart, about 4 s.
           'budget: { readsPerHour: 3600000 }',
           `watch: { careers: { ids: ["${known}", "career_typo"] }, skills: { discover: true } }`,
           `stateDir: ${join(dir, 'state')}`,

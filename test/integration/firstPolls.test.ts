@@ -47,7 +47,8 @@ describe('first polls across restarts', { timeout: 120_000 }, () => {
       readsPerHour: 1_000,
     });
     const stateDir = makeTempDir();
-    // watch.schedule.firstPollWithinSeconds keeps its default (60); a budget of one request every 4 s.
+    // watch.schedule.firstPollWithinSeconds keeps its default (60); a budget of 900 an hour,
+    // one request every hour / 899 (about 4 s).
     const config = simulatorConfig({
       simulator,
       stateDir,

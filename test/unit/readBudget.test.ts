@@ -7,6 +7,16 @@ import { ReadBudget, type BudgetConfig } from '../../src/poll/readBudget.js';
 import { withVirtualTime } from '../support/virtualTime.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8, 0, 0);
+const HOUR = 3_600_000;
+
+/**
+ * Grant offsets against what the pace gives: an interval of an hour / (allowance - 1) is not a
+ * whole number of ms, and offsets from T0 (about 1.8e12) keep it to a 4,096th of a ms.
+ */
+function expectOffsets(actual: number[], expected: number[]): void {
+  expect(actual).toHaveLength(expected.length);
+  expected.forEach((at, i) => expect(actual[i]).toBeCloseTo(at, 2));
+}
 
 function setup(config: Partial<BudgetConfig> = {}) {
   const clock = new ManualClock(T0);
@@ -37,27 +47,29 @@ function setup(config: Partial<BudgetConfig> = {}) {
 }
 
 describe('ReadBudget pacing', () => {
-  it('spaces requests 3,600,000 / (cap * (1 - reserve)) ms apart, the first at once', async () => {
+  it('spaces requests an hour / (cap * (1 - reserve) - 1) apart, one read an hour under the allowance, the first at once', async () => {
     const { grantOffsets, budget } = setup({ readsPerHour: 1000, reserve: 0.1 });
-    expect(await grantOffsets(4)).toEqual([0, 4_000, 8_000, 12_000]);
-    expect(budget.snapshot()).toMatchObject({ allowancePerHour: 900, intervalMs: 4_000, sent: 4 });
+    const slot = HOUR / 899;
+    expectOffsets(await grantOffsets(4), [0, slot, 2 * slot, 3 * slot]);
+    expect(budget.snapshot()).toMatchObject({ allowancePerHour: 900, intervalMs: HOUR / 899, sent: 4 });
   });
 
   it('uses the whole cap when no reserve is kept', async () => {
     const { grantOffsets } = setup({ readsPerHour: 3600, reserve: 0 });
-    expect(await grantOffsets(3)).toEqual([0, 1_000, 2_000]);
+    expectOffsets(await grantOffsets(3), [0, HOUR / 3599, (2 * HOUR) / 3599]);
   });
 
   it('follows a server RateLimit-Limit lower than the cap', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
     observe({ limit: 100 });
-    expect(await grantOffsets(3)).toEqual([0, 40_000, 80_000]);
+    // An allowance of 90: 89 an hour.
+    expectOffsets(await grantOffsets(3), [0, HOUR / 89, (2 * HOUR) / 89]);
   });
 
   it('keeps to the cap when the server allows more', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
     observe({ limit: 5000 });
-    expect(await grantOffsets(2)).toEqual([0, 4_000]);
+    expectOffsets(await grantOffsets(2), [0, HOUR / 899]);
   });
 
   it('spreads what the server says is left evenly until RateLimit-Reset', async () => {
@@ -73,16 +85,17 @@ describe('ReadBudget pacing', () => {
     observe({ limit: 3600, remaining: 2, resetSeconds: 10 });
     const offsets = await grantOffsets(4);
     expect(offsets[1]).toBeCloseTo(10_000, 3);
-    expect(offsets[2]! - offsets[1]!).toBeCloseTo(1_000, 3);
-    expect(offsets[3]! - offsets[2]!).toBeCloseTo(1_000, 3);
+    expect(offsets[2]! - offsets[1]!).toBeCloseTo(HOUR / 3599, 2);
+    expect(offsets[3]! - offsets[2]!).toBeCloseTo(HOUR / 3599, 2);
   });
 
   it('spends reads the window holds beyond what the pace can spend before its reset at once, then paces', async () => {
     // A key taken over from a replica that died: 927 left for 3,300 s, of which the reserve is
-    // 100, and 825 slots of 4 s remain: two reads were left unused.
+    // 100, and the allowance's own pace (900 an hour, 4 s a read) spends 825 before the reset: two
+    // reads were left unused. Then the steady pace, an hour / 899.
     const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
     observe({ limit: 1000, remaining: 927, resetSeconds: 3300 });
-    expect(await grantOffsets(4)).toEqual([0, 0, 4_000, 8_000]);
+    expectOffsets(await grantOffsets(4), [0, 0, HOUR / 899, (2 * HOUR) / 899]);
   });
 
   it('spends no more than its allowance in a window whose RateLimit-Remaining is far above the limit', async () => {
@@ -118,10 +131,9 @@ describe('ReadBudget pacing', () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 1000, reserve: 0.1 });
     observe({ limit: 1000, remaining: 999, resetSeconds: 3600 });
     const offsets = await grantOffsets(3);
-    // 899 usable reads over 3,600 s: a little over 4 s apart, never less.
-    expect(offsets[0]).toBe(0);
-    expect(offsets[1]).toBeGreaterThanOrEqual(4_000);
-    expect(offsets[2]! - offsets[1]!).toBeGreaterThanOrEqual(4_000);
+    // 899 usable reads over 3,600 s; the first leaves at once and the 898 left share the hour: a
+    // little slower than the steady pace (an hour / 899), never faster.
+    expectOffsets(offsets, [0, HOUR / 898, (2 * HOUR) / 898]);
   });
 
   it('waits for the reset when nothing usable is left', async () => {
@@ -138,11 +150,13 @@ describe('ReadBudget pacing', () => {
 });
 
 describe('ReadBudget pace grid', () => {
-  // 900 an hour: a slot every 4 s. Each request asks at its arrival (ms after T0).
+  // An allowance of 900: a slot every hour / 899 (4,004.45 ms). Each request asks at its arrival
+  // (ms after T0).
+  const slot = HOUR / 899;
   it.each([
-    ['requests waiting in time leave one slot apart', [0, 0, 0], [0, 4_000, 8_000]],
-    ['a request late by less than a slot leaves the next one on its slot', [0, 5_000, 5_000], [0, 5_000, 8_000]],
-    ['a key idle for more than a slot earns nothing for it', [0, 9_000, 9_000], [0, 9_000, 13_000]],
+    ['requests waiting in time leave one slot apart', [0, 0, 0], [0, slot, 2 * slot]],
+    ['a request late by less than a slot leaves the next one on its slot', [0, 5_000, 5_000], [0, 5_000, 2 * slot]],
+    ['a key idle for more than a slot earns nothing for it', [0, 9_000, 9_000], [0, 9_000, 9_000 + slot]],
     ['after an idle gap the grid starts again from the request', [0, 9_000, 14_000], [0, 9_000, 14_000]],
   ])('%s', async (_name, arrivals, grants) => {
     const { clock, budget } = setup();
@@ -153,20 +167,24 @@ describe('ReadBudget pace grid', () => {
       granted.push(clock.now() - T0);
     });
     await withVirtualTime(clock, Promise.all(requests));
-    expect(granted).toEqual(grants);
+    expectOffsets(granted, grants);
   });
 
   // The end of a server window (bucket 1,000, reserve 100): after the request at 0 the answer says
   // 101 left and the reset 7 s away, so one read is usable and the pace announces it for 7 s,
-  // past the 4 s of the steady slot. Later the pace's formula (what is left until the reset)
-  // shrinks to that steady slot; a request that asks when the announced moment comes (as the poll
-  // loop does, having slept for it) is on time and must not count as sent 3 s earlier, or the next
-  // one leaves 1 s after it: 901 in a rolling hour. A request late for the announced moment keeps
+  // past the steady slot (an hour / 899, about 4 s). Later the pace's formula (what is left until
+  // the reset) shrinks to that steady slot; a request that asks when the announced moment comes
+  // (as the poll loop does, having slept for it) is on time and must not count as sent 3 s
+  // earlier, or the next one leaves 1 s after it. A request late for the announced moment keeps
   // its credit.
   it.each([
-    ['a request that asks at the moment announced for it counts as sent then', [7_000, 7_000], [0, 7_000, 11_000]],
-    ['a request queued before that moment counts as sent then', [0, 7_000], [0, 7_000, 11_000]],
-    ['a request late for the announced moment counts as sent at it', [8_000, 8_000], [0, 8_000, 11_000]],
+    [
+      'a request that asks at the moment announced for it counts as sent then',
+      [7_000, 7_000],
+      [0, 7_000, 7_000 + slot],
+    ],
+    ['a request queued before that moment counts as sent then', [0, 7_000], [0, 7_000, 7_000 + slot]],
+    ['a request late for the announced moment counts as sent at it', [8_000, 8_000], [0, 8_000, 7_000 + slot]],
   ])('at the end of a server window, %s', async (_name, arrivals, grants) => {
     const { clock, budget, observe } = setup();
     const granted: number[] = [];
@@ -180,16 +198,42 @@ describe('ReadBudget pace grid', () => {
       granted.push(clock.now() - T0);
     });
     await withVirtualTime(clock, Promise.all(requests));
-    expect(granted).toEqual(grants);
+    expectOffsets(granted, grants);
   });
 
-  // A request that asks 3.999 s after its slot (the poll loop had nothing due until then) counts as
-  // sent at the slot, so the next leaves 1 ms after it; the hour that follows, at the pace, holds
-  // 900 more: 901 reads between 7.999 s and 3,607.998 s, with no server header at all.
-  it.fails(
-    'holds at most the allowance in any rolling hour after a request late by less than a slot (the grid credit gives one read more; a pace of allowance - 1 would bound it)',
-    async () => {
-      const { clock, budget } = setup();
+  // The attacker's case: a request that asks 3.999 s after the last (the poll loop had nothing due
+  // until then) counts as sent at its slot, and the next leaves soon after it; at a pace of 900 an
+  // hour that put 901 reads in a rolling hour, with no server header at all. At the pace of an
+  // hour / 899 the late one and the hour that follows hold 900.
+  it('holds at most the allowance in any rolling hour after a request late by less than a slot', async () => {
+    const { clock, budget } = setup();
+    const granted: number[] = [];
+    const ask = (n: number) =>
+      withVirtualTime(
+        clock,
+        Promise.all(Array.from({ length: n }, () => budget.acquire('poll').then(() => granted.push(clock.now())))),
+      );
+    await ask(1);
+    await clock.advance(7_999);
+    await ask(1);
+    await ask(900);
+    let most = 0;
+    for (let i = 0, j = 0; i < granted.length; i++) {
+      while (granted[i]! - granted[j]! >= 3_600_000) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    expect(most).toBeLessThanOrEqual(900);
+  });
+
+  // The bound for any allowance: after a request that leaves a millisecond short of a slot late
+  // (the most credit the grid gives, whatever the pace) and then as many requests as the allowance, at the pace,
+  // every rolling hour holds at most the allowance, and one holds exactly that many. An allowance
+  // of 1 gets no credit: with it, the late read and the next would share an hour.
+  it.each([900, 100, 2, 1])(
+    'an allowance of %i reads an hour holds it in every rolling hour after a late request',
+    async (allowance) => {
+      const { clock, budget } = setup({ readsPerHour: allowance, reserve: 0 });
+      const slot = budget.intervalMs(clock.now());
       const granted: number[] = [];
       const ask = (n: number) =>
         withVirtualTime(
@@ -197,15 +241,17 @@ describe('ReadBudget pace grid', () => {
           Promise.all(Array.from({ length: n }, () => budget.acquire('poll').then(() => granted.push(clock.now())))),
         );
       await ask(1);
-      await clock.advance(7_999);
+      await clock.advance(2 * slot - 1);
       await ask(1);
-      await ask(900);
+      await ask(allowance);
+      expect(granted).toHaveLength(allowance + 2);
       let most = 0;
       for (let i = 0, j = 0; i < granted.length; i++) {
-        while (granted[i]! - granted[j]! >= 3_600_000) j++;
+        while (granted[i]! - granted[j]! >= HOUR) j++;
         most = Math.max(most, i - j + 1);
       }
-      expect(most).toBeLessThanOrEqual(900);
+      expect(most).toBe(allowance);
+      expect(slot).toBe(HOUR / Math.max(1, allowance - 1));
     },
   );
 });
@@ -214,7 +260,7 @@ describe('ReadBudget after a 429', () => {
   it('lets nothing through until Retry-After has passed, then paces again', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0 });
     observe({ status: 429, retryAfterSeconds: 120 });
-    expect(await grantOffsets(3)).toEqual([120_000, 121_000, 122_000]);
+    expectOffsets(await grantOffsets(3), [120_000, 120_000 + HOUR / 3599, 120_000 + (2 * HOUR) / 3599]);
   });
 
   it('pauses for the fallback when the 429 carries no Retry-After', async () => {
@@ -297,7 +343,7 @@ describe('ReadBudget waiters', () => {
     controller.abort();
     await expect(cancelled).rejects.toBeInstanceOf(AbortedError);
     await withVirtualTime(clock, other);
-    expect(otherAt).toBe(1_000);
+    expect(otherAt).toBeCloseTo(HOUR / 3599, 2);
     expect(budget.snapshot().sent).toBe(2);
   });
 
