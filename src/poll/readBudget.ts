@@ -284,10 +284,14 @@ export class ReadBudget implements RequestGate {
         // The pace keeps its grid: a request that leaves late because the process was busy counts
         // as sent when its slot came (the one announced, or slept for, if later than the moved
         // formula's), so the delay does not push back every later slot. A gap of more than one
-        // interval is idleness, not lateness, and earns nothing. With an allowance of 1 no credit
-        // is given: the pace cannot run one under it, so only sends an hour apart keep one an hour.
+        // steady interval is idleness, not lateness, and earns nothing: the bound on a rolling
+        // hour (see `steadyIntervalMs`) holds for a credit under the steady slot only, and near a
+        // window's end the interval is longer, so a credit under it followed by the steady pace
+        // (a window that resets) would put one read more in the hour. With an allowance of 1 no
+        // credit is given: the pace cannot run one under it, so only sends an hour apart keep one
+        // an hour.
         const dueAt = Math.min(now, Math.max(sendAt, sleptUntil, this.announcedAt));
-        const credit = this.allowancePerHour() >= 2 && now - dueAt < this.intervalMs(now);
+        const credit = this.allowancePerHour() >= 2 && now - dueAt < this.steadyIntervalMs();
         this.lastSentAt = credit ? dueAt : now;
         sleptUntil = Number.NEGATIVE_INFINITY;
         this.sentSinceSync++;

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ResponseMeta } from '../../src/api/responseHeaders.js';
 import type { RequestPriority } from '../../src/api/serviceClient.js';
 import { ManualClock } from '../support/manualClock.js';
@@ -233,6 +233,38 @@ describe('ReadBudget pace grid', () => {
       expect(slot).toBe(HOUR / Math.max(1, allowance - 1));
     },
   );
+
+  // The bound holds for a credit under the steady slot only. Near a window's end the interval is
+  // longer: 2 reads usable for 30 s announce the next for 15 s, and a request that asks at 19.5 s
+  // is late by 4.5 s, more than a steady slot (an hour / 899, 4,004 ms) but less than the window's
+  // interval then (5.25 s). Counted at 15 s, it let the window's answer (reset now) bring back the
+  // steady pace from 15 s: the next request left at once, also counted on that grid, and 901 reads
+  // shared a rolling hour, none of them an unused read of a window.
+  it('a request later than a steady slot near a window end earns no credit, so a reset keeps the rolling hour to the allowance', async () => {
+    const { clock, budget, observe } = setup({ readsPerHour: 900, reserve: 0 });
+    const spendSurplus = vi.spyOn(budget as unknown as { spendSurplus: (now: number) => void }, 'spendSurplus');
+    const granted: number[] = [];
+    const ask = (n: number) =>
+      withVirtualTime(
+        clock,
+        Promise.all(Array.from({ length: n }, () => budget.acquire('poll').then(() => granted.push(clock.now() - T0)))),
+      );
+    await ask(1);
+    observe({ limit: 1000, remaining: 2, resetSeconds: 30 });
+    expect(budget.earliestSendAt(clock.now()) - T0).toBe(15_000);
+    await clock.advance(19_500);
+    await ask(1);
+    observe({ limit: 1000, resetSeconds: 0 });
+    await ask(900);
+    let most = 0;
+    for (let i = 0, j = 0; i < granted.length; i++) {
+      while (granted[i]! - granted[j]! >= HOUR) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    expect(spendSurplus).not.toHaveBeenCalled();
+    expect(most).toBeLessThanOrEqual(900);
+    expectOffsets(granted.slice(0, 3), [0, 19_500, 19_500 + slot]);
+  });
 });
 
 describe('ReadBudget after a 429', () => {
