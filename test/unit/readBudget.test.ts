@@ -18,6 +18,16 @@ function expectOffsets(actual: number[], expected: number[]): void {
   expected.forEach((at, i) => expect(actual[i]).toBeCloseTo(at, 2));
 }
 
+/** The most of `times` (ms) in any rolling hour. */
+function busiestHour(times: readonly number[]): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= HOUR) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
 function setup(config: Partial<BudgetConfig> = {}) {
   const clock = new ManualClock(T0);
   const budget = new ReadBudget(
@@ -29,6 +39,17 @@ function setup(config: Partial<BudgetConfig> = {}) {
     const offsets: number[] = [];
     const grants = Array.from({ length: n }, () => budget.acquire(priority).then(() => offsets.push(clock.now() - T0)));
     await withVirtualTime(clock, Promise.all(grants));
+    return offsets;
+  };
+  /** Milliseconds after T0 at which requests asking at `arrivals` (ms after now) were let through. */
+  const grantsAtArrivals = async (arrivals: readonly number[]): Promise<number[]> => {
+    const offsets: number[] = [];
+    const requests = arrivals.map(async (at) => {
+      await clock.sleep(at);
+      await budget.acquire('poll');
+      offsets.push(clock.now() - T0);
+    });
+    await withVirtualTime(clock, Promise.all(requests));
     return offsets;
   };
   const observe = (meta: Partial<ResponseMeta>): void =>
@@ -43,7 +64,7 @@ function setup(config: Partial<BudgetConfig> = {}) {
       receivedAt: clock.now(),
       ...meta,
     });
-  return { clock, budget, grantOffsets, observe };
+  return { clock, budget, grantOffsets, grantsAtArrivals, observe };
 }
 
 describe('ReadBudget pacing', () => {
@@ -159,15 +180,8 @@ describe('ReadBudget pace grid', () => {
     ['a key idle for more than a slot earns nothing for it', [0, 9_000, 9_000], [0, 9_000, 9_000 + slot]],
     ['after an idle gap the grid starts again from the request', [0, 9_000, 14_000], [0, 9_000, 14_000]],
   ])('%s', async (_name, arrivals, grants) => {
-    const { clock, budget } = setup();
-    const granted: number[] = [];
-    const requests = arrivals.map(async (at) => {
-      await clock.sleep(at);
-      await budget.acquire('poll');
-      granted.push(clock.now() - T0);
-    });
-    await withVirtualTime(clock, Promise.all(requests));
-    expectOffsets(granted, grants);
+    const { grantsAtArrivals } = setup();
+    expectOffsets(await grantsAtArrivals(arrivals), grants);
   });
 
   // The end of a server window (bucket 1,000, reserve 100): after the request at 0 the answer says
@@ -186,18 +200,11 @@ describe('ReadBudget pace grid', () => {
     ['a request queued before that moment counts as sent then', [0, 7_000], [0, 7_000, 7_000 + slot]],
     ['a request late for the announced moment counts as sent at it', [8_000, 8_000], [0, 8_000, 7_000 + slot]],
   ])('at the end of a server window, %s', async (_name, arrivals, grants) => {
-    const { clock, budget, observe } = setup();
-    const granted: number[] = [];
-    await withVirtualTime(clock, budget.acquire('poll'));
-    granted.push(clock.now() - T0);
+    const { clock, budget, grantOffsets, grantsAtArrivals, observe } = setup();
+    const granted = await grantOffsets(1);
     observe({ limit: 1000, remaining: 101, resetSeconds: 7 });
     expect(budget.earliestSendAt(clock.now()) - T0).toBe(7_000);
-    const requests = arrivals.map(async (at) => {
-      await clock.sleep(at);
-      await budget.acquire('poll');
-      granted.push(clock.now() - T0);
-    });
-    await withVirtualTime(clock, Promise.all(requests));
+    granted.push(...(await grantsAtArrivals(arrivals)));
     expectOffsets(granted, grants);
   });
 
@@ -211,25 +218,13 @@ describe('ReadBudget pace grid', () => {
   it.each([900, 100, 2, 1])(
     'an allowance of %i reads an hour holds it in every rolling hour after a late request',
     async (allowance) => {
-      const { clock, budget } = setup({ readsPerHour: allowance, reserve: 0 });
+      const { clock, budget, grantOffsets } = setup({ readsPerHour: allowance, reserve: 0 });
       const slot = budget.intervalMs(clock.now());
-      const granted: number[] = [];
-      const ask = (n: number) =>
-        withVirtualTime(
-          clock,
-          Promise.all(Array.from({ length: n }, () => budget.acquire('poll').then(() => granted.push(clock.now())))),
-        );
-      await ask(1);
+      const granted = await grantOffsets(1);
       await clock.advance(2 * slot - 1);
-      await ask(1);
-      await ask(allowance);
+      granted.push(...(await grantOffsets(1)), ...(await grantOffsets(allowance)));
       expect(granted).toHaveLength(allowance + 2);
-      let most = 0;
-      for (let i = 0, j = 0; i < granted.length; i++) {
-        while (granted[i]! - granted[j]! >= HOUR) j++;
-        most = Math.max(most, i - j + 1);
-      }
-      expect(most).toBe(allowance);
+      expect(busiestHour(granted)).toBe(allowance);
       expect(slot).toBe(HOUR / Math.max(1, allowance - 1));
     },
   );
@@ -241,28 +236,17 @@ describe('ReadBudget pace grid', () => {
   // steady pace from 15 s: the next request left at once, also counted on that grid, and 901 reads
   // shared a rolling hour, none of them an unused read of a window.
   it('a request later than a steady slot near a window end earns no credit, so a reset keeps the rolling hour to the allowance', async () => {
-    const { clock, budget, observe } = setup({ readsPerHour: 900, reserve: 0 });
+    const { clock, budget, grantOffsets, observe } = setup({ readsPerHour: 900, reserve: 0 });
     const spendSurplus = vi.spyOn(budget as unknown as { spendSurplus: (now: number) => void }, 'spendSurplus');
-    const granted: number[] = [];
-    const ask = (n: number) =>
-      withVirtualTime(
-        clock,
-        Promise.all(Array.from({ length: n }, () => budget.acquire('poll').then(() => granted.push(clock.now() - T0)))),
-      );
-    await ask(1);
+    const granted = await grantOffsets(1);
     observe({ limit: 1000, remaining: 2, resetSeconds: 30 });
     expect(budget.earliestSendAt(clock.now()) - T0).toBe(15_000);
     await clock.advance(19_500);
-    await ask(1);
+    granted.push(...(await grantOffsets(1)));
     observe({ limit: 1000, resetSeconds: 0 });
-    await ask(900);
-    let most = 0;
-    for (let i = 0, j = 0; i < granted.length; i++) {
-      while (granted[i]! - granted[j]! >= HOUR) j++;
-      most = Math.max(most, i - j + 1);
-    }
+    granted.push(...(await grantOffsets(900)));
     expect(spendSurplus).not.toHaveBeenCalled();
-    expect(most).toBeLessThanOrEqual(900);
+    expect(busiestHour(granted)).toBeLessThanOrEqual(900);
     expectOffsets(granted.slice(0, 3), [0, 19_500, 19_500 + slot]);
   });
 });
