@@ -28,7 +28,8 @@ export const budgetConfigSchema = z
       .max(3600)
       .default(60)
       .describe(
-        'Pause after a 429 that carries no usable Retry-After header (missing, negative or not a number or date).',
+        'Pause after a 429 that carries no usable wait: Retry-After missing, 0, in the past or not a number or ' +
+          'date, and RateLimit-Reset missing or 0.',
       ),
     maxServerPauseSeconds: z
       .number()
@@ -142,7 +143,12 @@ export class ReadBudget implements RequestGate {
     const resetSeconds = meta.resetSeconds === undefined ? undefined : Math.min(meta.resetSeconds, cap);
     if (resetSeconds !== undefined) this.resetAt = meta.receivedAt + resetSeconds * 1000;
     if (meta.status === 429) {
-      const seconds = Math.min(meta.retryAfterSeconds ?? resetSeconds ?? this.config.retryAfterFallbackSeconds, cap);
+      // A 429 says the bucket is empty, so a wait of 0 (Retry-After: 0 or a past date, a reset of
+      // 0) contradicts it: taken at its word it would spend a read a slot on a bucket known empty.
+      const seconds = Math.min(
+        positive(meta.retryAfterSeconds) ?? positive(resetSeconds) ?? this.config.retryAfterFallbackSeconds,
+        cap,
+      );
       this.blockedUntil = Math.max(this.blockedUntil, meta.receivedAt + seconds * 1000);
     }
     this.announcedAt = this.earliestSendAt(meta.receivedAt);
@@ -303,4 +309,8 @@ export class ReadBudget implements RequestGate {
       this.pumping = false;
     }
   }
+}
+
+function positive(seconds: number | undefined): number | undefined {
+  return seconds !== undefined && seconds > 0 ? seconds : undefined;
 }

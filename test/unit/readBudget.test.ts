@@ -269,6 +269,18 @@ describe('ReadBudget after a 429', () => {
     expect(await grantOffsets(1)).toEqual([45_000]);
   });
 
+  it.each([
+    ['Retry-After: 0 and no reset', { retryAfterSeconds: 0 }, 45_000],
+    ['no Retry-After and a reset of 0', { resetSeconds: 0 }, 45_000],
+    ['Retry-After: 0 and a reset of 0', { retryAfterSeconds: 0, resetSeconds: 0 }, 45_000],
+    ['Retry-After: 0 and a reset of 30 s', { retryAfterSeconds: 0, resetSeconds: 30 }, 30_000],
+    ['no Retry-After and a reset of 30 s', { resetSeconds: 30 }, 30_000],
+  ])('pauses a 429 with %s as it says, and a wait of 0 as the fallback', async (_, headers, pausedMs) => {
+    const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, retryAfterFallbackSeconds: 45 });
+    observe({ status: 429, ...headers });
+    expect(await grantOffsets(1)).toEqual([pausedMs]);
+  });
+
   it('clamps a Retry-After beyond maxServerPauseSeconds to it', async () => {
     const { grantOffsets, observe } = setup({ readsPerHour: 3600, reserve: 0, maxServerPauseSeconds: 600 });
     observe({ status: 429, retryAfterSeconds: 99_999_999 });
