@@ -270,8 +270,11 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await pendingEntryIds(store, 'late')).toEqual(['e-1', 's-1']);
     });
     it('replays and counts a journal of many batches in full, from its first event left after a prune to its head', async () => {
-      const { store } = await openFresh(['a']);
-      const count = Math.floor(REQUEUE_BATCH_EVENTS * 2.5) + COUNT_WINDOW_EVENTS;
+      const { store, skipJournalPositions } = await openFresh(['a']);
+      // Events on both sides of a gap wider than a count window: two count windows and several
+      // requeue batches, with a tenth of the events that filling them would take.
+      const half = Math.floor(REQUEUE_BATCH_EVENTS * 1.5);
+      const count = 2 * half;
       await ingest(
         store,
         Array.from({ length: 100 }, (_, i) => entry(`old-${i}`)),
@@ -279,9 +282,17 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       );
       await ingest(
         store,
-        Array.from({ length: count }, (_, i) => entry(`e-${i}`)),
+        Array.from({ length: half }, (_, i) => entry(`e-${i}`)),
         { now: T },
       );
+      await skipJournalPositions(COUNT_WINDOW_EVENTS);
+      await ingest(
+        store,
+        Array.from({ length: half }, (_, i) => entry(`e-${half + i}`)),
+        { now: T },
+      );
+      const firstSeq = (await seqOf(store))['e-0']!;
+      expect((await store.journal.head()) - firstSeq).toBeGreaterThan(COUNT_WINDOW_EVENTS);
       const seqs = (await store.outbox.pending('a', 0, count + 100)).map((d) => d.seq);
       await store.outbox.markDelivered('a', seqs, T + 1);
       expect(await store.outbox.prune(T)).toBe(100);

@@ -6,7 +6,12 @@ import type { ChangefeedStore } from '../../../src/store/changefeedStore.js';
 import type { IngestRequest, RateEstimateRow, SinkStateUpdate } from '../../../src/store/storeRecords.js';
 
 /** Opens a fresh store with `sinks` active (default ['a']) and the career log c-1 watched. */
-export type OpenFresh = (sinks?: string[]) => Promise<{ store: ChangefeedStore; reopen(): Promise<ChangefeedStore> }>;
+export type OpenFresh = (sinks?: string[]) => Promise<{
+  store: ChangefeedStore;
+  reopen(): Promise<ChangefeedStore>;
+  /** The next event is numbered `positions` seqs after the head (see SkipJournalPositions). */
+  skipJournalPositions: (positions: number) => Promise<void>;
+}>;
 
 export const T = Date.UTC(2026, 4, 1, 12, 0, 0);
 export const HOUR = 3_600_000;
