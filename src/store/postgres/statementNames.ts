@@ -4,7 +4,7 @@ import type pg from 'pg';
 /**
  * Most statement texts one pool prepares, hence most prepared statements on any of its
  * connections. The store sends about seventy distinct texts, each built from constants (lists
- * go as arrays, `unnest($n::text[])`); a text past the bound is sent unnamed, as all were before.
+ * go as arrays, `unnest($n::text[])`); a text past the bound is sent unnamed.
  */
 export const MAX_PREPARED_STATEMENTS = 256;
 
@@ -27,7 +27,7 @@ export const MAX_PREPARED_STATEMENTS = 256;
  * fails it as a wrong value would, on that connection for good: docs/operations.md forbids both.
  *
  * Named: statements with parameters and a single command. A statement without parameters
- * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes as before.
+ * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes unnamed.
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();

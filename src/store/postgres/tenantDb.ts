@@ -5,6 +5,7 @@ import {
   leaseNow,
   lostInDatabase,
   type LeaseClaim,
+  type LeaseNow,
   type WriteFence,
 } from '../../cluster/writeFence.js';
 import type { StoreActivity } from '../storeActivity.js';
@@ -72,7 +73,7 @@ class TryAgain extends Error {
 
 /**
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
- * through it. It keeps the three rules of the store in one place:
+ * through it. It keeps the rules of the store in one place:
  * - Every write is a transaction whose first statement is the fence check (when the store has a
  *   fence), sent with its BEGIN in one round trip: a replica that lost the tenant's lease writes
  *   nothing, not even half a batch. Each statement of a fenced transaction runs under the fence's
@@ -128,16 +129,11 @@ export class TenantDb {
 
   /**
    * `read` whose failure is thrown as it came, recorded nowhere: for a statement asked on behalf
-   * of many tenants (BatchedRead), each of which records it with `failed`.
+   * of many tenants (BatchedRead), each of which records it with `failure`.
    */
   async readUnrecorded<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
     this.activity.statementAlone();
     return (await this.pool.query<R>(sql, params, this.lane)).rows;
-  }
-
-  /** What this tenant's own `read` would have thrown for `error`, recorded in its health as `read` would. */
-  failed(error: unknown): unknown {
-    return this.failure(error);
   }
 
   /**
@@ -176,13 +172,10 @@ export class TenantDb {
     sql: (lease: string) => string,
     params: readonly (string | number | null | readonly number[])[],
   ): Promise<void> {
-    const inline = this.fence?.inline;
-    if (!this.fence) {
+    const fence = this.fence;
+    const inline = fence?.inline;
+    if (!fence || !inline) {
       await this.writeOne(sql('lease AS (SELECT)'), params);
-      return;
-    }
-    if (!inline) {
-      await this.transaction((query) => query(sql('lease AS (SELECT)'), params));
       return;
     }
     inline.refuseLocally();
@@ -218,18 +211,16 @@ export class TenantDb {
     }
     const ignore = (): void => undefined;
     client.on('error', ignore);
-    const bound = Math.max(1, Math.floor(this.fence.statementTimeoutMs));
+    const bound = Math.max(1, Math.floor(fence.statementTimeoutMs));
     let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
     this.activity.statementAlone();
     try {
       results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
-      // The implicit transaction rolled back on its own. A connection that failed, that the
-      // server ended (a FATAL error: a restart's or pg_terminate_backend's 57P01, which `attempt`
-      // learns from its ROLLBACK failing, and no ROLLBACK goes here), holds a statement a schema
-      // change made stale, or does not know the name, is destroyed; the write is then tried again
-      // in a transaction (the statement unnamed there if it is stale, not by its name in a simple
-      // query if that was unknown).
+      // The implicit transaction rolled back on its own. A connection that failed, that the server
+      // ended (FATAL: no ROLLBACK goes here to tell it, as in `attempt`), or that cannot run the
+      // statement by its name (isUnusableStatement) is destroyed; the latter is tried again in a
+      // transaction, unnamed there if stale, not by its name in a simple query if unknown.
       const again = isUnusableStatement(error);
       if (isUnknownStatement(error)) this.pool.names.unknownStatement();
       let broken = isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined;
@@ -404,9 +395,8 @@ export class TenantDb {
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
       queued = [];
-      // A name the server does not know (a pooler's, or DISCARD ALL behind our back): the connection
-      // goes too, its record of what it prepared with it, however often it happens; kept, it would
-      // fail that statement there for good.
+      // A name the server does not know (a pooler, DISCARD ALL): the connection goes too, with its
+      // record of what it prepared; kept, it would fail that statement there for good.
       const unknown = prepared && isUnknownStatement(error);
       if (isConnectionFailure(error) || isUnusableStatement(error)) broken = error as Error;
       else
@@ -456,24 +446,19 @@ export class TenantDb {
    * What a fenced write whose lease check ran out the fence's bound (statement_timeout) is thrown,
    * asked of the lease row on the same connection, without waiting. A fence waits on its lease row
    * only while another transaction holds it FOR UPDATE, a change of holder (docs/leases.md, lock
-   * modes; a renewal or a release takes FOR NO KEY UPDATE, which never conflicts with FOR KEY
-   * SHARE): another replica's acquisition of a lease that ran out on the database clock while the
-   * fence waited, an operator's session, or an acquisition that locked the row only to find it
-   * validly held (it lets go when its statement ends). No longer valid: LEASE_LOST, as the fence
-   * would have answered had it been let through (nothing renews a lease past its expiry), so the
-   * tenant's runtime stops and writes no more. Still valid but locked: the lease is held now and
-   * may be kept, so STORE_BUSY, a moment's wait and a write tried again, whose fence then answers
-   * (a takeover that commits: LEASE_LOST); neither recorded as the database's problem, which it
-   * is not.
-   * Valid and free: the time went elsewhere (a row the write touches, a slow database), the write's
-   * own failure. A check that fails leaves that too, its connection destroyed if it failed itself.
+   * modes). No longer valid: LEASE_LOST, as the fence would have answered had it been let through
+   * (nothing renews a lease past its expiry), so the tenant's runtime stops. Still valid but
+   * locked: STORE_BUSY, a write tried again shortly, whose fence then answers; neither is recorded
+   * as the database's problem, which it is not. Valid and free: the time went elsewhere (a row the
+   * write touches, a slow database), the write's own failure. A check that fails leaves that too,
+   * its connection destroyed if it failed itself.
    */
   private async timedOutFence(
     client: pg.PoolClient,
     claim: LeaseClaim,
     error: unknown,
   ): Promise<{ thrown: unknown; broken: Error | undefined }> {
-    let now: Awaited<ReturnType<typeof leaseNow>>;
+    let now: LeaseNow;
     try {
       this.activity.statementAlone();
       now = await leaseNow(client, claim, this.fence?.statementTimeoutMs ?? 1);
@@ -495,7 +480,7 @@ export class TenantDb {
   }
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
-  private failure(error: unknown): unknown {
+  failure(error: unknown): unknown {
     // Back-pressure of the gate, phrased already: not the database's failure.
     if (isStoreBusy(error)) return error;
     const unavailable =
