@@ -41,7 +41,7 @@ export interface WriteFence {
  * (checkLease) is open and takes it at a later round, so the bound is how long one write can
  * delay a takeover, released or expired lease alike (docs/leases.md, lock modes).
  */
-export function fencedStatementTimeoutMs(leaseMs: number): number {
+function fencedStatementTimeoutMs(leaseMs: number): number {
   return Math.max(1, Math.floor(leaseMs / 6));
 }
 
@@ -98,8 +98,7 @@ export type LeaseNow = 'held' | 'changing' | 'lost';
  * not waited for longer here.
  */
 export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim, boundMs: number): Promise<LeaseNow> {
-  const test = `tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
-      AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()`;
+  const test = claimValid(client, claim);
   const results:
     pg.QueryResult<{ valid: boolean; free: boolean }> | pg.QueryResult<{ valid: boolean; free: boolean }>[] =
     await client.query(
@@ -112,6 +111,12 @@ export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim, boundMs
   const row = ([] as pg.QueryResult<{ valid: boolean; free: boolean }>[]).concat(results).at(-1)?.rows[0];
   if (!row?.valid) return 'lost';
   return row.free ? 'held' : 'changing';
+}
+
+/** leaseHeldCte's test of `claim`, the claim written in as quoted literals for a simple query. */
+function claimValid(client: pg.ClientBase, claim: LeaseClaim): string {
+  return `tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
+      AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()`;
 }
 
 /** The parameters of leaseHeldCte for `claim`. */
@@ -129,10 +134,7 @@ export function claimParams(claim: LeaseClaim): [string, string, number] {
  */
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin: string): Promise<void> {
   const results: pg.QueryResult | pg.QueryResult[] = await client.query(
-    `${begin}; SELECT 1 FROM changefeed_leases
-      WHERE tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
-        AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()
-      FOR KEY SHARE`,
+    `${begin}; SELECT 1 FROM changefeed_leases WHERE ${claimValid(client, claim)} FOR KEY SHARE`,
   );
   // node-postgres answers a simple query of several statements with one result each.
   const check = ([] as pg.QueryResult[]).concat(results).at(-1);
