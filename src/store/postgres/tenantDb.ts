@@ -153,20 +153,17 @@ export class TenantDb {
   }
 
   /**
-   * One write statement that checks the tenant's lease in its own text: a poll that found nothing
-   * new is its cursor statement alone, one round trip where a fenced transaction is three (`BEGIN`
-   * with the fence check, the statement, `COMMIT`), each of them holding a pool connection and a
-   * turn of this process's one thread. `sql(lease)` is the statement given the text of a CTE named
-   * `lease` (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has
-   * its row, and return one row whose `held` says whether it had. A statement that was not held
-   * wrote nothing and throws LeaseLostError, as the fence check of a transaction would.
+   * One write statement that checks the tenant's lease in its own text: one round trip where a
+   * fenced transaction is three (`BEGIN` with the fence check, the statement, `COMMIT`), each
+   * holding a pool connection. `sql(lease)` is the statement given the text of a CTE named `lease`
+   * (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has its
+   * row, and return one row whose `held` says whether it had; one not held throws LeaseLostError,
+   * as a fence check would.
    *
-   * Sent as one simple query, its bounds (`SET LOCAL statement_timeout`, the fence's) and an
-   * `EXECUTE` of the statement prepared on the connection, its values written in as literals: a
-   * query of several statements is one implicit transaction, so the bound covers the statement and
-   * the lease row's lock lasts no longer than it. On a connection that has not prepared it yet, with
-   * writes waiting to ride, or with a fence that cannot be checked inline (no `fence.inline`), it
-   * takes a transaction as `writeOne` does (which prepares it there); without a fence, it runs alone.
+   * Sent as one simple query, the fence's `SET LOCAL statement_timeout` and an `EXECUTE` of the
+   * statement prepared on the connection (executeText): one implicit transaction, so the bound
+   * covers the statement and the lease row's lock ends with it. Not prepared on the connection
+   * yet, with writes waiting to ride, or without `fence.inline`: as `writeOne` (which prepares it).
    */
   async writeFencedAlone(
     sql: (lease: string) => string,
@@ -244,12 +241,10 @@ export class TenantDb {
    * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
    * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
    * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
-   * write must go alone: without a fence that can be checked inline, when the statement found the
-   * lease row locked by another transaction, or when it failed for one of its rows (AdvanceBatch's
-   * `alone`; the riding state then goes with that write). A
-   * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is
-   * recorded in this tenant's health as a write of its own would be; the riding state is then held
-   * again, as after a rollback.
+   * write must go alone: without `fence.inline`, or AdvanceBatch's `busy` or `alone` (the riding
+   * state then goes with that write). A lease the statement finds gone is LeaseLostError, as
+   * writeFencedAlone's; a failure is recorded in this tenant's health as a write of its own would
+   * be; either way the riding state is held again, as after a rollback.
    */
   async advanceInBatch(
     batch: AdvanceBatch,
