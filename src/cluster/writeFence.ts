@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
+import { simpleQueryResults } from '../simpleQueryResults.js';
 
 /**
  * What a store shared by replicas (StoreBackend.sharedByReplicas) calls inside every write
@@ -99,16 +100,13 @@ export type LeaseNow = 'held' | 'changing' | 'lost';
  */
 export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim, boundMs: number): Promise<LeaseNow> {
   const test = claimValid(client, claim);
-  const results:
-    pg.QueryResult<{ valid: boolean; free: boolean }> | pg.QueryResult<{ valid: boolean; free: boolean }>[] =
-    await client.query(
-      `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(boundMs))};
+  const answer = await client.query<{ valid: boolean; free: boolean }>(
+    `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(boundMs))};
       WITH valid AS (SELECT 1 FROM changefeed_leases WHERE ${test}),
         free AS (SELECT 1 FROM changefeed_leases WHERE ${test} FOR KEY SHARE SKIP LOCKED)
       SELECT EXISTS (SELECT FROM valid) AS valid, EXISTS (SELECT FROM free) AS free`,
-    );
-  // node-postgres answers a simple query of several statements with one result each.
-  const row = ([] as pg.QueryResult<{ valid: boolean; free: boolean }>[]).concat(results).at(-1)?.rows[0];
+  );
+  const row = simpleQueryResults(answer).at(-1)?.rows[0];
   if (!row?.valid) return 'lost';
   return row.free ? 'held' : 'changing';
 }
@@ -133,11 +131,10 @@ export function claimParams(claim: LeaseClaim): [string, string, number] {
  * back (docs/leases.md, lock modes).
  */
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin: string): Promise<void> {
-  const results: pg.QueryResult | pg.QueryResult[] = await client.query(
+  const answer = await client.query(
     `${begin}; SELECT 1 FROM changefeed_leases WHERE ${claimValid(client, claim)} FOR KEY SHARE`,
   );
-  // node-postgres answers a simple query of several statements with one result each.
-  const check = ([] as pg.QueryResult[]).concat(results).at(-1);
+  const check = simpleQueryResults(answer).at(-1);
   if (check?.rowCount !== 1) throw lostInDatabase(claim);
 }
 

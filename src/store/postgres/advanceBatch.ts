@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { LeaseClaim } from '../../cluster/writeFence.js';
 import type { LogKind } from '../../logs.js';
+import { simpleQueryResults } from '../../simpleQueryResults.js';
 import type { StoreActivity } from '../storeActivity.js';
 import { isStorageError, StoreUnavailableError } from '../storeHealth.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
@@ -206,11 +207,7 @@ export class AdvanceBatch {
         // Prepared on this connection: one round trip, a simple query being one implicit
         // transaction, so the bound covers the statement and the lease rows' locks end with it.
         this.activity.statements++;
-        const results: pg.QueryResult<HeldRow> | pg.QueryResult<HeldRow>[] = await client.query<HeldRow>(
-          `${bounds}; ${execute}`,
-        );
-        // node-postgres answers a simple query of several statements with one result each.
-        rows = ([] as pg.QueryResult<HeldRow>[]).concat(results).at(-1)?.rows ?? [];
+        rows = simpleQueryResults(await client.query<HeldRow>(`${bounds}; ${execute}`)).at(-1)?.rows ?? [];
       } else {
         // Not yet: a transaction, which prepares it here for the next time.
         this.activity.statements += 3;

@@ -8,6 +8,7 @@ import {
   type LeaseNow,
   type WriteFence,
 } from '../../cluster/writeFence.js';
+import { simpleQueryResults } from '../../simpleQueryResults.js';
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import { databaseProblem, isStoreBusy, StoreBusyError, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
@@ -209,10 +210,10 @@ export class TenantDb {
     const ignore = (): void => undefined;
     client.on('error', ignore);
     const bound = Math.max(1, Math.floor(fence.statementTimeoutMs));
-    let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
+    let answer: pg.QueryResult<{ held?: boolean }>;
     this.activity.statementAlone();
     try {
-      results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
+      answer = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
       // The implicit transaction rolled back on its own. A connection that failed, that the server
       // ended (FATAL: no ROLLBACK goes here to tell it, as in `attempt`), or that cannot run the
@@ -231,9 +232,7 @@ export class TenantDb {
     }
     client.off('error', ignore);
     client.release();
-    // node-postgres answers a simple query of several statements with one result each.
-    const held = ([] as pg.QueryResult<{ held?: boolean }>[]).concat(results).at(-1)?.rows[0]?.held === true;
-    if (!held) throw lostInDatabase(inline.claim);
+    if (simpleQueryResults(answer).at(-1)?.rows[0]?.held !== true) throw lostInDatabase(inline.claim);
     this.health.clear();
   }
 
@@ -347,9 +346,7 @@ export class TenantDb {
         return sendAlone<R>(sql, params);
       }
       activity.statements++;
-      const results: pg.QueryResult<R> | pg.QueryResult<R>[] = await client.query<R>([...texts, last].join('; '));
-      // node-postgres answers a simple query of several statements with one result each.
-      const each = ([] as pg.QueryResult<R>[]).concat(results);
+      const each = simpleQueryResults(await client.query<R>([...texts, last].join('; ')));
       batch.forEach((statement, i) => statement.read?.(each[i]!));
       return each.at(-1) as pg.QueryResult<R>;
     };
