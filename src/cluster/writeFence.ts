@@ -11,10 +11,6 @@ import { simpleQueryResults } from '../simpleQueryResults.js';
  * delivery after another replica took the tenant over.
  */
 export interface WriteFence {
-  /** The tenant whose writes this fence guards. */
-  readonly tenant: string;
-  /** The lease epoch the writes were begun under. */
-  readonly epoch: number;
   /**
    * The longest one statement of a fenced transaction may run (fencedStatementTimeoutMs of the
    * lease; PostgreSQL: `SET LOCAL statement_timeout`). A fenced transaction holds its lease row's
@@ -148,8 +144,6 @@ export function databaseFence(claim: LeaseClaim, leaseMs: number, locallyValid?:
       throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);
   };
   return {
-    tenant: claim.tenant,
-    epoch: claim.epoch,
     statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
     check: async (client, begin) => {
       refuseLocally();
