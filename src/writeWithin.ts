@@ -6,10 +6,9 @@ export const writeTimeoutSecondsSchema = z.number().int().min(1).max(3_600).defa
 
 /**
  * UTF-16 units of a part handed to the response at a time, each under a deadline of its own. A
- * response says it took a write only once all of it left ('drain'), so a deadline on a whole
- * part cut off a client reading steadily but slower than the part's size per deadline (a 38 MB
- * HTTP/1.0 exposition needed 1.3 MB/s at the default 30 s); a slice of 64 Ki units asks a few
- * kilobytes a second.
+ * response says it took a write only once all of it left ('drain'), so a deadline on a whole part
+ * would cut off a client reading steadily but slower than the part's size per deadline; a slice
+ * of 64 Ki units asks a few kilobytes a second.
  */
 const SLICE_UNITS = 65_536;
 

@@ -55,9 +55,8 @@ export interface LeaseTableOptions {
  * The acquisition's condition on the key of a wanted tenant (`w.key_fingerprint`): no other
  * tenant's valid lease (`held_keys`, read once per statement) polls it. A NULL fingerprint (a
  * caller that does not know the key) equals nothing, so it checks nothing. Written without an OR,
- * so PostgreSQL answers it for all the wanted tenants in one hash anti-join: a subquery per wanted
- * tenant scanned the whole table for each, and taking back 5,000 expired leases outlasted the
- * statement's timeout (docs/scaling.md).
+ * so PostgreSQL answers it for all the wanted tenants in one hash anti-join, not a scan of the
+ * table per wanted tenant (docs/scaling.md).
  */
 const KEY_FREE = `NOT EXISTS (
            SELECT 1 FROM held_keys AS other
@@ -67,10 +66,9 @@ const KEY_FREE = `NOT EXISTS (
  * The renewal of the leases of `h` (tenant, epoch, key_fingerprint) that `$1` still validly
  * holds and that pass `keyCondition` (over `h` as the asked tenant and `l` as its row). Rows
  * another transaction holds locked (FOR UPDATE or FOR NO KEY UPDATE: a release, an acquisition
- * looking at the row, an operator's session) are skipped, not waited for: one such row waited
- * for timed the whole statement out, and every tenant of the replica reached its local deadline.
- * The answer's `locked` rows are the asked leases, valid and still `$1`'s on the statement's
- * snapshot, that were skipped so: neither renewed nor refused.
+ * looking at the row, an operator's session) are skipped, not waited for (LeaseTable). The
+ * answer's `locked` rows are the asked leases, valid and still `$1`'s on the statement's snapshot,
+ * that were skipped so: neither renewed nor refused.
  */
 function renewal(keyCondition: string): string {
   return `WITH held_keys AS (
@@ -236,9 +234,8 @@ export class LeaseTable {
    *
    * `locked` takes each free row FOR UPDATE SKIP LOCKED: a row the old holder's fenced write still
    * holds (FOR KEY SHARE, which an UPDATE alone, FOR NO KEY UPDATE, would not see), or another
-   * transaction holds, is passed over and asked for again next round. Waited for, one such row
-   * timed out the whole statement, and every acquisition of the round with it, for as long as
-   * it stayed locked (docs/leases.md). Of replicas racing, the first to lock takes it.
+   * transaction holds, is passed over and asked for again next round (docs/leases.md). Of
+   * replicas racing, the first to lock takes it.
    * `fresh` inserts tenants never leased, in the order of their names (two inserts of the same
    * tenants wait on each other); of two inserting together one conflicts and gets nothing.
    *
@@ -360,10 +357,11 @@ export class LeaseTable {
    * has it now; a new one is checked as an acquisition checks it (docs/leases.md).
    *
    * A round whose keys are as recorded is one statement that writes no key column, so a long
-   * fenced write (FOR KEY SHARE, which FOR NO KEY UPDATE does not conflict with) cannot hold it up. Leases it left out that name a key (a key that changed, or a
-   * lease lost) are asked again in a transaction holding those keys' advisory locks, with the
-   * acquisition's key condition in its statement: a renewal and an acquisition of one new key are
-   * serialised, and the second sees the first.
+   * fenced write (FOR KEY SHARE, which FOR NO KEY UPDATE does not conflict with) cannot hold it
+   * up. Leases it left out that name a key (a key that changed, or a lease lost) are asked again
+   * in a transaction holding those keys' advisory locks, with the acquisition's key condition in
+   * its statement: a renewal and an acquisition of one new key are serialised, and the second sees
+   * the first.
    */
   async renew(holder: string, leases: readonly RenewedLease[]): Promise<RenewalAnswer> {
     if (leases.length === 0) return { renewed: [], locked: [] };
@@ -411,12 +409,11 @@ export class LeaseTable {
    * released. It does not wait for a write of the epoch still open (FOR NO KEY UPDATE, which its
    * FOR KEY SHARE does not conflict with): the write's lock carries over to the released row, and
    * an acquisition passes over the row until the write ends. A row another transaction holds
-   * locked (a session's FOR UPDATE) is passed over (SKIP LOCKED) and stays held until the
-   * round's releaseAllExcept gives it up, or it expires: waited for, one such row timed out the
-   * whole statement and none of the others was released. The lease keeper sends its releases
-   * this way, one statement at a time: releases sent one per tenant (hundreds when starts fail
-   * together) held both connections of the lease pool, so the round's renewal waited behind them
-   * past the leases' local deadline (docs/scaling.md).
+   * locked (a session's FOR UPDATE) is passed over (SKIP LOCKED) and stays held until the round's
+   * releaseAllExcept gives it up, or it expires. The lease keeper sends its releases this way, one
+   * statement at a time: one per tenant (hundreds when starts fail together) would hold both
+   * connections of the lease pool, and the round's renewal would wait behind them past the
+   * leases' local deadline (docs/scaling.md).
    */
   async releaseMany(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<string[]> {
     if (leases.length === 0) return [];
@@ -441,9 +438,9 @@ export class LeaseTable {
    * not know it holds (given up locally while the database was away, an acquisition whose answer
    * timed out, an earlier process of the same id), which would otherwise sit unused until they
    * expire. No FOR UPDATE: the renewal round must not wait for fenced writes; the next
-   * acquisition of those tenants passes over their rows until the writes end. A row another transaction holds locked is passed over
-   * (SKIP LOCKED; answered in `passedOver` while its lease is valid, sorted by tenant) and
-   * released by a later round: waited for, it failed the round.
+   * acquisition of those tenants passes over their rows until the writes end. A row another
+   * transaction holds locked is passed over (SKIP LOCKED; answered in `passedOver` while its lease
+   * is valid, sorted by tenant) and released by a later round.
    */
   async releaseAllExcept(
     holder: string,
@@ -521,8 +518,8 @@ export class LeaseTable {
    * draining them). Their epochs start again at 1 if they come back, which is safe: a fenced
    * write matches holder and epoch, and a replica that lost a lease never writes under it again.
    * A row another transaction holds locked (an old holder's write still open, an operator's
-   * session) is passed over (SKIP LOCKED) and forgotten by a later round: waited for, it timed the
-   * round out, every round, for as long as it stayed locked. Never deleted under an open write.
+   * session) is passed over (SKIP LOCKED) and forgotten by a later round: never deleted under an
+   * open write.
    */
   async forgetTenants(existing: readonly string[]): Promise<string[]> {
     const result = await this.query<{ tenant: string }>(

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { ChangefeedError } from '../errors.js';
+import { simpleQueryResults } from '../simpleQueryResults.js';
 
 /**
  * What a store shared by replicas (StoreBackend.sharedByReplicas) calls inside every write
@@ -10,10 +11,6 @@ import { ChangefeedError } from '../errors.js';
  * delivery after another replica took the tenant over.
  */
 export interface WriteFence {
-  /** The tenant whose writes this fence guards. */
-  readonly tenant: string;
-  /** The lease epoch the writes were begun under. */
-  readonly epoch: number;
   /**
    * The longest one statement of a fenced transaction may run (fencedStatementTimeoutMs of the
    * lease; PostgreSQL: `SET LOCAL statement_timeout`). A fenced transaction holds its lease row's
@@ -41,7 +38,7 @@ export interface WriteFence {
  * (checkLease) is open and takes it at a later round, so the bound is how long one write can
  * delay a takeover, released or expired lease alike (docs/leases.md, lock modes).
  */
-export function fencedStatementTimeoutMs(leaseMs: number): number {
+function fencedStatementTimeoutMs(leaseMs: number): number {
   return Math.max(1, Math.floor(leaseMs / 6));
 }
 
@@ -98,20 +95,22 @@ export type LeaseNow = 'held' | 'changing' | 'lost';
  * not waited for longer here.
  */
 export async function leaseNow(client: pg.ClientBase, claim: LeaseClaim, boundMs: number): Promise<LeaseNow> {
-  const test = `tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
-      AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()`;
-  const results:
-    pg.QueryResult<{ valid: boolean; free: boolean }> | pg.QueryResult<{ valid: boolean; free: boolean }>[] =
-    await client.query(
-      `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(boundMs))};
+  const test = claimValid(client, claim);
+  const answer = await client.query<{ valid: boolean; free: boolean }>(
+    `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(boundMs))};
       WITH valid AS (SELECT 1 FROM changefeed_leases WHERE ${test}),
         free AS (SELECT 1 FROM changefeed_leases WHERE ${test} FOR KEY SHARE SKIP LOCKED)
       SELECT EXISTS (SELECT FROM valid) AS valid, EXISTS (SELECT FROM free) AS free`,
-    );
-  // node-postgres answers a simple query of several statements with one result each.
-  const row = ([] as pg.QueryResult<{ valid: boolean; free: boolean }>[]).concat(results).at(-1)?.rows[0];
+  );
+  const row = simpleQueryResults(answer).at(-1)?.rows[0];
   if (!row?.valid) return 'lost';
   return row.free ? 'held' : 'changing';
+}
+
+/** leaseHeldCte's test of `claim`, the claim written in as quoted literals for a simple query. */
+function claimValid(client: pg.ClientBase, claim: LeaseClaim): string {
+  return `tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
+      AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()`;
 }
 
 /** The parameters of leaseHeldCte for `claim`. */
@@ -128,14 +127,10 @@ export function claimParams(claim: LeaseClaim): [string, string, number] {
  * back (docs/leases.md, lock modes).
  */
 export async function checkLease(client: pg.ClientBase, claim: LeaseClaim, begin: string): Promise<void> {
-  const results: pg.QueryResult | pg.QueryResult[] = await client.query(
-    `${begin}; SELECT 1 FROM changefeed_leases
-      WHERE tenant = ${client.escapeLiteral(claim.tenant)} AND holder = ${client.escapeLiteral(claim.holder)}
-        AND epoch = ${client.escapeLiteral(String(claim.epoch))} AND expires_at > clock_timestamp()
-      FOR KEY SHARE`,
+  const answer = await client.query(
+    `${begin}; SELECT 1 FROM changefeed_leases WHERE ${claimValid(client, claim)} FOR KEY SHARE`,
   );
-  // node-postgres answers a simple query of several statements with one result each.
-  const check = ([] as pg.QueryResult[]).concat(results).at(-1);
+  const check = simpleQueryResults(answer).at(-1);
   if (check?.rowCount !== 1) throw lostInDatabase(claim);
 }
 
@@ -149,8 +144,6 @@ export function databaseFence(claim: LeaseClaim, leaseMs: number, locallyValid?:
       throw new LeaseLostError(claim.tenant, `epoch ${claim.epoch} is past its local deadline or was given up`);
   };
   return {
-    tenant: claim.tenant,
-    epoch: claim.epoch,
     statementTimeoutMs: fencedStatementTimeoutMs(leaseMs),
     check: async (client, begin) => {
       refuseLocally();

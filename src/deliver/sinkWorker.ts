@@ -28,8 +28,8 @@ import { isStoreBusy, STORE_RETRY_MS } from '../store/storeHealth.js';
  * With nothing due, look again after this long even without a notify: a backstop only. An ingest
  * of this process notifies the worker, and what another process queues (`replay --queue-only`,
  * `dead-letters retry`) moves the re-queue count, which the engine's RequeueWatch reads for all
- * the tenants of the process in one statement twice a second. A read per sink every half minute
- * was a sixth of PostgreSQL's transactions at 1,000 tenants (33 a second).
+ * the tenants of the process in one statement twice a second: a frequent read per sink would be a
+ * large share of the store's transactions (docs/scaling.md).
  */
 const IDLE_WAIT_MS = 600_000;
 /** Pauses of the worker after errors nobody expected: 1 s doubling to a minute. */
@@ -519,9 +519,8 @@ export class SinkWorker {
  * How a sink worker waits between rounds: for a time, or for one of its writes in flight to
  * settle (each notifies as it does), either cut short by a notify (new events, a write settled, a
  * stop). A notify that comes while a round reads the store makes the next pause return at once
- * instead of being slept through. The timed wait keeps one controller until a notify uses it:
- * a controller and a combined signal per pause were two AbortSignals held through every idle
- * worker's ten-minute wait, and built again after every batch.
+ * instead of being slept through. The timed wait keeps one controller until a notify uses it,
+ * not two AbortSignals per pause held through every idle worker's wait.
  */
 export class WorkerWake {
   private readonly sleep: WakeableSleep;

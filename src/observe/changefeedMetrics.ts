@@ -129,8 +129,7 @@ export class ChangefeedMetrics {
    * What the scrape under way read of each tenant's store, by key: the gauges that need the same
    * rows share one query (per tenant its sinks and its watched logs, per sink its outbox counts),
    * which Prometheus repeats for every tenant every scrape. The first gauge to ask reads. Dropped
-   * when the scrape has answered: kept until the next one, a scrape of 5,000 tenants held their
-   * 130,000 watched-log rows between scrapes.
+   * when the scrape has answered, so the rows of every tenant are not held between scrapes.
    */
   private scrapeReads: Map<string, Promise<unknown>> | undefined;
 

@@ -32,7 +32,7 @@ const LEVELS = [...Object.keys(pino.levels.values), 'silent'];
  *   `setBindings` and `msgPrefix`;
  * - the `err` serializer scrubs error messages and stacks.
  * pino's own `redact` option is not used: it runs after `formatters.log`, so it could only ever
- * find values already redacted (and its wildcard paths made each log call five times slower).
+ * find values already redacted (and its wildcard paths would make each log call several times slower).
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? (options.env ?? process.env).CHANGEFEED_LOG_LEVEL ?? 'info';

@@ -108,7 +108,6 @@ export function startHealthServer(
       return;
     }
     if (path === '/metrics') {
-      // A failure after the first part was sent: the response is cut short.
       // HTTP/1.0 has no chunked encoding: a response cut short would read as a whole exposition.
       const serve = req.httpVersion === '1.0' ? serveMetricsWhole : serveMetrics;
       serve(source, res, config.writeTimeoutSeconds * 1000).catch(() => res.destroy());
@@ -119,9 +118,9 @@ export function startHealthServer(
 }
 
 /**
- * Streams the exposition a metric at a time, each part sent before the next is rendered: built
- * whole, the exposition of 5,000 tenants (38 MB of text, 445,000 series) held about 200 MB of
- * heap at once. A failure before the first part is a 500; after it, the response is cut short,
+ * Streams the exposition a metric at a time, each part sent before the next is rendered, so the
+ * text of every tenant's series is never held at once (docs/scaling.md). A failure before the
+ * first part is a 500; after it, the response is cut short,
  * which an HTTP/1.1 scraper reports as a failed scrape (an HTTP/1.0 one gets serveMetricsWhole).
  * Rendering stops once the scraper left, or took no part for `writeTimeoutMs` (writeWithin).
  */

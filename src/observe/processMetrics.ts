@@ -71,7 +71,7 @@ export class ProcessMetrics {
   /**
    * Every series now, as `metrics()` renders them, one metric at a time: each part is rendered
    * after `write` has taken the one before, so a scrape holds one metric's series at a time, not
-   * all of them (at 5,000 tenants: about 200 MB of heap for the whole, 20 MB for the largest).
+   * all of them (docs/scaling.md).
    */
   async write(write: (part: string) => Promise<void>): Promise<void> {
     this.collectProcessMetrics();

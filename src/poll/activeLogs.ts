@@ -10,13 +10,12 @@ const ACTIVE_REFRESH_MS = 300_000;
  * The active watched logs as the poll loop plans with them, read again when marked stale or five
  * minutes old. What this process writes keeps the list current without a read: discovery and
  * failures mark it stale, and each successful poll hands the scheduler its log as the poll's
- * commits left it (PollResult.watched). The timed read is for what another process writes
- * (`watch retry` reactivating a gone log); every half minute it was a sixth of PostgreSQL's
- * transactions at 1,000 tenants. A store that cannot be read leaves the last list in place.
+ * commits left it (PollResult.watched). The timed read, rare because of what it costs the store
+ * across tenants, is for what another process writes (`watch retry` reactivating a gone log). A
+ * store that cannot be read leaves the last list in place.
  *
- * The list read is handed to the scheduler, which keeps it; only its counts by kind stay here.
- * Kept here too, it was a second copy of every log once polls replaced the scheduler's: 26
- * records, about 8 KB, per tenant (docs/scaling.md).
+ * The list read is handed to the scheduler, which keeps it; only its counts by kind stay here,
+ * not a second copy of every log per tenant (docs/scaling.md).
  */
 export class ActiveLogs {
   /** Logs of each kind in the last list, counted as it is read: every decision of the loop asks. */

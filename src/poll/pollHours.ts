@@ -53,8 +53,8 @@ export function addPollSample(hours: readonly PollHour[], sample: PollSample): P
     events: Math.max(0, sample.events),
     worstLagSeconds: lagSeconds,
   };
-  // Nearly every poll lands in the hour of the last bucket: that bucket alone changes (the merge
-  // below built a map and a sorted copy of every bucket, per poll, per tenant).
+  // Nearly every poll lands in the hour of the last bucket: that bucket alone changes, without the
+  // merge's map and sorted copy of every bucket, per poll, per tenant.
   const last = hours.at(-1);
   if (last?.hour === hour && hours[0]!.hour >= hour - (POLL_HOURS_KEPT - 1) * HOUR_MS)
     return [...hours.slice(0, -1), sumOfHour(last, added)];

@@ -23,10 +23,10 @@ export function nextWindow(args: {
 }
 
 /**
- * The cursor to read from. A cursor later than the service's now claims coverage of time that has
- * not come (a Date header once believed 30 days ahead put it there, before the clock was judged):
- * read again from when the log was last polled successfully, in the service's time, so what was
- * written since then is read; what was read twice is dropped by id.
+ * The cursor to read from. A cursor later than the service's now (left by a Date header believed
+ * ahead) claims coverage of time that has not come: read again from when the log was last polled
+ * successfully, in the service's time, so what was written since then is read; what was read
+ * twice is dropped by id.
  */
 export function believableCursor(cursor: number, serverNow: number, lastSuccessServerTime: number | undefined): number {
   if (cursor <= serverNow) return cursor;

@@ -3,17 +3,16 @@ import { AbortedError, isAbortError } from '../errors.js';
 
 /**
  * The reason every wake aborts with. `AbortController.abort()` without a reason builds a
- * DOMException (and the clock an AbortedError), each with a stack: at 5,000 tenants the poll
- * loops and read budgets woke about 2,500 times a second, and that was 3 to 4% of the daemon's
- * CPU. The clocks reject with this one instead (`abortedBy`).
+ * DOMException (and the clock an AbortedError), each with a stack, thousands of times a second
+ * across many tenants; the clocks reject with this one instead (`abortedBy`).
  */
 const WOKEN = new AbortedError('woken early');
 
 /**
- * The signal of a WakeableSleep's sleeps until a wake aborts it. An AbortController cost each
- * wake a new EventTarget with two Maps (about 750 bytes while it waits) and an Event dispatched,
- * and a tenant keeps three of these sleeps (poll loop, read budget, sink worker), woken about
- * 2,500 times a second together at 5,000 tenants: this is a field or two and an array.
+ * The signal of a WakeableSleep's sleeps until a wake aborts it: a field or two and an array, where
+ * an AbortController costs each wake an EventTarget with two Maps (about 750 bytes while it waits)
+ * and an Event dispatched, and a tenant keeps three of these sleeps (poll loop, read budget, sink
+ * worker).
  */
 class WakeSignal implements SleepSignal {
   aborted = false;
@@ -42,9 +41,9 @@ class WakeSignal implements SleepSignal {
 /**
  * A sleep on the injected clock that the loop's other parts can end early: the poll loop's wait
  * for its next decision (a poll ended) and the read budget's wait for the next slot (a response
- * showed budget). A wake while nothing sleeps is dropped, as it always was: the sleeper decides
- * again after every wait and sees what changed. A woken signal stays aborted for the sleeps that
- * hold it (a clock that awaits before it listens still sees the wake); the next sleep takes a new one.
+ * showed budget). A wake while nothing sleeps is dropped: the sleeper decides again after every
+ * wait and sees what changed. A woken signal stays aborted for the sleeps that hold it (a clock
+ * that awaits before it listens still sees the wake); the next sleep takes a new one.
  */
 export class WakeableSleep {
   private signal = new WakeSignal();

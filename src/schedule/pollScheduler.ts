@@ -81,8 +81,7 @@ export class PollScheduler {
    * the set of logs or a reallocation, and while some log was never polled, the slot its
    * first-poll starts were reckoned at (`firstPolls`, undefined when every log was polled) while
    * it holds at the pace of now (`firstPollSlotHolds`). Every decision of the loop (a few per
-   * poll) asks, and building 26 candidates each time was most of the scheduler's CPU at 1,000
-   * tenants.
+   * poll) asks, and building the list each time would be most of the scheduler's CPU.
    */
   private kept: { list: readonly LogCandidate[]; firstPolls: FirstPollReckoning | undefined } | undefined;
 
@@ -180,11 +179,10 @@ export class PollScheduler {
   /**
    * After a poll of `s`: unless it was a first poll that others' starts depend on, the poll
    * changed its own candidate alone (the floor and scale move only at a reallocation; the
-   * never-polled logs, their deadlines and costs are as they were), so the list gets that one
-   * anew in a copy (a decision may still hold the old list) instead of all 26 of a tenant being
-   * built again at the next decision. A first poll is usually of the log first in the chain
-   * (its start is the earliest), which no other start depends on; any other first poll moves the
-   * starts before it, and the list is built again at the next ask.
+   * never-polled logs, their deadlines and costs are unchanged), so the list gets that one anew
+   * in a copy (a decision may still hold the old list). A first poll is usually of the log first
+   * in the chain (its start is the earliest), which no other start depends on; any other first
+   * poll moves the starts before it, and the list is built again at the next ask.
    */
   private polled(key: string, s: Scheduled): void {
     const kept = this.kept;

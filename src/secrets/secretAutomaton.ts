@@ -1,3 +1,7 @@
+/** An edge's unit: a node with no child, a node with more than one (its edges in a Map). */
+const NONE = -1;
+const MANY = -2;
+
 /**
  * Aho-Corasick over the registered secrets, written backwards, so that one right-to-left pass
  * over a line finds, at every position, the length of the longest secret starting there (the
@@ -5,14 +9,11 @@
  * UTF-16 unit of the line plus at most as many failure steps in all: linear in the line whatever
  * the secrets share. Built once and never changed: the registry keeps a few of them.
  */
-const NONE = -1;
-const MANY = -2;
-
 export class SecretAutomaton {
   /**
    * The edges. Most nodes of a trie of keys have one child, kept in two arrays (its unit, or
-   * NONE or MANY, and the child); a node of more has a Map. One Map per node cost the scrubber
-   * most of its time building and walking.
+   * NONE or MANY, and the child); a node of more has a Map: one Map per node would be most of the
+   * scrubber's time, building and walking.
    */
   private readonly onlyUnit: number[] = [MANY];
   private readonly onlyChild: number[] = [NONE];

@@ -81,8 +81,7 @@ describe('LeaseKeeper under faults', () => {
     for (const fence of fences) {
       const refused = await fencedWrite(pool, fence);
       expect(refused).toBeInstanceOf(LeaseLostError);
-      const claim = { tenant: fence.tenant, holder: 'a', epoch: fence.epoch };
-      expect(await fencedWrite(pool, databaseFence(claim, 3_000))).toMatchObject({
+      expect(await fencedWrite(pool, databaseFence(fence.inline!.claim, 3_000))).toMatchObject({
         code: 'LEASE_LOST',
       });
     }

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BatchedRead } from '../../src/store/postgres/batchedRead.js';
 import { PoolGate } from '../../src/store/postgres/poolGate.js';
+import { StatementNames } from '../../src/store/postgres/statementNames.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
@@ -18,7 +19,7 @@ describe('BatchedRead', () => {
     // Nothing listens on port 1: the one statement of the batch fails to connect.
     pool = new pg.Pool({ host: '127.0.0.1', port: 1, database: 'test', connectionTimeoutMillis: 5_000 });
     const activity = new StoreActivity('postgres');
-    const gate = new PoolGate(pool, 10, 60_000, activity, 'postgres://127.0.0.1:1/test');
+    const gate = new PoolGate(pool, 10, 60_000, activity, 'postgres://127.0.0.1:1/test', new StatementNames());
     const dbs = ['t1', 't2', 't3'].map(
       (tenant) => new TenantDb(gate, tenant, 'postgres://127.0.0.1:1/test', undefined, activity),
     );
@@ -38,7 +39,7 @@ describe('BatchedRead', () => {
     async () => {
       pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
       const activity = new StoreActivity('postgres');
-      const gate = new PoolGate(pool, 1, 60_000, activity, 'postgres://127.0.0.1/test');
+      const gate = new PoolGate(pool, 1, 60_000, activity, 'postgres://127.0.0.1/test', new StatementNames());
       const [runs, starts] = ['runs', 'starts'].map(
         (tenant) => new TenantDb(gate, tenant, 'test', undefined, activity),
       );

@@ -36,8 +36,6 @@ describe.skipIf(!admin)('deferred state on the PostgreSQL store', () => {
     const backend = await openBackend();
     let refusing = false;
     const fence: WriteFence = {
-      tenant: 't',
-      epoch: 1,
       statementTimeoutMs: 10_000,
       check: async (client, begin) => {
         await client.query(begin);

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { errorCodeOf } from '../../src/errors.js';
 import { classifyPollFailure, STORE_BUSY_PAUSE_MS } from '../../src/poll/failurePolicy.js';
 import { PoolGate } from '../../src/store/postgres/poolGate.js';
+import { StatementNames } from '../../src/store/postgres/statementNames.js';
 import type { PostgresStoreBackend } from '../../src/store/postgres/postgresStoreBackend.js';
 import { TenantDb } from '../../src/store/postgres/tenantDb.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
@@ -155,7 +156,7 @@ async function silentDatabase(
   const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', max: 2, connectionTimeoutMillis: connectMs });
   pool.on('error', () => undefined);
   const activity = new StoreActivity('postgres');
-  const gate = new PoolGate(pool, 2, waitMs, activity, 'postgres://127.0.0.1');
+  const gate = new PoolGate(pool, 2, waitMs, activity, 'postgres://127.0.0.1', new StatementNames());
   const close = async (): Promise<void> => {
     for (const socket of sockets) socket.destroy();
     await pool.end();

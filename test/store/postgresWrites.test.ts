@@ -14,8 +14,6 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     let probing = false;
     const probed: boolean[] = [];
     const fence: WriteFence = {
-      tenant: 't',
-      epoch: 1,
       statementTimeoutMs: 10_000,
       check: async (client, begin) => {
         await client.query(begin);
@@ -121,8 +119,6 @@ describe.skipIf(!admin)('writes to the PostgreSQL store', () => {
     // A replica paused inside its write (SIGSTOP, a long GC) leaves its session idle in the
     // transaction that holds the lease row's lock: the database must end it, not the next holder wait.
     const fence: WriteFence = {
-      tenant: 't',
-      epoch: 1,
       statementTimeoutMs: 300,
       check: async (client, begin) => {
         await client.query(begin);

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { LeaseClaim } from '../../cluster/writeFence.js';
 import type { LogKind } from '../../logs.js';
+import { simpleQueryResults } from '../../simpleQueryResults.js';
 import type { StoreActivity } from '../storeActivity.js';
 import { isStorageError, StoreUnavailableError } from '../storeHealth.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
@@ -12,7 +13,7 @@ import { isUnknownStatement, isUnusableStatement } from './statementNames.js';
 import { storableText } from './storableText.js';
 
 /** Most advances one statement of an AdvanceBatch writes; more wait for the next. */
-export const MAX_BATCHED_ADVANCES = 500;
+const MAX_BATCHED_ADVANCES = 500;
 
 /** A poll's cursor write when it read nothing (WatchedLogs.advanceAlone), under its tenant's lease. */
 export interface BatchedAdvance {
@@ -104,32 +105,23 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
 
 /**
  * The cursor writes of the polls that read nothing (most polls), of every tenant of a backend, in
- * one statement per batch instead of one each: at 5,000 tenants they were most of the store's
- * statements, and each statement costs the daemon (the `pg` client's protocol) and PostgreSQL
+ * one statement per batch: a statement costs the daemon (the `pg` client's protocol) and PostgreSQL
  * (parse, bind, its lock of the lease row) about as much whatever rows it writes.
  *
- * One batch is in flight at a time: the advances asked meanwhile wait for it to end and go in the
- * next, so a batch is as large as the polls that ended during the last one (self-clocking: no
- * timer, and a quiet replica writes each advance at once, a turn later). Every advance is still
- * fenced: the statement checks each tenant's lease (leaseHeldCte's test: holder, epoch, not run out
- * on the database clock, the row locked FOR KEY SHARE until commit) and writes only the advances
- * whose lease held; the others are answered `lost` (LEASE_LOST to the poll, as its own statement
- * would have been). A lease row another transaction holds locked (a takeover's or a release's FOR
- * UPDATE) is skipped, not waited for, and its advance answered `busy`, to be written alone: waiting
- * for it held the whole batch, and one row held past the fence's bound failed the advances of every
- * tenant of the replica, batch after batch while it stayed locked. The poll awaits its advance, so
- * a log's next read (and its ingest) comes after it: a batched advance never overtakes a later
- * write of the same log, and a stop, drain or handover that awaits the tenant's poll awaits its
- * advance with it. A statement failed by one of its rows (splitsBatch: a row locked by another
- * transaction, a deadlock, a bad value) answers each of its advances `alone`, to be written as its
- * own fenced statement, so only the one in trouble fails, with its own error, not every tenant of
- * the replica (one whose cursor row another session holds is refused at once, CursorRowsLocked,
- * and a lock on a whole table fails the batch as one: lockedTable). That costs one more statement per advance of that batch, once; a statement failed
- * by the store (connection lost, server shutting down, the database away or too slow) fails every
- * advance of its batch with its error, at once, so an outage costs no more statements than one
- * batch. Nothing is held for a retry (the next poll repeats the read, and the advance is only a
- * refinement of the cursor). What waits is bounded by the polls under way (each awaits its own),
- * so the queue cannot grow while the store is away.
+ * One batch is in flight at a time; the advances asked meanwhile go in the next, so a batch is as
+ * large as the polls that ended during the last one (self-clocking: no timer). Every advance is
+ * still fenced: the statement checks each tenant's lease (leaseHeldCte's test) and writes only the
+ * advances whose lease held; the others are answered `lost`. A lease row another transaction holds
+ * locked (a takeover's or a release's FOR UPDATE) is skipped, answered `busy` and written alone:
+ * waiting for it would hold up the advances of every tenant of the replica. The poll awaits its
+ * advance, so a batched advance never overtakes a later write of the same log, and a stop, drain
+ * or handover that awaits the poll awaits its advance. A statement failed by one of its rows
+ * (splitsBatch) answers each advance `alone`, to be written as its own fenced statement, so only
+ * the one in trouble fails, with its own error (a cursor row another session holds is refused at
+ * once, CursorRowsLocked; a lock on a whole table fails the batch as one, lockedTable). A
+ * statement failed by the store fails every advance of its batch at once, so an outage costs one
+ * statement per batch. Nothing is held for a retry (the next poll repeats the read), and what waits
+ * is bounded by the polls under way, each awaiting its own.
  */
 export class AdvanceBatch {
   private pending: Pending[] = [];
@@ -138,7 +130,6 @@ export class AdvanceBatch {
   constructor(
     private readonly gate: PoolGate,
     private readonly activity: StoreActivity,
-    private readonly max = MAX_BATCHED_ADVANCES,
   ) {}
 
   /** Resolves once the statement that took `advance` ended, with how it ended for it (AdvanceOutcome). */
@@ -164,7 +155,7 @@ export class AdvanceBatch {
   /** Sends batches while advances wait; never throws (each batch answers its own advances). */
   private async sendAll(): Promise<void> {
     while (this.pending.length > 0) {
-      const { take, rest } = nextAdvanceBatch(this.pending, this.max);
+      const { take, rest } = nextAdvanceBatch(this.pending, MAX_BATCHED_ADVANCES);
       this.pending = rest;
       try {
         const found = await this.send(take.map((item) => item.advance));
@@ -205,7 +196,8 @@ export class AdvanceBatch {
     const bound = Math.max(1, Math.floor(Math.min(...advances.map((a) => a.statementTimeoutMs))));
     // A row of the statement locked by another transaction fails it as lock_not_available before
     // the statement's bound (splitsBatch), which is left to a database too slow to answer.
-    const bounds = `SET LOCAL statement_timeout = ${bound}; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(bound / 2))}`;
+    const lockWaitMs = Math.max(1, Math.floor(bound / 2));
+    const bounds = `SET LOCAL statement_timeout = ${bound}; SET LOCAL lock_timeout = ${lockWaitMs}`;
     const params = advanceParams(advances);
     const execute = prepared ? this.executeOn(client, params) : undefined;
     this.activity.transactions++;
@@ -215,11 +207,7 @@ export class AdvanceBatch {
         // Prepared on this connection: one round trip, a simple query being one implicit
         // transaction, so the bound covers the statement and the lease rows' locks end with it.
         this.activity.statements++;
-        const results: pg.QueryResult<HeldRow> | pg.QueryResult<HeldRow>[] = await client.query<HeldRow>(
-          `${bounds}; ${execute}`,
-        );
-        // node-postgres answers a simple query of several statements with one result each.
-        rows = ([] as pg.QueryResult<HeldRow>[]).concat(results).at(-1)?.rows ?? [];
+        rows = simpleQueryResults(await client.query<HeldRow>(`${bounds}; ${execute}`)).at(-1)?.rows ?? [];
       } else {
         // Not yet: a transaction, which prepares it here for the next time.
         this.activity.statements += 3;
@@ -255,15 +243,14 @@ export class AdvanceBatch {
           if (isConnectionFailure(probeError) || endedSession(probeError)) broken = probeError as Error;
           return undefined;
         });
-        const waited = Math.max(1, Math.floor(bound / 2));
         if (locked === 'table')
           throw new StoreUnavailableError(
             'a table of the store that the batched cursor writes need is locked by another session ' +
-              `(LOCK TABLE, a migration's ALTER TABLE) past ${waited} ms; polling pauses until it is released ` +
+              `(LOCK TABLE, a migration's ALTER TABLE) past ${lockWaitMs} ms; polling pauses until it is released ` +
               '(pg_locks names the session holding it)',
             error,
           );
-        if (locked && locked.size > 0) throw new CursorRowsLocked(locked, waited, error);
+        if (locked && locked.size > 0) throw new CursorRowsLocked(locked, lockWaitMs, error);
       }
       throw error;
     } finally {
@@ -276,11 +263,10 @@ export class AdvanceBatch {
    * Whether a lock on a whole table the batch's statement writes (or locks rows of) stands in its
    * way, asked without waiting (NOWAIT) after the statement ran out its lock_timeout: a row lock
    * holds up only its tenant's advance (written alone: splitsBatch), but a table lock would hold up
-   * each of the batch's advances written alone as well, every one of them waiting out its bound on
-   * a pool connection (500 tenants: 500 statements, the pool taken from acks and reads for
-   * minutes), so then the batch fails as one. The modes are the statement's own, taken for the
-   * probe's implicit transaction only: they conflict with SHARE and stronger (LOCK TABLE, ALTER
-   * TABLE, CREATE INDEX without CONCURRENTLY), and with such a request waiting in the queue.
+   * each advance written alone as well, each waiting out its bound on a pool connection, so then the
+   * batch fails as one. The modes are the statement's own, taken for the probe's implicit
+   * transaction only: they conflict with SHARE and stronger (LOCK TABLE, ALTER TABLE, CREATE INDEX
+   * without CONCURRENTLY), and with such a request waiting in the queue.
    */
   private async lockedTable(client: pg.PoolClient): Promise<boolean> {
     this.activity.statements++;
@@ -375,8 +361,8 @@ function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
     advances.map((a) => a.claim.holder),
     advances.map((a) => a.claim.epoch),
     advances.map((a) => a.log),
-    // As registered (storableText): a NUL, which PostgreSQL's text cannot hold, failed the whole
-    // statement, so every tenant's advance of the batch, at every poll of that log.
+    // As registered (storableText): a NUL, which PostgreSQL's text cannot hold, would fail the
+    // whole statement, so every tenant's advance of the batch, at every poll of that log.
     advances.map((a) => storableText(a.objectId)),
     advances.map((a) => a.windowEnd),
     advances.map((a) => a.now),

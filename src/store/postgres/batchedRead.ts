@@ -47,7 +47,7 @@ export class BatchedRead<R extends pg.QueryResultRow> {
     if (db.starting && !batch.db.starting) batch.db = db;
     batch.keys.add(key);
     const answer = await batch.rows;
-    if (!answer.ok) throw db.failed(answer.error);
+    if (!answer.ok) throw db.failure(answer.error);
     return answer.byKey.get(key) ?? [];
   }
 

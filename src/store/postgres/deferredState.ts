@@ -6,13 +6,12 @@ import type { Query, RiddenTransaction, RidingWrites, TenantDb } from './tenantD
 
 /**
  * How long a learned rate is held before it rides in the tenant's next write transaction. Each
- * poll learns its log's rate: riding with the very next poll, it made every poll's transaction a
- * round trip longer (the upsert was a fifth of the store's statements at 1,000 tenants, and a
- * transaction holds its pool connection for each round trip). Held this long, the rates of a
- * tenant's polls meanwhile are written in one upsert, with one poll of several. A rate is a
- * refinement (dropped under a lost lease), read back only at a start or by `status`; meta values
- * (the budget's state, every 30 s) ride at once, as before. Below DEFERRED_STATE_FLUSH_MS, so a
- * tenant polling at all writes its rates with a poll, not in a transaction of their own.
+ * poll learns its log's rate: riding with the very next poll, it would make every poll's
+ * transaction a round trip longer. Held this long, the rates of a tenant's polls meanwhile are
+ * written in one upsert, with one poll of several. A rate is a refinement (dropped under a lost
+ * lease), read back only at a start or by `status`; meta values (the budget's state, every 30 s)
+ * ride at once. Below DEFERRED_STATE_FLUSH_MS, so a tenant polling at all writes its rates with a
+ * poll, not in a transaction of their own.
  */
 export const RATE_RIDE_AFTER_MS = 20_000;
 
@@ -84,31 +83,30 @@ export class PostgresDeferredState implements RidingWrites {
     this.rates = new Map();
     this.meta = new Map();
     this.waiters = [];
-    // What is added from now on waits its own DEFERRED_STATE_FLUSH_MS: a timer left running
-    // flushed each poll's rate on its own every half minute, though the next poll carried it.
+    // What is added from now on waits its own DEFERRED_STATE_FLUSH_MS: a timer left running would
+    // flush each poll's rate on its own, though the next poll carries it.
     clearTimeout(this.timer);
     this.timer = undefined;
     this.notDue();
+    // Held again, under anything added since; it was due when taken, so the next write carries it.
+    const holdAgain = (): void => {
+      this.rates = new Map([...rates, ...this.rates]);
+      this.meta = new Map([...meta, ...this.meta]);
+      if (this.held) this.due = true;
+    };
     const ridden: RiddenTransaction = {
       committed: () => {
         for (const waiter of waiters) waiter.resolve();
       },
       rolledBack: (error) => {
-        this.rates = new Map([...rates, ...this.rates]);
-        this.meta = new Map([...meta, ...this.meta]);
+        holdAgain();
         for (const waiter of waiters) waiter.reject(error);
-        // It was due: the next write carries it, or the flush one timer later.
-        if (this.held) {
-          this.due = true;
-          this.flushLater();
-        }
+        // Or the flush, one timer later.
+        if (this.held) this.flushLater();
       },
       returned: () => {
-        this.rates = new Map([...rates, ...this.rates]);
-        this.meta = new Map([...meta, ...this.meta]);
+        holdAgain();
         this.waiters = [...waiters, ...this.waiters];
-        // It was due when taken: the write that follows carries it.
-        if (this.held) this.due = true;
       },
     };
     return { rates: [...rates.values()], meta: [...meta.entries()], ridden };

@@ -9,7 +9,7 @@ type Scalar = string | number | boolean | null | undefined;
  * trip (TenantDb). Each literal is the text node-postgres would send for the parameter, quoted
  * (`quote`: the connection's escapeLiteral), so PostgreSQL reads it with the parameter's type as
  * it reads a bound value. Undefined when a parameter is not one the store sends (an object, a
- * nested list): such a statement goes as it always did.
+ * nested list): the caller then sends the statement itself.
  */
 export function executeText(
   name: string,

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { StoreActivity } from '../storeActivity.js';
 import { StoreBusyError } from '../storeHealth.js';
 import { isConnectionFailure } from './connectionFailure.js';
-import { isUnusableStatement, StatementNames } from './statementNames.js';
+import { isUnusableStatement, type StatementNames } from './statementNames.js';
 
 /**
  * Which queue a checkout waits in: `start` (a tenant starting: its first reads and writes, each a
@@ -26,14 +26,11 @@ export class PoolGate {
   private readonly checkouts: PQueue;
   /**
    * The connection failure the last checkout to end met (a connect that failed or timed out, a
-   * statement cut off), until one ends well. A database gone silent holds every connection
-   * until the driver gives up on it (query_timeout, 40 s by default), and the checkouts queued
-   * meanwhile are the outage's, not back-pressure: told STORE_BUSY, they were not recorded and
-   * paused a second, so most tenants of a replica never showed the outage.
+   * statement cut off), until one ends well. A database gone silent holds every connection until
+   * the driver gives up on it (query_timeout, 40 s by default), and the checkouts queued meanwhile
+   * are the outage's, not back-pressure: told STORE_BUSY, they would not show the outage.
    */
   private unreachable: Error | undefined;
-  /** The names the pool's connections prepare statements under (every statement of the store passes here). */
-  readonly names: StatementNames;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -44,10 +41,10 @@ export class PoolGate {
     private readonly activity: StoreActivity,
     /** The database, as shown in errors (credentials redacted). */
     private readonly location: string,
-    names = new StatementNames(),
+    /** The names the pool's connections prepare statements under (every statement of the store passes here). */
+    readonly names: StatementNames,
   ) {
     this.checkouts = new PQueue({ concurrency: slots });
-    this.names = names;
   }
 
   /** Checkouts waiting for a connection now. */

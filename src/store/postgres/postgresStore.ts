@@ -27,18 +27,12 @@ function readNothing(req: IngestRequest): boolean {
   return req.entries.length === 0 && (req.silentEntries?.length ?? 0) === 0 && (req.quarantined?.length ?? 0) === 0;
 }
 
-/** The reads the tenants of one backend share, each one statement for the tenants asking in one turn (BatchedRead). */
-export interface SharedTenantReads {
-  sinks: ReturnType<typeof sinkListRead>;
-  counts: ReturnType<typeof outboxCountsRead>;
-  watchedLogs: ReturnType<typeof watchedLogListRead>;
-  seen: ReturnType<typeof seenEntriesRead>;
-  /** Not a read: the read-nothing polls' advances of every tenant, batched the same way. */
-  advances: AdvanceBatch;
-}
-
-/** A backend's SharedTenantReads: per backend, since each pool has its own schema. */
-export function sharedTenantReads(gate: PoolGate, activity: StoreActivity): SharedTenantReads {
+/**
+ * The reads the tenants of one backend share, each one statement for the tenants asking in one
+ * turn (BatchedRead), and their read-nothing polls' advances, batched the same way. Per backend,
+ * since each pool has its own schema.
+ */
+export function sharedTenantReads(gate: PoolGate, activity: StoreActivity) {
   return {
     sinks: sinkListRead(),
     counts: outboxCountsRead(),
@@ -67,7 +61,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
   constructor(
     private readonly db: TenantDb,
     requeueCounts: RequeueCounts,
-    shared: SharedTenantReads,
+    shared: ReturnType<typeof sharedTenantReads>,
   ) {
     this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.advances);
     this.seen = new PostgresSeenEntries(db, shared.seen);

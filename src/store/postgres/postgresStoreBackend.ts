@@ -70,10 +70,9 @@ export class PostgresStoreBackend implements StoreBackend {
     /** The pool of the tenants' queries, shared by all tenants of this replica (through `gate`). */
     readonly pool: pg.Pool,
     /**
-     * The tenant leases' own connections (LEASE_CONNECTIONS), in the same schema. Renewals that
-     * queued behind the tenants' queries in the shared pool arrived late under load: a replica of
-     * 1,000 tenants lost its leases to its own local deadline and restarted its tenants over and
-     * over (docs/scaling.md).
+     * The tenant leases' own connections (LEASE_CONNECTIONS), in the same schema: renewals queued
+     * behind the tenants' queries in the shared pool would arrive late under load, and a replica
+     * would lose its leases to its own local deadline (docs/scaling.md).
      */
     readonly leasePool: pg.Pool,
     readonly location: string,

@@ -26,7 +26,7 @@ const seenKey = (tenant: string, log: string, objectId: string, storedId: string
 
 /**
  * Which of the asked entry ids are seen, for every asking tenant's log at once (BatchedRead): the
- * version logs' polls ask on every page, each poll a statement of its own before.
+ * version logs' polls ask on every page.
  */
 export function seenEntriesRead(): BatchedRead<SeenRow> {
   return new BatchedRead<SeenRow>(

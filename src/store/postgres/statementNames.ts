@@ -4,30 +4,28 @@ import type pg from 'pg';
 /**
  * Most statement texts one pool prepares, hence most prepared statements on any of its
  * connections. The store sends about seventy distinct texts, each built from constants (lists
- * go as arrays, `unnest($n::text[])`); a text past the bound is sent unnamed, as all were before.
+ * go as arrays, `unnest($n::text[])`); a text past the bound is sent unnamed.
  */
 export const MAX_PREPARED_STATEMENTS = 256;
 
 /**
- * The names under which a pool's connections prepare the store's statements. node-postgres
- * sends a statement without a name as an unnamed one, parsed, analysed and planned by
- * PostgreSQL on every execution; a named one is parsed once per connection (node-postgres
- * remembers which it prepared on each connection) and then only bound and executed, with its
- * plan cached. That CPU of the database's is most of what a poll's statements cost it.
+ * The names under which a pool's connections prepare the store's statements. An unnamed
+ * statement is parsed, analysed and planned by PostgreSQL on every execution; a named one is
+ * parsed once per connection (node-postgres remembers which it prepared on each) and then only
+ * bound and executed, with its plan cached: that CPU of the database's is most of what a poll's
+ * statements cost it.
  *
- * A name is the hash of the text, so a name always means one text and the same text always has
- * one name. What a prepared statement means is fixed at its preparation: the pool's
- * connections all have one search_path (the store's schema, set at connect) and PostgreSQL keeps
- * the search_path of a statement's preparation when it plans it again. A schema change under a
- * running daemon makes PostgreSQL plan the statement again at its next execution, with the
- * parameter types of its preparation. A change of what a statement returns (a column's type
- * changed) fails it, with STALE_PLAN_SQLSTATE, on each connection that prepared it: the store
- * then destroys that connection and sends the statement, or tries its transaction, once more
- * unnamed (isStalePlan; PoolGate, TenantDb). A change of a column a parameter took its type from
- * fails it as a wrong value would, on that connection for good: docs/operations.md forbids both.
+ * A name is the hash of the text, so a name always means one text and a text one name. The
+ * pool's connections all have one search_path (the store's schema, set at connect), which
+ * PostgreSQL keeps with a prepared statement when it plans it again after a schema change. A
+ * change of what a statement returns (a column's type) fails it, with STALE_PLAN_SQLSTATE, on each
+ * connection that prepared it: the store then destroys that connection and sends the statement,
+ * or tries its transaction, once more unnamed (isStalePlan; PoolGate, TenantDb). A change of a
+ * column a parameter took its type from fails it as a wrong value would, on that connection for
+ * good: docs/operations.md forbids both.
  *
  * Named: statements with parameters and a single command. A statement without parameters
- * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes as before.
+ * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes unnamed.
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();

@@ -5,8 +5,10 @@ import {
   leaseNow,
   lostInDatabase,
   type LeaseClaim,
+  type LeaseNow,
   type WriteFence,
 } from '../../cluster/writeFence.js';
+import { simpleQueryResults } from '../../simpleQueryResults.js';
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import { databaseProblem, isStoreBusy, StoreBusyError, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
@@ -72,7 +74,7 @@ class TryAgain extends Error {
 
 /**
  * One tenant's way into the shared pool: every facet of a PostgreSQL store reads and writes
- * through it. It keeps the three rules of the store in one place:
+ * through it. It keeps the rules of the store in one place:
  * - Every write is a transaction whose first statement is the fence check (when the store has a
  *   fence), sent with its BEGIN in one round trip: a replica that lost the tenant's lease writes
  *   nothing, not even half a batch. Each statement of a fenced transaction runs under the fence's
@@ -128,16 +130,11 @@ export class TenantDb {
 
   /**
    * `read` whose failure is thrown as it came, recorded nowhere: for a statement asked on behalf
-   * of many tenants (BatchedRead), each of which records it with `failed`.
+   * of many tenants (BatchedRead), each of which records it with `failure`.
    */
   async readUnrecorded<R extends pg.QueryResultRow>(sql: string, params: readonly unknown[]): Promise<R[]> {
     this.activity.statementAlone();
     return (await this.pool.query<R>(sql, params, this.lane)).rows;
-  }
-
-  /** What this tenant's own `read` would have thrown for `error`, recorded in its health as `read` would. */
-  failed(error: unknown): unknown {
-    return this.failure(error);
   }
 
   /**
@@ -157,32 +154,26 @@ export class TenantDb {
   }
 
   /**
-   * One write statement that checks the tenant's lease in its own text: a poll that found nothing
-   * new is its cursor statement alone, one round trip where a fenced transaction is three (`BEGIN`
-   * with the fence check, the statement, `COMMIT`), each of them holding a pool connection and a
-   * turn of this process's one thread. `sql(lease)` is the statement given the text of a CTE named
-   * `lease` (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has
-   * its row, and return one row whose `held` says whether it had. A statement that was not held
-   * wrote nothing and throws LeaseLostError, as the fence check of a transaction would.
+   * One write statement that checks the tenant's lease in its own text: one round trip where a
+   * fenced transaction is three (`BEGIN` with the fence check, the statement, `COMMIT`), each
+   * holding a pool connection. `sql(lease)` is the statement given the text of a CTE named `lease`
+   * (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has its
+   * row, and return one row whose `held` says whether it had; one not held throws LeaseLostError,
+   * as a fence check would.
    *
-   * Sent as one simple query, its bounds (`SET LOCAL statement_timeout`, the fence's) and an
-   * `EXECUTE` of the statement prepared on the connection, its values written in as literals: a
-   * query of several statements is one implicit transaction, so the bound covers the statement and
-   * the lease row's lock lasts no longer than it. On a connection that has not prepared it yet, with
-   * writes waiting to ride, or with a fence that cannot be checked inline (no `fence.inline`), it
-   * takes a transaction as `writeOne` does (which prepares it there); without a fence, it runs alone.
+   * Sent as one simple query, the fence's `SET LOCAL statement_timeout` and an `EXECUTE` of the
+   * statement prepared on the connection (executeText): one implicit transaction, so the bound
+   * covers the statement and the lease row's lock ends with it. Not prepared on the connection
+   * yet, with writes waiting to ride, or without `fence.inline`: as `writeOne` (which prepares it).
    */
   async writeFencedAlone(
     sql: (lease: string) => string,
     params: readonly (string | number | null | readonly number[])[],
   ): Promise<void> {
-    const inline = this.fence?.inline;
-    if (!this.fence) {
+    const fence = this.fence;
+    const inline = fence?.inline;
+    if (!fence || !inline) {
       await this.writeOne(sql('lease AS (SELECT)'), params);
-      return;
-    }
-    if (!inline) {
-      await this.transaction((query) => query(sql('lease AS (SELECT)'), params));
       return;
     }
     inline.refuseLocally();
@@ -218,18 +209,16 @@ export class TenantDb {
     }
     const ignore = (): void => undefined;
     client.on('error', ignore);
-    const bound = Math.max(1, Math.floor(this.fence.statementTimeoutMs));
-    let results: pg.QueryResult<{ held?: boolean }> | pg.QueryResult<{ held?: boolean }>[];
+    const bound = Math.max(1, Math.floor(fence.statementTimeoutMs));
+    let answer: pg.QueryResult<{ held?: boolean }>;
     this.activity.statementAlone();
     try {
-      results = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
+      answer = await client.query(`SET LOCAL statement_timeout = ${bound}; ${execute}`);
     } catch (error) {
-      // The implicit transaction rolled back on its own. A connection that failed, that the
-      // server ended (a FATAL error: a restart's or pg_terminate_backend's 57P01, which `attempt`
-      // learns from its ROLLBACK failing, and no ROLLBACK goes here), holds a statement a schema
-      // change made stale, or does not know the name, is destroyed; the write is then tried again
-      // in a transaction (the statement unnamed there if it is stale, not by its name in a simple
-      // query if that was unknown).
+      // The implicit transaction rolled back on its own. A connection that failed, that the server
+      // ended (FATAL: no ROLLBACK goes here to tell it, as in `attempt`), or that cannot run the
+      // statement by its name (isUnusableStatement) is destroyed; the latter is tried again in a
+      // transaction, unnamed there if stale, not by its name in a simple query if unknown.
       const again = isUnusableStatement(error);
       if (isUnknownStatement(error)) this.pool.names.unknownStatement();
       let broken = isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined;
@@ -243,9 +232,7 @@ export class TenantDb {
     }
     client.off('error', ignore);
     client.release();
-    // node-postgres answers a simple query of several statements with one result each.
-    const held = ([] as pg.QueryResult<{ held?: boolean }>[]).concat(results).at(-1)?.rows[0]?.held === true;
-    if (!held) throw lostInDatabase(inline.claim);
+    if (simpleQueryResults(answer).at(-1)?.rows[0]?.held !== true) throw lostInDatabase(inline.claim);
     this.health.clear();
   }
 
@@ -253,12 +240,10 @@ export class TenantDb {
    * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
    * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
    * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
-   * write must go alone: without a fence that can be checked inline, when the statement found the
-   * lease row locked by another transaction, or when it failed for one of its rows (AdvanceBatch's
-   * `alone`; the riding state then goes with that write). A
-   * lease the statement finds gone is LeaseLostError, as writeFencedAlone's; its failure is
-   * recorded in this tenant's health as a write of its own would be; the riding state is then held
-   * again, as after a rollback.
+   * write must go alone: without `fence.inline`, or AdvanceBatch's `busy` or `alone` (the riding
+   * state then goes with that write). A lease the statement finds gone is LeaseLostError, as
+   * writeFencedAlone's; a failure is recorded in this tenant's health as a write of its own would
+   * be; either way the riding state is held again, as after a rollback.
    */
   async advanceInBatch(
     batch: AdvanceBatch,
@@ -361,9 +346,7 @@ export class TenantDb {
         return sendAlone<R>(sql, params);
       }
       activity.statements++;
-      const results: pg.QueryResult<R> | pg.QueryResult<R>[] = await client.query<R>([...texts, last].join('; '));
-      // node-postgres answers a simple query of several statements with one result each.
-      const each = ([] as pg.QueryResult<R>[]).concat(results);
+      const each = simpleQueryResults(await client.query<R>([...texts, last].join('; ')));
       batch.forEach((statement, i) => statement.read?.(each[i]!));
       return each.at(-1) as pg.QueryResult<R>;
     };
@@ -404,9 +387,8 @@ export class TenantDb {
       // which would wait out another timeout: destroyed, the server rolls back on its own. So is
       // one holding a prepared statement a schema change made stale, which would fail for good.
       queued = [];
-      // A name the server does not know (a pooler's, or DISCARD ALL behind our back): the connection
-      // goes too, its record of what it prepared with it, however often it happens; kept, it would
-      // fail that statement there for good.
+      // A name the server does not know (a pooler, DISCARD ALL): the connection goes too, with its
+      // record of what it prepared; kept, it would fail that statement there for good.
       const unknown = prepared && isUnknownStatement(error);
       if (isConnectionFailure(error) || isUnusableStatement(error)) broken = error as Error;
       else
@@ -456,24 +438,19 @@ export class TenantDb {
    * What a fenced write whose lease check ran out the fence's bound (statement_timeout) is thrown,
    * asked of the lease row on the same connection, without waiting. A fence waits on its lease row
    * only while another transaction holds it FOR UPDATE, a change of holder (docs/leases.md, lock
-   * modes; a renewal or a release takes FOR NO KEY UPDATE, which never conflicts with FOR KEY
-   * SHARE): another replica's acquisition of a lease that ran out on the database clock while the
-   * fence waited, an operator's session, or an acquisition that locked the row only to find it
-   * validly held (it lets go when its statement ends). No longer valid: LEASE_LOST, as the fence
-   * would have answered had it been let through (nothing renews a lease past its expiry), so the
-   * tenant's runtime stops and writes no more. Still valid but locked: the lease is held now and
-   * may be kept, so STORE_BUSY, a moment's wait and a write tried again, whose fence then answers
-   * (a takeover that commits: LEASE_LOST); neither recorded as the database's problem, which it
-   * is not.
-   * Valid and free: the time went elsewhere (a row the write touches, a slow database), the write's
-   * own failure. A check that fails leaves that too, its connection destroyed if it failed itself.
+   * modes). No longer valid: LEASE_LOST, as the fence would have answered had it been let through
+   * (nothing renews a lease past its expiry), so the tenant's runtime stops. Still valid but
+   * locked: STORE_BUSY, a write tried again shortly, whose fence then answers; neither is recorded
+   * as the database's problem, which it is not. Valid and free: the time went elsewhere (a row the
+   * write touches, a slow database), the write's own failure. A check that fails leaves that too,
+   * its connection destroyed if it failed itself.
    */
   private async timedOutFence(
     client: pg.PoolClient,
     claim: LeaseClaim,
     error: unknown,
   ): Promise<{ thrown: unknown; broken: Error | undefined }> {
-    let now: Awaited<ReturnType<typeof leaseNow>>;
+    let now: LeaseNow;
     try {
       this.activity.statementAlone();
       now = await leaseNow(client, claim, this.fence?.statementTimeoutMs ?? 1);
@@ -495,7 +472,7 @@ export class TenantDb {
   }
 
   /** The error to throw for `error`: StoreUnavailableError (recorded in health) when the database cannot serve. */
-  private failure(error: unknown): unknown {
+  failure(error: unknown): unknown {
     // Back-pressure of the gate, phrased already: not the database's failure.
     if (isStoreBusy(error)) return error;
     const unavailable =

@@ -47,9 +47,9 @@ export class PostgresWatchedLogs implements WatchedLogStore {
 
   /**
    * One statement, one fenced transaction, for a whole list: a discovery of 25 logs is one write,
-   * not 25. An id holding a NUL is stored as storableText makes it: one such id from the service
-   * failed the statement, and so every discovery of the tenant; its log now answers 404 and is
-   * set aside as gone.
+   * not 25. An id holding a NUL is stored as storableText makes it: kept as it came, it would fail
+   * the statement, and so every discovery of the tenant; its log answers 404 and is set aside as
+   * gone.
    */
   async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
     if (registrations.length === 0) return 0;

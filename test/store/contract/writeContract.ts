@@ -161,8 +161,6 @@ export function defineWriteContract(openEngine: OpenEngine): void {
       let armed = false;
       let checks = 0;
       const fence: WriteFence = {
-        tenant: 'acme',
-        epoch: 1,
         statementTimeoutMs: 10_000,
         check: async (client, begin) => {
           checks++;
