@@ -123,8 +123,8 @@ describe('webhook sink, when the endpoint fails', () => {
   });
 
   // The receiver dates Retry-After by its own clock (its Date header): read against ours, a
-  // receiver an hour ahead turned "in 30 s" into the hour's cap.
-  it.fails('reads an HTTP-date Retry-After against the answer’s own Date, not the local clock', async () => {
+  // receiver an hour ahead would turn "in 30 s" into the hour's cap.
+  it('reads an HTTP-date Retry-After against the answer’s own Date, not the local clock', async () => {
     const clock = new ManualClock();
     const times: number[] = [];
     const receiverNow = Date.now() + 3_600_000;
