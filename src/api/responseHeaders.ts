@@ -14,7 +14,11 @@ export interface ResponseMeta {
   remaining: number | undefined;
   /** RateLimit-Reset: seconds until the window resets. */
   resetSeconds: number | undefined;
-  /** Retry-After in seconds (integer or HTTP-date form). */
+  /**
+   * Retry-After in seconds (integer or HTTP-date form). An HTTP-date is measured from the same
+   * answer's Date when it has one: both are the service's clock, so a skewed local clock neither
+   * stretches the wait (ours behind) nor turns it into a date already past (ours ahead).
+   */
   retryAfterSeconds: number | undefined;
   /** The service's clock (Date header), epoch ms. */
   serverDate: number | undefined;
@@ -44,14 +48,15 @@ export function readResponseMeta(
 ): ResponseMeta {
   const date = header(headers, 'date');
   const parsedDate = date === undefined ? Number.NaN : Date.parse(date);
+  const serverDate = Number.isNaN(parsedDate) ? undefined : parsedDate;
   return {
     status,
     requestId: header(headers, 'x-request-id'),
     limit: nonNegativeInteger(header(headers, 'ratelimit-limit')),
     remaining: nonNegativeInteger(header(headers, 'ratelimit-remaining')),
     resetSeconds: nonNegativeInteger(header(headers, 'ratelimit-reset')),
-    retryAfterSeconds: parseRetryAfter(header(headers, 'retry-after'), receivedAt),
-    serverDate: Number.isNaN(parsedDate) ? undefined : parsedDate,
+    retryAfterSeconds: parseRetryAfter(header(headers, 'retry-after'), serverDate ?? receivedAt),
+    serverDate,
     receivedAt,
     ...(sentAt !== undefined && { sentAt }),
   };

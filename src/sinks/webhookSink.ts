@@ -176,8 +176,7 @@ export class WebhookSink implements Sink {
     if (kind === 'gone')
       throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
     if (kind === 'endpoint') {
-      const retryAfterMs =
-        status === 429 || status === 503 ? retryAfter(responseHeaders['retry-after'], Date.now()) : undefined;
+      const retryAfterMs = status === 429 || status === 503 ? retryAfter(responseHeaders, Date.now()) : undefined;
       const redirect =
         status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
       const hint = STATUS_HINTS[status];
@@ -284,9 +283,15 @@ async function readSnippet(body: ResponseBody, signal: AbortSignal): Promise<str
   return Buffer.concat(chunks).subarray(0, RESPONSE_READ_CAP).toString('utf8');
 }
 
-/** Retry-After as ms: delay-seconds or an HTTP-date, at most an hour; nonsense ("-5") is ignored. */
-function retryAfter(value: string | string[] | undefined, now: number): number | undefined {
-  const seconds = parseRetryAfter(Array.isArray(value) ? value[0] : value, now);
+/**
+ * Retry-After as ms: delay-seconds or an HTTP-date, at most an hour; nonsense ("-5") is ignored.
+ * An HTTP-date is measured from the answer's own Date when it has one: the receiver wrote both by
+ * its clock, which may be far from ours.
+ */
+function retryAfter(headers: Record<string, string | string[] | undefined>, now: number): number | undefined {
+  const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+  const dated = Date.parse(first(headers.date) ?? '');
+  const seconds = parseRetryAfter(first(headers['retry-after']), Number.isNaN(dated) ? now : dated);
   return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
 }
 

@@ -2,6 +2,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/events/eventId.js';
 import type { ReceivedWebhook } from '../../src/receiver/webhookReceiver.js';
+import { PostgresSink } from '../../src/sinks/postgresSink.js';
+import { postgresSinkConfigSchema } from '../../src/sinks/postgresSinkConfig.js';
+import { POSTGRES_URL } from '../support/postgresAdmin.js';
+import { admin, freshSchema } from '../store/postgresTestDb.js';
 import { startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { writeCliConfig } from '../support/cliConfig.js';
 import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
@@ -108,4 +112,86 @@ describe('crash safety of a write in flight', () => {
     expect(afterRestart.filter((r) => r.verified).map((r) => r.id)).toContain(inFlight.id);
     expect(new Set(hook.received.slice(1).map((r) => r.id))).toEqual(new Set(written));
   }, 120_000);
+
+  // A webhook batch holds one event, so a worker that recorded batches of several events before
+  // writing them passed the test above; the PostgreSQL sink writes the whole burst in one INSERT.
+  // A SHARE lock on its table holds that INSERT (reads and the sink's probe pass) until the kill.
+  it.skipIf(!admin)(
+    'writes again every event of a multi-event batch whose INSERT was in flight when the daemon was killed with SIGKILL',
+    async () => {
+      const pg = admin!;
+      const table = `${freshSchema()}.events`;
+      const sinkConfig = { name: 'pg', type: 'postgres', url: POSTGRES_URL, table } as const;
+      const creator = new PostgresSink(postgresSinkConfigSchema.parse(sinkConfig));
+      await creator.connect(new AbortController().signal);
+      await creator.close();
+
+      const simulator = await startTestSimulator({
+        seed: 41,
+        careers: 1,
+        skills: 0,
+        identityProviderShare: 0,
+        eventsPerHour: 0,
+        historyHours: 0,
+        readsPerHour: 10_000_000,
+      });
+      const from = Date.now() - 3_600_000;
+      const careerId = simulator.careerIds[0] as string;
+      const written = simulator
+        .appendBurst('career', careerId, 5, { from, to: Date.now() - 2_000 })
+        .map((e) => eventIdFor('career', careerId, e.id));
+
+      const dir = makeTempDir();
+      const config = writeCliConfig(dir, simulator.url, {
+        extra: [
+          `watch: { careers: { discover: true }, identityProviderEvents: false, pollIntervalSeconds: 0.5, startFrom: "${new Date(from - 60_000).toISOString()}", schedule: { firstPollWithinSeconds: 0, historyHours: 0 } }`,
+          'log: { level: info }',
+        ],
+        sinks: [`  - { name: pg, type: postgres, url: "${POSTGRES_URL}", table: ${table}, createTable: false }`],
+      });
+      await pg.query('BEGIN');
+      // Ended however the test goes: the client is shared by the file's other tests.
+      try {
+        await pg.query(`LOCK TABLE ${table} IN SHARE MODE`);
+        const first = startDaemon(config, simulator.apiKey);
+        await until(
+          async () =>
+            (await pg.query(`SELECT 1 FROM pg_locks WHERE relation = $1::regclass AND NOT granted`, [table])).rows
+              .length > 0,
+          60_000,
+          "the sink's INSERT waiting on the table lock",
+        ).catch(withLogs(first));
+        first.child.kill('SIGKILL');
+        await first.exited();
+        // The server does not notice a dead client while the statement waits on a lock: once the lock
+        // went, the orphaned INSERT would commit, and the events would land without a second write.
+        await pg.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = $1::regclass AND NOT granted`, [
+          table,
+        ]);
+      } finally {
+        await pg.query('ROLLBACK');
+      }
+      expect((await pg.query(`SELECT id FROM ${table}`)).rows).toEqual([]);
+
+      const second = startDaemon(config, simulator.apiKey);
+      const store = openSqliteStoreFile(join(dir, 'state', 'changefeed.sqlite'), { readonly: true });
+      try {
+        await until(
+          async () => {
+            const counts = await store.outbox.counts('pg');
+            return counts.delivered + counts.dead >= written.length && counts.pending === 0;
+          },
+          60_000,
+          'every delivery of the sink settled after the restart',
+        ).catch(withLogs(second));
+      } finally {
+        await store.close();
+      }
+      second.child.kill('SIGTERM');
+      await second.exited();
+      const landed = (await pg.query<{ id: string }>(`SELECT id FROM ${table}`)).rows.map((r) => r.id);
+      expect(new Set(landed)).toEqual(new Set(written));
+    },
+    120_000,
+  );
 });

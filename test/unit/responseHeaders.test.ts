@@ -77,6 +77,21 @@ describe('readResponseMeta', () => {
   it('reads Retry-After on a 429 in seconds', () => {
     expect(readResponseMeta(429, { 'retry-after': '120' }, NOW).retryAfterSeconds).toBe(120);
   });
+
+  // The service dates Retry-After by its own clock: read against ours, a local clock an hour
+  // behind would turn "in 90 s" into an hour's pause, and one ahead into a date already past.
+  it.each([
+    ['our clock an hour behind the service', 'Sun, 22 Nov 2026 13:00:00 GMT', 'Sun, 22 Nov 2026 13:01:30 GMT'],
+    ['our clock ten minutes ahead of the service', 'Sun, 22 Nov 2026 11:50:00 GMT', 'Sun, 22 Nov 2026 11:51:30 GMT'],
+  ])('reads an HTTP-date Retry-After against the same answer’s Date, with %s', (_, date, retryAfter) => {
+    expect(readResponseMeta(429, { date, 'retry-after': retryAfter }, NOW).retryAfterSeconds).toBe(90);
+  });
+
+  it('reads an HTTP-date Retry-After against our clock when the answer has no usable Date', () => {
+    const retryAfter = 'Sun, 22 Nov 2026 12:01:30 GMT';
+    expect(readResponseMeta(429, { 'retry-after': retryAfter }, NOW).retryAfterSeconds).toBe(90);
+    expect(readResponseMeta(429, { date: 'yesterday', 'retry-after': retryAfter }, NOW).retryAfterSeconds).toBe(90);
+  });
 });
 
 describe('parseRetryAfter', () => {

@@ -271,10 +271,15 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
     });
     it('replays and counts a journal of many batches in full, from its first event left after a prune to its head', async () => {
       const { store, skipJournalPositions } = await openFresh(['a']);
-      // Events on both sides of a gap wider than a count window: two count windows and several
-      // requeue batches, with a tenth of the events that filling them would take.
-      const half = Math.floor(REQUEUE_BATCH_EVENTS * 1.5);
-      const count = 2 * half;
+      // Events on each side of a count window's edge and past a count window that holds none, with
+      // gaps for the positions between: an edge, an empty window and the windows after it are where
+      // a window loop goes wrong (one seq short of the edge, stopping or skipping at an empty
+      // window), with a tenth of the events that filling the windows would take.
+      const before = Math.floor(REQUEUE_BATCH_EVENTS * 1.5);
+      const straddling = Math.floor(REQUEUE_BATCH_EVENTS * 1.5);
+      const after = 100;
+      const count = before + straddling + after;
+      const ids = Array.from({ length: count }, (_, i) => `e-${i}`);
       await ingest(
         store,
         Array.from({ length: 100 }, (_, i) => entry(`old-${i}`)),
@@ -282,19 +287,32 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       );
       await ingest(
         store,
-        Array.from({ length: half }, (_, i) => entry(`e-${i}`)),
+        ids.slice(0, before).map((id) => entry(id)),
         { now: T },
       );
-      await skipJournalPositions(COUNT_WINDOW_EVENTS);
+      await skipJournalPositions(COUNT_WINDOW_EVENTS - before - straddling / 2);
       await ingest(
         store,
-        Array.from({ length: half }, (_, i) => entry(`e-${half + i}`)),
+        ids.slice(before, before + straddling).map((id) => entry(id)),
         { now: T },
       );
-      const firstSeq = (await seqOf(store))['e-0']!;
-      expect((await store.journal.head()) - firstSeq).toBeGreaterThan(COUNT_WINDOW_EVENTS);
-      const seqs = (await store.outbox.pending('a', 0, count + 100)).map((d) => d.seq);
-      await store.outbox.markDelivered('a', seqs, T + 1);
+      await skipJournalPositions(2 * COUNT_WINDOW_EVENTS);
+      await ingest(
+        store,
+        ids.slice(before + straddling).map((id) => entry(id)),
+        { now: T },
+      );
+      // Seqs in ingestion order: the 100 old events', then e-0 onwards.
+      const pending = (await store.outbox.pending('a', 0, count + 200)).map((d) => d.seq);
+      expect(pending).toHaveLength(100 + count);
+      const offsetFromFirst = (i: number): number => pending[100 + i]! - pending[100]!;
+      const edge = before + straddling / 2;
+      expect([offsetFromFirst(edge - 1), offsetFromFirst(edge)]).toEqual([
+        COUNT_WINDOW_EVENTS - 1,
+        COUNT_WINDOW_EVENTS,
+      ]);
+      expect(offsetFromFirst(before + straddling)).toBeGreaterThanOrEqual(3 * COUNT_WINDOW_EVENTS);
+      await store.outbox.markDelivered('a', pending, T + 1);
       expect(await store.outbox.prune(T)).toBe(100);
 
       expect(await store.outbox.countFromJournal({})).toBe(count);
