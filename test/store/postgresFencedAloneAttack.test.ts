@@ -144,6 +144,45 @@ describe.skipIf(!admin)('the fenced one-statement writes and the EXECUTEs in sim
     expect(await store.watchedLogs.get('career', 'c-1')).toMatchObject({ windowEnd: T + 1_500 });
   });
 
+  /** Once `count` sessions wait for a lock `blocker`'s session holds (pg_blocking_pids). */
+  async function waitersBehind(blocker: pg.ClientBase, count: number): Promise<void> {
+    const { rows } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    for (;;) {
+      const waiting = await admin!.query(
+        'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))',
+        [rows[0]!.pid],
+      );
+      if ((waiting.rowCount ?? 0) >= count) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  it('keeps a flush waiting on state a batched poll handed back (its lease row locked), and refuses the flush when a takeover commits', async () => {
+    const { backend, store } = await fencedStore();
+    await poll(store, T + 1_000);
+    const taker = await backend.leasePool.connect();
+    try {
+      await taker.query('BEGIN');
+      await taker.query('SELECT 1 FROM changefeed_leases WHERE tenant = $1 FOR UPDATE', [tenant]);
+      store.deferState({ meta: { budget: 'x' } });
+      // The flush's fence check waits behind the taker; the poll's batch takes the state, passes the
+      // locked lease row over and hands the state back, and the poll's write alone waits there too.
+      const flushed = store.flushDeferred();
+      flushed.catch(() => undefined);
+      const polled = poll(store, T + 2_000);
+      polled.catch(() => undefined);
+      await waitersBehind(taker, 2);
+      await taker.query("UPDATE changefeed_leases SET holder = 'b', epoch = 2 WHERE tenant = $1", [tenant]);
+      await taker.query('COMMIT');
+      await expect(polled).rejects.toMatchObject({ code: 'LEASE_LOST' });
+      // Not a flush that says it wrote what nobody wrote.
+      await expect(flushed).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    } finally {
+      taker.release();
+    }
+    expect(await store.getMeta('budget')).toBeUndefined();
+  });
+
   it('recovers from its connection cut mid-statement (a server restart): unavailable, then one round trip again', async () => {
     const fenced = await oneRoundTripStore();
     const { backend, store } = fenced;
