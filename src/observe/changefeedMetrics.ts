@@ -6,7 +6,7 @@ import { LOG_KINDS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
 import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState, DeliveryCounts, WatchedLog } from '../store/storeRecords.js';
+import type { CircuitState, DeliveryCounts, LogKindCoverage } from '../store/storeRecords.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
@@ -197,7 +197,7 @@ export class ChangefeedMetrics {
 
   /** The tenant's watched logs as its gauges show them: a few numbers per kind, not its rows. */
   private logKinds(tenant: string, store: ChangefeedStore): Promise<Map<LogKind, LogKindGauges>> {
-    return this.readOnce(`logs\u0000${tenant}`, async () => logKindGauges(await store.watchedLogs.list()));
+    return this.readOnce(`logs\u0000${tenant}`, async () => logKindGauges(await store.watchedLogs.coverage()));
   }
 
   private defineScrapeGauges(): void {
@@ -451,15 +451,10 @@ interface LogKindGauges {
   gaps: number;
 }
 
-/** Every kind, with no gap and no cursor unless a log of it says otherwise. */
-function logKindGauges(watched: readonly WatchedLog[]): Map<LogKind, LogKindGauges> {
+/** Every kind, with no gap and no cursor unless the store counted logs of it. */
+function logKindGauges(coverage: readonly LogKindCoverage[]): Map<LogKind, LogKindGauges> {
   const kinds = new Map<LogKind, LogKindGauges>(LOG_KINDS.map((log) => [log, { oldestWindowEnd: undefined, gaps: 0 }]));
-  for (const w of watched) {
-    const kind = kinds.get(w.log);
-    if (kind === undefined) continue;
-    if (w.status !== 'active' || w.consecutiveFailures > 0) kind.gaps += 1;
-    if (w.status === 'active' && w.windowEnd !== null)
-      kind.oldestWindowEnd = Math.min(kind.oldestWindowEnd ?? Number.POSITIVE_INFINITY, w.windowEnd);
-  }
+  for (const c of coverage)
+    if (kinds.has(c.log)) kinds.set(c.log, { oldestWindowEnd: c.oldestActiveWindowEnd ?? undefined, gaps: c.gaps });
   return kinds;
 }

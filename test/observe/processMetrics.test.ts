@@ -20,7 +20,7 @@ function source(pending: number | 'refused'): TenantMetricSource {
     outbox: {
       counts: () => Promise.resolve({ pending, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: 1_000 }),
     },
-    watchedLogs: { list: pending === 'refused' ? refuse : () => Promise.resolve([]) },
+    watchedLogs: { coverage: pending === 'refused' ? refuse : () => Promise.resolve([]) },
   } as unknown as ChangefeedStore;
   return {
     store,
@@ -156,10 +156,8 @@ describe('the process metrics', () => {
             Promise.resolve({ pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null }),
         },
         watchedLogs: {
-          list: () => {
-            const rows = [
-              { log: 'career', objectId: 'c-1', status: 'active', windowEnd: 1_000, consecutiveFailures: 0 },
-            ];
+          coverage: () => {
+            const rows = [{ log: 'career', gaps: 0, oldestActiveWindowEnd: 1_000 }];
             rowsRead.push(new WeakRef(rows));
             return Promise.resolve(rows);
           },

@@ -17,7 +17,7 @@ import { PostgresRateEstimates } from './rateEstimates.js';
 import { PostgresSeenEntries, seenEntriesRead, storedEntryId } from './seenEntries.js';
 import { PostgresSinkStates, sinkListRead } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
-import { PostgresWatchedLogs, watchedLogListRead } from './watchedLogs.js';
+import { PostgresWatchedLogs, watchedLogCoverageRead, watchedLogListRead } from './watchedLogs.js';
 
 /** What decideIngest is told for a read of nothing: there is nothing to ask about. */
 const NO_FACTS: IngestFacts = { seen: new Set(), journaled: new Set(), quarantinedBefore: new Set() };
@@ -32,6 +32,7 @@ export interface SharedTenantReads {
   sinks: ReturnType<typeof sinkListRead>;
   counts: ReturnType<typeof outboxCountsRead>;
   watchedLogs: ReturnType<typeof watchedLogListRead>;
+  coverage: ReturnType<typeof watchedLogCoverageRead>;
   seen: ReturnType<typeof seenEntriesRead>;
   /** Not a read: the read-nothing polls' advances of every tenant, batched the same way. */
   advances: AdvanceBatch;
@@ -43,6 +44,7 @@ export function sharedTenantReads(gate: PoolGate, activity: StoreActivity): Shar
     sinks: sinkListRead(),
     counts: outboxCountsRead(),
     watchedLogs: watchedLogListRead(),
+    coverage: watchedLogCoverageRead(),
     seen: seenEntriesRead(),
     advances: new AdvanceBatch(gate, activity),
   };
@@ -69,7 +71,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     requeueCounts: RequeueCounts,
     shared: SharedTenantReads,
   ) {
-    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.advances);
+    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.coverage, shared.advances);
     this.seen = new PostgresSeenEntries(db, shared.seen);
     this.outbox = new PostgresOutbox(db, shared.counts);
     this.deadLetters = new PostgresDeadLetters(db, requeueCounts);

@@ -1,11 +1,15 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { WATCHED_LOG_COLUMNS, watchedLogFromRow, type RowOf } from '../storedRows.js';
-import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
+import type { LogKindCoverage, WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
 
 const GET = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?`;
 const LIST = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? ORDER BY log, object_id`;
+// MIN skips the NULLs: a log not active, or without a cursor yet (a skill before its first full read).
+const COVERAGE = `SELECT log, SUM(status <> 'active' OR consecutive_failures > 0) AS gaps,
+    MIN(CASE WHEN status = 'active' THEN window_end END) AS oldestActiveWindowEnd
+  FROM watched_logs WHERE tenant = ? GROUP BY log ORDER BY log`;
 const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,
     first_poll_by)
   VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now, @firstPollBy)
@@ -32,6 +36,10 @@ export class WatchedLogs implements WatchedLogStore {
 
   async list(): Promise<WatchedLog[]> {
     return this.conn.statement<[string], RowOf<WatchedLog>>(LIST).all(this.conn.tenant).map(watchedLogFromRow);
+  }
+
+  async coverage(): Promise<LogKindCoverage[]> {
+    return this.conn.statement<[string], LogKindCoverage>(COVERAGE).all(this.conn.tenant);
   }
 
   async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {
