@@ -18,7 +18,10 @@ function source(pending: number | 'refused'): TenantMetricSource {
   const store = {
     sinks: { list: pending === 'refused' ? refuse : () => Promise.resolve([{ name: 'hook', active: true }]) },
     outbox: {
-      counts: () => Promise.resolve({ pending, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: 1_000 }),
+      counts:
+        pending === 'refused'
+          ? refuse
+          : () => Promise.resolve({ pending, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: 1_000 }),
     },
     watchedLogs: { coverage: pending === 'refused' ? refuse : () => Promise.resolve([]) },
   } as unknown as ChangefeedStore;
@@ -180,10 +183,10 @@ describe('the process metrics', () => {
     const metrics = new ProcessMetrics();
     let storeReads = 0;
     const counted = source(2);
-    const list = counted.store.sinks.list.bind(counted.store.sinks);
-    counted.store.sinks.list = () => {
+    const counts = counted.store.outbox.counts.bind(counted.store.outbox);
+    counted.store.outbox.counts = (sink) => {
       storeReads += 1;
-      return list();
+      return counts(sink);
     };
     metrics.tenants.forTenant('acme').attach(counted);
     const parts: string[] = [];
@@ -210,17 +213,17 @@ describe('the process metrics', () => {
   // had set before that (17 of 20 tenants' outbox gauges with five overlapping scrapes).
   it('answers every tenant in each of two overlapping scrapes, whichever reads come back first', async () => {
     const metrics = new ProcessMetrics();
-    // Each read of a tenant's sinks waits until the test lets it answer.
+    // Each read of a tenant's outbox counts waits until the test lets it answer.
     const reads: { tenant: string; answer: () => void }[] = [];
     let readArrived: () => void = () => undefined;
     const gated = (tenant: string): TenantMetricSource => {
       const tenantSource = source(1);
-      const list = tenantSource.store.sinks.list.bind(tenantSource.store.sinks);
-      tenantSource.store.sinks.list = () =>
+      const counts = tenantSource.store.outbox.counts.bind(tenantSource.store.outbox);
+      tenantSource.store.outbox.counts = (sink) =>
         new Promise<void>((resolve) => {
           reads.push({ tenant, answer: resolve });
           readArrived();
-        }).then(list);
+        }).then(() => counts(sink));
       return tenantSource;
     };
     const readsReach = (count: number): Promise<void> =>
