@@ -24,6 +24,13 @@ const COUNTERS = [
 ] as const;
 
 const MAX_START_MS = Number(process.env.BENCH_MAX_START_SECONDS ?? 900) * 1000;
+/** Scrapes of /metrics timed one after another once the measurement ends (BENCH_SCRAPES to change). */
+const SCRAPES = Number(process.env.BENCH_SCRAPES ?? 5);
+/** The daemon's `api.timeoutMs`: longer than the simulator is paused for the timed scrapes. */
+const PAUSED_SIMULATOR_TIMEOUT_MS = 300_000;
+/** How long the simulator is paused before the daemon's idle CPU is taken: every tenant's poll then waits on it. */
+const SETTLE_MS = 8_000;
+const IDLE_SAMPLE_MS = 3_000;
 
 function runningTenants(metricsText: string): number {
   return Number(/^changefeed_tenants\{state="running"\} (\d+)$/m.exec(metricsText)?.[1] ?? 0);
@@ -82,7 +89,9 @@ function writeConfig(
     config,
     [
       `stateDir: "${join(dir, 'state')}"`,
-      `api: { baseUrl: "${url}" }`,
+      // The requests the paused simulator holds while the scrapes are timed (timedScrapes) must not
+      // time out meanwhile: 15 s, the default, is shorter than ten scrapes of a loaded machine.
+      `api: { baseUrl: "${url}", timeoutMs: ${PAUSED_SIMULATOR_TIMEOUT_MS} }`,
       'watch: { careers: { discover: true }, skills: { discover: true }, identityProviderEvents: true }',
       ...(store === '' ? [] : [store]),
       `http: { port: ${port} }`,
@@ -107,7 +116,8 @@ function writeConfig(
  * application_name, /proc/<pid>/stat) beside all postgres processes' CPU. What a tenant costs is
  * `KB per tenant`: RSS after warm-up less that of the same daemon serving one tenant (run first,
  * briefly), over the other tenants. The simulator's own RSS and cores are printed beside, as it
- * shares the machine.
+ * shares the machine. Last, what a /metrics scrape costs the daemon (timedScrapes): its duration,
+ * its CPU and its size.
  */
 export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchRow> {
   const dir = mkdtempSync(join(tmpdir(), 'cf-tenants-scale-'));
@@ -205,6 +215,8 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
     const requests429 = sumMetricWhere(after.metrics, 'changefeed_api_requests_total', 'status="429"');
     const rateLimited = Math.max(a.changefeed_api_rate_limited_total ?? 0, requests429);
     const simulatorCpu = cpuSeconds(simulator.child.pid as number);
+    const peakBeforeScrapes = memoryMiB(pid).peak;
+    const scrape = await timedScrapes(pid, port, simulator.child);
     return {
       case: `${options.tenants.toLocaleString('en-US')} tenants, ${options.store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       'all running after s': Math.round(allRunningSeconds),
@@ -215,7 +227,7 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       'one-tenant RSS MiB': Math.round(oneTenantRss),
       'KB per tenant': Math.round(((rssAfterWarmUp - oneTenantRss) * 1024) / Math.max(1, options.tenants - 1)),
       'RSS max MiB': Math.round(maxRss),
-      'VmHWM MiB': Math.round(memoryMiB(pid).peak),
+      'VmHWM MiB': Math.round(peakBeforeScrapes),
       'CPU s per hour': Math.round((cpu / seconds) * 3600),
       cores: cpu / seconds,
       'daemon CPU µs per request': (cpu * 1e6) / requests,
@@ -233,6 +245,11 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
         (delta('changefeed_store_pool_wait_seconds_total') * 1000) /
         Math.max(1, delta('changefeed_store_pool_waits_total')),
       'STORE_BUSY (whole run)': a.changefeed_store_pool_busy_total ?? 0,
+      'idle cores (simulator paused)': scrape.idleCores,
+      'scrape s': scrape.seconds,
+      'scrape CPU ms': scrape.cpuSeconds * 1000,
+      'scrape CPU µs per tenant': (scrape.cpuSeconds * 1e6) / options.tenants,
+      'scrape MB': scrape.bytes / 1e6,
       ...(admin === undefined
         ? {}
         : {
@@ -255,6 +272,38 @@ export async function tenantsScale(options: TenantsScaleOptions): Promise<BenchR
       await admin.end();
     }
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What one /metrics scrape costs the daemon, on an otherwise idle daemon: the simulator is paused
+ * (SIGSTOP), so once every tenant's poll waits on it the daemon neither polls nor ingests; its CPU
+ * at rest is sampled, then SCRAPES scrapes run one after another, each timed from its request to
+ * its last byte, and their CPU less the rest's over the same time is the scrapes'. CPU seconds,
+ * not only seconds: on a loaded machine a scrape's duration is mostly the scraper's turns to
+ * read. The simulator goes on (SIGCONT) when they are done.
+ */
+async function timedScrapes(
+  pid: number,
+  port: number,
+  simulator: ChildProcess,
+): Promise<{ idleCores: number; seconds: number; cpuSeconds: number; bytes: number }> {
+  simulator.kill('SIGSTOP');
+  try {
+    await sleep(SETTLE_MS);
+    const idleFrom = { cpu: cpuSeconds(pid), at: performance.now() };
+    await sleep(IDLE_SAMPLE_MS);
+    const idleCores = (cpuSeconds(pid) - idleFrom.cpu) / ((performance.now() - idleFrom.at) / 1000);
+    const cpuBefore = cpuSeconds(pid);
+    const started = performance.now();
+    let bytes = 0;
+    for (let i = 0; i < SCRAPES; i++)
+      bytes += Buffer.byteLength(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = cpuSeconds(pid) - cpuBefore - idleCores * seconds;
+    return { idleCores, seconds: seconds / SCRAPES, cpuSeconds: cpu / SCRAPES, bytes: bytes / SCRAPES };
+  } finally {
+    simulator.kill('SIGCONT');
   }
 }
 

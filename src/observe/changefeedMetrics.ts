@@ -1,12 +1,13 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type MetricValue, type Registry } from 'prom-client';
 import type { ResponseMeta } from '../api/responseHeaders.js';
 import type { BatchOutcome } from '../deliver/sinkWorker.js';
 import type { FeedObserver, FeedMode } from '../feed/feedObserver.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
 import type { ScheduleSnapshot } from '../schedule/pollScheduler.js';
+import { ScrapeGauge } from './scrapeGauge.js';
 import type { ChangefeedStore } from '../store/changefeedStore.js';
-import type { CircuitState, DeliveryCounts, WatchedLog } from '../store/storeRecords.js';
+import type { CircuitState, DeliveryCounts, LogKindCoverage } from '../store/storeRecords.js';
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
@@ -116,8 +117,8 @@ function tenantSeries(registry: Registry) {
  * per process (processMetrics.ts), not per tenant or per reload: a tenant restarted, a lease
  * acquired again or a SIGHUP never resets a counter. Counters move through a tenant's
  * TenantMetrics; gauges are read at scrape time from the tenants attached now (the store for
- * outbox depth, dead letters, watermark age and gaps; the workers for connection and circuit), so
- * they are always current and a tenant that stopped here drops out of them.
+ * outbox depth, dead letters, watermark age and gaps; the workers for the sinks, their connection
+ * and circuit), so they are always current and a tenant that stopped here drops out of them.
  */
 export class ChangefeedMetrics {
   readonly series: ReturnType<typeof tenantSeries>;
@@ -132,6 +133,12 @@ export class ChangefeedMetrics {
    * when the scrape has answered, so the rows of every tenant are not held between scrapes.
    */
   private scrapeReads: Map<string, Promise<unknown>> | undefined;
+  /**
+   * What the scrape under way asked of each tenant's runtime (its schedule, its sinks' states),
+   * shared by the gauges that show it: three gauges show the schedule and six the sinks, for every
+   * tenant, every scrape.
+   */
+  private scrapeViews: WeakMap<TenantMetricSource, RuntimeView> | undefined;
 
   constructor(private readonly registry: Registry) {
     this.series = tenantSeries(registry);
@@ -150,12 +157,38 @@ export class ChangefeedMetrics {
    */
   async scraping<T>(collect: () => Promise<T>): Promise<T> {
     const reads = new Map<string, Promise<unknown>>();
+    const views = new WeakMap<TenantMetricSource, RuntimeView>();
     this.scrapeReads = reads;
+    this.scrapeViews = views;
     try {
       return await collect();
     } finally {
       if (this.scrapeReads === reads) this.scrapeReads = undefined;
+      if (this.scrapeViews === views) this.scrapeViews = undefined;
     }
+  }
+
+  /** The runtime's schedule as this scrape saw it first. */
+  private scheduleOf(source: TenantMetricSource): ScheduleSnapshot | undefined {
+    const view = this.runtimeView(source);
+    if (!('schedule' in view)) view.schedule = source.schedule?.();
+    return view.schedule;
+  }
+
+  /** The runtime's sinks as this scrape saw them first. */
+  private sinksOf(source: TenantMetricSource): readonly SinkMetricState[] | undefined {
+    const view = this.runtimeView(source);
+    if (!('sinks' in view)) view.sinks = source.sinks?.();
+    return view.sinks;
+  }
+
+  private runtimeView(source: TenantMetricSource): RuntimeView {
+    let view = this.scrapeViews?.get(source);
+    if (view === undefined) {
+      view = {};
+      this.scrapeViews?.set(source, view);
+    }
+    return view;
   }
 
   private readOnce<T>(key: string, read: () => Promise<T>): Promise<T> {
@@ -175,28 +208,38 @@ export class ChangefeedMetrics {
 
   /**
    * Runs `read` for each attached tenant. A tenant whose store refuses is left out of this
-   * scrape (its absence is the signal, beside the readiness check), not the whole /metrics.
+   * scrape (its absence is the signal, beside the readiness check), not the whole /metrics. A
+   * read that answers at once (the gauges of what the runtime holds) makes no promise: ten of
+   * the gauges do so for every tenant, every scrape.
    */
   private async eachTenant(read: (tenant: string, source: TenantMetricSource) => Promise<void> | void): Promise<void> {
-    await Promise.all(
-      [...this.sources].map(async ([tenant, source]) => {
-        try {
-          await read(tenant, source);
-        } catch {
-          // Left out of this scrape; the tenant's own loops report the store's refusal.
-        }
-      }),
-    );
+    const reading: Promise<void>[] = [];
+    for (const [tenant, source] of this.sources) {
+      try {
+        const answer = read(tenant, source);
+        // Left out of this scrape; the tenant's own loops report the store's refusal.
+        if (answer !== undefined) reading.push(answer.catch(() => undefined));
+      } catch {
+        // As above: left out.
+      }
+    }
+    await Promise.all(reading);
   }
 
-  private async activeSinks(tenant: string, store: ChangefeedStore): Promise<string[]> {
-    const sinks = await this.readOnce(`sinks\u0000${tenant}`, () => store.sinks.list());
+  /**
+   * The sinks the tenant delivers to: its workers' when it runs them (the daemon), which are the
+   * sinks its start made active in the store; else those the store lists as active.
+   */
+  private async activeSinks(tenant: string, source: TenantMetricSource): Promise<string[]> {
+    const running = this.sinksOf(source);
+    if (running) return running.map((s) => s.sink);
+    const sinks = await this.readOnce(`sinks\u0000${tenant}`, () => source.store.sinks.list());
     return sinks.filter((s) => s.active).map((s) => s.name);
   }
 
   /** The tenant's watched logs as its gauges show them: a few numbers per kind, not its rows. */
   private logKinds(tenant: string, store: ChangefeedStore): Promise<Map<LogKind, LogKindGauges>> {
-    return this.readOnce(`logs\u0000${tenant}`, async () => logKindGauges(await store.watchedLogs.list()));
+    return this.readOnce(`logs\u0000${tenant}`, async () => logKindGauges(await store.watchedLogs.coverage()));
   }
 
   private defineScrapeGauges(): void {
@@ -210,22 +253,12 @@ export class ChangefeedMetrics {
         source: TenantMetricSource,
       ) => Promise<void> | void,
     ): void => {
-      const each = (fn: Parameters<ChangefeedMetrics['eachTenant']>[0]) => this.eachTenant(fn);
-      new Gauge({
-        name,
-        help,
-        labelNames: ['tenant', ...labelNames],
-        registers: [this.registry],
-        async collect() {
-          const values: [Record<string, string>, number][] = [];
-          await each((tenant, source) =>
-            read((labels, value) => values.push([{ tenant, ...labels }, value]), tenant, source),
-          );
-          // Reset and set at once, after every read: a scrape that overlaps this one resets the
-          // gauge when its own reads end, and would otherwise cut out what this one set before.
-          this.reset();
-          for (const [labels, value] of values) this.set(labels, value);
-        },
+      new ScrapeGauge({ name, help, labelNames: ['tenant', ...labelNames], registers: [this.registry] }, async () => {
+        const values: MetricValue<string>[] = [];
+        await this.eachTenant((tenant, source) =>
+          read((labels, value) => values.push({ labels, value }), tenant, source),
+        );
+        return values;
       });
     };
     // Only for the tenants running here: the last answer of a tenant handed over or removed
@@ -236,21 +269,21 @@ export class ChangefeedMetrics {
       [],
       (set, tenant) => {
         const remaining = this.budgets.get(tenant);
-        if (remaining !== undefined) set({}, remaining);
+        if (remaining !== undefined) set({ tenant }, remaining);
       },
     );
     gauge(
       'changefeed_budget_allowance_per_hour',
       'Requests per hour the daemon allows itself: min(cap, RateLimit-Limit) less the reserve.',
       [],
-      (set, _, source) => set({}, source.allowancePerHour()),
+      (set, tenant, source) => set({ tenant }, source.allowancePerHour()),
     );
     gauge(
       'changefeed_service_clock_skew_seconds',
       'Believed offset of the service clock from the local clock (positive: the service is ahead).',
       [],
-      (set, _, source) => {
-        if (source.serviceClockSkewSeconds) set({}, source.serviceClockSkewSeconds());
+      (set, tenant, source) => {
+        if (source.serviceClockSkewSeconds) set({ tenant }, source.serviceClockSkewSeconds());
       },
     );
     const scheduleGauges: [string, string, (s: ScheduleSnapshot) => number][] = [
@@ -272,8 +305,9 @@ export class ChangefeedMetrics {
       ],
     ];
     for (const [name, help, pick] of scheduleGauges)
-      gauge(name, help, [], (set, _, source) => {
-        if (source.schedule) set({}, pick(source.schedule()));
+      gauge(name, help, [], (set, tenant, source) => {
+        const schedule = this.scheduleOf(source);
+        if (schedule) set({ tenant }, pick(schedule));
       });
     const outboxGauges: [string, string, (counts: DeliveryCounts, now: number) => number][] = [
       ['changefeed_outbox_pending', 'Events waiting for delivery, by sink.', (c) => c.pending],
@@ -288,8 +322,8 @@ export class ChangefeedMetrics {
     for (const [name, help, pick] of outboxGauges)
       gauge(name, help, ['sink'], async (set, tenant, source) => {
         const now = source.now();
-        for (const sink of await this.activeSinks(tenant, source.store))
-          set({ sink }, pick(await this.countsOf(tenant, source.store, sink), now));
+        for (const sink of await this.activeSinks(tenant, source))
+          set({ tenant, sink }, pick(await this.countsOf(tenant, source.store, sink), now));
       });
     const sinkGauges: [string, string, (s: SinkMetricState) => boolean][] = [
       [
@@ -312,18 +346,18 @@ export class ChangefeedMetrics {
       ],
     ];
     for (const [name, help, holds] of sinkGauges)
-      gauge(name, help, ['sink'], (set, _, source) => {
-        for (const s of source.sinks?.() ?? []) set({ sink: s.sink }, holds(s) ? 1 : 0);
+      gauge(name, help, ['sink'], (set, tenant, source) => {
+        for (const s of this.sinksOf(source) ?? []) set({ tenant, sink: s.sink }, holds(s) ? 1 : 0);
       });
     gauge(
       'changefeed_sink_circuit_state',
       "The sink's circuit breaker: 1 for its current state (closed, half_open, open), 0 for the others.",
       ['sink', 'state'],
-      (set, _, source) => {
-        for (const s of source.sinks?.() ?? [])
+      (set, tenant, source) => {
+        for (const s of this.sinksOf(source) ?? [])
           // Prometheus label values take no hyphen: half-open is half_open.
           for (const state of CIRCUIT_STATES)
-            set({ sink: s.sink, state: state.replace('-', '_') }, s.circuit === state ? 1 : 0);
+            set({ tenant, sink: s.sink, state: state.replace('-', '_') }, s.circuit === state ? 1 : 0);
       },
     );
     gauge(
@@ -334,7 +368,7 @@ export class ChangefeedMetrics {
       async (set, tenant, source) => {
         const now = source.now();
         for (const [log, { oldestWindowEnd }] of await this.logKinds(tenant, source.store))
-          if (oldestWindowEnd !== undefined) set({ log }, Math.max(0, (now - oldestWindowEnd) / 1000));
+          if (oldestWindowEnd !== undefined) set({ tenant, log }, Math.max(0, (now - oldestWindowEnd) / 1000));
       },
     );
     gauge(
@@ -343,7 +377,7 @@ export class ChangefeedMetrics {
         'scope, rejected request), gone, or failing every poll; by log.',
       ['log'],
       async (set, tenant, source) => {
-        for (const [log, { gaps }] of await this.logKinds(tenant, source.store)) set({ log }, gaps);
+        for (const [log, { gaps }] of await this.logKinds(tenant, source.store)) set({ tenant, log }, gaps);
       },
     );
   }
@@ -431,6 +465,12 @@ export class TenantMetrics implements FeedObserver {
   }
 }
 
+/** A tenant's runtime as one scrape shows it, each part asked the first time a gauge needs it. */
+interface RuntimeView {
+  schedule?: ScheduleSnapshot | undefined;
+  sinks?: readonly SinkMetricState[] | undefined;
+}
+
 /** A bounded label: the kind of endpoint, never the object id. */
 function endpointOf(path: string): string {
   if (path.endsWith('/identity-provider-events')) return 'identity_provider_activity';
@@ -450,15 +490,10 @@ interface LogKindGauges {
   gaps: number;
 }
 
-/** Every kind, with no gap and no cursor unless a log of it says otherwise. */
-function logKindGauges(watched: readonly WatchedLog[]): Map<LogKind, LogKindGauges> {
+/** Every kind, with no gap and no cursor unless the store counted logs of it. */
+function logKindGauges(coverage: readonly LogKindCoverage[]): Map<LogKind, LogKindGauges> {
   const kinds = new Map<LogKind, LogKindGauges>(LOG_KINDS.map((log) => [log, { oldestWindowEnd: undefined, gaps: 0 }]));
-  for (const w of watched) {
-    const kind = kinds.get(w.log);
-    if (kind === undefined) continue;
-    if (w.status !== 'active' || w.consecutiveFailures > 0) kind.gaps += 1;
-    if (w.status === 'active' && w.windowEnd !== null)
-      kind.oldestWindowEnd = Math.min(kind.oldestWindowEnd ?? Number.POSITIVE_INFINITY, w.windowEnd);
-  }
+  for (const c of coverage)
+    if (kinds.has(c.log)) kinds.set(c.log, { oldestWindowEnd: c.oldestActiveWindowEnd ?? undefined, gaps: c.gaps });
   return kinds;
 }

@@ -1,8 +1,9 @@
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { CHANGEFEED_VERSION } from '../version.js';
 import { ChangefeedMetrics } from './changefeedMetrics.js';
 import { FeedRouterMetrics } from './feedRouterMetrics.js';
 import { LeaseMetrics } from './leaseMetrics.js';
+import { MetricText } from './metricText.js';
 import { StoreMetrics } from './storeMetrics.js';
 
 const GAUGES_NAMED_AS_COUNTERS = [
@@ -32,6 +33,7 @@ export class ProcessMetrics {
   readonly feedRouter: FeedRouterMetrics;
   readonly store: StoreMetrics;
   private view: TenantCountView | undefined;
+  private readonly text = new MetricText();
 
   constructor() {
     const registers = [this.registry];
@@ -76,9 +78,10 @@ export class ProcessMetrics {
   async write(write: (part: string) => Promise<void>): Promise<void> {
     this.collectProcessMetrics();
     await this.tenants.scraping(async () => {
-      const metrics = this.registry.getMetricsAsArray();
+      // prom-client's typings call these MetricObjects; the array holds the metrics themselves.
+      const metrics = this.registry.getMetricsAsArray() as unknown as Metric[];
       for (const [i, metric] of metrics.entries()) {
-        const text = await this.registry.getSingleMetricAsString(metric.name);
+        const text = await this.text.render(metric);
         await write(i < metrics.length - 1 ? `${text}\n\n` : `${text}\n`);
       }
     });

@@ -44,6 +44,18 @@ export interface WatchedLog {
   firstPollBy: number;
 }
 
+/**
+ * One kind of a tenant's watched logs, as the coverage and watermark gauges of /metrics show it
+ * (WatchedLogStore.coverage).
+ */
+export interface LogKindCoverage {
+  log: LogKind;
+  /** Its logs with a gap in coverage: disabled, gone, or failing (a failure since the last success). */
+  gaps: number;
+  /** The oldest cursor (`windowEnd`) among its active logs that have one; null when none has. */
+  oldestActiveWindowEnd: number | null;
+}
+
 /** A log to start watching (WatchedLogStore.registerAll). */
 export interface WatchRegistration {
   log: LogKind;

@@ -8,7 +8,7 @@ import { StoreActivity } from '../../src/store/storeActivity.js';
 const refusing: TenantMetricSource = {
   store: {
     sinks: { list: () => Promise.reject(new Error('pool timeout')) },
-    watchedLogs: { list: () => Promise.reject(new Error('pool timeout')) },
+    watchedLogs: { coverage: () => Promise.reject(new Error('pool timeout')) },
   } as unknown as ChangefeedStore,
   now: () => 0,
   allowancePerHour: () => 100,

@@ -100,7 +100,7 @@ describe('the health server', () => {
           Promise.resolve({ pending: 1, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null }),
       },
       watchedLogs: {
-        list: () => {
+        coverage: () => {
           logReads += 1;
           return Promise.resolve([]);
         },

@@ -18,9 +18,12 @@ function source(pending: number | 'refused'): TenantMetricSource {
   const store = {
     sinks: { list: pending === 'refused' ? refuse : () => Promise.resolve([{ name: 'hook', active: true }]) },
     outbox: {
-      counts: () => Promise.resolve({ pending, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: 1_000 }),
+      counts:
+        pending === 'refused'
+          ? refuse
+          : () => Promise.resolve({ pending, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: 1_000 }),
     },
-    watchedLogs: { list: pending === 'refused' ? refuse : () => Promise.resolve([]) },
+    watchedLogs: { coverage: pending === 'refused' ? refuse : () => Promise.resolve([]) },
   } as unknown as ChangefeedStore;
   return {
     store,
@@ -129,15 +132,16 @@ describe('the process metrics', () => {
         const text = await metrics.metrics();
         return { text, statements: backend.activity.statements - before };
       };
-      // Per tenant: its sinks, the one sink's counts, its watched logs (five gauges read them).
+      // Per tenant its sinks and the one sink's counts; the watched logs of all three in one
+      // statement (five gauges read these).
       let { text, statements } = await scrape();
-      expect(statements).toBe(3 * 3);
+      expect(statements).toBe(2 * 3 + 1);
       expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 't-1', sink: 'a' })).toBe(0);
       expect(sampleValue(text, 'changefeed_coverage_gaps', { tenant: 't-1', log: 'career' })).toBe(0);
 
       await ingest(stores[0]!, [entry('e-1')]);
       ({ text, statements } = await scrape());
-      expect(statements).toBe(3 * 3);
+      expect(statements).toBe(2 * 3 + 1);
       expect(sampleValue(text, 'changefeed_outbox_pending', { tenant: 't-1', sink: 'a' })).toBe(1);
       expect(sampleValue(text, 'changefeed_watermark_age_seconds', { tenant: 't-1', log: 'career' })).toBe(0);
     } finally {
@@ -156,10 +160,8 @@ describe('the process metrics', () => {
             Promise.resolve({ pending: 0, delivered: 0, dead: 0, filtered: 0, oldestPendingIngestedAt: null }),
         },
         watchedLogs: {
-          list: () => {
-            const rows = [
-              { log: 'career', objectId: 'c-1', status: 'active', windowEnd: 1_000, consecutiveFailures: 0 },
-            ];
+          coverage: () => {
+            const rows = [{ log: 'career', gaps: 0, oldestActiveWindowEnd: 1_000 }];
             rowsRead.push(new WeakRef(rows));
             return Promise.resolve(rows);
           },
@@ -181,10 +183,10 @@ describe('the process metrics', () => {
     const metrics = new ProcessMetrics();
     let storeReads = 0;
     const counted = source(2);
-    const list = counted.store.sinks.list.bind(counted.store.sinks);
-    counted.store.sinks.list = () => {
+    const counts = counted.store.outbox.counts.bind(counted.store.outbox);
+    counted.store.outbox.counts = (sink) => {
       storeReads += 1;
-      return list();
+      return counts(sink);
     };
     metrics.tenants.forTenant('acme').attach(counted);
     const parts: string[] = [];
@@ -211,17 +213,17 @@ describe('the process metrics', () => {
   // had set before that (17 of 20 tenants' outbox gauges with five overlapping scrapes).
   it('answers every tenant in each of two overlapping scrapes, whichever reads come back first', async () => {
     const metrics = new ProcessMetrics();
-    // Each read of a tenant's sinks waits until the test lets it answer.
+    // Each read of a tenant's outbox counts waits until the test lets it answer.
     const reads: { tenant: string; answer: () => void }[] = [];
     let readArrived: () => void = () => undefined;
     const gated = (tenant: string): TenantMetricSource => {
       const tenantSource = source(1);
-      const list = tenantSource.store.sinks.list.bind(tenantSource.store.sinks);
-      tenantSource.store.sinks.list = () =>
+      const counts = tenantSource.store.outbox.counts.bind(tenantSource.store.outbox);
+      tenantSource.store.outbox.counts = (sink) =>
         new Promise<void>((resolve) => {
           reads.push({ tenant, answer: resolve });
           readArrived();
-        }).then(list);
+        }).then(() => counts(sink));
       return tenantSource;
     };
     const readsReach = (count: number): Promise<void> =>

@@ -3,6 +3,7 @@ import type { ChangefeedStore } from '../../src/store/changefeedStore.js';
 import { openStoreBackend } from '../../src/store/openStoreBackend.js';
 import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../../src/store/storeBackend.js';
 import type { StoreConfig } from '../../src/store/storeConfig.js';
+import { defineCoverageContract } from './contract/coverageContract.js';
 import { defineIngestContract } from './contract/ingestContract.js';
 import { defineJournalContract } from './contract/journalContract.js';
 import { defineOutboxContract } from './contract/outboxContract.js';
@@ -96,4 +97,5 @@ export function defineStoreContractTests(
   defineStateContract(openFresh);
   defineJournalContract(openFresh);
   defineWriteContract(openEngine);
+  defineCoverageContract(openEngine);
 }

@@ -1,6 +1,7 @@
 import { RequeueCounts } from '../../src/store/requeueCounts.js';
 import { openDatabase } from '../../src/store/sqlite/database.js';
 import { SqliteChangefeedStore } from '../../src/store/sqlite/sqliteStore.js';
+import { watchedLogCoverageRead } from '../../src/store/sqlite/watchedLogs.js';
 import { DEFAULT_TENANT } from '../../src/tenants/tenant.js';
 
 /** A tenant's store on a connection of its own, which closing the store closes. */
@@ -20,5 +21,5 @@ export function openSqliteStoreFile(
   options: { readonly?: boolean; tenant?: string } = {},
 ): SqliteChangefeedStore {
   const db = openDatabase(file, options);
-  return new SqliteStoreFile(db, options.tenant ?? DEFAULT_TENANT, new RequeueCounts());
+  return new SqliteStoreFile(db, options.tenant ?? DEFAULT_TENANT, new RequeueCounts(), watchedLogCoverageRead());
 }

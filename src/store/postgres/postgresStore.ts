@@ -17,7 +17,7 @@ import { PostgresRateEstimates } from './rateEstimates.js';
 import { PostgresSeenEntries, seenEntriesRead, storedEntryId } from './seenEntries.js';
 import { PostgresSinkStates, sinkListRead } from './sinkStates.js';
 import type { Query, TenantDb } from './tenantDb.js';
-import { PostgresWatchedLogs, watchedLogListRead } from './watchedLogs.js';
+import { PostgresWatchedLogs, watchedLogCoverageRead, watchedLogListRead } from './watchedLogs.js';
 
 /** What decideIngest is told for a read of nothing: there is nothing to ask about. */
 const NO_FACTS: IngestFacts = { seen: new Set(), journaled: new Set(), quarantinedBefore: new Set() };
@@ -37,6 +37,7 @@ export function sharedTenantReads(gate: PoolGate, activity: StoreActivity) {
     sinks: sinkListRead(),
     counts: outboxCountsRead(),
     watchedLogs: watchedLogListRead(),
+    coverage: watchedLogCoverageRead(),
     seen: seenEntriesRead(),
     advances: new AdvanceBatch(gate, activity),
   };
@@ -63,7 +64,7 @@ export class PostgresChangefeedStore implements ChangefeedStore {
     requeueCounts: RequeueCounts,
     shared: ReturnType<typeof sharedTenantReads>,
   ) {
-    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.advances);
+    this.watchedLogs = new PostgresWatchedLogs(db, shared.watchedLogs, shared.coverage, shared.advances);
     this.seen = new PostgresSeenEntries(db, shared.seen);
     this.outbox = new PostgresOutbox(db, shared.counts);
     this.deadLetters = new PostgresDeadLetters(db, requeueCounts);

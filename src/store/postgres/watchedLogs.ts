@@ -1,7 +1,7 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { WATCHED_LOG_COLUMNS, watchedLogFromRow, type RowOf } from '../storedRows.js';
-import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
+import type { LogKindCoverage, WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { AdvanceBatch } from './advanceBatch.js';
 import { BatchedRead } from './batchedRead.js';
 import type { Query, TenantDb } from './tenantDb.js';
@@ -22,11 +22,32 @@ export function watchedLogListRead(): BatchedRead<TenantWatchedLogRow> {
   );
 }
 
+type TenantCoverageRow = { tenant: string; log: LogKind; gaps: string; oldest: number | null };
+
+/**
+ * Every asking tenant's coverage by kind of log, in one statement (BatchedRead): a scrape asks
+ * every tenant at once, and is answered three rows a tenant instead of all its watched logs.
+ */
+export function watchedLogCoverageRead(): BatchedRead<TenantCoverageRow> {
+  return new BatchedRead<TenantCoverageRow>(
+    (tenants) => ({
+      sql: `SELECT tenant, log, COUNT(*) FILTER (WHERE status <> 'active' OR consecutive_failures > 0) AS gaps,
+              MIN(window_end) FILTER (WHERE status = 'active') AS oldest
+            FROM watched_logs WHERE tenant = ANY($1::text[])
+            GROUP BY tenant, log ORDER BY tenant, log COLLATE "C"`,
+      params: [tenants],
+    }),
+    (row) => row.tenant,
+  );
+}
+
 export class PostgresWatchedLogs implements WatchedLogStore {
   constructor(
     private readonly db: TenantDb,
     /** Shared by the tenants of the backend. */
     private readonly listRead: BatchedRead<TenantWatchedLogRow>,
+    /** Shared by the tenants of the backend. */
+    private readonly coverageRead: BatchedRead<TenantCoverageRow>,
     /** Shared by the tenants of the backend: their read-nothing advances in one statement. */
     private readonly advances: AdvanceBatch,
   ) {}
@@ -43,6 +64,13 @@ export class PostgresWatchedLogs implements WatchedLogStore {
   async list(): Promise<WatchedLog[]> {
     const rows = await this.listRead.rowsOf(this.db, this.db.tenant);
     return rows.map((row) => watchedLogFromRow(row as RowOf<WatchedLog>));
+  }
+
+  /** Read with the other tenants asking in the same turn, as `list` is. */
+  async coverage(): Promise<LogKindCoverage[]> {
+    const rows = await this.coverageRead.rowsOf(this.db, this.db.tenant);
+    // COUNT is a bigint, which node-postgres gives as text.
+    return rows.map((row) => ({ log: row.log, gaps: Number(row.gaps), oldestActiveWindowEnd: row.oldest }));
   }
 
   /**

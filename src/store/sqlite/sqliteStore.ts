@@ -19,7 +19,7 @@ import { StoreHealth, StoreUnavailableError } from '../storeHealth.js';
 import { SeenEntries } from './seenEntries.js';
 import { RateEstimates } from './rateEstimates.js';
 import { SinkStates } from './sinkStates.js';
-import { WatchedLogs } from './watchedLogs.js';
+import { WatchedLogs, type watchedLogCoverageRead } from './watchedLogs.js';
 import { TenantConnection } from './tenantConnection.js';
 
 const GET_META = 'SELECT value FROM meta WHERE tenant = ? AND key = ?';
@@ -58,10 +58,12 @@ export class SqliteChangefeedStore implements ChangefeedStore {
     readonly tenant: string,
     /** The backend's, shared by the tenants of the connection. */
     requeueCounts: RequeueCounts,
+    /** The backend's, shared by the tenants of the connection. */
+    coverageRead: ReturnType<typeof watchedLogCoverageRead>,
   ) {
     const conn = new TenantConnection(db, tenant);
     this.conn = conn;
-    this.watchedLogs = new WatchedLogs(conn);
+    this.watchedLogs = new WatchedLogs(conn, coverageRead);
     this.seen = new SeenEntries(conn);
     this.outbox = new Outbox(conn);
     this.deadLetters = new DeadLetters(conn, requeueCounts);

@@ -10,6 +10,7 @@ import { openDatabase, type Db } from './database.js';
 import { StoreError } from '../storeError.js';
 import { SqliteTenantRecords } from './tenantRecordRows.js';
 import { SqliteChangefeedStore } from './sqliteStore.js';
+import { watchedLogCoverageRead } from './watchedLogs.js';
 import { countActivity } from './tenantConnection.js';
 import { tenantHasRows } from './tenantTables.js';
 
@@ -26,6 +27,7 @@ export class SqliteStoreBackend implements StoreBackend {
   private connection: Db | undefined;
   private readonly stores = new Map<string, SqliteChangefeedStore>();
   private readonly requeueCounts = new RequeueCounts();
+  private readonly coverageRead = watchedLogCoverageRead();
 
   constructor(
     private readonly config: { stateDir: string; store: StoreConfig },
@@ -55,7 +57,7 @@ export class SqliteStoreBackend implements StoreBackend {
         'STORE_MISSING',
         `tenant ${tenant} has nothing in the store at ${this.file}; has the daemon run it?`,
       );
-    const store = new SqliteChangefeedStore(db, tenant, this.requeueCounts);
+    const store = new SqliteChangefeedStore(db, tenant, this.requeueCounts, this.coverageRead);
     this.stores.set(tenant, store);
     return store;
   }

@@ -1,11 +1,22 @@
 import type { LogKind } from '../../logs.js';
 import type { WatchedLogStore } from '../changefeedStore.js';
 import { WATCHED_LOG_COLUMNS, watchedLogFromRow, type RowOf } from '../storedRows.js';
-import type { WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
+import type { LogKindCoverage, WatchedLog, WatchRegistration, WatchStatus, SortOrder } from '../storeRecords.js';
 import type { TenantConnection } from './tenantConnection.js';
+import { TurnBatchedRead } from './turnBatchedRead.js';
 
 const GET = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? AND log = ? AND object_id = ?`;
 const LIST = `SELECT ${WATCHED_LOG_COLUMNS} FROM watched_logs WHERE tenant = ? ORDER BY log, object_id`;
+// MIN skips the NULLs: a log not active, or without a cursor yet (a skill before its first full read).
+const COVERAGE = `SELECT tenant, log, SUM(status <> 'active' OR consecutive_failures > 0) AS gaps,
+    MIN(CASE WHEN status = 'active' THEN window_end END) AS oldestActiveWindowEnd
+  FROM watched_logs WHERE tenant IN (SELECT value FROM json_each(?)) GROUP BY tenant, log ORDER BY tenant, log`;
+
+/** Every asking tenant's coverage, in one statement (TurnBatchedRead): a scrape asks every tenant at once. */
+export function watchedLogCoverageRead(): TurnBatchedRead<LogKindCoverage & { tenant: string }> {
+  return new TurnBatchedRead(COVERAGE);
+}
+
 const INSERT = `INSERT INTO watched_logs (tenant, log, object_id, origin, coverage_start, window_end, created_at, next_poll_at,
     first_poll_by)
   VALUES (@tenant, @log, @objectId, @origin, @coverageStart, @windowEnd, @now, @now, @firstPollBy)
@@ -21,7 +32,11 @@ const STATUS = `UPDATE watched_logs SET status = @status, status_reason = @reaso
 const SORT_ORDER = 'UPDATE watched_logs SET sort_order = ? WHERE tenant = ? AND log = ? AND object_id = ?';
 
 export class WatchedLogs implements WatchedLogStore {
-  constructor(private readonly conn: TenantConnection) {}
+  constructor(
+    private readonly conn: TenantConnection,
+    /** Shared by the tenants of the file. */
+    private readonly coverageRead: ReturnType<typeof watchedLogCoverageRead>,
+  ) {}
 
   async get(log: LogKind, objectId: string): Promise<WatchedLog | undefined> {
     const row = this.conn
@@ -32,6 +47,11 @@ export class WatchedLogs implements WatchedLogStore {
 
   async list(): Promise<WatchedLog[]> {
     return this.conn.statement<[string], RowOf<WatchedLog>>(LIST).all(this.conn.tenant).map(watchedLogFromRow);
+  }
+
+  async coverage(): Promise<LogKindCoverage[]> {
+    const rows = await this.coverageRead.rowsOf(this.conn);
+    return rows.map(({ log, gaps, oldestActiveWindowEnd }) => ({ log, gaps, oldestActiveWindowEnd }));
   }
 
   async registerAll(registrations: readonly WatchRegistration[]): Promise<number> {

@@ -49,6 +49,7 @@ export const CONTRACT_CALLS: Record<ContractMethod, { write: Call } | { read: Ca
   journalSize: { read: (s) => s.journalSize() },
   'watchedLogs.get': { read: (s) => s.watchedLogs.get('career', 'c-1') },
   'watchedLogs.list': { read: (s) => s.watchedLogs.list() },
+  'watchedLogs.coverage': { read: (s) => s.watchedLogs.coverage() },
   'watchedLogs.registerAll': {
     write: (s) =>
       s.watchedLogs.registerAll([
