@@ -30,6 +30,14 @@ describe('the text of a metric', () => {
     counter.inc({ tenant: 'plain', sink: 'a' }, 3);
     counter.inc({ tenant: 'quote"back\\slash\nline', sink: 'b' });
     counter.inc({ sink: 'only-sink' }, 0.5);
+    // One character needing an escape each: a value holding all three takes the escaping path for
+    // any one of them, and would hide another left out of the test that decides whether to escape.
+    for (const [tenant, sink] of [
+      ['line\nfeed', 'c'],
+      ['back\\slash', 'd'],
+      ['quote"', 'e'],
+    ])
+      counter.inc({ tenant, sink });
     new Counter({ name: 'unlabelled_total', help: 'No labels.', registers }).inc(2);
     new Counter({ name: 'never_total', help: 'Never moved.', labelNames: ['tenant'], registers });
     const gauge = new Gauge({ name: 'g', help: 'A gauge.', labelNames: ['tenant', 'state'], registers });
@@ -46,6 +54,10 @@ describe('the text of a metric', () => {
     });
     histogram.observe({ tenant: 'a"b', log: 'career' }, 0.7);
     histogram.observe({ tenant: 'x', log: 'skill' }, 100);
+    histogram.observe({ tenant: 'line\nfeed', log: 'back\\slash' }, 1);
+    // A series with no observation yet, and a label value that is a number.
+    histogram.zero({ tenant: 'zeroed', log: 'career' });
+    gauge.set({ tenant: 'u', state: 7 }, 1);
     new Histogram({ name: 'h_plain_seconds', help: 'Unlabelled.', buckets: [1], registers }).observe(0.25);
     new Summary({
       name: 's_seconds',

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { LOG_KINDS, type LogKind } from '../../../src/logs.js';
 import type { ChangefeedStore } from '../../../src/store/changefeedStore.js';
+import type { LogKindCoverage, WatchedLog, WatchStatus } from '../../../src/store/storeRecords.js';
 import type { OpenEngine } from '../storeContract.suite.js';
 import { ingest, T } from './storeFixtures.js';
 
@@ -55,6 +57,51 @@ export function defineCoverageContract(openEngine: OpenEngine): void {
       ]);
     });
 
+    it("answers what the tenant's own rows say, for every status, failure and cursor, tenants' names prefixes of each other", async () => {
+      const backend = await openEngine().open();
+      const stores: ChangefeedStore[] = [];
+      for (const [t, tenant] of ['acme', 'acme-1', 'acme-10', 'acme1'].entries()) {
+        const store = await backend.tenantStore(tenant);
+        // Each tenant watches another subset of every kind x status x failures x cursor, cursors
+        // its own: a tenant answered with another's rows, or a case counted wrongly, shows.
+        const logs: {
+          log: LogKind;
+          objectId: string;
+          status: WatchStatus;
+          failures: number;
+          read: boolean;
+        }[] = [];
+        let n = 0;
+        for (const log of LOG_KINDS)
+          for (const status of ['active', 'disabled', 'gone'] as const)
+            for (const failures of [0, 1, 2])
+              for (const read of [false, true])
+                if ((n++ + t) % 4 !== 0)
+                  logs.push({ log, objectId: `${status}-${failures}-${read}`, status, failures, read });
+        await store.watchedLogs.registerAll(
+          logs.map(({ log, objectId }, i) => ({
+            log,
+            objectId,
+            origin: 'config' as const,
+            coverageStart: T - 1_000 * (t + 1) - i,
+            now: T,
+          })),
+        );
+        for (const [i, w] of logs.entries()) {
+          if (w.read) await ingest(store, [], { log: w.log, objectId: w.objectId, windowEnd: T + 100 * t - i });
+          for (let f = 0; f < w.failures; f++) await store.watchedLogs.recordFailure(w.log, w.objectId, 'x', T);
+          if (w.status !== 'active') await store.watchedLogs.setStatus(w.log, w.objectId, w.status, 'x');
+        }
+        stores.push(store);
+      }
+
+      const answers = await Promise.all(stores.map((store) => store.watchedLogs.coverage()));
+      const expected = await Promise.all(stores.map(async (store) => coverageOfRows(await store.watchedLogs.list())));
+      expect(answers).toEqual(expected);
+      // Every tenant's own, not one answer four times.
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(4);
+    });
+
     it('leaves out the cursors of logs not active, and kinds not watched', async () => {
       const store = await openEngine().openStore();
       await store.watchedLogs.registerAll([
@@ -65,4 +112,17 @@ export function defineCoverageContract(openEngine: OpenEngine): void {
       expect(await store.watchedLogs.coverage()).toEqual([{ log: 'career', gaps: 1, oldestActiveWindowEnd: T }]);
     });
   });
+}
+
+/** What /metrics showed of a tenant's watched logs when it read their rows: the rule coverage() counts by. */
+function coverageOfRows(rows: readonly WatchedLog[]): LogKindCoverage[] {
+  const byKind = new Map<string, LogKindCoverage>();
+  for (const w of rows) {
+    const kind = byKind.get(w.log) ?? { log: w.log, gaps: 0, oldestActiveWindowEnd: null };
+    if (w.status !== 'active' || w.consecutiveFailures > 0) kind.gaps += 1;
+    if (w.status === 'active' && w.windowEnd !== null)
+      kind.oldestActiveWindowEnd = Math.min(kind.oldestActiveWindowEnd ?? Number.POSITIVE_INFINITY, w.windowEnd);
+    byKind.set(w.log, kind);
+  }
+  return [...byKind.values()].sort((a, b) => (a.log < b.log ? -1 : a.log > b.log ? 1 : 0));
 }
