@@ -48,7 +48,10 @@ describe('a connection flood against the feed listener', () => {
         await health.body.dump();
       }
       // The ones it kept said nothing within feed.headersTimeoutSeconds: closed too, not after 60 s.
-      await until(() => closed.size === FLOOD, 30_000, 'the half-open connections to time out');
+      await until(() => closed.size === FLOOD, 30_000, 'the half-open connections to time out').catch((error) => {
+        // How many stayed open is the clue to the failure this file is isolated for (vitest.config.ts).
+        throw new Error(`${(error as Error).message}: ${FLOOD - closed.size} of ${FLOOD} still open`, { cause: error });
+      });
       // A request head sent a byte at a time and never finished: the same timeout.
       for (let i = 0; i < 5; i++) {
         const slow = await halfOpen(feedPort, closed);
