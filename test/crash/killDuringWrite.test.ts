@@ -36,6 +36,28 @@ const withLogs =
     throw new Error(`${error.message}; the daemon's last log lines:\n${daemon.logs().slice(-3000)}`);
   };
 
+/**
+ * Waits until the restarted `daemon` settled every delivery of `sink` (the event ids are known
+ * before the restart, so "all delivered" is a fact of the store: nothing of the sink pending once
+ * it caught up), and answers the sink's counts.
+ */
+async function untilSettled(dir: string, sink: string, events: number, daemon: DaemonProcess) {
+  const store = openSqliteStoreFile(join(dir, 'state', 'changefeed.sqlite'), { readonly: true });
+  try {
+    await until(
+      async () => {
+        const counts = await store.outbox.counts(sink);
+        return counts.delivered + counts.dead >= events && counts.pending === 0;
+      },
+      60_000,
+      'every delivery of the sink settled after the restart',
+    ).catch(withLogs(daemon));
+    return await store.outbox.counts(sink);
+  } finally {
+    await store.close();
+  }
+}
+
 // The kill in killAndRestart.test.ts rarely lands between the destination taking a batch and the
 // store recording it, so a worker that recorded a batch before writing it passed there. Here the
 // kill lands exactly there, every run: the receiver holds the first request open and the daemon
@@ -87,22 +109,11 @@ describe('crash safety of a write in flight', () => {
     const beforeRestart = hook.count;
 
     const second = startDaemon(config, simulator.apiKey);
-    // The event ids are known before the restart, so "all delivered" is a fact of the store: no
-    // delivery of the sink still pending once the restarted daemon has caught up.
-    const store = openSqliteStoreFile(join(dir, 'state', 'changefeed.sqlite'), { readonly: true });
-    try {
-      await until(
-        async () => {
-          const counts = await store.outbox.counts('hook');
-          return counts.delivered + counts.dead >= written.length && counts.pending === 0;
-        },
-        60_000,
-        'every delivery of the sink settled after the restart',
-      ).catch(withLogs(second));
-      expect(await store.outbox.counts('hook')).toMatchObject({ pending: 0, delivered: written.length, dead: 0 });
-    } finally {
-      await store.close();
-    }
+    expect(await untilSettled(dir, 'hook', written.length, second)).toMatchObject({
+      pending: 0,
+      delivered: written.length,
+      dead: 0,
+    });
     second.child.kill('SIGTERM');
     await second.exited();
 
@@ -174,19 +185,7 @@ describe('crash safety of a write in flight', () => {
       expect((await pg.query(`SELECT id FROM ${table}`)).rows).toEqual([]);
 
       const second = startDaemon(config, simulator.apiKey);
-      const store = openSqliteStoreFile(join(dir, 'state', 'changefeed.sqlite'), { readonly: true });
-      try {
-        await until(
-          async () => {
-            const counts = await store.outbox.counts('pg');
-            return counts.delivered + counts.dead >= written.length && counts.pending === 0;
-          },
-          60_000,
-          'every delivery of the sink settled after the restart',
-        ).catch(withLogs(second));
-      } finally {
-        await store.close();
-      }
+      await untilSettled(dir, 'pg', written.length, second);
       second.child.kill('SIGTERM');
       await second.exited();
       const landed = (await pg.query<{ id: string }>(`SELECT id FROM ${table}`)).rows.map((r) => r.id);
