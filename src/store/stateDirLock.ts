@@ -5,6 +5,9 @@ import { ChangefeedError } from '../errors.js';
 
 const LOCK_FILE = 'changefeed.lock';
 const PID_FILE = 'changefeed.pid';
+/** Tries of a lock another start may hold for a moment, and the mean pause between two. */
+const ATTEMPTS = 5;
+const PAUSE_MS = 50;
 
 /**
  * One daemon per state directory. Two daemons on one store sent ~90% of webhooks twice, and two
@@ -16,29 +19,36 @@ export class StateDirLock {
   private constructor(
     private readonly db: Database.Database,
     private readonly dir: string,
-  ) {}
+  ) {
+    writeFileSync(join(dir, PID_FILE), `${process.pid}\n`);
+  }
 
-  /** Takes the lock or throws STATE_DIR_LOCKED naming the pid that holds it. */
-  static acquire(stateDir: string): StateDirLock {
+  /**
+   * Takes the lock or throws STATE_DIR_LOCKED naming the pid that holds it. Two starts racing on
+   * a fresh directory can each be refused by the other (each keeps the shared lock it took reading
+   * the file, exclusive locking mode releasing nothing), and then neither runs: a refused attempt
+   * closes its connection, which drops its locks, and tries again after a short random pause
+   * (`pause`, blocking: this runs once, before the daemon does anything), so one of them wins. A
+   * daemon that holds the directory keeps holding it: the tries end in STATE_DIR_LOCKED within
+   * a third of a second.
+   */
+  static acquire(stateDir: string, pause: (ms: number) => void = pauseSync): StateDirLock {
     mkdirSync(stateDir, { recursive: true });
-    const db = new Database(join(stateDir, LOCK_FILE));
-    try {
-      db.pragma('busy_timeout = 0');
-      db.pragma('locking_mode = EXCLUSIVE');
-      db.exec('CREATE TABLE IF NOT EXISTS held (pid INTEGER)');
-      db.exec('BEGIN EXCLUSIVE');
-    } catch (error) {
-      db.close();
-      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-      throw new ChangefeedError(
-        'STATE_DIR_LOCKED',
-        `state directory ${stateDir} held by pid ${holderPid(stateDir) ?? '(unknown)'}: another ` +
-          `changefeed daemon runs on it; stop that one, or give this one its own stateDir`,
-        { cause: error },
-      );
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return new StateDirLock(lockFile(stateDir), stateDir);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+        if (attempt === ATTEMPTS)
+          throw new ChangefeedError(
+            'STATE_DIR_LOCKED',
+            `state directory ${stateDir} held by pid ${holderPid(stateDir) ?? '(unknown)'}: another ` +
+              `changefeed daemon runs on it; stop that one, or give this one its own stateDir`,
+            { cause: error },
+          );
+        pause(PAUSE_MS * (0.5 + Math.random()));
+      }
     }
-    writeFileSync(join(stateDir, PID_FILE), `${process.pid}\n`);
-    return new StateDirLock(db, stateDir);
   }
 
   release(): void {
@@ -55,4 +65,24 @@ function holderPid(stateDir: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The lock file opened, an exclusive transaction begun on it; throws SQLITE_BUSY when another holds it. */
+function lockFile(stateDir: string): Database.Database {
+  const db = new Database(join(stateDir, LOCK_FILE));
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('CREATE TABLE IF NOT EXISTS held (pid INTEGER)');
+    db.exec('BEGIN EXCLUSIVE');
+    return db;
+  } catch (error) {
+    // Closing drops every lock this connection took, so that a racing start can take the file.
+    db.close();
+    throw error;
+  }
+}
+
+function pauseSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }

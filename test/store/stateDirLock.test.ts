@@ -1,0 +1,54 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StateDirLock } from '../../src/store/stateDirLock.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+/**
+ * A racing start's connection to the lock file, left where the race leaves it: in exclusive
+ * locking mode a connection keeps every lock it took, so having read the schema it holds a shared
+ * lock, and the other start's write of the same file is refused BUSY, as its own is.
+ */
+function racerReadingTheLockFile(stateDir: string): Database.Database {
+  const racer = new Database(join(stateDir, 'changefeed.lock'));
+  racer.pragma('locking_mode = EXCLUSIVE');
+  racer.prepare('SELECT count(*) FROM sqlite_master').get();
+  return racer;
+}
+
+describe('StateDirLock', () => {
+  it('takes the lock when a racing start that held the file for a moment gives up', () => {
+    const stateDir = makeTempDir();
+    const racer = racerReadingTheLockFile(stateDir);
+    const pauses: number[] = [];
+    // The racer was refused too, and closed its connection: the next attempt finds the file free.
+    const lock = StateDirLock.acquire(stateDir, (ms) => {
+      pauses.push(ms);
+      racer.close();
+    });
+    try {
+      expect(pauses).toHaveLength(1);
+      expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(/STATE_DIR_LOCKED|held by pid/);
+    } finally {
+      lock.release();
+    }
+  });
+
+  it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {
+    const stateDir = makeTempDir();
+    const holder = StateDirLock.acquire(stateDir);
+    const pauses: number[] = [];
+    try {
+      expect(() => StateDirLock.acquire(stateDir, (ms) => pauses.push(ms))).toThrow(
+        expect.objectContaining({
+          code: 'STATE_DIR_LOCKED',
+          message: expect.stringContaining(`held by pid ${process.pid}`),
+        }),
+      );
+      expect(pauses.length).toBeGreaterThan(0);
+      expect(pauses.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1_000);
+    } finally {
+      holder.release();
+    }
+  });
+});
