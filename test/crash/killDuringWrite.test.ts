@@ -36,6 +36,25 @@ const withLogs =
     throw new Error(`${error.message}; the daemon's last log lines:\n${daemon.logs().slice(-3000)}`);
   };
 
+/** A simulator of one career whose log holds a burst of 5 entries from `from` (an hour ago), and their event ids. */
+async function burstOnOneCareer(seed: number) {
+  const simulator = await startTestSimulator({
+    seed,
+    careers: 1,
+    skills: 0,
+    identityProviderShare: 0,
+    eventsPerHour: 0,
+    historyHours: 0,
+    readsPerHour: 10_000_000,
+  });
+  const careerId = simulator.careerIds[0] as string;
+  const from = Date.now() - 3_600_000;
+  const written = simulator
+    .appendBurst('career', careerId, 5, { from, to: Date.now() - 2_000 })
+    .map((e) => eventIdFor('career', careerId, e.id));
+  return { simulator, written, from };
+}
+
 /**
  * Waits until the restarted `daemon` settled every delivery of `sink` (the event ids are known
  * before the restart, so "all delivered" is a fact of the store: nothing of the sink pending once
@@ -64,20 +83,7 @@ async function untilSettled(dir: string, sink: string, events: number, daemon: D
 // is killed once that request has arrived.
 describe('crash safety of a write in flight', () => {
   it('delivers again, with the same event id, the event whose webhook request was in flight when the daemon was killed with SIGKILL', async () => {
-    const simulator = await startTestSimulator({
-      seed: 37,
-      careers: 1,
-      skills: 0,
-      identityProviderShare: 0,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 10_000_000,
-    });
-    const from = Date.now() - 3_600_000;
-    const careerId = simulator.careerIds[0] as string;
-    const written = simulator
-      .appendBurst('career', careerId, 5, { from, to: Date.now() - 2_000 })
-      .map((e) => eventIdFor('career', careerId, e.id));
+    const { simulator, written, from } = await burstOnOneCareer(37);
 
     let arrived: (request: ReceivedWebhook) => void = () => undefined;
     const firstArrived = new Promise<ReceivedWebhook>((resolve) => (arrived = resolve));
@@ -137,20 +143,7 @@ describe('crash safety of a write in flight', () => {
       await creator.connect(new AbortController().signal);
       await creator.close();
 
-      const simulator = await startTestSimulator({
-        seed: 41,
-        careers: 1,
-        skills: 0,
-        identityProviderShare: 0,
-        eventsPerHour: 0,
-        historyHours: 0,
-        readsPerHour: 10_000_000,
-      });
-      const from = Date.now() - 3_600_000;
-      const careerId = simulator.careerIds[0] as string;
-      const written = simulator
-        .appendBurst('career', careerId, 5, { from, to: Date.now() - 2_000 })
-        .map((e) => eventIdFor('career', careerId, e.id));
+      const { simulator, written, from } = await burstOnOneCareer(41);
 
       const dir = makeTempDir();
       const config = writeCliConfig(dir, simulator.url, {
