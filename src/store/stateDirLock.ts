@@ -19,9 +19,7 @@ export class StateDirLock {
   private constructor(
     private readonly db: Database.Database,
     private readonly dir: string,
-  ) {
-    writeFileSync(join(dir, PID_FILE), `${process.pid}\n`);
-  }
+  ) {}
 
   /**
    * Takes the lock or throws STATE_DIR_LOCKED naming the pid that holds it. Two starts racing on
@@ -36,7 +34,7 @@ export class StateDirLock {
     mkdirSync(stateDir, { recursive: true });
     for (let attempt = 1; ; attempt++) {
       try {
-        return new StateDirLock(lockFile(stateDir), stateDir);
+        return new StateDirLock(lockFileNamingItsHolder(stateDir), stateDir);
       } catch (error) {
         if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
         if (attempt === ATTEMPTS)
@@ -78,6 +76,22 @@ function lockFile(stateDir: string): Database.Database {
     return db;
   } catch (error) {
     // Closing drops every lock this connection took, so that a racing start can take the file.
+    db.close();
+    throw error;
+  }
+}
+
+/**
+ * The lock taken and this process's pid written beside it. A pid that cannot be written fails the
+ * start, and the connection is closed first: left to the garbage collector, it would keep the
+ * directory locked against this same process's next try (a reload, an in-process run).
+ */
+function lockFileNamingItsHolder(stateDir: string): Database.Database {
+  const db = lockFile(stateDir);
+  try {
+    writeFileSync(join(stateDir, PID_FILE), `${process.pid}\n`);
+    return db;
+  } catch (error) {
     db.close();
     throw error;
   }

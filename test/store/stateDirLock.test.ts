@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { mkdirSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StateDirLock } from '../../src/store/stateDirLock.js';
@@ -32,6 +33,16 @@ describe('StateDirLock', () => {
     } finally {
       lock.release();
     }
+  });
+
+  it('leaves the directory free when the pid file cannot be written', () => {
+    const stateDir = makeTempDir();
+    // A directory where the pid file goes: the lock is taken, then the write of the pid fails.
+    mkdirSync(join(stateDir, 'changefeed.pid'));
+    expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(expect.objectContaining({ code: 'EISDIR' }));
+    rmdirSync(join(stateDir, 'changefeed.pid'));
+    const lock = StateDirLock.acquire(stateDir, () => undefined);
+    lock.release();
   });
 
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {
