@@ -1,4 +1,4 @@
-import { parseRetryAfter } from '../retryAfter.js';
+import { dateHeader, parseRetryAfter } from '../retryAfter.js';
 import { headerValue } from './responseBody.js';
 
 /**
@@ -46,16 +46,14 @@ export function readResponseMeta(
   receivedAt: number,
   sentAt?: number,
 ): ResponseMeta {
-  const date = header(headers, 'date');
-  const parsedDate = date === undefined ? Number.NaN : Date.parse(date);
-  const serverDate = Number.isNaN(parsedDate) ? undefined : parsedDate;
+  const serverDate = dateHeader(header(headers, 'date'));
   return {
     status,
     requestId: header(headers, 'x-request-id'),
     limit: nonNegativeInteger(header(headers, 'ratelimit-limit')),
     remaining: nonNegativeInteger(header(headers, 'ratelimit-remaining')),
     resetSeconds: nonNegativeInteger(header(headers, 'ratelimit-reset')),
-    retryAfterSeconds: parseRetryAfter(header(headers, 'retry-after'), serverDate ?? receivedAt),
+    retryAfterSeconds: parseRetryAfter(header(headers, 'retry-after'), receivedAt, serverDate),
     serverDate,
     receivedAt,
     ...(sentAt !== undefined && { sentAt }),

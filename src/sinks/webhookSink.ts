@@ -2,7 +2,7 @@ import { anySignal } from 'any-signal';
 import { Pool, errors as undiciErrors } from 'undici';
 import { isTlsFailure, opensslReason, readTlsFiles } from '../tlsFiles.js';
 import { AbortedError } from '../errors.js';
-import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../retryAfter.js';
+import { dateHeader, MAX_RETRY_AFTER_MS, parseRetryAfter } from '../retryAfter.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret } from '../secrets/secretRegistry.js';
 import { ceBinaryHeaders } from './cloudEventsHttp.js';
@@ -283,15 +283,10 @@ async function readSnippet(body: ResponseBody, signal: AbortSignal): Promise<str
   return Buffer.concat(chunks).subarray(0, RESPONSE_READ_CAP).toString('utf8');
 }
 
-/**
- * Retry-After as ms: delay-seconds or an HTTP-date, at most an hour; nonsense ("-5") is ignored.
- * An HTTP-date is measured from the answer's own Date when it has one: the receiver wrote both by
- * its clock, which may be far from ours.
- */
+/** Retry-After as ms (parseRetryAfter), at most an hour; nonsense ("-5") is ignored. */
 function retryAfter(headers: Record<string, string | string[] | undefined>, now: number): number | undefined {
   const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
-  const dated = Date.parse(first(headers.date) ?? '');
-  const seconds = parseRetryAfter(first(headers['retry-after']), Number.isNaN(dated) ? now : dated);
+  const seconds = parseRetryAfter(first(headers['retry-after']), now, dateHeader(first(headers.date)));
   return seconds === undefined ? undefined : Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
 }
 
