@@ -65,30 +65,20 @@ function holderPid(stateDir: string): number | undefined {
   }
 }
 
-/** The lock file opened, an exclusive transaction begun on it; throws SQLITE_BUSY when another holds it. */
-function lockFile(stateDir: string): Database.Database {
+/**
+ * The lock file opened, an exclusive transaction begun on it, and this process's pid written
+ * beside it; throws SQLITE_BUSY when another holds it. Whatever fails, the connection is closed
+ * first: that drops every lock it took, so a racing start can take the file, and none is left to
+ * the garbage collector, which would keep the directory locked against this same process's next
+ * try (a reload, an in-process run) when only the pid could not be written.
+ */
+function lockFileNamingItsHolder(stateDir: string): Database.Database {
   const db = new Database(join(stateDir, LOCK_FILE));
   try {
     db.pragma('busy_timeout = 0');
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('CREATE TABLE IF NOT EXISTS held (pid INTEGER)');
     db.exec('BEGIN EXCLUSIVE');
-    return db;
-  } catch (error) {
-    // Closing drops every lock this connection took, so that a racing start can take the file.
-    db.close();
-    throw error;
-  }
-}
-
-/**
- * The lock taken and this process's pid written beside it. A pid that cannot be written fails the
- * start, and the connection is closed first: left to the garbage collector, it would keep the
- * directory locked against this same process's next try (a reload, an in-process run).
- */
-function lockFileNamingItsHolder(stateDir: string): Database.Database {
-  const db = lockFile(stateDir);
-  try {
     writeFileSync(join(stateDir, PID_FILE), `${process.pid}\n`);
     return db;
   } catch (error) {
