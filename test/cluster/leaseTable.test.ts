@@ -376,6 +376,9 @@ describe('LeaseTable', () => {
       await untilExpired('acme');
       expect(await acquireOne(table, 'acme', 'b')).toBeUndefined(); // passed over while the session lives
       expect(String(await ended)).toMatch(/idle-in-transaction timeout/);
+      // The server sends that error before its backend aborts the transaction: wait, blocking on
+      // the row's lock, until the lock went with it (a takeover skips a row still locked).
+      await db.query("SELECT 1 FROM changefeed_leases WHERE tenant = 'acme' FOR UPDATE");
       expect((await acquireOne(table, 'acme', 'b'))?.epoch).toBe(2);
       await expect(writer.query('COMMIT')).rejects.toThrow();
     } finally {
