@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChangefeedError } from '../errors.js';
+import { StoreError } from './storeError.js';
 
 const LOCK_FILE = 'changefeed.lock';
 const PID_FILE = 'changefeed.pid';
@@ -31,12 +32,11 @@ export class StateDirLock {
    * a third of a second.
    */
   static acquire(stateDir: string, pause: (ms: number) => void = pauseSync): StateDirLock {
-    mkdirSync(stateDir, { recursive: true });
     for (let attempt = 1; ; attempt++) {
       try {
         return new StateDirLock(lockFileNamingItsHolder(stateDir), stateDir);
       } catch (error) {
-        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw lockFailure(stateDir, error);
         if (attempt === ATTEMPTS)
           throw new ChangefeedError(
             'STATE_DIR_LOCKED',
@@ -73,6 +73,7 @@ function holderPid(stateDir: string): number | undefined {
  * try (a reload, an in-process run) when only the pid could not be written.
  */
 function lockFileNamingItsHolder(stateDir: string): Database.Database {
+  mkdirSync(stateDir, { recursive: true });
   const db = new Database(join(stateDir, LOCK_FILE));
   try {
     db.pragma('busy_timeout = 0');
@@ -85,6 +86,23 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
     db.close();
     throw error;
   }
+}
+
+/**
+ * Why the directory could not be locked, other than another daemon holding it: SQLite's and the
+ * file system's own errors name neither the file nor what to do (SQLITE_NOTADB: "file is not a
+ * database"). Nothing but the lock is kept in the file, so one that is not SQLite can go.
+ */
+function lockFailure(stateDir: string, error: unknown): StoreError {
+  const file = join(stateDir, LOCK_FILE);
+  const code = (error as { code?: unknown }).code;
+  return new StoreError(
+    `cannot lock the state directory with ${file}: ${(error as Error).message}` +
+      `${typeof code === 'string' ? ` (${code})` : ''}; the file holds nothing but the lock: remove it if it ` +
+      'is not a SQLite file (a directory, other data), and check that stateDir is a directory this user can ' +
+      'write, with free space',
+    error,
+  );
 }
 
 function pauseSync(ms: number): void {

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, rmdirSync } from 'node:fs';
+import { mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StateDirLock } from '../../src/store/stateDirLock.js';
@@ -39,10 +39,32 @@ describe('StateDirLock', () => {
     const stateDir = makeTempDir();
     // A directory where the pid file goes: the lock is taken, then the write of the pid fails.
     mkdirSync(join(stateDir, 'changefeed.pid'));
-    expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(expect.objectContaining({ code: 'EISDIR' }));
+    expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(
+      expect.objectContaining({ code: 'STORE_ERROR', message: expect.stringContaining('EISDIR') }),
+    );
     rmdirSync(join(stateDir, 'changefeed.pid'));
     const lock = StateDirLock.acquire(stateDir, () => undefined);
     lock.release();
+  });
+
+  it.each([
+    [
+      'holds other data',
+      (file: string) => writeFileSync(file, 'not a database, but long enough to have a header'.repeat(4)),
+    ],
+    ['is a directory', (file: string) => mkdirSync(file)],
+  ])('names the lock file and what to do when it %s, and takes it once that is removed', (_, plant) => {
+    const stateDir = makeTempDir();
+    const file = join(stateDir, 'changefeed.lock');
+    plant(file);
+    expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(
+      expect.objectContaining({
+        code: 'STORE_ERROR',
+        message: expect.stringMatching(new RegExp(`^cannot lock the state directory with ${file}: .*remove it`)),
+      }),
+    );
+    rmSync(file, { recursive: true });
+    StateDirLock.acquire(stateDir, () => undefined).release();
   });
 
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {
