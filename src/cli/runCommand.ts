@@ -92,9 +92,19 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
           return;
         }
         logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
-        await daemon.stop();
-        if (shuttingDown) return;
-        daemon = new ChangefeedDaemon(next, { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout });
+        // The state directory stays locked from one daemon to the next (stopForReload).
+        const lock = await daemon.stopForReload();
+        if (shuttingDown) return lock?.release();
+        try {
+          daemon = new ChangefeedDaemon(
+            next,
+            { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout },
+            lock,
+          );
+        } catch (error) {
+          lock?.release();
+          throw error;
+        }
         await daemon.start();
       });
     });

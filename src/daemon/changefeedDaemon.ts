@@ -36,6 +36,8 @@ export class ChangefeedDaemon {
   readonly config: ProcessConfig;
   private readonly main: MainConfig;
   private readonly lock: StateDirLock | undefined;
+  /** Set by stopForReload: the lock outlives this daemon, for the next one of the process. */
+  private handingOverLock = false;
   private backend: StoreBackend | undefined;
   private tenantSupervisor: TenantSupervisor | undefined;
   /** On a PostgreSQL store: which tenants this replica runs. */
@@ -65,7 +67,8 @@ export class ChangefeedDaemon {
   private stopped = false;
   private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
-  constructor(config: AppConfig | MainConfig, options: DaemonOptions) {
+  /** `stateDirLock`: the lock the daemon before this one kept for it (stopForReload), taken over. */
+  constructor(config: AppConfig | MainConfig, options: DaemonOptions, stateDirLock?: StateDirLock) {
     this.options = { ...options, metrics: options.metrics ?? new ProcessMetrics() };
     this.main = 'process' in config ? config : asMainConfig(config);
     this.config = this.main.process;
@@ -75,7 +78,9 @@ export class ChangefeedDaemon {
     OperatorConsole.check(this.config);
     if (this.config.console.enabled) this.console = this.createConsole();
     // Before the store is opened: a second daemon must not even migrate it.
-    if (storeLocation(this.config).kind === 'sqlite') this.lock = StateDirLock.acquire(this.config.stateDir);
+    if (storeLocation(this.config).kind === 'sqlite')
+      this.lock = StateDirLock.takeOver(stateDirLock, this.config.stateDir);
+    else stateDirLock?.release();
   }
 
   /**
@@ -243,7 +248,20 @@ export class ChangefeedDaemon {
     if (this.healthServer) this.options.metrics.watch(undefined);
     if (this.leases) this.options.metrics.leases.watch(undefined);
     await this.backend?.close();
-    this.lock?.release();
+    if (!this.handingOverLock) this.lock?.release();
+  }
+
+  /**
+   * Stops as `stop` does but keeps the state directory's lock and returns it, for the daemon a
+   * reload starts next (its constructor's `stateDirLock`): let go in between, a command started
+   * at that moment (`replay`, `store migrate`) could take the directory and fail the reload.
+   * Undefined when a stop was already under way (a shutdown), which lets the lock go itself.
+   */
+  async stopForReload(): Promise<StateDirLock | undefined> {
+    if (this.stopped) return undefined;
+    this.handingOverLock = true;
+    await this.stop();
+    return this.lock;
   }
 
   /** What /readyz reports: the process, then each tenant (its checks prefixed with its name, but for `default`). */

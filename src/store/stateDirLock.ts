@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { StoreError } from './storeError.js';
 
@@ -47,6 +47,16 @@ export class StateDirLock {
         pause(PAUSE_MS * (0.5 + Math.random()));
       }
     }
+  }
+
+  /**
+   * `held` when it is `stateDir`'s lock and still held (a reload's handover); otherwise `held` is
+   * let go (the directory changed) and `stateDir`'s is taken.
+   */
+  static takeOver(held: StateDirLock | undefined, stateDir: string): StateDirLock {
+    if (held?.db.open && resolve(held.dir) === resolve(stateDir)) return held;
+    held?.release();
+    return StateDirLock.acquire(stateDir);
   }
 
   release(): void {

@@ -1,0 +1,63 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
+import { appConfigSchema } from '../../src/config/appConfigSchema.js';
+import { StateDirLock } from '../../src/store/stateDirLock.js';
+import { noopLogger } from '../support/noopLogger.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+const noPause = (): void => undefined;
+
+function config(stateDir: string) {
+  return appConfigSchema.parse({
+    api: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k_test_0123456789abcdef0123456789abcdef' },
+    sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'events.jsonl') }],
+    stateDir,
+    http: { port: 0 },
+  });
+}
+
+describe('a reload (SIGHUP) on a SQLite store', () => {
+  it('keeps the state directory locked from the daemon it stops to the one it starts', async () => {
+    const stateDir = makeTempDir();
+    const before = new ChangefeedDaemon(config(stateDir), { logger: noopLogger });
+    await before.start();
+    const lock = await before.stopForReload();
+    // The gap between the two daemons, where a `replay` or `store migrate` started now is refused.
+    expect(() => StateDirLock.acquire(stateDir, noPause)).toThrow(
+      expect.objectContaining({ code: 'STATE_DIR_LOCKED', message: expect.stringContaining(`${process.pid}`) }),
+    );
+    const after = new ChangefeedDaemon(config(stateDir), { logger: noopLogger }, lock);
+    await after.start();
+    expect(() => StateDirLock.acquire(stateDir, noPause)).toThrow(
+      expect.objectContaining({ code: 'STATE_DIR_LOCKED' }),
+    );
+    await after.stop();
+    StateDirLock.acquire(stateDir, noPause).release();
+  });
+
+  it('lets the old directory go and takes the new one when the reload moved stateDir', async () => {
+    const [first, second] = [makeTempDir(), makeTempDir()];
+    const before = new ChangefeedDaemon(config(first), { logger: noopLogger });
+    await before.start();
+    const after = new ChangefeedDaemon(config(second), { logger: noopLogger }, await before.stopForReload());
+    try {
+      StateDirLock.acquire(first, noPause).release();
+      expect(() => StateDirLock.acquire(second, noPause)).toThrow(
+        expect.objectContaining({ code: 'STATE_DIR_LOCKED' }),
+      );
+    } finally {
+      await after.stop();
+    }
+  });
+
+  it('hands over nothing when a shutdown was already stopping the daemon: that stop lets the lock go', async () => {
+    const stateDir = makeTempDir();
+    const daemon = new ChangefeedDaemon(config(stateDir), { logger: noopLogger });
+    await daemon.start();
+    const shutdown = daemon.stop();
+    expect(await daemon.stopForReload()).toBeUndefined();
+    await shutdown;
+    StateDirLock.acquire(stateDir, noPause).release();
+  });
+});
