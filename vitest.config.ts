@@ -3,14 +3,6 @@ import { LongestFirstSequencer } from './test/longestFirstSequencer.js';
 
 /** Files with module mocks, which would leak into the files after them in a shared worker. */
 const MOCKING = ['test/store/olderSchemaCommands.test.ts'];
-/**
- * Files that need a process of their own for a reason not found: feedFlood (300 half-open sockets
- * against a listener capped at 50) failed 2 of 5 runs when test/feed first shared workers, and once
- * in a CI run on 28 November, each time with some of its kept connections never closed by their
- * 1 s head timeout, while it passed every run alone or after any single other file tried.
- */
-const OWN_PROCESS = ['test/feed/feedFlood.test.ts'];
-const ISOLATED = [...MOCKING, ...OWN_PROCESS];
 
 export default defineConfig({
   test: {
@@ -35,9 +27,9 @@ export default defineConfig({
     // The longest files first, so that the two workers finish together (test/fileDurations.json).
     sequence: { shuffle: false, sequencer: LongestFirstSequencer },
     projects: [
-      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: ISOLATED } },
-      // These files spawn no CLI: no second bundle.
-      { extends: true, test: { name: 'isolated', include: ISOLATED, isolate: true, globalSetup: [] } },
+      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: MOCKING } },
+      // The mocking files spawn no CLI: no second bundle.
+      { extends: true, test: { name: 'isolated', include: MOCKING, isolate: true, globalSetup: [] } },
     ],
   },
 });
