@@ -50,13 +50,15 @@ export class StateDirLock {
   }
 
   /**
-   * `held` when it is `stateDir`'s lock and still held (a reload's handover); otherwise `held` is
-   * let go (the directory changed) and `stateDir`'s is taken.
+   * `held` when it is `stateDir`'s lock and still held (a reload's handover); otherwise
+   * `stateDir`'s is taken, and only then `held` let go (the directory changed): a new directory
+   * that cannot be taken leaves the old one held, for the reload to go back to it.
    */
   static takeOver(held: StateDirLock | undefined, stateDir: string): StateDirLock {
     if (held?.db.open && resolve(held.dir) === resolve(stateDir)) return held;
+    const taken = StateDirLock.acquire(stateDir);
     held?.release();
-    return StateDirLock.acquire(stateDir);
+    return taken;
   }
 
   release(): void {

@@ -51,6 +51,28 @@ describe('a reload (SIGHUP) on a SQLite store', () => {
     }
   });
 
+  it('keeps the old directory held when the one the reload moves to is held by another daemon', async () => {
+    const [first, second] = [makeTempDir(), makeTempDir()];
+    const other = StateDirLock.acquire(second, noPause);
+    const before = new ChangefeedDaemon(config(first), { logger: noopLogger });
+    await before.start();
+    const lock = await before.stopForReload();
+    try {
+      expect(() => new ChangefeedDaemon(config(second), { logger: noopLogger }, lock)).toThrow(
+        expect.objectContaining({ code: 'STATE_DIR_LOCKED' }),
+      );
+      // Still held, for the reload to go back to the first directory without a gap.
+      expect(() => StateDirLock.acquire(first, noPause)).toThrow(expect.objectContaining({ code: 'STATE_DIR_LOCKED' }));
+      const again = new ChangefeedDaemon(config(first), { logger: noopLogger }, lock);
+      await again.start();
+      await again.stop();
+      StateDirLock.acquire(first, noPause).release();
+    } finally {
+      lock?.release();
+      other.release();
+    }
+  });
+
   it('hands over nothing when a shutdown was already stopping the daemon: that stop lets the lock go', async () => {
     const stateDir = makeTempDir();
     const daemon = new ChangefeedDaemon(config(stateDir), { logger: noopLogger });
