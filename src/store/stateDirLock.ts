@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { StoreError } from './storeError.js';
@@ -55,7 +55,7 @@ export class StateDirLock {
    * that cannot be taken leaves the old one held, for the reload to go back to it.
    */
   static takeOver(held: StateDirLock | undefined, stateDir: string): StateDirLock {
-    if (held?.db.open && resolve(held.dir) === resolve(stateDir)) return held;
+    if (held?.db.open && sameDirectory(held.dir, stateDir)) return held;
     const taken = StateDirLock.acquire(stateDir);
     held?.release();
     return taken;
@@ -65,6 +65,20 @@ export class StateDirLock {
     if (!this.db.open) return;
     rmSync(join(this.dir, PID_FILE), { force: true });
     this.db.close();
+  }
+}
+
+/**
+ * One directory under two names (a symlink, `..`, a bind mount) is one lock: taking it again
+ * beside the one held would be refused (SQLite locks per file, not per connection).
+ */
+function sameDirectory(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
   }
 }
 

@@ -1,3 +1,4 @@
+import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
@@ -49,6 +50,24 @@ describe('a reload (SIGHUP) on a SQLite store', () => {
     } finally {
       await after.stop();
     }
+  });
+
+  it('hands the lock over when the new stateDir names the same directory another way (a symlink)', async () => {
+    const stateDir = makeTempDir();
+    const link = join(makeTempDir(), 'link');
+    symlinkSync(stateDir, link);
+    const before = new ChangefeedDaemon(config(stateDir), { logger: noopLogger });
+    await before.start();
+    const after = new ChangefeedDaemon(config(link), { logger: noopLogger }, await before.stopForReload());
+    try {
+      await after.start();
+      expect(() => StateDirLock.acquire(stateDir, noPause)).toThrow(
+        expect.objectContaining({ code: 'STATE_DIR_LOCKED' }),
+      );
+    } finally {
+      await after.stop();
+    }
+    StateDirLock.acquire(stateDir, noPause).release();
   });
 
   it('keeps the old directory held when the one the reload moves to is held by another daemon', async () => {
