@@ -78,36 +78,58 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
     shutdownTimeoutMs,
   );
   // SIGHUP belongs to the process: in-process, the caller runs a new command to reload.
-  if (!io.signal)
-    process.on('SIGHUP', () => {
-      reloading = reloading.then(async () => {
-        let next;
-        try {
-          next = loadTenantedConfig({ configFlag: values.config, env: io.env });
-        } catch (error) {
-          logger.error(
-            { err: describeError(error) },
-            'SIGHUP: the new configuration is invalid; still running on the previous one',
-          );
-          return;
-        }
-        logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
-        // The state directory stays locked from one daemon to the next (stopForReload).
-        const lock = await daemon.stopForReload();
-        if (shuttingDown) return lock?.release();
-        try {
-          daemon = new ChangefeedDaemon(
-            next,
-            { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout },
-            lock,
-          );
-        } catch (error) {
-          lock?.release();
-          throw error;
-        }
+  if (!io.signal) {
+    const daemonOptions = { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout };
+    // The configuration the running daemon was started with: a reload that cannot start goes back to it.
+    let running = main;
+    const reload = async (): Promise<void> => {
+      let next;
+      try {
+        next = loadTenantedConfig({ configFlag: values.config, env: io.env });
+      } catch (error) {
+        logger.error(
+          { err: describeError(error) },
+          'SIGHUP: the new configuration is invalid; still running on the previous one',
+        );
+        return;
+      }
+      logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
+      // The state directory stays locked from one daemon to the next (stopForReload).
+      const previous = daemon;
+      const lock = await previous.stopForReload();
+      if (shuttingDown) return lock?.release();
+      try {
+        daemon = new ChangefeedDaemon(next, daemonOptions, lock);
         await daemon.start();
+        running = next;
+        return;
+      } catch (error) {
+        // A daemon that was made owns the lock from then on: its stop lets it go, not this.
+        if (shuttingDown) return daemon === previous ? lock?.release() : undefined;
+        // Valid, but not startable here: its stateDir held by another daemon or not a directory,
+        // its store refused, its port taken. The previous one ran a moment ago: start it again.
+        logger.error(
+          { err: describeError(error) },
+          'SIGHUP: the new configuration could not be started; going back to the previous one',
+        );
+      }
+      // The lock is still held when the new daemon failed before taking it over; otherwise taken again.
+      daemon = new ChangefeedDaemon(running, daemonOptions, lock);
+      await daemon.start();
+      logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
+    };
+    process.on('SIGHUP', () => {
+      // Nothing of a reload may reach the process's last resort (exitOnEscapedErrors): neither
+      // configuration could be started, so the process has nothing to run and says so.
+      reloading = reloading.then(reload).catch((error: unknown) => {
+        logger.fatal(
+          { err: describeError(error) },
+          'SIGHUP: neither the new configuration nor the previous one could be started; exiting',
+        );
+        process.exit(1);
       });
     });
+  }
   const http = { port: config.http.port ?? 0, host: config.http.host, setting: 'http.port (or CHANGEFEED_HTTP_PORT)' };
   await bindPort(http, () => daemon.start());
   return stopped;

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { StoreError } from './storeError.js';
@@ -50,19 +50,35 @@ export class StateDirLock {
   }
 
   /**
-   * `held` when it is `stateDir`'s lock and still held (a reload's handover); otherwise `held` is
-   * let go (the directory changed) and `stateDir`'s is taken.
+   * `held` when it is `stateDir`'s lock and still held (a reload's handover); otherwise
+   * `stateDir`'s is taken, and only then `held` let go (the directory changed): a new directory
+   * that cannot be taken leaves the old one held, for the reload to go back to it.
    */
   static takeOver(held: StateDirLock | undefined, stateDir: string): StateDirLock {
-    if (held?.db.open && resolve(held.dir) === resolve(stateDir)) return held;
+    if (held?.db.open && sameDirectory(held.dir, stateDir)) return held;
+    const taken = StateDirLock.acquire(stateDir);
     held?.release();
-    return StateDirLock.acquire(stateDir);
+    return taken;
   }
 
   release(): void {
     if (!this.db.open) return;
     rmSync(join(this.dir, PID_FILE), { force: true });
     this.db.close();
+  }
+}
+
+/**
+ * One directory under two names (a symlink, `..`, a bind mount) is one lock: taking it again
+ * beside the one held would be refused (SQLite locks per file, not per connection).
+ */
+function sameDirectory(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
   }
 }
 
@@ -101,18 +117,27 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
 /**
  * Why the directory could not be locked, other than another daemon holding it: SQLite's and the
  * file system's own errors name neither the file nor what to do (SQLITE_NOTADB: "file is not a
- * database"). Nothing but the lock is kept in the file, so one that is not SQLite can go.
+ * database"). Each names what failed: the directory (a file in its place), the lock file or the
+ * pid file. Nothing but the lock, or the pid, is kept in those two, so one in the way can go.
  */
 function lockFailure(stateDir: string, error: unknown): StoreError {
-  const file = join(stateDir, LOCK_FILE);
   const code = (error as { code?: unknown }).code;
-  return new StoreError(
-    `cannot lock the state directory with ${file}: ${(error as Error).message}` +
-      `${typeof code === 'string' ? ` (${code})` : ''}; the file holds nothing but the lock: remove it if it ` +
-      'is not a SQLite file (a directory, other data), and check that stateDir is a directory this user can ' +
-      'write, with free space',
-    error,
-  );
+  const why = `${(error as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
+  const writable = 'check that stateDir is a directory this user can write, with free space';
+  // The file system's errors carry the path they failed on; SQLite's carry none (the lock file).
+  const path = (error as { path?: unknown }).path;
+  const pidFile = join(stateDir, PID_FILE);
+  const lockFile = join(stateDir, LOCK_FILE);
+  const message =
+    path === pidFile
+      ? `cannot write the pid of the state directory's holder to ${pidFile}: ${why}; the file holds nothing ` +
+        `but that pid: remove it if it is not a plain file (a directory), and ${writable}`
+      : typeof path === 'string' && path !== lockFile
+        ? `cannot make the state directory ${stateDir}: ${why}; stateDir must name a directory this user can ` +
+          'create and write, not a file (nor one under a file)'
+        : `cannot lock the state directory with ${lockFile}: ${why}; the file holds nothing but the lock: remove ` +
+          `it if it is not a SQLite file (a directory, other data), and ${writable}`;
+  return new StoreError(message, error);
 }
 
 function pauseSync(ms: number): void {

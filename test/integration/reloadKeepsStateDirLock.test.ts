@@ -1,3 +1,4 @@
+import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
@@ -48,6 +49,46 @@ describe('a reload (SIGHUP) on a SQLite store', () => {
       );
     } finally {
       await after.stop();
+    }
+  });
+
+  it('hands the lock over when the new stateDir names the same directory another way (a symlink)', async () => {
+    const stateDir = makeTempDir();
+    const link = join(makeTempDir(), 'link');
+    symlinkSync(stateDir, link);
+    const before = new ChangefeedDaemon(config(stateDir), { logger: noopLogger });
+    await before.start();
+    const after = new ChangefeedDaemon(config(link), { logger: noopLogger }, await before.stopForReload());
+    try {
+      await after.start();
+      expect(() => StateDirLock.acquire(stateDir, noPause)).toThrow(
+        expect.objectContaining({ code: 'STATE_DIR_LOCKED' }),
+      );
+    } finally {
+      await after.stop();
+    }
+    StateDirLock.acquire(stateDir, noPause).release();
+  });
+
+  it('keeps the old directory held when the one the reload moves to is held by another daemon', async () => {
+    const [first, second] = [makeTempDir(), makeTempDir()];
+    const other = StateDirLock.acquire(second, noPause);
+    const before = new ChangefeedDaemon(config(first), { logger: noopLogger });
+    await before.start();
+    const lock = await before.stopForReload();
+    try {
+      expect(() => new ChangefeedDaemon(config(second), { logger: noopLogger }, lock)).toThrow(
+        expect.objectContaining({ code: 'STATE_DIR_LOCKED' }),
+      );
+      // Still held, for the reload to go back to the first directory without a gap.
+      expect(() => StateDirLock.acquire(first, noPause)).toThrow(expect.objectContaining({ code: 'STATE_DIR_LOCKED' }));
+      const again = new ChangefeedDaemon(config(first), { logger: noopLogger }, lock);
+      await again.start();
+      await again.stop();
+      StateDirLock.acquire(first, noPause).release();
+    } finally {
+      lock?.release();
+      other.release();
     }
   });
 

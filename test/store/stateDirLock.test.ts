@@ -39,8 +39,16 @@ describe('StateDirLock', () => {
     const stateDir = makeTempDir();
     // A directory where the pid file goes: the lock is taken, then the write of the pid fails.
     mkdirSync(join(stateDir, 'changefeed.pid'));
+    // The pid file is named, not the lock file, which is fine and must not be removed for it.
     expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(
-      expect.objectContaining({ code: 'STORE_ERROR', message: expect.stringContaining('EISDIR') }),
+      expect.objectContaining({
+        code: 'STORE_ERROR',
+        message: expect.stringMatching(
+          new RegExp(
+            `^cannot write the pid of the state directory's holder to ${join(stateDir, 'changefeed.pid')}: .*EISDIR.*remove it`,
+          ),
+        ),
+      }),
     );
     rmdirSync(join(stateDir, 'changefeed.pid'));
     const lock = StateDirLock.acquire(stateDir, () => undefined);
@@ -65,6 +73,21 @@ describe('StateDirLock', () => {
     );
     rmSync(file, { recursive: true });
     StateDirLock.acquire(stateDir, () => undefined).release();
+  });
+
+  it('names the state directory, not its lock file, when a file stands where the directory goes', () => {
+    // stateDir itself a file, and a file one level up its path.
+    for (const below of ['', 'under']) {
+      const file = join(makeTempDir(), 'state');
+      writeFileSync(file, 'a file');
+      const stateDir = join(file, below);
+      expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(
+        expect.objectContaining({
+          code: 'STORE_ERROR',
+          message: expect.stringMatching(new RegExp(`^cannot make the state directory ${stateDir}: .*not a file`)),
+        }),
+      );
+    }
   });
 
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {

@@ -1,0 +1,56 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StateDirLock } from '../../src/store/stateDirLock.js';
+import { closeAfterTest } from '../support/closeAfterTest.js';
+import { startDaemonProcess } from '../support/daemonProcess.js';
+import { makeTempDir } from '../support/tempDir.js';
+
+const noPause = (): void => undefined;
+
+function writeConfig(file: string, stateDir: string): void {
+  writeFileSync(
+    file,
+    [
+      'api: { baseUrl: "http://127.0.0.1:1", apiKey: k_test_0123456789abcdef0123456789abcdef }',
+      `stateDir: ${stateDir}`,
+      `sinks: [{ name: out, type: file, path: ${join(stateDir, 'events.jsonl')} }]`,
+      'http: { port: 0 }',
+      '',
+    ].join('\n'),
+  );
+}
+
+describe('a SIGHUP reload whose valid configuration cannot be started', () => {
+  it('keeps running on the previous one, its state directory still locked, and drains on SIGTERM', async () => {
+    const dir = makeTempDir();
+    const [first, second] = [join(dir, 'first'), join(dir, 'second')];
+    const file = join(dir, 'changefeed.yaml');
+    writeConfig(file, first);
+    // Another daemon holds the directory the new configuration moves to.
+    const other = StateDirLock.acquire(second, noPause);
+    closeAfterTest(() => Promise.resolve(other.release()));
+    const daemon = startDaemonProcess(['--config', file]);
+    closeAfterTest(async () => {
+      daemon.child.kill('SIGKILL');
+      await daemon.exited();
+    });
+    await daemon.waitForLog('changefeed running');
+    writeConfig(file, second);
+    daemon.child.kill('SIGHUP');
+    // Before the fix the process ended here, through the last resort for escaped errors.
+    const exited = daemon.exited().then((code) => {
+      throw new Error(`the daemon exited ${code}: ${daemon.logs()}`);
+    });
+    await Promise.race([daemon.waitForLog('SIGHUP: running on the previous configuration'), exited]);
+    expect(daemon.logs()).toContain('SIGHUP: the new configuration could not be started');
+    expect(daemon.logs()).toContain(`state directory ${second} held by pid ${process.pid}`);
+    // Still the one daemon of the first directory: a command there is refused.
+    expect(() => StateDirLock.acquire(first, noPause)).toThrow(
+      expect.objectContaining({ code: 'STATE_DIR_LOCKED', message: expect.stringContaining(`${daemon.child.pid}`) }),
+    );
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+    StateDirLock.acquire(first, noPause).release();
+  });
+});
