@@ -2,7 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
+import { createDaemon } from '../support/daemonHarness.js';
 import { deliveredEvents, duplicatesOf } from '../support/daemonHarness.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { makeTempDir } from '../support/tempDir.js';
@@ -30,6 +32,16 @@ function mountTmpfs(dir: string, size: string): string | undefined {
   }
 }
 
+/** A tmpfs at `dir`, skipping the test where none can be mounted (failing it under CI). */
+function mountOrSkip(dir: string, size: string, ctx: { skip: () => void }): void {
+  const cannot = mountTmpfs(dir, size);
+  if (!cannot) return;
+  if (process.env.CI)
+    throw new Error(`cannot mount a tmpfs for the full-disk test: ${cannot} (CI is set: this test must run)`);
+  console.warn(`skipping the full-disk test: cannot mount a tmpfs: ${cannot}`);
+  ctx.skip();
+}
+
 const readyz = async (
   port: number,
 ): Promise<{ checks: { name: string; ok: boolean; detail?: string }[] } | undefined> => {
@@ -47,13 +59,7 @@ describe('a state directory on a disk that fills up', () => {
     async (ctx) => {
       const dir = makeTempDir();
       const stateDir = join(dir, 'state');
-      const cannot = mountTmpfs(stateDir, '2m');
-      if (cannot) {
-        if (process.env.CI)
-          throw new Error(`cannot mount a tmpfs for the full-disk test: ${cannot} (CI is set: this test must run)`);
-        console.warn(`skipping the full-disk test: cannot mount a tmpfs: ${cannot}`);
-        return ctx.skip();
-      }
+      mountOrSkip(stateDir, '2m', ctx);
       const simulator = await startTestSimulator({
         seed: 71,
         careers: 20,
@@ -114,4 +120,31 @@ describe('a state directory on a disk that fills up', () => {
     },
     300_000,
   );
+
+  it('met by the first migration, fails the start naming the store file and the remedy, and leaves the directory free', async (ctx) => {
+    const stateDir = join(makeTempDir(), 'state');
+    // Room for the lock file and the pid, not for the store's tables.
+    mountOrSkip(stateDir, '64k', ctx);
+    const config = appConfigSchema.parse({
+      api: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k_test_0123456789abcdef0123456789abcdef' },
+      sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'events.jsonl') }],
+      stateDir,
+      http: { port: 0 },
+    });
+    // SQLite's own SqliteError ('database or disk is full') named neither the file nor the remedy.
+    await expect(createDaemon(config).start()).rejects.toThrow(
+      expect.objectContaining({
+        code: 'STORE_UNAVAILABLE',
+        message: expect.stringMatching(
+          new RegExp(
+            `^the store at ${join(stateDir, 'changefeed.sqlite')} cannot be written: .*SQLITE_FULL.*free space`,
+          ),
+        ),
+      }),
+    );
+    execFileSync('mount', ['-o', 'remount,size=64m', stateDir]);
+    const daemon = createDaemon(config);
+    await daemon.start();
+    await daemon.stop();
+  });
 });

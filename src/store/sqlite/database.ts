@@ -12,6 +12,7 @@ import {
   unknownVersionProblem,
 } from '../schemaVersion.js';
 import { OlderSchemaError, StoreError } from '../storeError.js';
+import { isStorageError, StoreUnavailableError } from '../storeHealth.js';
 import { STORE_FILE_NAME } from '../storeLocation.js';
 import { BASELINE, MIGRATIONS, TABLES } from './migrations.js';
 import { checkStoreFile, checkStoreIdentity, StoreRefusedError } from './storeIdentity.js';
@@ -51,8 +52,17 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
     db.close();
     if (error instanceof ChangefeedError) throw error;
     // SQLITE_CORRUPT, SQLITE_NOTADB: a file cut short or overwritten.
-    if (/^SQLITE_(CORRUPT|NOTADB)/.test((error as { code?: string }).code ?? ''))
+    const code = (error as { code?: string }).code ?? '';
+    if (/^SQLITE_(CORRUPT|NOTADB)/.test(code))
       throw new StoreRefusedError(file, `is damaged (${(error as Error).message})`, error);
+    // A full or read-only disk met while migrating: `run` waits for it as for a database that is
+    // down (StoreOpening), commands exit 1; SQLite's words name neither the file nor the remedy.
+    if (isStorageError(error))
+      throw new StoreUnavailableError(
+        `the store at ${file} cannot be written: ${(error as Error).message} (${code}); free space on its disk ` +
+          'or make it writable',
+        error,
+      );
     throw error;
   }
 }
