@@ -83,6 +83,7 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
     // The configuration the running daemon was started with: a reload that cannot start goes back to it.
     let running = main;
     const reload = async (): Promise<void> => {
+      if (shuttingDown) return;
       let next;
       try {
         next = loadTenantedConfig({ configFlag: values.config, env: io.env });

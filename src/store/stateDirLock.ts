@@ -1,11 +1,12 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { StoreError } from './storeError.js';
 
 const LOCK_FILE = 'changefeed.lock';
 const PID_FILE = 'changefeed.pid';
+const PID_FILE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
 /** Tries of a lock another start may hold for a moment, and the mean pause between two. */
 const ATTEMPTS = 5;
 const PAUSE_MS = 50;
@@ -106,7 +107,14 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('CREATE TABLE IF NOT EXISTS held (pid INTEGER)');
     db.exec('BEGIN EXCLUSIVE');
-    writeFileSync(join(stateDir, PID_FILE), `${process.pid}\n`);
+    // Not through a symlink: run as root, one planted in the directory would have the pid
+    // overwrite whatever file it points to.
+    const pidFile = openSync(join(stateDir, PID_FILE), PID_FILE_FLAGS, 0o644);
+    try {
+      writeFileSync(pidFile, `${process.pid}\n`);
+    } finally {
+      closeSync(pidFile);
+    }
     return db;
   } catch (error) {
     db.close();

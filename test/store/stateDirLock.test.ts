@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StateDirLock } from '../../src/store/stateDirLock.js';
@@ -88,6 +88,17 @@ describe('StateDirLock', () => {
         }),
       );
     }
+  });
+
+  it('does not write the pid through a symlink planted as the pid file', () => {
+    const stateDir = makeTempDir();
+    const target = join(makeTempDir(), 'precious');
+    writeFileSync(target, 'keep me\n');
+    symlinkSync(target, join(stateDir, 'changefeed.pid'));
+    expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(
+      expect.objectContaining({ code: 'STORE_ERROR', message: expect.stringContaining('ELOOP') }),
+    );
+    expect(readFileSync(target, 'utf8')).toBe('keep me\n');
   });
 
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {
