@@ -90,6 +90,8 @@ export class PollLoop {
   private readonly wake: WakeableSleep;
   private running: Promise<void> | undefined;
   private nextDiscoveryAt: number | undefined;
+  /** Discoveries failed in a row (the daemon's, not a sweep's): each retry waits longer, never past the cron time. */
+  private discoveriesFailed = 0;
   /** Errors nobody expected in a row, since the last successful poll: each pause is longer. */
   private unexpectedInARow = 0;
   /** Set while `run --once` sweeps: the loop runs in the decision's once mode. */
@@ -344,8 +346,17 @@ export class PollLoop {
     try {
       await this.deps.registry.discover(this.signal);
       this.nextDiscoveryAt = next();
+      this.discoveriesFailed = 0;
     } catch (error) {
-      this.nextDiscoveryAt = this.sweep ? this.sweepDiscoveryFailed(this.sweep, error) : next();
+      // A failed run is tried again after the polls' backoff, not only at the next cron time: a
+      // tenant whose first discovery timed out (a service slow for a moment) would otherwise poll
+      // none of its careers and skills for up to a whole schedule's period (15 minutes by default).
+      const retryAt = (): number | undefined => {
+        const cron = next();
+        const backoff = this.deps.clock.now() + pollRetryDelayMs(++this.discoveriesFailed);
+        return cron === undefined ? backoff : Math.min(cron, backoff);
+      };
+      this.nextDiscoveryAt = this.sweep ? this.sweepDiscoveryFailed(this.sweep, error) : retryAt();
       if (isAbortError(error) && this.signal.aborted) return;
       // A sweep reports its discovery's failure itself; a lost lease stops the tenant either way.
       if (errorCodeOf(error) === 'LEASE_LOST') this.failed(error);
@@ -353,8 +364,14 @@ export class PollLoop {
       else if (this.deps.store.health.record(error, this.deps.store.location)) this.failed(error);
       else
         this.deps.logger.error(
-          { err: describeError(error), requestId: requestIdOf(error) },
-          'discovery failed; next attempt on schedule',
+          {
+            err: describeError(error),
+            requestId: requestIdOf(error),
+            failures: this.discoveriesFailed,
+            nextAttemptAt:
+              this.nextDiscoveryAt === undefined ? undefined : new Date(this.nextDiscoveryAt).toISOString(),
+          },
+          'discovery failed; trying again after a backoff',
         );
     } finally {
       this.inFlight.delete(DISCOVERY);

@@ -97,8 +97,8 @@ describe('GET /v1/events/stream', () => {
         if (text.includes(': heartbeat')) return;
       }
     })();
-    await until(() => text.includes('id: 0000000000000002'), 5_000, 'the two events');
-    await until(() => clock.nextWakeAt() !== undefined, 5_000, 'the stream to wait for events');
+    await until(() => text.includes('id: 0000000000000002'), 30_000, 'the two events');
+    await until(() => clock.nextWakeAt() !== undefined, 30_000, 'the stream to wait for events');
     expect(text).not.toContain('heartbeat');
     await clock.advance(15_000);
     await reading;
@@ -122,6 +122,6 @@ describe('GET /v1/events/stream', () => {
     expect((await open(OTHER_TOKEN)).statusCode).toBe(200);
     first.body.destroy();
     // The slot is given back once the server sees the connection close.
-    await until(async () => (await open(TOKEN)).statusCode === 200, 5_000, 'a freed stream slot');
+    await until(async () => (await open(TOKEN)).statusCode === 200, 30_000, 'a freed stream slot');
   });
 });

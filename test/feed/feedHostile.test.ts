@@ -66,17 +66,17 @@ describe('the feed against hostile clients', () => {
       });
     // Each wait wakes at its own time, so the earliest wake-up shows the latest to start waiting.
     const first = poll(20);
-    await until(() => clock.nextWakeAt() === now + 20_000, 5_000, 'the first long-poll to wait');
+    await until(() => clock.nextWakeAt() === now + 20_000, 30_000, 'the first long-poll to wait');
     const abort = new AbortController();
     const second = poll(10, TOKEN, abort.signal).catch(() => undefined);
-    await until(() => clock.nextWakeAt() === now + 10_000, 5_000, 'the second long-poll to wait');
+    await until(() => clock.nextWakeAt() === now + 10_000, 30_000, 'the second long-poll to wait');
     const refused = await poll(5);
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('5');
     expect(await refused.body.json()).toMatchObject({ type: '/v1/problems/too-many-waits', status: 429 });
     // Another token has its own places; a page that needs no wait is not refused by the waiting ones.
     const other = poll(15, OTHER_TOKEN);
-    await until(() => clock.nextWakeAt() === now + 10_000, 5_000, 'the other token to wait');
+    await until(() => clock.nextWakeAt() === now + 10_000, 30_000, 'the other token to wait');
     const noWait = await request(`${h.server.url}/v1/events?after=0&wait=5`, {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
@@ -85,9 +85,9 @@ describe('the feed against hostile clients', () => {
     // A client that gives up frees its place.
     abort.abort();
     await second;
-    await until(() => clock.nextWakeAt() === now + 15_000, 5_000, 'the server to see the disconnect');
+    await until(() => clock.nextWakeAt() === now + 15_000, 30_000, 'the server to see the disconnect');
     const third = poll(12);
-    await until(() => clock.nextWakeAt() === now + 12_000, 5_000, 'a long-poll to wait in the freed place');
+    await until(() => clock.nextWakeAt() === now + 12_000, 30_000, 'a long-poll to wait in the freed place');
     await appendEvents(h, 1);
     for (const answered of [await first, await other, await third]) {
       expect(answered.statusCode).toBe(200);

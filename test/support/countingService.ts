@@ -25,14 +25,23 @@ export async function startCountingService(): Promise<CountingService> {
   };
 }
 
-/** A service client with no gate to wait on, its requests checked by `requestGuard`. */
-export function guardedClient(url: string, requestGuard: () => void, maxResponseBytes = 1024): ServiceClient {
+/**
+ * A service client with no gate to wait on, its requests checked by `requestGuard`. `timeoutMs`
+ * bounds each request: a test whose answers take real CPU to write and parse (megabytes of entries)
+ * gives one its own timeout cannot reach on a loaded machine.
+ */
+export function guardedClient(
+  url: string,
+  requestGuard: () => void,
+  maxResponseBytes = 1024,
+  timeoutMs = 5_000,
+): ServiceClient {
   return new ServiceClient({
     baseUrl: url,
     apiKey: () => 'key',
     credentialSource: 'test',
     userAgent: 'test',
-    timeoutMs: 5_000,
+    timeoutMs,
     maxResponseBytes,
     clock: systemClock,
     gate: { acquire: () => Promise.resolve(), observe: () => undefined },

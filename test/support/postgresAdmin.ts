@@ -23,7 +23,11 @@ export async function connectPostgres(): Promise<{ client: pg.Client } | { reaso
  * one client sent while another is running, and warns that pg 9 will refuse them.
  */
 export async function connectPostgresPool(): Promise<{ pool: pg.Pool } | { reason: string }> {
-  const pool = new pg.Pool({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2_000, max: 4 });
+  // A checkout waits for a free one of the four connections, or for a new backend, as long as a
+  // caller's own `until` allows: with 2 s, the replica tests' lease queries (five tests at once,
+  // each starting two daemons) failed on "timeout exceeded when trying to connect" at load 13 to 30.
+  // A PostgreSQL that is not there still refuses the first query at once.
+  const pool = new pg.Pool({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 30_000, max: 4 });
   pool.on('error', () => undefined);
   try {
     await pool.query('SELECT 1');

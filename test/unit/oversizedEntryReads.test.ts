@@ -304,7 +304,12 @@ describe('entries each under api.maxEntryBytes, at every offset: one read holds 
       );
     });
     await new Promise<void>((resolve) => big.listen(0, '127.0.0.1', resolve));
-    const client = guardedClient(`http://127.0.0.1:${(big.address() as AddressInfo).port}`, () => undefined, PAGE_CAP);
+    const client = guardedClient(
+      `http://127.0.0.1:${(big.address() as AddressInfo).port}`,
+      () => undefined,
+      PAGE_CAP,
+      600_000,
+    );
     return {
       client,
       requests: () => requests,

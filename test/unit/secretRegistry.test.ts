@@ -5,6 +5,14 @@ import { registerSecret, scrubSecrets } from '../../src/secrets/secretRegistry.j
 
 const key = (): string => `cf_live_${randomBytes(16).toString('hex')}`;
 
+/** The process's CPU seconds (user and system) that `work` took. */
+function cpuSeconds(work: () => void): number {
+  const before = process.cpuUsage();
+  work();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1e6;
+}
+
 describe('the secret registry', () => {
   it('scrubs a secret registered after lines were already scrubbed, the longer of two whole', () => {
     const first = key();
@@ -18,27 +26,31 @@ describe('the secret registry', () => {
   });
 
   // Each registration rebuilt the pattern from every secret so far: 5,000 tenants' keys took
-  // 12 s of CPU at the daemon's start.
-  it('registers 5,000 keys in well under a second of CPU, and scrubs every one of them', () => {
+  // 12 s of CPU at the daemon's start. Measured against the first 1,000 in the same process, not
+  // against a second of CPU, which the fixed registry itself took (1.05 to 1.13 s) at load 13.
+  it('registers 5,000 keys in CPU that grows with their number, not its square, and scrubs every one of them', () => {
     const keys = Array.from({ length: 5_000 }, key);
-    const before = process.cpuUsage();
-    for (const k of keys) registerSecret(k);
-    const used = process.cpuUsage(before);
-    expect((used.user + used.system) / 1e6).toBeLessThan(1);
+    const first = cpuSeconds(() => keys.slice(0, 1_000).forEach(registerSecret));
+    const rest = cpuSeconds(() => keys.slice(1_000).forEach(registerSecret));
+    // n log n: about 5 times the first thousand's CPU (its JIT warm-up included); n squared: 24.
+    expect(rest / first).toBeLessThan(10);
     expect(scrubSecrets(`${keys[0]} ${keys[2_500]} ${keys[4_999]}`)).toBe('[redacted] [redacted] [redacted]');
   });
 
   // Tenants starting register their keys between log lines: one pattern of every key, rebuilt at
-  // the first line after a registration, made each such line cost 215 ms of CPU at 5,000 keys.
-  it('scrubs a line after each of 2,000 registrations in well under a second of CPU', () => {
+  // the first line after a registration, made each such line cost 215 ms of CPU at 5,000 keys
+  // (minutes for these 2,000 lines, the keys of the test above still registered). Not compared with
+  // its first lines, as above: those keys make the rebuild's cost nearly flat here. The fixed
+  // registry took 1.05 to 1.13 s of CPU for it at load 13, over the second it was once given.
+  it('scrubs a line after each of 2,000 registrations in a few seconds of CPU, not minutes', () => {
     const keys = Array.from({ length: 2_000 }, key);
-    const before = process.cpuUsage();
-    for (const k of keys) {
-      registerSecret(k);
-      expect(scrubSecrets(`tenant starting with ${k}`)).toBe('tenant starting with [redacted]');
-    }
-    const used = process.cpuUsage(before);
-    expect((used.user + used.system) / 1e6).toBeLessThan(1);
+    const used = cpuSeconds(() => {
+      for (const k of keys) {
+        registerSecret(k);
+        expect(scrubSecrets(`tenant starting with ${k}`)).toBe('tenant starting with [redacted]');
+      }
+    });
+    expect(used).toBeLessThan(5);
     expect(scrubSecrets(`${keys[0]}:${keys[1_999]}.`)).toBe('[redacted]:[redacted].');
   });
 

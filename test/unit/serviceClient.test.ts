@@ -214,25 +214,35 @@ describe('ServiceClient.getJson', () => {
       // The caller's signal is the daemon's, which raises its limit for what it runs (pollLoop.ts).
       const caller = new AbortController();
       setMaxListeners(100, caller.signal);
-      const errors = await Promise.all(
-        Array.from({ length: 40 }, (_, i) =>
-          c
-            .getJson(
-              `/api/v1/${i % 2 ? 'declared' : 'chunked'}/${i}`,
-              {},
-              'poll',
-              caller.signal,
-              activityPageReader(10),
-            )
-            .then(
-              () => undefined,
-              (error: ApiError) => error,
-            ),
-        ),
-      );
-      expect(errors.map((error) => error?.code)).toEqual(Array.from({ length: 40 }, () => 'API_TIMEOUT'));
+      // On a loaded machine an exchange can reach its limit before its request reached the server
+      // (run 1 of the flake hunt: 3 of 40 at load 13 to 30): more are sent until 40 stalled there.
+      const errors: (ApiError | undefined)[] = [];
+      let sent = 0;
+      while (open < 40) {
+        errors.push(
+          ...(await Promise.all(
+            Array.from({ length: 40 - open }, () => {
+              const i = sent++;
+              return c
+                .getJson(
+                  `/api/v1/${i % 2 ? 'declared' : 'chunked'}/${i}`,
+                  {},
+                  'poll',
+                  caller.signal,
+                  activityPageReader(10),
+                )
+                .then(
+                  () => undefined,
+                  (error: ApiError) => error,
+                );
+            }),
+          )),
+        );
+      }
+      expect(errors.map((error) => error?.code)).toEqual(Array.from({ length: sent }, () => 'API_TIMEOUT'));
       // Every connection that carried a stalled exchange is closed, not returned to the pool.
-      expect(open).toBe(40);
+      const stalled = open;
+      expect(closed).toHaveLength(stalled);
       await Promise.all(closed);
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.map((warning) => warning.message)).toEqual([]);
@@ -246,7 +256,7 @@ describe('ServiceClient.getJson', () => {
             (error: unknown) => error,
           ),
       );
-      while (open < 50) await new Promise((resolve) => setImmediate(resolve));
+      while (open < stalled + 10) await new Promise((resolve) => setImmediate(resolve));
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
       caller.abort();
       for (const error of await Promise.all(pending)) {
