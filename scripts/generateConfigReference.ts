@@ -7,6 +7,7 @@
  * If the module also exports `ENV_MAPPING` or `envMapping` (env var -> dotted path), the
  * variables are listed too.
  * --check writes nothing and exits 1 when the file on disk is out of date (for CI).
+ * `generateConfigReference` is the same command as a function, for the tests to run in process.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -54,12 +55,19 @@ function parseArgs(argv: readonly string[]): Args {
   };
 }
 
-async function main(): Promise<number> {
-  const args = parseArgs(process.argv.slice(2));
+/** Where the command writes its messages: the process's streams when run as a script. */
+export interface CommandOutput {
+  out(line: string): void;
+  error(line: string): void;
+}
+
+/** The command with `argv` (the arguments after the script's path); resolves with its exit code. */
+export async function generateConfigReference(argv: readonly string[], output: CommandOutput): Promise<number> {
+  const args = parseArgs(argv);
   const module = (await import(pathToFileURL(args.modulePath).href)) as Record<string, unknown>;
   const schema = module[args.exportName];
   if (!(schema instanceof z.ZodType)) {
-    console.error(`${args.modulePath} does not export a zod schema named ${args.exportName}`);
+    output.error(`${args.modulePath} does not export a zod schema named ${args.exportName}`);
     return 2;
   }
   const mapping = module.ENV_MAPPING ?? module.envMapping;
@@ -69,13 +77,13 @@ async function main(): Promise<number> {
   const current = existsSync(args.out) ? readFileSync(args.out, 'utf8') : undefined;
   if (args.check) {
     if (current === markdown) return 0;
-    console.error(
+    output.error(
       `${args.out} is out of date with the config schema; run \`npm run docs:config\` and commit the result`,
     );
     return 1;
   }
   if (current !== markdown) writeFileSync(args.out, markdown);
-  console.log(`${current === markdown ? 'unchanged' : 'wrote'} ${args.out}`);
+  output.out(`${current === markdown ? 'unchanged' : 'wrote'} ${args.out}`);
   return 0;
 }
 
@@ -83,12 +91,13 @@ function isStringRecord(value: unknown): value is Record<string, string> {
   return typeof value === 'object' && value !== null && Object.values(value).every((v) => typeof v === 'string');
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exitCode = 2;
-  },
-);
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href)
+  generateConfigReference(process.argv.slice(2), { out: console.log, error: console.error }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exitCode = 2;
+    },
+  );

@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renderConfigReference } from '../../src/config/renderConfigReference.js';
+import { generateConfigReference } from '../../scripts/generateConfigReference.js';
 import { envMapping, sampleConfigSchema } from './fixtures/sampleConfigSchema.js';
 import { useTempDir } from './tempConfigDir.js';
 
@@ -92,27 +92,30 @@ describe('renderConfigReference', () => {
 });
 
 describe('scripts/generateConfigReference.ts', () => {
-  const script = fileURLToPath(new URL('../../scripts/generateConfigReference.ts', import.meta.url));
   const fixture = fileURLToPath(new URL('./fixtures/sampleConfigSchema.ts', import.meta.url));
-  const run = (...args: string[]): { status: number | null; stderr: string } => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', script, fixture, 'sampleConfigSchema', ...args], {
-      encoding: 'utf8',
+  // The script's command in this process: its exit code and what it writes to stderr. Run as a
+  // script, it is `npm run docs:config -- --check` in `npm run checks`.
+  const run = async (...args: string[]): Promise<{ status: number; stderr: string }> => {
+    const stderr: string[] = [];
+    const status = await generateConfigReference([fixture, 'sampleConfigSchema', ...args], {
+      out: () => undefined,
+      error: (line) => stderr.push(`${line}\n`),
     });
-    return { status: result.status, stderr: result.stderr };
+    return { status, stderr: stderr.join('') };
   };
 
   it('writes the reference, and --check fails only once the file is out of date', async () => {
     const out = await temp.write('configuration-reference.md', 'stale\n');
-    expect(run('--check', '--out', out).status).toBe(1);
-    expect(run('--out', out).status).toBe(0);
+    expect((await run('--check', '--out', out)).status).toBe(1);
+    expect((await run('--out', out)).status).toBe(0);
     const written = await readFile(out, 'utf8');
     expect(written).toContain('Settings are layered');
     expect(written).toContain('| `CHANGEFEED_API_KEY` | `api.apiKey` |');
     expect(written).toContain('## `sinks[]` with `type: "webhook"`');
-    expect(run('--check', '--out', out)).toEqual({ status: 0, stderr: '' });
+    expect(await run('--check', '--out', out)).toEqual({ status: 0, stderr: '' });
     await writeFile(out, `${await readFile(out, 'utf8')}edited by hand\n`);
-    const check = run('--check', '--out', out);
+    const check = await run('--check', '--out', out);
     expect(check.status).toBe(1);
     expect(check.stderr).toContain('is out of date');
-  }, 30_000);
+  });
 });
