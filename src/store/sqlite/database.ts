@@ -55,8 +55,8 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
     const code = (error as { code?: string }).code ?? '';
     if (/^SQLITE_(CORRUPT|NOTADB)/.test(code))
       throw new StoreRefusedError(file, `is damaged (${(error as Error).message})`, error);
-    // A full or read-only disk met while migrating: `run` waits for it as for a database that is
-    // down (StoreOpening), commands exit 1; SQLite's words name neither the file nor the remedy.
+    // A full or read-only disk met while creating or migrating the store: the start fails, naming
+    // the file and the remedy, which SQLite's own words ("database or disk is full") do not.
     if (isStorageError(error))
       throw new StoreUnavailableError(
         `the store at ${file} cannot be written: ${(error as Error).message} (${code}); free space on its disk ` +
