@@ -65,6 +65,12 @@ interface Sweep {
 
 /** Pauses of every poll after errors nobody expected: 1 s doubling to a minute. */
 const UNEXPECTED_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000, minMs: 1_000 };
+/**
+ * Retries of a discovery that failed transiently: 5 s doubling, capped only at a day, so after
+ * about eight the cron time comes first and one that fails for good spends the schedule's reads
+ * (each run reads every page of the lists), not a run every few minutes.
+ */
+const DISCOVERY_RETRY_BACKOFF: BackoffPolicy = { initialMs: 5_000, maxMs: 86_400_000, minMs: 1_000 };
 /** The in-flight key of a discovery run (a log key always holds a colon, so they never meet). */
 const DISCOVERY = 'discovery';
 
@@ -90,7 +96,7 @@ export class PollLoop {
   private readonly wake: WakeableSleep;
   private running: Promise<void> | undefined;
   private nextDiscoveryAt: number | undefined;
-  /** Discoveries failed in a row (the daemon's, not a sweep's): each retry waits longer, never past the cron time. */
+  /** Discoveries failed transiently in a row (the daemon's, not a sweep's): each retry waits longer, never past the cron time. */
   private discoveriesFailed = 0;
   /** Errors nobody expected in a row, since the last successful poll: each pause is longer. */
   private unexpectedInARow = 0;
@@ -348,15 +354,21 @@ export class PollLoop {
       this.nextDiscoveryAt = next();
       this.discoveriesFailed = 0;
     } catch (error) {
-      // A failed run is tried again after the polls' backoff, not only at the next cron time: a
-      // tenant whose first discovery timed out (a service slow for a moment) would otherwise poll
-      // none of its careers and skills for up to a whole schedule's period (15 minutes by default).
-      const retryAt = (): number | undefined => {
-        const cron = next();
-        const backoff = this.deps.clock.now() + pollRetryDelayMs(++this.discoveriesFailed);
-        return cron === undefined ? backoff : Math.min(cron, backoff);
+      // A failed run is tried again after a backoff, not only at the next cron time: a tenant whose
+      // first discovery timed out (a service slow for a moment) would otherwise poll none of its
+      // careers and skills for up to a whole schedule's period (15 minutes by default). Only a
+      // transient failure is (by the rules of polls): a rejected key, a 403, a 404 or a full disk
+      // wait for the cron time. The backoff keeps doubling until the cron time always comes first,
+      // so a run that fails for good (up to 102 pages read each time) costs the schedule's reads.
+      const retryAt = (): { at: number; backoff: boolean } => {
+        const cron = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
+        const action = classifyPollFailure(error, 'career', 0);
+        if (action.kind !== 'retry' && action.kind !== 'storeBusy') return { at: cron, backoff: false };
+        const backoff = this.deps.clock.now() + backoffDelayMs(++this.discoveriesFailed, DISCOVERY_RETRY_BACKOFF);
+        return { at: Math.min(cron, backoff), backoff: backoff < cron };
       };
-      this.nextDiscoveryAt = this.sweep ? this.sweepDiscoveryFailed(this.sweep, error) : retryAt();
+      const retry = this.sweep ? undefined : retryAt();
+      this.nextDiscoveryAt = this.sweep ? this.sweepDiscoveryFailed(this.sweep, error) : retry?.at;
       if (isAbortError(error) && this.signal.aborted) return;
       // A sweep reports its discovery's failure itself; a lost lease stops the tenant either way.
       if (errorCodeOf(error) === 'LEASE_LOST') this.failed(error);
@@ -371,7 +383,9 @@ export class PollLoop {
             nextAttemptAt:
               this.nextDiscoveryAt === undefined ? undefined : new Date(this.nextDiscoveryAt).toISOString(),
           },
-          'discovery failed; trying again after a backoff',
+          retry?.backoff
+            ? 'discovery failed; trying again after a backoff'
+            : 'discovery failed; next attempt on schedule',
         );
     } finally {
       this.inFlight.delete(DISCOVERY);
