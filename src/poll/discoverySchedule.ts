@@ -6,6 +6,19 @@ export function nextCronTime(expression: string, now: number): number {
   return new CronTime(expression, 'UTC').getNextDateFrom(new Date(now)).toMillis();
 }
 
+/**
+ * Why `expression` cannot schedule discovery, or undefined: not cron, or never due (the library
+ * gives up after eight years: `0 0 30 2 *`). Checked with the config, not when a tenant starts.
+ */
+export function cronProblem(expression: string): string | undefined {
+  try {
+    nextCronTime(expression, Date.now());
+    return undefined;
+  } catch (error) {
+    return `not a cron expression that ever runs (5 or 6 fields, UTC): ${(error as Error).message.split('\n')[0]}`;
+  }
+}
+
 /** Counts already made, by expression and minute; a process has a few distinct schedules. */
 const runsPerHourMemo = new Map<string, number>();
 const MAX_MEMO_ENTRIES = 64;

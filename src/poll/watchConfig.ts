@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { listEnvelopeSchema } from '../api/listReader.js';
 import { parseLogName } from '../logs.js';
 import { scheduleConfigSchema } from '../schedule/scheduleConfig.js';
+import { cronProblem } from './discoverySchedule.js';
 
 const objectSetSchema = z
   .object({
@@ -87,6 +88,10 @@ export const watchConfigSchema = z
       .object({
         schedule: z
           .string()
+          .superRefine((expression, ctx) => {
+            const problem = cronProblem(expression);
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          })
           .default('*/15 * * * *')
           .describe('Cron expression for re-reading the career and skill lists (5 or 6 fields).'),
         envelope: listEnvelopeSchema
