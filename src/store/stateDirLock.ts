@@ -1,12 +1,30 @@
 import Database from 'better-sqlite3';
-import { closeSync, constants, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ChangefeedError } from '../errors.js';
 import { StoreError } from './storeError.js';
 
 const LOCK_FILE = 'changefeed.lock';
 const PID_FILE = 'changefeed.pid';
-const PID_FILE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+/**
+ * Not through a symlink (O_NOFOLLOW): run as root, one planted in the directory would have the pid
+ * overwrite whatever file it points to. Not waiting (O_NONBLOCK): a FIFO planted there would block
+ * the open, and the whole process with it, until something read it; without a reader it fails
+ * ENXIO, with one it is refused as not a plain file. O_NONBLOCK does nothing to a plain file.
+ */
+const PID_FILE_FLAGS =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 /** Tries of a lock another start may hold for a moment, and the mean pause between two. */
 const ATTEMPTS = 5;
 const PAUSE_MS = 50;
@@ -107,10 +125,11 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('CREATE TABLE IF NOT EXISTS held (pid INTEGER)');
     db.exec('BEGIN EXCLUSIVE');
-    // Not through a symlink: run as root, one planted in the directory would have the pid
-    // overwrite whatever file it points to.
-    const pidFile = openSync(join(stateDir, PID_FILE), PID_FILE_FLAGS, 0o644);
+    const pidPath = join(stateDir, PID_FILE);
+    const pidFile = openSync(pidPath, PID_FILE_FLAGS, 0o644);
     try {
+      const kind = notPlainFile(fstatSync(pidFile));
+      if (kind) throw Object.assign(new Error(`${pidPath} is ${kind}, not a plain file`), { path: pidPath });
       writeFileSync(pidFile, `${process.pid}\n`);
     } finally {
       closeSync(pidFile);
@@ -120,6 +139,15 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
     db.close();
     throw error;
   }
+}
+
+/** What a file that is not a plain file is, for the message; undefined for a plain file. */
+function notPlainFile(stats: Stats): string | undefined {
+  if (stats.isFile()) return undefined;
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
+  return 'of another kind';
 }
 
 /**
@@ -139,7 +167,7 @@ function lockFailure(stateDir: string, error: unknown): StoreError {
   const message =
     path === pidFile
       ? `cannot write the pid of the state directory's holder to ${pidFile}: ${why}; the file holds nothing ` +
-        `but that pid: remove it if it is not a plain file (a directory), and ${writable}`
+        `but that pid: remove it if it is not a plain file (a directory, a symlink, a FIFO), and ${writable}`
       : typeof path === 'string' && path !== lockFile
         ? `cannot make the state directory ${stateDir}: ${why}; stateDir must name a directory this user can ` +
           'create and write, not a file (nor one under a file)'

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { eventIdFor } from '../../src/events/eventId.js';
+import { openDatabase } from '../../src/store/sqlite/database.js';
 import { createDaemon } from '../support/daemonHarness.js';
 import { deliveredEvents, duplicatesOf } from '../support/daemonHarness.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
@@ -146,5 +147,33 @@ describe('a state directory on a disk that fills up', () => {
     const daemon = createDaemon(config);
     await daemon.start();
     await daemon.stop();
+  });
+});
+
+describe('a state directory on a read-only disk', () => {
+  it("has a reader of the stopped daemon's store told it cannot be read and why, not to free space", (ctx) => {
+    const stateDir = join(makeTempDir(), 'state');
+    mountOrSkip(stateDir, '8m', ctx);
+    const file = join(stateDir, 'changefeed.sqlite');
+    // The daemon ran and stopped: the store is in WAL mode, its -shm file gone with it.
+    openDatabase(file).close();
+    execFileSync('mount', ['-o', 'remount,ro', stateDir]);
+    expect(() => openDatabase(file, { readonly: true })).toThrow(
+      expect.objectContaining({
+        code: 'STORE_UNAVAILABLE',
+        message: expect.stringMatching(
+          new RegExp(
+            `^the store at ${file} cannot be read: .*creates ${file}-shm .*read-only disk.*while the daemon runs`,
+          ),
+        ),
+      }),
+    );
+    // The daemon, which writes, is still told to make it writable.
+    expect(() => openDatabase(file)).toThrow(
+      expect.objectContaining({
+        code: 'STORE_UNAVAILABLE',
+        message: expect.stringMatching(new RegExp(`^the store at ${file} cannot be written: .*make it writable`)),
+      }),
+    );
   });
 });

@@ -1,7 +1,21 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { StateDirLock } from '../../src/store/stateDirLock.js';
 import { makeTempDir } from '../support/tempDir.js';
 
@@ -99,6 +113,59 @@ describe('StateDirLock', () => {
       expect.objectContaining({ code: 'STORE_ERROR', message: expect.stringContaining('ELOOP') }),
     );
     expect(readFileSync(target, 'utf8')).toBe('keep me\n');
+  });
+
+  it('refuses a FIFO planted as the pid file that something reads, writing nothing into it', () => {
+    const stateDir = makeTempDir();
+    const fifo = join(stateDir, 'changefeed.pid');
+    execFileSync('mkfifo', [fifo]);
+    // A reader: the open for writing succeeds, and the pid would go to whoever reads.
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      expect(() => StateDirLock.acquire(stateDir, () => undefined)).toThrow(
+        expect.objectContaining({
+          code: 'STORE_ERROR',
+          message: expect.stringMatching(
+            new RegExp(`^cannot write the pid .*${fifo} is a FIFO, not a plain file.*remove it`),
+          ),
+        }),
+      );
+      expect(readSync(reader, Buffer.alloc(64))).toBe(0);
+    } finally {
+      closeSync(reader);
+    }
+    rmSync(fifo);
+    StateDirLock.acquire(stateDir, () => undefined).release();
+  });
+
+  it('refuses a FIFO planted as the pid file that nothing reads, instead of blocking the process', async () => {
+    const stateDir = makeTempDir();
+    const fifo = join(stateDir, 'changefeed.pid');
+    execFileSync('mkfifo', [fifo]);
+    // In a child: an open that blocks blocks its whole thread, the test's timeout with it.
+    const lockModule = fileURLToPath(new URL('../../src/store/stateDirLock.ts', import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { StateDirLock } from ${JSON.stringify(lockModule)};
+         try { StateDirLock.acquire(process.argv[1], () => undefined).release(); console.log('acquired'); }
+         catch (error) { console.log(error.code + ': ' + error.message); }`,
+        stateDir,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    // Also when the test times out waiting for it (a blocking open), which no finally would see.
+    onTestFinished(() => {
+      child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await once(child, 'exit');
+    expect(out).toMatch(new RegExp(`^STORE_ERROR: cannot write the pid .*${fifo}.*ENXIO.*remove it`));
   });
 
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {

@@ -132,4 +132,27 @@ describe('opening the SQLite store', () => {
     expect(() => openSqliteStoreFile(file)).toThrow(StoreError);
     expect(() => openSqliteStoreFile(file)).toThrow(/newer than this build knows.*upgrade changefeed/);
   });
+
+  it('names a store locked by another process and what to do, not a full disk', async () => {
+    const { store, file } = await openFresh();
+    await store.close();
+    // A sqlite3 shell holding the file: exclusive locking mode keeps even readers out.
+    const shell = new Database(file);
+    shell.pragma('locking_mode = EXCLUSIVE');
+    shell.exec('BEGIN EXCLUSIVE');
+    try {
+      // After the store's busy timeout (5 s).
+      expect(() => openDatabase(file)).toThrow(
+        expect.objectContaining({
+          code: 'STORE_UNAVAILABLE',
+          message: expect.stringMatching(
+            new RegExp(`^the store at ${file} is locked by another process: .*SQLITE_BUSY.*sqlite3 shell`),
+          ),
+        }),
+      );
+    } finally {
+      shell.close();
+    }
+    openDatabase(file).close();
+  });
 });

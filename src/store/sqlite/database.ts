@@ -55,16 +55,34 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
     const code = (error as { code?: string }).code ?? '';
     if (/^SQLITE_(CORRUPT|NOTADB)/.test(code))
       throw new StoreRefusedError(file, `is damaged (${(error as Error).message})`, error);
-    // A full or read-only disk met while creating or migrating the store: the start fails, naming
-    // the file and the remedy, which SQLite's own words ("database or disk is full") do not.
+    // A full or read-only disk, or a lock, met while opening, creating or migrating the store:
+    // the start or the command fails, naming the file and the remedy, which SQLite's own words
+    // ("database or disk is full", "unable to open database file") do not.
     if (isStorageError(error))
       throw new StoreUnavailableError(
-        `the store at ${file} cannot be written: ${(error as Error).message} (${code}); free space on its disk ` +
-          'or make it writable',
+        `the store at ${file} ${openingProblem(file, `${(error as Error).message} (${code})`, code, readonly)}`,
         error,
       );
     throw error;
   }
+}
+
+/** What kept the store from opening, after "the store at <file>", and what to do about it. */
+function openingProblem(file: string, why: string, code: string, readonly: boolean): string {
+  if (/^SQLITE_(BUSY|LOCKED)/.test(code))
+    return (
+      `is locked by another process: ${why}; try again once it lets go (look for a sqlite3 shell or a backup ` +
+      'holding a transaction open)'
+    );
+  if (!readonly) return `cannot be written: ${why}; free space on its disk or make it writable`;
+  // A reader writes nothing to the store, but SQLite reads a store in WAL mode through its -shm
+  // file: created by the first to open it, kept while the daemon runs, removed when it stops.
+  const shm = `${file}-shm`;
+  return /^SQLITE_(FULL|IOERR)/.test(code)
+    ? `cannot be read: ${why}; reading it creates ${shm} while no daemon runs on it: free space on its disk`
+    : `cannot be read: ${why}; reading it creates ${shm} while no daemon runs on it, which cannot be done ` +
+        'here (a read-only disk, or a directory this user cannot write): run the command while the daemon runs, ' +
+        "or as the daemon's user, or make the directory writable";
 }
 
 /** Brings the store to this build's schema; a reader, which cannot migrate, only checks it is there. */
