@@ -61,7 +61,8 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   if (values.resetStore) resetStore(config.stateDir, logger);
   // One registry for the life of the process: a SIGHUP's new daemon counts on from the same values.
   const metrics = new ProcessMetrics();
-  let daemon = new ChangefeedDaemon(main, { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout });
+  const daemonOptions = { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout };
+  let daemon = new ChangefeedDaemon(main, daemonOptions);
   if (values.once) return runOnce(daemon, logger);
   let reloading: Promise<void> = Promise.resolve();
   let shuttingDown = false;
@@ -79,7 +80,6 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   );
   // SIGHUP belongs to the process: in-process, the caller runs a new command to reload.
   if (!io.signal) {
-    const daemonOptions = { logger, shutdownTimeoutMs, metrics, env: io.env, stdout: io.stdout };
     // The configuration the running daemon was started with: a reload that cannot start goes back to it.
     let running = main;
     const reload = async (): Promise<void> => {
