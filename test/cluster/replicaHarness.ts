@@ -203,13 +203,16 @@ export function startReplicaSet(
   // The replicas' logs shown first when the test failed: they explain it. Closed before the
   // simulator, which was started first (hooks of a test run in reverse order).
   whenFinished(test, async (context) => {
-    if (context.task.result?.state === 'fail') printLogsOf(set, 'changefeed-replicas');
+    if (context.task.result?.state === 'fail') printLogsOf(set, `changefeed-replicas-${context.task.id}`);
     await set.close();
   });
   return set;
 }
 
-/** Each replica's log: the tail printed, all of it in a file under the temp dir. */
+/**
+ * Each replica's log: the tail printed, all of it in a file under the temp dir, named by the test
+ * (its id) so two failing tests of one worker do not overwrite each other's.
+ */
 function printLogsOf(set: ReplicaSet, prefix: string): void {
   for (const [id, replica] of set.replicas) {
     const file = join(tmpdir(), `${prefix}-${process.pid}-${id}.log`);
