@@ -72,13 +72,11 @@ describe('the health server', () => {
       s.resume();
     }
     slow.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
-    const closed = (s: Socket) => new Promise<number>((resolve) => s.once('close', () => resolve(Date.now())));
-    const started = Date.now();
-    const [silentClosed, slowClosed] = await Promise.all([closed(silent), closed(slow)]);
-    expect(silentClosed - started).toBeLessThan(5_000);
-    expect(slowClosed - started).toBeLessThan(5_000);
+    // Both closed is the point: without the bound Node waits its own 60 s for a head, past the
+    // test's timeout. No wall-clock limit of our own, which a loaded machine could reach first.
+    await Promise.all([silent, slow].map((s) => new Promise((resolve) => s.once('close', resolve))));
     expect(await answers(url)).toBe(true);
-  }, 15_000);
+  }, 30_000);
 
   // A scraper that left (Prometheus past its scrape timeout) was still rendered every metric after,
   // each scrape gauge reading every tenant's store for nobody.
