@@ -77,8 +77,7 @@ export class WebhookSink implements Sink {
     this.name = config.name;
     this.url = new URL(config.url);
     this.secrets = secretSource(config);
-    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
-    // certificate in a secret mount is picked up on the next reconnect.
+    // Checked at start; connect reads the files again, so a renewed certificate is picked up.
     readTlsFiles(config);
   }
 
