@@ -48,7 +48,6 @@ export const ERROR_CODES = [
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
-/** The codes of failed calls to the service. */
 export type ApiErrorCode = Extract<ErrorCode, `API_${string}`>;
 
 /**
