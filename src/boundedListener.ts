@@ -20,10 +20,9 @@ function headTimeoutOptions(timeoutMs: number) {
 
 /**
  * Closes a connection that has sent no request by `timeoutMs` after it came, unanswered. Node's own
- * header check (headTimeoutOptions) closes it too, silent or not, but at its next round, up to
- * `connectionsCheckingInterval` late, and after answering 408 (Node 20.20, 1 s timeout, without
- * this timer: closed at 1.5 s); it comes first only when the event loop ran late. Either way,
- * whoever reaches the port cannot fill it for long; a client sees the close once it reads the 408.
+ * header check (headTimeoutOptions) closes it too, but only at its next round, up to
+ * `connectionsCheckingInterval` late, after answering 408; it comes first only when the event loop
+ * ran late.
  */
 function closeSilentConnections(server: Server, timeoutMs: number): void {
   const silent = new WeakMap<Socket, NodeJS.Timeout>();

@@ -23,10 +23,7 @@ export interface SleepSignal {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
-/**
- * The longest delay a Node timer takes: beyond it Node warns (TimeoutOverflowWarning) and fires
- * after 1 ms instead, which turned a huge delay from a header into a busy loop.
- */
+/** The longest delay a Node timer takes: beyond it Node fires after 1 ms instead (a busy loop). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The error a sleep rejects with when `signal` aborts: its reason when that is one already (no new stack). */
@@ -41,14 +38,12 @@ export function timerDelayMs(ms: number): number {
 }
 
 /**
- * The process's clock, on which every sleep, deadline and interval runs, leases included: the wall
- * clock as read when the process started (performance.timeOrigin), advanced by the monotonic clock
- * (performance.now, which libuv's timers also follow). A step of the system clock (NTP, an
- * operator, a VM resumed) therefore moves no sleep, pace, backoff or lease deadline: a clock set
- * back an hour would otherwise hold every wait in progress for an hour, and one set forward would
- * drop leases early. The price is that a step during the process's life shifts the times it
- * records by as much until its next start; the CLI commands that show times to people read
- * Date.now, and the service's clock is learned from its Date headers (serverClock.ts).
+ * The process's clock for every sleep, deadline and interval, leases included: the wall clock at
+ * process start (performance.timeOrigin) advanced by the monotonic clock (performance.now, which
+ * libuv's timers follow), so a step of the system clock (NTP, an operator, a VM resumed) neither
+ * holds waits in progress nor drops leases early. The price: times it records are off by such a
+ * step until the next start; CLI commands showing times to people read Date.now, and the
+ * service's clock is learned from its Date headers (serverClock.ts).
  */
 export const systemClock: Clock = {
   now: () => Math.floor(performance.timeOrigin + performance.now()),

@@ -48,14 +48,11 @@ export const ERROR_CODES = [
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
-/** The codes of failed calls to the service. */
 export type ApiErrorCode = Extract<ErrorCode, `API_${string}`>;
 
 /**
- * Base class of every error this project throws on purpose.
- *
- * Callers match on `code` (stable, documented in docs/operations.md), never on the message,
- * which is written for the operator and says what to do.
+ * Base class of every error this project throws on purpose. Callers match on `code`, never on the
+ * message, which is written for the operator and says what to do.
  */
 export class ChangefeedError extends Error {
   readonly code: ErrorCode;

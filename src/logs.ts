@@ -1,7 +1,5 @@
-/**
- * The three activity logs of the service (spec 4.5 and 6) and what each one accepts.
- * Everything that differs between the logs is declared here, once.
- */
+// The three activity logs of the service (spec 4.5 and 6): everything that differs between them is declared here, once.
+
 /**
  * A log's one name wherever people, programs and the store read or write one: event types and
  * ids, metric labels, the feed's `log=`, `--log`, `filter.logs`, `watch.sortOrder`, `status`, log

@@ -14,13 +14,11 @@ const SLICE_UNITS = 65_536;
 
 /**
  * Writes `part` to a streamed answer and resolves once the response takes more (at once while its
- * buffer has room), or once it is gone. A client that stops reading (connected, never reading
- * a `/metrics` scrape or an event stream) would otherwise hold the answer, its slot and what it
- * was sent for ever: a slice of the part not taken within `timeoutMs` destroys the response, and
- * the writer finds `res.destroyed` and stops. A client that keeps taking slices keeps its answer
- * however long the whole part takes. `abort` (the feed closing: a tenant handed over, the daemon
- * stopping) ends the wait at once, the rest of the part unsent, so a slow client does not hold
- * the close for a deadline.
+ * buffer has room), or once it is gone. A client that stops reading would otherwise hold the
+ * answer and its slot for ever: a slice not taken within `timeoutMs` destroys the response, and
+ * the writer finds `res.destroyed` and stops; a client that keeps taking slices keeps its answer.
+ * `abort` (the feed closing) ends the wait at once, the rest unsent, so a slow client does not
+ * hold the close for a deadline.
  */
 export async function writeWithin(res: Writable, part: string, timeoutMs: number, abort?: AbortSignal): Promise<void> {
   for (let from = 0; from < part.length && !res.destroyed && !abort?.aborted;) {

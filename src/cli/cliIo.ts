@@ -31,7 +31,6 @@ export function logDestination(io: CliIo): NonNullable<LoggerOptions['destinatio
   return io.stderr === process.stderr ? 2 : io.stderr;
 }
 
-/** Writes one line to a stream. */
 export function writeLine(stream: NodeJS.WritableStream, line: string): void {
   stream.write(`${line}\n`);
 }

@@ -16,13 +16,10 @@ export interface CommandLease {
 
 /**
  * Makes a command the tenant's one writer on a shared store, as a replica is while it holds the
- * lease: a command that delivers from the outbox beside the holder would send the same rows twice
- * and out of order, and its acks would be unfenced. The lease is taken only if no one holds it
- * (LEASE_HELD names the holder otherwise, or says its row is locked by another transaction: the
- * acquisition passes over such a row), renewed every third of `leaseMs`, and released when the
- * command ends. Replicas never take a lease that is validly held, even by a holder that is not a
- * replica, so the tenant is not polled meanwhile; if the command dies the lease expires after
- * `leaseMs` like a crashed replica's.
+ * lease: a command delivering from the outbox beside the holder would send rows twice and out of
+ * order, its acks unfenced. Taken only if no one holds it (else LEASE_HELD), renewed every third
+ * of `leaseMs`, released when the command ends; replicas leave a held lease alone, so the tenant
+ * is not polled meanwhile, and if the command dies the lease expires like a crashed replica's.
  */
 export async function takeCommandLease(
   store: SharedByReplicas,
@@ -54,10 +51,9 @@ export async function takeCommandLease(
   const claim = { tenant, holder, epoch: granted.epoch };
   let reportLost: (reason: string) => void = () => undefined;
   const lost = new Promise<string>((resolve) => (reportLost = resolve));
-  // A renewal that fails for want of the database is tried again at the next tick; the database
-  // fence refuses every write meanwhile if the lease does run out.
-  // The renewals under way, which the release waits for (below). They may overlap: one stuck up to
-  // its timeout (a third of the lease) must not hold the next tick back past the lease.
+  // A failed renewal is tried again at the next tick (the database fence refuses writes if the
+  // lease runs out meanwhile). Renewals may overlap: one stuck up to its timeout (a third of the
+  // lease) must not hold the next tick back past the lease. The release waits for them.
   const renewals = new Set<Promise<void>>();
   const timer = setInterval(
     () => {

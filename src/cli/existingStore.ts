@@ -16,14 +16,12 @@ export interface StoreLeaseOptions {
 }
 
 /**
- * Runs `use` with the store of one tenant, which a daemon must have created: on SQLite a missing
- * file is STORE_MISSING (exit 1) naming the path and the stateDir, rather than a new empty store.
- * `readonly` opens it beside a running daemon without taking part in its writes. With `lease`, on
- * a PostgreSQL store, the command holds the tenant's lease while `use` runs and its writes are
- * fenced by it; `lost` then settles if the lease runs out. On SQLite it holds the state
- * directory's lock instead, which a running daemon refuses it (STATE_DIR_LOCKED). `use` also
- * gets the engine, to read what is not a tenant's (who holds it: tenantHolder.ts). The store and
- * its engine are closed afterwards, whatever `use` does.
+ * Runs `use` with the store of one tenant, which a daemon must have created (a missing one is
+ * STORE_MISSING, not a new empty store). `readonly` opens it beside a running daemon without
+ * taking part in its writes. With `lease`, the command is the tenant's one deliverer while `use`
+ * runs: on PostgreSQL it holds the tenant's lease and its writes are fenced by it (`lost` settles
+ * if it runs out); on SQLite it holds the state directory's lock. `use` also gets the engine, for
+ * what is not a tenant's (tenantHolder.ts). Store and engine are closed afterwards, whatever `use` does.
  */
 export async function withExistingStore<T>(
   config: { stateDir: string; store: StoreConfig },
@@ -31,7 +29,7 @@ export async function withExistingStore<T>(
   use: (store: ChangefeedStore, lease: { lost: Promise<string> } | undefined, backend: StoreBackend) => Promise<T>,
 ): Promise<T> {
   const tenant = options.tenant ?? DEFAULT_TENANT;
-  // On SQLite the daemon's state directory lock plays the lease's part, taken before opening.
+  // Taken before opening.
   const lock =
     options.lease && storeLocation(config).kind === 'sqlite'
       ? takeCommandStateDirLock(config.stateDir, options.lease.command)
@@ -58,12 +56,9 @@ export async function withExistingStore<T>(
 }
 
 /**
- * Makes a command the one deliverer of a SQLite store, as the daemon is while it runs: the
- * state directory's lock, which the daemon holds for its whole life, taken for the command's run.
- * Delivering beside the daemon would send the outbox's rows twice and out of order, as on
- * PostgreSQL without the tenant's lease (commandLease.ts). Refused with STATE_DIR_LOCKED, saying
- * what to do, while a daemon holds it; a daemon started meanwhile is refused in turn until the
- * command ends.
+ * The state directory's lock, which the daemon holds for its whole life, taken for the command's
+ * run: delivering beside the daemon would send the outbox's rows twice and out of order. A daemon
+ * started meanwhile is refused in turn until the command ends.
  */
 function takeCommandStateDirLock(stateDir: string, command: string): StateDirLock {
   try {

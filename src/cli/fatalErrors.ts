@@ -6,10 +6,9 @@ export const FATAL_MESSAGE = 'an error escaped its loop; exiting so that a super
 
 /**
  * The process's last resort for `run`: an unhandled rejection or an uncaught exception is logged
- * at fatal and the process exits 1. Every loop catches at its launch site and has its own error
- * route, so reaching this is a bug; carrying on after one would leave a daemon whose loops may
- * have died silently, which a restart by the supervisor (systemd, Kubernetes) does not. The
- * logger writes synchronously, so the line is out before the exit. Returns the uninstaller.
+ * at fatal (synchronously, so the line is out) and the process exits 1. Every loop has its own
+ * error route, so reaching this is a bug, and a supervisor's restart beats a daemon whose loops
+ * may have died silently. Returns the uninstaller.
  */
 export function exitOnEscapedErrors(
   logger: Logger,

@@ -85,7 +85,7 @@ export function loadTenantConfig<V extends ConfigView>(
 ): LoadedTenantConfig<TenantConfigViews[V]> {
   const args = { configFlag: flags.config, tenant: flags.tenant, env };
   const file = configFile(args);
-  // Without tenants.dir the one tenant is read as before, without a credential unless `view` needs it.
+  // Without tenants.dir: the one tenant, without a credential unless `view` needs it.
   if (tenantsDirOf(sources(args, file)) === undefined) {
     if (args.tenant !== undefined && args.tenant !== DEFAULT_TENANT)
       throw new ChangefeedError('USAGE', `no tenant "${args.tenant}": without tenants.dir the only tenant is default`);

@@ -4,12 +4,10 @@ import { z } from 'zod';
 import { LOG_KINDS, parseLogName, type LogKind } from '../logs.js';
 import type { CliIo } from './cliIo.js';
 
+/** Inclusive bounds; `integer` for whole numbers only (ports, counts, seeds). */
 export interface NumberRule {
-  /** Smallest accepted value (inclusive). */
   min: number;
-  /** Largest accepted value (inclusive). */
   max: number;
-  /** Whole numbers only (ports, counts, seeds). */
   integer?: boolean;
 }
 
@@ -18,8 +16,7 @@ export const SEED: NumberRule = { min: 0, max: 2 ** 31 - 1, integer: true };
 
 /**
  * A commander argument parser for a number within `rule`. `Number()` alone accepts "" (0),
- * "0x10" and "1e3" and turns "abc" into NaN, which then flows on silently (a NaN shutdown
- * timeout exited at once without draining). Commander names the flag in its message.
+ * "0x10" and "1e3" and turns "abc" into a NaN that flows on silently. Commander names the flag.
  */
 export function numberIn(rule: NumberRule): (raw: string) => number {
   return (raw) => {

@@ -24,7 +24,6 @@ export async function findTenantHolder(backend: StoreBackend, tenant: string, le
   const shared = backend.sharedByReplicas;
   if (!shared) return { kind: 'local' };
   const row = (await new LeaseTable(shared.leasePool, { leaseMs }).list()).find((r) => r.tenant === tenant);
-  // Held while the row names a holder and has not expired.
   if (row?.holder === undefined || !(row.expiresInMs > 0)) return { kind: 'unheld' };
   return { kind: 'held', holder: row.holder, live: row.holderLive, url: row.holderUrl, healthUrl: row.holderHealthUrl };
 }

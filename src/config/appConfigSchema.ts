@@ -9,9 +9,8 @@ import { tenantConfigSchema } from './tenantConfigSchema.js';
 
 /**
  * The whole configuration, composed from the schemas each component declares next to itself:
- * the tenant sections (tenantConfigSchema.ts) and the process-wide ones.
- * Layering (lowest first): these defaults < embedded defaults (demo) < YAML file < environment
- * < command-line flags. docs/configuration-reference.md is generated from this schema.
+ * the tenant sections (tenantConfigSchema.ts) and the process-wide ones; layered by loadConfig.
+ * docs/configuration-reference.md is generated from this schema.
  */
 export const appConfigSchema = tenantConfigSchema
   .extend({
@@ -94,7 +93,6 @@ export function unreadSections(view: ConfigView): string[] {
   return Object.keys(VIEW_RELAXATIONS[view]);
 }
 
-/** Environment variables and the config paths they set. */
 export const ENV_MAPPING: Readonly<Record<string, string>> = {
   CHANGEFEED_API_KEY: 'api.apiKey',
   CHANGEFEED_BASE_URL: 'api.baseUrl',

@@ -3,12 +3,8 @@ import { isPlainObject, stepInto } from './configPath.js';
 
 export type JsonSchema = z.core.JSONSchema.JSONSchema;
 
-/**
- * Each schema is converted once: the conversion is pure and takes about 6 ms for the tenant
- * schema, which loading a tenant file paid twice (validation, then finding its secrets). A daemon
- * of 1,000 tenants rescanning its directory every 5 s spent over a core on it alone
- * (docs/scaling.md). Callers only read the result.
- */
+// Each schema is converted once: the conversion is pure but costs milliseconds, paid for every
+// tenant file at every rescan otherwise (docs/scaling.md). Callers only read the result.
 const converted = new WeakMap<z.ZodType, JsonSchema | undefined>();
 
 /**

@@ -43,10 +43,9 @@ interface Origin {
  *
  *   schema defaults < embeddedDefaults < YAML file < environment (envMapping) < overrides
  *
- * Plain objects merge key by key; arrays replace. Strings are coerced to numbers or booleans
- * where the schema expects only those, because environment values are always strings. An
- * empty environment variable counts as unset, as a blank `export X=` in a compose file usually
- * means "not configured" rather than "the empty string".
+ * Layers merge as deepMerge says. Strings are coerced to numbers or booleans where the schema
+ * expects only those (environment values are always strings). An empty environment variable
+ * counts as unset: a blank `export X=` in a compose file usually means "not configured".
  *
  * Every failure is a ConfigError whose message names the setting, its source and what is
  * wrong; values of secret fields never appear in it.

@@ -12,13 +12,11 @@ type TenantSection = (typeof TENANT_SECTIONS)[number];
 /** The process-wide sections: one daemon, whatever the number of tenants. */
 export type ProcessConfig = Omit<AppConfig, TenantSection>;
 
-/** Where the tenants come from. */
 export type TenantSource =
   /** No `tenants.dir`: the one tenant `default`, from the main config exactly as without tenants. */
   | { readonly kind: 'main'; readonly config: TenantConfig }
   | {
       readonly kind: 'directory';
-      /** `tenants.dir` as configured. */
       readonly dir: string;
       /** The main config's tenant sections, as written (after `${VAR}` and environment): what each file merges over. */
       readonly defaults: Record<string, unknown>;
@@ -80,10 +78,10 @@ export function tenantAppConfig<P extends ProcessConfig>(
 }
 
 /**
- * Loads the main config file (with environment and flags, as `loadConfig`). Without
- * `tenants.dir` it is validated exactly as before tenants existed and makes the tenant
- * `default`. With it, the tenant sections are validated as defaults (no credential, `api` and
- * `sinks` optional) and kept as written, for each tenant file to merge over (`readTenants`).
+ * Loads the main config file (with environment and flags, as `loadConfig`). Without `tenants.dir`
+ * it is the whole config of the tenant `default`. With it, the tenant sections are validated as
+ * defaults (no credential, `api` and `sinks` optional) and kept as written, for each tenant file
+ * to merge over (`readTenants`).
  */
 export function loadMainConfig(sources: ConfigSources): MainConfig {
   const dir = tenantsDirOf(sources);
@@ -111,9 +109,10 @@ export function loadMainConfig(sources: ConfigSources): MainConfig {
   };
 }
 
-// A config whose `tenants` section is itself invalid is loaded in full, so every problem of the
-// file is reported at once, that one included.
-/** `tenants.dir` as the sources set it, without validating anything else. */
+/**
+ * `tenants.dir` as the sources set it, without validating anything else; undefined when the
+ * `tenants` section is itself invalid, so the full load reports every problem of the file at once.
+ */
 export function tenantsDirOf(sources: ConfigSources): string | undefined {
   try {
     return loadConfig(probeSchema, sources).tenants.dir;

@@ -50,13 +50,10 @@ export type TenantScan =
 
 /**
  * The config each tenant file's text gave at its last read, by path: a rescan that finds the same
- * text (and name) takes that config as it is instead of parsing and validating the file again.
- * Every `tenants.rescanSeconds` a daemon reads every file; at 5,000 tenants the YAML parse and
- * validation of all of them was most of its CPU, and each read left a second copy of every
- * tenant's config beside the one its runtime holds. A file whose stat has not moved since a read
- * made once it had settled (TenantFile.settled) is not read again either: reading 5,000 files
- * every 5 s was 2 to 3% of the daemon's CPU. The key fingerprint is still taken on each scan,
- * since a key file (`api.apiKeyFile`) changes without its tenant file.
+ * text (and name) reuses that config, and a file whose stat has not moved since a read made once it
+ * had settled (TenantFile.settled) is not read again. At thousands of tenants, parsing and
+ * validating every file each rescan costs most of a daemon's CPU and a second copy of each config.
+ * The key fingerprint is still taken on each scan: a key file changes without its tenant file.
  */
 export type TenantConfigMemo = Map<
   string,
@@ -202,8 +199,8 @@ function validateTenantText(
   }
 }
 
-// Without tenants.dir nothing is compared, and a key file that cannot be read yet is reported by
-// the key provider when polling starts, as before tenants existed.
+// Without tenants.dir nothing is compared; a key file that cannot be read yet is reported by the
+// key provider when polling starts.
 function mainKey(config: TenantConfig): string {
   try {
     return apiKeyFingerprint(config.api);

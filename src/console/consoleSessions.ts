@@ -1,6 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** The session cookie's name. */
 export const SESSION_COOKIE = 'changefeed_console';
 const VERSION = 'v1';
 /**
@@ -20,11 +19,8 @@ export interface ConsoleSession {
  * Sessions as HMAC-signed cookie values (`v1.<id>.<expiry>.<token key>.<mac>`): nothing is kept
  * on the server, so any replica that shares the key accepts a session another one issued. The
  * cookie names the token by its key, never the token; the role is looked up from the tokens
- * configured now, so a token removed from the config ends its sessions at once. A session that
- * ends further ahead than its lifetime (a replica's clock ahead) is refused rather than let live
- * longer than configured. The CSRF token of
- * a session is an HMAC of its id under the same key: a form posted without it, or with another
- * session's, is refused.
+ * configured now, so a token removed from the config ends its sessions at once. A session's CSRF
+ * token is an HMAC of its id under the same key.
  */
 export class ConsoleSessions {
   constructor(

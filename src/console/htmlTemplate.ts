@@ -13,8 +13,8 @@ export class SafeHtml {
 /**
  * A template of markup: every interpolated value is escaped (`<`, `>`, `&`, `"`, `'`), so a tenant
  * name or an event field holding `<script>` reads as text, and every registered secret (errors
- * recorded by sinks and polls may quote one, or a URL with credentials) is cut out; SafeHtml (another template) and arrays
- * of them are put in as they are. null, undefined and false put nothing in.
+ * recorded by sinks and polls may quote one, or a URL with credentials) is cut out. SafeHtml and
+ * arrays of it are put in as they are; null, undefined and false put nothing in.
  */
 export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
   let out = strings[0] ?? '';

@@ -117,7 +117,6 @@ export class OperatorConsole {
     this.sessions.useKey(Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'changefeed console sessions', 32)));
   }
 
-  /** Whether `path` is the console's. */
   static owns(path: string): boolean {
     return path === '/console' || path.startsWith('/console/');
   }

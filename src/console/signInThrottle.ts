@@ -14,11 +14,9 @@ interface FailureWindow {
 
 /**
  * A bound on guessing console tokens: after FAILURES_PER_ADDRESS wrong tokens from one address,
- * or FAILURES_IN_ALL from all of them, in a window of SIGN_IN_WINDOW_MS, sign-ins are refused
- * (429, with Retry-After) until the window ends, the right token too, so the answer tells a
- * guesser nothing. Sessions already signed in are not touched. Memory is bounded: ADDRESSES_KEPT
- * addresses at most. Behind a proxy every client has the proxy's address, and the bound per
- * address is the bound in all.
+ * or FAILURES_IN_ALL from all of them, in a window, sign-ins are refused (429, with Retry-After)
+ * until the window ends, the right token too, so the answer tells a guesser nothing. Sessions
+ * already signed in are not touched. Behind a proxy every client has the proxy's address.
  */
 export class SignInThrottle {
   private readonly byAddress = new Map<string, FailureWindow>();

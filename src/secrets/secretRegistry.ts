@@ -46,9 +46,7 @@ export function registerSecret(value: string): void {
 /**
  * `text` with every registered secret replaced by `[redacted]`, and credentials in URLs too.
  * Left to right, the longest secret at a position first, so a secret that contains another is
- * replaced whole; secrets that overlap are replaced as one. Linear in the line: each automaton
- * finds the longest secret starting at every position in one pass (SecretAutomaton), where
- * trying each secret's length at every position is quadratic.
+ * replaced whole; secrets that overlap are replaced as one.
  */
 export function scrubSecrets(text: string): string {
   const safe = redactUrlCredentials(text);

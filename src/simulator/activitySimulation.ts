@@ -17,8 +17,8 @@ export const CHUNK_MS = 5 * 60_000;
 export type AppendedEntry = Partial<Entry> & { performedAt?: string | null };
 
 /**
- * Company 0 is seeded by the simulator seed itself, so a single-company simulator is what it was
- * before companies existed; every other company gets a label no numeric seed can produce.
+ * Company 0 is seeded by the simulator seed itself, so a single-company simulator gives what that
+ * seed always gave; every other company gets a label no numeric seed can produce.
  */
 export function companySeed(seed: number, company: number): CompanySeed {
   return company === 0 ? seed : `${seed}/company/${company}`;
@@ -68,11 +68,7 @@ export class ActivitySimulation {
     return this.store.visible(now);
   }
 
-  /**
-   * Appends entries as given, filling unspecified fields like a generated entry of the same event.
-   * An entry without performedAt happened now; each becomes visible at `arrivesAt`, by default at
-   * its performedAt or now, whichever is later (the service never shows the future).
-   */
+  /** SimulatedCompany.appendEntries; arrival defaults to the later of now and performedAt (no future entries). */
   appendEntries(
     log: LogKind,
     objectId: string | null,
@@ -95,10 +91,7 @@ export class ActivitySimulation {
     });
   }
 
-  /**
-   * `count` generated entries with performedAt spread uniformly over [from, to): the burst that
-   * pushes a window past the offset cap. Entries performed in the past arrive now.
-   */
+  /** SimulatedCompany.appendBurst: the burst that pushes a window past the offset cap. */
   appendBurst(
     log: LogKind,
     objectId: string | null,
@@ -132,7 +125,6 @@ export class ActivitySimulation {
     return objectId;
   }
 
-  /** The object disappears from discovery, reads of it give 404 and it records nothing more. */
   deleteObject(log: ObjectLog, id: string, now: number): void {
     this.catchUp(now);
     this.directory.delete(log, id);

@@ -25,7 +25,7 @@ export const ALL_SCOPES: readonly string[] = [
 
 const share = z.number().min(0).max(1);
 
-/** Most companies one simulator serves: far beyond the bench of 1,000, still a bounded heap. */
+/** Most companies one simulator serves: well beyond the 1,000-tenant bench, still a bounded heap. */
 export const MAX_COMPANIES = 10_000;
 
 const faultOptionsSchema = z.object({

@@ -61,11 +61,7 @@ export class FileSink implements Sink {
   }
 }
 
-/**
- * Creates the file's directory only when it is missing: a `mkdir -p` on every connect (two system
- * calls and a thread-pool round trip before the open) was about 1% of a many-tenant daemon's CPU
- * profile, each tenant with a file sink in a directory that exists.
- */
+/** Creates the directory only when the open finds it missing: a `mkdir -p` per connect shows in a many-tenant daemon's CPU. */
 async function openForAppend(path: string): Promise<FileHandle> {
   try {
     return await open(path, 'a');

@@ -12,11 +12,7 @@ import { settleWithin, throwIfAborted, waitWithin } from './deadline.js';
 import { escapeTemplateValue, renderTemplate, templateValues } from './eventTemplate.js';
 import type { MqttSinkConfig } from './mqttSinkConfig.js';
 
-/**
- * PUBACK reason codes that are about the event itself (its topic, its size, its payload), so
- * sending it again cannot help. Every other refusal (not authorized, quota exceeded, ...) is for an
- * operator to fix, and the event is retried.
- */
+/** PUBACK reason codes about the event itself (topic, size, payload); other refusals are for an operator to fix, and retried. */
 const PERMANENT_REASONS = new Set([0x90, 0x95, 0x99]);
 
 const reasonName = (mqtt: typeof Mqtt, code: number): string =>
@@ -57,10 +53,8 @@ interface Connection {
 export class MqttSink implements Sink {
   readonly type = 'mqtt';
   readonly name: string;
-  // One connection, one ordered stream: a batch's publishes are already pipelined up to the
-  // broker's Receive Maximum, so parallel writes would gain little and would have to share that
-  // window. 200 events bound what a lost connection sends twice, and take few round trips even at
-  // Mosquitto's default Receive Maximum of 20.
+  // A batch's publishes are already pipelined up to the broker's Receive Maximum, which parallel
+  // writes would have to share. 200 events bound what a lost connection sends twice.
   readonly limits = { maxBatchSize: 200, maxInFlight: 1 };
   private readonly connection = new ConnectionSlot<Connection>();
   private readonly options: IClientOptions;

@@ -56,14 +56,12 @@ interface NatsSession {
 export class NatsSink implements Sink {
   readonly type = 'nats';
   readonly name: string;
-  // One write already publishes all of its objects concurrently on the one connection; parallel
-  // writes mainly help when batches hold few objects (each object's events go one ack at a time)
-  // and multiply what a lost connection leaves unacknowledged. One by default, up to 4.
+  // A write already publishes its objects concurrently; parallel writes help only batches of few
+  // objects, and multiply what a lost connection leaves unacknowledged.
   readonly limits = { maxBatchSize: 500, maxInFlight: 4, defaultInFlight: 1 };
   private readonly connection = new ConnectionSlot<NatsSession>();
   private readonly servers: string[];
   private readonly peer: BrokerPeer;
-  /** `password` and `token`, or the content of their files. */
   private readonly password: string | undefined;
   private readonly token: string | undefined;
 
@@ -73,8 +71,7 @@ export class NatsSink implements Sink {
     this.peer = { name: 'NATS', address: this.servers.join(', '), loginRefused: /authorization violation/i };
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
     this.token = inlineOrFileSecret(config.token, config.tokenFile);
-    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
-    // certificate in a secret mount is picked up on the next reconnect.
+    // Checked at start; connect reads the files again, so a renewed certificate is picked up.
     readTlsFiles(config);
   }
 

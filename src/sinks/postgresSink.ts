@@ -22,9 +22,8 @@ const SCHEMA_LOCK_WAIT_MS = 3_000;
 
 /**
  * Writes each batch as one multi-row INSERT (one statement, one transaction) into a table keyed by
- * the event id, through `pg`: the most used PostgreSQL client for Node, maintained, pure
- * JavaScript (no native build), with a pool and parameterized queries. `ON CONFLICT (id) DO
- * NOTHING` makes a re-sent batch harmless, so the table holds each event exactly once.
+ * (tenant, id), through `pg`. `ON CONFLICT DO NOTHING` makes a re-sent batch harmless, so the
+ * table holds each event exactly once.
  */
 export class PostgresSink implements Sink {
   readonly type = 'postgres';
@@ -98,10 +97,8 @@ export class PostgresSink implements Sink {
   }
 
   /**
-   * The insert names no conflict target (see postgresTable.ts): without a unique key on the event,
-   * a batch sent again after a lost connection would land twice. A table the sink created has one;
-   * one made by hand may not, and the sink does not add constraints to it. Any unique key is
-   * obeyed by that insert, so one that leaves the tenant out is refused too.
+   * Refuses a table made by hand on which a re-sent batch would land twice or drop another tenant's
+   * event (see `eventKey` in postgresTable.ts); the sink does not add constraints to it.
    */
   private async checkEventKey(lease: Lease, signal: AbortSignal): Promise<void> {
     const [row] = await this.query<{ keyed: boolean; without_tenant: string | null }>(
@@ -189,13 +186,11 @@ export class PostgresSink implements Sink {
         await this.query(lease, 'ROLLBACK TO SAVEPOINT one_event', [], signal);
         blocked.add(event.orderingKey);
         const state = (error as pg.DatabaseError).code ?? '';
-        // A value PostgreSQL cannot hold (class 22: a \u0000 in jsonb, a bad timestamp; 54000: too
-        // large for an index) never will; a constraint (class 23) refusing every event is more
-        // likely the table's fault.
         failures.set(event.id, { error: `${state} ${explain(error)}`, permanent: neverFits(state) });
       }
     }
     await this.query(lease, 'COMMIT', [], signal);
+    // A constraint (class 23) refusing every event is more likely the table's fault than the events'.
     if (written > 0) for (const failure of failures.values()) failure.permanent = true;
     return failures;
   }
@@ -281,16 +276,12 @@ function isConnectionError(driver: typeof pg, error: unknown): boolean {
   return !(error instanceof driver.DatabaseError) || UNAVAILABLE_STATE.test(code) || code === '';
 }
 
-/**
- * Class 22 (data exception), 23 (integrity constraint violation) and 54000 (program limit
- * exceeded: a value too large for an index row, e.g. an `event` name of a few kB the service
- * sent): the event, not the server.
- */
+/** Class 22 (data exception), 23 (constraint violation), 54000 (too large for an index row): the event, not the server. */
 function isDataError(driver: typeof pg, error: unknown): boolean {
   return error instanceof driver.DatabaseError && /^(2[23]|54000$)/.test(error.code ?? '');
 }
 
-/** A value PostgreSQL can never hold (class 22, or too large for an index row): no retry helps. */
+/** A value PostgreSQL can never hold (class 22: a \u0000 in jsonb, a bad timestamp; or 54000): no retry helps. */
 function neverFits(state: string): boolean {
   return state.startsWith('22') || state === '54000';
 }
@@ -298,7 +289,6 @@ function neverFits(state: string): boolean {
 /** The table lacks a key on the event, and the sink does not add one: the message says the statement to run. */
 class UnusableTableError extends Error {}
 
-/** What to check, by SQLSTATE. */
 const STATE_HINTS: Record<string, string> = {
   '28P01': 'check the user and password',
   '28000': 'check the user and password',

@@ -1,22 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OutboundEvent } from '../sinkContract/sink.js';
 
-/**
- * The table the postgres sink writes, as SQL. One row per event of a tenant:
- *
- * - `id` text (the CloudEvent id) and `tenant` text (the company the event belongs to): the
- *   primary key, so tenants sharing a table never overwrite or hide each other's events;
- * - `sequence` bigint: the event's journal position in its tenant, the number the feed's cursor
- *   stands for;
- * - `type`, `source`, `subject` (null for the identity-provider log), `time` timestamptz (null
- *   when the entry has no performedAt), `log` (career, skill or identity_provider), `object_id`
- *   ('' for the identity-provider log);
- * - `data` jsonb: the entry exactly as the service sent it; `event` jsonb: the whole CloudEvent;
- * - `ingested_at` timestamptz: when the row was inserted, on the database's clock.
- *
- * Indexes serve the obvious queries: one object's history in time order, events of one type, and
- * one tenant's events in journal order.
- */
+/** The table the postgres sink writes, as SQL: columns and indexes are documented in docs/sinks.md. */
 
 /** `name` or `schema.name`: letters, digits, `_` and `$`, starting with a letter or `_`. */
 export const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_$]{0,62}(\.[A-Za-z_][A-Za-z0-9_$]{0,62})?$/;
@@ -53,7 +38,6 @@ export function tableSql(name: string) {
   // An index lives in its table's schema and takes an unqualified name.
   const index = (suffix: string) => quoteIdentifier(indexName(bare, suffix));
   return {
-    /** The table, schema-qualified when configured so, quoted. */
     table,
     /** The schema and table when missing. */
     create: [
@@ -79,8 +63,7 @@ export function tableSql(name: string) {
     /**
      * Whether the table has a key that makes a re-sent event a no-op: a primary key or plain unique
      * index on (`tenant`, `id`); and the unique indexes whose key leaves `tenant` out, which the
-     * insert's ON CONFLICT DO NOTHING would also obey, dropping one tenant's event for another's
-     * (a table keyed on `id` alone before `tenant` existed, given the (tenant, id) index since).
+     * insert's ON CONFLICT DO NOTHING would also obey, dropping one tenant's event for another's.
      * `$1` the table; one row `{ keyed, without_tenant }`, the latter index names or null.
      */
     eventKey: `WITH unique_keys AS (

@@ -34,25 +34,20 @@ const CHANNEL_CLOSED = 'the channel was closed';
 export class RabbitmqSink implements Sink {
   readonly type = 'rabbitmq';
   readonly name: string;
-  /**
-   * One confirm channel carries every write; each message has its own confirm callback, so
-   * concurrent writes are safe. Two batches in flight let the broker persist one while the next is
-   * on the wire (confirms for durable queues wait for its fsync); more only widens what a broken
-   * channel fails at once, since whatever breaks it fails every batch on it.
-   */
+  // One confirm channel carries every write (each message has its own confirm callback). Two
+  // batches in flight let the broker fsync one while the next is on the wire; more only widen what
+  // a broken channel fails at once.
   readonly limits = { maxBatchSize: 500, maxInFlight: 4, defaultInFlight: 2 };
   private readonly session = new ConnectionSlot<RabbitmqSession>();
   private readonly peer: BrokerPeer;
   private readonly vhost: string;
   private readonly connectOptions: Options.Connect;
-  /** `password`, or the content of `passwordFile`. */
   private readonly password: string | undefined;
 
   constructor(private readonly config: RabbitmqSinkConfig) {
     this.name = config.name;
     this.password = inlineOrFileSecret(config.password, config.passwordFile);
-    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
-    // certificate in a secret mount is picked up on the next reconnect.
+    // Checked at start; connect reads the files again, so a renewed certificate is picked up.
     readTlsFiles(config);
     const url = new URL(config.url);
     const protocol = url.protocol.slice(0, -1);

@@ -20,7 +20,6 @@ const SERVER_NOT_WRITABLE = /^(READONLY|LOADING|MASTERDOWN|BUSY)\b/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const KEY_FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]/;
 
-/** The stream key of an event. */
 export function renderKey(
   config: Pick<RedisStreamsSinkConfig, 'key' | 'prefix'>,
   event: Pick<OutboundEvent, 'tenant' | 'type' | 'log' | 'objectId'>,
@@ -31,12 +30,7 @@ export function renderKey(
   );
 }
 
-/**
- * The entry's fields: `id` (the CloudEvent id, to deduplicate on), `tenant`, `type`, `source`,
- * `subject` and `time` (empty when the event has none), then `event`, the CloudEvent JSON exactly
- * as stored.
- * The attributes are copies, so consumers can route and deduplicate without parsing `event`.
- */
+/** The entry's fields (docs/sinks.md): attribute copies, so consumers route and deduplicate without parsing `event`. */
 export function streamFields(event: OutboundEvent): string[] {
   const ce = JSON.parse(event.json) as { source?: string; subject?: string; time?: string };
   const fields = {
@@ -68,10 +62,9 @@ interface Connection {
 export class RedisStreamsSink implements Sink {
   readonly type = 'redis-streams';
   readonly name: string;
-  // A pipeline of 1,000 XADDs of ~1 KB events is about 1 MB in one round trip: big enough to
-  // amortise it, small enough that single-threaded Redis answers within milliseconds without
-  // stalling its other clients. Writes share one connection, so parallel writes only overlap the
-  // engine's bookkeeping with the round trip: two by default, four at most.
+  // 1,000 XADDs of ~1 KB is about 1 MB per round trip: single-threaded Redis answers it within
+  // milliseconds without stalling other clients. Writes share one connection, so more in flight
+  // only overlap the engine's bookkeeping with the round trip.
   readonly limits = { maxBatchSize: 1000, maxInFlight: 4, defaultInFlight: 2 };
   private readonly connection = new ConnectionSlot<Connection>();
   private readonly options: RedisOptions;

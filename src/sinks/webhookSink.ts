@@ -60,10 +60,7 @@ const POOL_TIMEOUT_MARGIN_MS = 1_000;
 /**
  * Posts each event to an HTTP endpoint, signed per Standard Webhooks (`webhook-id` is the event id,
  * identical on every retry and replay). One event per request; the engine decides concurrency,
- * ordering and retries from what this sink reports: 2xx is success, 410 disables the sink,
- * endpoint-level failures (see classifyStatus; timeouts, connection errors) throw
- * SinkEndpointFailingError with the status and Retry-After, and event-level answers fail that one
- * event for good (or for a retry with `retryClientErrors`). Redirects are not followed.
+ * ordering and retries from how classifyStatus sorts the answer. Redirects are not followed.
  */
 export class WebhookSink implements Sink {
   readonly type = 'webhook';
@@ -77,16 +74,14 @@ export class WebhookSink implements Sink {
     this.name = config.name;
     this.url = new URL(config.url);
     this.secrets = secretSource(config);
-    // A wrong TLS file stops `check` and `run` at start; connect reads them again, so a renewed
-    // certificate in a secret mount is picked up on the next reconnect.
+    // Checked at start; connect reads the files again, so a renewed certificate is picked up.
     readTlsFiles(config);
   }
 
   /**
-   * Proves the endpoint accepts connections (one TCP connection, with the TLS handshake for
-   * https, no request), so a receiver that refuses them shows as not connected rather than as
-   * events failing one by one. A refusal is the endpoint failing as a whole, as it is during a
-   * write: it counts toward the endpoint's failure run and its give-up rule.
+   * Proves the endpoint accepts connections (no request), so a receiver that refuses them shows as
+   * not connected rather than as events failing one by one. A refusal is the endpoint failing as a
+   * whole, as during a write: it counts toward the endpoint's failure run and give-up rule.
    */
   async connect(signal: AbortSignal): Promise<void> {
     if (this.pool) return;
@@ -102,8 +97,7 @@ export class WebhookSink implements Sink {
     }
     this.pool = new Pool(this.url.origin, {
       connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
-      // Only a safety net: each exchange's own deadline (timeoutMs) decides, and says so.
-      // Equal to it, the pool's timer raced that deadline and under load won with another message.
+      // Only a safety net, later than each exchange's own deadline (timeoutMs), which decides and says so.
       headersTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       bodyTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       keepAliveTimeout: 30_000,
