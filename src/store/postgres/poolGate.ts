@@ -14,12 +14,9 @@ export type PoolLane = 'start' | 'run';
 /**
  * The one way into the store's pool: at most `slots` (the pool's size) checkouts out at once, the
  * others waiting here, `start` before `run`, each at most `waitLimitMs`. node-postgres's pool
- * raises the same "timeout exceeded when trying to connect" for a checkout that waited behind a
- * full pool as for a connect that failed, and the store must tell a busy pool (back-pressure:
- * STORE_BUSY, wait a little) from an unreachable database (an outage: STORE_UNAVAILABLE, pause).
- * As the pool is never asked for more connections than it has, its connect timeout only ever
- * bounds a real connect; a wait here that runs out is STORE_BUSY, unless the checkouts' last
- * word on the database is that it cannot be reached: then the waiter is given that failure.
+ * raises the same error for a checkout that waited behind a full pool as for a connect that
+ * failed; waiting here, the pool's connect timeout bounds only real connects, and a wait that runs
+ * out is STORE_BUSY (back-pressure), unless the last checkout met the database unreachable.
  */
 export class PoolGate {
   /** One task per checkout out, running until its connection goes back; a `start` has priority 1. */
@@ -47,7 +44,6 @@ export class PoolGate {
     this.checkouts = new PQueue({ concurrency: slots });
   }
 
-  /** Checkouts waiting for a connection now. */
   get waiting(): number {
     return this.checkouts.size;
   }
