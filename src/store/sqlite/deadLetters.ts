@@ -32,7 +32,6 @@ const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
 export class DeadLetters implements DeadLetterStore {
   constructor(
     private readonly conn: TenantConnection,
-    /** Shared by the tenants of the connection (RequeueCounts). */
     private readonly requeueCounts: RequeueCounts,
   ) {}
 
@@ -76,11 +75,6 @@ export class DeadLetters implements DeadLetterStore {
     );
   }
 
-  /**
-   * How many times dead letters were put back in line or journal events queued again, ever. A
-   * running daemon (another process) watches it to take re-queued deliveries up at once: they
-   * have old seqs, which its in-memory window of pending deliveries has already passed.
-   */
   async requeueCount(): Promise<number> {
     return this.requeueCounts.of(this.conn.tenant, async (tenants) =>
       this.conn.statement<[string, string], RequeueCountRow>(COUNTS).all(REQUEUE_COUNT_KEY, JSON.stringify(tenants)),

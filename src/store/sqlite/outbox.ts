@@ -71,11 +71,6 @@ const PRUNE_BATCH = `DELETE FROM events WHERE tenant = @tenant AND seq IN (SELEC
 const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value) VALUES (@tenant, '${PRUNED_THROUGH_KEY}', @seq)
   ON CONFLICT (tenant, key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
 
-/**
- * The outbox: events in ingestion order and, per active sink, one delivery row each.
- * Every state change of a delivery is one short transaction, so a crash at any point leaves each
- * event either delivered or still pending (at-least-once).
- */
 export class Outbox implements OutboxStore {
   constructor(private readonly conn: TenantConnection) {}
 
