@@ -24,11 +24,7 @@ const COUNTS = 'SELECT tenant, value FROM meta WHERE key = ? AND tenant IN (SELE
 const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
   ON CONFLICT (tenant, key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`;
 
-/**
- * Deliveries that ran out of chances (`state = 'dead'`): listed for `changefeed dead-letters`,
- * and put back in line by `dead-letters retry`, which a running daemon notices through the
- * requeue count.
- */
+/** Deliveries that ran out of chances (`state = 'dead'`), listed and put back in line. */
 export class DeadLetters implements DeadLetterStore {
   constructor(
     private readonly conn: TenantConnection,
@@ -58,7 +54,7 @@ export class DeadLetters implements DeadLetterStore {
         const batch = requeue
           .all({ tenant: this.conn.tenant, sink, now, after, limit: REQUEUE_BATCH_EVENTS })
           .map((row) => row.seq);
-        this.bumpRequeues(batch.length);
+        countRequeue(this.conn, batch.length);
         return batch;
       });
       requeued += seqs.length;
@@ -69,7 +65,8 @@ export class DeadLetters implements DeadLetterStore {
   }
 
   async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
-    return this.bumpRequeues(
+    return countRequeue(
+      this.conn,
       this.conn.statement<object>(REQUEUE_EVENT).run({ tenant: this.conn.tenant, eventId, sink: sink ?? null, now })
         .changes,
     );
@@ -79,10 +76,6 @@ export class DeadLetters implements DeadLetterStore {
     return this.requeueCounts.of(this.conn.tenant, async (tenants) =>
       this.conn.statement<[string, string], RequeueCountRow>(COUNTS).all(REQUEUE_COUNT_KEY, JSON.stringify(tenants)),
     );
-  }
-
-  private bumpRequeues(changed: number): number {
-    return countRequeue(this.conn, changed);
   }
 }
 
