@@ -73,11 +73,9 @@ export class PoolGate {
   }
 
   /**
-   * One statement on a connection of the pool, prepared there under its name (`names`).
-   * node-postgres checks the connection out and back, and destroys it after any error, a stale
-   * prepared statement's too (isStalePlan): that statement did nothing, and is sent once more
-   * unnamed, planned afresh, so a schema change under a running daemon fails no read or write. So
-   * is one whose name the connection's server forgot (isUnknownStatement: DISCARD ALL, a pooler).
+   * One statement on a connection of the pool, prepared there under its name (`names`); one that
+   * cannot serve there (isUnusableStatement) is sent once more unnamed (node-postgres destroys a
+   * connection after any error), so a schema change under a running daemon fails no statement.
    */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     sql: string,

@@ -277,9 +277,8 @@ export class TenantDb {
   /**
    * `work` in one transaction on one connection, after the fence check, with the writes waiting to
    * ride along; rolled back if anything throws (the riding writes then wait for the next one).
-   * A statement prepared before a schema change that changed what it returns fails (isStalePlan)
-   * before it did anything: the transaction is then tried once more, its statements unnamed
-   * (planned afresh), so a migration under a running daemon costs no write and no error.
+   * Failed by an unusable prepared statement (isUnusableStatement), it is tried once more, so a
+   * migration under a running daemon costs no write and no error.
    */
   async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
     try {
