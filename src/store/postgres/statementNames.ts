@@ -39,7 +39,8 @@ export class StatementNames {
    * transaction-mode pooler that carries prepared statements every `EXECUTE` fails
    * (isUnknownStatement); after a `DISCARD ALL` on one connection, one does. Either turns it off for
    * the pool (unknownStatement), not per connection: node-postgres opens connections as it likes,
-   * and behind a pooler each would fail its first EXECUTE (docs/operations.md, limits).
+   * and behind a pooler each would fail its first EXECUTE (docs/operations.md, "Limits and
+   * hostile input").
    */
   get executable(): boolean {
     return this.now() >= this.offUntil;
