@@ -93,9 +93,8 @@ export interface WatchedLogStore {
   list(): Promise<WatchedLog[]>;
   /**
    * Per kind of log the tenant watches, its gaps and oldest active cursor, counted by the
-   * database: what /metrics shows of the watched logs. A scrape asks it of every tenant, and
-   * reading their rows instead (26 a tenant, every column) was most of a scrape's CPU. A kind
-   * with no log watched is absent.
+   * database (a scrape asks it of every tenant: cheaper than reading their rows): what /metrics
+   * shows of the watched logs. A kind with no log watched is absent.
    */
   coverage(): Promise<LogKindCoverage[]>;
   /**
@@ -182,7 +181,8 @@ export interface DeadLetterStore {
   /**
    * How many requeue writes (a command, or a batch of one) changed something, dead letters put back
    * and journal events queued again (`OutboxStore.enqueueFromJournal`): a running daemon watches
-   * it, and reads its outbox afresh when it moves.
+   * it, and reads its outbox afresh when it moves (re-queued deliveries have old seqs, which its
+   * in-memory window of pending deliveries has already passed).
    */
   requeueCount(): Promise<number>;
 }
@@ -207,7 +207,10 @@ export interface JournalStore {
 }
 
 export interface SinkStateStore {
-  /** Marks exactly the configured sinks active; returns the names that were never known before. */
+  /**
+   * Marks exactly the configured sinks active; returns the names that were never known before. A
+   * new sink receives the events ingested after its registration, not the journal's history.
+   */
   activate(configured: readonly { name: string; type: string }[], now: number): Promise<string[]>;
   /**
    * Records a sink's state for `status` and for the next start. With `guard`, only while the
@@ -224,7 +227,10 @@ export interface SinkStateStore {
   list(): Promise<SinkStateRow[]>;
 }
 
-/** Entries the service sent that cannot become events. Written only by `ingest`. */
+/**
+ * Entries the service sent that cannot become events. Written only by `ingest`, each raw entry
+ * once (quarantineFingerprint), however often its page is read again.
+ */
 export interface QuarantineStore {
   count(): Promise<number>;
   list(filter?: { log?: LogKind; limit?: number }): Promise<QuarantineRecord[]>;

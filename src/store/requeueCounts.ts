@@ -10,12 +10,10 @@ type ReadRequeueCounts = (tenants: readonly string[]) => Promise<RequeueCountRow
 /**
  * Every tenant's dead-letter re-queue count, read for all the tenants of this process in one
  * statement, on either engine: each delivery engine watches its count to notice a `dead-letters
- * retry` run in another process, and one query each was 2,000 statements a second at 1,000
- * tenants. The tenants that ask in the same turn of the event loop (a RequeueWatch check asks for
- * all of them at once) share one read. Every answer comes from a read that began after its
- * question, so a re-queue made before anyone asked is never answered from an older read: a read
- * already under way when a tenant asks serves the next question, not that one. No time is
- * involved, so the engines' clock (virtual in tests) is the only one that paces the reads.
+ * retry` run in another process. The tenants that ask in the same turn of the event loop share
+ * one read, and every answer comes from a read that began after its question: a read already
+ * under way when a tenant asks serves the next question, not that one. No time is involved, so
+ * the engines' clock (virtual in tests) is the only one that paces the reads.
  */
 export class RequeueCounts {
   private counts = new Map<string, number>();

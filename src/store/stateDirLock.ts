@@ -30,10 +30,10 @@ const ATTEMPTS = 5;
 const PAUSE_MS = 50;
 
 /**
- * One daemon per state directory. Two daemons on one store sent ~90% of webhooks twice, and two
- * racing starts crashed on a migration. Node has no flock(2); SQLite's own file locking serves:
- * an exclusive transaction held open on `changefeed.lock` for the daemon's life. The OS drops the
- * lock when the process dies, however it dies, so a stale pid file never blocks a restart.
+ * One daemon per state directory: two on one store would deliver events twice. Node has no
+ * flock(2); SQLite's own file locking serves: an exclusive transaction held open on
+ * `changefeed.lock` for the daemon's life. The OS drops the lock when the process dies, however
+ * it dies, so a stale pid file never blocks a restart.
  */
 export class StateDirLock {
   private constructor(

@@ -64,8 +64,7 @@ export async function copySqliteToPostgres(
       (source.prepare('SELECT head FROM journal_heads WHERE tenant = ?').get(from) as { head: number } | undefined)
         ?.head ?? 0;
     await client.query('INSERT INTO journal_heads (tenant, head) VALUES ($1, $2)', [tenant, head]);
-    // New events must come after the copied positions, and the sequence never goes back (other
-    // tenants' heads rely on it); the table lock taken above keeps their inserts out meanwhile.
+    // New events come after the copied positions; the sequence never goes back (other tenants' heads rely on it).
     await client.query(
       `SELECT setval(pg_get_serial_sequence('events', 'seq'),
          GREATEST($1::bigint, COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass), 0)))

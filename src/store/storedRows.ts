@@ -18,9 +18,7 @@ type ColumnName<K extends string> = K extends `${infer Head}${infer Rest}`
 /** A record as its row holds it: each field under its column's name. */
 export type RowOf<T> = { [K in keyof T & string as ColumnName<K>]: T[K] };
 
-// Column name -> field name, worked out once per column: fromRow runs for every row the store
-// reads (a tenant's watched logs every half minute, every outbox batch), and a regex replace per
-// column per row cost ~8 ms per 501-row list where a lookup costs ~0.4 ms.
+// Column name -> field name, worked out once per column: fromRow runs for every row the store reads.
 const fieldNames = new Map<string, string>();
 
 function fieldNameOf(column: string): string {
@@ -58,10 +56,9 @@ function sharedName<T extends string | null>(value: T): T {
 }
 
 /**
- * The record of a watched-log row (fromRow's result, field for field), built in one literal: a
- * record grown a field at a time keeps 12 of its 16 fields in a second array, and the names of
- * kind, origin, status and sort order are the process's shared strings. Per tenant of 26 logs
- * about 4 KB less (docs/scaling.md).
+ * The record of a watched-log row (fromRow's result, field for field), built in one literal (a
+ * record grown a field at a time keeps most fields in a second array), its names the process's
+ * shared strings: it is held as long as its log is watched (docs/scaling.md).
  */
 export function watchedLogFromRow(row: RowOf<WatchedLog>): WatchedLog {
   return {

@@ -105,23 +105,11 @@ export function nextAdvanceBatch<T extends { advance: BatchedAdvance }>(
 
 /**
  * The cursor writes of the polls that read nothing (most polls), of every tenant of a backend, in
- * one statement per batch: a statement costs the daemon (the `pg` client's protocol) and PostgreSQL
- * (parse, bind, its lock of the lease row) about as much whatever rows it writes.
- *
- * One batch is in flight at a time; the advances asked meanwhile go in the next, so a batch is as
- * large as the polls that ended during the last one (self-clocking: no timer). Every advance is
- * still fenced: the statement checks each tenant's lease (leaseHeldCte's test) and writes only the
- * advances whose lease held; the others are answered `lost`. A lease row another transaction holds
- * locked (a takeover's or a release's FOR UPDATE) is skipped, answered `busy` and written alone:
- * waiting for it would hold up the advances of every tenant of the replica. The poll awaits its
- * advance, so a batched advance never overtakes a later write of the same log, and a stop, drain
- * or handover that awaits the poll awaits its advance. A statement failed by one of its rows
- * (splitsBatch) answers each advance `alone`, to be written as its own fenced statement, so only
- * the one in trouble fails, with its own error (a cursor row another session holds is refused at
- * once, CursorRowsLocked; a lock on a whole table fails the batch as one, lockedTable). A
- * statement failed by the store fails every advance of its batch at once, so an outage costs one
- * statement per batch. Nothing is held for a retry (the next poll repeats the read), and what waits
- * is bounded by the polls under way, each awaiting its own.
+ * one fenced statement per batch (docs/leases.md, "Fencing every write"). One batch is in flight
+ * at a time and the advances asked meanwhile go in the next (self-clocking: no timer). The poll
+ * awaits its advance, so a batched advance never overtakes a later write of the same log, and a
+ * stop or handover that awaits the poll awaits its advance. Nothing is held for a retry (the next
+ * poll repeats the read), and what waits is bounded by the polls under way.
  */
 export class AdvanceBatch {
   private pending: Pending[] = [];
@@ -356,6 +344,10 @@ function heldKey(claim: LeaseClaim): string {
 }
 
 function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
+  const rates = advances.flatMap((a) => (a.riding?.rates ?? []).map((row) => ({ tenant: a.claim.tenant, row })));
+  const meta = advances.flatMap((a) =>
+    (a.riding?.meta ?? []).map(([key, value]) => ({ tenant: a.claim.tenant, key, value })),
+  );
   return [
     advances.map((a) => a.claim.tenant),
     advances.map((a) => a.claim.holder),
@@ -368,29 +360,21 @@ function advanceParams(advances: readonly BatchedAdvance[]): unknown[] {
     advances.map((a) => a.now),
     advances.map((a) => a.pruneSeenBefore ?? null),
     advances.map((a) => a.sortOrder ?? null),
-    ...rateParams(advances.flatMap((a) => (a.riding?.rates ?? []).map((row) => ({ tenant: a.claim.tenant, row })))),
-    ...metaParams(
-      advances.flatMap((a) => (a.riding?.meta ?? []).map(([key, value]) => ({ tenant: a.claim.tenant, key, value }))),
-    ),
+    rates.map((r) => r.tenant),
+    ...rateColumns(rates.map((r) => r.row)),
+    meta.map((m) => m.tenant),
+    meta.map((m) => storableText(m.key)),
+    meta.map((m) => storableText(m.value)),
   ];
 }
 
-function rateParams(rows: readonly { tenant: string; row: RateEstimateRow }[]): unknown[] {
-  return [rows.map((r) => r.tenant), ...rateColumns(rows.map((r) => r.row))];
-}
-
-function metaParams(rows: readonly { tenant: string; key: string; value: string }[]): unknown[] {
-  return [rows.map((r) => r.tenant), rows.map((r) => storableText(r.key)), rows.map((r) => storableText(r.value))];
-}
-
 /**
- * WatchedLogs.advanceAlone for many tenants: `held` is leaseHeldCte for every claim at once (its
- * rows locked in tenant order, as two batches or a takeover of several tenants would otherwise
- * lock them in opposite orders), and only the advances of a held claim prune and write. SKIP
- * LOCKED passes over a row locked FOR UPDATE (a renewal's FOR NO KEY UPDATE does not conflict):
- * `valid`, the same test without a lock, tells such a claim (`held` false: written alone) from a
- * lost one (no row). The statement's text is fixed, whatever the batch's size: prepared once per
- * connection.
+ * WatchedLogs.advanceAlone for many tenants: `held` is leaseHeldCte for every claim at once, its
+ * rows locked in tenant order (never in opposite orders by two batches or a takeover), and only
+ * a held claim's advances prune and write. SKIP LOCKED, since waiting for one row would hold up
+ * every tenant's advance: `valid`, the same test without a lock, tells a claim whose row it passed
+ * over (`held` false: written alone) from a lost one (no row). The text is fixed whatever the
+ * batch's size, so it is prepared once per connection.
  */
 const ADVANCE_SQL = `WITH u AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::float8[], $7::float8[],

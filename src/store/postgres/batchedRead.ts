@@ -7,15 +7,10 @@ const MAX_BATCH_KEYS = 1_000;
 /**
  * One kind of read (a tenant's sinks, a sink's outbox counts, a tenant's watched logs, a log's seen
  * ids) asked of many tenants in the same turn of the event loop, or while the previous statement of
- * its kind is under way, answered by one statement for all of them. A `/metrics` scrape asks every
- * tenant at once: three statements per tenant and scrape (3,000 transactions at 1,000 tenants,
- * every scrape) become three per scrape; the polls of many tenants, each asking when its own page
- * arrived, share one statement per round trip of the last (one in flight: no timer, and a question
- * asked alone is sent a turn later). Each answer comes from a statement sent after its question, so
- * nobody is answered from rows read before they asked. The statement runs on the first asker's way
- * into the pool (a starting tenant's, if one asks: its lane is the gate's `start`): should it
- * fail, every asker of the batch gets its error, recorded in its own health as a read of its own
- * would be (a database gone is every asking tenant's problem, not only the first one's).
+ * its kind is under way, answered by one statement for all of them: a `/metrics` scrape asks every
+ * tenant at once. One statement in flight, so no timer. Each answer comes from a statement sent
+ * after its question, so nobody is answered from rows read before they asked. Should it fail,
+ * every asker records the error in its own health, as for a read of its own.
  */
 export class BatchedRead<R extends pg.QueryResultRow> {
   private open: OpenBatch<R> | undefined;

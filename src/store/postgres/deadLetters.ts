@@ -23,7 +23,6 @@ const requeueSql = (where: string): string => `
 export class PostgresDeadLetters implements DeadLetterStore {
   constructor(
     private readonly db: TenantDb,
-    /** Shared by the tenants of this process (RequeueCounts). */
     private readonly requeueCounts: RequeueCounts,
   ) {}
 

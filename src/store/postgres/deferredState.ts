@@ -5,13 +5,10 @@ import { storableText } from './storableText.js';
 import type { Query, RiddenTransaction, RidingWrites, TenantDb } from './tenantDb.js';
 
 /**
- * How long a learned rate is held before it rides in the tenant's next write transaction. Each
- * poll learns its log's rate: riding with the very next poll, it would make every poll's
- * transaction a round trip longer. Held this long, the rates of a tenant's polls meanwhile are
- * written in one upsert, with one poll of several. A rate is a refinement (dropped under a lost
- * lease), read back only at a start or by `status`; meta values (the budget's state, every 30 s)
- * ride at once. Below DEFERRED_STATE_FLUSH_MS, so a tenant polling at all writes its rates with a
- * poll, not in a transaction of their own.
+ * How long a learned rate is held before it rides in the tenant's next write transaction: riding
+ * with the very next poll, every poll's transaction would be a round trip longer; held, the rates
+ * of a tenant's polls meanwhile go in one upsert. Meta values ride at once. Below
+ * DEFERRED_STATE_FLUSH_MS, so a tenant polling at all writes its rates with a poll.
  */
 export const RATE_RIDE_AFTER_MS = 20_000;
 

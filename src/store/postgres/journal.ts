@@ -16,10 +16,8 @@ import type { TenantDb } from './tenantDb.js';
  * to tell apart from pruned or filtered events.
  *
  * A read never skips an event that a later read would find: it reads the tenant's head first and
- * only events up to it. The head is moved by the ingest that drew those seqs, in its transaction,
- * and ingests of a tenant hold the head's row lock from before they draw seqs until they commit;
- * so when a head is visible every seq of the tenant below it is committed (or rolled back), never
- * still in flight.
+ * only events up to it, and no seq below a visible head is still in flight (the head's row lock
+ * orders a tenant's ingests: PostgresChangefeedStore.ingest).
  */
 export class PostgresJournal implements JournalStore {
   constructor(private readonly db: TenantDb) {}

@@ -56,15 +56,9 @@ export interface NewEvent {
   payload: string;
 }
 
-/**
- * The outbox of one tenant: events in ingestion order and, per active sink, one delivery row
- * each. Every state change of a delivery is one statement (one transaction), whatever the size of
- * the batch, so a crash leaves each event either delivered or still pending (at-least-once).
- */
 export class PostgresOutbox implements OutboxStore {
   constructor(
     private readonly db: TenantDb,
-    /** Shared by the tenants of the backend. */
     private readonly countsRead: BatchedRead<SinkCountRow>,
   ) {}
 
@@ -251,7 +245,6 @@ export class PostgresOutbox implements OutboxStore {
     return total;
   }
 
-  /** The parameters of IN_RANGE. */
   private rangeParameters(range: JournalRange): unknown[] {
     const type = range.type === undefined ? null : globToLike(range.type);
     return [this.db.tenant, range.since ?? null, range.until ?? null, range.log ?? null, type];

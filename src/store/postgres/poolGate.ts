@@ -14,12 +14,9 @@ export type PoolLane = 'start' | 'run';
 /**
  * The one way into the store's pool: at most `slots` (the pool's size) checkouts out at once, the
  * others waiting here, `start` before `run`, each at most `waitLimitMs`. node-postgres's pool
- * raises the same "timeout exceeded when trying to connect" for a checkout that waited behind a
- * full pool as for a connect that failed, and the store must tell a busy pool (back-pressure:
- * STORE_BUSY, wait a little) from an unreachable database (an outage: STORE_UNAVAILABLE, pause).
- * As the pool is never asked for more connections than it has, its connect timeout only ever
- * bounds a real connect; a wait here that runs out is STORE_BUSY, unless the checkouts' last
- * word on the database is that it cannot be reached: then the waiter is given that failure.
+ * raises the same error for a checkout that waited behind a full pool as for a connect that
+ * failed; waiting here, the pool's connect timeout bounds only real connects, and a wait that runs
+ * out is STORE_BUSY (back-pressure), unless the last checkout met the database unreachable.
  */
 export class PoolGate {
   /** One task per checkout out, running until its connection goes back; a `start` has priority 1. */
@@ -47,7 +44,6 @@ export class PoolGate {
     this.checkouts = new PQueue({ concurrency: slots });
   }
 
-  /** Checkouts waiting for a connection now. */
   get waiting(): number {
     return this.checkouts.size;
   }
@@ -77,11 +73,9 @@ export class PoolGate {
   }
 
   /**
-   * One statement on a connection of the pool, prepared there under its name (`names`).
-   * node-postgres checks the connection out and back, and destroys it after any error, a stale
-   * prepared statement's too (isStalePlan): that statement did nothing, and is sent once more
-   * unnamed, planned afresh, so a schema change under a running daemon fails no read or write. So
-   * is one whose name the connection's server forgot (isUnknownStatement: DISCARD ALL, a pooler).
+   * One statement on a connection of the pool, prepared there under its name (`names`); one that
+   * cannot serve there (isUnusableStatement) is sent once more unnamed (node-postgres destroys a
+   * connection after any error), so a schema change under a running daemon fails no statement.
    */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     sql: string,

@@ -94,12 +94,11 @@ export class PostgresChangefeedStore implements ChangefeedStore {
 
   /**
    * The steps of SqliteChangefeedStore.ingest, in one transaction, each a statement for the whole
-   * page (a 200-entry page is a few round trips, not hundreds): the facts in one query, then
-   * decideIngest, then its writes. The first statement of a read with entries locks the tenant's
-   * `journal_heads` row until commit: ingests of a tenant run one at a time, so the facts hold until the writes, and
-   * each ingest draws its seqs only once the previous one committed, so a tenant's seqs grow in
-   * commit order and the head a reader sees never has an uncommitted seq below it (see
-   * PostgresJournal).
+   * page: the facts in one query, then decideIngest, then its writes. The first statement of a
+   * read with entries locks the tenant's `journal_heads` row until commit: ingests of a tenant run
+   * one at a time, so the facts hold until the writes, and each draws its seqs only once the
+   * previous one committed, so a tenant's seqs grow in commit order and the head a reader sees
+   * never has an uncommitted seq below it.
    */
   async ingest(req: IngestRequest): Promise<IngestResult> {
     const { log, objectId, now } = req;

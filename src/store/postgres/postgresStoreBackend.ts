@@ -51,11 +51,8 @@ const types = {
 
 /**
  * The store of a deployment in PostgreSQL: one pool per process for all its tenants, the tables
- * in one schema (search_path), each tenant's rows told apart by a `tenant` column.
- *
- * The driver is `pg` (node-postgres): pure JavaScript (no native build; the optional pg-native
- * binding is not used), the most used and maintained PostgreSQL client for Node, with a pool
- * and parameterized queries built in, and already a dependency for the postgres sink.
+ * in one schema (search_path), each tenant's rows told apart by a `tenant` column. Why the `pg`
+ * driver: docs/scaling.md.
  */
 export class PostgresStoreBackend implements StoreBackend {
   readonly sharedByReplicas = this;

@@ -6,10 +6,6 @@ import type { QuarantineRecord } from '../storeRecords.js';
 import type { Query, TenantDb } from './tenantDb.js';
 import { storableText } from './storableText.js';
 
-/**
- * Entries the service sent that could not become events, kept for the operator. A page read
- * again finds them again: the fingerprint of the raw JSON (the same as SQLite's) keeps each once.
- */
 export class PostgresQuarantine implements QuarantineStore {
   constructor(private readonly db: TenantDb) {}
 

@@ -47,7 +47,6 @@ export function seenEntriesRead(): BatchedRead<SeenRow> {
 export class PostgresSeenEntries implements SeenEntryStore {
   constructor(
     private readonly db: TenantDb,
-    /** Shared by the tenants of the backend. */
     private readonly seenRead: BatchedRead<SeenRow>,
   ) {}
 

@@ -22,14 +22,10 @@ export function sinkListRead(): BatchedRead<TenantSinkRow> {
   );
 }
 
-/**
- * Which sinks one tenant's store feeds, and their connection state. A sink seen for the first
- * time starts from "now": it receives events ingested after its registration, not the history.
- */
+/** Which sinks one tenant's store feeds, and their connection state. */
 export class PostgresSinkStates implements SinkStateStore {
   constructor(
     private readonly db: TenantDb,
-    /** Shared by the tenants of the backend. */
     private readonly listRead: BatchedRead<TenantSinkRow>,
   ) {}
 

@@ -9,23 +9,16 @@ import type pg from 'pg';
 export const MAX_PREPARED_STATEMENTS = 256;
 
 /**
- * The names under which a pool's connections prepare the store's statements. An unnamed
- * statement is parsed, analysed and planned by PostgreSQL on every execution; a named one is
- * parsed once per connection (node-postgres remembers which it prepared on each) and then only
- * bound and executed, with its plan cached: that CPU of the database's is most of what a poll's
- * statements cost it.
+ * The names under which a pool's connections prepare the store's statements: a named statement
+ * is parsed and planned once per connection (node-postgres remembers which it prepared on each),
+ * an unnamed one on every execution: that planning is most of what a poll's statements cost the
+ * database.
  *
- * A name is the hash of the text, so a name always means one text and a text one name. The
- * pool's connections all have one search_path (the store's schema, set at connect), which
- * PostgreSQL keeps with a prepared statement when it plans it again after a schema change. A
- * change of what a statement returns (a column's type) fails it, with STALE_PLAN_SQLSTATE, on each
- * connection that prepared it: the store then destroys that connection and sends the statement,
- * or tries its transaction, once more unnamed (isStalePlan; PoolGate, TenantDb). A change of a
- * column a parameter took its type from fails it as a wrong value would, on that connection for
- * good: docs/operations.md forbids both.
- *
- * Named: statements with parameters and a single command. A statement without parameters
- * (BEGIN, COMMIT, a fence check that is several commands in one simple query) goes unnamed.
+ * A name is the hash of the text, so a name always means one text and a text one name. A change
+ * of what a statement returns fails it on each connection that prepared it: the store then
+ * destroys that connection and tries once more unnamed (isStalePlan). A change of a column a
+ * parameter took its type from fails it for good on that connection: docs/operations.md forbids
+ * both. Named: statements with parameters and a single command; the others go unnamed.
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();
@@ -42,23 +35,22 @@ export class StatementNames {
 
   /**
    * Whether a statement a connection prepared may be run by its name in a simple query (`EXECUTE`,
-   * TenantDb, AdvanceBatch), which lets several statements share one round trip. A pooler in
-   * transaction mode that carries prepared statements (PgBouncer's `max_prepared_statements`)
-   * renames them on the server's connections and knows only the protocol's Parse and Bind: there
-   * every `EXECUTE` fails (isUnknownStatement), whichever connection sends it. So does one after an
-   * admin's `DISCARD ALL` or `DEALLOCATE ALL` on one connection, once, and that connection is
-   * destroyed. One rule serves both (unknownStatement): off for the pool for EXECUTE_PAUSE_MS, then
-   * tried again; a name unknown again within one pause of coming back doubles the pause, up to
-   * MAX_EXECUTE_PAUSE_MS. Behind a pooler that costs one retried statement an hour once settled; a
-   * stray DISCARD ALL costs the pool its one-round-trip writes for a minute. Per connection would
-   * not do: node-postgres opens new connections as it likes, and behind a pooler each would fail
-   * its first EXECUTE.
+   * TenantDb, AdvanceBatch), which lets several statements share one round trip. Behind a
+   * transaction-mode pooler that carries prepared statements every `EXECUTE` fails
+   * (isUnknownStatement); after a `DISCARD ALL` on one connection, one does. Either turns it off for
+   * the pool (unknownStatement), not per connection: node-postgres opens connections as it likes,
+   * and behind a pooler each would fail its first EXECUTE (docs/operations.md, "Limits and
+   * hostile input").
    */
   get executable(): boolean {
     return this.now() >= this.offUntil;
   }
 
-  /** A statement run by its name failed as unknown to the server (isUnknownStatement): see `executable`. */
+  /**
+   * A statement run by its name failed as unknown to the server: `executable` is off for
+   * EXECUTE_PAUSE_MS, doubled up to MAX_EXECUTE_PAUSE_MS when unknown again within one pause of
+   * coming back (a pooler: one retried statement an hour once settled).
+   */
   unknownStatement(): void {
     const now = this.now();
     // The other statements of the same moment failing too: one turn-off, not several.

@@ -155,16 +155,13 @@ export class TenantDb {
 
   /**
    * One write statement that checks the tenant's lease in its own text: one round trip where a
-   * fenced transaction is three (`BEGIN` with the fence check, the statement, `COMMIT`), each
-   * holding a pool connection. `sql(lease)` is the statement given the text of a CTE named `lease`
-   * (leaseHeldCte, its parameters after `params`): it must write nothing unless `lease` has its
-   * row, and return one row whose `held` says whether it had; one not held throws LeaseLostError,
-   * as a fence check would.
-   *
-   * Sent as one simple query, the fence's `SET LOCAL statement_timeout` and an `EXECUTE` of the
-   * statement prepared on the connection (executeText): one implicit transaction, so the bound
-   * covers the statement and the lease row's lock ends with it. Not prepared on the connection
-   * yet, with writes waiting to ride, or without `fence.inline`: as `writeOne` (which prepares it).
+   * fenced transaction is three (docs/leases.md). `sql(lease)` is the statement given the text of a
+   * CTE named `lease` (leaseHeldCte, its parameters after `params`): it must write nothing unless
+   * `lease` has its row, and return one row whose `held` says whether it had; one not held throws
+   * LeaseLostError, as a fence check would. Sent with `SET LOCAL statement_timeout` as one simple
+   * query (one implicit transaction: the bound and the lease row's lock end with the statement).
+   * Not prepared on the connection yet, with writes waiting to ride, or without `fence.inline`:
+   * as `writeOne` (which prepares it).
    */
   async writeFencedAlone(
     sql: (lease: string) => string,
@@ -237,13 +234,10 @@ export class TenantDb {
   }
 
   /**
-   * A read-nothing poll's cursor write in the backend's AdvanceBatch, with those of the other
-   * tenants' polls and the deferred state waiting to ride (RidingWrites.take): one statement for
-   * many, each tenant's rows written only if its lease held in it. False (nothing sent) when the
-   * write must go alone: without `fence.inline`, or AdvanceBatch's `busy` or `alone` (the riding
-   * state then goes with that write). A lease the statement finds gone is LeaseLostError, as
-   * writeFencedAlone's; a failure is recorded in this tenant's health as a write of its own would
-   * be; either way the riding state is held again, as after a rollback.
+   * A read-nothing poll's cursor write, with the deferred state waiting to ride, in the backend's
+   * AdvanceBatch. False (nothing sent) when the write must go alone: without `fence.inline`, or
+   * AdvanceBatch's `busy` or `alone`. A lost lease is LeaseLostError and a failure is recorded in
+   * this tenant's health, as for a write of its own; either way the riding state is held again.
    */
   async advanceInBatch(
     batch: AdvanceBatch,
@@ -283,9 +277,8 @@ export class TenantDb {
   /**
    * `work` in one transaction on one connection, after the fence check, with the writes waiting to
    * ride along; rolled back if anything throws (the riding writes then wait for the next one).
-   * A statement prepared before a schema change that changed what it returns fails (isStalePlan)
-   * before it did anything: the transaction is then tried once more, its statements unnamed
-   * (planned afresh), so a migration under a running daemon costs no write and no error.
+   * Failed by an unusable prepared statement (isUnusableStatement), it is tried once more, so a
+   * migration under a running daemon costs no write and no error.
    */
   async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
     try {
@@ -328,10 +321,9 @@ export class TenantDb {
         prepared ? this.pool.names.statement(sql, params) : { text: sql, values: params as unknown[] | undefined },
       );
     };
-    // Writes nobody reads the result of (`later`), sent with the next statement in one simple
-    // query of EXECUTEs when each is prepared on this connection; else each alone first, which
-    // prepares it here for the next time. Each statement of a simple query takes its own snapshot,
-    // as it would sent alone.
+    // `later` writes go with the next statement as one simple query of EXECUTEs when each is
+    // prepared on this connection, else each alone first (which prepares it here). Each statement
+    // of a simple query takes its own snapshot, as it would sent alone.
     let queued: { sql: string; params: readonly unknown[]; read?: (result: pg.QueryResult) => void }[] = [];
     const sendQueued = async <R extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]) => {
       const batch = queued;
@@ -383,12 +375,10 @@ export class TenantDb {
       this.health.clear();
       return result;
     } catch (error) {
-      // A connection that failed itself (no SQLSTATE: reset, timed out) is not asked to roll back,
-      // which would wait out another timeout: destroyed, the server rolls back on its own. So is
-      // one holding a prepared statement a schema change made stale, which would fail for good.
+      // A connection that failed itself is destroyed, not asked to roll back (that would wait out
+      // another timeout; the server rolls back on its own); so is one holding a stale or unknown
+      // prepared statement, which would fail there for good.
       queued = [];
-      // A name the server does not know (a pooler, DISCARD ALL): the connection goes too, with its
-      // record of what it prepared; kept, it would fail that statement there for good.
       const unknown = prepared && isUnknownStatement(error);
       if (isConnectionFailure(error) || isUnusableStatement(error)) broken = error as Error;
       else
@@ -435,15 +425,10 @@ export class TenantDb {
   }
 
   /**
-   * What a fenced write whose lease check ran out the fence's bound (statement_timeout) is thrown,
-   * asked of the lease row on the same connection, without waiting. A fence waits on its lease row
-   * only while another transaction holds it FOR UPDATE, a change of holder (docs/leases.md, lock
-   * modes). No longer valid: LEASE_LOST, as the fence would have answered had it been let through
-   * (nothing renews a lease past its expiry), so the tenant's runtime stops. Still valid but
-   * locked: STORE_BUSY, a write tried again shortly, whose fence then answers; neither is recorded
-   * as the database's problem, which it is not. Valid and free: the time went elsewhere (a row the
-   * write touches, a slow database), the write's own failure. A check that fails leaves that too,
-   * its connection destroyed if it failed itself.
+   * What a fenced write whose lease check ran out the fence's bound is thrown, asked of the lease
+   * row on the same connection without waiting (docs/leases.md): no longer valid, LEASE_LOST; valid
+   * but locked, STORE_BUSY (neither is the database's problem); valid and free, or a check that
+   * fails, the write's own failure (the connection destroyed if it failed itself).
    */
   private async timedOutFence(
     client: pg.PoolClient,

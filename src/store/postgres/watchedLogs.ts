@@ -44,11 +44,8 @@ export function watchedLogCoverageRead(): BatchedRead<TenantCoverageRow> {
 export class PostgresWatchedLogs implements WatchedLogStore {
   constructor(
     private readonly db: TenantDb,
-    /** Shared by the tenants of the backend. */
     private readonly listRead: BatchedRead<TenantWatchedLogRow>,
-    /** Shared by the tenants of the backend. */
     private readonly coverageRead: BatchedRead<TenantCoverageRow>,
-    /** Shared by the tenants of the backend: their read-nothing advances in one statement. */
     private readonly advances: AdvanceBatch,
   ) {}
 

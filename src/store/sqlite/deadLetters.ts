@@ -24,15 +24,10 @@ const COUNTS = 'SELECT tenant, value FROM meta WHERE key = ? AND tenant IN (SELE
 const BUMP = `INSERT INTO meta (tenant, key, value) VALUES (?, ?, '1')
   ON CONFLICT (tenant, key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`;
 
-/**
- * Deliveries that ran out of chances (`state = 'dead'`): listed for `changefeed dead-letters`,
- * and put back in line by `dead-letters retry`, which a running daemon notices through the
- * requeue count.
- */
+/** Deliveries that ran out of chances (`state = 'dead'`), listed and put back in line. */
 export class DeadLetters implements DeadLetterStore {
   constructor(
     private readonly conn: TenantConnection,
-    /** Shared by the tenants of the connection (RequeueCounts). */
     private readonly requeueCounts: RequeueCounts,
   ) {}
 
@@ -59,7 +54,7 @@ export class DeadLetters implements DeadLetterStore {
         const batch = requeue
           .all({ tenant: this.conn.tenant, sink, now, after, limit: REQUEUE_BATCH_EVENTS })
           .map((row) => row.seq);
-        this.bumpRequeues(batch.length);
+        countRequeue(this.conn, batch.length);
         return batch;
       });
       requeued += seqs.length;
@@ -70,25 +65,17 @@ export class DeadLetters implements DeadLetterStore {
   }
 
   async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
-    return this.bumpRequeues(
+    return countRequeue(
+      this.conn,
       this.conn.statement<object>(REQUEUE_EVENT).run({ tenant: this.conn.tenant, eventId, sink: sink ?? null, now })
         .changes,
     );
   }
 
-  /**
-   * How many times dead letters were put back in line or journal events queued again, ever. A
-   * running daemon (another process) watches it to take re-queued deliveries up at once: they
-   * have old seqs, which its in-memory window of pending deliveries has already passed.
-   */
   async requeueCount(): Promise<number> {
     return this.requeueCounts.of(this.conn.tenant, async (tenants) =>
       this.conn.statement<[string, string], RequeueCountRow>(COUNTS).all(REQUEUE_COUNT_KEY, JSON.stringify(tenants)),
     );
-  }
-
-  private bumpRequeues(changed: number): number {
-    return countRequeue(this.conn, changed);
   }
 }
 

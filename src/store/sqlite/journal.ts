@@ -24,10 +24,6 @@ const PAGE = `SELECT seq, payload FROM events
  * keeps the head when the events are pruned. On the process's one connection a read never sees
  * half an ingest transaction, so reading after a position never skips an event that is still in
  * the journal.
- *
- * Pruning (Outbox.prune) removes events past the retention and records the highest seq it removed;
- * a position below that may have missed events, and `prunedThrough` lets the feed say so (410)
- * instead of skipping them silently.
  */
 export class Journal implements JournalStore {
   constructor(private readonly conn: TenantConnection) {}

@@ -6,8 +6,8 @@
  * build's schema equals a new one (docs/operations.md, "Schema changes").
  *
  * Every table has `tenant` leading every key, as in the PostgreSQL schema: the tenants of a
- * tenants directory share one file and one connection (a connection per tenant cost about 500 KB
- * of native memory: 500 MB at 1,000 tenants). Times are milliseconds since the epoch.
+ * process share one file and one connection (SqliteStoreBackend). Times are milliseconds since
+ * the epoch.
  *
  * - `watched_logs`: one row per log being polled: (log, object_id) with object_id '' for the
  *   company-wide identity-provider log. Holds the cursor (`window_end`: exclusive end, in the

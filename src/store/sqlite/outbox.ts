@@ -56,8 +56,7 @@ const COUNT_RANGE = `SELECT COUNT(*) AS n FROM events WHERE ${IN_WINDOW}`;
 const SEQ_BOUNDS = `SELECT (SELECT MIN(seq) FROM events WHERE tenant = ?) AS lo,
   (SELECT MAX(seq) FROM events WHERE tenant = ?) AS hi`;
 const PAYLOADS = 'SELECT seq, payload FROM events WHERE tenant = ? AND seq IN (SELECT value FROM json_each(?))';
-// Counted from the index alone. The oldest pending is the first in journal order: seqs are drawn
-// in ingestion order, and this reads one row where a MIN over the join read every pending one.
+// Counted from the index alone; the oldest pending is the first in seq order (one row read, not a MIN).
 const COUNTS = `SELECT state, COUNT(*) AS n,
     CASE state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
       JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
@@ -67,15 +66,10 @@ const PRUNABLE = `FROM events WHERE tenant = @tenant AND ingested_at < @before
   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant = events.tenant AND d.seq = events.seq AND d.state = 'pending')`;
 const PRUNE_BATCH = `DELETE FROM events WHERE tenant = @tenant AND seq IN (SELECT seq ${PRUNABLE} ORDER BY seq LIMIT @limit)
   RETURNING seq`;
-// The feed answers 410 to a position below the highest pruned seq (see Journal).
+// The feed answers 410 to a position below the highest pruned seq (JournalStore).
 const PRUNED_THROUGH = `INSERT INTO meta (tenant, key, value) VALUES (@tenant, '${PRUNED_THROUGH_KEY}', @seq)
   ON CONFLICT (tenant, key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
 
-/**
- * The outbox: events in ingestion order and, per active sink, one delivery row each.
- * Every state change of a delivery is one short transaction, so a crash at any point leaves each
- * event either delivered or still pending (at-least-once).
- */
 export class Outbox implements OutboxStore {
   constructor(private readonly conn: TenantConnection) {}
 

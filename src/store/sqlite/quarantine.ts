@@ -13,11 +13,6 @@ const COUNT = 'SELECT COUNT(*) AS n FROM quarantine WHERE tenant = ?';
 const LIST = `SELECT ${QUARANTINE_COLUMNS} FROM quarantine WHERE tenant = @tenant AND (@log IS NULL OR log = @log)
   ORDER BY first_seen_at DESC LIMIT @limit`;
 
-/**
- * Entries the service sent that could not become events, kept for the operator
- * (`changefeed quarantine list`). A page read again (the overlap, a retry) finds them again:
- * the fingerprint of the raw JSON keeps each one once.
- */
 export class Quarantine implements QuarantineStore {
   constructor(private readonly conn: TenantConnection) {}
 

@@ -24,11 +24,7 @@ export class SeenEntries implements SeenEntryStore {
     return this.among(log, objectId, entryIds);
   }
 
-  /**
-   * seenAmong at once, for the ingest transaction: one statement for the whole list (it was one per
-   * id, and outside the ingest each was a transaction of its own: a changed page of a skill's log
-   * cost as many as it held entries).
-   */
+  /** seenAmong at once, for the ingest transaction: one statement for the whole list. */
   among(log: LogKind, objectId: string, entryIds: readonly string[]): Set<string> {
     if (entryIds.length === 0) return new Set();
     const rows = this.conn

@@ -24,10 +24,7 @@ const LIST = `SELECT s.name, s.type, s.active, s.registered_at, t.connected, t.p
   FROM sinks s LEFT JOIN sink_state t ON t.tenant = s.tenant AND t.sink = s.name
   WHERE s.tenant = ? ORDER BY s.name`;
 
-/**
- * Which sinks the store feeds, and their connection state. A sink seen for the first time starts
- * from "now": it receives events ingested after its registration, not the journal's history.
- */
+/** Which sinks the store feeds, and their connection state. */
 export class SinkStates implements SinkStateStore {
   constructor(private readonly conn: TenantConnection) {}
 

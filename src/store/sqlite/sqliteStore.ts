@@ -52,13 +52,11 @@ export class SqliteChangefeedStore implements ChangefeedStore {
   private unwrittenMeta = new Map<string, string>();
   private flushTimer: NodeJS.Timeout | undefined;
 
-  /** `db` is the backend's, shared by the tenants of the process; closing a tenant's store leaves it open. */
+  /** `db` and the rest are the backend's, shared by its tenants; closing a tenant's store leaves them open. */
   constructor(
     readonly db: Db,
     readonly tenant: string,
-    /** The backend's, shared by the tenants of the connection. */
     requeueCounts: RequeueCounts,
-    /** The backend's, shared by the tenants of the connection. */
     coverageRead: ReturnType<typeof watchedLogCoverageRead>,
   ) {
     const conn = new TenantConnection(db, tenant);

@@ -46,9 +46,8 @@ export function checkStoreFile(file: string): void {
 }
 
 /**
- * Once opened: a store with our schema carries our application id (stores made before the id
- * existed get it now); a database with tables but another id is not ours. A quick_check finds a
- * file cut short.
+ * Once opened: a store with our schema carries our application id (a new one gets it here); a
+ * database with tables but another id is not ours. A quick_check finds a file cut short.
  */
 export function checkStoreIdentity(db: Db, file: string, options: { readonly: boolean }): void {
   const id = db.pragma('application_id', { simple: true }) as number;

@@ -14,13 +14,12 @@ export function countActivity(db: Db, activity: StoreActivity): void {
 
 /**
  * One tenant's way into a SQLite connection that the tenants of a process share. Every table is
- * keyed by tenant first (migration 6), and every statement names `@tenant` or takes the tenant as
- * its first parameter.
+ * keyed by tenant first, and every statement names `@tenant` or takes the tenant as its first
+ * parameter.
  *
- * Statements are prepared on first use and shared by every tenant of the connection: a prepared
- * statement costs about 8 KB of native memory, so 36 of them per tenant were 300 MB at 1,000
- * tenants. better-sqlite3 runs a statement to completion before returning, so sharing one is
- * safe for `run`, `get` and `all` (not for an `iterate` left open).
+ * Statements are prepared on first use and shared by every tenant of the connection (about 8 KB
+ * of native memory each). better-sqlite3 runs a statement to completion before returning, so
+ * sharing one is safe for `run`, `get` and `all` (not for an `iterate` left open).
  */
 export class TenantConnection {
   constructor(

@@ -7,7 +7,7 @@ import {
 import type { Db } from './database.js';
 
 /**
- * The tenant records of a SQLite store (`tenant_records`, migrations 8 and 9): the same decision as on
+ * The tenant records of a SQLite store (`tenant_records`): the same decision as on
  * PostgreSQL, kept across restarts, so a restarted daemon neither gives a key to another tenant
  * nor forgets the last valid file of one now invalid. One process writes the file (the state
  * directory's lock), so a plain transaction is all the settling needs.

@@ -9,8 +9,8 @@ import { TABLES } from './migrations.js';
 export const TENANT_TABLES = TABLES.filter((table) => table !== 'journal_heads' && table !== 'tenant_records');
 
 /** A table's columns other than `tenant`, as the file's schema has them. */
-export function tenantTableColumns(db: Db, table: string, schema = 'main'): string[] {
-  return (db.prepare(`SELECT name FROM pragma_table_info(?, ?)`).all(table, schema) as { name: string }[])
+export function tenantTableColumns(db: Db, table: string): string[] {
+  return (db.prepare(`SELECT name FROM pragma_table_info(?, 'main')`).all(table) as { name: string }[])
     .map((c) => c.name)
     .filter((name) => name !== 'tenant');
 }

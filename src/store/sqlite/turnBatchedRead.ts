@@ -3,10 +3,9 @@ import type { TenantConnection } from './tenantConnection.js';
 /**
  * One kind of read asked of many tenants of one SQLite file in the same turn of the event loop,
  * answered by one statement for all of them (`sql` takes the tenants as a JSON array and returns
- * each row with its `tenant`): a /metrics scrape asks every tenant at once, and a statement each
- * cost about 25 µs a tenant, a statement for all of them a few. Each answer comes from a statement
- * run after its question (a turn later), never from rows read before it asked. Should the
- * statement fail, every tenant of the batch gets its error.
+ * each row with its `tenant`): a /metrics scrape asks every tenant at once. Each answer comes
+ * from a statement run after its question (a turn later), never from rows read before it asked.
+ * Should the statement fail, every tenant of the batch gets its error.
  */
 export class TurnBatchedRead<R extends { tenant: string }> {
   private open: { tenants: Set<string>; rows: Promise<Map<string, R[]>> } | undefined;

@@ -34,7 +34,6 @@ const SORT_ORDER = 'UPDATE watched_logs SET sort_order = ? WHERE tenant = ? AND 
 export class WatchedLogs implements WatchedLogStore {
   constructor(
     private readonly conn: TenantConnection,
-    /** Shared by the tenants of the file. */
     private readonly coverageRead: ReturnType<typeof watchedLogCoverageRead>,
   ) {}
 
