@@ -1,5 +1,6 @@
 import { describe } from 'vitest';
 import { storeConfigSchema } from '../../src/store/storeConfig.js';
+import { REQUEUE_COUNT_KEY } from '../../src/store/storeRecords.js';
 import { POSTGRES_URL } from '../support/postgresAdmin.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { admin, freshSchema } from './postgresTestDb.js';
@@ -19,6 +20,13 @@ describe.skipIf(!admin)('the PostgreSQL store keeps the store contract', () => {
         [positions],
       );
       await admin!.query(`ALTER TABLE ${events} ALTER COLUMN seq RESTART WITH ${Number(rows[0]!.next)}`);
+    },
+    async ({ store }) => {
+      const schema = admin!.escapeIdentifier(store.schema);
+      await admin!.query(`CREATE FUNCTION ${schema}.refuse_requeue_count() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the re-queue count is refused'; END $$`);
+      await admin!.query(`CREATE TRIGGER refuse_requeue_count BEFORE INSERT OR UPDATE ON ${schema}.meta FOR EACH ROW
+        WHEN (NEW.key = '${REQUEUE_COUNT_KEY}') EXECUTE FUNCTION ${schema}.refuse_requeue_count()`);
     },
   );
 });

@@ -40,6 +40,13 @@ export type OpenEngine = () => EngineUnderTest;
 export type SkipJournalPositions = (settings: StoreSettings, tenant: string, positions: number) => Promise<void> | void;
 
 /**
+ * Makes the engine refuse every write of a tenant's re-queue count (`meta`, REQUEUE_COUNT_KEY), as
+ * a crash or a refused statement between a re-queue and its count would: a trigger, in each
+ * engine's own dialect.
+ */
+export type RefuseRequeueCounts = (settings: StoreSettings) => Promise<void> | void;
+
+/**
  * The store contract (src/store/changefeedStore.ts, storeBackend.ts) as behaviour, run against
  * every engine: test/store/sqliteStore.test.ts and test/store/postgresStore.test.ts. `settings`
  * gives the settings of a fresh store per test.
@@ -47,6 +54,7 @@ export type SkipJournalPositions = (settings: StoreSettings, tenant: string, pos
 export function defineStoreContractTests(
   settings: () => StoreSettings,
   skipJournalPositions: SkipJournalPositions,
+  refuseRequeueCounts: RefuseRequeueCounts,
 ): void {
   const backends: StoreBackend[] = [];
   afterEach(async () => {
@@ -83,6 +91,9 @@ export function defineStoreContractTests(
       store,
       skipJournalPositions: async (positions: number) => {
         await skipJournalPositions(engine.settings, CONTRACT_TENANT, positions);
+      },
+      refuseRequeueCounts: async () => {
+        await refuseRequeueCounts(engine.settings);
       },
       reopen: async () => {
         await backend.close();

@@ -65,10 +65,9 @@ export class DeadLetters implements DeadLetterStore {
   }
 
   async requeueEvent(eventId: string, sink: string | undefined, now: number): Promise<number> {
-    return countRequeue(
-      this.conn,
-      this.conn.statement<object>(REQUEUE_EVENT).run({ tenant: this.conn.tenant, eventId, sink: sink ?? null, now })
-        .changes,
+    const requeue = this.conn.statement<object>(REQUEUE_EVENT);
+    return this.conn.transaction(() =>
+      countRequeue(this.conn, requeue.run({ tenant: this.conn.tenant, eventId, sink: sink ?? null, now }).changes),
     );
   }
 
@@ -81,7 +80,8 @@ export class DeadLetters implements DeadLetterStore {
 
 /**
  * Counts a re-queue write in the tenant's re-queue count when it `changed` something (dead letters
- * put back, journal events queued again by a replay); returns `changed`.
+ * put back, journal events queued again by a replay); returns `changed`. Called in the write's
+ * transaction: a re-queue that is not counted is never seen by a daemon in another process.
  */
 export function countRequeue(conn: TenantConnection, changed: number): number {
   if (changed > 0) conn.statement(BUMP).run(conn.tenant, REQUEUE_COUNT_KEY);

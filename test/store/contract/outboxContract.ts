@@ -353,6 +353,25 @@ export function defineOutboxContract(openFresh: OpenFresh): void {
       expect(await store.deadLetters.requeueCount()).toBe(3);
     });
 
+    it('puts nothing back in line when the re-queue cannot be counted: the re-queue and its count are one write', async () => {
+      const { store, refuseRequeueCounts } = await openFresh(['a', 'b']);
+      await ingest(store, [entry('e-1'), entry('e-2')]);
+      const seq = await seqOf(store);
+      await store.outbox.markDead('a', [{ seq: seq['e-1']!, error: 'gone' }], T + 1);
+      await store.outbox.markDead('b', [{ seq: seq['e-2']!, error: 'gone' }], T + 1);
+      const dead = await store.deadLetters.list();
+      const pendingOfA = await pendingEntryIds(store, 'a');
+      await refuseRequeueCounts();
+
+      // A daemon watching the count would never learn of a re-queue that was not counted.
+      await expect(store.deadLetters.requeueEvent(dead[0]!.eventId, 'a', T + 2)).rejects.toThrow();
+      await expect(store.deadLetters.requeueSink('b', T + 2)).rejects.toThrow();
+      await expect(store.outbox.enqueueFromJournal('a', {}, T + 2)).rejects.toThrow();
+      expect(await store.deadLetters.list()).toEqual(dead);
+      expect(await pendingEntryIds(store, 'a')).toEqual(pendingOfA);
+      expect(await store.deadLetters.requeueCount()).toBe(0);
+    });
+
     it('lists dead deliveries with the last answer, and puts them back in line', async () => {
       const { store } = await openFresh(['a', 'b']);
       await ingest(store, [entry('e-1'), entry('e-2')]);

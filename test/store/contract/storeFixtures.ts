@@ -11,6 +11,8 @@ export type OpenFresh = (sinks?: string[]) => Promise<{
   reopen(): Promise<ChangefeedStore>;
   /** The next event is numbered `positions` seqs after the head (see SkipJournalPositions). */
   skipJournalPositions: (positions: number) => Promise<void>;
+  /** Every write of the re-queue count refused from now on (see RefuseRequeueCounts). */
+  refuseRequeueCounts: () => Promise<void>;
 }>;
 
 export const T = Date.UTC(2026, 4, 1, 12, 0, 0);
