@@ -5,7 +5,7 @@ import {
   fstatSync,
   mkdirSync,
   openSync,
-  readFileSync,
+  readSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -25,6 +25,8 @@ const PID_FILE = 'changefeed.pid';
  */
 const PID_FILE_FLAGS =
   constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/** More than any pid and its newline. */
+const PID_FILE_MAX_BYTES = 32;
 /** Tries of a lock another start may hold for a moment, and the mean pause between two. */
 const ATTEMPTS = 5;
 const PAUSE_MS = 50;
@@ -101,12 +103,23 @@ function sameDirectory(a: string, b: string): boolean {
   }
 }
 
+/**
+ * The pid the holder wrote, for the refusal's message; undefined when it cannot be read. Opened as
+ * the holder writes it (no link followed, no wait on a FIFO swapped in) and read only as far as a
+ * pid goes: the message must never hang or fill memory on what the directory holds.
+ */
 function holderPid(stateDir: string): number | undefined {
+  let file: number | undefined;
   try {
-    const pid = Number(readFileSync(join(stateDir, PID_FILE), 'utf8').trim());
+    file = openSync(join(stateDir, PID_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (notPlainFile(fstatSync(file))) return undefined;
+    const head = Buffer.alloc(PID_FILE_MAX_BYTES);
+    const pid = Number(head.toString('utf8', 0, readSync(file, head)).trim());
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
     return undefined;
+  } finally {
+    if (file !== undefined) closeSync(file);
   }
 }
 

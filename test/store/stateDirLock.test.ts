@@ -143,29 +143,22 @@ describe('StateDirLock', () => {
     const fifo = join(stateDir, 'changefeed.pid');
     execFileSync('mkfifo', [fifo]);
     // In a child: an open that blocks blocks its whole thread, the test's timeout with it.
-    const lockModule = fileURLToPath(new URL('../../src/store/stateDirLock.ts', import.meta.url));
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `import { StateDirLock } from ${JSON.stringify(lockModule)};
-         try { StateDirLock.acquire(process.argv[1], () => undefined).release(); console.log('acquired'); }
-         catch (error) { console.log(error.code + ': ' + error.message); }`,
-        stateDir,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+    expect(await acquireInChild(stateDir)).toMatch(
+      new RegExp(`^STORE_ERROR: cannot write the pid .*${fifo}.*ENXIO.*remove it`),
     );
-    // Also when the test times out waiting for it (a blocking open), which no finally would see.
-    onTestFinished(() => {
-      child.kill('SIGKILL');
-    });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    await once(child, 'exit');
-    expect(out).toMatch(new RegExp(`^STORE_ERROR: cannot write the pid .*${fifo}.*ENXIO.*remove it`));
+  });
+
+  it('names no pid, without blocking, when the pid file of a held directory was swapped for a FIFO', async () => {
+    const stateDir = makeTempDir();
+    const holder = StateDirLock.acquire(stateDir);
+    onTestFinished(() => holder.release());
+    const pidFile = join(stateDir, 'changefeed.pid');
+    rmSync(pidFile);
+    execFileSync('mkfifo', [pidFile]);
+    // In a child, as above: a read that blocks on the FIFO blocks its whole thread.
+    expect(await acquireInChild(stateDir)).toMatch(
+      new RegExp(`^STATE_DIR_LOCKED: state directory ${stateDir} held by pid \\(unknown\\)`),
+    );
   });
 
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {
@@ -186,3 +179,30 @@ describe('StateDirLock', () => {
     }
   });
 });
+
+/** What `StateDirLock.acquire(stateDir)` says in a child process: 'acquired' or `<code>: <message>`. */
+async function acquireInChild(stateDir: string): Promise<string> {
+  const lockModule = fileURLToPath(new URL('../../src/store/stateDirLock.ts', import.meta.url));
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      `import { StateDirLock } from ${JSON.stringify(lockModule)};
+       try { StateDirLock.acquire(process.argv[1], () => undefined).release(); console.log('acquired'); }
+       catch (error) { console.log(error.code + ': ' + error.message); }`,
+      stateDir,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  // Also when the test times out waiting for it (a blocking open), which no finally would see.
+  onTestFinished(() => {
+    child.kill('SIGKILL');
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  await once(child, 'exit');
+  return out;
+}
