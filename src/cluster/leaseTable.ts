@@ -228,9 +228,7 @@ export class LeaseTable {
    * Takes for `holder`, in one statement, each wanted tenant nobody holds validly: a new row, a
    * released or expired lease. Each epoch grows by one. Returns the leases granted, in the order
    * asked, and the tenants it passed over (`passedOver`: free rows another transaction held
-   * locked); a tenant missing from both is held by another replica (or its key is, below). Once
-   * a holder has lost its lease at its local deadline with the row held locked, no renewal asks
-   * for the row again: its passing over here is then what shows the lock.
+   * locked); a tenant missing from both is held by another replica (or its key is, below).
    *
    * `locked` takes each free row FOR UPDATE SKIP LOCKED: a row the old holder's fenced write still
    * holds (FOR KEY SHARE, which an UPDATE alone, FOR NO KEY UPDATE, would not see), or another
