@@ -217,10 +217,9 @@ export class ChangefeedMetrics {
     for (const [tenant, source] of this.sources) {
       try {
         const answer = read(tenant, source);
-        // Left out of this scrape; the tenant's own loops report the store's refusal.
         if (answer !== undefined) reading.push(answer.catch(() => undefined));
       } catch {
-        // As above: left out.
+        // Left out of this scrape; the tenant's own loops report the store's refusal.
       }
     }
     await Promise.all(reading);
