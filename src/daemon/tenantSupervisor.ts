@@ -67,7 +67,7 @@ export class TenantSupervisor {
   /**
    * Starts the tenant (stopping the one running under its name first, to take a new config). A
    * failure is reported and kept out of the way of the other tenants; `rethrow` also throws it
-   * (the only tenant of a daemon without tenants, whose start must fail as before).
+   * (the only tenant of a daemon without tenants, whose failed start fails the daemon's).
    */
   start(tenant: Tenant<TenantConfig>, options: { rethrow?: boolean } = {}): Promise<void> {
     return this.serially(tenant.name, async () => {
