@@ -24,7 +24,6 @@ export interface TenantFeedRoutes {
   /** The tokens of the process and of every tenant it knows. */
   tokens: () => FeedTokens;
   slots: FeedSlots;
-  /** The feed of a tenant running in this process. */
   feedOf: (tenant: string) => EventFeed | undefined;
   /** Whether this replica knows the tenant (from its file), running here or held by another replica. */
   knows: (tenant: string) => boolean;

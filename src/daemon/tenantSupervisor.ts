@@ -39,7 +39,6 @@ export class TenantSupervisor {
   /** Runtimes stopping now, so that an abort can cut their drain short. */
   private readonly stopping = new Map<string, TenantRuntime>();
 
-  /** How long a tenant stopped gracefully lets its deliveries in flight finish. */
   private readonly drainMs: number;
   /** The daemon's options, with the re-queue watch all the tenants' engines share. */
   private readonly tenantOptions: TenantOptions;
