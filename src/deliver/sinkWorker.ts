@@ -284,10 +284,7 @@ export class SinkWorker {
     return nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, nextDueAt - now);
   }
 
-  /**
-   * Takes up what the store recorded for this sink: disabled stays disabled; a failure run keeps
-   * its start (the give-up clock) and the circuit lets one probe out at once.
-   */
+  /** Takes up what the store recorded for this sink (EndpointStart). */
   private resume(recorded: readonly SinkStateRow[], now: number): void {
     const start = decideEndpointStart(
       recorded.find((s) => s.name === this.name),
