@@ -408,10 +408,7 @@ export class LeaseTable {
    * FOR KEY SHARE does not conflict with): the write's lock carries over to the released row, and
    * an acquisition passes over the row until the write ends. A row another transaction holds
    * locked (a session's FOR UPDATE) is passed over (SKIP LOCKED) and stays held until the round's
-   * releaseAllExcept gives it up, or it expires. The lease keeper sends its releases this way, one
-   * statement at a time: one per tenant (hundreds when starts fail together) would hold both
-   * connections of the lease pool, and the round's renewal would wait behind them past the
-   * leases' local deadline (docs/scaling.md).
+   * releaseAllExcept gives it up, or it expires.
    */
   async releaseMany(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<string[]> {
     if (leases.length === 0) return [];

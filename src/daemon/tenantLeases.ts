@@ -131,8 +131,7 @@ export class TenantLeases {
   private sittingOut = false;
   /** Logs the first failed round of a run of failures, and the recovery; and when the replica starts or stops sitting the deal out. */
   private rounded(outcome: RoundOutcome): void {
-    // One line per round, after the acquisitions it logged, with the number of tenants it dealt:
-    // a round that counted a tenant and left it can be told from one that had not seen it yet.
+    // One line per round, after the acquisitions it logged, with `dealt` (RoundOutcome says why).
     this.deps.logger.debug(outcome.ok ? { ok: true, dealt: outcome.dealt } : { ok: false }, 'lease round');
     if (outcome.ok) {
       this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
