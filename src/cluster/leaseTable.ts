@@ -145,7 +145,7 @@ const renewalAnswer = (rows: readonly RenewalRow[]): RenewalAnswer => ({
 
 /**
  * What an acquisition answered: the leases granted, in the order asked, and the wanted tenants
- * whose rows were free to take but locked by another transaction, so passed over (acquireRound).
+ * whose rows were free to take but locked by another transaction, so passed over (acquireMany).
  */
 export interface AcquisitionAnswer {
   granted: GrantedLease[];
