@@ -6,8 +6,8 @@
  * The rules:
  * - Fair shares. With T tenants and N live replicas each replica's share is floor(T/N) or
  *   ceil(T/N); the first T mod N replicas by id get the larger share. The shares depend on the
- *   live set alone, never on who holds what now: shares that followed the holdings shifted while
- *   tenants were in flight, so replicas handed over tenants and took them back.
+ *   live set alone, never on who holds what now: shares that followed the holdings would shift
+ *   while tenants are in flight, and replicas would hand tenants over and take them back.
  * - Hand over only the surplus. A replica over its share releases the tenants it ranks lowest,
  *   minus those it is already handing over; one within its share never releases.
  * - Take only what is free. A tenant validly leased by another replica is never taken; free

@@ -228,7 +228,7 @@ export class LeaseKeeper {
   /**
    * Sends the releases waiting, one statement for all of them, until none waits. One at a time,
    * so the lease pool's other connection stays free for the rounds, whose renewals must not wait
-   * behind tenants given up (starts that failed).
+   * behind tenants given up (hundreds when starts fail together; docs/scaling.md).
    */
   private async sendReleases(): Promise<void> {
     for (;;) {
@@ -239,9 +239,8 @@ export class LeaseKeeper {
       const leases = [...this.toRelease].map(([tenant, epoch]) => ({ tenant, epoch }));
       this.toRelease.clear();
       this.releasingNow = leases.map((l) => l.tenant);
-      // Best effort: a release the database refused, or a row it passed over (held locked by
-      // another transaction), is left to the next round's releaseAllExcept, as the lease is no
-      // longer held here, or to expire.
+      // Best effort (release()): a refused release, or a row passed over (held locked elsewhere),
+      // is left to the next round's releaseAllExcept, or to expire.
       await this.options.table.releaseMany(this.instanceId, leases).catch(() => undefined);
       this.releasingNow = [];
     }
@@ -399,8 +398,7 @@ export class LeaseKeeper {
 
   /**
    * Renews every held lease in one statement; those the database refused are lost. Returns how
-   * many it left unanswered (rows another transaction held locked): neither extended nor lost,
-   * they keep their local deadline and are asked again next round.
+   * many it left unanswered (LockedRows.renew): they keep their local deadline.
    */
   private async renewHeld(): Promise<number> {
     const held = this.held.all();

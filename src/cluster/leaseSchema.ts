@@ -25,10 +25,11 @@
  *   - `acquired_at`, `renewed_at`, `released_at`: for `status` and for whoever investigates a
  *     hand-over.
  *   - `key_fingerprint`: the sha256 of the API key the tenant polls with, written by every
- *     acquisition and brought up to date by renewals (a tenant file given another key). An acquisition is refused while another tenant's valid
- *     lease holds the same fingerprint (LeaseTable.acquire), so one key is polled by one tenant at
- *     a time in the whole cluster, even while replicas read the tenants directory at different
- *     times. Not unique and in no index: an expired lease must not block the key.
+ *     acquisition and brought up to date by renewals (a tenant file given another key). An
+ *     acquisition is refused while another tenant's valid lease holds the same fingerprint
+ *     (LeaseTable.acquireMany), so one key is polled by one tenant at a time in the whole cluster,
+ *     even while replicas read the tenants directory at different times. Not unique and in no
+ *     index: an expired lease must not block the key.
  *   `tenant` must stay its only key column (no unique index on another): a renewal then takes
  *   FOR NO KEY UPDATE and never waits for the fenced writes' FOR KEY SHARE (docs/leases.md).
  *

@@ -145,7 +145,7 @@ const renewalAnswer = (rows: readonly RenewalRow[]): RenewalAnswer => ({
 
 /**
  * What an acquisition answered: the leases granted, in the order asked, and the wanted tenants
- * whose rows were free to take but locked by another transaction, so passed over (acquireRound).
+ * whose rows were free to take but locked by another transaction, so passed over (acquireMany).
  */
 export interface AcquisitionAnswer {
   granted: GrantedLease[];
@@ -228,9 +228,7 @@ export class LeaseTable {
    * Takes for `holder`, in one statement, each wanted tenant nobody holds validly: a new row, a
    * released or expired lease. Each epoch grows by one. Returns the leases granted, in the order
    * asked, and the tenants it passed over (`passedOver`: free rows another transaction held
-   * locked); a tenant missing from both is held by another replica (or its key is, below). Once
-   * a holder has lost its lease at its local deadline with the row held locked, no renewal asks
-   * for the row again: its passing over here is then what shows the lock.
+   * locked); a tenant missing from both is held by another replica (or its key is, below).
    *
    * `locked` takes each free row FOR UPDATE SKIP LOCKED: a row the old holder's fenced write still
    * holds (FOR KEY SHARE, which an UPDATE alone, FOR NO KEY UPDATE, would not see), or another
@@ -410,10 +408,7 @@ export class LeaseTable {
    * FOR KEY SHARE does not conflict with): the write's lock carries over to the released row, and
    * an acquisition passes over the row until the write ends. A row another transaction holds
    * locked (a session's FOR UPDATE) is passed over (SKIP LOCKED) and stays held until the round's
-   * releaseAllExcept gives it up, or it expires. The lease keeper sends its releases this way, one
-   * statement at a time: one per tenant (hundreds when starts fail together) would hold both
-   * connections of the lease pool, and the round's renewal would wait behind them past the
-   * leases' local deadline (docs/scaling.md).
+   * releaseAllExcept gives it up, or it expires.
    */
   async releaseMany(holder: string, leases: readonly { tenant: string; epoch: number }[]): Promise<string[]> {
     if (leases.length === 0) return [];

@@ -97,7 +97,6 @@ export class ChangefeedDaemon {
       if (!this.stopped) await this.startTenants(supervisor);
     } catch (error) {
       if (this.stopped && isAbortError(error)) return;
-      // Whatever was opened is closed again, the state directory's lock too.
       await this.stop();
       throw error;
     }
@@ -129,7 +128,6 @@ export class ChangefeedDaemon {
     }
     // Before the store: /healthz 200 while the database is unreachable (a restart would not help), /readyz says why.
     if (this.config.http.port !== null) {
-      // Read at request time, so the server answers before the store is open: alive, not ready.
       const runtimes = (): TenantRuntime[] => this.tenantSupervisor?.runtimes ?? [];
       this.options.metrics.watch({
         running: () => runtimes().length,

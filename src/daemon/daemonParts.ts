@@ -110,8 +110,7 @@ export function assembleTenant(
   for (const note of watchConfigDeprecations(config.watch)) logger.warn(note);
   const shared = { client, store, serverClock, clock, watch: config.watch, logger };
   const registry = new WatchRegistry(shared);
-  // Object.assign: a spread followed by properties gives each tenant's object a hidden class of its
-  // own on Node 20.
+  // Object.assign: a spread followed by properties gives each object a hidden class of its own on Node 20.
   const poller = new LogPoller(Object.assign({}, shared, { events: config.events, baseUrl: config.api.baseUrl }));
   const engine = new DeliveryEngine(
     config.sinks.map((sinkConfig) => ({

@@ -31,7 +31,6 @@ export async function pruneJournalHourly(deps: {
   logger: Logger;
   retentionDays: number;
   signal: AbortSignal;
-  /** Default: Math.random. */
   random?: () => number;
 }): Promise<void> {
   const retentionMs = deps.retentionDays * 86_400_000;

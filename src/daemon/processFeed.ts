@@ -74,10 +74,7 @@ export class ProcessFeed {
     this.tickets = tickets;
   }
 
-  /**
-   * Starts the listener; `feedOf` finds the feed of a tenant running here. The feed's own, apart
-   * from the health server: a flood of feed clients never delays `/healthz` or `/readyz`.
-   */
+  /** Starts the feed's own listener; `feedOf` finds the feed of a tenant running here. */
   async start(feedOf: (tenant: string) => EventFeed | undefined): Promise<string> {
     this.server = await listenBounded(this.config, (req, res) =>
       routeTenantFeeds(req, res, {

@@ -62,12 +62,7 @@ export class StoreOpening {
       } catch (error) {
         if (signal.aborted) {
           // The attempt may still succeed: its connections must not outlive the stop.
-          attempted
-            .then(
-              (backend) => backend.close(),
-              () => undefined,
-            )
-            .catch(() => undefined);
+          attempted.then((backend) => backend.close()).catch(() => undefined);
           throw new AbortedError('stopped while waiting for the store');
         }
         if (errorCodeOf(error) !== 'STORE_UNAVAILABLE') throw error;

@@ -23,9 +23,7 @@ const TENANT_PATH = /^\/v1\/tenants\/([^/]{1,200})\/events(\/stream)?$/;
 export interface TenantFeedRoutes {
   /** The tokens of the process and of every tenant it knows. */
   tokens: () => FeedTokens;
-  /** The per-token limits, across tenants. */
   slots: FeedSlots;
-  /** The feed of a tenant running in this process. */
   feedOf: (tenant: string) => EventFeed | undefined;
   /** Whether this replica knows the tenant (from its file), running here or held by another replica. */
   knows: (tenant: string) => boolean;
@@ -229,11 +227,7 @@ const UNAVAILABLE_DETAIL: Record<Extract<RouteDecision, { kind: 'unavailable' }>
   'holder-url-is-self': "its holder's cluster.advertiseUrl is this replica's own: give each replica its own",
 };
 
-/**
- * The redirect's Location with the ticket appended: a client following it to another origin
- * drops its `Authorization` header (fetch, browsers, curl -L, requests), and the ticket stands in
- * for it at the holder for a minute. The rest of the target is passed on byte for byte.
- */
+/** The redirect's Location with the ticket appended (issueTicket says why); the rest of the target passed on byte for byte. */
 function withTicket(decision: RouteDecision, ticket: string | undefined): RouteDecision {
   if (decision.kind !== 'redirect' || ticket === undefined) return decision;
   const joiner = decision.url.includes('?') ? '&' : '?';

@@ -12,8 +12,7 @@ import type { TenantSupervisor } from './tenantSupervisor.js';
 /**
  * Tenants starting at once after one lease round (a takeover acquires a dead replica's whole
  * share at once). A bound keeps the store's pool and the event loop free for the tenants already
- * running, and each tenant polls as soon as it is ready. 8 at a time took 165 s to start 1,000
- * tenants on PostgreSQL, 64 at a time 31 s (docs/scaling.md).
+ * running; the figure is measured in docs/scaling.md.
  */
 export const TENANT_STARTS_AT_ONCE = 64;
 
@@ -24,7 +23,6 @@ export interface TenantLeasesDeps extends Pick<
   /** The PostgreSQL store's lease pool, whose queries never wait behind the tenants' (PostgresStoreBackend.leasePool). */
   pool: pg.Pool;
   supervisor: TenantSupervisor;
-  /** The tenants configured now. */
   tenants: () => readonly Tenant<TenantConfig>[];
   logger: Logger;
   /** The process's lease metrics: this replica's leases are shown there while it runs. */
@@ -92,15 +90,12 @@ export class TenantLeases {
     await this.handled();
   }
 
-  /** The list `byName` was built from. */
   private indexed: readonly Tenant<TenantConfig>[] | undefined;
   private byName = new Map<string, Tenant<TenantConfig>>();
 
   /**
-   * The tenant configured now under `name`. Every round asks for the key of each tenant held (and
-   * a takeover starts each tenant it acquires): a search of the list for each was 12.5 million
-   * comparisons a round at 5,000 tenants. The daemon replaces its list when the directory changes,
-   * so the index is rebuilt only then.
+   * The tenant configured now under `name`, from an index: every round asks for the key of each
+   * tenant held. The daemon replaces its list when the directory changes, so the index is rebuilt only then.
    */
   private configured(name: string): Tenant<TenantConfig> | undefined {
     const tenants = this.deps.tenants();
@@ -113,7 +108,6 @@ export class TenantLeases {
 
   /** Set by stop(): the leases the keeper then gives up were not lost. */
   private stopping = false;
-  /** The keeper's event handlers under way. */
   private readonly handling = new Set<Promise<void>>();
   /** The starts of acquired tenants, TENANT_STARTS_AT_ONCE at a time, in the order acquired. */
   private readonly starts = new PQueue({ concurrency: TENANT_STARTS_AT_ONCE });
@@ -133,12 +127,11 @@ export class TenantLeases {
     while (this.handling.size > 0) await Promise.all(this.handling);
   }
 
-  /** Logs the first failed round of a run of failures, and the recovery; and when the replica starts or stops sitting the deal out. */
   private failing = false;
   private sittingOut = false;
+  /** Logs the first failed round of a run of failures, and the recovery; and when the replica starts or stops sitting the deal out. */
   private rounded(outcome: RoundOutcome): void {
-    // One line per round, after the acquisitions it logged, with the number of tenants it dealt:
-    // a round that counted a tenant and left it can be told from one that had not seen it yet.
+    // One line per round, after the acquisitions it logged, with `dealt` (RoundOutcome says why).
     this.deps.logger.debug(outcome.ok ? { ok: true, dealt: outcome.dealt } : { ok: false }, 'lease round');
     if (outcome.ok) {
       this.deps.metrics.renewal.observe(outcome.renewalMs / 1000);
@@ -168,13 +161,11 @@ export class TenantLeases {
     this.failing = true;
   }
 
+  private lockedRounds = 0;
   /**
    * Counts the rounds in a row that met lease rows locked elsewhere (held leases left unanswered,
-   * or rows passed over), and warns at the first of a run and at its end. A lease lost at its
-   * local deadline while its row stays locked ends no run: its release, then its acquisition,
-   * pass over the row.
+   * or rows passed over), and warns at the first of a run and at its end.
    */
-  private lockedRounds = 0;
   private noteLockedRows(lockedRows: LockedRows): void {
     const locked = lockedRows.renew + lockedRows.release + lockedRows.acquire > 0;
     if (locked && this.lockedRounds === 0)

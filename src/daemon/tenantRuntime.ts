@@ -107,11 +107,11 @@ export class TenantRuntime {
   async runOnce(deliveryTimeoutMs = 60_000): Promise<OnceReport> {
     const { store, engine, pollLoop, registry, clock } = this.parts;
     await this.prepare();
+    // Dead letters left by an earlier run were reported then; only new ones fail this run.
     const deadBefore = new Map<string, number>();
     for (const name of engine.sinkNames) deadBefore.set(name, (await store.outbox.counts(name)).dead);
     const sweep = await pollLoop.sweepOnce();
     const sinks = await engine.drain(clock.now() + deliveryTimeoutMs);
-    // Dead letters left by an earlier run were reported then; only new ones fail this run.
     const gone = await registry.configuredGone();
     const ok =
       sweep.failures.length === 0 &&

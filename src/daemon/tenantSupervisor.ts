@@ -39,7 +39,6 @@ export class TenantSupervisor {
   /** Runtimes stopping now, so that an abort can cut their drain short. */
   private readonly stopping = new Map<string, TenantRuntime>();
 
-  /** How long a tenant stopped gracefully lets its deliveries in flight finish. */
   private readonly drainMs: number;
   /** The daemon's options, with the re-queue watch all the tenants' engines share. */
   private readonly tenantOptions: TenantOptions;
@@ -67,7 +66,7 @@ export class TenantSupervisor {
   /**
    * Starts the tenant (stopping the one running under its name first, to take a new config). A
    * failure is reported and kept out of the way of the other tenants; `rethrow` also throws it
-   * (the only tenant of a daemon without tenants, whose start must fail as before).
+   * (the only tenant of a daemon without tenants, whose failed start fails the daemon's).
    */
   start(tenant: Tenant<TenantConfig>, options: { rethrow?: boolean } = {}): Promise<void> {
     return this.serially(tenant.name, async () => {

@@ -62,7 +62,6 @@ export class DeliveryEngine {
         }),
       ),
     );
-    // `changefeed dead-letters retry` runs in another process and can only leave a mark in the store.
     this.requeues.watch(
       this.deps.store.deadLetters,
       () => {

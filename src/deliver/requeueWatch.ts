@@ -14,11 +14,9 @@ interface Watcher {
 }
 
 /**
- * Watches the re-queue counts of every delivery engine of a process with one timer: a
- * `changefeed dead-letters retry` in another process can only leave a mark in the store. One
- * timer per engine was 10,000 timer wakes a second at 5,000 tenants, all of them idle; the
- * store answers all the tenants' counts from one statement (RequeueCounts), so one check of
- * every engine costs a statement and a loop, and only the engines whose count changed hear of it.
+ * Watches the re-queue counts of every delivery engine of a process with one timer, not one per
+ * engine (thousands of idle wakes a second at thousands of tenants): the store answers all the
+ * tenants' counts from one statement (RequeueCounts), and only the engines whose count changed hear of it.
  */
 export class RequeueWatch {
   private readonly watchers = new Set<Watcher>();

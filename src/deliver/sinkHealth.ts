@@ -110,11 +110,7 @@ export class SinkHealth {
     );
   }
 
-  /**
-   * Takes up what an earlier run recorded: a disabled sink stays disabled, and a destination
-   * failing as a whole keeps the start of its failure run, the give-up rule's clock, and its circuit
-   * lets one probe out at once.
-   */
+  /** Takes up what an earlier run recorded (EndpointStart). */
   resume(start: EndpointStart): void {
     this.readFromStore(start.kind === 'disabled' ? start.reason : null);
     if (start.kind === 'disabled') {

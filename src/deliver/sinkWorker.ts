@@ -27,9 +27,8 @@ import { isStoreBusy, STORE_RETRY_MS } from '../store/storeHealth.js';
 /**
  * With nothing due, look again after this long even without a notify: a backstop only. An ingest
  * of this process notifies the worker, and what another process queues (`replay --queue-only`,
- * `dead-letters retry`) moves the re-queue count, which the engine's RequeueWatch reads for all
- * the tenants of the process in one statement twice a second: a frequent read per sink would be a
- * large share of the store's transactions (docs/scaling.md).
+ * `dead-letters retry`) reaches it through the engine's RequeueWatch: a frequent read per sink
+ * would be a large share of the store's transactions (docs/scaling.md).
  */
 const IDLE_WAIT_MS = 600_000;
 /** Pauses of the worker after errors nobody expected: 1 s doubling to a minute. */
@@ -285,10 +284,7 @@ export class SinkWorker {
     return nextDueAt === undefined ? IDLE_WAIT_MS : Math.max(1, nextDueAt - now);
   }
 
-  /**
-   * Takes up what the store recorded for this sink: disabled stays disabled; a failure run keeps
-   * its start (the give-up clock) and the circuit lets one probe out at once.
-   */
+  /** Takes up what the store recorded for this sink (EndpointStart). */
   private resume(recorded: readonly SinkStateRow[], now: number): void {
     const start = decideEndpointStart(
       recorded.find((s) => s.name === this.name),

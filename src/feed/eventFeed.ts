@@ -20,7 +20,6 @@ export interface FeedRequest {
   /** The path of pages of this feed (`/v1/events`, `/v1/tenants/<tenant>/events`): `Link` continues on it. */
   pagePath: string;
   reader: FeedReader;
-  /** The process's per-token limits, shared by every tenant's feed. */
   slots: FeedSlots;
 }
 

@@ -14,7 +14,7 @@ export interface StreamOptions {
   signal: JournalSignal;
   clock: Clock;
   heartbeatMs: number;
-  /** Most bytes of events one read (and one write) holds. */
+  /** Most bytes of events one read (and one write) holds: STREAM_PAGE large events would be one huge string. */
   maxBytes: number;
   /** A part the client takes none of for this long ends the stream (writeWithin). */
   writeTimeoutMs: number;
@@ -27,9 +27,6 @@ export interface StreamOptions {
  * event as `id: <cursor>` and `data: <CloudEvent JSON>` (the stored JSON, one line), then waits
  * for new events, sending a comment line when idle for `heartbeatMs`. A reconnect that sends the
  * last `id` as Last-Event-ID resumes right after it: nothing lost, nothing repeated.
- *
- * Waits only with the signal's generation taken before a read that found nothing, so an append
- * notified while a write was draining is never slept through.
  */
 export async function streamEvents(
   res: ServerResponse,
@@ -44,7 +41,6 @@ export async function streamEvents(
   let lastWriteAt = clock.now();
   while (!abort.aborted) {
     const generation = signal.generation;
-    // One read, and so one write, holds at most maxBytes of events: 500 large ones would be one huge string.
     const page = await journal.page(cursor, STREAM_PAGE, filter);
     const { events } = page;
     cursor = page.next;

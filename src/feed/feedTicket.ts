@@ -26,10 +26,11 @@ const TICKET_SHAPE = /^([A-Za-z0-9_-]{1,2000})\.([A-Za-z0-9_-]{43})$/;
 /**
  * A ticket for `claim`, valid until `nowMs + TICKET_LIFETIME_MS`, or `notAfterMs` if sooner: a
  * request let in by a ticket and redirected again gets one expiring with the ticket it came with,
- * so sending a ticket to a replica that does not hold the tenant never renews it. Base64url of its JSON payload, a
- * dot, base64url of the payload's HMAC-SHA256 under `key`. Like a presigned URL's signature, it
- * lets a client whose redirect-following dropped the `Authorization` header (a redirect to another
- * origin) be served by the holder without ever carrying the token itself.
+ * so sending a ticket to a replica that does not hold the tenant never renews it. Base64url of its
+ * JSON payload, a dot, base64url of the payload's HMAC-SHA256 under `key`. Like a presigned URL's
+ * signature, it lets a client whose redirect-following dropped the `Authorization` header (fetch,
+ * browsers, curl -L, requests: a redirect to another origin) be served by the holder without ever
+ * carrying the token itself.
  */
 export function issueTicket(key: Buffer, claim: TicketClaim, nowMs: number, notAfterMs = Infinity): string {
   const expiresAtMs = Math.floor(Math.min(nowMs + TICKET_LIFETIME_MS, notAfterMs));

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type MetricValue, type Registry } from 'prom-client';
 import type { ResponseMeta } from '../api/responseHeaders.js';
-import type { BatchOutcome } from '../deliver/sinkWorker.js';
+import type { BatchOutcome, SinkConnectionState } from '../deliver/sinkWorker.js';
 import type { FeedObserver, FeedMode } from '../feed/feedObserver.js';
 import { LOG_KINDS, type LogKind } from '../logs.js';
 import type { PollResult } from '../poll/logPoller.js';
@@ -15,15 +15,10 @@ const DELAY_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
 const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'half-open', 'open'];
 
 /** A sink's state now, as its worker holds it. */
-export interface SinkMetricState {
-  sink: string;
-  disabled: boolean;
-  circuit: CircuitState;
-  /** Null while connected. */
-  disconnectedSince: number | null;
-  /** Since when the destination has failed as a whole; null while it delivers. */
-  failingSince: number | null;
-}
+export type SinkMetricState = Pick<
+  SinkConnectionState,
+  'sink' | 'disabled' | 'circuit' | 'disconnectedSince' | 'failingSince'
+>;
 
 /** What a running tenant lets the metrics read at scrape time. */
 export interface TenantMetricSource {
@@ -217,10 +212,9 @@ export class ChangefeedMetrics {
     for (const [tenant, source] of this.sources) {
       try {
         const answer = read(tenant, source);
-        // Left out of this scrape; the tenant's own loops report the store's refusal.
         if (answer !== undefined) reading.push(answer.catch(() => undefined));
       } catch {
-        // As above: left out.
+        // Left out of this scrape; the tenant's own loops report the store's refusal.
       }
     }
     await Promise.all(reading);

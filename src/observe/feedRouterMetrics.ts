@@ -10,11 +10,10 @@ const REASONS = [
 ] as const;
 
 /**
- * The answers the feed listener gives before any tenant's feed handles a request: a missing or
- * wrong token, a refused redirect ticket, a path or tenant not found, a redirect to the holder, a
- * tenant nobody serves now. Without a `tenant` label, so that a client without a token cannot
- * create series by naming tenants; `changefeed_feed_requests_total` counts what the tenants' feeds
- * answer, and the two together count every feed request.
+ * The answers the feed listener gives before any tenant's feed handles a request (RouterAnswerReason).
+ * Without a `tenant` label, so that a client without a token cannot create series by naming tenants;
+ * `changefeed_feed_requests_total` counts what the tenants' feeds answer, and the two together count
+ * every feed request.
  */
 export class FeedRouterMetrics {
   private readonly answers: Counter<'status_class' | 'reason'>;

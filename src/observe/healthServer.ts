@@ -118,11 +118,9 @@ export function startHealthServer(
 }
 
 /**
- * Streams the exposition a metric at a time, each part sent before the next is rendered, so the
- * text of every tenant's series is never held at once (docs/scaling.md). A failure before the
- * first part is a 500; after it, the response is cut short,
- * which an HTTP/1.1 scraper reports as a failed scrape (an HTTP/1.0 one gets serveMetricsWhole).
- * Rendering stops once the scraper left, or took no part for `writeTimeoutMs` (writeWithin).
+ * Streams the exposition a part at a time (ProcessMetrics.write). A failure before the first part
+ * is a 500; after it, the response is cut short, which an HTTP/1.1 scraper reports as a failed
+ * scrape. Rendering stops once the scraper left, or took no part for `writeTimeoutMs` (writeWithin).
  */
 async function serveMetrics(source: HealthSource, res: ServerResponse, writeTimeoutMs: number): Promise<void> {
   const { metrics } = source;

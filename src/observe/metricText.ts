@@ -32,11 +32,10 @@ interface HistogramInternals {
 /**
  * The Prometheus text (format 0.0.4) of one metric, byte for byte as prom-client's
  * `Registry.getSingleMetricAsString` writes it for a registry without default labels, at a fraction
- * of its CPU: prom-client formats every label of every sample through `Object.entries`, two regular
- * expressions and an array join, which at 1,000 tenants (200,000 samples) was most of a scrape's
- * CPU once the stores were read cheaply. Here a label value is escaped only when it holds a
- * character that needs it, and the labels a histogram's samples share (its series' own labels) are
- * rendered once per labels object, as prom-client caches them too.
+ * of its CPU (prom-client formats every label of every sample through `Object.entries`, two regular
+ * expressions and an array join). Here a label value is escaped only when it holds a character that
+ * needs it, and the labels a histogram's samples share (its series' own labels) are rendered once
+ * per labels object, as prom-client caches them too.
  */
 export class MetricText {
   /** The rendered labels of a histogram's series, by the object prom-client keeps them in. */

@@ -29,7 +29,6 @@ export function diffTenants<C>(previous: readonly Tenant<C>[], next: readonly Te
   return { added: added.sort(compareNames), changed: changed.sort(compareNames), removed: removed.sort(compareNames) };
 }
 
-/** True when the diff adds, changes or removes anything. */
 export function tenantsDiffered(diff: TenantsDiff): boolean {
   return diff.added.length + diff.changed.length + diff.removed.length > 0;
 }

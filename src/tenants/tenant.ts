@@ -107,7 +107,6 @@ export interface TenantRecords {
   read(): Promise<readonly TenantRecord[]>;
 }
 
-/** True when `changes` writes nothing. */
 export function noRecordChanges(changes: TenantRecordChanges): boolean {
   return changes.put.length === 0 && changes.markMissing.length === 0 && changes.remove.length === 0;
 }
