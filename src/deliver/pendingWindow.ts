@@ -97,7 +97,7 @@ export class PendingWindow {
    */
   *candidates(perKey: number): Generator<PendingDelivery> {
     for (const queue of this.queues.values()) {
-      for (let i = 0; i < queue.length && i < perKey + 1; i++) yield queue[i] as PendingDelivery;
+      for (let i = 0; i < queue.length && i < perKey; i++) yield queue[i] as PendingDelivery;
     }
   }
 
