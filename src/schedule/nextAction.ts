@@ -54,7 +54,6 @@ export interface BudgetView {
 
 /** A pause of every poll on the key (rejected key, expired trial, full disk). */
 export interface KeyPause {
-  /** It ends then. */
   until: number;
   /** For a rejected key: it ends as soon as the key file is replaced. */
   forCredential: boolean;
@@ -70,7 +69,6 @@ export interface LoopSnapshot {
   freeSlots: number;
   budget: BudgetView | undefined;
   logs: readonly LogCandidate[];
-  /** Keys of logs being polled now. */
   inFlight: ReadonlySet<string>;
   /** Per key, the end of a failure backoff; a log is not polled before it. */
   backoffUntil: ReadonlyMap<string, number>;
