@@ -194,8 +194,7 @@ export class ReadBudget implements RequestGate {
    * allowance of 1 paces at an hour and gives no credit for lateness (see `pump`).
    */
   private steadyIntervalMs(): number {
-    const allowance = this.allowancePerHour();
-    return HOUR_MS / Math.max(1, allowance - 1);
+    return HOUR_MS / Math.max(1, this.allowancePerHour() - 1);
   }
 
   /** Milliseconds to leave between two requests at time `now`. */
