@@ -197,14 +197,13 @@ export class PollLoop {
     sweep.attempts.set(DISCOVERY, attempt);
     // Discovery's list reads are judged by the rules of polls: whether a failure is transient
     // never depends on which log failed.
-    if (!(isAbortError(error) && this.signal.aborted)) {
-      if (onceAfterFailure(classifyPollFailure(error, 'career', 0), attempt) === 'retry') {
-        this.deps.logger.warn(
-          { attempt, err: describeError(error), requestId: requestIdOf(error) },
-          'discovery failed; retrying',
-        );
-        return this.deps.clock.now() + pollRetryDelayMs(attempt);
-      }
+    const stopped = isAbortError(error) && this.signal.aborted;
+    if (!stopped && onceAfterFailure(classifyPollFailure(error, 'career', 0), attempt) === 'retry') {
+      this.deps.logger.warn(
+        { attempt, err: describeError(error), requestId: requestIdOf(error) },
+        'discovery failed; retrying',
+      );
+      return this.deps.clock.now() + pollRetryDelayMs(attempt);
     }
     sweep.summary.failures.push({ log: 'career', objectId: '(discovery)', error: describeError(error) });
     return undefined;
