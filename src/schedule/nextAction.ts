@@ -156,7 +156,6 @@ function onceAction(now: number, s: LoopSnapshot, once: NonNullable<LoopSnapshot
   if (running || once.remaining === undefined) return wake(Infinity);
   if (dueAt !== undefined) return wake(dueAt);
   if (once.remaining.size === 0 && s.inFlight.size === 0) return { stop: 'swept' };
-  // A finishing poll wakes the loop when the slots are full.
   if (s.freeSlots <= 0) return wake(Infinity);
   let backoffEnds = Infinity;
   for (const key of once.remaining) {

@@ -54,12 +54,10 @@ interface Scheduled {
 }
 
 /**
- * Decides which log to poll next. Each log gets a target frequency proportional to its effective
- * change rate to the power alpha (cost-aware, clamped between 1/maxInterval and 1/pollInterval),
- * scaled so the polls spend the budget left after discovery. Whenever the loop may send, the log
- * with the highest urgency (time since its last poll × its target frequency) goes first, if it is
- * due: like stride scheduling, this gives each log its share at regular spacing, which halves the
- * mean delay of random spacing.
+ * Decides which log to poll next (docs/scheduling.md). Each log gets a target frequency
+ * proportional to its change rate to the power alpha (cost-aware, clamped between 1/maxInterval
+ * and 1/pollInterval), scaled so the polls spend the budget left after discovery; the most urgent
+ * log (time since its last poll × its frequency) goes first, as in stride scheduling.
  */
 export class PollScheduler {
   private readonly estimator: RateEstimator;
