@@ -50,11 +50,9 @@ export function activityPageReader(limit: number): BodyReader {
         headText(),
       );
     }
-    // A small page declared as such is read whole and parsed natively: @streamparser/json's
-    // tokenizer and its buffered strings were about 4% of a 2,000-tenant daemon's CPU profile, and
-    // their garbage more, for pages that mostly hold an entry or none. Anything that page does not
-    // answer plainly (not JSON, no `data` array, too many entries) goes through the stream parser
-    // below after all, so the refusals and what is tolerated stay the same.
+    // A small page declared as such is parsed natively (the stream parser costs far more CPU and
+    // garbage for pages of an entry or none). What it does not answer plainly (not JSON, no `data`
+    // array, too many entries) goes through the stream parser after all, so the refusals stay the same.
     let chunks: AsyncIterable<Buffer> | Iterable<Buffer> = body as AsyncIterable<Buffer>;
     if (Number.isFinite(declared) && declared <= Math.min(WHOLE_PAGE_BYTES, maxBytes)) {
       const parts: Buffer[] = [];

@@ -2,12 +2,10 @@ import { EventEmitter } from 'node:events';
 
 /**
  * What undici listens to for one exchange. undici takes an EventEmitter as a request's signal as
- * well as an AbortSignal (it reads `aborted` and `reason` and listens for 'abort'), and an
- * emitter is an object of a few fields where an AbortController is an EventTarget with two Maps
- * built per request: about 1% of a 2,000-tenant daemon's CPU profile (createAbortSignal and the
- * EventTarget listeners undici added and removed on it), and 750 bytes per request in flight.
+ * well as an AbortSignal (it reads `aborted` and `reason` and listens for 'abort'); an emitter is a
+ * few fields where an AbortController is an EventTarget with two Maps built per request.
  */
-export class ExchangeAbort extends EventEmitter {
+class ExchangeAbort extends EventEmitter {
   aborted = false;
   reason: unknown = undefined;
 
@@ -23,10 +21,8 @@ export class ExchangeAbort extends EventEmitter {
  * The signal of one exchange with the service: aborted when the caller's signal aborts or when
  * `timeoutMs` has passed (a DOMException named TimeoutError, as AbortSignal.timeout gives), and
  * untied from both by `clear()` when the exchange is over. Not AbortSignal.timeout: its timer and
- * signal live out the whole limit after every request, each holding a WeakRef (at 1,250
- * requests a second and the default 15 s, about 19,000 of each at any time); not
- * AbortSignal.any, which leaves an entry on the caller's long-lived signal for good on Node 20
- * (nodejs/node#55351).
+ * signal outlive every request by the whole limit; not AbortSignal.any, which leaves an entry on
+ * the caller's long-lived signal for good on Node 20 (nodejs/node#55351).
  */
 export function exchangeSignal(
   caller: AbortSignal | undefined,

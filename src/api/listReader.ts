@@ -21,11 +21,10 @@ export const listEnvelopeSchema = z
 export type ListEnvelope = z.infer<typeof listEnvelopeSchema>;
 
 /**
- * The longest id a list may give. Ids are opaque and the spec gives them no length, so the bound
- * is far above any id in use (a UUID is 36 characters) and still keeps a list's ids in memory
- * bounded: every listed one is held for the whole list, stored as a watched log and sent in its
- * every request path, and a service giving ids of 80 KB (200 to a 16 MiB page) would have one
- * discovery hold 800 MB; at this bound, 10,200 ids hold at most 10 MB.
+ * The longest id a list may give, far above any id in use (a UUID is 36 characters). Ids are opaque
+ * and the spec gives them no length, but every listed one is held for the whole list, stored and
+ * sent in request paths: ids of 80 KB would have one discovery hold 800 MB; at this bound, 10,200
+ * ids hold at most 10 MB.
  */
 export const MAX_LISTED_ID_LENGTH = 1_024;
 

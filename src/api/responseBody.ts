@@ -66,12 +66,11 @@ export async function readCappedBody(
   for await (const chunk of body as AsyncIterable<Buffer>) {
     total += chunk.length;
     if (total > maxBytes) {
+      discardBody(body);
       if (describe.truncate) {
         chunks.push(chunk.subarray(0, chunk.length - (total - maxBytes)));
-        discardBody(body);
         break;
       }
-      discardBody(body);
       throw new ApiResponseTooLargeError(
         `response to GET ${describe.path} is larger than api.maxResponseBytes (${maxBytes}); reading stopped there`,
         describe.path,

@@ -213,8 +213,7 @@ export class ServiceClient {
   }
 }
 
-function redactKey(text: string, key: string | undefined): string {
-  if (key === undefined) return text;
+function redactKey(text: string, key: string): string {
   if (key.length < 4) return text;
   const forms = new Set([
     key,

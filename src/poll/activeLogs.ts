@@ -7,15 +7,11 @@ import { STORE_RETRY_MS } from '../store/storeHealth.js';
 const ACTIVE_REFRESH_MS = 300_000;
 
 /**
- * The active watched logs as the poll loop plans with them, read again when marked stale or five
- * minutes old. What this process writes keeps the list current without a read: discovery and
- * failures mark it stale, and each successful poll hands the scheduler its log as the poll's
- * commits left it (PollResult.watched). The timed read, rare because of what it costs the store
- * across tenants, is for what another process writes (`watch retry` reactivating a gone log). A
- * store that cannot be read leaves the last list in place.
- *
- * The list read is handed to the scheduler, which keeps it; only its counts by kind stay here,
- * not a second copy of every log per tenant (docs/scaling.md).
+ * The active watched logs as the poll loop plans with them, read again when marked stale (by
+ * discovery and failures) or five minutes old; each successful poll hands the scheduler its log as
+ * its commits left it (PollResult.watched). The timed read, rare because it costs the store across
+ * tenants, is for what another process writes (`watch retry`). A store that cannot be read leaves
+ * the last list in place. The scheduler keeps the list; only its counts by kind stay here.
  */
 export class ActiveLogs {
   /** Logs of each kind in the last list, counted as it is read: every decision of the loop asks. */

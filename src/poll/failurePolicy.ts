@@ -31,23 +31,17 @@ const CREDENTIAL_PAUSE: BackoffPolicy = { initialMs: MINUTE, maxMs: 15 * MINUTE,
 export function classifyPollFailure(error: unknown, log: LogKind, consecutiveAuthFailures: number): FailureAction {
   if (!(error instanceof ApiError)) {
     const code = error instanceof ChangefeedError ? error.code : undefined;
+    const reason = error instanceof Error ? error.message : String(error);
     // The key file is missing or empty: nothing can be read until it is fixed.
-    if (code === 'CONFIG_INVALID') return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: MINUTE };
+    if (code === 'CONFIG_INVALID') return { kind: 'pauseAll', reason, pauseMs: MINUTE };
     // A full or read-only disk: nothing read could be kept. Try again soon; the space may return.
-    if (code === 'STORE_UNAVAILABLE')
-      return { kind: 'pauseAll', reason: (error as Error).message, pauseMs: STORE_PAUSE_MS };
-    if (code === 'STORE_BUSY')
-      return { kind: 'storeBusy', reason: (error as Error).message, pauseMs: STORE_BUSY_PAUSE_MS };
+    if (code === 'STORE_UNAVAILABLE') return { kind: 'pauseAll', reason, pauseMs: STORE_PAUSE_MS };
+    if (code === 'STORE_BUSY') return { kind: 'storeBusy', reason, pauseMs: STORE_BUSY_PAUSE_MS };
     // Retrying cannot make a window sparser, a version log shorter or its entries smaller, and
     // each try costs reads (up to 51, 51 and 72).
-    if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG' || code === 'OVERSIZED_ENTRIES') {
-      return {
-        kind: 'disableLog',
-        status: 'disabled',
-        reason: `${(error as Error).message}; not retried until restart`,
-      };
-    }
-    return { kind: 'retry', reason: error instanceof Error ? error.message : String(error), budgetPause: false };
+    if (code === 'WINDOW_TOO_DENSE' || code === 'VERSION_LOG_TOO_LONG' || code === 'OVERSIZED_ENTRIES')
+      return { kind: 'disableLog', status: 'disabled', reason: `${reason}; not retried until restart` };
+    return { kind: 'retry', reason, budgetPause: false };
   }
   switch (error.code) {
     case 'API_INVALID_CREDENTIAL':

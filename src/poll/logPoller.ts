@@ -55,8 +55,7 @@ export interface LogPollerDeps {
  */
 export class LogPoller {
   private readonly sizes = new PageSizes();
-  /** Logs that are behind, by log key: how far their backfill has come. */
-  /** Made at the first backfill of a tenant: an empty Map holds about 220 bytes. */
+  /** Backfill progress by log key; made at a tenant's first backfill (an empty Map holds about 220 bytes). */
   private backfills: Map<string, BackfillState> | undefined;
   private readonly seenPages = new SeenPages();
 
@@ -93,12 +92,7 @@ export class LogPoller {
         "cursor is ahead of the service's clock; reading again from the last successful poll",
       );
     }
-    const window = nextWindow({
-      windowEnd: cursor,
-      coverageStart,
-      overlapMs,
-      serverNow,
-    });
+    const window = nextWindow({ windowEnd: cursor, coverageStart, overlapMs, serverNow });
     const result: PollResult = { emitted: 0, duplicates: 0, requests: 0, emittedPerformedAt: [] };
     if (!window) {
       // Nothing can be new yet. A log never read must still prove it exists (a configured id with
@@ -277,13 +271,12 @@ export class LogPoller {
       const isNew = !baseline || (t === null ? emitUndated : t >= coverageStart);
       (isNew ? emit : silent).push(entry);
     }
-    const ordered = inIngestionOrder(emit);
     const ingestedAt = this.deps.clock.now();
     const sortOrder = watched.sortOrder ? undefined : read.detectedOrder;
     const ingested = await store.ingest({
       log: watched.log,
       objectId: watched.objectId,
-      entries: ordered,
+      entries: inIngestionOrder(emit),
       silentEntries: silent,
       quarantined: read.quarantined,
       windowEnd: readAt,

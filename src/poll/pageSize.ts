@@ -84,10 +84,9 @@ export class PageSizes {
     );
   }
 
-  record(key: string, outcome: PageOutcome): PageSizeState {
+  record(key: string, outcome: PageOutcome): void {
     const next = nextPageSize(this.sizes?.get(key) ?? FULL_PAGE_SIZE, outcome);
     if (next.limit >= MAX_PAGE_LIMIT) this.sizes?.delete(key);
     else (this.sizes ??= new Map()).set(key, next);
-    return next;
   }
 }

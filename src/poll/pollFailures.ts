@@ -49,7 +49,6 @@ export class PollFailures {
     this.pausedUntil = 0;
   }
 
-  /** Every log's backoff end, by key. */
   backoffs(): ReadonlyMap<string, number> {
     return this.notBefore ?? NO_BACKOFFS;
   }
@@ -82,11 +81,7 @@ export class PollFailures {
       // decides still holds, and every poll waits for the store as for STORE_UNAVAILABLE.
       this.storeRefused(recordError, now);
     }
-    const target = {
-      log: w.log,
-      objectId: w.objectId || undefined,
-      requestId: requestIdOf(error),
-    };
+    const target = { log: w.log, objectId: w.objectId || undefined, requestId: requestIdOf(error) };
     switch (action.kind) {
       case 'retry': {
         (this.notBefore ??= new Map()).set(key, now + (action.budgetPause ? 0 : pollRetryDelayMs(failures)));
@@ -141,9 +136,9 @@ export class PollFailures {
   }
 
   /**
-   * A write of a failure's outcome the store refused: every poll on the key waits as for
-   * STORE_UNAVAILABLE (nothing read now could be kept), so the log is not polled again at once.
-   * Anything else (LEASE_LOST, an error nobody expected) is thrown to the poll's launch site.
+   * A write of a failure's outcome the store refused: every poll waits (pauseForStore), so the log
+   * is not polled again at once. Anything else (LEASE_LOST, an error nobody expected) is thrown to
+   * the poll's launch site.
    */
   private storeRefused(error: unknown, now: number): void {
     const { store } = this.deps;

@@ -32,10 +32,7 @@ export interface PollLoopDeps {
   clock: Clock;
   watch: WatchConfig;
   logger: Logger;
-  /**
-   * True when the key sent now is another than the rejected one (its fingerprint, from the 401:
-   * ApiProblemError.rejectedKey): a pause for a rejected key ends at once.
-   */
+  /** ApiKeyProvider.replaces: a pause for a rejected key ends once the key sent now is another. */
   credentialChanged?: (rejectedKey: string | undefined) => boolean;
   /** Called after every poll, successful or not (metrics). */
   onPolled?: (watched: WatchedLog, outcome: { result?: PollResult; error?: unknown }) => void;
@@ -200,14 +197,13 @@ export class PollLoop {
     sweep.attempts.set(DISCOVERY, attempt);
     // Discovery's list reads are judged by the rules of polls: whether a failure is transient
     // never depends on which log failed.
-    if (!(isAbortError(error) && this.signal.aborted)) {
-      if (onceAfterFailure(classifyPollFailure(error, 'career', 0), attempt) === 'retry') {
-        this.deps.logger.warn(
-          { attempt, err: describeError(error), requestId: requestIdOf(error) },
-          'discovery failed; retrying',
-        );
-        return this.deps.clock.now() + pollRetryDelayMs(attempt);
-      }
+    const stopped = isAbortError(error) && this.signal.aborted;
+    if (!stopped && onceAfterFailure(classifyPollFailure(error, 'career', 0), attempt) === 'retry') {
+      this.deps.logger.warn(
+        { attempt, err: describeError(error), requestId: requestIdOf(error) },
+        'discovery failed; retrying',
+      );
+      return this.deps.clock.now() + pollRetryDelayMs(attempt);
     }
     sweep.summary.failures.push({ log: 'career', objectId: '(discovery)', error: describeError(error) });
     return undefined;
@@ -308,7 +304,6 @@ export class PollLoop {
     this.discoveryRestored = true;
   }
 
-  /** Requests per hour discovery is expected to spend, left out of what polls may use. */
   private discoveryPerHour(): number {
     if (this.discoveryRunsPerHour === 0) return 0;
     // Asked by every decision (the scheduler's budget), so counted once per list, not per call.
@@ -354,12 +349,9 @@ export class PollLoop {
       this.nextDiscoveryAt = next();
       this.discoveriesFailed = 0;
     } catch (error) {
-      // A failed run is tried again after a backoff, not only at the next cron time: a tenant whose
-      // first discovery timed out (a service slow for a moment) would otherwise poll none of its
-      // careers and skills for up to a whole schedule's period (15 minutes by default). Only a
-      // transient failure is (by the rules of polls): a rejected key, a 403, a 404 or a full disk
-      // wait for the cron time. The backoff keeps doubling until the cron time always comes first,
-      // so a run that fails for good (up to 102 pages read each time) costs the schedule's reads.
+      // A transient failure (by the rules of polls) is tried again after DISCOVERY_RETRY_BACKOFF, so a
+      // first discovery that timed out does not leave the tenant's careers and skills unpolled for a
+      // whole cron period; a rejected key, a 403, a 404 or a full disk wait for the cron time.
       const retryAt = (): { at: number; backoff: boolean } => {
         const cron = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
         const action = classifyPollFailure(error, 'career', 0);

@@ -59,8 +59,7 @@ export class PollRecorder {
       try {
         return { polled: false, error, action: await failures.failed(w, error, clock.now()) };
       } catch (recordError) {
-        // The tenant's lease is gone: there is nothing this replica may record. The outcome
-        // carries LEASE_LOST so the loop stops the tenant's runtime (the new holder carries on).
+        // As above: a lost lease is the outcome, and the loop stops the tenant's runtime.
         if (errorCodeOf(recordError) === 'LEASE_LOST') return { polled: false, error: recordError };
         throw recordError;
       }
@@ -85,9 +84,8 @@ export class PollRecorder {
   /**
    * The learned rate and, now and then, the budget's state and the hours of polling, for
    * restarts, `status` and the console: deferred to the tenant's next write transaction
-   * (store.deferState), so a poll costs the store its ingest alone; the first of a holder's
-   * records is written at once. A store that refuses them loses only a refinement: the poll
-   * itself is already committed.
+   * (store.deferState), so a poll costs the store its ingest alone. A store that refuses them
+   * loses only a refinement: the poll itself is already committed.
    */
   private async persist(learned: RateEstimateRow | undefined, now: number): Promise<void> {
     const { store, budget, logger } = this.deps;

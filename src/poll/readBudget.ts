@@ -57,12 +57,10 @@ interface Waiter {
 }
 
 /**
- * Paces every GET of one API key. Requests leave one at a time, spaced so that what the server
- * says is left (RateLimit-Remaining, minus the reserve) lasts until RateLimit-Reset, and never
- * closer than the configured hourly cap allows, unless the window holds reads that pace could
- * not spend before it resets (slots left unused): those go without waiting. After a 429 nothing
- * leaves until Retry-After has passed. Waiters are served by priority: identity-provider log,
- * then polls, then discovery, then backfill.
+ * Paces every GET of one API key (docs/scheduling.md, "The governor"). Requests leave one at a
+ * time, spaced so that what the server says is left (less the reserve) lasts until RateLimit-Reset,
+ * never closer than the hourly cap allows, except reads the window could not otherwise spend
+ * before it resets. After a 429 nothing leaves until Retry-After. Waiters are served by priority.
  */
 export class ReadBudget implements RequestGate {
   private readonly waiters: Waiter[] = [];
@@ -194,8 +192,7 @@ export class ReadBudget implements RequestGate {
    * allowance of 1 paces at an hour and gives no credit for lateness (see `pump`).
    */
   private steadyIntervalMs(): number {
-    const allowance = this.allowancePerHour();
-    return HOUR_MS / Math.max(1, allowance - 1);
+    return HOUR_MS / Math.max(1, this.allowancePerHour() - 1);
   }
 
   /** Milliseconds to leave between two requests at time `now`. */
@@ -288,14 +285,11 @@ export class ReadBudget implements RequestGate {
         if (!next) break;
         if (now < this.lastSentAt + this.intervalMs(now)) this.spendSurplus(now);
         // The pace keeps its grid: a request that leaves late because the process was busy counts
-        // as sent when its slot came (the one announced, or slept for, if later than the moved
-        // formula's), so the delay does not push back every later slot. A gap of more than one
-        // steady interval is idleness, not lateness, and earns nothing: the bound on a rolling
-        // hour (see `steadyIntervalMs`) holds for a credit under the steady slot only, and near a
+        // as sent when its slot came (the one announced or slept for, if later than the moved
+        // formula's). A gap over one steady interval is idleness and earns nothing: the rolling-hour
+        // bound (`steadyIntervalMs`) holds only for a credit under the steady slot, and near a
         // window's end the interval is longer, so a credit under it followed by the steady pace
-        // (a window that resets) would put one read more in the hour. With an allowance of 1 no
-        // credit is given: the pace cannot run one under it, so only sends an hour apart keep one
-        // an hour.
+        // would put one read more in the hour. An allowance of 1 gets no credit (no pace runs under it).
         const dueAt = Math.min(now, Math.max(sendAt, sleptUntil, this.announcedAt));
         const credit = this.allowancePerHour() >= 2 && now - dueAt < this.steadyIntervalMs();
         this.lastSentAt = credit ? dueAt : now;

@@ -60,15 +60,11 @@ export interface ServerClockOptions {
 }
 
 /**
- * The service's clock as seen through the `Date` header. Windows end at the service's "now", not
- * ours, so a skewed local clock cannot make a window end in the service's future (and miss entries
- * written there later); the bounds of recent answers narrow Date's one-second resolution to the
- * network's time (nextOffsetSamples).
- *
- * Every `Date` is judged, not trusted: a single answer 30 days ahead must not move a cursor into
- * the future. An answer whose offset jumps more than the tolerance from the offset believed so far
- * (0 before the first answer) is not believed until CLOCK_CONFIRMATIONS answers in a row agree on
- * it. Meanwhile windows end at the last believable service time.
+ * The service's clock as seen through the `Date` header (docs/delivery.md, "Windows and overlap"):
+ * windows end at the service's "now", not ours, so a skewed local clock cannot make a window end in
+ * the service's future. Every `Date` is judged, not trusted: an offset that jumps more than the
+ * tolerance from the one believed so far (0 before the first answer) is not believed until
+ * CLOCK_CONFIRMATIONS answers in a row agree, so one answer 30 days ahead cannot move a cursor.
  */
 export class ServerClock {
   private offsetMs: number | undefined;

@@ -28,12 +28,10 @@ export interface OversizedCount {
 }
 
 /**
- * More entries than this in one walk, each too large for a page of its own, are not quarantined:
- * no service of skills holds them, and a hostile one that answers every page so would have a walk
- * quarantine (and keep the first bytes of) one phantom entry per offset, 10,000 per window, then
- * split the window and start over. The walk fails instead (OversizedEntriesError).
- * The bound counts the whole walk, not a run: a readable entry after every 64 would otherwise
- * reset it, and the walk would still hold 32 KiB for most offsets of the window until its commit.
+ * More entries than this in one walk, each too large for a page of its own, fail the walk
+ * (OversizedEntriesError) instead of being quarantined: a hostile service answering every page so
+ * would have a walk keep one phantom entry's first bytes per offset, 10,000 per window. The bound
+ * counts the whole walk, not a run, so a readable entry after every 64 cannot reset it.
  */
 export const MAX_OVERSIZED_PER_READ = 64;
 

@@ -53,10 +53,8 @@ export interface VersionLogWalk {
  * costs few requests.
  */
 export async function readVersionLog(walk: VersionLogWalk) {
-  /** Entries not seen before, in read order. */
   const unseen: ActivityEntry[] = [];
   const all: ActivityEntry[] = [];
-  /** Entries that cannot become events, to be stored with the read. */
   const quarantined: QuarantinedEntry[] = [];
   let requests = 0;
   const oversized: OversizedCount = { entries: 0 };

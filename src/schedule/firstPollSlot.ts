@@ -1,13 +1,11 @@
 /**
  * The slot at which never-polled logs' first-poll starts are reckoned, and whether starts
- * reckoned at one slot still serve at the pace of now. The pace follows the server's window and
- * the follow-ups of the last hour, so it moves a little with almost every request; reckoning the
- * starts again at each move was 5% of the daemon's busy time at 2,000 tenants while their logs
- * were new. A start is the latest moment a chain of first polls may begin (`latestFirstPollStarts`);
- * each is a minimum of deadlines less whole chains of slots, so it moves by at most `chainCost`
- * times the change of the slot. Starts are kept while they are no later than the exact ones (no
- * deadline is risked) and at most half a slot earlier (no decision, one per slot, sees a first
- * poll become due more than half a slot early).
+ * reckoned at one slot still serve at the pace of now. The pace moves a little with almost every
+ * request, and reckoning the starts at each move is costly while many logs are new. A start
+ * (`latestFirstPollStarts`) is a minimum of deadlines less whole chains of slots, so it moves by at
+ * most `chainCost` times the change of the slot. Starts are kept while no later than the exact
+ * ones (no deadline is risked) and at most half a slot earlier (no decision, one per slot, sees a
+ * first poll become due more than half a slot early).
  */
 
 /** How far kept starts may be earlier than the exact ones, in slots of now. */

@@ -18,10 +18,9 @@ const orNaN = (value: number | null | undefined): number => value ?? Number.NaN;
 
 /**
  * The numbers a scheduler keeps for each of its logs (last poll, cost of a poll, planned rate and
- * weight, the rate estimate's counts and times), packed in one Float64Array with a slot per log.
- * As object fields each such number is a heap number of its own (16 bytes, and the rate state an
- * object around five of them): about 180 bytes a log, 4.6 KB a tenant of 26 logs, held by every
- * tenant of a process for its whole life (docs/scaling.md, "5,000 tenants under 1 GB").
+ * weight, the rate estimate's counts and times), packed in one Float64Array with a slot per log:
+ * as object fields each would be a heap number of its own, about 180 bytes a log held for the
+ * process's life (docs/scaling.md).
  */
 export class LogNumbers {
   private values = new Float64Array(0);

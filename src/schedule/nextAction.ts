@@ -54,7 +54,6 @@ export interface BudgetView {
 
 /** A pause of every poll on the key (rejected key, expired trial, full disk). */
 export interface KeyPause {
-  /** It ends then. */
   until: number;
   /** For a rejected key: it ends as soon as the key file is replaced. */
   forCredential: boolean;
@@ -70,7 +69,6 @@ export interface LoopSnapshot {
   freeSlots: number;
   budget: BudgetView | undefined;
   logs: readonly LogCandidate[];
-  /** Keys of logs being polled now. */
   inFlight: ReadonlySet<string>;
   /** Per key, the end of a failure backoff; a log is not polled before it. */
   backoffUntil: ReadonlyMap<string, number>;
@@ -158,7 +156,6 @@ function onceAction(now: number, s: LoopSnapshot, once: NonNullable<LoopSnapshot
   if (running || once.remaining === undefined) return wake(Infinity);
   if (dueAt !== undefined) return wake(dueAt);
   if (once.remaining.size === 0 && s.inFlight.size === 0) return { stop: 'swept' };
-  // A finishing poll wakes the loop when the slots are full.
   if (s.freeSlots <= 0) return wake(Infinity);
   let backoffEnds = Infinity;
   for (const key of once.remaining) {

@@ -173,10 +173,8 @@ export interface AlphaChoice {
  * as estimated now: the best mean this budget buys without making the slowest changes wait
  * longer than polling every log in turn would. With skewed rates that is 0.5 or close (busy
  * logs take what quiet ones do not need); with even rates the tail decides and it is lower.
- *
- * Round-robin is judged with `roundRobinBudgetPerHour`: the budget it would have, which is more
- * than the adaptive allocation divides when follow-up polls take their share. Comparing with a
- * round-robin starved of the same follow-ups would promise a p95 the real one beats.
+ * Round-robin is judged with `roundRobinBudgetPerHour`, the budget it would have: it sends no
+ * follow-ups, so it also divides their share.
  */
 export function chooseAlpha(
   rates: readonly number[],

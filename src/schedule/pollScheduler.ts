@@ -54,12 +54,10 @@ interface Scheduled {
 }
 
 /**
- * Decides which log to poll next. Each log gets a target frequency proportional to its effective
- * change rate to the power alpha (cost-aware, clamped between 1/maxInterval and 1/pollInterval),
- * scaled so the polls spend the budget left after discovery. Whenever the loop may send, the log
- * with the highest urgency (time since its last poll × its target frequency) goes first, if it is
- * due: like stride scheduling, this gives each log its share at regular spacing, which halves the
- * mean delay of random spacing.
+ * Decides which log to poll next (docs/scheduling.md). Each log gets a target frequency
+ * proportional to its change rate to the power alpha (cost-aware, clamped between 1/maxInterval
+ * and 1/pollInterval), scaled so the polls spend the budget left after discovery; the most urgent
+ * log (time since its last poll × its frequency) goes first, as in stride scheduling.
  */
 export class PollScheduler {
   private readonly estimator: RateEstimator;
@@ -77,11 +75,10 @@ export class PollScheduler {
   private alpha: number;
   private readonly followUps: SessionFollowUps;
   /**
-   * The last list `candidates` returned, while nothing it was built from changed: a log's poll,
-   * the set of logs or a reallocation, and while some log was never polled, the slot its
-   * first-poll starts were reckoned at (`firstPolls`, undefined when every log was polled) while
-   * it holds at the pace of now (`firstPollSlotHolds`). Every decision of the loop (a few per
-   * poll) asks, and building the list each time would be most of the scheduler's CPU.
+   * The last list `candidates` returned, kept until a poll, the set of logs or a reallocation
+   * changes it, and while some log was never polled, only while the slot its first-poll starts were
+   * reckoned at (`firstPolls`) holds at the pace of now. Every decision asks; rebuilding each time
+   * would be most of the scheduler's CPU.
    */
   private kept: { list: readonly LogCandidate[]; firstPolls: FirstPollReckoning | undefined } | undefined;
 
@@ -177,12 +174,10 @@ export class PollScheduler {
   }
 
   /**
-   * After a poll of `s`: unless it was a first poll that others' starts depend on, the poll
-   * changed its own candidate alone (the floor and scale move only at a reallocation; the
-   * never-polled logs, their deadlines and costs are unchanged), so the list gets that one anew
-   * in a copy (a decision may still hold the old list). A first poll is usually of the log first
-   * in the chain (its start is the earliest), which no other start depends on; any other first
-   * poll moves the starts before it, and the list is built again at the next ask.
+   * After a poll of `s`: unless it was a first poll that others' starts depend on, the poll changed
+   * its own candidate alone (floor and scale move only at a reallocation), so a copy of the list
+   * gets that one anew (a decision may still hold the old list). A first poll other than the
+   * chain's first moves the starts before it: the list is built again at the next ask.
    */
   private polled(key: string, s: Scheduled): void {
     const kept = this.kept;
@@ -307,7 +302,6 @@ export class PollScheduler {
     };
   }
 
-  /** Requests per hour the polls may spend now. */
   pollBudgetPerHour(now: number): number {
     const budget = this.deps.budget;
     if (!budget) return Number.POSITIVE_INFINITY;

@@ -9,13 +9,10 @@ export type EstimatorConfig = Pick<ScheduleConfig, 'rateHalfLifeHours' | 'sessio
 
 /**
  * Online change-rate estimate of one log, from what each poll returns (every change since the
- * previous poll, so counts over observed time are exact).
- *
- * Changes come in edit sessions, so a count of changes is far noisier than a Poisson count of the
- * same size. The estimator counts sessions (changes less than `sessionGapSeconds` apart are one)
- * and changes per session separately: rate = changes per session × the posterior mean of the
- * session rate (sessionPrior.ts). Counts and hours decay with `rateHalfLifeHours` so the estimate
- * follows slow drift.
+ * previous poll, so counts over observed time are exact). Changes come in edit sessions, so it
+ * counts sessions and changes per session apart: rate = changes per session × the posterior mean
+ * of the session rate (sessionPrior.ts; docs/scheduling.md). Counts and hours decay with
+ * `rateHalfLifeHours` so the estimate follows slow drift.
  */
 export class RateEstimator {
   private readonly decayPerMs: number;

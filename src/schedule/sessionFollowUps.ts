@@ -27,12 +27,9 @@ export interface PollEvidence {
 }
 
 /**
- * Follow-up polls of edit sessions in progress: a poll that lands in the middle of a session would
- * otherwise leave the rest of it waiting a whole regular interval. After a poll that found a
- * change performed less than sessionGapSeconds ago, on a log whose changes come in sessions, the
- * log is polled again after the minimum interval, up to followUpPolls times in a row (a poll that
- * finds nothing new ends the chain). Follow-ups of the last hour are left out of what the
- * allocation divides, so they never exceed the budget.
+ * Follow-up polls of edit sessions in progress (docs/scheduling.md): the log is polled again after
+ * the minimum interval, up to followUpPolls times in a row. Follow-ups of the last hour are left
+ * out of what the allocation divides, so they never exceed the budget.
  */
 export class SessionFollowUps {
   private readonly recent: number[] = [];
