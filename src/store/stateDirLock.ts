@@ -82,10 +82,21 @@ export class StateDirLock {
     return taken;
   }
 
+  /**
+   * Removes the pid file, then lets go of the lock: the other way round, a start that took the
+   * lock in between would lose its pid. The lock is let go whatever the removal meets (a directory
+   * swapped in, a directory made read-only): a pid file left behind blocks no start, a lock left
+   * held blocks every one, and a reload's takeOver would lose the directory it just took.
+   */
   release(): void {
     if (!this.db.open) return;
-    rmSync(join(this.dir, PID_FILE), { force: true });
-    this.db.close();
+    try {
+      rmSync(join(this.dir, PID_FILE), { force: true });
+    } catch {
+      // Left behind: the next holder's write replaces it or names it (lockFailure).
+    } finally {
+      this.db.close();
+    }
   }
 }
 
