@@ -125,8 +125,9 @@ function holderPid(stateDir: string): number | undefined {
     file = openSync(join(stateDir, PID_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     if (notPlainFile(fstatSync(file))) return undefined;
     const head = Buffer.alloc(PID_FILE_MAX_BYTES);
-    const pid = Number(head.toString('utf8', 0, readSync(file, head)).trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    const text = head.toString('utf8', 0, readSync(file, head)).trim();
+    // Decimal digits as written, nothing Number() also reads ('0x1F', '1e3'): a wrong pid would be stopped.
+    return /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : undefined;
   } catch {
     return undefined;
   } finally {

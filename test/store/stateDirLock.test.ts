@@ -161,6 +161,21 @@ describe('StateDirLock', () => {
     );
   });
 
+  it('names no pid when the pid file of a held directory holds no decimal pid, however Number() reads it', () => {
+    const stateDir = makeTempDir();
+    const holder = StateDirLock.acquire(stateDir);
+    onTestFinished(() => holder.release());
+    for (const text of ['0x1F\n', '1e3\n', '+12\n', '12.0\n', '0\n', '', 'pid\n', `${'9'.repeat(30)}\n`]) {
+      writeFileSync(join(stateDir, 'changefeed.pid'), text);
+      expect(() => StateDirLock.acquire(stateDir, () => undefined), JSON.stringify(text)).toThrow(
+        expect.objectContaining({
+          code: 'STATE_DIR_LOCKED',
+          message: expect.stringContaining('held by pid (unknown)'),
+        }),
+      );
+    }
+  });
+
   it('lets go of the lock when its pid file cannot be removed, a directory swapped in', () => {
     const stateDir = makeTempDir();
     const holder = StateDirLock.acquire(stateDir);
