@@ -97,7 +97,8 @@ export class WebhookSink implements Sink {
     }
     this.pool = new Pool(this.url.origin, {
       connections: this.config.delivery.maxInFlight ?? this.limits.defaultInFlight,
-      // Only a safety net, later than each exchange's own deadline (timeoutMs), which decides and says so.
+      // Only a safety net, later than each exchange's own deadline (timeoutMs), which decides and says so:
+      // equal to it, the pool's timer raced that deadline and under load won with another message.
       headersTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       bodyTimeout: this.config.timeoutMs + POOL_TIMEOUT_MARGIN_MS,
       keepAliveTimeout: 30_000,

@@ -82,10 +82,21 @@ export class StateDirLock {
     return taken;
   }
 
+  /**
+   * Removes the pid file, then lets go of the lock: the other way round, a start that took the
+   * lock in between would lose its pid. The lock is let go whatever the removal meets (a directory
+   * swapped in, a directory made read-only): a pid file left behind blocks no start, a lock left
+   * held blocks every one, and a reload's takeOver would lose the directory it just took.
+   */
   release(): void {
     if (!this.db.open) return;
-    rmSync(join(this.dir, PID_FILE), { force: true });
-    this.db.close();
+    try {
+      rmSync(join(this.dir, PID_FILE), { force: true });
+    } catch {
+      // Left behind: the next holder's write replaces it or names it (lockFailure).
+    } finally {
+      this.db.close();
+    }
   }
 }
 
@@ -114,8 +125,9 @@ function holderPid(stateDir: string): number | undefined {
     file = openSync(join(stateDir, PID_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     if (notPlainFile(fstatSync(file))) return undefined;
     const head = Buffer.alloc(PID_FILE_MAX_BYTES);
-    const pid = Number(head.toString('utf8', 0, readSync(file, head)).trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    const text = head.toString('utf8', 0, readSync(file, head)).trim();
+    // Decimal digits as written, nothing Number() also reads ('0x1F', '1e3'): a wrong pid would be stopped.
+    return /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : undefined;
   } catch {
     return undefined;
   } finally {

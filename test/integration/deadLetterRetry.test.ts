@@ -1,5 +1,9 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { REQUEUE_COUNT_KEY } from '../../src/store/storeRecords.js';
 import { ManualClock } from '../support/manualClock.js';
 import { until } from '../support/daemonProcess.js';
 import { withVirtualTime } from '../support/virtualTime.js';
@@ -55,4 +59,49 @@ describe('changefeed dead-letters retry while the daemon runs', () => {
       await store.close();
     }
   }, 120_000);
+});
+
+// The re-queue and its count are one transaction (a daemon in another process learns of a
+// re-queue only from its count): a `dead-letters retry` killed between the two puts nothing back.
+describe('changefeed dead-letters retry killed mid-way', () => {
+  it('puts nothing back in line when SIGKILL ends it between the re-queue and its count', async () => {
+    const { store, dir } = await storeWithEvents(2, 2);
+    const [first] = await store.outbox.pending('hook', 0, 10);
+    await store.outbox.markDead('hook', [{ seq: first!.seq, error: 'gone' }], 1);
+    const dead = await store.deadLetters.list();
+    await store.close();
+    const supportModule = fileURLToPath(new URL('../support/sqliteStoreFile.ts', import.meta.url));
+    // The count's insert calls a function that SIGKILLs its own process: the re-queue's UPDATE has run.
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { openSqliteStoreFile } from ${JSON.stringify(supportModule)};
+         const store = openSqliteStoreFile(process.argv[1]);
+         store.db.function('die', () => process.kill(process.pid, 'SIGKILL'));
+         store.db.exec("CREATE TEMP TRIGGER die_at_count BEFORE INSERT ON main.meta WHEN NEW.key = '${REQUEUE_COUNT_KEY}' BEGIN SELECT die(); END");
+         console.log('requeued ' + (await store.deadLetters.requeueEvent(process.argv[2], 'hook', 2)));`,
+        join(dir, 'changefeed.sqlite'),
+        dead[0]!.eventId,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    onTestFinished(() => {
+      child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    expect({ code, signal, out }).toEqual({ code: null, signal: 'SIGKILL', out: '' });
+    const after = openSqliteStoreFile(join(dir, 'changefeed.sqlite'));
+    try {
+      expect(await after.deadLetters.list()).toEqual(dead);
+      expect(await after.deadLetters.requeueCount()).toBe(0);
+    } finally {
+      await after.close();
+    }
+  });
 });

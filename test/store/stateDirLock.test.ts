@@ -161,6 +161,49 @@ describe('StateDirLock', () => {
     );
   });
 
+  it('names no pid when the pid file of a held directory holds no decimal pid, however Number() reads it', () => {
+    const stateDir = makeTempDir();
+    const holder = StateDirLock.acquire(stateDir);
+    onTestFinished(() => holder.release());
+    for (const text of ['0x1F\n', '1e3\n', '+12\n', '12.0\n', '0\n', '', 'pid\n', `${'9'.repeat(30)}\n`]) {
+      writeFileSync(join(stateDir, 'changefeed.pid'), text);
+      expect(() => StateDirLock.acquire(stateDir, () => undefined), JSON.stringify(text)).toThrow(
+        expect.objectContaining({
+          code: 'STATE_DIR_LOCKED',
+          message: expect.stringContaining('held by pid (unknown)'),
+        }),
+      );
+    }
+  });
+
+  it('lets go of the lock when its pid file cannot be removed, a directory swapped in', () => {
+    const stateDir = makeTempDir();
+    const holder = StateDirLock.acquire(stateDir);
+    const pidFile = join(stateDir, 'changefeed.pid');
+    rmSync(pidFile);
+    mkdirSync(pidFile);
+    holder.release();
+    // The directory left in its place is named by the next start; once it is gone, that start runs.
+    rmdirSync(pidFile);
+    StateDirLock.acquire(stateDir, () => undefined).release();
+  });
+
+  it('a reload moving to another directory lets go of the old one even when its pid file cannot be removed', () => {
+    const [oldDir, newDir] = [makeTempDir(), makeTempDir()];
+    const held = StateDirLock.acquire(oldDir);
+    rmSync(join(oldDir, 'changefeed.pid'));
+    mkdirSync(join(oldDir, 'changefeed.pid'));
+    const taken = StateDirLock.takeOver(held, newDir);
+    try {
+      rmdirSync(join(oldDir, 'changefeed.pid'));
+      StateDirLock.acquire(oldDir, () => undefined).release();
+    } finally {
+      taken.release();
+    }
+    // The new directory is free once released: its lock was returned, not lost with the old one's error.
+    StateDirLock.acquire(newDir, () => undefined).release();
+  });
+
   it('refuses, after a bounded number of tries, while another daemon holds the directory', () => {
     const stateDir = makeTempDir();
     const holder = StateDirLock.acquire(stateDir);

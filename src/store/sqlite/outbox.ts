@@ -56,7 +56,8 @@ const COUNT_RANGE = `SELECT COUNT(*) AS n FROM events WHERE ${IN_WINDOW}`;
 const SEQ_BOUNDS = `SELECT (SELECT MIN(seq) FROM events WHERE tenant = ?) AS lo,
   (SELECT MAX(seq) FROM events WHERE tenant = ?) AS hi`;
 const PAYLOADS = 'SELECT seq, payload FROM events WHERE tenant = ? AND seq IN (SELECT value FROM json_each(?))';
-// Counted from the index alone; the oldest pending is the first in seq order (one row read, not a MIN).
+// Counted from the index alone; the oldest pending is the first in seq order, as seqs are drawn in
+// ingestion order (one row read, not a MIN over the join).
 const COUNTS = `SELECT state, COUNT(*) AS n,
     CASE state WHEN 'pending' THEN (SELECT e.ingested_at FROM deliveries p
       JOIN events e ON e.tenant = p.tenant AND e.seq = p.seq
