@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REQUEUE_COUNT_KEY } from '../../src/store/storeRecords.js';
+import { runBundledScript } from '../support/bundledScript.js';
 import { ManualClock } from '../support/manualClock.js';
 import { until } from '../support/daemonProcess.js';
 import { withVirtualTime } from '../support/virtualTime.js';
@@ -70,32 +68,13 @@ describe('changefeed dead-letters retry killed mid-way', () => {
     await store.outbox.markDead('hook', [{ seq: first!.seq, error: 'gone' }], 1);
     const dead = await store.deadLetters.list();
     await store.close();
-    const supportModule = fileURLToPath(new URL('../support/sqliteStoreFile.ts', import.meta.url));
     // The count's insert calls a function that SIGKILLs its own process: the re-queue's UPDATE has run.
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `import { openSqliteStoreFile } from ${JSON.stringify(supportModule)};
-         const store = openSqliteStoreFile(process.argv[1]);
-         store.db.function('die', () => process.kill(process.pid, 'SIGKILL'));
-         store.db.exec("CREATE TEMP TRIGGER die_at_count BEFORE INSERT ON main.meta WHEN NEW.key = '${REQUEUE_COUNT_KEY}' BEGIN SELECT die(); END");
-         console.log('requeued ' + (await store.deadLetters.requeueEvent(process.argv[2], 'hook', 2)));`,
-        join(dir, 'changefeed.sqlite'),
-        dead[0]!.eventId,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    onTestFinished(() => {
-      child.kill('SIGKILL');
-    });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
-    expect({ code, signal, out }).toEqual({ code: null, signal: 'SIGKILL', out: '' });
+    const child = await runBundledScript(`import { openSqliteStoreFile } from './test/support/sqliteStoreFile.ts';
+      const store = openSqliteStoreFile(${JSON.stringify(join(dir, 'changefeed.sqlite'))});
+      store.db.function('die', () => process.kill(process.pid, 'SIGKILL'));
+      store.db.exec("CREATE TEMP TRIGGER die_at_count BEFORE INSERT ON main.meta WHEN NEW.key = '${REQUEUE_COUNT_KEY}' BEGIN SELECT die(); END");
+      console.log('requeued ' + (await store.deadLetters.requeueEvent(${JSON.stringify(dead[0]!.eventId)}, 'hook', 2)));`);
+    expect({ signal: child.signal, out: child.stdout }).toEqual({ signal: 'SIGKILL', out: '' });
     const after = openSqliteStoreFile(join(dir, 'changefeed.sqlite'));
     try {
       expect(await after.deadLetters.list()).toEqual(dead);

@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3';
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import {
   closeSync,
   constants,
@@ -14,9 +13,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { StateDirLock } from '../../src/store/stateDirLock.js';
+import { runBundledScript } from '../support/bundledScript.js';
 import { makeTempDir } from '../support/tempDir.js';
 
 /**
@@ -142,7 +141,6 @@ describe('StateDirLock', () => {
     const stateDir = makeTempDir();
     const fifo = join(stateDir, 'changefeed.pid');
     execFileSync('mkfifo', [fifo]);
-    // In a child: an open that blocks blocks its whole thread, the test's timeout with it.
     expect(await acquireInChild(stateDir)).toMatch(
       new RegExp(`^STORE_ERROR: cannot write the pid .*${fifo}.*ENXIO.*remove it`),
     );
@@ -155,7 +153,6 @@ describe('StateDirLock', () => {
     const pidFile = join(stateDir, 'changefeed.pid');
     rmSync(pidFile);
     execFileSync('mkfifo', [pidFile]);
-    // In a child, as above: a read that blocks on the FIFO blocks its whole thread.
     expect(await acquireInChild(stateDir)).toMatch(
       new RegExp(`^STATE_DIR_LOCKED: state directory ${stateDir} held by pid \\(unknown\\)`),
     );
@@ -223,29 +220,14 @@ describe('StateDirLock', () => {
   });
 });
 
-/** What `StateDirLock.acquire(stateDir)` says in a child process: 'acquired' or `<code>: <message>`. */
+/**
+ * What `StateDirLock.acquire(stateDir)` says in a child process: 'acquired' or `<code>: <message>`.
+ * A child, because an open or read that blocks blocks its whole thread; one that blocks is killed
+ * at runBundledScript's timeout and says nothing.
+ */
 async function acquireInChild(stateDir: string): Promise<string> {
-  const lockModule = fileURLToPath(new URL('../../src/store/stateDirLock.ts', import.meta.url));
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--input-type=module',
-      '-e',
-      `import { StateDirLock } from ${JSON.stringify(lockModule)};
-       try { StateDirLock.acquire(process.argv[1], () => undefined).release(); console.log('acquired'); }
-       catch (error) { console.log(error.code + ': ' + error.message); }`,
-      stateDir,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  // Also when the test times out waiting for it (a blocking open), which no finally would see.
-  onTestFinished(() => {
-    child.kill('SIGKILL');
-  });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  await once(child, 'exit');
-  return out;
+  const child = await runBundledScript(`import { StateDirLock } from './src/store/stateDirLock.ts';
+    try { StateDirLock.acquire(${JSON.stringify(stateDir)}, () => undefined).release(); console.log('acquired'); }
+    catch (error) { console.log(error.code + ': ' + error.message); }`);
+  return child.stdout;
 }
