@@ -223,11 +223,14 @@ describe('StateDirLock', () => {
 /**
  * What `StateDirLock.acquire(stateDir)` says in a child process: 'acquired' or `<code>: <message>`.
  * A child, because an open or read that blocks blocks its whole thread; one that blocks is killed
- * at runBundledScript's timeout and says nothing.
+ * at runBundledScript's timeout. A child that says nothing is described instead (how it ended, its
+ * stderr), so that a failing test shows why rather than an empty string.
  */
 async function acquireInChild(stateDir: string): Promise<string> {
   const child = await runBundledScript(`import { StateDirLock } from './src/store/stateDirLock.ts';
     try { StateDirLock.acquire(${JSON.stringify(stateDir)}, () => undefined).release(); console.log('acquired'); }
     catch (error) { console.log(error.code + ': ' + error.message); }`);
-  return child.stdout;
+  if (child.stdout) return child.stdout;
+  const ended = child.error?.message ?? (child.signal ? `killed by ${child.signal}` : `exit ${child.status}`);
+  return `(the child said nothing: ${ended}; stderr: ${JSON.stringify(child.stderr)})`;
 }
