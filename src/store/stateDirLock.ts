@@ -17,14 +17,6 @@ import { StoreError } from './storeError.js';
 
 const LOCK_FILE = 'changefeed.lock';
 const PID_FILE = 'changefeed.pid';
-/**
- * Not through a symlink (O_NOFOLLOW): run as root, one planted in the directory would have the pid
- * overwrite whatever file it points to. Not waiting (O_NONBLOCK): a FIFO planted there would block
- * the open, and the whole process with it, until something read it; without a reader it fails
- * ENXIO, with one it is refused as not a plain file. O_NONBLOCK does nothing to a plain file.
- */
-const PID_FILE_FLAGS =
-  constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 /** More than any pid and its newline. */
 const PID_FILE_MAX_BYTES = 32;
 /** Tries of a lock another start may hold for a moment, and the mean pause between two. */
@@ -115,23 +107,38 @@ function sameDirectory(a: string, b: string): boolean {
 }
 
 /**
- * The pid the holder wrote, for the refusal's message; undefined when it cannot be read. Opened as
- * the holder writes it (no link followed, no wait on a FIFO swapped in) and read only as far as a
- * pid goes: the message must never hang or fill memory on what the directory holds.
+ * The pid the holder wrote, for the refusal's message; undefined when it cannot be read. Read only
+ * as far as a pid goes: the message must never hang or fill memory on what the directory holds.
  */
 function holderPid(stateDir: string): number | undefined {
-  let file: number | undefined;
   try {
-    file = openSync(join(stateDir, PID_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    if (notPlainFile(fstatSync(file))) return undefined;
-    const head = Buffer.alloc(PID_FILE_MAX_BYTES);
-    const text = head.toString('utf8', 0, readSync(file, head)).trim();
-    // Decimal digits as written, nothing Number() also reads ('0x1F', '1e3'): a wrong pid would be stopped.
-    return /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : undefined;
+    return withPidFile(join(stateDir, PID_FILE), constants.O_RDONLY, (file) => {
+      const head = Buffer.alloc(PID_FILE_MAX_BYTES);
+      const text = head.toString('utf8', 0, readSync(file, head)).trim();
+      // Decimal digits as written, nothing Number() also reads ('0x1F', '1e3'): a wrong pid would be stopped.
+      return /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : undefined;
+    });
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * `use` on the pid file, opened with `flags`, refused (with its `path`, for lockFailure) unless a
+ * plain file. Not through a symlink (O_NOFOLLOW): run as root, one planted in the directory would
+ * have the pid overwrite whatever file it points to. Not waiting (O_NONBLOCK): a FIFO planted there
+ * would block the open, and the whole process with it, until something read or wrote it; without
+ * a reader a write open fails ENXIO, otherwise it is refused here. O_NONBLOCK does nothing to a
+ * plain file.
+ */
+function withPidFile<T>(path: string, flags: number, use: (file: number) => T): T {
+  const file = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+  try {
+    const kind = notPlainFile(fstatSync(file));
+    if (kind) throw Object.assign(new Error(`${path} is ${kind}, not a plain file`), { path });
+    return use(file);
   } finally {
-    if (file !== undefined) closeSync(file);
+    closeSync(file);
   }
 }
 
@@ -150,15 +157,9 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('CREATE TABLE IF NOT EXISTS held (pid INTEGER)');
     db.exec('BEGIN EXCLUSIVE');
-    const pidPath = join(stateDir, PID_FILE);
-    const pidFile = openSync(pidPath, PID_FILE_FLAGS, 0o644);
-    try {
-      const kind = notPlainFile(fstatSync(pidFile));
-      if (kind) throw Object.assign(new Error(`${pidPath} is ${kind}, not a plain file`), { path: pidPath });
-      writeFileSync(pidFile, `${process.pid}\n`);
-    } finally {
-      closeSync(pidFile);
-    }
+    withPidFile(join(stateDir, PID_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, (file) =>
+      writeFileSync(file, `${process.pid}\n`),
+    );
     return db;
   } catch (error) {
     db.close();
