@@ -352,15 +352,18 @@ export class PollLoop {
       // A transient failure (by the rules of polls) is tried again after DISCOVERY_RETRY_BACKOFF, so a
       // first discovery that timed out does not leave the tenant's careers and skills unpolled for a
       // whole cron period; a rejected key, a 403, a 404 or a full disk wait for the cron time.
-      const retryAt = (): { at: number; backoff: boolean } => {
+      let backedOff = false;
+      if (this.sweep) this.nextDiscoveryAt = this.sweepDiscoveryFailed(this.sweep, error);
+      else {
         const cron = nextCronTime(this.deps.watch.discovery.schedule, this.deps.clock.now());
-        const action = classifyPollFailure(error, 'career', 0);
-        if (action.kind !== 'retry' && action.kind !== 'storeBusy') return { at: cron, backoff: false };
-        const backoff = this.deps.clock.now() + backoffDelayMs(++this.discoveriesFailed, DISCOVERY_RETRY_BACKOFF);
-        return { at: Math.min(cron, backoff), backoff: backoff < cron };
-      };
-      const retry = this.sweep ? undefined : retryAt();
-      this.nextDiscoveryAt = this.sweep ? this.sweepDiscoveryFailed(this.sweep, error) : retry?.at;
+        const { kind } = classifyPollFailure(error, 'career', 0);
+        const backoffAt =
+          kind === 'retry' || kind === 'storeBusy'
+            ? this.deps.clock.now() + backoffDelayMs(++this.discoveriesFailed, DISCOVERY_RETRY_BACKOFF)
+            : Infinity;
+        backedOff = backoffAt < cron;
+        this.nextDiscoveryAt = Math.min(cron, backoffAt);
+      }
       if (isAbortError(error) && this.signal.aborted) return;
       // A sweep reports its discovery's failure itself; a lost lease stops the tenant either way.
       if (errorCodeOf(error) === 'LEASE_LOST') this.failed(error);
@@ -375,9 +378,7 @@ export class PollLoop {
             nextAttemptAt:
               this.nextDiscoveryAt === undefined ? undefined : new Date(this.nextDiscoveryAt).toISOString(),
           },
-          retry?.backoff
-            ? 'discovery failed; trying again after a backoff'
-            : 'discovery failed; next attempt on schedule',
+          backedOff ? 'discovery failed; trying again after a backoff' : 'discovery failed; next attempt on schedule',
         );
     } finally {
       this.inFlight.delete(DISCOVERY);
