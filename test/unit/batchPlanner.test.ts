@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planBatches } from '../../src/deliver/batchPlanner.js';
 import { logKey, type LogKind } from '../../src/logs.js';
+import { Random } from '../../src/simulator/random.js';
 import type { PendingDelivery } from '../../src/store/storeRecords.js';
 
 const NOW = 1_000_000;
@@ -140,14 +141,8 @@ describe('planBatches', () => {
 // then not read (SinkWorker waits on the batches in flight).
 describe('planBatches from each object first maxBatchSize deliveries', () => {
   it('plans as from one more per object, on 2,000 random windows', () => {
-    let state = 7;
-    const random = (): number => {
-      state = (state + 0x6d2b79f5) | 0;
-      let t = Math.imul(state ^ (state >>> 15), 1 | state);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-    const pick = (n: number): number => Math.floor(random() * n);
+    const random = Random.derive('planBatches', 'first maxBatchSize');
+    const pick = (n: number): number => random.int(0, n - 1);
     for (let run = 0; run < 2_000; run++) {
       const maxBatchSize = 1 + pick(4);
       const queues = new Map<string, PendingDelivery[]>();
