@@ -6,22 +6,17 @@ import { freeSlotDecision } from '../support/freeSlotDecision.js';
 import { latestFirstPollStarts } from '../../src/schedule/pollAllocation.js';
 import { PollScheduler } from '../../src/schedule/pollScheduler.js';
 import { scheduleConfigSchema } from '../../src/schedule/scheduleConfig.js';
+import { Random } from '../../src/simulator/random.js';
 import type { RateEstimateRow, WatchedLog } from '../../src/store/storeRecords.js';
 
 const T0 = Date.UTC(2026, 0, 1, 8);
 const HOUR = 3_600_000;
 const FIRST_POLL_WITHIN_MS = 600_000;
 
-/** A small seeded generator (mulberry32): the same seed gives the same run. */
+/** Draws in [0, 1) from the simulator's seeded generator: the same seed gives the same run. */
 function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
+  const random = Random.derive('pollSchedulerKeptList', seed);
+  return () => random.next();
 }
 
 const KINDS: readonly LogKind[] = ['career', 'skill', 'identity_provider'];

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SecretAutomaton } from '../../src/secrets/secretAutomaton.js';
 import { registerSecret, scrubSecrets } from '../../src/secrets/secretRegistry.js';
+import { Random } from '../../src/simulator/random.js';
 
 const key = (): string => `cf_live_${randomBytes(16).toString('hex')}`;
 
@@ -98,14 +99,8 @@ describe('the secret registry', () => {
   // prefixes of one another, nested, overlapping, registered between lines, against the union of
   // every occurrence of every secret, cut as one where occurrences overlap.
   it('cuts exactly the union of every secret’s occurrences, on lines of astral and private-use text', () => {
-    let seed = 7;
-    // mulberry32: the same draws every run.
-    const next = (n: number): number => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) % n;
-    };
+    const random = Random.derive('secretRegistry', 7);
+    const next = (n: number): number => random.int(0, n - 1);
     const letters = ['\u{E000}', '\u{E001}', '\u{E002}', '\u{1F511}', '\u{E000}\u{301}'];
     const text = (min: number, max: number): string =>
       Array.from({ length: min + next(max - min + 1) }, () => letters[next(letters.length)]).join('');
