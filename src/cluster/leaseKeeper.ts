@@ -152,6 +152,11 @@ export class LeaseKeeper {
     return this.held.canWrite(tenant, this.clock.now());
   }
 
+  /** Whether `tenant` is held here and being handed over or given up (handOver, givingUp): drained for its release. */
+  handingOver(tenant: string): boolean {
+    return this.held.get(tenant)?.handOverSince !== undefined;
+  }
+
   /** The local deadline of `tenant`'s lease (keeper clock, ms), or undefined if not held. */
   validUntil(tenant: string): number | undefined {
     return this.held.get(tenant)?.writableUntil;
