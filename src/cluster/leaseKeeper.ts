@@ -152,6 +152,11 @@ export class LeaseKeeper {
     return this.held.canWrite(tenant, this.clock.now());
   }
 
+  /** Whether `tenant` is held here and being handed over or given up (handOver, givingUp): drained for its release. */
+  handingOver(tenant: string): boolean {
+    return this.held.get(tenant)?.handOverSince !== undefined;
+  }
+
   /** The local deadline of `tenant`'s lease (keeper clock, ms), or undefined if not held. */
   validUntil(tenant: string): number | undefined {
     return this.held.get(tenant)?.writableUntil;
@@ -175,22 +180,20 @@ export class LeaseKeeper {
   }
 
   /**
-   * What `tenant`'s service client calls right before each request leaves: it throws
+   * What `tenant`'s service client calls right before each request leaves, and its sink workers
+   * right before each write to a sink (`refused` names what was not done): it throws
    * LeaseLostError (no round trip) once the lease held now is past its local deadline or given up.
-   * A replica resumed after a pause (SIGSTOP, a frozen VM) runs I/O callbacks before the deadline's
-   * timer: without this check such a poll would reach the service while another replica holds the
-   * tenant. Throws LeaseLostError if not held now.
+   * A replica resumed after a pause (SIGSTOP, a frozen VM) runs I/O callbacks, and timers due
+   * before the deadline's, ahead of the deadline's timer: without this check such a poll would
+   * reach the service, and a sink's retry the sink, while another replica holds the tenant.
+   * Throws LeaseLostError if not held now.
    */
-  requestGuard(tenant: string): () => void {
+  requestGuard(tenant: string): (refused?: string) => void {
     const lease = this.held.get(tenant);
     if (!lease) throw new LeaseLostError(tenant, `${this.instanceId} does not hold it`);
-    return () => {
+    return (refused = 'the request was not sent') => {
       if (!this.locallyValid(tenant, lease.epoch))
-        throw new LeaseLostError(
-          tenant,
-          `epoch ${lease.epoch} is past its local deadline or was given up`,
-          'the request was not sent',
-        );
+        throw new LeaseLostError(tenant, `epoch ${lease.epoch} is past its local deadline or was given up`, refused);
     };
   }
 

@@ -36,6 +36,7 @@ export function readTenants(
       problems: [],
       changes: NO_CHANGES,
       recorded: [],
+      recordedHere: new Map(),
     };
   }
   return settleTenantScan(source, scanTenantFiles(source), previous, records);
@@ -96,24 +97,27 @@ export function scanTenantFiles(source: DirectorySource, memo?: TenantConfigMemo
  * read keeps `previous` and changes no record: a remount must not stop or forget any company. So
  * does a directory without a single tenant file while the store records tenants: an empty or
  * wrongly mounted ConfigMap is far likelier than an operator removing every tenant at once, and
- * applied it would stop every company this replica runs.
+ * applied it would stop every company this replica runs. `recordedHere` is that of this replica's
+ * previous read (SettledTenants.recordedHere), kept as it is by a read not applied.
  */
 export function settleTenantScan(
   source: DirectorySource,
   scan: TenantScan,
   previous: readonly Tenant<TenantConfig>[],
   records: readonly TenantRecord[],
+  recordedHere?: ReadonlyMap<string, string>,
 ): SettledTenants<TenantConfig> {
   const recorded = records.map((r) => r.tenant);
-  if (!scan.ok) return { tenants: previous, problems: [scan.problem], changes: NO_CHANGES, recorded };
+  const unapplied = { tenants: previous, changes: NO_CHANGES, recorded, recordedHere: recordedHere ?? new Map() };
+  if (!scan.ok) return { ...unapplied, problems: [scan.problem] };
   if (scan.scanned.length === 0 && records.length > 0)
-    return { tenants: previous, problems: [emptyDirectory(source, records)], changes: NO_CHANGES, recorded };
+    return { ...unapplied, problems: [emptyDirectory(source, records)] };
   const paths = new Map(scan.scanned.map((s) => (s.ok ? [s.tenant.name, s.tenant.file] : [s.name, s.problem.file])));
   const lastValid = (record: TenantRecord): ScannedTenant<TenantConfig> => {
     const path = paths.get(record.tenant) ?? join(source.dir, `${record.tenant}.yaml`);
     return validateTenantText({ name: record.tenant, path }, record.fileText, source);
   };
-  const settled = settleTenants(scan.scanned, records, lastValid, source.forgetAfterMs);
+  const settled = settleTenants(scan.scanned, records, lastValid, source.forgetAfterMs, recordedHere);
   return { ...settled, problems: [...scan.unnamed, ...settled.problems] };
 }
 

@@ -161,16 +161,19 @@ export class ChangefeedDaemon {
   /** Starts the tenants of the directory and follows its changes. */
   private async watchTenants(source: Extract<TenantSource, { kind: 'directory' }>): Promise<void> {
     const memo: TenantConfigMemo = new Map();
+    // The file texts this replica's last read left in the records (TENANT_FILE_DIFFERS).
+    let recordedHere: ReadonlyMap<string, string> = new Map();
     this.watcher = new TenantsWatcher<TenantConfig>({
       dir: source.dir,
       load: async (previous) => {
         // Files are read before the records' transaction, which then only decides and writes.
         const scan = scanTenantFiles(source, memo);
         const read = await this.tenantRecords!.settle((records) => {
-          const settled = settleTenantScan(source, scan, previous, records);
+          const settled = settleTenantScan(source, scan, previous, records, recordedHere);
           this.recorded = settled.recorded;
           return { result: settled, changes: settled.changes };
         });
+        recordedHere = read.recordedHere;
         // One line per read, so a change can be placed among the reads (the first read after it sees it).
         this.options.logger.debug({ tenants: read.tenants.length }, 'tenants directory read');
         return read;

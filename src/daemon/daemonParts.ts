@@ -60,8 +60,8 @@ export function assembleTenant(
   options: TenantOptions,
   /** A write of the tenant refused with LEASE_LOST, by polling or delivery: the runtime stops. */
   onLeaseLost: (error: unknown) => void,
-  /** On a shared store: the lease's local check, made before each request to the service. */
-  requestGuard?: () => void,
+  /** On a shared store: the lease's local check, made before each request to the service and each write to a sink. */
+  requestGuard?: (refused?: string) => void,
 ) {
   const logger = options.logger;
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
@@ -125,6 +125,7 @@ export function assembleTenant(
       ...(options.requeues ? { requeues: options.requeues } : {}),
       onOutcome: (outcome) => metrics.observeDelivery(outcome),
       onLeaseLost,
+      ...(requestGuard ? { leaseGuard: requestGuard } : {}),
     },
   );
   const pollLoop = new PollLoop({

@@ -60,9 +60,14 @@ export class TenantLeases {
     });
   }
 
-  /** A tenant held here whose config changed: restarted under the same lease. */
+  /**
+   * A tenant held here whose config changed: restarted under the same lease. Not one being handed
+   * over: its start would come after the drain, once the lease is released, and fail for want of
+   * it (logged, and left in /readyz as a start that failed); the next holder reads the new file.
+   */
   async changed(tenant: Tenant<TenantConfig>): Promise<void> {
-    if (this.keeper.canWrite(tenant.name)) await this.deps.supervisor.start(tenant);
+    if (this.keeper.canWrite(tenant.name) && !this.keeper.handingOver(tenant.name))
+      await this.deps.supervisor.start(tenant);
   }
 
   /** A tenant no longer configured: stopped here and given up. */

@@ -40,8 +40,8 @@ export class TenantRuntime {
     readonly config: AppConfig,
     store: ChangefeedStore,
     options: TenantOptions,
-    /** On a shared store: called before each request to the service; throws LEASE_LOST once the lease is gone. */
-    requestGuard?: () => void,
+    /** On a shared store: called before each request to the service and each write to a sink; throws LEASE_LOST once the lease is gone. */
+    requestGuard?: (refused?: string) => void,
   ) {
     this.logger = options.logger.child({ tenant });
     this.parts = assembleTenant(

@@ -18,8 +18,11 @@ export interface TenantSupervisorDeps {
   configOf: (tenant: Tenant<TenantConfig>) => AppConfig;
   /** On a shared store: the fence of the lease under which the tenant is started. */
   fenceOf?: (tenant: string) => WriteFence | undefined;
-  /** On a shared store: what the tenant's service client calls before each request (LeaseKeeper.requestGuard). */
-  requestGuardOf?: (tenant: string) => (() => void) | undefined;
+  /**
+   * On a shared store: what the tenant's service client calls before each request, and its sink
+   * workers before each write (LeaseKeeper.requestGuard).
+   */
+  requestGuardOf?: (tenant: string) => ((refused?: string) => void) | undefined;
   /** On a shared store: the lease length, which bounds how long a stopping tenant drains (drainWithinMs). */
   leaseMs?: number | undefined;
 }

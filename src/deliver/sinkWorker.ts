@@ -59,6 +59,12 @@ export interface SinkWorkerOptions extends EngineSink {
   onOutcome?: (outcome: BatchOutcome) => void;
   /** The lease fence refused a write (LEASE_LOST): the worker has stopped; the tenant's runtime stops. */
   onLeaseLost?: (error: unknown) => void;
+  /**
+   * On a shared store: the lease's local check (no round trip), called right before each write to
+   * the sink; it throws LEASE_LOST, `refused` in its message, once the lease is past its local
+   * deadline or given up (LeaseKeeper.requestGuard).
+   */
+  leaseGuard?: (refused: string) => void;
 }
 
 /** A sink's connection as its worker holds it. */
@@ -336,6 +342,9 @@ export class SinkWorker {
     const { store, sink } = this.options;
     try {
       const events = toOutboundEvents(batch, await this.payloadsOf(batch), store.tenant);
+      // A replica resumed after a pause runs this worker's due retry before the timer that drops
+      // its lost leases: the new holder sends these events, this one must not (LEASE_LOST stops it).
+      this.options.leaseGuard?.(`the batch of ${batch.length} events was not written to sink "${sink.name}"`);
       try {
         await sink.write(events, signal);
       } catch (error) {
@@ -420,7 +429,8 @@ export class SinkWorker {
       if (!this.leaseLost)
         logger.warn(
           { sink: this.name, err: describeError(error) },
-          "the store refused a write under the tenant's lease: this replica stops the tenant; the new holder sends what is pending",
+          "the tenant's lease is lost (the store refused a write under it, or it is past its local deadline): this " +
+            'replica stops the tenant; the new holder sends what is pending',
         );
       this.leaseLost = true;
       this.ready = [];

@@ -113,9 +113,20 @@ export class StoreHealth {
   }
 }
 
+/**
+ * What to do about a database that refuses more connections (53300: the server's max_connections,
+ * or the role's CONNECTION LIMIT, reached), which waiting alone cures only if something else lets go.
+ */
+export const CONNECTION_LIMIT_ADVICE =
+  'each replica holds up to store.maxConnections connections and 2 more for its tenant leases (one more ' +
+  "while it opens the store): raise the server's max_connections or the role's CONNECTION LIMIT, lower " +
+  'store.maxConnections, or run fewer replicas';
+
 /** Why a PostgreSQL store cannot serve, for readiness and logs: names the database, not a disk. */
 export function databaseProblem(location: string, reason: string, code?: unknown): string {
   const pause = 'polling and delivery pause until it';
+  if (code === '53300')
+    return `the database ${location} refuses more connections (${reason}); ${pause} takes one; ${CONNECTION_LIMIT_ADVICE}`;
   if (code === '28000' || code === '28P01')
     return (
       `the database ${location} refuses this replica's login (${reason}); ${pause} lets the role in again ` +

@@ -17,6 +17,12 @@ export interface SettledTenants<C> extends TenantSet<C> {
    * cluster knows, whichever of their files this replica sees (the lease deal compares them).
    */
   readonly recorded: readonly string[];
+  /**
+   * Per tenant running from its file here, that file's text, which the record holds once `changes`
+   * are written, or another replica's text that this read left alone (TENANT_FILE_DIFFERS): the
+   * `recordedHere` of the next read.
+   */
+  readonly recordedHere: ReadonlyMap<string, string>;
 }
 
 /**
@@ -36,12 +42,18 @@ export interface SettledTenants<C> extends TenantSet<C> {
  * - A tenant whose file is gone stops, but its record is only marked missing (on the store's
  *   clock), and goes once missing for `forgetAfterMs` with no file holding its key: a replica
  *   reading a wrongly mounted directory frees no key and loses no last valid text.
+ * - A record that holds another text than this replica's file, though the file is as this replica
+ *   last recorded it (`recordedHere`), was written by a replica reading another file for the tenant:
+ *   TENANT_FILE_DIFFERS, and the record is left alone. Written back, the two replicas rewrote it at
+ *   every read, each in turn, and nothing said that the tenant's sinks or key depended on its holder.
  */
 export function settleTenants<C>(
   scanned: readonly ScannedTenant<C>[],
   records: readonly TenantRecord[],
   lastValid: (record: TenantRecord) => ScannedTenant<C>,
   forgetAfterMs: number,
+  /** SettledTenants.recordedHere of this replica's previous read; none at its first. */
+  recordedHere: ReadonlyMap<string, string> = new Map(),
 ): SettledTenants<C> {
   const nameOf = (s: ScannedTenant<C>): string => (s.ok ? s.tenant.name : s.name);
   const fileOf = new Map(scanned.map((s) => [nameOf(s), s.ok ? where(s.tenant) : s.problem.file]));
@@ -52,6 +64,7 @@ export function settleTenants<C>(
   const claimed = new Map<string, Tenant<C>>();
   const problems: TenantProblem[] = [];
   const put: TenantRecord[] = [];
+  const fileTexts = new Map<string, string>();
 
   // A file that cannot run as written: its record's text runs instead, if it still validates.
   const fallBack = (name: string, problem: TenantProblem): void => {
@@ -96,8 +109,16 @@ export function settleTenants<C>(
     }
     claimed.set(tenant.keyFingerprint, tenant);
     accepted.set(tenant.name, tenant);
+    fileTexts.set(tenant.name, fileText);
     const record = recordOf.get(tenant.name);
     if (
+      record !== undefined &&
+      record.missingForMs === undefined &&
+      record.fileText !== fileText &&
+      recordedHere.get(tenant.name) === fileText
+    )
+      problems.push(fileDiffers(tenant, record));
+    else if (
       record?.keyFingerprint !== tenant.keyFingerprint ||
       record.fileText !== fileText ||
       record.missingForMs !== undefined
@@ -127,6 +148,7 @@ export function settleTenants<C>(
     tenants,
     problems,
     recorded: recorded.sort(compareNames),
+    recordedHere: fileTexts,
     changes: {
       put: put.sort((a, b) => compareNames(a.tenant, b.tenant)),
       markMissing: markMissing.sort(compareNames),
@@ -144,6 +166,21 @@ function duplicateKey<C>(tenant: Tenant<C>, owner: string, ownerFile: string, wh
     `tenant "${tenant.name}" (${where(tenant)}) has the same API key (sha256 ${shortFingerprint(tenant.keyFingerprint)}) ` +
     `as tenant "${owner}" (${ownerFile}), which ${why}; a key has one reads bucket, so give each tenant its own key`;
   return { code: 'TENANT_DUPLICATE_API_KEY', tenant: tenant.name, file: where(tenant), message, issues: [] };
+}
+
+function fileDiffers<C>(tenant: Tenant<C>, record: TenantRecord): TenantProblem {
+  const key =
+    record.keyFingerprint === tenant.keyFingerprint
+      ? ''
+      : `, with another API key (sha256 ${shortFingerprint(record.keyFingerprint)} there, ` +
+        `${shortFingerprint(tenant.keyFingerprint)} here)`;
+  const message =
+    `tenant "${tenant.name}" (${where(tenant)}): another replica reads another file for this tenant${key}, and ` +
+    `recorded it in the store since this replica recorded its own; each replica runs the tenant from its own ` +
+    `file while it holds the lease, so where its events go (its sinks) and what it polls depend on which ` +
+    `replica holds it. Give every replica the same tenants directory (a ConfigMap update not yet seen by ` +
+    `every replica passes by itself); meanwhile this replica leaves the store's record as the other wrote it`;
+  return { code: 'TENANT_FILE_DIFFERS', tenant: tenant.name, file: where(tenant), message, issues: [] };
 }
 
 function keyOfRemovedTenant<C>(tenant: Tenant<C>, owner: string, forgetAfterMs: number): TenantProblem {

@@ -27,6 +27,7 @@ export type TenantProblemCode = Extract<
   | 'TENANT_KEY_OF_REMOVED_TENANT'
   | 'TENANTS_DIR_UNREADABLE'
   | 'TENANTS_DIR_EMPTY'
+  | 'TENANT_FILE_DIFFERS'
 >;
 
 /** Something wrong with the tenants directory or one tenant file. Never holds a key. */

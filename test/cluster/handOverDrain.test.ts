@@ -91,4 +91,51 @@ describe.skipIf(!admin)('a hand-over to a replica that joins', () => {
     expect(duplicatesOf(received(moved)), `duplicates in ${handedOver}`).toEqual([]);
     expect(duplicatesOf(received(1 - moved))).toEqual([]);
   }, 120_000);
+
+  it('a tenant file changed while its hand-over drains is not restarted on the old holder', async () => {
+    const simulator = await simulatedCompanies(73, TENANTS.length);
+    let held: (() => void)[] | undefined;
+    const hook = await receiver({
+      respond: () => {
+        if (!held) return undefined;
+        const holding = held;
+        return new Promise((resolve) => holding.push(() => resolve({ status: 204 })));
+      },
+    });
+    const cluster = inProcessCluster(admin!, { simulatorUrl: simulator.url, leaseSeconds: 6 });
+    const writeFile = (i: number, lines: readonly string[]): void =>
+      writeTenantFile(cluster.tenantsDir, TENANTS[i]!, {
+        apiKey: simulator.companies[i]!.apiKey,
+        sink: `{ name: out, type: webhook, url: "${hook.url}", secret: "${SECRET}" }`,
+        lines,
+      });
+    TENANTS.forEach((_, i) => writeFile(i, POLLED_EVERY_SECOND));
+    const a = await cluster.start('replica-a');
+    await until(async () => (await cluster.holders()).size === TENANTS.length, 30_000, 'A holding both tenants');
+    // A delivery of each tenant held in flight, so that the hand-over's drain lasts.
+    held = [];
+    writeRound(simulator);
+    await until(() => hook.count >= TENANTS.length, 30_000, 'a delivery of each tenant held in flight');
+
+    // B joins; while A drains the tenant it hands over, that tenant's file changes.
+    let handedOver: string | undefined;
+    let changedSeen = false;
+    a.onLog((line) => {
+      if (line.msg.startsWith('handing the tenant over')) {
+        handedOver = line.tenant;
+        writeFile(TENANTS.indexOf(line.tenant!), [...POLLED_EVERY_SECOND, 'journal: { retentionDays: 3 }']);
+      }
+      if (line.msg === 'tenants changed' && handedOver !== undefined && (line.changed as string[]).includes(handedOver))
+        changedSeen = true;
+    });
+    const b = await cluster.start('replica-b');
+    await until(() => changedSeen, 30_000, 'A to read the changed file of the tenant it hands over');
+    // The drain ends: the held deliveries answered.
+    const waiting = held;
+    held = undefined;
+    for (const answer of waiting) answer();
+    await until(() => b.logged('lease acquired; tenant starting here', handedOver), 30_000, 'B taking the tenant');
+    expect(a.logged('tenant did not start; the other tenants go on', handedOver)).toBe(false);
+    expect(a.daemon.readiness().filter((c) => c.name === `${handedOver}/start`)).toEqual([]);
+  }, 120_000);
 });

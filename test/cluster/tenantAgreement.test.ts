@@ -16,6 +16,7 @@ import {
 import { rendezvousWeight } from '../../src/cluster/leaseAssignment.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { deliveredEvents } from '../support/daemonHarness.js';
+import { writeTenantFile } from '../support/tenantFile.js';
 
 const admin = await connectAdmin('the tenant agreement test of replicas needs PostgreSQL');
 const LEASE_SECONDS = 6;
@@ -269,6 +270,41 @@ describe.skipIf(!admin).concurrent('replicas agree on the tenants whatever their
     }
     expect(overlaps).toEqual([]);
     expect(await leasesOverlapped(set, moved, B)).toBe(false);
+  }, 300_000);
+
+  it('one tenant’s file differs on one replica (another sink): the other replica says so, and the record is not rewritten at every read', async (test) => {
+    const odd = 'replica-a';
+    const { set, simulator } = await servedCompanies(test, 82, {
+      views: (set) => ({ [odd]: { tenantsDir: copyOfTenants(set, odd) } }),
+    });
+    const company = set.tenantName(0);
+    // The odd replica's copy sends company 0 elsewhere: a mount or a ConfigMap not the others'.
+    writeTenantFile(join(set.dir, `tenants-${odd}`), company, {
+      apiKey: simulator.companies[0]!.apiKey,
+      sinkPath: join(set.dir, 'elsewhere.jsonl'),
+    });
+    const other = set.replicas.get(REPLICAS.find((id) => id !== odd)!)!;
+    await until(
+      () =>
+        other
+          .logs()
+          .split('\n')
+          .some((l) => l.includes(`"tenant":"${company}"`) && l.includes('another replica reads another file')),
+      30_000,
+      `the other replica to say that ${company}'s file differs`,
+    );
+    // Both replicas read their directories every second: the record stays as the odd one wrote it.
+    const recordedAt = async (): Promise<string> => {
+      const { rows } = await admin!.query<{ at: string }>(
+        `SELECT recorded_at::text AS at FROM "${set.schema}".changefeed_tenant_records WHERE tenant = $1`,
+        [company],
+      );
+      return rows[0]!.at;
+    };
+    const first = await recordedAt();
+    const seenAt = Date.now();
+    await until(() => Date.now() > seenAt + 3_000, 10_000, 'three reads of each directory');
+    expect(await recordedAt()).toBe(first);
   }, 300_000);
 });
 

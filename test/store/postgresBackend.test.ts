@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS, TABLES } from '../../src/store/postgres/migrations.js';
 import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
@@ -162,6 +163,24 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     );
     expect(message).toMatch(/check store\.url and that the database is up$/);
     expect(message).not.toContain('S3cretPW');
+  });
+
+  it('says a database at its connection limit refuses more connections and what to raise or lower, not that it is unreachable', async () => {
+    // A role allowed no connection: the server answers 53300, as when the replicas reach max_connections.
+    const role = `cf_limit_${randomBytes(6).toString('hex')}`;
+    await admin!.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0`);
+    try {
+      const opening = openBackend(freshSchema(), { url: `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test` });
+      await expect(opening).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      const message = ((await opening.catch((e: unknown) => e)) as Error).message;
+      expect(message).toMatch(/\(schema cf_test_\w+\) refuses more connections: too many connections for role/);
+      expect(message).toMatch(
+        /raise the server's max_connections or the role's CONNECTION LIMIT, lower store\.maxConnections/,
+      );
+      expect(message).not.toMatch(/unreachable|check store\.url/);
+    } finally {
+      await admin!.query(`DROP ROLE ${role}`);
+    }
   });
 
   it('answers the dead-letter re-queue counts of all its tenants from one statement, and sees another process re-queue', async () => {

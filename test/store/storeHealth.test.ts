@@ -65,6 +65,10 @@ describe('StoreHealth', () => {
       [withCode('25006', 'cannot execute UPDATE in a read-only transaction'), /^the database .* is read-only/],
       [withCode('57014', 'canceling statement due to statement timeout'), /^the database .* did not answer in time/],
       [withCode('57P01', 'terminating connection due to administrator command'), /cannot be reached/],
+      [
+        withCode('53300', 'sorry, too many clients already'),
+        /^the database .* refuses more connections \(sorry, too many clients already\); polling and delivery pause until it takes one; .*raise the server's max_connections/,
+      ],
     ];
     for (const [error, expected] of cases) {
       expect(health.record(error, at)).toBe(true);

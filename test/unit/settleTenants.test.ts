@@ -323,6 +323,37 @@ describe('settleTenants', () => {
     );
   });
 
+  it('leaves a record another replica wrote from another file alone and says so, but takes an edit of its own file', () => {
+    // This replica recorded "k1 v1" for acme at its last read; another replica then wrote v2.
+    const here = new Map([['acme', 'k1 v1']]);
+    const differs = settleTenants([ok('acme', 'k1')], [rec('acme', 'k1', 2)], lastValid, FORGET_AFTER_MS, here);
+    expect(differs.tenants.map((x) => `${x.name}:${x.config}`)).toEqual(['acme:1']);
+    expect(differs.changes.put).toEqual([]);
+    expect(differs.problems.map((p) => `${p.tenant}:${p.code}`)).toEqual(['acme:TENANT_FILE_DIFFERS']);
+    expect(differs.problems[0]?.message).toMatch(/another replica reads another file for this tenant, and recorded/);
+    expect(differs.recordedHere).toEqual(here);
+    // With another key there, the message names both by their short fingerprints.
+    const keys = settleTenants([ok('acme', 'k1')], [rec('acme', 'k9')], lastValid, FORGET_AFTER_MS, here);
+    expect(keys.problems[0]?.message).toContain('with another API key (sha256 k90000000000 there, k10000000000 here)');
+    // Its own file edited since (v3), or a first read: written, as ever, without a problem.
+    for (const [version, recorded] of [
+      [3, here],
+      [1, new Map<string, string>()],
+    ] as const) {
+      const settled = settleTenants(
+        [ok('acme', 'k1', version)],
+        [rec('acme', 'k1', 2)],
+        lastValid,
+        FORGET_AFTER_MS,
+        recorded,
+      );
+      const fileText = `k1 v${version}`;
+      expect(settled.problems).toEqual([]);
+      expect(settled.changes.put).toEqual([{ tenant: 'acme', keyFingerprint: fp('k1'), fileText }]);
+      expect(settled.recordedHere).toEqual(new Map([['acme', fileText]]));
+    }
+  });
+
   it('tells how to rename without replaying the history', () => {
     const [problem] = settleTenants([ok('acme', 'k1')], [rec('company-0', 'k1')], lastValid, FORGET_AFTER_MS).problems;
     expect(problem?.message).toContain('name the file "company-0.yaml" again');

@@ -7,7 +7,7 @@ import { TenantRecordTable } from '../../cluster/tenantRecordTable.js';
 import { StoreActivity } from '../storeActivity.js';
 import type { OpenStoreOptions, StoreBackend, TenantStoreOptions } from '../storeBackend.js';
 import type { StoreLocation } from '../storeLocation.js';
-import { StoreUnavailableError } from '../storeHealth.js';
+import { CONNECTION_LIMIT_ADVICE, StoreUnavailableError } from '../storeHealth.js';
 import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
 import { isRetryableOpenError } from './openFailure.js';
@@ -155,6 +155,13 @@ export class PostgresStoreBackend implements StoreBackend {
       // Ours already say what to do (a newer or a development build's schema).
       if (error instanceof ChangefeedError) throw error;
       const reason = (error as Error).message;
+      // The database is up and answers: pointing at store.url would send the operator astray.
+      if ((error as { code?: unknown }).code === '53300')
+        throw new StoreUnavailableError(
+          `PostgreSQL at ${shown} (schema ${location.schema}) refuses more connections: ${reason}; ` +
+            CONNECTION_LIMIT_ADVICE,
+          error,
+        );
       if (isRetryableOpenError(error))
         throw new StoreUnavailableError(
           `PostgreSQL at ${shown} (schema ${location.schema}) is unreachable: ${reason}; check store.url and that ` +
