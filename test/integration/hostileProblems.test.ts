@@ -9,6 +9,9 @@ import { openSqliteStoreFile } from '../support/sqliteStoreFile.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
+/** What a terminal takes for a command: clear the screen, then a line of the attacker's. */
+const ESCAPES = '\u001b[2J\u001b[H\rall logs healthy\n';
+
 /** Every career activity read answered 500 with `problem` as its problem document. */
 function failingCareerReads(problem: Record<string, unknown>) {
   return (answer: ProxiedAnswer): ProxiedAnswer => {
@@ -70,5 +73,43 @@ describe('a problem document the service answers a read with', () => {
     const status = await runCli(['status', '--config', configFile]);
     expect(status.status, status.stderr).toBe(0);
     expect(status.stdout.length).toBeLessThan(10_000);
+  }, 60_000);
+
+  it('is shown by `status` with its control characters escaped, as is a listed id', async () => {
+    const clock = testClock();
+    const simulator = await startTestSimulator({
+      clock,
+      seed: 54,
+      careers: 1,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
+    const failing = failingCareerReads({ detail: ESCAPES });
+    const listedId = `career${ESCAPES}`;
+    const baseUrl = await startRewritingProxy(simulator.url, (answer) => {
+      if (!answer.path.startsWith('/api/v1/careers?')) return failing(answer);
+      const body = JSON.parse(answer.body) as { data: unknown[] };
+      return { ...answer, body: JSON.stringify({ ...body, data: [...body.data, { id: listedId }] }) };
+    });
+    const stateDir = makeTempDir();
+    const config = simulatorConfig({
+      simulator,
+      stateDir,
+      overrides: { watch: { identityProviderEvents: false, careers: { discover: true }, skills: { discover: false } } },
+    });
+    expect((await runOnce({ ...config, api: { ...config.api, baseUrl } }, { clock })).ok).toBe(false);
+
+    const configFile = join(stateDir, 'inspect.yaml');
+    writeFileSync(configFile, `stateDir: ${stateDir}\nsinks: [{ name: file, type: stdout }]\n`);
+    const status = await runCli(['status', '--config', configFile]);
+    expect(status.status, status.stderr).toBe(0);
+    const escaped = '\\u001b[2J\\u001b[H\\u000dall logs healthy\\u000a';
+    expect(status.stdout).toContain(`career${escaped}`);
+    expect(status.stdout).toContain(`the service failed with 500: ${escaped}`);
+    expect(status.stdout).not.toContain('\u001b');
+    expect(status.stdout).not.toContain('\r');
   }, 60_000);
 });
