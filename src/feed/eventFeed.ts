@@ -9,6 +9,7 @@ import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
 import type { FeedReader, FeedSlots } from './feedTokens.js';
 import { JournalSignal } from './journalSignal.js';
+import { writeWithin } from '../writeWithin.js';
 
 export const PAGE_CONTENT_TYPE = 'application/cloudevents-batch+json';
 /** Stretches of the journal (MAX_SCAN_POSITIONS each) one page request looks through at most. */
@@ -204,14 +205,19 @@ export class EventFeed {
     const next = formatCursor(page.next);
     // The stored JSON with one attribute added at the end: `sequence` (CloudEvents Sequence extension).
     const body = `[${page.events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
-    res
-      .writeHead(200, {
-        'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,
-        'cache-control': 'no-store',
-        link: `<${nextUrl(request.pagePath, next, query)}>; rel="next"`,
-        'changefeed-cursor': next,
-      })
-      .end(body);
+    res.writeHead(200, {
+      'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,
+      'content-length': String(Buffer.byteLength(body)),
+      'cache-control': 'no-store',
+      link: `<${nextUrl(request.pagePath, next, query)}>; rel="next"`,
+      'changefeed-cursor': next,
+    });
+    // Written under the page's slot, until the client has taken it: a page ended at once sits in
+    // the response's buffer, its slot free, for as long as the client leaves it unread. Not cut
+    // short by close(), which the page just written (an empty one after a wait) answers.
+    await writeWithin(res, body, this.config.writeTimeoutSeconds * 1000);
+    if (res.destroyed) return;
+    res.end();
     this.observer?.feedEventsServed('page', page.events.length);
   }
 
