@@ -75,7 +75,7 @@ describe('a problem document the service answers a read with', () => {
     expect(status.stdout.length).toBeLessThan(10_000);
   }, 60_000);
 
-  it('is shown by `status` with its control characters escaped, as is a listed id', async () => {
+  it('is shown by `status` with its control characters escaped, as is a listed id, there and in `plan`', async () => {
     const clock = testClock();
     const simulator = await startTestSimulator({
       clock,
@@ -111,5 +111,9 @@ describe('a problem document the service answers a read with', () => {
     expect(status.stdout).toContain(`the service failed with 500: ${escaped}`);
     expect(status.stdout).not.toContain('\u001b');
     expect(status.stdout).not.toContain('\r');
+    const plan = await runCli(['plan', '--config', configFile]);
+    expect(plan.status, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain(`career:career${escaped}`);
+    expect(plan.stdout).not.toContain('\u001b');
   }, 60_000);
 });
