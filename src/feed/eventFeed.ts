@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
 import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
@@ -59,6 +61,8 @@ export class EventFeed {
     private readonly journal: JournalStore,
     private readonly clock: Clock,
     private readonly observer?: FeedObserver,
+    /** Where a journal that cannot be read is told; the client gets a fixed answer. */
+    private readonly logger?: Pick<Logger, 'warn'>,
   ) {
     this.signal = new JournalSignal(clock);
   }
@@ -121,8 +125,22 @@ export class EventFeed {
     })();
     served
       .catch((error: unknown) => {
+        // What the store says can name the database, its host and role: it goes to the log, not to
+        // a token holder (a tenant's consumer).
+        this.logger?.warn(
+          { err: describeError(error), code: 'journal-unavailable' },
+          'the feed could not read the journal',
+        );
         if (!res.headersSent)
-          sendProblem(res, 503, 'journal-unavailable', 'Journal unavailable', (error as Error).message);
+          sendProblem(
+            res,
+            503,
+            'journal-unavailable',
+            'Journal unavailable',
+            'the journal could not be read; try again shortly (the daemon log says why)',
+            {},
+            { 'retry-after': '5' },
+          );
         else res.destroy();
       })
       .finally(() => this.open.delete(abort));

@@ -5,6 +5,8 @@ import { ManualClock } from '../support/manualClock.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { until } from '../support/daemonProcess.js';
 import { feedConfigSchema } from '../../src/feed/feedConfig.js';
+import { EventFeed } from '../../src/feed/eventFeed.js';
+import { systemClock } from '../../src/clock.js';
 import {
   appendEvents,
   openEventSource,
@@ -159,6 +161,33 @@ describe('the feed against hostile clients', () => {
       expect(((await freed.body.json()) as unknown[]).length).toBe(1);
     } finally {
       silent.destroy();
+      await server.close();
+    }
+  });
+
+  it('answers a journal it cannot read 503 without the store error, which goes to the log', async () => {
+    const h = await feedOf(3);
+    const warnings: unknown[] = [];
+    const logger = { warn: (fields: unknown) => void warnings.push(fields) };
+    const feed = new EventFeed(
+      feedConfigSchema.parse({ enabled: true, port: 0 }),
+      h.store.journal,
+      systemClock,
+      undefined,
+      logger,
+    );
+    const server = await serveFeeds({ default: feed });
+    try {
+      await h.store.close();
+      const res = await request(`${server.url}/v1/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(res.statusCode).toBe(503);
+      const problem = (await res.body.json()) as { type: string; detail: string };
+      expect(problem.type).toBe('/v1/problems/journal-unavailable');
+      // A tenant's consumer holds a feed token; what the store says may name the database and its host.
+      expect(problem.detail).not.toContain('database connection');
+      expect(problem.detail).toContain('the daemon log says why');
+      expect(JSON.stringify(warnings)).toContain('The database connection is not open');
+    } finally {
       await server.close();
     }
   });
