@@ -34,6 +34,43 @@ function closeSilentConnections(server: Server, timeoutMs: number): void {
   server.on('request', (req: { socket: Socket }) => clearTimeout(silent.get(req.socket)));
 }
 
+/** Requests one connection may send ahead of the one being answered (HTTP/1.1 pipelining). */
+export const PIPELINED_AHEAD = 8;
+
+/**
+ * Hands `handle` one request of a connection at a time. Node starts every request a client
+ * pipelined as soon as it parses them (hundreds from one packet), and only holds back their
+ * answers: one connection would have as many `/metrics` scrapes rendered, or pages read, at once.
+ * A request waits until the answer before it is done; a connection more than PIPELINED_AHEAD
+ * requests ahead is closed, so what waits stays small.
+ */
+function oneRequestAtATime(
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const queues = new WeakMap<Socket, (() => void)[]>();
+  return (req, res) => {
+    // Requests parsed from the same packet still arrive after their connection was closed.
+    if (req.socket.destroyed) return;
+    const run = (): void => {
+      res.once('close', () => {
+        const queue = queues.get(req.socket);
+        queue?.shift();
+        // A connection gone takes the requests it sent ahead with it.
+        if (!req.socket.destroyed) queue?.[0]?.();
+      });
+      handle(req, res);
+    };
+    const queue = queues.get(req.socket);
+    if (queue === undefined || queue.length === 0) {
+      queues.set(req.socket, [run]);
+      run();
+    } else if (queue.length > PIPELINED_AHEAD) {
+      queue.length = 0;
+      req.socket.destroy();
+    } else queue.push(run);
+  };
+}
+
 /** The port a listener binds: null keeps it off, 0 takes a free one. Each listener describes its own. */
 export const listenerPortSchema = z.number().int().min(0).max(65_535).nullable().default(null);
 /** Connections a listener holds at once; each listener gives its own default. */
@@ -69,7 +106,7 @@ export async function listenBounded(
   handle: (req: IncomingMessage, res: ServerResponse) => void,
 ): Promise<BoundedListener> {
   const timeoutMs = config.headersTimeoutSeconds * 1000;
-  const server: Server = createServer(headTimeoutOptions(timeoutMs), handle);
+  const server: Server = createServer(headTimeoutOptions(timeoutMs), oneRequestAtATime(handle));
   server.maxConnections = config.maxConnections;
   closeSilentConnections(server, timeoutMs);
   await new Promise<void>((resolve, reject) => {

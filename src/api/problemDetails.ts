@@ -1,25 +1,51 @@
 import { z } from 'zod';
 
+const EXCERPT_LENGTH = 200;
+/** The most of `detail` kept: the explanation, longer than a name or a code. */
+const DETAIL_LENGTH = 500;
+/** The most field errors kept; one more stands for those left out. */
+const FIELD_ERRORS_KEPT = 10;
+
+/**
+ * A text of the document, cut to `max` characters. What the service writes becomes error messages,
+ * which are logged, stored with the log (`last_error`) and shown by `status` and the console on every
+ * failed poll: a 64 KiB `detail` must not be copied into each.
+ */
+const text = (max: number) => z.string().transform((s) => cut(s, max));
+
 const fieldErrorSchema = z.object({
-  field: z.string().catch(''),
-  code: z.string().catch(''),
-  message: z.string().catch(''),
+  field: text(EXCERPT_LENGTH).catch(''),
+  code: text(EXCERPT_LENGTH).catch(''),
+  message: text(EXCERPT_LENGTH).catch(''),
 });
+
+type FieldError = z.infer<typeof fieldErrorSchema>;
 
 const problemSchema = z.object({
-  type: z.string().optional(),
-  title: z.string().optional(),
+  type: text(EXCERPT_LENGTH).optional(),
+  title: text(EXCERPT_LENGTH).optional(),
   status: z.number().optional(),
-  detail: z.string().optional(),
-  instance: z.string().optional(),
-  requestId: z.string().optional(),
-  errors: z.array(fieldErrorSchema).optional().catch(undefined),
+  detail: text(DETAIL_LENGTH).optional(),
+  instance: text(EXCERPT_LENGTH).optional(),
+  requestId: text(EXCERPT_LENGTH).optional(),
+  errors: z.array(fieldErrorSchema).transform(keptFieldErrors).optional().catch(undefined),
   /** `trial_expired` on a 403 for an expired workspace, with its `upgrade_url`. */
-  error: z.string().optional(),
-  upgrade_url: z.string().optional(),
+  error: text(EXCERPT_LENGTH).optional(),
+  upgrade_url: text(EXCERPT_LENGTH).optional(),
 });
 
-const EXCERPT_LENGTH = 200;
+/** `text` up to `max` characters, marked when cut; a surrogate pair is not split. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '')}... (cut)`;
+}
+
+/** The first FIELD_ERRORS_KEPT field errors, then one saying how many more the service listed. */
+function keptFieldErrors(items: FieldError[]): FieldError[] {
+  const kept = items.slice(0, FIELD_ERRORS_KEPT);
+  const more = items.length - kept.length;
+  return more > 0 ? [...kept, { field: '...', code: `${more} more`, message: '' }] : kept;
+}
 
 /**
  * RFC 9457 problem details as the service sends them (spec section 7). Parsing is tolerant:

@@ -16,6 +16,7 @@ import type { CliIo } from './cliIo.js';
 import { configOption, jsonOption, tenantOption, type CommandHost, type TenantFlags } from './commandLine.js';
 import { loadTenantConfig } from './loadAppConfig.js';
 import { openServiceSession } from './serviceSession.js';
+import { terminalSafe } from './terminalText.js';
 
 export function definePlanCommand(program: Command, host: CommandHost): void {
   program
@@ -165,7 +166,8 @@ function formatPlan(r: PlanReport, policy: string): string {
   ];
   for (const p of r.busiest)
     lines.push(
-      `    ${`${p.log}:${p.objectId || '-'}`.padEnd(28)} ${String(p.ratePerHour).padStart(7)}  ${String(p.pollsPerHour).padStart(8)}`,
+      // A discovered id is what the service listed.
+      `    ${`${p.log}:${terminalSafe(p.objectId || '-')}`.padEnd(28)} ${String(p.ratePerHour).padStart(7)}  ${String(p.pollsPerHour).padStart(8)}`,
     );
   if (r.watchedLogs === 0)
     lines.push('    (none: configure careers/skills ids or run the daemon once so discovery finds them)');

@@ -97,7 +97,8 @@ export function formatStatusReport(report: StatusReport): string {
       ['log', 'object', 'status', 'covered from', 'covered until', 'lag s', 'ingested', 'rate/h', 'next poll', 'gap'],
       report.logs.map((l) => [
         l.log,
-        l.objectId || '-',
+        // The id and the gap's reason (the poll's error) hold what the service sent.
+        terminalSafe(l.objectId || '-'),
         l.status,
         l.coveredFrom ?? '-',
         l.coveredUntil ?? '-',
@@ -107,7 +108,7 @@ export function formatStatusReport(report: StatusReport): string {
         String(l.entriesIngested),
         l.estimatedRatePerHour === null ? '-' : l.estimatedRatePerHour.toFixed(2),
         l.nextPollAt ?? '-',
-        l.gap ? `since ${l.gap.from}: ${l.gap.reason}` : '',
+        l.gap ? `since ${l.gap.from}: ${terminalSafe(l.gap.reason)}` : '',
       ]),
     ),
   );

@@ -224,16 +224,12 @@ export class OperatorConsole {
     }
     checkOrigin(req);
     const address = req.socket.remoteAddress ?? 'unknown';
-    const waitMs = this.throttle.waitMs(address, this.deps.clock.now());
-    if (waitMs > 0) {
-      // Refused before the form is read, the right token too: the answer says nothing of the token.
-      const minutes = Math.ceil(waitMs / 60_000);
-      res.setHeader('retry-after', String(Math.ceil(waitMs / 1000)));
-      const message = `token: too many wrong tokens; sign-in is paused for ${minutes} minute${minutes === 1 ? '' : 's'}`;
-      this.sendPage(res, 429, signInBody(message), { title: 'Sign in' });
-      return;
-    }
+    // Refused before the form is read, the right token too: the answer says nothing of the token.
+    if (this.signInPaused(res, address)) return;
     const form = await readForm(req);
+    // Asked again once the form is in: forms held back on many connections, then sent together,
+    // each passed the first check before any of them was counted.
+    if (this.signInPaused(res, address)) return;
     const user = this.tokens.signIn(form.get('token') ?? '');
     if (!user) {
       this.throttle.failed(address, this.deps.clock.now());
@@ -251,6 +247,17 @@ export class OperatorConsole {
         'cache-control': 'no-store',
       })
       .end();
+  }
+
+  /** Answers 429 and returns true while `address` may not sign in (SignInThrottle). */
+  private signInPaused(res: ServerResponse, address: string): boolean {
+    const waitMs = this.throttle.waitMs(address, this.deps.clock.now());
+    if (waitMs <= 0) return false;
+    const minutes = Math.ceil(waitMs / 60_000);
+    res.setHeader('retry-after', String(Math.ceil(waitMs / 1000)));
+    const message = `token: too many wrong tokens; sign-in is paused for ${minutes} minute${minutes === 1 ? '' : 's'}`;
+    this.sendPage(res, 429, signInBody(message), { title: 'Sign in' });
+    return true;
   }
 
   private authenticate(req: IncomingMessage): { session: ConsoleSession; user: ConsoleUser } | undefined {

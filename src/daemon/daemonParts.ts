@@ -67,7 +67,7 @@ export function assembleTenant(
   for (const secret of listConfigSecrets(appConfigSchema, config)) registerSecret(secret);
   const clock = options.clock ?? systemClock;
   const metrics = options.metrics.tenants.forTenant(tenant);
-  const feed = config.feed.enabled ? createFeed(config, store, clock, metrics) : undefined;
+  const feed = config.feed.enabled ? createFeed(config, store, clock, metrics, logger) : undefined;
   const serverClock = new ServerClock(clock, {
     toleranceMs: config.api.clockToleranceSeconds * 1000,
     onRejected: (rejected) => {
@@ -149,9 +149,15 @@ export function assembleTenant(
   return { clock, store, serverClock, credential, client, metrics, metricSource, registry, pollLoop, engine, feed };
 }
 
-function createFeed(config: AppConfig, store: ChangefeedStore, clock: Clock, metrics: TenantMetrics): EventFeed {
+function createFeed(
+  config: AppConfig,
+  store: ChangefeedStore,
+  clock: Clock,
+  metrics: TenantMetrics,
+  logger: Logger,
+): EventFeed {
   // The tenant's tokens are checked by the feed router; read here so a token file that cannot
   // be read fails this tenant's start, where /readyz and `status` show it.
   readFeedTokens(config.feed.tokens, config.feed.tokenFiles, 'feed.tokenFiles');
-  return new EventFeed(config.feed, store.journal, clock, metrics);
+  return new EventFeed(config.feed, store.journal, clock, metrics, logger);
 }

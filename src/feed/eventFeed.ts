@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
 import type { JournalStore } from '../store/changefeedStore.js';
 import { streamEvents } from './eventStream.js';
 import type { FeedConfig } from './feedConfig.js';
@@ -9,6 +11,7 @@ import { sendProblem } from './feedProblem.js';
 import { parseFeedQuery, type FeedQuery } from './feedQuery.js';
 import type { FeedReader, FeedSlots } from './feedTokens.js';
 import { JournalSignal } from './journalSignal.js';
+import { writeWithin } from '../writeWithin.js';
 
 export const PAGE_CONTENT_TYPE = 'application/cloudevents-batch+json';
 /** Stretches of the journal (MAX_SCAN_POSITIONS each) one page request looks through at most. */
@@ -58,6 +61,8 @@ export class EventFeed {
     private readonly journal: JournalStore,
     private readonly clock: Clock,
     private readonly observer?: FeedObserver,
+    /** Where a journal that cannot be read is told; the client gets a fixed answer. */
+    private readonly logger?: Pick<Logger, 'warn'>,
   ) {
     this.signal = new JournalSignal(clock);
   }
@@ -120,8 +125,22 @@ export class EventFeed {
     })();
     served
       .catch((error: unknown) => {
+        // What the store says can name the database, its host and role: it goes to the log, not to
+        // a token holder (a tenant's consumer).
+        this.logger?.warn(
+          { err: describeError(error), code: 'journal-unavailable' },
+          'the feed could not read the journal',
+        );
         if (!res.headersSent)
-          sendProblem(res, 503, 'journal-unavailable', 'Journal unavailable', (error as Error).message);
+          sendProblem(
+            res,
+            503,
+            'journal-unavailable',
+            'Journal unavailable',
+            'the journal could not be read; try again shortly (the daemon log says why)',
+            {},
+            { 'retry-after': '5' },
+          );
         else res.destroy();
       })
       .finally(() => this.open.delete(abort));
@@ -204,14 +223,19 @@ export class EventFeed {
     const next = formatCursor(page.next);
     // The stored JSON with one attribute added at the end: `sequence` (CloudEvents Sequence extension).
     const body = `[${page.events.map((e) => `${e.payload.slice(0, -1)},"sequence":"${formatCursor(e.seq)}"}`).join(',')}]`;
-    res
-      .writeHead(200, {
-        'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,
-        'cache-control': 'no-store',
-        link: `<${nextUrl(request.pagePath, next, query)}>; rel="next"`,
-        'changefeed-cursor': next,
-      })
-      .end(body);
+    res.writeHead(200, {
+      'content-type': `${PAGE_CONTENT_TYPE}; charset=utf-8`,
+      'content-length': String(Buffer.byteLength(body)),
+      'cache-control': 'no-store',
+      link: `<${nextUrl(request.pagePath, next, query)}>; rel="next"`,
+      'changefeed-cursor': next,
+    });
+    // Written under the page's slot, until the client has taken it: a page ended at once sits in
+    // the response's buffer, its slot free, for as long as the client leaves it unread. Not cut
+    // short by close(), which the page just written (an empty one after a wait) answers.
+    await writeWithin(res, body, this.config.writeTimeoutSeconds * 1000);
+    if (res.destroyed) return;
+    res.end();
     this.observer?.feedEventsServed('page', page.events.length);
   }
 

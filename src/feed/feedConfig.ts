@@ -82,9 +82,10 @@ export const feedConfigSchema = z
       .default(15)
       .describe('An idle stream gets a comment line this often, so proxies do not cut it.'),
     writeTimeoutSeconds: writeTimeoutSecondsSchema.describe(
-      'A stream whose client takes none of a part of events (or a heartbeat) for this many seconds is cut off, ' +
-        'freeing its slot of `maxStreamsPerToken` and the events it was sent: a client that stops reading ' +
-        'cannot hold them for ever. Keep it above the time a slow client needs to read one page.',
+      'A stream or page whose client takes none of a part of events (or a heartbeat) for this many seconds is ' +
+        'cut off, freeing its slot of `maxStreamsPerToken` or `maxPagesPerToken` and the events it was sent: a ' +
+        'client that stops reading cannot hold them for ever. Keep it above the time a slow client needs to ' +
+        'read one page.',
     ),
     maxStreamsPerToken: z
       .number()

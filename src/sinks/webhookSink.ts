@@ -172,8 +172,11 @@ export class WebhookSink implements Sink {
       throw new SinkDisabledError(`${this.url.origin}${this.url.pathname} answered 410 Gone: the endpoint was removed`);
     if (kind === 'endpoint') {
       const retryAfterMs = status === 429 || status === 503 ? retryAfter(responseHeaders, Date.now()) : undefined;
+      const location = responseHeaders.location;
       const redirect =
-        status >= 300 && status < 400 ? ` (redirect to ${String(responseHeaders.location ?? '?')} not followed)` : '';
+        status >= 300 && status < 400
+          ? ` (redirect to ${location === undefined ? '?' : quoted(String(location))} not followed)`
+          : '';
       const hint = STATUS_HINTS[status];
       throw new SinkEndpointFailingError(
         `POST ${this.url.origin}${this.url.pathname}: HTTP ${status}${redirect}${answered(response)}${hint ? `; ${hint}` : ''}`,
@@ -212,21 +215,25 @@ export class WebhookSink implements Sink {
 }
 
 /**
- * The start of an answer's body (200 bytes), quoted with quotes and control characters escaped,
- * so a receiver cannot forge log lines or status columns; nothing for an empty body.
+ * The start of an answer's body (200 bytes), quoted (`quoted`), so a receiver cannot forge log
+ * lines or status columns; nothing for an empty body.
  */
 function answered(body: string): string {
   const trimmed = body.trim();
-  if (trimmed === '') return '';
-  const cut = Buffer.from(trimmed, 'utf8')
+  return trimmed === '' ? '' : ` answering ${quoted(trimmed)}`;
+}
+
+/** The start of text the receiver sent (200 bytes), quoted with quotes and control characters escaped. */
+function quoted(text: string): string {
+  const cut = Buffer.from(text, 'utf8')
     .subarray(0, MESSAGE_SNIPPET)
     .toString('utf8')
     .replace(/\uFFFD$/, '');
-  const quoted = JSON.stringify(cut).replace(
+  const escaped = JSON.stringify(cut).replace(
     /[\u007f-\u009f\u2028\u2029]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
-  return ` answering ${quoted}${cut.length < trimmed.length ? ' (cut)' : ''}`;
+  return `${escaped}${cut.length < text.length ? ' (cut)' : ''}`;
 }
 
 function secretSource(config: WebhookSinkConfig): () => string[] {

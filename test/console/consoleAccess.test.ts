@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manualClock.js';
@@ -56,6 +56,34 @@ async function signIn(base: string, token: string, headers: Record<string, strin
   });
   const setCookie = res.headers.get('set-cookie') ?? '';
   return { res, setCookie, cookie: setCookie.split(';')[0] ?? '' };
+}
+
+/**
+ * A sign-in POST on a connection of its own that sends `Expect: 100-continue`: `continued` once
+ * the console has taken the request in (Node answers 100 Continue as it hands it over), `send`
+ * then sends the form, `status` is the answer's.
+ */
+function guessAfterContinue(base: string, token: string) {
+  const body = new URLSearchParams({ token }).toString();
+  const req = request(`${base}/console/sign-in`, {
+    method: 'POST',
+    agent: false,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'content-length': String(Buffer.byteLength(body)),
+      expect: '100-continue',
+    },
+  });
+  const continued = new Promise<void>((resolve) => req.once('continue', resolve));
+  const status = new Promise<number>((resolve, reject) => {
+    req.once('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('error', reject);
+  });
+  req.flushHeaders();
+  return { continued, status, send: () => req.end(body) };
 }
 
 /** The CSRF token the console's own pages put in their forms. */
@@ -256,6 +284,28 @@ describe('the operator console: guessing tokens', () => {
       expect(await paused.res.text()).toContain('too many wrong tokens');
       await clock.advance(SIGN_IN_WINDOW_MS);
       expect((await signIn(app.base, OPERATOR)).res.status).toBe(303);
+    } finally {
+      await app.close();
+      await store.close();
+    }
+  });
+
+  it('counts wrong tokens sent at once on many connections against the same pause', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 20, 12));
+    const { store } = await storeWithEvents(1, 1);
+    const app = await serve(consoleWith([{ token: OPERATOR, role: 'operator' }], clock), store);
+    try {
+      // Each guess is let through to its form (its "100 Continue") before any form is sent: all of
+      // them pass the check made as the request arrives, before the first wrong token is counted.
+      const guesses = Array.from({ length: 3 * FAILURES_PER_ADDRESS }, (_, i) =>
+        guessAfterContinue(app.base, `wrong-token-guess-${i}-000000`),
+      );
+      await Promise.all(guesses.map((guess) => guess.continued));
+      for (const guess of guesses) guess.send();
+      const statuses = await Promise.all(guesses.map((guess) => guess.status));
+      expect(statuses.filter((status) => status === 401)).toHaveLength(FAILURES_PER_ADDRESS);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(2 * FAILURES_PER_ADDRESS);
+      expect((await signIn(app.base, OPERATOR)).res.status).toBe(429);
     } finally {
       await app.close();
       await store.close();

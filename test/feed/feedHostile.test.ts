@@ -5,6 +5,8 @@ import { ManualClock } from '../support/manualClock.js';
 import { formatCursor } from '../../src/feed/feedCursor.js';
 import { until } from '../support/daemonProcess.js';
 import { feedConfigSchema } from '../../src/feed/feedConfig.js';
+import { EventFeed } from '../../src/feed/eventFeed.js';
+import { systemClock } from '../../src/clock.js';
 import {
   appendEvents,
   openEventSource,
@@ -111,6 +113,83 @@ describe('the feed against hostile clients', () => {
     }
     const stored = h.store.db.prepare('SELECT event_id AS id FROM events ORDER BY seq').all() as { id: string }[];
     expect(ids).toEqual(stored.map((e) => e.id));
+  });
+
+  it('holds a page its client does not read against feed.maxPagesPerToken, and cuts it off after feed.writeTimeoutSeconds', async () => {
+    const config = { maxPagesPerToken: 1, writeTimeoutSeconds: 1, maxPageBytes: 32 * 1024 * 1024 };
+    const h = await feedOf(0, { config });
+    // A page of 18 MiB: more than the socket buffers of both ends take, so some of it stays with
+    // the feed until the client reads.
+    await appendEvents(h, 6, 'career', 'level_added', 'x'.repeat(3 * 1024 * 1024));
+    // The feed behind a server that tells when the answer of the client that does not read ends.
+    let firstEnded: () => void = () => undefined;
+    const ended = new Promise<void>((resolve) => (firstEnded = resolve));
+    const server = await serveFeeds(
+      { default: h.feed },
+      {
+        config,
+        around: (req, res, next) => {
+          if (req.url === '/v1/events?limit=10') res.once('close', firstEnded);
+          next();
+        },
+      },
+    );
+    const { hostname, port } = new URL(server.url);
+    const silent = connect(Number(port), hostname);
+    silent.pause();
+    silent.on('error', () => undefined);
+    // Its answer has begun: the page was read from the store and is being written.
+    const answering = new Promise<void>((resolve) => silent.once('readable', resolve));
+    silent.write(`GET /v1/events?limit=10 HTTP/1.1\r\nHost: feed\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+    await answering;
+    try {
+      // The page the client does not take still holds the token's one place: no client can make
+      // the feed hold more than maxPagesPerToken * maxPageBytes by leaving its pages unread.
+      const next = await request(`${server.url}/v1/events?limit=1`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(next.statusCode).toBe(429);
+      expect(await next.body.json()).toMatchObject({ type: '/v1/problems/too-many-pages' });
+      await ended;
+      // Cut off: what the client reads now ends short of the page it was promised.
+      let received = 0;
+      silent.on('data', (chunk: Buffer) => (received += chunk.length));
+      await new Promise((resolve) => silent.once('close', resolve));
+      expect(received).toBeLessThan(18 * 1024 * 1024);
+      const freed = await request(`${server.url}/v1/events?limit=1`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(freed.statusCode).toBe(200);
+      expect(((await freed.body.json()) as unknown[]).length).toBe(1);
+    } finally {
+      silent.destroy();
+      await server.close();
+    }
+  });
+
+  it('answers a journal it cannot read 503 without the store error, which goes to the log', async () => {
+    const h = await feedOf(3);
+    const warnings: unknown[] = [];
+    const logger = { warn: (fields: unknown) => void warnings.push(fields) };
+    const feed = new EventFeed(
+      feedConfigSchema.parse({ enabled: true, port: 0 }),
+      h.store.journal,
+      systemClock,
+      undefined,
+      logger,
+    );
+    const server = await serveFeeds({ default: feed });
+    try {
+      await h.store.close();
+      const res = await request(`${server.url}/v1/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(res.statusCode).toBe(503);
+      const problem = (await res.body.json()) as { type: string; detail: string };
+      expect(problem.type).toBe('/v1/problems/journal-unavailable');
+      // A tenant's consumer holds a feed token; what the store says may name the database and its host.
+      expect(problem.detail).not.toContain('database connection');
+      expect(problem.detail).toContain('the daemon log says why');
+      expect(JSON.stringify(warnings)).toContain('The database connection is not open');
+    } finally {
+      await server.close();
+    }
   });
 
   it('writes a stream of large events in bounded pieces, every event once and in order', async () => {

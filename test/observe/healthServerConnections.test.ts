@@ -152,3 +152,71 @@ describe('the health server', () => {
     expect(answer).not.toContain('changefeed_build_info');
   });
 });
+
+describe('the health server against a client that pipelines', () => {
+  /** A /metrics source that counts the scrapes being rendered, each a few parts with a wait between. */
+  function countedMetrics() {
+    const counts = { started: 0, active: 0, peak: 0 };
+    const metrics = {
+      contentType: 'text/plain; version=0.0.4',
+      write: async (write: (part: string) => Promise<void>) => {
+        counts.started++;
+        counts.peak = Math.max(counts.peak, ++counts.active);
+        try {
+          for (let i = 0; i < 3; i++) {
+            // As a store read would: the next part comes from another turn of the event loop.
+            await new Promise((resolve) => setImmediate(resolve));
+            await write(`part_${i} 1\n`);
+          }
+        } finally {
+          counts.active--;
+        }
+      },
+    };
+    return { counts, metrics };
+  }
+
+  it('renders the scrapes one connection pipelines one at a time, and answers each in order', async () => {
+    const { counts, metrics } = countedMetrics();
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics,
+    });
+    const url = new URL(server.url);
+    const socket = connect(Number(url.port), url.hostname);
+    sockets.push(socket);
+    let received = '';
+    const answered = new Promise<void>((resolve) =>
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+        if (received.split('part_2 1\n').length - 1 === 8) resolve();
+      }),
+    );
+    socket.write(`GET /metrics HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`.repeat(8));
+    await answered;
+    expect(counts.started).toBe(8);
+    expect(counts.peak).toBe(1);
+    expect(received.match(/^HTTP\/1\.1 200 /gm)).toHaveLength(8);
+  });
+
+  it('closes a connection that pipelines more requests ahead than it may, before they are rendered', async () => {
+    const { counts, metrics } = countedMetrics();
+    server = await startHealthServer(httpConfigSchema.parse({ port: 0 }), {
+      alive: () => true,
+      readiness: () => [],
+      metrics,
+    });
+    const url = new URL(server.url);
+    const socket = connect(Number(url.port), url.hostname);
+    sockets.push(socket);
+    socket.on('error', () => undefined);
+    socket.resume();
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // 500 scrapes in one write, one packet: each of them would read every tenant's store.
+    socket.write(`GET /metrics HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`.repeat(500));
+    await closed;
+    expect(counts.started).toBeLessThanOrEqual(1);
+    expect(await answers(url)).toBe(true);
+  });
+});

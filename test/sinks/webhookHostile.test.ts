@@ -91,6 +91,19 @@ describe('a hostile webhook receiver', () => {
     expect(written).toBeLessThan(10_000);
   });
 
+  it('a redirect is named with the start of its Location, quoted: a long or odd one reaches no message whole', async () => {
+    // Latin-1 on the wire: U+0085 (NEL) and U+009B (CSI) are single bytes a terminal may act on.
+    const location = `http://elsewhere.example/\u0085\u009b2J${'a'.repeat(15_000)}`;
+    const url = await receiver((_req, res) => res.writeHead(302, { location }).end());
+    const result = await writeOnce(url);
+    expect(result.error).toBeInstanceOf(SinkEndpointFailingError);
+    const message = (result.error as Error).message;
+    expect(message).toContain('HTTP 302 (redirect to "http://elsewhere.example/\\u0085\\u009b2Jaaa');
+    expect(message).toContain('(cut) not followed)');
+    expect(message).not.toMatch(/[\u0080-\u009f]/);
+    expect(message.length).toBeLessThan(500);
+  });
+
   it('headers that never come are the endpoint failing after timeoutMs', async () => {
     const result = await writeOnce(await receiver(() => undefined), 800);
     expect(result.error).toBeInstanceOf(SinkEndpointFailingError);

@@ -76,6 +76,31 @@ describe('parseProblemDetails', () => {
     expect(p.upgradeUrl).toBe('https://svc.example/billing');
   });
 
+  it('cuts what a hostile document says at a few hundred characters, and keeps its first ten field errors', () => {
+    const p = parseProblemDetails(
+      400,
+      doc({
+        type: `https://errors.example/${'t'.repeat(10_000)}`,
+        title: 'T'.repeat(10_000),
+        detail: `${'d'.repeat(499)}\u{1F600}${'d'.repeat(60_000)}`,
+        requestId: 'r'.repeat(10_000),
+        error: 'e'.repeat(10_000),
+        upgrade_url: 'u'.repeat(10_000),
+        errors: Array.from({ length: 2_000 }, (_, i) => ({
+          field: `f${i}`.padEnd(1_000, 'f'),
+          code: 'c'.repeat(1_000),
+          message: 'm'.repeat(1_000),
+        })),
+      }),
+    );
+    expect(p.detail).toBe(`${'d'.repeat(499)}... (cut)`);
+    for (const text of [p.type, p.title, p.requestId, p.error, p.upgradeUrl])
+      expect(text).toHaveLength(200 + '... (cut)'.length);
+    expect(p.errors).toHaveLength(11);
+    expect(p.errors[10]).toEqual({ field: '...', code: '1990 more', message: '' });
+    expect(formatFieldErrors(p).length).toBeLessThan(10 * 3 * 220);
+  });
+
   it('keeps the HTTP status when the document does not state one', () => {
     expect(parseProblemDetails(503, JSON.stringify({ type: 'https://errors.example/internal-error' })).status).toBe(
       503,
