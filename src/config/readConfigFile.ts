@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node as YamlNode } from 'yaml';
 import { ConfigError } from '../errors.js';
+import { CONFIG_FILE_MAX_BYTES, PlainFileError, readPlainFile } from '../readPlainFile.js';
 import { isPlainObject } from './configPath.js';
 
 export interface SourcePosition {
@@ -25,20 +25,21 @@ export interface ConfigFile {
 }
 
 /**
- * Reads and parses a YAML config file. Syntax errors name the file, line and column but never
- * quote the offending line: it may hold a secret.
+ * Reads and parses a YAML config file (a plain file of at most CONFIG_FILE_MAX_BYTES: see
+ * readPlainFile). Syntax errors name the file, line and column but never quote the offending
+ * line: it may hold a secret.
  */
 export function readConfigFile(file: string): ConfigFile {
   const path = resolve(file);
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readPlainFile(path, CONFIG_FILE_MAX_BYTES);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    if (!(error instanceof PlainFileError)) throw error;
     const message =
-      code === 'ENOENT'
+      error.code === 'ENOENT'
         ? `config file ${path} does not exist; check the path, or omit the file to run on defaults and environment variables`
-        : `cannot read config file ${path} (${code ?? 'unknown error'}); check that it is a readable file`;
+        : `cannot read config file ${path}: ${error.reason}; point at a readable YAML file of at most ${CONFIG_FILE_MAX_BYTES / 1024} KiB`;
     throw new ConfigError(message, [{ path: '(file)', message }]);
   }
   return parseConfigText(path, text);
