@@ -1,5 +1,16 @@
 import { resolve } from 'node:path';
-import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node as YamlNode } from 'yaml';
+import {
+  Composer,
+  LineCounter,
+  Parser,
+  YAMLParseError,
+  isMap,
+  isScalar,
+  isSeq,
+  type CST,
+  type Document,
+  type Node as YamlNode,
+} from 'yaml';
 import { ConfigError } from '../errors.js';
 import { CONFIG_FILE_MAX_BYTES, PlainFileError, readPlainFile } from '../readPlainFile.js';
 import { isPlainObject } from './configPath.js';
@@ -45,11 +56,26 @@ export function readConfigFile(file: string): ConfigFile {
   return parseConfigText(path, text);
 }
 
+/**
+ * How deep collections may nest in a config file, its aliases expanded: settings nest a few levels.
+ * yaml composes a document, and the loader merges and validates it, by recursion: 200,000 `[` in a
+ * 400 KB file overflowed the stack (`check` aborted in V8's regexp compiler, exit 134), and an
+ * alias inside its own anchor made an endless value (RangeError, not CONFIG_INVALID).
+ */
+export const MAX_NESTING = 32;
+
 /** Parses the text of config file `file` (read already), with the errors of readConfigFile. */
 export function parseConfigText(file: string, text: string): ConfigFile {
   const path = resolve(file);
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  // parseDocument's steps, the nesting checked on the tokens, which yaml's parser makes without recursing.
+  const tokens = [...new Parser(lineCounter.addNewLine).parse(text)];
+  const tooDeep = firstPastNesting(tokens);
+  if (tooDeep !== undefined) {
+    const { line, col } = lineCounter.linePos(tooDeep);
+    throw nestedTooDeep(path, `line ${line}, column ${col}`, [{ path: `${path}:${line}:${col}` }]);
+  }
+  const doc = firstDocument(tokens, text.length);
   if (doc.errors.length > 0) {
     const issues = doc.errors.map((error) => {
       const { line, col } = lineCounter.linePos(error.pos[0]);
@@ -68,6 +94,13 @@ export function parseConfigText(file: string, text: string): ConfigFile {
     const message = `config file ${path} is not valid YAML: ${error instanceof Error ? error.message : String(error)} (too many aliases)`;
     throw new ConfigError(message, [{ path: '(file)', message }]);
   }
+  const deepKey = keyPastNesting(value);
+  if (deepKey !== undefined)
+    throw nestedTooDeep(
+      path,
+      `under ${deepKey} once its aliases are expanded; an alias inside its own anchor nests for ever`,
+      [{ path: deepKey }],
+    );
   if (value !== null && value !== undefined && !isPlainObject(value)) {
     const message = `config file ${path} must contain a mapping of settings at the top level, not ${Array.isArray(value) ? 'a list' : 'a single value'}`;
     throw new ConfigError(message, [{ path: '(root)', message }]);
@@ -101,4 +134,56 @@ export function parseConfigText(file: string, text: string): ConfigFile {
 
 function firstLine(message: string): string {
   return message.split('\n', 1)[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? message;
+}
+
+/** The one document of `tokens`, as parseDocument composes it; a second is an error of the first. */
+function firstDocument(tokens: readonly CST.Token[], length: number): Document.Parsed {
+  let doc: Document.Parsed | undefined;
+  for (const next of new Composer({ uniqueKeys: true }).compose(tokens, true, length)) {
+    if (doc === undefined) doc = next;
+    else {
+      const message = 'the file holds a second YAML document (after "---"); keep one';
+      doc.errors.push(new YAMLParseError([next.range[0], next.range[1]], 'MULTIPLE_DOCS', message));
+      break;
+    }
+  }
+  // compose(..., forceDoc = true) yields a document even for an empty text.
+  return doc as Document.Parsed;
+}
+
+/** The offset of the first collection nested deeper than MAX_NESTING, or undefined. */
+function firstPastNesting(tokens: readonly CST.Token[]): number | undefined {
+  const pending: [CST.Token | undefined, number][] = tokens.map((token) => [token, 0]);
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [token, depth] = next;
+    if (token === undefined) continue;
+    if (token.type === 'document') pending.push([token.value, depth]);
+    if (token.type !== 'block-map' && token.type !== 'block-seq' && token.type !== 'flow-collection') continue;
+    if (depth === MAX_NESTING) return token.offset;
+    for (const item of token.items) pending.push([item.key ?? undefined, depth + 1], [item.value, depth + 1]);
+  }
+  return undefined;
+}
+
+/** The top-level key under which `value` nests deeper than MAX_NESTING (an alias in its own anchor: for ever). */
+function keyPastNesting(value: unknown): string | undefined {
+  if (!isPlainObject(value)) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const pending: [unknown, number][] = [[item, 1]];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      const [node, depth] = next;
+      if (typeof node !== 'object' || node === null) continue;
+      if (depth >= MAX_NESTING) return key;
+      for (const child of Object.values(node)) pending.push([child, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
+function nestedTooDeep(path: string, where: string, at: { path: string }[]): ConfigError {
+  const message = `config file ${path} nests values more than ${MAX_NESTING} levels deep (${where}); settings nest a few levels, so the file is not a configuration`;
+  return new ConfigError(
+    message,
+    at.map((a) => ({ ...a, message })),
+  );
 }
