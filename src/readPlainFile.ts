@@ -6,6 +6,9 @@ export const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 /** The most a secret file may hold: a key, a password or a few webhook secrets. */
 export const SECRET_FILE_MAX_BYTES = 64 * 1024;
 
+/** The most a PEM file (CA bundle, certificate, key) may hold: a system's whole CA bundle is about 220 KB. */
+export const PEM_FILE_MAX_BYTES = 4 * 1024 * 1024;
+
 /**
  * Why an operator's file was not read: `code` is the errno code of the open (ENOENT, EACCES...),
  * EISDIR for a directory, NOT_PLAIN_FILE for a FIFO, socket or device, TOO_LARGE past the bound;
@@ -18,6 +21,11 @@ export class PlainFileError extends Error {
   ) {
     super(reason);
     this.name = 'PlainFileError';
+  }
+
+  /** The errno code when the open failed as Node says it (ENOENT), else the refusal in words. */
+  get brief(): string {
+    return this.code === 'NOT_PLAIN_FILE' || this.code === 'TOO_LARGE' ? this.reason : this.code;
   }
 }
 
