@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readConfigFile } from '../../src/config/readConfigFile.js';
@@ -87,6 +87,41 @@ describe("an operator's file that is not a plain file of bounded size", () => {
         tenant: 'big',
         file: big,
         message: expect.stringContaining(`cannot read config file ${big}: it holds more than`),
+      }),
+    ]);
+  });
+
+  it('reports a tenant file swapped for a FIFO, naming it, and runs the tenant on its last valid text', () => {
+    const dir = makeTempDir();
+    const source = {
+      kind: 'directory',
+      dir,
+      env: {},
+      defaults: { sinks: [{ name: 'out', type: 'stdout' }] },
+      describeDefault: () => 'from the main file',
+      forgetAfterMs: 0,
+    } as const;
+    const acme = join(dir, 'acme.yaml');
+    writeFileSync(acme, 'api: { baseUrl: "http://127.0.0.1:1", apiKey: k_acme_0123456789abcdef01234567 }\n');
+    writeFileSync(
+      join(dir, 'globex.yaml'),
+      'api: { baseUrl: "http://127.0.0.1:1", apiKey: k_globex_0123456789abcdef012345 }\n',
+    );
+    const first = readTenants(source);
+    const records = first.changes.put;
+    expect(records.map((r) => r.tenant)).toEqual(['acme', 'globex']);
+    rmSync(acme);
+    execFileSync('mkfifo', [acme]);
+    // Before the fix the FIFO was skipped as a directory is: the tenant read as removed, and stopped.
+    const { tenants, problems, changes } = readTenants(source, first.tenants, records);
+    expect(tenants.map((t) => t.name)).toEqual(['acme', 'globex']);
+    expect(changes.markMissing).toEqual([]);
+    expect(problems).toEqual([
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        tenant: 'acme',
+        file: acme,
+        message: expect.stringContaining(`cannot read config file ${acme}: it is a FIFO, not a plain file`),
       }),
     ]);
   });
