@@ -64,16 +64,27 @@ export function readConfigFile(file: string): ConfigFile {
  */
 export const MAX_NESTING = 32;
 
+/**
+ * How many keys one mapping may hold: a section's few dozen settings, or a webhook's headers. yaml
+ * checks each key against those before it in its mapping (uniqueKeys), and each unknown key's
+ * message looks its line up among them: 60,000 keys in 600 KB held `check` for minutes, and a
+ * reload or a tenant file's read would hold the daemon's event loop as long.
+ */
+export const MAX_MAPPING_KEYS = 256;
+
+const NOT_A_CONFIGURATION = 'settings nest a few levels, a few dozen keys each, so the file is not a configuration';
+
 /** Parses the text of config file `file` (read already), with the errors of readConfigFile. */
 export function parseConfigText(file: string, text: string): ConfigFile {
   const path = resolve(file);
   const lineCounter = new LineCounter();
-  // parseDocument's steps, the nesting checked on the tokens, which yaml's parser makes without recursing.
+  // parseDocument's steps, the bounds checked on the tokens, which yaml's parser makes without recursing.
   const tokens = [...new Parser(lineCounter.addNewLine).parse(text)];
-  const tooDeep = firstPastNesting(tokens);
-  if (tooDeep !== undefined) {
-    const { line, col } = lineCounter.linePos(tooDeep);
-    throw nestedTooDeep(path, `line ${line}, column ${col}`, [{ path: `${path}:${line}:${col}` }]);
+  const past = firstPastBounds(tokens);
+  if (past !== undefined) {
+    const { line, col } = lineCounter.linePos(past.offset);
+    const message = `config file ${path} ${past.problem} (line ${line}, column ${col}); ${NOT_A_CONFIGURATION}`;
+    throw new ConfigError(message, [{ path: `${path}:${line}:${col}`, message }]);
   }
   const doc = firstDocument(tokens, text.length);
   if (doc.errors.length > 0) {
@@ -95,12 +106,11 @@ export function parseConfigText(file: string, text: string): ConfigFile {
     throw new ConfigError(message, [{ path: '(file)', message }]);
   }
   const deepKey = keyPastNesting(value);
-  if (deepKey !== undefined)
-    throw nestedTooDeep(
-      path,
-      `under ${deepKey} once its aliases are expanded; an alias inside its own anchor nests for ever`,
-      [{ path: deepKey }],
-    );
+  if (deepKey !== undefined) {
+    const where = `under ${deepKey} once its aliases are expanded; an alias inside its own anchor nests for ever`;
+    const message = `config file ${path} nests values more than ${MAX_NESTING} levels deep (${where}); ${NOT_A_CONFIGURATION}`;
+    throw new ConfigError(message, [{ path: deepKey, message }]);
+  }
   if (value !== null && value !== undefined && !isPlainObject(value)) {
     const message = `config file ${path} must contain a mapping of settings at the top level, not ${Array.isArray(value) ? 'a list' : 'a single value'}`;
     throw new ConfigError(message, [{ path: '(root)', message }]);
@@ -151,15 +161,19 @@ function firstDocument(tokens: readonly CST.Token[], length: number): Document.P
   return doc as Document.Parsed;
 }
 
-/** The offset of the first collection nested deeper than MAX_NESTING, or undefined. */
-function firstPastNesting(tokens: readonly CST.Token[]): number | undefined {
+/** The first collection nested deeper than MAX_NESTING, or mapping of more than MAX_MAPPING_KEYS. */
+function firstPastBounds(tokens: readonly CST.Token[]): { offset: number; problem: string } | undefined {
   const pending: [CST.Token | undefined, number][] = tokens.map((token) => [token, 0]);
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [token, depth] = next;
     if (token === undefined) continue;
     if (token.type === 'document') pending.push([token.value, depth]);
     if (token.type !== 'block-map' && token.type !== 'block-seq' && token.type !== 'flow-collection') continue;
-    if (depth === MAX_NESTING) return token.offset;
+    if (depth === MAX_NESTING)
+      return { offset: token.offset, problem: `nests values more than ${MAX_NESTING} levels deep` };
+    const mapping = token.type === 'block-map' || (token.type === 'flow-collection' && token.start.source === '{');
+    if (mapping && token.items.length > MAX_MAPPING_KEYS)
+      return { offset: token.offset, problem: `holds a mapping of more than ${MAX_MAPPING_KEYS} keys` };
     for (const item of token.items) pending.push([item.key ?? undefined, depth + 1], [item.value, depth + 1]);
   }
   return undefined;
@@ -178,12 +192,4 @@ function keyPastNesting(value: unknown): string | undefined {
     }
   }
   return undefined;
-}
-
-function nestedTooDeep(path: string, where: string, at: { path: string }[]): ConfigError {
-  const message = `config file ${path} nests values more than ${MAX_NESTING} levels deep (${where}); settings nest a few levels, so the file is not a configuration`;
-  return new ConfigError(
-    message,
-    at.map((a) => ({ ...a, message })),
-  );
 }

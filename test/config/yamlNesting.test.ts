@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
 import { loadConfig } from '../../src/config/loadConfig.js';
-import { MAX_NESTING, readConfigFile } from '../../src/config/readConfigFile.js';
+import { MAX_MAPPING_KEYS, MAX_NESTING, readConfigFile } from '../../src/config/readConfigFile.js';
 import { readTenants } from '../../src/config/readTenants.js';
 import { runCliInProcess } from '../support/runCli.js';
 import { runCli } from '../support/daemonProcess.js';
@@ -91,5 +91,36 @@ describe('a config file nesting values deeper than any setting', () => {
     expect(() => readConfigFile(file)).toThrow(
       'the file holds a second YAML document (after "---"); keep one (line 2, column 1)',
     );
+  });
+});
+
+describe('a config file with a mapping of more keys than any section has', () => {
+  const keys = (count: number, indent = ''): string =>
+    Array.from({ length: count }, (_, i) => `${indent}k${i}: 1\n`).join('');
+
+  // Before the fix yaml checked each key against every earlier one, and each unknown key's message
+  // looked its line up among them: 60,000 keys (600 KB) held `check` past two minutes.
+  it('is refused naming the file, line and column, block or flow, and one at the bound is read', () => {
+    const atBound = configFile(`extra:\n${keys(MAX_MAPPING_KEYS, '  ')}`);
+    expect(readConfigFile(atBound).value.extra).toEqual(expect.objectContaining({ [`k${MAX_MAPPING_KEYS - 1}`]: 1 }));
+    const block = configFile(`log: { level: info }\nextra:\n${keys(MAX_MAPPING_KEYS + 1, '  ')}`);
+    expect(() => readConfigFile(block)).toThrow(
+      `config file ${block} holds a mapping of more than ${MAX_MAPPING_KEYS} keys (line 3, column 3)`,
+    );
+    const top = configFile(keys(MAX_MAPPING_KEYS + 1));
+    expect(() => readConfigFile(top)).toThrow(
+      `holds a mapping of more than ${MAX_MAPPING_KEYS} keys (line 1, column 1)`,
+    );
+    const flow = configFile(`extra: { ${keys(MAX_MAPPING_KEYS + 1).replaceAll('\n', ', ')} }\n`);
+    expect(() => readConfigFile(flow)).toThrow(
+      `holds a mapping of more than ${MAX_MAPPING_KEYS} keys (line 1, column 8)`,
+    );
+  });
+
+  it('is refused by `check` with exit 2, before any key is validated', async () => {
+    const file = configFile(keys(5_000));
+    const result = await runCliInProcess(['check', '--config', file]);
+    expect(result.stderr).toContain(`config file ${file} holds a mapping of more than ${MAX_MAPPING_KEYS} keys`);
+    expect(result.status).toBe(2);
   });
 });
