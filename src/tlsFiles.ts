@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { PEM_FILE_MAX_BYTES, PlainFileError, readPlainFile } from './readPlainFile.js';
 
 /**
  * The client certificate for mutual TLS, shared by every network sink: files rather than inline
@@ -48,9 +48,10 @@ export function readTlsFiles(files: TlsFiles & { name?: string }): { ca?: string
   const where = files.name === undefined ? '' : `sinks "${files.name}": `;
   const read = (field: keyof TlsFiles, file: string): string => {
     try {
-      return readFileSync(file, 'utf8');
+      return readPlainFile(file, PEM_FILE_MAX_BYTES);
     } catch (error) {
-      const reason = (error as { code?: string }).code ?? String(error);
+      if (!(error instanceof PlainFileError)) throw error;
+      const reason = error.brief;
       throw new ConfigError(`${where}${field} ${file} cannot be read (${reason})`, [{ path: field, message: reason }]);
     }
   };

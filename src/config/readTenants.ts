@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiKeyFingerprint } from '../api/apiKeyFingerprint.js';
 import { ConfigError } from '../errors.js';
+import { CONFIG_FILE_MAX_BYTES, PlainFileError, readPlainFile } from '../readPlainFile.js';
 import { settleTenants, type SettledTenants } from '../tenants/settleTenants.js';
 import {
   DEFAULT_TENANT,
@@ -145,9 +146,10 @@ function readTenantFile(
     return validateTenantText(file, known.text, source, known.config);
   let text: string | undefined;
   try {
-    text = readFileSync(file.path, 'utf8');
+    text = readPlainFile(file.path, CONFIG_FILE_MAX_BYTES);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (!(error instanceof PlainFileError)) throw error;
+    if (error.code === 'ENOENT') return undefined;
     // Unreadable: validated without its text, loadConfig then says why it cannot read the file.
   }
   const unchanged = known !== undefined && known.text === text && known.name === file.name;

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { ApiKeyProvider } from '../api/apiKeyProvider.js';
 import type { ResponseMeta } from '../api/responseHeaders.js';
@@ -9,6 +8,7 @@ import type { AppConfig } from '../config/appConfigSchema.js';
 import type { ReadBudget } from '../poll/readBudget.js';
 import type { ServerClock } from '../poll/serverClock.js';
 import { ConfigError } from '../errors.js';
+import { PEM_FILE_MAX_BYTES, PlainFileError, readPlainFile } from '../readPlainFile.js';
 
 /**
  * The client every command uses: requests carry this replica's User-Agent and are paced by the
@@ -59,9 +59,10 @@ export async function pingService(client: ServiceClient, signal?: AbortSignal): 
 function readCaFile(file: string): string {
   let pem: string;
   try {
-    pem = readFileSync(file, 'utf8');
+    pem = readPlainFile(file, PEM_FILE_MAX_BYTES);
   } catch (error) {
-    throw new ConfigError(`api.caFile ${file} cannot be read (${(error as { code?: string }).code ?? String(error)})`);
+    if (!(error instanceof PlainFileError)) throw error;
+    throw new ConfigError(`api.caFile ${file} cannot be read (${error.brief})`);
   }
   // Node ignores a CA list without certificates; every request would then fail as "unable to get
   // local issuer certificate", pointing at the service rather than at this file.

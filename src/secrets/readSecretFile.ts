@@ -1,28 +1,34 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
+import { PlainFileError, readPlainFile, SECRET_FILE_MAX_BYTES } from '../readPlainFile.js';
 import { registerSecret } from './secretRegistry.js';
 
-const READ_ERROR_HINTS: Record<string, string> = {
-  ENOENT: 'it does not exist; check the path or the secret mount',
-  EACCES: 'permission denied; make it readable by the user running changefeed',
-  EISDIR: 'it is a directory; point at the file inside it',
+/** What to do, after readPlainFile's reason, by PlainFileError code. */
+const READ_ERROR_ADVICE: Record<string, string> = {
+  ENOENT: 'check the path or the secret mount',
+  EACCES: 'make it readable by the user running changefeed',
+  EISDIR: 'point at the file inside it',
+  NOT_PLAIN_FILE: 'point at a plain file holding the secret',
+  TOO_LARGE: 'point at the file holding only the secret',
 };
 
 /**
  * Reads a secret kept in its own file (a Docker or Kubernetes secret mount, a `*_FILE`
  * variable). One trailing newline is dropped because editors and `echo` add it and no service
- * expects it. Errors name the file and the reason, never the content.
+ * expects it. A plain file of at most SECRET_FILE_MAX_BYTES (readPlainFile). Errors name the file
+ * and the reason, never the content.
  */
 export function readSecretFile(path: string): string {
   const absolute = resolve(path);
   const named = nameInMessages(path, absolute);
   let content: string;
   try {
-    content = readFileSync(absolute, 'utf8');
+    content = readPlainFile(absolute, SECRET_FILE_MAX_BYTES);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
-    const hint = READ_ERROR_HINTS[code] ?? code;
+    if (!(error instanceof PlainFileError)) throw error;
+    const advice = READ_ERROR_ADVICE[error.code];
+    const hint = advice === undefined ? error.reason : `${error.reason}; ${advice}`;
     throw new ConfigError(`cannot read secret file ${named}: ${hint}`, [{ path: named, message: hint }]);
   }
   const secret = content.replace(/\r?\n$/, '');

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { AbortedError, ConfigError } from '../errors.js';
+import { PEM_FILE_MAX_BYTES, PlainFileError, readPlainFile } from '../readPlainFile.js';
 import { readSecretFile } from '../secrets/readSecretFile.js';
 import { registerSecret, scrubSecrets } from '../secrets/secretRegistry.js';
 import type { PostgresSinkConfig } from './postgresSinkConfig.js';
@@ -261,9 +261,10 @@ function checkSslFiles(name: string, url: URL): void {
     // `system` is libpq's word for the system's CA store, not a file.
     if (file === null || file === '' || (parameter === 'sslrootcert' && file === 'system')) continue;
     try {
-      readFileSync(file);
+      readPlainFile(file, PEM_FILE_MAX_BYTES);
     } catch (error) {
-      const reason = (error as { code?: string }).code ?? String(error);
+      if (!(error instanceof PlainFileError)) throw error;
+      const reason = error.brief;
       throw new ConfigError(`sinks "${name}": ${parameter}=${file} in url cannot be read (${reason})`, [
         { path: 'url', message: reason },
       ]);

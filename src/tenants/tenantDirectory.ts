@@ -48,7 +48,7 @@ export type TenantDirectoryListing =
 /**
  * The tenant files of `dir`, sorted by name. Dotfiles and dot-directories (a ConfigMap's
  * `..data` and its timestamped folders), subdirectories, other extensions and dangling links are
- * skipped. A file whose name is not a valid tenant name, and two files for one name (`a.yaml`
+ * skipped; a FIFO, socket or device with a tenant file's name is listed (its read refuses it). A file whose name is not a valid tenant name, and two files for one name (`a.yaml`
  * and `a.yml`), are problems. A directory that cannot be listed is reported, not thrown.
  * `listedAt` (wall-clock ms, as file times are) tells which files have settled.
  */
@@ -112,11 +112,13 @@ export function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-// Follows links: a ConfigMap's `<name>.yaml` is a link into `..data`; a dangling one is skipped.
+// Follows links: a ConfigMap's `<name>.yaml` is a link into `..data`; a dangling one is skipped, as
+// is a directory. A FIFO, socket or device is listed, so that its read refuses it naming the file
+// (readPlainFile) and the tenant runs on its last valid text: skipped, it read as a removed tenant.
 function fileStat(path: string): Stats | undefined {
   try {
     const stat = statSync(path);
-    return stat.isFile() ? stat : undefined;
+    return stat.isDirectory() ? undefined : stat;
   } catch {
     return undefined;
   }
