@@ -38,6 +38,8 @@ export class ChangefeedDaemon {
   private readonly lock: StateDirLock | undefined;
   /** Set by stopForReload: the lock outlives this daemon, for the next one of the process. */
   private handingOverLock = false;
+  /** The lock of the same directory that the daemon before this one handed over (a reload), as it was given. */
+  private readonly handedLock: StateDirLock | undefined;
   private backend: StoreBackend | undefined;
   private tenantSupervisor: TenantSupervisor | undefined;
   /** On a PostgreSQL store: which tenants this replica runs. */
@@ -67,7 +69,10 @@ export class ChangefeedDaemon {
   private stopped = false;
   private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
-  /** `stateDirLock`: the lock the daemon before this one kept for it (stopForReload), taken over. */
+  /**
+   * `stateDirLock`: the lock the daemon before this one kept for it (stopForReload), taken over;
+   * a start() that fails leaves it held, for the daemon the reload goes back to.
+   */
   constructor(config: AppConfig | MainConfig, options: DaemonOptions, stateDirLock?: StateDirLock) {
     this.options = { ...options, metrics: options.metrics ?? new ProcessMetrics() };
     this.main = 'process' in config ? config : asMainConfig(config);
@@ -78,9 +83,10 @@ export class ChangefeedDaemon {
     OperatorConsole.check(this.config);
     if (this.config.console.enabled) this.console = this.createConsole();
     // Before the store is opened: a second daemon must not even migrate it.
-    if (storeLocation(this.config).kind === 'sqlite')
+    if (storeLocation(this.config).kind === 'sqlite') {
       this.lock = StateDirLock.takeOver(stateDirLock, this.config.stateDir);
-    else stateDirLock?.release();
+      if (this.lock === stateDirLock) this.handedLock = stateDirLock;
+    } else stateDirLock?.release();
   }
 
   /**
@@ -97,6 +103,10 @@ export class ChangefeedDaemon {
       if (!this.stopped) await this.startTenants(supervisor);
     } catch (error) {
       if (this.stopped && isAbortError(error)) return;
+      // A reload's start that failed leaves the directory held for the daemon it goes back to:
+      // let go, a command could take the directory in between, and taking it again writes the
+      // pid file, which a full disk refuses (the reload then had nothing to run and exited).
+      if (this.lock !== undefined && this.lock === this.handedLock) this.handingOverLock = true;
       await this.stop();
       throw error;
     }
