@@ -116,7 +116,9 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
       }
       // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
       daemon = new ChangefeedDaemon(running, daemonOptions, lock);
-      await daemon.start();
+      // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
+      await daemon.start({ waitForStore: true });
+      if (shuttingDown) return;
       logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
     };
     process.on('SIGHUP', () => {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
@@ -8,6 +9,7 @@ import { openDatabase } from '../../src/store/sqlite/database.js';
 import { createDaemon } from '../support/daemonHarness.js';
 import { deliveredEvents, duplicatesOf } from '../support/daemonHarness.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
+import { closeAfterTest } from '../support/closeAfterTest.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -148,6 +150,105 @@ describe('a state directory on a disk that fills up', () => {
     await daemon.start();
     await daemon.stop();
   });
+});
+
+/** Writes `file` until the disk holding it is full: every page is taken, down to the last one. */
+function fillDisk(file: string): void {
+  const fd = openSync(file, 'w');
+  try {
+    for (;;) writeSync(fd, Buffer.alloc(512));
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ENOSPC') throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe('a SIGHUP reload while the disk is full', () => {
+  it('goes back to the previous configuration, waits for space with readiness saying why, and resumes losing nothing', async (ctx) => {
+    const dir = makeTempDir();
+    const stateDir = join(dir, 'state');
+    mountOrSkip(stateDir, '2m', ctx);
+    const simulator = await startTestSimulator({
+      seed: 72,
+      careers: 5,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 10_000_000,
+    });
+    const from = Date.now() - 3_600_000;
+    const burst = (range: { from: number; to: number }): string[] =>
+      simulator.careerIds.flatMap((id) =>
+        simulator.appendBurst('career', id, 3, range).map((e) => eventIdFor('career', id, e.id)),
+      );
+    const written = burst({ from, to: Date.now() - 2_000 });
+    const port = await freePort();
+    const config = join(dir, 'changefeed.yaml');
+    writeFileSync(
+      config,
+      [
+        `api: { baseUrl: "${simulator.url}" }`,
+        `watch: { careers: { discover: true }, identityProviderEvents: false, pollIntervalSeconds: ` +
+          `0.5, startFrom: "${new Date(from - 60_000).toISOString()}", schedule: { firstPollWithinSeconds: ` +
+          `0, historyHours: 0 } }`,
+        'budget: { readsPerHour: 36000000, reserve: 0 }',
+        `stateDir: ${stateDir}`,
+        `http: { port: ${port} }`,
+        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+      ].join('\n'),
+    );
+    daemon = startDaemonProcess(['--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
+    const running = daemon;
+    await until(
+      () => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length,
+      60_000,
+      'the first events',
+    );
+    // A reader (a `status`, a backup) keeps the store's -wal file from being checkpointed away
+    // when the daemon closes it, so the space it holds is not given back to the start that follows.
+    const reader = new Database(join(stateDir, 'changefeed.sqlite'), { readonly: true });
+    closeAfterTest(() => Promise.resolve(void reader.close()));
+    reader.prepare('SELECT count(*) FROM sqlite_master').get();
+    const filler = join(stateDir, 'filler');
+    fillDisk(filler);
+    daemon.child.kill('SIGHUP');
+    // Before the fix the process exited 1 here: neither configuration could write the store.
+    const exited = daemon.exited().then((code) => {
+      throw new Error(`the daemon exited ${code}: ${running.logs().slice(-3000)}`);
+    });
+    let storeCheck: { ok: boolean; detail?: string } | undefined;
+    await Promise.race([
+      exited,
+      until(
+        async () => {
+          storeCheck = (await readyz(port))?.checks.find((c) => c.name === 'store');
+          return storeCheck?.ok === false;
+        },
+        60_000,
+        'readiness reporting the full disk',
+      ),
+    ]);
+    expect(storeCheck?.detail).toMatch(new RegExp(`the disk holding ${join(stateDir, 'changefeed.sqlite')} is full`));
+    expect(daemon.logs()).toContain('SIGHUP: the new configuration could not be started');
+    rmSync(filler);
+    await Promise.race([exited, daemon.waitForLog('SIGHUP: running on the previous configuration', 60_000)]);
+    // Changes made while the store was refused or since, read once it takes writes again.
+    const later = burst({ from: Date.now() - 1_000, to: Date.now() });
+    await until(
+      () => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length + later.length,
+      60_000,
+      'every event delivered after space returned',
+    );
+    const ids = deliveredEvents(dir).map((e) => e.id);
+    expect(duplicatesOf(ids)).toEqual([]);
+    expect(new Set(ids)).toEqual(new Set([...written, ...later]));
+    expect((await readyz(port))?.checks.find((c) => c.name === 'store')?.ok).toBe(true);
+    expect(daemon.logs()).not.toMatch(/uncaught|unhandled/i);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+  }, 240_000);
 });
 
 describe('a state directory on a read-only disk', () => {
