@@ -453,8 +453,18 @@ export class ChangefeedDaemon {
     const starting = [...added, ...changed].flatMap((name) => byName.get(name) ?? []);
     await Promise.all([
       ...removed.map((name) => supervisor.stop(name)),
-      ...starting.map((tenant) => supervisor.start(tenant)),
+      ...starting.map((tenant) => this.startTenant(supervisor, tenant)),
     ]);
+  }
+
+  /**
+   * A tenant of the directory started. A start the store refuses (a full disk) is tried again
+   * until the store takes it, as a running tenant's polling waits for it: left out, the tenant
+   * stayed stopped until its file changed. Any other failure the supervisor reported (startFailed)
+   * and keeps out of the other tenants' way.
+   */
+  private startTenant(supervisor: TenantSupervisor, tenant: Tenant<TenantConfig>): Promise<void> {
+    return this.whileStoreRefuses(() => supervisor.start(tenant, { rethrow: true })).catch(() => undefined);
   }
 }
 

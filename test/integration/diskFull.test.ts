@@ -4,12 +4,16 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { appConfigSchema } from '../../src/config/appConfigSchema.js';
+import { loadMainConfig } from '../../src/config/mainConfig.js';
+import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { openDatabase } from '../../src/store/sqlite/database.js';
 import { createDaemon } from '../support/daemonHarness.js';
 import { deliveredEvents, duplicatesOf } from '../support/daemonHarness.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { closeAfterTest } from '../support/closeAfterTest.js';
+import { noopLogger } from '../support/noopLogger.js';
+import { writeTenantFile } from '../support/tenantFile.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 
@@ -249,6 +253,82 @@ describe('a SIGHUP reload while the disk is full', () => {
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited()).toBe(0);
   }, 240_000);
+});
+
+describe('a tenants directory whose tenants start on a full disk (SQLite)', () => {
+  it('starts them once space returns, not only once their files change', async (ctx) => {
+    const dir = makeTempDir();
+    const stateDir = join(dir, 'state');
+    mountOrSkip(stateDir, '2m', ctx);
+    const simulator = await startTestSimulator({
+      seed: 73,
+      companies: 2,
+      careers: 1,
+      skills: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 1_000_000,
+    });
+    const tenantsDir = join(dir, 'tenants');
+    mkdirSync(tenantsDir);
+    for (const company of [0, 1])
+      writeTenantFile(tenantsDir, `company-${company}`, {
+        apiKey: simulator.companies[company]!.apiKey,
+        sinkPath: join(dir, `company-${company}.jsonl`),
+      });
+    const main = loadMainConfig({
+      env: {},
+      overrides: {
+        'api.baseUrl': simulator.url,
+        'watch.careers.discover': true,
+        'watch.pollIntervalSeconds': 1,
+        'watch.schedule.firstPollWithinSeconds': 0,
+        'budget.readsPerHour': 3_600_000,
+        'budget.reserve': 0,
+        stateDir,
+        'http.port': 0,
+        'tenants.dir': tenantsDir,
+        'tenants.rescanSeconds': 1,
+      },
+    });
+    const first = new ChangefeedDaemon(main, { logger: noopLogger });
+    await first.start();
+    const lock = await first.stopForReload();
+    // The store's -wal file kept (see above): the space it holds is not given back.
+    const reader = new Database(join(stateDir, 'changefeed.sqlite'), { readonly: true });
+    closeAfterTest(() => Promise.resolve(void reader.close()));
+    reader.prepare('SELECT count(*) FROM sqlite_master').get();
+    const filler = join(stateDir, 'filler');
+    fillDisk(filler);
+    // A reload on the full disk: the tenants directory read as before, each tenant's start refused.
+    const daemon = new ChangefeedDaemon(main, { logger: noopLogger }, lock);
+    closeAfterTest(() => daemon.stop());
+    const started = daemon.start();
+    await until(
+      () => daemon.readiness().some((c) => !c.ok && c.name === 'company-0/start'),
+      30_000,
+      'readiness reporting the refused start',
+    );
+    // Not ready meanwhile: the store of every tenant refuses, named with the remedy.
+    await until(
+      () =>
+        daemon
+          .readiness()
+          .some((c) => !c.ok && c.name === 'store' && /the disk holding .* is full/.test(c.detail ?? '')),
+      30_000,
+      'readiness reporting the full disk',
+    );
+    rmSync(filler);
+    await started;
+    const since = Date.now();
+    // Before the fix they stayed "did not start" until their files changed.
+    await until(
+      () => [0, 1].every((company) => simulator.requests.some((r) => r.company === company && r.at >= since)),
+      30_000,
+      'both tenants polling once space returned',
+    );
+    expect(daemon.readiness().filter((c) => !c.ok)).toEqual([]);
+  }, 90_000);
 });
 
 describe('a state directory on a read-only disk', () => {
