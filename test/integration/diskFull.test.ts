@@ -13,6 +13,7 @@ import { deliveredEvents, duplicatesOf } from '../support/daemonHarness.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { closeAfterTest } from '../support/closeAfterTest.js';
 import { noopLogger } from '../support/noopLogger.js';
+import { runCliInProcess } from '../support/runCli.js';
 import { writeTenantFile } from '../support/tenantFile.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { startTestSimulator } from '../support/testSimulator.js';
@@ -329,6 +330,49 @@ describe('a tenants directory whose tenants start on a full disk (SQLite)', () =
     );
     expect(daemon.readiness().filter((c) => !c.ok)).toEqual([]);
   }, 90_000);
+});
+
+describe('a command beside the daemon on a full disk', () => {
+  it('is refused naming the store, the cause and the remedy, not with a stack trace', async (ctx) => {
+    const dir = makeTempDir();
+    const stateDir = join(dir, 'state');
+    mountOrSkip(stateDir, '2m', ctx);
+    const file = join(dir, 'changefeed.yaml');
+    writeFileSync(
+      file,
+      [
+        'api: { baseUrl: "http://127.0.0.1:1", apiKey: k_test_0123456789abcdef0123456789abcdef }',
+        `stateDir: ${stateDir}`,
+        `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+      ].join('\n'),
+    );
+    const running = createDaemon(
+      appConfigSchema.parse({
+        api: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k_test_0123456789abcdef0123456789abcdef' },
+        sinks: [{ name: 'out', type: 'file', path: join(dir, 'events.jsonl') }],
+        stateDir,
+      }),
+    );
+    await running.start();
+    closeAfterTest(() => running.stop());
+    fillDisk(join(stateDir, 'filler'));
+    // Before the fix: "changefeed replay: SqliteError: database or disk is full" and its stack.
+    const result = await runCliInProcess([
+      'replay',
+      '--queue-only',
+      '--sink',
+      'out',
+      '--since',
+      '1h',
+      '--config',
+      file,
+    ]);
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      `changefeed replay: STORE_UNAVAILABLE: the store ${join(stateDir, 'changefeed.sqlite')} refused this ` +
+        "command's write: database or disk is full (SQLITE_FULL); free space on its disk, then run the command again",
+    );
+  });
 });
 
 describe('a state directory on a read-only disk', () => {
