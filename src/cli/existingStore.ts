@@ -4,6 +4,7 @@ import { openStoreBackend } from '../store/openStoreBackend.js';
 import { StateDirLock } from '../store/stateDirLock.js';
 import type { StoreBackend } from '../store/storeBackend.js';
 import type { StoreConfig } from '../store/storeConfig.js';
+import { isStorageError, StoreUnavailableError } from '../store/storeHealth.js';
 import { storeLocation } from '../store/storeLocation.js';
 import { DEFAULT_TENANT } from '../tenants/tenant.js';
 import { takeCommandLease } from './commandLease.js';
@@ -49,10 +50,34 @@ export async function withExistingStore<T>(
     } finally {
       await lease.release();
     }
+  } catch (error) {
+    throw refusedByTheStore(error, backend.location);
   } finally {
     await backend.close();
     lock?.release();
   }
+}
+
+/**
+ * A statement of the command that the store refused (a full or read-only disk, a file locked past
+ * the busy timeout), as STORE_UNAVAILABLE naming the store and what to do: SQLite's own words
+ * ("database or disk is full") named neither and came out as a stack trace. What the command
+ * wrote before is kept, each write being whole; run again, it goes on from there.
+ */
+function refusedByTheStore(error: unknown, location: string): unknown {
+  if (!isStorageError(error) || error instanceof ChangefeedError) return error;
+  const code = (error as { code?: unknown }).code;
+  const why = `${(error as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
+  const remedy =
+    code === 'SQLITE_FULL' || code === 'ENOSPC'
+      ? 'free space on its disk'
+      : typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)
+        ? 'end what holds it locked (a sqlite3 shell, a backup holding a transaction open)'
+        : 'make its disk and file writable for this user';
+  return new StoreUnavailableError(
+    `the store ${location} refused this command's write: ${why}; ${remedy}, then run the command again`,
+    error,
+  );
 }
 
 /**

@@ -105,8 +105,8 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
         running = next;
         return;
       } catch (error) {
-        // A daemon that was made owns the lock from then on: its stop lets it go, not this.
-        if (shuttingDown) return daemon === previous ? lock?.release() : undefined;
+        // A daemon whose start failed leaves the lock of its directory held (see start): let go here.
+        if (shuttingDown) return lock?.release();
         // Valid, but not startable here: its stateDir held by another daemon or not a directory,
         // its store refused, its port taken. The previous one ran a moment ago: start it again.
         logger.error(
@@ -114,9 +114,11 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
           'SIGHUP: the new configuration could not be started; going back to the previous one',
         );
       }
-      // The lock is still held when the new daemon failed before taking it over; otherwise taken again.
+      // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
       daemon = new ChangefeedDaemon(running, daemonOptions, lock);
-      await daemon.start();
+      // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
+      await daemon.start({ waitForStore: true });
+      if (shuttingDown) return;
       logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
     };
     process.on('SIGHUP', () => {

@@ -18,7 +18,7 @@ import { TenantsWatcher, type TenantsReport } from '../tenants/tenantsWatcher.js
 import type { DaemonOptions } from './daemonParts.js';
 import { holderRedirect } from './holderRedirect.js';
 import { ProcessFeed } from './processFeed.js';
-import { StoreOpening } from './storeOpening.js';
+import { StoreOpening, whileStoreRefuses } from './storeOpening.js';
 import { tenantReadiness } from './tenantReadiness.js';
 import type { OnceReport, TenantRuntime } from './tenantRuntime.js';
 import { TenantLeases } from './tenantLeases.js';
@@ -38,6 +38,8 @@ export class ChangefeedDaemon {
   private readonly lock: StateDirLock | undefined;
   /** Set by stopForReload: the lock outlives this daemon, for the next one of the process. */
   private handingOverLock = false;
+  /** The lock of the same directory that the daemon before this one handed over (a reload), as it was given. */
+  private readonly handedLock: StateDirLock | undefined;
   private backend: StoreBackend | undefined;
   private tenantSupervisor: TenantSupervisor | undefined;
   /** On a PostgreSQL store: which tenants this replica runs. */
@@ -65,9 +67,16 @@ export class ChangefeedDaemon {
   /** Reports of the tenants directory, applied one after another. */
   private applying: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Aborted by stop: ends a wait for a store that refuses a start (`start`'s `waitForStore`). */
+  private readonly stopping = new AbortController();
+  /** Why the store refuses the start that waits for it, while it does. */
+  private storeRefusal: string | undefined;
   private readonly options: DaemonOptions & { metrics: ProcessMetrics };
 
-  /** `stateDirLock`: the lock the daemon before this one kept for it (stopForReload), taken over. */
+  /**
+   * `stateDirLock`: the lock the daemon before this one kept for it (stopForReload), taken over;
+   * a start() that fails leaves it held, for the daemon the reload goes back to.
+   */
   constructor(config: AppConfig | MainConfig, options: DaemonOptions, stateDirLock?: StateDirLock) {
     this.options = { ...options, metrics: options.metrics ?? new ProcessMetrics() };
     this.main = 'process' in config ? config : asMainConfig(config);
@@ -78,9 +87,10 @@ export class ChangefeedDaemon {
     OperatorConsole.check(this.config);
     if (this.config.console.enabled) this.console = this.createConsole();
     // Before the store is opened: a second daemon must not even migrate it.
-    if (storeLocation(this.config).kind === 'sqlite')
+    if (storeLocation(this.config).kind === 'sqlite') {
       this.lock = StateDirLock.takeOver(stateDirLock, this.config.stateDir);
-    else stateDirLock?.release();
+      if (this.lock === stateDirLock) this.handedLock = stateDirLock;
+    } else stateDirLock?.release();
   }
 
   /**
@@ -88,24 +98,36 @@ export class ChangefeedDaemon {
    * (a PostgreSQL that is down: StoreOpening). Resolves early, having started nothing, when
    * stopped meanwhile. A store or tenant config that cannot work fails the start before anything
    * is served on SQLite, which never has to be waited for, and everything opened is closed again.
+   * `waitForStore` (a reload going back to the configuration that ran): a store that refuses the
+   * start (a full disk, a store locked or read-only) is waited for, health served and /readyz
+   * saying why, as that configuration waited running, instead of failing the start.
    */
-  async start(): Promise<void> {
-    const opening = this.serveAndOpen();
+  async start(options: { waitForStore?: boolean } = {}): Promise<void> {
+    const waitForStore = options.waitForStore ?? false;
+    const opening = this.serveAndOpen(waitForStore);
     this.opened = opening.then(settled, settled);
     try {
       const supervisor = await opening;
-      if (!this.stopped) await this.startTenants(supervisor);
+      if (!this.stopped) await this.startTenants(supervisor, waitForStore);
     } catch (error) {
       if (this.stopped && isAbortError(error)) return;
+      // A reload's start that failed leaves the directory held for the daemon it goes back to:
+      // let go, a command could take the directory in between, and taking it again writes the
+      // pid file, which a full disk refuses (the reload then had nothing to run and exited).
+      if (this.lock !== undefined && this.lock === this.handedLock) this.handingOverLock = true;
       await this.stop();
       throw error;
     }
   }
 
-  private async startTenants(supervisor: TenantSupervisor): Promise<void> {
+  private async startTenants(supervisor: TenantSupervisor, waitForStore: boolean): Promise<void> {
     if (this.main.tenants.kind === 'main') {
       this.tenants = readTenants(this.main.tenants).tenants;
-      if (!this.leases) for (const tenant of this.tenants) await supervisor.start(tenant, { rethrow: true });
+      if (!this.leases)
+        for (const tenant of this.tenants) {
+          const start = (): Promise<void> => supervisor.start(tenant, { rethrow: true });
+          await (waitForStore ? this.whileStoreRefuses(start) : start());
+        }
     } else await this.watchTenants(this.main.tenants);
     if (this.stopped) return;
     this.leases?.keeper.start();
@@ -119,8 +141,8 @@ export class ChangefeedDaemon {
     );
   }
 
-  private async serveAndOpen(): Promise<TenantSupervisor> {
-    if (this.lock && this.main.tenants.kind === 'main') {
+  private async serveAndOpen(waitForStore: boolean): Promise<TenantSupervisor> {
+    if (this.lock && this.main.tenants.kind === 'main' && !waitForStore) {
       // SQLite opens at once: the store and the tenant built on it are checked before anything
       // is served or polled, so a bad config fails the start with its own message.
       const supervisor = await this.open({ retry: false });
@@ -155,7 +177,20 @@ export class ChangefeedDaemon {
       const url = await this.feed.start((tenant) => this.tenantSupervisor?.runtime(tenant)?.feed);
       this.options.logger.info({ url }, 'event feed served');
     }
-    return this.open({ retry: true });
+    const open = (): Promise<TenantSupervisor> => this.open({ retry: true });
+    return waitForStore ? this.whileStoreRefuses(open) : open();
+  }
+
+  /** `attempt`, again while the store refuses it (whileStoreRefuses), until it succeeds or the daemon stops. */
+  private whileStoreRefuses<T>(attempt: () => Promise<T>): Promise<T> {
+    return whileStoreRefuses({
+      attempt,
+      clock: this.options.clock ?? systemClock,
+      logger: this.options.logger,
+      location: this.backend?.location ?? describeStoreLocation(storeLocation(this.config)),
+      signal: this.stopping.signal,
+      onRefusal: (problem) => (this.storeRefusal = problem),
+    });
   }
 
   /** Starts the tenants of the directory and follows its changes. */
@@ -237,6 +272,7 @@ export class ChangefeedDaemon {
     if (this.stopped) return;
     this.stopped = true;
     this.opening?.abort();
+    this.stopping.abort();
     // What a start under way opens (at once if it waits for the store) must be there to be closed.
     await this.opened;
     await this.watcher?.stop();
@@ -274,9 +310,9 @@ export class ChangefeedDaemon {
       isolated: this.main.tenants.kind === 'directory',
       viewProblem:
         this.report?.problems.find((p) => p.code === 'TENANTS_DIR_EMPTY')?.message ?? this.leases?.keeper.sittingOut,
-      backendProblem: this.backend
-        ? this.leases?.keeper.problem
-        : (this.opening?.problem ?? 'the store is not open yet'),
+      backendProblem:
+        this.storeRefusal ??
+        (this.backend ? this.leases?.keeper.problem : (this.opening?.problem ?? 'the store is not open yet')),
     });
   }
 
@@ -289,6 +325,7 @@ export class ChangefeedDaemon {
           applicationName: `changefeed ${this.config.cluster.instanceId}`,
           idleInTransactionTimeoutMs: leaseMs,
         });
+      let backend: StoreBackend;
       if (options.retry) {
         this.opening = new StoreOpening({
           open: openOnce,
@@ -296,11 +333,19 @@ export class ChangefeedDaemon {
           logger: this.options.logger,
           location: describeStoreLocation(storeLocation(this.config)),
         });
-        this.backend = await this.opening.open();
-      } else this.backend = await openOnce();
+        backend = await this.opening.open();
+      } else backend = await openOnce();
+      // Before the backend is kept: on SQLite this opens the file, which a full disk can refuse,
+      // and a start that waits for the store (whileStoreRefuses) opens it all again.
+      try {
+        this.tenantRecords = backend.tenantRecords();
+      } catch (error) {
+        await backend.close();
+        throw error;
+      }
+      this.backend = backend;
       this.options.metrics.store.watch(this.backend.activity);
       const supervisor = this.supervisor(this.backend);
-      this.tenantRecords = this.backend.tenantRecords();
       const shared = this.backend.sharedByReplicas;
       if (shared) {
         const { instanceId } = this.config.cluster;
@@ -411,8 +456,18 @@ export class ChangefeedDaemon {
     const starting = [...added, ...changed].flatMap((name) => byName.get(name) ?? []);
     await Promise.all([
       ...removed.map((name) => supervisor.stop(name)),
-      ...starting.map((tenant) => supervisor.start(tenant)),
+      ...starting.map((tenant) => this.startTenant(supervisor, tenant)),
     ]);
+  }
+
+  /**
+   * A tenant of the directory started. A start the store refuses (a full disk) is tried again
+   * until the store takes it, as a running tenant's polling waits for it: left out, the tenant
+   * stayed stopped until its file changed. Any other failure the supervisor reported (startFailed)
+   * and keeps out of the other tenants' way.
+   */
+  private startTenant(supervisor: TenantSupervisor, tenant: Tenant<TenantConfig>): Promise<void> {
+    return this.whileStoreRefuses(() => supervisor.start(tenant, { rethrow: true })).catch(() => undefined);
   }
 }
 

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { AbortedError, describeError, errorCodeOf } from '../errors.js';
 import { waitWithin } from '../sinks/deadline.js';
 import type { StoreBackend } from '../store/storeBackend.js';
+import { isStorageError, StoreHealth } from '../store/storeHealth.js';
 
 /**
  * Waits between attempts: 0.5 to 1 s after the first failure, the ceiling doubling to 30 s. A
@@ -82,5 +83,49 @@ export class StoreOpening {
   /** Ends the wait (a stop): `open` rejects with AbortedError at once. */
   abort(): void {
     this.stopController.abort();
+  }
+}
+
+export interface StoreRefusalWaitOptions<T> {
+  /** One try; a storage error (isStorageError: a full disk, a store locked or read-only) is tried again. */
+  attempt: () => Promise<T>;
+  clock: Clock;
+  logger: Logger;
+  /** Where the store is, without its password, for the phrasing of the refusal. */
+  location: string;
+  /** Aborted by a stop: the wait ends at once with AbortedError. */
+  signal: AbortSignal;
+  /** Why the store refuses while it does (phrased as StoreHealth phrases it), then undefined once it took the try. */
+  onRefusal: (problem: string | undefined) => void;
+  random?: () => number;
+}
+
+/**
+ * `attempt` again, backing off as a store that cannot be opened is (STORE_OPEN_RETRY), while the
+ * store refuses it: for a reload going back to the configuration that ran a moment ago, which a
+ * full disk must pause, as it pauses that configuration running, rather than end the process.
+ * Anything else the attempt throws is thrown.
+ */
+export async function whileStoreRefuses<T>(options: StoreRefusalWaitOptions<T>): Promise<T> {
+  const { clock, logger, signal } = options;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await options.attempt();
+      options.onRefusal(undefined);
+      return result;
+    } catch (error) {
+      if (!isStorageError(error)) throw error;
+      if (signal.aborted) throw new AbortedError('stopped while waiting for the store');
+      const health = new StoreHealth();
+      health.record(error, options.location);
+      const problem = health.problem ?? (error as Error).message;
+      options.onRefusal(problem);
+      const waitMs = backoffDelayMs(attempt, STORE_OPEN_RETRY, options.random);
+      logger.warn(
+        { store: options.location, attempt, retryInMs: waitMs, err: describeError(error) },
+        `${problem}; starting again in ${Math.ceil(waitMs / 1000)} s (not ready until the store takes it)`,
+      );
+      await clock.sleep(waitMs, signal);
+    }
   }
 }

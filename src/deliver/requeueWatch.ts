@@ -24,6 +24,8 @@ export class RequeueWatch {
   private idle: AbortController | undefined;
   /** The loop, and one still finishing its check after the last watcher left. */
   private readonly loops = new Set<Promise<void>>();
+  /** Checks in a row that a store did not answer: said at the first and when one answers again. */
+  private failedChecks = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -88,12 +90,18 @@ export class RequeueWatch {
       // A watcher that left during the read has stopped its workers: nothing to wake.
       if (changed && this.watchers.has(watcher)) watcher.onRequeued();
     });
-    // A store that does not answer is the workers' outage to report; the next check tries again.
+    // A store that does not answer is the workers' outage to report (readiness, their own lines);
+    // the next check tries again. Said once, not at every check: two lines a second for as long as
+    // a database is away, the outage's own lines lost among them.
     if (failed > 0) {
-      this.logger.warn(
-        { err: describeError(firstError), engines: failed },
-        'checking for re-queued dead letters failed; trying again',
-      );
+      if (this.failedChecks++ === 0)
+        this.logger.warn(
+          { err: describeError(firstError), engines: failed },
+          'checking for re-queued dead letters failed; trying again at every check, said again once it answers',
+        );
+    } else if (this.failedChecks > 0) {
+      this.logger.info({ failedChecks: this.failedChecks }, 'checking for re-queued dead letters answers again');
+      this.failedChecks = 0;
     }
   }
 }

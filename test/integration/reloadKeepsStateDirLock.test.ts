@@ -1,4 +1,5 @@
-import { symlinkSync } from 'node:fs';
+import { existsSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
@@ -9,12 +10,12 @@ import { makeTempDir } from '../support/tempDir.js';
 
 const noPause = (): void => undefined;
 
-function config(stateDir: string) {
+function config(stateDir: string, port = 0) {
   return appConfigSchema.parse({
     api: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k_test_0123456789abcdef0123456789abcdef' },
     sinks: [{ name: 'file', type: 'file', path: join(stateDir, 'events.jsonl') }],
     stateDir,
-    http: { port: 0 },
+    http: { port },
   });
 }
 
@@ -35,6 +36,33 @@ describe('a reload (SIGHUP) on a SQLite store', () => {
     );
     await after.stop();
     StateDirLock.acquire(stateDir, noPause).release();
+  });
+
+  it('keeps the directory held when the new daemon fails to start, for the one the reload goes back to', async () => {
+    const stateDir = makeTempDir();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as { port: number };
+    const before = new ChangefeedDaemon(config(stateDir), { logger: noopLogger });
+    await before.start();
+    const lock = await before.stopForReload();
+    try {
+      const failing = new ChangefeedDaemon(config(stateDir, port), { logger: noopLogger }, lock);
+      await expect(failing.start()).rejects.toThrow(/EADDRINUSE|in use/);
+      // Let go here, a command could take the directory, and the reload's way back (taking it
+      // again, which writes the pid file) failed on a full disk: the process exited.
+      expect(() => StateDirLock.acquire(stateDir, noPause)).toThrow(
+        expect.objectContaining({ code: 'STATE_DIR_LOCKED', message: expect.stringContaining(`${process.pid}`) }),
+      );
+      expect(existsSync(join(stateDir, 'changefeed.pid'))).toBe(true);
+      const again = new ChangefeedDaemon(config(stateDir), { logger: noopLogger }, lock);
+      await again.start();
+      await again.stop();
+      StateDirLock.acquire(stateDir, noPause).release();
+    } finally {
+      lock?.release();
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   it('lets the old directory go and takes the new one when the reload moved stateDir', async () => {

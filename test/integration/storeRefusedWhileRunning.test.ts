@@ -210,6 +210,66 @@ describe('a store that refuses while the daemon runs', () => {
     240_000,
   );
 
+  // A read-only session keeps refusing writes for its life: its connections, given back to the
+  // pool after each 25006, kept the daemon paused after the database took writes again.
+  it.skipIf(!admin)(
+    'PostgreSQL made read-only (default_transaction_read_only, as a failover to a standby): pauses, reports it, resumes once writable',
+    async () => {
+      const { simulator, career } = await simulatorWithOneCareer(84);
+      const suffix = randomBytes(5).toString('hex');
+      const role = `cf_test_role_${suffix}`;
+      const schema = `cf_test_${suffix}`;
+      await admin!.query(`CREATE ROLE ${role} LOGIN`);
+      await admin!.query(`GRANT CONNECT, CREATE ON DATABASE test TO ${role}`);
+      await admin!.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+      cleanups.push(async () => {
+        await admin!.query(`ALTER ROLE ${role} NOLOGIN`);
+        await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+        await dropSchema(admin!, schema);
+        await admin!.query(`DROP OWNED BY ${role}`);
+        await admin!.query(`DROP ROLE ${role}`);
+      });
+      const dir = makeTempDir();
+      const port = await freePort();
+      const written = appendRound(simulator, career, 5);
+      const url = `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test`;
+      daemon = startDaemonProcess(
+        [
+          '--config',
+          writeConfig(dir, simulator, port, [
+            `store: { url: "${url}", schema: ${schema}, maxConnections: 4 }`,
+            'cluster: { leaseSeconds: 6 }',
+          ]),
+        ],
+        { CHANGEFEED_API_KEY: simulator.apiKey },
+      );
+      await waitFor(() => new Set(delivered(dir)).size >= written.length, 'the first entries delivered');
+
+      // Every new session read-only, the sessions there now ended: as after a failover to a standby.
+      await admin!.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+      await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+      written.push(...appendRound(simulator, career, 5));
+      await waitFor(
+        async () => JSON.stringify((await readyz(port))?.checks ?? []).includes('is read-only'),
+        'readiness reporting the read-only database',
+      );
+      expectAlive();
+
+      // Writable again for every new session; the daemon's sessions are not ended this time.
+      await admin!.query(`ALTER ROLE ${role} RESET default_transaction_read_only`);
+      await waitFor(
+        () => new Set(delivered(dir)).size >= written.length,
+        'every entry delivered once the database took writes again',
+        60_000,
+      );
+      await waitFor(async () => (await readyz(port))?.status === 200, '/readyz 200 again');
+      expect(new Set(delivered(dir))).toEqual(new Set(written));
+      expect(duplicatesOf(delivered(dir))).toEqual([]);
+      expectAlive();
+    },
+    240_000,
+  );
+
   // The disableLog write of a 404 was unguarded: refused, its rejection went unhandled and the
   // log was polled again every 20 ms.
   it.skipIf(!admin)(

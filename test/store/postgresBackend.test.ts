@@ -4,6 +4,7 @@ import { MIGRATIONS, TABLES } from '../../src/store/postgres/migrations.js';
 import { BASELINE_VERSION, latestSchemaVersion, PrereleaseSchemaError } from '../../src/store/schemaVersion.js';
 import { StoreError } from '../../src/store/storeError.js';
 import { POSTGRES_PORT, POSTGRES_URL } from '../support/postgresAdmin.js';
+import { closeAfterTest } from '../support/closeAfterTest.js';
 import { until } from '../support/daemonProcess.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 import { admin, freshSchema, openBackend, prepare } from './postgresTestDb.js';
@@ -181,6 +182,27 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     } finally {
       await admin!.query(`DROP ROLE ${role}`);
     }
+  });
+
+  it('says a database it reached but that is read-only is read-only, not unreachable, as a failure that waiting may heal', async () => {
+    const role = `cf_test_ro_${randomBytes(5).toString('hex')}`;
+    await admin!.query(`CREATE ROLE ${role} LOGIN`);
+    closeAfterTest(async () => {
+      await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+      await admin!.query(`DROP ROLE ${role}`);
+    });
+    // As every session of a standby after a failover, or a database set read-only for maintenance.
+    await admin!.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+    const opening = openBackend(freshSchema(), { url: `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test` });
+    await expect(opening).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    // Before: "... is unreachable: cannot execute CREATE SCHEMA in a read-only transaction; check
+    // store.url and that the database is up".
+    expect(((await opening.catch((e: unknown) => e)) as Error).message).toMatch(
+      new RegExp(
+        `^PostgreSQL at postgres://<redacted>@127\\.0\\.0\\.1:${POSTGRES_PORT}/test \\(schema cf_test_\\w+\\) is read-only: ` +
+          '.*read-only transaction; point store\\.url at the primary .* or lift default_transaction_read_only',
+      ),
+    );
   });
 
   it('answers the dead-letter re-queue counts of all its tenants from one statement, and sees another process re-queue', async () => {

@@ -95,7 +95,9 @@ describe('the delivery engine watching for re-queued dead letters', () => {
     );
     engine.start();
     await passChecks(CHECKS);
-    expect(warnings.filter((m) => m.includes('re-queued dead letters'))).toHaveLength(3);
+    // Said once for the three (requeueWatch.test.ts), the checks going on after them.
+    expect(warnings.filter((m) => m.includes('re-queued dead letters'))).toHaveLength(1);
+    expect(reads).toBe(CHECKS + 1);
     await engine.stop();
     await store.close();
   });

@@ -24,8 +24,10 @@ afterEach(() => {
 async function setup() {
   const clock = testClock();
   const warnings: { fields: unknown; message: string }[] = [];
+  const infos: { fields: unknown; message: string }[] = [];
   const logger = Object.assign(Object.create(noopLogger) as typeof noopLogger, {
     warn: (fields: unknown, message: string) => void warnings.push({ fields, message }),
+    info: (fields: unknown, message: string) => void infos.push({ fields, message }),
   });
   const requeues = new RequeueWatch(clock, logger);
   const dir = makeTempDir();
@@ -49,7 +51,7 @@ async function setup() {
     await requeues.stopped();
     for (const t of tenants) await t.store.close();
   };
-  return { clock, requeues, tenants, warnings, passChecks, stopAll };
+  return { clock, requeues, tenants, warnings, infos, passChecks, stopAll };
 }
 
 describe('one re-queue watch for the delivery engines of a process', () => {
@@ -95,15 +97,24 @@ describe('one re-queue watch for the delivery engines of a process', () => {
     await stopAll();
   });
 
-  it('says once per check, not once per engine, that the store did not answer', async () => {
-    const { tenants, warnings, passChecks, stopAll } = await setup();
-    for (const t of tenants)
-      vi.spyOn(t.store.deadLetters, 'requeueCount').mockRejectedValue(new StoreUnavailableError('the store is away'));
+  // Once per check was two warnings a second for as long as a database was away.
+  it('says once per outage, not once per check or engine, that the store did not answer, and when it answers again', async () => {
+    const { tenants, warnings, infos, passChecks, stopAll } = await setup();
+    const reads = tenants.map((t) =>
+      vi.spyOn(t.store.deadLetters, 'requeueCount').mockRejectedValue(new StoreUnavailableError('the store is away')),
+    );
     for (const t of tenants) t.engine.start();
     await passChecks(CHECKS);
     const failed = warnings.filter((w) => w.message.includes('re-queued dead letters'));
-    expect(failed).toHaveLength(CHECKS);
+    expect(failed).toHaveLength(1);
     expect(failed[0]?.fields).toMatchObject({ engines: ENGINES });
+    for (const read of reads) expect(read).toHaveBeenCalledTimes(CHECKS + 1);
+
+    for (const read of reads) read.mockRestore();
+    await passChecks(2);
+    expect(infos.filter((i) => i.message.includes('re-queued dead letters answers again'))).toEqual([
+      { fields: { failedChecks: CHECKS }, message: 'checking for re-queued dead letters answers again' },
+    ]);
     await stopAll();
   });
 });

@@ -5,7 +5,7 @@ import { simpleQueryResults } from '../../simpleQueryResults.js';
 import type { StoreActivity } from '../storeActivity.js';
 import { isStorageError, StoreUnavailableError } from '../storeHealth.js';
 import type { RateEstimateRow, SortOrder } from '../storeRecords.js';
-import { endedSession, isConnectionFailure } from './connectionFailure.js';
+import { endedSession, isConnectionFailure, readOnlySession } from './connectionFailure.js';
 import { executeOnClient } from './executeText.js';
 import { rateColumns } from './rateEstimates.js';
 import type { PoolGate } from './poolGate.js';
@@ -214,9 +214,10 @@ export class AdvanceBatch {
         ]),
       );
     } catch (error) {
-      // As TenantDb: a connection that failed, that the server ended, or that holds a stale or
-      // unknown statement is destroyed; a simple query rolled back on its own.
-      const gone = isConnectionFailure(error) || endedSession(error) || isUnusableStatement(error);
+      // As TenantDb: a connection that failed, that the server ended, that holds a stale or
+      // unknown statement, or whose session is read-only is destroyed; a simple query rolled back on its own.
+      const gone =
+        isConnectionFailure(error) || endedSession(error) || isUnusableStatement(error) || readOnlySession(error);
       if (gone) broken = error as Error;
       else if (execute === undefined)
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {

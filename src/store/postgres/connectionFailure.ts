@@ -46,3 +46,14 @@ export function endedSession(error: unknown): boolean {
   const severity = (error as { severity?: unknown } | undefined)?.severity;
   return severity === 'FATAL' || severity === 'PANIC';
 }
+
+/**
+ * A write refused because the session is read-only (25006): a standby after a failover, or a
+ * database or role set to `default_transaction_read_only`, which a session keeps for its life.
+ * Given back to the pool, the connection refused every write after the database took writes
+ * again, so the store stayed paused until a restart: it is destroyed, and the next connection
+ * reaches the new primary or takes the new default.
+ */
+export function readOnlySession(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === '25006';
+}

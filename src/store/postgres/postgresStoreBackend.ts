@@ -10,6 +10,7 @@ import type { StoreLocation } from '../storeLocation.js';
 import { CONNECTION_LIMIT_ADVICE, StoreUnavailableError } from '../storeHealth.js';
 import { checkExistingSchema } from './existingSchema.js';
 import { migrate } from './migrate.js';
+import { readOnlySession } from './connectionFailure.js';
 import { isRetryableOpenError } from './openFailure.js';
 import { PostgresChangefeedStore, sharedTenantReads } from './postgresStore.js';
 import { RequeueCounts } from '../requeueCounts.js';
@@ -160,6 +161,14 @@ export class PostgresStoreBackend implements StoreBackend {
         throw new StoreUnavailableError(
           `PostgreSQL at ${shown} (schema ${location.schema}) refuses more connections: ${reason}; ` +
             CONNECTION_LIMIT_ADVICE,
+          error,
+        );
+      // Reached, but read-only: "unreachable, check that the database is up" sent the operator
+      // looking for an outage that was not there.
+      if (readOnlySession(error))
+        throw new StoreUnavailableError(
+          `PostgreSQL at ${shown} (schema ${location.schema}) is read-only: ${reason}; point store.url at the ` +
+            'primary (a standby after a failover) or lift default_transaction_read_only on the database or role',
           error,
         );
       if (isRetryableOpenError(error))

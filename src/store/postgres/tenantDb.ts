@@ -12,7 +12,7 @@ import { simpleQueryResults } from '../../simpleQueryResults.js';
 import type { StoreActivity } from '../storeActivity.js';
 import type { RateEstimateRow } from '../storeRecords.js';
 import { databaseProblem, isStoreBusy, StoreBusyError, StoreHealth, StoreUnavailableError } from '../storeHealth.js';
-import { endedSession, isConnectionFailure, isLoginRefused } from './connectionFailure.js';
+import { endedSession, isConnectionFailure, isLoginRefused, readOnlySession } from './connectionFailure.js';
 import type { PoolGate, PoolLane } from './poolGate.js';
 import type { AdvanceBatch, AdvanceOutcome, BatchedAdvance } from './advanceBatch.js';
 import { executeOnClient } from './executeText.js';
@@ -218,7 +218,10 @@ export class TenantDb {
       // transaction, unnamed there if stale, not by its name in a simple query if unknown.
       const again = isUnusableStatement(error);
       if (isUnknownStatement(error)) this.pool.names.unknownStatement();
-      let broken = isConnectionFailure(error) || endedSession(error) || again ? (error as Error) : undefined;
+      let broken =
+        isConnectionFailure(error) || endedSession(error) || readOnlySession(error) || again
+          ? (error as Error)
+          : undefined;
       let thrown: unknown;
       if (broken === undefined && isStatementTimeout(error))
         ({ thrown, broken } = await this.timedOutFence(client, inline.claim, error));
@@ -377,10 +380,10 @@ export class TenantDb {
     } catch (error) {
       // A connection that failed itself is destroyed, not asked to roll back (that would wait out
       // another timeout; the server rolls back on its own); so is one holding a stale or unknown
-      // prepared statement, which would fail there for good.
+      // prepared statement, which would fail there for good, and a read-only session (readOnlySession).
       queued = [];
       const unknown = prepared && isUnknownStatement(error);
-      if (isConnectionFailure(error) || isUnusableStatement(error)) broken = error as Error;
+      if (isConnectionFailure(error) || isUnusableStatement(error) || readOnlySession(error)) broken = error as Error;
       else
         await sendAlone('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
