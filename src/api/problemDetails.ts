@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { quotedRequestId } from './responseHeaders.js';
 
 const EXCERPT_LENGTH = 200;
 /** The most of `detail` kept: the explanation, longer than a name or a code. */
@@ -27,7 +28,7 @@ const problemSchema = z.object({
   status: z.number().optional(),
   detail: text(DETAIL_LENGTH).optional(),
   instance: text(EXCERPT_LENGTH).optional(),
-  requestId: text(EXCERPT_LENGTH).optional(),
+  requestId: z.string().transform(quotedRequestId).optional(),
   errors: z.array(fieldErrorSchema).transform(keptFieldErrors).optional().catch(undefined),
   /** `trial_expired` on a 403 for an expired workspace, with its `upgrade_url`. */
   error: text(EXCERPT_LENGTH).optional(),

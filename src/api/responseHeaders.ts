@@ -35,6 +35,27 @@ export interface ResponseMeta {
 type HeaderBag = Record<string, string | string[] | undefined>;
 const header = (headers: HeaderBag, name: string): string | undefined => headerValue(headers[name]);
 
+/** The most of a request id kept: ids run to a few dozen characters. */
+const REQUEST_ID_LENGTH = 200;
+
+/**
+ * The service's request id (X-Request-Id, or a problem document's `requestId`) as it is quoted in
+ * every error, log line and quarantine record of its answer, and shown by `status`: cut at
+ * REQUEST_ID_LENGTH characters (undici takes a header of up to 16 KiB), printable ASCII as sent,
+ * anything else as a \uXXXX escape (a header's bytes 0x80-0xFF arrive as latin1 characters, C1
+ * controls among them, which a terminal acts on).
+ */
+export function quotedRequestId(value: string): string {
+  const kept = value.length > REQUEST_ID_LENGTH ? `${value.slice(0, REQUEST_ID_LENGTH)}... (cut)` : value;
+  return kept.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The answer's X-Request-Id, as quotedRequestId keeps it. */
+export function requestIdHeader(headers: HeaderBag): string | undefined {
+  const value = header(headers, 'x-request-id');
+  return value === undefined ? undefined : quotedRequestId(value);
+}
+
 function nonNegativeInteger(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;
   return Number.parseInt(value, 10);
@@ -49,7 +70,7 @@ export function readResponseMeta(
   const serverDate = dateHeader(header(headers, 'date'));
   return {
     status,
-    requestId: header(headers, 'x-request-id'),
+    requestId: requestIdHeader(headers),
     limit: nonNegativeInteger(header(headers, 'ratelimit-limit')),
     remaining: nonNegativeInteger(header(headers, 'ratelimit-remaining')),
     resetSeconds: nonNegativeInteger(header(headers, 'ratelimit-reset')),

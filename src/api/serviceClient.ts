@@ -4,9 +4,9 @@ import type { Clock } from '../clock.js';
 import { errorCodeOf, isAbortError } from '../errors.js';
 import { ApiError, ApiProblemError, ApiTransportError, type ApiErrorCode } from './apiErrors.js';
 import { keyFingerprint } from './apiKeyFingerprint.js';
-import { ERROR_BODY_BYTES, headerValue, readCappedBody, readJsonBody, type BodyReader } from './responseBody.js';
+import { ERROR_BODY_BYTES, readCappedBody, readJsonBody, type BodyReader } from './responseBody.js';
 import { formatFieldErrors, parseProblemDetails, type ProblemDetails } from './problemDetails.js';
-import { readResponseMeta, type ResponseMeta } from './responseHeaders.js';
+import { readResponseMeta, requestIdHeader, type ResponseMeta } from './responseHeaders.js';
 import { isTlsFailure, opensslReason } from '../tlsFiles.js';
 import { guardBeforeWrite } from './guardedDispatch.js';
 import { exchangeSignal } from './exchangeSignal.js';
@@ -133,7 +133,7 @@ export class ServiceClient {
       try {
         const context = {
           path,
-          requestId: headerValue(res.headers['x-request-id']),
+          requestId: requestIdHeader(res.headers),
           maxBytes: this.options.maxResponseBytes,
         };
         if (ok) body = await readBody(res.body, res.headers, context);

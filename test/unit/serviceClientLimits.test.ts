@@ -85,3 +85,34 @@ describe('a problem document that echoes the key', () => {
     expect(JSON.stringify(error)).not.toContain(TEST_KEY);
   });
 });
+
+// X-Request-Id was quoted as sent in every error, log line and quarantine record of its answer:
+// up to undici's 16 KiB of header, C1 controls (one latin1 byte each) included, which a terminal
+// running `status` acts on.
+describe('a request id the service sends', () => {
+  const longId = `req-${'r'.repeat(10_000)}`;
+
+  it('in X-Request-Id: quoted cut to 200 characters, its control characters escaped', async () => {
+    const service = await LoopbackService.start(() => {
+      const answer = problem(400, 'validation-error');
+      return { ...answer, headers: { ...answer.headers, 'x-request-id': `\u009b2J${longId}` } };
+    });
+    const error = await failure(clientFor(service.url, new RecordingGate()));
+    expect(error.requestId).toBe(`\\u009b2J${longId.slice(0, 197)}... (cut)`);
+    expect(error.message).toContain(`(request \\u009b2Jreq-rrr`);
+    expect(error.message.length).toBeLessThan(600);
+    expect(error.message).not.toContain('\u009b');
+  });
+
+  it("in a problem document's requestId: the same", async () => {
+    const service = await LoopbackService.start(() => {
+      const answer = problem(400, 'validation-error', { requestId: `\u001b[2J${longId}` });
+      const { 'x-request-id': _dropped, ...headers } = answer.headers;
+      return { ...answer, headers };
+    });
+    const error = await failure(clientFor(service.url, new RecordingGate()));
+    expect(error.message).toContain(`(request \\u001b[2Jreq-rrr`);
+    expect(error.message.length).toBeLessThan(600);
+    expect(error.message).not.toContain('\u001b');
+  });
+});
