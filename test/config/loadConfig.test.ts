@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError } from '../../src/errors.js';
+import { PROBLEMS_LISTED } from '../../src/config/formatConfigIssues.js';
 import { loadConfig } from '../../src/config/loadConfig.js';
 import { listConfigSecrets } from '../../src/config/secretFields.js';
 import { envMapping, sampleConfigSchema } from './fixtures/sampleConfigSchema.js';
@@ -207,6 +208,23 @@ describe('validation errors', () => {
     expect(error.message).toContain(
       'frobnicate: unknown key "frobnicate"; known keys here: api, stateDir, logLevel, proxy, logs, sinks',
     );
+  });
+
+  // Every problem was listed: 80,000 unknown keys (330 sinks of 250) made a message of 11 MB.
+  it('lists the first PROBLEMS_LISTED problems and says how many more there are', async () => {
+    const sink = (i: number): string =>
+      `  - type: webhook\n    url: https://x.test\n${Array.from({ length: 20 }, (_, k) => `    junk${i}_${k}: 1\n`).join('')}`;
+    const file = await temp.write(
+      'changefeed.yaml',
+      `api:\n  apiKey: ${API_KEY}\nsinks:\n${Array.from({ length: 30 }, (_, i) => sink(i)).join('')}`,
+    );
+    const error = configError(() => loadConfig(sampleConfigSchema, { file, env: {} }));
+    expect(error.issues).toHaveLength(PROBLEMS_LISTED);
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe(`invalid configuration (${PROBLEMS_LISTED} problems listed):`);
+    expect(lines[1]).toContain('sinks[0].junk0_0: unknown key "junk0_0"');
+    expect(lines).toHaveLength(PROBLEMS_LISTED + 2);
+    expect(lines.at(-1)).toBe(`  ... and up to ${600 - PROBLEMS_LISTED} more, not listed: fix these and check again`);
   });
 
   it('suggests keys of the sink variant the entry selects', async () => {
