@@ -28,7 +28,13 @@ export class RateEstimator {
    * The first poll of a log only starts the observation: what it returns may be a backfill.
    */
   observe(state: RateState, now: number, performedAt: readonly number[]): RateState {
-    const newest = performedAt.reduce((a, b) => Math.max(a, b), state.lastEventAt ?? Number.NEGATIVE_INFINITY);
+    // The service's dates are believed up to now (the newest recorded, up to its poll): an entry
+    // dated years ahead (a skill's version log is read whole, not by a window of dates) stood as the
+    // newest change for ever, after which no change began a session and the log's rate, and its
+    // polls, only fell.
+    const dated = performedAt.map((t) => Math.min(t, now));
+    const last = state.lastEventAt === null ? null : Math.min(state.lastEventAt, state.updatedAt ?? now);
+    const newest = dated.reduce((a, b) => Math.max(a, b), last ?? Number.NEGATIVE_INFINITY);
     const lastEventAt = Number.isFinite(newest) ? newest : null;
     if (state.updatedAt === null) return { ...state, lastEventAt, updatedAt: now };
     const dt = Math.max(0, now - state.updatedAt);
@@ -36,9 +42,9 @@ export class RateEstimator {
     // Exposure accrued over dt, itself decayed: the integral of exp(-decay * age) over the gap.
     const exposureHours = (1 - keep) / this.decayPerMs / HOUR_MS;
     // Changes older than an hour before the previous poll are late arrivals or a backfill.
-    const fresh = performedAt.filter((t) => t >= state.updatedAt! - HOUR_MS).sort((a, b) => a - b);
+    const fresh = dated.filter((t) => t >= state.updatedAt! - HOUR_MS).sort((a, b) => a - b);
     let sessions = 0;
-    let previous = state.lastEventAt ?? Number.NEGATIVE_INFINITY;
+    let previous = last ?? Number.NEGATIVE_INFINITY;
     for (const t of fresh) {
       if (t - previous > this.gapMs) sessions++;
       previous = Math.max(previous, t);
@@ -58,7 +64,8 @@ export class RateEstimator {
    * had been seen live, over the equally decayed hours of that span.
    */
   observeHistory(now: number, history: LogHistory): RateState {
-    const times = [...history.performedAt].sort((a, b) => a - b);
+    // Believed up to the end of the span read, as observe believes them up to now.
+    const times = history.performedAt.map((t) => Math.min(t, history.toMs)).sort((a, b) => a - b);
     const weight = (t: number): number => Math.exp(-this.decayPerMs * Math.max(0, history.toMs - t));
     let events = 0;
     let sessions = 0;

@@ -8,6 +8,8 @@ const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 0, 1);
 const config = scheduleConfigSchema.parse({});
 const prior = configuredPrior(config);
+/** A change dated 70 years ahead: a wrong clock, or a hostile answer. */
+const FUTURE = Date.UTC(2096, 0, 1);
 
 /** Polls every `everyMs` for `hours`; each poll returns `perPoll(t)` changes spread evenly over its interval. */
 function observeFor(
@@ -83,6 +85,31 @@ describe('RateEstimator', () => {
     expect(state.events).toBeCloseTo(6, 2);
     expect(state.sessions).toBeCloseTo(2, 2);
     expect(estimator.changesPerSession(state, prior)).toBeCloseTo((6 + 1) / 3, 2);
+  });
+
+  // One change dated years ahead stood as the newest for ever: no later change began a session.
+  it.each([
+    [
+      'seen by a poll',
+      (e: RateEstimator) => e.observe(e.observe(emptyRateState(), T0, []), T0 + 10 * 60_000, [FUTURE]),
+    ],
+    [
+      'read as history',
+      (e: RateEstimator) =>
+        e.observeHistory(T0 + 10 * 60_000, { fromMs: T0, toMs: T0 + 10 * 60_000, performedAt: [FUTURE] }),
+    ],
+    [
+      'restored as the newest change',
+      () => ({ ...emptyRateState(), lastEventAt: FUTURE, updatedAt: T0 + 10 * 60_000 }),
+    ],
+  ])('a change dated in the future (%s) is taken as made now: later sessions still count', (_how, first) => {
+    const estimator = new RateEstimator({ ...config, sessionGapSeconds: 120, rateHalfLifeHours: 1e9 });
+    let state = first(estimator);
+    const before = state.sessions;
+    for (let hour = 1; hour <= 5; hour++)
+      state = estimator.observe(state, T0 + hour * HOUR + 10 * 60_000, [T0 + hour * HOUR]);
+    expect(state.sessions - before).toBeCloseTo(5, 2);
+    expect(state.lastEventAt).toBe(T0 + 5 * HOUR);
   });
 
   it('a burst of changes weighs as one session: one busy afternoon does not make a busy log', () => {
