@@ -82,22 +82,50 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   if (!io.signal) {
     // The configuration the running daemon was started with: a reload that cannot start goes back to it.
     let running = main;
+    // The daemon of the previous configuration while its start waits for a store that refuses it
+    // (goBack): a SIGHUP meanwhile stops that wait, as it stops a daemon running, instead of queueing
+    // unsaid behind it until the store takes writes (the operator's fix, a stateDir moved to a disk
+    // with room, waited for the disk it moved away from).
+    let waitingForStore: ChangefeedDaemon | undefined;
+    // That daemon stopping for the reload the SIGHUP queued, and the lock it keeps for it.
+    let handingOver: Promise<StateDirLock | undefined> | undefined;
+    const goBack = async (lock: StateDirLock | undefined): Promise<void> => {
+      // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
+      daemon = new ChangefeedDaemon(running, daemonOptions, lock);
+      waitingForStore = daemon;
+      try {
+        // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
+        await daemon.start({ waitForStore: true });
+      } finally {
+        waitingForStore = undefined;
+      }
+      if (shuttingDown || handingOver) return;
+      logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
+    };
     const reload = async (): Promise<void> => {
-      if (shuttingDown) return;
+      const handed = handingOver;
+      handingOver = undefined;
+      if (shuttingDown) return (await handed)?.release();
       let next;
       try {
         next = loadTenantedConfig({ configFlag: values.config, env: io.env });
       } catch (error) {
+        if (handed === undefined) {
+          logger.error(
+            { err: describeError(error) },
+            'SIGHUP: the new configuration is invalid; still running on the previous one',
+          );
+          return;
+        }
         logger.error(
           { err: describeError(error) },
-          'SIGHUP: the new configuration is invalid; still running on the previous one',
+          'SIGHUP: the new configuration is invalid; going back to the previous one',
         );
-        return;
+        return goBack(await handed);
       }
       logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
       // The state directory stays locked from one daemon to the next (stopForReload).
-      const previous = daemon;
-      const lock = await previous.stopForReload();
+      const lock = handed ? await handed : await daemon.stopForReload();
       if (shuttingDown) return lock?.release();
       try {
         daemon = new ChangefeedDaemon(next, daemonOptions, lock);
@@ -114,14 +142,16 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
           'SIGHUP: the new configuration could not be started; going back to the previous one',
         );
       }
-      // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
-      daemon = new ChangefeedDaemon(running, daemonOptions, lock);
-      // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
-      await daemon.start({ waitForStore: true });
-      if (shuttingDown) return;
-      logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
+      await goBack(lock);
     };
     process.on('SIGHUP', () => {
+      if (waitingForStore !== undefined && !shuttingDown) {
+        logger.info('SIGHUP: the previous configuration waits for its store; stopping that wait to reload');
+        handingOver = waitingForStore.stopForReload();
+        // Awaited by the reload queued below; a stop that fails meanwhile is its to report.
+        handingOver.catch(() => undefined);
+        waitingForStore = undefined;
+      }
       // Nothing of a reload may reach the process's last resort (exitOnEscapedErrors): neither
       // configuration could be started, so the process has nothing to run and says so.
       reloading = reloading.then(reload).catch((error: unknown) => {
