@@ -82,25 +82,36 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   if (!io.signal) {
     // The configuration the running daemon was started with: a reload that cannot start goes back to it.
     let running = main;
-    // The daemon of the previous configuration while its start waits for a store that refuses it
-    // (goBack): a SIGHUP meanwhile stops that wait, as it stops a daemon running, instead of queueing
-    // unsaid behind it until the store takes writes (the operator's fix, a stateDir moved to a disk
-    // with room, waited for the disk it moved away from).
-    let waitingForStore: ChangefeedDaemon | undefined;
+    // The daemon a reload is starting (the new configuration's, or the previous one's on the way
+    // back), while its start is under way: a store it waits for (a PostgreSQL that does not answer, a
+    // full disk) can hold that start for ever. A SIGHUP meanwhile stops it, as it stops a daemon
+    // running, instead of queueing unsaid behind it: the operator's fix (a mistyped store.url
+    // corrected, a stateDir moved to a disk with room) was read only once that store answered.
+    let starting: ChangefeedDaemon | undefined;
     // That daemon stopping for the reload the SIGHUP queued, and the lock it keeps for it.
     let handingOver: Promise<StateDirLock | undefined> | undefined;
+    /** Starts `next`; false when a SIGHUP stopped the start (handingOver) or a shutdown did; throws if it failed. */
+    const startReloaded = async (
+      next: ChangefeedDaemon,
+      options: { waitForStore?: boolean } = {},
+    ): Promise<boolean> => {
+      daemon = next;
+      starting = next;
+      try {
+        await next.start(options);
+      } catch (error) {
+        // Failed as a SIGHUP stopped it: the reload that SIGHUP queued takes over from here.
+        if (handingOver === undefined) throw error;
+      } finally {
+        starting = undefined;
+      }
+      return !shuttingDown && handingOver === undefined;
+    };
     const goBack = async (lock: StateDirLock | undefined): Promise<void> => {
       // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
-      daemon = new ChangefeedDaemon(running, daemonOptions, lock);
-      waitingForStore = daemon;
-      try {
-        // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
-        await daemon.start({ waitForStore: true });
-      } finally {
-        waitingForStore = undefined;
-      }
-      if (shuttingDown || handingOver) return;
-      logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
+      // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
+      if (await startReloaded(new ChangefeedDaemon(running, daemonOptions, lock), { waitForStore: true }))
+        logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
     };
     const reload = async (): Promise<void> => {
       const handed = handingOver;
@@ -128,9 +139,8 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
       const lock = handed ? await handed : await daemon.stopForReload();
       if (shuttingDown) return lock?.release();
       try {
-        daemon = new ChangefeedDaemon(next, daemonOptions, lock);
-        await daemon.start();
-        running = next;
+        // Stopped by a later SIGHUP, it is not a configuration that ran: a failed reload still goes back to `running`.
+        if (await startReloaded(new ChangefeedDaemon(next, daemonOptions, lock))) running = next;
         return;
       } catch (error) {
         // A daemon whose start failed leaves the lock of its directory held (see start): let go here.
@@ -145,12 +155,12 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
       await goBack(lock);
     };
     process.on('SIGHUP', () => {
-      if (waitingForStore !== undefined && !shuttingDown) {
-        logger.info('SIGHUP: the previous configuration waits for its store; stopping that wait to reload');
-        handingOver = waitingForStore.stopForReload();
+      if (starting !== undefined && !shuttingDown) {
+        logger.info('SIGHUP: a reload waits for its store; stopping that wait to reload again');
+        handingOver = starting.stopForReload();
         // Awaited by the reload queued below; a stop that fails meanwhile is its to report.
         handingOver.catch(() => undefined);
-        waitingForStore = undefined;
+        starting = undefined;
       }
       // Nothing of a reload may reach the process's last resort (exitOnEscapedErrors): neither
       // configuration could be started, so the process has nothing to run and says so.
