@@ -95,7 +95,10 @@ export interface StoreRefusalWaitOptions<T> {
   location: string;
   /** Aborted by a stop: the wait ends at once with AbortedError. */
   signal: AbortSignal;
-  /** Why the store refuses while it does (phrased as StoreHealth phrases it), then undefined once it took the try. */
+  /**
+   * Why the store refuses while it does (phrased as StoreHealth phrases it), then undefined once a
+   * later try gets past it (succeeds, or fails for another reason).
+   */
   onRefusal: (problem: string | undefined) => void;
   random?: () => number;
 }
@@ -114,7 +117,13 @@ export async function whileStoreRefuses<T>(options: StoreRefusalWaitOptions<T>):
       options.onRefusal(undefined);
       return result;
     } catch (error) {
-      if (!isStorageError(error)) throw error;
+      if (!isStorageError(error)) {
+        // The store took this try, which failed further on (a tenant's sink file, its feed
+        // tokens): the refusal reported before is over. Left, a tenant of the directory whose
+        // start so failed kept /readyz naming a full disk long after space returned.
+        if (attempt > 1) options.onRefusal(undefined);
+        throw error;
+      }
       if (signal.aborted) throw new AbortedError('stopped while waiting for the store');
       const health = new StoreHealth();
       health.record(error, options.location);
