@@ -156,7 +156,9 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
     };
     process.on('SIGHUP', () => {
       if (starting !== undefined && !shuttingDown) {
-        logger.info('SIGHUP: a reload waits for its store; stopping that wait to reload again');
+        logger.info(
+          'SIGHUP: a reload is still starting (its store may not answer); stopping that start to reload again',
+        );
         handingOver = starting.stopForReload();
         // Awaited by the reload queued below; a stop that fails meanwhile is its to report.
         handingOver.catch(() => undefined);

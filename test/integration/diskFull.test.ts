@@ -330,7 +330,9 @@ describe('a second SIGHUP while a reload waits for a full disk', () => {
         'ready on the moved state directory',
       ),
     ]);
-    expect(daemon.logs()).toContain('SIGHUP: a reload waits for its store; stopping that wait');
+    expect(daemon.logs()).toContain(
+      'SIGHUP: a reload is still starting (its store may not answer); stopping that start',
+    );
     expect(daemon.logs()).not.toContain('SIGHUP: running on the previous configuration');
     expect(daemon.logs()).not.toMatch(/uncaught|unhandled/i);
     daemon.child.kill('SIGTERM');

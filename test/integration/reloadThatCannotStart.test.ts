@@ -86,7 +86,9 @@ describe('a SIGHUP while a reload still waits for its store', () => {
       ),
       exited,
     ]);
-    expect(daemon.logs()).toContain('SIGHUP: a reload waits for its store; stopping that wait to reload again');
+    expect(daemon.logs()).toContain(
+      'SIGHUP: a reload is still starting (its store may not answer); stopping that start to reload again',
+    );
     expect(daemon.logs()).not.toMatch(/uncaught|unhandled/i);
     expect(() => StateDirLock.acquire(second, noPause)).toThrow(expect.objectContaining({ code: 'STATE_DIR_LOCKED' }));
     daemon.child.kill('SIGTERM');
@@ -94,7 +96,7 @@ describe('a SIGHUP while a reload still waits for its store', () => {
   });
 });
 
-describe('an invalid configuration sent while a reload waits for its store', () => {
+describe('an invalid configuration sent while a reload still waits for its store', () => {
   it('goes back to the previous configuration, not to nothing', async () => {
     const dir = makeTempDir();
     const first = join(dir, 'first');
