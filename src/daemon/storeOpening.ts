@@ -1,3 +1,4 @@
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
@@ -134,7 +135,15 @@ export async function whileStoreRefuses<T>(options: StoreRefusalWaitOptions<T>):
         { store: options.location, attempt, retryInMs: waitMs, err: describeError(error) },
         `${problem}; starting again in ${Math.ceil(waitMs / 1000)} s (not ready until the store takes it)`,
       );
-      await clock.sleep(waitMs, signal);
+      // One listener on the daemon's stop signal per wait, and every tenant of a directory whose
+      // start the store refuses waits at once: past 10, Node printed "Possible EventTarget memory
+      // leak detected" beside the JSON log. Counted in for the wait, out after it.
+      setMaxListeners(getMaxListeners(signal) + 1, signal);
+      try {
+        await clock.sleep(waitMs, signal);
+      } finally {
+        setMaxListeners(Math.max(0, getMaxListeners(signal) - 1), signal);
+      }
     }
   }
 }

@@ -209,3 +209,44 @@ describe('whileStoreRefuses', () => {
     expect(refusals.at(-1)).toBeUndefined();
   });
 });
+
+describe('whileStoreRefuses beside others on one stop signal', () => {
+  it('waits, one per tenant of a directory on a full disk, without a warning of a leak', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const clock = new ManualClock();
+      const stopping = new AbortController();
+      const full = (): Error => Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+      let refusals = 0;
+      let allRefused: () => void = () => undefined;
+      const refused = new Promise<void>((resolve) => (allRefused = resolve));
+      // The daemon's tenants of a directory: each start refused once, each waiting on the daemon's one signal.
+      const starts = Array.from({ length: 40 }, (_, tenant) => {
+        let tries = 0;
+        return whileStoreRefuses({
+          attempt: () => (tries++ === 0 ? Promise.reject(full()) : Promise.resolve(tenant)),
+          clock,
+          logger: noopLogger,
+          location: '/var/lib/changefeed/changefeed.sqlite',
+          signal: stopping.signal,
+          onRefusal: (problem) => {
+            if (problem !== undefined && ++refusals === 40) allRefused();
+          },
+          random: () => 0,
+        });
+      });
+      await refused;
+      await clock.advance(STORE_OPEN_RETRY.maxMs);
+      expect(await Promise.all(starts)).toHaveLength(40);
+      // process.emitWarning reports on the next turn.
+      await new Promise((resolve) => setImmediate(resolve));
+      // Before the fix: "MaxListenersExceededWarning: Possible EventTarget memory leak detected. 11
+      // abort listeners added to [AbortSignal]", printed raw beside the daemon's JSON log lines.
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
