@@ -82,27 +82,65 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
   if (!io.signal) {
     // The configuration the running daemon was started with: a reload that cannot start goes back to it.
     let running = main;
+    // The daemon a reload is starting (the new configuration's, or the previous one's on the way
+    // back), while its start is under way: a store it waits for (a PostgreSQL that does not answer, a
+    // full disk) can hold that start for ever. A SIGHUP meanwhile stops it, as it stops a daemon
+    // running, instead of queueing unsaid behind it: the operator's fix (a mistyped store.url
+    // corrected, a stateDir moved to a disk with room) was read only once that store answered.
+    let starting: ChangefeedDaemon | undefined;
+    // That daemon stopping for the reload the SIGHUP queued, and the lock it keeps for it.
+    let handingOver: Promise<StateDirLock | undefined> | undefined;
+    /** Starts `next`; false when a SIGHUP stopped the start (handingOver) or a shutdown did; throws if it failed. */
+    const startReloaded = async (
+      next: ChangefeedDaemon,
+      options: { waitForStore?: boolean } = {},
+    ): Promise<boolean> => {
+      daemon = next;
+      starting = next;
+      try {
+        await next.start(options);
+      } catch (error) {
+        // Failed as a SIGHUP stopped it: the reload that SIGHUP queued takes over from here.
+        if (handingOver === undefined) throw error;
+      } finally {
+        starting = undefined;
+      }
+      return !shuttingDown && handingOver === undefined;
+    };
+    const goBack = async (lock: StateDirLock | undefined): Promise<void> => {
+      // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
+      // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
+      if (await startReloaded(new ChangefeedDaemon(running, daemonOptions, lock), { waitForStore: true }))
+        logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
+    };
     const reload = async (): Promise<void> => {
-      if (shuttingDown) return;
+      const handed = handingOver;
+      handingOver = undefined;
+      if (shuttingDown) return (await handed)?.release();
       let next;
       try {
         next = loadTenantedConfig({ configFlag: values.config, env: io.env });
       } catch (error) {
+        if (handed === undefined) {
+          logger.error(
+            { err: describeError(error) },
+            'SIGHUP: the new configuration is invalid; still running on the previous one',
+          );
+          return;
+        }
         logger.error(
           { err: describeError(error) },
-          'SIGHUP: the new configuration is invalid; still running on the previous one',
+          'SIGHUP: the new configuration is invalid; going back to the previous one',
         );
-        return;
+        return goBack(await handed);
       }
       logger.info('SIGHUP: configuration is valid; restarting polling and delivery with it');
       // The state directory stays locked from one daemon to the next (stopForReload).
-      const previous = daemon;
-      const lock = await previous.stopForReload();
+      const lock = handed ? await handed : await daemon.stopForReload();
       if (shuttingDown) return lock?.release();
       try {
-        daemon = new ChangefeedDaemon(next, daemonOptions, lock);
-        await daemon.start();
-        running = next;
+        // Stopped by a later SIGHUP, it is not a configuration that ran: a failed reload still goes back to `running`.
+        if (await startReloaded(new ChangefeedDaemon(next, daemonOptions, lock))) running = next;
         return;
       } catch (error) {
         // A daemon whose start failed leaves the lock of its directory held (see start): let go here.
@@ -114,14 +152,18 @@ async function runCommand(values: RunOptions, io: CliIo): Promise<number> {
           'SIGHUP: the new configuration could not be started; going back to the previous one',
         );
       }
-      // The lock is still held when the new daemon failed on the same directory; taken again when it moved.
-      daemon = new ChangefeedDaemon(running, daemonOptions, lock);
-      // A store that refuses it (a full disk) is waited for, as it was while this configuration ran.
-      await daemon.start({ waitForStore: true });
-      if (shuttingDown) return;
-      logger.info('SIGHUP: running on the previous configuration; fix the new one and send SIGHUP again');
+      await goBack(lock);
     };
     process.on('SIGHUP', () => {
+      if (starting !== undefined && !shuttingDown) {
+        logger.info(
+          'SIGHUP: a reload is still starting (its store may not answer); stopping that start to reload again',
+        );
+        handingOver = starting.stopForReload();
+        // Awaited by the reload queued below; a stop that fails meanwhile is its to report.
+        handingOver.catch(() => undefined);
+        starting = undefined;
+      }
       // Nothing of a reload may reach the process's last resort (exitOnEscapedErrors): neither
       // configuration could be started, so the process has nothing to run and says so.
       reloading = reloading.then(reload).catch((error: unknown) => {

@@ -40,6 +40,7 @@ export class TenantRecordTable implements TenantRecords {
     // pg_terminate_backend) would emit an uncaught 'error'. The statement under way fails instead.
     const ignore = (): void => undefined;
     client.on('error', ignore);
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       await client.query(`SELECT ${SETTLE_LOCK}`);
@@ -69,11 +70,16 @@ export class TenantRecordTable implements TenantRecords {
       await client.query('COMMIT');
       return result;
     } catch (error) {
+      // Destroyed, not given back (as the lease table's): a read-only session (25006, a database or
+      // role set default_transaction_read_only) stays so for its life, and taken again from the
+      // pool it refused every later settlement once the database took writes; a statement that
+      // timed out may still be running there.
+      broken = error instanceof Error ? error : new Error(String(error));
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
       client.off('error', ignore);
-      client.release();
+      client.release(broken);
     }
   }
 }

@@ -125,6 +125,8 @@ export class ChangefeedDaemon {
       this.tenants = readTenants(this.main.tenants).tenants;
       if (!this.leases)
         for (const tenant of this.tenants) {
+          // Stopped while an earlier tenant's start waited for the store (a reload's next SIGHUP).
+          if (this.stopped) return;
           const start = (): Promise<void> => supervisor.start(tenant, { rethrow: true });
           await (waitForStore ? this.whileStoreRefuses(start) : start());
         }

@@ -1,3 +1,4 @@
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from '../backoff.js';
 import type { Clock } from '../clock.js';
@@ -95,7 +96,10 @@ export interface StoreRefusalWaitOptions<T> {
   location: string;
   /** Aborted by a stop: the wait ends at once with AbortedError. */
   signal: AbortSignal;
-  /** Why the store refuses while it does (phrased as StoreHealth phrases it), then undefined once it took the try. */
+  /**
+   * Why the store refuses while it does (phrased as StoreHealth phrases it), then undefined once a
+   * later try gets past it (succeeds, or fails for another reason).
+   */
   onRefusal: (problem: string | undefined) => void;
   random?: () => number;
 }
@@ -114,7 +118,13 @@ export async function whileStoreRefuses<T>(options: StoreRefusalWaitOptions<T>):
       options.onRefusal(undefined);
       return result;
     } catch (error) {
-      if (!isStorageError(error)) throw error;
+      if (!isStorageError(error)) {
+        // The store took this try, which failed further on (a tenant's sink file, its feed
+        // tokens): the refusal reported before is over. Left, a tenant of the directory whose
+        // start so failed kept /readyz naming a full disk long after space returned.
+        if (attempt > 1) options.onRefusal(undefined);
+        throw error;
+      }
       if (signal.aborted) throw new AbortedError('stopped while waiting for the store');
       const health = new StoreHealth();
       health.record(error, options.location);
@@ -125,7 +135,15 @@ export async function whileStoreRefuses<T>(options: StoreRefusalWaitOptions<T>):
         { store: options.location, attempt, retryInMs: waitMs, err: describeError(error) },
         `${problem}; starting again in ${Math.ceil(waitMs / 1000)} s (not ready until the store takes it)`,
       );
-      await clock.sleep(waitMs, signal);
+      // One listener on the daemon's stop signal per wait, and every tenant of a directory whose
+      // start the store refuses waits at once: past 10, Node printed "Possible EventTarget memory
+      // leak detected" beside the JSON log. Counted in for the wait, out after it.
+      setMaxListeners(getMaxListeners(signal) + 1, signal);
+      try {
+        await clock.sleep(waitMs, signal);
+      } finally {
+        setMaxListeners(Math.max(0, getMaxListeners(signal) - 1), signal);
+      }
     }
   }
 }

@@ -256,6 +256,101 @@ describe('a SIGHUP reload while the disk is full', () => {
   }, 240_000);
 });
 
+describe('a second SIGHUP while a reload waits for a full disk', () => {
+  it("gives up the wait for the previous configuration's store and starts the new configuration", async (ctx) => {
+    const dir = makeTempDir();
+    const stateDir = join(dir, 'state');
+    mountOrSkip(stateDir, '2m', ctx);
+    const simulator = await startTestSimulator({
+      seed: 74,
+      careers: 2,
+      skills: 0,
+      identityProviderShare: 0,
+      eventsPerHour: 0,
+      historyHours: 0,
+      readsPerHour: 10_000_000,
+    });
+    // Events delivered first, as in the reload test above: the store then holds what its start
+    // rewrites, which the full disk refuses (the reload's start fails for want of space).
+    const from = Date.now() - 3_600_000;
+    const written = simulator.careerIds.flatMap((id) =>
+      simulator
+        .appendBurst('career', id, 3, { from, to: Date.now() - 2_000 })
+        .map((e) => eventIdFor('career', id, e.id)),
+    );
+    const port = await freePort();
+    const config = join(dir, 'changefeed.yaml');
+    const writeConfig = (state: string): void =>
+      writeFileSync(
+        config,
+        [
+          `api: { baseUrl: "${simulator.url}" }`,
+          `watch: { careers: { discover: true }, identityProviderEvents: false, pollIntervalSeconds: ` +
+            `0.5, startFrom: "${new Date(from - 60_000).toISOString()}", schedule: { firstPollWithinSeconds: ` +
+            `0, historyHours: 0 } }`,
+          'budget: { readsPerHour: 36000000, reserve: 0 }',
+          `stateDir: ${state}`,
+          `http: { port: ${port} }`,
+          `sinks: [{ name: out, type: file, path: ${join(dir, 'events.jsonl')} }]`,
+        ].join('\n'),
+      );
+    writeConfig(stateDir);
+    daemon = startDaemonProcess(['--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
+    const running = daemon;
+    const exited = daemon.exited().then((code) => {
+      throw new Error(`the daemon exited ${code}: ${running.logs().slice(-3000)}`);
+    });
+    await Promise.race([
+      exited,
+      until(() => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length, 60_000, 'the first events'),
+    ]);
+    // The store's -wal file kept (see above): the space it holds is not given back.
+    const reader = new Database(join(stateDir, 'changefeed.sqlite'), { readonly: true });
+    closeAfterTest(() => Promise.resolve(void reader.close()));
+    reader.prepare('SELECT count(*) FROM sqlite_master').get();
+    fillDisk(join(stateDir, 'filler'));
+    daemon.child.kill('SIGHUP');
+    await Promise.race([
+      exited,
+      until(
+        async () => /is full/.test((await readyz(port))?.checks.find((c) => c.name === 'store')?.detail ?? ''),
+        60_000,
+        'the previous configuration waiting for the full disk',
+      ),
+    ]);
+    expect(daemon.logs()).toContain('SIGHUP: the new configuration could not be started');
+    // The operator's way out: the state directory moved to a disk with room, the disk left full.
+    const movedTo = join(makeTempDir(), 'state');
+    mkdirSync(movedTo);
+    writeConfig(movedTo);
+    daemon.child.kill('SIGHUP');
+    // Before the fix this SIGHUP waited, unsaid, behind the wait for the full disk.
+    await Promise.race([
+      exited,
+      until(
+        () => (daemon?.logs().match(/SIGHUP: configuration is valid/g) ?? []).length === 2,
+        30_000,
+        'the second SIGHUP read',
+      ),
+    ]);
+    await Promise.race([
+      exited,
+      until(
+        async () => (await readyz(port))?.checks.every((c) => c.ok) === true,
+        60_000,
+        'ready on the moved state directory',
+      ),
+    ]);
+    expect(daemon.logs()).toContain(
+      'SIGHUP: a reload is still starting (its store may not answer); stopping that start',
+    );
+    expect(daemon.logs()).not.toContain('SIGHUP: running on the previous configuration');
+    expect(daemon.logs()).not.toMatch(/uncaught|unhandled/i);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited()).toBe(0);
+  }, 240_000);
+});
+
 describe('a tenants directory whose tenants start on a full disk (SQLite)', () => {
   it('starts them once space returns, not only once their files change', async (ctx) => {
     const dir = makeTempDir();

@@ -205,6 +205,39 @@ describe.skipIf(!admin)('the PostgreSQL store backend', () => {
     );
   });
 
+  it("writes the tenants' records again once a read-only database takes writes, on the connection that met the refusal too", async () => {
+    const role = `cf_test_rec_${randomBytes(5).toString('hex')}`;
+    await admin!.query(`CREATE ROLE ${role} LOGIN`);
+    await admin!.query(`GRANT CONNECT, CREATE ON DATABASE test TO ${role}`);
+    const schema = freshSchema();
+    const backend = await openBackend(schema, { url: `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test` });
+    closeAfterTest(async () => {
+      await backend.close();
+      await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin!.query(`DROP OWNED BY ${role}`);
+      await admin!.query(`DROP ROLE ${role}`);
+    });
+    const records = backend.tenantRecords();
+    const put = (fileText: string) => () => ({
+      result: undefined,
+      changes: { put: [{ tenant: 'acme', keyFingerprint: 'f'.repeat(64), fileText }], markMissing: [], remove: [] },
+    });
+    await records.settle(put('one'));
+    // Every new session read-only, the sessions there now ended: as for maintenance, or a standby.
+    await admin!.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+    await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+    await until(
+      async () => (await records.settle(put('two')).catch((e: { code?: string }) => e.code)) === '25006',
+      10_000,
+      'the settlement refused as read-only',
+    );
+    // Writable again for every new session; the pool's sessions are not ended this time.
+    await admin!.query(`ALTER ROLE ${role} RESET default_transaction_read_only`);
+    // Before the fix the read-only session went back to the pool and took this settlement again.
+    await records.settle(put('three'));
+    expect((await records.read()).map((r) => r.fileText)).toEqual(['three']);
+  });
+
   it('answers the dead-letter re-queue counts of all its tenants from one statement, and sees another process re-queue', async () => {
     const schema = freshSchema();
     const daemon = await openBackend(schema);

@@ -1,13 +1,14 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manualClock.js';
-import { STORE_OPEN_RETRY, StoreOpening } from '../../src/daemon/storeOpening.js';
+import { STORE_OPEN_RETRY, StoreOpening, whileStoreRefuses } from '../../src/daemon/storeOpening.js';
 import { AbortedError } from '../../src/errors.js';
 import { createLogger } from '../../src/observe/createLogger.js';
 import { StoreError } from '../../src/store/storeError.js';
 import { StoreActivity } from '../../src/store/storeActivity.js';
 import type { StoreBackend } from '../../src/store/storeBackend.js';
 import { StoreUnavailableError } from '../../src/store/storeHealth.js';
+import { noopLogger } from '../support/noopLogger.js';
 
 const LOCATION = 'postgres://<redacted>@db:5432/changefeed';
 
@@ -175,5 +176,77 @@ describe('opening the store at start while the database is down', () => {
     script.succeed(late);
     await clock.advance(0);
     expect(late.closed).toBe(true);
+  });
+});
+
+describe('whileStoreRefuses', () => {
+  it('clears the refusal it reported when a later try fails for another reason, which it throws', async () => {
+    const clock = new ManualClock();
+    const refusals: (string | undefined)[] = [];
+    let refused: () => void = () => undefined;
+    const firstRefusal = new Promise<void>((resolve) => (refused = resolve));
+    const full = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    const answers: Error[] = [full, new StoreError('sink "out": caFile /etc/ca.pem does not exist')];
+    const waiting = whileStoreRefuses({
+      attempt: () => Promise.reject(answers.shift() ?? new Error('no more tries')),
+      clock,
+      logger: noopLogger,
+      location: '/var/lib/changefeed/changefeed.sqlite',
+      signal: new AbortController().signal,
+      onRefusal: (problem) => {
+        refusals.push(problem);
+        refused();
+      },
+      random: () => 0,
+    });
+    const thrown = waiting.catch((error: unknown) => error);
+    // The wait begins in the same turn as the refusal is reported.
+    await firstRefusal;
+    expect(refusals).toEqual([expect.stringMatching(/the disk holding .* is full/)]);
+    await clock.advance(STORE_OPEN_RETRY.maxMs);
+    expect(await thrown).toMatchObject({ message: expect.stringContaining('caFile') });
+    // Left as it was, /readyz named a full disk for as long as the daemon ran, the disk long freed.
+    expect(refusals.at(-1)).toBeUndefined();
+  });
+});
+
+describe('whileStoreRefuses beside others on one stop signal', () => {
+  it('waits, one per tenant of a directory on a full disk, without a warning of a leak', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const clock = new ManualClock();
+      const stopping = new AbortController();
+      const full = (): Error => Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+      let refusals = 0;
+      let allRefused: () => void = () => undefined;
+      const refused = new Promise<void>((resolve) => (allRefused = resolve));
+      // The daemon's tenants of a directory: each start refused once, each waiting on the daemon's one signal.
+      const starts = Array.from({ length: 40 }, (_, tenant) => {
+        let tries = 0;
+        return whileStoreRefuses({
+          attempt: () => (tries++ === 0 ? Promise.reject(full()) : Promise.resolve(tenant)),
+          clock,
+          logger: noopLogger,
+          location: '/var/lib/changefeed/changefeed.sqlite',
+          signal: stopping.signal,
+          onRefusal: (problem) => {
+            if (problem !== undefined && ++refusals === 40) allRefused();
+          },
+          random: () => 0,
+        });
+      });
+      await refused;
+      await clock.advance(STORE_OPEN_RETRY.maxMs);
+      expect(await Promise.all(starts)).toHaveLength(40);
+      // process.emitWarning reports on the next turn.
+      await new Promise((resolve) => setImmediate(resolve));
+      // Before the fix: "MaxListenersExceededWarning: Possible EventTarget memory leak detected. 11
+      // abort listeners added to [AbortSignal]", printed raw beside the daemon's JSON log lines.
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
