@@ -9,7 +9,7 @@ import { ChangefeedDaemon } from '../../src/daemon/changefeedDaemon.js';
 import { eventIdFor } from '../../src/events/eventId.js';
 import { openDatabase } from '../../src/store/sqlite/database.js';
 import { createDaemon } from '../support/daemonHarness.js';
-import { deliveredEvents, duplicatesOf } from '../support/daemonHarness.js';
+import { deliveredEvents, deliveredSoFar, duplicatesOf } from '../support/daemonHarness.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
 import { closeAfterTest } from '../support/closeAfterTest.js';
 import { noopLogger } from '../support/noopLogger.js';
@@ -116,7 +116,7 @@ describe('a state directory on a disk that fills up', () => {
 
       execFileSync('mount', ['-o', 'remount,size=64m', stateDir]);
       await until(
-        () => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length,
+        () => new Set(deliveredSoFar(dir).map((e) => e.id)).size >= written.length,
         120_000,
         'every event delivered after space returned',
       );
@@ -206,11 +206,7 @@ describe('a SIGHUP reload while the disk is full', () => {
     );
     daemon = startDaemonProcess(['--config', config], { CHANGEFEED_API_KEY: simulator.apiKey });
     const running = daemon;
-    await until(
-      () => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length,
-      60_000,
-      'the first events',
-    );
+    await until(() => new Set(deliveredSoFar(dir).map((e) => e.id)).size >= written.length, 60_000, 'the first events');
     // A reader (a `status`, a backup) keeps the store's -wal file from being checkpointed away
     // when the daemon closes it, so the space it holds is not given back to the start that follows.
     const reader = new Database(join(stateDir, 'changefeed.sqlite'), { readonly: true });
@@ -242,7 +238,7 @@ describe('a SIGHUP reload while the disk is full', () => {
     // Changes made while the store was refused or since, read once it takes writes again.
     const later = burst({ from: Date.now() - 1_000, to: Date.now() });
     await until(
-      () => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length + later.length,
+      () => new Set(deliveredSoFar(dir).map((e) => e.id)).size >= written.length + later.length,
       60_000,
       'every event delivered after space returned',
     );
@@ -302,7 +298,7 @@ describe('a second SIGHUP while a reload waits for a full disk', () => {
     });
     await Promise.race([
       exited,
-      until(() => new Set(deliveredEvents(dir).map((e) => e.id)).size >= written.length, 60_000, 'the first events'),
+      until(() => new Set(deliveredSoFar(dir).map((e) => e.id)).size >= written.length, 60_000, 'the first events'),
     ]);
     // The store's -wal file kept (see above): the space it holds is not given back.
     const reader = new Database(join(stateDir, 'changefeed.sqlite'), { readonly: true });

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, type Simulator } from '../../src/simulator/index.js';
 import { startTestSimulator } from '../support/testSimulator.js';
 import { freePort, startDaemonProcess, until, type DaemonProcess } from '../support/daemonProcess.js';
-import { deliveredEvents } from '../support/daemonHarness.js';
+import { deliveredEvents, deliveredSoFar } from '../support/daemonHarness.js';
 import { makeTempDir } from '../support/tempDir.js';
 import { receiver, SECRET } from '../support/webhookHarness.js';
 
@@ -152,7 +152,7 @@ describe('running as a sidecar', { timeout: 240_000 }, () => {
       from: Date.now() - 60_000,
       to: Date.now() - 1_000,
     });
-    await until(() => deliveredEvents(dir).length === 25, LIVENESS_MS, '25 events in the file');
+    await until(() => deliveredSoFar(dir).length === 25, LIVENESS_MS, '25 events in the file');
     // The counters move right after the sink acknowledged the batch, so wait for them, not the file.
     let after = '';
     await until(
@@ -255,7 +255,7 @@ describe('running as a sidecar', { timeout: 240_000 }, () => {
       from: Date.now() - 60_000,
       to: Date.now() - 1_000,
     });
-    await until(() => deliveredEvents(dir, 'first.jsonl').length === 5, LIVENESS_MS, 'delivery on the old config');
+    await until(() => deliveredSoFar(dir, 'first.jsonl').length === 5, LIVENESS_MS, 'delivery on the old config');
 
     writeConfig(config, baseConfig(dir, simulator, port, [fileSink('first'), fileSink('second')]));
     daemon.child.kill('SIGHUP');
@@ -272,7 +272,7 @@ describe('running as a sidecar', { timeout: 240_000 }, () => {
     });
     // The two sinks deliver independently: the old one may write its four a moment after the new one.
     await until(
-      () => deliveredEvents(dir, 'second.jsonl').length === 4 && deliveredEvents(dir, 'first.jsonl').length >= 9,
+      () => deliveredSoFar(dir, 'second.jsonl').length === 4 && deliveredSoFar(dir, 'first.jsonl').length >= 9,
       LIVENESS_MS,
       'the new sink receiving events, and the old one too',
     );

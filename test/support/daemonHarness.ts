@@ -71,10 +71,16 @@ export function expectedEventIds(simulator: SimulatedCompany, since = Number.NEG
     .map(({ log, objectId, entry }) => eventIdFor(log, objectId ?? '', entry.id as string));
 }
 
-export function deliveredEvents(stateDir: string, file = 'events.jsonl') {
+export function deliveredEvents(stateDir: string, file = 'events.jsonl', options: { whileWritten?: boolean } = {}) {
   return readJsonLines<{ id: string; type: string; subject?: string; time?: string; data: Record<string, unknown> }>(
     join(stateDir, file),
+    options,
   );
+}
+
+/** The events a running daemon's file sink has written whole so far, to wait on (readJsonLines' whileWritten). */
+export function deliveredSoFar(stateDir: string, file = 'events.jsonl') {
+  return deliveredEvents(stateDir, file, { whileWritten: true });
 }
 
 /** Ids that occur more than once. */
