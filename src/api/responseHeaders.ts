@@ -45,7 +45,9 @@ const REQUEST_ID_LENGTH = 200;
  * anything else as a \uXXXX escape (a header's bytes 0x80-0xFF arrive as latin1 characters, C1
  * controls among them, which a terminal acts on).
  */
-export function quotedRequestId(value: string): string {
+export function quotedRequestId(value: string): string | undefined {
+  // An empty id is none: kept, it read "(request )" and stood in for the problem document's own id.
+  if (value.trim() === '') return undefined;
   const kept = value.length > REQUEST_ID_LENGTH ? `${value.slice(0, REQUEST_ID_LENGTH)}... (cut)` : value;
   return kept.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -35,6 +35,14 @@ const REDACTED = '<redacted>';
 export const PROBLEMS_LISTED = 100;
 
 /**
+ * The most characters of a problem's path, and of its message, listed: a key may be as long as the
+ * file (1 MiB, as YAML's `? key` or JSON's quoted keys), and its path, its message and its lookup
+ * for a suggestion each took all of it, one line of 1.8 MB for a key of 900 KB.
+ */
+const PATH_LENGTH = 200;
+const MESSAGE_LENGTH = 500;
+
+/**
  * Turns zod's issues into one ConfigError listing every problem (the first PROBLEMS_LISTED) as
  * `<path>: <message>`, each with the offending value and where it was set, so the operator can fix
  * them all in one pass.
@@ -57,12 +65,16 @@ export function formatConfigIssues(issues: readonly Issue[], context: IssueConte
       unlisted++;
       continue;
     }
-    const path = formatConfigPath(problem.path);
-    const message = scrub(problem.message + detail(problem, context, found.paths.has(path)));
-    listed.set(`${path}: ${message}`, { path, message });
+    const fullPath = formatConfigPath(problem.path);
+    const fullMessage = scrub(problem.message + detail(problem, context, found.paths.has(fullPath)));
+    // Scrubbed before it is cut, so that no cut leaves a secret's start unmatched; the path too,
+    // for a secret pasted as a key.
+    const path = cut(scrub(fullPath), PATH_LENGTH);
+    const message = cut(fullMessage, MESSAGE_LENGTH);
+    listed.set(`${fullPath}\n${fullMessage}`, { path, message });
   }
   const count = listed.size === 1 ? '1 problem' : `${listed.size} problems`;
-  const lines = [...listed.keys()].map((line) => `  ${line}`);
+  const lines = [...listed.values()].map(({ path, message }) => `  ${path}: ${message}`);
   // Not looked at, so not told apart from a problem zod reports twice: "up to".
   if (unlisted > 0) lines.push(`  ... and up to ${unlisted} more, not listed: fix these and check again`);
   const shown = unlisted > 0 ? `${count} listed` : count;
@@ -115,9 +127,10 @@ function explainClosestBranch(branches: readonly Issue[][], path: PropertyKey[],
 
 function unknownKey(key: string, known: readonly string[]): string {
   const suggestion = suggestKey(key, known);
-  if (suggestion !== undefined) return `unknown key "${key}"; did you mean "${suggestion}"?`;
-  if (known.length > 0 && known.length <= 15) return `unknown key "${key}"; known keys here: ${known.join(', ')}`;
-  return `unknown key "${key}"`;
+  const name = preview(key);
+  if (suggestion !== undefined) return `unknown key ${name}; did you mean "${suggestion}"?`;
+  if (known.length > 0 && known.length <= 15) return `unknown key ${name}; known keys here: ${known.join(', ')}`;
+  return `unknown key ${name}`;
 }
 
 function unknownVariant(value: unknown, discriminator: string, options: readonly unknown[]): string {
@@ -141,6 +154,12 @@ function detail(problem: Problem, context: IssueContext, secret: boolean): strin
 
 function isScalar(value: unknown): value is string | number | boolean | null {
   return value === null || ['string', 'number', 'boolean'].includes(typeof value);
+}
+
+/** `text` up to `max` characters, marked when cut; a surrogate pair is not split. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '')}... (cut)`;
 }
 
 function preview(value: unknown): string {

@@ -26,6 +26,9 @@ function editDistance(a: string, b: string): number {
 export function suggestKey(unknown: string, known: readonly string[], maxDistance = 2): string | undefined {
   let best: { key: string; distance: number } | undefined;
   for (const key of known) {
+    // No fewer edits than the lengths differ by: a key of a megabyte is not compared letter by
+    // letter (a table of its length times the known key's, hundreds of megabytes) to learn that.
+    if (Math.abs(key.length - unknown.length) > maxDistance) continue;
     const distance = key.toLowerCase() === unknown.toLowerCase() ? 0.5 : editDistance(unknown, key);
     if (distance <= maxDistance && (!best || distance < best.distance)) best = { key, distance };
   }

@@ -261,10 +261,11 @@ export class PollScheduler {
     const numbers = this.numbers;
     numbers.setLastPollAt(s.slot, now);
     const previousNewest = numbers.lastEventAt(s.slot);
+    const serviceNow = this.deps.serviceNow?.() ?? now;
     const rate =
       result.history && numbers.updatedAt(s.slot) === null
         ? this.estimator.observeHistory(now, result.history)
-        : this.estimator.observe(numbers.rate(s.slot), now, result.emittedPerformedAt);
+        : this.estimator.observe(numbers.rate(s.slot), now, result.emittedPerformedAt, serviceNow);
     numbers.setRate(s.slot, rate);
     numbers.clearPlan(s.slot);
     // Follow-ups belong to the adaptive policy; the benchmark's optimum plans with known rates alone.
@@ -274,7 +275,7 @@ export class PollScheduler {
       this.followUps.inProgress({
         previousNewest,
         newest: rate.lastEventAt,
-        serviceNow: this.deps.serviceNow?.() ?? now,
+        serviceNow,
         changesPerSession: this.estimator.changesPerSession(rate, this.priors(s.watched.log)),
         ratePerHour: this.rateOf(s),
       });

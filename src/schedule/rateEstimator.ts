@@ -25,15 +25,20 @@ export class RateEstimator {
 
   /**
    * Records one successful poll at `now` that returned changes performed at `performedAt`.
-   * The first poll of a log only starts the observation: what it returns may be a backfill.
+   * `serviceNow` is the service's clock at that poll (its dates are on that clock; `now` when
+   * unknown). The first poll of a log only starts the observation: what it returns may be a backfill.
    */
-  observe(state: RateState, now: number, performedAt: readonly number[]): RateState {
-    // The service's dates are believed up to now (the newest recorded, up to its poll): an entry
-    // dated years ahead (a skill's version log is read whole, not by a window of dates) stood as the
-    // newest change for ever, after which no change began a session and the log's rate, and its
-    // polls, only fell.
-    const dated = performedAt.map((t) => Math.min(t, now));
-    const last = state.lastEventAt === null ? null : Math.min(state.lastEventAt, state.updatedAt ?? now);
+  observe(state: RateState, now: number, performedAt: readonly number[], serviceNow = now): RateState {
+    // The service's dates are believed up to its own clock at the poll (the newest recorded, up to
+    // its poll's): an entry dated years ahead (a skill's version log is read whole, not by a window
+    // of dates) stood as the newest change for ever, after which no change began a session and the
+    // log's rate, and its polls, only fell. Its clock, not ours: with the service minutes ahead, our
+    // clock dated each change of a session at the poll that saw it, splitting the session at every
+    // poll and putting it further back than sessionFollowUps looks for one still going on.
+    const ceiling = Number.isFinite(serviceNow) ? serviceNow : now;
+    const ahead = ceiling - now;
+    const dated = performedAt.map((t) => Math.min(t, ceiling));
+    const last = state.lastEventAt === null ? null : Math.min(state.lastEventAt, (state.updatedAt ?? now) + ahead);
     const newest = dated.reduce((a, b) => Math.max(a, b), last ?? Number.NEGATIVE_INFINITY);
     const lastEventAt = Number.isFinite(newest) ? newest : null;
     if (state.updatedAt === null) return { ...state, lastEventAt, updatedAt: now };

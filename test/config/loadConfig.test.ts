@@ -210,6 +210,30 @@ describe('validation errors', () => {
     );
   });
 
+  // A key may be as long as the file: each line took it whole, twice (path and message), a key of
+  // 900 KB making a line of 1.8 MB, and its suggestion's lookup hundreds of megabytes.
+  it('cuts each listed line: a key of 100,000 characters is named by its start', async () => {
+    const long = (i: number): string => `${String(i)}${'k'.repeat(100_000)}`;
+    const file = await temp.write(
+      'changefeed.yaml',
+      `api:\n  apiKey: ${API_KEY}\n${Array.from({ length: 9 }, (_, i) => `  ? ${long(i)}\n  : 1\n`).join('')}`,
+    );
+    const error = configError(() => loadConfig(sampleConfigSchema, { file, env: {} }));
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('invalid configuration (9 problems):');
+    for (const line of lines) expect(line.length).toBeLessThan(800);
+    expect(lines[1]).toMatch(/^ {2}api\["0k+\.\.\. \(cut\)"?\]?.*: unknown key "0k+\.\.\.; known keys here: /);
+    for (const issue of error.issues) expect(issue.path.length + issue.message.length).toBeLessThan(800);
+  });
+
+  it('scrubs a secret pasted as a key from the path it lists, not only from the message', async () => {
+    const file = await temp.write('changefeed.yaml', `api:\n  apiKey: ${API_KEY}\n  ${API_KEY}: 1\n`);
+    const error = configError(() => loadConfig(sampleConfigSchema, { file, env: {} }));
+    expect(error.message).toContain('api.<redacted>: unknown key "<redacted>"');
+    expect(error.message).not.toContain(API_KEY);
+    expect(JSON.stringify(error.issues)).not.toContain(API_KEY);
+  });
+
   // Every problem was listed: 80,000 unknown keys (330 sinks of 250) made a message of 11 MB.
   it('lists the first PROBLEMS_LISTED problems and says how many more there are', async () => {
     const sink = (i: number): string =>

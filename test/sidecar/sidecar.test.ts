@@ -179,6 +179,9 @@ describe('running as a sidecar', { timeout: 240_000 }, () => {
     expect(metricValue(after, 'changefeed_outbox_pending', { sink: 'out' })).toBe(0);
     proc.child.kill('SIGTERM');
     expect(await proc.exited()).toBe(0);
+    // The wait above leaves out a last line not yet ended; read strictly once the writer has gone,
+    // so that a line the daemon did tear fails the test.
+    expect(deliveredEvents(dir)).toHaveLength(25);
   });
 
   it('exits 0 on SIGTERM in the middle of deliveries, which finish first; a restart delivers the rest, none twice', async () => {

@@ -751,6 +751,35 @@ describe('PollScheduler', () => {
     expect('poll' in after && after.poll.objectId).not.toBe('c7');
   });
 
+  // observe dated the changes no later than our clock: with the service five minutes ahead, the
+  // newest change stood further back than the service's clock minus a session gap, and no follow-up
+  // was ever sent.
+  it('follows up a session in progress with the service clock minutes ahead of ours', () => {
+    const ahead = 5 * 60_000;
+    let now = T0;
+    const scheduler = new PollScheduler({
+      config: { ...config, maxIntervalMinutes: 600 },
+      minIntervalMs: 60_000,
+      budget: { intervalMs: () => 10_000 },
+      serviceNow: () => now + ahead,
+    });
+    const logs = Array.from({ length: 30 }, (_, i) => watched('career', `c${i}`));
+    scheduler.sync(logs);
+    for (const w of logs) scheduler.recordPoll(w, now, { requests: 1, emittedPerformedAt: [] });
+    now = T0 + 2 * HOUR;
+    const t = now;
+    // Eight changes a few seconds apart on c7, dated on the service's clock.
+    const session = (end: number): number[] => Array.from({ length: 8 }, (_, i) => end + ahead - i * 5_000);
+    for (const w of logs)
+      scheduler.recordPoll(w, t, { requests: 1, emittedPerformedAt: w.objectId === 'c7' ? session(t - 1_000) : [] });
+    const next = decide(scheduler, t + 60_000);
+    expect('poll' in next && next.poll.objectId).toBe('c7');
+    now = t + 60_000;
+    scheduler.recordPoll(logs[7]!, now, { requests: 1, emittedPerformedAt: session(t + 55_000) });
+    const again = decide(scheduler, t + 120_000);
+    expect('poll' in again && again.poll.objectId).toBe('c7');
+  });
+
   it('does not follow up a log whose changes are independent (one change, no session)', () => {
     const scheduler = new PollScheduler({ config, minIntervalMs: 60_000, budget: { intervalMs: () => 10_000 } });
     const logs = Array.from({ length: 5 }, (_, i) => watched('career', `c${i}`));

@@ -112,6 +112,27 @@ describe('RateEstimator', () => {
     expect(state.lastEventAt).toBe(T0 + 5 * HOUR);
   });
 
+  // The dates were believed up to our clock: with the service five minutes ahead, each change of a
+  // session was dated at the poll that saw it, and a session cut by a poll counted twice.
+  it('believes the dates up to the service clock: a session cut by a poll counts once with the service ahead', () => {
+    const estimator = new RateEstimator({ ...config, sessionGapSeconds: 120, rateHalfLifeHours: 1e9 });
+    const ahead = 5 * 60_000;
+    const observe = (state: RateState, now: number, performedAt: number[]): RateState =>
+      estimator.observe(state, now, performedAt, now + ahead);
+    let state = observe(emptyRateState(), T0, []);
+    // Five changes 30 s apart (on the service's clock), cut in two by a poll; a lone one an hour later.
+    state = observe(state, T0 + 10 * 60_000, [
+      T0 + ahead + 8 * 60_000,
+      T0 + ahead + 8.5 * 60_000,
+      T0 + ahead + 9 * 60_000,
+    ]);
+    state = observe(state, T0 + 20 * 60_000, [T0 + ahead + 9.5 * 60_000, T0 + ahead + 10 * 60_000]);
+    state = observe(state, T0 + 80 * 60_000, [T0 + ahead + 70 * 60_000]);
+    expect(state.events).toBeCloseTo(6, 2);
+    expect(state.sessions).toBeCloseTo(2, 2);
+    expect(state.lastEventAt).toBe(T0 + ahead + 70 * 60_000);
+  });
+
   it('a burst of changes weighs as one session: one busy afternoon does not make a busy log', () => {
     const estimator = new RateEstimator(config);
     const lone = observeFor(estimator, 10, (t) => (t === T0 + 5 * HOUR ? 1 : 0));

@@ -115,4 +115,19 @@ describe('a request id the service sends', () => {
     expect(error.message.length).toBeLessThan(600);
     expect(error.message).not.toContain('\u001b');
   });
+
+  // An empty X-Request-Id was kept as an id: "(request )", and it stood in for the problem
+  // document's requestId, the one id the answer did carry.
+  it.each([
+    ['an empty header, the id in the problem document', 'req_in_body', '(request req_in_body)'],
+    ['an empty header and an empty requestId', '', '(request without id)'],
+  ])('an empty id is no id (%s)', async (_case, bodyId, quoted) => {
+    const service = await LoopbackService.start(() => {
+      const answer = problem(400, 'validation-error', { requestId: bodyId });
+      return { ...answer, headers: { ...answer.headers, 'x-request-id': '' } };
+    });
+    const error = await failure(clientFor(service.url, new RecordingGate()));
+    expect(error.requestId).toBe(bodyId === '' ? undefined : bodyId);
+    expect(error.message).toContain(quoted);
+  });
 });
