@@ -40,10 +40,10 @@ const REQUEST_ID_LENGTH = 200;
 
 /**
  * The service's request id (X-Request-Id, or a problem document's `requestId`) as it is quoted in
- * every error, log line and quarantine record of its answer, and shown by `status`: cut at
+ * every error, log line and quarantine record of its answer, and shown by `status`: its first
  * REQUEST_ID_LENGTH characters (undici takes a header of up to 16 KiB), printable ASCII as sent,
  * anything else as a \uXXXX escape (a header's bytes 0x80-0xFF arrive as latin1 characters, C1
- * controls among them, which a terminal acts on).
+ * controls among them, which a terminal acts on), so six times that at most.
  */
 export function quotedRequestId(value: string): string | undefined {
   // An empty id is none: kept, it read "(request )" and stood in for the problem document's own id.
