@@ -70,10 +70,12 @@ const OPEN_REASONS: Readonly<Record<string, string>> = {
   ENOTDIR: 'a part of its path is not a directory',
 };
 
-function notPlainFile(stats: Stats): string | undefined {
+/** What a file that is not a plain file is, for a message ("it is a FIFO"); undefined for a plain file. */
+export function notPlainFile(stats: Stats): string | undefined {
   if (stats.isFile()) return undefined;
   if (stats.isDirectory()) return 'a directory';
   if (stats.isFIFO()) return 'a FIFO';
   if (stats.isSocket()) return 'a socket';
-  return 'a device';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
+  return 'of another kind';
 }

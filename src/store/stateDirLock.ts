@@ -9,10 +9,10 @@ import {
   rmSync,
   statSync,
   writeFileSync,
-  type Stats,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ChangefeedError } from '../errors.js';
+import { notPlainFile } from '../readPlainFile.js';
 import { StoreError } from './storeError.js';
 
 const LOCK_FILE = 'changefeed.lock';
@@ -165,15 +165,6 @@ function lockFileNamingItsHolder(stateDir: string): Database.Database {
     db.close();
     throw error;
   }
-}
-
-/** What a file that is not a plain file is, for the message; undefined for a plain file. */
-function notPlainFile(stats: Stats): string | undefined {
-  if (stats.isFile()) return undefined;
-  if (stats.isFIFO()) return 'a FIFO';
-  if (stats.isSocket()) return 'a socket';
-  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
-  return 'of another kind';
 }
 
 /**
