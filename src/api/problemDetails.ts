@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { quotedRequestId } from './responseHeaders.js';
+import { cutText } from '../cutText.js';
 
 const EXCERPT_LENGTH = 200;
 /** The most of `detail` kept: the explanation, longer than a name or a code. */
@@ -12,7 +13,7 @@ const FIELD_ERRORS_KEPT = 10;
  * which are logged, stored with the log (`last_error`) and shown by `status` and the console on every
  * failed poll: a 64 KiB `detail` must not be copied into each.
  */
-const text = (max: number) => z.string().transform((s) => cut(s, max));
+const text = (max: number) => z.string().transform((s) => cutText(s, max));
 
 const fieldErrorSchema = z.object({
   field: text(EXCERPT_LENGTH).catch(''),
@@ -34,12 +35,6 @@ const problemSchema = z.object({
   error: text(EXCERPT_LENGTH).optional(),
   upgrade_url: text(EXCERPT_LENGTH).optional(),
 });
-
-/** `text` up to `max` characters, marked when cut; a surrogate pair is not split. */
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  return `${text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '')}... (cut)`;
-}
 
 /** The first FIELD_ERRORS_KEPT field errors, then one saying how many more the service listed. */
 function keptFieldErrors(items: FieldError[]): FieldError[] {

@@ -5,6 +5,7 @@ import { knownKeysAtPath, type JsonSchema } from './configJsonSchema.js';
 import { findSecrets } from './secretFields.js';
 import { suggestKey } from './suggestKey.js';
 import { redactUrlCredentials } from '../secrets/urlCredentials.js';
+import { cutText } from '../cutText.js';
 
 type Issue = z.core.$ZodIssue;
 
@@ -69,8 +70,8 @@ export function formatConfigIssues(issues: readonly Issue[], context: IssueConte
     const fullMessage = scrub(problem.message + detail(problem, context, found.paths.has(fullPath)));
     // Scrubbed before it is cut, so that no cut leaves a secret's start unmatched; the path too,
     // for a secret pasted as a key.
-    const path = cut(scrub(fullPath), PATH_LENGTH);
-    const message = cut(fullMessage, MESSAGE_LENGTH);
+    const path = cutText(scrub(fullPath), PATH_LENGTH);
+    const message = cutText(fullMessage, MESSAGE_LENGTH);
     listed.set(`${fullPath}\n${fullMessage}`, { path, message });
   }
   const count = listed.size === 1 ? '1 problem' : `${listed.size} problems`;
@@ -154,12 +155,6 @@ function detail(problem: Problem, context: IssueContext, secret: boolean): strin
 
 function isScalar(value: unknown): value is string | number | boolean | null {
   return value === null || ['string', 'number', 'boolean'].includes(typeof value);
-}
-
-/** `text` up to `max` characters, marked when cut; a surrogate pair is not split. */
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  return `${text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '')}... (cut)`;
 }
 
 function preview(value: unknown): string {
