@@ -119,6 +119,43 @@ function expectAlive(): void {
   expect(daemon!.child.exitCode).toBeNull();
 }
 
+/**
+ * A daemon on a PostgreSQL schema of a role of its own (which a test then refuses), delivering a
+ * simulated career's first entries to a file: returned once they are delivered.
+ */
+async function daemonOnOwnRole(seed: number) {
+  const { simulator, career } = await simulatorWithOneCareer(seed);
+  const suffix = randomBytes(5).toString('hex');
+  const role = `cf_test_role_${suffix}`;
+  const schema = `cf_test_${suffix}`;
+  await admin!.query(`CREATE ROLE ${role} LOGIN`);
+  await admin!.query(`GRANT CONNECT, CREATE ON DATABASE test TO ${role}`);
+  await admin!.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+  cleanups.push(async () => {
+    await admin!.query(`ALTER ROLE ${role} NOLOGIN`);
+    await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+    await dropSchema(admin!, schema);
+    await admin!.query(`DROP OWNED BY ${role}`);
+    await admin!.query(`DROP ROLE ${role}`);
+  });
+  const dir = makeTempDir();
+  const port = await freePort();
+  const written = appendRound(simulator, career, 5);
+  const url = `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test`;
+  daemon = startDaemonProcess(
+    [
+      '--config',
+      writeConfig(dir, simulator, port, [
+        `store: { url: "${url}", schema: ${schema}, maxConnections: 4 }`,
+        'cluster: { leaseSeconds: 6 }',
+      ]),
+    ],
+    { CHANGEFEED_API_KEY: simulator.apiKey },
+  );
+  await waitFor(() => new Set(delivered(dir)).size >= written.length, 'the first entries delivered');
+  return { simulator, career, role, dir, port, written };
+}
+
 describe('a store that refuses while the daemon runs', () => {
   it('SQLite held by another process past the busy timeout: pauses, reports the lock, resumes after COMMIT', async () => {
     const { simulator, career } = await simulatorWithOneCareer(81);
@@ -156,35 +193,7 @@ describe('a store that refuses while the daemon runs', () => {
   it.skipIf(!admin)(
     'PostgreSQL refusing the login (NOLOGIN, backends terminated): stays up, unready, and delivers again after LOGIN',
     async () => {
-      const { simulator, career } = await simulatorWithOneCareer(82);
-      const suffix = randomBytes(5).toString('hex');
-      const role = `cf_test_role_${suffix}`;
-      const schema = `cf_test_${suffix}`;
-      await admin!.query(`CREATE ROLE ${role} LOGIN`);
-      await admin!.query(`GRANT CONNECT, CREATE ON DATABASE test TO ${role}`);
-      await admin!.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
-      cleanups.push(async () => {
-        await admin!.query(`ALTER ROLE ${role} NOLOGIN`);
-        await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
-        await dropSchema(admin!, schema);
-        await admin!.query(`DROP OWNED BY ${role}`);
-        await admin!.query(`DROP ROLE ${role}`);
-      });
-      const dir = makeTempDir();
-      const port = await freePort();
-      const written = appendRound(simulator, career, 5);
-      const url = `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test`;
-      daemon = startDaemonProcess(
-        [
-          '--config',
-          writeConfig(dir, simulator, port, [
-            `store: { url: "${url}", schema: ${schema}, maxConnections: 4 }`,
-            'cluster: { leaseSeconds: 6 }',
-          ]),
-        ],
-        { CHANGEFEED_API_KEY: simulator.apiKey },
-      );
-      await waitFor(() => new Set(delivered(dir)).size >= written.length, 'the first entries delivered');
+      const { simulator, career, role, dir, port, written } = await daemonOnOwnRole(82);
 
       await admin!.query(`ALTER ROLE ${role} NOLOGIN`);
       await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
@@ -215,35 +224,7 @@ describe('a store that refuses while the daemon runs', () => {
   it.skipIf(!admin)(
     'PostgreSQL made read-only (default_transaction_read_only, as a failover to a standby): pauses, reports it, resumes once writable',
     async () => {
-      const { simulator, career } = await simulatorWithOneCareer(84);
-      const suffix = randomBytes(5).toString('hex');
-      const role = `cf_test_role_${suffix}`;
-      const schema = `cf_test_${suffix}`;
-      await admin!.query(`CREATE ROLE ${role} LOGIN`);
-      await admin!.query(`GRANT CONNECT, CREATE ON DATABASE test TO ${role}`);
-      await admin!.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
-      cleanups.push(async () => {
-        await admin!.query(`ALTER ROLE ${role} NOLOGIN`);
-        await admin!.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
-        await dropSchema(admin!, schema);
-        await admin!.query(`DROP OWNED BY ${role}`);
-        await admin!.query(`DROP ROLE ${role}`);
-      });
-      const dir = makeTempDir();
-      const port = await freePort();
-      const written = appendRound(simulator, career, 5);
-      const url = `postgres://${role}@127.0.0.1:${POSTGRES_PORT}/test`;
-      daemon = startDaemonProcess(
-        [
-          '--config',
-          writeConfig(dir, simulator, port, [
-            `store: { url: "${url}", schema: ${schema}, maxConnections: 4 }`,
-            'cluster: { leaseSeconds: 6 }',
-          ]),
-        ],
-        { CHANGEFEED_API_KEY: simulator.apiKey },
-      );
-      await waitFor(() => new Set(delivered(dir)).size >= written.length, 'the first entries delivered');
+      const { simulator, career, role, dir, port, written } = await daemonOnOwnRole(84);
 
       // Every new session read-only, the sessions there now ended: as after a failover to a standby.
       await admin!.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
