@@ -60,6 +60,27 @@ const readyz = async (
   }
 };
 
+/**
+ * A simulator of `careers` careers and nothing else, and `burst`, which appends `perCareer` entries
+ * to each within `range` and returns the event ids the daemon must deliver for them.
+ */
+async function simulatedCareers(seed: number, careers: number) {
+  const simulator = await startTestSimulator({
+    seed,
+    careers,
+    skills: 0,
+    identityProviderShare: 0,
+    eventsPerHour: 0,
+    historyHours: 0,
+    readsPerHour: 10_000_000,
+  });
+  const burst = (perCareer: number, range: { from: number; to: number }): string[] =>
+    simulator.careerIds.flatMap((id) =>
+      simulator.appendBurst('career', id, perCareer, range).map((e) => eventIdFor('career', id, e.id)),
+    );
+  return { simulator, burst };
+}
+
 // State on a 2 MB tmpfs that filled: the daemon crashed with an uncaught SQLITE_FULL.
 describe('a state directory on a disk that fills up', () => {
   it(
@@ -68,21 +89,9 @@ describe('a state directory on a disk that fills up', () => {
       const dir = makeTempDir();
       const stateDir = join(dir, 'state');
       mountOrSkip(stateDir, '2m', ctx);
-      const simulator = await startTestSimulator({
-        seed: 71,
-        careers: 20,
-        skills: 0,
-        identityProviderShare: 0,
-        eventsPerHour: 0,
-        historyHours: 0,
-        readsPerHour: 10_000_000,
-      });
+      const { simulator, burst } = await simulatedCareers(71, 20);
       const from = Date.now() - 3_600_000;
-      const written = simulator.careerIds.flatMap((id) =>
-        simulator
-          .appendBurst('career', id, 120, { from, to: Date.now() - 2_000 })
-          .map((e) => eventIdFor('career', id, e.id)),
-      );
+      const written = burst(120, { from, to: Date.now() - 2_000 });
       const port = await freePort();
       const config = join(dir, 'changefeed.yaml');
       writeFileSync(
@@ -174,21 +183,9 @@ describe('a SIGHUP reload while the disk is full', () => {
     const dir = makeTempDir();
     const stateDir = join(dir, 'state');
     mountOrSkip(stateDir, '2m', ctx);
-    const simulator = await startTestSimulator({
-      seed: 72,
-      careers: 5,
-      skills: 0,
-      identityProviderShare: 0,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 10_000_000,
-    });
+    const { simulator, burst } = await simulatedCareers(72, 5);
     const from = Date.now() - 3_600_000;
-    const burst = (range: { from: number; to: number }): string[] =>
-      simulator.careerIds.flatMap((id) =>
-        simulator.appendBurst('career', id, 3, range).map((e) => eventIdFor('career', id, e.id)),
-      );
-    const written = burst({ from, to: Date.now() - 2_000 });
+    const written = burst(3, { from, to: Date.now() - 2_000 });
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');
     writeFileSync(
@@ -236,7 +233,7 @@ describe('a SIGHUP reload while the disk is full', () => {
     rmSync(filler);
     await Promise.race([exited, daemon.waitForLog('SIGHUP: running on the previous configuration', 60_000)]);
     // Changes made while the store was refused or since, read once it takes writes again.
-    const later = burst({ from: Date.now() - 1_000, to: Date.now() });
+    const later = burst(3, { from: Date.now() - 1_000, to: Date.now() });
     await until(
       () => new Set(deliveredSoFar(dir).map((e) => e.id)).size >= written.length + later.length,
       60_000,
@@ -257,23 +254,11 @@ describe('a second SIGHUP while a reload waits for a full disk', () => {
     const dir = makeTempDir();
     const stateDir = join(dir, 'state');
     mountOrSkip(stateDir, '2m', ctx);
-    const simulator = await startTestSimulator({
-      seed: 74,
-      careers: 2,
-      skills: 0,
-      identityProviderShare: 0,
-      eventsPerHour: 0,
-      historyHours: 0,
-      readsPerHour: 10_000_000,
-    });
+    const { simulator, burst } = await simulatedCareers(74, 2);
     // Events delivered first, as in the reload test above: the store then holds what its start
     // rewrites, which the full disk refuses (the reload's start fails for want of space).
     const from = Date.now() - 3_600_000;
-    const written = simulator.careerIds.flatMap((id) =>
-      simulator
-        .appendBurst('career', id, 3, { from, to: Date.now() - 2_000 })
-        .map((e) => eventIdFor('career', id, e.id)),
-    );
+    const written = burst(3, { from, to: Date.now() - 2_000 });
     const port = await freePort();
     const config = join(dir, 'changefeed.yaml');
     const writeConfig = (state: string): void =>
