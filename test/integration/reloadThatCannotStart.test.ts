@@ -55,22 +55,30 @@ describe('a SIGHUP reload whose valid configuration cannot be started', () => {
   });
 });
 
+/**
+ * A daemon running on `file`, then sent a SIGHUP for it with a store.url where nothing answers (as
+ * mistyped): returned while that reload's start waits for the database.
+ */
+async function daemonWaitingOnAReload(file: string) {
+  const daemon = startDaemonProcess(['--config', file]);
+  closeAfterTest(async () => {
+    daemon.child.kill('SIGKILL');
+    await daemon.exited();
+  });
+  await daemon.waitForLog('changefeed running');
+  writeFileSync(file, `store: { url: "postgres://changefeed@127.0.0.1:1/changefeed" }\n`, { flag: 'a' });
+  daemon.child.kill('SIGHUP');
+  await daemon.waitForLog('the store cannot be opened yet');
+  return daemon;
+}
+
 describe('a SIGHUP while a reload still waits for its store', () => {
   it('stops that start and reloads the configuration as the file now is', async () => {
     const dir = makeTempDir();
     const [first, second] = [join(dir, 'first'), join(dir, 'second')];
     const file = join(dir, 'changefeed.yaml');
     writeConfig(file, first);
-    const daemon = startDaemonProcess(['--config', file]);
-    closeAfterTest(async () => {
-      daemon.child.kill('SIGKILL');
-      await daemon.exited();
-    });
-    await daemon.waitForLog('changefeed running');
-    // A mistyped store.url: nothing answers there, and `run` waits for a database that is down.
-    writeFileSync(file, `store: { url: "postgres://changefeed@127.0.0.1:1/changefeed" }\n`, { flag: 'a' });
-    daemon.child.kill('SIGHUP');
-    await daemon.waitForLog('the store cannot be opened yet');
+    const daemon = await daemonWaitingOnAReload(file);
     // The operator's fix, sent while the start above still waits.
     writeConfig(file, second);
     daemon.child.kill('SIGHUP');
@@ -102,15 +110,7 @@ describe('an invalid configuration sent while a reload still waits for its store
     const first = join(dir, 'first');
     const file = join(dir, 'changefeed.yaml');
     writeConfig(file, first);
-    const daemon = startDaemonProcess(['--config', file]);
-    closeAfterTest(async () => {
-      daemon.child.kill('SIGKILL');
-      await daemon.exited();
-    });
-    await daemon.waitForLog('changefeed running');
-    writeFileSync(file, `store: { url: "postgres://changefeed@127.0.0.1:1/changefeed" }\n`, { flag: 'a' });
-    daemon.child.kill('SIGHUP');
-    await daemon.waitForLog('the store cannot be opened yet');
+    const daemon = await daemonWaitingOnAReload(file);
     writeFileSync(file, 'watch: [not, a, mapping]\n', { flag: 'a' });
     daemon.child.kill('SIGHUP');
     const exited = daemon.exited().then((code) => {
